@@ -1,0 +1,279 @@
+//===- FAOps.td - fa dialect operations --------------------*- tablegen -*-===//
+
+#ifndef FA_DIALECT_FA_IR_FAOPS_TD
+#define FA_DIALECT_FA_IR_FAOPS_TD
+
+include "fa/Dialect/FA/IR/FADialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def FA_AttnElement : AnyTypeOf<[F16, BF16, F32]>;
+def FA_AttnOperand : AnyTypeOf<[RankedTensorOf<[F16, BF16, F32]>,
+                                MemRefOf<[F16, BF16, F32]>]>;
+
+//===----------------------------------------------------------------------===//
+// Op level
+//===----------------------------------------------------------------------===//
+
+def FA_AttentionOp : FA_Op<"attention", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "scaled dot-product attention softmax(scale * Q K^T) V";
+  let description = [{
+    Computes, for every batch `b` and query head `h`,
+
+    ```
+    S = scale * Q[b, h] K[b, h / (Hq / Hkv)]^T     (optionally softcap*tanh(S/softcap))
+    O[b, h] = softmax_rows(mask(S)) V[b, h / (Hq / Hkv)]
+    LSE[b, h, i] = log(sum_j exp(mask(S)[i, j]))
+    ```
+
+    Operands are `Q [B, Hq, Nq, D]`, `K [B, Hkv, Nk, D]`, `V [B, Hkv, Nk, Dv]`
+    with one element type among f16, bf16 and f32; `Hq` must be a multiple of
+    `Hkv` (grouped-query and multi-query attention). `D` and `Dv` must be
+    static; batch, heads and sequence lengths may be dynamic.
+
+    Attributes:
+    * `scale` (f32, default `1/sqrt(D)`).
+    * `causal`: query `i` sees key `j` only if `j <= i` (top-left aligned,
+      as `torch.nn.functional.scaled_dot_product_attention(is_causal=True)`).
+    * `window = w`: query `i` sees key `j` only if `|i - j| < w`.
+    * `softcap = c`: scores become `c * tanh(S / c)` before masking.
+    * `block_r`, `block_c`: the tile sizes chosen by `fa-tile`.
+
+    A row whose keys are all masked yields `O = 0` and `LSE = -inf`.
+
+    Tensor form (results `O` and optionally `LSE [B, Hq, Nq]` in f32):
+
+    ```mlir
+    %o, %lse = fa.attention %q, %k, %v {causal}
+        : tensor<2x8x128x64xf16>, tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16>
+        -> tensor<2x8x128x64xf16>, tensor<2x8x128xf32>
+    ```
+
+    Memref form (destinations after `outs`, no results):
+
+    ```mlir
+    fa.attention %q, %k, %v outs(%o : memref<1x4x77x64xf32>) {scale = 0.125 : f32}
+        : memref<1x4x77x64xf32>, memref<1x4x131x64xf32>, memref<1x4x131x64xf32>
+    ```
+  }];
+  let arguments = (ins FA_AttnOperand:$query, FA_AttnOperand:$key,
+                       FA_AttnOperand:$value,
+                       Variadic<MemRefOf<[F16, BF16, F32]>>:$outs,
+                       OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<I64Attr>:$block_r,
+                       OptionalAttr<I64Attr>:$block_c);
+  let results = (outs Variadic<RankedTensorOf<[F16, BF16, F32]>>:$results);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`outs` `(` $outs^ `:` type($outs) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+    (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True when the operands are memrefs and the results are written to
+    /// `outs`.
+    bool hasBufferSemantics() {
+      return ::llvm::isa<::mlir::MemRefType>(getQuery().getType());
+    }
+    /// The scale to apply: the attribute, or 1/sqrt(D) when absent.
+    float getEffectiveScale();
+    /// Whether the op computes the log-sum-exp output.
+    bool hasLse() {
+      return hasBufferSemantics() ? getOuts().size() == 2
+                                  : getResults().size() == 2;
+    }
+    ::mlir::ShapedType getQueryType() {
+      return ::llvm::cast<::mlir::ShapedType>(getQuery().getType());
+    }
+    ::mlir::ShapedType getKeyType() {
+      return ::llvm::cast<::mlir::ShapedType>(getKey().getType());
+    }
+    ::mlir::ShapedType getValueType() {
+      return ::llvm::cast<::mlir::ShapedType>(getValue().getType());
+    }
+    int64_t getHeadDim() { return getQueryType().getDimSize(3); }
+    int64_t getValueHeadDim() { return getValueType().getDimSize(3); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level: the online-softmax state of one block of B_r query rows.
+//===----------------------------------------------------------------------===//
+
+def FA_RowVector : MemRefRankOf<[F32], [1]>;
+def FA_F32Tile : MemRefRankOf<[F32], [2]>;
+def FA_InputTile : MemRefRankOf<[F16, BF16, F32], [2]>;
+
+def FA_InitStateOp : FA_Op<"init_state"> {
+  let summary = "start the online softmax: m = -inf, l = 0, O = 0";
+  let description = [{
+    Writes the initial state of a block of `B_r` rows. Starting `m` at `-inf`
+    needs no first-block special case: the first `fa.softmax_update` gives
+    the correction `exp2(-inf - m_new) = 0`.
+
+    ```mlir
+    fa.init_state %m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_RowVector, "running max m", [MemWrite]>:$max,
+                       Arg<FA_RowVector, "running sum l", [MemWrite]>:$sum,
+                       Arg<FA_F32Tile, "accumulator O", [MemWrite]>:$acc);
+  let assemblyFormat = [{
+    $max `,` $sum `,` $acc attr-dict `:` type($max) `,` type($sum) `,` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_ScoreTileOp : FA_Op<"score_tile"> {
+  let summary = "masked base-2 score tile S = log2(e) * scale * Q K^T";
+  let description = [{
+    For `r < rows(query)` and `c < rows(key)` with query position
+    `i = row_offset + r` and key position `j = col_offset + c` visible under
+    the mask, writes
+
+    ```
+    S[r, c] = log2(e) * cap(scale * sum_d Q[r, d] * K[c, d])
+    cap(x)  = softcap * tanh(x / softcap)     (identity without softcap)
+    ```
+
+    and `-inf` everywhere else in the static `[B_r, B_c]` tile. Ragged tails
+    (query or key tiles shorter than the tile) and the causal/window masks
+    are thus one mechanism: a masked score contributes `exp2(-inf) = 0`.
+    Products are accumulated in f32 whatever the input type.
+
+    ```mlir
+    fa.score_tile %q, %k -> %s at [%i0, %j0] {causal, scale = 0.125 : f32}
+        : memref<?x64xf16, strided<[64, 1], offset: ?>>,
+          memref<?x64xf16, strided<[64, 1], offset: ?>> -> memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_InputTile, "query rows", [MemRead]>:$query,
+                       Arg<FA_InputTile, "key rows", [MemRead]>:$key,
+                       Arg<FA_F32Tile, "score tile", [MemWrite]>:$scores,
+                       Index:$row_offset, Index:$col_offset,
+                       F32Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$softcap);
+  let assemblyFormat = [{
+    $query `,` $key `->` $scores `at` ` ` `[` $row_offset `,` $col_offset `]`
+    attr-dict `:` type($query) `,` type($key) `->` type($scores)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_SoftmaxUpdateOp : FA_Op<"softmax_update"> {
+  let summary = "online-softmax step: new max, probabilities, sum, correction";
+  let description = [{
+    One step of the online softmax over a base-2 score tile, row by row:
+
+    ```
+    m_new = max(m, rowmax(S))
+    b     = (m_new == -inf) ? 0 : m_new     // fully masked row: no NaN
+    P     = exp2(S - b)                     // written over S
+    alpha = exp2(m - b)                     // correction for O and l
+    l     = alpha * l + rowsum(P)
+    m     = m_new
+    ```
+
+    The caller applies `alpha` to the accumulator (`fa.rescale`) before
+    adding `P V` (`fa.pv_accumulate`).
+
+    ```mlir
+    fa.softmax_update %s, %m, %l -> %alpha
+        : memref<64x128xf32>, memref<64xf32>, memref<64xf32> -> memref<64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "scores in, probabilities out",
+                           [MemRead, MemWrite]>:$scores,
+                       Arg<FA_RowVector, "running max m", [MemRead, MemWrite]>:$max,
+                       Arg<FA_RowVector, "running sum l", [MemRead, MemWrite]>:$sum,
+                       Arg<FA_RowVector, "correction alpha", [MemWrite]>:$correction);
+  let assemblyFormat = [{
+    $scores `,` $max `,` $sum `->` $correction attr-dict `:` type($scores) `,`
+    type($max) `,` type($sum) `->` type($correction)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_RescaleOp : FA_Op<"rescale"> {
+  let summary = "scale each accumulator row: O[r, :] *= factor[r]";
+  let description = [{
+    Applies a per-row factor to the accumulator, typically the correction
+    `alpha = exp2(m_old - m_new)` of `fa.softmax_update`.
+
+    ```mlir
+    fa.rescale %acc, %alpha : memref<64x128xf32>, memref<64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "accumulator O", [MemRead, MemWrite]>:$acc,
+                       Arg<FA_RowVector, "per-row factor", [MemRead]>:$factor);
+  let assemblyFormat = [{
+    $acc `,` $factor attr-dict `:` type($acc) `,` type($factor)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_PVAccumulateOp : FA_Op<"pv_accumulate"> {
+  let summary = "accumulate probabilities times values: O += P V";
+  let description = [{
+    `O[r, d] += sum_{c < rows(value)} P[r, c] * V[c, d]` in f32. Columns of
+    `P` past the value tile's length (a ragged last key block) are ignored.
+
+    ```mlir
+    fa.pv_accumulate %p, %v -> %acc
+        : memref<64x128xf32>, memref<?x64xf16, strided<[64, 1], offset: ?>>
+          -> memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "probabilities P", [MemRead]>:$probs,
+                       Arg<FA_InputTile, "value rows", [MemRead]>:$value,
+                       Arg<FA_F32Tile, "accumulator O", [MemRead, MemWrite]>:$acc);
+  let assemblyFormat = [{
+    $probs `,` $value `->` $acc attr-dict `:` type($probs) `,` type($value)
+    `->` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_NormalizeOp : FA_Op<"normalize"> {
+  let summary = "divide each accumulator row by its running sum: O /= l";
+  let description = [{
+    `O[r, :] = l[r] > 0 ? O[r, :] / l[r] : 0`. A row that saw only masked
+    scores has `l = 0` and gives zeros, not NaN.
+
+    ```mlir
+    fa.normalize %acc, %l : memref<64x128xf32>, memref<64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "accumulator O", [MemRead, MemWrite]>:$acc,
+                       Arg<FA_RowVector, "running sum l", [MemRead]>:$sum);
+  let assemblyFormat = [{
+    $acc `,` $sum attr-dict `:` type($acc) `,` type($sum)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_LogSumExpOp : FA_Op<"logsumexp"> {
+  let summary = "natural-log log-sum-exp from base-2 state: ln2 * (m + log2 l)";
+  let description = [{
+    For `r < size(lse)`: `lse[r] = ln(2) * (m[r] + log2(l[r]))`, and `-inf`
+    when `l[r] = 0` (every score of the row masked). `lse` may be shorter
+    than the state (ragged last query block).
+
+    ```mlir
+    fa.logsumexp %m, %l -> %lse : memref<64xf32>, memref<64xf32> -> memref<?xf32, strided<[1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins Arg<FA_RowVector, "running max m", [MemRead]>:$max,
+                       Arg<FA_RowVector, "running sum l", [MemRead]>:$sum,
+                       Arg<FA_RowVector, "log-sum-exp", [MemWrite]>:$lse);
+  let assemblyFormat = [{
+    $max `,` $sum `->` $lse attr-dict `:` type($max) `,` type($sum) `->` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FA_DIALECT_FA_IR_FAOPS_TD

@@ -1,0 +1,51 @@
+//===- Pipelines.h - flash-mlir pass pipelines ------------------*- C++ -*-===//
+
+#ifndef FA_PIPELINES_PIPELINES_H
+#define FA_PIPELINES_PIPELINES_H
+
+#include "fa/Dialect/FA/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class DialectRegistry;
+namespace fa {
+
+struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
+  PassOptions::Option<LoopOrder> loopOrder{
+      *this, "loop-order", llvm::cl::desc("Loop order of the attention"),
+      llvm::cl::init(LoopOrder::FA2),
+      llvm::cl::values(
+          clEnumValN(LoopOrder::FA1, "fa1",
+                     "FlashAttention-1: K/V outer, state in memory"),
+          clEnumValN(LoopOrder::FA2, "fa2",
+                     "FlashAttention-2: Q outer and parallel"))};
+  PassOptions::Option<int64_t> sramBudget{
+      *this, "sram-budget",
+      llvm::cl::desc("On-chip budget in bytes for fa-tile (0: default)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> blockR{
+      *this, "block-r", llvm::cl::desc("Query rows per tile (0: rule)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> blockC{
+      *this, "block-c", llvm::cl::desc("Key rows per tile (0: rule)"),
+      llvm::cl::init(0)};
+};
+
+/// fa.attention (tensors or memrefs) -> tiles -> loop order -> scf/arith/math
+/// -> LLVM dialect, ready for mlir-runner or the ExecutionEngine.
+void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);
+
+/// The part of the CPU pipeline from the fa tile-op level down to LLVM.
+void buildLoopsToLLVMPipeline(OpPassManager &pm);
+
+void registerPipelines();
+
+/// Dialects, passes and translations the fa tools need.
+void registerAllFADialects(DialectRegistry &registry);
+void registerAllFAPasses();
+
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_PIPELINES_PIPELINES_H

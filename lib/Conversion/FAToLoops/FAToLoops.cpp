@@ -1,0 +1,336 @@
+//===- FAToLoops.cpp - fa tile ops to scf loops ---------------------------===//
+//
+// Each tile op becomes a loop nest of scalar loads, arith/math and stores.
+// This is the reference host lowering: simple enough to trust, and it runs
+// every algorithm variant on the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Conversion/Passes.h"
+#include "fa/Dialect/FA/IR/FAOps.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_CONVERTFATOLOOPS
+#include "fa/Conversion/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+/// Small helpers for scalar code inside loop nests.
+struct ScalarBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc,
+                                     b.getF32FloatAttr(static_cast<float>(v)));
+  }
+  Value negInf() { return f32(-std::numeric_limits<double>::infinity()); }
+  Value dim(Value memref, int64_t d) {
+    return b.createOrFold<memref::DimOp>(loc, memref, d);
+  }
+  Value load(Value memref, ValueRange idx) {
+    return memref::LoadOp::create(b, loc, memref, idx);
+  }
+  /// Loads an element and widens it to f32.
+  Value loadF32(Value memref, ValueRange idx) {
+    Value v = load(memref, idx);
+    if (v.getType() != b.getF32Type())
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return v;
+  }
+  void store(Value v, Value memref, ValueRange idx) {
+    memref::StoreOp::create(b, loc, v, memref, idx);
+  }
+
+  /// for iv in [0, ub): body(iv)
+  void forLoop(Value ub, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, index(0), ub, index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+  /// A reduction loop: returns fold(init, body(iv)) over [0, ub).
+  Value reduce(Value ub, Value init,
+               function_ref<Value(Value iv, Value acc)> body) {
+    auto loop = scf::ForOp::create(b, loc, index(0), ub, index(1),
+                                   ValueRange{init});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value next = body(loop.getInductionVar(), loop.getRegionIterArgs()[0]);
+    scf::YieldOp::create(b, loc, next);
+    // Replace the implicit empty yield created by the builder, if any.
+    return loop.getResult(0);
+  }
+};
+
+struct InitStateLowering : OpRewritePattern<InitStateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(InitStateOp op,
+                                PatternRewriter &rewriter) const override {
+    ScalarBuilder sb{rewriter, op.getLoc()};
+    Location loc = op.getLoc();
+    linalg::FillOp::create(rewriter, loc, ValueRange{sb.negInf()},
+                           ValueRange{op.getMax()});
+    linalg::FillOp::create(rewriter, loc, ValueRange{sb.f32(0.0)},
+                           ValueRange{op.getSum()});
+    linalg::FillOp::create(rewriter, loc, ValueRange{sb.f32(0.0)},
+                           ValueRange{op.getAcc()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScoreTileOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    auto scoresType = cast<MemRefType>(op.getScores().getType());
+    Value rows = sb.dim(op.getQuery(), 0), cols = sb.dim(op.getKey(), 0);
+    Value headDim = sb.dim(op.getQuery(), 1);
+    double scale = op.getScale().convertToDouble();
+    std::optional<double> softcap;
+    if (std::optional<APFloat> cap = op.getSoftcap())
+      softcap = cap->convertToDouble();
+    std::optional<int64_t> window = op.getWindow();
+
+    sb.forLoop(sb.index(scoresType.getDimSize(0)), [&](Value r) {
+      sb.forLoop(sb.index(scoresType.getDimSize(1)), [&](Value c) {
+        OpBuilder &b = rewriter;
+        // Visible: inside both tiles and allowed by the mask.
+        Value visible = b.createOrFold<arith::AndIOp>(
+            loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r, rows),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c, cols));
+        Value i = arith::AddIOp::create(b, loc, op.getRowOffset(), r);
+        Value j = arith::AddIOp::create(b, loc, op.getColOffset(), c);
+        if (op.getCausal())
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, j, i));
+        if (window) {
+          // |i - j| < w  <=>  i < j + w  and  j < i + w
+          Value w = sb.index(*window);
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                                    arith::AddIOp::create(b, loc, j, w)));
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j,
+                                    arith::AddIOp::create(b, loc, i, w)));
+        }
+        auto ifOp = scf::IfOp::create(
+            b, loc, visible,
+            [&](OpBuilder &tb, Location l) {
+              ScalarBuilder t{tb, l};
+              Value dot = t.reduce(headDim, t.f32(0.0), [&](Value d, Value acc) {
+                Value qv = t.loadF32(op.getQuery(), {r, d});
+                Value kv = t.loadF32(op.getKey(), {c, d});
+                return math::FmaOp::create(tb, l, qv, kv, acc).getResult();
+              });
+              Value s;
+              if (softcap) {
+                // log2(e) * cap * tanh(scale * qk / cap)
+                Value x = arith::MulFOp::create(tb, l, dot,
+                                                t.f32(scale / *softcap));
+                Value th = math::TanhOp::create(tb, l, x);
+                s = arith::MulFOp::create(tb, l, th, t.f32(*softcap * kLog2E));
+              } else {
+                // scale and log2(e) folded into one multiply
+                s = arith::MulFOp::create(tb, l, dot, t.f32(scale * kLog2E));
+              }
+              scf::YieldOp::create(tb, l, s);
+            },
+            [&](OpBuilder &eb, Location l) {
+              ScalarBuilder e{eb, l};
+              scf::YieldOp::create(eb, l, e.negInf());
+            });
+        sb.store(ifOp.getResult(0), op.getScores(), {r, c});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct SoftmaxUpdateLowering : OpRewritePattern<SoftmaxUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    auto type = cast<MemRefType>(op.getScores().getType());
+    Value cols = sb.index(type.getDimSize(1));
+    OpBuilder &b = rewriter;
+    sb.forLoop(sb.index(type.getDimSize(0)), [&](Value r) {
+      Value mOld = sb.load(op.getMax(), {r});
+      // m_new = max(m, rowmax(S))
+      Value mNew = sb.reduce(cols, mOld, [&](Value c, Value acc) {
+        return arith::MaximumFOp::create(b, loc, acc,
+                                         sb.load(op.getScores(), {r, c}))
+            .getResult();
+      });
+      // A row with every score masked keeps m = -inf; subtract 0 instead so
+      // that exp2(-inf - 0) = 0 rather than exp2(-inf + inf) = NaN.
+      Value isEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            mNew, sb.negInf());
+      Value base = arith::SelectOp::create(b, loc, isEmpty, sb.f32(0.0), mNew);
+      Value rowSum = sb.reduce(cols, sb.f32(0.0), [&](Value c, Value acc) {
+        Value s = sb.load(op.getScores(), {r, c});
+        Value p = math::Exp2Op::create(b, loc,
+                                       arith::SubFOp::create(b, loc, s, base));
+        sb.store(p, op.getScores(), {r, c});
+        return arith::AddFOp::create(b, loc, acc, p).getResult();
+      });
+      Value alpha = math::Exp2Op::create(
+          b, loc, arith::SubFOp::create(b, loc, mOld, base));
+      Value lNew = math::FmaOp::create(b, loc, alpha,
+                                       sb.load(op.getSum(), {r}), rowSum);
+      sb.store(lNew, op.getSum(), {r});
+      sb.store(mNew, op.getMax(), {r});
+      sb.store(alpha, op.getCorrection(), {r});
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct RescaleLowering : OpRewritePattern<RescaleOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RescaleOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    auto type = cast<MemRefType>(op.getAcc().getType());
+    sb.forLoop(sb.index(type.getDimSize(0)), [&](Value r) {
+      Value f = sb.load(op.getFactor(), {r});
+      sb.forLoop(sb.index(type.getDimSize(1)), [&](Value d) {
+        Value o = sb.load(op.getAcc(), {r, d});
+        sb.store(arith::MulFOp::create(rewriter, loc, o, f), op.getAcc(),
+                 {r, d});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PVAccumulateLowering : OpRewritePattern<PVAccumulateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PVAccumulateOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    auto type = cast<MemRefType>(op.getAcc().getType());
+    Value keys = sb.dim(op.getValue(), 0);
+    sb.forLoop(sb.index(type.getDimSize(0)), [&](Value r) {
+      sb.forLoop(sb.index(type.getDimSize(1)), [&](Value d) {
+        Value o = sb.load(op.getAcc(), {r, d});
+        Value sum = sb.reduce(keys, o, [&](Value c, Value acc) {
+          Value p = sb.load(op.getProbs(), {r, c});
+          Value v = sb.loadF32(op.getValue(), {c, d});
+          return math::FmaOp::create(rewriter, loc, p, v, acc).getResult();
+        });
+        sb.store(sum, op.getAcc(), {r, d});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct NormalizeLowering : OpRewritePattern<NormalizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NormalizeOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    auto type = cast<MemRefType>(op.getAcc().getType());
+    OpBuilder &b = rewriter;
+    sb.forLoop(sb.index(type.getDimSize(0)), [&](Value r) {
+      Value l = sb.load(op.getSum(), {r});
+      // l = 0 only for a row with every score masked: its output is 0.
+      Value positive =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l,
+                                sb.f32(0.0));
+      Value inv = arith::SelectOp::create(
+          b, loc, positive, arith::DivFOp::create(b, loc, sb.f32(1.0), l),
+          sb.f32(0.0));
+      sb.forLoop(sb.index(type.getDimSize(1)), [&](Value d) {
+        Value o = sb.load(op.getAcc(), {r, d});
+        sb.store(arith::MulFOp::create(b, loc, o, inv), op.getAcc(), {r, d});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct LogSumExpLowering : OpRewritePattern<LogSumExpOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LogSumExpOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    OpBuilder &b = rewriter;
+    sb.forLoop(sb.dim(op.getLse(), 0), [&](Value r) {
+      Value m = sb.load(op.getMax(), {r});
+      Value l = sb.load(op.getSum(), {r});
+      Value positive =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l,
+                                sb.f32(0.0));
+      // ln(2) * (m + log2(l)): m is in log2 units.
+      Value lse = arith::MulFOp::create(
+          b, loc,
+          arith::AddFOp::create(b, loc, m, math::Log2Op::create(b, loc, l)),
+          sb.f32(kLn2));
+      sb.store(arith::SelectOp::create(b, loc, positive, lse, sb.negInf()),
+               op.getLse(), {r});
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ConvertFAToLoopsPass
+    : fa::impl::ConvertFAToLoopsBase<ConvertFAToLoopsPass> {
+  void runOnOperation() override {
+    ConversionTarget target(getContext());
+    target.addLegalDialect<arith::ArithDialect, math::MathDialect,
+                           memref::MemRefDialect, scf::SCFDialect,
+                           linalg::LinalgDialect>();
+    target.addIllegalOp<InitStateOp, ScoreTileOp, SoftmaxUpdateOp, RescaleOp,
+                        PVAccumulateOp, NormalizeOp, LogSumExpOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(&getContext());
+    populateFAToLoopsPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::fa::populateFAToLoopsPatterns(RewritePatternSet &patterns) {
+  patterns.add<InitStateLowering, ScoreTileLowering, SoftmaxUpdateLowering,
+               RescaleLowering, PVAccumulateLowering, NormalizeLowering,
+               LogSumExpLowering>(patterns.getContext());
+}

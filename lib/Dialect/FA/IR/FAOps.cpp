@@ -1,0 +1,319 @@
+//===- FAOps.cpp - fa dialect operations ------------------------*- C++ -*-===//
+//
+// Verifiers name the operand, the expected value and the actual value in one
+// line, so a front end that builds a bad op learns exactly what to fix.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::fa;
+
+/// Fails with "expected <what> to be <expected> (<whose>), got <actual>" when
+/// both sizes are static and differ.
+static LogicalResult checkSameDim(Operation *op, StringRef what,
+                                  int64_t expected, StringRef whose,
+                                  int64_t actual) {
+  if (ShapedType::isDynamic(expected) || ShapedType::isDynamic(actual) ||
+      expected == actual)
+    return success();
+  return op->emitOpError() << "expected " << what << " to be " << expected
+                           << " (" << whose << "), got " << actual;
+}
+
+static LogicalResult checkRank(Operation *op, StringRef name, ShapedType type,
+                               int64_t rank, StringRef layout) {
+  if (type.getRank() == rank)
+    return success();
+  return op->emitOpError() << "expected " << name << " to have rank " << rank
+                           << " (" << layout << "), got rank "
+                           << type.getRank();
+}
+
+static LogicalResult checkElementType(Operation *op, StringRef name,
+                                      Type expected, StringRef whose,
+                                      Type actual) {
+  if (expected == actual)
+    return success();
+  return op->emitOpError() << "expected " << name << " element type to be "
+                           << expected << " (" << whose << "), got " << actual;
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+float AttentionOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToFloat();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+void AttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (!hasBufferSemantics())
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), &getQueryMutable(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Read::get(), &getKeyMutable(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Read::get(), &getValueMutable(),
+                       SideEffects::DefaultResource::get());
+  for (OpOperand &out : getOutsMutable())
+    effects.emplace_back(MemoryEffects::Write::get(), &out,
+                         SideEffects::DefaultResource::get());
+}
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = getOperation();
+  ShapedType q = getQueryType(), k = getKeyType(), v = getValueType();
+  bool isMemref = hasBufferSemantics();
+  if (isa<MemRefType>(k) != isMemref || isa<MemRefType>(v) != isMemref)
+    return emitOpError(
+        "expected query, key and value to be all tensors or all memrefs");
+
+  if (failed(checkRank(op, "query", q, 4, "[B, Hq, Nq, D]")) ||
+      failed(checkRank(op, "key", k, 4, "[B, Hkv, Nk, D]")) ||
+      failed(checkRank(op, "value", v, 4, "[B, Hkv, Nk, Dv]")))
+    return failure();
+  Type elt = q.getElementType();
+  if (failed(checkElementType(op, "key", elt, "the query's",
+                              k.getElementType())) ||
+      failed(checkElementType(op, "value", elt, "the query's",
+                              v.getElementType())))
+    return failure();
+  if (q.isDynamicDim(3))
+    return emitOpError("expected query head dim D to be static");
+  if (v.isDynamicDim(3))
+    return emitOpError("expected value head dim Dv to be static");
+
+  if (failed(checkSameDim(op, "key batch size", q.getDimSize(0), "the query's",
+                          k.getDimSize(0))) ||
+      failed(checkSameDim(op, "value batch size", q.getDimSize(0),
+                          "the query's", v.getDimSize(0))) ||
+      failed(checkSameDim(op, "value head count", k.getDimSize(1), "the key's",
+                          v.getDimSize(1))) ||
+      failed(checkSameDim(op, "value sequence length", k.getDimSize(2),
+                          "the key's", v.getDimSize(2))) ||
+      failed(checkSameDim(op, "key head dim", q.getDimSize(3), "the query's",
+                          k.getDimSize(3))))
+    return failure();
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "expected query heads (" << hq
+                         << ") to be a multiple of key/value heads (" << hkv
+                         << ")";
+
+  // Outputs: O [B, Hq, Nq, Dv] in the input type, LSE [B, Hq, Nq] in f32.
+  SmallVector<ShapedType> outputs;
+  if (isMemref) {
+    if (!getResults().empty())
+      return emitOpError("expected no results with memref operands (the "
+                         "outputs are written to outs(...))");
+    for (Value out : getOuts())
+      outputs.push_back(cast<ShapedType>(out.getType()));
+  } else {
+    if (!getOuts().empty())
+      return emitOpError("expected no outs(...) with tensor operands (the "
+                         "outputs are results)");
+    for (Type t : getResultTypes())
+      outputs.push_back(cast<ShapedType>(t));
+  }
+  if (outputs.empty() || outputs.size() > 2)
+    return emitOpError() << "expected 1 or 2 outputs (O, then optionally "
+                            "LSE), got "
+                         << outputs.size();
+  ShapedType o = outputs[0];
+  if (failed(checkRank(op, "output", o, 4, "[B, Hq, Nq, Dv]")) ||
+      failed(checkElementType(op, "output", elt, "the query's",
+                              o.getElementType())))
+    return failure();
+  if (failed(checkSameDim(op, "output batch size", q.getDimSize(0),
+                          "the query's", o.getDimSize(0))) ||
+      failed(checkSameDim(op, "output head count", hq, "the query's",
+                          o.getDimSize(1))) ||
+      failed(checkSameDim(op, "output sequence length", q.getDimSize(2),
+                          "the query's", o.getDimSize(2))) ||
+      failed(checkSameDim(op, "output head dim", v.getDimSize(3),
+                          "the value's", o.getDimSize(3))))
+    return failure();
+  if (outputs.size() == 2) {
+    ShapedType lse = outputs[1];
+    if (failed(checkRank(op, "lse", lse, 3, "[B, Hq, Nq]")))
+      return failure();
+    if (!lse.getElementType().isF32())
+      return emitOpError() << "expected lse element type to be f32, got "
+                           << lse.getElementType();
+    if (failed(checkSameDim(op, "lse batch size", q.getDimSize(0),
+                            "the query's", lse.getDimSize(0))) ||
+        failed(checkSameDim(op, "lse head count", hq, "the query's",
+                            lse.getDimSize(1))) ||
+        failed(checkSameDim(op, "lse sequence length", q.getDimSize(2),
+                            "the query's", lse.getDimSize(2))))
+      return failure();
+  }
+
+  if (std::optional<APFloat> scale = getScale()) {
+    float s = scale->convertToFloat();
+    if (!(s > 0.0f) || !std::isfinite(s))
+      return emitOpError() << "expected scale to be positive and finite, got "
+                           << s;
+  }
+  if (std::optional<APFloat> cap = getSoftcap()) {
+    float c = cap->convertToFloat();
+    if (!(c > 0.0f) || !std::isfinite(c))
+      return emitOpError()
+             << "expected softcap to be positive and finite, got " << c;
+  }
+  if (std::optional<int64_t> window = getWindow(); window && *window < 1)
+    return emitOpError() << "expected window to be at least 1, got " << *window;
+  if (std::optional<int64_t> br = getBlockR(); br && *br < 1)
+    return emitOpError() << "expected block_r to be at least 1, got " << *br;
+  if (std::optional<int64_t> bc = getBlockC(); bc && *bc < 1)
+    return emitOpError() << "expected block_c to be at least 1, got " << *bc;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tile ops
+//===----------------------------------------------------------------------===//
+
+/// State buffers (m, l, alpha, O, S) are on-chip tiles: static shapes.
+static LogicalResult checkStatic(Operation *op, StringRef name,
+                                 ShapedType type) {
+  if (type.hasStaticShape())
+    return success();
+  return op->emitOpError() << "expected " << name
+                           << " to have a static shape, got " << type;
+}
+
+/// Checks a row vector of the state (m, l, alpha) against the tile's B_r.
+static LogicalResult checkRowVector(Operation *op, StringRef name, Value v,
+                                    int64_t rows, StringRef whose) {
+  auto type = cast<ShapedType>(v.getType());
+  if (failed(checkStatic(op, name, type)))
+    return failure();
+  return checkSameDim(op, Twine(name + " length").str(), rows, whose,
+                      type.getDimSize(0));
+}
+
+/// Checks that a (possibly dynamic) input tile has at most `bound` rows.
+static LogicalResult checkAtMostRows(Operation *op, StringRef name,
+                                     ShapedType type, int64_t bound,
+                                     StringRef whose) {
+  int64_t rows = type.getDimSize(0);
+  if (ShapedType::isDynamic(rows) || rows <= bound)
+    return success();
+  return op->emitOpError() << "expected " << name << " to have at most "
+                           << bound << " rows (" << whose << "), got " << rows;
+}
+
+LogicalResult InitStateOp::verify() {
+  auto acc = cast<ShapedType>(getAcc().getType());
+  if (failed(checkStatic(*this, "acc", acc)))
+    return failure();
+  int64_t rows = acc.getDimSize(0);
+  return failure(
+      failed(checkRowVector(*this, "max", getMax(), rows, "acc rows")) ||
+      failed(checkRowVector(*this, "sum", getSum(), rows, "acc rows")));
+}
+
+LogicalResult ScoreTileOp::verify() {
+  auto q = cast<ShapedType>(getQuery().getType());
+  auto k = cast<ShapedType>(getKey().getType());
+  auto s = cast<ShapedType>(getScores().getType());
+  if (failed(checkStatic(*this, "scores", s)))
+    return failure();
+  if (q.isDynamicDim(1))
+    return emitOpError("expected query head dim to be static");
+  if (failed(checkElementType(*this, "key", q.getElementType(), "the query's",
+                              k.getElementType())) ||
+      failed(checkSameDim(*this, "key head dim", q.getDimSize(1),
+                          "the query's", k.getDimSize(1))) ||
+      failed(checkAtMostRows(*this, "query", q, s.getDimSize(0),
+                             "the score tile's B_r")) ||
+      failed(checkAtMostRows(*this, "key", k, s.getDimSize(1),
+                             "the score tile's B_c")))
+    return failure();
+  float scale = getScale().convertToFloat();
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return emitOpError() << "expected scale to be positive and finite, got "
+                         << scale;
+  if (std::optional<APFloat> cap = getSoftcap()) {
+    float c = cap->convertToFloat();
+    if (!(c > 0.0f) || !std::isfinite(c))
+      return emitOpError()
+             << "expected softcap to be positive and finite, got " << c;
+  }
+  if (std::optional<int64_t> window = getWindow(); window && *window < 1)
+    return emitOpError() << "expected window to be at least 1, got " << *window;
+  return success();
+}
+
+LogicalResult SoftmaxUpdateOp::verify() {
+  auto s = cast<ShapedType>(getScores().getType());
+  if (failed(checkStatic(*this, "scores", s)))
+    return failure();
+  int64_t rows = s.getDimSize(0);
+  return failure(
+      failed(checkRowVector(*this, "max", getMax(), rows, "score rows")) ||
+      failed(checkRowVector(*this, "sum", getSum(), rows, "score rows")) ||
+      failed(checkRowVector(*this, "correction", getCorrection(), rows,
+                            "score rows")));
+}
+
+LogicalResult RescaleOp::verify() {
+  auto acc = cast<ShapedType>(getAcc().getType());
+  if (failed(checkStatic(*this, "acc", acc)))
+    return failure();
+  return checkRowVector(*this, "factor", getFactor(), acc.getDimSize(0),
+                        "acc rows");
+}
+
+LogicalResult PVAccumulateOp::verify() {
+  auto p = cast<ShapedType>(getProbs().getType());
+  auto v = cast<ShapedType>(getValue().getType());
+  auto acc = cast<ShapedType>(getAcc().getType());
+  if (failed(checkStatic(*this, "probs", p)) ||
+      failed(checkStatic(*this, "acc", acc)))
+    return failure();
+  if (v.isDynamicDim(1))
+    return emitOpError("expected value head dim to be static");
+  return failure(
+      failed(checkSameDim(*this, "acc rows", p.getDimSize(0), "the probs'",
+                          acc.getDimSize(0))) ||
+      failed(checkSameDim(*this, "acc columns", v.getDimSize(1),
+                          "the value head dim", acc.getDimSize(1))) ||
+      failed(checkAtMostRows(*this, "value", v, p.getDimSize(1),
+                             "the probs' B_c")));
+}
+
+LogicalResult NormalizeOp::verify() {
+  auto acc = cast<ShapedType>(getAcc().getType());
+  if (failed(checkStatic(*this, "acc", acc)))
+    return failure();
+  return checkRowVector(*this, "sum", getSum(), acc.getDimSize(0), "acc rows");
+}
+
+LogicalResult LogSumExpOp::verify() {
+  auto m = cast<ShapedType>(getMax().getType());
+  if (failed(checkStatic(*this, "max", m)))
+    return failure();
+  int64_t rows = m.getDimSize(0);
+  return failure(
+      failed(checkRowVector(*this, "sum", getSum(), rows, "max length")) ||
+      failed(checkAtMostRows(*this, "lse", cast<ShapedType>(getLse().getType()),
+                             rows, "the max length")));
+}
+
+#define GET_OP_CLASSES
+#include "fa/Dialect/FA/IR/FAOps.cpp.inc"

@@ -1,0 +1,411 @@
+//===- LowerAttention.cpp - FA1 and FA2 loop orders -----------------------===//
+//
+// Both loop orders are built from the same tile ops; what differs is which
+// loop is outside, where the online-softmax state lives, and where the
+// normalisation happens:
+//
+//   FA1 (2022): for j (K/V block): load K_j, V_j
+//                 for i (Q block): load Q_i, O_i, l_i, m_i from memory,
+//                                  one online-softmax step, O_i /= l_i,
+//                                  write O_i, l_i, m_i back
+//   FA2 (2023): forall i (Q block): load Q_i; m, l, O local
+//                 for j (K/V block): load K_j, V_j, one online-softmax step
+//               O_i = O / l; LSE_i = m + log l; write both
+//
+// Tiles are loaded into on-chip buffers with linalg.copy so that every
+// access to the large buffers is explicit (fa-io-report counts them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/AffineExpr.h"
+
+#include <limits>
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FALOWERFA1
+#define GEN_PASS_DEF_FALOWERFA2
+#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// Everything the loop nests need to know about one buffer-form attention.
+struct Problem {
+  Value query, key, value, out, lse; // lse is null when not requested
+  Value batch, queryHeads, groupSize, queryLen, keyLen; // index values
+  int64_t headDim, valueHeadDim, blockR, blockC;
+  Type elementType;
+  AttentionOp op;
+};
+
+/// On-chip buffers of one query block: the tiles and the softmax state.
+struct Tiles {
+  Value query, key, value;        // input type, [B_r|B_c, D|Dv]
+  Value scores;                   // f32 [B_r, B_c], S then P
+  Value max, sum, correction;     // f32 [B_r]
+  Value acc;                      // f32 [B_r, Dv]
+};
+
+class AttentionLowering {
+public:
+  AttentionLowering(OpBuilder &builder, Location loc, const Problem &p)
+      : b(builder), loc(loc), p(p) {}
+
+  void buildFA1();
+  void buildFA2();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value mul(Value a, int64_t c) {
+    return b.createOrFold<arith::MulIOp>(loc, a, index(c));
+  }
+  Value ceilDiv(Value a, int64_t c) {
+    return b.createOrFold<arith::CeilDivUIOp>(loc, a, index(c));
+  }
+
+  /// min(tile, total - start): the length of the block starting at `start`;
+  /// shorter than the tile only for the ragged last block.
+  Value blockLength(Value start, int64_t tile, Value total) {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr d0 = getAffineDimExpr(0, ctx), s0 = getAffineSymbolExpr(0, ctx);
+    AffineMap map =
+        AffineMap::get(1, 1, {getAffineConstantExpr(tile, ctx), s0 - d0}, ctx);
+    return affine::AffineMinOp::create(b, loc, map, ValueRange{start, total});
+  }
+
+  /// buf[bi, h, row0 : row0 + rows, :] as a rank-reduced view (rank 2 for
+  /// [B, H, N, D] buffers, rank 1 for [B, H, N] ones).
+  Value rowBlock(Value buf, Value bi, Value h, Value row0, Value rows) {
+    auto type = cast<MemRefType>(buf.getType());
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    SmallVector<OpFoldResult> offsets = {bi, h, row0};
+    SmallVector<OpFoldResult> sizes = {one, one, rows};
+    SmallVector<int64_t> shape = {
+        getConstantIntValue(rows).value_or(ShapedType::kDynamic)};
+    if (type.getRank() == 4) {
+      offsets.push_back(zero);
+      sizes.push_back(b.getIndexAttr(type.getDimSize(3)));
+      shape.push_back(type.getDimSize(3));
+    }
+    SmallVector<OpFoldResult> strides(type.getRank(), one);
+    MemRefType viewType = memref::SubViewOp::inferRankReducedResultType(
+        shape, type, offsets, sizes, strides);
+    return memref::SubViewOp::create(b, loc, viewType, buf, offsets, sizes,
+                                     strides);
+  }
+
+  /// The first `rows` rows of a static on-chip buffer.
+  Value prefix(Value local, Value rows) {
+    auto type = cast<MemRefType>(local.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes = {rows};
+    for (int64_t dim = 1; dim < type.getRank(); ++dim)
+      sizes.push_back(b.getIndexAttr(type.getDimSize(dim)));
+    return memref::SubViewOp::create(b, loc, local, offsets, sizes, strides);
+  }
+
+  void copy(Value from, Value to) {
+    linalg::CopyOp::create(b, loc, ValueRange{from}, ValueRange{to});
+  }
+  void fill(Value buf, float v) {
+    Value c = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+    if (cast<MemRefType>(buf.getType()).getElementType() != b.getF32Type())
+      c = arith::TruncFOp::create(
+          b, loc, cast<MemRefType>(buf.getType()).getElementType(), c);
+    linalg::FillOp::create(b, loc, ValueRange{c}, ValueRange{buf});
+  }
+
+  Value alloc(ArrayRef<int64_t> shape, Type type) {
+    return memref::AllocOp::create(b, loc, MemRefType::get(shape, type));
+  }
+  Tiles allocTiles() {
+    Type f32 = b.getF32Type();
+    Tiles t;
+    t.query = alloc({p.blockR, p.headDim}, p.elementType);
+    t.key = alloc({p.blockC, p.headDim}, p.elementType);
+    t.value = alloc({p.blockC, p.valueHeadDim}, p.elementType);
+    t.scores = alloc({p.blockR, p.blockC}, f32);
+    t.max = alloc({p.blockR}, f32);
+    t.sum = alloc({p.blockR}, f32);
+    t.correction = alloc({p.blockR}, f32);
+    t.acc = alloc({p.blockR, p.valueHeadDim}, f32);
+    return t;
+  }
+  void deallocTiles(const Tiles &t) {
+    for (Value v : {t.query, t.key, t.value, t.scores, t.max, t.sum,
+                    t.correction, t.acc})
+      memref::DeallocOp::create(b, loc, v);
+  }
+
+  ScoreTileOp scoreTile(Value q, Value k, Value s, Value row0, Value col0) {
+    AttentionOp op = p.op;
+    auto tile = ScoreTileOp::create(
+        b, loc, q, k, s, row0, col0, b.getF32FloatAttr(op.getEffectiveScale()),
+        op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
+        op.getSoftcapAttr());
+    return tile;
+  }
+
+  /// [begin, end) of the K/V blocks that can hold a visible key for query
+  /// rows [qStart, qStart + rows): the others are skipped, not masked.
+  std::pair<Value, Value> visibleKeyBlocks(Value qStart, Value rows,
+                                           Value numBlocks);
+
+  OpBuilder &b;
+  Location loc;
+  const Problem &p;
+};
+
+std::pair<Value, Value>
+AttentionLowering::visibleKeyBlocks(Value qStart, Value rows,
+                                    Value numBlocks) {
+  AttentionOp op = p.op;
+  Value begin = index(0), end = numBlocks;
+  std::optional<int64_t> window = op.getWindow();
+  Value lastRow =
+      arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, qStart, rows),
+                            index(1));
+  // Causal (top-left): the last row sees keys up to its own position.
+  if (op.getCausal()) {
+    Value lastKeyBlock =
+        arith::DivUIOp::create(b, loc, lastRow, index(p.blockC));
+    end = arith::MinUIOp::create(
+        b, loc, numBlocks,
+        arith::AddIOp::create(b, loc, lastKeyBlock, index(1)));
+  }
+  if (window) {
+    // |i - j| < w: the first row sees keys from qStart - w + 1, the last one
+    // up to lastRow + w - 1.
+    Value reach = index(*window - 1);
+    Value firstKey = arith::SubIOp::create(
+        b, loc, arith::MaxUIOp::create(b, loc, qStart, reach), reach);
+    begin = arith::DivUIOp::create(b, loc, firstKey, index(p.blockC));
+    if (!op.getCausal()) {
+      Value lastKey = arith::AddIOp::create(b, loc, lastRow, reach);
+      Value lastKeyBlock =
+          arith::DivUIOp::create(b, loc, lastKey, index(p.blockC));
+      end = arith::MinUIOp::create(
+          b, loc, numBlocks,
+          arith::AddIOp::create(b, loc, lastKeyBlock, index(1)));
+    }
+  }
+  return {begin, end};
+}
+
+void AttentionLowering::buildFA2() {
+  Value numQBlocks = ceilDiv(p.queryLen, p.blockR);
+  Value numKBlocks = ceilDiv(p.keyLen, p.blockC);
+  SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads, numQBlocks};
+  for (OpFoldResult &ub : ubs)
+    if (std::optional<int64_t> c = getConstantIntValue(ub))
+      ub = b.getIndexAttr(*c);
+  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
+  forall->setAttr("fa.loop_order", b.getStringAttr("fa2"));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getBody()->getTerminator());
+  Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1),
+        i = forall.getInductionVar(2);
+  Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
+  Value qStart = mul(i, p.blockR);
+  Value rows = blockLength(qStart, p.blockR, p.queryLen);
+
+  Tiles t = allocTiles();
+  Value qTile = prefix(t.query, rows);
+  copy(rowBlock(p.query, bi, h, qStart, rows), qTile);
+  InitStateOp::create(b, loc, t.max, t.sum, t.acc);
+
+  auto [begin, end] = visibleKeyBlocks(qStart, rows, numKBlocks);
+  auto loop = scf::ForOp::create(b, loc, begin, end, index(1));
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value kStart = mul(loop.getInductionVar(), p.blockC);
+    Value cols = blockLength(kStart, p.blockC, p.keyLen);
+    Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
+    copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
+    copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
+    scoreTile(qTile, kTile, t.scores, qStart, kStart);
+    SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction);
+    RescaleOp::create(b, loc, t.acc, t.correction);
+    PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc);
+  }
+  // The single normalisation of FA2.
+  NormalizeOp::create(b, loc, t.acc, t.sum);
+  copy(prefix(t.acc, rows), rowBlock(p.out, bi, h, qStart, rows));
+  if (p.lse)
+    LogSumExpOp::create(b, loc, t.max, t.sum,
+                        rowBlock(p.lse, bi, h, qStart, rows));
+  deallocTiles(t);
+}
+
+void AttentionLowering::buildFA1() {
+  Type f32 = b.getF32Type();
+  // l and m live in memory next to O, as in FA1's Algorithm 1.
+  SmallVector<Value> stateSizes;
+  auto qType = cast<MemRefType>(p.query.getType());
+  SmallVector<int64_t> stateShape(qType.getShape().take_front(3));
+  for (int64_t dim = 0; dim < 3; ++dim)
+    if (qType.isDynamicDim(dim))
+      stateSizes.push_back(memref::DimOp::create(b, loc, p.query, dim));
+  auto stateType = MemRefType::get(stateShape, f32);
+  Value maxMem = memref::AllocOp::create(b, loc, stateType, stateSizes);
+  Value sumMem = memref::AllocOp::create(b, loc, stateType, stateSizes);
+  fill(p.out, 0.0f);
+  fill(sumMem, 0.0f);
+  fill(maxMem, -std::numeric_limits<float>::infinity());
+
+  Value numQBlocks = ceilDiv(p.queryLen, p.blockR);
+  Value numKBlocks = ceilDiv(p.keyLen, p.blockC);
+  SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads};
+  for (OpFoldResult &ub : ubs)
+    if (std::optional<int64_t> c = getConstantIntValue(ub))
+      ub = b.getIndexAttr(*c);
+  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
+  forall->setAttr("fa.loop_order", b.getStringAttr("fa1"));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getBody()->getTerminator());
+    Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1);
+    Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
+    Tiles t = allocTiles();
+    // Rows past a ragged query tail are never written back; give them a
+    // defined state anyway.
+    InitStateOp::create(b, loc, t.max, t.sum, t.acc);
+
+    // Outer loop: K/V blocks.
+    auto outer = scf::ForOp::create(b, loc, index(0), numKBlocks, index(1));
+    {
+      OpBuilder::InsertionGuard g1(b);
+      b.setInsertionPoint(outer.getBody()->getTerminator());
+      Value kStart = mul(outer.getInductionVar(), p.blockC);
+      Value cols = blockLength(kStart, p.blockC, p.keyLen);
+      Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
+      copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
+      copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
+
+      // Inner loop: Q blocks, state round-tripping through memory.
+      auto inner = scf::ForOp::create(b, loc, index(0), numQBlocks, index(1));
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPoint(inner.getBody()->getTerminator());
+      Value qStart = mul(inner.getInductionVar(), p.blockR);
+      Value rows = blockLength(qStart, p.blockR, p.queryLen);
+      Value qTile = prefix(t.query, rows);
+      Value oMem = rowBlock(p.out, bi, h, qStart, rows);
+      Value maxRows = rowBlock(maxMem, bi, h, qStart, rows);
+      Value sumRows = rowBlock(sumMem, bi, h, qStart, rows);
+      copy(rowBlock(p.query, bi, h, qStart, rows), qTile);
+      copy(oMem, prefix(t.acc, rows));
+      copy(maxRows, prefix(t.max, rows));
+      copy(sumRows, prefix(t.sum, rows));
+      scoreTile(qTile, kTile, t.scores, qStart, kStart);
+      // O_i <- (alpha * l_i * O_i + P V_j) / l_new: undo the previous
+      // normalisation, rescale, accumulate, normalise again.
+      RescaleOp::create(b, loc, t.acc, t.sum);
+      SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction);
+      RescaleOp::create(b, loc, t.acc, t.correction);
+      PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc);
+      NormalizeOp::create(b, loc, t.acc, t.sum);
+      copy(prefix(t.acc, rows), oMem);
+      copy(prefix(t.max, rows), maxRows);
+      copy(prefix(t.sum, rows), sumRows);
+    }
+    deallocTiles(t);
+  }
+
+  if (p.lse) {
+    // LSE = m + log l from the final state in memory.
+    auto lseLoop = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{ubs[0], ubs[1], numQBlocks},
+        ValueRange{}, std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(lseLoop.getBody()->getTerminator());
+    Value bi = lseLoop.getInductionVar(0), h = lseLoop.getInductionVar(1);
+    Value qStart = mul(lseLoop.getInductionVar(2), p.blockR);
+    Value rows = blockLength(qStart, p.blockR, p.queryLen);
+    Value maxTile = alloc({p.blockR}, f32), sumTile = alloc({p.blockR}, f32);
+    fill(maxTile, -std::numeric_limits<float>::infinity());
+    fill(sumTile, 0.0f);
+    copy(rowBlock(maxMem, bi, h, qStart, rows), prefix(maxTile, rows));
+    copy(rowBlock(sumMem, bi, h, qStart, rows), prefix(sumTile, rows));
+    LogSumExpOp::create(b, loc, maxTile, sumTile,
+                        rowBlock(p.lse, bi, h, qStart, rows));
+    memref::DeallocOp::create(b, loc, maxTile);
+    memref::DeallocOp::create(b, loc, sumTile);
+  }
+  memref::DeallocOp::create(b, loc, maxMem);
+  memref::DeallocOp::create(b, loc, sumMem);
+}
+
+} // namespace
+
+LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
+                                       LoopOrder order) {
+  StringRef pass = order == LoopOrder::FA1 ? "fa-lower-fa1" : "fa-lower-fa2";
+  if (!op.hasBufferSemantics())
+    return op.emitOpError() << "has tensor operands; " << pass
+                            << " needs the memref form (run "
+                               "fa-attention-to-buffers first)";
+  if (!op.getBlockR() || !op.getBlockC())
+    return op.emitOpError() << "has no tile sizes; " << pass
+                            << " needs block_r and block_c (run fa-tile first)";
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  Problem p;
+  p.op = op;
+  p.query = op.getQuery();
+  p.key = op.getKey();
+  p.value = op.getValue();
+  p.out = op.getOuts()[0];
+  p.lse = op.getOuts().size() == 2 ? op.getOuts()[1] : Value();
+  p.headDim = op.getHeadDim();
+  p.valueHeadDim = op.getValueHeadDim();
+  p.blockR = *op.getBlockR();
+  p.blockC = *op.getBlockC();
+  p.elementType = op.getQueryType().getElementType();
+  auto dim = [&](Value v, int64_t d) -> Value {
+    return rewriter.createOrFold<memref::DimOp>(loc, v, d);
+  };
+  p.batch = dim(p.query, 0);
+  p.queryHeads = dim(p.query, 1);
+  p.queryLen = dim(p.query, 2);
+  p.keyLen = dim(p.key, 2);
+  p.groupSize = rewriter.createOrFold<arith::DivUIOp>(loc, p.queryHeads,
+                                                      dim(p.key, 1));
+  AttentionLowering lowering(rewriter, loc, p);
+  if (order == LoopOrder::FA1)
+    lowering.buildFA1();
+  else
+    lowering.buildFA2();
+  rewriter.eraseOp(op);
+  return success();
+}
+
+namespace {
+
+template <typename Base, LoopOrder order>
+struct LowerAttentionPass : Base {
+  void runOnOperation() override {
+    SmallVector<AttentionOp> ops;
+    this->getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&this->getContext());
+    for (AttentionOp op : ops)
+      if (failed(lowerAttention(rewriter, op, order)))
+        return this->signalPassFailure();
+  }
+};
+
+struct FALowerFA1Pass
+    : LowerAttentionPass<fa::impl::FALowerFA1Base<FALowerFA1Pass>,
+                         LoopOrder::FA1> {};
+struct FALowerFA2Pass
+    : LowerAttentionPass<fa::impl::FALowerFA2Base<FALowerFA2Pass>,
+                         LoopOrder::FA2> {};
+
+} // namespace

@@ -1,0 +1,119 @@
+//===- Tile.cpp - choose FlashAttention tile sizes ------------------------===//
+//
+// FlashAttention-1 (Dao et al. 2022, Algorithm 1) sizes its blocks from the
+// on-chip memory M: B_c = ceil(M / 4d) so that K_j and V_j take about half of
+// it, and B_r = min(ceil(M / 4d), d) so that the score tile B_r x B_c stays
+// O(M) while Q_i and O_i stay O(M) too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/Transforms/Passes.h"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FATILE
+#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+constexpr int64_t kDefaultSramBudget = 163840;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Bytes one block step keeps on chip: Q_i, K_j, V_j in the input type;
+/// S_ij, O_i and the row vectors m, l, alpha in f32.
+int64_t tileFootprint(int64_t br, int64_t bc, int64_t d, int64_t dv,
+                      int64_t eltBytes) {
+  return eltBytes * (br * d + bc * d + bc * dv) +
+         4 * (br * bc + br * dv + 3 * br);
+}
+
+struct FATilePass : fa::impl::FATileBase<FATilePass> {
+  using FATileBase::FATileBase;
+
+  void runOnOperation() override {
+    if (blockR < 0 || blockC < 0 || sramBudget < 0) {
+      emitError(getOperation().getLoc())
+          << "fa-tile: block-r, block-c and sram-budget must be "
+             "non-negative, got block-r="
+          << blockR << " block-c=" << blockC << " sram-budget=" << sramBudget;
+      return signalPassFailure();
+    }
+    int64_t budget = sramBudget;
+    if (budget == 0) {
+      budget = kDefaultSramBudget;
+      if (auto module = getOperation()->getParentOfType<ModuleOp>())
+        if (auto attr =
+                module->getAttrOfType<IntegerAttr>("fa.sram_budget"))
+          budget = attr.getInt();
+    }
+    if (budget <= 0) {
+      emitError(getOperation().getLoc())
+          << "fa-tile: the SRAM budget must be positive, got " << budget;
+      return signalPassFailure();
+    }
+
+    WalkResult result = getOperation().walk([&](AttentionOp op) {
+      return succeeded(tile(op, budget)) ? WalkResult::advance()
+                                         : WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+  LogicalResult tile(AttentionOp op, int64_t budget) {
+    int64_t d = op.getHeadDim(), dv = op.getValueHeadDim();
+    int64_t eltBytes =
+        op.getQueryType().getElementType().getIntOrFloatBitWidth() / 8;
+    int64_t nq = op.getQueryType().getDimSize(2);
+    int64_t nk = op.getKeyType().getDimSize(2);
+
+    int64_t br = blockR, bc = blockC;
+    bool explicitTiles = br != 0 || bc != 0;
+    int64_t m = budget / eltBytes; // M in elements of the input type
+    int64_t ruleC = std::max<int64_t>(1, ceilDiv(m, 4 * d));
+    if (bc == 0)
+      bc = ruleC;
+    if (br == 0)
+      br = std::min(ruleC, d);
+    // Tiles never need to exceed the (static) sequence lengths.
+    if (!ShapedType::isDynamic(nq) && nq > 0)
+      br = std::min(br, nq);
+    if (!ShapedType::isDynamic(nk) && nk > 0)
+      bc = std::min(bc, nk);
+
+    if (explicitTiles) {
+      int64_t bytes = tileFootprint(br, bc, d, dv, eltBytes);
+      if (bytes > budget)
+        return op.emitOpError()
+               << "tiles block_r=" << br << " block_c=" << bc
+               << " need " << bytes << " bytes on chip (D=" << d
+               << ", Dv=" << dv << ", " << eltBytes
+               << "-byte inputs) but the SRAM budget is " << budget
+               << " bytes";
+    } else {
+      // The FA1 rule is asymptotic; halve B_c, then B_r, until the exact
+      // footprint fits.
+      while (tileFootprint(br, bc, d, dv, eltBytes) > budget &&
+             (bc > 1 || br > 1)) {
+        if (bc >= br && bc > 1)
+          bc = ceilDiv(bc, 2);
+        else
+          br = ceilDiv(br, 2);
+      }
+      if (tileFootprint(br, bc, d, dv, eltBytes) > budget)
+        return op.emitOpError()
+               << "no tile fits the SRAM budget of " << budget
+               << " bytes for D=" << d << ", Dv=" << dv;
+    }
+    Builder b(op.getContext());
+    op.setBlockRAttr(b.getI64IntegerAttr(br));
+    op.setBlockCAttr(b.getI64IntegerAttr(bc));
+    return success();
+  }
+};
+
+} // namespace

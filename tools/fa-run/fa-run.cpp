@@ -1,0 +1,617 @@
+//===- fa-run.cpp - compile fa.attention for the host, run it, check it ---===//
+//
+// fa-run takes a function holding one memref-form fa.attention (from a file,
+// or built from command-line shapes), lowers it with fa-cpu-pipeline, runs
+// it with MLIR's ExecutionEngine on random inputs, and compares O (and LSE)
+// with a naive softmax(scale * Q K^T) V computed here in double precision.
+// It exits non-zero when the error exceeds the tolerance or an output
+// element was not written (outputs are poisoned with NaN before the call).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("[input.mlir]"),
+                                      cl::init(""));
+static cl::opt<std::string>
+    loopOrder("loop-order", cl::desc("fa1 or fa2 (default fa2)"),
+              cl::init("fa2"));
+static cl::opt<int64_t> blockR("block-r", cl::desc("B_r override"),
+                               cl::init(0));
+static cl::opt<int64_t> blockC("block-c", cl::desc("B_c override"),
+                               cl::init(0));
+static cl::opt<int64_t> sramBudget("sram-budget",
+                                   cl::desc("fa-tile budget in bytes"),
+                                   cl::init(0));
+static cl::opt<std::string>
+    pipeline("pipeline",
+             cl::desc("Pass pipeline replacing fa-cpu-pipeline (textual, "
+                      "anchored on builtin.module)"),
+             cl::init(""));
+static cl::opt<unsigned> seed("seed", cl::desc("Random seed"), cl::init(1));
+static cl::opt<double> tolerance(
+    "tolerance",
+    cl::desc("Max relative L2 error of O (default by dtype: f32 1e-5, "
+             "f16 1e-3, bf16 8e-3)"),
+    cl::init(-1.0));
+static cl::opt<std::string>
+    inputKind("inputs", cl::desc("normal (N(0,1) inputs) or rising (scores "
+                                 "grow along the keys, so the row max moves "
+                                 "in every block)"),
+              cl::init("normal"));
+static cl::opt<bool> printModule("print-input",
+                                 cl::desc("Print the module before lowering"),
+                                 cl::init(false));
+
+// Shapes for a module built from the command line (no input file).
+static cl::opt<int64_t> batch("batch", cl::init(1));
+static cl::opt<int64_t> qHeads("q-heads", cl::init(1));
+static cl::opt<int64_t> kvHeads("kv-heads", cl::init(0),
+                                cl::desc("default: q-heads"));
+static cl::opt<int64_t> qLen("q-len", cl::init(64));
+static cl::opt<int64_t> kvLen("kv-len", cl::init(0),
+                              cl::desc("default: q-len"));
+static cl::opt<int64_t> headDim("head-dim", cl::init(64));
+static cl::opt<int64_t> valueHeadDim("value-head-dim", cl::init(0),
+                                     cl::desc("default: head-dim"));
+static cl::opt<std::string> dtype("dtype", cl::desc("f32, f16 or bf16"),
+                                  cl::init("f32"));
+static cl::opt<bool> causal("causal", cl::init(false));
+static cl::opt<int64_t> window("window", cl::init(0));
+static cl::opt<double> softcap("softcap", cl::init(0.0));
+static cl::opt<double> scale("scale", cl::init(0.0),
+                             cl::desc("default: 1/sqrt(head-dim)"));
+static cl::opt<bool> withLse("lse", cl::desc("Also compute and check LSE"),
+                             cl::init(false));
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Host-side element types
+//===----------------------------------------------------------------------===//
+
+enum class Elt { F32, F16, BF16 };
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = ((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff)
+    return sign | 0x7c00 | (mant ? 0x200 : 0);
+  if (exp >= 31)
+    return sign | 0x7c00;
+  if (exp <= 0) {
+    if (exp < -10)
+      return sign;
+    mant |= 0x800000;
+    uint32_t shift = 14 - exp;
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1)))
+      ++half;
+    return sign | half;
+  }
+  uint32_t half = sign | (exp << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+    ++half;
+  return half;
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f,
+           mant = h & 0x3ff, x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      x = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    x = sign | 0x7f800000 | (mant << 13);
+  } else {
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t floatToBF16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000)
+    return (x >> 16) | 0x40;
+  x += 0x7fff + ((x >> 16) & 1); // round to nearest even
+  return x >> 16;
+}
+
+float bf16ToFloat(uint16_t b) {
+  uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+// Soft-float entry points LLVM may call for half conversions on targets
+// without F16C; the JIT resolves them to these.
+extern "C" float fa_extendhfsf2(uint16_t h) { return halfToFloat(h); }
+extern "C" uint16_t fa_truncsfhf2(float f) { return floatToHalf(f); }
+extern "C" uint16_t fa_truncsfbf2(float f) { return floatToBF16(f); }
+
+/// A buffer of one memref argument with its descriptor.
+struct Buffer {
+  Elt elt = Elt::F32;
+  std::vector<int64_t> shape;
+  std::vector<float> f32;    // used for F32
+  std::vector<uint16_t> u16; // used for F16 / BF16
+  // Descriptor storage large enough for rank 4.
+  struct Desc {
+    void *allocated, *aligned;
+    int64_t offset;
+    int64_t sizes[4];
+    int64_t strides[4];
+  } desc;
+
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  void allocate() {
+    if (elt == Elt::F32)
+      f32.assign(size(), 0.0f);
+    else
+      u16.assign(size(), 0);
+    void *data = elt == Elt::F32 ? static_cast<void *>(f32.data())
+                                 : static_cast<void *>(u16.data());
+    desc.allocated = desc.aligned = data;
+    desc.offset = 0;
+    int64_t stride = 1;
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+      desc.sizes[i] = shape[i];
+      desc.strides[i] = stride;
+      stride *= shape[i];
+    }
+  }
+  float get(int64_t i) const {
+    switch (elt) {
+    case Elt::F32:
+      return f32[i];
+    case Elt::F16:
+      return halfToFloat(u16[i]);
+    case Elt::BF16:
+      return bf16ToFloat(u16[i]);
+    }
+    return 0;
+  }
+  void set(int64_t i, float v) {
+    switch (elt) {
+    case Elt::F32:
+      f32[i] = v;
+      break;
+    case Elt::F16:
+      u16[i] = floatToHalf(v);
+      break;
+    case Elt::BF16:
+      u16[i] = floatToBF16(v);
+      break;
+    }
+  }
+};
+
+FailureOr<Elt> toElt(Type t) {
+  if (t.isF32())
+    return Elt::F32;
+  if (t.isF16())
+    return Elt::F16;
+  if (t.isBF16())
+    return Elt::BF16;
+  return failure();
+}
+
+std::string buildModuleText() {
+  int64_t hkv = kvHeads ? kvHeads : qHeads;
+  int64_t nk = kvLen ? kvLen : qLen;
+  int64_t dv = valueHeadDim ? valueHeadDim : headDim;
+  auto memref = [](std::initializer_list<int64_t> dims, StringRef t) {
+    std::string s = "memref<";
+    for (int64_t d : dims)
+      s += std::to_string(d) + "x";
+    return s + t.str() + ">";
+  };
+  std::string qT = memref({batch, qHeads, qLen, headDim}, dtype);
+  std::string kT = memref({batch, hkv, nk, headDim}, dtype);
+  std::string vT = memref({batch, hkv, nk, dv}, dtype);
+  std::string oT = memref({batch, qHeads, qLen, dv}, dtype);
+  std::string lT = memref({batch, qHeads, qLen}, "f32");
+  std::string attrs;
+  auto add = [&](const std::string &a) {
+    attrs += (attrs.empty() ? "" : ", ") + a;
+  };
+  if (causal)
+    add("causal");
+  if (window > 0)
+    add("window = " + std::to_string(window) + " : i64");
+  if (softcap > 0)
+    add("softcap = " + std::to_string(softcap) + " : f32");
+  if (scale > 0)
+    add("scale = " + std::to_string(scale) + " : f32");
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "func.func @attention(%q: " << qT << ", %k: " << kT << ", %v: " << vT
+     << ", %o: " << oT;
+  if (withLse)
+    os << ", %lse: " << lT;
+  os << ") {\n  fa.attention %q, %k, %v outs(%o";
+  if (withLse)
+    os << ", %lse";
+  os << " : " << oT;
+  if (withLse)
+    os << ", " << lT;
+  os << ")";
+  if (!attrs.empty())
+    os << " {" << attrs << "}";
+  os << " : " << qT << ", " << kT << ", " << vT << "\n  return\n}\n";
+  return s;
+}
+
+/// What the reference needs to know, read off the op before lowering.
+struct Spec {
+  int64_t b, hq, hkv, nq, nk, d, dv;
+  float scale;
+  bool causal;
+  std::optional<int64_t> window;
+  std::optional<float> softcap;
+  bool lse;
+  Elt elt;
+};
+
+/// Naive attention in double: O and LSE for every (b, h, i).
+void reference(const Spec &s, const Buffer &q, const Buffer &k,
+               const Buffer &v, std::vector<double> &o,
+               std::vector<double> &lse) {
+  o.assign(s.b * s.hq * s.nq * s.dv, 0.0);
+  lse.assign(s.b * s.hq * s.nq, -std::numeric_limits<double>::infinity());
+  int64_t group = s.hq / s.hkv;
+  std::vector<double> scores(s.nk);
+  std::vector<char> visible(s.nk);
+  for (int64_t bi = 0; bi < s.b; ++bi)
+    for (int64_t h = 0; h < s.hq; ++h) {
+      int64_t kh = h / group;
+      for (int64_t i = 0; i < s.nq; ++i) {
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < s.nk; ++j) {
+          bool vis = true;
+          if (s.causal && j > i)
+            vis = false;
+          if (s.window && std::llabs(i - j) >= *s.window)
+            vis = false;
+          visible[j] = vis;
+          if (!vis)
+            continue;
+          double dot = 0;
+          for (int64_t d = 0; d < s.d; ++d)
+            dot += double(q.get(((bi * s.hq + h) * s.nq + i) * s.d + d)) *
+                   double(k.get(((bi * s.hkv + kh) * s.nk + j) * s.d + d));
+          double x = s.scale * dot;
+          if (s.softcap)
+            x = *s.softcap * std::tanh(x / *s.softcap);
+          scores[j] = x;
+          mx = std::max(mx, x);
+        }
+        if (mx == -std::numeric_limits<double>::infinity())
+          continue; // every key masked: O = 0, LSE = -inf
+        double l = 0;
+        double *out = &o[((bi * s.hq + h) * s.nq + i) * s.dv];
+        for (int64_t j = 0; j < s.nk; ++j) {
+          if (!visible[j])
+            continue;
+          double p = std::exp(scores[j] - mx);
+          l += p;
+          for (int64_t d = 0; d < s.dv; ++d)
+            out[d] += p * v.get(((bi * s.hkv + kh) * s.nk + j) * s.dv + d);
+        }
+        for (int64_t d = 0; d < s.dv; ++d)
+          out[d] /= l;
+        lse[(bi * s.hq + h) * s.nq + i] = mx + std::log(l);
+      }
+    }
+}
+
+int fail(const Twine &msg) {
+  llvm::errs() << "fa-run: error: " << msg << "\n";
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "flash-mlir: compile fa.attention for the host, "
+                              "run it on random inputs and check it against "
+                              "a naive reference\n");
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  DialectRegistry registry;
+  fa::registerAllFADialects(registry);
+  registerAllToLLVMIRTranslations(registry);
+  fa::registerAllFAPasses();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  if (loopOrder != "fa1" && loopOrder != "fa2")
+    return fail("--loop-order must be fa1 or fa2, got '" + loopOrder + "'");
+  if (inputKind != "normal" && inputKind != "rising")
+    return fail("--inputs must be normal or rising, got '" + inputKind + "'");
+
+  OwningOpRef<ModuleOp> module;
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  if (inputFile.empty()) {
+    if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
+      return fail("--dtype must be f32, f16 or bf16, got '" + dtype + "'");
+    module = parseSourceString<ModuleOp>(buildModuleText(), &context);
+  } else {
+    std::string error;
+    auto file = openInputFile(inputFile, &error);
+    if (!file)
+      return fail(error);
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  if (!module)
+    return fail("could not parse the input");
+  if (printModule)
+    module->print(llvm::outs());
+
+  // The entry: the one function holding one buffer-form fa.attention whose
+  // operands are the function's arguments (q, k, v, o[, lse]).
+  func::FuncOp entry;
+  fa::AttentionOp attention;
+  module->walk([&](fa::AttentionOp op) {
+    if (!attention) {
+      attention = op;
+      entry = op->getParentOfType<func::FuncOp>();
+    }
+  });
+  if (!attention || !entry)
+    return fail("the input holds no fa.attention inside a func.func");
+  for (Type t : entry.getArgumentTypes()) {
+    auto mt = dyn_cast<MemRefType>(t);
+    if (!mt || !mt.hasStaticShape() || mt.getRank() > 4)
+      return fail("@" + entry.getName() +
+                  " must take statically shaped memrefs of rank <= 4, got " +
+                  llvm::formatv("{0}", t).str());
+  }
+  if (entry.getNumArguments() != 4 && entry.getNumArguments() != 5)
+    return fail("@" + entry.getName() +
+                " must take (q, k, v, o) or (q, k, v, o, lse)");
+  if (entry.getNumResults() != 0)
+    return fail("@" + entry.getName() + " must return nothing");
+
+  Spec spec;
+  auto qT = cast<MemRefType>(entry.getArgumentTypes()[0]);
+  auto kT = cast<MemRefType>(entry.getArgumentTypes()[1]);
+  auto vT = cast<MemRefType>(entry.getArgumentTypes()[2]);
+  if (qT.getRank() != 4 || kT.getRank() != 4 || vT.getRank() != 4)
+    return fail("q, k and v must be rank-4 memrefs");
+  spec.b = qT.getDimSize(0);
+  spec.hq = qT.getDimSize(1);
+  spec.nq = qT.getDimSize(2);
+  spec.d = qT.getDimSize(3);
+  spec.hkv = kT.getDimSize(1);
+  spec.nk = kT.getDimSize(2);
+  spec.dv = vT.getDimSize(3);
+  spec.scale = attention.getEffectiveScale();
+  spec.causal = attention.getCausal();
+  spec.window = attention.getWindow();
+  if (auto cap = attention.getSoftcap())
+    spec.softcap = cap->convertToFloat();
+  spec.lse = entry.getNumArguments() == 5;
+  FailureOr<Elt> elt = toElt(qT.getElementType());
+  if (failed(elt))
+    return fail("unsupported element type");
+  spec.elt = *elt;
+  const char *eltName =
+      spec.elt == Elt::F32 ? "f32" : spec.elt == Elt::F16 ? "f16" : "bf16";
+
+  entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
+  // The function is replaced during lowering: keep what we need of it.
+  std::string entryName = entry.getName().str();
+  SmallVector<Type> argTypes(entry.getArgumentTypes());
+  entry = nullptr;
+  attention = nullptr;
+
+  // Lower.
+  PassManager pm(&context);
+  std::string pipelineText = pipeline;
+  if (pipelineText.empty()) {
+    pipelineText = "builtin.module(fa-cpu-pipeline{loop-order=" + loopOrder;
+    if (blockR)
+      pipelineText += " block-r=" + std::to_string(blockR);
+    if (blockC)
+      pipelineText += " block-c=" + std::to_string(blockC);
+    if (sramBudget)
+      pipelineText += " sram-budget=" + std::to_string(sramBudget);
+    pipelineText += "})";
+  }
+  FailureOr<OpPassManager> parsed = parsePassPipeline(pipelineText);
+  if (failed(parsed))
+    return fail("bad pipeline '" + pipelineText + "'");
+  if (parsed->getOpAnchorName() != ModuleOp::getOperationName())
+    return fail("the pipeline must be anchored on builtin.module");
+  static_cast<OpPassManager &>(pm) = *parsed;
+  if (failed(pm.run(*module)))
+    return fail("lowering failed");
+
+  // JIT.
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = makeOptimizingTransformer(
+      /*optLevel=*/2, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  auto maybeEngine = ExecutionEngine::create(*module, engineOptions);
+  if (!maybeEngine)
+    return fail("cannot create the execution engine: " +
+                llvm::toString(maybeEngine.takeError()));
+  std::unique_ptr<ExecutionEngine> &engine = *maybeEngine;
+  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    auto add = [&](const char *name, void *fn) {
+      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                             llvm::JITSymbolFlags::Exported};
+    };
+    add("__extendhfsf2", reinterpret_cast<void *>(&fa_extendhfsf2));
+    add("__gnu_h2f_ieee", reinterpret_cast<void *>(&fa_extendhfsf2));
+    add("__truncsfhf2", reinterpret_cast<void *>(&fa_truncsfhf2));
+    add("__gnu_f2h_ieee", reinterpret_cast<void *>(&fa_truncsfhf2));
+    add("__truncsfbf2", reinterpret_cast<void *>(&fa_truncsfbf2));
+    return map;
+  });
+
+  // Inputs.
+  std::vector<Buffer> buffers(argTypes.size());
+  for (auto [i, t] : llvm::enumerate(argTypes)) {
+    auto mt = cast<MemRefType>(t);
+    FailureOr<Elt> e = toElt(mt.getElementType());
+    if (failed(e))
+      return fail("unsupported element type in argument " + Twine(i));
+    buffers[i].elt = *e;
+    buffers[i].shape.assign(mt.getShape().begin(), mt.getShape().end());
+    buffers[i].allocate();
+  }
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < buffers[i].size(); ++j)
+      buffers[i].set(j, normal(rng));
+  if (inputKind == "rising") {
+    // Adversarial for the online softmax: q . k grows with the key index, so
+    // every K/V block raises the running max. q = |q|, k_j += c * j.
+    for (int64_t j = 0; j < buffers[0].size(); ++j)
+      buffers[0].set(j, std::fabs(buffers[0].get(j)) * 0.5f + 0.5f);
+    for (int64_t j = 0; j < buffers[1].size(); ++j) {
+      int64_t key = (j / spec.d) % spec.nk;
+      buffers[1].set(j, buffers[1].get(j) * 0.1f +
+                            2.0f * float(key) / float(spec.nk));
+    }
+  }
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 3; i < buffers.size(); ++i)
+    for (int64_t j = 0; j < buffers[i].size(); ++j)
+      buffers[i].set(j, nan);
+
+  std::string fnName = "_mlir_ciface_" + entryName;
+  auto fn = engine->lookup(fnName);
+  if (!fn)
+    return fail("cannot find " + fnName + ": " +
+                llvm::toString(fn.takeError()));
+  void *args[5];
+  for (size_t i = 0; i < buffers.size(); ++i)
+    args[i] = &buffers[i].desc;
+  if (buffers.size() == 4)
+    reinterpret_cast<void (*)(void *, void *, void *, void *)>(*fn)(
+        args[0], args[1], args[2], args[3]);
+  else
+    reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(*fn)(
+        args[0], args[1], args[2], args[3], args[4]);
+
+  // Check.
+  std::vector<double> refO, refLse;
+  reference(spec, buffers[0], buffers[1], buffers[2], refO, refLse);
+  double errSq = 0, refSq = 0, maxAbs = 0;
+  int64_t unwritten = 0;
+  for (size_t i = 0; i < refO.size(); ++i) {
+    double got = buffers[3].get(i);
+    if (std::isnan(got)) {
+      ++unwritten;
+      continue;
+    }
+    errSq += (got - refO[i]) * (got - refO[i]);
+    refSq += refO[i] * refO[i];
+    maxAbs = std::max(maxAbs, std::fabs(got - refO[i]));
+  }
+  double relErr = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+  double tol = tolerance > 0 ? tolerance
+               : spec.elt == Elt::F32 ? 1e-5
+               : spec.elt == Elt::F16 ? 1e-3
+                                      : 8e-3;
+  bool ok = unwritten == 0 && relErr <= tol;
+
+  double lseErr = 0;
+  int64_t lseMismatch = 0;
+  if (spec.lse) {
+    double eSq = 0, rSq = 0;
+    for (size_t i = 0; i < refLse.size(); ++i) {
+      double got = buffers[4].get(i), want = refLse[i];
+      if (std::isinf(want) || std::isinf(got) || std::isnan(got)) {
+        if (!(std::isinf(want) && std::isinf(got) && (want < 0) == (got < 0)))
+          ++lseMismatch;
+        continue;
+      }
+      eSq += (got - want) * (got - want);
+      rSq += want * want;
+    }
+    lseErr = rSq > 0 ? std::sqrt(eSq / rSq) : std::sqrt(eSq);
+    ok = ok && lseMismatch == 0 && lseErr <= std::max(tol, 1e-5);
+  }
+
+  llvm::outs() << "fa-run: " << loopOrder << " " << eltName << " B=" << spec.b
+               << " Hq=" << spec.hq << " Hkv=" << spec.hkv
+               << " Nq=" << spec.nq << " Nk=" << spec.nk << " D=" << spec.d
+               << " Dv=" << spec.dv << (spec.causal ? " causal" : "");
+  if (spec.window)
+    llvm::outs() << " window=" << *spec.window;
+  if (spec.softcap)
+    llvm::outs() << " softcap=" << *spec.softcap;
+  llvm::outs() << " inputs=" << inputKind << "\n";
+  llvm::outs() << llvm::formatv(
+      "fa-run: O rel_l2_error={0:e2} max_abs_error={1:e2} unwritten={2} "
+      "tolerance={3:e1}\n",
+      relErr, maxAbs, unwritten, tol);
+  if (spec.lse)
+    llvm::outs() << llvm::formatv(
+        "fa-run: LSE rel_l2_error={0:e2} inf_mismatches={1}\n", lseErr,
+        lseMismatch);
+  llvm::outs() << "fa-run: " << (ok ? "PASS" : "FAIL") << "\n";
+  return ok ? 0 : 1;
+}
