@@ -39,7 +39,9 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
       emitError(getOperation().getLoc())
           << "fa-tile: block-r, block-c and sram-budget must be "
              "non-negative, got block-r="
-          << blockR << " block-c=" << blockC << " sram-budget=" << sramBudget;
+          << static_cast<int64_t>(blockR)
+          << " block-c=" << static_cast<int64_t>(blockC)
+          << " sram-budget=" << static_cast<int64_t>(sramBudget);
       return signalPassFailure();
     }
     int64_t budget = sramBudget;

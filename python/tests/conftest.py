@@ -1,0 +1,25 @@
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def build_dir():
+    path = pathlib.Path(os.environ.get("FA_BUILD_DIR", ROOT / "build"))
+    if not (path / "bin" / "fa-run").exists():
+        pytest.fail(f"no fa-run in {path}/bin: build flash-mlir first "
+                    "(bash scripts/bootstrap.sh)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fa_run(build_dir):
+    return str(build_dir / "bin" / "fa-run")
+
+
+@pytest.fixture(scope="session")
+def fa_opt(build_dir):
+    return str(build_dir / "bin" / "fa-opt")

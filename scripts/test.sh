@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: lit (FileCheck and executed CPU tests) and
+# pytest. Exits non-zero if any test fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${FA_BUILD_DIR:-build}
+status=0
+cmake --build "$BUILD" || exit 1
+echo "== lit =="
+/usr/lib/llvm-22/bin/lit -sv "$BUILD/test" || status=1
+echo "== pytest =="
+FA_BUILD_DIR="$PWD/$BUILD" /usr/bin/python3 -m pytest -q python/tests || status=1
+exit $status
