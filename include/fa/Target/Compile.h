@@ -1,0 +1,53 @@
+//===- Compile.h - fa.attention to PTX, cubin and launch metadata -*- C++ -*-===//
+
+#ifndef FA_TARGET_COMPILE_H
+#define FA_TARGET_COMPILE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace mlir {
+namespace fa {
+
+struct KernelOptions {
+  std::string arch = "sm_90a"; // sm_80 | sm_90a
+  int64_t headDim = 128;
+  std::string dtype = "f16"; // f16 | bf16
+  bool causal = false;
+  int64_t blockR = 0; // 0: the backend's default
+  int64_t blockC = 0;
+  std::string ptxas; // empty: $CUDA_HOME/bin, /usr/local/cuda/bin, PATH
+  bool runPtxas = true;
+};
+
+struct CompiledKernel {
+  std::string name;
+  std::string kernelIR; // the gpu.module as built by convert-fa-to-sm80
+  std::string hostIR;   // the host function with its gpu.launch_func
+  std::string ptx;
+  std::string cubin;     // empty when ptxas was not run
+  std::string ptxasLog;  // ptxas -v: registers, shared memory, spills
+  std::string metadata;  // JSON: kernel, grid, block, shared memory, params
+};
+
+/// The module `fa-compile` starts from: one function holding a memref-form
+/// fa.attention with dynamic batch, heads and lengths.
+OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &context,
+                                           const KernelOptions &options);
+
+/// fa.attention -> convert-fa-to-sm80 -> LLVM/NVVM -> PTX (LLVM NVPTX via
+/// gpu-module-to-binary) -> cubin (ptxas) + launch metadata. Errors are
+/// reported as diagnostics on `context`.
+FailureOr<CompiledKernel> compileKernel(MLIRContext &context,
+                                        const KernelOptions &options);
+
+/// Registers what the GPU path needs (NVVM target, LLVM IR translations).
+void registerGPUCompilation(DialectRegistry &registry);
+
+} // namespace fa
+} // namespace mlir
+
+#endif // FA_TARGET_COMPILE_H

@@ -1,0 +1,677 @@
+//===- FAToSM80.cpp - FlashAttention-2 on mma.sync tensor cores -----------===//
+//
+// Builds the forward kernel of FlashAttention-2 for sm_80 and later from a
+// tiled fa.attention. The kernel is written directly in the LLVM and NVVM
+// dialects (plus scf/arith/math for the loop and the softmax arithmetic), so
+// every hardware step is an op that prints: cp.async fills the shared-memory
+// ring, ldmatrix reads the swizzled tiles into mma fragments, mma.sync does
+// both matrix products, shfl.sync reduces across the quad of threads that
+// shares a row.
+//
+// Fragment layouts of mma.sync.m16n8k16 (g = lane / 4, t = lane % 4):
+//   A (16x16, row): a0 = A[g][2t..2t+1]   a1 = A[g+8][2t..]
+//                   a2 = A[g][2t+8..]     a3 = A[g+8][2t+8..]
+//   B (16x8, col):  b0 = B[2t..2t+1][g]   b1 = B[2t+8..][g]
+//   C (16x8, f32):  c0, c1 = C[g][2t], C[g][2t+1]; c2, c3 = row g+8
+// Two adjacent C tiles of S (keys 16k..16k+15) hold exactly the elements of
+// one A tile of P, so P never leaves registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Conversion/Passes.h"
+#include "fa/Dialect/FA/IR/FAOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_CONVERTFATOSM80
+#include "fa/Conversion/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+constexpr int64_t kWarps = 4;
+constexpr int64_t kThreads = kWarps * 32;
+constexpr int64_t kStages = 2;
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+/// What the generated kernel is specialised for.
+struct KernelSpec {
+  int64_t headDim;
+  int64_t blockR;   // 64 or 128: 16 or 32 rows per warp
+  int64_t blockC;   // 32 or 64 keys per K/V block
+  bool causal;
+  bool bf16;
+  bool queryInRegisters;
+
+  int64_t rowTiles() const { return blockR / (16 * kWarps); }
+  int64_t chunksPerRow() const { return headDim / 8; } // 16-byte chunks
+  int64_t rowBytes() const { return headDim * 2; }
+  int64_t qBytes() const { return blockR * rowBytes(); }
+  int64_t kvTileBytes() const { return blockC * rowBytes(); }
+  int64_t sharedBytes() const {
+    return qBytes() + kStages * 2 * kvTileBytes();
+  }
+  std::string kernelName() const {
+    return "fa2_sm80_d" + std::to_string(headDim) + "_br" +
+           std::to_string(blockR) + "_bc" + std::to_string(blockC) + (bf16 ? "_bf16" : "_f16") +
+           (causal ? "_causal" : "");
+  }
+};
+
+/// Emits the kernel body. Values named like the math: `s` scores, `p`
+/// probabilities, `o` accumulator, `m` running max, `l` running sum.
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
+      : b(b), loc(loc), spec(spec), i32(b.getI32Type()),
+        i64(b.getI64Type()), f32(b.getF32Type()),
+        half(spec.bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type())),
+        halfPair(VectorType::get({2}, half)),
+        globalPtr(LLVM::LLVMPointerType::get(b.getContext(), 1)),
+        sharedPtr(LLVM::LLVMPointerType::get(b.getContext(), 3)) {}
+
+  LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
+
+private:
+  // Scalars.
+  Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  Value c64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
+  Value cf(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value ext64(Value x) { return arith::ExtUIOp::create(b, loc, i64, x); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y);
+  }
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, loc, x, y, z);
+  }
+  /// exp2 on the MUFU unit.
+  Value ex2(Value x) { return asmF32("ex2.approx.ftz.f32 $0, $1;", x); }
+  Value lg2(Value x) { return asmF32("lg2.approx.ftz.f32 $0, $1;", x); }
+  Value asmF32(StringRef text, Value x) {
+    return LLVM::InlineAsmOp::create(b, loc, f32, ValueRange{x}, text, "=f,f",
+                                     /*has_side_effects=*/false,
+                                     /*is_align_stack=*/false,
+                                     LLVM::tailcallkind::TailCallKind::None,
+                                     /*asm_dialect=*/LLVM::AsmDialectAttr(),
+                                     /*operand_attrs=*/ArrayAttr())
+        .getResult(0);
+  }
+
+  // Memory.
+  Value gep(Type ptrType, Type elt, Value base, Value index) {
+    return LLVM::GEPOp::create(b, loc, ptrType, elt, base, ValueRange{index});
+  }
+  Value sharedAt(Value byteOffset) {
+    return gep(sharedPtr, b.getI8Type(), smemBase, byteOffset);
+  }
+  /// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile:
+  /// the chunk index is XORed with row mod 8, so the 8 rows an ldmatrix
+  /// reads at one logical column fall in 8 different bank groups.
+  Value swizzled(Value row, Value chunk) {
+    Value phys =
+        arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, c32(7)));
+    return add(mul(row, c32(spec.rowBytes())), mul(phys, c32(16)));
+  }
+
+  /// Issues cp.async copies of rows [rowStart, rowStart + rows) of a
+  /// [N, D] matrix into a swizzled shared tile; rows at or past `n` are
+  /// zero-filled (source size 0) and read from a valid address.
+  void copyTile(Value globalBase, Value rowStart, Value n, Value tileOffset,
+                int64_t rows);
+  /// ldmatrix.x4 (optionally .trans) at a shared byte offset.
+  std::array<Value, 4> ldmatrix4(Value byteOffset, bool transpose);
+  /// mma.sync.m16n8k16 D = A B + C.
+  std::array<Value, 4> mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                           ArrayRef<Value> c);
+  /// Packs two f32 into the i32 holding an f16/bf16 pair (low = first).
+  Value packPair(Value lo, Value hi);
+  Value shflXor(Value v, int64_t mask);
+  /// Loads the A fragments of this warp's Q rows for all D / 16 k-steps.
+  SmallVector<std::array<Value, 4>> loadQueryFragments(int64_t rowTile);
+
+  OpBuilder &b;
+  Location loc;
+  const KernelSpec &spec;
+  Type i32, i64, f32, half, halfPair;
+  Type globalPtr, sharedPtr;
+  Value smemBase, tid, lane, warp, g, t;
+};
+
+void KernelBuilder::copyTile(Value globalBase, Value rowStart, Value n,
+                             Value tileOffset, int64_t rows) {
+  int64_t chunks = rows * spec.chunksPerRow();
+  for (int64_t it = 0; it < chunks / kThreads; ++it) {
+    Value idx = add(tid, c32(it * kThreads));
+    Value row = divu(idx, c32(spec.chunksPerRow()));
+    Value chunk = remu(idx, c32(spec.chunksPerRow()));
+    Value globalRow = add(rowStart, row);
+    Value inBounds = ult(globalRow, n);
+    Value srcRow = select(inBounds, globalRow, rowStart);
+    Value elem = add(mul(ext64(srcRow), c64(spec.headDim)),
+                     ext64(mul(chunk, c32(8))));
+    Value src = gep(globalPtr, half, globalBase, elem);
+    Value dst = sharedAt(add(tileOffset, swizzled(row, chunk)));
+    Value size = select(inBounds, c32(16), c32(0));
+    NVVM::CpAsyncOp::create(
+        b, loc, dst, src, b.getI32IntegerAttr(16),
+        NVVM::LoadCacheModifierKindAttr::get(b.getContext(),
+                                             NVVM::LoadCacheModifierKind::CG),
+        size);
+  }
+}
+
+std::array<Value, 4> KernelBuilder::ldmatrix4(Value byteOffset,
+                                              bool transpose) {
+  MLIRContext *ctx = b.getContext();
+  auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+  auto op = NVVM::LdMatrixOp::create(
+      b, loc, resultType, sharedAt(byteOffset), b.getI32IntegerAttr(4),
+      NVVM::MMALayoutAttr::get(ctx, transpose ? NVVM::MMALayout::col
+                                              : NVVM::MMALayout::row),
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+      NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+  std::array<Value, 4> r;
+  for (int64_t i = 0; i < 4; ++i)
+    r[i] = LLVM::ExtractValueOp::create(b, loc, op, ArrayRef<int64_t>{i});
+  return r;
+}
+
+std::array<Value, 4> KernelBuilder::mma(ArrayRef<Value> a,
+                                        ArrayRef<Value> bFrag,
+                                        ArrayRef<Value> c) {
+  MLIRContext *ctx = b.getContext();
+  auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  // f16 operands are typed as pairs of halves; bf16 ones as packed i32.
+  auto operand = [&](Value v) -> Value {
+    return spec.bf16 ? v : LLVM::BitcastOp::create(b, loc, halfPair, v);
+  };
+  SmallVector<Value> aOps, bOps;
+  for (Value v : a)
+    aOps.push_back(operand(v));
+  for (Value v : bFrag)
+    bOps.push_back(operand(v));
+  NVVM::MMATypes type = spec.bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  auto op = NVVM::MmaOp::create(
+      b, loc, resultType, aOps, bOps, c, ArrayRef<int64_t>{16, 8, 16},
+      std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{type, type},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  std::array<Value, 4> r;
+  for (int64_t i = 0; i < 4; ++i)
+    r[i] = LLVM::ExtractValueOp::create(b, loc, op, ArrayRef<int64_t>{i});
+  return r;
+}
+
+Value KernelBuilder::packPair(Value lo, Value hi) {
+  auto pairF32 = VectorType::get({2}, f32);
+  Value v = LLVM::PoisonOp::create(b, loc, pairF32);
+  v = LLVM::InsertElementOp::create(b, loc, v, lo, c32(0));
+  v = LLVM::InsertElementOp::create(b, loc, v, hi, c32(1));
+  Value narrow = LLVM::FPTruncOp::create(b, loc, halfPair, v);
+  return LLVM::BitcastOp::create(b, loc, i32, narrow);
+}
+
+Value KernelBuilder::shflXor(Value v, int64_t mask) {
+  return NVVM::ShflOp::create(
+      b, loc, f32, c32(-1), v, c32(mask), c32(0x1f),
+      NVVM::ShflKindAttr::get(b.getContext(), NVVM::ShflKind::bfly),
+      UnitAttr());
+}
+
+SmallVector<std::array<Value, 4>>
+KernelBuilder::loadQueryFragments(int64_t rowTile) {
+  // Matrices of one x4 load: rows 0-7 / 8-15 of the warp's 16 rows, chunks
+  // 2k / 2k+1: exactly a0, a1, a2, a3.
+  Value mi = divu(lane, c32(8));
+  Value row = add(add(mul(warp, c32(16 * spec.rowTiles())),
+                      c32(16 * rowTile)),
+                  add(remu(lane, c32(8)),
+                      mul(remu(mi, c32(2)), c32(8))));
+  SmallVector<std::array<Value, 4>> frags;
+  for (int64_t k = 0; k < spec.headDim / 16; ++k) {
+    Value chunk = add(c32(2 * k), divu(mi, c32(2)));
+    frags.push_back(ldmatrix4(swizzled(row, chunk), /*transpose=*/false));
+  }
+  return frags;
+}
+
+LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
+  MLIRContext *ctx = b.getContext();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+
+  // Dynamic shared memory: `extern __shared__ char fa_smem[]`.
+  auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
+  LLVM::GlobalOp smem;
+  if (!(smem = module.lookupSymbol<LLVM::GlobalOp>("fa_smem")))
+    smem = LLVM::GlobalOp::create(b, loc, smemType, /*isConstant=*/false,
+                                  LLVM::Linkage::External, "fa_smem",
+                                  Attribute(), /*alignment=*/16,
+                                  /*addrSpace=*/3);
+
+  SmallVector<Type> params = {globalPtr, globalPtr, globalPtr, globalPtr,
+                              globalPtr, i32,       i32,       i32,
+                              i32,       f32};
+  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                            params);
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, spec.kernelName(), fnType);
+  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+              b.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
+  fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
+  for (int64_t i = 0; i < 5; ++i)
+    fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+  // The schedule, for readers and lit tests.
+  fn->setAttr("fa.schedule",
+              b.getDictionaryAttr({
+                  b.getNamedAttr("block_r", b.getI64IntegerAttr(spec.blockR)),
+                  b.getNamedAttr("block_c", b.getI64IntegerAttr(spec.blockC)),
+                  b.getNamedAttr("warps", b.getI64IntegerAttr(kWarps)),
+                  b.getNamedAttr("rows_per_warp",
+                                 b.getI64IntegerAttr(spec.blockR / kWarps)),
+                  b.getNamedAttr("kv_stages", b.getI64IntegerAttr(kStages)),
+                  b.getNamedAttr("mma", b.getStringAttr("m16n8k16.row.col")),
+                  b.getNamedAttr("smem_layout",
+                                 b.getStringAttr("16B-chunk xor (row mod 8)")),
+                  b.getNamedAttr("smem_bytes",
+                                 b.getI64IntegerAttr(spec.sharedBytes())),
+                  b.getNamedAttr("q_in_registers",
+                                 b.getBoolAttr(spec.queryInRegisters)),
+              }));
+
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value qPtr = entry->getArgument(0), kPtr = entry->getArgument(1),
+        vPtr = entry->getArgument(2), oPtr = entry->getArgument(3),
+        lsePtr = entry->getArgument(4), nq = entry->getArgument(5),
+        nk = entry->getArgument(6), hq = entry->getArgument(7),
+        hkv = entry->getArgument(8), scaleLog2 = entry->getArgument(9);
+
+  smemBase = LLVM::AddressOfOp::create(b, loc, smem);
+  tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value qBlock = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value head = NVVM::BlockIdYOp::create(b, loc, i32);
+  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  warp = divu(tid, c32(32));
+  lane = remu(tid, c32(32));
+  g = divu(lane, c32(4));
+  t = remu(lane, c32(4));
+
+  Value kvHead = divu(head, divu(hq, hkv));
+  Value qStart = mul(qBlock, c32(spec.blockR));
+  auto matrixBase = [&](Value ptr, Value h, Value heads, Value n) {
+    Value rows = mul(ext64(add(mul(batch, heads), h)), ext64(n));
+    return gep(globalPtr, half, ptr, mul(rows, c64(spec.headDim)));
+  };
+  Value qBase = matrixBase(qPtr, head, hq, nq);
+  Value kBase = matrixBase(kPtr, kvHead, hkv, nk);
+  Value vBase = matrixBase(vPtr, kvHead, hkv, nk);
+  Value oBase = matrixBase(oPtr, head, hq, nq);
+  Value lseBase = gep(globalPtr, f32, lsePtr,
+                      mul(ext64(add(mul(batch, hq), head)), ext64(nq)));
+
+  // Shared memory: Q tile, then kStages x (K tile, V tile).
+  auto kOffset = [&](Value stage) {
+    return add(c32(spec.qBytes()), mul(stage, c32(2 * spec.kvTileBytes())));
+  };
+  auto vOffset = [&](Value stage) {
+    return add(kOffset(stage), c32(spec.kvTileBytes()));
+  };
+
+  // Number of K/V blocks; causal attention stops at the block holding the
+  // last query row's diagonal (keys j <= i, top-left aligned).
+  Value numBlocks = divu(add(nk, c32(spec.blockC - 1)), c32(spec.blockC));
+  if (spec.causal) {
+    Value lastRow = arith::MinUIOp::create(
+        b, loc, add(qStart, c32(spec.blockR)), nq);
+    Value causalBlocks = divu(add(lastRow, c32(spec.blockC - 1)), c32(spec.blockC));
+    numBlocks = arith::MinUIOp::create(b, loc, numBlocks, causalBlocks);
+  }
+
+  // Prologue: Q and the first K/V block in flight.
+  copyTile(qBase, qStart, nq, c32(0), spec.blockR);
+  copyTile(kBase, c32(0), nk, kOffset(c32(0)), spec.blockC);
+  copyTile(vBase, c32(0), nk, vOffset(c32(0)), spec.blockC);
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+
+  bool keepQ = spec.queryInRegisters && spec.headDim <= 128;
+  int64_t rowTiles = spec.rowTiles();
+  int64_t dTiles = spec.headDim / 8; // n8 tiles of O
+  int64_t sTiles = spec.blockC / 8;      // n8 tiles of S
+
+  // Loop-carried state per row tile: O fragments (dTiles x 4), m and l for
+  // rows g and g + 8.
+  SmallVector<Value> init;
+  Value negInf = cf(-std::numeric_limits<double>::infinity());
+  for (int64_t r = 0; r < rowTiles; ++r) {
+    for (int64_t i = 0; i < dTiles * 4; ++i)
+      init.push_back(cf(0.0));
+    init.append({negInf, negInf, cf(0.0), cf(0.0)});
+  }
+  int64_t stateSize = dTiles * 4 + 4;
+
+  // Q fragments held in registers across the loop (D <= 128), loaded once
+  // the prologue's copies have landed.
+  SmallVector<SmallVector<std::array<Value, 4>>> qFrags;
+  if (keepQ) {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0));
+    NVVM::Barrier0Op::create(b, loc);
+    for (int64_t r = 0; r < rowTiles; ++r)
+      qFrags.push_back(loadQueryFragments(r));
+  }
+  auto loop = scf::ForOp::create(b, loc, c32(0), numBlocks, c32(1), init);
+  b.setInsertionPointToStart(loop.getBody());
+  Value j = loop.getInductionVar();
+  Value stage = arith::AndIOp::create(b, loc, j, c32(1));
+  // Tile j has landed; every warp is done with the stage about to be
+  // overwritten.
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0));
+  NVVM::Barrier0Op::create(b, loc);
+  {
+    // Prefetch block j + 1 into the other stage while computing block j.
+    Value next = add(j, c32(1));
+    auto ifOp = scf::IfOp::create(b, loc, ult(next, numBlocks),
+                                  /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value nextStage = arith::XOrIOp::create(b, loc, stage, c32(1));
+    Value kStartNext = mul(next, c32(spec.blockC));
+    copyTile(kBase, kStartNext, nk, kOffset(nextStage), spec.blockC);
+    copyTile(vBase, kStartNext, nk, vOffset(nextStage), spec.blockC);
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+
+  Value kStart = mul(j, c32(spec.blockC));
+  Value kTile = kOffset(stage), vTile = vOffset(stage);
+  Value mi = divu(lane, c32(8));
+
+  SmallVector<Value> yields;
+  for (int64_t r = 0; r < rowTiles; ++r) {
+    ValueRange state =
+        loop.getRegionIterArgs().slice(r * stateSize, stateSize);
+    // D = 256 re-reads Q from shared memory every block: 64 more live
+    // registers per thread would spill.
+    SmallVector<std::array<Value, 4>> qf =
+        keepQ ? qFrags[r] : loadQueryFragments(r);
+
+    // S = Q K^T: for each pair of key n8 tiles, one x4 ldmatrix gives the
+    // B fragments of both for one k-step.
+    SmallVector<std::array<Value, 4>> s(sTiles);
+    for (int64_t n = 0; n < sTiles; ++n)
+      s[n] = {cf(0.0), cf(0.0), cf(0.0), cf(0.0)};
+    for (int64_t k = 0; k < spec.headDim / 16; ++k)
+      for (int64_t n = 0; n < sTiles; n += 2) {
+        Value keyRow = add(add(c32(n * 8), mul(divu(mi, c32(2)), c32(8))),
+                           remu(lane, c32(8)));
+        Value chunk = add(c32(2 * k), remu(mi, c32(2)));
+        std::array<Value, 4> kf =
+            ldmatrix4(add(kTile, swizzled(keyRow, chunk)), false);
+        s[n] = mma(qf[k], {kf[0], kf[1]}, s[n]);
+        s[n + 1] = mma(qf[k], {kf[2], kf[3]}, s[n + 1]);
+      }
+
+    // Mask keys past the end (ragged last block) and, if causal, above the
+    // diagonal.
+    Value row0 = add(add(qStart, mul(warp, c32(16 * rowTiles))),
+                     add(c32(16 * r), g));
+    Value row1 = add(row0, c32(8));
+    for (int64_t n = 0; n < sTiles; ++n)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value col = add(add(kStart, c32(n * 8 + (e % 2))), mul(t, c32(2)));
+        Value visible = ult(col, nk);
+        if (spec.causal)
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
+                                    e < 2 ? row0 : row1));
+        s[n][e] = select(visible, s[n][e], negInf);
+      }
+
+    // Online softmax for rows g (h = 0) and g + 8 (h = 1), in log2 units.
+    std::array<Value, 2> mNew, base, alpha, rowSum;
+    for (int64_t h = 0; h < 2; ++h) {
+      Value mx = negInf;
+      for (int64_t n = 0; n < sTiles; ++n)
+        mx = fmax(mx, fmax(s[n][2 * h], s[n][2 * h + 1]));
+      mx = fmax(mx, shflXor(mx, 1));
+      mx = fmax(mx, shflXor(mx, 2));
+      Value mOld = state[dTiles * 4 + h];
+      mNew[h] = fmax(mOld, fmul(mx, scaleLog2));
+      // A row with no visible key so far keeps m = -inf: use base 0.
+      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                          mNew[h], negInf);
+      base[h] = select(empty, cf(0.0), mNew[h]);
+      alpha[h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
+      rowSum[h] = cf(0.0);
+    }
+    // P = exp2(s * scale * log2 e - m): one FMA, one ex2.
+    for (int64_t n = 0; n < sTiles; ++n)
+      for (int64_t e = 0; e < 4; ++e) {
+        int64_t h = e / 2;
+        Value negBase = arith::NegFOp::create(b, loc, base[h]);
+        s[n][e] = ex2(fma(s[n][e], scaleLog2, negBase));
+        rowSum[h] = fadd(rowSum[h], s[n][e]);
+      }
+
+    // O = alpha O + P V.
+    SmallVector<std::array<Value, 4>> o(dTiles);
+    for (int64_t d = 0; d < dTiles; ++d)
+      for (int64_t e = 0; e < 4; ++e)
+        o[d][e] = fmul(state[d * 4 + e], alpha[e / 2]);
+    for (int64_t k = 0; k < spec.blockC / 16; ++k) {
+      std::array<Value, 4> pf = {
+          packPair(s[2 * k][0], s[2 * k][1]),
+          packPair(s[2 * k][2], s[2 * k][3]),
+          packPair(s[2 * k + 1][0], s[2 * k + 1][1]),
+          packPair(s[2 * k + 1][2], s[2 * k + 1][3])};
+      for (int64_t d = 0; d < dTiles; d += 2) {
+        // Matrices: keys 16k+0..7 / 16k+8..15 at d-chunks d, d+1, read
+        // transposed so that each thread gets B[2t..2t+1][g].
+        Value keyRow = add(add(c32(16 * k), mul(remu(mi, c32(2)), c32(8))),
+                           remu(lane, c32(8)));
+        Value chunk = add(c32(d), divu(mi, c32(2)));
+        std::array<Value, 4> vf =
+            ldmatrix4(add(vTile, swizzled(keyRow, chunk)), true);
+        o[d] = mma(pf, {vf[0], vf[1]}, o[d]);
+        o[d + 1] = mma(pf, {vf[2], vf[3]}, o[d + 1]);
+      }
+    }
+    for (int64_t d = 0; d < dTiles; ++d)
+      yields.append(o[d].begin(), o[d].end());
+    for (int64_t h = 0; h < 2; ++h)
+      yields.push_back(mNew[h]);
+    for (int64_t h = 0; h < 2; ++h)
+      yields.push_back(fma(alpha[h], state[dTiles * 4 + 2 + h], rowSum[h]));
+  }
+  scf::YieldOp::create(b, loc, yields);
+
+  // Epilogue: O / l and LSE.
+  b.setInsertionPointAfter(loop);
+  for (int64_t r = 0; r < rowTiles; ++r) {
+    ValueRange state = loop.getResults().slice(r * stateSize, stateSize);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value l = state[dTiles * 4 + 2 + h];
+      l = fadd(l, shflXor(l, 1));
+      l = fadd(l, shflXor(l, 2));
+      Value m = state[dTiles * 4 + h];
+      Value positive =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, cf(0.0));
+      Value inv = select(positive, arith::DivFOp::create(b, loc, cf(1.0), l),
+                         cf(0.0));
+      Value row = add(add(qStart, mul(warp, c32(16 * rowTiles))),
+                      add(c32(16 * r + 8 * h), g));
+      auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
+      OpBuilder::InsertionGuard g3(b);
+      b.setInsertionPointToStart(ifRow.thenBlock());
+      Value rowBase = mul(ext64(row), c64(spec.headDim));
+      for (int64_t d = 0; d < dTiles; ++d) {
+        Value packed = packPair(fmul(state[d * 4 + 2 * h], inv),
+                                fmul(state[d * 4 + 2 * h + 1], inv));
+        Value col = add(c32(d * 8), mul(t, c32(2)));
+        Value ptr = gep(globalPtr, half, oBase, add(rowBase, ext64(col)));
+        LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
+      }
+      auto ifLead = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t, c32(0)),
+          false);
+      b.setInsertionPointToStart(ifLead.thenBlock());
+      Value lse = select(positive, fmul(fadd(m, lg2(l)), cf(kLn2)),
+                         cf(-std::numeric_limits<double>::infinity()));
+      LLVM::StoreOp::create(b, loc, lse,
+                            gep(globalPtr, f32, lseBase, ext64(row)), 4);
+    }
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return fn;
+}
+
+/// Checks that the attention fits this backend; emits a diagnostic naming
+/// the target and the supported set otherwise.
+FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters) {
+  auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
+    return op.emitOpError() << "cannot be lowered to sm_80 mma.sync: " << msg;
+  };
+  if (!op.hasBufferSemantics())
+    return fail("needs the memref form (run fa-attention-to-buffers first)");
+  Type elt = op.getQueryType().getElementType();
+  if (!elt.isF16() && !elt.isBF16())
+    return fail("element type must be f16 or bf16, got " +
+                llvm::formatv("{0}", elt).str());
+  int64_t d = op.getHeadDim();
+  if (d != 64 && d != 128 && d != 256)
+    return fail("head dim must be 64, 128 or 256, got " + Twine(d));
+  if (op.getValueHeadDim() != d)
+    return fail("value head dim must equal the head dim (" + Twine(d) +
+                "), got " + Twine(op.getValueHeadDim()));
+  if (op.getWindow() || op.getSoftcap())
+    return fail("window and softcap are not supported on this target yet");
+  if (op.getOuts().size() != 2)
+    return fail("the kernel writes LSE: give an lse destination");
+  // Defaults keep every head dim free of register spills (ptxas -v).
+  int64_t br = op.getBlockR().value_or(d == 64 ? 128 : 64);
+  if (br != 64 && br != 128)
+    return fail("block_r must be 64 or 128, got " + Twine(br));
+  int64_t bc = op.getBlockC().value_or(d == 256 ? 32 : 64);
+  if (bc != 32 && bc != 64)
+    return fail("block_c must be 32 or 64, got " + Twine(bc));
+  KernelSpec spec{d, br, bc, op.getCausal(), elt.isBF16(), queryInRegisters};
+  if (spec.sharedBytes() > 227 * 1024)
+    return fail("the tiles need " + Twine(spec.sharedBytes()) +
+                " bytes of shared memory, more than 227 KiB");
+  return spec;
+}
+
+struct ConvertFAToSM80Pass
+    : fa::impl::ConvertFAToSM80Base<ConvertFAToSM80Pass> {
+  using ConvertFAToSM80Base::ConvertFAToSM80Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<AttentionOp> ops;
+    module.walk([&](AttentionOp op) { ops.push_back(op); });
+    if (ops.empty())
+      return;
+    OpBuilder b(module.getContext());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+    gpu::GPUModuleOp kernels =
+        module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
+    if (!kernels) {
+      b.setInsertionPointToEnd(module.getBody());
+      kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
+    }
+    for (AttentionOp op : ops) {
+      FailureOr<KernelSpec> spec = getSpec(op, queryRegisters);
+      if (failed(spec))
+        return signalPassFailure();
+      LLVM::LLVMFuncOp kernel =
+          kernels.lookupSymbol<LLVM::LLVMFuncOp>(spec->kernelName());
+      if (!kernel) {
+        KernelBuilder builder(b, op.getLoc(), *spec);
+        kernel = builder.build(kernels);
+      }
+      replaceWithLaunch(op, kernel, *spec);
+    }
+  }
+
+  /// fa.attention -> gpu.launch_func of the kernel on the buffers' aligned
+  /// pointers, with the grid (ceil(Nq / B_r), Hq, B) and the dynamic shared
+  /// memory of the schedule.
+  void replaceWithLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
+                         const KernelSpec &spec) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto globalPtr = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    auto pointerOf = [&](Value memref) -> Value {
+      Value index =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+      Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+      return LLVM::IntToPtrOp::create(b, loc, globalPtr, i64);
+    };
+    auto dim = [&](Value memref, int64_t d) -> Value {
+      return b.createOrFold<memref::DimOp>(loc, memref, d);
+    };
+    auto toI32 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+    };
+    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+    Value o = op.getOuts()[0], lse = op.getOuts()[1];
+    Value nq = dim(q, 2), nk = dim(k, 2), hq = dim(q, 1), hkv = dim(k, 1);
+    Value scaleLog2 = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(float(op.getEffectiveScale() * kLog2E)));
+    SmallVector<Value> args = {pointerOf(q), pointerOf(k),  pointerOf(v),
+                               pointerOf(o), pointerOf(lse), toI32(nq),
+                               toI32(nk),    toI32(hq),      toI32(hkv),
+                               scaleLog2};
+    Value brC = arith::ConstantIndexOp::create(b, loc, spec.blockR);
+    Value gridX = b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value threads = arith::ConstantIndexOp::create(b, loc, kThreads);
+    Value smemBytes =
+        arith::ConstantIntOp::create(b, loc, spec.sharedBytes(), 32);
+    auto kernelSym = SymbolRefAttr::get(
+        b.getStringAttr("fa_kernels"),
+        {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
+    gpu::LaunchFuncOp::create(b, loc, kernelSym,
+                              gpu::KernelDim3{gridX, hq, dim(q, 0)},
+                              gpu::KernelDim3{threads, one, one}, smemBytes,
+                              args, /*asyncObject=*/Value());
+    op.erase();
+  }
+};
+
+} // namespace

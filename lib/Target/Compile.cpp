@@ -1,0 +1,262 @@
+//===- Compile.cpp - fa.attention to PTX, cubin and launch metadata -------===//
+//
+// The GPU back end as a list of stages, as Triton does: fa.attention ->
+// (convert-fa-to-sm80) gpu.module in NVVM -> (upstream conversions) LLVM
+// dialect -> (gpu-module-to-binary, LLVM NVPTX) PTX -> (ptxas) cubin.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Target/Compile.h"
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::fa;
+
+void mlir::fa::registerGPUCompilation(DialectRegistry &registry) {
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerAllToLLVMIRTranslations(registry);
+}
+
+OwningOpRef<ModuleOp>
+mlir::fa::buildAttentionModule(MLIRContext &context,
+                               const KernelOptions &options) {
+  std::string d = std::to_string(options.headDim);
+  std::string elt = options.dtype;
+  std::string t = "memref<?x?x?x" + d + "x" + elt + ">";
+  std::string lse = "memref<?x?x?xf32>";
+  std::string attrs;
+  auto add = [&](const std::string &a) {
+    attrs += (attrs.empty() ? "" : ", ") + a;
+  };
+  if (options.causal)
+    add("causal");
+  if (options.blockR)
+    add("block_r = " + std::to_string(options.blockR) + " : i64");
+  if (options.blockC)
+    add("block_c = " + std::to_string(options.blockC) + " : i64");
+  std::string text =
+      "func.func @attention(%q: " + t + ", %k: " + t + ", %v: " + t +
+      ", %o: " + t + ", %lse: " + lse + ") {\n  fa.attention %q, %k, %v outs(%o, %lse : " +
+      t + ", " + lse + ")" + (attrs.empty() ? "" : " {" + attrs + "}") +
+      " : " + t + ", " + t + ", " + t + "\n  return\n}\n";
+  return parseSourceString<ModuleOp>(text, &context);
+}
+
+static FailureOr<std::string> findPtxas(const KernelOptions &options) {
+  if (!options.ptxas.empty()) {
+    if (llvm::sys::fs::can_execute(options.ptxas))
+      return options.ptxas;
+    return failure();
+  }
+  SmallVector<std::string> candidates;
+  if (const char *home = std::getenv("CUDA_HOME"))
+    candidates.push_back(std::string(home) + "/bin/ptxas");
+  candidates.push_back("/usr/local/cuda/bin/ptxas");
+  for (const std::string &c : candidates)
+    if (llvm::sys::fs::can_execute(c))
+      return c;
+  if (llvm::ErrorOr<std::string> p = llvm::sys::findProgramByName("ptxas"))
+    return *p;
+  return failure();
+}
+
+static std::string metadataJson(const CompiledKernel &kernel,
+                                const KernelOptions &options,
+                                DictionaryAttr schedule) {
+  auto intOf = [&](StringRef name) {
+    return cast<IntegerAttr>(schedule.get(name)).getInt();
+  };
+  int64_t blockR = intOf("block_r");
+  llvm::json::Array params;
+  auto tensor = [&](StringRef name, StringRef dtype,
+                    std::initializer_list<StringRef> dims) {
+    llvm::json::Array shape;
+    for (StringRef dim : dims)
+      shape.push_back(dim);
+    params.push_back(llvm::json::Object{{"name", name},
+                                        {"kind", "pointer"},
+                                        {"dtype", dtype},
+                                        {"shape", std::move(shape)}});
+  };
+  auto scalar = [&](StringRef name, StringRef type, StringRef meaning) {
+    params.push_back(llvm::json::Object{
+        {"name", name}, {"kind", type}, {"meaning", meaning}});
+  };
+  tensor("q", options.dtype, {"B", "Hq", "Nq", "D"});
+  tensor("k", options.dtype, {"B", "Hkv", "Nk", "D"});
+  tensor("v", options.dtype, {"B", "Hkv", "Nk", "D"});
+  tensor("o", options.dtype, {"B", "Hq", "Nq", "D"});
+  tensor("lse", "f32", {"B", "Hq", "Nq"});
+  scalar("Nq", "i32", "query length");
+  scalar("Nk", "i32", "key length");
+  scalar("Hq", "i32", "query heads");
+  scalar("Hkv", "i32", "key/value heads (divides Hq)");
+  scalar("scale_log2", "f32", "softmax scale times log2(e)");
+  llvm::json::Object root{
+      {"format", "flash-mlir-kernel-1"},
+      {"kernel", kernel.name},
+      {"arch", options.arch},
+      {"head_dim", options.headDim},
+      {"dtype", options.dtype},
+      {"causal", options.causal},
+      {"layout", "contiguous [B, H, N, D] for q, k, v, o; [B, H, N] for lse"},
+      {"block", llvm::json::Array{intOf("warps") * 32, 1, 1}},
+      {"grid",
+       llvm::json::Object{
+           {"x", llvm::json::Object{{"ceil_div", "Nq"}, {"by", blockR}}},
+           {"y", "Hq"},
+           {"z", "B"}}},
+      {"block_r", blockR},
+      {"block_c", intOf("block_c")},
+      {"kv_stages", intOf("kv_stages")},
+      {"shared_memory_bytes", intOf("smem_bytes")},
+      {"params", std::move(params)},
+  };
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return out;
+}
+
+FailureOr<CompiledKernel>
+mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
+  Location loc = UnknownLoc::get(&context);
+  if (options.arch == "sm_100a")
+    return emitError(loc) << "fa-compile: target sm_100a (Blackwell, "
+                             "tcgen05) has no backend yet; supported targets: "
+                             "sm_80, sm_90a";
+  if (options.arch != "sm_80" && options.arch != "sm_90a")
+    return emitError(loc) << "fa-compile: unknown target '" << options.arch
+                          << "'; supported targets: sm_80, sm_90a";
+  if (options.dtype != "f16" && options.dtype != "bf16")
+    return emitError(loc) << "fa-compile: dtype must be f16 or bf16 on "
+                          << options.arch << ", got '" << options.dtype << "'";
+  if (options.headDim != 64 && options.headDim != 128 &&
+      options.headDim != 256)
+    return emitError(loc) << "fa-compile: head dim must be 64, 128 or 256 on "
+                          << options.arch << ", got " << options.headDim;
+
+  OwningOpRef<ModuleOp> module = buildAttentionModule(context, options);
+  if (!module)
+    return failure();
+
+  CompiledKernel result;
+  {
+    PassManager pm(&context);
+    if (failed(parsePassPipeline("convert-fa-to-sm80", pm)))
+      return failure();
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+  auto gpuModule = module->lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
+  if (!gpuModule)
+    return emitError(loc) << "fa-compile: convert-fa-to-sm80 built no kernel";
+  LLVM::LLVMFuncOp kernel;
+  gpuModule.walk([&](LLVM::LLVMFuncOp fn) {
+    if (fn->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
+      kernel = fn;
+  });
+  result.name = kernel.getSymName().str();
+  auto schedule = kernel->getAttrOfType<DictionaryAttr>("fa.schedule");
+  {
+    llvm::raw_string_ostream os(result.kernelIR);
+    gpuModule.print(os);
+  }
+  {
+    llvm::raw_string_ostream os(result.hostIR);
+    module->lookupSymbol("attention")->print(os);
+  }
+
+  // Down to PTX with upstream passes.
+  std::string features = "+ptx80";
+  gpuModule.setTargetsAttr(ArrayAttr::get(
+      &context, {NVVM::NVVMTargetAttr::get(&context, /*optLevel=*/3,
+                                           "nvptx64-nvidia-cuda",
+                                           options.arch, features)}));
+  {
+    PassManager pm(&context);
+    if (failed(parsePassPipeline(
+            "gpu.module(convert-scf-to-cf,convert-math-to-llvm,"
+            "convert-arith-to-llvm),convert-cf-to-llvm,"
+            "gpu.module(reconcile-unrealized-casts),"
+            "gpu-module-to-binary{format=isa}",
+            pm)))
+      return failure();
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+  auto binary = module->lookupSymbol<gpu::BinaryOp>("fa_kernels");
+  if (!binary || binary.getObjects().empty())
+    return emitError(loc) << "fa-compile: no PTX was produced";
+  result.ptx =
+      cast<gpu::ObjectAttr>(binary.getObjects()[0]).getObject().getValue().str();
+  result.metadata = metadataJson(result, options, schedule);
+  if (!options.runPtxas)
+    return result;
+
+  // PTX -> cubin with the toolkit's assembler.
+  FailureOr<std::string> ptxas = findPtxas(options);
+  if (failed(ptxas))
+    return emitError(loc)
+           << "fa-compile: ptxas not found"
+           << (options.ptxas.empty()
+                   ? " (looked in $CUDA_HOME/bin, /usr/local/cuda/bin and "
+                     "PATH; pass --ptxas or --no-cubin)"
+                   : " at '" + options.ptxas + "'");
+  SmallString<128> ptxPath, cubinPath, logPath;
+  if (llvm::sys::fs::createTemporaryFile("fa", "ptx", ptxPath) ||
+      llvm::sys::fs::createTemporaryFile("fa", "cubin", cubinPath) ||
+      llvm::sys::fs::createTemporaryFile("fa", "log", logPath))
+    return emitError(loc) << "fa-compile: cannot create temporary files";
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(ptxPath);
+    llvm::sys::fs::remove(cubinPath);
+    llvm::sys::fs::remove(logPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(ptxPath, ec);
+    if (ec)
+      return emitError(loc) << "fa-compile: cannot write " << ptxPath;
+    os << result.ptx;
+  }
+  SmallVector<StringRef> args = {*ptxas, "-arch", options.arch, "-O3", "-v",
+                                 ptxPath, "-o", cubinPath};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
+                                          StringRef(logPath)};
+  std::string errMsg;
+  int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects, 0,
+                                     0, &errMsg);
+  if (auto log = llvm::MemoryBuffer::getFile(logPath))
+    result.ptxasLog = (*log)->getBuffer().str();
+  if (rc != 0)
+    return emitError(loc) << "fa-compile: ptxas failed (exit " << rc
+                          << (errMsg.empty() ? "" : ", " + errMsg)
+                          << "):\n" << result.ptxasLog;
+  auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
+  if (!cubin)
+    return emitError(loc) << "fa-compile: ptxas wrote no cubin";
+  result.cubin = (*cubin)->getBuffer().str();
+  return result;
+}

@@ -1,0 +1,294 @@
+"""Launch flash-mlir kernels on torch tensors with nothing but a driver.
+
+This module needs no MLIR and no build of flash-mlir: it reads the cubin and
+the JSON launch metadata that ``fa-compile`` wrote, loads the cubin with the
+CUDA driver API (``cuModuleLoadData``) through ctypes, and launches it on the
+current torch stream. Every argument is checked before the launch, and every
+driver call's status is turned into an error that names the call.
+
+    from flashmlir.runtime import Kernel
+    attn = Kernel.load("kernels/d128_f16")        # d128_f16.{json,cubin}
+    out, lse = attn(q, k, v)                      # [B, H, N, D] like SDPA
+"""
+
+import ctypes
+import ctypes.util
+import json
+import math
+import os
+
+__all__ = ["CudaError", "KernelArgumentError", "MetadataError", "Kernel"]
+
+METADATA_FORMAT = "flash-mlir-kernel-1"
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed; the message names the call."""
+
+
+class KernelArgumentError(ValueError):
+    """Tensors that do not fit the kernel (shape, dtype, device, layout)."""
+
+
+class MetadataError(ValueError):
+    """Launch metadata that is malformed or does not match the cubin."""
+
+
+class _Driver:
+    """The few CUDA driver entry points the runtime uses."""
+
+    def __init__(self, path=None):
+        names = [path] if path else ["libcuda.so.1", "libcuda.so",
+                                     ctypes.util.find_library("cuda")]
+        self.lib = None
+        errors = []
+        for name in names:
+            if not name:
+                continue
+            try:
+                self.lib = ctypes.CDLL(name)
+                break
+            except OSError as e:
+                errors.append(f"{name}: {e}")
+        if self.lib is None:
+            raise CudaError("cannot load the CUDA driver library (libcuda.so.1);"
+                            " the runtime needs an NVIDIA driver: "
+                            + "; ".join(errors))
+        self.check(self.lib.cuInit(0), "cuInit")
+
+    def error_text(self, status):
+        name, desc = ctypes.c_char_p(), ctypes.c_char_p()
+        self.lib.cuGetErrorName(status, ctypes.byref(name))
+        self.lib.cuGetErrorString(status, ctypes.byref(desc))
+        n = name.value.decode() if name.value else f"CUDA error {status}"
+        d = desc.value.decode() if desc.value else ""
+        return f"{n}: {d}" if d else n
+
+    def check(self, status, call):
+        if status != 0:
+            raise CudaError(f"{call} failed: {self.error_text(status)}")
+
+    def ensure_context(self, device_index):
+        ctx = ctypes.c_void_p()
+        self.check(self.lib.cuCtxGetCurrent(ctypes.byref(ctx)),
+                   "cuCtxGetCurrent")
+        if ctx.value:
+            return
+        dev = ctypes.c_int()
+        self.check(self.lib.cuDeviceGet(ctypes.byref(dev), device_index),
+                   "cuDeviceGet")
+        self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
+                   "cuDevicePrimaryCtxRetain")
+        self.check(self.lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+
+_driver = None
+
+
+def _get_driver():
+    global _driver
+    if _driver is None:
+        _driver = _Driver(os.environ.get("FLASHMLIR_LIBCUDA"))
+    return _driver
+
+
+def validate_metadata(meta):
+    """Checks the fields the launcher relies on; returns the metadata."""
+    if not isinstance(meta, dict):
+        raise MetadataError("metadata must be a JSON object")
+    if meta.get("format") != METADATA_FORMAT:
+        raise MetadataError(f"unknown metadata format {meta.get('format')!r},"
+                            f" expected {METADATA_FORMAT!r}")
+    required = {"kernel": str, "arch": str, "head_dim": int, "dtype": str,
+                "causal": bool, "block": list, "grid": dict, "block_r": int,
+                "shared_memory_bytes": int, "params": list}
+    for key, typ in required.items():
+        if key not in meta:
+            raise MetadataError(f"metadata lacks {key!r}")
+        if not isinstance(meta[key], typ):
+            raise MetadataError(f"metadata {key!r} must be a "
+                                f"{typ.__name__}, got {meta[key]!r}")
+    if meta["dtype"] not in _DTYPE_NAMES:
+        raise MetadataError(f"unsupported dtype {meta['dtype']!r}")
+    names = [p.get("name") for p in meta["params"]]
+    expected = ["q", "k", "v", "o", "lse", "Nq", "Nk", "Hq", "Hkv",
+                "scale_log2"]
+    if names != expected:
+        raise MetadataError(f"parameter list {names} does not match the "
+                            f"launcher's {expected}")
+    if len(meta["block"]) != 3 or any(int(b) <= 0 for b in meta["block"]):
+        raise MetadataError(f"bad block {meta['block']}")
+    if meta["block_r"] <= 0 or meta["shared_memory_bytes"] < 0:
+        raise MetadataError("block_r and shared_memory_bytes must be positive")
+    return meta
+
+
+def _dtype_name(t):
+    return str(getattr(t, "dtype", "?")).replace("torch.", "")
+
+
+class Kernel:
+    """A compiled attention kernel: cubin bytes plus launch metadata."""
+
+    def __init__(self, cubin, metadata):
+        self.meta = validate_metadata(metadata)
+        if not isinstance(cubin, (bytes, bytearray)) or len(cubin) == 0:
+            raise MetadataError("the cubin is empty")
+        self.cubin = bytes(cubin)
+        self._functions = {}  # device index -> (module, function)
+
+    @classmethod
+    def load(cls, prefix):
+        """Loads ``prefix.json`` and ``prefix.cubin``."""
+        try:
+            with open(prefix + ".json") as f:
+                meta = json.load(f)
+        except json.JSONDecodeError as e:
+            raise MetadataError(f"{prefix}.json is not valid JSON: {e}")
+        with open(prefix + ".cubin", "rb") as f:
+            cubin = f.read()
+        return cls(cubin, meta)
+
+    @property
+    def name(self):
+        return self.meta["kernel"]
+
+    # -- argument checking (pure Python: works on anything tensor-like) --
+
+    def check_arguments(self, q, k, v, out=None, lse=None):
+        """Validates the tensors; returns (B, Hq, Hkv, Nq, Nk, D)."""
+        meta = self.meta
+        want = _DTYPE_NAMES[meta["dtype"]]
+        d = meta["head_dim"]
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if not hasattr(t, "shape") or not hasattr(t, "data_ptr"):
+                raise KernelArgumentError(f"{name} must be a tensor, got "
+                                          f"{type(t).__name__}")
+            if len(t.shape) != 4:
+                raise KernelArgumentError(
+                    f"{name} must have rank 4 [B, H, N, D], got shape "
+                    f"{tuple(t.shape)}")
+            if _dtype_name(t) != want:
+                raise KernelArgumentError(
+                    f"{name} must be {want} for kernel {meta['kernel']}, got "
+                    f"{_dtype_name(t)}")
+            if str(getattr(t.device, "type", t.device)) != "cuda":
+                raise KernelArgumentError(
+                    f"{name} must be on a CUDA device, got {t.device}")
+            if not t.is_contiguous():
+                raise KernelArgumentError(
+                    f"{name} must be contiguous in [B, H, N, D] layout (got "
+                    f"strides {tuple(t.stride())}); call .contiguous()")
+            if t.shape[3] != d:
+                raise KernelArgumentError(
+                    f"{name} head dim must be {d} for kernel "
+                    f"{meta['kernel']}, got {t.shape[3]}")
+            if t.data_ptr() % 16 != 0:
+                raise KernelArgumentError(
+                    f"{name} must be 16-byte aligned (cp.async), got address "
+                    f"{t.data_ptr():#x}")
+        devices = {str(t.device) for t in (q, k, v)}
+        if len(devices) != 1:
+            raise KernelArgumentError(f"q, k, v must be on one device, got "
+                                      f"{sorted(devices)}")
+        b, hq, nq, _ = q.shape
+        bk, hkv, nk, _ = k.shape
+        if bk != b or v.shape[0] != b:
+            raise KernelArgumentError(f"batch sizes differ: q {b}, k {bk}, "
+                                      f"v {v.shape[0]}")
+        if tuple(v.shape[1:3]) != (hkv, nk):
+            raise KernelArgumentError(
+                f"v must have the key's heads and length {(hkv, nk)}, got "
+                f"{tuple(v.shape[1:3])}")
+        if hkv == 0 or hq % hkv != 0:
+            raise KernelArgumentError(f"query heads ({hq}) must be a multiple"
+                                      f" of key/value heads ({hkv})")
+        if nq == 0 or nk == 0:
+            raise KernelArgumentError("sequence lengths must be positive")
+        if max(nq, nk) >= 2**31 or b >= 2**16 or hq >= 2**16:
+            raise KernelArgumentError("sizes exceed the kernel's 32-bit grid")
+        for name, t, shape, dt in (("out", out, (b, hq, nq, d), want),
+                                   ("lse", lse, (b, hq, nq), "float32")):
+            if t is None:
+                continue
+            if tuple(t.shape) != shape:
+                raise KernelArgumentError(f"{name} must have shape {shape}, "
+                                          f"got {tuple(t.shape)}")
+            if _dtype_name(t) != dt:
+                raise KernelArgumentError(f"{name} must be {dt}, got "
+                                          f"{_dtype_name(t)}")
+            if str(t.device) != str(q.device):
+                raise KernelArgumentError(f"{name} must be on {q.device}, got"
+                                          f" {t.device}")
+            if not t.is_contiguous():
+                raise KernelArgumentError(f"{name} must be contiguous")
+        return b, hq, hkv, nq, nk, d
+
+    def grid(self, b, hq, nq):
+        g = self.meta["grid"]
+        return (math.ceil(nq / self.meta["block_r"]), hq, b)
+
+    # -- launching (needs torch and a driver) --
+
+    def _function(self, device_index):
+        if device_index in self._functions:
+            return self._functions[device_index][1]
+        drv = _get_driver()
+        drv.ensure_context(device_index)
+        module = ctypes.c_void_p()
+        drv.check(drv.lib.cuModuleLoadData(ctypes.byref(module), self.cubin),
+                  "cuModuleLoadData")
+        fn = ctypes.c_void_p()
+        status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
+                                             self.name.encode())
+        if status != 0:
+            raise MetadataError(
+                f"the cubin has no kernel named {self.name!r} (from the "
+                f"metadata): cuModuleGetFunction failed: "
+                f"{drv.error_text(status)}")
+        smem = self.meta["shared_memory_bytes"]
+        if smem > 48 * 1024:
+            drv.check(drv.lib.cuFuncSetAttribute(
+                fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                ctypes.c_int(smem)), "cuFuncSetAttribute(max dynamic smem)")
+        self._functions[device_index] = (module, fn)
+        return fn
+
+    def __call__(self, q, k, v, out=None, lse=None, scale=None):
+        import torch
+
+        b, hq, hkv, nq, nk, d = self.check_arguments(q, k, v, out, lse)
+        if out is None:
+            out = torch.empty_like(q)
+        if lse is None:
+            lse = torch.empty((b, hq, nq), dtype=torch.float32,
+                              device=q.device)
+        if scale is None:
+            scale = 1.0 / math.sqrt(d)
+        if not (scale > 0 and math.isfinite(scale)):
+            raise KernelArgumentError(f"scale must be positive, got {scale}")
+        device_index = q.device.index if q.device.index is not None else \
+            torch.cuda.current_device()
+        with torch.cuda.device(device_index):
+            fn = self._function(device_index)
+            stream = torch.cuda.current_stream(device_index).cuda_stream
+            values = [ctypes.c_void_p(q.data_ptr()),
+                      ctypes.c_void_p(k.data_ptr()),
+                      ctypes.c_void_p(v.data_ptr()),
+                      ctypes.c_void_p(out.data_ptr()),
+                      ctypes.c_void_p(lse.data_ptr()),
+                      ctypes.c_int32(nq), ctypes.c_int32(nk),
+                      ctypes.c_int32(hq), ctypes.c_int32(hkv),
+                      ctypes.c_float(scale * 1.4426950408889634)]
+            params = (ctypes.c_void_p * len(values))(
+                *[ctypes.cast(ctypes.pointer(x), ctypes.c_void_p)
+                  for x in values])
+            gx, gy, gz = self.grid(b, hq, nq)
+            bx, by, bz = self.meta["block"]
+            drv = _get_driver()
+            drv.check(drv.lib.cuLaunchKernel(
+                fn, gx, gy, gz, bx, by, bz, self.meta["shared_memory_bytes"],
+                ctypes.c_void_p(stream), params, None), "cuLaunchKernel")
+        return out, lse

@@ -1,0 +1,118 @@
+//===- fa-compile.cpp - ahead-of-time attention kernel compiler -----------===//
+//
+//   fa-compile --arch sm_90a --head-dim 128 --dtype f16 --causal -o out/k
+//
+// writes out/k.ptx, out/k.cubin and out/k.json (launch metadata), which the
+// pure-Python runtime (python/flashmlir/runtime.py) loads on a machine with
+// only a driver and torch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Pipelines/Pipelines.h"
+#include "fa/Target/Compile.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> arch("arch", cl::desc("sm_80 | sm_90a | sm_100a"),
+                                 cl::init("sm_90a"));
+static cl::opt<int64_t> headDim("head-dim", cl::desc("64 | 128 | 256"),
+                                cl::init(128));
+static cl::opt<std::string> dtype("dtype", cl::desc("f16 | bf16"),
+                                  cl::init("f16"));
+static cl::opt<bool> causal("causal", cl::desc("Causal (top-left) mask"),
+                            cl::init(false));
+static cl::opt<int64_t> blockR("block-r", cl::desc("Query rows per CTA"),
+                               cl::init(0));
+static cl::opt<int64_t> blockC("block-c", cl::desc("Keys per block"),
+                               cl::init(0));
+static cl::opt<std::string> output("o", cl::desc("Output path prefix"),
+                                   cl::init("attention"));
+static cl::opt<std::string>
+    emit("emit", cl::desc("all (ptx, cubin, json) | kernel-mlir | host-mlir | "
+                          "ptx (to stdout)"),
+         cl::init("all"));
+static cl::opt<std::string> ptxasPath("ptxas", cl::desc("Path to ptxas"),
+                                      cl::init(""));
+static cl::opt<bool> noCubin("no-cubin",
+                             cl::desc("Stop at PTX (no ptxas needed)"),
+                             cl::init(false));
+
+static bool writeFile(const std::string &path, StringRef data) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    llvm::errs() << "fa-compile: error: cannot write " << path << ": "
+                 << ec.message() << "\n";
+    return false;
+  }
+  os << data;
+  return true;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "flash-mlir ahead-of-time kernel compiler\n");
+  DialectRegistry registry;
+  fa::registerAllFADialects(registry);
+  fa::registerGPUCompilation(registry);
+  fa::registerAllFAPasses();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+
+  fa::KernelOptions options;
+  options.arch = arch;
+  options.headDim = headDim;
+  options.dtype = dtype;
+  options.causal = causal;
+  options.blockR = blockR;
+  options.blockC = blockC;
+  options.ptxas = ptxasPath;
+  options.runPtxas = emit == "all" && !noCubin;
+  if (emit != "all" && emit != "kernel-mlir" && emit != "host-mlir" &&
+      emit != "ptx") {
+    llvm::errs() << "fa-compile: error: --emit must be all, kernel-mlir, "
+                    "host-mlir or ptx, got '"
+                 << emit << "'\n";
+    return 1;
+  }
+  FailureOr<fa::CompiledKernel> kernel = fa::compileKernel(context, options);
+  if (failed(kernel))
+    return 1;
+  if (emit == "kernel-mlir") {
+    llvm::outs() << kernel->kernelIR << "\n";
+    return 0;
+  }
+  if (emit == "host-mlir") {
+    llvm::outs() << kernel->hostIR << "\n";
+    return 0;
+  }
+  if (emit == "ptx") {
+    llvm::outs() << kernel->ptx;
+    return 0;
+  }
+  std::string prefix = output;
+  if (!writeFile(prefix + ".ptx", kernel->ptx) ||
+      !writeFile(prefix + ".json", kernel->metadata))
+    return 1;
+  if (!kernel->cubin.empty() && !writeFile(prefix + ".cubin", kernel->cubin))
+    return 1;
+  llvm::outs() << "fa-compile: " << kernel->name << " -> " << prefix
+               << (kernel->cubin.empty() ? ".{ptx,json}" : ".{ptx,cubin,json}")
+               << "\n";
+  if (!kernel->ptxasLog.empty())
+    llvm::outs() << kernel->ptxasLog;
+  return 0;
+}
