@@ -61,6 +61,12 @@ struct KernelSpec {
   bool queryInRegisters;
 
   int64_t rowTiles() const { return blockR / (16 * kWarps); }
+  /// Keeping Q costs rowTiles * D / 16 * 4 registers per thread for the
+  /// whole loop; beyond 32 the accumulators spill, so Q is re-read from
+  /// shared memory in every block instead.
+  bool keepsQueryInRegisters() const {
+    return queryInRegisters && rowTiles() * headDim / 16 * 4 <= 32;
+  }
   int64_t chunksPerRow() const { return headDim / 8; } // 16-byte chunks
   int64_t rowBytes() const { return headDim * 2; }
   int64_t qBytes() const { return blockR * rowBytes(); }
@@ -159,6 +165,13 @@ private:
   Value shflXor(Value v, int64_t mask);
   /// Loads the A fragments of this warp's Q rows for all D / 16 k-steps.
   SmallVector<std::array<Value, 4>> loadQueryFragments(int64_t rowTile);
+  std::array<Value, 4> loadQueryFragment(int64_t rowTile, int64_t k);
+  /// One K/V block: wait for its tiles, prefetch the next, S = Q K^T,
+  /// (mask,) online softmax, O = alpha O + P V. Returns the new state.
+  SmallVector<Value>
+  emitBlock(Value j, ValueRange state, bool masked, Value numBlocks,
+            Value qStart, Value nk, Value kBase, Value vBase, Value scaleLog2,
+            ArrayRef<SmallVector<std::array<Value, 4>>> qFrags, bool keepQ);
 
   OpBuilder &b;
   Location loc;
@@ -250,20 +263,24 @@ Value KernelBuilder::shflXor(Value v, int64_t mask) {
       UnitAttr());
 }
 
-SmallVector<std::array<Value, 4>>
-KernelBuilder::loadQueryFragments(int64_t rowTile) {
-  // Matrices of one x4 load: rows 0-7 / 8-15 of the warp's 16 rows, chunks
+std::array<Value, 4> KernelBuilder::loadQueryFragment(int64_t rowTile,
+                                                      int64_t k) {
+  // Matrices of one x4 load: rows 0-7 / 8-15 of the tile's 16 rows, chunks
   // 2k / 2k+1: exactly a0, a1, a2, a3.
   Value mi = divu(lane, c32(8));
   Value row = add(add(mul(warp, c32(16 * spec.rowTiles())),
                       c32(16 * rowTile)),
                   add(remu(lane, c32(8)),
                       mul(remu(mi, c32(2)), c32(8))));
+  Value chunk = add(c32(2 * k), divu(mi, c32(2)));
+  return ldmatrix4(swizzled(row, chunk), /*transpose=*/false);
+}
+
+SmallVector<std::array<Value, 4>>
+KernelBuilder::loadQueryFragments(int64_t rowTile) {
   SmallVector<std::array<Value, 4>> frags;
-  for (int64_t k = 0; k < spec.headDim / 16; ++k) {
-    Value chunk = add(c32(2 * k), divu(mi, c32(2)));
-    frags.push_back(ldmatrix4(swizzled(row, chunk), /*transpose=*/false));
-  }
+  for (int64_t k = 0; k < spec.headDim / 16; ++k)
+    frags.push_back(loadQueryFragment(rowTile, k));
   return frags;
 }
 
@@ -309,7 +326,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                   b.getNamedAttr("smem_bytes",
                                  b.getI64IntegerAttr(spec.sharedBytes())),
                   b.getNamedAttr("q_in_registers",
-                                 b.getBoolAttr(spec.queryInRegisters)),
+                                 b.getBoolAttr(spec.keepsQueryInRegisters())),
               }));
 
   Block *entry = fn.addEntryBlock(b);
@@ -367,10 +384,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   copyTile(vBase, c32(0), nk, vOffset(c32(0)), spec.blockC);
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
-  bool keepQ = spec.queryInRegisters && spec.headDim <= 128;
+  bool keepQ = spec.keepsQueryInRegisters();
   int64_t rowTiles = spec.rowTiles();
   int64_t dTiles = spec.headDim / 8; // n8 tiles of O
-  int64_t sTiles = spec.blockC / 8;      // n8 tiles of S
 
   // Loop-carried state per row tile: O fragments (dTiles x 4), m and l for
   // rows g and g + 8.
@@ -392,136 +408,35 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     for (int64_t r = 0; r < rowTiles; ++r)
       qFrags.push_back(loadQueryFragments(r));
   }
-  auto loop = scf::ForOp::create(b, loc, c32(0), numBlocks, c32(1), init);
-  b.setInsertionPointToStart(loop.getBody());
-  Value j = loop.getInductionVar();
-  Value stage = arith::AndIOp::create(b, loc, j, c32(1));
-  // Tile j has landed; every warp is done with the stage about to be
-  // overwritten.
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0));
-  NVVM::Barrier0Op::create(b, loc);
-  {
-    // Prefetch block j + 1 into the other stage while computing block j.
-    Value next = add(j, c32(1));
-    auto ifOp = scf::IfOp::create(b, loc, ult(next, numBlocks),
-                                  /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value nextStage = arith::XOrIOp::create(b, loc, stage, c32(1));
-    Value kStartNext = mul(next, c32(spec.blockC));
-    copyTile(kBase, kStartNext, nk, kOffset(nextStage), spec.blockC);
-    copyTile(vBase, kStartNext, nk, vOffset(nextStage), spec.blockC);
-  }
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  // Blocks that no mask touches (full, and for causal wholly below the
+  // diagonal of the CTA's first row) run without the compare-and-select;
+  // the rest (the ragged last block, the diagonal) run masked.
+  Value fullBlocks = divu(nk, c32(spec.blockC));
+  if (spec.causal)
+    fullBlocks = arith::MinUIOp::create(
+        b, loc, fullBlocks, divu(add(qStart, c32(1)), c32(spec.blockC)));
+  Value unmaskedEnd = arith::MinUIOp::create(b, loc, fullBlocks, numBlocks);
 
-  Value kStart = mul(j, c32(spec.blockC));
-  Value kTile = kOffset(stage), vTile = vOffset(stage);
-  Value mi = divu(lane, c32(8));
-
-  SmallVector<Value> yields;
-  for (int64_t r = 0; r < rowTiles; ++r) {
-    ValueRange state =
-        loop.getRegionIterArgs().slice(r * stateSize, stateSize);
-    // D = 256 re-reads Q from shared memory every block: 64 more live
-    // registers per thread would spill.
-    SmallVector<std::array<Value, 4>> qf =
-        keepQ ? qFrags[r] : loadQueryFragments(r);
-
-    // S = Q K^T: for each pair of key n8 tiles, one x4 ldmatrix gives the
-    // B fragments of both for one k-step.
-    SmallVector<std::array<Value, 4>> s(sTiles);
-    for (int64_t n = 0; n < sTiles; ++n)
-      s[n] = {cf(0.0), cf(0.0), cf(0.0), cf(0.0)};
-    for (int64_t k = 0; k < spec.headDim / 16; ++k)
-      for (int64_t n = 0; n < sTiles; n += 2) {
-        Value keyRow = add(add(c32(n * 8), mul(divu(mi, c32(2)), c32(8))),
-                           remu(lane, c32(8)));
-        Value chunk = add(c32(2 * k), remu(mi, c32(2)));
-        std::array<Value, 4> kf =
-            ldmatrix4(add(kTile, swizzled(keyRow, chunk)), false);
-        s[n] = mma(qf[k], {kf[0], kf[1]}, s[n]);
-        s[n + 1] = mma(qf[k], {kf[2], kf[3]}, s[n + 1]);
-      }
-
-    // Mask keys past the end (ragged last block) and, if causal, above the
-    // diagonal.
-    Value row0 = add(add(qStart, mul(warp, c32(16 * rowTiles))),
-                     add(c32(16 * r), g));
-    Value row1 = add(row0, c32(8));
-    for (int64_t n = 0; n < sTiles; ++n)
-      for (int64_t e = 0; e < 4; ++e) {
-        Value col = add(add(kStart, c32(n * 8 + (e % 2))), mul(t, c32(2)));
-        Value visible = ult(col, nk);
-        if (spec.causal)
-          visible = arith::AndIOp::create(
-              b, loc, visible,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
-                                    e < 2 ? row0 : row1));
-        s[n][e] = select(visible, s[n][e], negInf);
-      }
-
-    // Online softmax for rows g (h = 0) and g + 8 (h = 1), in log2 units.
-    std::array<Value, 2> mNew, base, alpha, rowSum;
-    for (int64_t h = 0; h < 2; ++h) {
-      Value mx = negInf;
-      for (int64_t n = 0; n < sTiles; ++n)
-        mx = fmax(mx, fmax(s[n][2 * h], s[n][2 * h + 1]));
-      mx = fmax(mx, shflXor(mx, 1));
-      mx = fmax(mx, shflXor(mx, 2));
-      Value mOld = state[dTiles * 4 + h];
-      mNew[h] = fmax(mOld, fmul(mx, scaleLog2));
-      // A row with no visible key so far keeps m = -inf: use base 0.
-      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                          mNew[h], negInf);
-      base[h] = select(empty, cf(0.0), mNew[h]);
-      alpha[h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
-      rowSum[h] = cf(0.0);
-    }
-    // P = exp2(s * scale * log2 e - m): one FMA, one ex2.
-    for (int64_t n = 0; n < sTiles; ++n)
-      for (int64_t e = 0; e < 4; ++e) {
-        int64_t h = e / 2;
-        Value negBase = arith::NegFOp::create(b, loc, base[h]);
-        s[n][e] = ex2(fma(s[n][e], scaleLog2, negBase));
-        rowSum[h] = fadd(rowSum[h], s[n][e]);
-      }
-
-    // O = alpha O + P V.
-    SmallVector<std::array<Value, 4>> o(dTiles);
-    for (int64_t d = 0; d < dTiles; ++d)
-      for (int64_t e = 0; e < 4; ++e)
-        o[d][e] = fmul(state[d * 4 + e], alpha[e / 2]);
-    for (int64_t k = 0; k < spec.blockC / 16; ++k) {
-      std::array<Value, 4> pf = {
-          packPair(s[2 * k][0], s[2 * k][1]),
-          packPair(s[2 * k][2], s[2 * k][3]),
-          packPair(s[2 * k + 1][0], s[2 * k + 1][1]),
-          packPair(s[2 * k + 1][2], s[2 * k + 1][3])};
-      for (int64_t d = 0; d < dTiles; d += 2) {
-        // Matrices: keys 16k+0..7 / 16k+8..15 at d-chunks d, d+1, read
-        // transposed so that each thread gets B[2t..2t+1][g].
-        Value keyRow = add(add(c32(16 * k), mul(remu(mi, c32(2)), c32(8))),
-                           remu(lane, c32(8)));
-        Value chunk = add(c32(d), divu(mi, c32(2)));
-        std::array<Value, 4> vf =
-            ldmatrix4(add(vTile, swizzled(keyRow, chunk)), true);
-        o[d] = mma(pf, {vf[0], vf[1]}, o[d]);
-        o[d + 1] = mma(pf, {vf[2], vf[3]}, o[d + 1]);
-      }
-    }
-    for (int64_t d = 0; d < dTiles; ++d)
-      yields.append(o[d].begin(), o[d].end());
-    for (int64_t h = 0; h < 2; ++h)
-      yields.push_back(mNew[h]);
-    for (int64_t h = 0; h < 2; ++h)
-      yields.push_back(fma(alpha[h], state[dTiles * 4 + 2 + h], rowSum[h]));
-  }
-  scf::YieldOp::create(b, loc, yields);
+  auto emitLoop = [&](Value begin, Value end, ValueRange initState,
+                      bool masked) -> ValueRange {
+    auto loop = scf::ForOp::create(b, loc, begin, end, c32(1), initState);
+    loop->setAttr("fa.kv_loop", b.getStringAttr(masked ? "masked"
+                                                        : "unmasked"));
+    OpBuilder::InsertionGuard loopGuard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> yields = emitBlock(
+        loop.getInductionVar(), loop.getRegionIterArgs(), masked, numBlocks,
+        qStart, nk, kBase, vBase, scaleLog2, qFrags, keepQ);
+    scf::YieldOp::create(b, loc, yields);
+    return loop.getResults();
+  };
+  ValueRange afterUnmasked = emitLoop(c32(0), unmaskedEnd, init, false);
+  ValueRange finalState =
+      emitLoop(unmaskedEnd, numBlocks, afterUnmasked, true);
 
   // Epilogue: O / l and LSE.
-  b.setInsertionPointAfter(loop);
   for (int64_t r = 0; r < rowTiles; ++r) {
-    ValueRange state = loop.getResults().slice(r * stateSize, stateSize);
+    ValueRange state = finalState.slice(r * stateSize, stateSize);
     for (int64_t h = 0; h < 2; ++h) {
       Value l = state[dTiles * 4 + 2 + h];
       l = fadd(l, shflXor(l, 1));
@@ -559,6 +474,161 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   return fn;
 }
 
+SmallVector<Value> KernelBuilder::emitBlock(
+    Value j, ValueRange state, bool masked, Value numBlocks, Value qStart,
+    Value nk, Value kBase, Value vBase, Value scaleLog2,
+    ArrayRef<SmallVector<std::array<Value, 4>>> qFrags, bool keepQ) {
+  int64_t rowTiles = spec.rowTiles();
+  int64_t dTiles = spec.headDim / 8;  // n8 tiles of O
+  int64_t sTiles = spec.blockC / 8;   // n8 tiles of S
+  int64_t stateSize = dTiles * 4 + 4; // O, m (2 rows), l (2 rows)
+  Value negInf = cf(-std::numeric_limits<double>::infinity());
+  auto kOffset = [&](Value stage) {
+    return add(c32(spec.qBytes()), mul(stage, c32(2 * spec.kvTileBytes())));
+  };
+  auto vOffset = [&](Value stage) {
+    return add(kOffset(stage), c32(spec.kvTileBytes()));
+  };
+
+  Value stage = arith::AndIOp::create(b, loc, j, c32(1));
+  // Tile j has landed; every warp is done with the stage about to be
+  // overwritten.
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0));
+  NVVM::Barrier0Op::create(b, loc);
+  {
+    // Prefetch block j + 1 into the other stage while computing block j.
+    Value next = add(j, c32(1));
+    auto ifOp = scf::IfOp::create(b, loc, ult(next, numBlocks),
+                                  /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value nextStage = arith::XOrIOp::create(b, loc, stage, c32(1));
+    Value kStartNext = mul(next, c32(spec.blockC));
+    copyTile(kBase, kStartNext, nk, kOffset(nextStage), spec.blockC);
+    copyTile(vBase, kStartNext, nk, vOffset(nextStage), spec.blockC);
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+
+  Value kStart = mul(j, c32(spec.blockC));
+  Value kTile = kOffset(stage), vTile = vOffset(stage);
+  Value mi = divu(lane, c32(8));
+
+  // S = Q K^T for every row tile of the warp: each K fragment pair read by
+  // one x4 ldmatrix feeds all row tiles (shared-memory reads per MMA halve
+  // with two row tiles).
+  SmallVector<SmallVector<std::array<Value, 4>>> s(
+      rowTiles, SmallVector<std::array<Value, 4>>(sTiles));
+  for (int64_t r = 0; r < rowTiles; ++r)
+    for (int64_t n = 0; n < sTiles; ++n)
+      s[r][n] = {cf(0.0), cf(0.0), cf(0.0), cf(0.0)};
+  for (int64_t k = 0; k < spec.headDim / 16; ++k) {
+    SmallVector<std::array<Value, 4>> qf;
+    for (int64_t r = 0; r < rowTiles; ++r)
+      qf.push_back(keepQ ? qFrags[r][k] : loadQueryFragment(r, k));
+    for (int64_t n = 0; n < sTiles; n += 2) {
+      Value keyRow = add(add(c32(n * 8), mul(divu(mi, c32(2)), c32(8))),
+                         remu(lane, c32(8)));
+      Value chunk = add(c32(2 * k), remu(mi, c32(2)));
+      std::array<Value, 4> kf =
+          ldmatrix4(add(kTile, swizzled(keyRow, chunk)), false);
+      for (int64_t r = 0; r < rowTiles; ++r) {
+        s[r][n] = mma(qf[r], {kf[0], kf[1]}, s[r][n]);
+        s[r][n + 1] = mma(qf[r], {kf[2], kf[3]}, s[r][n + 1]);
+      }
+    }
+  }
+
+  SmallVector<Value> newState(state.begin(), state.end());
+  SmallVector<std::array<Value, 4>> pf; // [r * (Bc/16) + k]
+  SmallVector<std::array<Value, 2>> alphaOf(rowTiles);
+  for (int64_t r = 0; r < rowTiles; ++r) {
+    ValueRange st = state.slice(r * stateSize, stateSize);
+    if (masked) {
+      // Keys past the end (ragged last block) and, if causal, above the
+      // diagonal.
+      Value row0 = add(add(mul(warp, c32(16 * rowTiles)), c32(16 * r)), g);
+      row0 = add(qStart, row0);
+      Value row1 = add(row0, c32(8));
+      for (int64_t n = 0; n < sTiles; ++n)
+        for (int64_t e = 0; e < 4; ++e) {
+          Value col = add(add(kStart, c32(n * 8 + (e % 2))), mul(t, c32(2)));
+          Value visible = ult(col, nk);
+          if (spec.causal)
+            visible = arith::AndIOp::create(
+                b, loc, visible,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
+                                      e < 2 ? row0 : row1));
+          s[r][n][e] = select(visible, s[r][n][e], negInf);
+        }
+    }
+
+    // Online softmax for rows g (h = 0) and g + 8 (h = 1), in log2 units.
+    std::array<Value, 2> base, rowSum;
+    for (int64_t h = 0; h < 2; ++h) {
+      Value mx = negInf;
+      for (int64_t n = 0; n < sTiles; ++n)
+        mx = fmax(mx, fmax(s[r][n][2 * h], s[r][n][2 * h + 1]));
+      mx = fmax(mx, shflXor(mx, 1));
+      mx = fmax(mx, shflXor(mx, 2));
+      Value mOld = st[dTiles * 4 + h];
+      Value mNew = fmax(mOld, fmul(mx, scaleLog2));
+      // A row with no visible key so far keeps m = -inf: use base 0.
+      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                          mNew, negInf);
+      base[h] = select(empty, cf(0.0), mNew);
+      alphaOf[r][h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
+      rowSum[h] = cf(0.0);
+      newState[r * stateSize + dTiles * 4 + h] = mNew;
+    }
+    // P = exp2(s * scale * log2 e - m): one FMA, one ex2.
+    std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
+                                    arith::NegFOp::create(b, loc, base[1])};
+    for (int64_t n = 0; n < sTiles; ++n)
+      for (int64_t e = 0; e < 4; ++e) {
+        s[r][n][e] = ex2(fma(s[r][n][e], scaleLog2, negBase[e / 2]));
+        rowSum[e / 2] = fadd(rowSum[e / 2], s[r][n][e]);
+      }
+    for (int64_t h = 0; h < 2; ++h)
+      newState[r * stateSize + dTiles * 4 + 2 + h] =
+          fma(alphaOf[r][h], st[dTiles * 4 + 2 + h], rowSum[h]);
+    for (int64_t d = 0; d < dTiles; ++d)
+      for (int64_t e = 0; e < 4; ++e)
+        newState[r * stateSize + d * 4 + e] =
+            fmul(st[d * 4 + e], alphaOf[r][e / 2]);
+    // The S accumulators of keys 16k..16k+15, as f16/bf16 pairs, are the
+    // A fragment of P for k-step k.
+    for (int64_t k = 0; k < spec.blockC / 16; ++k)
+      pf.push_back({packPair(s[r][2 * k][0], s[r][2 * k][1]),
+                    packPair(s[r][2 * k][2], s[r][2 * k][3]),
+                    packPair(s[r][2 * k + 1][0], s[r][2 * k + 1][1]),
+                    packPair(s[r][2 * k + 1][2], s[r][2 * k + 1][3])});
+  }
+
+  // O += P V: each V fragment pair (one x4 ldmatrix.trans) feeds all row
+  // tiles.
+  for (int64_t k = 0; k < spec.blockC / 16; ++k)
+    for (int64_t d = 0; d < dTiles; d += 2) {
+      Value keyRow = add(add(c32(16 * k), mul(remu(mi, c32(2)), c32(8))),
+                         remu(lane, c32(8)));
+      Value chunk = add(c32(d), divu(mi, c32(2)));
+      std::array<Value, 4> vf =
+          ldmatrix4(add(vTile, swizzled(keyRow, chunk)), true);
+      for (int64_t r = 0; r < rowTiles; ++r) {
+        int64_t o0 = r * stateSize + d * 4, o1 = o0 + 4;
+        const std::array<Value, 4> &p = pf[r * (spec.blockC / 16) + k];
+        std::array<Value, 4> acc0 =
+            mma(p, {vf[0], vf[1]}, ArrayRef<Value>(newState).slice(o0, 4));
+        std::array<Value, 4> acc1 =
+            mma(p, {vf[2], vf[3]}, ArrayRef<Value>(newState).slice(o1, 4));
+        for (int64_t e = 0; e < 4; ++e) {
+          newState[o0 + e] = acc0[e];
+          newState[o1 + e] = acc1[e];
+        }
+      }
+    }
+  return newState;
+}
+
 /// Checks that the attention fits this backend; emits a diagnostic naming
 /// the target and the supported set otherwise.
 FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters) {
@@ -581,11 +651,13 @@ FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters) {
     return fail("window and softcap are not supported on this target yet");
   if (op.getOuts().size() != 2)
     return fail("the kernel writes LSE: give an lse destination");
-  // Defaults keep every head dim free of register spills (ptxas -v).
-  int64_t br = op.getBlockR().value_or(d == 64 ? 128 : 64);
+  // Defaults from the H200 tile sweep (bench/results/
+  // 2026-11-29-sm80-v2-tile-sweep.json): two row tiles per warp halve the
+  // shared-memory reads per MMA where the registers allow it.
+  int64_t br = op.getBlockR().value_or(d == 256 ? 64 : 128);
   if (br != 64 && br != 128)
     return fail("block_r must be 64 or 128, got " + Twine(br));
-  int64_t bc = op.getBlockC().value_or(d == 256 ? 32 : 64);
+  int64_t bc = op.getBlockC().value_or(d == 64 ? 64 : 32);
   if (bc != 32 && bc != 64)
     return fail("block_c must be 32 or 64, got " + Twine(bc));
   KernelSpec spec{d, br, bc, op.getCausal(), elt.isBF16(), queryInRegisters};

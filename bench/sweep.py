@@ -1,0 +1,71 @@
+"""Tile-size sweep on the H200: every kernel variant in a folder is checked
+(ragged, GQA, causal shapes) and timed on the N = 4096 and 16384 configs of
+the grid, side by side with torch's FA2 and cuDNN backends.
+
+Variants are named  <arch>_d<D>_<dtype>[_causal]__br<B_r>_bc<B_c>  (as
+bench/build_variants.sh writes them).
+
+    python3 bench/sweep.py --kernels .variants --out $OUT
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from flashmlir.runtime import Kernel  # noqa: E402
+
+NAME = re.compile(r"(?P<arch>sm_\w+?)_d(?P<d>\d+)_(?P<dtype>bf16|f16)"
+                  r"(?P<causal>_causal)?__br(?P<br>\d+)_bc(?P<bc>\d+)$")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernels", default=".variants")
+    ap.add_argument("--out", default=os.environ.get("OUT", "sweep-out"))
+    ap.add_argument("--sizes", default="4096,16384")
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    rows, failures = [], 0
+    for f in sorted(os.listdir(args.kernels)):
+        m = NAME.match(f[:-len(".json")]) if f.endswith(".json") else None
+        if not m:
+            continue
+        kernel = Kernel.load(os.path.join(args.kernels, f[:-5]))
+        d, causal = int(m["d"]), bool(m["causal"])
+        dtype = harness.DT[m["dtype"]]
+        ok = True
+        for i, (b, hq, hkv, nq, nk) in enumerate(
+                [(2, 8, 2, 1000, 1000), (1, 4, 1, 77, 300), (1, 2, 2, 300, 77)]):
+            r = harness.check(kernel, b, hq, hkv, nq, nk, d, dtype, causal, i)
+            ok = ok and r["ok"]
+            if not r["ok"]:
+                print("FAIL", f, r, flush=True)
+        failures += not ok
+        for n in sizes:
+            row = harness.time_config(kernel, n, d, dtype, causal)
+            row.update(variant=f[:-5], br=int(m["br"]), bc=int(m["bc"]),
+                       dtype=m["dtype"], correct=ok)
+            rows.append(row)
+            print(json.dumps({k: row[k] for k in (
+                "variant", "N", "flash_mlir_tflops", "fa2_tflops",
+                "cudnn_tflops", "correct")}), flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "sweep.json"), "w") as fh:
+        json.dump(rows, fh, indent=1)
+    print("| variant | N | TFLOP/s | FA2 | cuDNN | vs FA2 | correct |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['variant']} | {r['N']} | {r['flash_mlir_tflops']:.0f} | "
+              f"{r.get('fa2_tflops', 0):.0f} | {r.get('cudnn_tflops', 0):.0f} |"
+              f" {r.get('ratio_vs_fa2', 0):.2f} | {r['correct']} |")
+    print(f"sweep: {len(rows)} timings, {failures} variants failed checks")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""The pure-Python runtime's checks, without a GPU: metadata validation,
+argument checking on tensor-like objects, driver and cubin errors. The same
+runtime launches kernels on the H200 (bench/harness.py)."""
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "python"))
+from flashmlir import runtime  # noqa: E402
+from flashmlir.runtime import (Kernel, KernelArgumentError,  # noqa: E402
+                               MetadataError)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory, build_dir):
+    """A real kernel from fa-compile (PTX + cubin + JSON)."""
+    out = tmp_path_factory.mktemp("k") / "d64"
+    subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch", "sm_90a",
+                    "--head-dim", "64", "-o", str(out)], check=True,
+                   capture_output=True)
+    return str(out)
+
+
+class FakeTensor:
+    """Just enough of torch.Tensor for the argument checks."""
+
+    def __init__(self, shape, dtype="torch.float16", device="cuda:0",
+                 contiguous=True, ptr=4096):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = FakeDevice(device)
+        self._contiguous = contiguous
+        self._ptr = ptr
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def stride(self):
+        return (1,) * len(self.shape)
+
+    def data_ptr(self):
+        return self._ptr
+
+
+class FakeDevice:
+    def __init__(self, text):
+        self.text = text
+        self.type = text.split(":")[0]
+
+    def __str__(self):
+        return self.text
+
+
+def qkv(b=2, hq=8, hkv=2, nq=100, nk=300, d=64, **kw):
+    return (FakeTensor((b, hq, nq, d), **kw), FakeTensor((b, hkv, nk, d), **kw),
+            FakeTensor((b, hkv, nk, d), **kw))
+
+
+def test_loads_fa_compile_output(compiled):
+    k = Kernel.load(compiled)
+    assert k.name == "fa2_sm80_d64_br128_bc64_f16"
+    assert k.meta["block"] == [128, 1, 1]
+    assert k.grid(2, 8, 1000) == (8, 8, 2)
+    assert k.check_arguments(*qkv()) == (2, 8, 2, 100, 300, 64)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda a: a.__setitem__(0, FakeTensor((8, 100, 64))),
+     "q must have rank 4"),
+    (lambda a: a.__setitem__(1, FakeTensor((2, 2, 300, 64), dtype="torch.bfloat16")),
+     "k must be float16"),
+    (lambda a: a.__setitem__(2, FakeTensor((2, 2, 300, 64), device="cpu")),
+     "v must be on a CUDA device, got cpu"),
+    (lambda a: a.__setitem__(0, FakeTensor((2, 8, 100, 64), contiguous=False)),
+     "q must be contiguous"),
+    (lambda a: a.__setitem__(0, FakeTensor((2, 8, 100, 128))),
+     "q head dim must be 64"),
+    (lambda a: a.__setitem__(0, FakeTensor((2, 8, 100, 64), ptr=4098)),
+     "16-byte aligned"),
+    (lambda a: a.__setitem__(0, FakeTensor((2, 6, 100, 64))) or
+     a.__setitem__(1, FakeTensor((2, 4, 300, 64))) or
+     a.__setitem__(2, FakeTensor((2, 4, 300, 64))),
+     r"query heads \(6\) must be a multiple of key/value heads \(4\)"),
+    (lambda a: a.__setitem__(1, FakeTensor((3, 2, 300, 64))),
+     "batch sizes differ"),
+    (lambda a: a.__setitem__(2, FakeTensor((2, 2, 299, 64))),
+     "v must have the key's heads and length"),
+    (lambda a: a.__setitem__(1, FakeTensor((2, 2, 300, 64), device="cuda:1")) or
+     a.__setitem__(2, FakeTensor((2, 2, 300, 64), device="cuda:1")),
+     "one device"),
+    (lambda a: a.__setitem__(0, "not a tensor"), "q must be a tensor"),
+])
+def test_bad_arguments_are_named(compiled, mutate, message):
+    k = Kernel.load(compiled)
+    args = list(qkv())
+    mutate(args)
+    with pytest.raises(KernelArgumentError, match=message):
+        k.check_arguments(*args)
+
+
+def test_bad_outputs_are_named(compiled):
+    k = Kernel.load(compiled)
+    q, kk, v = qkv()
+    with pytest.raises(KernelArgumentError, match=r"out must have shape \(2, 8, 100, 64\)"):
+        k.check_arguments(q, kk, v, out=FakeTensor((2, 8, 100, 32)))
+    with pytest.raises(KernelArgumentError, match="lse must be float32"):
+        k.check_arguments(q, kk, v, lse=FakeTensor((2, 8, 100)))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.pop("kernel"), "metadata lacks 'kernel'"),
+    (lambda m: m.__setitem__("format", "other"), "unknown metadata format"),
+    (lambda m: m.__setitem__("block_r", "128"), "'block_r' must be a int"),
+    (lambda m: m["params"].pop(), "parameter list"),
+    (lambda m: m.__setitem__("dtype", "f64"), "unsupported dtype"),
+    (lambda m: m.__setitem__("block", [0, 1, 1]), "bad block"),
+])
+def test_bad_metadata_is_refused(compiled, edit, message):
+    meta = json.load(open(compiled + ".json"))
+    meta = copy.deepcopy(meta)
+    edit(meta)
+    with pytest.raises(MetadataError, match=message):
+        Kernel(open(compiled + ".cubin", "rb").read(), meta)
+
+
+def test_empty_cubin_and_bad_json(compiled, tmp_path):
+    meta = json.load(open(compiled + ".json"))
+    with pytest.raises(MetadataError, match="the cubin is empty"):
+        Kernel(b"", meta)
+    (tmp_path / "x.json").write_text("{not json")
+    (tmp_path / "x.cubin").write_bytes(b"\x7fELF")
+    with pytest.raises(MetadataError, match="not valid JSON"):
+        Kernel.load(str(tmp_path / "x"))
+
+
+def test_missing_driver_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(runtime, "_driver", None)
+    monkeypatch.setenv("FLASHMLIR_LIBCUDA", "/nonexistent/libcuda.so.1")
+    with pytest.raises(runtime.CudaError, match="cannot load the CUDA driver"):
+        runtime._get_driver()
