@@ -14,10 +14,9 @@ build() { # d br bc causal
 }
 for causal in "" "--causal"; do
   build 64 128 64 "$causal"
-  build 64 64 64 "$causal"
-  build 128 64 64 "$causal"
-  build 128 128 64 "$causal"
   build 128 128 32 "$causal"
+  build 128 128 64 "$causal"
+  build 128 64 64 "$causal"
   build 256 64 32 "$causal"
   build 256 64 64 "$causal"
 done

@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -188,6 +189,16 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
     module->lookupSymbol("attention")->print(os);
   }
 
+  // 32-bit shared-memory pointers (as Triton sets them): shared addresses
+  // fit in 32 bits, and 64-bit ones cost a second register per address.
+  {
+    auto &registered =
+        llvm::cl::getRegisteredOptions();
+    auto it = registered.find("nvptx-short-ptr");
+    if (it != registered.end())
+      static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
+  }
+
   // Down to PTX with upstream passes.
   std::string features = "+ptx80";
   gpuModule.setTargetsAttr(ArrayAttr::get(
@@ -229,7 +240,7 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
       llvm::sys::fs::createTemporaryFile("fa", "cubin", cubinPath) ||
       llvm::sys::fs::createTemporaryFile("fa", "log", logPath))
     return emitError(loc) << "fa-compile: cannot create temporary files";
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove(ptxPath);
     llvm::sys::fs::remove(cubinPath);
     llvm::sys::fs::remove(logPath);

@@ -179,6 +179,23 @@ private:
   Type i32, i64, f32, half, halfPair;
   Type globalPtr, sharedPtr;
   Value smemBase, tid, lane, warp, g, t;
+  // Per-thread parts of the ldmatrix addresses, computed once. In a
+  // swizzled tile the physical chunk of logical chunk C + c (C even and
+  // known at compile time, c in {0, 1} per thread) is
+  //   (C & ~7) + (((C & 7) + c) ^ (row & 7)),
+  // and row & 7 = lane & 7 for every ldmatrix row this kernel reads, so
+  // only 4 per-thread chunk offsets exist per pattern; the rest of each
+  // address is a compile-time constant the backend folds into the load.
+  SmallVector<Value> chunkLo; // c = (lane / 8) % 2, for C & 7 = 0, 2, 4, 6
+  SmallVector<Value> chunkHi; // c = (lane / 8) / 2
+  Value keyRowBytes;   // K: rows (lane / 8) / 2 * 8 + lane % 8
+  Value valueRowBytes; // V and Q: rows (lane / 8) % 2 * 8 + lane % 8
+  Value queryRowBytes; // plus the warp's first query row
+
+  /// Byte offset of logical chunk `chunk` (even) + the thread's part.
+  Value chunkOffset(ArrayRef<Value> table, int64_t chunk) {
+    return add(table[(chunk & 7) / 2], c32((chunk & ~int64_t(7)) * 16));
+  }
 };
 
 void KernelBuilder::copyTile(Value globalBase, Value rowStart, Value n,
@@ -267,13 +284,9 @@ std::array<Value, 4> KernelBuilder::loadQueryFragment(int64_t rowTile,
                                                       int64_t k) {
   // Matrices of one x4 load: rows 0-7 / 8-15 of the tile's 16 rows, chunks
   // 2k / 2k+1: exactly a0, a1, a2, a3.
-  Value mi = divu(lane, c32(8));
-  Value row = add(add(mul(warp, c32(16 * spec.rowTiles())),
-                      c32(16 * rowTile)),
-                  add(remu(lane, c32(8)),
-                      mul(remu(mi, c32(2)), c32(8))));
-  Value chunk = add(c32(2 * k), divu(mi, c32(2)));
-  return ldmatrix4(swizzled(row, chunk), /*transpose=*/false);
+  Value offset = add(add(queryRowBytes, chunkOffset(chunkHi, 2 * k)),
+                     c32(16 * rowTile * spec.rowBytes()));
+  return ldmatrix4(offset, /*transpose=*/false);
 }
 
 SmallVector<std::array<Value, 4>>
@@ -346,6 +359,23 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   lane = remu(tid, c32(32));
   g = divu(lane, c32(4));
   t = remu(lane, c32(4));
+  {
+    Value mi = divu(lane, c32(8));
+    Value miLo = remu(mi, c32(2)), miHi = divu(mi, c32(2));
+    Value row7 = remu(lane, c32(8));
+    for (int64_t j = 0; j < 8; j += 2) {
+      chunkLo.push_back(mul(
+          arith::XOrIOp::create(b, loc, add(c32(j), miLo), row7), c32(16)));
+      chunkHi.push_back(mul(
+          arith::XOrIOp::create(b, loc, add(c32(j), miHi), row7), c32(16)));
+    }
+    keyRowBytes =
+        mul(add(mul(miHi, c32(8)), row7), c32(spec.rowBytes()));
+    valueRowBytes =
+        mul(add(mul(miLo, c32(8)), row7), c32(spec.rowBytes()));
+    queryRowBytes = add(valueRowBytes,
+                        mul(warp, c32(16 * spec.rowTiles() * spec.rowBytes())));
+  }
 
   Value kvHead = divu(head, divu(hq, hkv));
   Value qStart = mul(qBlock, c32(spec.blockR));
@@ -510,8 +540,8 @@ SmallVector<Value> KernelBuilder::emitBlock(
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
   Value kStart = mul(j, c32(spec.blockC));
-  Value kTile = kOffset(stage), vTile = vOffset(stage);
-  Value mi = divu(lane, c32(8));
+  Value kRowBase = add(kOffset(stage), keyRowBytes);
+  Value vRowBase = add(vOffset(stage), valueRowBytes);
 
   // S = Q K^T for every row tile of the warp: each K fragment pair read by
   // one x4 ldmatrix feeds all row tiles (shared-memory reads per MMA halve
@@ -526,11 +556,10 @@ SmallVector<Value> KernelBuilder::emitBlock(
     for (int64_t r = 0; r < rowTiles; ++r)
       qf.push_back(keepQ ? qFrags[r][k] : loadQueryFragment(r, k));
     for (int64_t n = 0; n < sTiles; n += 2) {
-      Value keyRow = add(add(c32(n * 8), mul(divu(mi, c32(2)), c32(8))),
-                         remu(lane, c32(8)));
-      Value chunk = add(c32(2 * k), remu(mi, c32(2)));
-      std::array<Value, 4> kf =
-          ldmatrix4(add(kTile, swizzled(keyRow, chunk)), false);
+      // Matrices: keys n*8.. / (n+1)*8.. at d-chunks 2k, 2k+1.
+      Value offset = add(add(kRowBase, chunkOffset(chunkLo, 2 * k)),
+                         c32(n * 8 * spec.rowBytes()));
+      std::array<Value, 4> kf = ldmatrix4(offset, false);
       for (int64_t r = 0; r < rowTiles; ++r) {
         s[r][n] = mma(qf[r], {kf[0], kf[1]}, s[r][n]);
         s[r][n + 1] = mma(qf[r], {kf[2], kf[3]}, s[r][n + 1]);
@@ -608,11 +637,9 @@ SmallVector<Value> KernelBuilder::emitBlock(
   // tiles.
   for (int64_t k = 0; k < spec.blockC / 16; ++k)
     for (int64_t d = 0; d < dTiles; d += 2) {
-      Value keyRow = add(add(c32(16 * k), mul(remu(mi, c32(2)), c32(8))),
-                         remu(lane, c32(8)));
-      Value chunk = add(c32(d), divu(mi, c32(2)));
-      std::array<Value, 4> vf =
-          ldmatrix4(add(vTile, swizzled(keyRow, chunk)), true);
+      Value offset = add(add(vRowBase, chunkOffset(chunkHi, d)),
+                         c32(16 * k * spec.rowBytes()));
+      std::array<Value, 4> vf = ldmatrix4(offset, true);
       for (int64_t r = 0; r < rowTiles; ++r) {
         int64_t o0 = r * stateSize + d * 4, o1 = o0 + 4;
         const std::array<Value, 4> &p = pf[r * (spec.blockC / 16) + k];
