@@ -20,7 +20,7 @@ import harness  # noqa: E402
 from flashmlir.runtime import Kernel  # noqa: E402
 
 NAME = re.compile(r"(?P<arch>sm_\w+?)_d(?P<d>\d+)_(?P<dtype>bf16|f16)"
-                  r"(?P<causal>_causal)?__br(?P<br>\d+)_bc(?P<bc>\d+)$")
+                  r"(?P<causal>_causal)?__br(?P<br>\d+)_bc(?P<bc>\d+)(?P<q>_qsmem)?$")
 
 
 def main():

@@ -165,7 +165,10 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
   CompiledKernel result;
   {
     PassManager pm(&context);
-    if (failed(parsePassPipeline("convert-fa-to-sm80", pm)))
+    std::string pass = "convert-fa-to-sm80";
+    if (!options.queryInRegisters)
+      pass += "{q-in-registers=false}";
+    if (failed(parsePassPipeline(pass, pm)))
       return failure();
     if (failed(pm.run(*module)))
       return failure();

@@ -35,6 +35,10 @@ static cl::opt<int64_t> blockR("block-r", cl::desc("Query rows per CTA"),
                                cl::init(0));
 static cl::opt<int64_t> blockC("block-c", cl::desc("Keys per block"),
                                cl::init(0));
+static cl::opt<bool> queryInRegisters(
+    "q-in-registers",
+    cl::desc("Keep Q fragments in registers where they fit (default true)"),
+    cl::init(true));
 static cl::opt<std::string> output("o", cl::desc("Output path prefix"),
                                    cl::init("attention"));
 static cl::opt<std::string>
@@ -79,6 +83,7 @@ int main(int argc, char **argv) {
   options.causal = causal;
   options.blockR = blockR;
   options.blockC = blockC;
+  options.queryInRegisters = queryInRegisters;
   options.ptxas = ptxasPath;
   options.runPtxas = emit == "all" && !noCubin;
   if (emit != "all" && emit != "kernel-mlir" && emit != "host-mlir" &&

@@ -19,6 +19,7 @@ struct KernelOptions {
   bool causal = false;
   int64_t blockR = 0; // 0: the backend's default
   int64_t blockC = 0;
+  bool queryInRegisters = true; // where the registers allow (see the pass)
   std::string ptxas; // empty: $CUDA_HOME/bin, /usr/local/cuda/bin, PATH
   bool runPtxas = true;
 };

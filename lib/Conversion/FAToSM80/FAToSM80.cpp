@@ -62,10 +62,12 @@ struct KernelSpec {
 
   int64_t rowTiles() const { return blockR / (16 * kWarps); }
   /// Keeping Q costs rowTiles * D / 16 * 4 registers per thread for the
-  /// whole loop; beyond 32 the accumulators spill, so Q is re-read from
-  /// shared memory in every block instead.
+  /// whole loop. With two row tiles (O alone is 2 * D / 2 registers) more
+  /// than 32 spill, so Q is re-read from shared memory in every block
+  /// instead; with one row tile up to 64 fit (D = 256).
   bool keepsQueryInRegisters() const {
-    return queryInRegisters && rowTiles() * headDim / 16 * 4 <= 32;
+    int64_t qRegisters = rowTiles() * headDim / 16 * 4;
+    return queryInRegisters && qRegisters <= (rowTiles() == 1 ? 64 : 32);
   }
   int64_t chunksPerRow() const { return headDim / 8; } // 16-byte chunks
   int64_t rowBytes() const { return headDim * 2; }
@@ -678,13 +680,14 @@ FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters) {
     return fail("window and softcap are not supported on this target yet");
   if (op.getOuts().size() != 2)
     return fail("the kernel writes LSE: give an lse destination");
-  // Defaults from the H200 tile sweep (bench/results/
-  // 2026-11-29-sm80-v2-tile-sweep.json): two row tiles per warp halve the
-  // shared-memory reads per MMA where the registers allow it.
+  // Defaults from the H200 tile sweeps (bench/results/
+  // 2026-11-29-sm80-v{2,3,4}-tile-sweep.json): two row tiles per warp halve
+  // the shared-memory reads per MMA where the registers allow it; D = 256
+  // keeps one row tile, Q in registers and B_c = 32.
   int64_t br = op.getBlockR().value_or(d == 256 ? 64 : 128);
   if (br != 64 && br != 128)
     return fail("block_r must be 64 or 128, got " + Twine(br));
-  int64_t bc = op.getBlockC().value_or(d == 64 ? 64 : 32);
+  int64_t bc = op.getBlockC().value_or(d == 256 ? 32 : 64);
   if (bc != 32 && bc != 64)
     return fail("block_c must be 32 or 64, got " + Twine(bc));
   KernelSpec spec{d, br, bc, op.getCausal(), elt.isBF16(), queryInRegisters};
