@@ -65,14 +65,14 @@ func.func @attention(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: mem
 
 // -----
 
-// bf16, D = 256, causal: B_r = 64 (one row tile per warp), B_c = 32, Q re-read
-// from shared memory in every block, bf16 MMA operands as packed i32; the
+// bf16, D = 256, causal: B_r = 64 (one row tile per warp), B_c = 32, Q kept
+// in registers (64 per thread), bf16 MMA operands as packed i32; the
 // masked loop compares keys with the diagonal.
 // CHECK-LABEL: func.func @causal_bf16
 // CHECK: gpu.launch_func @fa_kernels::@fa2_sm80_d256_br64_bc32_bf16_causal
 // CHECK-SAME: dynamic_shared_memory_size %c98304_i32
 // CHECK: llvm.func @fa2_sm80_d256_br64_bc32_bf16_causal
-// CHECK-SAME: q_in_registers = false
+// CHECK-SAME: q_in_registers = true, rows_per_warp = 16
 // CHECK: } {fa.kv_loop = "unmasked"}
 // CHECK: scf.for
 // CHECK:   nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {{{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
