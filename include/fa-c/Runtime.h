@@ -1,0 +1,62 @@
+/*===- fa-c/Runtime.h - launch flash-mlir kernels (C API) --------*- C -*-===*\
+|*                                                                            *|
+|* A small runtime over the CUDA driver API for kernels compiled by           *|
+|* fa-compile (.cubin + .json). It needs no MLIR: libFARuntime.so depends on  *|
+|* libc and libdl only and loads libcuda.so.1 when the first kernel loads.    *|
+|* Every function returns 0 on success; on failure, faRuntimeLastError()      *|
+|* gives a message that names the failing call or argument.                   *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FA_C_RUNTIME_H
+#define FA_C_RUNTIME_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct FaKernel FaKernel;
+
+/** The message of the last failure on this thread ("" if none). */
+const char *faRuntimeLastError(void);
+
+/** Loads a kernel from a cubin image and its JSON launch metadata on CUDA
+ *  device `device` (its primary context). */
+int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
+                 int device, FaKernel **kernel);
+
+/** Loads `prefix.cubin` and `prefix.json`. */
+int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel);
+
+/** The kernel's name, head dim and element type ("f16" or "bf16"). */
+const char *faKernelName(const FaKernel *kernel);
+int faKernelHeadDim(const FaKernel *kernel);
+int faKernelIsCausal(const FaKernel *kernel);
+const char *faKernelDType(const FaKernel *kernel);
+
+/** Launches O, LSE = attention(Q, K, V) on contiguous device buffers
+ *  Q [B, Hq, Nq, D], K, V [B, Hkv, Nk, D], O like Q, LSE [B, Hq, Nq] f32,
+ *  on `stream` (a CUstream, NULL for the default stream). */
+int faKernelLaunch(FaKernel *kernel, const void *q, const void *k,
+                   const void *v, void *o, float *lse, int batch, int qHeads,
+                   int kvHeads, int qLen, int kvLen, float scale,
+                   void *stream);
+
+void faKernelDestroy(FaKernel *kernel);
+
+/** Device memory helpers for embedders and tests (device of the current
+ *  context, retained by faKernelLoad or faDeviceInit). */
+int faDeviceInit(int device);
+int faDeviceAlloc(size_t bytes, void **ptr);
+int faDeviceFree(void *ptr);
+int faCopyToDevice(void *dst, const void *src, size_t bytes);
+int faCopyToHost(void *dst, const void *src, size_t bytes);
+int faDeviceSynchronize(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA_C_RUNTIME_H */

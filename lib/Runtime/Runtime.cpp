@@ -1,0 +1,522 @@
+//===- Runtime.cpp - launch flash-mlir kernels over the CUDA driver API ---===//
+//
+// Deliberately free of MLIR and LLVM: a machine with a driver and this one
+// library can run kernels compiled elsewhere. libcuda is opened with dlopen
+// so that the library also loads (and reports a clear error) where there is
+// no driver.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa-c/Runtime.h"
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+thread_local std::string lastError;
+
+int fail(const std::string &message) {
+  lastError = message;
+  return 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The driver entry points we use (types as in cuda.h; handles are pointers).
+//===----------------------------------------------------------------------===//
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+
+struct Driver {
+  void *handle = nullptr;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDevicePrimaryCtxRetain)(void **, CUdevice);
+  CUresult (*cuCtxSetCurrent)(void *);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuModuleLoadData)(void **, const void *);
+  CUresult (*cuModuleUnload)(void *);
+  CUresult (*cuModuleGetFunction)(void **, void *, const char *);
+  CUresult (*cuFuncSetAttribute)(void *, int, int);
+  CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, void *, void **,
+                             void **);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+
+  std::string describe(CUresult status) const {
+    const char *name = nullptr, *text = nullptr;
+    if (cuGetErrorName)
+      cuGetErrorName(status, &name);
+    if (cuGetErrorString)
+      cuGetErrorString(status, &text);
+    std::string s = name ? name : "CUDA error " + std::to_string(status);
+    if (text)
+      s += std::string(": ") + text;
+    return s;
+  }
+};
+
+Driver driver;
+bool driverLoaded = false;
+
+/// Fails with "<call> failed: <name>: <description>".
+int check(CUresult status, const char *call) {
+  if (status == 0)
+    return 0;
+  return fail(std::string(call) + " failed: " + driver.describe(status));
+}
+
+int loadDriver() {
+  if (driverLoaded)
+    return 0;
+  const char *path = std::getenv("FLASHMLIR_LIBCUDA");
+  const char *candidates[] = {path, "libcuda.so.1", "libcuda.so"};
+  std::string tried;
+  for (const char *c : candidates) {
+    if (!c)
+      continue;
+    driver.handle = dlopen(c, RTLD_NOW | RTLD_LOCAL);
+    if (driver.handle)
+      break;
+    tried += std::string(tried.empty() ? "" : "; ") + dlerror();
+  }
+  if (!driver.handle)
+    return fail("cannot load the CUDA driver library (libcuda.so.1); the "
+                "runtime needs an NVIDIA driver: " +
+                tried);
+  struct Entry {
+    const char *name;
+    void **slot;
+  } entries[] = {
+      {"cuInit", (void **)&driver.cuInit},
+      {"cuDeviceGet", (void **)&driver.cuDeviceGet},
+      {"cuDevicePrimaryCtxRetain", (void **)&driver.cuDevicePrimaryCtxRetain},
+      {"cuCtxSetCurrent", (void **)&driver.cuCtxSetCurrent},
+      {"cuCtxSynchronize", (void **)&driver.cuCtxSynchronize},
+      {"cuModuleLoadData", (void **)&driver.cuModuleLoadData},
+      {"cuModuleUnload", (void **)&driver.cuModuleUnload},
+      {"cuModuleGetFunction", (void **)&driver.cuModuleGetFunction},
+      {"cuFuncSetAttribute", (void **)&driver.cuFuncSetAttribute},
+      {"cuLaunchKernel", (void **)&driver.cuLaunchKernel},
+      {"cuMemAlloc_v2", (void **)&driver.cuMemAlloc},
+      {"cuMemFree_v2", (void **)&driver.cuMemFree},
+      {"cuMemcpyHtoD_v2", (void **)&driver.cuMemcpyHtoD},
+      {"cuMemcpyDtoH_v2", (void **)&driver.cuMemcpyDtoH},
+      {"cuGetErrorName", (void **)&driver.cuGetErrorName},
+      {"cuGetErrorString", (void **)&driver.cuGetErrorString},
+  };
+  for (Entry &e : entries) {
+    *e.slot = dlsym(driver.handle, e.name);
+    if (!*e.slot)
+      return fail(std::string("the CUDA driver lacks ") + e.name);
+  }
+  if (check(driver.cuInit(0), "cuInit"))
+    return 1;
+  driverLoaded = true;
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Launch metadata: the top-level fields of fa-compile's JSON we need. Not a
+// general JSON parser; values are strings, integers, booleans or arrays of
+// integers, and the nested objects are skipped.
+//===----------------------------------------------------------------------===//
+
+struct Metadata {
+  std::string format, kernel, dtype;
+  long headDim = -1, blockR = -1, sharedBytes = -1;
+  bool causal = false;
+  std::vector<long> block;
+  std::vector<std::string> params;
+};
+
+class JsonScanner {
+public:
+  explicit JsonScanner(const std::string &text) : s(text) {}
+
+  int parse(Metadata &m) {
+    skipSpace();
+    if (!eat('{'))
+      return fail("launch metadata: expected a JSON object");
+    while (true) {
+      skipSpace();
+      if (eat('}'))
+        break;
+      std::string key;
+      if (readString(key) || (skipSpace(), !eat(':')))
+        return fail("launch metadata: malformed JSON near offset " +
+                    std::to_string(pos));
+      skipSpace();
+      if (key == "format" || key == "kernel" || key == "dtype") {
+        std::string v;
+        if (readString(v))
+          return fail("launch metadata: '" + key + "' must be a string");
+        (key == "format" ? m.format : key == "kernel" ? m.kernel : m.dtype) = v;
+      } else if (key == "head_dim" || key == "block_r" ||
+                 key == "shared_memory_bytes") {
+        long v;
+        if (readInt(v))
+          return fail("launch metadata: '" + key + "' must be an integer");
+        (key == "head_dim" ? m.headDim
+         : key == "block_r" ? m.blockR
+                            : m.sharedBytes) = v;
+      } else if (key == "causal") {
+        if (s.compare(pos, 4, "true") == 0) {
+          m.causal = true;
+          pos += 4;
+        } else if (s.compare(pos, 5, "false") == 0) {
+          pos += 5;
+        } else {
+          return fail("launch metadata: 'causal' must be true or false");
+        }
+      } else if (key == "block") {
+        if (!eat('['))
+          return fail("launch metadata: 'block' must be an array");
+        while (true) {
+          skipSpace();
+          if (eat(']'))
+            break;
+          long v;
+          if (readInt(v))
+            return fail("launch metadata: 'block' must hold integers");
+          m.block.push_back(v);
+          skipSpace();
+          eat(',');
+        }
+      } else if (key == "params") {
+        if (readParamNames(m.params))
+          return 1;
+      } else if (skipValue()) {
+        return fail("launch metadata: malformed value of '" + key + "'");
+      }
+      skipSpace();
+      eat(',');
+    }
+    return 0;
+  }
+
+private:
+  void skipSpace() {
+    while (pos < s.size() && std::isspace((unsigned char)s[pos]))
+      ++pos;
+  }
+  bool eat(char c) {
+    if (pos < s.size() && s[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  int readString(std::string &out) {
+    if (!eat('"'))
+      return 1;
+    while (pos < s.size() && s[pos] != '"') {
+      if (s[pos] == '\\' && pos + 1 < s.size())
+        ++pos;
+      out += s[pos++];
+    }
+    return eat('"') ? 0 : 1;
+  }
+  int readInt(long &out) {
+    size_t start = pos;
+    if (pos < s.size() && s[pos] == '-')
+      ++pos;
+    while (pos < s.size() && std::isdigit((unsigned char)s[pos]))
+      ++pos;
+    if (pos == start)
+      return 1;
+    out = std::stol(s.substr(start, pos - start));
+    return 0;
+  }
+  int skipValue() {
+    skipSpace();
+    if (pos >= s.size())
+      return 1;
+    if (s[pos] == '"') {
+      std::string ignored;
+      return readString(ignored);
+    }
+    if (s[pos] == '{' || s[pos] == '[') {
+      int depth = 0;
+      do {
+        if (s[pos] == '"') {
+          std::string ignored;
+          if (readString(ignored))
+            return 1;
+          continue;
+        }
+        if (s[pos] == '{' || s[pos] == '[')
+          ++depth;
+        if (s[pos] == '}' || s[pos] == ']')
+          --depth;
+        ++pos;
+      } while (depth > 0 && pos < s.size());
+      return depth == 0 ? 0 : 1;
+    }
+    while (pos < s.size() && s[pos] != ',' && s[pos] != '}')
+      ++pos;
+    return 0;
+  }
+  /// "params": [{"name": "q", ...}, ...]: collects the names in order.
+  int readParamNames(std::vector<std::string> &names) {
+    if (!eat('['))
+      return fail("launch metadata: 'params' must be an array");
+    while (true) {
+      skipSpace();
+      if (eat(']'))
+        return 0;
+      if (!eat('{'))
+        return fail("launch metadata: 'params' must hold objects");
+      while (true) {
+        skipSpace();
+        if (eat('}'))
+          break;
+        std::string key;
+        if (readString(key) || (skipSpace(), !eat(':')))
+          return fail("launch metadata: malformed 'params'");
+        skipSpace();
+        if (key == "name") {
+          std::string v;
+          if (readString(v))
+            return fail("launch metadata: a parameter name must be a string");
+          names.push_back(v);
+        } else if (skipValue()) {
+          return fail("launch metadata: malformed 'params'");
+        }
+        skipSpace();
+        eat(',');
+      }
+      skipSpace();
+      eat(',');
+    }
+  }
+
+  const std::string &s;
+  size_t pos = 0;
+};
+
+int validate(const Metadata &m) {
+  if (m.format != "flash-mlir-kernel-1")
+    return fail("launch metadata: unknown format '" + m.format +
+                "', expected 'flash-mlir-kernel-1'");
+  if (m.kernel.empty())
+    return fail("launch metadata: no 'kernel' name");
+  if (m.dtype != "f16" && m.dtype != "bf16")
+    return fail("launch metadata: unsupported dtype '" + m.dtype + "'");
+  if (m.headDim <= 0 || m.blockR <= 0 || m.sharedBytes < 0)
+    return fail("launch metadata: 'head_dim', 'block_r' and "
+                "'shared_memory_bytes' must be given and positive");
+  if (m.block.size() != 3 || m.block[0] <= 0 || m.block[1] <= 0 ||
+      m.block[2] <= 0)
+    return fail("launch metadata: 'block' must be three positive integers");
+  std::vector<std::string> expected = {"q",  "k",  "v",  "o",   "lse",
+                                       "Nq", "Nk", "Hq", "Hkv", "scale_log2"};
+  if (m.params != expected)
+    return fail("launch metadata: the parameter list does not match this "
+                "runtime's (q, k, v, o, lse, Nq, Nk, Hq, Hkv, scale_log2)");
+  return 0;
+}
+
+} // namespace
+
+struct FaKernel {
+  Metadata meta;
+  void *module = nullptr;
+  void *function = nullptr;
+};
+
+extern "C" {
+
+const char *faRuntimeLastError(void) { return lastError.c_str(); }
+
+int faDeviceInit(int device) {
+  if (loadDriver())
+    return 1;
+  CUdevice dev;
+  void *ctx = nullptr;
+  if (check(driver.cuDeviceGet(&dev, device), "cuDeviceGet") ||
+      check(driver.cuDevicePrimaryCtxRetain(&ctx, dev),
+            "cuDevicePrimaryCtxRetain") ||
+      check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent"))
+    return 1;
+  return 0;
+}
+
+int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
+                 int device, FaKernel **kernel) {
+  if (!kernel)
+    return fail("faKernelLoad: kernel must not be null");
+  *kernel = nullptr;
+  if (!cubin || cubinSize == 0)
+    return fail("faKernelLoad: the cubin is empty");
+  if (!metadataJson)
+    return fail("faKernelLoad: the metadata is null");
+  auto k = new FaKernel();
+  std::string text(metadataJson);
+  if (JsonScanner(text).parse(k->meta) || validate(k->meta) ||
+      faDeviceInit(device) ||
+      check(driver.cuModuleLoadData(&k->module, cubin), "cuModuleLoadData")) {
+    delete k;
+    return 1;
+  }
+  CUresult status =
+      driver.cuModuleGetFunction(&k->function, k->module, k->meta.kernel.c_str());
+  if (status != 0) {
+    std::string message = "the cubin has no kernel named '" + k->meta.kernel +
+                          "' (from the metadata): cuModuleGetFunction failed: " +
+                          driver.describe(status);
+    driver.cuModuleUnload(k->module);
+    delete k;
+    return fail(message);
+  }
+  // Above 48 KiB, dynamic shared memory must be opted into per function.
+  if (k->meta.sharedBytes > 48 * 1024 &&
+      check(driver.cuFuncSetAttribute(k->function,
+                                      /*MAX_DYNAMIC_SHARED_SIZE_BYTES=*/8,
+                                      (int)k->meta.sharedBytes),
+            "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_"
+            "BYTES)")) {
+    driver.cuModuleUnload(k->module);
+    delete k;
+    return 1;
+  }
+  *kernel = k;
+  return 0;
+}
+
+int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel) {
+  if (!prefix)
+    return fail("faKernelLoadFiles: prefix must not be null");
+  auto readAll = [](const std::string &path, std::string &out) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f)
+      return false;
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    out = ss.str();
+    return true;
+  };
+  std::string cubin, json;
+  if (!readAll(std::string(prefix) + ".json", json))
+    return fail(std::string("cannot read ") + prefix + ".json");
+  if (!readAll(std::string(prefix) + ".cubin", cubin))
+    return fail(std::string("cannot read ") + prefix + ".cubin");
+  return faKernelLoad(cubin.data(), cubin.size(), json.c_str(), device,
+                      kernel);
+}
+
+const char *faKernelName(const FaKernel *k) {
+  return k ? k->meta.kernel.c_str() : "";
+}
+int faKernelHeadDim(const FaKernel *k) { return k ? (int)k->meta.headDim : 0; }
+int faKernelIsCausal(const FaKernel *k) { return k && k->meta.causal; }
+const char *faKernelDType(const FaKernel *k) {
+  return k ? k->meta.dtype.c_str() : "";
+}
+
+int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
+                   void *o, float *lse, int batch, int qHeads, int kvHeads,
+                   int qLen, int kvLen, float scale, void *stream) {
+  if (!k)
+    return fail("faKernelLaunch: kernel must not be null");
+  const char *names[] = {"q", "k", "v", "o", "lse"};
+  const void *ptrs[] = {q, kp, v, o, lse};
+  for (int i = 0; i < 5; ++i) {
+    if (!ptrs[i])
+      return fail(std::string("faKernelLaunch: ") + names[i] +
+                  " must not be null");
+    if (reinterpret_cast<uintptr_t>(ptrs[i]) % 16 != 0)
+      return fail(std::string("faKernelLaunch: ") + names[i] +
+                  " must be 16-byte aligned");
+  }
+  if (batch <= 0 || qHeads <= 0 || kvHeads <= 0 || qLen <= 0 || kvLen <= 0)
+    return fail("faKernelLaunch: batch, heads and lengths must be positive");
+  if (qHeads % kvHeads != 0)
+    return fail("faKernelLaunch: query heads (" + std::to_string(qHeads) +
+                ") must be a multiple of key/value heads (" +
+                std::to_string(kvHeads) + ")");
+  if (batch > 65535 || qHeads > 65535)
+    return fail("faKernelLaunch: batch and heads must be at most 65535");
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return fail("faKernelLaunch: scale must be positive and finite");
+  if (!driverLoaded)
+    return fail("faKernelLaunch: no driver (load the kernel first)");
+  float scaleLog2 = scale * 1.4426950408889634f;
+  void *args[] = {&q,    &kp,    &v,      &o,       &lse,
+                  &qLen, &kvLen, &qHeads, &kvHeads, &scaleLog2};
+  unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
+  return check(driver.cuLaunchKernel(
+                   k->function, gridX, (unsigned)qHeads, (unsigned)batch,
+                   (unsigned)k->meta.block[0], (unsigned)k->meta.block[1],
+                   (unsigned)k->meta.block[2], (unsigned)k->meta.sharedBytes,
+                   stream, args, nullptr),
+               "cuLaunchKernel");
+}
+
+void faKernelDestroy(FaKernel *k) {
+  if (!k)
+    return;
+  if (driverLoaded && k->module)
+    driver.cuModuleUnload(k->module);
+  delete k;
+}
+
+int faDeviceAlloc(size_t bytes, void **ptr) {
+  if (!ptr)
+    return fail("faDeviceAlloc: ptr must not be null");
+  if (loadDriver())
+    return 1;
+  CUdeviceptr p = 0;
+  if (check(driver.cuMemAlloc(&p, bytes), "cuMemAlloc"))
+    return 1;
+  *ptr = reinterpret_cast<void *>(p);
+  return 0;
+}
+
+int faDeviceFree(void *ptr) {
+  if (loadDriver())
+    return 1;
+  return check(driver.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)),
+               "cuMemFree");
+}
+
+int faCopyToDevice(void *dst, const void *src, size_t bytes) {
+  if (loadDriver())
+    return 1;
+  return check(driver.cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src,
+                                   bytes),
+               "cuMemcpyHtoD");
+}
+
+int faCopyToHost(void *dst, const void *src, size_t bytes) {
+  if (loadDriver())
+    return 1;
+  return check(driver.cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src),
+                                   bytes),
+               "cuMemcpyDtoH");
+}
+
+int faDeviceSynchronize(void) {
+  if (loadDriver())
+    return 1;
+  return check(driver.cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+} // extern "C"
