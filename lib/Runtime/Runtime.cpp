@@ -86,8 +86,10 @@ int check(CUresult status, const char *call) {
 int loadDriver() {
   if (driverLoaded)
     return 0;
+  // FLASHMLIR_LIBCUDA, when set, is the only library tried.
   const char *path = std::getenv("FLASHMLIR_LIBCUDA");
-  const char *candidates[] = {path, "libcuda.so.1", "libcuda.so"};
+  const char *candidates[] = {path, path ? nullptr : "libcuda.so.1",
+                              path ? nullptr : "libcuda.so"};
   std::string tried;
   for (const char *c : candidates) {
     if (!c)
