@@ -50,6 +50,12 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
     funcPm.addPass(createFALowerFA1());
   else
     funcPm.addPass(createFALowerFA2());
+  if (options.rescaleThreshold >= 0.0)
+    pm.addPass(createFAConditionalRescale(FAConditionalRescaleOptions{
+        options.rescaleThreshold, options.countRescales}));
+  if (options.polyExp2Degree > 0)
+    pm.nest<func::FuncOp>().addPass(createFAPolyExp2(
+        FAPolyExp2Options{options.polyExp2Degree, options.polyExp2Period}));
   pm.addPass(createConvertFAToLoops());
   buildLoopsToLLVMPipeline(pm);
 }

@@ -53,6 +53,20 @@ static cl::opt<int64_t> blockC("block-c", cl::desc("B_c override"),
 static cl::opt<int64_t> sramBudget("sram-budget",
                                    cl::desc("fa-tile budget in bytes"),
                                    cl::init(0));
+static cl::opt<double> rescaleThreshold(
+    "rescale-threshold",
+    cl::desc("Apply fa-conditional-rescale with this threshold (log2 units)"),
+    cl::init(-1.0));
+static cl::opt<bool> countRescales(
+    "count-rescales",
+    cl::desc("Report rescales performed and skipped, and the largest P"),
+    cl::init(false));
+static cl::opt<int64_t> polyExp2Degree(
+    "poly-exp2-degree", cl::desc("Apply fa-poly-exp2 with this degree"),
+    cl::init(0));
+static cl::opt<int64_t> polyExp2Period(
+    "poly-exp2-period", cl::desc("fa-poly-exp2: one exp2 in this many"),
+    cl::init(8));
 static cl::opt<std::string>
     pipeline("pipeline",
              cl::desc("Pass pipeline replacing fa-cpu-pipeline (textual, "
@@ -474,6 +488,13 @@ int main(int argc, char **argv) {
       pipelineText += " block-c=" + std::to_string(blockC);
     if (sramBudget)
       pipelineText += " sram-budget=" + std::to_string(sramBudget);
+    if (rescaleThreshold >= 0)
+      pipelineText += " rescale-threshold=" + std::to_string(rescaleThreshold);
+    if (countRescales)
+      pipelineText += " count-rescales=true";
+    if (polyExp2Degree)
+      pipelineText += " poly-exp2-degree=" + std::to_string(polyExp2Degree) +
+                      " poly-exp2-period=" + std::to_string(polyExp2Period);
     pipelineText += "})";
   }
   FailureOr<OpPassManager> parsed = parsePassPipeline(pipelineText);
@@ -612,6 +633,21 @@ int main(int argc, char **argv) {
     llvm::outs() << llvm::formatv(
         "fa-run: LSE rel_l2_error={0:e2} inf_mismatches={1}\n", lseErr,
         lseMismatch);
+  if (countRescales) {
+    // memref.global @fa_rescale_counters: rows moved, rows skipped, max P.
+    auto counters = engine->lookup("fa_rescale_counters");
+    if (!counters) {
+      llvm::consumeError(counters.takeError());
+      return fail("--count-rescales needs --rescale-threshold");
+    }
+    const double *c = static_cast<const double *>(*counters);
+    double total = c[0] + c[1];
+    llvm::outs() << llvm::formatv(
+        "fa-run: rescales performed={0} skipped={1} ({2:P} skipped) "
+        "max_P={3:f2} (bound 2^threshold={4:f1})\n",
+        int64_t(c[0]), int64_t(c[1]), total > 0 ? c[1] / total : 0.0, c[2],
+        std::exp2(double(rescaleThreshold)));
+  }
   llvm::outs() << "fa-run: " << (ok ? "PASS" : "FAIL") << "\n";
   return ok ? 0 : 1;
 }

@@ -30,6 +30,23 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
   PassOptions::Option<int64_t> blockC{
       *this, "block-c", llvm::cl::desc("Key rows per tile (0: rule)"),
       llvm::cl::init(0)};
+  PassOptions::Option<double> rescaleThreshold{
+      *this, "rescale-threshold",
+      llvm::cl::desc("Run fa-conditional-rescale with this threshold "
+                     "(log2 units; negative: off)"),
+      llvm::cl::init(-1.0)};
+  PassOptions::Option<bool> countRescales{
+      *this, "count-rescales",
+      llvm::cl::desc("Instrument fa-conditional-rescale"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> polyExp2Degree{
+      *this, "poly-exp2-degree",
+      llvm::cl::desc("Run fa-poly-exp2 with this degree (0: off)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> polyExp2Period{
+      *this, "poly-exp2-period",
+      llvm::cl::desc("fa-poly-exp2: emulate one exp2 in this many"),
+      llvm::cl::init(8)};
 };
 
 /// fa.attention (tensors or memrefs) -> tiles -> loop order -> scf/arith/math

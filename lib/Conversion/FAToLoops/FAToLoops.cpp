@@ -57,6 +57,60 @@ struct ScalarBuilder {
     memref::StoreOp::create(b, loc, v, memref, idx);
   }
 
+  /// exp2(y) = 2^floor(y) * p(y - floor(y)) with FMAs and exponent-bit
+  /// arithmetic (FlashAttention-4's software exp2). y is clamped to
+  /// [-126, 127] so the exponent field stays normal; y < -126 (including
+  /// the -inf of masked scores) gives exactly 0, NaN stays NaN.
+  Value polyExp2(Value y, int64_t degree) {
+    // Relative-error minimax coefficients on [0, 1) (see fa-poly-exp2).
+    static const double coefficients[4][6] = {
+        {1.0017247200012207, 0.657636284828186, 0.3371894359588623},
+        {0.9999251961708069, 0.6958335638046265, 0.22606715559959412,
+         0.07802452147006989},
+        {1.0000026226043701, 0.6930038332939148, 0.2414427548646927,
+         0.052011460065841675, 0.013534167781472206},
+        {0.9999999403953552, 0.6931530833244324, 0.24015361070632935,
+         0.05582631751894951, 0.00898933969438076, 0.0018775766948238015}};
+    const double *c = coefficients[degree - 2];
+    Type i32 = b.getI32Type();
+    Value clamped = arith::MinimumFOp::create(
+        b, loc, arith::MaximumFOp::create(b, loc, y, f32(-126.0)),
+        f32(127.0));
+    Value whole = math::FloorOp::create(b, loc, clamped);
+    Value frac = arith::SubFOp::create(b, loc, clamped, whole);
+    Value p = f32(c[degree]);
+    for (int64_t k = degree - 1; k >= 0; --k)
+      p = math::FmaOp::create(b, loc, p, frac, f32(c[k]));
+    Value shift = arith::ShLIOp::create(
+        b, loc, arith::FPToSIOp::create(b, loc, i32, whole),
+        arith::ConstantIntOp::create(b, loc, 23, 32));
+    Value bits = arith::AddIOp::create(
+        b, loc, arith::BitcastOp::create(b, loc, i32, p), shift);
+    Value r = arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
+    Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
+                                       f32(-126.0));
+    r = arith::SelectOp::create(b, loc, tiny, f32(0.0), r);
+    Value isNan =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, y, y);
+    return arith::SelectOp::create(b, loc, isNan, y, r);
+  }
+
+  /// exp2 of an element in score column `col`: software for one column in
+  /// `period` when a degree is given, math.exp2 otherwise.
+  Value exp2(Value y, Value col, std::optional<int64_t> degree,
+             std::optional<int64_t> period) {
+    Value hw = math::Exp2Op::create(b, loc, y);
+    if (!degree)
+      return hw;
+    if (*period == 1)
+      return polyExp2(y, *degree);
+    Value emulated = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, loc, col, index(*period)), index(0));
+    return arith::SelectOp::create(b, loc, emulated, polyExp2(y, *degree),
+                                   hw);
+  }
+
   /// for iv in [0, ub): body(iv)
   void forLoop(Value ub, function_ref<void(Value)> body) {
     auto loop = scf::ForOp::create(b, loc, index(0), ub, index(1));
@@ -194,8 +248,8 @@ struct SoftmaxUpdateLowering : OpRewritePattern<SoftmaxUpdateOp> {
       Value base = arith::SelectOp::create(b, loc, isEmpty, sb.f32(0.0), mNew);
       Value rowSum = sb.reduce(cols, sb.f32(0.0), [&](Value c, Value acc) {
         Value s = sb.load(op.getScores(), {r, c});
-        Value p = math::Exp2Op::create(b, loc,
-                                       arith::SubFOp::create(b, loc, s, base));
+        Value p = sb.exp2(arith::SubFOp::create(b, loc, s, base), c,
+                          op.getExp2PolyDegree(), op.getExp2PolyPeriod());
         sb.store(p, op.getScores(), {r, c});
         return arith::AddFOp::create(b, loc, acc, p).getResult();
       });
@@ -208,6 +262,94 @@ struct SoftmaxUpdateLowering : OpRewritePattern<SoftmaxUpdateOp> {
       sb.store(alpha, op.getCorrection(), {r});
     });
     rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ConditionalSoftmaxUpdateLowering
+    : OpRewritePattern<ConditionalSoftmaxUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConditionalSoftmaxUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    OpBuilder &b = rewriter;
+    auto type = cast<MemRefType>(op.getScores().getType());
+    Value cols = sb.index(type.getDimSize(1));
+    double tau = op.getThreshold().convertToDouble();
+    Value counters = op.getCounters();
+    Value anyMoved = sb.reduce(
+        sb.index(type.getDimSize(0)),
+        arith::ConstantIntOp::create(b, loc, 0, 1), [&](Value r, Value acc) {
+          Value base = sb.load(op.getBase(), {r});
+          Value mx = sb.reduce(cols, sb.negInf(), [&](Value c, Value m) {
+            return arith::MaximumFOp::create(b, loc, m,
+                                             sb.load(op.getScores(), {r, c}))
+                .getResult();
+          });
+          // Move when mx - base > tau; base = -inf moves on the first finite
+          // max, and an all-masked row (-inf - -inf = NaN) does not move.
+          Value move = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OGT,
+              arith::SubFOp::create(b, loc, mx, base), sb.f32(tau));
+          Value newBase = arith::SelectOp::create(b, loc, move, mx, base);
+          Value isEmpty = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OEQ, newBase, sb.negInf());
+          Value bias =
+              arith::SelectOp::create(b, loc, isEmpty, sb.f32(0.0), newBase);
+          Value rowSum = sb.reduce(cols, sb.f32(0.0), [&](Value c, Value s) {
+            Value x = sb.load(op.getScores(), {r, c});
+            Value p = sb.exp2(arith::SubFOp::create(b, loc, x, bias), c,
+                              op.getExp2PolyDegree(), op.getExp2PolyPeriod());
+            sb.store(p, op.getScores(), {r, c});
+            return arith::AddFOp::create(b, loc, s, p).getResult();
+          });
+          Value alpha = arith::SelectOp::create(
+              b, loc, move,
+              math::Exp2Op::create(b, loc,
+                                   arith::SubFOp::create(b, loc, base, bias)),
+              sb.f32(1.0));
+          Value lNew = math::FmaOp::create(b, loc, alpha,
+                                           sb.load(op.getSum(), {r}), rowSum);
+          sb.store(lNew, op.getSum(), {r});
+          sb.store(newBase, op.getBase(), {r});
+          sb.store(alpha, op.getCorrection(), {r});
+          if (counters) {
+            // Rows that saw a score: moved or skipped; and the largest P,
+            // exp2(mx - base), bounded by 2^tau.
+            Value seen = arith::CmpFOp::create(
+                b, loc, arith::CmpFPredicate::OGT, mx, sb.negInf());
+            Type f64 = b.getF64Type();
+            auto one = [&](Value cond) {
+              Value c1 = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1));
+              Value c0 = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0));
+              return arith::SelectOp::create(
+                  b, loc, arith::AndIOp::create(b, loc, seen, cond), c1, c0);
+            };
+            Value notMove = arith::XOrIOp::create(
+                b, loc, move, arith::ConstantIntOp::create(b, loc, 1, 1));
+            for (auto [slot, inc] :
+                 {std::pair<int64_t, Value>{0, one(move)},
+                  std::pair<int64_t, Value>{1, one(notMove)}}) {
+              Value idx = sb.index(slot);
+              Value old = sb.load(counters, {idx});
+              sb.store(arith::AddFOp::create(b, loc, old, inc), counters,
+                       {idx});
+            }
+            Value pMaxF32 = math::Exp2Op::create(
+                b, loc, arith::SubFOp::create(b, loc, mx, bias));
+            Value pMax = arith::ExtFOp::create(b, loc, f64, pMaxF32);
+            pMax = arith::SelectOp::create(
+                b, loc, seen, pMax,
+                arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0)));
+            Value two = sb.index(2);
+            sb.store(arith::MaximumFOp::create(b, loc, sb.load(counters, {two}),
+                                               pMax),
+                     counters, {two});
+          }
+          return arith::OrIOp::create(b, loc, acc, move).getResult();
+        });
+    rewriter.replaceOp(op, anyMoved);
     return success();
   }
 };
@@ -316,7 +458,8 @@ struct ConvertFAToLoopsPass
     target.addLegalDialect<arith::ArithDialect, math::MathDialect,
                            memref::MemRefDialect, scf::SCFDialect,
                            linalg::LinalgDialect>();
-    target.addIllegalOp<InitStateOp, ScoreTileOp, SoftmaxUpdateOp, RescaleOp,
+    target.addIllegalOp<InitStateOp, ScoreTileOp, SoftmaxUpdateOp,
+                        ConditionalSoftmaxUpdateOp, RescaleOp,
                         PVAccumulateOp, NormalizeOp, LogSumExpOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
@@ -331,6 +474,7 @@ struct ConvertFAToLoopsPass
 
 void mlir::fa::populateFAToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<InitStateLowering, ScoreTileLowering, SoftmaxUpdateLowering,
+               ConditionalSoftmaxUpdateLowering,
                RescaleLowering, PVAccumulateLowering, NormalizeLowering,
                LogSumExpLowering>(patterns.getContext());
 }

@@ -503,3 +503,51 @@ func.func @f(%m: memref<16xf32>, %l: memref<16xf32>, %o: memref<20xf32>) {
   fa.logsumexp %m, %l -> %o : memref<16xf32>, memref<16xf32> -> memref<20xf32>
   return
 }
+
+// -----
+
+func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>, %a: memref<16xf32>) {
+  // expected-error @+1 {{expected threshold to be non-negative and finite, got -1}}
+  %r = fa.conditional_softmax_update %s, %m, %m -> %a {threshold = -1.0 : f32} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>, %a: memref<16xf32>, %c: memref<2xf64>) {
+  // expected-error @+1 {{expected counters to be memref<3xf64> (moved, skipped, max P), got 'memref<2xf64>'}}
+  %r = fa.conditional_softmax_update %s, %m, %m -> %a counters(%c : memref<2xf64>) {threshold = 8.0 : f32} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<16x32xf32>, %m: memref<8xf32>, %a: memref<16xf32>) {
+  // expected-error @+1 {{expected base length to be 16 (score rows), got 8}}
+  %r = fa.conditional_softmax_update %s, %m, %a -> %a {threshold = 8.0 : f32} : memref<16x32xf32>, memref<8xf32>, memref<16xf32> -> memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>) {
+  // expected-error @+1 {{expected exp2_poly_degree in [2, 5], got 7}}
+  fa.softmax_update %s, %m, %m -> %m {exp2_poly_degree = 7 : i64, exp2_poly_period = 1 : i64} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>) {
+  // expected-error @+1 {{expected exp2_poly_period to be at least 1, got 0}}
+  fa.softmax_update %s, %m, %m -> %m {exp2_poly_degree = 3 : i64, exp2_poly_period = 0 : i64} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>) {
+  // expected-error @+1 {{expected exp2_poly_degree and exp2_poly_period together}}
+  fa.softmax_update %s, %m, %m -> %m {exp2_poly_degree = 3 : i64} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
+  return
+}

@@ -55,3 +55,16 @@ func.func @tile_ops(%q: memref<?x64xf16, strided<[64, 1], offset: ?>>,
   fa.logsumexp %m, %l -> %lse : memref<16xf32>, memref<16xf32> -> memref<?xf32, strided<[1], offset: ?>>
   return
 }
+
+// CHECK-LABEL: func @fa4_ops
+// CHECK: %{{.*}} = fa.conditional_softmax_update %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} counters(%{{.*}} : memref<3xf64>) {exp2_poly_degree = 3 : i64, exp2_poly_period = 8 : i64, threshold = 8.000000e+00 : f32}
+// CHECK: fa.softmax_update %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} {exp2_poly_degree = 4 : i64, exp2_poly_period = 1 : i64}
+func.func @fa4_ops(%s: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>, %a: memref<16xf32>,
+                   %c: memref<3xf64>) -> i1 {
+  %moved = fa.conditional_softmax_update %s, %m, %l -> %a counters(%c : memref<3xf64>)
+      {threshold = 8.0 : f32, exp2_poly_degree = 3 : i64, exp2_poly_period = 8 : i64}
+      : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
+  fa.softmax_update %s, %m, %l -> %a {exp2_poly_degree = 4 : i64, exp2_poly_period = 1 : i64}
+      : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
+  return %moved : i1
+}

@@ -187,6 +187,10 @@ LogicalResult AttentionOp::verify() {
 // Tile ops
 //===----------------------------------------------------------------------===//
 
+static LogicalResult verifyPolyExp2(Operation *op,
+                                    std::optional<int64_t> degree,
+                                    std::optional<int64_t> period);
+
 /// State buffers (m, l, alpha, O, S) are on-chip tiles: static shapes.
 static LogicalResult checkStatic(Operation *op, StringRef name,
                                  ShapedType type) {
@@ -264,11 +268,53 @@ LogicalResult SoftmaxUpdateOp::verify() {
   if (failed(checkStatic(*this, "scores", s)))
     return failure();
   int64_t rows = s.getDimSize(0);
-  return failure(
-      failed(checkRowVector(*this, "max", getMax(), rows, "score rows")) ||
+  if (failed(checkRowVector(*this, "max", getMax(), rows, "score rows")) ||
       failed(checkRowVector(*this, "sum", getSum(), rows, "score rows")) ||
       failed(checkRowVector(*this, "correction", getCorrection(), rows,
-                            "score rows")));
+                            "score rows")))
+    return failure();
+  return verifyPolyExp2(*this, getExp2PolyDegree(), getExp2PolyPeriod());
+}
+
+/// exp2_poly_degree in [2, 5], exp2_poly_period >= 1 (both or neither).
+static LogicalResult verifyPolyExp2(Operation *op,
+                                    std::optional<int64_t> degree,
+                                    std::optional<int64_t> period) {
+  if (degree && (*degree < 2 || *degree > 5))
+    return op->emitOpError()
+           << "expected exp2_poly_degree in [2, 5], got " << *degree;
+  if (period && *period < 1)
+    return op->emitOpError()
+           << "expected exp2_poly_period to be at least 1, got " << *period;
+  if (degree.has_value() != period.has_value())
+    return op->emitOpError(
+        "expected exp2_poly_degree and exp2_poly_period together");
+  return success();
+}
+
+LogicalResult ConditionalSoftmaxUpdateOp::verify() {
+  auto s = cast<ShapedType>(getScores().getType());
+  if (failed(checkStatic(*this, "scores", s)))
+    return failure();
+  int64_t rows = s.getDimSize(0);
+  if (failed(checkRowVector(*this, "base", getBase(), rows, "score rows")) ||
+      failed(checkRowVector(*this, "sum", getSum(), rows, "score rows")) ||
+      failed(checkRowVector(*this, "correction", getCorrection(), rows,
+                            "score rows")))
+    return failure();
+  if (Value counters = getCounters()) {
+    auto type = cast<ShapedType>(counters.getType());
+    if (!type.hasStaticShape() || type.getDimSize(0) != 3)
+      return emitOpError() << "expected counters to be memref<3xf64> (moved, "
+                              "skipped, max P), got "
+                           << type;
+  }
+  float threshold = getThreshold().convertToFloat();
+  if (!(threshold >= 0.0f) || !std::isfinite(threshold))
+    return emitOpError() << "expected threshold to be non-negative and "
+                            "finite, got "
+                         << threshold;
+  return verifyPolyExp2(*this, getExp2PolyDegree(), getExp2PolyPeriod());
 }
 
 LogicalResult RescaleOp::verify() {

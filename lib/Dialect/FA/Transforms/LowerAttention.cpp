@@ -232,7 +232,9 @@ void AttentionLowering::buildFA2() {
     copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
     copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
     scoreTile(qTile, kTile, t.scores, qStart, kStart);
-    SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction);
+    SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction,
+                            /*exp2_poly_degree=*/IntegerAttr(),
+                            /*exp2_poly_period=*/IntegerAttr());
     RescaleOp::create(b, loc, t.acc, t.correction);
     PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc);
   }
@@ -308,7 +310,9 @@ void AttentionLowering::buildFA1() {
       // O_i <- (alpha * l_i * O_i + P V_j) / l_new: undo the previous
       // normalisation, rescale, accumulate, normalise again.
       RescaleOp::create(b, loc, t.acc, t.sum);
-      SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction);
+      SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction,
+                            /*exp2_poly_degree=*/IntegerAttr(),
+                            /*exp2_poly_period=*/IntegerAttr());
       RescaleOp::create(b, loc, t.acc, t.correction);
       PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc);
       NormalizeOp::create(b, loc, t.acc, t.sum);

@@ -190,10 +190,60 @@ def FA_SoftmaxUpdateOp : FA_Op<"softmax_update"> {
                            [MemRead, MemWrite]>:$scores,
                        Arg<FA_RowVector, "running max m", [MemRead, MemWrite]>:$max,
                        Arg<FA_RowVector, "running sum l", [MemRead, MemWrite]>:$sum,
-                       Arg<FA_RowVector, "correction alpha", [MemWrite]>:$correction);
+                       Arg<FA_RowVector, "correction alpha", [MemWrite]>:$correction,
+                       OptionalAttr<I64Attr>:$exp2_poly_degree,
+                       OptionalAttr<I64Attr>:$exp2_poly_period);
   let assemblyFormat = [{
     $scores `,` $max `,` $sum `->` $correction attr-dict `:` type($scores) `,`
     type($max) `,` type($sum) `->` type($correction)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_ConditionalSoftmaxUpdateOp : FA_Op<"conditional_softmax_update"> {
+  let summary = "online-softmax step that moves the scaling base only past a threshold";
+  let description = [{
+    FlashAttention-4's conditional rescaling. `base` is the scaling base
+    m-bar that `O` and `l` are expressed against; it lags the true running
+    max, and moves only when this block's row max exceeds it by more than
+    `threshold` (log2 units):
+
+    ```
+    mx    = rowmax(S)
+    move  = mx - base > threshold          // base = -inf: the first block moves
+    base' = move ? mx : base
+    b     = (base' == -inf) ? 0 : base'
+    P     = exp2(S - b)                    // at most 2^threshold when not moved
+    alpha = move ? exp2(base - b) : 1
+    l     = alpha * l + rowsum(P)
+    ```
+
+    The result is true when any row moved its base: only then does the
+    caller need `fa.rescale` of `O` (the pass puts it under an `scf.if`).
+    `O / l` and `LSE = ln2 * (base + log2 l)` are exact, as `O` and `l`
+    share the base. With `counters` (f64: rows moved, rows skipped, largest
+    P seen) the step also records what it did, for instrumentation.
+
+    ```mlir
+    %moved = fa.conditional_softmax_update %s, %base, %l -> %alpha {threshold = 8.0 : f32}
+        : memref<64x128xf32>, memref<64xf32>, memref<64xf32> -> memref<64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "scores in, probabilities out",
+                           [MemRead, MemWrite]>:$scores,
+                       Arg<FA_RowVector, "scaling base", [MemRead, MemWrite]>:$base,
+                       Arg<FA_RowVector, "running sum l", [MemRead, MemWrite]>:$sum,
+                       Arg<FA_RowVector, "correction alpha", [MemWrite]>:$correction,
+                       Arg<Optional<MemRefRankOf<[F64], [1]>>, "counters",
+                           [MemRead, MemWrite]>:$counters,
+                       F32Attr:$threshold,
+                       OptionalAttr<I64Attr>:$exp2_poly_degree,
+                       OptionalAttr<I64Attr>:$exp2_poly_period);
+  let results = (outs I1:$moved);
+  let assemblyFormat = [{
+    $scores `,` $base `,` $sum `->` $correction (`counters` `(` $counters^ `:`
+    type($counters) `)`)? attr-dict `:` type($scores) `,` type($base) `,`
+    type($sum) `->` type($correction)
   }];
   let hasVerifier = 1;
 }

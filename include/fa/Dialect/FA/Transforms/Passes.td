@@ -111,4 +111,58 @@ def FAIOReport : Pass<"fa-io-report", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def FAConditionalRescale : Pass<"fa-conditional-rescale", "ModuleOp"> {
+  let summary = "FlashAttention-4 conditional softmax rescaling";
+  let description = [{
+    Rewrites each `fa.softmax_update` into `fa.conditional_softmax_update`:
+    the state operand that held the running max becomes the scaling base
+    m-bar, which moves only when a block's row max exceeds it by more than
+    `threshold` (log2 units; 8 = log2 256 as in FA4). The `fa.rescale` of
+    the accumulator by the correction then runs under an `scf.if` on
+    whether any row moved; most blocks after the first few skip it.
+    Unrescaled terms are at most 2^threshold times their final scale, which
+    f32 accumulators absorb; `O / l` and the LSE stay exact because `O` and
+    `l` share the base. Works on both loop orders and every backend that
+    lowers the tile ops.
+
+    With `instrument`, every step adds to a module-level
+    `memref.global @fa_rescale_counters : memref<3xf64>` the rows that
+    moved, the rows that skipped, and the largest P seen.
+  }];
+  let options = [
+    Option<"threshold", "threshold", "double", /*default=*/"8.0",
+           "Move the base only when the row max exceeds it by more than this "
+           "(log2 units, >= 0)">,
+    Option<"instrument", "instrument", "bool", /*default=*/"false",
+           "Count rescales performed and skipped in @fa_rescale_counters">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def FAPolyExp2 : Pass<"fa-poly-exp2", "func::FuncOp"> {
+  let summary = "FlashAttention-4 partial software exp2 on FMA units";
+  let description = [{
+    Marks every online-softmax step so that one exponential in `period`
+    (the elements of score columns c with c mod period = 0) is computed in
+    software: exp2(y) = 2^floor(y) * p(y - floor(y)), the integer part
+    added to the float's exponent bits, the fraction by a minimax
+    polynomial of `degree` evaluated with FMAs; the others stay on the
+    hardware exp2 (MUFU ex2 on GPUs), so both units share the load. y is
+    clamped to [-126, 127] first, and y < -126 (masked scores, -inf) gives
+    0 exactly.
+
+    Coefficients (relative-error minimax on [0, 1), by Lawson's
+    iteratively reweighted least squares on 4001 Chebyshev points, rounded
+    to f32; max relative error of the f32 polynomial):
+    degree 2: 1.7e-3, 3: 7.5e-5, 4: 2.6e-6, 5: 9.0e-8.
+  }];
+  let options = [
+    Option<"degree", "degree", "int64_t", /*default=*/"3",
+           "Degree of the polynomial (2 to 5)">,
+    Option<"period", "period", "int64_t", /*default=*/"8",
+           "Emulate one exponential in this many (1: all)">
+  ];
+}
+
 #endif // FA_DIALECT_FA_TRANSFORMS_PASSES_TD
