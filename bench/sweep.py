@@ -19,8 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from flashmlir.runtime import Kernel  # noqa: E402
 
-NAME = re.compile(r"(?P<arch>sm_\w+?)_d(?P<d>\d+)_(?P<dtype>bf16|f16)"
-                  r"(?P<causal>_causal)?__br(?P<br>\d+)_bc(?P<bc>\d+)(?P<q>_qsmem)?$")
+# <anything>__<variant tag>; shapes and flags come from the JSON metadata.
+NAME = re.compile(r".+__(?P<tag>[\w.-]+)$")
 
 
 def main():
@@ -36,8 +36,8 @@ def main():
         if not m:
             continue
         kernel = Kernel.load(os.path.join(args.kernels, f[:-5]))
-        d, causal = int(m["d"]), bool(m["causal"])
-        dtype = harness.DT[m["dtype"]]
+        d, causal = kernel.meta["head_dim"], kernel.meta["causal"]
+        dtype = harness.DT[kernel.meta["dtype"]]
         ok = True
         for i, (b, hq, hkv, nq, nk) in enumerate(
                 [(2, 8, 2, 1000, 1000), (1, 4, 1, 77, 300), (1, 2, 2, 300, 77)]):
@@ -48,8 +48,10 @@ def main():
         failures += not ok
         for n in sizes:
             row = harness.time_config(kernel, n, d, dtype, causal)
-            row.update(variant=f[:-5], br=int(m["br"]), bc=int(m["bc"]),
-                       dtype=m["dtype"], correct=ok)
+            row.update(variant=f[:-5], tag=m["tag"],
+                       br=kernel.meta["block_r"], bc=kernel.meta["block_c"],
+                       dtype=kernel.meta["dtype"], correct=ok,
+                       kernel=kernel.name)
             rows.append(row)
             print(json.dumps({k: row[k] for k in (
                 "variant", "N", "flash_mlir_tflops", "fa2_tflops",

@@ -121,6 +121,9 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"head_dim", options.headDim},
       {"dtype", options.dtype},
       {"causal", options.causal},
+      {"rescale_threshold", options.rescaleThreshold},
+      {"exp2_poly_degree", options.polyExp2Degree},
+      {"exp2_poly_period", options.polyExp2Period},
       {"layout", "contiguous [B, H, N, D] for q, k, v, o; [B, H, N] for lse"},
       {"block", llvm::json::Array{intOf("warps") * 32, 1, 1}},
       {"grid",
@@ -165,9 +168,14 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
   CompiledKernel result;
   {
     PassManager pm(&context);
-    std::string pass = "convert-fa-to-sm80";
-    if (!options.queryInRegisters)
-      pass += "{q-in-registers=false}";
+    std::string pass = "convert-fa-to-sm80{q-in-registers=" +
+                       std::string(options.queryInRegisters ? "true" : "false") +
+                       " rescale-threshold=" +
+                       std::to_string(options.rescaleThreshold) +
+                       " poly-exp2-degree=" +
+                       std::to_string(options.polyExp2Degree) +
+                       " poly-exp2-period=" +
+                       std::to_string(options.polyExp2Period) + "}";
     if (failed(parsePassPipeline(pass, pm)))
       return failure();
     if (failed(pm.run(*module)))

@@ -39,6 +39,16 @@ static cl::opt<bool> queryInRegisters(
     "q-in-registers",
     cl::desc("Keep Q fragments in registers where they fit (default true)"),
     cl::init(true));
+static cl::opt<double> rescaleThreshold(
+    "rescale-threshold",
+    cl::desc("FA4 conditional rescaling threshold, log2 units (-1: off)"),
+    cl::init(-1.0));
+static cl::opt<int64_t> polyExp2Degree(
+    "poly-exp2-degree", cl::desc("FA4 software exp2 degree (0: off)"),
+    cl::init(0));
+static cl::opt<int64_t> polyExp2Period(
+    "poly-exp2-period", cl::desc("Emulate one exp2 in this many"),
+    cl::init(8));
 static cl::opt<std::string> output("o", cl::desc("Output path prefix"),
                                    cl::init("attention"));
 static cl::opt<std::string>
@@ -84,6 +94,9 @@ int main(int argc, char **argv) {
   options.blockR = blockR;
   options.blockC = blockC;
   options.queryInRegisters = queryInRegisters;
+  options.rescaleThreshold = rescaleThreshold;
+  options.polyExp2Degree = polyExp2Degree;
+  options.polyExp2Period = polyExp2Period;
   options.ptxas = ptxasPath;
   options.runPtxas = emit == "all" && !noCubin;
   if (emit != "all" && emit != "kernel-mlir" && emit != "host-mlir" &&

@@ -54,7 +54,16 @@ def ConvertFAToSM80 : Pass<"convert-fa-to-sm80", "ModuleOp"> {
     Option<"queryRegisters", "q-in-registers", "bool", /*default=*/"true",
            "Keep the Q fragments in registers for the whole K/V loop "
            "(otherwise they are re-read from shared memory each block; "
-           "always re-read for D = 256)">
+           "always re-read for D = 256)">,
+    Option<"rescaleThreshold", "rescale-threshold", "double",
+           /*default=*/"-1.0",
+           "FA4 conditional rescaling in the kernel: move the softmax base "
+           "only past this threshold (log2 units) and skip the O rescale "
+           "under a warp vote (negative: off)">,
+    Option<"polyExp2Degree", "poly-exp2-degree", "int64_t", /*default=*/"0",
+           "FA4 software exp2 in the kernel: polynomial degree (0: off)">,
+    Option<"polyExp2Period", "poly-exp2-period", "int64_t", /*default=*/"8",
+           "Emulate the exp2 of one probability register in this many">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

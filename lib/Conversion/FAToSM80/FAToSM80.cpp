@@ -59,6 +59,9 @@ struct KernelSpec {
   bool causal;
   bool bf16;
   bool queryInRegisters;
+  double rescaleThreshold = -1.0; // FA4 conditional rescaling (< 0: off)
+  int64_t polyDegree = 0;         // FA4 software exp2 (0: off)
+  int64_t polyPeriod = 8;
 
   int64_t rowTiles() const { return blockR / (16 * kWarps); }
   /// Keeping Q costs rowTiles * D / 16 * 4 registers per thread for the
@@ -79,7 +82,13 @@ struct KernelSpec {
   std::string kernelName() const {
     return "fa2_sm80_d" + std::to_string(headDim) + "_br" +
            std::to_string(blockR) + "_bc" + std::to_string(blockC) + (bf16 ? "_bf16" : "_f16") +
-           (causal ? "_causal" : "");
+           (causal ? "_causal" : "") +
+           (rescaleThreshold >= 0
+                ? "_cr" + std::to_string(int64_t(rescaleThreshold))
+                : "") +
+           (polyDegree ? "_px" + std::to_string(polyDegree) + "p" +
+                             std::to_string(polyPeriod)
+                       : "");
   }
 };
 
@@ -126,6 +135,8 @@ private:
   /// exp2 on the MUFU unit.
   Value ex2(Value x) { return asmF32("ex2.approx.ftz.f32 $0, $1;", x); }
   Value lg2(Value x) { return asmF32("lg2.approx.ftz.f32 $0, $1;", x); }
+  /// FA4 software exp2 on the FMA pipe: 2^floor(y) * p(y - floor(y)).
+  Value polyExp2(Value y);
   Value asmF32(StringRef text, Value x) {
     return LLVM::InlineAsmOp::create(b, loc, f32, ValueRange{x}, text, "=f,f",
                                      /*has_side_effects=*/false,
@@ -342,6 +353,12 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                                  b.getI64IntegerAttr(spec.sharedBytes())),
                   b.getNamedAttr("q_in_registers",
                                  b.getBoolAttr(spec.keepsQueryInRegisters())),
+                  b.getNamedAttr("rescale_threshold",
+                                 b.getF64FloatAttr(spec.rescaleThreshold)),
+                  b.getNamedAttr("exp2_poly_degree",
+                                 b.getI64IntegerAttr(spec.polyDegree)),
+                  b.getNamedAttr("exp2_poly_period",
+                                 b.getI64IntegerAttr(spec.polyPeriod)),
               }));
 
   Block *entry = fn.addEntryBlock(b);
@@ -506,6 +523,36 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   return fn;
 }
 
+Value KernelBuilder::polyExp2(Value y) {
+  // Same minimax coefficients as the host lowering (see fa-poly-exp2).
+  static const double coefficients[4][6] = {
+      {1.0017247200012207, 0.657636284828186, 0.3371894359588623},
+      {0.9999251961708069, 0.6958335638046265, 0.22606715559959412,
+       0.07802452147006989},
+      {1.0000026226043701, 0.6930038332939148, 0.2414427548646927,
+       0.052011460065841675, 0.013534167781472206},
+      {0.9999999403953552, 0.6931530833244324, 0.24015361070632935,
+       0.05582631751894951, 0.00898933969438076, 0.0018775766948238015}};
+  const double *c = coefficients[spec.polyDegree - 2];
+  // y <= 0 here (scores minus the base; up to 2^threshold above with
+  // conditional rescaling): clamp below so the exponent stays normal.
+  Value clamped = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, y, cf(-126.0)), cf(127.0));
+  Value whole = math::FloorOp::create(b, loc, clamped);
+  Value frac = arith::SubFOp::create(b, loc, clamped, whole);
+  Value p = cf(c[spec.polyDegree]);
+  for (int64_t k = spec.polyDegree - 1; k >= 0; --k)
+    p = fma(p, frac, cf(c[k]));
+  Value shift = arith::ShLIOp::create(
+      b, loc, arith::FPToSIOp::create(b, loc, i32, whole), c32(23));
+  Value bits =
+      add(arith::BitcastOp::create(b, loc, i32, p), shift);
+  Value r = arith::BitcastOp::create(b, loc, f32, bits);
+  Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
+                                     cf(-126.0));
+  return select(tiny, cf(0.0), r);
+}
+
 SmallVector<Value> KernelBuilder::emitBlock(
     Value j, ValueRange state, bool masked, Value numBlocks, Value qStart,
     Value nk, Value kBase, Value vBase, Value scaleLog2,
@@ -572,6 +619,7 @@ SmallVector<Value> KernelBuilder::emitBlock(
   SmallVector<Value> newState(state.begin(), state.end());
   SmallVector<std::array<Value, 4>> pf; // [r * (Bc/16) + k]
   SmallVector<std::array<Value, 2>> alphaOf(rowTiles);
+  Value moved; // conditional rescaling: some row of this thread moved
   for (int64_t r = 0; r < rowTiles; ++r) {
     ValueRange st = state.slice(r * stateSize, stateSize);
     if (masked) {
@@ -602,30 +650,53 @@ SmallVector<Value> KernelBuilder::emitBlock(
       mx = fmax(mx, shflXor(mx, 1));
       mx = fmax(mx, shflXor(mx, 2));
       Value mOld = st[dTiles * 4 + h];
-      Value mNew = fmax(mOld, fmul(mx, scaleLog2));
+      Value mBlock = fmul(mx, scaleLog2);
+      Value mNew, move;
+      if (spec.rescaleThreshold >= 0) {
+        // FA4: the stored value is the scaling base; it moves only when
+        // this block's max exceeds it by more than the threshold.
+        move = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OGT,
+            arith::SubFOp::create(b, loc, mBlock, mOld),
+            cf(spec.rescaleThreshold));
+        mNew = select(move, mBlock, mOld);
+      } else {
+        mNew = fmax(mOld, mBlock);
+      }
       // A row with no visible key so far keeps m = -inf: use base 0.
       Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                           mNew, negInf);
       base[h] = select(empty, cf(0.0), mNew);
       alphaOf[r][h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
+      if (move) {
+        alphaOf[r][h] = select(move, alphaOf[r][h], cf(1.0));
+        moved = moved ? arith::OrIOp::create(b, loc, moved, move) : move;
+      }
       rowSum[h] = cf(0.0);
       newState[r * stateSize + dTiles * 4 + h] = mNew;
     }
     // P = exp2(s * scale * log2 e - m): one FMA, one ex2.
     std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
                                     arith::NegFOp::create(b, loc, base[1])};
+    // With FA4's software exp2, register (n, e) of every thread is
+    // emulated when (4 n + e) mod period = 0: a compile-time choice, so each
+    // thread moves 1/period of its exponentials from MUFU to the FMA pipe.
     for (int64_t n = 0; n < sTiles; ++n)
       for (int64_t e = 0; e < 4; ++e) {
-        s[r][n][e] = ex2(fma(s[r][n][e], scaleLog2, negBase[e / 2]));
+        Value y = fma(s[r][n][e], scaleLog2, negBase[e / 2]);
+        bool soft = spec.polyDegree && (4 * n + e) % spec.polyPeriod == 0;
+        s[r][n][e] = soft ? polyExp2(y) : ex2(y);
         rowSum[e / 2] = fadd(rowSum[e / 2], s[r][n][e]);
       }
     for (int64_t h = 0; h < 2; ++h)
       newState[r * stateSize + dTiles * 4 + 2 + h] =
           fma(alphaOf[r][h], st[dTiles * 4 + 2 + h], rowSum[h]);
-    for (int64_t d = 0; d < dTiles; ++d)
-      for (int64_t e = 0; e < 4; ++e)
-        newState[r * stateSize + d * 4 + e] =
-            fmul(st[d * 4 + e], alphaOf[r][e / 2]);
+    if (spec.rescaleThreshold < 0) {
+      for (int64_t d = 0; d < dTiles; ++d)
+        for (int64_t e = 0; e < 4; ++e)
+          newState[r * stateSize + d * 4 + e] =
+              fmul(st[d * 4 + e], alphaOf[r][e / 2]);
+    }
     // The S accumulators of keys 16k..16k+15, as f16/bf16 pairs, are the
     // A fragment of P for k-step k.
     for (int64_t k = 0; k < spec.blockC / 16; ++k)
@@ -633,6 +704,38 @@ SmallVector<Value> KernelBuilder::emitBlock(
                     packPair(s[r][2 * k][2], s[r][2 * k][3]),
                     packPair(s[r][2 * k + 1][0], s[r][2 * k + 1][1]),
                     packPair(s[r][2 * k + 1][2], s[r][2 * k + 1][3])});
+  }
+
+  if (spec.rescaleThreshold >= 0) {
+    // Rescale O only if some row of the warp moved its base: a warp-uniform
+    // branch (vote.any), skipped in most blocks after the first few.
+    Value anyMoved = NVVM::VoteSyncOp::create(
+        b, loc, b.getI1Type(), c32(-1), moved,
+        NVVM::VoteSyncKindAttr::get(b.getContext(), NVVM::VoteSyncKind::any));
+    SmallVector<Type> types;
+    SmallVector<Value> current;
+    for (int64_t r = 0; r < rowTiles; ++r)
+      for (int64_t i = 0; i < dTiles * 4; ++i) {
+        types.push_back(f32);
+        current.push_back(state[r * stateSize + i]);
+      }
+    auto ifOp = scf::IfOp::create(b, loc, types, anyMoved,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> scaled;
+      for (int64_t r = 0; r < rowTiles; ++r)
+        for (int64_t i = 0; i < dTiles * 4; ++i)
+          scaled.push_back(
+              fmul(current[r * dTiles * 4 + i], alphaOf[r][(i % 4) / 2]));
+      scf::YieldOp::create(b, loc, scaled);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, current);
+    }
+    for (int64_t r = 0; r < rowTiles; ++r)
+      for (int64_t i = 0; i < dTiles * 4; ++i)
+        newState[r * stateSize + i] = ifOp.getResult(r * dTiles * 4 + i);
   }
 
   // O += P V: each V fragment pair (one x4 ldmatrix.trans) feeds all row
@@ -660,7 +763,9 @@ SmallVector<Value> KernelBuilder::emitBlock(
 
 /// Checks that the attention fits this backend; emits a diagnostic naming
 /// the target and the supported set otherwise.
-FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters) {
+FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters,
+                              double rescaleThreshold, int64_t polyDegree,
+                              int64_t polyPeriod) {
   auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
     return op.emitOpError() << "cannot be lowered to sm_80 mma.sync: " << msg;
   };
@@ -691,6 +796,12 @@ FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters) {
   if (bc != 32 && bc != 64)
     return fail("block_c must be 32 or 64, got " + Twine(bc));
   KernelSpec spec{d, br, bc, op.getCausal(), elt.isBF16(), queryInRegisters};
+  spec.rescaleThreshold = rescaleThreshold;
+  spec.polyDegree = polyDegree;
+  spec.polyPeriod = polyPeriod;
+  if (polyDegree && (polyDegree < 2 || polyDegree > 5 || polyPeriod < 1))
+    return fail("poly-exp2-degree must be in [2, 5] and poly-exp2-period at "
+                "least 1");
   if (spec.sharedBytes() > 227 * 1024)
     return fail("the tiles need " + Twine(spec.sharedBytes()) +
                 " bytes of shared memory, more than 227 KiB");
@@ -717,7 +828,9 @@ struct ConvertFAToSM80Pass
       kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
     }
     for (AttentionOp op : ops) {
-      FailureOr<KernelSpec> spec = getSpec(op, queryRegisters);
+      FailureOr<KernelSpec> spec = getSpec(op, queryRegisters,
+                                           rescaleThreshold, polyExp2Degree,
+                                           polyExp2Period);
       if (failed(spec))
         return signalPassFailure();
       LLVM::LLVMFuncOp kernel =
