@@ -39,10 +39,11 @@ static cl::opt<bool> queryInRegisters(
     "q-in-registers",
     cl::desc("Keep Q fragments in registers where they fit (default true)"),
     cl::init(true));
-static cl::opt<double> rescaleThreshold(
+static cl::opt<std::string> rescaleThreshold(
     "rescale-threshold",
-    cl::desc("FA4 conditional rescaling threshold, log2 units (-1: off)"),
-    cl::init(-1.0));
+    cl::desc("FA4 conditional rescaling threshold, log2 units: a number, "
+             "'off', or 'auto' (8 for D >= 128, off for D = 64: measured)"),
+    cl::init("auto"));
 static cl::opt<int64_t> polyExp2Degree(
     "poly-exp2-degree", cl::desc("FA4 software exp2 degree (0: off)"),
     cl::init(0));
@@ -94,7 +95,18 @@ int main(int argc, char **argv) {
   options.blockR = blockR;
   options.blockC = blockC;
   options.queryInRegisters = queryInRegisters;
-  options.rescaleThreshold = rescaleThreshold;
+  if (rescaleThreshold == "off") {
+    options.rescaleThreshold = -1.0;
+  } else if (rescaleThreshold != "auto") {
+    double tau;
+    if (StringRef(rescaleThreshold).getAsDouble(tau) || tau < 0) {
+      llvm::errs() << "fa-compile: error: --rescale-threshold must be a "
+                      "non-negative number, 'off' or 'auto', got '"
+                   << rescaleThreshold << "'\n";
+      return 1;
+    }
+    options.rescaleThreshold = tau;
+  }
   options.polyExp2Degree = polyExp2Degree;
   options.polyExp2Period = polyExp2Period;
   options.ptxas = ptxasPath;

@@ -7,6 +7,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <limits>
 #include <string>
 
 namespace mlir {
@@ -20,7 +21,9 @@ struct KernelOptions {
   int64_t blockR = 0; // 0: the backend's default
   int64_t blockC = 0;
   bool queryInRegisters = true; // where the registers allow (see the pass)
-  double rescaleThreshold = -1.0; // FA4 conditional rescaling (< 0: off)
+  /// FA4 conditional rescaling threshold (< 0: off; NaN: the measured
+  /// default for the head dim).
+  double rescaleThreshold = std::numeric_limits<double>::quiet_NaN();
   int64_t polyExp2Degree = 0;     // FA4 software exp2 (0: off)
   int64_t polyExp2Period = 8;
   std::string ptxas; // empty: $CUDA_HOME/bin, /usr/local/cuda/bin, PATH
