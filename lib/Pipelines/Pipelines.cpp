@@ -9,6 +9,8 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
 
@@ -19,8 +21,6 @@ void mlir::fa::buildLoopsToLLVMPipeline(OpPassManager &pm) {
   // Everything below is upstream MLIR. bf16 conversions are expanded to
   // integer ops so the JIT needs no soft-float runtime for them.
   static constexpr const char *kTail =
-      "one-shot-bufferize{bufferize-function-boundaries},"
-      "canonicalize,"
       "convert-linalg-to-loops,"
       "func.func(scf-forall-to-parallel),"
       "lower-affine,"
@@ -42,8 +42,16 @@ void mlir::fa::buildLoopsToLLVMPipeline(OpPassManager &pm) {
 
 void mlir::fa::buildCPUPipeline(OpPassManager &pm,
                                 const CPUPipelineOptions &options) {
+  pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
+  // Bufferize the surrounding code and give its buffers (the attention's
+  // outputs among them) their deallocations while fa.attention is still one
+  // op; the loop orders then add only balanced alloc/dealloc pairs.
+  if (failed(parsePassPipeline(
+          "one-shot-bufferize{bufferize-function-boundaries},"
+          "buffer-deallocation-pipeline,canonicalize",
+          pm, llvm::errs())))
+    llvm::report_fatal_error("fa: the built-in CPU pipeline does not parse");
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(createFAAttentionToBuffers());
   funcPm.addPass(createFATile(
       FATileOptions{options.sramBudget, options.blockR, options.blockC}));
   if (options.loopOrder == LoopOrder::FA1)
@@ -60,7 +68,29 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
   buildLoopsToLLVMPipeline(pm);
 }
 
+void mlir::fa::buildSM80Pipeline(OpPassManager &pm,
+                                 const SM80PipelineOptions &options) {
+  pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
+  pm.addPass(createConvertFAToSM80(ConvertFAToSM80Options{
+      options.queryInRegisters, options.rescaleThreshold,
+      options.polyExp2Degree, options.polyExp2Period}));
+  std::string tail =
+      "nvvm-attach-target{module=fa_kernels O=3 features=+ptx80 chip=" +
+      options.chip.getValue() +
+      "},gpu.module(convert-scf-to-cf,convert-math-to-llvm,"
+      "convert-arith-to-llvm),convert-cf-to-llvm,"
+      "gpu.module(reconcile-unrealized-casts),"
+      "gpu-module-to-binary{format=isa}";
+  if (failed(parsePassPipeline(tail, pm, llvm::errs())))
+    llvm::report_fatal_error("fa: the built-in sm_80 pipeline does not parse");
+}
+
 void mlir::fa::registerPipelines() {
+  PassPipelineRegistration<SM80PipelineOptions>(
+      "fa-sm80-pipeline",
+      "Lower fa.attention to an mma.sync FlashAttention-2 kernel and emit "
+      "its PTX (gpu.binary) with LLVM's NVPTX backend",
+      buildSM80Pipeline);
   PassPipelineRegistration<CPUPipelineOptions>(
       "fa-cpu-pipeline",
       "Lower fa.attention through fa-tile and a loop order (FA1 or FA2) to "
@@ -72,6 +102,9 @@ void mlir::fa::registerAllFADialects(DialectRegistry &registry) {
   registry.insert<FADialect>();
   registerAllDialects(registry);
   registerAllExtensions(registry);
+  // fa-sm80-pipeline serializes gpu.modules: NVVM target and translations.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerAllToLLVMIRTranslations(registry);
 }
 
 void mlir::fa::registerAllFAPasses() {

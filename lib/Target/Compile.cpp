@@ -9,6 +9,7 @@
 #include "fa/Target/Compile.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Conversion/Passes.h"
 #include "fa/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -34,11 +35,6 @@
 
 using namespace mlir;
 using namespace mlir::fa;
-
-void mlir::fa::registerGPUCompilation(DialectRegistry &registry) {
-  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-  registerAllToLLVMIRTranslations(registry);
-}
 
 OwningOpRef<ModuleOp>
 mlir::fa::buildAttentionModule(MLIRContext &context,
@@ -175,19 +171,29 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
     resolved.rescaleThreshold = options.headDim >= 128 ? 8.0 : -1.0;
 
   CompiledKernel result;
+  // 32-bit shared-memory pointers (as Triton sets them): shared addresses
+  // fit in 32 bits, and 64-bit ones cost a second register per address.
   {
-    PassManager pm(&context);
-    std::string pass = "convert-fa-to-sm80{q-in-registers=" +
-                       std::string(options.queryInRegisters ? "true" : "false") +
-                       " rescale-threshold=" +
-                       std::to_string(resolved.rescaleThreshold) +
-                       " poly-exp2-degree=" +
-                       std::to_string(options.polyExp2Degree) +
-                       " poly-exp2-period=" +
-                       std::to_string(options.polyExp2Period) + "}";
-    if (failed(parsePassPipeline(pass, pm)))
-      return failure();
-    if (failed(pm.run(*module)))
+    auto &registered = llvm::cl::getRegisteredOptions();
+    auto it = registered.find("nvptx-short-ptr");
+    if (it != registered.end())
+      static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
+  }
+  // fa-sm80-pipeline, run in two halves so that the kernel IR can be kept.
+  SM80PipelineOptions pipeline;
+  pipeline.chip = options.arch;
+  pipeline.rescaleThreshold = resolved.rescaleThreshold;
+  pipeline.polyExp2Degree = options.polyExp2Degree;
+  pipeline.polyExp2Period = options.polyExp2Period;
+  pipeline.queryInRegisters = options.queryInRegisters;
+  {
+    // Everything up to (and including) convert-fa-to-sm80.
+    PassManager first(&context);
+    first.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
+    first.addPass(createConvertFAToSM80(ConvertFAToSM80Options{
+        pipeline.queryInRegisters, pipeline.rescaleThreshold,
+        pipeline.polyExp2Degree, pipeline.polyExp2Period}));
+    if (failed(first.run(*module)))
       return failure();
   }
   auto gpuModule = module->lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
@@ -208,32 +214,11 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
     llvm::raw_string_ostream os(result.hostIR);
     module->lookupSymbol("attention")->print(os);
   }
-
-  // 32-bit shared-memory pointers (as Triton sets them): shared addresses
-  // fit in 32 bits, and 64-bit ones cost a second register per address.
-  {
-    auto &registered =
-        llvm::cl::getRegisteredOptions();
-    auto it = registered.find("nvptx-short-ptr");
-    if (it != registered.end())
-      static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
-  }
-
-  // Down to PTX with upstream passes.
-  std::string features = "+ptx80";
-  gpuModule.setTargetsAttr(ArrayAttr::get(
-      &context, {NVVM::NVVMTargetAttr::get(&context, /*optLevel=*/3,
-                                           "nvptx64-nvidia-cuda",
-                                           options.arch, features)}));
+  // The rest of fa-sm80-pipeline: the passes after convert-fa-to-sm80 are
+  // idempotent on what is already converted, so the whole pipeline runs.
   {
     PassManager pm(&context);
-    if (failed(parsePassPipeline(
-            "gpu.module(convert-scf-to-cf,convert-math-to-llvm,"
-            "convert-arith-to-llvm),convert-cf-to-llvm,"
-            "gpu.module(reconcile-unrealized-casts),"
-            "gpu-module-to-binary{format=isa}",
-            pm)))
-      return failure();
+    buildSM80Pipeline(pm, pipeline);
     if (failed(pm.run(*module)))
       return failure();
   }

@@ -80,7 +80,6 @@ int main(int argc, char **argv) {
                               "flash-mlir ahead-of-time kernel compiler\n");
   DialectRegistry registry;
   fa::registerAllFADialects(registry);
-  fa::registerGPUCompilation(registry);
   fa::registerAllFAPasses();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();

@@ -389,7 +389,6 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   fa::registerAllFADialects(registry);
-  registerAllToLLVMIRTranslations(registry);
   fa::registerAllFAPasses();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
@@ -507,9 +506,13 @@ int main(int argc, char **argv) {
     return fail("lowering failed");
 
   // JIT.
+  // `transformer` is a function_ref: the std::function must outlive it
+  // (AddressSanitizer found the temporary this used to point to).
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
+                                /*targetMachine=*/nullptr);
   ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = makeOptimizingTransformer(
-      /*optLevel=*/2, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  engineOptions.transformer = optimize;
   auto maybeEngine = ExecutionEngine::create(*module, engineOptions);
   if (!maybeEngine)
     return fail("cannot create the execution engine: " +

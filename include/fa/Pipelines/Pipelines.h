@@ -49,6 +49,32 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::init(8)};
 };
 
+struct SM80PipelineOptions : public PassPipelineOptions<SM80PipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("GPU to compile for (sm_80, sm_90a)"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<double> rescaleThreshold{
+      *this, "rescale-threshold",
+      llvm::cl::desc("FA4 conditional rescaling in the kernel (< 0: off)"),
+      llvm::cl::init(-1.0)};
+  PassOptions::Option<int64_t> polyExp2Degree{
+      *this, "poly-exp2-degree",
+      llvm::cl::desc("FA4 software exp2 in the kernel (0: off)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> polyExp2Period{
+      *this, "poly-exp2-period",
+      llvm::cl::desc("Emulate one exp2 in this many"), llvm::cl::init(8)};
+  PassOptions::Option<bool> queryInRegisters{
+      *this, "q-in-registers",
+      llvm::cl::desc("Keep Q fragments in registers where they fit"),
+      llvm::cl::init(true)};
+};
+
+/// fa.attention -> convert-fa-to-sm80 (gpu.launch_func + NVVM kernel) ->
+/// NVVM target attached -> LLVM dialect in the gpu.module ->
+/// gpu-module-to-binary (PTX). ptxas then makes the cubin (fa-compile).
+void buildSM80Pipeline(OpPassManager &pm, const SM80PipelineOptions &options);
+
 /// fa.attention (tensors or memrefs) -> tiles -> loop order -> scf/arith/math
 /// -> LLVM dialect, ready for mlir-runner or the ExecutionEngine.
 void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);

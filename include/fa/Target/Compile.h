@@ -51,9 +51,6 @@ OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &context,
 FailureOr<CompiledKernel> compileKernel(MLIRContext &context,
                                         const KernelOptions &options);
 
-/// Registers what the GPU path needs (NVVM target, LLVM IR translations).
-void registerGPUCompilation(DialectRegistry &registry);
-
 } // namespace fa
 } // namespace mlir
 
