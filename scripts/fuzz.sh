@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harness (in build-asan/, with ASan+UBSan) and runs it
+# for a bounded time on a corpus seeded from the lit tests.
+# Usage: bash scripts/fuzz.sh [seconds=60] [jobs=1]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TO_RUN=${1:-60}
+JOBS=${2:-1}
+cmake -G Ninja -S . -B build-asan \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DFA_ENABLE_SANITIZERS=ON -DFA_BUILD_FUZZER=ON > /dev/null || exit 1
+cmake --build build-asan --target fa-fuzz || exit 1
+SEEDS=build-asan/fuzz-seeds
+CORPUS=build-asan/fuzz-corpus
+mkdir -p "$SEEDS" "$CORPUS"
+# One seed per `// -----` case of every lit test.
+/usr/bin/python3 - "$SEEDS" <<'PY'
+import pathlib, sys
+out = pathlib.Path(sys.argv[1])
+n = 0
+for f in sorted(pathlib.Path("test").rglob("*.mlir")):
+    for case in f.read_text().split("// -----"):
+        if "fa." in case:
+            (out / f"seed{n:04d}.mlir").write_text(case)
+            n += 1
+print(f"fuzz: {n} seeds from the lit tests")
+PY
+ASAN_OPTIONS=detect_leaks=0 build-asan/bin/fa-fuzz "$CORPUS" "$SEEDS" \
+  -max_total_time="$SECONDS_TO_RUN" -max_len=16384 -timeout=30 \
+  -jobs="$JOBS" -workers="$JOBS" -print_final_stats=1 \
+  -artifact_prefix=build-asan/fuzz-crash- 2>&1 | tail -25
