@@ -1,0 +1,67 @@
+"""Reliability checks of the kernels on the GPU (issue 7):
+  * determinism: the same launch 10 times gives bit-identical O and LSE;
+  * non-finite inputs: NaN / +inf / -inf placed in Q, K, V give the same
+    NaN/inf pattern in O as torch's SDPA (math backend, fp32) on the same
+    inputs.
+    python3 bench/reliability.py .cubins
+"""
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+from flashmlir.runtime import Kernel  # noqa: E402
+
+DT = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def main():
+    folder = sys.argv[1] if len(sys.argv) > 1 else ".cubins"
+    failures = 0
+    names = sorted(f[:-5] for f in os.listdir(folder) if f.endswith(".json"))
+    for name in names:
+        k = Kernel.load(os.path.join(folder, name))
+        d, dtype, causal = k.meta["head_dim"], DT[k.meta["dtype"]], k.meta["causal"]
+        b, hq, hkv, nq, nk = 2, 4, 2, 333, 517
+        torch.manual_seed(7)
+        q = torch.randn(b, hq, nq, d, device="cuda", dtype=dtype)
+        kk = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype)
+        v = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype)
+        outs = []
+        for _ in range(10):
+            o, lse = k(q, kk, v, scale=1 / math.sqrt(d))
+            outs.append((o.clone(), lse.clone()))
+        torch.cuda.synchronize()
+        same = all(torch.equal(outs[0][0], o) and torch.equal(outs[0][1], l)
+                   for o, l in outs[1:])
+        # Non-finite inputs.
+        q2, k2, v2 = q.clone(), kk.clone(), v.clone()
+        q2[0, 0, 5, 3] = float("nan")
+        k2[0, 0, 7, 1] = float("inf")
+        v2[1, 1, 9, 2] = float("-inf")
+        o2, _ = k(q2, k2, v2, scale=1 / math.sqrt(d))
+        group = hq // hkv
+        with sdpa_kernel([SDPBackend.MATH]):
+            ref = F.scaled_dot_product_attention(
+                q2.float(), k2.float().repeat_interleave(group, 1),
+                v2.float().repeat_interleave(group, 1), is_causal=causal)
+        nan_match = torch.equal(torch.isnan(o2), torch.isnan(ref))
+        inf_match = torch.equal(torch.isinf(o2), torch.isinf(ref))
+        finite_rows = torch.isfinite(ref).all(-1)
+        ok = same and nan_match and inf_match
+        failures += not ok
+        print(f"{name}: bit-identical x10={same} nan_pattern_matches_sdpa="
+              f"{nan_match} inf_pattern_matches_sdpa={inf_match} "
+              f"(sdpa non-finite rows: {int((~finite_rows).sum())}, ours: "
+              f"{int((~torch.isfinite(o2).all(-1)).sum())})", flush=True)
+    print(f"reliability: {len(names) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
