@@ -10,7 +10,7 @@ cmake -G Ninja -S . -B build-asan \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DFA_ENABLE_SANITIZERS=ON > /dev/null || exit 1
+  -DFA_ENABLE_SANITIZERS=ON -DFA_BUILD_FUZZER=ON > /dev/null || exit 1
 cmake --build build-asan || exit 1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
