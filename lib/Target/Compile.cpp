@@ -9,6 +9,7 @@
 #include "fa/Target/Compile.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "fa/Conversion/Passes.h"
 #include "fa/Pipelines/Pipelines.h"
 
@@ -140,9 +141,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
   return out;
 }
 
-FailureOr<CompiledKernel>
-mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
-  Location loc = UnknownLoc::get(&context);
+static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.arch == "sm_100a")
     return emitError(loc) << "fa-compile: target sm_100a (Blackwell, "
                              "tcgen05) has no backend yet; supported targets: "
@@ -157,10 +156,44 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
       options.headDim != 256)
     return emitError(loc) << "fa-compile: head dim must be 64, 128 or 256 on "
                           << options.arch << ", got " << options.headDim;
+  return success();
+}
 
+FailureOr<CompiledKernel>
+mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
+  if (failed(checkTarget(UnknownLoc::get(&context), options)))
+    return failure();
   OwningOpRef<ModuleOp> module = buildAttentionModule(context, options);
   if (!module)
     return failure();
+  return compileModule(*module, options);
+}
+
+FailureOr<CompiledKernel>
+mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
+  MLIRContext &context = *module.getContext();
+  Location loc = module.getLoc();
+  // The attention to compile fixes the head dim, dtype and mask.
+  SmallVector<AttentionOp> attentions;
+  module.walk([&](AttentionOp op) { attentions.push_back(op); });
+  if (attentions.size() != 1)
+    return emitError(loc) << "fa-compile: expected exactly one fa.attention "
+                             "in the module, found "
+                          << attentions.size();
+  AttentionOp attention = attentions.front();
+  loc = attention.getLoc();
+  KernelOptions options = requested;
+  options.headDim = attention.getHeadDim();
+  Type elt = attention.getQueryType().getElementType();
+  options.dtype = elt.isF16() ? "f16" : elt.isBF16() ? "bf16"
+                                    : llvm::formatv("{0}", elt).str();
+  options.causal = attention.getCausal();
+  if (failed(checkTarget(loc, options)))
+    return failure();
+  auto hostFunc = attention->getParentOfType<func::FuncOp>();
+  if (!hostFunc)
+    return emitError(loc) << "fa-compile: fa.attention must be in a func.func";
+  std::string hostName = hostFunc.getName().str();
   // Algorithm defaults from the H200 measurements
   // (bench/results/2026-11-29-sm80-fa4-sweep.json): conditional rescaling
   // (tau = 8) pays at D >= 128 (+9-15%) and costs 3-4% at D = 64; software
@@ -193,10 +226,10 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
     first.addPass(createConvertFAToSM80(ConvertFAToSM80Options{
         pipeline.queryInRegisters, pipeline.rescaleThreshold,
         pipeline.polyExp2Degree, pipeline.polyExp2Period}));
-    if (failed(first.run(*module)))
+    if (failed(first.run(module)))
       return failure();
   }
-  auto gpuModule = module->lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
+  auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
   if (!gpuModule)
     return emitError(loc) << "fa-compile: convert-fa-to-sm80 built no kernel";
   LLVM::LLVMFuncOp kernel;
@@ -212,17 +245,17 @@ mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
   }
   {
     llvm::raw_string_ostream os(result.hostIR);
-    module->lookupSymbol("attention")->print(os);
+    module.lookupSymbol(hostName)->print(os);
   }
   // The rest of fa-sm80-pipeline: the passes after convert-fa-to-sm80 are
   // idempotent on what is already converted, so the whole pipeline runs.
   {
     PassManager pm(&context);
     buildSM80Pipeline(pm, pipeline);
-    if (failed(pm.run(*module)))
+    if (failed(pm.run(module)))
       return failure();
   }
-  auto binary = module->lookupSymbol<gpu::BinaryOp>("fa_kernels");
+  auto binary = module.lookupSymbol<gpu::BinaryOp>("fa_kernels");
   if (!binary || binary.getObjects().empty())
     return emitError(loc) << "fa-compile: no PTX was produced";
   result.ptx =

@@ -51,6 +51,12 @@ OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &context,
 FailureOr<CompiledKernel> compileKernel(MLIRContext &context,
                                         const KernelOptions &options);
 
+/// The same for a caller's module holding exactly one memref-form (or
+/// tensor-form) fa.attention inside a func.func; head dim, dtype and mask
+/// come from the op. The module is lowered in place.
+FailureOr<CompiledKernel> compileModule(ModuleOp module,
+                                        const KernelOptions &options);
+
 } // namespace fa
 } // namespace mlir
 

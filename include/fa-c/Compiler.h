@@ -1,0 +1,65 @@
+/*===- fa-c/Compiler.h - flash-mlir compiler C API ----------------*- C -*-===*\
+|*                                                                            *|
+|* The fa dialect, its passes and pipelines, and one entry point that         *|
+|* compiles a module holding fa.attention for a target, for ML compilers      *|
+|* that embed flash-mlir through MLIR's C API. Errors are reported as         *|
+|* diagnostics on the context (mlirContextAttachDiagnosticHandler), never     *|
+|* by aborting.                                                               *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FA_C_COMPILER_H
+#define FA_C_COMPILER_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(FA, fa);
+
+/** Registers the fa dialect, the upstream dialects, extensions and LLVM IR
+ *  translations the pipelines need, on `context`, and loads them. */
+MLIR_CAPI_EXPORTED void faContextRegisterAll(MlirContext context);
+
+/** Registers every fa pass and pipeline (fa-cpu-pipeline,
+ *  fa-sm80-pipeline) for mlirParsePassPipeline. */
+MLIR_CAPI_EXPORTED void faRegisterPasses(void);
+
+typedef struct {
+  const char *target;      /* "cpu", "sm_80", "sm_90a" ("sm_100a": error) */
+  double rescaleThreshold; /* < 0 off; NaN: measured default */
+  int polyExp2Degree;      /* 0 off, 2..5 */
+  int polyExp2Period;
+  int runPtxas;            /* GPU targets: also make the cubin */
+} FaCompileOptions;
+
+/** Defaults: sm_90a, measured rescaling default, no software exp2, ptxas. */
+MLIR_CAPI_EXPORTED FaCompileOptions faCompileOptionsDefault(void);
+
+typedef struct FaCompiledKernel FaCompiledKernel;
+
+/** Compiles the module (lowered in place). For "cpu" the module ends in
+ *  the LLVM dialect and only `ir` is set; for GPU targets the kernel's PTX,
+ *  cubin and JSON launch metadata are set too. Returns NULL on failure
+ *  after emitting diagnostics. */
+MLIR_CAPI_EXPORTED FaCompiledKernel *
+faCompileModule(MlirModule module, const FaCompileOptions *options);
+
+MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelName(const FaCompiledKernel *);
+MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelPtx(const FaCompiledKernel *);
+MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelCubin(const FaCompiledKernel *);
+MLIR_CAPI_EXPORTED MlirStringRef
+faCompiledKernelMetadata(const FaCompiledKernel *);
+/** The IR after the target's fa lowering: the LLVM-dialect module for
+ *  "cpu", the gpu.module in NVVM for GPU targets. */
+MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelIR(const FaCompiledKernel *);
+MLIR_CAPI_EXPORTED void faCompiledKernelDestroy(FaCompiledKernel *);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA_C_COMPILER_H */

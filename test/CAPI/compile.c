@@ -1,0 +1,71 @@
+/* The compiler C API from plain C: register, parse, compile for the CPU
+ * and for sm_90a, and report a bad target as a diagnostic. */
+#include "fa-c/Compiler.h"
+#include "mlir-c/Diagnostics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *kModule =
+    "func.func @attn(%q: memref<1x4x100x64xf16>, %k: memref<1x2x300x64xf16>,\n"
+    "                %v: memref<1x2x300x64xf16>, %o: memref<1x4x100x64xf16>,\n"
+    "                %l: memref<1x4x100xf32>) {\n"
+    "  fa.attention %q, %k, %v outs(%o, %l : memref<1x4x100x64xf16>, "
+    "memref<1x4x100xf32>) {causal}\n"
+    "      : memref<1x4x100x64xf16>, memref<1x2x300x64xf16>, "
+    "memref<1x2x300x64xf16>\n"
+    "  return\n}\n";
+
+static void printRef(MlirStringRef s, void *unused) {
+  (void)unused;
+  fwrite(s.data, 1, s.length, stdout);
+}
+
+static MlirLogicalResult onDiagnostic(MlirDiagnostic d, void *unused) {
+  (void)unused;
+  printf("diagnostic: ");
+  mlirDiagnosticPrint(d, printRef, NULL);
+  printf("\n");
+  return mlirLogicalResultSuccess();
+}
+
+static void firstLine(const char *label, MlirStringRef s, const char *key) {
+  const char *p = strstr(s.data, key);
+  printf("%s: %.*s\n", label, p ? (int)strcspn(p, "\n") : 0, p ? p : "");
+}
+
+int main(void) {
+  MlirContext ctx = mlirContextCreate();
+  faContextRegisterAll(ctx);
+  faRegisterPasses();
+  mlirContextAttachDiagnosticHandler(ctx, onDiagnostic, NULL, NULL);
+  MlirDialectHandle fa = mlirGetDialectHandle__fa__();
+  printf("dialect: %.*s\n", (int)mlirDialectHandleGetNamespace(fa).length,
+         mlirDialectHandleGetNamespace(fa).data);
+
+  FaCompileOptions options = faCompileOptionsDefault();
+  const char *targets[] = {"cpu", "sm_90a", "sm_100a"};
+  for (int i = 0; i < 3; ++i) {
+    MlirModule m =
+        mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kModule));
+    options.target = targets[i];
+    FaCompiledKernel *k = faCompileModule(m, &options);
+    printf("== %s: %s\n", targets[i], k ? "ok" : "failed");
+    if (k) {
+      if (i == 0) {
+        firstLine("ir", faCompiledKernelIR(k), "llvm.func @attn");
+      } else {
+        printf("kernel: %.*s\n", (int)faCompiledKernelName(k).length,
+               faCompiledKernelName(k).data);
+        firstLine("ptx", faCompiledKernelPtx(k), ".target");
+        firstLine("mma", faCompiledKernelPtx(k), "mma.sync");
+        printf("cubin bytes > 0: %d\n", faCompiledKernelCubin(k).length > 0);
+        firstLine("metadata", faCompiledKernelMetadata(k), "\"kernel\"");
+      }
+      faCompiledKernelDestroy(k);
+    }
+    mlirModuleDestroy(m);
+  }
+  mlirContextDestroy(ctx);
+  return 0;
+}
