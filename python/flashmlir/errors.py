@@ -1,0 +1,5 @@
+"""Exceptions of the flashmlir package."""
+
+
+class CompileError(RuntimeError):
+    """The compiler refused the request; the message holds its diagnostics."""
