@@ -83,6 +83,11 @@ static cl::opt<std::string>
                                  "grow along the keys, so the row max moves "
                                  "in every block)"),
               cl::init("normal"));
+static cl::opt<bool> raise(
+    "raise",
+    cl::desc("Run fa-raise-attention first: the input spells attention in "
+             "linalg"),
+    cl::init(false));
 static cl::opt<bool> printModule("print-input",
                                  cl::desc("Print the module before lowering"),
                                  cl::init(false));
@@ -415,6 +420,12 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return fail("could not parse the input");
+  if (raise) {
+    PassManager raisePm(&context);
+    if (failed(parsePassPipeline("func.func(fa-raise-attention)", raisePm)) ||
+        failed(raisePm.run(*module)))
+      return fail("fa-raise-attention failed");
+  }
   if (printModule)
     module->print(llvm::outs());
 
@@ -444,11 +455,12 @@ int main(int argc, char **argv) {
     return fail("@" + entry.getName() + " must return nothing");
 
   Spec spec;
-  auto qT = cast<MemRefType>(entry.getArgumentTypes()[0]);
-  auto kT = cast<MemRefType>(entry.getArgumentTypes()[1]);
-  auto vT = cast<MemRefType>(entry.getArgumentTypes()[2]);
-  if (qT.getRank() != 4 || kT.getRank() != 4 || vT.getRank() != 4)
-    return fail("q, k and v must be rank-4 memrefs");
+  // Shapes from the op ([B, H, N, D]); the arguments hold the same
+  // contiguous data (they may be [B*H, N, D] when the op was raised).
+  ShapedType qT = attention.getQueryType(), kT = attention.getKeyType(),
+             vT = attention.getValueType();
+  if (!qT.hasStaticShape() || !kT.hasStaticShape() || !vT.hasStaticShape())
+    return fail("fa.attention must have static shapes");
   spec.b = qT.getDimSize(0);
   spec.hq = qT.getDimSize(1);
   spec.nq = qT.getDimSize(2);

@@ -165,4 +165,29 @@ def FAPolyExp2 : Pass<"fa-poly-exp2", "func::FuncOp"> {
   ];
 }
 
+def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
+  let summary = "Raise attention written in linalg to fa.attention";
+  let description = [{
+    Recognises, on tensors, attention as front ends lower it:
+
+    ```
+    %kt = linalg.transpose ins(%k : [BH, N, D]) permutation = [0, 2, 1]
+    %s  = linalg.batch_matmul ins(%q, %kt)            // Q K^T
+    %s1 = scale: linalg.generic x * c  or  x / c      // optional
+    %s2 = mask:  linalg.generic x + M, M a constant causal mask
+              (0 on and below the diagonal, -inf above)  // optional
+    %p  = linalg.softmax dimension(2) ins(%s2)
+    %o  = linalg.batch_matmul ins(%p, %v)             // P V
+    ```
+
+    and replaces `%o` by `fa.attention` (with the matched scale, 1.0 when
+    there is none, and `causal` when the mask is causal) on the inputs
+    expanded to `[1, BH, N, D]`. It does not fire on softmax over another
+    axis, masks that are not causal, or a P V whose left operand is not a
+    softmax of Q K^T.
+  }];
+  let dependentDialects = ["::mlir::fa::FADialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // FA_DIALECT_FA_TRANSFORMS_PASSES_TD
