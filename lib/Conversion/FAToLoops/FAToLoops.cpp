@@ -8,6 +8,7 @@
 
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/PolyExp2.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
@@ -62,16 +63,7 @@ struct ScalarBuilder {
   /// [-126, 127] so the exponent field stays normal; y < -126 (including
   /// the -inf of masked scores) gives exactly 0, NaN stays NaN.
   Value polyExp2(Value y, int64_t degree) {
-    // Relative-error minimax coefficients on [0, 1) (see fa-poly-exp2).
-    static const double coefficients[4][6] = {
-        {1.0017247200012207, 0.657636284828186, 0.3371894359588623},
-        {0.9999251961708069, 0.6958335638046265, 0.22606715559959412,
-         0.07802452147006989},
-        {1.0000026226043701, 0.6930038332939148, 0.2414427548646927,
-         0.052011460065841675, 0.013534167781472206},
-        {0.9999999403953552, 0.6931530833244324, 0.24015361070632935,
-         0.05582631751894951, 0.00898933969438076, 0.0018775766948238015}};
-    const double *c = coefficients[degree - 2];
+    const double *c = polyExp2Coefficients(degree);
     Type i32 = b.getI32Type();
     Value clamped = arith::MinimumFOp::create(
         b, loc, arith::MaximumFOp::create(b, loc, y, f32(-126.0)),

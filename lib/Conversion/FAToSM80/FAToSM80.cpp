@@ -20,6 +20,7 @@
 
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/PolyExp2.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -524,16 +525,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 }
 
 Value KernelBuilder::polyExp2(Value y) {
-  // Same minimax coefficients as the host lowering (see fa-poly-exp2).
-  static const double coefficients[4][6] = {
-      {1.0017247200012207, 0.657636284828186, 0.3371894359588623},
-      {0.9999251961708069, 0.6958335638046265, 0.22606715559959412,
-       0.07802452147006989},
-      {1.0000026226043701, 0.6930038332939148, 0.2414427548646927,
-       0.052011460065841675, 0.013534167781472206},
-      {0.9999999403953552, 0.6931530833244324, 0.24015361070632935,
-       0.05582631751894951, 0.00898933969438076, 0.0018775766948238015}};
-  const double *c = coefficients[spec.polyDegree - 2];
+  const double *c = polyExp2Coefficients(spec.polyDegree);
   // y <= 0 here (scores minus the base; up to 2^threshold above with
   // conditional rescaling): clamp below so the exponent stays normal.
   Value clamped = arith::MinimumFOp::create(
