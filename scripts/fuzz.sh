@@ -27,7 +27,10 @@ for f in sorted(pathlib.Path("test").rglob("*.mlir")):
             n += 1
 print(f"fuzz: {n} seeds from the lit tests")
 PY
-ASAN_OPTIONS=detect_leaks=0 build-asan/bin/fa-fuzz "$CORPUS" "$SEEDS" \
+PARALLEL=()
+if [ "$JOBS" -gt 1 ]; then PARALLEL=(-jobs="$JOBS" -workers="$JOBS"); fi
+cd build-asan # libFuzzer's per-job logs land here
+ASAN_OPTIONS=detect_leaks=0 bin/fa-fuzz fuzz-corpus fuzz-seeds \
   -max_total_time="$SECONDS_TO_RUN" -max_len=16384 -timeout=30 \
-  -jobs="$JOBS" -workers="$JOBS" -print_final_stats=1 \
-  -artifact_prefix=build-asan/fuzz-crash- 2>&1 | tail -25
+  "${PARALLEL[@]}" -print_final_stats=1 -artifact_prefix=fuzz-crash- 2>&1 |
+  tail -25
