@@ -1,12 +1,16 @@
 //===- FACAPI.cpp - flash-mlir compiler C API -----------------------------===//
 
 #include "fa-c/Compiler.h"
+#include "fa-c/Passes.h"
 
+#include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FADialect.h"
+#include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Target/Compile.h"
 
 #include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Pass.h"
 #include "mlir/CAPI/Registration.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -19,6 +23,11 @@
 using namespace mlir;
 
 MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(FA, fa, mlir::fa::FADialect)
+
+// The TableGen-generated pass C API (mlirRegisterFAPasses, mlirCreateFA...).
+using namespace mlir::fa;
+#include "fa/Conversion/Passes.capi.cpp.inc"
+#include "fa/Dialect/FA/Transforms/Passes.capi.cpp.inc"
 
 struct FaCompiledKernel {
   std::string name, ptx, cubin, metadata, ir;

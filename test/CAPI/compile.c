@@ -1,6 +1,8 @@
 /* The compiler C API from plain C: register, parse, compile for the CPU
  * and for sm_90a, and report a bad target as a diagnostic. */
 #include "fa-c/Compiler.h"
+#include "fa-c/Passes.h"
+#include "mlir-c/Pass.h"
 #include "mlir-c/Diagnostics.h"
 
 #include <stdio.h>
@@ -66,6 +68,21 @@ int main(void) {
     }
     mlirModuleDestroy(m);
   }
+  /* The generated pass C API: a pass manager built from fa passes. */
+  mlirRegisterFAPasses();
+  mlirRegisterFAConversionPasses();
+  MlirModule m = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kModule));
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  MlirOpPassManager fpm = mlirPassManagerGetNestedUnder(
+      pm, mlirStringRefCreateFromCString("func.func"));
+  mlirOpPassManagerAddOwnedPass(fpm, mlirCreateFAFATile());
+  mlirOpPassManagerAddOwnedPass(fpm, mlirCreateFAFALowerFA2());
+  MlirLogicalResult r = mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(m));
+  printf("== pass C API: fa-tile, fa-lower-fa2: %s\n",
+         mlirLogicalResultIsSuccess(r) ? "ok" : "failed");
+  mlirOperationPrint(mlirModuleGetOperation(m), printRef, NULL);
+  mlirPassManagerDestroy(pm);
+  mlirModuleDestroy(m);
   mlirContextDestroy(ctx);
   return 0;
 }
