@@ -9,7 +9,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
 PACKAGES="libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
-  cmake ninja-build python3 python3-dev python3-pybind11 python3-numpy
+  libclang-rt-22-dev cmake ninja-build python3 python3-dev python3-pybind11
+  python3-numpy
   python3-pytest"
 missing=""
 for p in $PACKAGES; do
