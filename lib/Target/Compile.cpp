@@ -50,6 +50,10 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   };
   if (options.causal)
     add("causal");
+  if (options.window)
+    add("window = " + std::to_string(options.window) + " : i64");
+  if (options.softcap > 0)
+    add("softcap = " + std::to_string(options.softcap) + " : f32");
   if (options.blockR)
     add("block_r = " + std::to_string(options.blockR) + " : i64");
   if (options.blockC)
@@ -119,6 +123,8 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"head_dim", options.headDim},
       {"dtype", options.dtype},
       {"causal", options.causal},
+      {"window", options.window},
+      {"softcap", options.softcap},
       {"rescale_threshold", options.rescaleThreshold},
       {"exp2_poly_degree", options.polyExp2Degree},
       {"exp2_poly_period", options.polyExp2Period},
@@ -188,6 +194,10 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   options.dtype = elt.isF16() ? "f16" : elt.isBF16() ? "bf16"
                                     : llvm::formatv("{0}", elt).str();
   options.causal = attention.getCausal();
+  options.window = attention.getWindow().value_or(0);
+  options.softcap = attention.getSoftcap()
+                        ? attention.getSoftcap()->convertToDouble()
+                        : 0.0;
   if (failed(checkTarget(loc, options)))
     return failure();
   auto hostFunc = attention->getParentOfType<func::FuncOp>();

@@ -31,6 +31,12 @@ static cl::opt<std::string> dtype("dtype", cl::desc("f16 | bf16"),
                                   cl::init("f16"));
 static cl::opt<bool> causal("causal", cl::desc("Causal (top-left) mask"),
                             cl::init(false));
+static cl::opt<int64_t> window("window",
+                               cl::desc("Sliding window |i - j| < w"),
+                               cl::init(0));
+static cl::opt<double> softcap("softcap",
+                               cl::desc("Scores c * tanh(s / c)"),
+                               cl::init(0.0));
 static cl::opt<int64_t> blockR("block-r", cl::desc("Query rows per CTA"),
                                cl::init(0));
 static cl::opt<int64_t> blockC("block-c", cl::desc("Keys per block"),
@@ -91,6 +97,13 @@ int main(int argc, char **argv) {
   options.headDim = headDim;
   options.dtype = dtype;
   options.causal = causal;
+  options.window = window;
+  options.softcap = softcap;
+  if (window < 0 || softcap < 0) {
+    llvm::errs() << "fa-compile: error: --window and --softcap must be "
+                    "non-negative\n";
+    return 1;
+  }
   options.blockR = blockR;
   options.blockC = blockC;
   options.queryInRegisters = queryInRegisters;

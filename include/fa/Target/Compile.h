@@ -18,6 +18,8 @@ struct KernelOptions {
   int64_t headDim = 128;
   std::string dtype = "f16"; // f16 | bf16
   bool causal = false;
+  int64_t window = 0;   // sliding window |i - j| < window (0: none)
+  double softcap = 0.0; // c * tanh(s / c) (0: none)
   int64_t blockR = 0; // 0: the backend's default
   int64_t blockC = 0;
   bool queryInRegisters = true; // where the registers allow (see the pass)

@@ -63,6 +63,8 @@ struct KernelSpec {
   double rescaleThreshold = -1.0; // FA4 conditional rescaling (< 0: off)
   int64_t polyDegree = 0;         // FA4 software exp2 (0: off)
   int64_t polyPeriod = 8;
+  int64_t window = 0;   // |i - j| < window (0: none)
+  double softcap = 0.0; // scores c * tanh(s / c) (0: none)
 
   int64_t rowTiles() const { return blockR / (16 * kWarps); }
   /// Keeping Q costs rowTiles * D / 16 * 4 registers per thread for the
@@ -89,7 +91,9 @@ struct KernelSpec {
                 : "") +
            (polyDegree ? "_px" + std::to_string(polyDegree) + "p" +
                              std::to_string(polyPeriod)
-                       : "");
+                       : "") +
+           (window ? "_w" + std::to_string(window) : "") +
+           (softcap > 0 ? "_sc" + std::to_string(int64_t(softcap)) : "");
   }
 };
 
@@ -136,6 +140,7 @@ private:
   /// exp2 on the MUFU unit.
   Value ex2(Value x) { return asmF32("ex2.approx.ftz.f32 $0, $1;", x); }
   Value lg2(Value x) { return asmF32("lg2.approx.ftz.f32 $0, $1;", x); }
+  Value tanhApprox(Value x) { return asmF32("tanh.approx.f32 $0, $1;", x); }
   /// FA4 software exp2 on the FMA pipe: 2^floor(y) * p(y - floor(y)).
   Value polyExp2(Value y);
   Value asmF32(StringRef text, Value x) {
@@ -221,7 +226,9 @@ void KernelBuilder::copyTile(Value globalBase, Value rowStart, Value n,
     Value chunk = remu(idx, c32(spec.chunksPerRow()));
     Value globalRow = add(rowStart, row);
     Value inBounds = ult(globalRow, n);
-    Value srcRow = select(inBounds, globalRow, rowStart);
+    // Rows past the end read nothing (source size 0) from row 0, which
+    // always exists.
+    Value srcRow = select(inBounds, globalRow, c32(0));
     Value elem = add(mul(ext64(srcRow), c64(spec.headDim)),
                      ext64(mul(chunk, c32(8))));
     Value src = gep(globalPtr, half, globalBase, elem);
@@ -360,6 +367,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                                  b.getI64IntegerAttr(spec.polyDegree)),
                   b.getNamedAttr("exp2_poly_period",
                                  b.getI64IntegerAttr(spec.polyPeriod)),
+                  b.getNamedAttr("window", b.getI64IntegerAttr(spec.window)),
+                  b.getNamedAttr("softcap", b.getF64FloatAttr(spec.softcap)),
               }));
 
   Block *entry = fn.addEntryBlock(b);
@@ -428,10 +437,33 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     numBlocks = arith::MinUIOp::create(b, loc, numBlocks, causalBlocks);
   }
 
+  // A sliding window (|i - j| < w) bounds the K/V blocks on both sides:
+  // keys from qStart - w + 1 to lastRow + w - 1.
+  Value firstBlock = c32(0);
+  if (spec.window) {
+    Value reach = c32(spec.window - 1);
+    Value firstKey = arith::SubIOp::create(
+        b, loc, arith::MaxUIOp::create(b, loc, qStart, reach), reach);
+    firstBlock = divu(firstKey, c32(spec.blockC));
+    if (!spec.causal) {
+      Value lastRow = arith::SubIOp::create(
+          b, loc,
+          arith::MinUIOp::create(b, loc, add(qStart, c32(spec.blockR)), nq),
+          c32(1));
+      Value windowBlocks =
+          add(divu(add(lastRow, reach), c32(spec.blockC)), c32(1));
+      numBlocks = arith::MinUIOp::create(b, loc, numBlocks, windowBlocks);
+    }
+  }
+
   // Prologue: Q and the first K/V block in flight.
   copyTile(qBase, qStart, nq, c32(0), spec.blockR);
-  copyTile(kBase, c32(0), nk, kOffset(c32(0)), spec.blockC);
-  copyTile(vBase, c32(0), nk, vOffset(c32(0)), spec.blockC);
+  {
+    Value stage0 = arith::AndIOp::create(b, loc, firstBlock, c32(1));
+    Value kStart0 = mul(firstBlock, c32(spec.blockC));
+    copyTile(kBase, kStart0, nk, kOffset(stage0), spec.blockC);
+    copyTile(vBase, kStart0, nk, vOffset(stage0), spec.blockC);
+  }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
   bool keepQ = spec.keepsQueryInRegisters();
@@ -466,6 +498,10 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     fullBlocks = arith::MinUIOp::create(
         b, loc, fullBlocks, divu(add(qStart, c32(1)), c32(spec.blockC)));
   Value unmaskedEnd = arith::MinUIOp::create(b, loc, fullBlocks, numBlocks);
+  // Windowed attention masks every block it visits (the band's edges cross
+  // them); the unmasked loop is empty.
+  if (spec.window)
+    unmaskedEnd = firstBlock;
 
   auto emitLoop = [&](Value begin, Value end, ValueRange initState,
                       bool masked) -> ValueRange {
@@ -480,7 +516,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     scf::YieldOp::create(b, loc, yields);
     return loop.getResults();
   };
-  ValueRange afterUnmasked = emitLoop(c32(0), unmaskedEnd, init, false);
+  ValueRange afterUnmasked = emitLoop(firstBlock, unmaskedEnd, init, false);
   ValueRange finalState =
       emitLoop(unmaskedEnd, numBlocks, afterUnmasked, true);
 
@@ -608,6 +644,19 @@ SmallVector<Value> KernelBuilder::emitBlock(
     }
   }
 
+  // Softcap: s <- c log2(e) tanh(s * scale / c), already in log2 units, so
+  // the softmax below then uses a unit scale.
+  Value effScale = scaleLog2;
+  if (spec.softcap > 0) {
+    Value inner = fmul(scaleLog2, cf(1.0 / (spec.softcap * kLog2E)));
+    Value outer = cf(spec.softcap * kLog2E);
+    for (int64_t r = 0; r < rowTiles; ++r)
+      for (int64_t n = 0; n < sTiles; ++n)
+        for (int64_t e = 0; e < 4; ++e)
+          s[r][n][e] = fmul(tanhApprox(fmul(s[r][n][e], inner)), outer);
+    effScale = cf(1.0);
+  }
+
   SmallVector<Value> newState(state.begin(), state.end());
   SmallVector<std::array<Value, 4>> pf; // [r * (Bc/16) + k]
   SmallVector<std::array<Value, 2>> alphaOf(rowTiles);
@@ -624,11 +673,20 @@ SmallVector<Value> KernelBuilder::emitBlock(
         for (int64_t e = 0; e < 4; ++e) {
           Value col = add(add(kStart, c32(n * 8 + (e % 2))), mul(t, c32(2)));
           Value visible = ult(col, nk);
+          Value row = e < 2 ? row0 : row1;
           if (spec.causal)
             visible = arith::AndIOp::create(
                 b, loc, visible,
                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
-                                      e < 2 ? row0 : row1));
+                                      row));
+          if (spec.window) {
+            // |row - col| < w
+            Value w = c32(spec.window);
+            visible = arith::AndIOp::create(
+                b, loc, visible,
+                arith::AndIOp::create(b, loc, ult(row, add(col, w)),
+                                      ult(col, add(row, w))));
+          }
           s[r][n][e] = select(visible, s[r][n][e], negInf);
         }
     }
@@ -642,7 +700,7 @@ SmallVector<Value> KernelBuilder::emitBlock(
       mx = fmax(mx, shflXor(mx, 1));
       mx = fmax(mx, shflXor(mx, 2));
       Value mOld = st[dTiles * 4 + h];
-      Value mBlock = fmul(mx, scaleLog2);
+      Value mBlock = fmul(mx, effScale);
       Value mNew, move;
       if (spec.rescaleThreshold >= 0) {
         // FA4: the stored value is the scaling base; it moves only when
@@ -675,7 +733,7 @@ SmallVector<Value> KernelBuilder::emitBlock(
     // thread moves 1/period of its exponentials from MUFU to the FMA pipe.
     for (int64_t n = 0; n < sTiles; ++n)
       for (int64_t e = 0; e < 4; ++e) {
-        Value y = fma(s[r][n][e], scaleLog2, negBase[e / 2]);
+        Value y = fma(s[r][n][e], effScale, negBase[e / 2]);
         bool soft = spec.polyDegree && (4 * n + e) % spec.polyPeriod == 0;
         s[r][n][e] = soft ? polyExp2(y) : ex2(y);
         rowSum[e / 2] = fadd(rowSum[e / 2], s[r][n][e]);
@@ -773,8 +831,6 @@ FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters,
   if (op.getValueHeadDim() != d)
     return fail("value head dim must equal the head dim (" + Twine(d) +
                 "), got " + Twine(op.getValueHeadDim()));
-  if (op.getWindow() || op.getSoftcap())
-    return fail("window and softcap are not supported on this target yet");
   if (op.getOuts().size() != 2)
     return fail("the kernel writes LSE: give an lse destination");
   // Defaults from the H200 tile sweeps (bench/results/
@@ -791,6 +847,9 @@ FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters,
   spec.rescaleThreshold = rescaleThreshold;
   spec.polyDegree = polyDegree;
   spec.polyPeriod = polyPeriod;
+  spec.window = op.getWindow().value_or(0);
+  if (std::optional<APFloat> cap = op.getSoftcap())
+    spec.softcap = cap->convertToDouble();
   if (polyDegree && (polyDegree < 2 || polyDegree > 5 || polyPeriod < 1))
     return fail("poly-exp2-degree must be in [2, 5] and poly-exp2-period at "
                 "least 1");
