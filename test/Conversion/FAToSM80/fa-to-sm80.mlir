@@ -15,7 +15,7 @@
 // CHECK: gpu.module @fa_kernels
 // CHECK: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // CHECK: llvm.func @fa2_sm80_d64_br128_bc64_f16
-// CHECK-SAME: fa.schedule = {block_c = 64 : i64, block_r = 128 : i64, exp2_poly_degree = 0 : i64, exp2_poly_period = 8 : i64, kv_stages = 2 : i64, mma = "m16n8k16.row.col", q_in_registers = true, rescale_threshold = -1.000000e+00 : f64, rows_per_warp = 32 : i64, smem_bytes = 49152 : i64, smem_layout = "16B-chunk xor (row mod 8)", warps = 4 : i64}
+// CHECK-SAME: fa.schedule = {block_c = 64 : i64, block_r = 128 : i64, exp2_poly_degree = 0 : i64, exp2_poly_period = 8 : i64, kv_stages = 2 : i64, mma = "m16n8k16.row.col", q_in_registers = true, rescale_threshold = -1.000000e+00 : f64, rows_per_warp = 32 : i64, smem_bytes = 49152 : i64, smem_layout = "16B-chunk xor (row mod 8)", softcap = 0.000000e+00 : f64, warps = 4 : i64, window = 0 : i64}
 // CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>
 // Prologue: Q and the first K/V tile in flight with cp.async (16 B, zero-fill
 // past the end), one commit group.
@@ -82,5 +82,24 @@ func.func @causal_bf16(%q: memref<2x8x100x256xbf16>, %k: memref<2x2x300x256xbf16
                        %o: memref<2x8x100x256xbf16>, %lse: memref<2x8x100xf32>) {
   fa.attention %q, %k, %v outs(%o, %lse : memref<2x8x100x256xbf16>, memref<2x8x100xf32>) {causal}
       : memref<2x8x100x256xbf16>, memref<2x2x300x256xbf16>, memref<2x2x300x256xbf16>
+  return
+}
+
+// -----
+
+// Window and softcap: scores go through tanh.approx, every visited block is
+// masked with |i - j| < w, and the loop starts at the window's first block.
+// CHECK-LABEL: func.func @window_softcap
+// CHECK: gpu.launch_func  @fa_kernels::@fa2_sm80_d64_br128_bc64_f16_w32_sc30
+// CHECK: llvm.func @fa2_sm80_d64_br128_bc64_f16_w32_sc30
+// CHECK-SAME: softcap = 3.000000e+01 : f64
+// CHECK-SAME: window = 32 : i64
+// CHECK: } {fa.kv_loop = "unmasked"}
+// CHECK: scf.for
+// CHECK:   llvm.inline_asm "tanh.approx.f32 $0, $1;"
+// CHECK: } {fa.kv_loop = "masked"}
+func.func @window_softcap(%q: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>) {
+  fa.attention %q, %q, %q outs(%o, %lse : memref<?x?x?x64xf16>, memref<?x?x?xf32>) {window = 32 : i64, softcap = 30.0 : f32}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
   return
 }

@@ -27,15 +27,6 @@ func.func @dv(%q: memref<1x1x64x64xf16>, %v: memref<1x1x64x128xf16>, %o: memref<
 
 // -----
 
-func.func @window(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{window and softcap are not supported on this target yet}}
-  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf16>, memref<1x1x64xf32>) {window = 16 : i64}
-      : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
-  return
-}
-
-// -----
-
 func.func @nolse(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>) {
   // expected-error @+1 {{the kernel writes LSE: give an lse destination}}
   fa.attention %q, %q, %q outs(%o : memref<1x1x64x64xf16>)
