@@ -129,3 +129,106 @@ func.func @not_softmax(%q: tensor<1x2x64xf32>, %k: tensor<1x2x64xf32>, %v: tenso
   %o = linalg.batch_matmul ins(%e, %v : tensor<1x2x2xf32>, tensor<1x2x64xf32>) outs(%o_init : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
   return %o : tensor<1x2x64xf32>
 }
+
+// -----
+
+// The decomposed softmax StableHLO -> linalg produces: row max (a
+// reduction generic), exp(x - max), row sum (linalg.reduce), divide.
+// CHECK-LABEL: func @decomposed_softmax
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32} : tensor<1x2x4x64xf32>
+// CHECK-NOT: linalg.reduce
+func.func @decomposed_softmax(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: tensor<2x4x64xf32>) -> tensor<2x4x64xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 1.250000e-01 : f32
+  %kt_init = tensor.empty() : tensor<2x64x4xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x4x64xf32>) outs(%kt_init : tensor<2x64x4xf32>) permutation = [0, 2, 1]
+  %s_init = tensor.empty() : tensor<2x4x4xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x4x4xf32>) outs(%s_init : tensor<2x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.mulf %in, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4xf32>
+  %row_init = tensor.empty() : tensor<2x4xf32>
+  %m_fill = linalg.fill ins(%ninf : f32) outs(%row_init : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<2x4x4xf32>) outs(%m_fill : tensor<2x4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4xf32>
+  %e = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<2x4x4xf32>, tensor<2x4xf32>) outs(%s_init : tensor<2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %d = arith.subf %a, %b : f32
+    %y = math.exp %d : f32
+    linalg.yield %y : f32
+  } -> tensor<2x4x4xf32>
+  %l_fill = linalg.fill ins(%cst : f32) outs(%row_init : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %l = linalg.reduce ins(%e : tensor<2x4x4xf32>) outs(%l_fill : tensor<2x4xf32>) dimensions = [2]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<2x4x4xf32>, tensor<2x4xf32>) outs(%s_init : tensor<2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4xf32>
+  %o_init = tensor.empty() : tensor<2x4x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  return %o : tensor<2x4x64xf32>
+}
+
+// -----
+
+// Must not fire: a decomposed "softmax" whose row sum is over the wrong
+// axis (dimensions = [1]) is not a softmax.
+// CHECK-LABEL: func @decomposed_wrong_sum
+// CHECK-NOT: fa.attention
+func.func @decomposed_wrong_sum(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: tensor<2x4x64xf32>) -> tensor<2x4x64xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %kt_init = tensor.empty() : tensor<2x64x4xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x4x64xf32>) outs(%kt_init : tensor<2x64x4xf32>) permutation = [0, 2, 1]
+  %s_init = tensor.empty() : tensor<2x4x4xf32>
+  %x = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %row_init = tensor.empty() : tensor<2x4xf32>
+  %m_fill = linalg.fill ins(%ninf : f32) outs(%row_init : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m = linalg.reduce ins(%x : tensor<2x4x4xf32>) outs(%m_fill : tensor<2x4xf32>) dimensions = [2]
+    (%in: f32, %acc: f32) {
+      %r = arith.maximumf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %e = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<2x4x4xf32>, tensor<2x4xf32>) outs(%s_init : tensor<2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %d = arith.subf %a, %b : f32
+    %y = math.exp %d : f32
+    linalg.yield %y : f32
+  } -> tensor<2x4x4xf32>
+  %l_fill = linalg.fill ins(%cst : f32) outs(%row_init : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %l = linalg.reduce ins(%e : tensor<2x4x4xf32>) outs(%l_fill : tensor<2x4xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<2x4x4xf32>, tensor<2x4xf32>) outs(%s_init : tensor<2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4xf32>
+  %o_init = tensor.empty() : tensor<2x4x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  return %o : tensor<2x4x64xf32>
+}

@@ -9,6 +9,7 @@
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -101,6 +102,109 @@ bool matchCausalMask(linalg::GenericOp op, Value &input) {
   return true;
 }
 
+
+/// The single arith op of a generic's body (besides the yield), if any.
+template <typename OpTy>
+OpTy singleBodyOp(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  if (body.getOperations().size() != 2)
+    return nullptr;
+  return dyn_cast<OpTy>(&body.front());
+}
+
+/// A reduction over the last of three dims: generic with iterators
+/// [parallel, parallel, reduction], or linalg.reduce over dim 2; body
+/// combining the input with the accumulator by OpTy. Returns the reduced
+/// input.
+template <typename... OpTys>
+Value matchRowReduction(Value v) {
+  if (auto reduce = v.getDefiningOp<linalg::ReduceOp>()) {
+    if (reduce.getDimensions() != ArrayRef<int64_t>{2} ||
+        reduce.getInputs().size() != 1)
+      return nullptr;
+    Block &body = reduce.getRegion().front();
+    if (body.getOperations().size() != 2 || !isa<OpTys...>(body.front()))
+      return nullptr;
+    return reduce.getInputs()[0];
+  }
+  auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (!g || g.getNumDpsInputs() != 1 || g.getNumLoops() != 3 ||
+      g.getNumReductionLoops() != 1 ||
+      g.getIteratorTypesArray()[2] != utils::IteratorType::reduction)
+    return nullptr;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 2 || !isa<OpTys...>(body.front()))
+    return nullptr;
+  return g.getDpsInputOperand(0)->get();
+}
+
+/// in0 OP broadcast(in1) with in1 indexed by (d0, d1): the row vector.
+template <typename OpTy>
+bool matchRowBroadcast(linalg::GenericOp g, Value &full, Value &row) {
+  if (g.getNumDpsInputs() != 2 || g.getNumLoops() != 3 ||
+      g.getNumParallelLoops() != 3)
+    return false;
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  MLIRContext *ctx = g.getContext();
+  AffineMap rowMap = AffineMap::get(
+      3, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);
+  if (!maps[0].isIdentity() || maps[1] != rowMap)
+    return false;
+  Block &body = g.getRegion().front();
+  Operation *first = &body.front();
+  auto op = dyn_cast<OpTy>(first);
+  if (!op || op->getOperand(0) != body.getArgument(0) ||
+      op->getOperand(1) != body.getArgument(1))
+    return false;
+  full = g.getDpsInputOperand(0)->get();
+  row = g.getDpsInputOperand(1)->get();
+  return true;
+}
+
+/// softmax over the last dim, as linalg.softmax or decomposed:
+///   m = rowmax(x); e = exp(x - m); l = rowsum(e); p = e / l.
+/// Returns x.
+Value matchSoftmax(Value p) {
+  if (auto softmax = p.getDefiningOp<linalg::SoftmaxOp>()) {
+    auto type = cast<RankedTensorType>(softmax.getInput().getType());
+    if (type.getRank() != 3 || softmax.getDimension() != 2)
+      return nullptr;
+    return softmax.getInput();
+  }
+  auto div = p.getDefiningOp<linalg::GenericOp>();
+  Value e, l;
+  if (!div || div.getRegion().front().getOperations().size() != 2 ||
+      !matchRowBroadcast<arith::DivFOp>(div, e, l))
+    return nullptr;
+  if (matchRowReduction<arith::AddFOp>(l) != e)
+    return nullptr;
+  // e = exp(x - m): one generic (subf then exp) or exp of a sub generic.
+  auto expGen = e.getDefiningOp<linalg::GenericOp>();
+  if (!expGen)
+    return nullptr;
+  Value x, m;
+  Block &body = expGen.getRegion().front();
+  if (body.getOperations().size() == 3 &&
+      matchRowBroadcast<arith::SubFOp>(expGen, x, m)) {
+    auto exp = dyn_cast<math::ExpOp>(*std::next(body.begin()));
+    if (!exp || exp.getOperand() != body.front().getResult(0))
+      return nullptr;
+  } else {
+    auto exp = singleBodyOp<math::ExpOp>(expGen);
+    if (!exp || expGen.getNumDpsInputs() != 1)
+      return nullptr;
+    auto sub = expGen.getDpsInputOperand(0)->get().getDefiningOp<linalg::GenericOp>();
+    if (!sub || sub.getRegion().front().getOperations().size() != 2 ||
+        !matchRowBroadcast<arith::SubFOp>(sub, x, m))
+      return nullptr;
+  }
+  if (matchRowReduction<arith::MaxNumFOp, arith::MaximumFOp>(m) != x)
+    return nullptr;
+  if (cast<RankedTensorType>(x.getType()).getRank() != 3)
+    return nullptr;
+  return x;
+}
+
 struct RaiseBatchMatmulAttention : OpRewritePattern<linalg::BatchMatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -108,14 +212,11 @@ struct RaiseBatchMatmulAttention : OpRewritePattern<linalg::BatchMatmulOp> {
                                 PatternRewriter &rewriter) const override {
     if (!pv.hasPureTensorSemantics() || pv.hasUserDefinedMaps())
       return failure();
-    auto softmax = pv.getDpsInputOperand(0)->get().getDefiningOp<linalg::SoftmaxOp>();
-    if (!softmax)
-      return rewriter.notifyMatchFailure(pv, "P is not a linalg.softmax");
-    auto sType = cast<RankedTensorType>(softmax.getInput().getType());
-    if (sType.getRank() != 3 || softmax.getDimension() != 2)
-      return rewriter.notifyMatchFailure(pv, "softmax is not over the keys");
-
-    Value scores = softmax.getInput();
+    Value scores = matchSoftmax(pv.getDpsInputOperand(0)->get());
+    if (!scores)
+      return rewriter.notifyMatchFailure(
+          pv, "P is not a softmax over the keys (linalg.softmax or "
+              "max/sub/exp/sum/div)");
     bool causal = false;
     double scale = 1.0;
     if (auto g = scores.getDefiningOp<linalg::GenericOp>()) {

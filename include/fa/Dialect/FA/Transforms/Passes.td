@@ -176,7 +176,9 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     %s1 = scale: linalg.generic x * c  or  x / c      // optional
     %s2 = mask:  linalg.generic x + M, M a constant causal mask
               (0 on and below the diagonal, -inf above)  // optional
-    %p  = linalg.softmax dimension(2) ins(%s2)
+    %p  = linalg.softmax dimension(2) ins(%s2)        // or decomposed:
+          //   m = rowmax(s2) (generic or linalg.reduce, maxnumf/maximumf)
+          //   e = exp(s2 - m); l = rowsum(e); p = e / l
     %o  = linalg.batch_matmul ins(%p, %v)             // P V
     ```
 
