@@ -2,7 +2,7 @@
 //
 // Parses the input as MLIR and, when it verifies, runs the main pipelines on
 // copies of it: fa-cpu-pipeline (FA2 and FA1 loop orders, down to the LLVM
-// dialect) and fa-sm80-pipeline (down to PTX). Diagnostics are expected and
+// dialect), fa-sm80-pipeline (down to PTX) and fa-raise-attention. Diagnostics are expected and
 // swallowed; crashes, sanitizer reports and hangs are the findings.
 // Seed corpus: the lit tests, split at `// -----` (scripts/fuzz.sh).
 //
@@ -64,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       parseSourceString<ModuleOp>(text, s.context.get());
   if (!module || failed(verify(*module)))
     return 0;
-  // Only inputs that hold fa ops exercise this project's code.
+  // Raising looks at any linalg; the rest needs fa ops.
+  runPipeline(*module, "func.func(fa-raise-attention)");
   bool hasFA = false;
   module->walk([&](Operation *op) {
     if (op->getDialect() &&
