@@ -20,10 +20,10 @@ for _candidate in (_os.environ.get("FLASHMLIR_BUILD_DIR"),
             __path__.append(_ext)
 
 from .errors import CompileError  # noqa: E402
-from .compiler import CompiledKernel, compile  # noqa: E402
+from .compiler import CompiledKernel, compile, run_cpu  # noqa: E402
 
 __all__ = ["compile", "CompiledKernel", "CompileError", "attention",
-           "runtime"]
+           "run_cpu", "runtime"]
 
 _launchers = {}
 

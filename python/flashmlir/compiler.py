@@ -13,7 +13,7 @@ import json
 
 from .errors import CompileError
 
-__all__ = ["CompiledKernel", "compile", "CompileError"]
+__all__ = ["CompiledKernel", "compile", "CompileError", "run_cpu"]
 
 _STAGES = ("attention", "host", "kernel", "ptx")
 
@@ -95,3 +95,13 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", block_r=0,
 
 def cache_info():
     return _compile_cached.cache_info()
+
+
+def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
+            block_c=0):
+    """Runs attention on the host: fa.attention on numpy float32 arrays
+    [B, H, N, D] lowered by fa-cpu-pipeline and JIT-compiled; returns
+    (O, LSE). For checking and for machines without a GPU."""
+    return _extension().run_cpu(q, k, v, causal=causal, scale=scale,
+                                loop_order=loop_order, block_r=block_r,
+                                block_c=block_c)
