@@ -20,7 +20,7 @@ mkdir -p "$SEEDS" "$CORPUS"
 import pathlib, sys
 out = pathlib.Path(sys.argv[1])
 n = 0
-for f in sorted(pathlib.Path("test").rglob("*.mlir")):
+for f in sorted(p for p in pathlib.Path("test").rglob("*.mlir") if "Fuzz" not in p.parts):
     for case in f.read_text().split("// -----"):
         if "fa." in case:
             (out / f"seed{n:04d}.mlir").write_text(case)
