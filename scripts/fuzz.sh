@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harness (in build-asan/, with ASan+UBSan) and runs it
 # for a bounded time on a corpus seeded from the lit tests.
-# Usage: bash scripts/fuzz.sh [seconds=60] [jobs=1]
+# Usage: bash scripts/fuzz.sh [seconds=60] [jobs=1] [runs=0]
+# With runs > 0 the run is reproducible (fixed seed, fresh corpus, that many
+# executions): CI uses it so that a finding is a finding, not luck.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TO_RUN=${1:-60}
 JOBS=${2:-1}
+RUNS=${3:-0}
 cmake -G Ninja -S . -B build-asan \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
@@ -29,6 +32,10 @@ print(f"fuzz: {n} seeds from the lit tests")
 PY
 PARALLEL=()
 if [ "$JOBS" -gt 1 ]; then PARALLEL=(-jobs="$JOBS" -workers="$JOBS"); fi
+if [ "$RUNS" -gt 0 ]; then
+  rm -rf "$CORPUS" && mkdir -p "$CORPUS"
+  PARALLEL+=(-runs="$RUNS" -seed=1)
+fi
 cd build-asan # libFuzzer's per-job logs land here
 ASAN_OPTIONS=detect_leaks=0 bin/fa-fuzz fuzz-corpus fuzz-seeds \
   -max_total_time="$SECONDS_TO_RUN" -max_len=16384 -timeout=30 \
