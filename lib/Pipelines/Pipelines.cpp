@@ -68,12 +68,16 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
   buildLoopsToLLVMPipeline(pm);
 }
 
-void mlir::fa::buildSM80Pipeline(OpPassManager &pm,
-                                 const SM80PipelineOptions &options) {
+void mlir::fa::buildSM80KernelPipeline(OpPassManager &pm,
+                                       const SM80PipelineOptions &options) {
   pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
   pm.addPass(createConvertFAToSM80(ConvertFAToSM80Options{
       options.queryInRegisters, options.rescaleThreshold,
       options.polyExp2Degree, options.polyExp2Period}));
+}
+
+void mlir::fa::buildSM80EmissionPipeline(OpPassManager &pm,
+                                         const SM80PipelineOptions &options) {
   std::string tail =
       "nvvm-attach-target{module=fa_kernels O=3 features=+ptx80 chip=" +
       options.chip.getValue() +
@@ -83,6 +87,12 @@ void mlir::fa::buildSM80Pipeline(OpPassManager &pm,
       "gpu-module-to-binary{format=isa}";
   if (failed(parsePassPipeline(tail, pm, llvm::errs())))
     llvm::report_fatal_error("fa: the built-in sm_80 pipeline does not parse");
+}
+
+void mlir::fa::buildSM80Pipeline(OpPassManager &pm,
+                                 const SM80PipelineOptions &options) {
+  buildSM80KernelPipeline(pm, options);
+  buildSM80EmissionPipeline(pm, options);
 }
 
 void mlir::fa::registerPipelines() {

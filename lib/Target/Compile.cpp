@@ -222,7 +222,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     if (it != registered.end())
       static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
   }
-  // fa-sm80-pipeline, run in two halves so that the kernel IR can be kept.
+  // fa-sm80-pipeline in its two halves, keeping the kernel IR in between.
   SM80PipelineOptions pipeline;
   pipeline.chip = options.arch;
   pipeline.rescaleThreshold = resolved.rescaleThreshold;
@@ -230,13 +230,9 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   pipeline.polyExp2Period = options.polyExp2Period;
   pipeline.queryInRegisters = options.queryInRegisters;
   {
-    // Everything up to (and including) convert-fa-to-sm80.
-    PassManager first(&context);
-    first.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
-    first.addPass(createConvertFAToSM80(ConvertFAToSM80Options{
-        pipeline.queryInRegisters, pipeline.rescaleThreshold,
-        pipeline.polyExp2Degree, pipeline.polyExp2Period}));
-    if (failed(first.run(module)))
+    PassManager pm(&context);
+    buildSM80KernelPipeline(pm, pipeline);
+    if (failed(pm.run(module)))
       return failure();
   }
   auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
@@ -257,11 +253,9 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     llvm::raw_string_ostream os(result.hostIR);
     module.lookupSymbol(hostName)->print(os);
   }
-  // The rest of fa-sm80-pipeline: the passes after convert-fa-to-sm80 are
-  // idempotent on what is already converted, so the whole pipeline runs.
   {
     PassManager pm(&context);
-    buildSM80Pipeline(pm, pipeline);
+    buildSM80EmissionPipeline(pm, pipeline);
     if (failed(pm.run(module)))
       return failure();
   }

@@ -74,6 +74,12 @@ struct SM80PipelineOptions : public PassPipelineOptions<SM80PipelineOptions> {
 /// NVVM target attached -> LLVM dialect in the gpu.module ->
 /// gpu-module-to-binary (PTX). ptxas then makes the cubin (fa-compile).
 void buildSM80Pipeline(OpPassManager &pm, const SM80PipelineOptions &options);
+/// Its two halves: up to the kernel in NVVM (convert-fa-to-sm80), and from
+/// there to PTX.
+void buildSM80KernelPipeline(OpPassManager &pm,
+                             const SM80PipelineOptions &options);
+void buildSM80EmissionPipeline(OpPassManager &pm,
+                               const SM80PipelineOptions &options);
 
 /// fa.attention (tensors or memrefs) -> tiles -> loop order -> scf/arith/math
 /// -> LLVM dialect, ready for mlir-runner or the ExecutionEngine.
