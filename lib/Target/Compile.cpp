@@ -10,7 +10,6 @@
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "fa/Conversion/Passes.h"
 #include "fa/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

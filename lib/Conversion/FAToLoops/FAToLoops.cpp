@@ -103,6 +103,35 @@ struct ScalarBuilder {
                                    hw);
   }
 
+  /// max(init, S[r, 0..cols)).
+  Value rowMax(Value scores, Value r, Value cols, Value init) {
+    return reduce(cols, init, [&](Value c, Value acc) {
+      return arith::MaximumFOp::create(b, loc, acc, load(scores, {r, c}))
+          .getResult();
+    });
+  }
+
+  /// The value subtracted before exp2: m, or 0 when m = -inf (a row with
+  /// every score masked), so that exp2(-inf - 0) = 0 rather than
+  /// exp2(-inf + inf) = NaN.
+  Value softmaxBase(Value m) {
+    Value isEmpty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, negInf());
+    return arith::SelectOp::create(b, loc, isEmpty, f32(0.0), m);
+  }
+
+  /// S[r, c] <- exp2(S[r, c] - base) for c < cols; returns the row sum.
+  Value exponentiateRow(Value scores, Value r, Value cols, Value base,
+                        std::optional<int64_t> degree,
+                        std::optional<int64_t> period) {
+    return reduce(cols, f32(0.0), [&](Value c, Value acc) {
+      Value s = load(scores, {r, c});
+      Value p = exp2(arith::SubFOp::create(b, loc, s, base), c, degree, period);
+      store(p, scores, {r, c});
+      return arith::AddFOp::create(b, loc, acc, p).getResult();
+    });
+  }
+
   /// for iv in [0, ub): body(iv)
   void forLoop(Value ub, function_ref<void(Value)> body) {
     auto loop = scf::ForOp::create(b, loc, index(0), ub, index(1));
@@ -228,23 +257,11 @@ struct SoftmaxUpdateLowering : OpRewritePattern<SoftmaxUpdateOp> {
     sb.forLoop(sb.index(type.getDimSize(0)), [&](Value r) {
       Value mOld = sb.load(op.getMax(), {r});
       // m_new = max(m, rowmax(S))
-      Value mNew = sb.reduce(cols, mOld, [&](Value c, Value acc) {
-        return arith::MaximumFOp::create(b, loc, acc,
-                                         sb.load(op.getScores(), {r, c}))
-            .getResult();
-      });
-      // A row with every score masked keeps m = -inf; subtract 0 instead so
-      // that exp2(-inf - 0) = 0 rather than exp2(-inf + inf) = NaN.
-      Value isEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                            mNew, sb.negInf());
-      Value base = arith::SelectOp::create(b, loc, isEmpty, sb.f32(0.0), mNew);
-      Value rowSum = sb.reduce(cols, sb.f32(0.0), [&](Value c, Value acc) {
-        Value s = sb.load(op.getScores(), {r, c});
-        Value p = sb.exp2(arith::SubFOp::create(b, loc, s, base), c,
-                          op.getExp2PolyDegree(), op.getExp2PolyPeriod());
-        sb.store(p, op.getScores(), {r, c});
-        return arith::AddFOp::create(b, loc, acc, p).getResult();
-      });
+      Value mNew = sb.rowMax(op.getScores(), r, cols, mOld);
+      Value base = sb.softmaxBase(mNew);
+      Value rowSum =
+          sb.exponentiateRow(op.getScores(), r, cols, base,
+                             op.getExp2PolyDegree(), op.getExp2PolyPeriod());
       Value alpha = math::Exp2Op::create(
           b, loc, arith::SubFOp::create(b, loc, mOld, base));
       Value lNew = math::FmaOp::create(b, loc, alpha,
@@ -274,28 +291,17 @@ struct ConditionalSoftmaxUpdateLowering
         sb.index(type.getDimSize(0)),
         arith::ConstantIntOp::create(b, loc, 0, 1), [&](Value r, Value acc) {
           Value base = sb.load(op.getBase(), {r});
-          Value mx = sb.reduce(cols, sb.negInf(), [&](Value c, Value m) {
-            return arith::MaximumFOp::create(b, loc, m,
-                                             sb.load(op.getScores(), {r, c}))
-                .getResult();
-          });
+          Value mx = sb.rowMax(op.getScores(), r, cols, sb.negInf());
           // Move when mx - base > tau; base = -inf moves on the first finite
           // max, and an all-masked row (-inf - -inf = NaN) does not move.
           Value move = arith::CmpFOp::create(
               b, loc, arith::CmpFPredicate::OGT,
               arith::SubFOp::create(b, loc, mx, base), sb.f32(tau));
           Value newBase = arith::SelectOp::create(b, loc, move, mx, base);
-          Value isEmpty = arith::CmpFOp::create(
-              b, loc, arith::CmpFPredicate::OEQ, newBase, sb.negInf());
-          Value bias =
-              arith::SelectOp::create(b, loc, isEmpty, sb.f32(0.0), newBase);
-          Value rowSum = sb.reduce(cols, sb.f32(0.0), [&](Value c, Value s) {
-            Value x = sb.load(op.getScores(), {r, c});
-            Value p = sb.exp2(arith::SubFOp::create(b, loc, x, bias), c,
-                              op.getExp2PolyDegree(), op.getExp2PolyPeriod());
-            sb.store(p, op.getScores(), {r, c});
-            return arith::AddFOp::create(b, loc, s, p).getResult();
-          });
+          Value bias = sb.softmaxBase(newBase);
+          Value rowSum = sb.exponentiateRow(op.getScores(), r, cols, bias,
+                                            op.getExp2PolyDegree(),
+                                            op.getExp2PolyPeriod());
           Value alpha = arith::SelectOp::create(
               b, loc, move,
               math::Exp2Op::create(b, loc,
