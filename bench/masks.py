@@ -11,11 +11,10 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "python"))
-from flashmlir.runtime import Kernel  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Kernel, dtypes, kernel_names  # noqa: E402
 
-DT = {"f16": torch.float16, "bf16": torch.bfloat16}
+DT = dtypes()
 TOL = {"f16": 2e-3, "bf16": 1.6e-2}
 
 
@@ -43,7 +42,7 @@ def reference(q, k, v, scale, causal, window, softcap):
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else ".masks"
     failures = 0
-    names = sorted(f[:-5] for f in os.listdir(folder) if f.endswith(".json"))
+    names = kernel_names(folder)
     for name in names:
         k = Kernel.load(os.path.join(folder, name))
         m = k.meta

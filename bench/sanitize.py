@@ -12,17 +12,16 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "python"))
-from flashmlir.runtime import Kernel  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Kernel, dtypes, kernel_names  # noqa: E402
 
-DT = {"f16": torch.float16, "bf16": torch.bfloat16}
+DT = dtypes()
 
 
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else ".cubins"
     bad = 0
-    names = sorted(f[:-5] for f in os.listdir(folder) if f.endswith(".json"))
+    names = kernel_names(folder)
     for name in names:
         k = Kernel.load(os.path.join(folder, name))
         d, dtype = k.meta["head_dim"], DT[k.meta["dtype"]]
