@@ -76,17 +76,40 @@ void mlir::fa::buildSM80KernelPipeline(OpPassManager &pm,
       options.polyExp2Degree, options.polyExp2Period}));
 }
 
-void mlir::fa::buildSM80EmissionPipeline(OpPassManager &pm,
-                                         const SM80PipelineOptions &options) {
+void mlir::fa::buildGPUEmissionPipeline(OpPassManager &pm, StringRef chip,
+                                        StringRef ptxVersion) {
   std::string tail =
-      "nvvm-attach-target{module=fa_kernels O=3 features=+ptx80 chip=" +
-      options.chip.getValue() +
-      "},gpu.module(convert-scf-to-cf,convert-math-to-llvm,"
+      "nvvm-attach-target{module=fa_kernels O=3 features=+" +
+      ptxVersion.str() + " chip=" + chip.str() +
+      "},gpu.module(convert-scf-to-cf,convert-nvvm-to-llvm,convert-math-to-llvm,"
       "convert-arith-to-llvm),convert-cf-to-llvm,"
       "gpu.module(reconcile-unrealized-casts),"
       "gpu-module-to-binary{format=isa}";
   if (failed(parsePassPipeline(tail, pm, llvm::errs())))
-    llvm::report_fatal_error("fa: the built-in sm_80 pipeline does not parse");
+    llvm::report_fatal_error("fa: the built-in GPU emission pipeline does "
+                             "not parse");
+}
+
+void mlir::fa::buildSM80EmissionPipeline(OpPassManager &pm,
+                                         const SM80PipelineOptions &options) {
+  buildGPUEmissionPipeline(pm, options.chip.getValue(), "ptx80");
+}
+
+void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
+                                       const SM90PipelineOptions &options) {
+  pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
+  pm.addPass(createConvertFAToSM90(ConvertFAToSM90Options{
+      options.stages, options.pingPong, options.intraOverlap,
+      options.producerRegisters, options.consumerRegisters,
+      options.rescaleThreshold, options.polyExp2Degree,
+      options.polyExp2Period}));
+}
+
+void mlir::fa::buildSM90Pipeline(OpPassManager &pm,
+                                 const SM90PipelineOptions &options) {
+  buildSM90KernelPipeline(pm, options);
+  // PTX 8.6 for the shared::cta destination of the TMA loads.
+  buildGPUEmissionPipeline(pm, "sm_90a", "ptx86");
 }
 
 void mlir::fa::buildSM80Pipeline(OpPassManager &pm,
@@ -101,6 +124,12 @@ void mlir::fa::registerPipelines() {
       "Lower fa.attention to an mma.sync FlashAttention-2 kernel and emit "
       "its PTX (gpu.binary) with LLVM's NVPTX backend",
       buildSM80Pipeline);
+  PassPipelineRegistration<SM90PipelineOptions>(
+      "fa-sm90-pipeline",
+      "Lower fa.attention to a FlashAttention-3 kernel for sm_90a (TMA, "
+      "mbarrier ring, wgmma, warp specialisation, ping-pong) and emit its "
+      "PTX (gpu.binary)",
+      buildSM90Pipeline);
   PassPipelineRegistration<CPUPipelineOptions>(
       "fa-cpu-pipeline",
       "Lower fa.attention through fa-tile and a loop order (FA1 or FA2) to "

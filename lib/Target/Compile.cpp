@@ -83,6 +83,12 @@ static FailureOr<std::string> findPtxas(const KernelOptions &options) {
   return failure();
 }
 
+/// The sm_90a back end is the FlashAttention-3 kernel unless the sm_80
+/// one is asked for.
+static bool usesWgmma(const KernelOptions &options) {
+  return options.arch == "sm_90a" && options.sm90Kernel == "wgmma";
+}
+
 static std::string metadataJson(const CompiledKernel &kernel,
                                 const KernelOptions &options,
                                 DictionaryAttr schedule) {
@@ -108,6 +114,15 @@ static std::string metadataJson(const CompiledKernel &kernel,
   tensor("q", options.dtype, {"B", "Hq", "Nq", "D"});
   tensor("k", options.dtype, {"B", "Hkv", "Nk", "D"});
   tensor("v", options.dtype, {"B", "Hkv", "Nk", "D"});
+  // The wgmma kernel takes q, k, v as TMA tensor maps the runtime encodes.
+  bool tensorMaps = usesWgmma(options);
+  if (tensorMaps)
+    for (int i = 0; i < 3; ++i) {
+      llvm::json::Object &p = *params[i].getAsObject();
+      p["kind"] = "tensormap";
+      p["box"] = llvm::json::Array{64, i == 0 ? blockR : intOf("block_c")};
+      p["swizzle"] = "128B";
+    }
   tensor("o", options.dtype, {"B", "Hq", "Nq", "D"});
   tensor("lse", "f32", {"B", "Hq", "Nq"});
   scalar("Nq", "i32", "query length");
@@ -138,6 +153,8 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"block_c", intOf("block_c")},
       {"kv_stages", intOf("kv_stages")},
       {"shared_memory_bytes", intOf("smem_bytes")},
+      {"tma_box_cols", tensorMaps ? 64 : 0},
+      {"tma_box_rows_kv", tensorMaps ? intOf("block_c") : 0},
       {"params", std::move(params)},
   };
   std::string out;
@@ -154,6 +171,10 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.arch != "sm_80" && options.arch != "sm_90a")
     return emitError(loc) << "fa-compile: unknown target '" << options.arch
                           << "'; supported targets: sm_80, sm_90a";
+  if (options.sm90Kernel != "wgmma" && options.sm90Kernel != "mma-sync")
+    return emitError(loc) << "fa-compile: the sm_90a kernel must be 'wgmma' "
+                             "or 'mma-sync', got '"
+                          << options.sm90Kernel << "'";
   if (options.dtype != "f16" && options.dtype != "bf16")
     return emitError(loc) << "fa-compile: dtype must be f16 or bf16 on "
                           << options.arch << ", got '" << options.dtype << "'";
@@ -221,22 +242,34 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     if (it != registered.end())
       static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
   }
-  // fa-sm80-pipeline in its two halves, keeping the kernel IR in between.
-  SM80PipelineOptions pipeline;
-  pipeline.chip = options.arch;
-  pipeline.rescaleThreshold = resolved.rescaleThreshold;
-  pipeline.polyExp2Degree = options.polyExp2Degree;
-  pipeline.polyExp2Period = options.polyExp2Period;
-  pipeline.queryInRegisters = options.queryInRegisters;
+  // The back end's pipeline in its two halves, keeping the kernel IR in
+  // between.
   {
     PassManager pm(&context);
-    buildSM80KernelPipeline(pm, pipeline);
+    if (usesWgmma(options)) {
+      SM90PipelineOptions pipeline;
+      pipeline.stages = options.stages;
+      pipeline.pingPong = options.pingPong;
+      pipeline.intraOverlap = options.intraOverlap;
+      pipeline.rescaleThreshold = resolved.rescaleThreshold;
+      pipeline.polyExp2Degree = options.polyExp2Degree;
+      pipeline.polyExp2Period = options.polyExp2Period;
+      buildSM90KernelPipeline(pm, pipeline);
+    } else {
+      SM80PipelineOptions pipeline;
+      pipeline.chip = options.arch;
+      pipeline.rescaleThreshold = resolved.rescaleThreshold;
+      pipeline.polyExp2Degree = options.polyExp2Degree;
+      pipeline.polyExp2Period = options.polyExp2Period;
+      pipeline.queryInRegisters = options.queryInRegisters;
+      buildSM80KernelPipeline(pm, pipeline);
+    }
     if (failed(pm.run(module)))
       return failure();
   }
   auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
   if (!gpuModule)
-    return emitError(loc) << "fa-compile: convert-fa-to-sm80 built no kernel";
+    return emitError(loc) << "fa-compile: the back end built no kernel";
   LLVM::LLVMFuncOp kernel;
   gpuModule.walk([&](LLVM::LLVMFuncOp fn) {
     if (fn->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
@@ -254,7 +287,8 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   }
   {
     PassManager pm(&context);
-    buildSM80EmissionPipeline(pm, pipeline);
+    buildGPUEmissionPipeline(pm, options.arch,
+                             usesWgmma(options) ? "ptx86" : "ptx80");
     if (failed(pm.run(module)))
       return failure();
   }

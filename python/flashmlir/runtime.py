@@ -21,6 +21,10 @@ __all__ = ["CudaError", "KernelArgumentError", "MetadataError", "Kernel"]
 
 METADATA_FORMAT = "flash-mlir-kernel-1"
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+# cuTensorMapEncodeTiled enums (cuda.h).
+_CU_TENSOR_MAP_DATA_TYPE = {"f16": 6, "bf16": 9}
+_CU_TENSOR_MAP_SWIZZLE_128B = 3
+_CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3
 _DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 
 
@@ -123,6 +127,29 @@ def validate_metadata(meta):
     if meta["block_r"] <= 0 or meta["shared_memory_bytes"] < 0:
         raise MetadataError("block_r and shared_memory_bytes must be positive")
     return meta
+
+
+def encode_tensor_map(tensor, box_rows, dtype, box_cols=64):
+    """A CUtensorMap (128 bytes, 64-byte aligned) over contiguous
+    [B, H, N, D] `tensor`, viewed as B * H matrices of N x D: boxes of
+    `box_cols` columns x `box_rows` rows, 128-byte swizzle, zeros past N.
+    Returns (buffer, address); keep the buffer alive until the launch."""
+    b, h, n, d = tensor.shape
+    buf = ctypes.create_string_buffer(128 + 64)
+    addr = (ctypes.addressof(buf) + 63) & ~63
+    dims = (ctypes.c_uint64 * 3)(d, n, b * h)
+    elem = tensor.element_size()
+    strides = (ctypes.c_uint64 * 2)(d * elem, n * d * elem)
+    box = (ctypes.c_uint32 * 3)(box_cols, box_rows, 1)
+    unit = (ctypes.c_uint32 * 3)(1, 1, 1)
+    drv = _get_driver()
+    drv.check(drv.lib.cuTensorMapEncodeTiled(
+        ctypes.c_void_p(addr), ctypes.c_int(_CU_TENSOR_MAP_DATA_TYPE[dtype]),
+        ctypes.c_uint32(3), ctypes.c_void_p(tensor.data_ptr()), dims, strides,
+        box, unit, ctypes.c_int(0), ctypes.c_int(_CU_TENSOR_MAP_SWIZZLE_128B),
+        ctypes.c_int(_CU_TENSOR_MAP_L2_PROMOTION_L2_256B), ctypes.c_int(0)),
+        "cuTensorMapEncodeTiled")
+    return buf, addr
 
 
 def _dtype_name(t):
@@ -282,9 +309,18 @@ class Kernel:
                       ctypes.c_int32(nq), ctypes.c_int32(nk),
                       ctypes.c_int32(hq), ctypes.c_int32(hkv),
                       ctypes.c_float(scale * 1.4426950408889634)]
-            params = (ctypes.c_void_p * len(values))(
-                *[ctypes.cast(ctypes.pointer(x), ctypes.c_void_p)
-                  for x in values])
+            addresses = [ctypes.cast(ctypes.pointer(x), ctypes.c_void_p)
+                         for x in values]
+            # The wgmma kernel takes q, k, v as TMA tensor maps by value.
+            maps = []
+            for i, p in enumerate(self.meta["params"][:3]):
+                if p.get("kind") == "tensormap":
+                    buf, addr = encode_tensor_map(
+                        (q, k, v)[i], int(p["box"][1]), self.meta["dtype"],
+                        int(p["box"][0]))
+                    maps.append(buf)
+                    addresses[i] = ctypes.c_void_p(addr)
+            params = (ctypes.c_void_p * len(values))(*addresses)
             gx, gy, gz = self.grid(b, hq, nq)
             bx, by, bz = self.meta["block"]
             drv = _get_driver()

@@ -56,6 +56,19 @@ static cl::opt<int64_t> polyExp2Degree(
 static cl::opt<int64_t> polyExp2Period(
     "poly-exp2-period", cl::desc("Emulate one exp2 in this many"),
     cl::init(8));
+static cl::opt<std::string> sm90Kernel(
+    "sm90-kernel",
+    cl::desc("sm_90a kernel: wgmma (FlashAttention-3, default) | mma-sync"),
+    cl::init("wgmma"));
+static cl::opt<int64_t> stages("stages",
+                               cl::desc("wgmma: K/V ring depth (2 to 4)"),
+                               cl::init(2));
+static cl::opt<bool> pingPong("ping-pong",
+                              cl::desc("wgmma: consumer ping-pong"),
+                              cl::init(true));
+static cl::opt<bool> intraOverlap(
+    "intra-overlap", cl::desc("wgmma: softmax under the previous P V"),
+    cl::init(true));
 static cl::opt<std::string> output("o", cl::desc("Output path prefix"),
                                    cl::init("attention"));
 static cl::opt<std::string>
@@ -121,6 +134,10 @@ int main(int argc, char **argv) {
   }
   options.polyExp2Degree = polyExp2Degree;
   options.polyExp2Period = polyExp2Period;
+  options.sm90Kernel = sm90Kernel;
+  options.stages = stages;
+  options.pingPong = pingPong;
+  options.intraOverlap = intraOverlap;
   options.ptxas = ptxasPath;
   options.runPtxas = emit == "all" && !noCubin;
   if (emit != "all" && emit != "kernel-mlir" && emit != "host-mlir" &&

@@ -73,4 +73,72 @@ def ConvertFAToSM80 : Pass<"convert-fa-to-sm80", "ModuleOp"> {
                            "::mlir::math::MathDialect"];
 }
 
+def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
+  let summary = "Lower tiled fa.attention to a FlashAttention-3 kernel for "
+                "sm_90a: TMA + mbarrier ring, wgmma, warp specialisation, "
+                "ping-pong";
+  let description = [{
+    For each buffer-form `fa.attention` (f16 or bf16, D = Dv in
+    {64, 128, 256}), builds a Hopper kernel in a `gpu.module` (LLVM and
+    NVVM dialects) and replaces the op by the host side of its launch.
+
+    Schedule (also printed as the kernel's `fa.schedule` attribute):
+    * 3 warpgroups per CTA of B_r = 128 query rows. Warpgroup 0 is the
+      producer: `setmaxnreg.dec`, then one thread issues all TMA loads
+      (`cp.async.bulk.tensor` with `mbarrier::complete_tx`) of Q and of a
+      ring of `stages` K and V tiles. Warpgroups 1 and 2 are consumers
+      (`setmaxnreg.inc`), 64 query rows each;
+    * per stage, `k_full`/`v_full` mbarriers (producer
+      `arrive.expect_tx` with the tile's bytes, completed by the TMA) and
+      `k_empty`/`v_empty` (one arrival per consumer warp after its wgmma
+      retired the reads); waits are `try_wait.parity` on the round's phase;
+    * S = Q K^T by `wgmma.mma_async` m64nB_ck16 with Q and K in shared
+      memory (128-B swizzle, K-major descriptors); O += P V by
+      `wgmma.mma_async` m64nDk16 with P in registers (the S accumulators as
+      f16 pairs) and V from shared memory (transposed descriptor);
+    * intra-warpgroup overlap (`intra-overlap`): iteration j issues S_j and
+      P_{j-1} V_{j-1} together, `wgmma.wait_group 1`, runs the softmax of
+      S_j under the second GEMM, then `wait_group 0`;
+    * ping-pong (`ping-pong`): named barriers 1 and 2 (`bar.sync` /
+      `bar.arrive`, 256 threads) pass the tensor cores between the two
+      consumers around each GEMM issue;
+    * causal: blocks past the diagonal skipped, the mask applied only in the
+      second loop over the blocks that need it (ragged end, diagonal).
+
+    Kernel parameters: the q, k, v tensor maps (CUtensorMap over the
+    [B * H, N, D] view, 64-column boxes of B_r or B_c rows, 128-B swizzle,
+    zero fill past N; 128 B each, `byval` + `nvvm.grid_constant`), o and
+    lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32). Grid
+    (ceil(Nq / 128), Hq, B), 384 threads.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "K/V tiles in flight (shared-memory ring depth, 2 to 4)">,
+    Option<"pingPong", "ping-pong", "bool", /*default=*/"true",
+           "Alternate the two consumer warpgroups on the tensor cores with "
+           "named barriers">,
+    Option<"intraOverlap", "intra-overlap", "bool", /*default=*/"true",
+           "Run the softmax of block j while P V of block j - 1 is on the "
+           "tensor cores (wgmma.wait_group 1)">,
+    Option<"producerRegisters", "producer-registers", "int64_t",
+           /*default=*/"24", "setmaxnreg.dec count of the producer">,
+    Option<"consumerRegisters", "consumer-registers", "int64_t",
+           /*default=*/"240", "setmaxnreg.inc count of the consumers">,
+    Option<"rescaleThreshold", "rescale-threshold", "double",
+           /*default=*/"-1.0",
+           "FA4 conditional rescaling (log2 units; negative: off)">,
+    Option<"polyExp2Degree", "poly-exp2-degree", "int64_t", /*default=*/"0",
+           "FA4 software exp2: polynomial degree (0: off)">,
+    Option<"polyExp2Period", "poly-exp2-period", "int64_t", /*default=*/"8",
+           "Emulate the exp2 of one probability register in this many">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // FA_CONVERSION_PASSES_TD

@@ -81,6 +81,49 @@ void buildSM80KernelPipeline(OpPassManager &pm,
 void buildSM80EmissionPipeline(OpPassManager &pm,
                                const SM80PipelineOptions &options);
 
+struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
+  PassOptions::Option<int64_t> stages{
+      *this, "stages", llvm::cl::desc("K/V ring depth (2 to 4)"),
+      llvm::cl::init(2)};
+  PassOptions::Option<bool> pingPong{
+      *this, "ping-pong",
+      llvm::cl::desc("Alternate the consumer warpgroups on the tensor cores"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> intraOverlap{
+      *this, "intra-overlap",
+      llvm::cl::desc("Overlap the softmax of block j with P V of block j-1"),
+      llvm::cl::init(true)};
+  PassOptions::Option<int64_t> producerRegisters{
+      *this, "producer-registers",
+      llvm::cl::desc("setmaxnreg.dec count of the producer"),
+      llvm::cl::init(24)};
+  PassOptions::Option<int64_t> consumerRegisters{
+      *this, "consumer-registers",
+      llvm::cl::desc("setmaxnreg.inc count of the consumers"),
+      llvm::cl::init(240)};
+  PassOptions::Option<double> rescaleThreshold{
+      *this, "rescale-threshold",
+      llvm::cl::desc("FA4 conditional rescaling in the kernel (< 0: off)"),
+      llvm::cl::init(-1.0)};
+  PassOptions::Option<int64_t> polyExp2Degree{
+      *this, "poly-exp2-degree",
+      llvm::cl::desc("FA4 software exp2 in the kernel (0: off)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> polyExp2Period{
+      *this, "poly-exp2-period",
+      llvm::cl::desc("Emulate one exp2 in this many"), llvm::cl::init(8)};
+};
+
+/// fa.attention -> convert-fa-to-sm90 (tensor maps + gpu.launch_func + NVVM
+/// kernel) -> NVVM target sm_90a -> LLVM dialect -> gpu-module-to-binary.
+void buildSM90Pipeline(OpPassManager &pm, const SM90PipelineOptions &options);
+void buildSM90KernelPipeline(OpPassManager &pm,
+                             const SM90PipelineOptions &options);
+/// From a gpu.module in NVVM to PTX of `ptxVersion` (e.g. "ptx80") for
+/// `chip`; shared by both back ends.
+void buildGPUEmissionPipeline(OpPassManager &pm, StringRef chip,
+                              StringRef ptxVersion);
+
 /// fa.attention (tensors or memrefs) -> tiles -> loop order -> scf/arith/math
 /// -> LLVM dialect, ready for mlir-runner or the ExecutionEngine.
 void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);

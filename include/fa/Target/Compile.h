@@ -28,6 +28,12 @@ struct KernelOptions {
   double rescaleThreshold = std::numeric_limits<double>::quiet_NaN();
   int64_t polyExp2Degree = 0;     // FA4 software exp2 (0: off)
   int64_t polyExp2Period = 8;
+  /// sm_90a kernel: "wgmma" (FlashAttention-3: TMA, wgmma, warp roles) or
+  /// "mma-sync" (the sm_80 kernel, for comparison).
+  std::string sm90Kernel = "wgmma";
+  int64_t stages = 2;       // wgmma: K/V ring depth
+  bool pingPong = true;     // wgmma: consumer ping-pong
+  bool intraOverlap = true; // wgmma: softmax under the previous P V
   std::string ptxas; // empty: $CUDA_HOME/bin, /usr/local/cuda/bin, PATH
   bool runPtxas = true;
 };

@@ -20,7 +20,7 @@
 
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
-#include "fa/Dialect/FA/IR/PolyExp2.h"
+#include "../Common/NVVMEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -49,8 +49,6 @@ namespace {
 constexpr int64_t kWarps = 4;
 constexpr int64_t kThreads = kWarps * 32;
 constexpr int64_t kStages = 2;
-constexpr double kLog2E = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 
 /// What the generated kernel is specialised for.
 struct KernelSpec {
@@ -99,64 +97,17 @@ struct KernelSpec {
 
 /// Emits the kernel body. Values named like the math: `s` scores, `p`
 /// probabilities, `o` accumulator, `m` running max, `l` running sum.
-class KernelBuilder {
+class KernelBuilder : public NVVMEmitter {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
-      : b(b), loc(loc), spec(spec), i32(b.getI32Type()),
-        i64(b.getI64Type()), f32(b.getF32Type()),
-        half(spec.bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type())),
-        halfPair(VectorType::get({2}, half)),
-        globalPtr(LLVM::LLVMPointerType::get(b.getContext(), 1)),
-        sharedPtr(LLVM::LLVMPointerType::get(b.getContext(), 3)) {}
+      : NVVMEmitter(b, loc, spec.bf16), spec(spec) {}
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
 
 private:
-  // Scalars.
-  Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
-  Value c64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
-  Value cf(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
-  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
-  Value ext64(Value x) { return arith::ExtUIOp::create(b, loc, i64, x); }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-  }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) {
-    return arith::MaxNumFOp::create(b, loc, x, y);
-  }
-  Value fma(Value x, Value y, Value z) {
-    return math::FmaOp::create(b, loc, x, y, z);
-  }
-  /// exp2 on the MUFU unit.
-  Value ex2(Value x) { return asmF32("ex2.approx.ftz.f32 $0, $1;", x); }
-  Value lg2(Value x) { return asmF32("lg2.approx.ftz.f32 $0, $1;", x); }
-  Value tanhApprox(Value x) { return asmF32("tanh.approx.f32 $0, $1;", x); }
-  /// FA4 software exp2 on the FMA pipe: 2^floor(y) * p(y - floor(y)).
-  Value polyExp2(Value y);
-  Value asmF32(StringRef text, Value x) {
-    return LLVM::InlineAsmOp::create(b, loc, f32, ValueRange{x}, text, "=f,f",
-                                     /*has_side_effects=*/false,
-                                     /*is_align_stack=*/false,
-                                     LLVM::tailcallkind::TailCallKind::None,
-                                     /*asm_dialect=*/LLVM::AsmDialectAttr(),
-                                     /*operand_attrs=*/ArrayAttr())
-        .getResult(0);
-  }
+  Value polyExp2(Value y) { return NVVMEmitter::polyExp2(y, spec.polyDegree); }
 
   // Memory.
-  Value gep(Type ptrType, Type elt, Value base, Value index) {
-    return LLVM::GEPOp::create(b, loc, ptrType, elt, base, ValueRange{index});
-  }
   Value sharedAt(Value byteOffset) {
     return gep(sharedPtr, b.getI8Type(), smemBase, byteOffset);
   }
@@ -179,9 +130,6 @@ private:
   /// mma.sync.m16n8k16 D = A B + C.
   std::array<Value, 4> mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
                            ArrayRef<Value> c);
-  /// Packs two f32 into the i32 holding an f16/bf16 pair (low = first).
-  Value packPair(Value lo, Value hi);
-  Value shflXor(Value v, int64_t mask);
   /// Loads the A fragments of this warp's Q rows for all D / 16 k-steps.
   SmallVector<std::array<Value, 4>> loadQueryFragments(int64_t rowTile);
   std::array<Value, 4> loadQueryFragment(int64_t rowTile, int64_t k);
@@ -192,11 +140,7 @@ private:
             Value qStart, Value nk, Value kBase, Value vBase, Value scaleLog2,
             ArrayRef<SmallVector<std::array<Value, 4>>> qFrags, bool keepQ);
 
-  OpBuilder &b;
-  Location loc;
   const KernelSpec &spec;
-  Type i32, i64, f32, half, halfPair;
-  Type globalPtr, sharedPtr;
   Value smemBase, tid, lane, warp, g, t;
   // Per-thread parts of the ldmatrix addresses, computed once. In a
   // swizzled tile the physical chunk of logical chunk C + c (C even and
@@ -283,22 +227,6 @@ std::array<Value, 4> KernelBuilder::mma(ArrayRef<Value> a,
   for (int64_t i = 0; i < 4; ++i)
     r[i] = LLVM::ExtractValueOp::create(b, loc, op, ArrayRef<int64_t>{i});
   return r;
-}
-
-Value KernelBuilder::packPair(Value lo, Value hi) {
-  auto pairF32 = VectorType::get({2}, f32);
-  Value v = LLVM::PoisonOp::create(b, loc, pairF32);
-  v = LLVM::InsertElementOp::create(b, loc, v, lo, c32(0));
-  v = LLVM::InsertElementOp::create(b, loc, v, hi, c32(1));
-  Value narrow = LLVM::FPTruncOp::create(b, loc, halfPair, v);
-  return LLVM::BitcastOp::create(b, loc, i32, narrow);
-}
-
-Value KernelBuilder::shflXor(Value v, int64_t mask) {
-  return NVVM::ShflOp::create(
-      b, loc, f32, c32(-1), v, c32(mask), c32(0x1f),
-      NVVM::ShflKindAttr::get(b.getContext(), NVVM::ShflKind::bfly),
-      UnitAttr());
 }
 
 std::array<Value, 4> KernelBuilder::loadQueryFragment(int64_t rowTile,
@@ -558,27 +486,6 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
-}
-
-Value KernelBuilder::polyExp2(Value y) {
-  const double *c = polyExp2Coefficients(spec.polyDegree);
-  // y <= 0 here (scores minus the base; up to 2^threshold above with
-  // conditional rescaling): clamp below so the exponent stays normal.
-  Value clamped = arith::MinimumFOp::create(
-      b, loc, arith::MaximumFOp::create(b, loc, y, cf(-126.0)), cf(127.0));
-  Value whole = math::FloorOp::create(b, loc, clamped);
-  Value frac = arith::SubFOp::create(b, loc, clamped, whole);
-  Value p = cf(c[spec.polyDegree]);
-  for (int64_t k = spec.polyDegree - 1; k >= 0; --k)
-    p = fma(p, frac, cf(c[k]));
-  Value shift = arith::ShLIOp::create(
-      b, loc, arith::FPToSIOp::create(b, loc, i32, whole), c32(23));
-  Value bits =
-      add(arith::BitcastOp::create(b, loc, i32, p), shift);
-  Value r = arith::BitcastOp::create(b, loc, f32, bits);
-  Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
-                                     cf(-126.0));
-  return select(tiny, cf(0.0), r);
 }
 
 SmallVector<Value> KernelBuilder::emitBlock(

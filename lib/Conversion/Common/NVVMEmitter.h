@@ -1,0 +1,135 @@
+//===- NVVMEmitter.h - scalar and warp helpers for the GPU kernels -*- C++ -*-===//
+//
+// The small vocabulary both tensor-core kernels (mma.sync on sm_80,
+// wgmma on sm_90a) are written in: i32/f32 arithmetic, MUFU exp2 and the
+// FA4 software exp2, quad shuffles, f16/bf16 packing, shared-memory
+// addresses. Kept in one place so the two kernels' softmax arithmetic
+// agrees instruction for instruction.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_COMMON_NVVMEMITTER_H
+#define FA_LIB_CONVERSION_COMMON_NVVMEMITTER_H
+
+#include "fa/Dialect/FA/IR/PolyExp2.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fa {
+
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+class NVVMEmitter {
+public:
+  NVVMEmitter(OpBuilder &b, Location loc, bool bf16)
+      : b(b), loc(loc), i32(b.getI32Type()), i64(b.getI64Type()),
+        f32(b.getF32Type()),
+        half(bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type())),
+        halfPair(VectorType::get({2}, half)),
+        genericPtr(LLVM::LLVMPointerType::get(b.getContext(), 0)),
+        globalPtr(LLVM::LLVMPointerType::get(b.getContext(), 1)),
+        sharedPtr(LLVM::LLVMPointerType::get(b.getContext(), 3)) {}
+
+protected:
+  // Scalars.
+  Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  Value c64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
+  Value cf(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value minu(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
+  Value ext64(Value x) { return arith::ExtUIOp::create(b, loc, i64, x); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value eq(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y);
+  }
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, loc, x, y, z);
+  }
+  /// exp2 on the MUFU unit.
+  Value ex2(Value x) { return asmF32("ex2.approx.ftz.f32 $0, $1;", x); }
+  Value lg2(Value x) { return asmF32("lg2.approx.ftz.f32 $0, $1;", x); }
+  Value tanhApprox(Value x) { return asmF32("tanh.approx.f32 $0, $1;", x); }
+  Value asmF32(StringRef text, Value x) {
+    return LLVM::InlineAsmOp::create(b, loc, f32, ValueRange{x}, text, "=f,f",
+                                     /*has_side_effects=*/false,
+                                     /*is_align_stack=*/false,
+                                     LLVM::tailcallkind::TailCallKind::None,
+                                     /*asm_dialect=*/LLVM::AsmDialectAttr(),
+                                     /*operand_attrs=*/ArrayAttr())
+        .getResult(0);
+  }
+
+  /// FA4 software exp2 on the FMA pipe: 2^floor(y) * p(y - floor(y)), the
+  /// integer part added into the exponent bits. y is clamped to [-126, 127]
+  /// so the exponent stays normal; y < -126 (masked scores, -inf) gives 0.
+  Value polyExp2(Value y, int64_t degree) {
+    const double *c = polyExp2Coefficients(degree);
+    Value clamped = arith::MinimumFOp::create(
+        b, loc, arith::MaximumFOp::create(b, loc, y, cf(-126.0)), cf(127.0));
+    Value whole = math::FloorOp::create(b, loc, clamped);
+    Value frac = arith::SubFOp::create(b, loc, clamped, whole);
+    Value p = cf(c[degree]);
+    for (int64_t k = degree - 1; k >= 0; --k)
+      p = fma(p, frac, cf(c[k]));
+    Value shift = arith::ShLIOp::create(
+        b, loc, arith::FPToSIOp::create(b, loc, i32, whole), c32(23));
+    Value bits = add(arith::BitcastOp::create(b, loc, i32, p), shift);
+    Value r = arith::BitcastOp::create(b, loc, f32, bits);
+    Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
+                                       cf(-126.0));
+    return select(tiny, cf(0.0), r);
+  }
+
+  // Memory.
+  Value gep(Type ptrType, Type elt, Value base, Value index) {
+    return LLVM::GEPOp::create(b, loc, ptrType, elt, base, ValueRange{index});
+  }
+
+  /// Packs two f32 into the i32 holding an f16/bf16 pair (low = first).
+  Value packPair(Value lo, Value hi) {
+    auto pairF32 = VectorType::get({2}, f32);
+    Value v = LLVM::PoisonOp::create(b, loc, pairF32);
+    v = LLVM::InsertElementOp::create(b, loc, v, lo, c32(0));
+    v = LLVM::InsertElementOp::create(b, loc, v, hi, c32(1));
+    Value narrow = LLVM::FPTruncOp::create(b, loc, halfPair, v);
+    return LLVM::BitcastOp::create(b, loc, i32, narrow);
+  }
+
+  /// Butterfly shuffle across the lanes of a warp.
+  Value shflXor(Value v, int64_t mask) {
+    return NVVM::ShflOp::create(
+        b, loc, f32, c32(-1), v, c32(mask), c32(0x1f),
+        NVVM::ShflKindAttr::get(b.getContext(), NVVM::ShflKind::bfly),
+        UnitAttr());
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Type i32, i64, f32, half, halfPair;
+  Type genericPtr, globalPtr, sharedPtr;
+};
+
+} // namespace mlir::fa
+
+#endif // FA_LIB_CONVERSION_COMMON_NVVMEMITTER_H

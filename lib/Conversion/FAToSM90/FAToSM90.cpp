@@ -1,0 +1,1041 @@
+//===- FAToSM90.cpp - FlashAttention-3 on Hopper: TMA, wgmma, warp roles --===//
+//
+// Builds the forward kernel of FlashAttention-3 for sm_90a from a tiled
+// fa.attention, in the LLVM and NVVM dialects:
+//
+//  * warp specialisation: warpgroup 0 is the producer (its registers cut by
+//    setmaxnreg.dec); one elected thread issues every TMA load
+//    (cp.async.bulk.tensor) of Q and of the K/V ring. Warpgroups 1 and 2
+//    are consumers (setmaxnreg.inc), each owning 64 query rows;
+//  * the ring: `stages` K tiles and V tiles in shared memory, each guarded
+//    by a "full" mbarrier (arrive.expect_tx by the producer, completed by
+//    the TMA's transaction bytes) and an "empty" one (one arrival per
+//    consumer warp once its wgmma has read the tile);
+//  * S = Q K^T by wgmma.mma_async with both operands in shared memory
+//    (128-byte swizzled, K-major); O += P V by wgmma.mma_async with P in
+//    registers (the S accumulator layout converted to f16 pairs is the A
+//    fragment layout) and V from shared memory (MN-major, transposed);
+//  * intra-warpgroup overlap: iteration j issues S_j = Q K_j^T and
+//    O += P_{j-1} V_{j-1} back to back, then runs the softmax of S_j while
+//    the second product is still on the tensor cores (wait_group 1);
+//  * ping-pong: named barriers 1 and 2 hand the tensor cores from one
+//    consumer warpgroup to the other, so one's softmax runs under the
+//    other's GEMMs.
+//
+// Shared-memory operands use the 128-byte swizzle the TMA writes: a tile of
+// R rows x D columns is stored as D / 64 column blocks of R rows x 128 B,
+// each 8-row group an atom of 1 KiB whose 16-byte chunks are XORed with
+// (row mod 8). wgmma matrix descriptors (64-bit):
+//   bits  0-13 start address >> 4      bits 16-29 leading byte offset >> 4
+//   bits 32-45 stride byte offset >> 4 bits 62-63 swizzle (1 = 128 B)
+// K-major (Q, K): 8-row groups 1024 B apart (stride), k-steps of 16
+// elements advance the start by 32 B inside the 128-B row, and by a column
+// block past 64 elements. MN-major (V, transposed): 8-key groups 1024 B
+// apart (stride), 64-column blocks R * 128 B apart (leading).
+//
+// Accumulator layout of wgmma m64nNk16 (f32), thread t of the warpgroup,
+// w = t / 32, g = (t % 32) / 4, q = t % 4: register 4i + e holds row
+// 16w + g + 8 (e / 2), column 8i + 2q + (e % 2) -- the mma.sync C layout
+// repeated over N / 8 tiles, so the sm_80 softmax arithmetic carries over.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Conversion/Passes.h"
+#include "fa/Dialect/FA/IR/FAOps.h"
+
+#include "../Common/NVVMEmitter.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_CONVERTFATOSM90
+#include "fa/Conversion/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+constexpr int64_t kConsumers = 2;           // consumer warpgroups
+constexpr int64_t kRowsPerConsumer = 64;    // wgmma M
+constexpr int64_t kThreads = 128 * (1 + kConsumers);
+constexpr int64_t kBlockR = kConsumers * kRowsPerConsumer;
+constexpr int64_t kSwizzleBytes = 128;      // one swizzled row
+constexpr int64_t kColumnsPerBlock = 64;    // f16 elements in 128 B
+constexpr int64_t kPingPongBarrier = 1;     // named barriers 1, 2
+
+struct KernelSpec {
+  int64_t headDim;
+  int64_t blockC;
+  int64_t stages;
+  bool causal;
+  bool bf16;
+  bool pingPong;
+  bool intraOverlap;
+  int64_t producerRegisters;
+  int64_t consumerRegisters;
+  double rescaleThreshold = -1.0;
+  int64_t polyDegree = 0;
+  int64_t polyPeriod = 8;
+  int64_t window = 0;
+  double softcap = 0.0;
+
+  int64_t columnBlocks() const { return headDim / kColumnsPerBlock; }
+  int64_t qBytes() const { return kBlockR * headDim * 2; }
+  int64_t kvTileBytes() const { return blockC * headDim * 2; }
+  int64_t kOffset(int64_t stage) const {
+    return qBytes() + stage * 2 * kvTileBytes();
+  }
+  int64_t vOffset(int64_t stage) const { return kOffset(stage) + kvTileBytes(); }
+  int64_t barrierOffset() const { return kOffset(stages); }
+  // Barriers: q_full, then per stage k_full, v_full, k_empty, v_empty.
+  int64_t barrierBytes() const { return 8 * (1 + 4 * stages); }
+  /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
+  int64_t sharedBytes() const {
+    return barrierOffset() + barrierBytes() + 1024;
+  }
+  std::string kernelName() const {
+    return "fa3_sm90_d" + std::to_string(headDim) + "_br" +
+           std::to_string(kBlockR) + "_bc" + std::to_string(blockC) + "_s" +
+           std::to_string(stages) + (bf16 ? "_bf16" : "_f16") +
+           (causal ? "_causal" : "") + (pingPong ? "" : "_nopp") +
+           (intraOverlap ? "" : "_noovl") +
+           (rescaleThreshold >= 0
+                ? "_cr" + std::to_string(int64_t(rescaleThreshold))
+                : "") +
+           (polyDegree ? "_px" + std::to_string(polyDegree) + "p" +
+                             std::to_string(polyPeriod)
+                       : "") +
+           (window ? "_w" + std::to_string(window) : "") +
+           (softcap > 0 ? "_sc" + std::to_string(int64_t(softcap)) : "");
+  }
+};
+
+/// Per-thread softmax state of a consumer: O accumulators (headDim / 2),
+/// and for rows g and g + 8 the running base m and sum l.
+struct RowState {
+  SmallVector<Value> o;
+  std::array<Value, 2> m, l;
+};
+
+/// Emits the kernel. Values are named like the math: `s` scores, `p`
+/// probabilities, `o` accumulator, `m` running max (or FA4 base), `l` sum.
+class KernelBuilder : public NVVMEmitter {
+public:
+  KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
+      : NVVMEmitter(b, loc, spec.bf16), spec(spec) {}
+
+  LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
+
+private:
+  // Shared memory, all offsets from the 1 KiB-aligned base.
+  Value sharedAt(Value byteOffset) {
+    return gep(sharedPtr, b.getI8Type(), smem, byteOffset);
+  }
+  Value sharedAt(int64_t byteOffset) { return sharedAt(c32(byteOffset)); }
+  Value barrier(int64_t index) {
+    return sharedAt(spec.barrierOffset() + 8 * index);
+  }
+  Value barrier(Value index) {
+    return sharedAt(add(c32(spec.barrierOffset()), mul(index, c32(8))));
+  }
+  Value qFull() { return barrier(0); }
+  Value kFull(Value stage) { return barrier(add(c32(1), stage)); }
+  Value vFull(Value stage) { return barrier(add(c32(1 + spec.stages), stage)); }
+  Value kEmpty(Value stage) {
+    return barrier(add(c32(1 + 2 * spec.stages), stage));
+  }
+  Value vEmpty(Value stage) {
+    return barrier(add(c32(1 + 3 * spec.stages), stage));
+  }
+  Value kOffset(Value stage) {
+    return add(c32(spec.qBytes()), mul(stage, c32(2 * spec.kvTileBytes())));
+  }
+  Value vOffset(Value stage) {
+    return add(kOffset(stage), c32(spec.kvTileBytes()));
+  }
+
+  void waitBarrier(Value bar, Value parity) {
+    NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, c32(0x989680));
+  }
+  /// One arrival per consumer warp (lane 0), after the warp's own
+  /// wgmma.wait_group has retired the reads of the tile.
+  void releaseTile(Value bar) {
+    auto ifLead = scf::IfOp::create(b, loc, eq(lane, c32(0)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifLead.thenBlock());
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
+  }
+
+  /// The TMA loads of one tile: D / 64 boxes of 64 columns x rows, each
+  /// into its own swizzled column block, completing on `bar`.
+  void loadTile(Value map, Value tileOffset, int64_t rows, Value row,
+                Value matrix, Value bar) {
+    for (int64_t cb = 0; cb < spec.columnBlocks(); ++cb) {
+      Value dst = sharedAt(add(tileOffset, c32(cb * rows * kSwizzleBytes)));
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, loc, dst, map,
+          ValueRange{c32(cb * kColumnsPerBlock), row, matrix}, bar,
+          ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+          /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
+    }
+  }
+
+  /// wgmma matrix descriptor of the operand at `byteOffset` (128-B swizzle).
+  Value descriptor(Value byteOffset, int64_t leadingBytes,
+                   int64_t strideBytes) {
+    Value addr = ext64(add(smemAddress, byteOffset));
+    Value encoded = arith::ShRUIOp::create(b, loc, addr, c64(4));
+    int64_t fixed = ((leadingBytes >> 4) & 0x3FFF) << 16 |
+                    ((strideBytes >> 4) & 0x3FFF) << 32 | int64_t(1) << 62;
+    return arith::OrIOp::create(b, loc, encoded, c64(fixed));
+  }
+  /// K-major operand (Q or K) with `rows` rows: the k-step `kk` of 16
+  /// elements.
+  Value kMajorDescriptor(Value tileOffset, int64_t rows, int64_t kk) {
+    int64_t offset = (kk / 4) * rows * kSwizzleBytes + (kk % 4) * 32;
+    return descriptor(add(tileOffset, c32(offset)), 16, 1024);
+  }
+  /// MN-major V tile: keys 16 kk .. 16 kk + 15, all D columns.
+  Value valueDescriptor(Value tileOffset, int64_t kk) {
+    return descriptor(add(tileOffset, c32(kk * 16 * kSwizzleBytes)),
+                      spec.blockC * kSwizzleBytes, 1024);
+  }
+
+  /// Pins values at this point of the instruction stream (an empty asm
+  /// that "modifies" them), so no use of a wgmma result is scheduled above
+  /// its wait_group and no write of an operand below its wgmma.fence.
+  SmallVector<Value> fenceOperands(ArrayRef<Value> values);
+
+  /// S = Q K^T for one consumer: D / 16 wgmma (SS) into one accumulator.
+  SmallVector<Value> issueScores(Value kTile);
+  /// O += P V: B_c / 16 wgmma with P from registers.
+  SmallVector<Value> issueValues(ArrayRef<Value> p, ArrayRef<Value> o,
+                                 Value vTile);
+
+  /// Mask, online softmax in log2 units, P as f16 pairs. Returns the new
+  /// base/sum in `state` (O untouched) and alpha per row.
+  struct SoftmaxStep {
+    SmallVector<Value> p;
+    std::array<Value, 2> alpha;
+    Value moved; // FA4: some row of this thread moved its base
+  };
+  SoftmaxStep softmax(SmallVector<Value> s, RowState &state, bool masked,
+                      Value kStart, Value row0, Value nk, Value scaleLog2);
+  /// O *= alpha (under a warp vote with conditional rescaling).
+  SmallVector<Value> rescale(ArrayRef<Value> o, std::array<Value, 2> alpha,
+                             Value moved);
+
+  void emitProducer(Value qMap, Value kMap, Value vMap, Value qStart,
+                    Value qMatrix, Value kvMatrix, Value firstBlock,
+                    Value numBlocks);
+  void emitConsumer(Value consumer, Value oPtr, Value lsePtr, Value qStart,
+                    Value qMatrix, Value nq, Value nk, Value scaleLog2,
+                    Value firstBlock, Value unmaskedEnd, Value numBlocks);
+
+  Value stageOf(Value j, Value firstBlock) {
+    return remu(sub(j, firstBlock), c32(spec.stages));
+  }
+  Value parityOf(Value j, Value firstBlock) {
+    return arith::AndIOp::create(
+        b, loc, divu(sub(j, firstBlock), c32(spec.stages)), c32(1));
+  }
+
+  const KernelSpec &spec;
+  Value smem;        // aligned base, !llvm.ptr<3>
+  Value smemAddress; // its 32-bit shared address
+  Value tid, lane, warpInGroup, g, t;
+  Value qTile; // this consumer's Q rows
+};
+
+SmallVector<Value> KernelBuilder::fenceOperands(ArrayRef<Value> values) {
+  SmallVector<Value> out;
+  for (Value v : values) {
+    StringRef constraint = v.getType().isF32() ? "=f,0" : "=r,0";
+    out.push_back(LLVM::InlineAsmOp::create(
+                      b, loc, v.getType(), ValueRange{v}, "", constraint,
+                      /*has_side_effects=*/true, /*is_align_stack=*/false,
+                      LLVM::tailcallkind::TailCallKind::None,
+                      LLVM::AsmDialectAttr(), ArrayAttr())
+                      .getResult(0));
+  }
+  return out;
+}
+
+SmallVector<Value> KernelBuilder::issueScores(Value kTile) {
+  MLIRContext *ctx = b.getContext();
+  int64_t n = spec.blockC;
+  SmallVector<Type> fields(n / 2, f32);
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  Value acc = LLVM::PoisonOp::create(b, loc, accType);
+  auto type = spec.bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t kk = 0; kk < spec.headDim / 16; ++kk) {
+    // The first k-step ignores the accumulator's input (scale-d = 0).
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType, acc, kMajorDescriptor(qTile, kBlockR, kk),
+        kMajorDescriptor(kTile, spec.blockC, kk),
+        NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+        NVVM::WGMMATypesAttr::get(ctx, type),
+        NVVM::WGMMATypesAttr::get(ctx, type),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, kk == 0 ? NVVM::WGMMAScaleOut::zero
+                                                  : NVVM::WGMMAScaleOut::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  SmallVector<Value> s;
+  for (int64_t i = 0; i < n / 2; ++i)
+    s.push_back(LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
+  return s;
+}
+
+SmallVector<Value> KernelBuilder::issueValues(ArrayRef<Value> p,
+                                              ArrayRef<Value> o, Value vTile) {
+  MLIRContext *ctx = b.getContext();
+  int64_t n = spec.headDim, regs = n / 2;
+  // wgmma with A in registers has no NVVM op: one inline-asm instruction
+  // per k-step, the accumulators tied in and out ("+f").
+  std::string elt = spec.bf16 ? "bf16" : "f16";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(n) + "k16.f32." + elt + "." + elt + " {";
+  for (int64_t i = 0; i < regs; ++i)
+    text += (i ? ", $" : "$") + std::to_string(i);
+  text += "}, {";
+  for (int64_t i = 0; i < 4; ++i)
+    text += (i ? ", $" : "$") + std::to_string(regs + i);
+  // scale-d, imm-scale-a, imm-scale-b, imm-trans-b (V is MN-major).
+  text += "}, $" + std::to_string(regs + 4) + ", p, 1, 1, 1;\n}";
+  std::string constraints;
+  for (int64_t i = 0; i < regs; ++i)
+    constraints += "=f,";
+  constraints += "r,r,r,r,l";
+  for (int64_t i = 0; i < regs; ++i)
+    constraints += "," + std::to_string(i);
+  SmallVector<Type> fields(regs, f32);
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+
+  SmallVector<Value> acc(o.begin(), o.end());
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t kk = 0; kk < spec.blockC / 16; ++kk) {
+    SmallVector<Value> operands(p.begin() + 4 * kk, p.begin() + 4 * kk + 4);
+    operands.push_back(valueDescriptor(vTile, kk));
+    operands.append(acc.begin(), acc.end());
+    auto op = LLVM::InlineAsmOp::create(
+        b, loc, accType, operands, text, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+        ArrayAttr());
+    for (int64_t i = 0; i < regs; ++i)
+      acc[i] = LLVM::ExtractValueOp::create(b, loc, op.getResult(0),
+                                            ArrayRef<int64_t>{i});
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  return acc;
+}
+
+KernelBuilder::SoftmaxStep
+KernelBuilder::softmax(SmallVector<Value> s, RowState &state, bool masked,
+                       Value kStart, Value row0, Value nk, Value scaleLog2) {
+  int64_t sTiles = spec.blockC / 8;
+  Value negInf = cf(-std::numeric_limits<double>::infinity());
+  Value effScale = scaleLog2;
+  if (spec.softcap > 0) {
+    // s <- c log2(e) tanh(s * scale / c), already in log2 units.
+    Value inner = fmul(scaleLog2, cf(1.0 / (spec.softcap * kLog2E)));
+    Value outer = cf(spec.softcap * kLog2E);
+    for (Value &v : s)
+      v = fmul(tanhApprox(fmul(v, inner)), outer);
+    effScale = cf(1.0);
+  }
+  if (masked) {
+    Value row1 = add(row0, c32(8));
+    for (int64_t n = 0; n < sTiles; ++n)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value col = add(add(kStart, c32(n * 8 + (e % 2))), mul(t, c32(2)));
+        Value row = e < 2 ? row0 : row1;
+        Value visible = ult(col, nk);
+        if (spec.causal)
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
+                                    row));
+        if (spec.window) {
+          Value w = c32(spec.window);
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::AndIOp::create(b, loc, ult(row, add(col, w)),
+                                    ult(col, add(row, w))));
+        }
+        s[4 * n + e] = select(visible, s[4 * n + e], negInf);
+      }
+  }
+
+  SoftmaxStep step;
+  std::array<Value, 2> base, rowSum;
+  for (int64_t h = 0; h < 2; ++h) {
+    Value mx = negInf;
+    for (int64_t n = 0; n < sTiles; ++n)
+      mx = fmax(mx, fmax(s[4 * n + 2 * h], s[4 * n + 2 * h + 1]));
+    mx = fmax(mx, shflXor(mx, 1));
+    mx = fmax(mx, shflXor(mx, 2));
+    Value mOld = state.m[h];
+    Value mBlock = fmul(mx, effScale);
+    Value mNew, move;
+    if (spec.rescaleThreshold >= 0) {
+      // FA4: the stored value is the scaling base; it moves only when the
+      // block's max exceeds it by more than the threshold.
+      move = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OGT,
+          arith::SubFOp::create(b, loc, mBlock, mOld),
+          cf(spec.rescaleThreshold));
+      mNew = select(move, mBlock, mOld);
+    } else {
+      mNew = fmax(mOld, mBlock);
+    }
+    // A row with no visible key so far keeps m = -inf: use base 0.
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
+    base[h] = select(empty, cf(0.0), mNew);
+    step.alpha[h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
+    if (move) {
+      step.alpha[h] = select(move, step.alpha[h], cf(1.0));
+      step.moved = step.moved ? arith::OrIOp::create(b, loc, step.moved, move)
+                              : move;
+    }
+    rowSum[h] = cf(0.0);
+    state.m[h] = mNew;
+  }
+  // P = exp2(s * scale * log2 e - m): one FMA and one ex2 (or, on the
+  // compile-time pattern of FA4's partial emulation, the FMA-pipe exp2).
+  std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
+                                  arith::NegFOp::create(b, loc, base[1])};
+  for (int64_t n = 0; n < sTiles; ++n)
+    for (int64_t e = 0; e < 4; ++e) {
+      Value y = fma(s[4 * n + e], effScale, negBase[e / 2]);
+      bool soft = spec.polyDegree && (4 * n + e) % spec.polyPeriod == 0;
+      s[4 * n + e] = soft ? polyExp2(y, spec.polyDegree) : ex2(y);
+      rowSum[e / 2] = fadd(rowSum[e / 2], s[4 * n + e]);
+    }
+  for (int64_t h = 0; h < 2; ++h)
+    state.l[h] = fma(step.alpha[h], state.l[h], rowSum[h]);
+  // Keys 16k .. 16k + 15 of S, as f16/bf16 pairs, are the A fragment of
+  // k-step k of P V.
+  for (int64_t k = 0; k < spec.blockC / 16; ++k) {
+    int64_t i = 8 * k;
+    step.p.append({packPair(s[i + 0], s[i + 1]), packPair(s[i + 2], s[i + 3]),
+                   packPair(s[i + 4], s[i + 5]), packPair(s[i + 6], s[i + 7])});
+  }
+  return step;
+}
+
+SmallVector<Value> KernelBuilder::rescale(ArrayRef<Value> o,
+                                          std::array<Value, 2> alpha,
+                                          Value moved) {
+  auto scaled = [&]() {
+    SmallVector<Value> r;
+    for (size_t i = 0; i < o.size(); ++i)
+      r.push_back(fmul(o[i], alpha[(i % 4) / 2]));
+    return r;
+  };
+  if (!moved)
+    return scaled();
+  // FA4: rescale only if some row of the warp moved its base (warp vote).
+  Value anyMoved = NVVM::VoteSyncOp::create(
+      b, loc, b.getI1Type(), c32(-1), moved,
+      NVVM::VoteSyncKindAttr::get(b.getContext(), NVVM::VoteSyncKind::any));
+  SmallVector<Type> types(o.size(), f32);
+  auto ifOp = scf::IfOp::create(b, loc, types, anyMoved, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, scaled());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, SmallVector<Value>(o.begin(), o.end()));
+  }
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+void KernelBuilder::emitProducer(Value qMap, Value kMap, Value vMap,
+                                 Value qStart, Value qMatrix, Value kvMatrix,
+                                 Value firstBlock, Value numBlocks) {
+  NVVM::SetMaxRegisterOp::create(b, loc, spec.producerRegisters,
+                                 NVVM::SetMaxRegisterAction::decrease);
+  // One thread issues every load; the rest of the warpgroup is done.
+  auto ifIssuer = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifIssuer.thenBlock());
+  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), qFull(),
+                                         c32(spec.qBytes()),
+                                         NVVM::MemScopeKind::CTA, false,
+                                         Value());
+  loadTile(qMap, c32(0), kBlockR, qStart, qMatrix, qFull());
+  auto loop = scf::ForOp::create(b, loc, firstBlock, numBlocks, c32(1));
+  b.setInsertionPointToStart(loop.getBody());
+  Value j = loop.getInductionVar();
+  Value stage = stageOf(j, firstBlock);
+  // A stage is free once both consumers released it in the previous round
+  // (a fresh barrier passes the wait on parity 1).
+  Value parity = arith::XOrIOp::create(b, loc, parityOf(j, firstBlock), c32(1));
+  Value row = mul(j, c32(spec.blockC));
+  waitBarrier(kEmpty(stage), parity);
+  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), kFull(stage),
+                                         c32(spec.kvTileBytes()),
+                                         NVVM::MemScopeKind::CTA, false,
+                                         Value());
+  loadTile(kMap, kOffset(stage), spec.blockC, row, kvMatrix, kFull(stage));
+  waitBarrier(vEmpty(stage), parity);
+  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), vFull(stage),
+                                         c32(spec.kvTileBytes()),
+                                         NVVM::MemScopeKind::CTA, false,
+                                         Value());
+  loadTile(vMap, vOffset(stage), spec.blockC, row, kvMatrix, vFull(stage));
+}
+
+void KernelBuilder::emitConsumer(Value consumer, Value oPtr, Value lsePtr,
+                                 Value qStart, Value qMatrix, Value nq,
+                                 Value nk, Value scaleLog2, Value firstBlock,
+                                 Value unmaskedEnd, Value numBlocks) {
+  NVVM::SetMaxRegisterOp::create(b, loc, spec.consumerRegisters,
+                                 NVVM::SetMaxRegisterAction::increase);
+  int64_t oRegs = spec.headDim / 2;
+  int64_t pRegs = spec.blockC / 4;
+  qTile = mul(consumer, c32(kRowsPerConsumer * kSwizzleBytes));
+  Value row0 = add(add(qStart, mul(consumer, c32(kRowsPerConsumer))),
+                   add(mul(warpInGroup, c32(16)), g));
+  Value negInf = cf(-std::numeric_limits<double>::infinity());
+
+  // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
+  // tensor cores and hands the turn over on the other's after issuing.
+  Value ownTurn = add(c32(kPingPongBarrier), consumer);
+  Value otherTurn = add(c32(kPingPongBarrier), sub(c32(1), consumer));
+  Value pairThreads = c32(128 * kConsumers);
+  auto waitTurn = [&] {
+    if (spec.pingPong)
+      NVVM::BarrierOp::create(b, loc, Type(), ownTurn, pairThreads,
+                              NVVM::BarrierReductionAttr(), Value());
+  };
+  auto passTurn = [&] {
+    if (spec.pingPong)
+      NVVM::BarrierArriveOp::create(b, loc, otherTurn, pairThreads);
+  };
+  if (spec.pingPong) {
+    // Consumer 0 goes first: it pre-arrives on its own barrier.
+    auto ifFirst = scf::IfOp::create(b, loc, eq(consumer, c32(0)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    NVVM::BarrierArriveOp::create(b, loc, ownTurn, pairThreads);
+  }
+
+  waitBarrier(qFull(), c32(0));
+
+  // Prologue: S of the first block, its softmax (O is still zero).
+  RowState state;
+  state.o.assign(oRegs, cf(0.0));
+  state.m = {negInf, negInf};
+  state.l = {cf(0.0), cf(0.0)};
+  Value stage0 = stageOf(firstBlock, firstBlock);
+  waitBarrier(kFull(stage0), c32(0));
+  waitTurn();
+  SmallVector<Value> s = issueScores(kOffset(stage0));
+  passTurn();
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  s = fenceOperands(s);
+  releaseTile(kEmpty(stage0));
+  SoftmaxStep first =
+      softmax(s, state, /*masked=*/true, mul(firstBlock, c32(spec.blockC)),
+              row0, nk, scaleLog2);
+
+  // Loop state: O, m, l, P of the previous block, and its alpha (+ moved).
+  bool conditional = spec.rescaleThreshold >= 0;
+  auto pack = [&](const RowState &st, const SoftmaxStep &step) {
+    SmallVector<Value> v(st.o);
+    v.append({st.m[0], st.m[1], st.l[0], st.l[1]});
+    v.append(step.p);
+    v.append({step.alpha[0], step.alpha[1]});
+    if (conditional)
+      v.push_back(step.moved);
+    return v;
+  };
+  auto unpack = [&](ValueRange v, RowState &st, SoftmaxStep &step) {
+    st.o.assign(v.begin(), v.begin() + oRegs);
+    st.m = {v[oRegs], v[oRegs + 1]};
+    st.l = {v[oRegs + 2], v[oRegs + 3]};
+    step.p.assign(v.begin() + oRegs + 4, v.begin() + oRegs + 4 + pRegs);
+    step.alpha = {v[oRegs + 4 + pRegs], v[oRegs + 5 + pRegs]};
+    step.moved = conditional ? v[oRegs + 6 + pRegs] : Value();
+  };
+
+  auto emitLoop = [&](Value begin, Value end, ValueRange init, bool masked) {
+    auto loop = scf::ForOp::create(b, loc, begin, end, c32(1), init);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    RowState st;
+    SoftmaxStep prev;
+    unpack(loop.getRegionIterArgs(), st, prev);
+    Value stage = stageOf(j, firstBlock);
+    Value prevJ = sub(j, c32(1));
+    Value prevStage = stageOf(prevJ, firstBlock);
+    waitBarrier(kFull(stage), parityOf(j, firstBlock));
+    waitTurn();
+    SmallVector<Value> sj = issueScores(kOffset(stage));
+    // O of the blocks before j - 1 moves to block j - 1's base, then
+    // O += P_{j-1} V_{j-1} goes to the tensor cores behind S_j.
+    SmallVector<Value> o =
+        fenceOperands(rescale(st.o, prev.alpha, prev.moved));
+    waitBarrier(vFull(prevStage), parityOf(prevJ, firstBlock));
+    o = issueValues(prev.p, o, vOffset(prevStage));
+    passTurn();
+    // Softmax of S_j under P_{j-1} V_{j-1} (intra-warpgroup overlap).
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, spec.intraOverlap ? 1 : 0);
+    sj = fenceOperands(sj);
+    releaseTile(kEmpty(stage));
+    SoftmaxStep step = softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0,
+                               nk, scaleLog2);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    st.o = fenceOperands(o);
+    releaseTile(vEmpty(prevStage));
+    scf::YieldOp::create(b, loc, pack(st, step));
+    return SmallVector<Value>(loop.getResults());
+  };
+  Value second = add(firstBlock, c32(1));
+  Value unmaskedBegin = arith::MaxUIOp::create(b, loc, second, firstBlock);
+  Value unmaskedStop = arith::MaxUIOp::create(b, loc, unmaskedEnd,
+                                              unmaskedBegin);
+  SmallVector<Value> after =
+      emitLoop(unmaskedBegin, unmaskedStop, pack(state, first), false);
+  after = emitLoop(unmaskedStop, numBlocks, after, true);
+
+  // Epilogue: the last block's P V.
+  SoftmaxStep last;
+  unpack(after, state, last);
+  Value lastJ = sub(numBlocks, c32(1));
+  Value lastStage = stageOf(lastJ, firstBlock);
+  SmallVector<Value> o =
+      fenceOperands(rescale(state.o, last.alpha, last.moved));
+  waitBarrier(vFull(lastStage), parityOf(lastJ, firstBlock));
+  waitTurn();
+  o = issueValues(last.p, o, vOffset(lastStage));
+  passTurn();
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  o = fenceOperands(o);
+  releaseTile(vEmpty(lastStage));
+
+  // O / l and LSE, straight from registers: each quad writes 16 B of a row
+  // per 8 columns.
+  Value oBase = gep(globalPtr, half, oPtr,
+                    mul(ext64(qMatrix), mul(ext64(nq), c64(spec.headDim))));
+  Value lseBase = gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
+  for (int64_t h = 0; h < 2; ++h) {
+    Value l = state.l[h];
+    l = fadd(l, shflXor(l, 1));
+    l = fadd(l, shflXor(l, 2));
+    Value m = state.m[h];
+    Value positive =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, cf(0.0));
+    Value inv =
+        select(positive, arith::DivFOp::create(b, loc, cf(1.0), l), cf(0.0));
+    Value row = add(row0, c32(8 * h));
+    auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifRow.thenBlock());
+    Value rowBase = mul(ext64(row), c64(spec.headDim));
+    for (int64_t d = 0; d < spec.headDim / 8; ++d) {
+      Value packed = packPair(fmul(o[d * 4 + 2 * h], inv),
+                              fmul(o[d * 4 + 2 * h + 1], inv));
+      Value col = add(c32(d * 8), mul(t, c32(2)));
+      Value ptr = gep(globalPtr, half, oBase, add(rowBase, ext64(col)));
+      LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
+    }
+    auto ifLead = scf::IfOp::create(b, loc, eq(t, c32(0)), false);
+    b.setInsertionPointToStart(ifLead.thenBlock());
+    Value lse = select(positive, fmul(fadd(m, lg2(l)), cf(kLn2)), negInf);
+    LLVM::StoreOp::create(b, loc, lse, gep(globalPtr, f32, lseBase, ext64(row)),
+                          4);
+  }
+}
+
+LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
+  MLIRContext *ctx = b.getContext();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+
+  auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
+  LLVM::GlobalOp smemGlobal;
+  if (!(smemGlobal = module.lookupSymbol<LLVM::GlobalOp>("fa_smem")))
+    smemGlobal = LLVM::GlobalOp::create(
+        b, loc, smemType, /*isConstant=*/false, LLVM::Linkage::External,
+        "fa_smem", Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
+
+  // q, k, v tensor maps (CUtensorMap, 128 B, passed by value as
+  // __grid_constant__ parameters), o, lse, Nq, Nk, Hq, Hkv, scale_log2.
+  SmallVector<Type> params = {genericPtr, genericPtr, genericPtr, globalPtr,
+                              globalPtr,  i32,        i32,        i32,
+                              i32,        f32};
+  auto fnType =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, spec.kernelName(), fnType);
+  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+              b.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
+  fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
+  auto mapType = LLVM::LLVMArrayType::get(i64, 16);
+  for (int64_t i = 0; i < 3; ++i) {
+    fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                  TypeAttr::get(mapType));
+    fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                  b.getI64IntegerAttr(64));
+    fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                  b.getUnitAttr());
+  }
+  fn.setArgAttr(3, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+  fn.setArgAttr(4, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+  auto str = [&](StringRef s) { return b.getStringAttr(s); };
+  fn->setAttr(
+      "fa.schedule",
+      b.getDictionaryAttr({
+          b.getNamedAttr("block_r", b.getI64IntegerAttr(kBlockR)),
+          b.getNamedAttr("block_c", b.getI64IntegerAttr(spec.blockC)),
+          b.getNamedAttr("warps", b.getI64IntegerAttr(kThreads / 32)),
+          b.getNamedAttr("kv_stages", b.getI64IntegerAttr(spec.stages)),
+          b.getNamedAttr(
+              "producer",
+              str(llvm::formatv("warpgroup 0: one thread issues TMA "
+                                "(cp.async.bulk.tensor), setmaxnreg.dec {0}",
+                                spec.producerRegisters)
+                      .str())),
+          b.getNamedAttr(
+              "consumers",
+              str(llvm::formatv("warpgroups 1-2: 64 rows each, wgmma "
+                                "m64n{0}k16 (S, SS) + m64n{1}k16 (PV, RS), "
+                                "setmaxnreg.inc {2}",
+                                spec.blockC, spec.headDim,
+                                spec.consumerRegisters)
+                      .str())),
+          b.getNamedAttr(
+              "barriers",
+              str("mbarrier q_full; per stage k_full, v_full (expect_tx), "
+                  "k_empty, v_empty (8 warp arrivals)")),
+          b.getNamedAttr("ping_pong", b.getBoolAttr(spec.pingPong)),
+          b.getNamedAttr("intra_warpgroup_overlap",
+                         b.getBoolAttr(spec.intraOverlap)),
+          b.getNamedAttr("smem_layout",
+                         str("TMA 128B swizzle, 64-column blocks")),
+          b.getNamedAttr("smem_bytes", b.getI64IntegerAttr(spec.sharedBytes())),
+          b.getNamedAttr("rescale_threshold",
+                         b.getF64FloatAttr(spec.rescaleThreshold)),
+          b.getNamedAttr("exp2_poly_degree",
+                         b.getI64IntegerAttr(spec.polyDegree)),
+          b.getNamedAttr("exp2_poly_period",
+                         b.getI64IntegerAttr(spec.polyPeriod)),
+          b.getNamedAttr("window", b.getI64IntegerAttr(spec.window)),
+          b.getNamedAttr("softcap", b.getF64FloatAttr(spec.softcap)),
+      }));
+
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value qMap = entry->getArgument(0), kMap = entry->getArgument(1),
+        vMap = entry->getArgument(2), oPtr = entry->getArgument(3),
+        lsePtr = entry->getArgument(4), nq = entry->getArgument(5),
+        nk = entry->getArgument(6), hq = entry->getArgument(7),
+        hkv = entry->getArgument(8), scaleLog2 = entry->getArgument(9);
+
+  // Align the dynamic shared memory to the 1 KiB swizzle atom.
+  Value raw = LLVM::AddressOfOp::create(b, loc, smemGlobal);
+  Value rawAddress = LLVM::PtrToIntOp::create(b, loc, i32, raw);
+  Value pad = arith::AndIOp::create(
+      b, loc, sub(c32(0), rawAddress), c32(1023));
+  smem = gep(sharedPtr, b.getI8Type(), raw, pad);
+  smemAddress = add(rawAddress, pad);
+
+  tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value qBlock = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value head = NVVM::BlockIdYOp::create(b, loc, i32);
+  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  Value group = divu(tid, c32(128));
+  Value inGroup = remu(tid, c32(128));
+  warpInGroup = divu(inGroup, c32(32));
+  lane = remu(tid, c32(32));
+  g = divu(lane, c32(4));
+  t = remu(lane, c32(4));
+
+  Value kvHead = divu(head, divu(hq, hkv));
+  // Third coordinate of the tensor maps: the [N, D] matrix of (batch, head).
+  Value qMatrix = add(mul(batch, hq), head);
+  Value kvMatrix = add(mul(batch, hkv), kvHead);
+  Value qStart = mul(qBlock, c32(kBlockR));
+
+  // K/V blocks visited: causal stops at the last row's diagonal (top-left
+  // aligned, keys j <= i); a window bounds both sides.
+  Value numBlocks = divu(add(nk, c32(spec.blockC - 1)), c32(spec.blockC));
+  Value lastRow = minu(add(qStart, c32(kBlockR)), nq); // exclusive
+  if (spec.causal)
+    numBlocks = minu(numBlocks,
+                     divu(add(lastRow, c32(spec.blockC - 1)), c32(spec.blockC)));
+  Value firstBlock = c32(0);
+  if (spec.window) {
+    Value reach = c32(spec.window - 1);
+    Value firstKey =
+        sub(arith::MaxUIOp::create(b, loc, qStart, reach), reach);
+    firstBlock = divu(firstKey, c32(spec.blockC));
+    if (!spec.causal)
+      numBlocks = minu(numBlocks,
+                       add(divu(add(sub(lastRow, c32(1)), reach),
+                                c32(spec.blockC)),
+                           c32(1)));
+    // Rows past the end of the keys by more than the window see no key:
+    // they still run one (fully masked) block, so the producer and the
+    // consumers always agree on a non-empty range (O = 0, LSE = -inf).
+    firstBlock = minu(firstBlock, sub(numBlocks, c32(1)));
+  }
+  // Blocks no mask touches: full, and (causal) wholly at or below the
+  // diagonal of the CTA's first row. Windows mask every block.
+  Value unmaskedEnd = divu(nk, c32(spec.blockC));
+  if (spec.causal)
+    unmaskedEnd = minu(unmaskedEnd, divu(add(qStart, c32(1)), c32(spec.blockC)));
+  unmaskedEnd = minu(unmaskedEnd, numBlocks);
+  if (spec.window)
+    unmaskedEnd = firstBlock;
+
+  // Barrier initialisation, made visible to the async proxy (TMA) before
+  // any thread uses the barriers.
+  {
+    auto ifInit = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(ifInit.thenBlock());
+    NVVM::MBarrierInitOp::create(b, loc, qFull(), c32(1), Value());
+    for (int64_t s = 0; s < spec.stages; ++s) {
+      NVVM::MBarrierInitOp::create(b, loc, barrier(1 + s), c32(1), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(1 + spec.stages + s),
+                                   c32(1), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(1 + 2 * spec.stages + s),
+                                   c32(4 * kConsumers), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(1 + 3 * spec.stages + s),
+                                   c32(4 * kConsumers), Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+  }
+  NVVM::Barrier0Op::create(b, loc);
+
+  auto roles = scf::IfOp::create(b, loc, eq(group, c32(0)), true);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(roles.thenBlock());
+    emitProducer(qMap, kMap, vMap, qStart, qMatrix, kvMatrix, firstBlock,
+                 numBlocks);
+    b.setInsertionPointToStart(roles.elseBlock());
+    emitConsumer(sub(group, c32(1)), oPtr, lsePtr, qStart, qMatrix, nq, nk,
+                 scaleLog2, firstBlock, unmaskedEnd, numBlocks);
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return fn;
+}
+
+/// Checks that the attention fits this backend; the diagnostic names the
+/// target and the supported set otherwise.
+FailureOr<KernelSpec> getSpec(AttentionOp op,
+                              const fa::ConvertFAToSM90Options &options) {
+  auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
+    return op.emitOpError() << "cannot be lowered to sm_90a wgmma: " << msg;
+  };
+  if (!op.hasBufferSemantics())
+    return fail("needs the memref form (run fa-attention-to-buffers first)");
+  Type elt = op.getQueryType().getElementType();
+  if (!elt.isF16() && !elt.isBF16())
+    return fail("element type must be f16 or bf16, got " +
+                llvm::formatv("{0}", elt).str());
+  int64_t d = op.getHeadDim();
+  if (d != 64 && d != 128 && d != 256)
+    return fail("head dim must be 64, 128 or 256, got " + Twine(d));
+  if (op.getValueHeadDim() != d)
+    return fail("value head dim must equal the head dim (" + Twine(d) +
+                "), got " + Twine(op.getValueHeadDim()));
+  if (op.getOuts().size() != 2)
+    return fail("the kernel writes LSE: give an lse destination");
+  if (std::optional<int64_t> br = op.getBlockR(); br && *br != kBlockR)
+    return fail("block_r must be " + Twine(kBlockR) +
+                " (two consumer warpgroups of 64 rows), got " + Twine(*br));
+  int64_t bc = op.getBlockC().value_or(d == 256 ? 64 : 128);
+  if (bc % 16 != 0 || bc < 16 || bc > 256)
+    return fail("block_c must be a multiple of 16 in [16, 256], got " +
+                Twine(bc));
+  KernelSpec spec{d,
+                  bc,
+                  options.stages,
+                  op.getCausal(),
+                  elt.isBF16(),
+                  options.pingPong,
+                  options.intraOverlap,
+                  options.producerRegisters,
+                  options.consumerRegisters};
+  spec.rescaleThreshold = options.rescaleThreshold;
+  spec.polyDegree = options.polyExp2Degree;
+  spec.polyPeriod = options.polyExp2Period;
+  spec.window = op.getWindow().value_or(0);
+  if (std::optional<APFloat> cap = op.getSoftcap())
+    spec.softcap = cap->convertToDouble();
+  if (spec.polyDegree &&
+      (spec.polyDegree < 2 || spec.polyDegree > 5 || spec.polyPeriod < 1))
+    return fail("poly-exp2-degree must be in [2, 5] and poly-exp2-period at "
+                "least 1");
+  if (spec.stages < 2 || spec.stages > 4)
+    return fail("stages must be 2, 3 or 4, got " + Twine(spec.stages));
+  auto validRegisters = [](int64_t r) {
+    return r >= 24 && r <= 256 && r % 8 == 0;
+  };
+  if (!validRegisters(spec.producerRegisters) ||
+      !validRegisters(spec.consumerRegisters))
+    return fail("setmaxnreg counts must be multiples of 8 in [24, 256]");
+  if (128 * spec.producerRegisters + 128 * kConsumers * spec.consumerRegisters >
+      65536)
+    return fail("producer and consumer registers (" +
+                Twine(spec.producerRegisters) + ", " +
+                Twine(spec.consumerRegisters) +
+                ") exceed the 64K registers of an SM");
+  if (spec.sharedBytes() > 227 * 1024)
+    return fail("the tiles need " + Twine(spec.sharedBytes()) +
+                " bytes of shared memory, more than 227 KiB");
+  return spec;
+}
+
+struct ConvertFAToSM90Pass
+    : fa::impl::ConvertFAToSM90Base<ConvertFAToSM90Pass> {
+  using ConvertFAToSM90Base::ConvertFAToSM90Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<AttentionOp> ops;
+    module.walk([&](AttentionOp op) { ops.push_back(op); });
+    if (ops.empty())
+      return;
+    OpBuilder b(module.getContext());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+    gpu::GPUModuleOp kernels =
+        module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
+    if (!kernels) {
+      b.setInsertionPointToEnd(module.getBody());
+      kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
+    }
+    ConvertFAToSM90Options options{stages,          pingPong,
+                                   intraOverlap,    producerRegisters,
+                                   consumerRegisters, rescaleThreshold,
+                                   polyExp2Degree,  polyExp2Period};
+    for (AttentionOp op : ops) {
+      FailureOr<KernelSpec> spec = getSpec(op, options);
+      if (failed(spec))
+        return signalPassFailure();
+      LLVM::LLVMFuncOp kernel =
+          kernels.lookupSymbol<LLVM::LLVMFuncOp>(spec->kernelName());
+      if (!kernel) {
+        KernelBuilder builder(b, op.getLoc(), *spec);
+        kernel = builder.build(kernels);
+      }
+      replaceWithLaunch(op, kernel, *spec);
+    }
+  }
+
+  /// fa.attention -> the host side of the launch: the three tensor maps
+  /// encoded by the runtime (faEncodeTensorMap, cuTensorMapEncodeTiled over
+  /// [B*H, N, D] with 64-column boxes and the 128-B swizzle), then a
+  /// gpu.launch_func on the grid (ceil(Nq / 128), Hq, B).
+  void replaceWithLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
+                         const KernelSpec &spec) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+    auto hostPtr = LLVM::LLVMPointerType::get(ctx);
+    auto i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto mapType = LLVM::LLVMArrayType::get(i64, 16);
+    auto module = op->getParentOfType<ModuleOp>();
+    auto encodeType = LLVM::LLVMFunctionType::get(
+        i32, {hostPtr, hostPtr, i64, i64, i64, i64, i32, i32});
+    auto encode = module.lookupSymbol<LLVM::LLVMFuncOp>("faEncodeTensorMap");
+    if (!encode) {
+      OpBuilder mb(module.getBodyRegion());
+      encode = LLVM::LLVMFuncOp::create(mb, loc, "faEncodeTensorMap",
+                                        encodeType);
+    }
+    auto pointerOf = [&](Value memref, Type type) -> Value {
+      Value index =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+      Value i = arith::IndexCastOp::create(b, loc, i64, index);
+      return LLVM::IntToPtrOp::create(b, loc, type, i);
+    };
+    auto dim = [&](Value memref, int64_t d) -> Value {
+      return b.createOrFold<memref::DimOp>(loc, memref, d);
+    };
+    auto toI32 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(b, loc, i32, index);
+    };
+    auto toI64 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(b, loc, i64, index);
+    };
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, loc, v, 32);
+    };
+    // faEncodeTensorMap(map, base, batch * heads, rows, headDim, elemBits,
+    // boxRows, dtype (0 f16, 1 bf16)) writes the 128-B CUtensorMap.
+    auto encodeMap = [&](Value memref, int64_t boxRows) -> Value {
+      Value one = arith::ConstantIntOp::create(b, loc, 1, 64);
+      Value slot = LLVM::AllocaOp::create(b, loc, hostPtr, mapType, one, 64);
+      Value matrices = arith::MulIOp::create(b, loc, toI64(dim(memref, 0)),
+                                             toI64(dim(memref, 1)));
+      LLVM::CallOp::create(
+          b, loc, encode,
+          ValueRange{slot, pointerOf(memref, hostPtr), matrices,
+                     toI64(dim(memref, 2)),
+                     arith::ConstantIntOp::create(b, loc, spec.headDim, 64),
+                     arith::ConstantIntOp::create(b, loc, 16, 64),
+                     c32(boxRows), c32(spec.bf16 ? 1 : 0)});
+      return LLVM::LoadOp::create(b, loc, mapType, slot);
+    };
+    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+    Value o = op.getOuts()[0], lse = op.getOuts()[1];
+    Value nq = dim(q, 2), nk = dim(k, 2), hq = dim(q, 1), hkv = dim(k, 1);
+    Value scaleLog2 = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(float(op.getEffectiveScale() * kLog2E)));
+    SmallVector<Value> args = {encodeMap(q, kBlockR),
+                               encodeMap(k, spec.blockC),
+                               encodeMap(v, spec.blockC),
+                               pointerOf(o, globalPtr),
+                               pointerOf(lse, globalPtr),
+                               toI32(nq),
+                               toI32(nk),
+                               toI32(hq),
+                               toI32(hkv),
+                               scaleLog2};
+    Value brC = arith::ConstantIndexOp::create(b, loc, kBlockR);
+    Value gridX = b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value threads = arith::ConstantIndexOp::create(b, loc, kThreads);
+    Value smemBytes = c32(spec.sharedBytes());
+    auto kernelSym = SymbolRefAttr::get(
+        b.getStringAttr("fa_kernels"),
+        {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
+    gpu::LaunchFuncOp::create(b, loc, kernelSym,
+                              gpu::KernelDim3{gridX, hq, dim(q, 0)},
+                              gpu::KernelDim3{threads, one, one}, smemBytes,
+                              args, /*asyncObject=*/Value());
+    op.erase();
+  }
+};
+
+} // namespace
