@@ -61,8 +61,9 @@ static cl::opt<std::string> sm90Kernel(
     cl::desc("sm_90a kernel: wgmma (FlashAttention-3, default) | mma-sync"),
     cl::init("wgmma"));
 static cl::opt<int64_t> stages("stages",
-                               cl::desc("wgmma: K/V ring depth (2 to 4)"),
-                               cl::init(2));
+                               cl::desc("wgmma: K/V ring depth (2 to 4; 0: "
+                                        "3 where it fits, else 2)"),
+                               cl::init(0));
 static cl::opt<bool> pingPong("ping-pong",
                               cl::desc("wgmma: consumer ping-pong"),
                               cl::init(true));

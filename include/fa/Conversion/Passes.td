@@ -112,8 +112,9 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     (ceil(Nq / 128), Hq, B), 384 threads.
   }];
   let options = [
-    Option<"stages", "stages", "int64_t", /*default=*/"2",
-           "K/V tiles in flight (shared-memory ring depth, 2 to 4)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "K/V tiles in flight (shared-memory ring depth, 2 to 4; 0: 3 "
+           "where they fit in shared memory, else 2)">,
     Option<"pingPong", "ping-pong", "bool", /*default=*/"true",
            "Alternate the two consumer warpgroups on the tensor cores with "
            "named barriers">,

@@ -83,8 +83,9 @@ void buildSM80EmissionPipeline(OpPassManager &pm,
 
 struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
   PassOptions::Option<int64_t> stages{
-      *this, "stages", llvm::cl::desc("K/V ring depth (2 to 4)"),
-      llvm::cl::init(2)};
+      *this, "stages",
+      llvm::cl::desc("K/V ring depth (2 to 4; 0: 3 where it fits, else 2)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> pingPong{
       *this, "ping-pong",
       llvm::cl::desc("Alternate the consumer warpgroups on the tensor cores"),

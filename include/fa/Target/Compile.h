@@ -31,7 +31,7 @@ struct KernelOptions {
   /// sm_90a kernel: "wgmma" (FlashAttention-3: TMA, wgmma, warp roles) or
   /// "mma-sync" (the sm_80 kernel, for comparison).
   std::string sm90Kernel = "wgmma";
-  int64_t stages = 2;       // wgmma: K/V ring depth
+  int64_t stages = 0;       // wgmma: K/V ring depth (0: the pass's choice)
   bool pingPong = true;     // wgmma: consumer ping-pong
   bool intraOverlap = true; // wgmma: softmax under the previous P V
   std::string ptxas; // empty: $CUDA_HOME/bin, /usr/local/cuda/bin, PATH
