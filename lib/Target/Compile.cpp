@@ -130,6 +130,8 @@ static std::string metadataJson(const CompiledKernel &kernel,
   scalar("Hq", "i32", "query heads");
   scalar("Hkv", "i32", "key/value heads (divides Hq)");
   scalar("scale_log2", "f32", "softmax scale times log2(e)");
+  if (tensorMaps)
+    scalar("B", "i32", "batch");
   llvm::json::Object root{
       {"format", "flash-mlir-kernel-1"},
       {"kernel", kernel.name},
@@ -145,10 +147,17 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"layout", "contiguous [B, H, N, D] for q, k, v, o; [B, H, N] for lse"},
       {"block", llvm::json::Array{intOf("warps") * 32, 1, 1}},
       {"grid",
-       llvm::json::Object{
-           {"x", llvm::json::Object{{"ceil_div", "Nq"}, {"by", blockR}}},
-           {"y", "Hq"},
-           {"z", "B"}}},
+       tensorMaps
+           ? llvm::json::Object{{"persistent",
+                                 "x = min(ceil(Nq / block_r) * Hq * B, SMs)"},
+                                {"y", 1},
+                                {"z", 1}}
+           : llvm::json::Object{
+                 {"x",
+                  llvm::json::Object{{"ceil_div", "Nq"}, {"by", blockR}}},
+                 {"y", "Hq"},
+                 {"z", "B"}}},
+      {"persistent", tensorMaps},
       {"block_r", blockR},
       {"block_c", intOf("block_c")},
       {"kv_stages", intOf("kv_stages")},

@@ -119,6 +119,8 @@ def validate_metadata(meta):
     names = [p.get("name") for p in meta["params"]]
     expected = ["q", "k", "v", "o", "lse", "Nq", "Nk", "Hq", "Hkv",
                 "scale_log2"]
+    if meta.get("persistent"):
+        expected.append("B")
     if names != expected:
         raise MetadataError(f"parameter list {names} does not match the "
                             f"launcher's {expected}")
@@ -253,9 +255,13 @@ class Kernel:
                 raise KernelArgumentError(f"{name} must be contiguous")
         return b, hq, hkv, nq, nk, d
 
-    def grid(self, b, hq, nq):
-        g = self.meta["grid"]
-        return (math.ceil(nq / self.meta["block_r"]), hq, b)
+    def grid(self, b, hq, nq, sm_count=None):
+        tiles = math.ceil(nq / self.meta["block_r"])
+        if self.meta.get("persistent"):
+            # Persistent kernel: at most one CTA per SM strides the tiles.
+            tiles *= hq * b
+            return (min(tiles, sm_count) if sm_count else tiles, 1, 1)
+        return (tiles, hq, b)
 
     # -- launching (needs torch and a driver) --
 
@@ -309,6 +315,8 @@ class Kernel:
                       ctypes.c_int32(nq), ctypes.c_int32(nk),
                       ctypes.c_int32(hq), ctypes.c_int32(hkv),
                       ctypes.c_float(scale * 1.4426950408889634)]
+            if self.meta.get("persistent"):
+                values.append(ctypes.c_int32(b))
             addresses = [ctypes.cast(ctypes.pointer(x), ctypes.c_void_p)
                          for x in values]
             # The wgmma kernel takes q, k, v as TMA tensor maps by value.
@@ -321,7 +329,10 @@ class Kernel:
                     maps.append(buf)
                     addresses[i] = ctypes.c_void_p(addr)
             params = (ctypes.c_void_p * len(values))(*addresses)
-            gx, gy, gz = self.grid(b, hq, nq)
+            gx, gy, gz = self.grid(
+                b, hq, nq,
+                torch.cuda.get_device_properties(device_index)
+                .multi_processor_count)
             bx, by, bz = self.meta["block"]
             drv = _get_driver()
             drv.check(drv.lib.cuLaunchKernel(

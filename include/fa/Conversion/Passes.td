@@ -104,12 +104,17 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
       consumers around each GEMM issue;
     * causal: blocks past the diagonal skipped, the mask applied only in the
       second loop over the blocks that need it (ragged end, diagonal).
+    * the Q tile is released (`q_empty`) after a tile's last GEMM.
 
     Kernel parameters: the q, k, v tensor maps (CUtensorMap over the
     [B * H, N, D] view, 64-column boxes of B_r or B_c rows, 128-B swizzle,
     zero fill past N; 128 B each, `byval` + `nvvm.grid_constant`), o and
-    lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32). Grid
-    (ceil(Nq / 128), Hq, B), 384 threads.
+    lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32), B (i32).
+    The kernel is persistent: CTA x takes tiles x, x + gridDim.x, ... of
+    the ceil(Nq / 128) * Hq * B (query block, head) tiles (causal: longest
+    first), so the producer loads the next tile's Q and K/V while the
+    consumers finish the current one; any grid size is correct, the
+    runtimes launch min(tiles, SMs) CTAs of 384 threads.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",

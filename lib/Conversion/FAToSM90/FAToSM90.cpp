@@ -52,6 +52,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <array>
+#include <functional>
 #include <cmath>
 #include <limits>
 
@@ -97,8 +98,9 @@ struct KernelSpec {
   }
   int64_t vOffset(int64_t stage) const { return kOffset(stage) + kvTileBytes(); }
   int64_t barrierOffset() const { return kOffset(stages); }
-  // Barriers: q_full, then per stage k_full, v_full, k_empty, v_empty.
-  int64_t barrierBytes() const { return 8 * (1 + 4 * stages); }
+  // Barriers: q_full, q_empty, then per stage k_full, v_full, k_empty,
+  // v_empty.
+  int64_t barrierBytes() const { return 8 * (2 + 4 * stages); }
   /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
   int64_t sharedBytes() const {
     return barrierOffset() + barrierBytes() + 1024;
@@ -149,13 +151,14 @@ private:
     return sharedAt(add(c32(spec.barrierOffset()), mul(index, c32(8))));
   }
   Value qFull() { return barrier(0); }
-  Value kFull(Value stage) { return barrier(add(c32(1), stage)); }
-  Value vFull(Value stage) { return barrier(add(c32(1 + spec.stages), stage)); }
+  Value qEmpty() { return barrier(1); }
+  Value kFull(Value stage) { return barrier(add(c32(2), stage)); }
+  Value vFull(Value stage) { return barrier(add(c32(2 + spec.stages), stage)); }
   Value kEmpty(Value stage) {
-    return barrier(add(c32(1 + 2 * spec.stages), stage));
+    return barrier(add(c32(2 + 2 * spec.stages), stage));
   }
   Value vEmpty(Value stage) {
-    return barrier(add(c32(1 + 3 * spec.stages), stage));
+    return barrier(add(c32(2 + 3 * spec.stages), stage));
   }
   Value kOffset(Value stage) {
     return add(c32(spec.qBytes()), mul(stage, c32(2 * spec.kvTileBytes())));
@@ -235,19 +238,35 @@ private:
   SmallVector<Value> rescale(ArrayRef<Value> o, std::array<Value, 2> alpha,
                              Value moved);
 
-  void emitProducer(Value qMap, Value kMap, Value vMap, Value qStart,
-                    Value qMatrix, Value kvMatrix, Value firstBlock,
-                    Value numBlocks);
-  void emitConsumer(Value consumer, Value oPtr, Value lsePtr, Value qStart,
-                    Value qMatrix, Value nq, Value nk, Value scaleLog2,
-                    Value firstBlock, Value unmaskedEnd, Value numBlocks);
+  /// One work tile of the persistent loop: B_r query rows of one head.
+  struct Tile {
+    Value qStart, qMatrix, kvMatrix;
+    Value firstBlock, unmaskedEnd, numBlocks; // K/V blocks visited
+  };
+  Tile decodeTile(Value tile);
+  /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), carrying
+  /// the ring position (K/V blocks consumed so far) and the tile count.
+  void emitTileLoop(
+      llvm::function_ref<Value(const Tile &, Value ring, Value tileIndex)>
+          body);
 
-  Value stageOf(Value j, Value firstBlock) {
-    return remu(sub(j, firstBlock), c32(spec.stages));
+  void emitProducer(Value qMap, Value kMap, Value vMap);
+  void emitProducerTile(Value qMap, Value kMap, Value vMap, const Tile &tile,
+                        Value tileIndex);
+  void emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
+                        Value scaleLog2, const Tile &tile, Value tileIndex,
+                        const std::function<void()> &waitTurn,
+                        const std::function<void()> &passTurn);
+  void emitConsumer(Value consumer, Value oPtr, Value lsePtr,
+                    Value scaleLog2);
+
+  // Position of K/V block j of the current tile in the ring: j + ringBase.
+  Value stageOf(Value j) {
+    return remu(add(j, ringBase), c32(spec.stages));
   }
-  Value parityOf(Value j, Value firstBlock) {
+  Value parityOf(Value j) {
     return arith::AndIOp::create(
-        b, loc, divu(sub(j, firstBlock), c32(spec.stages)), c32(1));
+        b, loc, divu(add(j, ringBase), c32(spec.stages)), c32(1));
   }
 
   const KernelSpec &spec;
@@ -255,6 +274,7 @@ private:
   Value smemAddress; // its 32-bit shared address
   Value tid, lane, warpInGroup, g, t;
   Value qTile; // this consumer's Q rows
+  Value nq, nk, hq, hkv, batches, ringBase;
 };
 
 SmallVector<Value> KernelBuilder::fenceOperands(ArrayRef<Value> values) {
@@ -470,27 +490,41 @@ SmallVector<Value> KernelBuilder::rescale(ArrayRef<Value> o,
   return SmallVector<Value>(ifOp.getResults());
 }
 
-void KernelBuilder::emitProducer(Value qMap, Value kMap, Value vMap,
-                                 Value qStart, Value qMatrix, Value kvMatrix,
-                                 Value firstBlock, Value numBlocks) {
+void KernelBuilder::emitProducer(Value qMap, Value kMap, Value vMap) {
   NVVM::SetMaxRegisterOp::create(b, loc, spec.producerRegisters,
                                  NVVM::SetMaxRegisterAction::decrease);
   // One thread issues every load; the rest of the warpgroup is done.
   auto ifIssuer = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifIssuer.thenBlock());
+  emitTileLoop([&](const Tile &tile, Value ring, Value tileIndex) {
+    emitProducerTile(qMap, kMap, vMap, tile, tileIndex);
+    return add(ring, sub(tile.numBlocks, tile.firstBlock));
+  });
+}
+
+void KernelBuilder::emitProducerTile(Value qMap, Value kMap, Value vMap,
+                                     const Tile &tile, Value tileIndex) {
+  Value firstBlock = tile.firstBlock, numBlocks = tile.numBlocks;
+  Value kvMatrix = tile.kvMatrix;
+  // The Q buffer is free once both consumers finished the previous tile.
+  waitBarrier(qEmpty(), arith::XOrIOp::create(
+                            b, loc,
+                            arith::AndIOp::create(b, loc, tileIndex, c32(1)),
+                            c32(1)));
   NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), qFull(),
                                          c32(spec.qBytes()),
                                          NVVM::MemScopeKind::CTA, false,
                                          Value());
-  loadTile(qMap, c32(0), kBlockR, qStart, qMatrix, qFull());
+  loadTile(qMap, c32(0), kBlockR, tile.qStart, tile.qMatrix, qFull());
+  OpBuilder::InsertionGuard guard(b);
   auto loop = scf::ForOp::create(b, loc, firstBlock, numBlocks, c32(1));
   b.setInsertionPointToStart(loop.getBody());
   Value j = loop.getInductionVar();
-  Value stage = stageOf(j, firstBlock);
+  Value stage = stageOf(j);
   // A stage is free once both consumers released it in the previous round
   // (a fresh barrier passes the wait on parity 1).
-  Value parity = arith::XOrIOp::create(b, loc, parityOf(j, firstBlock), c32(1));
+  Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
   Value row = mul(j, c32(spec.blockC));
   waitBarrier(kEmpty(stage), parity);
   NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), kFull(stage),
@@ -507,17 +541,10 @@ void KernelBuilder::emitProducer(Value qMap, Value kMap, Value vMap,
 }
 
 void KernelBuilder::emitConsumer(Value consumer, Value oPtr, Value lsePtr,
-                                 Value qStart, Value qMatrix, Value nq,
-                                 Value nk, Value scaleLog2, Value firstBlock,
-                                 Value unmaskedEnd, Value numBlocks) {
+                                 Value scaleLog2) {
   NVVM::SetMaxRegisterOp::create(b, loc, spec.consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
-  int64_t oRegs = spec.headDim / 2;
-  int64_t pRegs = spec.blockC / 4;
   qTile = mul(consumer, c32(kRowsPerConsumer * kSwizzleBytes));
-  Value row0 = add(add(qStart, mul(consumer, c32(kRowsPerConsumer))),
-                   add(mul(warpInGroup, c32(16)), g));
-  Value negInf = cf(-std::numeric_limits<double>::infinity());
 
   // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
   // tensor cores and hands the turn over on the other's after issuing.
@@ -540,16 +567,36 @@ void KernelBuilder::emitConsumer(Value consumer, Value oPtr, Value lsePtr,
     b.setInsertionPointToStart(ifFirst.thenBlock());
     NVVM::BarrierArriveOp::create(b, loc, ownTurn, pairThreads);
   }
+  emitTileLoop([&](const Tile &tile, Value ring, Value tileIndex) {
+    emitConsumerTile(consumer, oPtr, lsePtr, scaleLog2, tile, tileIndex,
+                     waitTurn, passTurn);
+    return add(ring, sub(tile.numBlocks, tile.firstBlock));
+  });
+}
 
-  waitBarrier(qFull(), c32(0));
+void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
+                                     Value scaleLog2, const Tile &tile,
+                                     Value tileIndex,
+                                     const std::function<void()> &waitTurn,
+                                     const std::function<void()> &passTurn) {
+  int64_t oRegs = spec.headDim / 2;
+  int64_t pRegs = spec.blockC / 4;
+  Value qStart = tile.qStart, qMatrix = tile.qMatrix;
+  Value firstBlock = tile.firstBlock, unmaskedEnd = tile.unmaskedEnd,
+        numBlocks = tile.numBlocks;
+  Value row0 = add(add(qStart, mul(consumer, c32(kRowsPerConsumer))),
+                   add(mul(warpInGroup, c32(16)), g));
+  Value negInf = cf(-std::numeric_limits<double>::infinity());
+
+  waitBarrier(qFull(), arith::AndIOp::create(b, loc, tileIndex, c32(1)));
 
   // Prologue: S of the first block, its softmax (O is still zero).
   RowState state;
   state.o.assign(oRegs, cf(0.0));
   state.m = {negInf, negInf};
   state.l = {cf(0.0), cf(0.0)};
-  Value stage0 = stageOf(firstBlock, firstBlock);
-  waitBarrier(kFull(stage0), c32(0));
+  Value stage0 = stageOf(firstBlock);
+  waitBarrier(kFull(stage0), parityOf(firstBlock));
   waitTurn();
   SmallVector<Value> s = issueScores(kOffset(stage0));
   passTurn();
@@ -588,17 +635,17 @@ void KernelBuilder::emitConsumer(Value consumer, Value oPtr, Value lsePtr,
     RowState st;
     SoftmaxStep prev;
     unpack(loop.getRegionIterArgs(), st, prev);
-    Value stage = stageOf(j, firstBlock);
+    Value stage = stageOf(j);
     Value prevJ = sub(j, c32(1));
-    Value prevStage = stageOf(prevJ, firstBlock);
-    waitBarrier(kFull(stage), parityOf(j, firstBlock));
+    Value prevStage = stageOf(prevJ);
+    waitBarrier(kFull(stage), parityOf(j));
     waitTurn();
     SmallVector<Value> sj = issueScores(kOffset(stage));
     // O of the blocks before j - 1 moves to block j - 1's base, then
     // O += P_{j-1} V_{j-1} goes to the tensor cores behind S_j.
     SmallVector<Value> o =
         fenceOperands(rescale(st.o, prev.alpha, prev.moved));
-    waitBarrier(vFull(prevStage), parityOf(prevJ, firstBlock));
+    waitBarrier(vFull(prevStage), parityOf(prevJ));
     o = issueValues(prev.p, o, vOffset(prevStage));
     passTurn();
     // Softmax of S_j under P_{j-1} V_{j-1} (intra-warpgroup overlap).
@@ -625,16 +672,19 @@ void KernelBuilder::emitConsumer(Value consumer, Value oPtr, Value lsePtr,
   SoftmaxStep last;
   unpack(after, state, last);
   Value lastJ = sub(numBlocks, c32(1));
-  Value lastStage = stageOf(lastJ, firstBlock);
+  Value lastStage = stageOf(lastJ);
   SmallVector<Value> o =
       fenceOperands(rescale(state.o, last.alpha, last.moved));
-  waitBarrier(vFull(lastStage), parityOf(lastJ, firstBlock));
+  waitBarrier(vFull(lastStage), parityOf(lastJ));
   waitTurn();
   o = issueValues(last.p, o, vOffset(lastStage));
   passTurn();
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   o = fenceOperands(o);
   releaseTile(vEmpty(lastStage));
+  // Every S of the tile has retired: the producer may load the next Q
+  // while this tile's O is written.
+  releaseTile(qEmpty());
 
   // O / l and LSE, straight from registers: each quad writes 16 B of a row
   // per 8 columns.
@@ -670,6 +720,84 @@ void KernelBuilder::emitConsumer(Value consumer, Value oPtr, Value lsePtr,
   }
 }
 
+KernelBuilder::Tile KernelBuilder::decodeTile(Value tileId) {
+  Tile tile;
+  Value qBlocks = divu(add(nq, c32(kBlockR - 1)), c32(kBlockR));
+  Value heads = mul(batches, hq); // (batch, head) pairs
+  Value qBlock, matrix;
+  if (spec.causal) {
+    // Longest tiles (last query blocks) first, across all heads, so the
+    // persistent CTAs finish together.
+    qBlock = sub(sub(qBlocks, c32(1)), divu(tileId, heads));
+    matrix = remu(tileId, heads);
+  } else {
+    // Query blocks of one head next to each other: they share K/V in L2.
+    qBlock = remu(tileId, qBlocks);
+    matrix = divu(tileId, qBlocks);
+  }
+  Value batch = divu(matrix, hq), head = remu(matrix, hq);
+  Value kvHead = divu(head, divu(hq, hkv));
+  // Third coordinate of the tensor maps: the [N, D] matrix of (batch, head).
+  tile.qMatrix = matrix;
+  tile.kvMatrix = add(mul(batch, hkv), kvHead);
+  Value qStart = tile.qStart = mul(qBlock, c32(kBlockR));
+
+  // K/V blocks visited: causal stops at the last row's diagonal (top-left
+  // aligned, keys j <= i); a window bounds both sides.
+  Value numBlocks = divu(add(nk, c32(spec.blockC - 1)), c32(spec.blockC));
+  Value lastRow = minu(add(qStart, c32(kBlockR)), nq); // exclusive
+  if (spec.causal)
+    numBlocks = minu(numBlocks,
+                     divu(add(lastRow, c32(spec.blockC - 1)), c32(spec.blockC)));
+  Value firstBlock = c32(0);
+  if (spec.window) {
+    Value reach = c32(spec.window - 1);
+    Value firstKey =
+        sub(arith::MaxUIOp::create(b, loc, qStart, reach), reach);
+    firstBlock = divu(firstKey, c32(spec.blockC));
+    if (!spec.causal)
+      numBlocks = minu(numBlocks,
+                       add(divu(add(sub(lastRow, c32(1)), reach),
+                                c32(spec.blockC)),
+                           c32(1)));
+    // Rows past the end of the keys by more than the window see no key:
+    // they still run one (fully masked) block, so the producer and the
+    // consumers always agree on a non-empty range (O = 0, LSE = -inf).
+    firstBlock = minu(firstBlock, sub(numBlocks, c32(1)));
+  }
+  // Blocks no mask touches: full, and (causal) wholly at or below the
+  // diagonal of the tile's first row. Windows mask every block.
+  Value unmaskedEnd = divu(nk, c32(spec.blockC));
+  if (spec.causal)
+    unmaskedEnd =
+        minu(unmaskedEnd, divu(add(qStart, c32(1)), c32(spec.blockC)));
+  unmaskedEnd = minu(unmaskedEnd, numBlocks);
+  if (spec.window)
+    unmaskedEnd = firstBlock;
+  tile.firstBlock = firstBlock;
+  tile.unmaskedEnd = unmaskedEnd;
+  tile.numBlocks = numBlocks;
+  return tile;
+}
+
+void KernelBuilder::emitTileLoop(
+    llvm::function_ref<Value(const Tile &, Value, Value)> body) {
+  Value qBlocks = divu(add(nq, c32(kBlockR - 1)), c32(kBlockR));
+  Value tiles = mul(qBlocks, mul(batches, hq));
+  Value first = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value step = NVVM::GridDimXOp::create(b, loc, i32);
+  auto loop = scf::ForOp::create(b, loc, first, tiles, step,
+                                 ValueRange{c32(0), c32(0)});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value ring = loop.getRegionIterArgs()[0];
+  Value tileIndex = loop.getRegionIterArgs()[1];
+  Tile tile = decodeTile(loop.getInductionVar());
+  ringBase = sub(ring, tile.firstBlock);
+  Value next = body(tile, ring, tileIndex);
+  scf::YieldOp::create(b, loc, ValueRange{next, add(tileIndex, c32(1))});
+}
+
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   MLIRContext *ctx = b.getContext();
   OpBuilder::InsertionGuard guard(b);
@@ -683,10 +811,10 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
         "fa_smem", Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
 
   // q, k, v tensor maps (CUtensorMap, 128 B, passed by value as
-  // __grid_constant__ parameters), o, lse, Nq, Nk, Hq, Hkv, scale_log2.
+  // __grid_constant__ parameters), o, lse, Nq, Nk, Hq, Hkv, scale_log2, B.
   SmallVector<Type> params = {genericPtr, genericPtr, genericPtr, globalPtr,
                               globalPtr,  i32,        i32,        i32,
-                              i32,        f32};
+                              i32,        f32,        i32};
   auto fnType =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   auto fn = LLVM::LLVMFuncOp::create(b, loc, spec.kernelName(), fnType);
@@ -755,6 +883,11 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
         lsePtr = entry->getArgument(4), nq = entry->getArgument(5),
         nk = entry->getArgument(6), hq = entry->getArgument(7),
         hkv = entry->getArgument(8), scaleLog2 = entry->getArgument(9);
+  this->nq = nq;
+  this->nk = nk;
+  this->hq = hq;
+  this->hkv = hkv;
+  batches = entry->getArgument(10);
 
   // Align the dynamic shared memory to the 1 KiB swizzle atom.
   Value raw = LLVM::AddressOfOp::create(b, loc, smemGlobal);
@@ -765,53 +898,12 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   smemAddress = add(rawAddress, pad);
 
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value qBlock = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value head = NVVM::BlockIdYOp::create(b, loc, i32);
-  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
   Value group = divu(tid, c32(128));
   Value inGroup = remu(tid, c32(128));
   warpInGroup = divu(inGroup, c32(32));
   lane = remu(tid, c32(32));
   g = divu(lane, c32(4));
   t = remu(lane, c32(4));
-
-  Value kvHead = divu(head, divu(hq, hkv));
-  // Third coordinate of the tensor maps: the [N, D] matrix of (batch, head).
-  Value qMatrix = add(mul(batch, hq), head);
-  Value kvMatrix = add(mul(batch, hkv), kvHead);
-  Value qStart = mul(qBlock, c32(kBlockR));
-
-  // K/V blocks visited: causal stops at the last row's diagonal (top-left
-  // aligned, keys j <= i); a window bounds both sides.
-  Value numBlocks = divu(add(nk, c32(spec.blockC - 1)), c32(spec.blockC));
-  Value lastRow = minu(add(qStart, c32(kBlockR)), nq); // exclusive
-  if (spec.causal)
-    numBlocks = minu(numBlocks,
-                     divu(add(lastRow, c32(spec.blockC - 1)), c32(spec.blockC)));
-  Value firstBlock = c32(0);
-  if (spec.window) {
-    Value reach = c32(spec.window - 1);
-    Value firstKey =
-        sub(arith::MaxUIOp::create(b, loc, qStart, reach), reach);
-    firstBlock = divu(firstKey, c32(spec.blockC));
-    if (!spec.causal)
-      numBlocks = minu(numBlocks,
-                       add(divu(add(sub(lastRow, c32(1)), reach),
-                                c32(spec.blockC)),
-                           c32(1)));
-    // Rows past the end of the keys by more than the window see no key:
-    // they still run one (fully masked) block, so the producer and the
-    // consumers always agree on a non-empty range (O = 0, LSE = -inf).
-    firstBlock = minu(firstBlock, sub(numBlocks, c32(1)));
-  }
-  // Blocks no mask touches: full, and (causal) wholly at or below the
-  // diagonal of the CTA's first row. Windows mask every block.
-  Value unmaskedEnd = divu(nk, c32(spec.blockC));
-  if (spec.causal)
-    unmaskedEnd = minu(unmaskedEnd, divu(add(qStart, c32(1)), c32(spec.blockC)));
-  unmaskedEnd = minu(unmaskedEnd, numBlocks);
-  if (spec.window)
-    unmaskedEnd = firstBlock;
 
   // Barrier initialisation, made visible to the async proxy (TMA) before
   // any thread uses the barriers.
@@ -820,13 +912,15 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(ifInit.thenBlock());
     NVVM::MBarrierInitOp::create(b, loc, qFull(), c32(1), Value());
+    NVVM::MBarrierInitOp::create(b, loc, qEmpty(), c32(4 * kConsumers),
+                                 Value());
     for (int64_t s = 0; s < spec.stages; ++s) {
-      NVVM::MBarrierInitOp::create(b, loc, barrier(1 + s), c32(1), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(1 + spec.stages + s),
+      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + s), c32(1), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + spec.stages + s),
                                    c32(1), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(1 + 2 * spec.stages + s),
+      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + 2 * spec.stages + s),
                                    c32(4 * kConsumers), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(1 + 3 * spec.stages + s),
+      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + 3 * spec.stages + s),
                                    c32(4 * kConsumers), Value());
     }
     NVVM::FenceMbarrierInitOp::create(b, loc);
@@ -837,11 +931,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(roles.thenBlock());
-    emitProducer(qMap, kMap, vMap, qStart, qMatrix, kvMatrix, firstBlock,
-                 numBlocks);
+    emitProducer(qMap, kMap, vMap);
     b.setInsertionPointToStart(roles.elseBlock());
-    emitConsumer(sub(group, c32(1)), oPtr, lsePtr, qStart, qMatrix, nq, nk,
-                 scaleLog2, firstBlock, unmaskedEnd, numBlocks);
+    emitConsumer(sub(group, c32(1)), oPtr, lsePtr, scaleLog2);
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
@@ -871,10 +963,10 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   if (std::optional<int64_t> br = op.getBlockR(); br && *br != kBlockR)
     return fail("block_r must be " + Twine(kBlockR) +
                 " (two consumer warpgroups of 64 rows), got " + Twine(*br));
-  // Defaults from the H200 sweeps (bench/results/2026-11-29-sm90-*):
-  // B_c = 128 for D <= 128, 80 for D = 256 (the largest ring of 2 stages
-  // that fits next to the 64 KiB Q tile).
-  int64_t bc = op.getBlockC().value_or(d == 256 ? 80 : 128);
+  // Defaults from the H200 sweeps (bench/results/2026-11-29-sm90-v2-*):
+  // B_c = 128 for D <= 128; 64 for D = 256 (as fast as 80, which spills
+  // 20 B in the causal kernel).
+  int64_t bc = op.getBlockC().value_or(d == 256 ? 64 : 128);
   if (bc % 16 != 0 || bc < 16 || bc > 256)
     return fail("block_c must be a multiple of 16 in [16, 256], got " +
                 Twine(bc));
@@ -964,7 +1056,7 @@ struct ConvertFAToSM90Pass
   /// fa.attention -> the host side of the launch: the three tensor maps
   /// encoded by the runtime (faEncodeTensorMap, cuTensorMapEncodeTiled over
   /// [B*H, N, D] with 64-column boxes and the 128-B swizzle), then a
-  /// gpu.launch_func on the grid (ceil(Nq / 128), Hq, B).
+  /// gpu.launch_func of the persistent kernel.
   void replaceWithLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
                          const KernelSpec &spec) {
     OpBuilder b(op);
@@ -1031,9 +1123,15 @@ struct ConvertFAToSM90Pass
                                toI32(nk),
                                toI32(hq),
                                toI32(hkv),
-                               scaleLog2};
+                               scaleLog2,
+                               toI32(dim(q, 0))};
+    // The kernel is persistent (it strides over the tiles by gridDim.x):
+    // any grid is correct. Runtimes launch min(tiles, SMs) CTAs; here,
+    // without the device, one CTA per tile.
     Value brC = arith::ConstantIndexOp::create(b, loc, kBlockR);
-    Value gridX = b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC);
+    Value gridX = arith::MulIOp::create(
+        b, loc, b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC),
+        arith::MulIOp::create(b, loc, hq, dim(q, 0)));
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value threads = arith::ConstantIndexOp::create(b, loc, kThreads);
     Value smemBytes = c32(spec.sharedBytes());
@@ -1041,7 +1139,7 @@ struct ConvertFAToSM90Pass
         b.getStringAttr("fa_kernels"),
         {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
     gpu::LaunchFuncOp::create(b, loc, kernelSym,
-                              gpu::KernelDim3{gridX, hq, dim(q, 0)},
+                              gpu::KernelDim3{gridX, one, one},
                               gpu::KernelDim3{threads, one, one}, smemBytes,
                               args, /*asyncObject=*/Value());
     op.erase();
