@@ -100,7 +100,7 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
   pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
   pm.addPass(createConvertFAToSM90(ConvertFAToSM90Options{
       options.stages, options.pingPong, options.intraOverlap,
-      options.producerRegisters, options.consumerRegisters,
+      options.persistent, options.producerRegisters, options.consumerRegisters,
       options.rescaleThreshold, options.polyExp2Degree,
       options.polyExp2Period}));
 }

@@ -148,8 +148,10 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"block", llvm::json::Array{intOf("warps") * 32, 1, 1}},
       {"grid",
        tensorMaps
-           ? llvm::json::Object{{"persistent",
-                                 "x = min(ceil(Nq / block_r) * Hq * B, SMs)"},
+           ? llvm::json::Object{{"x", options.persistent
+                                          ? "min(ceil(Nq / block_r) * Hq * B, "
+                                            "SMs)"
+                                          : "ceil(Nq / block_r) * Hq * B"},
                                 {"y", 1},
                                 {"z", 1}}
            : llvm::json::Object{
@@ -157,7 +159,8 @@ static std::string metadataJson(const CompiledKernel &kernel,
                   llvm::json::Object{{"ceil_div", "Nq"}, {"by", blockR}}},
                  {"y", "Hq"},
                  {"z", "B"}}},
-      {"persistent", tensorMaps},
+      {"tile_grid", tensorMaps},
+      {"persistent", tensorMaps && options.persistent},
       {"block_r", blockR},
       {"block_c", intOf("block_c")},
       {"kv_stages", intOf("kv_stages")},
@@ -260,6 +263,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.stages = options.stages;
       pipeline.pingPong = options.pingPong;
       pipeline.intraOverlap = options.intraOverlap;
+      pipeline.persistent = options.persistent;
       pipeline.rescaleThreshold = resolved.rescaleThreshold;
       pipeline.polyExp2Degree = options.polyExp2Degree;
       pipeline.polyExp2Period = options.polyExp2Period;

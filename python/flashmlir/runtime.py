@@ -119,7 +119,7 @@ def validate_metadata(meta):
     names = [p.get("name") for p in meta["params"]]
     expected = ["q", "k", "v", "o", "lse", "Nq", "Nk", "Hq", "Hkv",
                 "scale_log2"]
-    if meta.get("persistent"):
+    if meta.get("tile_grid"):
         expected.append("B")
     if names != expected:
         raise MetadataError(f"parameter list {names} does not match the "
@@ -257,10 +257,13 @@ class Kernel:
 
     def grid(self, b, hq, nq, sm_count=None):
         tiles = math.ceil(nq / self.meta["block_r"])
-        if self.meta.get("persistent"):
-            # Persistent kernel: at most one CTA per SM strides the tiles.
+        if self.meta.get("tile_grid"):
+            # One CTA per (query block, head) tile; a persistent kernel
+            # strides over them with at most one CTA per SM.
             tiles *= hq * b
-            return (min(tiles, sm_count) if sm_count else tiles, 1, 1)
+            if self.meta.get("persistent") and sm_count:
+                tiles = min(tiles, sm_count)
+            return (tiles, 1, 1)
         return (tiles, hq, b)
 
     # -- launching (needs torch and a driver) --
@@ -315,7 +318,7 @@ class Kernel:
                       ctypes.c_int32(nq), ctypes.c_int32(nk),
                       ctypes.c_int32(hq), ctypes.c_int32(hkv),
                       ctypes.c_float(scale * 1.4426950408889634)]
-            if self.meta.get("persistent"):
+            if self.meta.get("tile_grid"):
                 values.append(ctypes.c_int32(b))
             addresses = [ctypes.cast(ctypes.pointer(x), ctypes.c_void_p)
                          for x in values]

@@ -70,6 +70,9 @@ static cl::opt<bool> pingPong("ping-pong",
 static cl::opt<bool> intraOverlap(
     "intra-overlap", cl::desc("wgmma: softmax under the previous P V"),
     cl::init(true));
+static cl::opt<bool> persistent(
+    "persistent", cl::desc("wgmma: persistent CTAs striding over the tiles"),
+    cl::init(false));
 static cl::opt<std::string> output("o", cl::desc("Output path prefix"),
                                    cl::init("attention"));
 static cl::opt<std::string>
@@ -139,6 +142,7 @@ int main(int argc, char **argv) {
   options.stages = stages;
   options.pingPong = pingPong;
   options.intraOverlap = intraOverlap;
+  options.persistent = persistent;
   options.ptxas = ptxasPath;
   options.runPtxas = emit == "all" && !noCubin;
   if (emit != "all" && emit != "kernel-mlir" && emit != "host-mlir" &&

@@ -110,11 +110,11 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     [B * H, N, D] view, 64-column boxes of B_r or B_c rows, 128-B swizzle,
     zero fill past N; 128 B each, `byval` + `nvvm.grid_constant`), o and
     lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32), B (i32).
-    The kernel is persistent: CTA x takes tiles x, x + gridDim.x, ... of
-    the ceil(Nq / 128) * Hq * B (query block, head) tiles (causal: longest
-    first), so the producer loads the next tile's Q and K/V while the
-    consumers finish the current one; any grid size is correct, the
-    runtimes launch min(tiles, SMs) CTAs of 384 threads.
+    Grid: one CTA of 384 threads per (query block, head) tile, ceil(Nq /
+    128) * Hq * B of them (causal: longest tiles first). With `persistent`,
+    CTA x takes tiles x, x + gridDim.x, ... so the producer loads the next
+    tile's Q and K/V while the consumers finish the current one; any grid
+    size is correct and the runtimes launch min(tiles, SMs).
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
@@ -126,6 +126,9 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     Option<"intraOverlap", "intra-overlap", "bool", /*default=*/"true",
            "Run the softmax of block j while P V of block j - 1 is on the "
            "tensor cores (wgmma.wait_group 1)">,
+    Option<"persistent", "persistent", "bool", /*default=*/"false",
+           "Persistent CTAs striding over the tiles (measured slower on "
+           "the H200 so far: bench/results/2026-11-29-sm90-v3)">,
     Option<"producerRegisters", "producer-registers", "int64_t",
            /*default=*/"24", "setmaxnreg.dec count of the producer">,
     Option<"consumerRegisters", "consumer-registers", "int64_t",

@@ -94,6 +94,10 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       *this, "intra-overlap",
       llvm::cl::desc("Overlap the softmax of block j with P V of block j-1"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> persistent{
+      *this, "persistent",
+      llvm::cl::desc("Persistent CTAs striding over the tiles"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> producerRegisters{
       *this, "producer-registers",
       llvm::cl::desc("setmaxnreg.dec count of the producer"),

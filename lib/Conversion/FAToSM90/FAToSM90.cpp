@@ -82,6 +82,7 @@ struct KernelSpec {
   bool bf16;
   bool pingPong;
   bool intraOverlap;
+  bool persistent;
   int64_t producerRegisters;
   int64_t consumerRegisters;
   double rescaleThreshold = -1.0;
@@ -110,7 +111,7 @@ struct KernelSpec {
            std::to_string(kBlockR) + "_bc" + std::to_string(blockC) + "_s" +
            std::to_string(stages) + (bf16 ? "_bf16" : "_f16") +
            (causal ? "_causal" : "") + (pingPong ? "" : "_nopp") +
-           (intraOverlap ? "" : "_noovl") +
+           (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
            (rescaleThreshold >= 0
                 ? "_cr" + std::to_string(int64_t(rescaleThreshold))
                 : "") +
@@ -782,6 +783,13 @@ KernelBuilder::Tile KernelBuilder::decodeTile(Value tileId) {
 
 void KernelBuilder::emitTileLoop(
     llvm::function_ref<Value(const Tile &, Value, Value)> body) {
+  if (!spec.persistent) {
+    // One tile per CTA (grid = tiles): the ring starts empty.
+    Tile tile = decodeTile(NVVM::BlockIdXOp::create(b, loc, i32));
+    ringBase = sub(c32(0), tile.firstBlock);
+    body(tile, c32(0), c32(0));
+    return;
+  }
   Value qBlocks = divu(add(nq, c32(kBlockR - 1)), c32(kBlockR));
   Value tiles = mul(qBlocks, mul(batches, hq));
   Value first = NVVM::BlockIdXOp::create(b, loc, i32);
@@ -863,6 +871,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
           b.getNamedAttr("ping_pong", b.getBoolAttr(spec.pingPong)),
           b.getNamedAttr("intra_warpgroup_overlap",
                          b.getBoolAttr(spec.intraOverlap)),
+          b.getNamedAttr("persistent", b.getBoolAttr(spec.persistent)),
           b.getNamedAttr("smem_layout",
                          str("TMA 128B swizzle, 64-column blocks")),
           b.getNamedAttr("smem_bytes", b.getI64IntegerAttr(spec.sharedBytes())),
@@ -984,6 +993,7 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
                   elt.isBF16(),
                   options.pingPong,
                   options.intraOverlap,
+                  options.persistent,
                   options.producerRegisters,
                   options.consumerRegisters};
   spec.rescaleThreshold = options.rescaleThreshold;
@@ -1035,10 +1045,15 @@ struct ConvertFAToSM90Pass
       b.setInsertionPointToEnd(module.getBody());
       kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
     }
-    ConvertFAToSM90Options options{stages,          pingPong,
-                                   intraOverlap,    producerRegisters,
-                                   consumerRegisters, rescaleThreshold,
-                                   polyExp2Degree,  polyExp2Period};
+    ConvertFAToSM90Options options{stages,
+                                   pingPong,
+                                   intraOverlap,
+                                   persistent,
+                                   producerRegisters,
+                                   consumerRegisters,
+                                   rescaleThreshold,
+                                   polyExp2Degree,
+                                   polyExp2Period};
     for (AttentionOp op : ops) {
       FailureOr<KernelSpec> spec = getSpec(op, options);
       if (failed(spec))
@@ -1125,9 +1140,9 @@ struct ConvertFAToSM90Pass
                                toI32(hkv),
                                scaleLog2,
                                toI32(dim(q, 0))};
-    // The kernel is persistent (it strides over the tiles by gridDim.x):
-    // any grid is correct. Runtimes launch min(tiles, SMs) CTAs; here,
-    // without the device, one CTA per tile.
+    // One CTA per (query block, head) tile. A persistent kernel strides
+    // over the tiles by gridDim.x, so this grid is correct for it too;
+    // runtimes launch min(tiles, SMs) CTAs of it.
     Value brC = arith::ConstantIndexOp::create(b, loc, kBlockR);
     Value gridX = arith::MulIOp::create(
         b, loc, b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC),
