@@ -242,8 +242,11 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   // exp2 costs everywhere on Hopper, whose MUFU is not the bottleneck of an
   // mma.sync kernel, so it stays off unless asked for.
   KernelOptions resolved = options;
+  // The wgmma kernel gains at every head dim (2-7%, bench/results/
+  // 2026-11-29-sm90-v4-variants.json); its software exp2 costs 7-20%.
   if (std::isnan(options.rescaleThreshold))
-    resolved.rescaleThreshold = options.headDim >= 128 ? 8.0 : -1.0;
+    resolved.rescaleThreshold =
+        options.headDim >= 128 || usesWgmma(options) ? 8.0 : -1.0;
 
   CompiledKernel result;
   // 32-bit shared-memory pointers (as Triton sets them): shared addresses
