@@ -60,7 +60,7 @@ int main(void) {
         printf("kernel: %.*s\n", (int)faCompiledKernelName(k).length,
                faCompiledKernelName(k).data);
         firstLine("ptx", faCompiledKernelPtx(k), ".target");
-        firstLine("mma", faCompiledKernelPtx(k), "mma.sync");
+        firstLine("mma", faCompiledKernelPtx(k), "wgmma.mma_async");
         printf("cubin bytes > 0: %d\n", faCompiledKernelCubin(k).length > 0);
         firstLine("metadata", faCompiledKernelMetadata(k), "\"kernel\"");
       }

@@ -862,7 +862,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                       .str())),
           b.getNamedAttr(
               "barriers",
-              str("mbarrier q_full; per stage k_full, v_full (expect_tx), "
+              str("mbarrier q_full, q_empty; per stage k_full, v_full "
+                  "(expect_tx), "
                   "k_empty, v_empty (8 warp arrivals)")),
           b.getNamedAttr("ping_pong", b.getBoolAttr(spec.pingPong)),
           b.getNamedAttr("intra_warpgroup_overlap",
