@@ -46,6 +46,16 @@ int faKernelLaunch(FaKernel *kernel, const void *q, const void *k,
 
 void faKernelDestroy(FaKernel *kernel);
 
+/** Encodes the TMA tensor map (a 128-byte CUtensorMap, `map` 64-byte
+ *  aligned) the sm_90a kernels read a contiguous [B, H, N, D] tensor
+ *  through: `matrices` = B * H matrices of `rows` x `headDim` elements of
+ *  `elemBits` = 16 bits (dtype 0 f16, 1 bf16), boxes of 64 columns by
+ *  `boxRows` rows, 128-byte swizzle, zeros past the last row. faKernelLaunch
+ *  calls it; the host code that fa-opt's convert-fa-to-sm90 emits does too. */
+int faEncodeTensorMap(void *map, const void *base, long long matrices,
+                      long long rows, long long headDim, long long elemBits,
+                      int boxRows, int dtype);
+
 /** Device memory helpers for embedders and tests (device of the current
  *  context, retained by faKernelLoad or faDeviceInit). */
 int faDeviceInit(int device);

@@ -57,6 +57,13 @@ struct Driver {
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuCtxGetDevice)(CUdevice *);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *,
+                                     const unsigned long long *,
+                                     const unsigned long long *,
+                                     const unsigned *, const unsigned *, int,
+                                     int, int, int);
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
 
@@ -121,6 +128,9 @@ int loadDriver() {
       {"cuMemFree_v2", (void **)&driver.cuMemFree},
       {"cuMemcpyHtoD_v2", (void **)&driver.cuMemcpyHtoD},
       {"cuMemcpyDtoH_v2", (void **)&driver.cuMemcpyDtoH},
+      {"cuCtxGetDevice", (void **)&driver.cuCtxGetDevice},
+      {"cuDeviceGetAttribute", (void **)&driver.cuDeviceGetAttribute},
+      {"cuTensorMapEncodeTiled", (void **)&driver.cuTensorMapEncodeTiled},
       {"cuGetErrorName", (void **)&driver.cuGetErrorName},
       {"cuGetErrorString", (void **)&driver.cuGetErrorString},
   };
@@ -144,7 +154,10 @@ int loadDriver() {
 struct Metadata {
   std::string format, kernel, dtype;
   long headDim = -1, blockR = -1, sharedBytes = -1;
+  long tmaBoxCols = 0, tmaBoxRowsKV = 0; // sm_90a: q, k, v as tensor maps
   bool causal = false;
+  bool tileGrid = false;   // one CTA per (query block, head) tile, B param
+  bool persistent = false; // at most one CTA per SM strides the tiles
   std::vector<long> block;
   std::vector<std::string> params;
 };
@@ -172,21 +185,28 @@ public:
           return fail("launch metadata: '" + key + "' must be a string");
         (key == "format" ? m.format : key == "kernel" ? m.kernel : m.dtype) = v;
       } else if (key == "head_dim" || key == "block_r" ||
-                 key == "shared_memory_bytes") {
+                 key == "shared_memory_bytes" || key == "tma_box_cols" ||
+                 key == "tma_box_rows_kv") {
         long v;
         if (readInt(v))
           return fail("launch metadata: '" + key + "' must be an integer");
-        (key == "head_dim" ? m.headDim
-         : key == "block_r" ? m.blockR
-                            : m.sharedBytes) = v;
-      } else if (key == "causal") {
+        (key == "head_dim"        ? m.headDim
+         : key == "block_r"       ? m.blockR
+         : key == "tma_box_cols"  ? m.tmaBoxCols
+         : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
+                                  : m.sharedBytes) = v;
+      } else if (key == "causal" || key == "tile_grid" ||
+                 key == "persistent") {
+        bool &flag = key == "causal"      ? m.causal
+                     : key == "tile_grid" ? m.tileGrid
+                                          : m.persistent;
         if (s.compare(pos, 4, "true") == 0) {
-          m.causal = true;
+          flag = true;
           pos += 4;
         } else if (s.compare(pos, 5, "false") == 0) {
           pos += 5;
         } else {
-          return fail("launch metadata: 'causal' must be true or false");
+          return fail("launch metadata: '" + key + "' must be true or false");
         }
       } else if (key == "block") {
         if (!eat('['))
@@ -330,9 +350,17 @@ int validate(const Metadata &m) {
     return fail("launch metadata: 'block' must be three positive integers");
   std::vector<std::string> expected = {"q",  "k",  "v",  "o",   "lse",
                                        "Nq", "Nk", "Hq", "Hkv", "scale_log2"};
+  if (m.tileGrid)
+    expected.push_back("B");
   if (m.params != expected)
-    return fail("launch metadata: the parameter list does not match this "
-                "runtime's (q, k, v, o, lse, Nq, Nk, Hq, Hkv, scale_log2)");
+    return fail(std::string("launch metadata: the parameter list does not "
+                            "match this runtime's (q, k, v, o, lse, Nq, Nk, "
+                            "Hq, Hkv, scale_log2") +
+                (m.tileGrid ? ", B)" : ")"));
+  if (m.tmaBoxCols && (m.tmaBoxCols != 64 || m.tmaBoxRowsKV <= 0 ||
+                       m.tmaBoxRowsKV > 256 || !m.tileGrid))
+    return fail("launch metadata: tensor-map boxes must be 64 columns by 1 "
+                "to 256 rows, on a tile grid");
   return 0;
 }
 
@@ -433,6 +461,40 @@ const char *faKernelDType(const FaKernel *k) {
   return k ? k->meta.dtype.c_str() : "";
 }
 
+int faEncodeTensorMap(void *map, const void *base, long long matrices,
+                      long long rows, long long headDim, long long elemBits,
+                      int boxRows, int dtype) {
+  if (loadDriver())
+    return 1;
+  if (!map || reinterpret_cast<uintptr_t>(map) % 64 != 0)
+    return fail("faEncodeTensorMap: the map must be 64-byte aligned");
+  if (!base || reinterpret_cast<uintptr_t>(base) % 16 != 0)
+    return fail("faEncodeTensorMap: the tensor must be 16-byte aligned");
+  if (elemBits != 16 || (dtype != 0 && dtype != 1))
+    return fail("faEncodeTensorMap: only f16 (dtype 0) and bf16 (1) tensors");
+  if (matrices <= 0 || rows <= 0 || headDim <= 0 || headDim % 64 != 0 ||
+      boxRows <= 0 || boxRows > 256)
+    return fail("faEncodeTensorMap: bad shape (matrices " +
+                std::to_string(matrices) + ", rows " + std::to_string(rows) +
+                ", head dim " + std::to_string(headDim) + ", box rows " +
+                std::to_string(boxRows) + ")");
+  // [B * H, N, D] with D innermost; boxes of 64 columns (128 B, the swizzle
+  // span) by boxRows rows; rows past N read as zeros.
+  unsigned long long dims[3] = {(unsigned long long)headDim,
+                                (unsigned long long)rows,
+                                (unsigned long long)matrices};
+  unsigned long long strides[2] = {(unsigned long long)headDim * 2,
+                                   (unsigned long long)(rows * headDim * 2)};
+  unsigned boxDims[3] = {64, (unsigned)boxRows, 1};
+  unsigned unit[3] = {1, 1, 1};
+  const int f16 = 6, bf16 = 9, swizzle128B = 3, l2Promotion256B = 3;
+  return check(driver.cuTensorMapEncodeTiled(
+                   map, dtype ? bf16 : f16, 3, const_cast<void *>(base), dims,
+                   strides, boxDims, unit, /*interleave=*/0, swizzle128B,
+                   l2Promotion256B, /*oobFill=*/0),
+               "cuTensorMapEncodeTiled");
+}
+
 int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
                    void *o, float *lse, int batch, int qHeads, int kvHeads,
                    int qLen, int kvLen, float scale, void *stream) {
@@ -461,11 +523,47 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
   if (!driverLoaded)
     return fail("faKernelLaunch: no driver (load the kernel first)");
   float scaleLog2 = scale * 1.4426950408889634f;
-  void *args[] = {&q,    &kp,    &v,      &o,       &lse,
-                  &qLen, &kvLen, &qHeads, &kvHeads, &scaleLog2};
+  void *args[] = {&q,    &kp,    &v,      &o,       &lse,      &qLen,
+                  &kvLen, &qHeads, &kvHeads, &scaleLog2, &batch};
   unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
+  unsigned gridY = (unsigned)qHeads, gridZ = (unsigned)batch;
+  // The sm_90a kernel reads q, k, v through TMA tensor maps (by value).
+  alignas(64) unsigned char maps[3][128];
+  if (k->meta.tmaBoxCols) {
+    int dtype = k->meta.dtype == "bf16" ? 1 : 0;
+    const void *bases[] = {q, kp, v};
+    long heads[] = {qHeads, kvHeads, kvHeads};
+    long rows[] = {qLen, kvLen, kvLen};
+    long box[] = {k->meta.blockR, k->meta.tmaBoxRowsKV, k->meta.tmaBoxRowsKV};
+    for (int i = 0; i < 3; ++i) {
+      if (faEncodeTensorMap(maps[i], bases[i], (long long)batch * heads[i],
+                            rows[i], k->meta.headDim, 16, (int)box[i], dtype))
+        return 1;
+      args[i] = maps[i];
+    }
+  }
+  if (k->meta.tileGrid) {
+    unsigned long long tiles =
+        (unsigned long long)gridX * (unsigned)qHeads * (unsigned)batch;
+    if (k->meta.persistent) {
+      CUdevice dev;
+      int sms = 0;
+      if (check(driver.cuCtxGetDevice(&dev), "cuCtxGetDevice") ||
+          check(driver.cuDeviceGetAttribute(&sms, 16 /*MULTIPROCESSOR_COUNT*/,
+                                            dev),
+                "cuDeviceGetAttribute(multiprocessor count)"))
+        return 1;
+      if ((unsigned long long)sms < tiles)
+        tiles = (unsigned long long)sms;
+    }
+    if (tiles > 0x7fffffffULL)
+      return fail("faKernelLaunch: too many tiles for one grid (" +
+                  std::to_string(tiles) + ")");
+    gridX = (unsigned)tiles;
+    gridY = gridZ = 1;
+  }
   return check(driver.cuLaunchKernel(
-                   k->function, gridX, (unsigned)qHeads, (unsigned)batch,
+                   k->function, gridX, gridY, gridZ,
                    (unsigned)k->meta.block[0], (unsigned)k->meta.block[1],
                    (unsigned)k->meta.block[2], (unsigned)k->meta.sharedBytes,
                    stream, args, nullptr),

@@ -24,6 +24,33 @@ int main(int argc, char **argv) {
   /* A real fa-compile output: metadata parses, then the driver is needed. */
   if (argc > 1)
     report("real kernel, no driver", faKernelLoadFiles(argv[1], 0, &k));
+  /* The sm_90a kernel's metadata (tensor maps, tile grid, B) validates too. */
+  if (argc > 2)
+    report("sm_90a kernel, no driver", faKernelLoadFiles(argv[2], 0, &k));
+  report("bad tensor-map box",
+         faKernelLoad(cubin, 4,
+                      "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
+                      "\"x\", \"dtype\": \"f16\", \"head_dim\": 64, "
+                      "\"block_r\": 128, \"shared_memory_bytes\": 0, "
+                      "\"block\": [384, 1, 1], \"tile_grid\": true, "
+                      "\"tma_box_cols\": 32, \"tma_box_rows_kv\": 128, "
+                      "\"params\": [{\"name\": \"q\"}, {\"name\": \"k\"}, "
+                      "{\"name\": \"v\"}, {\"name\": \"o\"}, "
+                      "{\"name\": \"lse\"}, {\"name\": \"Nq\"}, "
+                      "{\"name\": \"Nk\"}, {\"name\": \"Hq\"}, "
+                      "{\"name\": \"Hkv\"}, {\"name\": \"scale_log2\"}, "
+                      "{\"name\": \"B\"}]}",
+                      0, &k));
+  report("tile grid without B",
+         faKernelLoad(cubin, 4,
+                      "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
+                      "\"x\", \"dtype\": \"f16\", \"head_dim\": 64, "
+                      "\"block_r\": 128, \"shared_memory_bytes\": 0, "
+                      "\"block\": [384, 1, 1], \"tile_grid\": true, "
+                      "\"params\": [{\"name\": \"q\"}]}",
+                      0, &k));
+  report("encode tensor map, no driver",
+         faEncodeTensorMap(NULL, NULL, 1, 1, 64, 16, 128, 0));
   report("launch without kernel",
          faKernelLaunch(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, NULL));
   report("device alloc, no driver", faDeviceAlloc(16, (void **)&k));
