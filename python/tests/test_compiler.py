@@ -33,9 +33,16 @@ def test_compile_and_inspect(flashmlir, head_dim, dtype, causal, arch):
     assert k.metadata["kernel"] == k.name
     assert k.cubin[:4] == b"\x7fELF"
     assert f".target {arch}" in k.ptx
-    assert "mma.sync.aligned.m16n8k16" in k.mlir("ptx")
     kernel_ir = k.mlir("kernel")
-    assert "nvvm.mma.sync" in kernel_ir and "nvvm.ldmatrix" in kernel_ir
+    if arch == "sm_80":
+        assert "mma.sync.aligned.m16n8k16" in k.mlir("ptx")
+        assert "nvvm.mma.sync" in kernel_ir and "nvvm.ldmatrix" in kernel_ir
+    else:
+        # FlashAttention-3 on sm_90a: TMA loads and wgmma.
+        assert "wgmma.mma_async.sync.aligned.m64n" in k.mlir("ptx")
+        assert "cp.async.bulk.tensor.3d" in k.mlir("ptx")
+        assert "nvvm.wgmma.mma_async" in kernel_ir
+        assert "nvvm.setmaxregister" in kernel_ir
     assert "gpu.launch_func" in k.mlir("host")
     assert "fa.attention" in k.mlir("attention")
     with pytest.raises(ValueError, match="unknown stage"):
@@ -63,7 +70,9 @@ def test_fa4_options_reach_the_kernel(flashmlir):
     (dict(head_dim=96), "head dim must be 64, 128 or 256 on sm_90a, got 96"),
     (dict(head_dim=64, dtype="f32"), "dtype must be f16 or bf16"),
     (dict(head_dim=64, arch="sm_100a"), "sm_100a .* has no backend yet"),
-    (dict(head_dim=64, block_r=32), "block_r must be 64 or 128, got 32"),
+    (dict(head_dim=64, block_r=32, arch="sm_80"),
+     "block_r must be 64 or 128, got 32"),
+    (dict(head_dim=64, block_r=32), "block_r must be 128 .*, got 32"),
 ])
 def test_bad_requests_raise_compile_error(flashmlir, kwargs, message):
     with pytest.raises(flashmlir.CompileError, match=message):

@@ -62,11 +62,38 @@ def qkv(b=2, hq=8, hkv=2, nq=100, nk=300, d=64, **kw):
 
 
 def test_loads_fa_compile_output(compiled):
+    # The sm_90a FlashAttention-3 kernel: one CTA of 384 threads per (query
+    # block, head) tile, q/k/v as tensor maps, B as the last parameter.
     k = Kernel.load(compiled)
+    assert k.name == "fa3_sm90_d64_br128_bc128_s3_f16_cr8"
+    assert k.meta["block"] == [384, 1, 1]
+    assert k.meta["tile_grid"] is True and k.meta["persistent"] is False
+    assert [p["kind"] for p in k.meta["params"][:3]] == ["tensormap"] * 3
+    assert k.meta["params"][0]["box"] == [64, 128]
+    assert k.meta["params"][-1]["name"] == "B"
+    assert k.grid(2, 8, 1000) == (8 * 8 * 2, 1, 1)
+    assert k.grid(2, 8, 1000, sm_count=132) == (128, 1, 1)
+    assert k.check_arguments(*qkv()) == (2, 8, 2, 100, 300, 64)
+
+
+def test_persistent_grid_is_capped(compiled):
+    import json
+    meta = json.load(open(compiled + ".json"))
+    meta["persistent"] = True
+    k = Kernel(b"\x7fELF", meta)
+    assert k.grid(2, 8, 1000, sm_count=132) == (128, 1, 1)
+    assert k.grid(4, 8, 1000, sm_count=132) == (132, 1, 1)
+
+
+def test_sm80_kernel_grid(tmp_path, build_dir):
+    out = tmp_path / "d64"
+    subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch", "sm_80",
+                    "--head-dim", "64", "-o", str(out)], check=True,
+                   capture_output=True)
+    k = Kernel.load(str(out))
     assert k.name == "fa2_sm80_d64_br128_bc64_f16"
     assert k.meta["block"] == [128, 1, 1]
     assert k.grid(2, 8, 1000) == (8, 8, 2)
-    assert k.check_arguments(*qkv()) == (2, 8, 2, 100, 300, 64)
 
 
 @pytest.mark.parametrize("mutate, message", [
