@@ -43,7 +43,7 @@
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
 
-#include "../Common/NVVMEmitter.h"
+#include "../Common/OnlineSoftmax.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -74,22 +74,18 @@ constexpr int64_t kSwizzleBytes = 128;      // one swizzled row
 constexpr int64_t kColumnsPerBlock = 64;    // f16 elements in 128 B
 constexpr int64_t kPingPongBarrier = 1;     // named barriers 1, 2
 
-struct KernelSpec {
-  int64_t headDim;
-  int64_t blockC;
-  int64_t stages;
-  bool causal;
-  bool bf16;
-  bool pingPong;
-  bool intraOverlap;
-  bool persistent;
-  int64_t producerRegisters;
-  int64_t consumerRegisters;
-  double rescaleThreshold = -1.0;
-  int64_t polyDegree = 0;
-  int64_t polyPeriod = 8;
-  int64_t window = 0;
-  double softcap = 0.0;
+/// What the generated kernel is specialised for (the mask and FA4 choices
+/// in the SoftmaxConfig base).
+struct KernelSpec : SoftmaxConfig {
+  int64_t headDim = 0;
+  int64_t blockC = 0;
+  int64_t stages = 0;
+  bool bf16 = false;
+  bool pingPong = true;
+  bool intraOverlap = true;
+  bool persistent = false;
+  int64_t producerRegisters = 24;
+  int64_t consumerRegisters = 240;
 
   int64_t columnBlocks() const { return headDim / kColumnsPerBlock; }
   int64_t qBytes() const { return kBlockR * headDim * 2; }
@@ -112,14 +108,7 @@ struct KernelSpec {
            std::to_string(stages) + (bf16 ? "_bf16" : "_f16") +
            (causal ? "_causal" : "") + (pingPong ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
-           (rescaleThreshold >= 0
-                ? "_cr" + std::to_string(int64_t(rescaleThreshold))
-                : "") +
-           (polyDegree ? "_px" + std::to_string(polyDegree) + "p" +
-                             std::to_string(polyPeriod)
-                       : "") +
-           (window ? "_w" + std::to_string(window) : "") +
-           (softcap > 0 ? "_sc" + std::to_string(int64_t(softcap)) : "");
+           suffix();
   }
 };
 
@@ -132,10 +121,10 @@ struct RowState {
 
 /// Emits the kernel. Values are named like the math: `s` scores, `p`
 /// probabilities, `o` accumulator, `m` running max (or FA4 base), `l` sum.
-class KernelBuilder : public NVVMEmitter {
+class KernelBuilder : public SoftmaxEmitter {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
-      : NVVMEmitter(b, loc, spec.bf16), spec(spec) {}
+      : SoftmaxEmitter(b, loc, spec.bf16, spec), spec(spec) {}
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
 
@@ -226,15 +215,14 @@ private:
   SmallVector<Value> issueValues(ArrayRef<Value> p, ArrayRef<Value> o,
                                  Value vTile);
 
-  /// Mask, online softmax in log2 units, P as f16 pairs. Returns the new
-  /// base/sum in `state` (O untouched) and alpha per row.
-  struct SoftmaxStep {
+  /// Softcap, mask, online softmax of one block of scores: updates the
+  /// base and sum in `state` (O untouched); returns P as the A fragments of
+  /// P V and alpha per row.
+  struct BlockStep : SoftmaxStep {
     SmallVector<Value> p;
-    std::array<Value, 2> alpha;
-    Value moved; // FA4: some row of this thread moved its base
   };
-  SoftmaxStep softmax(SmallVector<Value> s, RowState &state, bool masked,
-                      Value kStart, Value row0, Value nk, Value scaleLog2);
+  BlockStep softmax(SmallVector<Value> s, RowState &state, bool masked,
+                    Value kStart, Value row0, Value nk, Value scaleLog2);
   /// O *= alpha (under a warp vote with conditional rescaling).
   SmallVector<Value> rescale(ArrayRef<Value> o, std::array<Value, 2> alpha,
                              Value moved);
@@ -369,98 +357,16 @@ SmallVector<Value> KernelBuilder::issueValues(ArrayRef<Value> p,
   return acc;
 }
 
-KernelBuilder::SoftmaxStep
+KernelBuilder::BlockStep
 KernelBuilder::softmax(SmallVector<Value> s, RowState &state, bool masked,
                        Value kStart, Value row0, Value nk, Value scaleLog2) {
-  int64_t sTiles = spec.blockC / 8;
-  Value negInf = cf(-std::numeric_limits<double>::infinity());
-  Value effScale = scaleLog2;
-  if (spec.softcap > 0) {
-    // s <- c log2(e) tanh(s * scale / c), already in log2 units.
-    Value inner = fmul(scaleLog2, cf(1.0 / (spec.softcap * kLog2E)));
-    Value outer = cf(spec.softcap * kLog2E);
-    for (Value &v : s)
-      v = fmul(tanhApprox(fmul(v, inner)), outer);
-    effScale = cf(1.0);
-  }
-  if (masked) {
-    Value row1 = add(row0, c32(8));
-    for (int64_t n = 0; n < sTiles; ++n)
-      for (int64_t e = 0; e < 4; ++e) {
-        Value col = add(add(kStart, c32(n * 8 + (e % 2))), mul(t, c32(2)));
-        Value row = e < 2 ? row0 : row1;
-        Value visible = ult(col, nk);
-        if (spec.causal)
-          visible = arith::AndIOp::create(
-              b, loc, visible,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
-                                    row));
-        if (spec.window) {
-          Value w = c32(spec.window);
-          visible = arith::AndIOp::create(
-              b, loc, visible,
-              arith::AndIOp::create(b, loc, ult(row, add(col, w)),
-                                    ult(col, add(row, w))));
-        }
-        s[4 * n + e] = select(visible, s[4 * n + e], negInf);
-      }
-  }
-
-  SoftmaxStep step;
-  std::array<Value, 2> base, rowSum;
-  for (int64_t h = 0; h < 2; ++h) {
-    Value mx = negInf;
-    for (int64_t n = 0; n < sTiles; ++n)
-      mx = fmax(mx, fmax(s[4 * n + 2 * h], s[4 * n + 2 * h + 1]));
-    mx = fmax(mx, shflXor(mx, 1));
-    mx = fmax(mx, shflXor(mx, 2));
-    Value mOld = state.m[h];
-    Value mBlock = fmul(mx, effScale);
-    Value mNew, move;
-    if (spec.rescaleThreshold >= 0) {
-      // FA4: the stored value is the scaling base; it moves only when the
-      // block's max exceeds it by more than the threshold.
-      move = arith::CmpFOp::create(
-          b, loc, arith::CmpFPredicate::OGT,
-          arith::SubFOp::create(b, loc, mBlock, mOld),
-          cf(spec.rescaleThreshold));
-      mNew = select(move, mBlock, mOld);
-    } else {
-      mNew = fmax(mOld, mBlock);
-    }
-    // A row with no visible key so far keeps m = -inf: use base 0.
-    Value empty =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
-    base[h] = select(empty, cf(0.0), mNew);
-    step.alpha[h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
-    if (move) {
-      step.alpha[h] = select(move, step.alpha[h], cf(1.0));
-      step.moved = step.moved ? arith::OrIOp::create(b, loc, step.moved, move)
-                              : move;
-    }
-    rowSum[h] = cf(0.0);
-    state.m[h] = mNew;
-  }
-  // P = exp2(s * scale * log2 e - m): one FMA and one ex2 (or, on the
-  // compile-time pattern of FA4's partial emulation, the FMA-pipe exp2).
-  std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
-                                  arith::NegFOp::create(b, loc, base[1])};
-  for (int64_t n = 0; n < sTiles; ++n)
-    for (int64_t e = 0; e < 4; ++e) {
-      Value y = fma(s[4 * n + e], effScale, negBase[e / 2]);
-      bool soft = spec.polyDegree && (4 * n + e) % spec.polyPeriod == 0;
-      s[4 * n + e] = soft ? polyExp2(y, spec.polyDegree) : ex2(y);
-      rowSum[e / 2] = fadd(rowSum[e / 2], s[4 * n + e]);
-    }
-  for (int64_t h = 0; h < 2; ++h)
-    state.l[h] = fma(step.alpha[h], state.l[h], rowSum[h]);
-  // Keys 16k .. 16k + 15 of S, as f16/bf16 pairs, are the A fragment of
-  // k-step k of P V.
-  for (int64_t k = 0; k < spec.blockC / 16; ++k) {
-    int64_t i = 8 * k;
-    step.p.append({packPair(s[i + 0], s[i + 1]), packPair(s[i + 2], s[i + 3]),
-                   packPair(s[i + 4], s[i + 5]), packPair(s[i + 6], s[i + 7])});
-  }
+  Value effScale = applySoftcap(s, scaleLog2);
+  if (masked)
+    applyMask(s, kStart, row0, nk, t);
+  BlockStep step;
+  static_cast<SoftmaxStep &>(step) =
+      onlineSoftmax(s, state.m, state.l, effScale);
+  step.p = packProbabilities(s);
   return step;
 }
 
@@ -604,13 +510,13 @@ void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   s = fenceOperands(s);
   releaseTile(kEmpty(stage0));
-  SoftmaxStep first =
+  BlockStep first =
       softmax(s, state, /*masked=*/true, mul(firstBlock, c32(spec.blockC)),
               row0, nk, scaleLog2);
 
   // Loop state: O, m, l, P of the previous block, and its alpha (+ moved).
   bool conditional = spec.rescaleThreshold >= 0;
-  auto pack = [&](const RowState &st, const SoftmaxStep &step) {
+  auto pack = [&](const RowState &st, const BlockStep &step) {
     SmallVector<Value> v(st.o);
     v.append({st.m[0], st.m[1], st.l[0], st.l[1]});
     v.append(step.p);
@@ -619,7 +525,7 @@ void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
       v.push_back(step.moved);
     return v;
   };
-  auto unpack = [&](ValueRange v, RowState &st, SoftmaxStep &step) {
+  auto unpack = [&](ValueRange v, RowState &st, BlockStep &step) {
     st.o.assign(v.begin(), v.begin() + oRegs);
     st.m = {v[oRegs], v[oRegs + 1]};
     st.l = {v[oRegs + 2], v[oRegs + 3]};
@@ -634,7 +540,7 @@ void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
     RowState st;
-    SoftmaxStep prev;
+    BlockStep prev;
     unpack(loop.getRegionIterArgs(), st, prev);
     Value stage = stageOf(j);
     Value prevJ = sub(j, c32(1));
@@ -653,7 +559,7 @@ void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, spec.intraOverlap ? 1 : 0);
     sj = fenceOperands(sj);
     releaseTile(kEmpty(stage));
-    SoftmaxStep step = softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0,
+    BlockStep step = softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0,
                                nk, scaleLog2);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     st.o = fenceOperands(o);
@@ -670,7 +576,7 @@ void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
   after = emitLoop(unmaskedStop, numBlocks, after, true);
 
   // Epilogue: the last block's P V.
-  SoftmaxStep last;
+  BlockStep last;
   unpack(after, state, last);
   Value lastJ = sub(numBlocks, c32(1));
   Value lastStage = stageOf(lastJ);
@@ -692,33 +598,7 @@ void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
   Value oBase = gep(globalPtr, half, oPtr,
                     mul(ext64(qMatrix), mul(ext64(nq), c64(spec.headDim))));
   Value lseBase = gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
-  for (int64_t h = 0; h < 2; ++h) {
-    Value l = state.l[h];
-    l = fadd(l, shflXor(l, 1));
-    l = fadd(l, shflXor(l, 2));
-    Value m = state.m[h];
-    Value positive =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, cf(0.0));
-    Value inv =
-        select(positive, arith::DivFOp::create(b, loc, cf(1.0), l), cf(0.0));
-    Value row = add(row0, c32(8 * h));
-    auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifRow.thenBlock());
-    Value rowBase = mul(ext64(row), c64(spec.headDim));
-    for (int64_t d = 0; d < spec.headDim / 8; ++d) {
-      Value packed = packPair(fmul(o[d * 4 + 2 * h], inv),
-                              fmul(o[d * 4 + 2 * h + 1], inv));
-      Value col = add(c32(d * 8), mul(t, c32(2)));
-      Value ptr = gep(globalPtr, half, oBase, add(rowBase, ext64(col)));
-      LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
-    }
-    auto ifLead = scf::IfOp::create(b, loc, eq(t, c32(0)), false);
-    b.setInsertionPointToStart(ifLead.thenBlock());
-    Value lse = select(positive, fmul(fadd(m, lg2(l)), cf(kLn2)), negInf);
-    LLVM::StoreOp::create(b, loc, lse, gep(globalPtr, f32, lseBase, ext64(row)),
-                          4);
-  }
+  storeRows(o, state.m, state.l, row0, nq, oBase, lseBase, spec.headDim, t);
 }
 
 KernelBuilder::Tile KernelBuilder::decodeTile(Value tileId) {
@@ -952,20 +832,13 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
     return op.emitOpError() << "cannot be lowered to sm_90a wgmma: " << msg;
   };
-  if (!op.hasBufferSemantics())
-    return fail("needs the memref form (run fa-attention-to-buffers first)");
-  Type elt = op.getQueryType().getElementType();
-  if (!elt.isF16() && !elt.isBF16())
-    return fail("element type must be f16 or bf16, got " +
-                llvm::formatv("{0}", elt).str());
+  KernelSpec spec;
+  static_cast<SoftmaxConfig &>(spec) =
+      softmaxConfigOf(op, options.rescaleThreshold, options.polyExp2Degree,
+                      options.polyExp2Period);
+  if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, spec))
+    return fail(*why);
   int64_t d = op.getHeadDim();
-  if (d != 64 && d != 128 && d != 256)
-    return fail("head dim must be 64, 128 or 256, got " + Twine(d));
-  if (op.getValueHeadDim() != d)
-    return fail("value head dim must equal the head dim (" + Twine(d) +
-                "), got " + Twine(op.getValueHeadDim()));
-  if (op.getOuts().size() != 2)
-    return fail("the kernel writes LSE: give an lse destination");
   if (std::optional<int64_t> br = op.getBlockR(); br && *br != kBlockR)
     return fail("block_r must be " + Twine(kBlockR) +
                 " (two consumer warpgroups of 64 rows), got " + Twine(*br));
@@ -980,29 +853,21 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   // else 2.
   int64_t stages = options.stages;
   if (stages == 0) {
-    KernelSpec probe{d, bc, 3};
+    KernelSpec probe;
+    probe.headDim = d;
+    probe.blockC = bc;
+    probe.stages = 3;
     stages = probe.sharedBytes() <= 227 * 1024 ? 3 : 2;
   }
-  KernelSpec spec{d,
-                  bc,
-                  stages,
-                  op.getCausal(),
-                  elt.isBF16(),
-                  options.pingPong,
-                  options.intraOverlap,
-                  options.persistent,
-                  options.producerRegisters,
-                  options.consumerRegisters};
-  spec.rescaleThreshold = options.rescaleThreshold;
-  spec.polyDegree = options.polyExp2Degree;
-  spec.polyPeriod = options.polyExp2Period;
-  spec.window = op.getWindow().value_or(0);
-  if (std::optional<APFloat> cap = op.getSoftcap())
-    spec.softcap = cap->convertToDouble();
-  if (spec.polyDegree &&
-      (spec.polyDegree < 2 || spec.polyDegree > 5 || spec.polyPeriod < 1))
-    return fail("poly-exp2-degree must be in [2, 5] and poly-exp2-period at "
-                "least 1");
+  spec.headDim = d;
+  spec.blockC = bc;
+  spec.stages = stages;
+  spec.bf16 = op.getQueryType().getElementType().isBF16();
+  spec.pingPong = options.pingPong;
+  spec.intraOverlap = options.intraOverlap;
+  spec.persistent = options.persistent;
+  spec.producerRegisters = options.producerRegisters;
+  spec.consumerRegisters = options.consumerRegisters;
   if (spec.stages < 2 || spec.stages > 4)
     return fail("stages must be 2, 3 or 4, got " + Twine(spec.stages));
   auto validRegisters = [](int64_t r) {
@@ -1087,11 +952,8 @@ struct ConvertFAToSM90Pass
       encode = LLVM::LLVMFuncOp::create(mb, loc, "faEncodeTensorMap",
                                         encodeType);
     }
-    auto pointerOf = [&](Value memref, Type type) -> Value {
-      Value index =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-      Value i = arith::IndexCastOp::create(b, loc, i64, index);
-      return LLVM::IntToPtrOp::create(b, loc, type, i);
+    auto pointerOf = [&](Value memref, Type type) {
+      return alignedPointer(b, loc, memref, type);
     };
     auto dim = [&](Value memref, int64_t d) -> Value {
       return b.createOrFold<memref::DimOp>(loc, memref, d);

@@ -1,0 +1,267 @@
+//===- OnlineSoftmax.h - the softmax side of the tensor-core kernels -*- C++ -*-===//
+//
+// Both GPU kernels hold S and O in the same register layout (the mma.sync
+// C fragment, which wgmma's m64 accumulator repeats per warp): register
+// 4 n + e of a thread holds row g + 8 (e / 2), column 8 n + 2 t + (e % 2),
+// g = lane / 4, t = lane % 4. So the score-side arithmetic is one piece of
+// code: softcap, the bounds/causal/window mask, the online-softmax step in
+// log2 units (with FA4's conditional rescaling and software exp2), packing
+// P as the A fragments of P V, and the final O / l and LSE stores.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_COMMON_ONLINESOFTMAX_H
+#define FA_LIB_CONVERSION_COMMON_ONLINESOFTMAX_H
+
+#include "NVVMEmitter.h"
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <array>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace mlir::fa {
+
+/// The mask and FA4 choices a kernel is specialised for.
+struct SoftmaxConfig {
+  bool causal = false;
+  int64_t window = 0;             // |i - j| < window (0: none)
+  double softcap = 0.0;           // scores c * tanh(s / c) (0: none)
+  double rescaleThreshold = -1.0; // FA4 conditional rescaling (< 0: off)
+  int64_t polyDegree = 0;         // FA4 software exp2 (0: off)
+  int64_t polyPeriod = 8;
+
+  /// Kernel-name suffix of the FA4 options and the window/softcap mask.
+  std::string suffix() const {
+    return (rescaleThreshold >= 0
+                ? "_cr" + std::to_string(int64_t(rescaleThreshold))
+                : "") +
+           (polyDegree ? "_px" + std::to_string(polyDegree) + "p" +
+                             std::to_string(polyPeriod)
+                       : "") +
+           (window ? "_w" + std::to_string(window) : "") +
+           (softcap > 0 ? "_sc" + std::to_string(int64_t(softcap)) : "");
+  }
+};
+
+/// The config of `op` with the kernel's FA4 options.
+inline SoftmaxConfig softmaxConfigOf(AttentionOp op, double rescaleThreshold,
+                                     int64_t polyDegree, int64_t polyPeriod) {
+  SoftmaxConfig config;
+  config.causal = op.getCausal();
+  config.window = op.getWindow().value_or(0);
+  if (std::optional<APFloat> cap = op.getSoftcap())
+    config.softcap = cap->convertToDouble();
+  config.rescaleThreshold = rescaleThreshold;
+  config.polyDegree = polyDegree;
+  config.polyPeriod = polyPeriod;
+  return config;
+}
+
+/// Why `op` cannot run on the tensor-core kernels (f16/bf16, D = Dv in
+/// {64, 128, 256}, memref form, LSE destination), or nothing.
+inline std::optional<std::string>
+tensorCoreUnsupportedReason(AttentionOp op, const SoftmaxConfig &config) {
+  if (!op.hasBufferSemantics())
+    return std::string(
+        "needs the memref form (run fa-attention-to-buffers first)");
+  Type elt = op.getQueryType().getElementType();
+  if (!elt.isF16() && !elt.isBF16())
+    return "element type must be f16 or bf16, got " +
+           llvm::formatv("{0}", elt).str();
+  int64_t d = op.getHeadDim();
+  if (d != 64 && d != 128 && d != 256)
+    return "head dim must be 64, 128 or 256, got " + std::to_string(d);
+  if (op.getValueHeadDim() != d)
+    return "value head dim must equal the head dim (" + std::to_string(d) +
+           "), got " + std::to_string(op.getValueHeadDim());
+  if (op.getOuts().size() != 2)
+    return std::string("the kernel writes LSE: give an lse destination");
+  if (config.polyDegree && (config.polyDegree < 2 || config.polyDegree > 5 ||
+                            config.polyPeriod < 1))
+    return std::string("poly-exp2-degree must be in [2, 5] and "
+                       "poly-exp2-period at least 1");
+  return std::nullopt;
+}
+
+/// The aligned base pointer of a memref as an LLVM pointer of `type`, for
+/// the launch arguments.
+inline Value alignedPointer(OpBuilder &b, Location loc, Value memref,
+                            Type type) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  return LLVM::IntToPtrOp::create(b, loc, type, i64);
+}
+
+class SoftmaxEmitter : public NVVMEmitter {
+public:
+  SoftmaxEmitter(OpBuilder &b, Location loc, bool bf16,
+                 const SoftmaxConfig &config)
+      : NVVMEmitter(b, loc, bf16), config(config) {}
+
+protected:
+  /// Softcap: s <- c log2(e) tanh(s * scale / c), already in log2 units.
+  /// Returns the scale the softmax then applies (1 with a softcap).
+  Value applySoftcap(MutableArrayRef<Value> s, Value scaleLog2) {
+    if (config.softcap <= 0)
+      return scaleLog2;
+    Value inner = fmul(scaleLog2, cf(1.0 / (config.softcap * kLog2E)));
+    Value outer = cf(config.softcap * kLog2E);
+    for (Value &v : s)
+      v = fmul(tanhApprox(fmul(v, inner)), outer);
+    return cf(1.0);
+  }
+
+  /// Keys past the end and, if causal, above the diagonal or, with a
+  /// window, outside the band get -inf. `row0` is the thread's first row,
+  /// `quadLane` = lane % 4.
+  void applyMask(MutableArrayRef<Value> s, Value kStart, Value row0,
+                 Value nk, Value quadLane) {
+    Value negInf = cf(-std::numeric_limits<double>::infinity());
+    Value row1 = add(row0, c32(8));
+    for (int64_t n = 0; n < int64_t(s.size()) / 4; ++n)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value col =
+            add(add(kStart, c32(n * 8 + (e % 2))), mul(quadLane, c32(2)));
+        Value row = e < 2 ? row0 : row1;
+        Value visible = ult(col, nk);
+        if (config.causal)
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
+                                    row));
+        if (config.window) {
+          Value w = c32(config.window);
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::AndIOp::create(b, loc, ult(row, add(col, w)),
+                                    ult(col, add(row, w))));
+        }
+        s[4 * n + e] = select(visible, s[4 * n + e], negInf);
+      }
+  }
+
+  struct SoftmaxStep {
+    std::array<Value, 2> alpha; // O scale of rows g and g + 8
+    Value moved; // FA4: some row of this thread moved its base (or null)
+  };
+
+  /// One online-softmax step in log2 units for rows g (h = 0) and g + 8
+  /// (h = 1): new base m (the running max, or FA4's base that moves only
+  /// past the threshold), alpha = exp2(m_old - m_new), s replaced by
+  /// P = exp2(s * scale - m) (one FMA, one ex2, or on a compile-time
+  /// pattern the FMA-pipe exp2), l = alpha l + rowsum(P).
+  SoftmaxStep onlineSoftmax(MutableArrayRef<Value> s, std::array<Value, 2> &m,
+                            std::array<Value, 2> &l, Value effScale) {
+    Value negInf = cf(-std::numeric_limits<double>::infinity());
+    int64_t tiles = s.size() / 4;
+    SoftmaxStep step;
+    std::array<Value, 2> base, rowSum;
+    for (int64_t h = 0; h < 2; ++h) {
+      Value mx = negInf;
+      for (int64_t n = 0; n < tiles; ++n)
+        mx = fmax(mx, fmax(s[4 * n + 2 * h], s[4 * n + 2 * h + 1]));
+      mx = fmax(mx, shflXor(mx, 1));
+      mx = fmax(mx, shflXor(mx, 2));
+      Value mOld = m[h];
+      Value mBlock = fmul(mx, effScale);
+      Value mNew, move;
+      if (config.rescaleThreshold >= 0) {
+        // FA4: the stored value is the scaling base; it moves only when
+        // the block's max exceeds it by more than the threshold.
+        move = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OGT,
+            arith::SubFOp::create(b, loc, mBlock, mOld),
+            cf(config.rescaleThreshold));
+        mNew = select(move, mBlock, mOld);
+      } else {
+        mNew = fmax(mOld, mBlock);
+      }
+      // A row with no visible key so far keeps m = -inf: use base 0.
+      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                          mNew, negInf);
+      base[h] = select(empty, cf(0.0), mNew);
+      step.alpha[h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
+      if (move) {
+        step.alpha[h] = select(move, step.alpha[h], cf(1.0));
+        step.moved = step.moved
+                         ? arith::OrIOp::create(b, loc, step.moved, move)
+                         : move;
+      }
+      rowSum[h] = cf(0.0);
+      m[h] = mNew;
+    }
+    std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
+                                    arith::NegFOp::create(b, loc, base[1])};
+    // With FA4's software exp2, register (n, e) of every thread is emulated
+    // when (4 n + e) mod period = 0: a compile-time choice, so each thread
+    // moves 1/period of its exponentials from MUFU to the FMA pipe.
+    for (int64_t n = 0; n < tiles; ++n)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value y = fma(s[4 * n + e], effScale, negBase[e / 2]);
+        bool soft = config.polyDegree && (4 * n + e) % config.polyPeriod == 0;
+        s[4 * n + e] = soft ? polyExp2(y, config.polyDegree) : ex2(y);
+        rowSum[e / 2] = fadd(rowSum[e / 2], s[4 * n + e]);
+      }
+    for (int64_t h = 0; h < 2; ++h)
+      l[h] = fma(step.alpha[h], l[h], rowSum[h]);
+    return step;
+  }
+
+  /// Keys 16k .. 16k + 15 of P, as f16/bf16 pairs, are the A fragment
+  /// (a0..a3) of k-step k of P V: P never leaves registers.
+  SmallVector<Value> packProbabilities(ArrayRef<Value> p) {
+    SmallVector<Value> frags;
+    for (size_t i = 0; i + 8 <= p.size(); i += 8)
+      frags.append({packPair(p[i + 0], p[i + 1]), packPair(p[i + 2], p[i + 3]),
+                    packPair(p[i + 4], p[i + 5]),
+                    packPair(p[i + 6], p[i + 7])});
+    return frags;
+  }
+
+  /// The epilogue: l summed over the quad, O / l stored as f16/bf16 pairs
+  /// (rows past Nq skipped), LSE = (m + log2 l) ln 2 by the quad's lane 0.
+  /// A row that saw no key (l = 0) gets O = 0 and LSE = -inf.
+  void storeRows(ArrayRef<Value> o, std::array<Value, 2> m,
+                 std::array<Value, 2> l, Value row0, Value nq, Value oBase,
+                 Value lseBase, int64_t headDim, Value quadLane) {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value sum = l[h];
+      sum = fadd(sum, shflXor(sum, 1));
+      sum = fadd(sum, shflXor(sum, 2));
+      Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             sum, cf(0.0));
+      Value inv = select(positive,
+                         arith::DivFOp::create(b, loc, cf(1.0), sum), cf(0.0));
+      Value row = add(row0, c32(8 * h));
+      auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifRow.thenBlock());
+      Value rowBase = mul(ext64(row), c64(headDim));
+      for (int64_t d = 0; d < headDim / 8; ++d) {
+        Value packed = packPair(fmul(o[d * 4 + 2 * h], inv),
+                                fmul(o[d * 4 + 2 * h + 1], inv));
+        Value col = add(c32(d * 8), mul(quadLane, c32(2)));
+        Value ptr = gep(globalPtr, half, oBase, add(rowBase, ext64(col)));
+        LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
+      }
+      auto ifLead = scf::IfOp::create(b, loc, eq(quadLane, c32(0)), false);
+      b.setInsertionPointToStart(ifLead.thenBlock());
+      Value lse = select(positive, fmul(fadd(m[h], lg2(sum)), cf(kLn2)),
+                         cf(-std::numeric_limits<double>::infinity()));
+      LLVM::StoreOp::create(b, loc, lse,
+                            gep(globalPtr, f32, lseBase, ext64(row)), 4);
+    }
+  }
+
+  const SoftmaxConfig &config;
+};
+
+} // namespace mlir::fa
+
+#endif // FA_LIB_CONVERSION_COMMON_ONLINESOFTMAX_H
