@@ -155,12 +155,15 @@ protected:
   /// (h = 1): new base m (the running max, or FA4's base that moves only
   /// past the threshold), alpha = exp2(m_old - m_new), s replaced by
   /// P = exp2(s * scale - m) (one FMA, one ex2, or on a compile-time
-  /// pattern the FMA-pipe exp2), l = alpha l + rowsum(P).
+  /// pattern the FMA-pipe exp2), l = alpha l + rowsum(P). `moved` chains
+  /// onto the flag of earlier row tiles of the thread.
   SoftmaxStep onlineSoftmax(MutableArrayRef<Value> s, std::array<Value, 2> &m,
-                            std::array<Value, 2> &l, Value effScale) {
+                            std::array<Value, 2> &l, Value effScale,
+                            Value moved = Value()) {
     Value negInf = cf(-std::numeric_limits<double>::infinity());
     int64_t tiles = s.size() / 4;
     SoftmaxStep step;
+    step.moved = moved;
     std::array<Value, 2> base, rowSum;
     for (int64_t h = 0; h < 2; ++h) {
       Value mx = negInf;

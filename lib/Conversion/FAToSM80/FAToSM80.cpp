@@ -20,7 +20,7 @@
 
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
-#include "../Common/NVVMEmitter.h"
+#include "../Common/OnlineSoftmax.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -50,19 +50,14 @@ constexpr int64_t kWarps = 4;
 constexpr int64_t kThreads = kWarps * 32;
 constexpr int64_t kStages = 2;
 
-/// What the generated kernel is specialised for.
-struct KernelSpec {
-  int64_t headDim;
-  int64_t blockR;   // 64 or 128: 16 or 32 rows per warp
-  int64_t blockC;   // 32 or 64 keys per K/V block
-  bool causal;
-  bool bf16;
-  bool queryInRegisters;
-  double rescaleThreshold = -1.0; // FA4 conditional rescaling (< 0: off)
-  int64_t polyDegree = 0;         // FA4 software exp2 (0: off)
-  int64_t polyPeriod = 8;
-  int64_t window = 0;   // |i - j| < window (0: none)
-  double softcap = 0.0; // scores c * tanh(s / c) (0: none)
+/// What the generated kernel is specialised for (the mask and FA4 choices
+/// in the SoftmaxConfig base).
+struct KernelSpec : SoftmaxConfig {
+  int64_t headDim = 0;
+  int64_t blockR = 0; // 64 or 128: 16 or 32 rows per warp
+  int64_t blockC = 0; // 32 or 64 keys per K/V block
+  bool bf16 = false;
+  bool queryInRegisters = true;
 
   int64_t rowTiles() const { return blockR / (16 * kWarps); }
   /// Keeping Q costs rowTiles * D / 16 * 4 registers per thread for the
@@ -83,30 +78,20 @@ struct KernelSpec {
   std::string kernelName() const {
     return "fa2_sm80_d" + std::to_string(headDim) + "_br" +
            std::to_string(blockR) + "_bc" + std::to_string(blockC) + (bf16 ? "_bf16" : "_f16") +
-           (causal ? "_causal" : "") +
-           (rescaleThreshold >= 0
-                ? "_cr" + std::to_string(int64_t(rescaleThreshold))
-                : "") +
-           (polyDegree ? "_px" + std::to_string(polyDegree) + "p" +
-                             std::to_string(polyPeriod)
-                       : "") +
-           (window ? "_w" + std::to_string(window) : "") +
-           (softcap > 0 ? "_sc" + std::to_string(int64_t(softcap)) : "");
+           (causal ? "_causal" : "") + suffix();
   }
 };
 
 /// Emits the kernel body. Values named like the math: `s` scores, `p`
 /// probabilities, `o` accumulator, `m` running max, `l` running sum.
-class KernelBuilder : public NVVMEmitter {
+class KernelBuilder : public SoftmaxEmitter {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
-      : NVVMEmitter(b, loc, spec.bf16), spec(spec) {}
+      : SoftmaxEmitter(b, loc, spec.bf16, spec), spec(spec) {}
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
 
 private:
-  Value polyExp2(Value y) { return NVVMEmitter::polyExp2(y, spec.polyDegree); }
-
   // Memory.
   Value sharedAt(Value byteOffset) {
     return gep(sharedPtr, b.getI8Type(), smemBase, byteOffset);
@@ -451,38 +436,12 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   // Epilogue: O / l and LSE.
   for (int64_t r = 0; r < rowTiles; ++r) {
     ValueRange state = finalState.slice(r * stateSize, stateSize);
-    for (int64_t h = 0; h < 2; ++h) {
-      Value l = state[dTiles * 4 + 2 + h];
-      l = fadd(l, shflXor(l, 1));
-      l = fadd(l, shflXor(l, 2));
-      Value m = state[dTiles * 4 + h];
-      Value positive =
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, cf(0.0));
-      Value inv = select(positive, arith::DivFOp::create(b, loc, cf(1.0), l),
-                         cf(0.0));
-      Value row = add(add(qStart, mul(warp, c32(16 * rowTiles))),
-                      add(c32(16 * r + 8 * h), g));
-      auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
-      OpBuilder::InsertionGuard g3(b);
-      b.setInsertionPointToStart(ifRow.thenBlock());
-      Value rowBase = mul(ext64(row), c64(spec.headDim));
-      for (int64_t d = 0; d < dTiles; ++d) {
-        Value packed = packPair(fmul(state[d * 4 + 2 * h], inv),
-                                fmul(state[d * 4 + 2 * h + 1], inv));
-        Value col = add(c32(d * 8), mul(t, c32(2)));
-        Value ptr = gep(globalPtr, half, oBase, add(rowBase, ext64(col)));
-        LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
-      }
-      auto ifLead = scf::IfOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t, c32(0)),
-          false);
-      b.setInsertionPointToStart(ifLead.thenBlock());
-      Value lse = select(positive, fmul(fadd(m, lg2(l)), cf(kLn2)),
-                         cf(-std::numeric_limits<double>::infinity()));
-      LLVM::StoreOp::create(b, loc, lse,
-                            gep(globalPtr, f32, lseBase, ext64(row)), 4);
-    }
+    Value row0 = add(add(qStart, mul(warp, c32(16 * rowTiles))),
+                     add(c32(16 * r), g));
+    storeRows(SmallVector<Value>(state.take_front(dTiles * 4)),
+              {state[dTiles * 4], state[dTiles * 4 + 1]},
+              {state[dTiles * 4 + 2], state[dTiles * 4 + 3]}, row0, nq, oBase,
+              lseBase, spec.headDim, t);
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
@@ -496,7 +455,6 @@ SmallVector<Value> KernelBuilder::emitBlock(
   int64_t dTiles = spec.headDim / 8;  // n8 tiles of O
   int64_t sTiles = spec.blockC / 8;   // n8 tiles of S
   int64_t stateSize = dTiles * 4 + 4; // O, m (2 rows), l (2 rows)
-  Value negInf = cf(-std::numeric_limits<double>::infinity());
   auto kOffset = [&](Value stage) {
     return add(c32(spec.qBytes()), mul(stage, c32(2 * spec.kvTileBytes())));
   };
@@ -551,18 +509,17 @@ SmallVector<Value> KernelBuilder::emitBlock(
     }
   }
 
-  // Softcap: s <- c log2(e) tanh(s * scale / c), already in log2 units, so
-  // the softmax below then uses a unit scale.
-  Value effScale = scaleLog2;
-  if (spec.softcap > 0) {
-    Value inner = fmul(scaleLog2, cf(1.0 / (spec.softcap * kLog2E)));
-    Value outer = cf(spec.softcap * kLog2E);
-    for (int64_t r = 0; r < rowTiles; ++r)
-      for (int64_t n = 0; n < sTiles; ++n)
-        for (int64_t e = 0; e < 4; ++e)
-          s[r][n][e] = fmul(tanhApprox(fmul(s[r][n][e], inner)), outer);
-    effScale = cf(1.0);
-  }
+  // Scores of row tile r as the flat register list 4 n + e.
+  SmallVector<SmallVector<Value>> flat(rowTiles);
+  for (int64_t r = 0; r < rowTiles; ++r)
+    for (int64_t n = 0; n < sTiles; ++n)
+      flat[r].append(s[r][n].begin(), s[r][n].end());
+  SmallVector<Value> all;
+  for (int64_t r = 0; r < rowTiles; ++r)
+    all.append(flat[r]);
+  Value effScale = applySoftcap(all, scaleLog2);
+  for (int64_t r = 0; r < rowTiles; ++r)
+    std::copy_n(all.begin() + r * sTiles * 4, sTiles * 4, flat[r].begin());
 
   SmallVector<Value> newState(state.begin(), state.end());
   SmallVector<std::array<Value, 4>> pf; // [r * (Bc/16) + k]
@@ -571,96 +528,27 @@ SmallVector<Value> KernelBuilder::emitBlock(
   for (int64_t r = 0; r < rowTiles; ++r) {
     ValueRange st = state.slice(r * stateSize, stateSize);
     if (masked) {
-      // Keys past the end (ragged last block) and, if causal, above the
-      // diagonal.
       Value row0 = add(add(mul(warp, c32(16 * rowTiles)), c32(16 * r)), g);
-      row0 = add(qStart, row0);
-      Value row1 = add(row0, c32(8));
-      for (int64_t n = 0; n < sTiles; ++n)
-        for (int64_t e = 0; e < 4; ++e) {
-          Value col = add(add(kStart, c32(n * 8 + (e % 2))), mul(t, c32(2)));
-          Value visible = ult(col, nk);
-          Value row = e < 2 ? row0 : row1;
-          if (spec.causal)
-            visible = arith::AndIOp::create(
-                b, loc, visible,
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
-                                      row));
-          if (spec.window) {
-            // |row - col| < w
-            Value w = c32(spec.window);
-            visible = arith::AndIOp::create(
-                b, loc, visible,
-                arith::AndIOp::create(b, loc, ult(row, add(col, w)),
-                                      ult(col, add(row, w))));
-          }
-          s[r][n][e] = select(visible, s[r][n][e], negInf);
-        }
+      applyMask(flat[r], kStart, add(qStart, row0), nk, t);
     }
-
-    // Online softmax for rows g (h = 0) and g + 8 (h = 1), in log2 units.
-    std::array<Value, 2> base, rowSum;
+    std::array<Value, 2> m = {st[dTiles * 4], st[dTiles * 4 + 1]};
+    std::array<Value, 2> l = {st[dTiles * 4 + 2], st[dTiles * 4 + 3]};
+    SoftmaxStep step = onlineSoftmax(flat[r], m, l, effScale, moved);
+    alphaOf[r] = step.alpha;
+    moved = step.moved;
     for (int64_t h = 0; h < 2; ++h) {
-      Value mx = negInf;
-      for (int64_t n = 0; n < sTiles; ++n)
-        mx = fmax(mx, fmax(s[r][n][2 * h], s[r][n][2 * h + 1]));
-      mx = fmax(mx, shflXor(mx, 1));
-      mx = fmax(mx, shflXor(mx, 2));
-      Value mOld = st[dTiles * 4 + h];
-      Value mBlock = fmul(mx, effScale);
-      Value mNew, move;
-      if (spec.rescaleThreshold >= 0) {
-        // FA4: the stored value is the scaling base; it moves only when
-        // this block's max exceeds it by more than the threshold.
-        move = arith::CmpFOp::create(
-            b, loc, arith::CmpFPredicate::OGT,
-            arith::SubFOp::create(b, loc, mBlock, mOld),
-            cf(spec.rescaleThreshold));
-        mNew = select(move, mBlock, mOld);
-      } else {
-        mNew = fmax(mOld, mBlock);
-      }
-      // A row with no visible key so far keeps m = -inf: use base 0.
-      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                          mNew, negInf);
-      base[h] = select(empty, cf(0.0), mNew);
-      alphaOf[r][h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
-      if (move) {
-        alphaOf[r][h] = select(move, alphaOf[r][h], cf(1.0));
-        moved = moved ? arith::OrIOp::create(b, loc, moved, move) : move;
-      }
-      rowSum[h] = cf(0.0);
-      newState[r * stateSize + dTiles * 4 + h] = mNew;
+      newState[r * stateSize + dTiles * 4 + h] = m[h];
+      newState[r * stateSize + dTiles * 4 + 2 + h] = l[h];
     }
-    // P = exp2(s * scale * log2 e - m): one FMA, one ex2.
-    std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
-                                    arith::NegFOp::create(b, loc, base[1])};
-    // With FA4's software exp2, register (n, e) of every thread is
-    // emulated when (4 n + e) mod period = 0: a compile-time choice, so each
-    // thread moves 1/period of its exponentials from MUFU to the FMA pipe.
-    for (int64_t n = 0; n < sTiles; ++n)
-      for (int64_t e = 0; e < 4; ++e) {
-        Value y = fma(s[r][n][e], effScale, negBase[e / 2]);
-        bool soft = spec.polyDegree && (4 * n + e) % spec.polyPeriod == 0;
-        s[r][n][e] = soft ? polyExp2(y) : ex2(y);
-        rowSum[e / 2] = fadd(rowSum[e / 2], s[r][n][e]);
-      }
-    for (int64_t h = 0; h < 2; ++h)
-      newState[r * stateSize + dTiles * 4 + 2 + h] =
-          fma(alphaOf[r][h], st[dTiles * 4 + 2 + h], rowSum[h]);
     if (spec.rescaleThreshold < 0) {
       for (int64_t d = 0; d < dTiles; ++d)
         for (int64_t e = 0; e < 4; ++e)
           newState[r * stateSize + d * 4 + e] =
               fmul(st[d * 4 + e], alphaOf[r][e / 2]);
     }
-    // The S accumulators of keys 16k..16k+15, as f16/bf16 pairs, are the
-    // A fragment of P for k-step k.
-    for (int64_t k = 0; k < spec.blockC / 16; ++k)
-      pf.push_back({packPair(s[r][2 * k][0], s[r][2 * k][1]),
-                    packPair(s[r][2 * k][2], s[r][2 * k][3]),
-                    packPair(s[r][2 * k + 1][0], s[r][2 * k + 1][1]),
-                    packPair(s[r][2 * k + 1][2], s[r][2 * k + 1][3])});
+    SmallVector<Value> frags = packProbabilities(flat[r]);
+    for (size_t k = 0; k < frags.size(); k += 4)
+      pf.push_back({frags[k], frags[k + 1], frags[k + 2], frags[k + 3]});
   }
 
   if (spec.rescaleThreshold >= 0) {
@@ -726,20 +614,12 @@ FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters,
   auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
     return op.emitOpError() << "cannot be lowered to sm_80 mma.sync: " << msg;
   };
-  if (!op.hasBufferSemantics())
-    return fail("needs the memref form (run fa-attention-to-buffers first)");
-  Type elt = op.getQueryType().getElementType();
-  if (!elt.isF16() && !elt.isBF16())
-    return fail("element type must be f16 or bf16, got " +
-                llvm::formatv("{0}", elt).str());
+  KernelSpec spec;
+  static_cast<SoftmaxConfig &>(spec) =
+      softmaxConfigOf(op, rescaleThreshold, polyDegree, polyPeriod);
+  if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, spec))
+    return fail(*why);
   int64_t d = op.getHeadDim();
-  if (d != 64 && d != 128 && d != 256)
-    return fail("head dim must be 64, 128 or 256, got " + Twine(d));
-  if (op.getValueHeadDim() != d)
-    return fail("value head dim must equal the head dim (" + Twine(d) +
-                "), got " + Twine(op.getValueHeadDim()));
-  if (op.getOuts().size() != 2)
-    return fail("the kernel writes LSE: give an lse destination");
   // Defaults from the H200 tile sweeps (bench/results/
   // 2026-11-29-sm80-v{2,3,4}-tile-sweep.json): two row tiles per warp halve
   // the shared-memory reads per MMA where the registers allow it; D = 256
@@ -750,16 +630,11 @@ FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters,
   int64_t bc = op.getBlockC().value_or(d == 256 ? 32 : 64);
   if (bc != 32 && bc != 64)
     return fail("block_c must be 32 or 64, got " + Twine(bc));
-  KernelSpec spec{d, br, bc, op.getCausal(), elt.isBF16(), queryInRegisters};
-  spec.rescaleThreshold = rescaleThreshold;
-  spec.polyDegree = polyDegree;
-  spec.polyPeriod = polyPeriod;
-  spec.window = op.getWindow().value_or(0);
-  if (std::optional<APFloat> cap = op.getSoftcap())
-    spec.softcap = cap->convertToDouble();
-  if (polyDegree && (polyDegree < 2 || polyDegree > 5 || polyPeriod < 1))
-    return fail("poly-exp2-degree must be in [2, 5] and poly-exp2-period at "
-                "least 1");
+  spec.headDim = d;
+  spec.blockR = br;
+  spec.blockC = bc;
+  spec.bf16 = op.getQueryType().getElementType().isBF16();
+  spec.queryInRegisters = queryInRegisters;
   if (spec.sharedBytes() > 227 * 1024)
     return fail("the tiles need " + Twine(spec.sharedBytes()) +
                 " bytes of shared memory, more than 227 KiB");
@@ -809,11 +684,8 @@ struct ConvertFAToSM80Pass
     OpBuilder b(op);
     Location loc = op.getLoc();
     auto globalPtr = LLVM::LLVMPointerType::get(b.getContext(), 1);
-    auto pointerOf = [&](Value memref) -> Value {
-      Value index =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-      Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
-      return LLVM::IntToPtrOp::create(b, loc, globalPtr, i64);
+    auto pointerOf = [&](Value memref) {
+      return alignedPointer(b, loc, memref, globalPtr);
     };
     auto dim = [&](Value memref, int64_t d) -> Value {
       return b.createOrFold<memref::DimOp>(loc, memref, d);
