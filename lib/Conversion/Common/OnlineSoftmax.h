@@ -16,7 +16,6 @@
 #include "NVVMEmitter.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -87,15 +86,6 @@ tensorCoreUnsupportedReason(AttentionOp op, const SoftmaxConfig &config) {
     return std::string("poly-exp2-degree must be in [2, 5] and "
                        "poly-exp2-period at least 1");
   return std::nullopt;
-}
-
-/// The aligned base pointer of a memref as an LLVM pointer of `type`, for
-/// the launch arguments.
-inline Value alignedPointer(OpBuilder &b, Location loc, Value memref,
-                            Type type) {
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
-  return LLVM::IntToPtrOp::create(b, loc, type, i64);
 }
 
 class SoftmaxEmitter : public NVVMEmitter {

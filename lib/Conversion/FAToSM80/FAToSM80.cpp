@@ -20,6 +20,7 @@
 
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "../Common/Launch.h"
 #include "../Common/OnlineSoftmax.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -652,14 +653,7 @@ struct ConvertFAToSM80Pass
     if (ops.empty())
       return;
     OpBuilder b(module.getContext());
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    b.getUnitAttr());
-    gpu::GPUModuleOp kernels =
-        module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
-    if (!kernels) {
-      b.setInsertionPointToEnd(module.getBody());
-      kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
-    }
+    gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
     for (AttentionOp op : ops) {
       FailureOr<KernelSpec> spec = getSpec(op, queryRegisters,
                                            rescaleThreshold, polyExp2Degree,

@@ -43,6 +43,7 @@
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
 
+#include "../Common/Launch.h"
 #include "../Common/OnlineSoftmax.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -899,14 +900,7 @@ struct ConvertFAToSM90Pass
     if (ops.empty())
       return;
     OpBuilder b(module.getContext());
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    b.getUnitAttr());
-    gpu::GPUModuleOp kernels =
-        module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
-    if (!kernels) {
-      b.setInsertionPointToEnd(module.getBody());
-      kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
-    }
+    gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
     ConvertFAToSM90Options options{stages,
                                    pingPong,
                                    intraOverlap,

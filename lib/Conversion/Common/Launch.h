@@ -1,0 +1,43 @@
+//===- Launch.h - host side of the GPU kernels' launches --------*- C++ -*-===//
+//
+// What both GPU conversions do around their kernel: find or create the
+// gpu.module that holds the kernels, and pass memrefs to gpu.launch_func
+// as raw pointers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_COMMON_LAUNCH_H
+#define FA_LIB_CONVERSION_COMMON_LAUNCH_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::fa {
+
+/// The `fa_kernels` gpu.module of `module` (created at its end if needed);
+/// marks `module` as a GPU container.
+inline gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
+  OpBuilder b(module.getContext());
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  if (auto kernels = module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels"))
+    return kernels;
+  b.setInsertionPointToEnd(module.getBody());
+  return gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
+}
+
+/// The aligned base pointer of a memref as an LLVM pointer of `type`, for
+/// the launch arguments.
+inline Value alignedPointer(OpBuilder &b, Location loc, Value memref,
+                            Type type) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  return LLVM::IntToPtrOp::create(b, loc, type, i64);
+}
+
+} // namespace mlir::fa
+
+#endif // FA_LIB_CONVERSION_COMMON_LAUNCH_H
