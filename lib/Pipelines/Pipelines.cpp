@@ -105,11 +105,15 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
       options.polyExp2Period}));
 }
 
+void mlir::fa::buildSM90EmissionPipeline(OpPassManager &pm) {
+  // PTX 8.6 for the shared::cta destination of the TMA loads.
+  buildGPUEmissionPipeline(pm, "sm_90a", "ptx86");
+}
+
 void mlir::fa::buildSM90Pipeline(OpPassManager &pm,
                                  const SM90PipelineOptions &options) {
   buildSM90KernelPipeline(pm, options);
-  // PTX 8.6 for the shared::cta destination of the TMA loads.
-  buildGPUEmissionPipeline(pm, "sm_90a", "ptx86");
+  buildSM90EmissionPipeline(pm);
 }
 
 void mlir::fa::buildSM80Pipeline(OpPassManager &pm,

@@ -303,8 +303,13 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   }
   {
     PassManager pm(&context);
-    buildGPUEmissionPipeline(pm, options.arch,
-                             usesWgmma(options) ? "ptx86" : "ptx80");
+    if (usesWgmma(options)) {
+      buildSM90EmissionPipeline(pm);
+    } else {
+      SM80PipelineOptions pipeline;
+      pipeline.chip = options.arch;
+      buildSM80EmissionPipeline(pm, pipeline);
+    }
     if (failed(pm.run(module)))
       return failure();
   }

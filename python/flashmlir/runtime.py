@@ -332,10 +332,11 @@ class Kernel:
                     maps.append(buf)
                     addresses[i] = ctypes.c_void_p(addr)
             params = (ctypes.c_void_p * len(values))(*addresses)
-            gx, gy, gz = self.grid(
-                b, hq, nq,
-                torch.cuda.get_device_properties(device_index)
-                .multi_processor_count)
+            # Only a persistent kernel's grid depends on the SM count.
+            sms = (torch.cuda.get_device_properties(device_index)
+                   .multi_processor_count
+                   if self.meta.get("persistent") else None)
+            gx, gy, gz = self.grid(b, hq, nq, sms)
             bx, by, bz = self.meta["block"]
             drv = _get_driver()
             drv.check(drv.lib.cuLaunchKernel(

@@ -124,6 +124,7 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
 void buildSM90Pipeline(OpPassManager &pm, const SM90PipelineOptions &options);
 void buildSM90KernelPipeline(OpPassManager &pm,
                              const SM90PipelineOptions &options);
+void buildSM90EmissionPipeline(OpPassManager &pm);
 /// From a gpu.module in NVVM to PTX of `ptxVersion` (e.g. "ptx80") for
 /// `chip`; shared by both back ends.
 void buildGPUEmissionPipeline(OpPassManager &pm, StringRef chip,
