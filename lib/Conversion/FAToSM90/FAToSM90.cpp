@@ -22,16 +22,9 @@
 //    consumer warpgroup to the other, so one's softmax runs under the
 //    other's GEMMs.
 //
-// Shared-memory operands use the 128-byte swizzle the TMA writes: a tile of
-// R rows x D columns is stored as D / 64 column blocks of R rows x 128 B,
-// each 8-row group an atom of 1 KiB whose 16-byte chunks are XORed with
-// (row mod 8). wgmma matrix descriptors (64-bit):
-//   bits  0-13 start address >> 4      bits 16-29 leading byte offset >> 4
-//   bits 32-45 stride byte offset >> 4 bits 62-63 swizzle (1 = 128 B)
-// K-major (Q, K): 8-row groups 1024 B apart (stride), k-steps of 16
-// elements advance the start by 32 B inside the 128-B row, and by a column
-// block past 64 elements. MN-major (V, transposed): 8-key groups 1024 B
-// apart (stride), 64-column blocks R * 128 B apart (leading).
+// Shared-memory tiles, TMA loads, descriptors and the tile decoder are the
+// ones of Common/TMAKernel.h; wgmma descriptors mark the 128-byte swizzle
+// with bits 62-63 = 1.
 //
 // Accumulator layout of wgmma m64nNk16 (f32), thread t of the warpgroup,
 // w = t / 32, g = (t % 32) / 4, q = t % 4: register 4i + e holds row
@@ -43,8 +36,7 @@
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
 
-#include "../Common/Launch.h"
-#include "../Common/OnlineSoftmax.h"
+#include "../Common/TMAKernel.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -71,8 +63,7 @@ constexpr int64_t kConsumers = 2;           // consumer warpgroups
 constexpr int64_t kRowsPerConsumer = 64;    // wgmma M
 constexpr int64_t kThreads = 128 * (1 + kConsumers);
 constexpr int64_t kBlockR = kConsumers * kRowsPerConsumer;
-constexpr int64_t kSwizzleBytes = 128;      // one swizzled row
-constexpr int64_t kColumnsPerBlock = 64;    // f16 elements in 128 B
+constexpr int64_t kWgmmaSwizzle128 = int64_t(1) << 62; // descriptor bits
 constexpr int64_t kPingPongBarrier = 1;     // named barriers 1, 2
 
 /// What the generated kernel is specialised for (the mask and FA4 choices
@@ -122,19 +113,16 @@ struct RowState {
 
 /// Emits the kernel. Values are named like the math: `s` scores, `p`
 /// probabilities, `o` accumulator, `m` running max (or FA4 base), `l` sum.
-class KernelBuilder : public SoftmaxEmitter {
+class KernelBuilder : public TMAKernelEmitter {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
-      : SoftmaxEmitter(b, loc, spec.bf16, spec), spec(spec) {}
+      : TMAKernelEmitter(b, loc, spec.bf16, spec, spec.headDim, kBlockR,
+                         spec.blockC),
+        spec(spec) {}
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
 
 private:
-  // Shared memory, all offsets from the 1 KiB-aligned base.
-  Value sharedAt(Value byteOffset) {
-    return gep(sharedPtr, b.getI8Type(), smem, byteOffset);
-  }
-  Value sharedAt(int64_t byteOffset) { return sharedAt(c32(byteOffset)); }
   Value barrier(int64_t index) {
     return sharedAt(spec.barrierOffset() + 8 * index);
   }
@@ -158,9 +146,6 @@ private:
     return add(kOffset(stage), c32(spec.kvTileBytes()));
   }
 
-  void waitBarrier(Value bar, Value parity) {
-    NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, c32(0x989680));
-  }
   /// One arrival per consumer warp (lane 0), after the warp's own
   /// wgmma.wait_group has retired the reads of the tile.
   void releaseTile(Value bar) {
@@ -170,39 +155,11 @@ private:
     NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
   }
 
-  /// The TMA loads of one tile: D / 64 boxes of 64 columns x rows, each
-  /// into its own swizzled column block, completing on `bar`.
-  void loadTile(Value map, Value tileOffset, int64_t rows, Value row,
-                Value matrix, Value bar) {
-    for (int64_t cb = 0; cb < spec.columnBlocks(); ++cb) {
-      Value dst = sharedAt(add(tileOffset, c32(cb * rows * kSwizzleBytes)));
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, loc, dst, map,
-          ValueRange{c32(cb * kColumnsPerBlock), row, matrix}, bar,
-          ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
-          /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
-    }
+  Value kMajor(Value tileOffset, int64_t rows, int64_t kk) {
+    return kMajorDescriptor(tileOffset, rows, kk, kWgmmaSwizzle128);
   }
-
-  /// wgmma matrix descriptor of the operand at `byteOffset` (128-B swizzle).
-  Value descriptor(Value byteOffset, int64_t leadingBytes,
-                   int64_t strideBytes) {
-    Value addr = ext64(add(smemAddress, byteOffset));
-    Value encoded = arith::ShRUIOp::create(b, loc, addr, c64(4));
-    int64_t fixed = ((leadingBytes >> 4) & 0x3FFF) << 16 |
-                    ((strideBytes >> 4) & 0x3FFF) << 32 | int64_t(1) << 62;
-    return arith::OrIOp::create(b, loc, encoded, c64(fixed));
-  }
-  /// K-major operand (Q or K) with `rows` rows: the k-step `kk` of 16
-  /// elements.
-  Value kMajorDescriptor(Value tileOffset, int64_t rows, int64_t kk) {
-    int64_t offset = (kk / 4) * rows * kSwizzleBytes + (kk % 4) * 32;
-    return descriptor(add(tileOffset, c32(offset)), 16, 1024);
-  }
-  /// MN-major V tile: keys 16 kk .. 16 kk + 15, all D columns.
-  Value valueDescriptor(Value tileOffset, int64_t kk) {
-    return descriptor(add(tileOffset, c32(kk * 16 * kSwizzleBytes)),
-                      spec.blockC * kSwizzleBytes, 1024);
+  Value valueMajor(Value tileOffset, int64_t kk) {
+    return valueDescriptor(tileOffset, kk, kWgmmaSwizzle128);
   }
 
   /// Pins values at this point of the instruction stream (an empty asm
@@ -228,27 +185,19 @@ private:
   SmallVector<Value> rescale(ArrayRef<Value> o, std::array<Value, 2> alpha,
                              Value moved);
 
-  /// One work tile of the persistent loop: B_r query rows of one head.
-  struct Tile {
-    Value qStart, qMatrix, kvMatrix;
-    Value firstBlock, unmaskedEnd, numBlocks; // K/V blocks visited
-  };
-  Tile decodeTile(Value tile);
   /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), carrying
   /// the ring position (K/V blocks consumed so far) and the tile count.
   void emitTileLoop(
-      llvm::function_ref<Value(const Tile &, Value ring, Value tileIndex)>
+      llvm::function_ref<Value(const AttentionTile &, Value ring, Value tileIndex)>
           body);
 
-  void emitProducer(Value qMap, Value kMap, Value vMap);
-  void emitProducerTile(Value qMap, Value kMap, Value vMap, const Tile &tile,
-                        Value tileIndex);
-  void emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
-                        Value scaleLog2, const Tile &tile, Value tileIndex,
+  void emitProducer();
+  void emitProducerTile(const AttentionTile &tile, Value tileIndex);
+  void emitConsumerTile(Value consumer, const AttentionTile &tile,
+                        Value tileIndex,
                         const std::function<void()> &waitTurn,
                         const std::function<void()> &passTurn);
-  void emitConsumer(Value consumer, Value oPtr, Value lsePtr,
-                    Value scaleLog2);
+  void emitConsumer(Value consumer);
 
   // Position of K/V block j of the current tile in the ring: j + ringBase.
   Value stageOf(Value j) {
@@ -260,11 +209,9 @@ private:
   }
 
   const KernelSpec &spec;
-  Value smem;        // aligned base, !llvm.ptr<3>
-  Value smemAddress; // its 32-bit shared address
   Value tid, lane, warpInGroup, g, t;
   Value qTile; // this consumer's Q rows
-  Value nq, nk, hq, hkv, batches, ringBase;
+  Value ringBase;
 };
 
 SmallVector<Value> KernelBuilder::fenceOperands(ArrayRef<Value> values) {
@@ -292,8 +239,7 @@ SmallVector<Value> KernelBuilder::issueScores(Value kTile) {
   for (int64_t kk = 0; kk < spec.headDim / 16; ++kk) {
     // The first k-step ignores the accumulator's input (scale-d = 0).
     acc = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, accType, acc, kMajorDescriptor(qTile, kBlockR, kk),
-        kMajorDescriptor(kTile, spec.blockC, kk),
+        b, loc, accType, acc, kMajor(qTile, kBlockR, kk), kMajor(kTile, spec.blockC, kk),
         NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
         NVVM::WGMMATypesAttr::get(ctx, type),
         NVVM::WGMMATypesAttr::get(ctx, type),
@@ -343,7 +289,7 @@ SmallVector<Value> KernelBuilder::issueValues(ArrayRef<Value> p,
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t kk = 0; kk < spec.blockC / 16; ++kk) {
     SmallVector<Value> operands(p.begin() + 4 * kk, p.begin() + 4 * kk + 4);
-    operands.push_back(valueDescriptor(vTile, kk));
+    operands.push_back(valueMajor(vTile, kk));
     operands.append(acc.begin(), acc.end());
     auto op = LLVM::InlineAsmOp::create(
         b, loc, accType, operands, text, constraints,
@@ -398,21 +344,21 @@ SmallVector<Value> KernelBuilder::rescale(ArrayRef<Value> o,
   return SmallVector<Value>(ifOp.getResults());
 }
 
-void KernelBuilder::emitProducer(Value qMap, Value kMap, Value vMap) {
+void KernelBuilder::emitProducer() {
   NVVM::SetMaxRegisterOp::create(b, loc, spec.producerRegisters,
                                  NVVM::SetMaxRegisterAction::decrease);
   // One thread issues every load; the rest of the warpgroup is done.
   auto ifIssuer = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifIssuer.thenBlock());
-  emitTileLoop([&](const Tile &tile, Value ring, Value tileIndex) {
-    emitProducerTile(qMap, kMap, vMap, tile, tileIndex);
+  emitTileLoop([&](const AttentionTile &tile, Value ring, Value tileIndex) {
+    emitProducerTile(tile, tileIndex);
     return add(ring, sub(tile.numBlocks, tile.firstBlock));
   });
 }
 
-void KernelBuilder::emitProducerTile(Value qMap, Value kMap, Value vMap,
-                                     const Tile &tile, Value tileIndex) {
+void KernelBuilder::emitProducerTile(const AttentionTile &tile,
+                                     Value tileIndex) {
   Value firstBlock = tile.firstBlock, numBlocks = tile.numBlocks;
   Value kvMatrix = tile.kvMatrix;
   // The Q buffer is free once both consumers finished the previous tile.
@@ -420,10 +366,7 @@ void KernelBuilder::emitProducerTile(Value qMap, Value kMap, Value vMap,
                             b, loc,
                             arith::AndIOp::create(b, loc, tileIndex, c32(1)),
                             c32(1)));
-  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), qFull(),
-                                         c32(spec.qBytes()),
-                                         NVVM::MemScopeKind::CTA, false,
-                                         Value());
+  expectBytes(qFull(), spec.qBytes());
   loadTile(qMap, c32(0), kBlockR, tile.qStart, tile.qMatrix, qFull());
   OpBuilder::InsertionGuard guard(b);
   auto loop = scf::ForOp::create(b, loc, firstBlock, numBlocks, c32(1));
@@ -435,21 +378,14 @@ void KernelBuilder::emitProducerTile(Value qMap, Value kMap, Value vMap,
   Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
   Value row = mul(j, c32(spec.blockC));
   waitBarrier(kEmpty(stage), parity);
-  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), kFull(stage),
-                                         c32(spec.kvTileBytes()),
-                                         NVVM::MemScopeKind::CTA, false,
-                                         Value());
+  expectBytes(kFull(stage), spec.kvTileBytes());
   loadTile(kMap, kOffset(stage), spec.blockC, row, kvMatrix, kFull(stage));
   waitBarrier(vEmpty(stage), parity);
-  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), vFull(stage),
-                                         c32(spec.kvTileBytes()),
-                                         NVVM::MemScopeKind::CTA, false,
-                                         Value());
+  expectBytes(vFull(stage), spec.kvTileBytes());
   loadTile(vMap, vOffset(stage), spec.blockC, row, kvMatrix, vFull(stage));
 }
 
-void KernelBuilder::emitConsumer(Value consumer, Value oPtr, Value lsePtr,
-                                 Value scaleLog2) {
+void KernelBuilder::emitConsumer(Value consumer) {
   NVVM::SetMaxRegisterOp::create(b, loc, spec.consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
   qTile = mul(consumer, c32(kRowsPerConsumer * kSwizzleBytes));
@@ -475,15 +411,13 @@ void KernelBuilder::emitConsumer(Value consumer, Value oPtr, Value lsePtr,
     b.setInsertionPointToStart(ifFirst.thenBlock());
     NVVM::BarrierArriveOp::create(b, loc, ownTurn, pairThreads);
   }
-  emitTileLoop([&](const Tile &tile, Value ring, Value tileIndex) {
-    emitConsumerTile(consumer, oPtr, lsePtr, scaleLog2, tile, tileIndex,
-                     waitTurn, passTurn);
+  emitTileLoop([&](const AttentionTile &tile, Value ring, Value tileIndex) {
+    emitConsumerTile(consumer, tile, tileIndex, waitTurn, passTurn);
     return add(ring, sub(tile.numBlocks, tile.firstBlock));
   });
 }
 
-void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
-                                     Value scaleLog2, const Tile &tile,
+void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
                                      Value tileIndex,
                                      const std::function<void()> &waitTurn,
                                      const std::function<void()> &passTurn) {
@@ -602,67 +536,11 @@ void KernelBuilder::emitConsumerTile(Value consumer, Value oPtr, Value lsePtr,
   storeRows(o, state.m, state.l, row0, nq, oBase, lseBase, spec.headDim, t);
 }
 
-KernelBuilder::Tile KernelBuilder::decodeTile(Value tileId) {
-  Tile tile;
-  Value qBlocks = divu(add(nq, c32(kBlockR - 1)), c32(kBlockR));
-  // Query blocks of one head next to each other: they share K/V in L2
-  // (ordering the causal tiles longest first across all heads lost 10-20%
-  // at N = 4096 in bench/results/2026-11-29-sm90-v4). Causal: the longest
-  // of a head first.
-  Value qBlock = remu(tileId, qBlocks);
-  Value matrix = divu(tileId, qBlocks);
-  if (spec.causal)
-    qBlock = sub(sub(qBlocks, c32(1)), qBlock);
-  Value batch = divu(matrix, hq), head = remu(matrix, hq);
-  Value kvHead = divu(head, divu(hq, hkv));
-  // Third coordinate of the tensor maps: the [N, D] matrix of (batch, head).
-  tile.qMatrix = matrix;
-  tile.kvMatrix = add(mul(batch, hkv), kvHead);
-  Value qStart = tile.qStart = mul(qBlock, c32(kBlockR));
-
-  // K/V blocks visited: causal stops at the last row's diagonal (top-left
-  // aligned, keys j <= i); a window bounds both sides.
-  Value numBlocks = divu(add(nk, c32(spec.blockC - 1)), c32(spec.blockC));
-  Value lastRow = minu(add(qStart, c32(kBlockR)), nq); // exclusive
-  if (spec.causal)
-    numBlocks = minu(numBlocks,
-                     divu(add(lastRow, c32(spec.blockC - 1)), c32(spec.blockC)));
-  Value firstBlock = c32(0);
-  if (spec.window) {
-    Value reach = c32(spec.window - 1);
-    Value firstKey =
-        sub(arith::MaxUIOp::create(b, loc, qStart, reach), reach);
-    firstBlock = divu(firstKey, c32(spec.blockC));
-    if (!spec.causal)
-      numBlocks = minu(numBlocks,
-                       add(divu(add(sub(lastRow, c32(1)), reach),
-                                c32(spec.blockC)),
-                           c32(1)));
-    // Rows past the end of the keys by more than the window see no key:
-    // they still run one (fully masked) block, so the producer and the
-    // consumers always agree on a non-empty range (O = 0, LSE = -inf).
-    firstBlock = minu(firstBlock, sub(numBlocks, c32(1)));
-  }
-  // Blocks no mask touches: full, and (causal) wholly at or below the
-  // diagonal of the tile's first row. Windows mask every block.
-  Value unmaskedEnd = divu(nk, c32(spec.blockC));
-  if (spec.causal)
-    unmaskedEnd =
-        minu(unmaskedEnd, divu(add(qStart, c32(1)), c32(spec.blockC)));
-  unmaskedEnd = minu(unmaskedEnd, numBlocks);
-  if (spec.window)
-    unmaskedEnd = firstBlock;
-  tile.firstBlock = firstBlock;
-  tile.unmaskedEnd = unmaskedEnd;
-  tile.numBlocks = numBlocks;
-  return tile;
-}
-
 void KernelBuilder::emitTileLoop(
-    llvm::function_ref<Value(const Tile &, Value, Value)> body) {
+    llvm::function_ref<Value(const AttentionTile &, Value, Value)> body) {
   if (!spec.persistent) {
     // One tile per CTA (grid = tiles): the ring starts empty.
-    Tile tile = decodeTile(NVVM::BlockIdXOp::create(b, loc, i32));
+    AttentionTile tile = decodeTile(NVVM::BlockIdXOp::create(b, loc, i32));
     ringBase = sub(c32(0), tile.firstBlock);
     body(tile, c32(0), c32(0));
     return;
@@ -677,48 +555,15 @@ void KernelBuilder::emitTileLoop(
   b.setInsertionPointToStart(loop.getBody());
   Value ring = loop.getRegionIterArgs()[0];
   Value tileIndex = loop.getRegionIterArgs()[1];
-  Tile tile = decodeTile(loop.getInductionVar());
+  AttentionTile tile = decodeTile(loop.getInductionVar());
   ringBase = sub(ring, tile.firstBlock);
   Value next = body(tile, ring, tileIndex);
   scf::YieldOp::create(b, loc, ValueRange{next, add(tileIndex, c32(1))});
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
-  MLIRContext *ctx = b.getContext();
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-
-  auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
-  LLVM::GlobalOp smemGlobal;
-  if (!(smemGlobal = module.lookupSymbol<LLVM::GlobalOp>("fa_smem")))
-    smemGlobal = LLVM::GlobalOp::create(
-        b, loc, smemType, /*isConstant=*/false, LLVM::Linkage::External,
-        "fa_smem", Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
-
-  // q, k, v tensor maps (CUtensorMap, 128 B, passed by value as
-  // __grid_constant__ parameters), o, lse, Nq, Nk, Hq, Hkv, scale_log2, B.
-  SmallVector<Type> params = {genericPtr, genericPtr, genericPtr, globalPtr,
-                              globalPtr,  i32,        i32,        i32,
-                              i32,        f32,        i32};
-  auto fnType =
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, spec.kernelName(), fnType);
-  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-              b.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
-  fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
-  auto mapType = LLVM::LLVMArrayType::get(i64, 16);
-  for (int64_t i = 0; i < 3; ++i) {
-    fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
-                  TypeAttr::get(mapType));
-    fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                  b.getI64IntegerAttr(64));
-    fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
-                  b.getUnitAttr());
-  }
-  fn.setArgAttr(3, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
-  fn.setArgAttr(4, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+  LLVM::LLVMFuncOp fn = beginKernel(module, spec.kernelName(), kThreads);
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
   fn->setAttr(
       "fa.schedule",
@@ -763,27 +608,6 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
           b.getNamedAttr("softcap", b.getF64FloatAttr(spec.softcap)),
       }));
 
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
-  Value qMap = entry->getArgument(0), kMap = entry->getArgument(1),
-        vMap = entry->getArgument(2), oPtr = entry->getArgument(3),
-        lsePtr = entry->getArgument(4), nq = entry->getArgument(5),
-        nk = entry->getArgument(6), hq = entry->getArgument(7),
-        hkv = entry->getArgument(8), scaleLog2 = entry->getArgument(9);
-  this->nq = nq;
-  this->nk = nk;
-  this->hq = hq;
-  this->hkv = hkv;
-  batches = entry->getArgument(10);
-
-  // Align the dynamic shared memory to the 1 KiB swizzle atom.
-  Value raw = LLVM::AddressOfOp::create(b, loc, smemGlobal);
-  Value rawAddress = LLVM::PtrToIntOp::create(b, loc, i32, raw);
-  Value pad = arith::AndIOp::create(
-      b, loc, sub(c32(0), rawAddress), c32(1023));
-  smem = gep(sharedPtr, b.getI8Type(), raw, pad);
-  smemAddress = add(rawAddress, pad);
-
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   Value group = divu(tid, c32(128));
   Value inGroup = remu(tid, c32(128));
@@ -818,9 +642,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(roles.thenBlock());
-    emitProducer(qMap, kMap, vMap);
+    emitProducer();
     b.setInsertionPointToStart(roles.elseBlock());
-    emitConsumer(sub(group, c32(1)), oPtr, lsePtr, scaleLog2);
+    emitConsumer(sub(group, c32(1)));
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
@@ -920,97 +744,11 @@ struct ConvertFAToSM90Pass
         KernelBuilder builder(b, op.getLoc(), *spec);
         kernel = builder.build(kernels);
       }
-      replaceWithLaunch(op, kernel, *spec);
+      replaceWithTensorMapLaunch(
+          op, kernel,
+          TensorMapLaunch{spec->headDim, kBlockR, spec->blockC, spec->bf16,
+                          kThreads, spec->sharedBytes()});
     }
-  }
-
-  /// fa.attention -> the host side of the launch: the three tensor maps
-  /// encoded by the runtime (faEncodeTensorMap, cuTensorMapEncodeTiled over
-  /// [B*H, N, D] with 64-column boxes and the 128-B swizzle), then a
-  /// gpu.launch_func of the persistent kernel.
-  void replaceWithLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
-                         const KernelSpec &spec) {
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
-    auto hostPtr = LLVM::LLVMPointerType::get(ctx);
-    auto i32 = b.getI32Type(), i64 = b.getI64Type();
-    auto mapType = LLVM::LLVMArrayType::get(i64, 16);
-    auto module = op->getParentOfType<ModuleOp>();
-    auto encodeType = LLVM::LLVMFunctionType::get(
-        i32, {hostPtr, hostPtr, i64, i64, i64, i64, i32, i32});
-    auto encode = module.lookupSymbol<LLVM::LLVMFuncOp>("faEncodeTensorMap");
-    if (!encode) {
-      OpBuilder mb(module.getBodyRegion());
-      encode = LLVM::LLVMFuncOp::create(mb, loc, "faEncodeTensorMap",
-                                        encodeType);
-    }
-    auto pointerOf = [&](Value memref, Type type) {
-      return alignedPointer(b, loc, memref, type);
-    };
-    auto dim = [&](Value memref, int64_t d) -> Value {
-      return b.createOrFold<memref::DimOp>(loc, memref, d);
-    };
-    auto toI32 = [&](Value index) -> Value {
-      return arith::IndexCastOp::create(b, loc, i32, index);
-    };
-    auto toI64 = [&](Value index) -> Value {
-      return arith::IndexCastOp::create(b, loc, i64, index);
-    };
-    auto c32 = [&](int64_t v) {
-      return arith::ConstantIntOp::create(b, loc, v, 32);
-    };
-    // faEncodeTensorMap(map, base, batch * heads, rows, headDim, elemBits,
-    // boxRows, dtype (0 f16, 1 bf16)) writes the 128-B CUtensorMap.
-    auto encodeMap = [&](Value memref, int64_t boxRows) -> Value {
-      Value one = arith::ConstantIntOp::create(b, loc, 1, 64);
-      Value slot = LLVM::AllocaOp::create(b, loc, hostPtr, mapType, one, 64);
-      Value matrices = arith::MulIOp::create(b, loc, toI64(dim(memref, 0)),
-                                             toI64(dim(memref, 1)));
-      LLVM::CallOp::create(
-          b, loc, encode,
-          ValueRange{slot, pointerOf(memref, hostPtr), matrices,
-                     toI64(dim(memref, 2)),
-                     arith::ConstantIntOp::create(b, loc, spec.headDim, 64),
-                     arith::ConstantIntOp::create(b, loc, 16, 64),
-                     c32(boxRows), c32(spec.bf16 ? 1 : 0)});
-      return LLVM::LoadOp::create(b, loc, mapType, slot);
-    };
-    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-    Value o = op.getOuts()[0], lse = op.getOuts()[1];
-    Value nq = dim(q, 2), nk = dim(k, 2), hq = dim(q, 1), hkv = dim(k, 1);
-    Value scaleLog2 = arith::ConstantOp::create(
-        b, loc, b.getF32FloatAttr(float(op.getEffectiveScale() * kLog2E)));
-    SmallVector<Value> args = {encodeMap(q, kBlockR),
-                               encodeMap(k, spec.blockC),
-                               encodeMap(v, spec.blockC),
-                               pointerOf(o, globalPtr),
-                               pointerOf(lse, globalPtr),
-                               toI32(nq),
-                               toI32(nk),
-                               toI32(hq),
-                               toI32(hkv),
-                               scaleLog2,
-                               toI32(dim(q, 0))};
-    // One CTA per (query block, head) tile. A persistent kernel strides
-    // over the tiles by gridDim.x, so this grid is correct for it too;
-    // runtimes launch min(tiles, SMs) CTAs of it.
-    Value brC = arith::ConstantIndexOp::create(b, loc, kBlockR);
-    Value gridX = arith::MulIOp::create(
-        b, loc, b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC),
-        arith::MulIOp::create(b, loc, hq, dim(q, 0)));
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value threads = arith::ConstantIndexOp::create(b, loc, kThreads);
-    Value smemBytes = c32(spec.sharedBytes());
-    auto kernelSym = SymbolRefAttr::get(
-        b.getStringAttr("fa_kernels"),
-        {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
-    gpu::LaunchFuncOp::create(b, loc, kernelSym,
-                              gpu::KernelDim3{gridX, one, one},
-                              gpu::KernelDim3{threads, one, one}, smemBytes,
-                              args, /*asyncObject=*/Value());
-    op.erase();
   }
 };
 

@@ -1,0 +1,339 @@
+//===- TMAKernel.h - what the TMA-fed kernels (sm_90a, sm_100a) share -*- C++ -*-===//
+//
+// The Hopper and Blackwell kernels are fed the same way: one CTA per
+// (query block, head) tile, Q/K/V read by TMA (cp.async.bulk.tensor) into
+// 128-byte-swizzled shared memory, every stage guarded by mbarriers, and
+// the three CUtensorMaps passed by value as __grid_constant__ parameters.
+// This header holds that common part: the kernel signature and shared-
+// memory base, mbarrier waits, TMA tile loads, the shared-memory matrix
+// descriptors of the swizzled tiles, the tile decoder (which K/V blocks a
+// query block visits under causal and window masks), and the host side of
+// the launch (tensor-map encoding + gpu.launch_func).
+//
+// Swizzled tiles: a tile of R rows x D columns is stored as D / 64 column
+// blocks of R rows x 128 B, each 8-row group an atom of 1 KiB whose 16-byte
+// chunks are XORed with (row mod 8) -- what the TMA writes with
+// CU_TENSOR_MAP_SWIZZLE_128B and what wgmma/tcgen05 read with the 128-B
+// swizzle mode. Matrix descriptors (both generations, 64 bits):
+//   bits  0-13 start address >> 4      bits 16-29 leading byte offset >> 4
+//   bits 32-45 stride byte offset >> 4 + a generation-specific format
+//   (sm_90a: bits 62-63 = 1 for 128 B; sm_100a: bits 46-48 = 0b001
+//   version, bits 61-63 = 2 for 128 B).
+// K-major (Q, K): 8-row groups 1024 B apart (stride), k-steps of 16
+// elements advance the start by 32 B inside the 128-B row, and by a column
+// block past 64 elements. MN-major (V, transposed): 8-key groups 1024 B
+// apart (stride), 64-column blocks R * 128 B apart (leading).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_LIB_CONVERSION_COMMON_TMAKERNEL_H
+#define FA_LIB_CONVERSION_COMMON_TMAKERNEL_H
+
+#include "Launch.h"
+#include "OnlineSoftmax.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace mlir::fa {
+
+constexpr int64_t kSwizzleBytes = 128;   // one swizzled row
+constexpr int64_t kColumnsPerBlock = 64; // f16 elements in 128 B
+
+/// The work of one CTA: B_r query rows of one (batch, head) and the K/V
+/// blocks they visit.
+struct AttentionTile {
+  Value qStart, qMatrix, kvMatrix;
+  Value firstBlock, unmaskedEnd, numBlocks; // K/V blocks visited
+};
+
+class TMAKernelEmitter : public SoftmaxEmitter {
+public:
+  TMAKernelEmitter(OpBuilder &b, Location loc, bool bf16,
+                   const SoftmaxConfig &config, int64_t headDim,
+                   int64_t blockR, int64_t blockC)
+      : SoftmaxEmitter(b, loc, bf16, config), headDim(headDim),
+        blockR(blockR), blockC(blockC) {}
+
+protected:
+  /// Creates the kernel `name` in `module` with the TMA kernels' signature
+  /// -- q, k, v tensor maps (CUtensorMap, 128 B, byval + grid_constant), o,
+  /// lse, Nq, Nk, Hq, Hkv, scale_log2, B -- and its entry block; sets the
+  /// 1 KiB-aligned dynamic shared-memory base and the scalar parameters.
+  /// The builder is left at the start of the entry block.
+  LLVM::LLVMFuncOp beginKernel(gpu::GPUModuleOp module, StringRef name,
+                               int64_t threads) {
+    MLIRContext *ctx = b.getContext();
+    b.setInsertionPointToStart(module.getBody());
+    auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
+    LLVM::GlobalOp smemGlobal;
+    if (!(smemGlobal = module.lookupSymbol<LLVM::GlobalOp>("fa_smem")))
+      smemGlobal = LLVM::GlobalOp::create(
+          b, loc, smemType, /*isConstant=*/false, LLVM::Linkage::External,
+          "fa_smem", Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
+
+    SmallVector<Type> params = {genericPtr, genericPtr, genericPtr, globalPtr,
+                                globalPtr,  i32,        i32,        i32,
+                                i32,        f32,        i32};
+    auto fnType =
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
+    auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
+    fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+    fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                b.getI32IntegerAttr(1));
+    auto mapType = LLVM::LLVMArrayType::get(i64, 16);
+    for (int64_t i = 0; i < 3; ++i) {
+      fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                    TypeAttr::get(mapType));
+      fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                    b.getI64IntegerAttr(64));
+      fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                    b.getUnitAttr());
+    }
+    fn.setArgAttr(3, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+    fn.setArgAttr(4, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+
+    Block *entry = fn.addEntryBlock(b);
+    b.setInsertionPointToStart(entry);
+    qMap = entry->getArgument(0);
+    kMap = entry->getArgument(1);
+    vMap = entry->getArgument(2);
+    oPtr = entry->getArgument(3);
+    lsePtr = entry->getArgument(4);
+    nq = entry->getArgument(5);
+    nk = entry->getArgument(6);
+    hq = entry->getArgument(7);
+    hkv = entry->getArgument(8);
+    scaleLog2 = entry->getArgument(9);
+    batches = entry->getArgument(10);
+
+    // Align the dynamic shared memory to the 1 KiB swizzle atom.
+    Value raw = LLVM::AddressOfOp::create(b, loc, smemGlobal);
+    Value rawAddress = LLVM::PtrToIntOp::create(b, loc, i32, raw);
+    Value pad =
+        arith::AndIOp::create(b, loc, sub(c32(0), rawAddress), c32(1023));
+    smem = gep(sharedPtr, b.getI8Type(), raw, pad);
+    smemAddress = add(rawAddress, pad);
+    return fn;
+  }
+
+  // Shared memory, all offsets from the 1 KiB-aligned base.
+  Value sharedAt(Value byteOffset) {
+    return gep(sharedPtr, b.getI8Type(), smem, byteOffset);
+  }
+  Value sharedAt(int64_t byteOffset) { return sharedAt(c32(byteOffset)); }
+
+  void waitBarrier(Value bar, Value parity) {
+    NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, c32(0x989680));
+  }
+  /// The producer's arrival on a "full" barrier, announcing the bytes the
+  /// TMA will deliver.
+  void expectBytes(Value bar, int64_t bytes) {
+    NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), bar, c32(bytes),
+                                           NVVM::MemScopeKind::CTA, false,
+                                           Value());
+  }
+
+  /// The TMA loads of one tile: D / 64 boxes of 64 columns x rows, each
+  /// into its own swizzled column block, completing on `bar`.
+  void loadTile(Value map, Value tileOffset, int64_t rows, Value row,
+                Value matrix, Value bar) {
+    for (int64_t cb = 0; cb < headDim / kColumnsPerBlock; ++cb) {
+      Value dst = sharedAt(add(tileOffset, c32(cb * rows * kSwizzleBytes)));
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, loc, dst, map,
+          ValueRange{c32(cb * kColumnsPerBlock), row, matrix}, bar,
+          ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+          /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
+    }
+  }
+
+  /// Matrix descriptor of the swizzled operand at `byteOffset`; `format`
+  /// holds the generation-specific bits (see the file comment).
+  Value descriptor(Value byteOffset, int64_t leadingBytes, int64_t strideBytes,
+                   int64_t format) {
+    Value addr = ext64(add(smemAddress, byteOffset));
+    Value encoded = arith::ShRUIOp::create(b, loc, addr, c64(4));
+    int64_t fixed = ((leadingBytes >> 4) & 0x3FFF) << 16 |
+                    ((strideBytes >> 4) & 0x3FFF) << 32 | format;
+    return arith::OrIOp::create(b, loc, encoded, c64(fixed));
+  }
+  /// K-major operand (Q or K) of `rows` rows: the k-step `kk` of 16
+  /// elements.
+  Value kMajorDescriptor(Value tileOffset, int64_t rows, int64_t kk,
+                         int64_t format) {
+    int64_t offset = (kk / 4) * rows * kSwizzleBytes + (kk % 4) * 32;
+    return descriptor(add(tileOffset, c32(offset)), 16, 1024, format);
+  }
+  /// MN-major V tile: keys 16 kk .. 16 kk + 15, all D columns.
+  Value valueDescriptor(Value tileOffset, int64_t kk, int64_t format) {
+    return descriptor(add(tileOffset, c32(kk * 16 * kSwizzleBytes)),
+                      blockC * kSwizzleBytes, 1024, format);
+  }
+
+  /// The tile `tileId` of a grid with query blocks fastest, then heads,
+  /// then batches.
+  AttentionTile decodeTile(Value tileId) {
+    AttentionTile tile;
+    Value qBlocks = divu(add(nq, c32(blockR - 1)), c32(blockR));
+    // Query blocks of one head next to each other: they share K/V in L2
+    // (ordering the causal tiles longest first across all heads lost 10-20%
+    // at N = 4096 in bench/results/2026-11-29-sm90-v4). Causal: the longest
+    // of a head first.
+    Value qBlock = remu(tileId, qBlocks);
+    Value matrix = divu(tileId, qBlocks);
+    if (config.causal)
+      qBlock = sub(sub(qBlocks, c32(1)), qBlock);
+    Value batch = divu(matrix, hq), head = remu(matrix, hq);
+    Value kvHead = divu(head, divu(hq, hkv));
+    // Third coordinate of the tensor maps: the [N, D] matrix of (batch,
+    // head).
+    tile.qMatrix = matrix;
+    tile.kvMatrix = add(mul(batch, hkv), kvHead);
+    Value qStart = tile.qStart = mul(qBlock, c32(blockR));
+
+    // K/V blocks visited: causal stops at the last row's diagonal (top-left
+    // aligned, keys j <= i); a window bounds both sides.
+    Value numBlocks = divu(add(nk, c32(blockC - 1)), c32(blockC));
+    Value lastRow = minu(add(qStart, c32(blockR)), nq); // exclusive
+    if (config.causal)
+      numBlocks =
+          minu(numBlocks, divu(add(lastRow, c32(blockC - 1)), c32(blockC)));
+    Value firstBlock = c32(0);
+    if (config.window) {
+      Value reach = c32(config.window - 1);
+      Value firstKey =
+          sub(arith::MaxUIOp::create(b, loc, qStart, reach), reach);
+      firstBlock = divu(firstKey, c32(blockC));
+      if (!config.causal)
+        numBlocks = minu(
+            numBlocks,
+            add(divu(add(sub(lastRow, c32(1)), reach), c32(blockC)), c32(1)));
+      // Rows past the end of the keys by more than the window see no key:
+      // they still run one (fully masked) block, so the producer and the
+      // consumers always agree on a non-empty range (O = 0, LSE = -inf).
+      firstBlock = minu(firstBlock, sub(numBlocks, c32(1)));
+    }
+    // Blocks no mask touches: full, and (causal) wholly at or below the
+    // diagonal of the tile's first row. Windows mask every block.
+    Value unmaskedEnd = divu(nk, c32(blockC));
+    if (config.causal)
+      unmaskedEnd = minu(unmaskedEnd, divu(add(qStart, c32(1)), c32(blockC)));
+    unmaskedEnd = minu(unmaskedEnd, numBlocks);
+    if (config.window)
+      unmaskedEnd = firstBlock;
+    tile.firstBlock = firstBlock;
+    tile.unmaskedEnd = unmaskedEnd;
+    tile.numBlocks = numBlocks;
+    return tile;
+  }
+
+  int64_t headDim, blockR, blockC;
+  Value smem;        // aligned base, !llvm.ptr<3>
+  Value smemAddress; // its 32-bit shared address
+  Value qMap, kMap, vMap, oPtr, lsePtr, scaleLog2;
+  Value nq, nk, hq, hkv, batches;
+};
+
+/// What the host side of a TMA kernel's launch needs to know.
+struct TensorMapLaunch {
+  int64_t headDim, blockR, blockC;
+  bool bf16;
+  int64_t threads, sharedBytes;
+};
+
+/// fa.attention -> the host side of the launch: the three tensor maps
+/// encoded by the runtime (faEncodeTensorMap, cuTensorMapEncodeTiled over
+/// [B*H, N, D] with 64-column boxes and the 128-B swizzle), then a
+/// gpu.launch_func of `kernel` with one CTA per (query block, head) tile.
+inline void replaceWithTensorMapLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
+                                       const TensorMapLaunch &launch) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+  auto hostPtr = LLVM::LLVMPointerType::get(ctx);
+  auto i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto mapType = LLVM::LLVMArrayType::get(i64, 16);
+  auto module = op->getParentOfType<ModuleOp>();
+  auto encodeType = LLVM::LLVMFunctionType::get(
+      i32, {hostPtr, hostPtr, i64, i64, i64, i64, i32, i32});
+  auto encode = module.lookupSymbol<LLVM::LLVMFuncOp>("faEncodeTensorMap");
+  if (!encode) {
+    OpBuilder mb(module.getBodyRegion());
+    encode =
+        LLVM::LLVMFuncOp::create(mb, loc, "faEncodeTensorMap", encodeType);
+  }
+  auto pointerOf = [&](Value memref, Type type) {
+    return alignedPointer(b, loc, memref, type);
+  };
+  auto dim = [&](Value memref, int64_t d) -> Value {
+    return b.createOrFold<memref::DimOp>(loc, memref, d);
+  };
+  auto toI32 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, i32, index);
+  };
+  auto toI64 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, i64, index);
+  };
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32);
+  };
+  // faEncodeTensorMap(map, base, batch * heads, rows, headDim, elemBits,
+  // boxRows, dtype (0 f16, 1 bf16)) writes the 128-B CUtensorMap.
+  auto encodeMap = [&](Value memref, int64_t boxRows) -> Value {
+    Value one = arith::ConstantIntOp::create(b, loc, 1, 64);
+    Value slot = LLVM::AllocaOp::create(b, loc, hostPtr, mapType, one, 64);
+    Value matrices = arith::MulIOp::create(b, loc, toI64(dim(memref, 0)),
+                                           toI64(dim(memref, 1)));
+    LLVM::CallOp::create(
+        b, loc, encode,
+        ValueRange{slot, pointerOf(memref, hostPtr), matrices,
+                   toI64(dim(memref, 2)),
+                   arith::ConstantIntOp::create(b, loc, launch.headDim, 64),
+                   arith::ConstantIntOp::create(b, loc, 16, 64), c32(boxRows),
+                   c32(launch.bf16 ? 1 : 0)});
+    return LLVM::LoadOp::create(b, loc, mapType, slot);
+  };
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Value o = op.getOuts()[0], lse = op.getOuts()[1];
+  Value nq = dim(q, 2), nk = dim(k, 2), hq = dim(q, 1), hkv = dim(k, 1);
+  Value scaleLog2 = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(float(op.getEffectiveScale() * kLog2E)));
+  SmallVector<Value> args = {encodeMap(q, launch.blockR),
+                             encodeMap(k, launch.blockC),
+                             encodeMap(v, launch.blockC),
+                             pointerOf(o, globalPtr),
+                             pointerOf(lse, globalPtr),
+                             toI32(nq),
+                             toI32(nk),
+                             toI32(hq),
+                             toI32(hkv),
+                             scaleLog2,
+                             toI32(dim(q, 0))};
+  // One CTA per (query block, head) tile. A persistent kernel strides over
+  // the tiles by gridDim.x, so this grid is correct for it too; runtimes
+  // launch min(tiles, SMs) CTAs of it.
+  Value brC = arith::ConstantIndexOp::create(b, loc, launch.blockR);
+  Value gridX = arith::MulIOp::create(
+      b, loc, b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC),
+      arith::MulIOp::create(b, loc, hq, dim(q, 0)));
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value threads = arith::ConstantIndexOp::create(b, loc, launch.threads);
+  Value smemBytes = c32(launch.sharedBytes);
+  auto kernelSym = SymbolRefAttr::get(
+      b.getStringAttr("fa_kernels"),
+      {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
+  gpu::LaunchFuncOp::create(b, loc, kernelSym,
+                            gpu::KernelDim3{gridX, one, one},
+                            gpu::KernelDim3{threads, one, one}, smemBytes,
+                            args, /*asyncObject=*/Value());
+  op.erase();
+}
+
+} // namespace mlir::fa
+
+#endif // FA_LIB_CONVERSION_COMMON_TMAKERNEL_H
