@@ -119,21 +119,26 @@ protected:
         Value col =
             add(add(kStart, c32(n * 8 + (e % 2))), mul(quadLane, c32(2)));
         Value row = e < 2 ? row0 : row1;
-        Value visible = ult(col, nk);
-        if (config.causal)
-          visible = arith::AndIOp::create(
-              b, loc, visible,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col,
-                                    row));
-        if (config.window) {
-          Value w = c32(config.window);
-          visible = arith::AndIOp::create(
-              b, loc, visible,
-              arith::AndIOp::create(b, loc, ult(row, add(col, w)),
-                                    ult(col, add(row, w))));
-        }
-        s[4 * n + e] = select(visible, s[4 * n + e], negInf);
+        s[4 * n + e] = select(keyVisible(col, row, nk), s[4 * n + e], negInf);
       }
+  }
+
+  /// Whether query `row` sees key `col`: inside the keys and, if causal,
+  /// at or below the diagonal, with a window inside the band.
+  Value keyVisible(Value col, Value row, Value nk) {
+    Value visible = ult(col, nk);
+    if (config.causal)
+      visible = arith::AndIOp::create(
+          b, loc, visible,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col, row));
+    if (config.window) {
+      Value w = c32(config.window);
+      visible = arith::AndIOp::create(
+          b, loc, visible,
+          arith::AndIOp::create(b, loc, ult(row, add(col, w)),
+                                ult(col, add(row, w))));
+    }
+    return visible;
   }
 
   struct SoftmaxStep {
@@ -161,49 +166,74 @@ protected:
         mx = fmax(mx, fmax(s[4 * n + 2 * h], s[4 * n + 2 * h + 1]));
       mx = fmax(mx, shflXor(mx, 1));
       mx = fmax(mx, shflXor(mx, 2));
-      Value mOld = m[h];
-      Value mBlock = fmul(mx, effScale);
-      Value mNew, move;
-      if (config.rescaleThreshold >= 0) {
-        // FA4: the stored value is the scaling base; it moves only when
-        // the block's max exceeds it by more than the threshold.
-        move = arith::CmpFOp::create(
-            b, loc, arith::CmpFPredicate::OGT,
-            arith::SubFOp::create(b, loc, mBlock, mOld),
-            cf(config.rescaleThreshold));
-        mNew = select(move, mBlock, mOld);
-      } else {
-        mNew = fmax(mOld, mBlock);
-      }
-      // A row with no visible key so far keeps m = -inf: use base 0.
-      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                          mNew, negInf);
-      base[h] = select(empty, cf(0.0), mNew);
-      step.alpha[h] = ex2(arith::SubFOp::create(b, loc, mOld, base[h]));
-      if (move) {
-        step.alpha[h] = select(move, step.alpha[h], cf(1.0));
+      RowUpdate update = moveBase(mx, m[h], effScale);
+      base[h] = update.base;
+      step.alpha[h] = update.alpha;
+      if (Value move = update.moved)
         step.moved = step.moved
                          ? arith::OrIOp::create(b, loc, step.moved, move)
                          : move;
-      }
       rowSum[h] = cf(0.0);
-      m[h] = mNew;
     }
     std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
                                     arith::NegFOp::create(b, loc, base[1])};
-    // With FA4's software exp2, register (n, e) of every thread is emulated
-    // when (4 n + e) mod period = 0: a compile-time choice, so each thread
-    // moves 1/period of its exponentials from MUFU to the FMA pipe.
     for (int64_t n = 0; n < tiles; ++n)
       for (int64_t e = 0; e < 4; ++e) {
-        Value y = fma(s[4 * n + e], effScale, negBase[e / 2]);
-        bool soft = config.polyDegree && (4 * n + e) % config.polyPeriod == 0;
-        s[4 * n + e] = soft ? polyExp2(y, config.polyDegree) : ex2(y);
+        s[4 * n + e] = exp2Score(s[4 * n + e], effScale, negBase[e / 2],
+                                 4 * n + e);
         rowSum[e / 2] = fadd(rowSum[e / 2], s[4 * n + e]);
       }
     for (int64_t h = 0; h < 2; ++h)
       l[h] = fma(step.alpha[h], l[h], rowSum[h]);
     return step;
+  }
+
+  struct RowUpdate {
+    Value base;  // the base P is computed against (0 for an empty row)
+    Value alpha; // exp2(m_old - base): the O and l scale
+    Value moved; // FA4: the base moved (null without conditional rescaling)
+  };
+
+  /// The base update of one row whose block max (raw scores) is `mx`:
+  /// m <- max(m, mx * scale), or with FA4's conditional rescaling the base
+  /// moves only when the block max exceeds it by more than the threshold.
+  RowUpdate moveBase(Value mx, Value &m, Value effScale) {
+    Value negInf = cf(-std::numeric_limits<double>::infinity());
+    Value mOld = m;
+    Value mBlock = fmul(mx, effScale);
+    Value mNew, move;
+    if (config.rescaleThreshold >= 0) {
+      // FA4: the stored value is the scaling base; it moves only when
+      // the block's max exceeds it by more than the threshold.
+      move = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                   arith::SubFOp::create(b, loc, mBlock, mOld),
+                                   cf(config.rescaleThreshold));
+      mNew = select(move, mBlock, mOld);
+    } else {
+      mNew = fmax(mOld, mBlock);
+    }
+    // A row with no visible key so far keeps m = -inf: use base 0.
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        mNew, negInf);
+    RowUpdate update;
+    update.base = select(empty, cf(0.0), mNew);
+    update.alpha = ex2(arith::SubFOp::create(b, loc, mOld, update.base));
+    if (move) {
+      update.alpha = select(move, update.alpha, cf(1.0));
+      update.moved = move;
+    }
+    m = mNew;
+    return update;
+  }
+
+  /// P = exp2(s * scale - base): one FMA and the MUFU ex2, or with FA4's
+  /// software exp2 the FMA-pipe polynomial for the registers whose index
+  /// is 0 mod period -- a compile-time pattern, so each thread moves
+  /// 1/period of its exponentials from MUFU to the FMA pipe.
+  Value exp2Score(Value s, Value effScale, Value negBase, int64_t index) {
+    Value y = fma(s, effScale, negBase);
+    bool soft = config.polyDegree && index % config.polyPeriod == 0;
+    return soft ? polyExp2(y, config.polyDegree) : ex2(y);
   }
 
   /// Keys 16k .. 16k + 15 of P, as f16/bf16 pairs, are the A fragment
