@@ -24,3 +24,11 @@ tools = ["fa-opt", "fa-run", "fa-compile", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fa_tools_dir, append_path=True)
+
+# ptxas from the CUDA toolkit (as fa-compile finds it), for tests that
+# assemble PTX directly.
+_cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+_ptxas = os.path.join(_cuda, "bin", "ptxas")
+if not os.path.exists(_ptxas):
+    _ptxas = "/usr/local/cuda/bin/ptxas"
+config.substitutions.append(("%ptxas", _ptxas))

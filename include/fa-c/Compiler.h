@@ -29,14 +29,17 @@ MLIR_CAPI_EXPORTED void faContextRegisterAll(MlirContext context);
 MLIR_CAPI_EXPORTED void faRegisterPasses(void);
 
 typedef struct {
-  const char *target;      /* "cpu", "sm_80", "sm_90a" ("sm_100a": error) */
+  const char *target;      /* "cpu", "sm_80", "sm_90a", "sm_100a" (the
+                              Blackwell kernel: compile-verified only) */
   double rescaleThreshold; /* < 0 off; NaN: measured default */
-  int polyExp2Degree;      /* 0 off, 2..5 */
+  int polyExp2Degree;      /* 0 off, 2..5; < 0: the target's default (3 on
+                              sm_100a as in FA4, else off) */
   int polyExp2Period;
   int runPtxas;            /* GPU targets: also make the cubin */
 } FaCompileOptions;
 
-/** Defaults: sm_90a, measured rescaling default, no software exp2, ptxas. */
+/** Defaults: sm_90a, measured rescaling default, the target's software
+ *  exp2 default, ptxas. */
 MLIR_CAPI_EXPORTED FaCompileOptions faCompileOptionsDefault(void);
 
 typedef struct FaCompiledKernel FaCompiledKernel;

@@ -48,7 +48,7 @@ FaCompileOptions faCompileOptionsDefault(void) {
   FaCompileOptions o;
   o.target = "sm_90a";
   o.rescaleThreshold = std::numeric_limits<double>::quiet_NaN();
-  o.polyExp2Degree = 0;
+  o.polyExp2Degree = -1;
   o.polyExp2Period = 8;
   o.runPtxas = 1;
   return o;
@@ -64,7 +64,7 @@ FaCompiledKernel *faCompileModule(MlirModule cModule,
     fa::CPUPipelineOptions cpu;
     if (!std::isnan(o.rescaleThreshold))
       cpu.rescaleThreshold = o.rescaleThreshold;
-    cpu.polyExp2Degree = o.polyExp2Degree;
+    cpu.polyExp2Degree = std::max(o.polyExp2Degree, 0);
     cpu.polyExp2Period = o.polyExp2Period;
     PassManager pm(module.getContext());
     fa::buildCPUPipeline(pm, cpu);

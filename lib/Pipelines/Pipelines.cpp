@@ -116,6 +116,25 @@ void mlir::fa::buildSM90Pipeline(OpPassManager &pm,
   buildSM90EmissionPipeline(pm);
 }
 
+void mlir::fa::buildSM100KernelPipeline(OpPassManager &pm,
+                                        const SM100PipelineOptions &options) {
+  pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
+  pm.addPass(createConvertFAToSM100(ConvertFAToSM100Options{
+      options.stages, options.rescaleThreshold, options.polyExp2Degree,
+      options.polyExp2Period}));
+}
+
+void mlir::fa::buildSM100EmissionPipeline(OpPassManager &pm) {
+  // tcgen05 and the shared::cta TMA destination: PTX 8.6 for sm_100a.
+  buildGPUEmissionPipeline(pm, "sm_100a", "ptx86");
+}
+
+void mlir::fa::buildSM100Pipeline(OpPassManager &pm,
+                                  const SM100PipelineOptions &options) {
+  buildSM100KernelPipeline(pm, options);
+  buildSM100EmissionPipeline(pm);
+}
+
 void mlir::fa::buildSM80Pipeline(OpPassManager &pm,
                                  const SM80PipelineOptions &options) {
   buildSM80KernelPipeline(pm, options);
@@ -134,6 +153,13 @@ void mlir::fa::registerPipelines() {
       "mbarrier ring, wgmma, warp specialisation, ping-pong) and emit its "
       "PTX (gpu.binary)",
       buildSM90Pipeline);
+  PassPipelineRegistration<SM100PipelineOptions>(
+      "fa-sm100-pipeline",
+      "Lower fa.attention to a FlashAttention-4 style kernel for sm_100a "
+      "(TMA, tcgen05.mma into tensor memory, softmax warps with conditional "
+      "rescaling and partial software exp2) and emit its PTX (gpu.binary); "
+      "compile-verified only",
+      buildSM100Pipeline);
   PassPipelineRegistration<CPUPipelineOptions>(
       "fa-cpu-pipeline",
       "Lower fa.attention through fa-tile and a loop order (FA1 or FA2) to "

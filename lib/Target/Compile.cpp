@@ -89,6 +89,16 @@ static bool usesWgmma(const KernelOptions &options) {
   return options.arch == "sm_90a" && options.sm90Kernel == "wgmma";
 }
 
+/// Blackwell: the tcgen05 kernel (compile-verified only).
+static bool usesTcgen05(const KernelOptions &options) {
+  return options.arch == "sm_100a";
+}
+
+/// The kernels fed by TMA take q, k, v as tensor maps and one CTA per tile.
+static bool usesTensorMaps(const KernelOptions &options) {
+  return usesWgmma(options) || usesTcgen05(options);
+}
+
 static std::string metadataJson(const CompiledKernel &kernel,
                                 const KernelOptions &options,
                                 DictionaryAttr schedule) {
@@ -114,8 +124,9 @@ static std::string metadataJson(const CompiledKernel &kernel,
   tensor("q", options.dtype, {"B", "Hq", "Nq", "D"});
   tensor("k", options.dtype, {"B", "Hkv", "Nk", "D"});
   tensor("v", options.dtype, {"B", "Hkv", "Nk", "D"});
-  // The wgmma kernel takes q, k, v as TMA tensor maps the runtime encodes.
-  bool tensorMaps = usesWgmma(options);
+  // The wgmma and tcgen05 kernels take q, k, v as TMA tensor maps the
+  // runtime encodes.
+  bool tensorMaps = usesTensorMaps(options);
   if (tensorMaps)
     for (int i = 0; i < 3; ++i) {
       llvm::json::Object &p = *params[i].getAsObject();
@@ -176,13 +187,10 @@ static std::string metadataJson(const CompiledKernel &kernel,
 }
 
 static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
-  if (options.arch == "sm_100a")
-    return emitError(loc) << "fa-compile: target sm_100a (Blackwell, "
-                             "tcgen05) has no backend yet; supported targets: "
-                             "sm_80, sm_90a";
-  if (options.arch != "sm_80" && options.arch != "sm_90a")
+  if (options.arch != "sm_80" && options.arch != "sm_90a" &&
+      options.arch != "sm_100a")
     return emitError(loc) << "fa-compile: unknown target '" << options.arch
-                          << "'; supported targets: sm_80, sm_90a";
+                          << "'; supported targets: sm_80, sm_90a, sm_100a";
   if (options.sm90Kernel != "wgmma" && options.sm90Kernel != "mma-sync")
     return emitError(loc) << "fa-compile: the sm_90a kernel must be 'wgmma' "
                              "or 'mma-sync', got '"
@@ -244,9 +252,13 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   KernelOptions resolved = options;
   // The wgmma kernel gains at every head dim (2-7%, bench/results/
   // 2026-11-29-sm90-v4-variants.json); its software exp2 costs 7-20%.
+  // Blackwell takes FA4's own choices (threshold 8, degree-3 exp2 on one in
+  // eight exponentials) -- unmeasured: no Blackwell GPU here.
   if (std::isnan(options.rescaleThreshold))
     resolved.rescaleThreshold =
-        options.headDim >= 128 || usesWgmma(options) ? 8.0 : -1.0;
+        options.headDim >= 128 || usesTensorMaps(options) ? 8.0 : -1.0;
+  if (options.polyExp2Degree < 0)
+    resolved.polyExp2Degree = usesTcgen05(options) ? 3 : 0;
 
   CompiledKernel result;
   // 32-bit shared-memory pointers (as Triton sets them): shared addresses
@@ -261,21 +273,28 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   // between.
   {
     PassManager pm(&context);
-    if (usesWgmma(options)) {
+    if (usesTcgen05(options)) {
+      SM100PipelineOptions pipeline;
+      pipeline.stages = options.stages;
+      pipeline.rescaleThreshold = resolved.rescaleThreshold;
+      pipeline.polyExp2Degree = resolved.polyExp2Degree;
+      pipeline.polyExp2Period = options.polyExp2Period;
+      buildSM100KernelPipeline(pm, pipeline);
+    } else if (usesWgmma(options)) {
       SM90PipelineOptions pipeline;
       pipeline.stages = options.stages;
       pipeline.pingPong = options.pingPong;
       pipeline.intraOverlap = options.intraOverlap;
       pipeline.persistent = options.persistent;
       pipeline.rescaleThreshold = resolved.rescaleThreshold;
-      pipeline.polyExp2Degree = options.polyExp2Degree;
+      pipeline.polyExp2Degree = resolved.polyExp2Degree;
       pipeline.polyExp2Period = options.polyExp2Period;
       buildSM90KernelPipeline(pm, pipeline);
     } else {
       SM80PipelineOptions pipeline;
       pipeline.chip = options.arch;
       pipeline.rescaleThreshold = resolved.rescaleThreshold;
-      pipeline.polyExp2Degree = options.polyExp2Degree;
+      pipeline.polyExp2Degree = resolved.polyExp2Degree;
       pipeline.polyExp2Period = options.polyExp2Period;
       pipeline.queryInRegisters = options.queryInRegisters;
       buildSM80KernelPipeline(pm, pipeline);
@@ -303,7 +322,9 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   }
   {
     PassManager pm(&context);
-    if (usesWgmma(options)) {
+    if (usesTcgen05(options)) {
+      buildSM100EmissionPipeline(pm);
+    } else if (usesWgmma(options)) {
       buildSM90EmissionPipeline(pm);
     } else {
       SM80PipelineOptions pipeline;

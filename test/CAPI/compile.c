@@ -46,8 +46,10 @@ int main(void) {
          mlirDialectHandleGetNamespace(fa).data);
 
   FaCompileOptions options = faCompileOptionsDefault();
-  const char *targets[] = {"cpu", "sm_90a", "sm_100a"};
-  for (int i = 0; i < 3; ++i) {
+  /* sm_100a is compile-verified only; sm_75 is not a target (diagnostic). */
+  const char *targets[] = {"cpu", "sm_90a", "sm_100a", "sm_75"};
+  const char *mmaOf[] = {"", "wgmma.mma_async", "tcgen05.mma", ""};
+  for (int i = 0; i < 4; ++i) {
     MlirModule m =
         mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kModule));
     options.target = targets[i];
@@ -60,7 +62,7 @@ int main(void) {
         printf("kernel: %.*s\n", (int)faCompiledKernelName(k).length,
                faCompiledKernelName(k).data);
         firstLine("ptx", faCompiledKernelPtx(k), ".target");
-        firstLine("mma", faCompiledKernelPtx(k), "wgmma.mma_async");
+        firstLine("mma", faCompiledKernelPtx(k), mmaOf[i]);
         printf("cubin bytes > 0: %d\n", faCompiledKernelCubin(k).length > 0);
         firstLine("metadata", faCompiledKernelMetadata(k), "\"kernel\"");
       }

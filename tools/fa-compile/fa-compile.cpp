@@ -52,8 +52,11 @@ static cl::opt<std::string> rescaleThreshold(
              "for D >= 128 on mma.sync, off for D = 64 on mma.sync)"),
     cl::init("auto"));
 static cl::opt<int64_t> polyExp2Degree(
-    "poly-exp2-degree", cl::desc("FA4 software exp2 degree (0: off)"),
-    cl::init(0));
+    "poly-exp2-degree",
+    cl::desc("FA4 software exp2 degree (0: off; -1: the target's default, "
+             "3 on sm_100a as in FA4, off on sm_80/sm_90a where it measured "
+             "slower)"),
+    cl::init(-1));
 static cl::opt<int64_t> polyExp2Period(
     "poly-exp2-period", cl::desc("Emulate one exp2 in this many"),
     cl::init(8));
@@ -62,7 +65,7 @@ static cl::opt<std::string> sm90Kernel(
     cl::desc("sm_90a kernel: wgmma (FlashAttention-3, default) | mma-sync"),
     cl::init("wgmma"));
 static cl::opt<int64_t> stages("stages",
-                               cl::desc("wgmma: K/V ring depth (2 to 4; 0: "
+                               cl::desc("wgmma/tcgen05: K/V ring depth (2 to 4; 0: "
                                         "3 where it fits, else 2)"),
                                cl::init(0));
 static cl::opt<bool> pingPong("ping-pong",

@@ -150,4 +150,62 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ConvertFAToSM100 : Pass<"convert-fa-to-sm100", "ModuleOp"> {
+  let summary = "Lower tiled fa.attention to a FlashAttention-4 style kernel "
+                "for sm_100a: TMA, tcgen05.mma into tensor memory, softmax "
+                "warps with conditional rescaling and partial software exp2";
+  let description = [{
+    For each buffer-form `fa.attention` (f16 or bf16, D = Dv in
+    {64, 128, 256}), builds a Blackwell kernel in a `gpu.module` (LLVM and
+    NVVM dialects) and replaces the op by the host side of its launch (the
+    same tensor-map launch as `convert-fa-to-sm90`).
+
+    COMPILE-VERIFIED ONLY: no Blackwell GPU was available; the PTX is
+    checked by ptxas (`--gpu-name sm_100a`), never executed.
+
+    Schedule (also printed as the kernel's `fa.schedule` attribute), one
+    CTA of 192 threads per tile of B_r = 128 query rows:
+    * warps 0-3, the softmax warpgroup: thread i owns query row i, which is
+      TMEM lane i (warp w reads lanes 32w..32w+31 with `tcgen05.ld
+      32x32b`). Per K/V block it loads S from TMEM, masks it, moves its
+      FA4 base m only when the block max exceeds it by more than the
+      threshold (`rescale-threshold`), computes P = exp2(S scale - m) with
+      one in `poly-exp2-period` exponentials on the FMA pipe
+      (`poly-exp2-degree`), rescales O in TMEM (`tcgen05.ld`/`st`, skipped
+      by a warp vote when no row moved its base), and writes P as f16/bf16
+      pairs over its S columns (`tcgen05.st`);
+    * warp 4, the load warp: one thread issues every TMA load (Q once, a
+      ring of `stages` K and V tiles, 128-B swizzle);
+    * warp 5, the MMA warp: allocates the 512 TMEM columns
+      (`tcgen05.alloc`, two S/P buffers of B_c columns and O of D columns),
+      and one thread issues S_j = Q K_j^T (`tcgen05.mma` kind::f16, both
+      operands in shared memory) into buffer j mod 2 and O += P_j V_j (A =
+      P from tensor memory, B = V transposed), each followed by
+      `tcgen05.commit` to the mbarriers that release the K or V stage and
+      announce S (`s_full`) or O (`o_done`). S_{j+1} is issued before P_j
+      is ready, so the tensor cores compute it under the softmax of S_j.
+    * mbarriers: q_full, per stage k_full/v_full (TMA transaction bytes)
+      and k_empty/v_empty (tcgen05.commit), s_full[2], p_full[2] (128
+      softmax threads), o_done.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "K/V tiles in flight (2 to 4; 0: 3 where they fit, else 2)">,
+    Option<"rescaleThreshold", "rescale-threshold", "double",
+           /*default=*/"8.0",
+           "FA4 conditional rescaling (log2 units; negative: off)">,
+    Option<"polyExp2Degree", "poly-exp2-degree", "int64_t", /*default=*/"3",
+           "FA4 software exp2: polynomial degree (0: off)">,
+    Option<"polyExp2Period", "poly-exp2-period", "int64_t", /*default=*/"8",
+           "Emulate one exponential in this many (by column)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // FA_CONVERSION_PASSES_TD

@@ -125,6 +125,33 @@ void buildSM90Pipeline(OpPassManager &pm, const SM90PipelineOptions &options);
 void buildSM90KernelPipeline(OpPassManager &pm,
                              const SM90PipelineOptions &options);
 void buildSM90EmissionPipeline(OpPassManager &pm);
+struct SM100PipelineOptions
+    : public PassPipelineOptions<SM100PipelineOptions> {
+  PassOptions::Option<int64_t> stages{
+      *this, "stages",
+      llvm::cl::desc("K/V ring depth (2 to 4; 0: 3 where it fits, else 2)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<double> rescaleThreshold{
+      *this, "rescale-threshold",
+      llvm::cl::desc("FA4 conditional rescaling (log2 units; < 0: off)"),
+      llvm::cl::init(8.0)};
+  PassOptions::Option<int64_t> polyExp2Degree{
+      *this, "poly-exp2-degree",
+      llvm::cl::desc("FA4 software exp2 degree (0: off)"), llvm::cl::init(3)};
+  PassOptions::Option<int64_t> polyExp2Period{
+      *this, "poly-exp2-period",
+      llvm::cl::desc("Emulate one exp2 in this many"), llvm::cl::init(8)};
+};
+
+/// fa.attention -> convert-fa-to-sm100 (tensor maps + gpu.launch_func +
+/// tcgen05 kernel) -> NVVM target sm_100a -> gpu-module-to-binary.
+/// Compile-verified only: no Blackwell GPU has run this kernel.
+void buildSM100Pipeline(OpPassManager &pm,
+                        const SM100PipelineOptions &options);
+void buildSM100KernelPipeline(OpPassManager &pm,
+                              const SM100PipelineOptions &options);
+void buildSM100EmissionPipeline(OpPassManager &pm);
+
 /// From a gpu.module in NVVM to PTX of `ptxVersion` (e.g. "ptx80") for
 /// `chip`; shared by both back ends.
 void buildGPUEmissionPipeline(OpPassManager &pm, StringRef chip,

@@ -14,7 +14,7 @@ namespace mlir {
 namespace fa {
 
 struct KernelOptions {
-  std::string arch = "sm_90a"; // sm_80 | sm_90a
+  std::string arch = "sm_90a"; // sm_80 | sm_90a | sm_100a (compile only)
   int64_t headDim = 128;
   std::string dtype = "f16"; // f16 | bf16
   bool causal = false;
@@ -26,7 +26,9 @@ struct KernelOptions {
   /// FA4 conditional rescaling threshold (< 0: off; NaN: the measured
   /// default for the head dim).
   double rescaleThreshold = std::numeric_limits<double>::quiet_NaN();
-  int64_t polyExp2Degree = 0;     // FA4 software exp2 (0: off)
+  /// FA4 software exp2 degree (0: off; < 0: the target's default, 3 on
+  /// sm_100a as in FA4, off on Hopper where it measured slower).
+  int64_t polyExp2Degree = 0;
   int64_t polyExp2Period = 8;
   /// sm_90a kernel: "wgmma" (FlashAttention-3: TMA, wgmma, warp roles) or
   /// "mma-sync" (the sm_80 kernel, for comparison).
