@@ -83,10 +83,11 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     NVVM dialects) and replaces the op by the host side of its launch.
 
     Schedule (also printed as the kernel's `fa.schedule` attribute):
-    * 3 warpgroups per CTA of B_r = 128 query rows. Warpgroup 0 is the
+    * 3 warpgroups per CTA of B_r = 128 query rows (4 with `block_r = 192`
+      on the op). Warpgroup 0 is the
       producer: `setmaxnreg.dec`, then one thread issues all TMA loads
       (`cp.async.bulk.tensor` with `mbarrier::complete_tx`) of Q and of a
-      ring of `stages` K and V tiles. Warpgroups 1 and 2 are consumers
+      ring of `stages` K and V tiles. The other warpgroups are consumers
       (`setmaxnreg.inc`), 64 query rows each;
     * per stage, `k_full`/`v_full` mbarriers (producer
       `arrive.expect_tx` with the tile's bytes, completed by the TMA) and
@@ -99,9 +100,9 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     * intra-warpgroup overlap (`intra-overlap`): iteration j issues S_j and
       P_{j-1} V_{j-1} together, `wgmma.wait_group 1`, runs the softmax of
       S_j under the second GEMM, then `wait_group 0`;
-    * ping-pong (`ping-pong`): named barriers 1 and 2 (`bar.sync` /
-      `bar.arrive`, 256 threads) pass the tensor cores between the two
-      consumers around each GEMM issue;
+    * ping-pong (`ping-pong`): named barriers 1, 2 (, 3) (`bar.sync` /
+      `bar.arrive`, 256 threads) pass the tensor cores from one consumer
+      to the next around each GEMM issue;
     * causal: blocks past the diagonal skipped, the mask applied only in the
       second loop over the blocks that need it (ragged end, diagonal).
     * the Q tile is released (`q_empty`) after a tile's last GEMM.
@@ -132,7 +133,8 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     Option<"producerRegisters", "producer-registers", "int64_t",
            /*default=*/"24", "setmaxnreg.dec count of the producer">,
     Option<"consumerRegisters", "consumer-registers", "int64_t",
-           /*default=*/"240", "setmaxnreg.inc count of the consumers">,
+           /*default=*/"0", "setmaxnreg.inc count of the consumers (0: 240 "
+           "with two consumer warpgroups, 160 with three)">,
     Option<"rescaleThreshold", "rescale-threshold", "double",
            /*default=*/"-1.0",
            "FA4 conditional rescaling (log2 units; negative: off)">,

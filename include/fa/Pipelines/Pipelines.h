@@ -104,8 +104,9 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       llvm::cl::init(24)};
   PassOptions::Option<int64_t> consumerRegisters{
       *this, "consumer-registers",
-      llvm::cl::desc("setmaxnreg.inc count of the consumers"),
-      llvm::cl::init(240)};
+      llvm::cl::desc("setmaxnreg.inc count of the consumers (0: 240 with two "
+                     "consumer warpgroups, 160 with three)"),
+      llvm::cl::init(0)};
   PassOptions::Option<double> rescaleThreshold{
       *this, "rescale-threshold",
       llvm::cl::desc("FA4 conditional rescaling in the kernel (< 0: off)"),

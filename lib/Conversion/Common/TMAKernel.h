@@ -137,6 +137,15 @@ protected:
                                            Value());
   }
 
+  /// Brings the three tensor maps into the descriptor cache before the
+  /// first TMA needs them (one thread, at the start of the kernel).
+  void prefetchTensorMaps() {
+    for (Value map : {qMap, kMap, vMap})
+      NVVM::PrefetchOp::create(b, loc, /*cacheLevel=*/nullptr,
+                               /*evictPriority=*/nullptr, map,
+                               /*predicate=*/Value(), /*tensormap=*/true);
+  }
+
   /// The TMA loads of one tile: D / 64 boxes of 64 columns x rows, each
   /// into its own swizzled column block, completing on `bar`.
   void loadTile(Value map, Value tileOffset, int64_t rows, Value row,

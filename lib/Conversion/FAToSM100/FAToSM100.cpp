@@ -26,6 +26,9 @@
 // columns of its S buffer as f16/bf16 pairs and is the A operand of
 // O += P_j V_j straight from TMEM (k-step kk = columns 8 kk .. 8 kk + 7).
 //
+// The runtimes launch only Nk >= 1, so every tile visits at least one
+// K/V block (the tile decoder keeps windowed ranges non-empty too).
+//
 // Order of work for block j (buffer b = j mod 2):
 //   MMA:     wait o_done(j-1) (P_{j-1} read), issue S_{j+1} into 1 - b,
 //            commit k_empty, s_full[1 - b];  wait p_full[b], issue
@@ -51,7 +54,9 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace mlir::fa {
@@ -68,7 +73,6 @@ constexpr int64_t kBlockR = 128;       // tcgen05.mma M: one TMEM lane per row
 constexpr int64_t kLoadWarp = 4;       // warps 0-3 are the softmax warpgroup
 constexpr int64_t kMmaWarp = 5;
 constexpr int64_t kThreads = 32 * 6;
-constexpr int64_t kTmemColumns = 512;  // all of it: one CTA per SM
 constexpr int64_t kLdColumns = 32;     // columns per tcgen05.ld/st (x32)
 // Shared-memory descriptor format of sm_100a: version 0b001 at bits 46-48,
 // 128-B swizzle = 2 at bits 61-63.
@@ -93,6 +97,11 @@ struct KernelSpec : SoftmaxConfig {
   /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
   int64_t sharedBytes() const { return tmemSlotOffset() + 8 + 1024; }
   int64_t oColumn() const { return 2 * blockC; }
+  /// TMEM columns to allocate: a power of two >= 32 holding both S/P
+  /// buffers and O (512 for the default tiles, all of the SM's TMEM).
+  int64_t tmemColumns() const {
+    return std::max<int64_t>(32, llvm::PowerOf2Ceil(oColumn() + headDim));
+  }
   std::string kernelName() const {
     return "fa4_sm100_d" + std::to_string(headDim) + "_br" +
            std::to_string(kBlockR) + "_bc" + std::to_string(blockC) + "_s" +
@@ -259,6 +268,7 @@ void KernelBuilder::storeColumns(Value column, ArrayRef<Value> values,
 void KernelBuilder::emitLoads() {
   // The ring starts empty: a fresh "empty" barrier passes the wait on
   // parity 1.
+  prefetchTensorMaps();
   expectBytes(qFull(), spec.qBytes());
   loadTile(qMap, c32(0), kBlockR, tile.qStart, tile.qMatrix, qFull());
   OpBuilder::InsertionGuard guard(b);
@@ -315,6 +325,9 @@ void KernelBuilder::emitMma() {
     auto ifPrev = scf::IfOp::create(b, loc, ult(c32(0), i), false);
     b.setInsertionPointToStart(ifPrev.thenBlock());
     waitBarrier(oDone(), bit(sub(i, c32(1))));
+    // Orders the MMAs below after the wait (they must not start before
+    // P_{j-1} has been read).
+    fenceAfterSync();
     b.setInsertionPointAfter(ifPrev);
     issueScores(next);
   }
@@ -486,7 +499,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                                 "thread issues tcgen05.mma kind::f16 "
                                 "m128n{1}k16 (S, SS) and m128n{2}k16 (PV, "
                                 "A from TMEM)",
-                                kTmemColumns, spec.blockC, spec.headDim)
+                                spec.tmemColumns(), spec.blockC, spec.headDim)
                       .str())),
           b.getNamedAttr(
               "tmem",
@@ -538,7 +551,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     auto ifMma = scf::IfOp::create(b, loc, eq(warp, c32(kMmaWarp)), false);
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(ifMma.thenBlock());
-    NVVM::Tcgen05AllocOp::create(b, loc, tmemSlot, c32(kTmemColumns));
+    NVVM::Tcgen05AllocOp::create(b, loc, tmemSlot, c32(spec.tmemColumns()));
     NVVM::Tcgen05RelinquishAllocPermitOp::create(b, loc);
   }
   fenceBeforeSync();
@@ -569,8 +582,11 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(ifMma.thenBlock());
     fenceAfterSync();
+    // Lane 0 ran the MMA loop alone: reconverge the warp for the
+    // warp-collective dealloc.
+    NVVM::SyncWarpOp::create(b, loc, c32(-1));
     NVVM::Tcgen05DeallocOp::create(b, loc, tmemAt(tmemBase, c32(0)),
-                                   c32(kTmemColumns));
+                                   c32(spec.tmemColumns()));
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
@@ -599,10 +615,9 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
     return fail("block_c must be 64, 128, 192 or 256 (whole tcgen05.ld "
                 "chunks of P pairs), got " +
                 Twine(bc));
-  if (2 * bc + d > kTmemColumns)
+  if (2 * bc + d > 512)
     return fail("two S buffers of " + Twine(bc) + " columns and O of " +
-                Twine(d) + " exceed the " + Twine(kTmemColumns) +
-                " TMEM columns");
+                Twine(d) + " exceed the 512 TMEM columns");
   spec.headDim = d;
   spec.blockC = bc;
   spec.bf16 = op.getQueryType().getElementType().isBF16();

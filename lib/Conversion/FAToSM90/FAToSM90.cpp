@@ -59,10 +59,7 @@ using namespace mlir::fa;
 
 namespace {
 
-constexpr int64_t kConsumers = 2;           // consumer warpgroups
 constexpr int64_t kRowsPerConsumer = 64;    // wgmma M
-constexpr int64_t kThreads = 128 * (1 + kConsumers);
-constexpr int64_t kBlockR = kConsumers * kRowsPerConsumer;
 constexpr int64_t kWgmmaSwizzle128 = int64_t(1) << 62; // descriptor bits
 constexpr int64_t kPingPongBarrier = 1;     // named barriers 1, 2
 
@@ -70,6 +67,7 @@ constexpr int64_t kPingPongBarrier = 1;     // named barriers 1, 2
 /// in the SoftmaxConfig base).
 struct KernelSpec : SoftmaxConfig {
   int64_t headDim = 0;
+  int64_t consumers = 2; // consumer warpgroups (2, or 3 with B_r = 192)
   int64_t blockC = 0;
   int64_t stages = 0;
   bool bf16 = false;
@@ -79,8 +77,10 @@ struct KernelSpec : SoftmaxConfig {
   int64_t producerRegisters = 24;
   int64_t consumerRegisters = 240;
 
+  int64_t blockR() const { return consumers * kRowsPerConsumer; }
+  int64_t threads() const { return 128 * (1 + consumers); }
   int64_t columnBlocks() const { return headDim / kColumnsPerBlock; }
-  int64_t qBytes() const { return kBlockR * headDim * 2; }
+  int64_t qBytes() const { return blockR() * headDim * 2; }
   int64_t kvTileBytes() const { return blockC * headDim * 2; }
   int64_t kOffset(int64_t stage) const {
     return qBytes() + stage * 2 * kvTileBytes();
@@ -96,7 +96,7 @@ struct KernelSpec : SoftmaxConfig {
   }
   std::string kernelName() const {
     return "fa3_sm90_d" + std::to_string(headDim) + "_br" +
-           std::to_string(kBlockR) + "_bc" + std::to_string(blockC) + "_s" +
+           std::to_string(blockR()) + "_bc" + std::to_string(blockC) + "_s" +
            std::to_string(stages) + (bf16 ? "_bf16" : "_f16") +
            (causal ? "_causal" : "") + (pingPong ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
@@ -116,8 +116,8 @@ struct RowState {
 class KernelBuilder : public TMAKernelEmitter {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
-      : TMAKernelEmitter(b, loc, spec.bf16, spec, spec.headDim, kBlockR,
-                         spec.blockC),
+      : TMAKernelEmitter(b, loc, spec.bf16, spec, spec.headDim,
+                         spec.blockR(), spec.blockC),
         spec(spec) {}
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
@@ -239,7 +239,7 @@ SmallVector<Value> KernelBuilder::issueScores(Value kTile) {
   for (int64_t kk = 0; kk < spec.headDim / 16; ++kk) {
     // The first k-step ignores the accumulator's input (scale-d = 0).
     acc = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, accType, acc, kMajor(qTile, kBlockR, kk), kMajor(kTile, spec.blockC, kk),
+        b, loc, accType, acc, kMajor(qTile, spec.blockR(), kk), kMajor(kTile, spec.blockC, kk),
         NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
         NVVM::WGMMATypesAttr::get(ctx, type),
         NVVM::WGMMATypesAttr::get(ctx, type),
@@ -351,6 +351,7 @@ void KernelBuilder::emitProducer() {
   auto ifIssuer = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifIssuer.thenBlock());
+  prefetchTensorMaps();
   emitTileLoop([&](const AttentionTile &tile, Value ring, Value tileIndex) {
     emitProducerTile(tile, tileIndex);
     return add(ring, sub(tile.numBlocks, tile.firstBlock));
@@ -367,7 +368,7 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                             arith::AndIOp::create(b, loc, tileIndex, c32(1)),
                             c32(1)));
   expectBytes(qFull(), spec.qBytes());
-  loadTile(qMap, c32(0), kBlockR, tile.qStart, tile.qMatrix, qFull());
+  loadTile(qMap, c32(0), spec.blockR(), tile.qStart, tile.qMatrix, qFull());
   OpBuilder::InsertionGuard guard(b);
   auto loop = scf::ForOp::create(b, loc, firstBlock, numBlocks, c32(1));
   b.setInsertionPointToStart(loop.getBody());
@@ -392,9 +393,15 @@ void KernelBuilder::emitConsumer(Value consumer) {
 
   // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
   // tensor cores and hands the turn over on the other's after issuing.
+  // With three consumers the turn goes round: c hands it to (c + 1) mod 3.
+  // Each named barrier joins one waiting and one arriving warpgroup.
   Value ownTurn = add(c32(kPingPongBarrier), consumer);
-  Value otherTurn = add(c32(kPingPongBarrier), sub(c32(1), consumer));
-  Value pairThreads = c32(128 * kConsumers);
+  Value otherTurn =
+      add(c32(kPingPongBarrier),
+          spec.consumers == 2
+              ? sub(c32(1), consumer)
+              : remu(add(consumer, c32(1)), c32(spec.consumers)));
+  Value pairThreads = c32(2 * 128);
   auto waitTurn = [&] {
     if (spec.pingPong)
       NVVM::BarrierOp::create(b, loc, Type(), ownTurn, pairThreads,
@@ -545,7 +552,7 @@ void KernelBuilder::emitTileLoop(
     body(tile, c32(0), c32(0));
     return;
   }
-  Value qBlocks = divu(add(nq, c32(kBlockR - 1)), c32(kBlockR));
+  Value qBlocks = divu(add(nq, c32(spec.blockR() - 1)), c32(spec.blockR()));
   Value tiles = mul(qBlocks, mul(batches, hq));
   Value first = NVVM::BlockIdXOp::create(b, loc, i32);
   Value step = NVVM::GridDimXOp::create(b, loc, i32);
@@ -563,14 +570,15 @@ void KernelBuilder::emitTileLoop(
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   OpBuilder::InsertionGuard guard(b);
-  LLVM::LLVMFuncOp fn = beginKernel(module, spec.kernelName(), kThreads);
+  LLVM::LLVMFuncOp fn =
+      beginKernel(module, spec.kernelName(), spec.threads());
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
   fn->setAttr(
       "fa.schedule",
       b.getDictionaryAttr({
-          b.getNamedAttr("block_r", b.getI64IntegerAttr(kBlockR)),
+          b.getNamedAttr("block_r", b.getI64IntegerAttr(spec.blockR())),
           b.getNamedAttr("block_c", b.getI64IntegerAttr(spec.blockC)),
-          b.getNamedAttr("warps", b.getI64IntegerAttr(kThreads / 32)),
+          b.getNamedAttr("warps", b.getI64IntegerAttr(spec.threads() / 32)),
           b.getNamedAttr("kv_stages", b.getI64IntegerAttr(spec.stages)),
           b.getNamedAttr(
               "producer",
@@ -580,11 +588,11 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                       .str())),
           b.getNamedAttr(
               "consumers",
-              str(llvm::formatv("warpgroups 1-2: 64 rows each, wgmma "
+              str(llvm::formatv("warpgroups 1-{3}: 64 rows each, wgmma "
                                 "m64n{0}k16 (S, SS) + m64n{1}k16 (PV, RS), "
                                 "setmaxnreg.inc {2}",
                                 spec.blockC, spec.headDim,
-                                spec.consumerRegisters)
+                                spec.consumerRegisters, spec.consumers)
                       .str())),
           b.getNamedAttr(
               "barriers",
@@ -623,16 +631,16 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(ifInit.thenBlock());
     NVVM::MBarrierInitOp::create(b, loc, qFull(), c32(1), Value());
-    NVVM::MBarrierInitOp::create(b, loc, qEmpty(), c32(4 * kConsumers),
+    NVVM::MBarrierInitOp::create(b, loc, qEmpty(), c32(4 * spec.consumers),
                                  Value());
     for (int64_t s = 0; s < spec.stages; ++s) {
       NVVM::MBarrierInitOp::create(b, loc, barrier(2 + s), c32(1), Value());
       NVVM::MBarrierInitOp::create(b, loc, barrier(2 + spec.stages + s),
                                    c32(1), Value());
       NVVM::MBarrierInitOp::create(b, loc, barrier(2 + 2 * spec.stages + s),
-                                   c32(4 * kConsumers), Value());
+                                   c32(4 * spec.consumers), Value());
       NVVM::MBarrierInitOp::create(b, loc, barrier(2 + 3 * spec.stages + s),
-                                   c32(4 * kConsumers), Value());
+                                   c32(4 * spec.consumers), Value());
     }
     NVVM::FenceMbarrierInitOp::create(b, loc);
   }
@@ -664,9 +672,17 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, spec))
     return fail(*why);
   int64_t d = op.getHeadDim();
-  if (std::optional<int64_t> br = op.getBlockR(); br && *br != kBlockR)
-    return fail("block_r must be " + Twine(kBlockR) +
-                " (two consumer warpgroups of 64 rows), got " + Twine(*br));
+  // B_r = 64 rows per consumer warpgroup: 128 (two) or 192 (three, as
+  // FA3 runs D = 64).
+  int64_t br = op.getBlockR().value_or(128);
+  if (br != 128 && br != 192)
+    return fail("block_r must be 128 or 192 (two or three consumer "
+                "warpgroups of 64 rows), got " +
+                Twine(br));
+  if (br == 192 && d != 64)
+    return fail("block_r = 192 needs D = 64 (three consumers get 160 "
+                "registers each; at D = 128 their S, O and P spill)");
+  spec.consumers = br / kRowsPerConsumer;
   // Defaults from the H200 sweeps (bench/results/2026-11-29-sm90-v2-*):
   // B_c = 128 for D <= 128; 64 for D = 256 (as fast as 80, which spills
   // 20 B in the causal kernel).
@@ -676,23 +692,24 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
                 Twine(bc));
   // Ring depth: 3 stages where they fit (measured +3% at D = 128 over 2),
   // else 2.
-  int64_t stages = options.stages;
-  if (stages == 0) {
-    KernelSpec probe;
-    probe.headDim = d;
-    probe.blockC = bc;
-    probe.stages = 3;
-    stages = probe.sharedBytes() <= 227 * 1024 ? 3 : 2;
-  }
   spec.headDim = d;
   spec.blockC = bc;
-  spec.stages = stages;
+  spec.stages = options.stages;
+  if (spec.stages == 0) {
+    spec.stages = 3;
+    if (spec.sharedBytes() > 227 * 1024)
+      spec.stages = 2;
+  }
   spec.bf16 = op.getQueryType().getElementType().isBF16();
   spec.pingPong = options.pingPong;
   spec.intraOverlap = options.intraOverlap;
   spec.persistent = options.persistent;
   spec.producerRegisters = options.producerRegisters;
-  spec.consumerRegisters = options.consumerRegisters;
+  // Default: what the register file leaves the consumers next to a
+  // 24-register producer (240 for two, 160 for three).
+  spec.consumerRegisters = options.consumerRegisters
+                               ? int64_t(options.consumerRegisters)
+                               : (spec.consumers == 2 ? 240 : 160);
   if (spec.stages < 2 || spec.stages > 4)
     return fail("stages must be 2, 3 or 4, got " + Twine(spec.stages));
   auto validRegisters = [](int64_t r) {
@@ -701,7 +718,8 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   if (!validRegisters(spec.producerRegisters) ||
       !validRegisters(spec.consumerRegisters))
     return fail("setmaxnreg counts must be multiples of 8 in [24, 256]");
-  if (128 * spec.producerRegisters + 128 * kConsumers * spec.consumerRegisters >
+  if (128 * spec.producerRegisters +
+          128 * spec.consumers * spec.consumerRegisters >
       65536)
     return fail("producer and consumer registers (" +
                 Twine(spec.producerRegisters) + ", " +
@@ -746,8 +764,8 @@ struct ConvertFAToSM90Pass
       }
       replaceWithTensorMapLaunch(
           op, kernel,
-          TensorMapLaunch{spec->headDim, kBlockR, spec->blockC, spec->bf16,
-                          kThreads, spec->sharedBytes()});
+          TensorMapLaunch{spec->headDim, spec->blockR(), spec->blockC,
+                          spec->bf16, spec->threads(), spec->sharedBytes()});
     }
   }
 };

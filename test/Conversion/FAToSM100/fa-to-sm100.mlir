@@ -117,6 +117,7 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // The loop: S_{j+1} after O += P_{j-1} V_{j-1} completed ...
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: nvvm.tcgen05.fence <after>
 // CHECK-COUNT-8: nvvm.tcgen05.mma %{{.*}} : (!llvm.ptr<6>, i64, i64, i32, i1)
 // ... then, once P_j is in TMEM, O += P_j V_j: A from tensor memory (a
 // !llvm.ptr<6>), instruction descriptor 0x08210010 (as for S, N = D = 128,
@@ -129,9 +130,11 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK: nvvm.tcgen05.commit
 // All roles done: the MMA warp frees TMEM.
 // CHECK: nvvm.barrier0
+// CHECK: nvvm.bar.warp.sync
 // CHECK: nvvm.tcgen05.dealloc %{{.*}}, %c512_i32 : !llvm.ptr<6>, i32
 
 // Without the FA4 tricks: no vote (O always rescaled), no software exp2.
+// Smaller tiles allocate only the TMEM they use (256 columns at B_c = 64).
 // PLAIN: llvm.func @fa4_sm100_d128_br128_bc128_s2_f16_causal(
 // PLAIN-NOT: nvvm.vote.sync
 // PLAIN-NOT: math.floor
