@@ -673,8 +673,11 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
     return fail(*why);
   int64_t d = op.getHeadDim();
   // B_r = 64 rows per consumer warpgroup: 128 (two) or 192 (three, as
-  // FA3 runs D = 64).
-  int64_t br = op.getBlockR().value_or(128);
+  // FA3 runs D = 64). Default 192 for non-causal D = 64: +4% / +10% / +14%
+  // at N = 1024 / 4096 / 16384 on the H200; causal stays at 128 (192 lost
+  // 8% at N = 1024 for +5-8% at longer N), bench/results/
+  // 2026-11-29-sm90-v6-br192-sweep.json.
+  int64_t br = op.getBlockR().value_or(d == 64 && !spec.causal ? 192 : 128);
   if (br != 128 && br != 192)
     return fail("block_r must be 128 or 192 (two or three consumer "
                 "warpgroups of 64 rows), got " +
