@@ -116,6 +116,17 @@ protected:
     return LLVM::BitcastOp::create(b, loc, i32, narrow);
   }
 
+  /// `v` (the same in every lane) read from lane 0: ptxas then knows it is
+  /// warp-uniform and keeps what is derived from it -- the wgmma
+  /// descriptors above all -- in uniform registers instead of moving it
+  /// there (R2UR) before every use.
+  Value warpUniform(Value v) {
+    return NVVM::ShflOp::create(
+        b, loc, i32, c32(-1), v, c32(0), c32(0x1f),
+        NVVM::ShflKindAttr::get(b.getContext(), NVVM::ShflKind::idx),
+        UnitAttr());
+  }
+
   /// Butterfly shuffle across the lanes of a warp.
   Value shflXor(Value v, int64_t mask) {
     return NVVM::ShflOp::create(
