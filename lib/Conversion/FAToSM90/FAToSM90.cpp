@@ -520,6 +520,10 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
   // Epilogue: the last block's P V.
   BlockStep last;
   unpack(after, state, last);
+  // Every S of the tile has retired (each loop iteration ends with
+  // wait_group 0): Q is free, and a persistent producer loads the next
+  // tile's Q under this tile's last P V and epilogue.
+  releaseTile(qEmpty());
   Value lastJ = sub(numBlocks, c32(1));
   Value lastStage = stageOf(lastJ);
   SmallVector<Value> o =
@@ -531,9 +535,6 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   o = fenceOperands(o);
   releaseTile(vEmpty(lastStage));
-  // Every S of the tile has retired: the producer may load the next Q
-  // while this tile's O is written.
-  releaseTile(qEmpty());
 
   // O / l and LSE, straight from registers: each quad writes 16 B of a row
   // per 8 columns.
