@@ -9,7 +9,9 @@ cmake --build "$BUILD" || exit 1
 echo "== lit =="
 /usr/lib/llvm-22/bin/lit -sv "$BUILD/test" || status=1
 echo "== pytest =="
-FA_BUILD_DIR="$PWD/$BUILD" /usr/bin/python3 -m pytest -q python/tests || status=1
+# GPU tests (marked gpu) run on the H200, not here: pytest reports them
+# as deselected.
+FA_BUILD_DIR="$PWD/$BUILD" /usr/bin/python3 -m pytest -q -m "not gpu" python/tests || status=1
 if [ "$BUILD" = build ]; then
   echo "== install + out-of-tree consumer =="
   bash scripts/test-install.sh || status=1

@@ -28,21 +28,60 @@ __all__ = ["compile", "CompiledKernel", "CompileError", "attention",
 _launchers = {}
 
 
-def attention(q, k, v, causal=False, scale=None):
-    """softmax(scale * q k^T) v on CUDA tensors [B, H, N, D] (f16/bf16),
-    compiled for the tensors' GPU on first use and cached."""
+def _kernel_for(arch, head_dim, dtype, causal, kernel_dir):
+    """The launcher of one kernel: from `kernel_dir` (fa-compile output
+    named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
+    .{cubin,json}) when it is there, else compiled in-process (and saved to
+    `kernel_dir` if one is given)."""
+    from . import runtime
+
+    name = f"{arch}_d{head_dim}_{dtype}{'_causal' if causal else ''}"
+    if kernel_dir:
+        path = _os.path.join(kernel_dir, name)
+        if _os.path.exists(path + ".cubin"):
+            return runtime.Kernel.load(path)
+    compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
+                       arch=arch)
+    if kernel_dir:
+        import json
+        _os.makedirs(kernel_dir, exist_ok=True)
+        with open(_os.path.join(kernel_dir, name + ".cubin"), "wb") as fh:
+            fh.write(compiled.cubin)
+        with open(_os.path.join(kernel_dir, name + ".json"), "w") as fh:
+            json.dump(compiled.metadata, fh, indent=2)
+    return compiled.runtime_kernel()
+
+
+def attention(q, k, v, causal=False, scale=None, kernel_dir=None):
+    """softmax(scale * q k^T) v on CUDA tensors [B, H, N, D] (f16/bf16, D in
+    {64, 128, 256}; k and v may have fewer heads than q: grouped-query
+    attention), with torch SDPA's calling convention; causal is top-left
+    aligned. The kernel for the tensors' GPU (sm_90a FlashAttention-3 on
+    Hopper, the sm_80 kernel on Ampere) is looked up in `kernel_dir`
+    (default: $FLASHMLIR_KERNEL_DIR), else compiled in-process on first use;
+    either way it is cached for the process."""
     import torch
     from . import runtime
 
+    if not isinstance(q, torch.Tensor) or not q.is_cuda:
+        raise runtime.KernelArgumentError("q must be a CUDA tensor")
     major, minor = torch.cuda.get_device_capability(q.device)
-    arch = "sm_90a" if (major, minor) == (9, 0) else "sm_80"
+    if (major, minor) == (9, 0):
+        arch = "sm_90a"
+    elif major == 8:
+        arch = "sm_80"
+    else:
+        # The sm_100a kernel is compile-verified only: never run it silently.
+        raise runtime.KernelArgumentError(
+            f"no verified flash-mlir kernel for compute capability "
+            f"{major}.{minor} (sm_80 and sm_90a are; sm_100a is compile-only)")
     dtype = {torch.float16: "f16", torch.bfloat16: "bf16"}.get(q.dtype)
     if dtype is None:
         raise runtime.KernelArgumentError(
             f"q must be float16 or bfloat16, got {q.dtype}")
+    kernel_dir = kernel_dir or _os.environ.get("FLASHMLIR_KERNEL_DIR")
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
     if key not in _launchers:
-        _launchers[key] = compile(head_dim=key[1], causal=key[3],
-                                  dtype=dtype, arch=arch).runtime_kernel()
+        _launchers[key] = _kernel_for(*key, kernel_dir)
     out, _ = _launchers[key](q, k, v, scale=scale)
     return out

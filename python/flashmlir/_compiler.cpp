@@ -44,20 +44,30 @@ MLIRContext &context() {
 }
 
 py::dict compile(const std::string &arch, int64_t headDim,
-                 const std::string &dtype, bool causal, int64_t blockR,
-                 int64_t blockC, py::object rescaleThreshold,
-                 int64_t polyDegree, int64_t polyPeriod, bool runPtxas) {
+                 const std::string &dtype, bool causal, int64_t window,
+                 double softcap, int64_t blockR, int64_t blockC,
+                 py::object rescaleThreshold, int64_t polyDegree,
+                 int64_t polyPeriod, int64_t stages, bool pingPong,
+                 bool intraOverlap, bool persistent,
+                 const std::string &sm90Kernel, bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
   options.dtype = dtype;
   options.causal = causal;
+  options.window = window;
+  options.softcap = softcap;
   options.blockR = blockR;
   options.blockC = blockC;
   if (!rescaleThreshold.is_none())
     options.rescaleThreshold = rescaleThreshold.cast<double>();
   options.polyExp2Degree = polyDegree;
   options.polyExp2Period = polyPeriod;
+  options.stages = stages;
+  options.pingPong = pingPong;
+  options.intraOverlap = intraOverlap;
+  options.persistent = persistent;
+  options.sm90Kernel = sm90Kernel;
   options.runPtxas = runPtxas;
 
   MLIRContext &ctx = context();
@@ -197,10 +207,13 @@ py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
 PYBIND11_MODULE(_compiler, m) {
   m.doc() = "flash-mlir compiler bindings (see flashmlir.compile)";
   m.def("compile", &compile, py::arg("arch"), py::arg("head_dim"),
-        py::arg("dtype"), py::arg("causal"), py::arg("block_r") = 0,
+        py::arg("dtype"), py::arg("causal"), py::arg("window") = 0,
+        py::arg("softcap") = 0.0, py::arg("block_r") = 0,
         py::arg("block_c") = 0, py::arg("rescale_threshold") = py::none(),
-        py::arg("poly_exp2_degree") = 0, py::arg("poly_exp2_period") = 8,
-        py::arg("run_ptxas") = true);
+        py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
+        py::arg("stages") = 0, py::arg("ping_pong") = true,
+        py::arg("intra_overlap") = true, py::arg("persistent") = false,
+        py::arg("sm90_kernel") = "wgmma", py::arg("run_ptxas") = true);
   m.def("run_cpu", &runCpu, py::arg("q"), py::arg("k"), py::arg("v"),
         py::arg("causal") = false, py::arg("scale") = py::none(),
         py::arg("loop_order") = "fa2", py::arg("block_r") = 0,

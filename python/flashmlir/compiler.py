@@ -54,9 +54,12 @@ class CompiledKernel:
             return self._raw["kernel_ir"]
         o = self.options
         t = f"memref<?x?x?x{o['head_dim']}x{o['dtype']}>"
+        attrs = (["causal"] if o["causal"] else []) + \
+            ([f"window = {o['window']} : i64"] if o["window"] else []) + \
+            ([f"softcap = {o['softcap']:e} : f32"] if o["softcap"] else [])
+        attr = f" {{{', '.join(attrs)}}}" if attrs else ""
         return (f"fa.attention %q, %k, %v outs(%o, %lse : {t}, "
-                f"memref<?x?x?xf32>){' {causal}' if o['causal'] else ''} : "
-                f"{t}, {t}, {t}")
+                f"memref<?x?x?xf32>){attr} : {t}, {t}, {t}")
 
     def runtime_kernel(self):
         """A flashmlir.runtime.Kernel to launch on torch tensors."""
@@ -68,27 +71,39 @@ class CompiledKernel:
 
 
 @functools.lru_cache(maxsize=64)
-def _compile_cached(arch, head_dim, dtype, causal, block_r, block_c,
-                    rescale_threshold, poly_exp2_degree, poly_exp2_period):
-    raw = _extension().compile(
-        arch=arch, head_dim=head_dim, dtype=dtype, causal=causal,
-        block_r=block_r, block_c=block_c,
-        rescale_threshold=rescale_threshold,
-        poly_exp2_degree=poly_exp2_degree, poly_exp2_period=poly_exp2_period)
-    return raw
+def _compile_cached(**options):
+    return _extension().compile(**options)
 
 
-def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", block_r=0,
-            block_c=0, rescale_threshold=None, poly_exp2_degree=0,
-            poly_exp2_period=8):
-    """Compiles an attention kernel; cached on the options."""
+def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
+            softcap=0.0, block_r=0, block_c=0, rescale_threshold=None,
+            poly_exp2_degree=None, poly_exp2_period=8, stages=0,
+            ping_pong=True, intra_overlap=True, persistent=False,
+            sm90_kernel="wgmma"):
+    """Compiles an attention kernel; cached on the options.
+
+    arch: "sm_80", "sm_90a" (FlashAttention-3: TMA, wgmma, warp roles) or
+    "sm_100a" (Blackwell tcgen05 kernel: compile-verified only, no GPU of
+    that kind has run it). window / softcap: sliding-window mask |i - j| <
+    window and scores c * tanh(s / c). block_r / block_c: tile overrides
+    (0: the back end's measured default). rescale_threshold (None: measured
+    default, < 0 off) and poly_exp2_degree / poly_exp2_period (None: the
+    target's default) are FlashAttention-4's tricks. stages, ping_pong,
+    intra_overlap, persistent: the sm_90a/sm_100a schedule knobs;
+    sm90_kernel="mma-sync" builds the sm_80 kernel for sm_90a.
+    """
     options = dict(arch=arch, head_dim=int(head_dim), dtype=dtype,
-                   causal=bool(causal), block_r=int(block_r),
+                   causal=bool(causal), window=int(window),
+                   softcap=float(softcap), block_r=int(block_r),
                    block_c=int(block_c),
                    rescale_threshold=(None if rescale_threshold is None
                                       else float(rescale_threshold)),
-                   poly_exp2_degree=int(poly_exp2_degree),
-                   poly_exp2_period=int(poly_exp2_period))
+                   poly_exp2_degree=(-1 if poly_exp2_degree is None
+                                     else int(poly_exp2_degree)),
+                   poly_exp2_period=int(poly_exp2_period),
+                   stages=int(stages), ping_pong=bool(ping_pong),
+                   intra_overlap=bool(intra_overlap),
+                   persistent=bool(persistent), sm90_kernel=sm90_kernel)
     raw = _compile_cached(**options)
     return CompiledKernel(raw, options)
 

@@ -23,3 +23,11 @@ def fa_run(build_dir):
 @pytest.fixture(scope="session")
 def fa_opt(build_dir):
     return str(build_dir / "bin" / "fa-opt")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "gpu: needs torch and an NVIDIA GPU with compiled kernels; deselected "
+        "by scripts/test.sh (-m 'not gpu'), run on the H200 with "
+        "FLASHMLIR_KERNEL_DIR=.cubins python3 -m pytest -m gpu python/tests")

@@ -69,10 +69,15 @@ def test_fa4_options_reach_the_kernel(flashmlir):
 @pytest.mark.parametrize("kwargs,message", [
     (dict(head_dim=96), "head dim must be 64, 128 or 256 on sm_90a, got 96"),
     (dict(head_dim=64, dtype="f32"), "dtype must be f16 or bf16"),
-    (dict(head_dim=64, arch="sm_100a"), "sm_100a .* has no backend yet"),
+    (dict(head_dim=64, arch="sm_75"), "unknown target 'sm_75'"),
     (dict(head_dim=64, block_r=32, arch="sm_80"),
      "block_r must be 64 or 128, got 32"),
-    (dict(head_dim=64, block_r=32), "block_r must be 128 .*, got 32"),
+    (dict(head_dim=64, block_r=32), "block_r must be 128 or 192 .*, got 32"),
+    (dict(head_dim=64, stages=7), "stages must be 2, 3 or 4, got 7"),
+    (dict(head_dim=128, arch="sm_100a", block_c=256),
+     "exceed the 512 TMEM columns"),
+    (dict(head_dim=64, sm90_kernel="tcgen05"),
+     "the sm_90a kernel must be 'wgmma' or 'mma-sync'"),
 ])
 def test_bad_requests_raise_compile_error(flashmlir, kwargs, message):
     with pytest.raises(flashmlir.CompileError, match=message):
@@ -120,3 +125,40 @@ def test_run_cpu_reports_bad_shapes(flashmlir):
     with pytest.raises(flashmlir.CompileError,
                        match=r"query heads \(6\) to be a multiple"):
         flashmlir.run_cpu(q, k, k)
+
+
+def test_sm90_schedule_options_reach_the_kernel(flashmlir):
+    k = flashmlir.compile(head_dim=128, stages=2, ping_pong=False,
+                          intra_overlap=False, persistent=True)
+    assert k.name == "fa3_sm90_d128_br128_bc128_s2_f16_nopp_noovl_persistent_cr8"
+    assert k.metadata["persistent"] is True and k.metadata["kv_stages"] == 2
+    assert "nvvm.barrier.arrive" not in k.mlir("kernel")  # no ping-pong
+    mma = flashmlir.compile(head_dim=64, sm90_kernel="mma-sync")
+    assert mma.name.startswith("fa2_sm80_") and "wgmma" not in mma.ptx
+
+
+def test_window_and_softcap_reach_the_kernel(flashmlir):
+    k = flashmlir.compile(head_dim=64, causal=True, window=100, softcap=30)
+    assert k.name.endswith("_w100_sc30")
+    assert k.metadata["window"] == 100 and k.metadata["softcap"] == 30
+    assert "tanh.approx.f32" in k.ptx
+    assert "window = 100 : i64" in k.mlir("attention")
+
+
+def test_sm100a_is_compile_only_but_real(flashmlir):
+    """The Blackwell kernel: ptxas-assembled tcgen05 code with FA4's
+    defaults (conditional rescaling, partial software exp2)."""
+    k = flashmlir.compile(head_dim=128, causal=True, arch="sm_100a")
+    assert k.name == "fa4_sm100_d128_br128_bc128_s3_f16_causal_cr8_px3p8"
+    assert k.cubin[:4] == b"\x7fELF"
+    assert ".target sm_100a" in k.ptx
+    for inst in ("tcgen05.alloc", "tcgen05.mma.cta_group::1.kind::f16",
+                 "tcgen05.ld.sync.aligned.32x32b", "tcgen05.commit",
+                 "cp.async.bulk.tensor.3d"):
+        assert inst in k.ptx, inst
+    assert k.metadata["arch"] == "sm_100a"
+    assert k.metadata["block"] == [192, 1, 1]
+    assert k.metadata["params"][0]["kind"] == "tensormap"
+    plain = flashmlir.compile(head_dim=64, arch="sm_100a",
+                              rescale_threshold=-1, poly_exp2_degree=0)
+    assert plain.name == "fa4_sm100_d64_br128_bc128_s3_f16"

@@ -62,17 +62,18 @@ def qkv(b=2, hq=8, hkv=2, nq=100, nk=300, d=64, **kw):
 
 
 def test_loads_fa_compile_output(compiled):
-    # The sm_90a FlashAttention-3 kernel: one CTA of 384 threads per (query
-    # block, head) tile, q/k/v as tensor maps, B as the last parameter.
+    # The sm_90a FlashAttention-3 kernel at D = 64: one CTA of 512 threads
+    # (producer + three consumer warpgroups, B_r = 192) per (query block,
+    # head) tile, q/k/v as tensor maps, B as the last parameter.
     k = Kernel.load(compiled)
-    assert k.name == "fa3_sm90_d64_br128_bc128_s3_f16_cr8"
-    assert k.meta["block"] == [384, 1, 1]
+    assert k.name == "fa3_sm90_d64_br192_bc128_s3_f16_cr8"
+    assert k.meta["block"] == [512, 1, 1]
     assert k.meta["tile_grid"] is True and k.meta["persistent"] is False
     assert [p["kind"] for p in k.meta["params"][:3]] == ["tensormap"] * 3
-    assert k.meta["params"][0]["box"] == [64, 128]
+    assert k.meta["params"][0]["box"] == [64, 192]
     assert k.meta["params"][-1]["name"] == "B"
-    assert k.grid(2, 8, 1000) == (8 * 8 * 2, 1, 1)
-    assert k.grid(2, 8, 1000, sm_count=132) == (128, 1, 1)
+    assert k.grid(2, 8, 1000) == (6 * 8 * 2, 1, 1)
+    assert k.grid(2, 8, 1000, sm_count=132) == (96, 1, 1)
     assert k.check_arguments(*qkv()) == (2, 8, 2, 100, 300, 64)
 
 
@@ -81,7 +82,7 @@ def test_persistent_grid_is_capped(compiled):
     meta = json.load(open(compiled + ".json"))
     meta["persistent"] = True
     k = Kernel(b"\x7fELF", meta)
-    assert k.grid(2, 8, 1000, sm_count=132) == (128, 1, 1)
+    assert k.grid(2, 8, 1000, sm_count=132) == (96, 1, 1)
     assert k.grid(4, 8, 1000, sm_count=132) == (132, 1, 1)
 
 

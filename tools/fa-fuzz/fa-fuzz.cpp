@@ -1,9 +1,11 @@
 //===- fa-fuzz.cpp - libFuzzer harness for the fa dialect and pipelines ---===//
 //
 // Parses the input as MLIR and, when it verifies, runs the main pipelines on
-// copies of it: fa-cpu-pipeline (FA2 and FA1 loop orders, down to the LLVM
-// dialect), fa-sm80-pipeline (down to PTX) and fa-raise-attention. Diagnostics are expected and
-// swallowed; crashes, sanitizer reports and hangs are the findings.
+// copies of it: fa-raise-attention, fa-cpu-pipeline (FA2 and FA1 loop
+// orders, down to the LLVM dialect), and the GPU pipelines down to PTX:
+// fa-sm80-pipeline, fa-sm90-pipeline and fa-sm100-pipeline. Diagnostics are
+// expected and swallowed; crashes, sanitizer reports and hangs are the
+// findings.
 // Seed corpus: the lit tests, split at `// -----` (scripts/fuzz.sh).
 //
 //===----------------------------------------------------------------------===//
@@ -110,5 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   runPipeline(*module, "func.func(fa-attention-to-buffers,fa-tile),"
                        "fa-io-report{output=/dev/null}");
   runPipeline(*module, "fa-sm80-pipeline{chip=sm_90a}");
+  runPipeline(*module, "fa-sm90-pipeline");
+  runPipeline(*module, "fa-sm100-pipeline");
   return 0;
 }

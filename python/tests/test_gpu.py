@@ -1,0 +1,89 @@
+"""flashmlir.attention on a GPU (the H200): numerics against an fp32
+softmax(QK^T)V reference on random inputs, ragged lengths, GQA, causal;
+the launcher cache; errors. Marked `gpu`: scripts/test.sh deselects them
+(the build machine has no GPU), the H200 run selects them:
+
+    FLASHMLIR_KERNEL_DIR=.cubins python3 -m pytest -m gpu python/tests
+"""
+import math
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.gpu
+
+TOL = {"f16": 2e-3, "bf16": 1e-2}  # relative L2, as bench/harness.py
+
+
+@pytest.fixture(scope="module")
+def env():
+    import torch  # a gpu-marked run needs torch: a missing one fails
+    assert torch.cuda.is_available(), "gpu tests need a CUDA device"
+    sys.path.insert(0, str(ROOT / "python"))
+    import flashmlir
+    return torch, flashmlir
+
+
+def reference(torch, q, k, v, causal, scale):
+    group = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(group, 1)
+    vf = v.float().repeat_interleave(group, 1)
+    s = (q.float() @ kf.transpose(-1, -2)) * scale
+    if causal:
+        nq, nk = q.shape[2], k.shape[2]
+        s = s.masked_fill(torch.ones(nq, nk, dtype=torch.bool,
+                                     device=q.device).triu(1), float("-inf"))
+    return torch.softmax(s, -1).nan_to_num(0.0) @ vf
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("b,hq,hkv,nq,nk", [(2, 8, 2, 1000, 1000),
+                                            (1, 4, 1, 77, 300),
+                                            (1, 2, 2, 300, 77)])
+def test_attention_matches_reference(env, dtype, d, causal, b, hq, hkv, nq,
+                                     nk):
+    torch, flashmlir = env
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    torch.manual_seed(d + nq + causal)
+    q = torch.randn(b, hq, nq, d, device="cuda", dtype=dt)
+    k = torch.randn(b, hkv, nk, d, device="cuda", dtype=dt)
+    v = torch.randn(b, hkv, nk, d, device="cuda", dtype=dt)
+    out = flashmlir.attention(q, k, v, causal=causal)
+    assert out.shape == q.shape and out.dtype == dt
+    ref = reference(torch, q, k, v, causal, 1 / math.sqrt(d))
+    err = ((out.float() - ref).norm() / ref.norm()).item()
+    assert err < TOL[dtype], err
+    assert torch.isfinite(out).all()
+
+
+def test_scale_is_honoured(env):
+    torch, flashmlir = env
+    q = torch.randn(1, 2, 128, 64, device="cuda", dtype=torch.float16)
+    out = flashmlir.attention(q, q, q, scale=0.05)
+    ref = reference(torch, q, q, q, False, 0.05)
+    assert ((out.float() - ref).norm() / ref.norm()).item() < 2e-3
+
+
+def test_launchers_are_cached(env):
+    torch, flashmlir = env
+    q = torch.randn(1, 2, 64, 128, device="cuda", dtype=torch.float16)
+    flashmlir.attention(q, q, q)
+    n = len(flashmlir._launchers)
+    flashmlir.attention(q, q, q)
+    assert len(flashmlir._launchers) == n
+
+
+def test_bad_inputs(env):
+    torch, flashmlir = env
+    from flashmlir.runtime import KernelArgumentError
+    cpu = torch.randn(1, 1, 16, 64, dtype=torch.float16)
+    with pytest.raises(KernelArgumentError, match="CUDA tensor"):
+        flashmlir.attention(cpu, cpu, cpu)
+    f32 = torch.randn(1, 1, 16, 64, device="cuda")
+    with pytest.raises(KernelArgumentError, match="float16 or bfloat16"):
+        flashmlir.attention(f32, f32, f32)
