@@ -171,21 +171,34 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     Recognises, on tensors, attention as front ends lower it:
 
     ```
-    %kt = linalg.transpose ins(%k : [BH, N, D]) permutation = [0, 2, 1]
-    %s  = linalg.batch_matmul ins(%q, %kt)            // Q K^T
+    %s  = Q K^T: linalg.batch_matmul(%q, linalg.transpose(%k, [0, 2, 1]))
+          on [BH, N, D], or an einsum-style linalg.generic
+          ("..id,..jd->..ij", body mulf + addf) on [BH, N, D] or
+          [B, H, N, D]
     %s1 = scale: linalg.generic x * c  or  x / c      // optional
-    %s2 = mask:  linalg.generic x + M, M a constant causal mask
-              (0 on and below the diagonal, -inf above)  // optional
-    %p  = linalg.softmax dimension(2) ins(%s2)        // or decomposed:
+    %s2 = causal mask, before or after the scale:     // optional
+          x + M (M constant: 0 on/below the diagonal, -inf above),
+          select(mask, x, -inf) with a constant i1 tril mask, or
+          select(j <= i, x, -inf) on linalg.index (either operand order
+          and polarity); M / mask may be [N, N] broadcast over B, H
+    %p  = linalg.softmax over the last dim             // or decomposed:
           //   m = rowmax(s2) (generic or linalg.reduce, maxnumf/maximumf)
           //   e = exp(s2 - m); l = rowsum(e); p = e / l
-    %o  = linalg.batch_matmul ins(%p, %v)             // P V
+    %o  = P V: linalg.batch_matmul(%p, %v) or a generic ("..ij,..jd->..id")
     ```
 
     and replaces `%o` by `fa.attention` (with the matched scale, 1.0 when
-    there is none, and `causal` when the mask is causal) on the inputs
-    expanded to `[1, BH, N, D]`. It does not fire on softmax over another
-    axis, masks that are not causal, or a P V whose left operand is not a
+    there is none, and `causal` when the mask is causal). 3-D operands are
+    expanded to `[1, BH, N, D]`; 4-D ones are used as they are.
+    Grouped-query layouts become fa.attention's Hkv < Hq: K/V read through
+    `h floordiv G` in the contraction maps, or materialised by torch's
+    repeat_interleave (a linalg.broadcast to [B, Hkv, G, N, D] collapsed to
+    [B, Hkv*G, N, D], or a copy generic reading `h floordiv G`), are
+    replaced by the Hkv-head tensors.
+
+    It does not fire on softmax over another axis, masks that are not
+    causal (strictly-lower, arbitrary), contractions over the wrong dims,
+    K and V grouped differently, or a P V whose left operand is not a
     softmax of Q K^T.
   }];
   let dependentDialects = ["::mlir::fa::FADialect",
