@@ -1,13 +1,15 @@
 //===- Launch.h - host side of the GPU kernels' launches --------*- C++ -*-===//
 //
-// What both GPU conversions do around their kernel: find or create the
-// gpu.module that holds the kernels, and pass memrefs to gpu.launch_func
-// as raw pointers.
+// What every GPU conversion does around its kernel: find or create the
+// gpu.module that holds the kernels, build each kernel once, and pass
+// memrefs to gpu.launch_func as raw pointers.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FA_LIB_CONVERSION_COMMON_LAUNCH_H
 #define FA_LIB_CONVERSION_COMMON_LAUNCH_H
+
+#include "fa/Dialect/FA/IR/FAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -36,6 +38,32 @@ inline Value alignedPointer(OpBuilder &b, Location loc, Value memref,
   Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
   return LLVM::IntToPtrOp::create(b, loc, type, i64);
+}
+
+/// The driver of every GPU conversion: for each fa.attention of `module`,
+/// `specOf(op)` checks it (emitting the diagnostic on failure), the kernel
+/// named `spec.kernelName()` is built once into the `fa_kernels` module by
+/// `build(builder, loc, spec, kernels)`, and `launch(op, kernel, spec)`
+/// replaces the op by the host side of the launch.
+template <typename Spec, typename SpecFn, typename BuildFn, typename LaunchFn>
+LogicalResult lowerEachAttention(ModuleOp module, SpecFn specOf,
+                                 BuildFn build, LaunchFn launch) {
+  SmallVector<AttentionOp> ops;
+  module.walk([&](AttentionOp op) { ops.push_back(op); });
+  if (ops.empty())
+    return success();
+  OpBuilder b(module.getContext());
+  gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
+  for (AttentionOp op : ops) {
+    FailureOr<Spec> spec = specOf(op);
+    if (failed(spec))
+      return failure();
+    auto kernel = kernels.lookupSymbol<LLVM::LLVMFuncOp>(spec->kernelName());
+    if (!kernel)
+      kernel = build(b, op.getLoc(), *spec, kernels);
+    launch(op, kernel, *spec);
+  }
+  return success();
 }
 
 } // namespace mlir::fa

@@ -640,30 +640,24 @@ struct ConvertFAToSM100Pass
   using ConvertFAToSM100Base::ConvertFAToSM100Base;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<AttentionOp> ops;
-    module.walk([&](AttentionOp op) { ops.push_back(op); });
-    if (ops.empty())
-      return;
-    OpBuilder b(module.getContext());
-    gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
     ConvertFAToSM100Options options{stages, rescaleThreshold, polyExp2Degree,
                                     polyExp2Period};
-    for (AttentionOp op : ops) {
-      FailureOr<KernelSpec> spec = getSpec(op, options);
-      if (failed(spec))
-        return signalPassFailure();
-      LLVM::LLVMFuncOp kernel =
-          kernels.lookupSymbol<LLVM::LLVMFuncOp>(spec->kernelName());
-      if (!kernel) {
-        KernelBuilder builder(b, op.getLoc(), *spec);
-        kernel = builder.build(kernels);
-      }
+    auto build = [](OpBuilder &b, Location loc, const KernelSpec &spec,
+                    gpu::GPUModuleOp kernels) {
+      return KernelBuilder(b, loc, spec).build(kernels);
+    };
+    auto launch = [](AttentionOp op, LLVM::LLVMFuncOp kernel,
+                     const KernelSpec &spec) {
       replaceWithTensorMapLaunch(
           op, kernel,
-          TensorMapLaunch{spec->headDim, kBlockR, spec->blockC, spec->bf16,
-                          kThreads, spec->sharedBytes()});
-    }
+          TensorMapLaunch{spec.headDim, kBlockR, spec.blockC, spec.bf16,
+                          kThreads, spec.sharedBytes()});
+    };
+    if (failed(lowerEachAttention<KernelSpec>(
+            getOperation(),
+            [&](AttentionOp op) { return getSpec(op, options); }, build,
+            launch)))
+      signalPassFailure();
   }
 };
 

@@ -647,27 +647,22 @@ struct ConvertFAToSM80Pass
   using ConvertFAToSM80Base::ConvertFAToSM80Base;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<AttentionOp> ops;
-    module.walk([&](AttentionOp op) { ops.push_back(op); });
-    if (ops.empty())
-      return;
-    OpBuilder b(module.getContext());
-    gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
-    for (AttentionOp op : ops) {
-      FailureOr<KernelSpec> spec = getSpec(op, queryRegisters,
-                                           rescaleThreshold, polyExp2Degree,
-                                           polyExp2Period);
-      if (failed(spec))
-        return signalPassFailure();
-      LLVM::LLVMFuncOp kernel =
-          kernels.lookupSymbol<LLVM::LLVMFuncOp>(spec->kernelName());
-      if (!kernel) {
-        KernelBuilder builder(b, op.getLoc(), *spec);
-        kernel = builder.build(kernels);
-      }
-      replaceWithLaunch(op, kernel, *spec);
-    }
+    auto build = [](OpBuilder &b, Location loc, const KernelSpec &spec,
+                    gpu::GPUModuleOp kernels) {
+      return KernelBuilder(b, loc, spec).build(kernels);
+    };
+    if (failed(lowerEachAttention<KernelSpec>(
+            getOperation(),
+            [&](AttentionOp op) {
+              return getSpec(op, queryRegisters, rescaleThreshold,
+                             polyExp2Degree, polyExp2Period);
+            },
+            build,
+            [&](AttentionOp op, LLVM::LLVMFuncOp kernel,
+                const KernelSpec &spec) {
+              replaceWithLaunch(op, kernel, spec);
+            })))
+      signalPassFailure();
   }
 
   /// fa.attention -> gpu.launch_func of the kernel on the buffers' aligned

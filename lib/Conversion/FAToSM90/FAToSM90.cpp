@@ -749,13 +749,6 @@ struct ConvertFAToSM90Pass
   using ConvertFAToSM90Base::ConvertFAToSM90Base;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<AttentionOp> ops;
-    module.walk([&](AttentionOp op) { ops.push_back(op); });
-    if (ops.empty())
-      return;
-    OpBuilder b(module.getContext());
-    gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
     ConvertFAToSM90Options options{stages,
                                    pingPong,
                                    intraOverlap,
@@ -765,21 +758,22 @@ struct ConvertFAToSM90Pass
                                    rescaleThreshold,
                                    polyExp2Degree,
                                    polyExp2Period};
-    for (AttentionOp op : ops) {
-      FailureOr<KernelSpec> spec = getSpec(op, options);
-      if (failed(spec))
-        return signalPassFailure();
-      LLVM::LLVMFuncOp kernel =
-          kernels.lookupSymbol<LLVM::LLVMFuncOp>(spec->kernelName());
-      if (!kernel) {
-        KernelBuilder builder(b, op.getLoc(), *spec);
-        kernel = builder.build(kernels);
-      }
+    auto build = [](OpBuilder &b, Location loc, const KernelSpec &spec,
+                    gpu::GPUModuleOp kernels) {
+      return KernelBuilder(b, loc, spec).build(kernels);
+    };
+    auto launch = [](AttentionOp op, LLVM::LLVMFuncOp kernel,
+                     const KernelSpec &spec) {
       replaceWithTensorMapLaunch(
           op, kernel,
-          TensorMapLaunch{spec->headDim, spec->blockR(), spec->blockC,
-                          spec->bf16, spec->threads(), spec->sharedBytes()});
-    }
+          TensorMapLaunch{spec.headDim, spec.blockR(), spec.blockC, spec.bf16,
+                          spec.threads(), spec.sharedBytes()});
+    };
+    if (failed(lowerEachAttention<KernelSpec>(
+            getOperation(),
+            [&](AttentionOp op) { return getSpec(op, options); }, build,
+            launch)))
+      signalPassFailure();
   }
 };
 
