@@ -88,6 +88,20 @@ tensorCoreUnsupportedReason(AttentionOp op, const SoftmaxConfig &config) {
   return std::nullopt;
 }
 
+/// The first check of every tensor-core back end: the mask and FA4 config
+/// of `op` for the kernel options, or the error "cannot be lowered to
+/// <target>: <why>" on the op.
+inline FailureOr<SoftmaxConfig>
+tensorCoreConfigOf(AttentionOp op, StringRef target, double rescaleThreshold,
+                   int64_t polyDegree, int64_t polyPeriod) {
+  SoftmaxConfig config =
+      softmaxConfigOf(op, rescaleThreshold, polyDegree, polyPeriod);
+  if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, config))
+    return op.emitOpError() << "cannot be lowered to " << target << ": "
+                            << *why;
+  return config;
+}
+
 class SoftmaxEmitter : public NVVMEmitter {
 public:
   SoftmaxEmitter(OpBuilder &b, Location loc, bool bf16,

@@ -599,12 +599,13 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
     return op.emitOpError() << "cannot be lowered to sm_100a tcgen05: " << msg;
   };
-  KernelSpec spec;
-  static_cast<SoftmaxConfig &>(spec) =
-      softmaxConfigOf(op, options.rescaleThreshold, options.polyExp2Degree,
+  FailureOr<SoftmaxConfig> config =
+      tensorCoreConfigOf(op, "sm_100a tcgen05", options.rescaleThreshold, options.polyExp2Degree,
                       options.polyExp2Period);
-  if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, spec))
-    return fail(*why);
+  if (failed(config))
+    return failure();
+  KernelSpec spec;
+  static_cast<SoftmaxConfig &>(spec) = *config;
   int64_t d = op.getHeadDim();
   if (std::optional<int64_t> br = op.getBlockR(); br && *br != kBlockR)
     return fail("block_r must be " + Twine(kBlockR) +

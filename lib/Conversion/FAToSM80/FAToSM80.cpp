@@ -615,11 +615,12 @@ FailureOr<KernelSpec> getSpec(AttentionOp op, bool queryInRegisters,
   auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
     return op.emitOpError() << "cannot be lowered to sm_80 mma.sync: " << msg;
   };
+  FailureOr<SoftmaxConfig> config =
+      tensorCoreConfigOf(op, "sm_80 mma.sync", rescaleThreshold, polyDegree, polyPeriod);
+  if (failed(config))
+    return failure();
   KernelSpec spec;
-  static_cast<SoftmaxConfig &>(spec) =
-      softmaxConfigOf(op, rescaleThreshold, polyDegree, polyPeriod);
-  if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, spec))
-    return fail(*why);
+  static_cast<SoftmaxConfig &>(spec) = *config;
   int64_t d = op.getHeadDim();
   // Defaults from the H200 tile sweeps (bench/results/
   // 2026-11-29-sm80-v{2,3,4}-tile-sweep.json): two row tiles per warp halve

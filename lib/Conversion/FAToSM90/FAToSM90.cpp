@@ -675,12 +675,13 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
     return op.emitOpError() << "cannot be lowered to sm_90a wgmma: " << msg;
   };
-  KernelSpec spec;
-  static_cast<SoftmaxConfig &>(spec) =
-      softmaxConfigOf(op, options.rescaleThreshold, options.polyExp2Degree,
+  FailureOr<SoftmaxConfig> config =
+      tensorCoreConfigOf(op, "sm_90a wgmma", options.rescaleThreshold, options.polyExp2Degree,
                       options.polyExp2Period);
-  if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, spec))
-    return fail(*why);
+  if (failed(config))
+    return failure();
+  KernelSpec spec;
+  static_cast<SoftmaxConfig &>(spec) = *config;
   int64_t d = op.getHeadDim();
   // B_r = 64 rows per consumer warpgroup: 128 (two) or 192 (three, as
   // FA3 runs D = 64). Default 192 for non-causal D = 64: +4% / +10% / +14%
