@@ -46,8 +46,8 @@ inline Value alignedPointer(OpBuilder &b, Location loc, Value memref,
 /// `build(builder, loc, spec, kernels)`, and `launch(op, kernel, spec)`
 /// replaces the op by the host side of the launch.
 template <typename Spec, typename SpecFn, typename BuildFn, typename LaunchFn>
-LogicalResult lowerEachAttention(ModuleOp module, SpecFn specOf,
-                                 BuildFn build, LaunchFn launch) {
+LogicalResult lowerEachAttention(ModuleOp module, SpecFn specOf, BuildFn build,
+                                 LaunchFn launch) {
   SmallVector<AttentionOp> ops;
   module.walk([&](AttentionOp op) { ops.push_back(op); });
   if (ops.empty())

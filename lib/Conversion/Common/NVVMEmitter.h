@@ -1,4 +1,5 @@
-//===- NVVMEmitter.h - scalar and warp helpers for the GPU kernels -*- C++ -*-===//
+//===- NVVMEmitter.h - scalar and warp helpers for the GPU kernels -*- C++
+//-*-===//
 //
 // The small vocabulary both tensor-core kernels (mma.sync on sm_80,
 // wgmma on sm_90a) are written in: i32/f32 arithmetic, MUFU exp2 and the
@@ -96,8 +97,8 @@ protected:
         b, loc, arith::FPToSIOp::create(b, loc, i32, whole), c32(23));
     Value bits = add(arith::BitcastOp::create(b, loc, i32, p), shift);
     Value r = arith::BitcastOp::create(b, loc, f32, bits);
-    Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
-                                       cf(-126.0));
+    Value tiny =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, cf(-126.0));
     return select(tiny, cf(0.0), r);
   }
 

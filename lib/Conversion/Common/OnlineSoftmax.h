@@ -1,4 +1,5 @@
-//===- OnlineSoftmax.h - the softmax side of the tensor-core kernels -*- C++ -*-===//
+//===- OnlineSoftmax.h - the softmax side of the tensor-core kernels -*- C++
+//-*-===//
 //
 // Both GPU kernels hold S and O in the same register layout (the mma.sync
 // C fragment, which wgmma's m64 accumulator repeats per warp): register
@@ -81,8 +82,8 @@ tensorCoreUnsupportedReason(AttentionOp op, const SoftmaxConfig &config) {
            "), got " + std::to_string(op.getValueHeadDim());
   if (op.getOuts().size() != 2)
     return std::string("the kernel writes LSE: give an lse destination");
-  if (config.polyDegree && (config.polyDegree < 2 || config.polyDegree > 5 ||
-                            config.polyPeriod < 1))
+  if (config.polyDegree &&
+      (config.polyDegree < 2 || config.polyDegree > 5 || config.polyPeriod < 1))
     return std::string("poly-exp2-degree must be in [2, 5] and "
                        "poly-exp2-period at least 1");
   return std::nullopt;
@@ -97,8 +98,8 @@ tensorCoreConfigOf(AttentionOp op, StringRef target, double rescaleThreshold,
   SoftmaxConfig config =
       softmaxConfigOf(op, rescaleThreshold, polyDegree, polyPeriod);
   if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, config))
-    return op.emitOpError() << "cannot be lowered to " << target << ": "
-                            << *why;
+    return op.emitOpError()
+           << "cannot be lowered to " << target << ": " << *why;
   return config;
 }
 
@@ -124,8 +125,8 @@ protected:
   /// Keys past the end and, if causal, above the diagonal or, with a
   /// window, outside the band get -inf. `row0` is the thread's first row,
   /// `quadLane` = lane % 4.
-  void applyMask(MutableArrayRef<Value> s, Value kStart, Value row0,
-                 Value nk, Value quadLane) {
+  void applyMask(MutableArrayRef<Value> s, Value kStart, Value row0, Value nk,
+                 Value quadLane) {
     Value negInf = cf(-std::numeric_limits<double>::infinity());
     Value row1 = add(row0, c32(8));
     for (int64_t n = 0; n < int64_t(s.size()) / 4; ++n)
@@ -184,17 +185,16 @@ protected:
       base[h] = update.base;
       step.alpha[h] = update.alpha;
       if (Value move = update.moved)
-        step.moved = step.moved
-                         ? arith::OrIOp::create(b, loc, step.moved, move)
-                         : move;
+        step.moved =
+            step.moved ? arith::OrIOp::create(b, loc, step.moved, move) : move;
       rowSum[h] = cf(0.0);
     }
     std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
                                     arith::NegFOp::create(b, loc, base[1])};
     for (int64_t n = 0; n < tiles; ++n)
       for (int64_t e = 0; e < 4; ++e) {
-        s[4 * n + e] = exp2Score(s[4 * n + e], effScale, negBase[e / 2],
-                                 4 * n + e);
+        s[4 * n + e] =
+            exp2Score(s[4 * n + e], effScale, negBase[e / 2], 4 * n + e);
         rowSum[e / 2] = fadd(rowSum[e / 2], s[4 * n + e]);
       }
     for (int64_t h = 0; h < 2; ++h)
@@ -227,8 +227,8 @@ protected:
       mNew = fmax(mOld, mBlock);
     }
     // A row with no visible key so far keeps m = -inf: use base 0.
-    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                        mNew, negInf);
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
     RowUpdate update;
     update.base = select(empty, cf(0.0), mNew);
     update.alpha = ex2(arith::SubFOp::create(b, loc, mOld, update.base));
@@ -273,8 +273,8 @@ protected:
       sum = fadd(sum, shflXor(sum, 2));
       Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                              sum, cf(0.0));
-      Value inv = select(positive,
-                         arith::DivFOp::create(b, loc, cf(1.0), sum), cf(0.0));
+      Value inv = select(positive, arith::DivFOp::create(b, loc, cf(1.0), sum),
+                         cf(0.0));
       Value row = add(row0, c32(8 * h));
       auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
       OpBuilder::InsertionGuard guard(b);

@@ -1,4 +1,5 @@
-//===- TMAKernel.h - what the TMA-fed kernels (sm_90a, sm_100a) share -*- C++ -*-===//
+//===- TMAKernel.h - what the TMA-fed kernels (sm_90a, sm_100a) share -*- C++
+//-*-===//
 //
 // The Hopper and Blackwell kernels are fed the same way: one CTA per
 // (query block, head) tile, Q/K/V read by TMA (cp.async.bulk.tensor) into
@@ -50,10 +51,10 @@ struct AttentionTile {
 class TMAKernelEmitter : public SoftmaxEmitter {
 public:
   TMAKernelEmitter(OpBuilder &b, Location loc, bool bf16,
-                   const SoftmaxConfig &config, int64_t headDim,
-                   int64_t blockR, int64_t blockC)
-      : SoftmaxEmitter(b, loc, bf16, config), headDim(headDim),
-        blockR(blockR), blockC(blockC) {}
+                   const SoftmaxConfig &config, int64_t headDim, int64_t blockR,
+                   int64_t blockC)
+      : SoftmaxEmitter(b, loc, bf16, config), headDim(headDim), blockR(blockR),
+        blockC(blockC) {}
 
 protected:
   /// Creates the kernel `name` in `module` with the TMA kernels' signature
@@ -153,9 +154,8 @@ protected:
     for (int64_t cb = 0; cb < headDim / kColumnsPerBlock; ++cb) {
       Value dst = sharedAt(add(tileOffset, c32(cb * rows * kSwizzleBytes)));
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, loc, dst, map,
-          ValueRange{c32(cb * kColumnsPerBlock), row, matrix}, bar,
-          ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+          b, loc, dst, map, ValueRange{c32(cb * kColumnsPerBlock), row, matrix},
+          bar, ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
           /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
     }
   }
@@ -273,8 +273,7 @@ inline void replaceWithTensorMapLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
   auto encode = module.lookupSymbol<LLVM::LLVMFuncOp>("faEncodeTensorMap");
   if (!encode) {
     OpBuilder mb(module.getBodyRegion());
-    encode =
-        LLVM::LLVMFuncOp::create(mb, loc, "faEncodeTensorMap", encodeType);
+    encode = LLVM::LLVMFuncOp::create(mb, loc, "faEncodeTensorMap", encodeType);
   }
   auto pointerOf = [&](Value memref, Type type) {
     return alignedPointer(b, loc, memref, type);
@@ -333,13 +332,12 @@ inline void replaceWithTensorMapLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value threads = arith::ConstantIndexOp::create(b, loc, launch.threads);
   Value smemBytes = c32(launch.sharedBytes);
-  auto kernelSym = SymbolRefAttr::get(
-      b.getStringAttr("fa_kernels"),
-      {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
-  gpu::LaunchFuncOp::create(b, loc, kernelSym,
-                            gpu::KernelDim3{gridX, one, one},
-                            gpu::KernelDim3{threads, one, one}, smemBytes,
-                            args, /*asyncObject=*/Value());
+  auto kernelSym =
+      SymbolRefAttr::get(b.getStringAttr("fa_kernels"),
+                         {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
+  gpu::LaunchFuncOp::create(b, loc, kernelSym, gpu::KernelDim3{gridX, one, one},
+                            gpu::KernelDim3{threads, one, one}, smemBytes, args,
+                            /*asyncObject=*/Value());
   op.erase();
 }
 

@@ -69,11 +69,11 @@ using namespace mlir::fa;
 
 namespace {
 
-constexpr int64_t kBlockR = 128;       // tcgen05.mma M: one TMEM lane per row
-constexpr int64_t kLoadWarp = 4;       // warps 0-3 are the softmax warpgroup
+constexpr int64_t kBlockR = 128; // tcgen05.mma M: one TMEM lane per row
+constexpr int64_t kLoadWarp = 4; // warps 0-3 are the softmax warpgroup
 constexpr int64_t kMmaWarp = 5;
 constexpr int64_t kThreads = 32 * 6;
-constexpr int64_t kLdColumns = 32;     // columns per tcgen05.ld/st (x32)
+constexpr int64_t kLdColumns = 32; // columns per tcgen05.ld/st (x32)
 // Shared-memory descriptor format of sm_100a: version 0b001 at bits 46-48,
 // 128-B swizzle = 2 at bits 61-63.
 constexpr int64_t kTcgen05Swizzle128 = int64_t(1) << 46 | int64_t(2) << 61;
@@ -181,11 +181,10 @@ private:
     return c32(desc);
   }
   void mma(Value d, Value a, Value bDesc, Value idesc, Value accumulate) {
-    NVVM::Tcgen05MMAOp::create(b, loc, NVVM::Tcgen05MMAKind::F16,
-                               NVVM::CTAGroupKind::CTA_1,
-                               NVVM::Tcgen05MMACollectorOp::DISCARD,
-                               /*aShift=*/false, d, a, bDesc, idesc,
-                               accumulate, Value(), Value());
+    NVVM::Tcgen05MMAOp::create(
+        b, loc, NVVM::Tcgen05MMAKind::F16, NVVM::CTAGroupKind::CTA_1,
+        NVVM::Tcgen05MMACollectorOp::DISCARD,
+        /*aShift=*/false, d, a, bDesc, idesc, accumulate, Value(), Value());
   }
   void commit(Value bar) {
     NVVM::Tcgen05CommitOp::create(b, loc, bar, Value());
@@ -225,8 +224,8 @@ SmallVector<Value> KernelBuilder::loadColumns(Value column, int64_t count) {
   auto shape = NVVM::Tcgen05LdStShapeAttr::get(
       b.getContext(), NVVM::Tcgen05LdStShape::SHAPE_32X32B);
   // Warp w reads its own 32 lanes: lane field 32 w.
-  Value laneBase = add(tmemBase, arith::ShLIOp::create(
-                                     b, loc, mul(warp, c32(32)), c32(16)));
+  Value laneBase =
+      add(tmemBase, arith::ShLIOp::create(b, loc, mul(warp, c32(32)), c32(16)));
   SmallVector<Value> chunks;
   for (int64_t c = 0; c < count; c += kLdColumns)
     chunks.push_back(NVVM::Tcgen05LdOp::create(
@@ -237,8 +236,7 @@ SmallVector<Value> KernelBuilder::loadColumns(Value column, int64_t count) {
   for (Value chunk : chunks)
     for (int64_t e = 0; e < kLdColumns; ++e)
       out.push_back(arith::BitcastOp::create(
-          b, loc, f32,
-          LLVM::ExtractElementOp::create(b, loc, chunk, c32(e))));
+          b, loc, f32, LLVM::ExtractElementOp::create(b, loc, chunk, c32(e))));
   return out;
 }
 
@@ -247,8 +245,8 @@ void KernelBuilder::storeColumns(Value column, ArrayRef<Value> values,
   auto chunkType = VectorType::get({kLdColumns}, i32);
   auto shape = NVVM::Tcgen05LdStShapeAttr::get(
       b.getContext(), NVVM::Tcgen05LdStShape::SHAPE_32X32B);
-  Value laneBase = add(tmemBase, arith::ShLIOp::create(
-                                     b, loc, mul(warp, c32(32)), c32(16)));
+  Value laneBase =
+      add(tmemBase, arith::ShLIOp::create(b, loc, mul(warp, c32(32)), c32(16)));
   for (size_t c = 0; c < values.size(); c += kLdColumns) {
     Value chunk = LLVM::PoisonOp::create(b, loc, chunkType);
     for (int64_t e = 0; e < kLdColumns; ++e) {
@@ -281,12 +279,10 @@ void KernelBuilder::emitLoads() {
   Value row = mul(j, c32(spec.blockC));
   waitBarrier(kEmpty(stage), parity);
   expectBytes(kFull(stage), spec.kvTileBytes());
-  loadTile(kMap, kOffset(stage), spec.blockC, row, tile.kvMatrix,
-           kFull(stage));
+  loadTile(kMap, kOffset(stage), spec.blockC, row, tile.kvMatrix, kFull(stage));
   waitBarrier(vEmpty(stage), parity);
   expectBytes(vFull(stage), spec.kvTileBytes());
-  loadTile(vMap, vOffset(stage), spec.blockC, row, tile.kvMatrix,
-           vFull(stage));
+  loadTile(vMap, vOffset(stage), spec.blockC, row, tile.kvMatrix, vFull(stage));
 }
 
 void KernelBuilder::issueScores(Value j) {
@@ -396,13 +392,12 @@ void KernelBuilder::emitSoftmax() {
       b.setInsertionPointToStart(ifPrev.thenBlock());
       waitBarrier(oDone(), bit(sub(i, c32(1))));
       fenceAfterSync();
-      Value doRescale =
-          conditional
-              ? Value(NVVM::VoteSyncOp::create(
-                    b, loc, b.getI1Type(), c32(-1), update.moved,
-                    NVVM::VoteSyncKindAttr::get(b.getContext(),
-                                                NVVM::VoteSyncKind::any)))
-              : arith::ConstantIntOp::create(b, loc, 1, 1);
+      Value doRescale = conditional
+                            ? Value(NVVM::VoteSyncOp::create(
+                                  b, loc, b.getI1Type(), c32(-1), update.moved,
+                                  NVVM::VoteSyncKindAttr::get(
+                                      b.getContext(), NVVM::VoteSyncKind::any)))
+                            : arith::ConstantIntOp::create(b, loc, 1, 1);
       auto ifRescale = scf::IfOp::create(b, loc, doRescale, false);
       b.setInsertionPointToStart(ifRescale.thenBlock());
       // 32 columns at a time, so O never occupies more than 32 registers.
@@ -463,17 +458,15 @@ void KernelBuilder::emitSoftmax() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifRow.thenBlock());
     for (size_t q = 0; q < packed.size(); ++q)
-      LLVM::StoreOp::create(
-          b, loc, packed[q],
-          gep(globalPtr, half, oRow, c64(c + 8 * int64_t(q))),
-          /*alignment=*/16);
+      LLVM::StoreOp::create(b, loc, packed[q],
+                            gep(globalPtr, half, oRow, c64(c + 8 * int64_t(q))),
+                            /*alignment=*/16);
   }
   auto ifRow = scf::IfOp::create(b, loc, inRange, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifRow.thenBlock());
   Value lse = select(positive, fmul(fadd(m, lg2(l)), cf(kLn2)), negInf);
-  LLVM::StoreOp::create(b, loc, lse, gep(globalPtr, f32, lsePtr, rowIndex),
-                        4);
+  LLVM::StoreOp::create(b, loc, lse, gep(globalPtr, f32, lsePtr, rowIndex), 4);
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
@@ -600,8 +593,8 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
     return op.emitOpError() << "cannot be lowered to sm_100a tcgen05: " << msg;
   };
   FailureOr<SoftmaxConfig> config =
-      tensorCoreConfigOf(op, "sm_100a tcgen05", options.rescaleThreshold, options.polyExp2Degree,
-                      options.polyExp2Period);
+      tensorCoreConfigOf(op, "sm_100a tcgen05", options.rescaleThreshold,
+                         options.polyExp2Degree, options.polyExp2Period);
   if (failed(config))
     return failure();
   KernelSpec spec;
@@ -649,10 +642,10 @@ struct ConvertFAToSM100Pass
     };
     auto launch = [](AttentionOp op, LLVM::LLVMFuncOp kernel,
                      const KernelSpec &spec) {
-      replaceWithTensorMapLaunch(
-          op, kernel,
-          TensorMapLaunch{spec.headDim, kBlockR, spec.blockC, spec.bf16,
-                          kThreads, spec.sharedBytes()});
+      replaceWithTensorMapLaunch(op, kernel,
+                                 TensorMapLaunch{spec.headDim, kBlockR,
+                                                 spec.blockC, spec.bf16,
+                                                 kThreads, spec.sharedBytes()});
     };
     if (failed(lowerEachAttention<KernelSpec>(
             getOperation(),

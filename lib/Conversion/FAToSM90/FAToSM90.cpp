@@ -45,8 +45,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <array>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace mlir::fa {
@@ -59,9 +59,9 @@ using namespace mlir::fa;
 
 namespace {
 
-constexpr int64_t kRowsPerConsumer = 64;    // wgmma M
+constexpr int64_t kRowsPerConsumer = 64;               // wgmma M
 constexpr int64_t kWgmmaSwizzle128 = int64_t(1) << 62; // descriptor bits
-constexpr int64_t kPingPongBarrier = 1;     // named barriers 1, 2
+constexpr int64_t kPingPongBarrier = 1;                // named barriers 1, 2
 
 /// What the generated kernel is specialised for (the mask and FA4 choices
 /// in the SoftmaxConfig base).
@@ -85,7 +85,9 @@ struct KernelSpec : SoftmaxConfig {
   int64_t kOffset(int64_t stage) const {
     return qBytes() + stage * 2 * kvTileBytes();
   }
-  int64_t vOffset(int64_t stage) const { return kOffset(stage) + kvTileBytes(); }
+  int64_t vOffset(int64_t stage) const {
+    return kOffset(stage) + kvTileBytes();
+  }
   int64_t barrierOffset() const { return kOffset(stages); }
   // Barriers: q_full, q_empty, then per stage k_full, v_full, k_empty,
   // v_empty.
@@ -116,8 +118,8 @@ struct RowState {
 class KernelBuilder : public TMAKernelEmitter {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
-      : TMAKernelEmitter(b, loc, spec.bf16, spec, spec.headDim,
-                         spec.blockR(), spec.blockC),
+      : TMAKernelEmitter(b, loc, spec.bf16, spec, spec.headDim, spec.blockR(),
+                         spec.blockC),
         spec(spec) {}
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
@@ -187,22 +189,19 @@ private:
 
   /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), carrying
   /// the ring position (K/V blocks consumed so far) and the tile count.
-  void emitTileLoop(
-      llvm::function_ref<Value(const AttentionTile &, Value ring, Value tileIndex)>
-          body);
+  void emitTileLoop(llvm::function_ref<Value(const AttentionTile &, Value ring,
+                                             Value tileIndex)>
+                        body);
 
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
   void emitConsumerTile(Value consumer, const AttentionTile &tile,
-                        Value tileIndex,
-                        const std::function<void()> &waitTurn,
+                        Value tileIndex, const std::function<void()> &waitTurn,
                         const std::function<void()> &passTurn);
   void emitConsumer(Value consumer);
 
   // Position of K/V block j of the current tile in the ring: j + ringBase.
-  Value stageOf(Value j) {
-    return remu(add(j, ringBase), c32(spec.stages));
-  }
+  Value stageOf(Value j) { return remu(add(j, ringBase), c32(spec.stages)); }
   Value parityOf(Value j) {
     return arith::AndIOp::create(
         b, loc, divu(add(j, ringBase), c32(spec.stages)), c32(1));
@@ -239,8 +238,8 @@ SmallVector<Value> KernelBuilder::issueScores(Value kTile) {
   for (int64_t kk = 0; kk < spec.headDim / 16; ++kk) {
     // The first k-step ignores the accumulator's input (scale-d = 0).
     acc = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, accType, acc, kMajor(qTile, spec.blockR(), kk), kMajor(kTile, spec.blockC, kk),
-        NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+        b, loc, accType, acc, kMajor(qTile, spec.blockR(), kk),
+        kMajor(kTile, spec.blockC, kk), NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
         NVVM::WGMMATypesAttr::get(ctx, type),
         NVVM::WGMMATypesAttr::get(ctx, type),
         NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
@@ -255,7 +254,8 @@ SmallVector<Value> KernelBuilder::issueScores(Value kTile) {
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   SmallVector<Value> s;
   for (int64_t i = 0; i < n / 2; ++i)
-    s.push_back(LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
+    s.push_back(
+        LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
   return s;
 }
 
@@ -304,9 +304,10 @@ SmallVector<Value> KernelBuilder::issueValues(ArrayRef<Value> p,
   return acc;
 }
 
-KernelBuilder::BlockStep
-KernelBuilder::softmax(SmallVector<Value> s, RowState &state, bool masked,
-                       Value kStart, Value row0, Value nk, Value scaleLog2) {
+KernelBuilder::BlockStep KernelBuilder::softmax(SmallVector<Value> s,
+                                                RowState &state, bool masked,
+                                                Value kStart, Value row0,
+                                                Value nk, Value scaleLog2) {
   Value effScale = applySoftcap(s, scaleLog2);
   if (masked)
     applyMask(s, kStart, row0, nk, t);
@@ -363,10 +364,10 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   Value firstBlock = tile.firstBlock, numBlocks = tile.numBlocks;
   Value kvMatrix = tile.kvMatrix;
   // The Q buffer is free once both consumers finished the previous tile.
-  waitBarrier(qEmpty(), arith::XOrIOp::create(
-                            b, loc,
-                            arith::AndIOp::create(b, loc, tileIndex, c32(1)),
-                            c32(1)));
+  waitBarrier(
+      qEmpty(),
+      arith::XOrIOp::create(
+          b, loc, arith::AndIOp::create(b, loc, tileIndex, c32(1)), c32(1)));
   expectBytes(qFull(), spec.qBytes());
   loadTile(qMap, c32(0), spec.blockR(), tile.qStart, tile.qMatrix, qFull());
   OpBuilder::InsertionGuard guard(b);
@@ -396,11 +397,10 @@ void KernelBuilder::emitConsumer(Value consumer) {
   // With three consumers the turn goes round: c hands it to (c + 1) mod 3.
   // Each named barrier joins one waiting and one arriving warpgroup.
   Value ownTurn = add(c32(kPingPongBarrier), consumer);
-  Value otherTurn =
-      add(c32(kPingPongBarrier),
-          spec.consumers == 2
-              ? sub(c32(1), consumer)
-              : remu(add(consumer, c32(1)), c32(spec.consumers)));
+  Value otherTurn = add(c32(kPingPongBarrier),
+                        spec.consumers == 2
+                            ? sub(c32(1), consumer)
+                            : remu(add(consumer, c32(1)), c32(spec.consumers)));
   Value pairThreads = c32(2 * 128);
   auto waitTurn = [&] {
     if (spec.pingPong)
@@ -492,8 +492,7 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
     SmallVector<Value> sj = issueScores(kOffset(stage));
     // O of the blocks before j - 1 moves to block j - 1's base, then
     // O += P_{j-1} V_{j-1} goes to the tensor cores behind S_j.
-    SmallVector<Value> o =
-        fenceOperands(rescale(st.o, prev.alpha, prev.moved));
+    SmallVector<Value> o = fenceOperands(rescale(st.o, prev.alpha, prev.moved));
     waitBarrier(vFull(prevStage), parityOf(prevJ));
     o = issueValues(prev.p, o, vOffset(prevStage));
     passTurn();
@@ -501,8 +500,8 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, spec.intraOverlap ? 1 : 0);
     sj = fenceOperands(sj);
     releaseTile(kEmpty(stage));
-    BlockStep step = softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0,
-                               nk, scaleLog2);
+    BlockStep step =
+        softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0, nk, scaleLog2);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     st.o = fenceOperands(o);
     releaseTile(vEmpty(prevStage));
@@ -511,8 +510,8 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
   };
   Value second = add(firstBlock, c32(1));
   Value unmaskedBegin = arith::MaxUIOp::create(b, loc, second, firstBlock);
-  Value unmaskedStop = arith::MaxUIOp::create(b, loc, unmaskedEnd,
-                                              unmaskedBegin);
+  Value unmaskedStop =
+      arith::MaxUIOp::create(b, loc, unmaskedEnd, unmaskedBegin);
   SmallVector<Value> after =
       emitLoop(unmaskedBegin, unmaskedStop, pack(state, first), false);
   after = emitLoop(unmaskedStop, numBlocks, after, true);
@@ -572,8 +571,7 @@ void KernelBuilder::emitTileLoop(
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   OpBuilder::InsertionGuard guard(b);
-  LLVM::LLVMFuncOp fn =
-      beginKernel(module, spec.kernelName(), spec.threads());
+  LLVM::LLVMFuncOp fn = beginKernel(module, spec.kernelName(), spec.threads());
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
   fn->setAttr(
       "fa.schedule",
@@ -645,8 +643,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                                  Value());
     for (int64_t s = 0; s < spec.stages; ++s) {
       NVVM::MBarrierInitOp::create(b, loc, barrier(2 + s), c32(1), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + spec.stages + s),
-                                   c32(1), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + spec.stages + s), c32(1),
+                                   Value());
       NVVM::MBarrierInitOp::create(b, loc, barrier(2 + 2 * spec.stages + s),
                                    c32(4 * spec.consumers), Value());
       NVVM::MBarrierInitOp::create(b, loc, barrier(2 + 3 * spec.stages + s),
@@ -676,8 +674,8 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
     return op.emitOpError() << "cannot be lowered to sm_90a wgmma: " << msg;
   };
   FailureOr<SoftmaxConfig> config =
-      tensorCoreConfigOf(op, "sm_90a wgmma", options.rescaleThreshold, options.polyExp2Degree,
-                      options.polyExp2Period);
+      tensorCoreConfigOf(op, "sm_90a wgmma", options.rescaleThreshold,
+                         options.polyExp2Degree, options.polyExp2Period);
   if (failed(config))
     return failure();
   KernelSpec spec;
@@ -750,15 +748,10 @@ struct ConvertFAToSM90Pass
   using ConvertFAToSM90Base::ConvertFAToSM90Base;
 
   void runOnOperation() override {
-    ConvertFAToSM90Options options{stages,
-                                   pingPong,
-                                   intraOverlap,
-                                   persistent,
-                                   producerRegisters,
-                                   consumerRegisters,
-                                   rescaleThreshold,
-                                   polyExp2Degree,
-                                   polyExp2Period};
+    ConvertFAToSM90Options options{
+        stages,           pingPong,          intraOverlap,
+        persistent,       producerRegisters, consumerRegisters,
+        rescaleThreshold, polyExp2Degree,    polyExp2Period};
     auto build = [](OpBuilder &b, Location loc, const KernelSpec &spec,
                     gpu::GPUModuleOp kernels) {
       return KernelBuilder(b, loc, spec).build(kernels);

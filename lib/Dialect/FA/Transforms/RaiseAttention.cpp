@@ -215,15 +215,24 @@ bool matchCausalMask(linalg::GenericOp g, Value &input) {
   // swapped (uge <-> ule, ugt <-> ult, ...).
   auto swapped = [](P p) {
     switch (p) {
-    case P::ule: return P::uge;
-    case P::uge: return P::ule;
-    case P::ult: return P::ugt;
-    case P::ugt: return P::ult;
-    case P::sle: return P::sge;
-    case P::sge: return P::sle;
-    case P::slt: return P::sgt;
-    case P::sgt: return P::slt;
-    default: return p;
+    case P::ule:
+      return P::uge;
+    case P::uge:
+      return P::ule;
+    case P::ult:
+      return P::ugt;
+    case P::ugt:
+      return P::ult;
+    case P::sle:
+      return P::sge;
+    case P::sge:
+      return P::sle;
+    case P::slt:
+      return P::sgt;
+    case P::sgt:
+      return P::slt;
+    default:
+      return p;
     }
   };
   P pred = cmp.getPredicate();
@@ -256,8 +265,7 @@ bool matchCausalMask(linalg::GenericOp g, Value &input) {
 }
 
 /// The single arith op of a generic's body (besides the yield), if any.
-template <typename OpTy>
-OpTy singleBodyOp(linalg::GenericOp op) {
+template <typename OpTy> OpTy singleBodyOp(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   if (body.getOperations().size() != 2)
     return nullptr;
@@ -267,8 +275,7 @@ OpTy singleBodyOp(linalg::GenericOp op) {
 /// A reduction over the last of `rank` dims: generic with that dim the only
 /// reduction, or linalg.reduce over it; body combining the input with the
 /// accumulator by OpTy. Returns the reduced input.
-template <typename... OpTys>
-Value matchRowReduction(Value v, int64_t rank) {
+template <typename... OpTys> Value matchRowReduction(Value v, int64_t rank) {
   if (auto reduce = v.getDefiningOp<linalg::ReduceOp>()) {
     if (reduce.getDimensions() != ArrayRef<int64_t>{rank - 1} ||
         reduce.getInputs().size() != 1)
@@ -294,8 +301,7 @@ Value matchRowReduction(Value v, int64_t rank) {
 template <typename OpTy>
 bool matchRowBroadcast(linalg::GenericOp g, Value &full, Value &row) {
   int64_t rank = g.getNumLoops();
-  if (g.getNumDpsInputs() != 2 || rank < 3 ||
-      g.getNumParallelLoops() != rank)
+  if (g.getNumDpsInputs() != 2 || rank < 3 || g.getNumParallelLoops() != rank)
     return false;
   SmallVector<AffineMap> maps = g.getIndexingMapsArray();
   MLIRContext *ctx = g.getContext();
@@ -323,7 +329,8 @@ Value matchSoftmax(Value p) {
   };
   if (auto softmax = p.getDefiningOp<linalg::SoftmaxOp>()) {
     int64_t rank = rankOf(softmax.getInput());
-    if ((rank != 3 && rank != 4) || softmax.getDimension() != uint64_t(rank - 1))
+    if ((rank != 3 && rank != 4) ||
+        softmax.getDimension() != uint64_t(rank - 1))
       return nullptr;
     return softmax.getInput();
   }
@@ -498,7 +505,8 @@ std::optional<Contraction> matchContraction(Value result, bool isScores) {
     group = cst.getValue();
   }
   return Contraction{g.getDpsInputOperand(0)->get(),
-                     {g.getDpsInputOperand(1)->get(), group}, rank};
+                     {g.getDpsInputOperand(1)->get(), group},
+                     rank};
 }
 
 struct RaiseAttention : OpInterfaceRewritePattern<linalg::LinalgOp> {
@@ -584,8 +592,8 @@ struct RaiseAttention : OpInterfaceRewritePattern<linalg::LinalgOp> {
       SmallVector<int64_t> shape = {1};
       llvm::append_range(shape, type.getShape());
       return tensor::ExpandShapeOp::create(
-          rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
-          t, reassociation);
+          rewriter, loc, RankedTensorType::get(shape, type.getElementType()), t,
+          reassociation);
     };
     SmallVector<int64_t> oShape;
     if (r == 3)
