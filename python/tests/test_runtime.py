@@ -171,3 +171,26 @@ def test_missing_driver_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("FLASHMLIR_LIBCUDA", "/nonexistent/libcuda.so.1")
     with pytest.raises(runtime.CudaError, match="cannot load the CUDA driver"):
         runtime._get_driver()
+
+
+def test_tensor_maps_are_cached_on_what_they_encode(monkeypatch):
+    """A tensor map depends only on the address, shape, element size, dtype
+    and box: the same ones reuse the encoding, any difference re-encodes."""
+    calls = []
+
+    def fake_encode(tensor, box_rows, dtype, box_cols):
+        calls.append((tensor.data_ptr(), box_rows))
+        return (object(), len(calls))
+
+    monkeypatch.setattr(runtime, "_encode_tensor_map", fake_encode)
+    monkeypatch.setattr(runtime, "_TENSOR_MAPS", type(runtime._TENSOR_MAPS)())
+    t = FakeTensor((1, 2, 64, 64))
+    t.element_size = lambda: 2
+    first = runtime.encode_tensor_map(t, 128, "f16")
+    assert runtime.encode_tensor_map(t, 128, "f16") is first
+    assert len(calls) == 1
+    runtime.encode_tensor_map(t, 192, "f16")          # another box
+    moved = FakeTensor((1, 2, 64, 64), ptr=8192)      # another buffer
+    moved.element_size = lambda: 2
+    runtime.encode_tensor_map(moved, 128, "f16")
+    assert len(calls) == 3
