@@ -40,77 +40,80 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFile(cl::Positional,
+// The tool's own options; --help hides the LLVM ones linked in.
+static cl::OptionCategory toolOptions("fa-run options");
+
+static cl::opt<std::string> inputFile(cl::cat(toolOptions), cl::Positional,
                                       cl::desc("[input.mlir]"),
                                       cl::init(""));
 static cl::opt<std::string>
-    loopOrder("loop-order", cl::desc("fa1 or fa2 (default fa2)"),
+    loopOrder(cl::cat(toolOptions), "loop-order", cl::desc("fa1 or fa2 (default fa2)"),
               cl::init("fa2"));
-static cl::opt<int64_t> blockR("block-r", cl::desc("B_r override"),
+static cl::opt<int64_t> blockR(cl::cat(toolOptions), "block-r", cl::desc("B_r override"),
                                cl::init(0));
-static cl::opt<int64_t> blockC("block-c", cl::desc("B_c override"),
+static cl::opt<int64_t> blockC(cl::cat(toolOptions), "block-c", cl::desc("B_c override"),
                                cl::init(0));
-static cl::opt<int64_t> sramBudget("sram-budget",
+static cl::opt<int64_t> sramBudget(cl::cat(toolOptions), "sram-budget",
                                    cl::desc("fa-tile budget in bytes"),
                                    cl::init(0));
-static cl::opt<double> rescaleThreshold(
+static cl::opt<double> rescaleThreshold(cl::cat(toolOptions), 
     "rescale-threshold",
     cl::desc("Apply fa-conditional-rescale with this threshold (log2 units)"),
     cl::init(-1.0));
-static cl::opt<bool> countRescales(
+static cl::opt<bool> countRescales(cl::cat(toolOptions), 
     "count-rescales",
     cl::desc("Report rescales performed and skipped, and the largest P"),
     cl::init(false));
-static cl::opt<int64_t> polyExp2Degree(
+static cl::opt<int64_t> polyExp2Degree(cl::cat(toolOptions), 
     "poly-exp2-degree", cl::desc("Apply fa-poly-exp2 with this degree"),
     cl::init(0));
-static cl::opt<int64_t> polyExp2Period(
+static cl::opt<int64_t> polyExp2Period(cl::cat(toolOptions), 
     "poly-exp2-period", cl::desc("fa-poly-exp2: one exp2 in this many"),
     cl::init(8));
 static cl::opt<std::string>
-    pipeline("pipeline",
+    pipeline(cl::cat(toolOptions), "pipeline",
              cl::desc("Pass pipeline replacing fa-cpu-pipeline (textual, "
                       "anchored on builtin.module)"),
              cl::init(""));
-static cl::opt<unsigned> seed("seed", cl::desc("Random seed"), cl::init(1));
-static cl::opt<double> tolerance(
+static cl::opt<unsigned> seed(cl::cat(toolOptions), "seed", cl::desc("Random seed"), cl::init(1));
+static cl::opt<double> tolerance(cl::cat(toolOptions), 
     "tolerance",
     cl::desc("Max relative L2 error of O (default by dtype: f32 1e-5, "
              "f16 1e-3, bf16 8e-3)"),
     cl::init(-1.0));
 static cl::opt<std::string>
-    inputKind("inputs", cl::desc("normal (N(0,1) inputs) or rising (scores "
+    inputKind(cl::cat(toolOptions), "inputs", cl::desc("normal (N(0,1) inputs) or rising (scores "
                                  "grow along the keys, so the row max moves "
                                  "in every block)"),
               cl::init("normal"));
-static cl::opt<bool> raise(
+static cl::opt<bool> raise(cl::cat(toolOptions), 
     "raise",
     cl::desc("Run fa-raise-attention first: the input spells attention in "
              "linalg"),
     cl::init(false));
-static cl::opt<bool> printModule("print-input",
+static cl::opt<bool> printModule(cl::cat(toolOptions), "print-input",
                                  cl::desc("Print the module before lowering"),
                                  cl::init(false));
 
 // Shapes for a module built from the command line (no input file).
-static cl::opt<int64_t> batch("batch", cl::init(1));
-static cl::opt<int64_t> qHeads("q-heads", cl::init(1));
-static cl::opt<int64_t> kvHeads("kv-heads", cl::init(0),
+static cl::opt<int64_t> batch(cl::cat(toolOptions), "batch", cl::init(1));
+static cl::opt<int64_t> qHeads(cl::cat(toolOptions), "q-heads", cl::init(1));
+static cl::opt<int64_t> kvHeads(cl::cat(toolOptions), "kv-heads", cl::init(0),
                                 cl::desc("default: q-heads"));
-static cl::opt<int64_t> qLen("q-len", cl::init(64));
-static cl::opt<int64_t> kvLen("kv-len", cl::init(0),
+static cl::opt<int64_t> qLen(cl::cat(toolOptions), "q-len", cl::init(64));
+static cl::opt<int64_t> kvLen(cl::cat(toolOptions), "kv-len", cl::init(0),
                               cl::desc("default: q-len"));
-static cl::opt<int64_t> headDim("head-dim", cl::init(64));
-static cl::opt<int64_t> valueHeadDim("value-head-dim", cl::init(0),
+static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim", cl::init(64));
+static cl::opt<int64_t> valueHeadDim(cl::cat(toolOptions), "value-head-dim", cl::init(0),
                                      cl::desc("default: head-dim"));
-static cl::opt<std::string> dtype("dtype", cl::desc("f32, f16 or bf16"),
+static cl::opt<std::string> dtype(cl::cat(toolOptions), "dtype", cl::desc("f32, f16 or bf16"),
                                   cl::init("f32"));
-static cl::opt<bool> causal("causal", cl::init(false));
-static cl::opt<int64_t> window("window", cl::init(0));
-static cl::opt<double> softcap("softcap", cl::init(0.0));
-static cl::opt<double> scale("scale", cl::init(0.0),
+static cl::opt<bool> causal(cl::cat(toolOptions), "causal", cl::init(false));
+static cl::opt<int64_t> window(cl::cat(toolOptions), "window", cl::init(0));
+static cl::opt<double> softcap(cl::cat(toolOptions), "softcap", cl::init(0.0));
+static cl::opt<double> scale(cl::cat(toolOptions), "scale", cl::init(0.0),
                              cl::desc("default: 1/sqrt(head-dim)"));
-static cl::opt<bool> withLse("lse", cl::desc("Also compute and check LSE"),
+static cl::opt<bool> withLse(cl::cat(toolOptions), "lse", cl::desc("Also compute and check LSE"),
                              cl::init(false));
 
 namespace {
@@ -385,6 +388,7 @@ int fail(const Twine &msg) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "flash-mlir: compile fa.attention for the host, "
                               "run it on random inputs and check it against "
