@@ -11,6 +11,7 @@
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Pipelines/Pipelines.h"
+#include "fa/Support/UpstreamParserGuard.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -419,6 +420,11 @@ int main(int argc, char **argv) {
     auto file = openInputFile(inputFile, &error);
     if (!file)
       return fail(error);
+    if (fa::findUpstreamLinalgParserCrash(file->getBuffer()) !=
+        StringRef::npos)
+      return fail("malformed integer list after 'permutation =' or "
+                  "'dimensions =': refused because MLIR 22.1.8's linalg "
+                  "parser crashes on it");
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   }

@@ -1,0 +1,59 @@
+//===- UpstreamParserGuard.h - inputs that crash MLIR 22.1.8's parser -*- C++ -*-===//
+//
+// Debian's MLIR 22.1.8 crashes (mlir-opt too) when the integer list after
+// `permutation =` or `dimensions =` of linalg.transpose / broadcast / reduce
+// does not parse: the custom parser reports "expected integer value" and
+// then stores a null attribute that is dereferenced later. That is
+// upstream's bug (found by tools/fa-fuzz; reproducer
+// test/Fuzz/upstream-linalg-transpose-crash.mlir). flash-mlir's tools refuse
+// such inputs with a diagnostic instead of crashing; drop this guard once the
+// MLIR they build against is fixed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_SUPPORT_UPSTREAMPARSERGUARD_H
+#define FA_SUPPORT_UPSTREAMPARSERGUARD_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstddef>
+
+namespace mlir::fa {
+
+/// Offset of the first `permutation =` / `dimensions =` whose value is not
+/// a plain `[integers]` list, or npos: the inputs the upstream parser
+/// crashes on (a superset: anything not a well-formed list is refused).
+inline size_t findUpstreamLinalgParserCrash(llvm::StringRef text) {
+  for (llvm::StringRef key : {"permutation", "dimensions"}) {
+    size_t pos = 0;
+    while ((pos = text.find(key, pos)) != llvm::StringRef::npos) {
+      size_t start = pos;
+      pos += key.size();
+      // Comments are not parsed.
+      size_t lineStart = text.take_front(start).rfind('\n');
+      lineStart = lineStart == llvm::StringRef::npos ? 0 : lineStart + 1;
+      if (text.slice(lineStart, start).contains("//"))
+        continue;
+      llvm::StringRef rest = text.drop_front(pos).ltrim();
+      if (!rest.consume_front("="))
+        continue;
+      rest = rest.ltrim();
+      // The generic form's `array<i64: ...>` goes through the attribute
+      // parser, which is fine.
+      if (rest.starts_with("array<"))
+        continue;
+      if (!rest.consume_front("["))
+        return start;
+      size_t close = rest.find(']');
+      if (close == llvm::StringRef::npos ||
+          rest.take_front(close).find_first_not_of("0123456789, \n\t") !=
+              llvm::StringRef::npos)
+        return start;
+    }
+  }
+  return llvm::StringRef::npos;
+}
+
+} // namespace mlir::fa
+
+#endif // FA_SUPPORT_UPSTREAMPARSERGUARD_H
