@@ -129,6 +129,19 @@ protected:
                  Value quadLane) {
     Value negInf = cf(-std::numeric_limits<double>::infinity());
     Value row1 = add(row0, c32(8));
+    if (!config.window) {
+      // Register (n, e) holds column 8 n + (e % 2) + 2 quadLane of the
+      // block: visible iff that offset is below the row's limit.
+      std::array<Value, 2> limit;
+      for (int64_t h = 0; h < 2; ++h)
+        limit[h] = sub(visibleLimit(kStart, h ? row1 : row0, nk),
+                       mul(quadLane, c32(2)));
+      for (int64_t n = 0; n < int64_t(s.size()) / 4; ++n)
+        for (int64_t e = 0; e < 4; ++e)
+          s[4 * n + e] = select(slt(c32(n * 8 + (e % 2)), limit[e / 2]),
+                                s[4 * n + e], negInf);
+      return;
+    }
     for (int64_t n = 0; n < int64_t(s.size()) / 4; ++n)
       for (int64_t e = 0; e < 4; ++e) {
         Value col =
@@ -136,6 +149,18 @@ protected:
         Value row = e < 2 ? row0 : row1;
         s[4 * n + e] = select(keyVisible(col, row, nk), s[4 * n + e], negInf);
       }
+  }
+
+  /// Without a window, query `row` sees exactly the keys kStart + c with
+  /// c < limit (signed; the limit may be negative or past the block):
+  /// limit = min(Nk, row + 1 if causal) - kStart. One compare against a
+  /// constant per score instead of the column arithmetic and two compares.
+  Value visibleLimit(Value kStart, Value row, Value nk) {
+    Value end = config.causal ? minu(nk, add(row, c32(1))) : nk;
+    return sub(end, kStart);
+  }
+  Value slt(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
   }
 
   /// Whether query `row` sees key `col`: inside the keys and, if causal,

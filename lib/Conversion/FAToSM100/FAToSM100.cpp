@@ -367,8 +367,15 @@ void KernelBuilder::emitSoftmax() {
     Value effScale = applySoftcap(s, scaleLog2);
     if (masked) {
       Value kStart = mul(j, c32(bc));
-      for (int64_t c = 0; c < bc; ++c)
-        s[c] = select(keyVisible(add(kStart, c32(c)), row, nk), s[c], negInf);
+      if (!spec.window) {
+        Value limit = visibleLimit(kStart, row, nk);
+        for (int64_t c = 0; c < bc; ++c)
+          s[c] = select(slt(c32(c), limit), s[c], negInf);
+      } else {
+        for (int64_t c = 0; c < bc; ++c)
+          s[c] = select(keyVisible(add(kStart, c32(c)), row, nk), s[c],
+                        negInf);
+      }
     }
     Value mx = negInf;
     for (Value v : s)

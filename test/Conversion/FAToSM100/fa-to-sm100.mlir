@@ -88,9 +88,11 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK-NEXT: nvvm.tcgen05.wait <store>
 // CHECK-NEXT: nvvm.tcgen05.fence <before>
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
-// Then the masked blocks (causal diagonal, ragged end) ...
+// Then the masked blocks (causal diagonal, ragged end): column c of the
+// row is visible iff c < min(Nk, row + 1) - kStart ...
 // CHECK: scf.for
-// CHECK: arith.cmpi ule
+// CHECK: arith.minui
+// CHECK: arith.cmpi slt
 // ... and the epilogue: wait for the last O, read it from TMEM, O / l.
 // CHECK: nvvm.tcgen05.ld
 // CHECK: arith.divf

@@ -76,7 +76,10 @@ func.func @attention(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: mem
 // CHECK: } {fa.kv_loop = "unmasked"}
 // CHECK: scf.for
 // CHECK:   nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {{{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-// CHECK:   arith.cmpi ule
+// The causal/ragged limit min(Nk, row + 1) - kStart, then one signed
+// compare of each register's column offset against it.
+// CHECK:   arith.minui
+// CHECK:   arith.cmpi slt
 // CHECK: } {fa.kv_loop = "masked"}
 func.func @causal_bf16(%q: memref<2x8x100x256xbf16>, %k: memref<2x2x300x256xbf16>, %v: memref<2x2x300x256xbf16>,
                        %o: memref<2x8x100x256xbf16>, %lse: memref<2x8x100xf32>) {
