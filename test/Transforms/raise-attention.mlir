@@ -78,14 +78,17 @@ func.func @stablehlo_like_causal(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>,
 // CHECK-NOT: fa.attention
 // CHECK: linalg.softmax dimension(1)
 func.func @softmax_wrong_axis(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: tensor<2x4x64xf32>) -> tensor<2x4x64xf32> {
+  %zero_f = arith.constant 0.000000e+00 : f32
   %cst = arith.constant 0.000000e+00 : f32
   %kt_init = tensor.empty() : tensor<2x64x4xf32>
   %kt = linalg.transpose ins(%k : tensor<2x4x64xf32>) outs(%kt_init : tensor<2x64x4xf32>) permutation = [0, 2, 1]
   %s_init = tensor.empty() : tensor<2x4x4xf32>
-  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s_init_z12 = linalg.fill ins(%zero_f : f32) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_init_z12 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %p = linalg.softmax dimension(1) ins(%s : tensor<2x4x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %o_init = tensor.empty() : tensor<2x4x64xf32>
-  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %o_init_z16 = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init_z16 : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
   return %o : tensor<2x4x64xf32>
 }
 
@@ -96,11 +99,13 @@ func.func @softmax_wrong_axis(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v
 // CHECK-NOT: fa.attention
 // CHECK: linalg.softmax
 func.func @non_causal_mask(%q: tensor<1x2x64xf32>, %k: tensor<1x2x64xf32>, %v: tensor<1x2x64xf32>) -> tensor<1x2x64xf32> {
+  %zero_f = arith.constant 0.000000e+00 : f32
   %mask = arith.constant dense<[[[0xFF800000, 0.0], [0.0, 0.0]]]> : tensor<1x2x2xf32>
   %kt_init = tensor.empty() : tensor<1x64x2xf32>
   %kt = linalg.transpose ins(%k : tensor<1x2x64xf32>) outs(%kt_init : tensor<1x64x2xf32>) permutation = [0, 2, 1]
   %s_init = tensor.empty() : tensor<1x2x2xf32>
-  %s = linalg.batch_matmul ins(%q, %kt : tensor<1x2x64xf32>, tensor<1x64x2xf32>) outs(%s_init : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+  %s_init_z12 = linalg.fill ins(%zero_f : f32) outs(%s_init : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<1x2x64xf32>, tensor<1x64x2xf32>) outs(%s_init_z12 : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
   %masked = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
                             iterator_types = ["parallel", "parallel", "parallel"]}
       ins(%s, %mask : tensor<1x2x2xf32>, tensor<1x2x2xf32>) outs(%s_init : tensor<1x2x2xf32>) {
@@ -110,7 +115,8 @@ func.func @non_causal_mask(%q: tensor<1x2x64xf32>, %k: tensor<1x2x64xf32>, %v: t
   } -> tensor<1x2x2xf32>
   %p = linalg.softmax dimension(2) ins(%masked : tensor<1x2x2xf32>) outs(%s_init : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
   %o_init = tensor.empty() : tensor<1x2x64xf32>
-  %o = linalg.batch_matmul ins(%p, %v : tensor<1x2x2xf32>, tensor<1x2x64xf32>) outs(%o_init : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
+  %o_init_z23 = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<1x2x2xf32>, tensor<1x2x64xf32>) outs(%o_init_z23 : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
   return %o : tensor<1x2x64xf32>
 }
 
@@ -120,13 +126,16 @@ func.func @non_causal_mask(%q: tensor<1x2x64xf32>, %k: tensor<1x2x64xf32>, %v: t
 // CHECK-LABEL: func @not_softmax
 // CHECK-NOT: fa.attention
 func.func @not_softmax(%q: tensor<1x2x64xf32>, %k: tensor<1x2x64xf32>, %v: tensor<1x2x64xf32>) -> tensor<1x2x64xf32> {
+  %zero_f = arith.constant 0.000000e+00 : f32
   %kt_init = tensor.empty() : tensor<1x64x2xf32>
   %kt = linalg.transpose ins(%k : tensor<1x2x64xf32>) outs(%kt_init : tensor<1x64x2xf32>) permutation = [0, 2, 1]
   %s_init = tensor.empty() : tensor<1x2x2xf32>
-  %s = linalg.batch_matmul ins(%q, %kt : tensor<1x2x64xf32>, tensor<1x64x2xf32>) outs(%s_init : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+  %s_init_z10 = linalg.fill ins(%zero_f : f32) outs(%s_init : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<1x2x64xf32>, tensor<1x64x2xf32>) outs(%s_init_z10 : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
   %e = linalg.exp ins(%s : tensor<1x2x2xf32>) outs(%s_init : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
   %o_init = tensor.empty() : tensor<1x2x64xf32>
-  %o = linalg.batch_matmul ins(%e, %v : tensor<1x2x2xf32>, tensor<1x2x64xf32>) outs(%o_init : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
+  %o_init_z14 = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
+  %o = linalg.batch_matmul ins(%e, %v : tensor<1x2x2xf32>, tensor<1x2x64xf32>) outs(%o_init_z14 : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
   return %o : tensor<1x2x64xf32>
 }
 
@@ -144,7 +153,8 @@ func.func @decomposed_softmax(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v
   %kt_init = tensor.empty() : tensor<2x64x4xf32>
   %kt = linalg.transpose ins(%k : tensor<2x4x64xf32>) outs(%kt_init : tensor<2x64x4xf32>) permutation = [0, 2, 1]
   %s_init = tensor.empty() : tensor<2x4x4xf32>
-  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s_zero = linalg.fill ins(%cst : f32) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_zero : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
                        iterator_types = ["parallel", "parallel", "parallel"]}
       ins(%s : tensor<2x4x4xf32>) outs(%s_init : tensor<2x4x4xf32>) {
@@ -183,7 +193,8 @@ func.func @decomposed_softmax(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v
     linalg.yield %r : f32
   } -> tensor<2x4x4xf32>
   %o_init = tensor.empty() : tensor<2x4x64xf32>
-  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %o_zero = linalg.fill ins(%cst : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_zero : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
   return %o : tensor<2x4x64xf32>
 }
 
@@ -194,12 +205,14 @@ func.func @decomposed_softmax(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v
 // CHECK-LABEL: func @decomposed_wrong_sum
 // CHECK-NOT: fa.attention
 func.func @decomposed_wrong_sum(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: tensor<2x4x64xf32>) -> tensor<2x4x64xf32> {
+  %zero_f = arith.constant 0.000000e+00 : f32
   %cst = arith.constant 0.000000e+00 : f32
   %ninf = arith.constant 0xFF800000 : f32
   %kt_init = tensor.empty() : tensor<2x64x4xf32>
   %kt = linalg.transpose ins(%k : tensor<2x4x64xf32>) outs(%kt_init : tensor<2x64x4xf32>) permutation = [0, 2, 1]
   %s_init = tensor.empty() : tensor<2x4x4xf32>
-  %x = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s_init_z13 = linalg.fill ins(%zero_f : f32) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %x = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_init_z13 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %row_init = tensor.empty() : tensor<2x4xf32>
   %m_fill = linalg.fill ins(%ninf : f32) outs(%row_init : tensor<2x4xf32>) -> tensor<2x4xf32>
   %m = linalg.reduce ins(%x : tensor<2x4x4xf32>) outs(%m_fill : tensor<2x4xf32>) dimensions = [2]
@@ -229,7 +242,8 @@ func.func @decomposed_wrong_sum(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, 
     linalg.yield %r : f32
   } -> tensor<2x4x4xf32>
   %o_init = tensor.empty() : tensor<2x4x64xf32>
-  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %o_init_z44 = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init_z44 : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
   return %o : tensor<2x4x64xf32>
 }
 
@@ -442,11 +456,13 @@ func.func @gqa_repeat_bool_mask(%q: tensor<1x4x4x64xf32>, %k: tensor<1x2x4x64xf3
 #s_o = affine_map<(b, h, i, d, j) -> (b, h, i, d)>
 #s_id = affine_map<(b, h, i, j) -> (b, h, i, j)>
 func.func @strict_select_mask(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32> {
+  %zero_f = arith.constant 0.000000e+00 : f32
   %zero = arith.constant 0.000000e+00 : f32
   %ninf = arith.constant 0xFF800000 : f32
   %s_init = tensor.empty() : tensor<1x2x8x8xf32>
+  %s_zero = linalg.fill ins(%zero_f : f32) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   %s = linalg.generic {indexing_maps = [#s_q, #s_k, #s_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
-      ins(%q, %k : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>) outs(%s_init : tensor<1x2x8x8xf32>) {
+      ins(%q, %k : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>) outs(%s_zero : tensor<1x2x8x8xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %m = arith.mulf %a, %b : f32
     %r = arith.addf %acc, %m : f32
@@ -463,8 +479,9 @@ func.func @strict_select_mask(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>
   } -> tensor<1x2x8x8xf32>
   %p = linalg.softmax dimension(3) ins(%masked : tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   %o_init = tensor.empty() : tensor<1x2x8x64xf32>
+  %o_zero = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32>
   %o = linalg.generic {indexing_maps = [#s_p, #s_v, #s_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
-      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x64xf32>) outs(%o_init : tensor<1x2x8x64xf32>) {
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x64xf32>) outs(%o_zero : tensor<1x2x8x64xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %m = arith.mulf %a, %b : f32
     %r = arith.addf %acc, %m : f32
@@ -486,9 +503,11 @@ func.func @strict_select_mask(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>
 #w_v = affine_map<(b, h, i, d, j) -> (b, h, j, d)>
 #w_o = affine_map<(b, h, i, d, j) -> (b, h, i, d)>
 func.func @einsum_wrong_contraction(%q: tensor<1x2x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %zero_f = arith.constant 0.000000e+00 : f32
   %s_init = tensor.empty() : tensor<1x2x8x8xf32>
+  %zero = linalg.fill ins(%zero_f : f32) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   %s = linalg.generic {indexing_maps = [#w_q, #w_k, #w_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
-      ins(%q, %k : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) {
+      ins(%q, %k : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%zero : tensor<1x2x8x8xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %m = arith.mulf %a, %b : f32
     %r = arith.addf %acc, %m : f32
@@ -496,11 +515,80 @@ func.func @einsum_wrong_contraction(%q: tensor<1x2x8x8xf32>, %k: tensor<1x2x8x8x
   } -> tensor<1x2x8x8xf32>
   %p = linalg.softmax dimension(3) ins(%s : tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   %o = linalg.generic {indexing_maps = [#w_p, #w_v, #w_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
-      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) {
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%zero : tensor<1x2x8x8xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %m = arith.mulf %a, %b : f32
     %r = arith.addf %acc, %m : f32
     linalg.yield %r : f32
   } -> tensor<1x2x8x8xf32>
   return %o : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// Must not fire: Q K^T accumulated into a bias (not zero) is scores plus a
+// bias, not attention's scores.
+// CHECK-LABEL: func @scores_plus_bias
+// CHECK-NOT: fa.attention
+// CHECK: linalg.softmax
+func.func @scores_plus_bias(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: tensor<2x4x64xf32>, %bias: tensor<2x4x4xf32>) -> tensor<2x4x64xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %kt_init = tensor.empty() : tensor<2x64x4xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x4x64xf32>) outs(%kt_init : tensor<2x64x4xf32>) permutation = [0, 2, 1]
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%bias : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s_init = tensor.empty() : tensor<2x4x4xf32>
+  %p = linalg.softmax dimension(2) ins(%s : tensor<2x4x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o_init = tensor.empty() : tensor<2x4x64xf32>
+  %o_zero = linalg.fill ins(%cst : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_zero : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  return %o : tensor<2x4x64xf32>
+}
+
+// -----
+
+// Must not fire: "softmax plus one" (the row sum starts at 1: exp(x - m) /
+// (1 + sum)) is not a softmax.
+// CHECK-LABEL: func @softmax_plus_one
+// CHECK-NOT: fa.attention
+#sp_id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sp_row = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @softmax_plus_one(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: tensor<2x4x64xf32>) -> tensor<2x4x64xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %kt_init = tensor.empty() : tensor<2x64x4xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x4x64xf32>) outs(%kt_init : tensor<2x64x4xf32>) permutation = [0, 2, 1]
+  %s_init = tensor.empty() : tensor<2x4x4xf32>
+  %s_zero = linalg.fill ins(%cst : f32) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x64xf32>, tensor<2x64x4xf32>) outs(%s_zero : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %row_init = tensor.empty() : tensor<2x4xf32>
+  %m_fill = linalg.fill ins(%ninf : f32) outs(%row_init : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m = linalg.reduce ins(%s : tensor<2x4x4xf32>) outs(%m_fill : tensor<2x4xf32>) dimensions = [2]
+    (%in: f32, %acc: f32) {
+      %r = arith.maximumf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %e = linalg.generic {indexing_maps = [#sp_id, #sp_row, #sp_id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %m : tensor<2x4x4xf32>, tensor<2x4xf32>) outs(%s_init : tensor<2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %d = arith.subf %a, %b : f32
+    %y = math.exp %d : f32
+    linalg.yield %y : f32
+  } -> tensor<2x4x4xf32>
+  %l_fill = linalg.fill ins(%one : f32) outs(%row_init : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %l = linalg.reduce ins(%e : tensor<2x4x4xf32>) outs(%l_fill : tensor<2x4xf32>) dimensions = [2]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %p = linalg.generic {indexing_maps = [#sp_id, #sp_row, #sp_id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<2x4x4xf32>, tensor<2x4xf32>) outs(%s_init : tensor<2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4xf32>
+  %o_init = tensor.empty() : tensor<2x4x64xf32>
+  %o_zero = linalg.fill ins(%cst : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_zero : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  return %o : tensor<2x4x64xf32>
 }

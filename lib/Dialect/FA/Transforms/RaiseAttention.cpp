@@ -272,13 +272,36 @@ template <typename OpTy> OpTy singleBodyOp(linalg::GenericOp op) {
   return dyn_cast<OpTy>(&body.front());
 }
 
+/// Whether `init` (a contraction's or a sum's accumulator) starts at zero:
+/// linalg.fill of a zero constant, or a zero constant tensor. Anything else
+/// (a bias added to the scores, a "softmax plus one" denominator) is not
+/// attention and must not be raised.
+bool isZeroInit(Value init) {
+  auto isZero = [](Attribute a) {
+    if (auto f = dyn_cast_or_null<FloatAttr>(a))
+      return f.getValue().isZero();
+    if (auto d = dyn_cast_or_null<DenseElementsAttr>(a))
+      return d.isSplat() && d.getSplatValue<APFloat>().isZero();
+    return false;
+  };
+  if (auto fill = init.getDefiningOp<linalg::FillOp>()) {
+    Attribute value;
+    return matchPattern(fill.getInputs()[0], m_Constant(&value)) &&
+           isZero(value);
+  }
+  Attribute value;
+  return matchPattern(init, m_Constant(&value)) && isZero(value);
+}
+
 /// A reduction over the last of `rank` dims: generic with that dim the only
 /// reduction, or linalg.reduce over it; body combining the input with the
 /// accumulator by OpTy. Returns the reduced input.
-template <typename... OpTys> Value matchRowReduction(Value v, int64_t rank) {
+template <typename... OpTys>
+Value matchRowReduction(Value v, int64_t rank, bool zeroInit = false) {
   if (auto reduce = v.getDefiningOp<linalg::ReduceOp>()) {
     if (reduce.getDimensions() != ArrayRef<int64_t>{rank - 1} ||
-        reduce.getInputs().size() != 1)
+        reduce.getInputs().size() != 1 ||
+        (zeroInit && !isZeroInit(reduce.getInits()[0])))
       return nullptr;
     Block &body = reduce.getRegion().front();
     if (body.getOperations().size() != 2 || !isa<OpTys...>(body.front()))
@@ -288,7 +311,8 @@ template <typename... OpTys> Value matchRowReduction(Value v, int64_t rank) {
   auto g = v.getDefiningOp<linalg::GenericOp>();
   if (!g || g.getNumDpsInputs() != 1 || g.getNumLoops() != rank ||
       g.getNumReductionLoops() != 1 ||
-      g.getIteratorTypesArray()[rank - 1] != utils::IteratorType::reduction)
+      g.getIteratorTypesArray()[rank - 1] != utils::IteratorType::reduction ||
+      (zeroInit && !isZeroInit(g.getDpsInitOperand(0)->get())))
     return nullptr;
   Block &body = g.getRegion().front();
   if (body.getOperations().size() != 2 || !isa<OpTys...>(body.front()))
@@ -342,7 +366,7 @@ Value matchSoftmax(Value p) {
   int64_t rank = rankOf(e);
   if (rank != 3 && rank != 4)
     return nullptr;
-  if (matchRowReduction<arith::AddFOp>(l, rank) != e)
+  if (matchRowReduction<arith::AddFOp>(l, rank, /*zeroInit=*/true) != e)
     return nullptr;
   // e = exp(x - m): one generic (subf then exp) or exp of a sub generic.
   auto expGen = e.getDefiningOp<linalg::GenericOp>();
@@ -427,7 +451,8 @@ struct Contraction {
 
 std::optional<Contraction> matchContraction(Value result, bool isScores) {
   if (auto mm = result.getDefiningOp<linalg::BatchMatmulOp>()) {
-    if (mm.hasUserDefinedMaps() || !mm.hasPureTensorSemantics())
+    if (mm.hasUserDefinedMaps() || !mm.hasPureTensorSemantics() ||
+        !isZeroInit(mm.getDpsInitOperand(0)->get()))
       return std::nullopt;
     Value rhs = mm.getDpsInputOperand(1)->get();
     if (isScores) {
@@ -441,7 +466,8 @@ std::optional<Contraction> matchContraction(Value result, bool isScores) {
   }
   auto g = result.getDefiningOp<linalg::GenericOp>();
   if (!g || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
-      g.getNumReductionLoops() != 1 || !g.hasPureTensorSemantics())
+      g.getNumReductionLoops() != 1 || !g.hasPureTensorSemantics() ||
+      !isZeroInit(g.getDpsInitOperand(0)->get()))
     return std::nullopt;
   int64_t rank = g.getNumLoops() - 1;
   if (rank != 3 && rank != 4)
