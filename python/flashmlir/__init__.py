@@ -36,19 +36,34 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir):
     from . import runtime
 
     name = f"{arch}_d{head_dim}_{dtype}{'_causal' if causal else ''}"
+    want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
+            "causal": causal, "window": 0, "softcap": 0.0}
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
-            return runtime.Kernel.load(path)
+            kernel = runtime.Kernel.load(path)
+            # The file name is a promise the metadata must keep.
+            got = {k: kernel.meta.get(k) for k in want}
+            if got != want:
+                raise runtime.MetadataError(
+                    f"{path}.json describes {got}, not the requested {want}")
+            return kernel
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
                        arch=arch)
     if kernel_dir:
         import json
+        import tempfile
         _os.makedirs(kernel_dir, exist_ok=True)
-        with open(_os.path.join(kernel_dir, name + ".cubin"), "wb") as fh:
-            fh.write(compiled.cubin)
-        with open(_os.path.join(kernel_dir, name + ".json"), "w") as fh:
-            json.dump(compiled.metadata, fh, indent=2)
+        # Metadata first, each file written aside and renamed into place, so
+        # a concurrent reader never sees a cubin without its JSON or half a
+        # file.
+        for suffix, data in ((".json", json.dumps(compiled.metadata,
+                                                  indent=2).encode()),
+                             (".cubin", compiled.cubin)):
+            fd, tmp = tempfile.mkstemp(dir=kernel_dir, suffix=".tmp")
+            with _os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            _os.replace(tmp, _os.path.join(kernel_dir, name + suffix))
     return compiled.runtime_kernel()
 
 

@@ -17,6 +17,7 @@ import ctypes.util
 import json
 import math
 import os
+import threading
 
 __all__ = ["CudaError", "KernelArgumentError", "MetadataError", "Kernel"]
 
@@ -137,6 +138,7 @@ def validate_metadata(meta):
 # the driver call on repeated launches over the same buffers.
 _TENSOR_MAPS = collections.OrderedDict()
 _TENSOR_MAP_CACHE_SIZE = 256
+_TENSOR_MAP_LOCK = threading.Lock()
 
 
 def encode_tensor_map(tensor, box_rows, dtype, box_cols=64):
@@ -147,15 +149,16 @@ def encode_tensor_map(tensor, box_rows, dtype, box_cols=64):
     launch copies the parameter anyway."""
     key = (tensor.data_ptr(), tuple(tensor.shape), tensor.element_size(),
            dtype, box_rows, box_cols)
-    hit = _TENSOR_MAPS.get(key)
-    if hit is not None:
-        _TENSOR_MAPS.move_to_end(key)
-        return hit
-    encoded = _encode_tensor_map(tensor, box_rows, dtype, box_cols)
-    _TENSOR_MAPS[key] = encoded
-    if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
-        _TENSOR_MAPS.popitem(last=False)
-    return encoded
+    with _TENSOR_MAP_LOCK:
+        hit = _TENSOR_MAPS.get(key)
+        if hit is not None:
+            _TENSOR_MAPS.move_to_end(key)
+            return hit
+        encoded = _encode_tensor_map(tensor, box_rows, dtype, box_cols)
+        _TENSOR_MAPS[key] = encoded
+        if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
+            _TENSOR_MAPS.popitem(last=False)
+        return encoded
 
 
 def _encode_tensor_map(tensor, box_rows, dtype, box_cols):

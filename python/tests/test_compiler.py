@@ -195,3 +195,24 @@ def test_run_cpu_non_finite_inputs(flashmlir, causal, order):
     hidden_rows_finite = np.isfinite(out[0, 0, [0, 1, 2, 3, 4, 6]]).all()
     assert hidden_rows_finite == causal
     assert np.isnan(out[0, 0, 5]).all()
+
+
+def test_kernel_dir_is_filled_and_checked(flashmlir, tmp_path):
+    """flashmlir.attention's kernel lookup: a missing kernel is compiled and
+    saved under the bench/build_kernels.sh name; a saved kernel whose
+    metadata does not match its name is refused, not launched."""
+    import json
+    from flashmlir import runtime
+    k = flashmlir._kernel_for("sm_90a", 64, "f16", True, str(tmp_path))
+    assert k.meta["causal"] is True
+    saved = tmp_path / "sm_90a_d64_f16_causal"
+    assert saved.with_suffix(".cubin").read_bytes()[:4] == b"\x7fELF"
+    again = flashmlir._kernel_for("sm_90a", 64, "f16", True, str(tmp_path))
+    assert again.name == k.name
+    assert not list(tmp_path.glob("*.tmp"))
+    # A non-causal kernel saved under the causal name.
+    meta = json.loads(saved.with_suffix(".json").read_text())
+    meta["causal"] = False
+    saved.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(runtime.MetadataError, match="not the requested"):
+        flashmlir._kernel_for("sm_90a", 64, "f16", True, str(tmp_path))

@@ -27,3 +27,29 @@ func.func @fine(%k: tensor<3x40x64xf32>, %i: tensor<3x64x40xf32>, %b: tensor<3x4
 // fa-run reads user files too, with the same guard.
 // RUN: not fa-run %fa_src_root/test/Fuzz/upstream-linalg-transpose-crash.mlir 2>&1 | FileCheck %s --check-prefix=RUNBAD
 // RUNBAD: fa-run: error: malformed integer list after 'permutation =' or 'dimensions =': refused because MLIR 22.1.8's linalg parser crashes on it
+
+// No false positives: names, aliases, strings that merely contain the
+// keywords, and a list broken over lines.
+// RUN: fa-opt %s --split-input-file | FileCheck %s --check-prefix=NAMES
+// NAMES-LABEL: func.func @names
+// NAMES-SAME: note = "dimensions = x"
+// NAMES: tensor.dim
+// NAMES-LABEL: func.func @split_list
+// NAMES: permutation = [1, 0]
+
+// -----
+
+#permutation = affine_map<(d0, d1) -> (d1, d0)>
+func.func @names(%t: tensor<?x4xf32>) -> index attributes {note = "dimensions = x"} {
+  %c0 = arith.constant 0 : index
+  %dimensions = tensor.dim %t, %c0 : tensor<?x4xf32>
+  return %dimensions : index
+}
+
+// -----
+
+func.func @split_list(%k: tensor<4x8xf32>, %i: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %t = linalg.transpose ins(%k : tensor<4x8xf32>) outs(%i : tensor<8x4xf32>) permutation = [1,
+      0]
+  return %t : tensor<8x4xf32>
+}

@@ -14,11 +14,13 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
+
 int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
   mlir::DialectRegistry registry;
   mlir::fa::registerAllFADialects(registry);
   mlir::fa::registerAllFAPasses();
@@ -26,10 +28,17 @@ int main(int argc, char **argv) {
       argc, argv, "flash-mlir optimizer driver\n", registry);
   mlir::MlirOptMainConfig config =
       mlir::MlirOptMainConfig::createFromCLOptions();
-  // --show-dialects / --list-passes read no input.
+  // --show-dialects / --list-passes read no input (that overload sets up
+  // InitLLVM itself).
   if (config.shouldShowDialects() || config.shouldListPasses())
     return mlir::asMainReturnCode(
         mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+  llvm::InitLLVM init(argc, argv);
+  // As mlir-opt: reading a terminal is often a mistake; say so.
+  if (inputFilename == "-" &&
+      llvm::sys::Process::FileDescriptorIsDisplayed(fileno(stdin)))
+    llvm::errs() << "(processing input from stdin now, hit ctrl-c/ctrl-d to "
+                    "interrupt)\n";
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =

@@ -14,6 +14,7 @@
 #ifndef FA_SUPPORT_UPSTREAMPARSERGUARD_H
 #define FA_SUPPORT_UPSTREAMPARSERGUARD_H
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstddef>
@@ -29,10 +30,23 @@ inline size_t findUpstreamLinalgParserCrash(llvm::StringRef text) {
     while ((pos = text.find(key, pos)) != llvm::StringRef::npos) {
       size_t start = pos;
       pos += key.size();
-      // Comments are not parsed.
+      // Only the keyword itself: not part of a longer name, an SSA value
+      // (%dimensions), an alias (#permutation) or a string ("...").
+      if (start > 0) {
+        char before = text[start - 1];
+        if (llvm::isAlnum(before) || before == '_' || before == '%' ||
+            before == '#' || before == '"' || before == '$' || before == '.')
+          continue;
+      }
+      if (pos < text.size() &&
+          (llvm::isAlnum(text[pos]) || text[pos] == '_'))
+        continue;
+      // Comments and string literals are not parsed as attributes: skip
+      // when the line so far holds `//` or an odd number of quotes.
       size_t lineStart = text.take_front(start).rfind('\n');
       lineStart = lineStart == llvm::StringRef::npos ? 0 : lineStart + 1;
-      if (text.slice(lineStart, start).contains("//"))
+      llvm::StringRef line = text.slice(lineStart, start);
+      if (line.contains("//") || line.count('"') % 2 == 1)
         continue;
       llvm::StringRef rest = text.drop_front(pos).ltrim();
       if (!rest.consume_front("="))
@@ -46,7 +60,7 @@ inline size_t findUpstreamLinalgParserCrash(llvm::StringRef text) {
         return start;
       size_t close = rest.find(']');
       if (close == llvm::StringRef::npos ||
-          rest.take_front(close).find_first_not_of("0123456789, \n\t") !=
+          rest.take_front(close).find_first_not_of("0123456789, \r\n\t") !=
               llvm::StringRef::npos)
         return start;
     }

@@ -26,8 +26,23 @@ using namespace mlir::fa;
 
 namespace {
 
-/// A linalg.generic with one result, identity maps, all-parallel, whose body
-/// is one binary arith op on (input 0, something); returns that op.
+/// A scalar constant, possibly converted (torch-mlir materialises an f64
+/// scalar and truncates it to the element type inside the body).
+std::optional<double> scalarConstant(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<arith::TruncFOp, arith::ExtFOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  FloatAttr attr;
+  if (matchPattern(v, m_Constant(&attr)))
+    return attr.getValueAsDouble();
+  return std::nullopt;
+}
+
+/// A linalg.generic with one result, identity maps, all-parallel, whose
+/// body computes one binary arith op (besides constants and their
+/// conversions) and yields it; returns that op.
 Operation *elementwiseBody(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
       op.getNumParallelLoops() != op.getNumLoops())
@@ -36,12 +51,17 @@ Operation *elementwiseBody(linalg::GenericOp op) {
     if (!map.isIdentity())
       return nullptr;
   Block &body = op.getRegion().front();
-  if (body.getOperations().size() != 2)
-    return nullptr;
-  Operation *inner = &body.front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (yield.getNumOperands() != 1 || yield.getOperand(0) != inner->getResult(0))
+  if (yield.getNumOperands() != 1)
     return nullptr;
+  Operation *inner = yield.getOperand(0).getDefiningOp();
+  if (!inner || inner->getBlock() != &body)
+    return nullptr;
+  for (Operation &other : body.without_terminator())
+    if (&other != inner && !isa<arith::ConstantOp>(other) &&
+        !(isa<arith::TruncFOp, arith::ExtFOp>(other) &&
+          scalarConstant(other.getResult(0))))
+      return nullptr;
   return inner;
 }
 
@@ -52,10 +72,14 @@ std::optional<double> matchScale(linalg::GenericOp op, Value &input) {
     return std::nullopt;
   Block &body = op.getRegion().front();
   Value x = inner->getOperand(0), c = inner->getOperand(1);
+  // c * x as well as x * c.
+  if (auto arg = dyn_cast<BlockArgument>(c); isa<arith::MulFOp>(inner) && arg &&
+                                             arg.getOwner() == &body &&
+                                             arg.getArgNumber() == 0)
+    std::swap(x, c);
   auto constantOf = [&](Value v) -> std::optional<double> {
-    FloatAttr attr;
-    if (matchPattern(v, m_Constant(&attr)))
-      return attr.getValueAsDouble();
+    if (std::optional<double> value = scalarConstant(v))
+      return value;
     // A second input that is a splat constant tensor.
     if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &body &&
                                                arg.getArgNumber() == 1 &&
@@ -293,29 +317,48 @@ bool isZeroInit(Value init) {
   return matchPattern(init, m_Constant(&value)) && isZero(value);
 }
 
+/// (d0, .., d{r-1}) -> (d0, .., d{r-2}): how row statistics are indexed.
+AffineMap rowMap(int64_t rank, MLIRContext *ctx) {
+  SmallVector<AffineExpr> rowDims;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rowDims.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(rank, 0, rowDims, ctx);
+}
+
 /// A reduction over the last of `rank` dims: generic with that dim the only
 /// reduction, or linalg.reduce over it; body combining the input with the
 /// accumulator by OpTy. Returns the reduced input.
 template <typename... OpTys>
 Value matchRowReduction(Value v, int64_t rank, bool zeroInit = false) {
+  // The body: yield (in OP acc) of the two block arguments.
+  auto isCombiner = [](Block &body) {
+    if (body.getOperations().size() != 2 || !isa<OpTys...>(body.front()))
+      return false;
+    Operation &op = body.front();
+    Value a = op.getOperand(0), b = op.getOperand(1);
+    Value in = body.getArgument(0), acc = body.getArgument(1);
+    return ((a == in && b == acc) || (a == acc && b == in)) &&
+           cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) ==
+               op.getResult(0);
+  };
   if (auto reduce = v.getDefiningOp<linalg::ReduceOp>()) {
     if (reduce.getDimensions() != ArrayRef<int64_t>{rank - 1} ||
-        reduce.getInputs().size() != 1 ||
-        (zeroInit && !isZeroInit(reduce.getInits()[0])))
-      return nullptr;
-    Block &body = reduce.getRegion().front();
-    if (body.getOperations().size() != 2 || !isa<OpTys...>(body.front()))
+        reduce.getInputs().size() != 1 || reduce.getInits().size() != 1 ||
+        (zeroInit && !isZeroInit(reduce.getInits()[0])) ||
+        !isCombiner(reduce.getRegion().front()))
       return nullptr;
     return reduce.getInputs()[0];
   }
   auto g = v.getDefiningOp<linalg::GenericOp>();
-  if (!g || g.getNumDpsInputs() != 1 || g.getNumLoops() != rank ||
-      g.getNumReductionLoops() != 1 ||
+  if (!g || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+      g.getNumLoops() != rank || g.getNumReductionLoops() != 1 ||
       g.getIteratorTypesArray()[rank - 1] != utils::IteratorType::reduction ||
       (zeroInit && !isZeroInit(g.getDpsInitOperand(0)->get())))
     return nullptr;
-  Block &body = g.getRegion().front();
-  if (body.getOperations().size() != 2 || !isa<OpTys...>(body.front()))
+  // Input read as is, result indexed by the row: (d0, .., d{r-2}).
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  if (!maps[0].isIdentity() || maps[1] != rowMap(rank, g.getContext()) ||
+      !isCombiner(g.getRegion().front()))
     return nullptr;
   return g.getDpsInputOperand(0)->get();
 }
@@ -325,14 +368,12 @@ Value matchRowReduction(Value v, int64_t rank, bool zeroInit = false) {
 template <typename OpTy>
 bool matchRowBroadcast(linalg::GenericOp g, Value &full, Value &row) {
   int64_t rank = g.getNumLoops();
-  if (g.getNumDpsInputs() != 2 || rank < 3 || g.getNumParallelLoops() != rank)
+  if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || rank < 3 ||
+      g.getNumParallelLoops() != rank)
     return false;
   SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  MLIRContext *ctx = g.getContext();
-  SmallVector<AffineExpr> rowDims;
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    rowDims.push_back(getAffineDimExpr(d, ctx));
-  if (!maps[0].isIdentity() || maps[1] != AffineMap::get(rank, 0, rowDims, ctx))
+  if (!maps[0].isIdentity() || maps[1] != rowMap(rank, g.getContext()) ||
+      !maps[2].isIdentity())
     return false;
   Block &body = g.getRegion().front();
   auto op = dyn_cast<OpTy>(&body.front());
@@ -342,6 +383,12 @@ bool matchRowBroadcast(linalg::GenericOp g, Value &full, Value &row) {
   full = g.getDpsInputOperand(0)->get();
   row = g.getDpsInputOperand(1)->get();
   return true;
+}
+
+/// What a generic's body yields.
+Value yielded(linalg::GenericOp g) {
+  return cast<linalg::YieldOp>(g.getRegion().front().getTerminator())
+      .getOperand(0);
 }
 
 /// softmax over the last dim of a rank-3 or rank-4 tensor, as
@@ -361,7 +408,8 @@ Value matchSoftmax(Value p) {
   auto div = p.getDefiningOp<linalg::GenericOp>();
   Value e, l;
   if (!div || div.getRegion().front().getOperations().size() != 2 ||
-      !matchRowBroadcast<arith::DivFOp>(div, e, l))
+      !matchRowBroadcast<arith::DivFOp>(div, e, l) ||
+      yielded(div) != div.getRegion().front().front().getResult(0))
     return nullptr;
   int64_t rank = rankOf(e);
   if (rank != 3 && rank != 4)
@@ -377,16 +425,24 @@ Value matchSoftmax(Value p) {
   if (body.getOperations().size() == 3 &&
       matchRowBroadcast<arith::SubFOp>(expGen, x, m)) {
     auto exp = dyn_cast<math::ExpOp>(*std::next(body.begin()));
-    if (!exp || exp.getOperand() != body.front().getResult(0))
+    if (!exp || exp.getOperand() != body.front().getResult(0) ||
+        yielded(expGen) != exp.getResult())
       return nullptr;
   } else {
+    // exp of its input, element for element, of a generic x - m.
     auto exp = singleBodyOp<math::ExpOp>(expGen);
-    if (!exp || expGen.getNumDpsInputs() != 1)
+    if (!exp || expGen.getNumDpsInputs() != 1 || expGen.getNumDpsInits() != 1 ||
+        expGen.getNumParallelLoops() != expGen.getNumLoops() ||
+        !llvm::all_of(expGen.getIndexingMapsArray(),
+                      [](AffineMap map) { return map.isIdentity(); }) ||
+        exp.getOperand() != body.getArgument(0) ||
+        yielded(expGen) != exp.getResult())
       return nullptr;
     auto sub =
         expGen.getDpsInputOperand(0)->get().getDefiningOp<linalg::GenericOp>();
     if (!sub || sub.getRegion().front().getOperations().size() != 2 ||
-        !matchRowBroadcast<arith::SubFOp>(sub, x, m))
+        !matchRowBroadcast<arith::SubFOp>(sub, x, m) ||
+        yielded(sub) != sub.getRegion().front().front().getResult(0))
       return nullptr;
   }
   if (matchRowReduction<arith::MaxNumFOp, arith::MaximumFOp>(m, rank) != x)
@@ -410,7 +466,9 @@ KVOperand undoHeadRepeat(Value v) {
     auto bcast = collapse.getSrc().getDefiningOp<linalg::BroadcastOp>();
     SmallVector<ReassociationIndices> expected = {{0}, {1, 2}, {3}, {4}};
     if (bcast && collapse.getReassociationIndices() == expected &&
-        bcast.getDimensions() == ArrayRef<int64_t>{2})
+        bcast.getDimensions() == ArrayRef<int64_t>{2} &&
+        !ShapedType::isDynamic(
+            cast<ShapedType>(bcast.getInit().getType()).getDimSize(2)))
       return {bcast.getInput(),
               cast<ShapedType>(bcast.getInit().getType()).getDimSize(2)};
   }
@@ -479,6 +537,7 @@ std::optional<Contraction> matchContraction(Value result, bool isScores) {
   auto mul = dyn_cast<arith::MulFOp>(&body.front());
   auto add = dyn_cast<arith::AddFOp>(*std::next(body.begin()));
   if (!mul || !add ||
+      cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) != add ||
       !((mul.getLhs() == body.getArgument(0) &&
          mul.getRhs() == body.getArgument(1)) ||
         (mul.getLhs() == body.getArgument(1) &&
@@ -576,8 +635,10 @@ struct RaiseAttention : OpInterfaceRewritePattern<linalg::LinalgOp> {
     std::optional<Contraction> qk = matchContraction(scores, true);
     if (!qk || qk->rank != pv->rank)
       return rewriter.notifyMatchFailure(op, "scores are not Q K^T");
-    if (!(scale > 0.0) || !std::isfinite(scale))
-      return rewriter.notifyMatchFailure(op, "scale is not positive");
+    float scale32 = static_cast<float>(scale);
+    if (!(scale32 > 0.0f) || !std::isfinite(scale32))
+      return rewriter.notifyMatchFailure(op,
+                                         "scale is not a positive finite f32");
     // Grouped-query layouts: K and V read with the same head grouping,
     // stated in the contraction maps or materialised by a head repeat.
     KVOperand k = qk->rhs, v = pv->rhs;
@@ -605,7 +666,8 @@ struct RaiseAttention : OpInterfaceRewritePattern<linalg::LinalgOp> {
       return rewriter.notifyMatchFailure(op, "types or head dims do not fit");
     if (r == 4 && k.group > 1 &&
         (qType.isDynamicDim(1) || kType.isDynamicDim(1) ||
-         kType.getDimSize(1) * k.group != qType.getDimSize(1)))
+         kType.getDimSize(1) * k.group != qType.getDimSize(1) ||
+         vType.getDimSize(1) != kType.getDimSize(1)))
       return rewriter.notifyMatchFailure(op, "head grouping does not divide");
 
     Location loc = op.getLoc();
@@ -628,8 +690,7 @@ struct RaiseAttention : OpInterfaceRewritePattern<linalg::LinalgOp> {
     SmallVector<Type> resultTypes = {RankedTensorType::get(oShape, elt)};
     auto attention = AttentionOp::create(
         rewriter, loc, resultTypes, to4d(q), to4d(k.value), to4d(v.value),
-        /*outs=*/ValueRange{},
-        rewriter.getF32FloatAttr(static_cast<float>(scale)),
+        /*outs=*/ValueRange{}, rewriter.getF32FloatAttr(scale32),
         causal ? rewriter.getUnitAttr() : UnitAttr(), IntegerAttr(),
         FloatAttr(), IntegerAttr(), IntegerAttr());
     Value o = attention.getResults()[0];
