@@ -196,10 +196,14 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     [B, Hkv*G, N, D], or a copy generic reading `h floordiv G`), are
     replaced by the Hkv-head tensors.
 
-    It does not fire on softmax over another axis, masks that are not
-    causal (strictly-lower, arbitrary), contractions over the wrong dims,
-    K and V grouped differently, or a P V whose left operand is not a
-    softmax of Q K^T.
+    Every step is checked for what it computes, not only for its op kinds:
+    indexing maps, the operands of each body op and what the body yields;
+    contractions and the row sum must accumulate from zero. It does not
+    fire on softmax over another axis, masks that are not causal
+    (strictly-lower, arbitrary), contractions over the wrong dims, scores
+    plus a bias, "softmax plus one", K and V grouped differently, or a P V
+    whose left operand is not a softmax of Q K^T
+    (test/Transforms/raise-attention-soundness.mlir).
   }];
   let dependentDialects = ["::mlir::fa::FADialect",
                            "::mlir::tensor::TensorDialect"];
