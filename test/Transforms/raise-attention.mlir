@@ -592,3 +592,77 @@ func.func @softmax_plus_one(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: 
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_zero : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
   return %o : tensor<2x4x64xf32>
 }
+
+// -----
+
+// torch-mlir's decomposition of softmax keeps the reduced dim: the row max
+// and sum are [B, H, N, 1], written and read through (b, h, i, 0).
+// CHECK-LABEL: func @keepdim_softmax
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32} : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+// CHECK-NOT: linalg.generic
+#kd_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#kd_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#kd_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#kd_p = affine_map<(b, h, i, d, j) -> (b, h, i, j)>
+#kd_v = affine_map<(b, h, i, d, j) -> (b, h, j, d)>
+#kd_o = affine_map<(b, h, i, d, j) -> (b, h, i, d)>
+#kd_id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#kd_row = affine_map<(b, h, i, j) -> (b, h, i, 0)>
+func.func @keepdim_softmax(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 1.250000e-01 : f32
+  %s_init = tensor.empty() : tensor<1x2x8x8xf32>
+  %s_zero = linalg.fill ins(%zero : f32) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#kd_q, #kd_k, #kd_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>) outs(%s_zero : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x = linalg.generic {indexing_maps = [#kd_id, #kd_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.mulf %in, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %row_init = tensor.empty() : tensor<1x2x8x1xf32>
+  %m_fill = linalg.fill ins(%ninf : f32) outs(%row_init : tensor<1x2x8x1xf32>) -> tensor<1x2x8x1xf32>
+  %mx = linalg.generic {indexing_maps = [#kd_id, #kd_row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x : tensor<1x2x8x8xf32>) outs(%m_fill : tensor<1x2x8x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x1xf32>
+  %e = linalg.generic {indexing_maps = [#kd_id, #kd_row, #kd_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8x1xf32>) outs(%s_init : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %d = arith.subf %a, %b : f32
+    %y = math.exp %d : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x8x8xf32>
+  %l_fill = linalg.fill ins(%zero : f32) outs(%row_init : tensor<1x2x8x1xf32>) -> tensor<1x2x8x1xf32>
+  %l = linalg.generic {indexing_maps = [#kd_id, #kd_row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%e : tensor<1x2x8x8xf32>) outs(%l_fill : tensor<1x2x8x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x1xf32>
+  %p = linalg.generic {indexing_maps = [#kd_id, #kd_row, #kd_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<1x2x8x8xf32>, tensor<1x2x8x1xf32>) outs(%s_init : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %o_init = tensor.empty() : tensor<1x2x8x64xf32>
+  %o_zero = linalg.fill ins(%zero : f32) outs(%o_init : tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32>
+  %o = linalg.generic {indexing_maps = [#kd_p, #kd_v, #kd_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x64xf32>) outs(%o_zero : tensor<1x2x8x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x64xf32>
+  return %o : tensor<1x2x8x64xf32>
+}

@@ -325,6 +325,17 @@ AffineMap rowMap(int64_t rank, MLIRContext *ctx) {
   return AffineMap::get(rank, 0, rowDims, ctx);
 }
 
+/// Whether `map` indexes row statistics: (d0, .., d{r-2}), or torch-mlir's
+/// keep-dim form (d0, .., d{r-2}, 0) on a [.., N, 1] tensor.
+bool isRowMap(AffineMap map, int64_t rank) {
+  MLIRContext *ctx = map.getContext();
+  if (map == rowMap(rank, ctx))
+    return true;
+  SmallVector<AffineExpr> keepDim(rowMap(rank, ctx).getResults());
+  keepDim.push_back(getAffineConstantExpr(0, ctx));
+  return map == AffineMap::get(rank, 0, keepDim, ctx);
+}
+
 /// A reduction over the last of `rank` dims: generic with that dim the only
 /// reduction, or linalg.reduce over it; body combining the input with the
 /// accumulator by OpTy. Returns the reduced input.
@@ -357,7 +368,7 @@ Value matchRowReduction(Value v, int64_t rank, bool zeroInit = false) {
     return nullptr;
   // Input read as is, result indexed by the row: (d0, .., d{r-2}).
   SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  if (!maps[0].isIdentity() || maps[1] != rowMap(rank, g.getContext()) ||
+  if (!maps[0].isIdentity() || !isRowMap(maps[1], rank) ||
       !isCombiner(g.getRegion().front()))
     return nullptr;
   return g.getDpsInputOperand(0)->get();
@@ -372,7 +383,7 @@ bool matchRowBroadcast(linalg::GenericOp g, Value &full, Value &row) {
       g.getNumParallelLoops() != rank)
     return false;
   SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  if (!maps[0].isIdentity() || maps[1] != rowMap(rank, g.getContext()) ||
+  if (!maps[0].isIdentity() || !isRowMap(maps[1], rank) ||
       !maps[2].isIdentity())
     return false;
   Block &body = g.getRegion().front();

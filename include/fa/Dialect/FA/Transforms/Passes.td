@@ -184,6 +184,7 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     %p  = linalg.softmax over the last dim             // or decomposed:
           //   m = rowmax(s2) (generic or linalg.reduce, maxnumf/maximumf)
           //   e = exp(s2 - m); l = rowsum(e); p = e / l
+          //   (row stats [.., N] or torch-mlir's keep-dim [.., N, 1])
     %o  = P V: linalg.batch_matmul(%p, %v) or a generic ("..ij,..jd->..id")
     ```
 
