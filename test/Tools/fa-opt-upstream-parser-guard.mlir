@@ -8,6 +8,10 @@
 // RUN: fa-opt %s | FileCheck %s
 // BAD: upstream-linalg-transpose-crash.mlir:{{[0-9]+}}: error: malformed integer list after 'permutation =' (expected [i, j, ...]); refused because MLIR 22.1.8's linalg parser crashes on it
 // BAD-NOT: Stack dump
+// The second reproducer fa-fuzz found: a value starting like an array.
+// RUN: not fa-opt %fa_src_root/test/Fuzz/upstream-linalg-transpose-crash-array.mlir 2>&1 | FileCheck %s --check-prefix=BAD2
+// BAD2: upstream-linalg-transpose-crash-array.mlir:{{[0-9]+}}: error: malformed integer list after 'permutation ='
+// BAD2-NOT: Stack dump
 
 // CHECK-LABEL: func.func @fine
 // CHECK: linalg.transpose

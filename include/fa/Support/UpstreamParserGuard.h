@@ -51,11 +51,15 @@ inline size_t findUpstreamLinalgParserCrash(llvm::StringRef text) {
       llvm::StringRef rest = text.drop_front(pos).ltrim();
       if (!rest.consume_front("="))
         continue;
-      rest = rest.ltrim();
-      // The generic form's `array<i64: ...>` goes through the attribute
-      // parser, which is fine.
-      if (rest.starts_with("array<"))
+      // An entry of an attribute dictionary (`{` or `,` before it: the
+      // generic form's `<{permutation = array<i64: ...>}>`) goes through the
+      // attribute parser, which reports errors properly. After an operand
+      // list it is the ops' custom syntax, whose parser crashes on anything
+      // but a `[` list -- even a well-formed `array<i64: ...>`.
+      llvm::StringRef before = text.take_front(start).rtrim();
+      if (before.ends_with("{") || before.ends_with(","))
         continue;
+      rest = rest.ltrim();
       if (!rest.consume_front("["))
         return start;
       size_t close = rest.find(']');
