@@ -247,6 +247,26 @@ protected:
   Value nq, nk, hq, hkv, batches;
 };
 
+/// The K/V ring depth of a TMA kernel `spec` (with `stages` and
+/// `sharedBytes()`): `requested`, or 3 stages where they fit in the 227 KiB
+/// of shared memory a CTA may use, else 2. Returns why the tiles do not fit,
+/// or nothing.
+template <typename Spec>
+std::optional<std::string> chooseStages(Spec &spec, int64_t requested) {
+  constexpr int64_t kMaxSharedBytes = 227 * 1024;
+  spec.stages = requested;
+  if (spec.stages == 0)
+    spec.stages = 3;
+  if (requested == 0 && spec.sharedBytes() > kMaxSharedBytes)
+    spec.stages = 2;
+  if (spec.stages < 2 || spec.stages > 4)
+    return "stages must be 2, 3 or 4, got " + std::to_string(spec.stages);
+  if (spec.sharedBytes() > kMaxSharedBytes)
+    return "the tiles need " + std::to_string(spec.sharedBytes()) +
+           " bytes of shared memory, more than 227 KiB";
+  return std::nullopt;
+}
+
 /// What the host side of a TMA kernel's launch needs to know.
 struct TensorMapLaunch {
   int64_t headDim, blockR, blockC;

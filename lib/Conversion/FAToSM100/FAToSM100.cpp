@@ -622,17 +622,8 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   spec.headDim = d;
   spec.blockC = bc;
   spec.bf16 = op.getQueryType().getElementType().isBF16();
-  spec.stages = options.stages;
-  if (spec.stages == 0) {
-    spec.stages = 3;
-    if (spec.sharedBytes() > 227 * 1024)
-      spec.stages = 2;
-  }
-  if (spec.stages < 2 || spec.stages > 4)
-    return fail("stages must be 2, 3 or 4, got " + Twine(spec.stages));
-  if (spec.sharedBytes() > 227 * 1024)
-    return fail("the tiles need " + Twine(spec.sharedBytes()) +
-                " bytes of shared memory, more than 227 KiB");
+  if (std::optional<std::string> why = chooseStages(spec, options.stages))
+    return fail(*why);
   return spec;
 }
 

@@ -706,12 +706,8 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   // else 2.
   spec.headDim = d;
   spec.blockC = bc;
-  spec.stages = options.stages;
-  if (spec.stages == 0) {
-    spec.stages = 3;
-    if (spec.sharedBytes() > 227 * 1024)
-      spec.stages = 2;
-  }
+  if (std::optional<std::string> why = chooseStages(spec, options.stages))
+    return fail(*why);
   spec.bf16 = op.getQueryType().getElementType().isBF16();
   spec.pingPong = options.pingPong;
   spec.intraOverlap = options.intraOverlap;
@@ -722,8 +718,6 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   spec.consumerRegisters = options.consumerRegisters
                                ? int64_t(options.consumerRegisters)
                                : (spec.consumers == 2 ? 240 : 160);
-  if (spec.stages < 2 || spec.stages > 4)
-    return fail("stages must be 2, 3 or 4, got " + Twine(spec.stages));
   auto validRegisters = [](int64_t r) {
     return r >= 24 && r <= 256 && r % 8 == 0;
   };
@@ -737,9 +731,6 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
                 Twine(spec.producerRegisters) + ", " +
                 Twine(spec.consumerRegisters) +
                 ") exceed the 64K registers of an SM");
-  if (spec.sharedBytes() > 227 * 1024)
-    return fail("the tiles need " + Twine(spec.sharedBytes()) +
-                " bytes of shared memory, more than 227 KiB");
   return spec;
 }
 
