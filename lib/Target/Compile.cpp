@@ -273,12 +273,16 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   // between.
   {
     PassManager pm(&context);
-    if (usesTcgen05(options)) {
-      SM100PipelineOptions pipeline;
-      pipeline.stages = options.stages;
+    // The FA4 choices every back end's pipeline takes.
+    auto setFA4 = [&](auto &pipeline) {
       pipeline.rescaleThreshold = resolved.rescaleThreshold;
       pipeline.polyExp2Degree = resolved.polyExp2Degree;
       pipeline.polyExp2Period = options.polyExp2Period;
+    };
+    if (usesTcgen05(options)) {
+      SM100PipelineOptions pipeline;
+      pipeline.stages = options.stages;
+      setFA4(pipeline);
       buildSM100KernelPipeline(pm, pipeline);
     } else if (usesWgmma(options)) {
       SM90PipelineOptions pipeline;
@@ -286,16 +290,12 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.pingPong = options.pingPong;
       pipeline.intraOverlap = options.intraOverlap;
       pipeline.persistent = options.persistent;
-      pipeline.rescaleThreshold = resolved.rescaleThreshold;
-      pipeline.polyExp2Degree = resolved.polyExp2Degree;
-      pipeline.polyExp2Period = options.polyExp2Period;
+      setFA4(pipeline);
       buildSM90KernelPipeline(pm, pipeline);
     } else {
       SM80PipelineOptions pipeline;
       pipeline.chip = options.arch;
-      pipeline.rescaleThreshold = resolved.rescaleThreshold;
-      pipeline.polyExp2Degree = resolved.polyExp2Degree;
-      pipeline.polyExp2Period = options.polyExp2Period;
+      setFA4(pipeline);
       pipeline.queryInRegisters = options.queryInRegisters;
       buildSM80KernelPipeline(pm, pipeline);
     }
