@@ -72,7 +72,7 @@ def test_fa4_options_reach_the_kernel(flashmlir):
     (dict(head_dim=64, arch="sm_75"), "unknown target 'sm_75'"),
     (dict(head_dim=64, block_r=32, arch="sm_80"),
      "block_r must be 64 or 128, got 32"),
-    (dict(head_dim=64, block_r=32), "block_r must be 128 or 192 .*, got 32"),
+    (dict(head_dim=64, block_r=32), "block_r must be 64, 128 or 192 .*, got 32"),
     (dict(head_dim=64, stages=7), "stages must be 2, 3 or 4, got 7"),
     (dict(head_dim=128, arch="sm_100a", block_c=256),
      "exceed the 512 TMEM columns"),

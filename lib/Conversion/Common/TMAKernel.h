@@ -63,7 +63,7 @@ protected:
   /// 1 KiB-aligned dynamic shared-memory base and the scalar parameters.
   /// The builder is left at the start of the entry block.
   LLVM::LLVMFuncOp beginKernel(gpu::GPUModuleOp module, StringRef name,
-                               int64_t threads) {
+                               int64_t threads, int64_t ctasPerSM = 1) {
     MLIRContext *ctx = b.getContext();
     b.setInsertionPointToStart(module.getBody());
     auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
@@ -83,8 +83,9 @@ protected:
     fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                 b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+    // ptxas caps the registers at launch so that `ctasPerSM` CTAs fit.
     fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                b.getI32IntegerAttr(1));
+                b.getI32IntegerAttr(ctasPerSM));
     auto mapType = LLVM::LLVMArrayType::get(i64, 16);
     for (int64_t i = 0; i < 3; ++i) {
       fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
@@ -252,18 +253,23 @@ protected:
 /// of shared memory a CTA may use, else 2. Returns why the tiles do not fit,
 /// or nothing.
 template <typename Spec>
-std::optional<std::string> chooseStages(Spec &spec, int64_t requested) {
-  constexpr int64_t kMaxSharedBytes = 227 * 1024;
+std::optional<std::string> chooseStages(Spec &spec, int64_t requested,
+                                        int64_t ctasPerSM = 1) {
+  // An SM has 228 KiB of shared memory, 1 KiB of it reserved per CTA.
+  const int64_t maxSharedBytes = 228 * 1024 / ctasPerSM - 1024;
   spec.stages = requested;
   if (spec.stages == 0)
     spec.stages = 3;
-  if (requested == 0 && spec.sharedBytes() > kMaxSharedBytes)
+  if (requested == 0 && spec.sharedBytes() > maxSharedBytes)
     spec.stages = 2;
   if (spec.stages < 2 || spec.stages > 4)
     return "stages must be 2, 3 or 4, got " + std::to_string(spec.stages);
-  if (spec.sharedBytes() > kMaxSharedBytes)
+  if (spec.sharedBytes() > maxSharedBytes)
     return "the tiles need " + std::to_string(spec.sharedBytes()) +
-           " bytes of shared memory, more than 227 KiB";
+           " bytes of shared memory, more than " +
+           std::to_string(maxSharedBytes / 1024) + " KiB" +
+           (ctasPerSM > 1 ? " (" + std::to_string(ctasPerSM) + " CTAs per SM)"
+                          : std::string());
   return std::nullopt;
 }
 

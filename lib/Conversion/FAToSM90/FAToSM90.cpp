@@ -67,7 +67,11 @@ constexpr int64_t kPingPongBarrier = 1;                // named barriers 1, 2
 /// in the SoftmaxConfig base).
 struct KernelSpec : SoftmaxConfig {
   int64_t headDim = 0;
-  int64_t consumers = 2; // consumer warpgroups (2, or 3 with B_r = 192)
+  int64_t consumers = 2; // consumer warpgroups: B_r / 64
+  // Resident CTAs per SM: 2 with one consumer (B_r = 64), whose registers
+  // and shared memory leave room for a second CTA; its prologue and
+  // epilogue then run under the other's GEMMs.
+  int64_t ctasPerSM = 1;
   int64_t blockC = 0;
   int64_t stages = 0;
   bool bf16 = false;
@@ -100,7 +104,8 @@ struct KernelSpec : SoftmaxConfig {
     return "fa3_sm90_d" + std::to_string(headDim) + "_br" +
            std::to_string(blockR()) + "_bc" + std::to_string(blockC) + "_s" +
            std::to_string(stages) + (bf16 ? "_bf16" : "_f16") +
-           (causal ? "_causal" : "") + (pingPong ? "" : "_nopp") +
+           (causal ? "_causal" : "") +
+           (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
            suffix();
   }
@@ -188,10 +193,9 @@ private:
                              Value moved);
 
   /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), carrying
-  /// the ring position (K/V blocks consumed so far) and the tile count.
-  void emitTileLoop(llvm::function_ref<Value(const AttentionTile &, Value ring,
-                                             Value tileIndex)>
-                        body);
+  /// the tile count and the ring's phase bits.
+  void emitTileLoop(
+      llvm::function_ref<void(const AttentionTile &, Value tileIndex)> body);
 
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
@@ -200,17 +204,42 @@ private:
                         const std::function<void()> &passTurn);
   void emitConsumer(Value consumer);
 
-  // Position of K/V block j of the current tile in the ring: j + ringBase.
-  Value stageOf(Value j) { return remu(add(j, ringBase), c32(spec.stages)); }
+  // Every tile starts its K/V blocks at stage 0: block j of the tile sits
+  // in stage (j - first) mod stages, a value that depends on the inner
+  // loop's counter alone, so ptxas keeps the wgmma descriptors in uniform
+  // registers (a ring position carried across a persistent CTA's tiles
+  // made it build them per thread and move them, R2UR, before each wgmma).
+  // The cost is the phase: stage s has completed phaseBits >> s & 1 more
+  // rounds (mod 2) than the tile's own count says.
+  Value blockInTile(Value j) { return sub(j, tileFirst); }
+  Value stageOf(Value j) { return remu(blockInTile(j), c32(spec.stages)); }
   Value parityOf(Value j) {
-    return arith::AndIOp::create(
-        b, loc, divu(add(j, ringBase), c32(spec.stages)), c32(1));
+    Value round = arith::AndIOp::create(
+        b, loc, divu(blockInTile(j), c32(spec.stages)), c32(1));
+    if (!phaseBits)
+      return round;
+    Value carried = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, phaseBits, stageOf(j)), c32(1));
+    return arith::XOrIOp::create(b, loc, round, carried);
+  }
+  /// The phase bits after a tile of `blocks` K/V blocks: stage s was used
+  /// ceil((blocks - s) / stages) times.
+  Value advancePhases(Value bits, Value blocks) {
+    for (int64_t s = 0; s < spec.stages; ++s) {
+      Value uses =
+          divu(add(blocks, c32(spec.stages - 1 - s)), c32(spec.stages));
+      Value flip = arith::ShLIOp::create(
+          b, loc, arith::AndIOp::create(b, loc, uses, c32(1)), c32(s));
+      bits = arith::XOrIOp::create(b, loc, bits, flip);
+    }
+    return bits;
   }
 
   const KernelSpec &spec;
   Value tid, lane, warpInGroup, g, t;
-  Value qTile; // this consumer's Q rows
-  Value ringBase;
+  Value qTile;     // this consumer's Q rows
+  Value tileFirst; // the current tile's first K/V block
+  Value phaseBits; // persistent only: see parityOf
 };
 
 SmallVector<Value> KernelBuilder::fenceOperands(ArrayRef<Value> values) {
@@ -353,9 +382,8 @@ void KernelBuilder::emitProducer() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifIssuer.thenBlock());
   prefetchTensorMaps();
-  emitTileLoop([&](const AttentionTile &tile, Value ring, Value tileIndex) {
+  emitTileLoop([&](const AttentionTile &tile, Value tileIndex) {
     emitProducerTile(tile, tileIndex);
-    return add(ring, sub(tile.numBlocks, tile.firstBlock));
   });
 }
 
@@ -418,9 +446,8 @@ void KernelBuilder::emitConsumer(Value consumer) {
     b.setInsertionPointToStart(ifFirst.thenBlock());
     NVVM::BarrierArriveOp::create(b, loc, ownTurn, pairThreads);
   }
-  emitTileLoop([&](const AttentionTile &tile, Value ring, Value tileIndex) {
+  emitTileLoop([&](const AttentionTile &tile, Value tileIndex) {
     emitConsumerTile(consumer, tile, tileIndex, waitTurn, passTurn);
-    return add(ring, sub(tile.numBlocks, tile.firstBlock));
   });
 }
 
@@ -544,12 +571,12 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
 }
 
 void KernelBuilder::emitTileLoop(
-    llvm::function_ref<Value(const AttentionTile &, Value, Value)> body) {
+    llvm::function_ref<void(const AttentionTile &, Value)> body) {
   if (!spec.persistent) {
     // One tile per CTA (grid = tiles): the ring starts empty.
     AttentionTile tile = decodeTile(NVVM::BlockIdXOp::create(b, loc, i32));
-    ringBase = sub(c32(0), tile.firstBlock);
-    body(tile, c32(0), c32(0));
+    tileFirst = tile.firstBlock;
+    body(tile, c32(0));
     return;
   }
   Value qBlocks = divu(add(nq, c32(spec.blockR() - 1)), c32(spec.blockR()));
@@ -560,18 +587,19 @@ void KernelBuilder::emitTileLoop(
                                  ValueRange{c32(0), c32(0)});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
-  // Loop-carried values are not known to be uniform: say so.
-  Value ring = warpUniform(loop.getRegionIterArgs()[0]);
-  Value tileIndex = warpUniform(loop.getRegionIterArgs()[1]);
-  AttentionTile tile = decodeTile(warpUniform(loop.getInductionVar()));
-  ringBase = sub(ring, tile.firstBlock);
-  Value next = body(tile, ring, tileIndex);
+  phaseBits = loop.getRegionIterArgs()[0];
+  Value tileIndex = loop.getRegionIterArgs()[1];
+  AttentionTile tile = decodeTile(loop.getInductionVar());
+  tileFirst = tile.firstBlock;
+  body(tile, tileIndex);
+  Value next = advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock));
   scf::YieldOp::create(b, loc, ValueRange{next, add(tileIndex, c32(1))});
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   OpBuilder::InsertionGuard guard(b);
-  LLVM::LLVMFuncOp fn = beginKernel(module, spec.kernelName(), spec.threads());
+  LLVM::LLVMFuncOp fn =
+      beginKernel(module, spec.kernelName(), spec.threads(), spec.ctasPerSM);
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
   fn->setAttr(
       "fa.schedule",
@@ -580,6 +608,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
           b.getNamedAttr("block_c", b.getI64IntegerAttr(spec.blockC)),
           b.getNamedAttr("warps", b.getI64IntegerAttr(spec.threads() / 32)),
           b.getNamedAttr("kv_stages", b.getI64IntegerAttr(spec.stages)),
+          b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(spec.ctasPerSM)),
           b.getNamedAttr(
               "producer",
               str(llvm::formatv("warpgroup 0: one thread issues TMA "
@@ -588,17 +617,25 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                       .str())),
           b.getNamedAttr(
               "consumers",
-              str(llvm::formatv("warpgroups 1-{3}: 64 rows each, wgmma "
-                                "m64n{0}k16 (S, SS) + m64n{1}k16 (PV, RS), "
-                                "setmaxnreg.inc {2}",
-                                spec.blockC, spec.headDim,
-                                spec.consumerRegisters, spec.consumers)
+              str(llvm::formatv(
+                      spec.consumers ==
+                              1
+                          ? "warpgroup 1: 64 rows, wgmma "
+                            "m64n{0}k16 (S, SS) + m64n{1}k16 (PV, "
+                            "RS), setmaxnreg.inc {2}"
+                          : "warpgroups 1-{3}: 64 rows each, wgmma "
+                            "m64n{0}k16 (S, SS) + m64n{1}k16 (PV, RS), "
+                            "setmaxnreg.inc {2}",
+                      spec.blockC, spec.headDim, spec.consumerRegisters,
+                      spec.consumers)
                       .str())),
           b.getNamedAttr(
               "barriers",
-              str("mbarrier q_full, q_empty; per stage k_full, v_full "
-                  "(expect_tx), "
-                  "k_empty, v_empty (8 warp arrivals)")),
+              str(llvm::formatv("mbarrier q_full, q_empty; per stage k_full, "
+                                "v_full (expect_tx), k_empty, v_empty ({0} "
+                                "warp arrivals)",
+                                4 * spec.consumers)
+                      .str())),
           b.getNamedAttr("ping_pong", b.getBoolAttr(spec.pingPong)),
           b.getNamedAttr("intra_warpgroup_overlap",
                          b.getBoolAttr(spec.intraOverlap)),
@@ -681,24 +718,36 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   KernelSpec spec;
   static_cast<SoftmaxConfig &>(spec) = *config;
   int64_t d = op.getHeadDim();
-  // B_r = 64 rows per consumer warpgroup: 128 (two) or 192 (three, as
-  // FA3 runs D = 64). Default 192 for non-causal D = 64: +4% / +10% / +14%
-  // at N = 1024 / 4096 / 16384 on the H200; causal stays at 128 (192 lost
-  // 8% at N = 1024 for +5-8% at longer N), bench/results/
-  // 2026-11-29-sm90-v6-br192-sweep.json.
-  int64_t br = op.getBlockR().value_or(d == 64 && !spec.causal ? 192 : 128);
-  if (br != 128 && br != 192)
-    return fail("block_r must be 128 or 192 (two or three consumer "
+  // B_r = 64 rows per consumer warpgroup: 64 (one consumer, two CTAs per
+  // SM), 128 (two) or 192 (three, as FA3 runs D = 64). Defaults from the
+  // H200 sweeps: 192 for non-causal D = 64 (+4% / +10% / +14% at N = 1024 /
+  // 4096 / 16384 over 128, bench/results/2026-11-29-sm90-v6-br192-sweep
+  // .json); 64 for causal D = 64, whose short diagonal tiles leave the
+  // tensor cores idle between tiles unless a second CTA fills the gap (+9%
+  // at N = 1024, -2% at 4096 and 16384 against 128: bench/results/
+  // 2026-11-30-sm90-v10-br64-sweep.json); 128 otherwise (at D = 128 the
+  // 128-register cap of two CTAs per SM leaves B_c = 64 at most: -13% to
+  // -21%).
+  int64_t br =
+      op.getBlockR().value_or(d == 64 ? (spec.causal ? 64 : 192) : 128);
+  if (br != 64 && br != 128 && br != 192)
+    return fail("block_r must be 64, 128 or 192 (one, two or three consumer "
                 "warpgroups of 64 rows), got " +
                 Twine(br));
   if (br == 192 && d != 64)
     return fail("block_r = 192 needs D = 64 (three consumers get 160 "
                 "registers each; at D = 128 their S, O and P spill)");
+  if (br == 64 && d > 128)
+    return fail("block_r = 64 needs D <= 128 (two CTAs per SM cap each "
+                "thread at 128 registers; D = 256's O alone takes 128)");
   spec.consumers = br / kRowsPerConsumer;
+  spec.ctasPerSM = spec.consumers == 1 ? 2 : 1;
   // Defaults from the H200 sweeps (bench/results/2026-11-29-sm90-v2-*):
   // B_c = 128 for D <= 128; 64 for D = 256 (as fast as 80, which spills
-  // 20 B in the causal kernel).
-  int64_t bc = op.getBlockC().value_or(d == 256 ? 64 : 128);
+  // 20 B in the causal kernel). With two CTAs per SM each gets 113 KiB of
+  // shared memory: B_c = 128 at D = 64 (three stages), 64 at D = 128 (two).
+  int64_t bc = op.getBlockC().value_or(
+      spec.ctasPerSM == 2 ? 8192 / d : (d == 256 ? 64 : 128));
   if (bc % 16 != 0 || bc < 16 || bc > 256)
     return fail("block_c must be a multiple of 16 in [16, 256], got " +
                 Twine(bc));
@@ -706,18 +755,24 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   // else 2.
   spec.headDim = d;
   spec.blockC = bc;
-  if (std::optional<std::string> why = chooseStages(spec, options.stages))
+  if (std::optional<std::string> why =
+          chooseStages(spec, options.stages, spec.ctasPerSM))
     return fail(*why);
   spec.bf16 = op.getQueryType().getElementType().isBF16();
-  spec.pingPong = options.pingPong;
+  // Ping-pong needs a partner warpgroup in the CTA.
+  spec.pingPong = options.pingPong && spec.consumers > 1;
   spec.intraOverlap = options.intraOverlap;
   spec.persistent = options.persistent;
   spec.producerRegisters = options.producerRegisters;
   // Default: what the register file leaves the consumers next to a
-  // 24-register producer (240 for two, 160 for three).
+  // 24-register producer: 64K registers per SM shared by its CTAs (232 for
+  // one consumer with two CTAs, 240 for two, 160 for three).
+  const int64_t registersPerCTA = 65536 / spec.ctasPerSM;
+  int64_t fair =
+      (registersPerCTA / 128 - spec.producerRegisters) / spec.consumers / 8 * 8;
   spec.consumerRegisters = options.consumerRegisters
                                ? int64_t(options.consumerRegisters)
-                               : (spec.consumers == 2 ? 240 : 160);
+                               : std::min<int64_t>(fair, 240);
   auto validRegisters = [](int64_t r) {
     return r >= 24 && r <= 256 && r % 8 == 0;
   };
@@ -726,11 +781,12 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
     return fail("setmaxnreg counts must be multiples of 8 in [24, 256]");
   if (128 * spec.producerRegisters +
           128 * spec.consumers * spec.consumerRegisters >
-      65536)
+      registersPerCTA)
     return fail("producer and consumer registers (" +
                 Twine(spec.producerRegisters) + ", " +
-                Twine(spec.consumerRegisters) +
-                ") exceed the 64K registers of an SM");
+                Twine(spec.consumerRegisters) + ") exceed the " +
+                Twine(registersPerCTA / 1024) + "K registers of " +
+                (spec.ctasPerSM > 1 ? "a CTA (two per SM)" : "an SM"));
   return spec;
 }
 

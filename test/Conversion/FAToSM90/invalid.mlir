@@ -28,9 +28,9 @@ func.func @nolse(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>) {
 // -----
 
 func.func @blockr(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r must be 128 or 192 (two or three consumer warpgroups of 64 rows), got 64}}
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows), got 96}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf16>, memref<1x1x64xf32>)
-      {block_r = 64 : i64} : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+      {block_r = 96 : i64} : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
   return
 }
 
@@ -58,5 +58,23 @@ func.func @blockr192(%q: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>, %l:
   // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r = 192 needs D = 64 (three consumers get 160 registers each; at D = 128 their S, O and P spill)}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x128xf16>, memref<1x1x64xf32>)
       {block_r = 192 : i64} : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+func.func @blockr64_d256(%q: memref<1x1x64x256xf16>, %o: memref<1x1x64x256xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r = 64 needs D <= 128 (two CTAs per SM cap each thread at 128 registers; D = 256's O alone takes 128)}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x256xf16>, memref<1x1x64xf32>)
+      {block_r = 64 : i64} : memref<1x1x64x256xf16>, memref<1x1x64x256xf16>, memref<1x1x64x256xf16>
+  return
+}
+
+// -----
+
+func.func @blockr64_smem(%q: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: the tiles need 148560 bytes of shared memory, more than 113 KiB (2 CTAs per SM)}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x128xf16>, memref<1x1x64xf32>)
+      {block_r = 64 : i64, block_c = 128 : i64} : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
   return
 }
