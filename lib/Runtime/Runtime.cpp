@@ -154,6 +154,7 @@ int loadDriver() {
 struct Metadata {
   std::string format, kernel, dtype;
   long headDim = -1, blockR = -1, sharedBytes = -1;
+  long ctasPerSM = 1; // resident CTAs per SM; a persistent grid is SMs x this
   long tmaBoxCols = 0, tmaBoxRowsKV = 0; // sm_90a: q, k, v as tensor maps
   bool causal = false;
   bool tileGrid = false;   // one CTA per (query block, head) tile, B param
@@ -186,7 +187,7 @@ public:
         (key == "format" ? m.format : key == "kernel" ? m.kernel : m.dtype) = v;
       } else if (key == "head_dim" || key == "block_r" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
-                 key == "tma_box_rows_kv") {
+                 key == "tma_box_rows_kv" || key == "ctas_per_sm") {
         long v;
         if (readInt(v))
           return fail("launch metadata: '" + key + "' must be an integer");
@@ -194,6 +195,7 @@ public:
          : key == "block_r"       ? m.blockR
          : key == "tma_box_cols"  ? m.tmaBoxCols
          : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
+         : key == "ctas_per_sm"   ? m.ctasPerSM
                                   : m.sharedBytes) = v;
       } else if (key == "causal" || key == "tile_grid" ||
                  key == "persistent") {
@@ -348,6 +350,8 @@ int validate(const Metadata &m) {
   if (m.block.size() != 3 || m.block[0] <= 0 || m.block[1] <= 0 ||
       m.block[2] <= 0)
     return fail("launch metadata: 'block' must be three positive integers");
+  if (m.ctasPerSM < 1 || m.ctasPerSM > 32)
+    return fail("launch metadata: 'ctas_per_sm' must be in [1, 32]");
   std::vector<std::string> expected = {"q",  "k",  "v",  "o",   "lse",
                                        "Nq", "Nk", "Hq", "Hkv", "scale_log2"};
   if (m.tileGrid)
@@ -553,8 +557,10 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
                                             dev),
                 "cuDeviceGetAttribute(multiprocessor count)"))
         return 1;
-      if ((unsigned long long)sms < tiles)
-        tiles = (unsigned long long)sms;
+      unsigned long long resident =
+          (unsigned long long)sms * (unsigned long long)k->meta.ctasPerSM;
+      if (resident < tiles)
+        tiles = resident;
     }
     if (tiles > 0x7fffffffULL)
       return fail("faKernelLaunch: too many tiles for one grid (" +

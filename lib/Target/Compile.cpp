@@ -106,6 +106,11 @@ static std::string metadataJson(const CompiledKernel &kernel,
     return cast<IntegerAttr>(schedule.get(name)).getInt();
   };
   int64_t blockR = intOf("block_r");
+  // Resident CTAs per SM the kernel is built for (2 for the sm_90a kernel
+  // with one consumer warpgroup); a persistent grid launches that many.
+  int64_t ctasPerSM = 1;
+  if (auto attr = dyn_cast_or_null<IntegerAttr>(schedule.get("ctas_per_sm")))
+    ctasPerSM = attr.getInt();
   llvm::json::Array params;
   auto tensor = [&](StringRef name, StringRef dtype,
                     std::initializer_list<StringRef> dims) {
@@ -161,7 +166,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
        tensorMaps
            ? llvm::json::Object{{"x", options.persistent
                                           ? "min(ceil(Nq / block_r) * Hq * B, "
-                                            "SMs)"
+                                            "SMs * ctas_per_sm)"
                                           : "ceil(Nq / block_r) * Hq * B"},
                                 {"y", 1},
                                 {"z", 1}}
@@ -172,6 +177,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
                  {"z", "B"}}},
       {"tile_grid", tensorMaps},
       {"persistent", tensorMaps && options.persistent},
+      {"ctas_per_sm", ctasPerSM},
       {"block_r", blockR},
       {"block_c", intOf("block_c")},
       {"kv_stages", intOf("kv_stages")},

@@ -130,6 +130,8 @@ def validate_metadata(meta):
         raise MetadataError(f"bad block {meta['block']}")
     if meta["block_r"] <= 0 or meta["shared_memory_bytes"] < 0:
         raise MetadataError("block_r and shared_memory_bytes must be positive")
+    if not 1 <= int(meta.get("ctas_per_sm", 1)) <= 32:
+        raise MetadataError(f"bad ctas_per_sm {meta.get('ctas_per_sm')}")
     return meta
 
 
@@ -285,10 +287,11 @@ class Kernel:
         tiles = math.ceil(nq / self.meta["block_r"])
         if self.meta.get("tile_grid"):
             # One CTA per (query block, head) tile; a persistent kernel
-            # strides over them with at most one CTA per SM.
+            # strides over them with as many CTAs as stay resident
+            # (ctas_per_sm per SM).
             tiles *= hq * b
             if self.meta.get("persistent") and sm_count:
-                tiles = min(tiles, sm_count)
+                tiles = min(tiles, sm_count * self.meta.get("ctas_per_sm", 1))
             return (tiles, 1, 1)
         return (tiles, hq, b)
 

@@ -84,6 +84,25 @@ def test_persistent_grid_is_capped(compiled):
     k = Kernel(b"\x7fELF", meta)
     assert k.grid(2, 8, 1000, sm_count=132) == (96, 1, 1)
     assert k.grid(4, 8, 1000, sm_count=132) == (132, 1, 1)
+    # A kernel built for two resident CTAs per SM launches twice as many.
+    meta["ctas_per_sm"] = 2
+    k = Kernel(b"\x7fELF", meta)
+    assert k.grid(4, 8, 1000, sm_count=132) == (192, 1, 1)
+    assert k.grid(8, 8, 1000, sm_count=132) == (264, 1, 1)
+
+
+def test_one_consumer_kernel_metadata(tmp_path, build_dir):
+    # Causal D = 64 on sm_90a: B_r = 64, 256 threads, two CTAs per SM.
+    out = tmp_path / "d64c"
+    subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch", "sm_90a",
+                    "--head-dim", "64", "--causal", "--persistent",
+                    "--no-cubin", "-o", str(out)], check=True,
+                   capture_output=True)
+    meta = json.load(open(str(out) + ".json"))
+    assert meta["kernel"] == "fa3_sm90_d64_br64_bc128_s3_f16_causal_persistent_cr8"
+    assert meta["block"] == [256, 1, 1] and meta["block_r"] == 64
+    assert meta["ctas_per_sm"] == 2
+    assert meta["grid"]["x"] == "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)"
 
 
 def test_sm80_kernel_grid(tmp_path, build_dir):
@@ -147,6 +166,7 @@ def test_bad_outputs_are_named(compiled):
     (lambda m: m["params"].pop(), "parameter list"),
     (lambda m: m.__setitem__("dtype", "f64"), "unsupported dtype"),
     (lambda m: m.__setitem__("block", [0, 1, 1]), "bad block"),
+    (lambda m: m.__setitem__("ctas_per_sm", 0), "bad ctas_per_sm"),
 ])
 def test_bad_metadata_is_refused(compiled, edit, message):
     meta = json.load(open(compiled + ".json"))

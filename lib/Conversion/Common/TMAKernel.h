@@ -128,6 +128,22 @@ protected:
   }
   Value sharedAt(int64_t byteOffset) { return sharedAt(c32(byteOffset)); }
 
+  /// The aligned shared base, read from the symbol where it is used. A
+  /// side-effecting `mov.u32 %r, fa_smem` is neither hoisted nor merged by
+  /// LLVM, so ptxas sees the address next to each wgmma. Held in one
+  /// register across the role branch and the loops, it made ptxas build
+  /// every descriptor derived from it in vector registers and move them
+  /// to uniform ones (R2UR) before each wgmma.
+  Value localSmemAddress() {
+    Value raw = LLVM::InlineAsmOp::create(
+                    b, loc, i32, ValueRange{}, "mov.u32 $0, fa_smem;", "=r",
+                    /*has_side_effects=*/true, /*is_align_stack=*/false,
+                    LLVM::tailcallkind::TailCallKind::None,
+                    LLVM::AsmDialectAttr(), ArrayAttr())
+                    .getResult(0);
+    return add(raw, arith::AndIOp::create(b, loc, sub(c32(0), raw), c32(1023)));
+  }
+
   void waitBarrier(Value bar, Value parity) {
     NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, c32(0x989680));
   }
@@ -165,7 +181,7 @@ protected:
   /// holds the generation-specific bits (see the file comment).
   Value descriptor(Value byteOffset, int64_t leadingBytes, int64_t strideBytes,
                    int64_t format) {
-    Value addr = ext64(add(smemAddress, byteOffset));
+    Value addr = ext64(add(localSmemAddress(), byteOffset));
     Value encoded = arith::ShRUIOp::create(b, loc, addr, c64(4));
     int64_t fixed = ((leadingBytes >> 4) & 0x3FFF) << 16 |
                     ((strideBytes >> 4) & 0x3FFF) << 32 | format;
@@ -186,7 +202,7 @@ protected:
 
   /// The tile `tileId` of a grid with query blocks fastest, then heads,
   /// then batches.
-  AttentionTile decodeTile(Value tileId) {
+  AttentionTile decodeTile(Value tileId, bool strided = false) {
     AttentionTile tile;
     Value qBlocks = divu(add(nq, c32(blockR - 1)), c32(blockR));
     // Query blocks of one head next to each other: they share K/V in L2
@@ -195,6 +211,16 @@ protected:
     // of a head first.
     Value qBlock = remu(tileId, qBlocks);
     Value matrix = divu(tileId, qBlocks);
+    if (config.causal && strided) {
+      // Persistent CTAs striding over the tiles: CTA c runs tiles c, c + G,
+      // ... Head-major order gives some CTAs only long tiles (at N = 16384
+      // the busiest gets 1.57x the mean work); longest first across all
+      // heads (heads fastest) deals the lengths round robin (0.94-0.97 of
+      // the ideal balance).
+      Value matrices = mul(batches, hq);
+      matrix = remu(tileId, matrices);
+      qBlock = divu(tileId, matrices);
+    }
     if (config.causal)
       qBlock = sub(sub(qBlocks, c32(1)), qBlock);
     Value batch = divu(matrix, hq), head = remu(matrix, hq);

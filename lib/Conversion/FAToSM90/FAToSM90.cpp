@@ -589,7 +589,7 @@ void KernelBuilder::emitTileLoop(
   b.setInsertionPointToStart(loop.getBody());
   phaseBits = loop.getRegionIterArgs()[0];
   Value tileIndex = loop.getRegionIterArgs()[1];
-  AttentionTile tile = decodeTile(loop.getInductionVar());
+  AttentionTile tile = decodeTile(loop.getInductionVar(), /*strided=*/true);
   tileFirst = tile.firstBlock;
   body(tile, tileIndex);
   Value next = advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock));
@@ -654,12 +654,12 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
       }));
 
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  // The persistent kernel's descriptors depend on loop-carried values that
-  // ptxas cannot prove warp-uniform, so it builds them in vector registers
-  // and moves them (R2UR) before each wgmma; stating uniformity (warp
-  // group here, ring and tile below) took it from 569 to 582 TFLOP/s at
-  // D = 128, N = 16k. The one-tile kernel is faster without the hint (628
-  // vs 602): bench/results/2026-11-29-sm90-v7-uniform-sweep.json.
+  // Stating that the warpgroup index is warp-uniform (a shuffle from lane
+  // 0) lets ptxas keep the consumer's Q descriptors in uniform registers
+  // (R2UR 54 -> 5 at D = 128). It helps the persistent kernel, whose tile
+  // loop otherwise moves them per wgmma, but cost the one-tile kernel up to
+  // 6% at N = 4096 (bench/results/2026-11-29-sm90-v11-local-smem-sweep
+  // .json), so only the persistent kernel states it.
   Value group = divu(tid, c32(128));
   if (spec.persistent)
     group = warpUniform(group);
@@ -725,7 +725,7 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   // .json); 64 for causal D = 64, whose short diagonal tiles leave the
   // tensor cores idle between tiles unless a second CTA fills the gap (+9%
   // at N = 1024, -2% at 4096 and 16384 against 128: bench/results/
-  // 2026-11-30-sm90-v10-br64-sweep.json); 128 otherwise (at D = 128 the
+  // 2026-11-29-sm90-v10-br64-sweep.json); 128 otherwise (at D = 128 the
   // 128-register cap of two CTAs per SM leaves B_c = 64 at most: -13% to
   // -21%).
   int64_t br =
