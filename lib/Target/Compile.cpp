@@ -9,8 +9,8 @@
 #include "fa/Target/Compile.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "fa/Pipelines/Pipelines.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -20,14 +20,14 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -57,11 +57,12 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     add("block_r = " + std::to_string(options.blockR) + " : i64");
   if (options.blockC)
     add("block_c = " + std::to_string(options.blockC) + " : i64");
-  std::string text =
-      "func.func @attention(%q: " + t + ", %k: " + t + ", %v: " + t +
-      ", %o: " + t + ", %lse: " + lse + ") {\n  fa.attention %q, %k, %v outs(%o, %lse : " +
-      t + ", " + lse + ")" + (attrs.empty() ? "" : " {" + attrs + "}") +
-      " : " + t + ", " + t + ", " + t + "\n  return\n}\n";
+  std::string text = "func.func @attention(%q: " + t + ", %k: " + t +
+                     ", %v: " + t + ", %o: " + t + ", %lse: " + lse +
+                     ") {\n  fa.attention %q, %k, %v outs(%o, %lse : " + t +
+                     ", " + lse + ")" +
+                     (attrs.empty() ? "" : " {" + attrs + "}") + " : " + t +
+                     ", " + t + ", " + t + "\n  return\n}\n";
   return parseSourceString<ModuleOp>(text, &context);
 }
 
@@ -109,6 +110,10 @@ static std::string metadataJson(const CompiledKernel &kernel,
   // Resident CTAs per SM the kernel is built for (2 for the sm_90a kernel
   // with one consumer warpgroup); a persistent grid launches that many.
   int64_t ctasPerSM = 1;
+  // Whether the kernel strides over the tiles (the back end decides when
+  // the request is "auto").
+  auto persistentAttr = dyn_cast_or_null<BoolAttr>(schedule.get("persistent"));
+  bool persistent = persistentAttr && persistentAttr.getValue();
   if (auto attr = dyn_cast_or_null<IntegerAttr>(schedule.get("ctas_per_sm")))
     ctasPerSM = attr.getInt();
   llvm::json::Array params;
@@ -164,19 +169,18 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"block", llvm::json::Array{intOf("warps") * 32, 1, 1}},
       {"grid",
        tensorMaps
-           ? llvm::json::Object{{"x", options.persistent
+           ? llvm::json::Object{{"x", persistent
                                           ? "min(ceil(Nq / block_r) * Hq * B, "
                                             "SMs * ctas_per_sm)"
                                           : "ceil(Nq / block_r) * Hq * B"},
                                 {"y", 1},
                                 {"z", 1}}
-           : llvm::json::Object{
-                 {"x",
-                  llvm::json::Object{{"ceil_div", "Nq"}, {"by", blockR}}},
-                 {"y", "Hq"},
-                 {"z", "B"}}},
+           : llvm::json::Object{{"x", llvm::json::Object{{"ceil_div", "Nq"},
+                                                         {"by", blockR}}},
+                                {"y", "Hq"},
+                                {"z", "B"}}},
       {"tile_grid", tensorMaps},
-      {"persistent", tensorMaps && options.persistent},
+      {"persistent", tensorMaps && persistent},
       {"ctas_per_sm", ctasPerSM},
       {"block_r", blockR},
       {"block_c", intOf("block_c")},
@@ -204,8 +208,7 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.dtype != "f16" && options.dtype != "bf16")
     return emitError(loc) << "fa-compile: dtype must be f16 or bf16 on "
                           << options.arch << ", got '" << options.dtype << "'";
-  if (options.headDim != 64 && options.headDim != 128 &&
-      options.headDim != 256)
+  if (options.headDim != 64 && options.headDim != 128 && options.headDim != 256)
     return emitError(loc) << "fa-compile: head dim must be 64, 128 or 256 on "
                           << options.arch << ", got " << options.headDim;
   return success();
@@ -237,13 +240,13 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   KernelOptions options = requested;
   options.headDim = attention.getHeadDim();
   Type elt = attention.getQueryType().getElementType();
-  options.dtype = elt.isF16() ? "f16" : elt.isBF16() ? "bf16"
-                                    : llvm::formatv("{0}", elt).str();
+  options.dtype = elt.isF16()    ? "f16"
+                  : elt.isBF16() ? "bf16"
+                                 : llvm::formatv("{0}", elt).str();
   options.causal = attention.getCausal();
   options.window = attention.getWindow().value_or(0);
-  options.softcap = attention.getSoftcap()
-                        ? attention.getSoftcap()->convertToDouble()
-                        : 0.0;
+  options.softcap =
+      attention.getSoftcap() ? attention.getSoftcap()->convertToDouble() : 0.0;
   if (failed(checkTarget(loc, options)))
     return failure();
   auto hostFunc = attention->getParentOfType<func::FuncOp>();
@@ -295,7 +298,9 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.stages = options.stages;
       pipeline.pingPong = options.pingPong;
       pipeline.intraOverlap = options.intraOverlap;
-      pipeline.persistent = options.persistent;
+      pipeline.persistent = options.persistent < 0   ? "auto"
+                            : options.persistent > 0 ? "true"
+                                                     : "false";
       setFA4(pipeline);
       buildSM90KernelPipeline(pm, pipeline);
     } else {
@@ -343,8 +348,10 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   auto binary = module.lookupSymbol<gpu::BinaryOp>("fa_kernels");
   if (!binary || binary.getObjects().empty())
     return emitError(loc) << "fa-compile: no PTX was produced";
-  result.ptx =
-      cast<gpu::ObjectAttr>(binary.getObjects()[0]).getObject().getValue().str();
+  result.ptx = cast<gpu::ObjectAttr>(binary.getObjects()[0])
+                   .getObject()
+                   .getValue()
+                   .str();
   result.metadata = metadataJson(result, resolved, schedule);
   if (!options.runPtxas)
     return result;
@@ -375,8 +382,8 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       return emitError(loc) << "fa-compile: cannot write " << ptxPath;
     os << result.ptx;
   }
-  SmallVector<StringRef> args = {*ptxas, "-arch", options.arch, "-O3", "-v",
-                                 ptxPath, "-o", cubinPath};
+  SmallVector<StringRef> args = {*ptxas, "-arch", options.arch, "-O3",
+                                 "-v",   ptxPath, "-o",         cubinPath};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
                                           StringRef(logPath)};
   std::string errMsg;
@@ -386,8 +393,8 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     result.ptxasLog = (*log)->getBuffer().str();
   if (rc != 0)
     return emitError(loc) << "fa-compile: ptxas failed (exit " << rc
-                          << (errMsg.empty() ? "" : ", " + errMsg)
-                          << "):\n" << result.ptxasLog;
+                          << (errMsg.empty() ? "" : ", " + errMsg) << "):\n"
+                          << result.ptxasLog;
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
   if (!cubin)
     return emitError(loc) << "fa-compile: ptxas wrote no cubin";

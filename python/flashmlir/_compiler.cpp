@@ -48,7 +48,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  double softcap, int64_t blockR, int64_t blockC,
                  py::object rescaleThreshold, int64_t polyDegree,
                  int64_t polyPeriod, int64_t stages, bool pingPong,
-                 bool intraOverlap, bool persistent,
+                 bool intraOverlap, int persistent,
                  const std::string &sm90Kernel, bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
@@ -212,7 +212,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("block_c") = 0, py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
         py::arg("stages") = 0, py::arg("ping_pong") = true,
-        py::arg("intra_overlap") = true, py::arg("persistent") = false,
+        py::arg("intra_overlap") = true, py::arg("persistent") = -1,
         py::arg("sm90_kernel") = "wgmma", py::arg("run_ptxas") = true);
   m.def("run_cpu", &runCpu, py::arg("q"), py::arg("k"), py::arg("v"),
         py::arg("causal") = false, py::arg("scale") = py::none(),

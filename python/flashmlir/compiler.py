@@ -78,7 +78,7 @@ def _compile_cached(**options):
 def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             softcap=0.0, block_r=0, block_c=0, rescale_threshold=None,
             poly_exp2_degree=None, poly_exp2_period=8, stages=0,
-            ping_pong=True, intra_overlap=True, persistent=False,
+            ping_pong=True, intra_overlap=True, persistent=None,
             sm90_kernel="wgmma"):
     """Compiles an attention kernel; cached on the options.
 
@@ -89,7 +89,8 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     (0: the back end's measured default). rescale_threshold (None: measured
     default, < 0 off) and poly_exp2_degree / poly_exp2_period (None: the
     target's default) are FlashAttention-4's tricks. stages, ping_pong,
-    intra_overlap, persistent: the sm_90a/sm_100a schedule knobs;
+    intra_overlap, persistent: the sm_90a/sm_100a schedule knobs
+    (persistent=None: the back end's measured choice);
     sm90_kernel="mma-sync" builds the sm_80 kernel for sm_90a.
     """
     options = dict(arch=arch, head_dim=int(head_dim), dtype=dtype,
@@ -103,7 +104,9 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
                    poly_exp2_period=int(poly_exp2_period),
                    stages=int(stages), ping_pong=bool(ping_pong),
                    intra_overlap=bool(intra_overlap),
-                   persistent=bool(persistent), sm90_kernel=sm90_kernel)
+                   persistent=(-1 if persistent is None
+                               else int(bool(persistent))),
+                   sm90_kernel=sm90_kernel)
     raw = _compile_cached(**options)
     return CompiledKernel(raw, options)
 

@@ -62,13 +62,14 @@ def qkv(b=2, hq=8, hkv=2, nq=100, nk=300, d=64, **kw):
 
 
 def test_loads_fa_compile_output(compiled):
-    # The sm_90a FlashAttention-3 kernel at D = 64: one CTA of 512 threads
-    # (producer + three consumer warpgroups, B_r = 192) per (query block,
-    # head) tile, q/k/v as tensor maps, B as the last parameter.
+    # The sm_90a FlashAttention-3 kernel at D = 64: CTAs of 512 threads
+    # (producer + three consumer warpgroups, B_r = 192) striding over the
+    # (query block, head) tiles, q/k/v as tensor maps, B as the last
+    # parameter.
     k = Kernel.load(compiled)
-    assert k.name == "fa3_sm90_d64_br192_bc128_s3_f16_cr8"
+    assert k.name == "fa3_sm90_d64_br192_bc128_s3_f16_persistent_cr8"
     assert k.meta["block"] == [512, 1, 1]
-    assert k.meta["tile_grid"] is True and k.meta["persistent"] is False
+    assert k.meta["tile_grid"] is True and k.meta["persistent"] is True
     assert [p["kind"] for p in k.meta["params"][:3]] == ["tensormap"] * 3
     assert k.meta["params"][0]["box"] == [64, 192]
     assert k.meta["params"][-1]["name"] == "B"

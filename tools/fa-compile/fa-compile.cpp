@@ -77,9 +77,10 @@ static cl::opt<bool> pingPong(cl::cat(toolOptions), "ping-pong",
 static cl::opt<bool> intraOverlap(cl::cat(toolOptions), 
     "intra-overlap", cl::desc("wgmma: softmax under the previous P V"),
     cl::init(true));
-static cl::opt<bool> persistent(cl::cat(toolOptions), 
-    "persistent", cl::desc("wgmma: persistent CTAs striding over the tiles"),
-    cl::init(false));
+static cl::opt<cl::boolOrDefault> persistent(
+    cl::cat(toolOptions), "persistent",
+    cl::desc("wgmma: persistent CTAs striding over the tiles (unset: the "
+             "back end's measured choice, on for non-causal D = 64)"));
 static cl::opt<std::string> output(cl::cat(toolOptions), "o", cl::desc("Output path prefix"),
                                    cl::init("attention"));
 static cl::opt<std::string>
@@ -150,7 +151,9 @@ int main(int argc, char **argv) {
   options.stages = stages;
   options.pingPong = pingPong;
   options.intraOverlap = intraOverlap;
-  options.persistent = persistent;
+  options.persistent = persistent == cl::BOU_UNSET  ? -1
+                       : persistent == cl::BOU_TRUE ? 1
+                                                    : 0;
   options.ptxas = ptxasPath;
   options.runPtxas = emit == "all" && !noCubin;
   if (emit != "all" && emit != "kernel-mlir" && emit != "host-mlir" &&

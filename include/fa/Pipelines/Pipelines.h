@@ -94,10 +94,11 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       *this, "intra-overlap",
       llvm::cl::desc("Overlap the softmax of block j with P V of block j-1"),
       llvm::cl::init(true)};
-  PassOptions::Option<bool> persistent{
+  PassOptions::Option<std::string> persistent{
       *this, "persistent",
-      llvm::cl::desc("Persistent CTAs striding over the tiles"),
-      llvm::cl::init(false)};
+      llvm::cl::desc("Persistent CTAs striding over the tiles: true, false "
+                     "or auto (the back end's measured choice)"),
+      llvm::cl::init("auto")};
   PassOptions::Option<int64_t> producerRegisters{
       *this, "producer-registers",
       llvm::cl::desc("setmaxnreg.dec count of the producer"),

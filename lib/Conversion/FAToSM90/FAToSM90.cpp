@@ -762,7 +762,21 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   // Ping-pong needs a partner warpgroup in the CTA.
   spec.pingPong = options.pingPong && spec.consumers > 1;
   spec.intraOverlap = options.intraOverlap;
-  spec.persistent = options.persistent;
+  // Persistent CTAs by default where they measured faster: non-causal
+  // D = 64 with three consumers, +9% / +3% / -1% at N = 1024 / 4096 /
+  // 16384 (bench/results/2026-11-29-sm90-v12-persistent-sweep.json). At
+  // D = 128 and 256 they measured even; causal tiles of unequal length
+  // lose 10-25% to the static striding.
+  StringRef persistent = options.persistent;
+  if (persistent == "auto")
+    spec.persistent = d == 64 && !spec.causal && spec.consumers == 3;
+  else if (persistent == "true" || persistent == "1")
+    spec.persistent = true;
+  else if (persistent == "false" || persistent == "0")
+    spec.persistent = false;
+  else
+    return fail("persistent must be true, false or auto, got '" + persistent +
+                "'");
   spec.producerRegisters = options.producerRegisters;
   // Default: what the register file leaves the consumers next to a
   // 24-register producer: 64K registers per SM shared by its CTAs (232 for

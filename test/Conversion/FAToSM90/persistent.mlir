@@ -1,0 +1,70 @@
+// Persistent CTAs: CTA x runs tiles x, x + gridDim.x, ... The default
+// (persistent=auto) turns it on for non-causal D = 64 only. Each tile
+// starts its K/V blocks at ring stage 0; the loop carries the parity bit of
+// every stage (flipped when the tile used the stage an odd number of
+// times) and the tile count (the parity of q_full / q_empty).
+// RUN: fa-opt %s --split-input-file --convert-fa-to-sm90 | FileCheck %s
+// RUN: fa-opt %s --split-input-file --convert-fa-to-sm90=persistent=false | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s --split-input-file --convert-fa-to-sm90=persistent=true | FileCheck %s --check-prefix=ON
+// RUN: not fa-opt %s --split-input-file --convert-fa-to-sm90=persistent=maybe 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: cannot be lowered to sm_90a wgmma: persistent must be true, false or auto, got 'maybe'
+
+func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+               %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,
+               %lse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v outs(%o, %lse : memref<?x?x?x64xf16>, memref<?x?x?xf32>)
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+// CHECK-LABEL: func.func @d64
+// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16_persistent
+// CHECK: persistent = true
+// The warpgroup index is shuffled from lane 0: ptxas then keeps the Q
+// descriptors in uniform registers.
+// CHECK: %[[GROUP:.*]] = arith.divui %{{.*}}, %c128_i32
+// CHECK: nvvm.shfl.sync  idx %c-1_i32, %[[GROUP]], %c0_i32
+// The producer's tile loop, then the consumers'.
+// CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK-NEXT: %[[GRID:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: scf.for %{{.*}} = %[[CTA]] to %{{.*}} step %[[GRID]] iter_args(%[[PHASES:.*]] = %c0_i32{{.*}}, %[[TILES:.*]] = %c0_i32{{.*}})
+// CHECK: %[[C2:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK-NEXT: %[[G2:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: scf.for %{{.*}} = %[[C2]] to %{{.*}} step %[[G2]] iter_args(%[[P2:.*]] = %c0_i32{{.*}}, %[[T2:.*]] = %c0_i32{{.*}})
+// Stage s was used ceil((blocks - s) / 3) times: its bit flips if odd.
+// The consumers read the bit of block j's stage for its barrier parity.
+// CHECK: %[[SHIFTED:.*]] = arith.shrui %[[P2]], %{{.*}}
+// CHECK: arith.andi %[[SHIFTED]], %c1_i32
+// CHECK: %[[BIT0:.*]] = arith.xori %[[P2]], %{{.*}} : i32
+// CHECK: %[[BIT1:.*]] = arith.xori %[[BIT0]], %{{.*}}
+// CHECK: %[[BIT2:.*]] = arith.xori %[[BIT1]], %{{.*}}
+// CHECK: %[[NEXT:.*]] = arith.addi %[[T2]], %c1_i32
+// CHECK-NEXT: scf.yield %[[BIT2]], %[[NEXT]] : i32, i32
+// OFF-LABEL: func.func @d64
+// OFF: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16 blocks
+// OFF-NOT: nvvm.read.ptx.sreg.nctaid.x
+// OFF: llvm.return
+// ON-LABEL: func.func @d64
+// ON: @fa3_sm90_d64_br192_bc128_s3_f16_persistent
+
+// -----
+
+// Causal tiles differ in length: a persistent grid deals them longest first
+// across all heads (heads fastest), so CTA x's stride visits every length.
+func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
+                       %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
+                       %lse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v outs(%o, %lse : memref<?x?x?x128xf16>, memref<?x?x?xf32>)
+      {causal} : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+  return
+}
+// CHECK-LABEL: func.func @d128_causal
+// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_f16_causal blocks
+// CHECK-NOT: nvvm.read.ptx.sreg.nctaid.x
+// CHECK: llvm.return
+// ON-LABEL: func.func @d128_causal
+// ON: @fa3_sm90_d128_br128_bc128_s3_f16_causal_persistent
+// ON: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// ON: %[[HEADS:.*]] = arith.muli %arg10, %arg7
+// ON-NEXT: %[[MATRIX:.*]] = arith.remui %[[TILE]], %[[HEADS]]
+// ON-NEXT: %[[LEVEL:.*]] = arith.divui %[[TILE]], %[[HEADS]]
+// ON: arith.subi %{{.*}}, %[[LEVEL]]
