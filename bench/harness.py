@@ -176,13 +176,16 @@ def main():
     except OSError:
         results["commit"] = None
 
-    # Correctness: grid shapes (smaller batch) plus ragged, GQA, Nq != Nk.
+    # Correctness: grid shapes (smaller batch) plus ragged, GQA, Nq != Nk;
+    # (4, 32, 8, 1000, 1100) has 768-1024 tiles, several per CTA of a
+    # persistent kernel.
     failures = 0
     seed = 1
     for (dtype, d, causal), kernel in sorted(kernels.items()):
         cases = [(1, 2, 2, 1024, 1024), (1, 2, 2, 4096, 4096),
                  (2, 8, 2, 1000, 1000), (1, 4, 1, 77, 300),
-                 (1, 2, 2, 300, 77), (3, 2, 2, 1, 257)]
+                 (1, 2, 2, 300, 77), (3, 2, 2, 1, 257),
+                 (4, 32, 8, 1000, 1100)]
         for (b, hq, hkv, nq, nk) in cases:
             r = check(kernel, b, hq, hkv, nq, nk, d, DT[dtype], causal, seed)
             seed += 1

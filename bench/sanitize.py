@@ -25,7 +25,10 @@ def main():
     for name in names:
         k = Kernel.load(os.path.join(folder, name))
         d, dtype = k.meta["head_dim"], DT[k.meta["dtype"]]
-        for (b, hq, hkv, nq, nk) in [(1, 4, 2, 131, 77), (2, 2, 1, 77, 333)]:
+        # (2, 24, 4, 700, 650): 192-352 tiles, more than the SMs, so the
+        # CTAs of a persistent kernel run several tiles each.
+        for (b, hq, hkv, nq, nk) in [(1, 4, 2, 131, 77), (2, 2, 1, 77, 333),
+                                     (2, 24, 4, 700, 650)]:
             q = torch.randn(b, hq, nq, d, device="cuda", dtype=dtype)
             kk = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype)
             v = torch.randn(b, hkv, nk, d, device="cuda", dtype=dtype)

@@ -29,7 +29,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "sweep-out"))
     ap.add_argument("--sizes", default="4096,16384")
     args = ap.parse_args()
-    sizes = [int(x) for x in args.sizes.split(",")]
+    sizes = [int(x) for x in args.sizes.split(",") if x]  # "": checks only
     rows, failures = [], 0
     for f in sorted(os.listdir(args.kernels)):
         m = NAME.match(f[:-len(".json")]) if f.endswith(".json") else None
@@ -40,12 +40,15 @@ def main():
         dtype = harness.DT[kernel.meta["dtype"]]
         ok = True
         for i, (b, hq, hkv, nq, nk) in enumerate(
-                [(2, 8, 2, 1000, 1000), (1, 4, 1, 77, 300), (1, 2, 2, 300, 77)]):
+                [(2, 8, 2, 1000, 1000), (1, 4, 1, 77, 300), (1, 2, 2, 300, 77),
+                 (4, 32, 8, 1000, 1100)]):  # the last: several tiles per
+                                            # persistent CTA
             r = harness.check(kernel, b, hq, hkv, nq, nk, d, dtype, causal, i)
             ok = ok and r["ok"]
             if not r["ok"]:
                 print("FAIL", f, r, flush=True)
         failures += not ok
+        print(f"check {f[:-5]}: {'ok' if ok else 'FAIL'}", flush=True)
         for n in sizes:
             row = harness.time_config(kernel, n, d, dtype, causal)
             row.update(variant=f[:-5], tag=m["tag"],
