@@ -83,8 +83,11 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     NVVM dialects) and replaces the op by the host side of its launch.
 
     Schedule (also printed as the kernel's `fa.schedule` attribute):
-    * 3 warpgroups per CTA of B_r = 128 query rows (4 with `block_r = 192`
-      on the op). Warpgroup 0 is the
+    * 3 warpgroups per CTA of B_r = 128 query rows (4 with `block_r = 192`,
+      the default for non-causal D = 64; 2 with `block_r = 64`, the default
+      for causal D = 64, built for two resident CTAs per SM:
+      `nvvm.minctasm = 2`, at most 113 KiB of shared memory, no ping-pong
+      partner). Warpgroup 0 is the
       producer: `setmaxnreg.dec`, then one thread issues all TMA loads
       (`cp.async.bulk.tensor` with `mbarrier::complete_tx`) of Q and of a
       ring of `stages` K and V tiles. The other warpgroups are consumers
@@ -106,16 +109,23 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     * causal: blocks past the diagonal skipped, the mask applied only in the
       second loop over the blocks that need it (ragged end, diagonal).
     * the Q tile is released (`q_empty`) after a tile's last GEMM.
+    * wgmma descriptors are built from the shared base read next to each
+      use (a side-effecting `mov.u32 %r, fa_smem`): held in one register
+      across the loops, ptxas built every descriptor off its uniform
+      datapath.
 
     Kernel parameters: the q, k, v tensor maps (CUtensorMap over the
     [B * H, N, D] view, 64-column boxes of B_r or B_c rows, 128-B swizzle,
     zero fill past N; 128 B each, `byval` + `nvvm.grid_constant`), o and
     lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32), B (i32).
-    Grid: one CTA of 384 threads per (query block, head) tile, ceil(Nq /
-    128) * Hq * B of them (causal: longest tiles first). With `persistent`,
-    CTA x takes tiles x, x + gridDim.x, ... so the producer loads the next
-    tile's Q and K/V while the consumers finish the current one; any grid
-    size is correct and the runtimes launch min(tiles, SMs).
+    Grid: one CTA per (query block, head) tile, ceil(Nq / B_r) * Hq * B of
+    them (causal: the longest tiles of a head first). With `persistent`
+    (`auto`: on for non-causal D = 64), CTA x takes tiles x, x + gridDim.x,
+    ... so the producer loads the next tile's Q and K/V while the consumers
+    finish the current one; each tile restarts the K/V ring at stage 0 and
+    the loop carries every stage's phase bit; causal tiles are dealt
+    longest first across all heads. Any grid size is correct; the runtimes
+    launch min(tiles, SMs * ctas_per_sm).
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",

@@ -726,8 +726,7 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   // tensor cores idle between tiles unless a second CTA fills the gap (+9%
   // at N = 1024, -2% at 4096 and 16384 against 128: bench/results/
   // 2026-11-29-sm90-v10-br64-sweep.json); 128 otherwise (at D = 128 the
-  // 128-register cap of two CTAs per SM leaves B_c = 64 at most: -13% to
-  // -21%).
+  // 113 KiB of shared memory per CTA leave B_c = 64: -13% to -21%).
   int64_t br =
       op.getBlockR().value_or(d == 64 ? (spec.causal ? 64 : 192) : 128);
   if (br != 64 && br != 128 && br != 192)
@@ -738,8 +737,9 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
     return fail("block_r = 192 needs D = 64 (three consumers get 160 "
                 "registers each; at D = 128 their S, O and P spill)");
   if (br == 64 && d > 128)
-    return fail("block_r = 64 needs D <= 128 (two CTAs per SM cap each "
-                "thread at 128 registers; D = 256's O alone takes 128)");
+    return fail("block_r = 64 needs D <= 128 (with two CTAs per SM the "
+                "kernel launches with 128 registers per thread, and ptxas "
+                "cannot fit D = 256's 128 accumulators of P V)");
   spec.consumers = br / kRowsPerConsumer;
   spec.ctasPerSM = spec.consumers == 1 ? 2 : 1;
   // Defaults from the H200 sweeps (bench/results/2026-11-29-sm90-v2-*):

@@ -64,7 +64,7 @@ func.func @blockr192(%q: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>, %l:
 // -----
 
 func.func @blockr64_d256(%q: memref<1x1x64x256xf16>, %o: memref<1x1x64x256xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r = 64 needs D <= 128 (two CTAs per SM cap each thread at 128 registers; D = 256's O alone takes 128)}}
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r = 64 needs D <= 128 (with two CTAs per SM the kernel launches with 128 registers per thread, and ptxas cannot fit D = 256's 128 accumulators of P V)}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x256xf16>, memref<1x1x64xf32>)
       {block_r = 64 : i64} : memref<1x1x64x256xf16>, memref<1x1x64x256xf16>, memref<1x1x64x256xf16>
   return
