@@ -130,7 +130,7 @@ def test_run_cpu_reports_bad_shapes(flashmlir):
 def test_sm90_schedule_options_reach_the_kernel(flashmlir):
     k = flashmlir.compile(head_dim=128, stages=2, ping_pong=False,
                           intra_overlap=False, persistent=True)
-    assert k.name == "fa3_sm90_d128_br128_bc128_s2_f16_nopp_noovl_persistent_cr8"
+    assert k.name == "fa3_sm90_d128_br128_bc128_s2_f16_nopp_noovl_persistent_q2_cr8"
     assert k.metadata["persistent"] is True and k.metadata["kv_stages"] == 2
     assert "nvvm.barrier.arrive" not in k.mlir("kernel")  # no ping-pong
     mma = flashmlir.compile(head_dim=64, sm90_kernel="mma-sync")

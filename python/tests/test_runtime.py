@@ -67,7 +67,7 @@ def test_loads_fa_compile_output(compiled):
     # (query block, head) tiles, q/k/v as tensor maps, B as the last
     # parameter.
     k = Kernel.load(compiled)
-    assert k.name == "fa3_sm90_d64_br192_bc128_s3_f16_persistent_cr8"
+    assert k.name == "fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2_cr8"
     assert k.meta["block"] == [512, 1, 1]
     assert k.meta["tile_grid"] is True and k.meta["persistent"] is True
     assert [p["kind"] for p in k.meta["params"][:3]] == ["tensormap"] * 3
@@ -100,7 +100,7 @@ def test_one_consumer_kernel_metadata(tmp_path, build_dir):
                     "--no-cubin", "-o", str(out)], check=True,
                    capture_output=True)
     meta = json.load(open(str(out) + ".json"))
-    assert meta["kernel"] == "fa3_sm90_d64_br64_bc128_s3_f16_causal_persistent_cr8"
+    assert meta["kernel"] == "fa3_sm90_d64_br64_bc128_s2_f16_causal_persistent_q2_cr8"
     assert meta["block"] == [256, 1, 1] and meta["block_r"] == 64
     assert meta["ctas_per_sm"] == 2
     assert meta["grid"]["x"] == "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)"

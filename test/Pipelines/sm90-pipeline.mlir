@@ -7,7 +7,7 @@
 // CHECK: llvm.call @faEncodeTensorMap
 // D = 64 non-causal defaults to B_r = 192: three consumer warpgroups (512
 // threads) with 160 registers each, persistent CTAs.
-// CHECK: gpu.launch_func  @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16_persistent blocks in
+// CHECK: gpu.launch_func  @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2 blocks in
 // CHECK-SAME: threads in (%c512,
 // CHECK: gpu.binary @fa_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">, {{.*}}assembly = "
 // CHECK-SAME: .target sm_90a

@@ -48,6 +48,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 namespace mlir::fa {
 #define GEN_PASS_DEF_CONVERTFATOSM90
@@ -72,6 +73,11 @@ struct KernelSpec : SoftmaxConfig {
   // and shared memory leave room for a second CTA; its prologue and
   // epilogue then run under the other's GEMMs.
   int64_t ctasPerSM = 1;
+  // Q buffers: 2 for a persistent kernel where they fit. Then tile t + 1's
+  // Q loads during tile t, and tile t's last P V is issued together with
+  // tile t + 1's first S (the cross-tile pipeline), so the tensor cores do
+  // not drain between tiles.
+  int64_t qBuffers = 1;
   int64_t blockC = 0;
   int64_t stages = 0;
   bool bf16 = false;
@@ -87,15 +93,15 @@ struct KernelSpec : SoftmaxConfig {
   int64_t qBytes() const { return blockR() * headDim * 2; }
   int64_t kvTileBytes() const { return blockC * headDim * 2; }
   int64_t kOffset(int64_t stage) const {
-    return qBytes() + stage * 2 * kvTileBytes();
+    return qBuffers * qBytes() + stage * 2 * kvTileBytes();
   }
   int64_t vOffset(int64_t stage) const {
     return kOffset(stage) + kvTileBytes();
   }
   int64_t barrierOffset() const { return kOffset(stages); }
-  // Barriers: q_full, q_empty, then per stage k_full, v_full, k_empty,
-  // v_empty.
-  int64_t barrierBytes() const { return 8 * (2 + 4 * stages); }
+  // Barriers: q_full, q_empty per Q buffer, then per stage k_full, v_full,
+  // k_empty, v_empty.
+  int64_t barrierBytes() const { return 8 * (2 * qBuffers + 4 * stages); }
   /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
   int64_t sharedBytes() const {
     return barrierOffset() + barrierBytes() + 1024;
@@ -107,7 +113,7 @@ struct KernelSpec : SoftmaxConfig {
            (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
-           suffix();
+           (qBuffers == 2 ? "_q2" : "") + suffix();
   }
 };
 
@@ -136,18 +142,34 @@ private:
   Value barrier(Value index) {
     return sharedAt(add(c32(spec.barrierOffset()), mul(index, c32(8))));
   }
-  Value qFull() { return barrier(0); }
-  Value qEmpty() { return barrier(1); }
-  Value kFull(Value stage) { return barrier(add(c32(2), stage)); }
-  Value vFull(Value stage) { return barrier(add(c32(2 + spec.stages), stage)); }
+  Value qFull(Value buffer) { return barrier(mul(buffer, c32(2))); }
+  Value qEmpty(Value buffer) {
+    return barrier(add(mul(buffer, c32(2)), c32(1)));
+  }
+  int64_t ringBarriers() const { return 2 * spec.qBuffers; }
+  Value kFull(Value stage) { return barrier(add(c32(ringBarriers()), stage)); }
+  Value vFull(Value stage) {
+    return barrier(add(c32(ringBarriers() + spec.stages), stage));
+  }
   Value kEmpty(Value stage) {
-    return barrier(add(c32(2 + 2 * spec.stages), stage));
+    return barrier(add(c32(ringBarriers() + 2 * spec.stages), stage));
   }
   Value vEmpty(Value stage) {
-    return barrier(add(c32(2 + 3 * spec.stages), stage));
+    return barrier(add(c32(ringBarriers() + 3 * spec.stages), stage));
+  }
+  /// Tile `tileIndex` of this CTA uses Q buffer tileIndex mod qBuffers, for
+  /// the (tileIndex / qBuffers)-th time: the parity its barriers wait on.
+  Value qBufferOf(Value tileIndex) {
+    return spec.qBuffers == 1
+               ? c32(0)
+               : arith::AndIOp::create(b, loc, tileIndex, c32(1));
+  }
+  Value qRoundOf(Value tileIndex) {
+    return arith::AndIOp::create(b, loc, divu(tileIndex, c32(spec.qBuffers)),
+                                 c32(1));
   }
   Value kOffset(Value stage) {
-    return add(c32(spec.qBytes()), mul(stage, c32(2 * spec.kvTileBytes())));
+    return add(c32(spec.kOffset(0)), mul(stage, c32(2 * spec.kvTileBytes())));
   }
   Value vOffset(Value stage) {
     return add(kOffset(stage), c32(spec.kvTileBytes()));
@@ -194,14 +216,42 @@ private:
 
   /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), carrying
   /// the tile count and the ring's phase bits.
-  void emitTileLoop(
-      llvm::function_ref<void(const AttentionTile &, Value tileIndex)> body);
+  /// Also carries `carried` (returned by `body`); returns its final value.
+  /// With `skipFirst` the loop starts at the CTA's second tile (tile
+  /// count 1, phase bits `phases`): the caller ran the first.
+  SmallVector<Value> emitTileLoop(
+      llvm::function_ref<SmallVector<Value>(const AttentionTile &,
+                                            Value tileIndex, ValueRange)>
+          body,
+      ValueRange carried = {}, bool skipFirst = false, Value phases = {});
+
+  /// What a tile hands to the next one in the cross-tile pipeline: its
+  /// last block's P V and its store are still to do.
+  struct PendingTile {
+    RowState state;
+    BlockStep last;
+    Value vStage, vParity, row0, qMatrix;
+  };
+  SmallVector<Value> packPending(const PendingTile &tile);
+  PendingTile unpackPending(ValueRange values);
+  /// Divides O by l and writes O and LSE of a tile's rows.
+  void storeTile(ArrayRef<Value> o, std::array<Value, 2> m,
+                 std::array<Value, 2> l, Value row0, Value qMatrix);
 
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
-  void emitConsumerTile(Value consumer, const AttentionTile &tile,
-                        Value tileIndex, const std::function<void()> &waitTurn,
-                        const std::function<void()> &passTurn);
+  /// One tile of a consumer. With `previous` (cross-tile pipeline) the
+  /// previous tile's last P V is issued with this tile's first S, and this
+  /// tile's last P V and store are returned for the next one.
+  std::optional<PendingTile>
+  emitConsumerTile(Value consumer, const AttentionTile &tile, Value tileIndex,
+                   const std::function<void()> &waitTurn,
+                   const std::function<void()> &passTurn,
+                   const PendingTile *previous, bool handOver);
+  /// The last pending tile's P V and store, after the tile loop.
+  void finishPendingTile(const PendingTile &tile,
+                         const std::function<void()> &waitTurn,
+                         const std::function<void()> &passTurn);
   void emitConsumer(Value consumer);
 
   // Every tile starts its K/V blocks at stage 0: block j of the tile sits
@@ -237,7 +287,8 @@ private:
 
   const KernelSpec &spec;
   Value tid, lane, warpInGroup, g, t;
-  Value qTile;     // this consumer's Q rows
+  Value qRows;     // this consumer's rows in a Q buffer
+  Value qTile;     // this consumer's Q rows in the current tile's buffer
   Value tileFirst; // the current tile's first K/V block
   Value phaseBits; // persistent only: see parityOf
 };
@@ -382,8 +433,9 @@ void KernelBuilder::emitProducer() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifIssuer.thenBlock());
   prefetchTensorMaps();
-  emitTileLoop([&](const AttentionTile &tile, Value tileIndex) {
+  emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
     emitProducerTile(tile, tileIndex);
+    return SmallVector<Value>();
   });
 }
 
@@ -392,12 +444,13 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   Value firstBlock = tile.firstBlock, numBlocks = tile.numBlocks;
   Value kvMatrix = tile.kvMatrix;
   // The Q buffer is free once both consumers finished the previous tile.
-  waitBarrier(
-      qEmpty(),
-      arith::XOrIOp::create(
-          b, loc, arith::AndIOp::create(b, loc, tileIndex, c32(1)), c32(1)));
-  expectBytes(qFull(), spec.qBytes());
-  loadTile(qMap, c32(0), spec.blockR(), tile.qStart, tile.qMatrix, qFull());
+  // The Q buffer is free once the consumers finished its previous tile.
+  Value buffer = qBufferOf(tileIndex);
+  waitBarrier(qEmpty(buffer),
+              arith::XOrIOp::create(b, loc, qRoundOf(tileIndex), c32(1)));
+  expectBytes(qFull(buffer), spec.qBytes());
+  loadTile(qMap, mul(buffer, c32(spec.qBytes())), spec.blockR(), tile.qStart,
+           tile.qMatrix, qFull(buffer));
   OpBuilder::InsertionGuard guard(b);
   auto loop = scf::ForOp::create(b, loc, firstBlock, numBlocks, c32(1));
   b.setInsertionPointToStart(loop.getBody());
@@ -418,7 +471,7 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
 void KernelBuilder::emitConsumer(Value consumer) {
   NVVM::SetMaxRegisterOp::create(b, loc, spec.consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
-  qTile = mul(consumer, c32(kRowsPerConsumer * kSwizzleBytes));
+  qRows = mul(consumer, c32(kRowsPerConsumer * kSwizzleBytes));
 
   // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
   // tensor cores and hands the turn over on the other's after issuing.
@@ -446,15 +499,107 @@ void KernelBuilder::emitConsumer(Value consumer) {
     b.setInsertionPointToStart(ifFirst.thenBlock());
     NVVM::BarrierArriveOp::create(b, loc, ownTurn, pairThreads);
   }
-  emitTileLoop([&](const AttentionTile &tile, Value tileIndex) {
-    emitConsumerTile(consumer, tile, tileIndex, waitTurn, passTurn);
-  });
+  if (spec.qBuffers == 1) {
+    emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
+      emitConsumerTile(consumer, tile, tileIndex, waitTurn, passTurn,
+                       /*previous=*/nullptr, /*handOver=*/false);
+      return SmallVector<Value>();
+    });
+    return;
+  }
+  // Cross-tile pipeline: the CTA's first tile is peeled (nothing pending
+  // before it), the loop over the others carries the pending tile, and the
+  // last one is finished after the loop.
+  Value firstTile = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value qBlocks = divu(add(nq, c32(spec.blockR() - 1)), c32(spec.blockR()));
+  Value tiles = mul(qBlocks, mul(batches, hq));
+  auto ifAny = scf::IfOp::create(b, loc, ult(firstTile, tiles), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifAny.thenBlock());
+  AttentionTile tile = decodeTile(firstTile, /*strided=*/true);
+  tileFirst = tile.firstBlock;
+  phaseBits = c32(0);
+  PendingTile firstPending =
+      *emitConsumerTile(consumer, tile, c32(0), waitTurn, passTurn,
+                        /*previous=*/nullptr, /*handOver=*/true);
+  Value bits = advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock));
+  SmallVector<Value> after = emitTileLoop(
+      [&](const AttentionTile &tile, Value tileIndex, ValueRange carried) {
+        PendingTile previous = unpackPending(carried);
+        return packPending(*emitConsumerTile(consumer, tile, tileIndex,
+                                             waitTurn, passTurn, &previous,
+                                             /*handOver=*/true));
+      },
+      packPending(firstPending), /*skipFirst=*/true, bits);
+  finishPendingTile(unpackPending(after), waitTurn, passTurn);
 }
 
-void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
-                                     Value tileIndex,
-                                     const std::function<void()> &waitTurn,
-                                     const std::function<void()> &passTurn) {
+SmallVector<Value> KernelBuilder::packPending(const PendingTile &tile) {
+  SmallVector<Value> v(tile.state.o);
+  v.append(
+      {tile.state.m[0], tile.state.m[1], tile.state.l[0], tile.state.l[1]});
+  v.append(tile.last.p);
+  v.append({tile.last.alpha[0], tile.last.alpha[1]});
+  if (tile.last.moved)
+    v.push_back(tile.last.moved);
+  v.append({tile.vStage, tile.vParity, tile.row0, tile.qMatrix});
+  return v;
+}
+
+KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
+  int64_t oRegs = spec.headDim / 2, pRegs = spec.blockC / 4;
+  PendingTile tile;
+  size_t i = 0;
+  tile.state.o.assign(v.begin(), v.begin() + oRegs);
+  i += oRegs;
+  tile.state.m = {v[i], v[i + 1]};
+  tile.state.l = {v[i + 2], v[i + 3]};
+  i += 4;
+  tile.last.p.assign(v.begin() + i, v.begin() + i + pRegs);
+  i += pRegs;
+  tile.last.alpha = {v[i], v[i + 1]};
+  i += 2;
+  if (spec.rescaleThreshold >= 0)
+    tile.last.moved = v[i++];
+  tile.vStage = v[i];
+  tile.vParity = v[i + 1];
+  tile.row0 = v[i + 2];
+  tile.qMatrix = v[i + 3];
+  return tile;
+}
+
+void KernelBuilder::storeTile(ArrayRef<Value> o, std::array<Value, 2> m,
+                              std::array<Value, 2> l, Value row0,
+                              Value qMatrix) {
+  // O / l and LSE, straight from registers: each quad writes 16 B of a row
+  // per 8 columns.
+  Value oBase = gep(globalPtr, half, oPtr,
+                    mul(ext64(qMatrix), mul(ext64(nq), c64(spec.headDim))));
+  Value lseBase = gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
+  storeRows(o, m, l, row0, nq, oBase, lseBase, spec.headDim, t);
+}
+
+void KernelBuilder::finishPendingTile(const PendingTile &tile,
+                                      const std::function<void()> &waitTurn,
+                                      const std::function<void()> &passTurn) {
+  SmallVector<Value> o =
+      fenceOperands(rescale(tile.state.o, tile.last.alpha, tile.last.moved));
+  waitBarrier(vFull(tile.vStage), tile.vParity);
+  waitTurn();
+  o = issueValues(tile.last.p, o, vOffset(tile.vStage));
+  passTurn();
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  o = fenceOperands(o);
+  releaseTile(vEmpty(tile.vStage));
+  storeTile(o, tile.state.m, tile.state.l, tile.row0, tile.qMatrix);
+}
+
+std::optional<KernelBuilder::PendingTile>
+KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
+                                Value tileIndex,
+                                const std::function<void()> &waitTurn,
+                                const std::function<void()> &passTurn,
+                                const PendingTile *previous, bool handOver) {
   int64_t oRegs = spec.headDim / 2;
   int64_t pRegs = spec.blockC / 4;
   Value qStart = tile.qStart, qMatrix = tile.qMatrix;
@@ -464,9 +609,13 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
                    add(mul(warpInGroup, c32(16)), g));
   Value negInf = cf(-std::numeric_limits<double>::infinity());
 
-  waitBarrier(qFull(), arith::AndIOp::create(b, loc, tileIndex, c32(1)));
+  Value qBuffer = qBufferOf(tileIndex);
+  qTile = add(qRows, mul(qBuffer, c32(spec.qBytes())));
+  waitBarrier(qFull(qBuffer), qRoundOf(tileIndex));
 
-  // Prologue: S of the first block, its softmax (O is still zero).
+  // Prologue: S of the first block, its softmax (O is still zero). In the
+  // cross-tile pipeline the previous tile's last P V goes to the tensor
+  // cores behind it, as in the loop below.
   RowState state;
   state.o.assign(oRegs, cf(0.0));
   state.m = {negInf, negInf};
@@ -475,13 +624,33 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
   waitBarrier(kFull(stage0), parityOf(firstBlock));
   waitTurn();
   SmallVector<Value> s = issueScores(kOffset(stage0));
+  // No branch may separate a wgmma from its wait: ptxas serializes every
+  // wgmma of the kernel when other instructions (phi copies) touch the
+  // accumulators in between. Hence the first tile is peeled.
+  SmallVector<Value> previousO;
+  if (previous) {
+    previousO = fenceOperands(
+        rescale(previous->state.o, previous->last.alpha, previous->last.moved));
+    waitBarrier(vFull(previous->vStage), previous->vParity);
+    previousO =
+        issueValues(previous->last.p, previousO, vOffset(previous->vStage));
+  }
   passTurn();
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  // Softmax of S_0 under the previous tile's last P V.
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc,
+                                     previous && spec.intraOverlap ? 1 : 0);
   s = fenceOperands(s);
   releaseTile(kEmpty(stage0));
   BlockStep first =
       softmax(s, state, /*masked=*/true, mul(firstBlock, c32(spec.blockC)),
               row0, nk, scaleLog2);
+  if (previous) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    previousO = fenceOperands(previousO);
+    releaseTile(vEmpty(previous->vStage));
+    storeTile(previousO, previous->state.m, previous->state.l, previous->row0,
+              previous->qMatrix);
+  }
 
   // Loop state: O, m, l, P of the previous block, and its alpha (+ moved).
   bool conditional = spec.rescaleThreshold >= 0;
@@ -549,9 +718,19 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
   // Every S of the tile has retired (each loop iteration ends with
   // wait_group 0): Q is free, and a persistent producer loads the next
   // tile's Q under this tile's last P V and epilogue.
-  releaseTile(qEmpty());
+  releaseTile(qEmpty(qBuffer));
   Value lastJ = sub(numBlocks, c32(1));
   Value lastStage = stageOf(lastJ);
+  if (handOver) {
+    PendingTile pending;
+    pending.state = state;
+    pending.last = last;
+    pending.vStage = lastStage;
+    pending.vParity = parityOf(lastJ);
+    pending.row0 = row0;
+    pending.qMatrix = qMatrix;
+    return pending;
+  }
   SmallVector<Value> o =
       fenceOperands(rescale(state.o, last.alpha, last.moved));
   waitBarrier(vFull(lastStage), parityOf(lastJ));
@@ -561,39 +740,46 @@ void KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   o = fenceOperands(o);
   releaseTile(vEmpty(lastStage));
-
-  // O / l and LSE, straight from registers: each quad writes 16 B of a row
-  // per 8 columns.
-  Value oBase = gep(globalPtr, half, oPtr,
-                    mul(ext64(qMatrix), mul(ext64(nq), c64(spec.headDim))));
-  Value lseBase = gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
-  storeRows(o, state.m, state.l, row0, nq, oBase, lseBase, spec.headDim, t);
+  storeTile(o, state.m, state.l, row0, qMatrix);
+  return std::nullopt;
 }
 
-void KernelBuilder::emitTileLoop(
-    llvm::function_ref<void(const AttentionTile &, Value)> body) {
+SmallVector<Value> KernelBuilder::emitTileLoop(
+    llvm::function_ref<SmallVector<Value>(const AttentionTile &, Value,
+                                          ValueRange)>
+        body,
+    ValueRange carried, bool skipFirst, Value phases) {
   if (!spec.persistent) {
     // One tile per CTA (grid = tiles): the ring starts empty.
     AttentionTile tile = decodeTile(NVVM::BlockIdXOp::create(b, loc, i32));
     tileFirst = tile.firstBlock;
-    body(tile, c32(0));
-    return;
+    return body(tile, c32(0), carried);
   }
   Value qBlocks = divu(add(nq, c32(spec.blockR() - 1)), c32(spec.blockR()));
   Value tiles = mul(qBlocks, mul(batches, hq));
   Value first = NVVM::BlockIdXOp::create(b, loc, i32);
   Value step = NVVM::GridDimXOp::create(b, loc, i32);
-  auto loop = scf::ForOp::create(b, loc, first, tiles, step,
-                                 ValueRange{c32(0), c32(0)});
+  SmallVector<Value> init = {c32(0), c32(0)};
+  if (skipFirst) {
+    first = add(first, step);
+    init = {phases, c32(1)};
+  }
+  init.append(carried.begin(), carried.end());
+  auto loop = scf::ForOp::create(b, loc, first, tiles, step, init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   phaseBits = loop.getRegionIterArgs()[0];
   Value tileIndex = loop.getRegionIterArgs()[1];
   AttentionTile tile = decodeTile(loop.getInductionVar(), /*strided=*/true);
   tileFirst = tile.firstBlock;
-  body(tile, tileIndex);
-  Value next = advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock));
-  scf::YieldOp::create(b, loc, ValueRange{next, add(tileIndex, c32(1))});
+  SmallVector<Value> next =
+      body(tile, tileIndex, loop.getRegionIterArgs().drop_front(2));
+  Value bits = advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock));
+  SmallVector<Value> yielded = {bits, add(tileIndex, c32(1))};
+  yielded.append(next.begin(), next.end());
+  scf::YieldOp::create(b, loc, yielded);
+  phaseBits = Value();
+  return SmallVector<Value>(loop.getResults().drop_front(2));
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
@@ -675,16 +861,19 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     auto ifInit = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(ifInit.thenBlock());
-    NVVM::MBarrierInitOp::create(b, loc, qFull(), c32(1), Value());
-    NVVM::MBarrierInitOp::create(b, loc, qEmpty(), c32(4 * spec.consumers),
-                                 Value());
-    for (int64_t s = 0; s < spec.stages; ++s) {
-      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + s), c32(1), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + spec.stages + s), c32(1),
-                                   Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + 2 * spec.stages + s),
+    for (int64_t q = 0; q < spec.qBuffers; ++q) {
+      NVVM::MBarrierInitOp::create(b, loc, barrier(2 * q), c32(1), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(2 * q + 1),
                                    c32(4 * spec.consumers), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(2 + 3 * spec.stages + s),
+    }
+    for (int64_t s = 0; s < spec.stages; ++s) {
+      int64_t ring = ringBarriers();
+      NVVM::MBarrierInitOp::create(b, loc, barrier(ring + s), c32(1), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(ring + spec.stages + s),
+                                   c32(1), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(ring + 2 * spec.stages + s),
+                                   c32(4 * spec.consumers), Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(ring + 3 * spec.stages + s),
                                    c32(4 * spec.consumers), Value());
     }
     NVVM::FenceMbarrierInitOp::create(b, loc);
@@ -751,25 +940,17 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   if (bc % 16 != 0 || bc < 16 || bc > 256)
     return fail("block_c must be a multiple of 16 in [16, 256], got " +
                 Twine(bc));
-  // Ring depth: 3 stages where they fit (measured +3% at D = 128 over 2),
-  // else 2.
-  spec.headDim = d;
-  spec.blockC = bc;
-  if (std::optional<std::string> why =
-          chooseStages(spec, options.stages, spec.ctasPerSM))
-    return fail(*why);
-  spec.bf16 = op.getQueryType().getElementType().isBF16();
-  // Ping-pong needs a partner warpgroup in the CTA.
-  spec.pingPong = options.pingPong && spec.consumers > 1;
-  spec.intraOverlap = options.intraOverlap;
-  // Persistent CTAs by default where they measured faster: non-causal
-  // D = 64 with three consumers, +9% / +3% / -1% at N = 1024 / 4096 /
-  // 16384 (bench/results/2026-11-29-sm90-v12-persistent-sweep.json). At
-  // D = 128 and 256 they measured even; causal tiles of unequal length
-  // lose 10-25% to the static striding.
+  // Persistent CTAs with the cross-tile pipeline by default where they
+  // measured faster on the H200 (bench/results/2026-11-29-sm90-v13-cross-
+  // tile-sweep.json): non-causal D = 64 with three consumers (+13% / +5% /
+  // +1% at N = 1024 / 4096 / 16384 over one tile per CTA) and non-causal
+  // D = 128 (+9% / 0 / 0, bf16 +11% at 1024). D = 256 has no room for a
+  // second Q buffer (persistent measured even); causal tiles of unequal
+  // length lose 10-25% to the static striding.
   StringRef persistent = options.persistent;
   if (persistent == "auto")
-    spec.persistent = d == 64 && !spec.causal && spec.consumers == 3;
+    spec.persistent = !spec.causal && ((d == 64 && spec.consumers == 3) ||
+                                       (d == 128 && spec.consumers == 2));
   else if (persistent == "true" || persistent == "1")
     spec.persistent = true;
   else if (persistent == "false" || persistent == "0")
@@ -777,6 +958,22 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   else
     return fail("persistent must be true, false or auto, got '" + persistent +
                 "'");
+  spec.headDim = d;
+  spec.blockC = bc;
+  // A persistent kernel double-buffers Q where two buffers and at least
+  // two K/V stages fit (D = 64 and 128 at the default tiles; D = 256
+  // keeps one and drains between tiles). K/V ring: 3 stages where they fit
+  // (measured +3% at D = 128 over 2 for one tile per CTA), else 2.
+  spec.qBuffers = spec.persistent ? 2 : 1;
+  if (spec.qBuffers == 2 && chooseStages(spec, options.stages, spec.ctasPerSM))
+    spec.qBuffers = 1;
+  if (std::optional<std::string> why =
+          chooseStages(spec, options.stages, spec.ctasPerSM))
+    return fail(*why);
+  spec.bf16 = op.getQueryType().getElementType().isBF16();
+  // Ping-pong needs a partner warpgroup in the CTA.
+  spec.pingPong = options.pingPong && spec.consumers > 1;
+  spec.intraOverlap = options.intraOverlap;
   spec.producerRegisters = options.producerRegisters;
   // Default: what the register file leaves the consumers next to a
   // 24-register producer: 64K registers per SM shared by its CTAs (232 for

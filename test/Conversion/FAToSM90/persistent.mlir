@@ -1,8 +1,13 @@
 // Persistent CTAs: CTA x runs tiles x, x + gridDim.x, ... The default
-// (persistent=auto) turns it on for non-causal D = 64 only. Each tile
+// (persistent=auto) turns it on for non-causal D = 64 and 128. Each tile
 // starts its K/V blocks at ring stage 0; the loop carries the parity bit of
 // every stage (flipped when the tile used the stage an odd number of
-// times) and the tile count (the parity of q_full / q_empty).
+// times) and the tile count (Q buffer and parity of q_full / q_empty).
+// Where two Q buffers fit (`_q2`), the consumers run the cross-tile
+// pipeline: the CTA's first tile is peeled, and each later tile issues the
+// previous tile's last P V with its own first S, then stores the previous
+// tile's rows; the loop carries that pending tile (O, m, l, P, alpha, its
+// V stage and parity, its rows).
 // RUN: fa-opt %s --split-input-file --convert-fa-to-sm90 | FileCheck %s
 // RUN: fa-opt %s --split-input-file --convert-fa-to-sm90=persistent=false | FileCheck %s --check-prefix=OFF
 // RUN: fa-opt %s --split-input-file --convert-fa-to-sm90=persistent=true | FileCheck %s --check-prefix=ON
@@ -17,7 +22,7 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
   return
 }
 // CHECK-LABEL: func.func @d64
-// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16_persistent
+// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2
 // CHECK: persistent = true
 // The warpgroup index is shuffled from lane 0: ptxas then keeps the Q
 // descriptors in uniform registers.
@@ -27,9 +32,23 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x
 // CHECK-NEXT: %[[GRID:.*]] = nvvm.read.ptx.sreg.nctaid.x
 // CHECK: scf.for %{{.*}} = %[[CTA]] to %{{.*}} step %[[GRID]] iter_args(%[[PHASES:.*]] = %c0_i32{{.*}}, %[[TILES:.*]] = %c0_i32{{.*}})
+// Q buffer of tile 0 (count 0): buffer 0, parity 0.
 // CHECK: %[[C2:.*]] = nvvm.read.ptx.sreg.ctaid.x
-// CHECK-NEXT: %[[G2:.*]] = nvvm.read.ptx.sreg.nctaid.x
-// CHECK: scf.for %{{.*}} = %[[C2]] to %{{.*}} step %[[G2]] iter_args(%[[P2:.*]] = %c0_i32{{.*}}, %[[T2:.*]] = %c0_i32{{.*}})
+// CHECK: %[[ANY:.*]] = arith.cmpi ult, %[[C2]],
+// CHECK: scf.if %[[ANY]] {
+// The peeled first tile, then the loop from the CTA's second tile: tile
+// count 1, the phase bits after the first tile, and the pending tile.
+// CHECK: %[[C3:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK-NEXT: %[[G3:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[SECOND:.*]] = arith.addi %[[C3]], %[[G3]]
+// CHECK: scf.for %{{.*}} = %[[SECOND]] to %{{.*}} step %[[G3]] iter_args(%[[P2:.*]] = %{{.*}}, %[[T2:.*]] = %c1_i32{{.*}}, %{{.*}}) -> (i32, i32, f32,
+// The previous tile's last P V (wgmma with A from registers) is issued
+// right after this tile's first S, before the turn passes on.
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.barrier.arrive
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // Stage s was used ceil((blocks - s) / 3) times: its bit flips if odd.
 // The consumers read the bit of block j's stage for its barrier parity.
 // CHECK: %[[SHIFTED:.*]] = arith.shrui %[[P2]], %{{.*}}
@@ -38,13 +57,16 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 // CHECK: %[[BIT1:.*]] = arith.xori %[[BIT0]], %{{.*}}
 // CHECK: %[[BIT2:.*]] = arith.xori %[[BIT1]], %{{.*}}
 // CHECK: %[[NEXT:.*]] = arith.addi %[[T2]], %c1_i32
-// CHECK-NEXT: scf.yield %[[BIT2]], %[[NEXT]] : i32, i32
+// CHECK-NEXT: scf.yield %[[BIT2]], %[[NEXT]], %{{.*}} : i32, i32, f32,
+// After the loop: the last tile's P V and store.
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// CHECK: llvm.return
 // OFF-LABEL: func.func @d64
 // OFF: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16 blocks
 // OFF-NOT: nvvm.read.ptx.sreg.nctaid.x
 // OFF: llvm.return
 // ON-LABEL: func.func @d64
-// ON: @fa3_sm90_d64_br192_bc128_s3_f16_persistent
+// ON: @fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2
 
 // -----
 
@@ -62,7 +84,7 @@ func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK-NOT: nvvm.read.ptx.sreg.nctaid.x
 // CHECK: llvm.return
 // ON-LABEL: func.func @d128_causal
-// ON: @fa3_sm90_d128_br128_bc128_s3_f16_causal_persistent
+// ON: @fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2
 // ON: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 // ON: %[[HEADS:.*]] = arith.muli %arg10, %arg7
 // ON-NEXT: %[[MATRIX:.*]] = arith.remui %[[TILE]], %[[HEADS]]
