@@ -120,11 +120,16 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32), B (i32).
     Grid: one CTA per (query block, head) tile, ceil(Nq / B_r) * Hq * B of
     them (causal: the longest tiles of a head first). With `persistent`
-    (`auto`: on for non-causal D = 64), CTA x takes tiles x, x + gridDim.x,
-    ... so the producer loads the next tile's Q and K/V while the consumers
-    finish the current one; each tile restarts the K/V ring at stage 0 and
-    the loop carries every stage's phase bit; causal tiles are dealt
-    longest first across all heads. Any grid size is correct; the runtimes
+    (`auto`: on for non-causal D = 64 and 128), CTA x takes tiles x, x +
+    gridDim.x, ... so the producer loads the next tile's Q and K/V while the
+    consumers finish the current one; each tile restarts the K/V ring at
+    stage 0 and the loop carries every stage's phase bit; causal tiles are
+    dealt longest first across all heads. Where two Q buffers fit (kernel
+    name `_q2`), the consumers run a cross-tile pipeline: the CTA's first
+    tile is peeled, and every later tile issues the previous tile's last
+    P V behind its own first S, runs its softmax under it, then stores the
+    previous tile's rows (no branch between a wgmma and its wait: ptxas
+    would serialize every wgmma). Any grid size is correct; the runtimes
     launch min(tiles, SMs * ctas_per_sm).
   }];
   let options = [
@@ -139,8 +144,8 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
            "tensor cores (wgmma.wait_group 1)">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
            "Persistent CTAs striding over the tiles: true, false or auto "
-           "(on for non-causal D = 64 with three consumers, where the H200 "
-           "measured +9% at N = 1024; off elsewhere)">,
+           "(on for non-causal D = 64 and 128, where the H200 measured "
+           "+9-13% at N = 1024 with the cross-tile pipeline; off elsewhere)">,
     Option<"producerRegisters", "producer-registers", "int64_t",
            /*default=*/"24", "setmaxnreg.dec count of the producer">,
     Option<"consumerRegisters", "consumer-registers", "int64_t",
