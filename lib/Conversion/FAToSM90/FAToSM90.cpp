@@ -20,7 +20,12 @@
 //    the second product is still on the tensor cores (wait_group 1);
 //  * ping-pong: named barriers 1 and 2 hand the tensor cores from one
 //    consumer warpgroup to the other, so one's softmax runs under the
-//    other's GEMMs.
+//    other's GEMMs;
+//  * B_r = 64: one consumer warpgroup and two resident CTAs per SM, which
+//    play the part of the ping-pong partners;
+//  * persistent CTAs stride over the tiles; with two Q buffers the tiles
+//    form one pipeline: a tile's last P V goes to the tensor cores with the
+//    next tile's first S (the cross-tile pipeline).
 //
 // Shared-memory tiles, TMA loads, descriptors and the tile decoder are the
 // ones of Common/TMAKernel.h; wgmma descriptors mark the 128-byte swizzle
@@ -241,8 +246,10 @@ private:
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
   /// One tile of a consumer. With `previous` (cross-tile pipeline) the
-  /// previous tile's last P V is issued with this tile's first S, and this
-  /// tile's last P V and store are returned for the next one.
+  /// previous tile's last P V is issued with this tile's first S and its
+  /// rows are stored after this tile's first softmax; with `handOver` this
+  /// tile's last P V and store are returned for the next tile instead of
+  /// done here.
   std::optional<PendingTile>
   emitConsumerTile(Value consumer, const AttentionTile &tile, Value tileIndex,
                    const std::function<void()> &waitTurn,
