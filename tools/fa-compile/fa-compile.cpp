@@ -80,7 +80,7 @@ static cl::opt<bool> intraOverlap(cl::cat(toolOptions),
 static cl::opt<cl::boolOrDefault> persistent(
     cl::cat(toolOptions), "persistent",
     cl::desc("wgmma: persistent CTAs striding over the tiles (unset: the "
-             "back end's measured choice, on for non-causal D = 64)"));
+             "back end's measured choice, on for non-causal D = 64 and 128)"));
 static cl::opt<std::string> output(cl::cat(toolOptions), "o", cl::desc("Output path prefix"),
                                    cl::init("attention"));
 static cl::opt<std::string>
