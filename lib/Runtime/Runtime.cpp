@@ -155,7 +155,6 @@ struct Metadata {
   std::string format, kernel, dtype;
   long headDim = -1, blockR = -1, sharedBytes = -1;
   long ctasPerSM = 1; // resident CTAs per SM; a persistent grid is SMs x this
-  long persistentMaxQBlocks = 0; // persistent grid only up to this (0: any)
   long tmaBoxCols = 0, tmaBoxRowsKV = 0; // sm_90a: q, k, v as tensor maps
   bool causal = false;
   bool tileGrid = false;   // one CTA per (query block, head) tile, B param
@@ -188,8 +187,7 @@ public:
         (key == "format" ? m.format : key == "kernel" ? m.kernel : m.dtype) = v;
       } else if (key == "head_dim" || key == "block_r" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
-                 key == "tma_box_rows_kv" || key == "ctas_per_sm" ||
-                 key == "persistent_max_q_blocks") {
+                 key == "tma_box_rows_kv" || key == "ctas_per_sm") {
         long v;
         if (readInt(v))
           return fail("launch metadata: '" + key + "' must be an integer");
@@ -198,7 +196,6 @@ public:
          : key == "tma_box_cols"  ? m.tmaBoxCols
          : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
          : key == "ctas_per_sm"   ? m.ctasPerSM
-         : key == "persistent_max_q_blocks" ? m.persistentMaxQBlocks
                                   : m.sharedBytes) = v;
       } else if (key == "causal" || key == "tile_grid" ||
                  key == "persistent") {
@@ -355,9 +352,6 @@ int validate(const Metadata &m) {
     return fail("launch metadata: 'block' must be three positive integers");
   if (m.ctasPerSM < 1 || m.ctasPerSM > 32)
     return fail("launch metadata: 'ctas_per_sm' must be in [1, 32]");
-  if (m.persistentMaxQBlocks < 0)
-    return fail("launch metadata: 'persistent_max_q_blocks' must not be "
-                "negative");
   std::vector<std::string> expected = {"q",  "k",  "v",  "o",   "lse",
                                        "Nq", "Nk", "Hq", "Hkv", "scale_log2"};
   if (m.tileGrid)
@@ -555,10 +549,7 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
   if (k->meta.tileGrid) {
     unsigned long long tiles =
         (unsigned long long)gridX * (unsigned)qHeads * (unsigned)batch;
-    // gridX is ceil(Nq / block_r): a causal persistent kernel strides only
-    // over short sequences and runs one CTA per tile past its limit.
-    if (k->meta.persistent && (k->meta.persistentMaxQBlocks == 0 ||
-                               (long)gridX <= k->meta.persistentMaxQBlocks)) {
+    if (k->meta.persistent) {
       CUdevice dev;
       int sms = 0;
       if (check(driver.cuCtxGetDevice(&dev), "cuCtxGetDevice") ||

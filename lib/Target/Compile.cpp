@@ -114,10 +114,6 @@ static std::string metadataJson(const CompiledKernel &kernel,
   // the request is "auto").
   auto persistentAttr = dyn_cast_or_null<BoolAttr>(schedule.get("persistent"));
   bool persistent = persistentAttr && persistentAttr.getValue();
-  int64_t persistentMaxQBlocks = 0;
-  if (auto attr = dyn_cast_or_null<IntegerAttr>(
-          schedule.get("persistent_max_q_blocks")))
-    persistentMaxQBlocks = attr.getInt();
   if (auto attr = dyn_cast_or_null<IntegerAttr>(schedule.get("ctas_per_sm")))
     ctasPerSM = attr.getInt();
   llvm::json::Array params;
@@ -175,9 +171,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
        tensorMaps
            ? llvm::json::Object{{"x", persistent
                                           ? "min(ceil(Nq / block_r) * Hq * B, "
-                                            "SMs * ctas_per_sm) (tiles when "
-                                            "ceil(Nq / block_r) > "
-                                            "persistent_max_q_blocks > 0)"
+                                            "SMs * ctas_per_sm)"
                                           : "ceil(Nq / block_r) * Hq * B"},
                                 {"y", 1},
                                 {"z", 1}}
@@ -188,7 +182,6 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"tile_grid", tensorMaps},
       {"persistent", tensorMaps && persistent},
       {"ctas_per_sm", ctasPerSM},
-      {"persistent_max_q_blocks", persistentMaxQBlocks},
       {"block_r", blockR},
       {"block_c", intOf("block_c")},
       {"kv_stages", intOf("kv_stages")},

@@ -132,9 +132,6 @@ def validate_metadata(meta):
         raise MetadataError("block_r and shared_memory_bytes must be positive")
     if not 1 <= int(meta.get("ctas_per_sm", 1)) <= 32:
         raise MetadataError(f"bad ctas_per_sm {meta.get('ctas_per_sm')}")
-    if int(meta.get("persistent_max_q_blocks", 0)) < 0:
-        raise MetadataError("bad persistent_max_q_blocks "
-                            f"{meta.get('persistent_max_q_blocks')}")
     return meta
 
 
@@ -292,14 +289,8 @@ class Kernel:
             # One CTA per (query block, head) tile; a persistent kernel
             # strides over them with as many CTAs as stay resident
             # (ctas_per_sm per SM).
-            # (ctas_per_sm per SM); a causal one only for short sequences
-            # (at most persistent_max_q_blocks query blocks per head), else
-            # one CTA per tile, which its code runs as well.
-            q_blocks = tiles
             tiles *= hq * b
-            limit = self.meta.get("persistent_max_q_blocks", 0)
-            if (self.meta.get("persistent") and sm_count
-                    and (limit == 0 or q_blocks <= limit)):
+            if self.meta.get("persistent") and sm_count:
                 tiles = min(tiles, sm_count * self.meta.get("ctas_per_sm", 1))
             return (tiles, 1, 1)
         return (tiles, hq, b)

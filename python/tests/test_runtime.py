@@ -93,26 +93,17 @@ def test_persistent_grid_is_capped(compiled):
 
 
 def test_one_consumer_kernel_metadata(tmp_path, build_dir):
-    # Causal D = 64 on sm_90a: B_r = 64, 256 threads, two CTAs per SM,
-    # persistent by default for short sequences.
+    # Causal D = 64 on sm_90a: B_r = 64, 256 threads, two CTAs per SM.
     out = tmp_path / "d64c"
     subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch", "sm_90a",
-                    "--head-dim", "64", "--causal",
+                    "--head-dim", "64", "--causal", "--persistent",
                     "--no-cubin", "-o", str(out)], check=True,
                    capture_output=True)
     meta = json.load(open(str(out) + ".json"))
     assert meta["kernel"] == "fa3_sm90_d64_br64_bc128_s2_f16_causal_persistent_q2_cr8"
     assert meta["block"] == [256, 1, 1] and meta["block_r"] == 64
     assert meta["ctas_per_sm"] == 2
-    assert meta["grid"]["x"].startswith(
-        "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)")
-    # Causal: the persistent grid only for short sequences (at most 16
-    # query blocks per head), else one CTA per tile.
-    assert meta["persistent_max_q_blocks"] == 16
-    k = Kernel(b"\x7fELF", meta)
-    assert k.grid(4, 8, 1024, sm_count=132) == (264, 1, 1)  # 16 blocks
-    assert k.grid(4, 8, 1088, sm_count=132) == (17 * 32, 1, 1)  # 17 blocks
-    assert k.grid(4, 8, 4096, sm_count=132) == (64 * 32, 1, 1)
+    assert meta["grid"]["x"] == "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)"
 
 
 def test_sm80_kernel_grid(tmp_path, build_dir):
@@ -177,8 +168,6 @@ def test_bad_outputs_are_named(compiled):
     (lambda m: m.__setitem__("dtype", "f64"), "unsupported dtype"),
     (lambda m: m.__setitem__("block", [0, 1, 1]), "bad block"),
     (lambda m: m.__setitem__("ctas_per_sm", 0), "bad ctas_per_sm"),
-    (lambda m: m.__setitem__("persistent_max_q_blocks", -1),
-     "bad persistent_max_q_blocks"),
 ])
 def test_bad_metadata_is_refused(compiled, edit, message):
     meta = json.load(open(compiled + ".json"))

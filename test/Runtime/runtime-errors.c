@@ -56,14 +56,6 @@ int main(int argc, char **argv) {
                       "\"block_r\": 64, \"shared_memory_bytes\": 0, "
                       "\"block\": [256, 1, 1], \"ctas_per_sm\": 0}",
                       0, &k));
-  report("bad persistent_max_q_blocks",
-         faKernelLoad(cubin, 4,
-                      "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
-                      "\"x\", \"dtype\": \"f16\", \"head_dim\": 64, "
-                      "\"block_r\": 64, \"shared_memory_bytes\": 0, "
-                      "\"block\": [256, 1, 1], "
-                      "\"persistent_max_q_blocks\": -1}",
-                      0, &k));
   report("encode tensor map, no driver",
          faEncodeTensorMap(NULL, NULL, 1, 1, 64, 16, 128, 0));
   report("launch without kernel",

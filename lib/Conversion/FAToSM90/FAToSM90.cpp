@@ -83,11 +83,6 @@ struct KernelSpec : SoftmaxConfig {
   // tile t + 1's first S (the cross-tile pipeline), so the tensor cores do
   // not drain between tiles.
   int64_t qBuffers = 1;
-  // A persistent grid only while a head has at most this many query blocks
-  // (0: always); past it the runtimes launch one CTA per tile, which the
-  // persistent code runs as well. Set for causal kernels, whose static
-  // deal balances short sequences but not long ones.
-  int64_t persistentMaxQBlocks = 0;
   int64_t blockC = 0;
   int64_t stages = 0;
   bool bf16 = false;
@@ -838,8 +833,6 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
           b.getNamedAttr("intra_warpgroup_overlap",
                          b.getBoolAttr(spec.intraOverlap)),
           b.getNamedAttr("persistent", b.getBoolAttr(spec.persistent)),
-          b.getNamedAttr("persistent_max_q_blocks",
-                         b.getI64IntegerAttr(spec.persistentMaxQBlocks)),
           b.getNamedAttr("smem_layout",
                          str("TMA 128B swizzle, 64-column blocks")),
           b.getNamedAttr("smem_bytes", b.getI64IntegerAttr(spec.sharedBytes())),
@@ -955,21 +948,17 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
     return fail("block_c must be a multiple of 16 in [16, 256], got " +
                 Twine(bc));
   // Persistent CTAs with the cross-tile pipeline by default where they
-  // measured faster on the H200: non-causal D = 64 with three consumers
-  // (+13% / +5% / +1% at N = 1024 / 4096 / 16384 over one tile per CTA)
-  // and non-causal D = 128 (+9% / 0 / 0, bf16 +11% at 1024), bench/results/
-  // 2026-11-29-sm90-v13-cross-tile-sweep.json. Causal D = 64 and 128 only
-  // while a head has at most 16 query blocks (N <= 1024 at the default
-  // tiles): the snake deal then gains 11-13% at N = 1024, but at N = 16384
-  // its balance drops and it loses 7-22%, so longer sequences launch one
-  // CTA per tile (bench/results/2026-11-29-sm90-v14-causal-snake-sweep
-  // .json). D = 256 has no room for a second Q buffer.
+  // measured faster on the H200 (bench/results/2026-11-29-sm90-v13-cross-
+  // tile-sweep.json): non-causal D = 64 with three consumers (+13% / +5% /
+  // +1% at N = 1024 / 4096 / 16384 over one tile per CTA) and non-causal
+  // D = 128 (+9% / 0 / 0, bf16 +11% at 1024). D = 256 has no room for a
+  // second Q buffer (persistent measured even); causal tiles of unequal
+  // length lose 10-25% to the static striding.
   StringRef persistent = options.persistent;
-  if (persistent == "auto") {
-    spec.persistent = (d == 64 && spec.consumers != 2) || d == 128;
-    if (spec.causal)
-      spec.persistentMaxQBlocks = 16;
-  } else if (persistent == "true" || persistent == "1")
+  if (persistent == "auto")
+    spec.persistent = !spec.causal && ((d == 64 && spec.consumers == 3) ||
+                                       (d == 128 && spec.consumers == 2));
+  else if (persistent == "true" || persistent == "1")
     spec.persistent = true;
   else if (persistent == "false" || persistent == "0")
     spec.persistent = false;

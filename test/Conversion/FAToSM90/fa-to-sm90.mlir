@@ -2,7 +2,7 @@
 // schedule is checked in the NVVM IR: the TMA + mbarrier ring, wgmma, warp
 // specialisation, ping-pong, then the ablation options.
 
-// RUN: fa-opt %s --convert-fa-to-sm90=persistent=false | FileCheck %s
+// RUN: fa-opt %s --convert-fa-to-sm90 | FileCheck %s
 // RUN: fa-opt %s --convert-fa-to-sm90=ping-pong=false | FileCheck %s --check-prefix=NOPP
 // RUN: fa-opt %s --convert-fa-to-sm90="intra-overlap=false stages=2" | FileCheck %s --check-prefix=NOOVL
 // RUN: fa-opt %s --convert-fa-to-sm90=persistent=true | FileCheck %s --check-prefix=PERSIST

@@ -4,7 +4,7 @@
 // gives 104 of them to the consumer (232); the K/V ring and Q fit in half
 // of the SM's shared memory. The second resident CTA's GEMMs fill the
 // tensor cores while this one loads its first tiles or stores O.
-// RUN: fa-opt %s --split-input-file --convert-fa-to-sm90=persistent=false | FileCheck %s
+// RUN: fa-opt %s --split-input-file --convert-fa-to-sm90 | FileCheck %s
 
 func.func @d64_causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                       %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,

@@ -70,11 +70,8 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 
 // -----
 
-// Causal tiles differ in length. The default is persistent too, for
-// short sequences only: the kernel says the runtimes should stride over
-// the tiles while a head has at most 16 query blocks. The tiles are dealt
-// as a snake: every other whole round of gridDim.x tiles is reversed, so a
-// CTA pairs long and short tiles of neighbouring heads.
+// Causal tiles differ in length: a persistent grid deals them longest first
+// across all heads (heads fastest), so CTA x's stride visits every length.
 func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                        %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
                        %lse: memref<?x?x?xf32>) {
@@ -83,25 +80,13 @@ func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
   return
 }
 // CHECK-LABEL: func.func @d128_causal
-// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2 blocks
-// CHECK: persistent = true, persistent_max_q_blocks = 16
-// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %[[GRID:.*]] iter_args
-// CHECK: %[[G:.*]] = nvvm.read.ptx.sreg.nctaid.x
-// CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[G]]
-// CHECK-NEXT: %[[POS:.*]] = arith.remui %[[TILE]], %[[G]]
-// CHECK: %[[WHOLE:.*]] = arith.cmpi ule
-// CHECK: %[[ODD:.*]] = arith.trunci %[[ROUND]] : i32 to i1
-// CHECK: %[[BACK:.*]] = arith.subi %{{.*}}, %[[POS]]
-// CHECK: %[[REV:.*]] = arith.addi %{{.*}}, %[[BACK]]
-// CHECK: %[[FLIP:.*]] = arith.andi %[[WHOLE]], %[[ODD]]
-// CHECK-NEXT: %[[DEALT:.*]] = arith.select %[[FLIP]], %[[REV]], %[[TILE]]
-// CHECK-NEXT: arith.remui %[[DEALT]]
-// CHECK-NEXT: arith.divui %[[DEALT]]
-// OFF-LABEL: func.func @d128_causal
-// OFF: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_f16_causal blocks
-// OFF: persistent = false, persistent_max_q_blocks = 0
-// OFF-NOT: nvvm.read.ptx.sreg.nctaid.x
-// OFF: llvm.return
+// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_f16_causal blocks
+// CHECK-NOT: nvvm.read.ptx.sreg.nctaid.x
+// CHECK: llvm.return
 // ON-LABEL: func.func @d128_causal
 // ON: @fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2
-// ON: persistent = true, persistent_max_q_blocks = 0
+// ON: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// ON: %[[HEADS:.*]] = arith.muli %arg10, %arg7
+// ON-NEXT: %[[MATRIX:.*]] = arith.remui %[[TILE]], %[[HEADS]]
+// ON-NEXT: %[[LEVEL:.*]] = arith.divui %[[TILE]], %[[HEADS]]
+// ON: arith.subi %{{.*}}, %[[LEVEL]]

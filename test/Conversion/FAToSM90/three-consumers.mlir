@@ -2,7 +2,7 @@
 // of 64 rows, 512 threads, 160 registers each after setmaxnreg, and the
 // ping-pong turn passed round robin (consumer c arrives on barrier
 // 1 + (c + 1) mod 3). Causal D = 64 takes B_r = 64 (one-consumer.mlir).
-// RUN: fa-opt %s --split-input-file --convert-fa-to-sm90=persistent=false | FileCheck %s
+// RUN: fa-opt %s --split-input-file --convert-fa-to-sm90 | FileCheck %s
 
 func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,
