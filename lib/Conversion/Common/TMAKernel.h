@@ -213,13 +213,28 @@ protected:
     Value matrix = divu(tileId, qBlocks);
     if (config.causal && strided) {
       // Persistent CTAs striding over the tiles: CTA c runs tiles c, c + G,
-      // ... Head-major order gives some CTAs only long tiles (at N = 16384
-      // the busiest gets 1.57x the mean work); longest first across all
-      // heads (heads fastest) deals the lengths round robin (0.94-0.97 of
-      // the ideal balance).
-      Value matrices = mul(batches, hq);
-      matrix = remu(tileId, matrices);
-      qBlock = divu(tileId, matrices);
+      // ... In head-major order some CTAs get only long tiles (at N = 1024
+      // the busiest gets 1.38x the mean work). A snake deal reverses every
+      // other round of G tiles, so each CTA pairs long and short ones
+      // (0.97 of the ideal balance at N = 1024 and 4096), while a round
+      // still covers neighbouring tiles of one head, which share K/V in L2
+      // (dealing longest first across all heads balanced as well but lost
+      // the locality). With the cross-tile pipeline the snake deal ran
+      // causal D = 64 / 128 13% / 11% faster than one tile per CTA at
+      // N = 1024, but 7% / 22% slower at 16384 (balance 0.65):
+      // bench/results/2026-11-29-sm90-v14-causal-snake-sweep.json. The last
+      // round, if partial, stays in order.
+      Value grid = NVVM::GridDimXOp::create(b, loc, i32);
+      Value round = divu(tileId, grid), pos = remu(tileId, grid);
+      Value tiles = mul(qBlocks, mul(batches, hq));
+      Value whole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                          mul(add(round, c32(1)), grid), tiles);
+      Value odd = arith::TruncIOp::create(b, loc, b.getI1Type(), round);
+      Value reversed = add(mul(round, grid), sub(sub(grid, c32(1)), pos));
+      Value dealt = arith::SelectOp::create(
+          b, loc, arith::AndIOp::create(b, loc, whole, odd), reversed, tileId);
+      qBlock = remu(dealt, qBlocks);
+      matrix = divu(dealt, qBlocks);
     }
     if (config.causal)
       qBlock = sub(sub(qBlocks, c32(1)), qBlock);

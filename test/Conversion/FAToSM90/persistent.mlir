@@ -70,8 +70,10 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 
 // -----
 
-// Causal tiles differ in length: a persistent grid deals them longest first
-// across all heads (heads fastest), so CTA x's stride visits every length.
+// Causal tiles differ in length: a persistent grid deals them as a snake,
+// every other whole round of gridDim.x tiles reversed, so a CTA pairs long
+// and short tiles of neighbouring heads. Causal kernels are persistent on
+// request only (one tile per CTA by default).
 func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                        %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
                        %lse: memref<?x?x?xf32>) {
@@ -86,7 +88,14 @@ func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // ON-LABEL: func.func @d128_causal
 // ON: @fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2
 // ON: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
-// ON: %[[HEADS:.*]] = arith.muli %arg10, %arg7
-// ON-NEXT: %[[MATRIX:.*]] = arith.remui %[[TILE]], %[[HEADS]]
-// ON-NEXT: %[[LEVEL:.*]] = arith.divui %[[TILE]], %[[HEADS]]
-// ON: arith.subi %{{.*}}, %[[LEVEL]]
+// ON: %[[G:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// ON-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[G]]
+// ON-NEXT: %[[POS:.*]] = arith.remui %[[TILE]], %[[G]]
+// ON: %[[WHOLE:.*]] = arith.cmpi ule
+// ON: %[[ODD:.*]] = arith.trunci %[[ROUND]] : i32 to i1
+// ON: %[[BACK:.*]] = arith.subi %{{.*}}, %[[POS]]
+// ON: %[[REV:.*]] = arith.addi %{{.*}}, %[[BACK]]
+// ON: %[[FLIP:.*]] = arith.andi %[[WHOLE]], %[[ODD]]
+// ON-NEXT: %[[DEALT:.*]] = arith.select %[[FLIP]], %[[REV]], %[[TILE]]
+// ON-NEXT: arith.remui %[[DEALT]]
+// ON-NEXT: arith.divui %[[DEALT]]
