@@ -115,12 +115,18 @@ protected:
     // Align the dynamic shared memory to the 1 KiB swizzle atom.
     Value raw = LLVM::AddressOfOp::create(b, loc, smemGlobal);
     Value rawAddress = LLVM::PtrToIntOp::create(b, loc, i32, raw);
-    Value pad =
-        arith::AndIOp::create(b, loc, sub(c32(0), rawAddress), c32(1023));
-    smem = gep(sharedPtr, b.getI8Type(), raw, pad);
-    smemAddress = add(rawAddress, pad);
+    smem = gep(sharedPtr, b.getI8Type(), raw, alignmentPad(rawAddress));
     return fn;
   }
+
+  /// Bytes from a shared address up to the next 1 KiB swizzle atom.
+  Value alignmentPad(Value address) {
+    return arith::AndIOp::create(b, loc, sub(c32(0), address), c32(1023));
+  }
+
+  /// Query blocks per head, and (query block, head) tiles of the launch.
+  Value queryBlocks() { return divu(add(nq, c32(blockR - 1)), c32(blockR)); }
+  Value tileCount() { return mul(queryBlocks(), mul(batches, hq)); }
 
   // Shared memory, all offsets from the 1 KiB-aligned base.
   Value sharedAt(Value byteOffset) {
@@ -141,7 +147,7 @@ protected:
                     LLVM::tailcallkind::TailCallKind::None,
                     LLVM::AsmDialectAttr(), ArrayAttr())
                     .getResult(0);
-    return add(raw, arith::AndIOp::create(b, loc, sub(c32(0), raw), c32(1023)));
+    return add(raw, alignmentPad(raw));
   }
 
   void waitBarrier(Value bar, Value parity) {
@@ -204,7 +210,7 @@ protected:
   /// then batches.
   AttentionTile decodeTile(Value tileId, bool strided = false) {
     AttentionTile tile;
-    Value qBlocks = divu(add(nq, c32(blockR - 1)), c32(blockR));
+    Value qBlocks = queryBlocks();
     // Query blocks of one head next to each other: they share K/V in L2
     // (ordering the causal tiles longest first across all heads lost 10-20%
     // at N = 4096 in bench/results/2026-11-29-sm90-v4). Causal: the longest
@@ -283,8 +289,7 @@ protected:
   }
 
   int64_t headDim, blockR, blockC;
-  Value smem;        // aligned base, !llvm.ptr<3>
-  Value smemAddress; // its 32-bit shared address
+  Value smem; // aligned base, !llvm.ptr<3>
   Value qMap, kMap, vMap, oPtr, lsePtr, scaleLog2;
   Value nq, nk, hq, hkv, batches;
 };

@@ -221,14 +221,14 @@ private:
 
   /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), carrying
   /// the tile count and the ring's phase bits.
-  /// Also carries `carried` (returned by `body`); returns its final value.
-  /// With `skipFirst` the loop starts at the CTA's second tile (tile
-  /// count 1, phase bits `phases`): the caller ran the first.
-  SmallVector<Value> emitTileLoop(
-      llvm::function_ref<SmallVector<Value>(const AttentionTile &,
-                                            Value tileIndex, ValueRange)>
-          body,
-      ValueRange carried = {}, bool skipFirst = false, Value phases = {});
+  /// `body` may return values that the loop carries to its next call.
+  /// With `finish` (persistent only) the CTA's first tile is peeled: `body`
+  /// sees no carried values there, the loop runs the other tiles, and
+  /// `finish` gets the last carried values; CTAs without a tile skip all.
+  void emitTileLoop(llvm::function_ref<SmallVector<Value>(
+                        const AttentionTile &, Value tileIndex, ValueRange)>
+                        body,
+                    llvm::function_ref<void(ValueRange)> finish = nullptr);
 
   /// What a tile hands to the next one in the cross-tile pipeline: its
   /// last block's P V and its store are still to do.
@@ -247,14 +247,14 @@ private:
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
   /// One tile of a consumer. With `previous` (cross-tile pipeline) the
   /// previous tile's last P V is issued with this tile's first S and its
-  /// rows are stored after this tile's first softmax; with `handOver` this
-  /// tile's last P V and store are returned for the next tile instead of
-  /// done here.
+  /// rows are stored after this tile's first softmax. In that pipeline
+  /// (two Q buffers) this tile's last P V and store are returned for the
+  /// next tile instead of done here.
   std::optional<PendingTile>
   emitConsumerTile(Value consumer, const AttentionTile &tile, Value tileIndex,
                    const std::function<void()> &waitTurn,
                    const std::function<void()> &passTurn,
-                   const PendingTile *previous, bool handOver);
+                   const PendingTile *previous);
   /// The last pending tile's P V and store, after the tile loop.
   void finishPendingTile(const PendingTile &tile,
                          const std::function<void()> &waitTurn,
@@ -509,7 +509,7 @@ void KernelBuilder::emitConsumer(Value consumer) {
   if (spec.qBuffers == 1) {
     emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
       emitConsumerTile(consumer, tile, tileIndex, waitTurn, passTurn,
-                       /*previous=*/nullptr, /*handOver=*/false);
+                       /*previous=*/nullptr);
       return SmallVector<Value>();
     });
     return;
@@ -517,28 +517,18 @@ void KernelBuilder::emitConsumer(Value consumer) {
   // Cross-tile pipeline: the CTA's first tile is peeled (nothing pending
   // before it), the loop over the others carries the pending tile, and the
   // last one is finished after the loop.
-  Value firstTile = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value qBlocks = divu(add(nq, c32(spec.blockR() - 1)), c32(spec.blockR()));
-  Value tiles = mul(qBlocks, mul(batches, hq));
-  auto ifAny = scf::IfOp::create(b, loc, ult(firstTile, tiles), false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifAny.thenBlock());
-  AttentionTile tile = decodeTile(firstTile, /*strided=*/true);
-  tileFirst = tile.firstBlock;
-  phaseBits = c32(0);
-  PendingTile firstPending =
-      *emitConsumerTile(consumer, tile, c32(0), waitTurn, passTurn,
-                        /*previous=*/nullptr, /*handOver=*/true);
-  Value bits = advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock));
-  SmallVector<Value> after = emitTileLoop(
+  emitTileLoop(
       [&](const AttentionTile &tile, Value tileIndex, ValueRange carried) {
-        PendingTile previous = unpackPending(carried);
+        std::optional<PendingTile> previous;
+        if (!carried.empty())
+          previous = unpackPending(carried);
         return packPending(*emitConsumerTile(consumer, tile, tileIndex,
-                                             waitTurn, passTurn, &previous,
-                                             /*handOver=*/true));
+                                             waitTurn, passTurn,
+                                             previous ? &*previous : nullptr));
       },
-      packPending(firstPending), /*skipFirst=*/true, bits);
-  finishPendingTile(unpackPending(after), waitTurn, passTurn);
+      [&](ValueRange last) {
+        finishPendingTile(unpackPending(last), waitTurn, passTurn);
+      });
 }
 
 SmallVector<Value> KernelBuilder::packPending(const PendingTile &tile) {
@@ -601,12 +591,10 @@ void KernelBuilder::finishPendingTile(const PendingTile &tile,
   storeTile(o, tile.state.m, tile.state.l, tile.row0, tile.qMatrix);
 }
 
-std::optional<KernelBuilder::PendingTile>
-KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
-                                Value tileIndex,
-                                const std::function<void()> &waitTurn,
-                                const std::function<void()> &passTurn,
-                                const PendingTile *previous, bool handOver) {
+std::optional<KernelBuilder::PendingTile> KernelBuilder::emitConsumerTile(
+    Value consumer, const AttentionTile &tile, Value tileIndex,
+    const std::function<void()> &waitTurn,
+    const std::function<void()> &passTurn, const PendingTile *previous) {
   int64_t oRegs = spec.headDim / 2;
   int64_t pRegs = spec.blockC / 4;
   Value qStart = tile.qStart, qMatrix = tile.qMatrix;
@@ -728,7 +716,7 @@ KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
   releaseTile(qEmpty(qBuffer));
   Value lastJ = sub(numBlocks, c32(1));
   Value lastStage = stageOf(lastJ);
-  if (handOver) {
+  if (spec.qBuffers == 2) {
     PendingTile pending;
     pending.state = state;
     pending.last = last;
@@ -751,42 +739,54 @@ KernelBuilder::emitConsumerTile(Value consumer, const AttentionTile &tile,
   return std::nullopt;
 }
 
-SmallVector<Value> KernelBuilder::emitTileLoop(
-    llvm::function_ref<SmallVector<Value>(const AttentionTile &, Value,
-                                          ValueRange)>
-        body,
-    ValueRange carried, bool skipFirst, Value phases) {
+void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
+                                     const AttentionTile &, Value, ValueRange)>
+                                     body,
+                                 llvm::function_ref<void(ValueRange)> finish) {
+  Value first = NVVM::BlockIdXOp::create(b, loc, i32);
   if (!spec.persistent) {
     // One tile per CTA (grid = tiles): the ring starts empty.
-    AttentionTile tile = decodeTile(NVVM::BlockIdXOp::create(b, loc, i32));
+    AttentionTile tile = decodeTile(first);
     tileFirst = tile.firstBlock;
-    return body(tile, c32(0), carried);
+    body(tile, c32(0), {});
+    return;
   }
-  Value qBlocks = divu(add(nq, c32(spec.blockR() - 1)), c32(spec.blockR()));
-  Value tiles = mul(qBlocks, mul(batches, hq));
-  Value first = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value tiles = tileCount();
   Value step = NVVM::GridDimXOp::create(b, loc, i32);
-  SmallVector<Value> init = {c32(0), c32(0)};
-  if (skipFirst) {
-    first = add(first, step);
-    init = {phases, c32(1)};
-  }
-  init.append(carried.begin(), carried.end());
-  auto loop = scf::ForOp::create(b, loc, first, tiles, step, init);
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  phaseBits = loop.getRegionIterArgs()[0];
-  Value tileIndex = loop.getRegionIterArgs()[1];
-  AttentionTile tile = decodeTile(loop.getInductionVar(), /*strided=*/true);
-  tileFirst = tile.firstBlock;
-  SmallVector<Value> next =
-      body(tile, tileIndex, loop.getRegionIterArgs().drop_front(2));
-  Value bits = advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock));
-  SmallVector<Value> yielded = {bits, add(tileIndex, c32(1))};
-  yielded.append(next.begin(), next.end());
-  scf::YieldOp::create(b, loc, yielded);
+  // Loop state: the ring's phase bits, the tile count, the body's values.
+  SmallVector<Value> init = {c32(0), c32(0)};
+  if (finish) {
+    auto ifAny = scf::IfOp::create(b, loc, ult(first, tiles), false);
+    b.setInsertionPointToStart(ifAny.thenBlock());
+    AttentionTile tile = decodeTile(first, /*strided=*/true);
+    tileFirst = tile.firstBlock;
+    phaseBits = c32(0);
+    SmallVector<Value> carried = body(tile, c32(0), {});
+    init = {advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock)),
+            c32(1)};
+    init.append(carried.begin(), carried.end());
+    first = add(first, step);
+  }
+  auto loop = scf::ForOp::create(b, loc, first, tiles, step, init);
+  {
+    OpBuilder::InsertionGuard inLoop(b);
+    b.setInsertionPointToStart(loop.getBody());
+    phaseBits = loop.getRegionIterArgs()[0];
+    Value tileIndex = loop.getRegionIterArgs()[1];
+    AttentionTile tile = decodeTile(loop.getInductionVar(), /*strided=*/true);
+    tileFirst = tile.firstBlock;
+    SmallVector<Value> next =
+        body(tile, tileIndex, loop.getRegionIterArgs().drop_front(2));
+    SmallVector<Value> yielded = {
+        advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock)),
+        add(tileIndex, c32(1))};
+    yielded.append(next.begin(), next.end());
+    scf::YieldOp::create(b, loc, yielded);
+  }
   phaseBits = Value();
-  return SmallVector<Value>(loop.getResults().drop_front(2));
+  if (finish)
+    finish(loop.getResults().drop_front(2));
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
@@ -972,10 +972,13 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   // keeps one and drains between tiles). K/V ring: 3 stages where they fit
   // (measured +3% at D = 128 over 2 for one tile per CTA), else 2.
   spec.qBuffers = spec.persistent ? 2 : 1;
-  if (spec.qBuffers == 2 && chooseStages(spec, options.stages, spec.ctasPerSM))
+  std::optional<std::string> why =
+      chooseStages(spec, options.stages, spec.ctasPerSM);
+  if (why && spec.qBuffers == 2) {
     spec.qBuffers = 1;
-  if (std::optional<std::string> why =
-          chooseStages(spec, options.stages, spec.ctasPerSM))
+    why = chooseStages(spec, options.stages, spec.ctasPerSM);
+  }
+  if (why)
     return fail(*why);
   spec.bf16 = op.getQueryType().getElementType().isBF16();
   // Ping-pong needs a partner warpgroup in the CTA.
