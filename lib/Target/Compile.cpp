@@ -110,12 +110,12 @@ static std::string metadataJson(const CompiledKernel &kernel,
   // Resident CTAs per SM the kernel is built for (2 for the sm_90a kernel
   // with one consumer warpgroup); a persistent grid launches that many.
   int64_t ctasPerSM = 1;
+  if (auto attr = dyn_cast_or_null<IntegerAttr>(schedule.get("ctas_per_sm")))
+    ctasPerSM = attr.getInt();
   // Whether the kernel strides over the tiles (the back end decides when
   // the request is "auto").
   auto persistentAttr = dyn_cast_or_null<BoolAttr>(schedule.get("persistent"));
   bool persistent = persistentAttr && persistentAttr.getValue();
-  if (auto attr = dyn_cast_or_null<IntegerAttr>(schedule.get("ctas_per_sm")))
-    ctasPerSM = attr.getInt();
   llvm::json::Array params;
   auto tensor = [&](StringRef name, StringRef dtype,
                     std::initializer_list<StringRef> dims) {
