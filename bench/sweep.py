@@ -59,6 +59,17 @@ def main():
             print(json.dumps({k: row[k] for k in (
                 "variant", "N", "flash_mlir_tflops", "fa2_tflops",
                 "cudnn_tflops", "correct")}), flush=True)
+        if sizes:
+            # Again after hundreds of timed launches: a kernel with state
+            # across launches (the dynamic scheduler's counter) must still
+            # be right.
+            r = harness.check(kernel, 4, 32, 8, 1000, 1100, d, dtype, causal,
+                              7)
+            if not r["ok"]:
+                print("FAIL after timing", f, r, flush=True)
+                failures += 1
+            print(f"check after timing {f[:-5]}: "
+                  f"{'ok' if r['ok'] else 'FAIL'}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "sweep.json"), "w") as fh:
         json.dump(rows, fh, indent=1)

@@ -18,6 +18,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -153,6 +156,10 @@ int loadDriver() {
 
 struct Metadata {
   std::string format, kernel, dtype;
+  // How the CTAs find their tiles: "grid", "one tile per CTA", "static"
+  // (persistent, fixed stride) or "dynamic" (persistent, from a counter the
+  // runtime passes as the last parameter).
+  std::string tileScheduler;
   long headDim = -1, blockR = -1, sharedBytes = -1;
   long ctasPerSM = 1; // resident CTAs per SM; a persistent grid is SMs x this
   long tmaBoxCols = 0, tmaBoxRowsKV = 0; // sm_90a: q, k, v as tensor maps
@@ -180,25 +187,28 @@ public:
         return fail("launch metadata: malformed JSON near offset " +
                     std::to_string(pos));
       skipSpace();
-      if (key == "format" || key == "kernel" || key == "dtype") {
+      if (key == "format" || key == "kernel" || key == "dtype" ||
+          key == "tile_scheduler") {
         std::string v;
         if (readString(v))
           return fail("launch metadata: '" + key + "' must be a string");
-        (key == "format" ? m.format : key == "kernel" ? m.kernel : m.dtype) = v;
+        (key == "format"   ? m.format
+         : key == "kernel" ? m.kernel
+         : key == "dtype"  ? m.dtype
+                           : m.tileScheduler) = v;
       } else if (key == "head_dim" || key == "block_r" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
                  key == "tma_box_rows_kv" || key == "ctas_per_sm") {
         long v;
         if (readInt(v))
           return fail("launch metadata: '" + key + "' must be an integer");
-        (key == "head_dim"        ? m.headDim
-         : key == "block_r"       ? m.blockR
-         : key == "tma_box_cols"  ? m.tmaBoxCols
+        (key == "head_dim"          ? m.headDim
+         : key == "block_r"         ? m.blockR
+         : key == "tma_box_cols"    ? m.tmaBoxCols
          : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
-         : key == "ctas_per_sm"   ? m.ctasPerSM
-                                  : m.sharedBytes) = v;
-      } else if (key == "causal" || key == "tile_grid" ||
-                 key == "persistent") {
+         : key == "ctas_per_sm"     ? m.ctasPerSM
+                                    : m.sharedBytes) = v;
+      } else if (key == "causal" || key == "tile_grid" || key == "persistent") {
         bool &flag = key == "causal"      ? m.causal
                      : key == "tile_grid" ? m.tileGrid
                                           : m.persistent;
@@ -356,11 +366,22 @@ int validate(const Metadata &m) {
                                        "Nq", "Nk", "Hq", "Hkv", "scale_log2"};
   if (m.tileGrid)
     expected.push_back("B");
+  const std::string &sched = m.tileScheduler;
+  if (!sched.empty() && sched != "grid" && sched != "one tile per CTA" &&
+      sched != "static" && sched != "dynamic")
+    return fail("launch metadata: unknown 'tile_scheduler' '" + sched + "'");
+  if (sched == "dynamic") {
+    if (!m.persistent)
+      return fail("launch metadata: a dynamic tile scheduler needs a "
+                  "persistent kernel");
+    expected.push_back("tile_counter");
+  }
   if (m.params != expected)
     return fail(std::string("launch metadata: the parameter list does not "
                             "match this runtime's (q, k, v, o, lse, Nq, Nk, "
                             "Hq, Hkv, scale_log2") +
-                (m.tileGrid ? ", B)" : ")"));
+                (m.tileGrid ? ", B" : "") +
+                (sched == "dynamic" ? ", tile_counter)" : ")"));
   if (m.tmaBoxCols && (m.tmaBoxCols != 64 || m.tmaBoxRowsKV <= 0 ||
                        m.tmaBoxRowsKV > 256 || !m.tileGrid))
     return fail("launch metadata: tensor-map boxes must be 64 columns by 1 "
@@ -374,6 +395,11 @@ struct FaKernel {
   Metadata meta;
   void *module = nullptr;
   void *function = nullptr;
+  // The dynamic tile scheduler's counters, one per stream: a launch finds
+  // its counter zero and leaves it zero, so the launches of one stream
+  // (ordered) share one, while two streams' launches may overlap.
+  std::mutex countersLock;
+  std::map<void *, CUdeviceptr> counters;
 };
 
 extern "C" {
@@ -410,12 +436,13 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
     delete k;
     return 1;
   }
-  CUresult status =
-      driver.cuModuleGetFunction(&k->function, k->module, k->meta.kernel.c_str());
+  CUresult status = driver.cuModuleGetFunction(&k->function, k->module,
+                                               k->meta.kernel.c_str());
   if (status != 0) {
-    std::string message = "the cubin has no kernel named '" + k->meta.kernel +
-                          "' (from the metadata): cuModuleGetFunction failed: " +
-                          driver.describe(status);
+    std::string message =
+        "the cubin has no kernel named '" + k->meta.kernel +
+        "' (from the metadata): cuModuleGetFunction failed: " +
+        driver.describe(status);
     driver.cuModuleUnload(k->module);
     delete k;
     return fail(message);
@@ -452,8 +479,7 @@ int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel) {
     return fail(std::string("cannot read ") + prefix + ".json");
   if (!readAll(std::string(prefix) + ".cubin", cubin))
     return fail(std::string("cannot read ") + prefix + ".cubin");
-  return faKernelLoad(cubin.data(), cubin.size(), json.c_str(), device,
-                      kernel);
+  return faKernelLoad(cubin.data(), cubin.size(), json.c_str(), device, kernel);
 }
 
 const char *faKernelName(const FaKernel *k) {
@@ -527,7 +553,7 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
   if (!driverLoaded)
     return fail("faKernelLaunch: no driver (load the kernel first)");
   float scaleLog2 = scale * 1.4426950408889634f;
-  void *args[] = {&q,    &kp,    &v,      &o,       &lse,      &qLen,
+  void *args[] = {&q,     &kp,     &v,       &o,         &lse,  &qLen,
                   &kvLen, &qHeads, &kvHeads, &scaleLog2, &batch};
   unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
   unsigned gridY = (unsigned)qHeads, gridZ = (unsigned)batch;
@@ -546,6 +572,27 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
       args[i] = maps[i];
     }
   }
+  CUdeviceptr counter = 0;
+  if (k->meta.tileScheduler == "dynamic") {
+    std::lock_guard<std::mutex> lock(k->countersLock);
+    auto it = k->counters.find(stream);
+    if (it == k->counters.end()) {
+      const unsigned zero = 0;
+      if (check(driver.cuMemAlloc(&counter, sizeof(zero)),
+                "cuMemAlloc(tile counter)"))
+        return 1;
+      if (check(driver.cuMemcpyHtoD(counter, &zero, sizeof(zero)),
+                "cuMemcpyHtoD(tile counter)")) {
+        driver.cuMemFree(counter);
+        return 1;
+      }
+      it = k->counters.emplace(stream, counter).first;
+    }
+    counter = it->second;
+  }
+  std::vector<void *> argv(std::begin(args), std::end(args));
+  if (counter)
+    argv.push_back(&counter);
   if (k->meta.tileGrid) {
     unsigned long long tiles =
         (unsigned long long)gridX * (unsigned)qHeads * (unsigned)batch;
@@ -569,18 +616,21 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
     gridY = gridZ = 1;
   }
   return check(driver.cuLaunchKernel(
-                   k->function, gridX, gridY, gridZ,
-                   (unsigned)k->meta.block[0], (unsigned)k->meta.block[1],
-                   (unsigned)k->meta.block[2], (unsigned)k->meta.sharedBytes,
-                   stream, args, nullptr),
+                   k->function, gridX, gridY, gridZ, (unsigned)k->meta.block[0],
+                   (unsigned)k->meta.block[1], (unsigned)k->meta.block[2],
+                   (unsigned)k->meta.sharedBytes, stream, argv.data(), nullptr),
                "cuLaunchKernel");
 }
 
 void faKernelDestroy(FaKernel *k) {
   if (!k)
     return;
-  if (driverLoaded && k->module)
-    driver.cuModuleUnload(k->module);
+  if (driverLoaded) {
+    for (auto &entry : k->counters)
+      driver.cuMemFree(entry.second);
+    if (k->module)
+      driver.cuModuleUnload(k->module);
+  }
   delete k;
 }
 
@@ -606,17 +656,17 @@ int faDeviceFree(void *ptr) {
 int faCopyToDevice(void *dst, const void *src, size_t bytes) {
   if (loadDriver())
     return 1;
-  return check(driver.cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src,
-                                   bytes),
-               "cuMemcpyHtoD");
+  return check(
+      driver.cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src, bytes),
+      "cuMemcpyHtoD");
 }
 
 int faCopyToHost(void *dst, const void *src, size_t bytes) {
   if (loadDriver())
     return 1;
-  return check(driver.cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src),
-                                   bytes),
-               "cuMemcpyDtoH");
+  return check(
+      driver.cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes),
+      "cuMemcpyDtoH");
 }
 
 int faDeviceSynchronize(void) {

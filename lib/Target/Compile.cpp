@@ -116,6 +116,11 @@ static std::string metadataJson(const CompiledKernel &kernel,
   // the request is "auto").
   auto persistentAttr = dyn_cast_or_null<BoolAttr>(schedule.get("persistent"));
   bool persistent = persistentAttr && persistentAttr.getValue();
+  // A dynamic tile scheduler takes its tiles from a counter the runtime
+  // provides.
+  auto schedulerAttr =
+      dyn_cast_or_null<StringAttr>(schedule.get("tile_scheduler"));
+  bool dynamicTiles = schedulerAttr && schedulerAttr.getValue() == "dynamic";
   llvm::json::Array params;
   auto tensor = [&](StringRef name, StringRef dtype,
                     std::initializer_list<StringRef> dims) {
@@ -153,6 +158,13 @@ static std::string metadataJson(const CompiledKernel &kernel,
   scalar("scale_log2", "f32", "softmax scale times log2(e)");
   if (tensorMaps)
     scalar("B", "i32", "batch");
+  if (dynamicTiles)
+    params.push_back(llvm::json::Object{
+        {"name", "tile_counter"},
+        {"kind", "counter"},
+        {"dtype", "u32"},
+        {"meaning", "the dynamic tile scheduler's counter in global memory: "
+                    "zero before a launch, left zero by it (one per stream)"}});
   llvm::json::Object root{
       {"format", "flash-mlir-kernel-1"},
       {"kernel", kernel.name},
@@ -181,6 +193,10 @@ static std::string metadataJson(const CompiledKernel &kernel,
                                 {"z", "B"}}},
       {"tile_grid", tensorMaps},
       {"persistent", tensorMaps && persistent},
+      {"tile_scheduler",
+       tensorMaps ? (persistent ? (dynamicTiles ? "dynamic" : "static")
+                                : "one tile per CTA")
+                  : "grid"},
       {"ctas_per_sm", ctasPerSM},
       {"block_r", blockR},
       {"block_c", intOf("block_c")},

@@ -123,6 +123,15 @@ def validate_metadata(meta):
                 "scale_log2"]
     if meta.get("tile_grid"):
         expected.append("B")
+    scheduler = meta.get("tile_scheduler")
+    if scheduler not in (None, "grid", "one tile per CTA", "static",
+                         "dynamic"):
+        raise MetadataError(f"unknown tile_scheduler {scheduler!r}")
+    if scheduler == "dynamic":
+        if not meta.get("persistent"):
+            raise MetadataError("a dynamic tile scheduler needs a persistent "
+                                "kernel")
+        expected.append("tile_counter")
     if names != expected:
         raise MetadataError(f"parameter list {names} does not match the "
                             f"launcher's {expected}")
@@ -133,6 +142,29 @@ def validate_metadata(meta):
     if not 1 <= int(meta.get("ctas_per_sm", 1)) <= 32:
         raise MetadataError(f"bad ctas_per_sm {meta.get('ctas_per_sm')}")
     return meta
+
+
+# The dynamic tile scheduler's counters, one zeroed u32 per (device,
+# stream): each launch finds its counter zero and leaves it zero, so launches
+# on one stream (ordered) share it; launches on two streams, which may run
+# at the same time, must not.
+_TILE_COUNTERS = {}
+_TILE_COUNTER_LOCK = threading.Lock()
+
+
+def tile_counter(device_index, stream):
+    import torch
+    key = (device_index, stream)
+    with _TILE_COUNTER_LOCK:
+        counter = _TILE_COUNTERS.get(key)
+        if counter is None:
+            counter = torch.zeros(1, dtype=torch.int32,
+                                  device=f"cuda:{device_index}")
+            # zeros() runs on the current stream: the counter is zero
+            # before any launch on `stream` that follows.
+            torch.cuda.current_stream(device_index).synchronize()
+            _TILE_COUNTERS[key] = counter
+        return counter
 
 
 # Encoded tensor maps by everything they encode (address, shape, element
@@ -349,6 +381,9 @@ class Kernel:
                       ctypes.c_float(scale * 1.4426950408889634)]
             if self.meta.get("tile_grid"):
                 values.append(ctypes.c_int32(b))
+            if self.meta.get("tile_scheduler") == "dynamic":
+                values.append(ctypes.c_void_p(
+                    tile_counter(device_index, stream).data_ptr()))
             addresses = [ctypes.cast(ctypes.pointer(x), ctypes.c_void_p)
                          for x in values]
             # The wgmma kernel takes q, k, v as TMA tensor maps by value.

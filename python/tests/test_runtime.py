@@ -93,17 +93,63 @@ def test_persistent_grid_is_capped(compiled):
 
 
 def test_one_consumer_kernel_metadata(tmp_path, build_dir):
-    # Causal D = 64 on sm_90a: B_r = 64, 256 threads, two CTAs per SM.
+    # Causal D = 64 on sm_90a with B_r = 64: 256 threads, two CTAs per SM.
     out = tmp_path / "d64c"
     subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch", "sm_90a",
                     "--head-dim", "64", "--causal", "--persistent",
-                    "--no-cubin", "-o", str(out)], check=True,
+                    "--block-r", "64", "--no-cubin", "-o", str(out)],
+                   check=True,
                    capture_output=True)
     meta = json.load(open(str(out) + ".json"))
     assert meta["kernel"] == "fa3_sm90_d64_br64_bc128_s2_f16_causal_persistent_q2_cr8"
     assert meta["block"] == [256, 1, 1] and meta["block_r"] == 64
     assert meta["ctas_per_sm"] == 2
     assert meta["grid"]["x"] == "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)"
+
+
+@pytest.fixture(scope="module")
+def dynamic_meta(tmp_path_factory, build_dir):
+    # Causal D = 128 on sm_90a: persistent CTAs fed by the dynamic tile
+    # scheduler, whose counter is the last parameter.
+    out = tmp_path_factory.mktemp("dyn") / "d128c"
+    subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch", "sm_90a",
+                    "--head-dim", "128", "--causal", "--no-cubin", "-o",
+                    str(out)], check=True, capture_output=True)
+    return json.load(open(str(out) + ".json"))
+
+
+def test_dynamic_scheduler_metadata(dynamic_meta):
+    meta = dynamic_meta
+    assert meta["persistent"] is True
+    assert meta["tile_scheduler"] == "dynamic"
+    assert meta["params"][-1]["name"] == "tile_counter"
+    assert meta["params"][-1]["kind"] == "counter"
+    k = Kernel(b"\x7fELF", meta)
+    assert k.grid(16, 16, 1024, sm_count=132) == (132, 1, 1)
+    assert k.grid(1, 2, 300, sm_count=132) == (6, 1, 1)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.__setitem__("persistent", False),
+     "a dynamic tile scheduler needs a persistent kernel"),
+    (lambda m: m["params"].pop(), "parameter list"),
+    (lambda m: m.__setitem__("tile_scheduler", "round robin"),
+     "unknown tile_scheduler"),
+])
+def test_bad_dynamic_scheduler_metadata(dynamic_meta, edit, message):
+    meta = copy.deepcopy(dynamic_meta)
+    edit(meta)
+    with pytest.raises(MetadataError, match=message):
+        Kernel(b"\x7fELF", meta)
+
+
+def test_static_kernels_take_no_counter(dynamic_meta):
+    # A counter parameter on a kernel without the dynamic scheduler is a
+    # mismatch, not something to pass silently.
+    meta = copy.deepcopy(dynamic_meta)
+    meta["tile_scheduler"] = "static"
+    with pytest.raises(MetadataError, match="parameter list"):
+        Kernel(b"\x7fELF", meta)
 
 
 def test_sm80_kernel_grid(tmp_path, build_dir):

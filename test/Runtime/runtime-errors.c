@@ -27,6 +27,39 @@ int main(int argc, char **argv) {
   /* The sm_90a kernel's metadata (tensor maps, tile grid, B) validates too. */
   if (argc > 2)
     report("sm_90a kernel, no driver", faKernelLoadFiles(argv[2], 0, &k));
+  /* A causal sm_90a kernel: the dynamic tile scheduler's counter param. */
+  if (argc > 3)
+    report("dynamic scheduler kernel, no driver",
+           faKernelLoadFiles(argv[3], 0, &k));
+  report("dynamic scheduler without counter",
+         faKernelLoad(cubin, 4,
+                      "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
+                      "\"x\", \"dtype\": \"f16\", \"head_dim\": 64, "
+                      "\"block_r\": 128, \"shared_memory_bytes\": 0, "
+                      "\"block\": [384, 1, 1], \"tile_grid\": true, "
+                      "\"persistent\": true, \"tile_scheduler\": \"dynamic\", "
+                      "\"params\": [{\"name\": \"q\"}, {\"name\": \"k\"}, "
+                      "{\"name\": \"v\"}, {\"name\": \"o\"}, "
+                      "{\"name\": \"lse\"}, {\"name\": \"Nq\"}, "
+                      "{\"name\": \"Nk\"}, {\"name\": \"Hq\"}, "
+                      "{\"name\": \"Hkv\"}, {\"name\": \"scale_log2\"}, "
+                      "{\"name\": \"B\"}]}",
+                      0, &k));
+  report("dynamic scheduler, not persistent",
+         faKernelLoad(cubin, 4,
+                      "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
+                      "\"x\", \"dtype\": \"f16\", \"head_dim\": 64, "
+                      "\"block_r\": 128, \"shared_memory_bytes\": 0, "
+                      "\"block\": [384, 1, 1], \"tile_grid\": true, "
+                      "\"tile_scheduler\": \"dynamic\"}",
+                      0, &k));
+  report("unknown tile scheduler",
+         faKernelLoad(cubin, 4,
+                      "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
+                      "\"x\", \"dtype\": \"f16\", \"head_dim\": 64, "
+                      "\"block_r\": 128, \"shared_memory_bytes\": 0, "
+                      "\"block\": [384, 1, 1], \"tile_scheduler\": \"lifo\"}",
+                      0, &k));
   report("bad tensor-map box",
          faKernelLoad(cubin, 4,
                       "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "

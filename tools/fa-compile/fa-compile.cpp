@@ -11,6 +11,7 @@
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Target/Compile.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -18,7 +19,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
-#include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -26,13 +26,15 @@ namespace cl = llvm::cl;
 // The tool's own options; --help hides the LLVM ones linked in.
 static cl::OptionCategory toolOptions("fa-compile options");
 
-static cl::opt<std::string> arch(cl::cat(toolOptions), "arch", cl::desc("sm_80 | sm_90a | sm_100a"),
+static cl::opt<std::string> arch(cl::cat(toolOptions), "arch",
+                                 cl::desc("sm_80 | sm_90a | sm_100a"),
                                  cl::init("sm_90a"));
-static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim", cl::desc("64 | 128 | 256"),
-                                cl::init(128));
-static cl::opt<std::string> dtype(cl::cat(toolOptions), "dtype", cl::desc("f16 | bf16"),
-                                  cl::init("f16"));
-static cl::opt<bool> causal(cl::cat(toolOptions), "causal", cl::desc("Causal (top-left) mask"),
+static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim",
+                                cl::desc("64 | 128 | 256"), cl::init(128));
+static cl::opt<std::string> dtype(cl::cat(toolOptions), "dtype",
+                                  cl::desc("f16 | bf16"), cl::init("f16"));
+static cl::opt<bool> causal(cl::cat(toolOptions), "causal",
+                            cl::desc("Causal (top-left) mask"),
                             cl::init(false));
 static cl::opt<int64_t> window(cl::cat(toolOptions), "window",
                                cl::desc("Sliding window |i - j| < w"),
@@ -40,55 +42,60 @@ static cl::opt<int64_t> window(cl::cat(toolOptions), "window",
 static cl::opt<double> softcap(cl::cat(toolOptions), "softcap",
                                cl::desc("Scores c * tanh(s / c)"),
                                cl::init(0.0));
-static cl::opt<int64_t> blockR(cl::cat(toolOptions), "block-r", cl::desc("Query rows per CTA"),
-                               cl::init(0));
-static cl::opt<int64_t> blockC(cl::cat(toolOptions), "block-c", cl::desc("Keys per block"),
-                               cl::init(0));
-static cl::opt<bool> queryInRegisters(cl::cat(toolOptions), 
-    "q-in-registers",
+static cl::opt<int64_t> blockR(cl::cat(toolOptions), "block-r",
+                               cl::desc("Query rows per CTA"), cl::init(0));
+static cl::opt<int64_t> blockC(cl::cat(toolOptions), "block-c",
+                               cl::desc("Keys per block"), cl::init(0));
+static cl::opt<bool> queryInRegisters(
+    cl::cat(toolOptions), "q-in-registers",
     cl::desc("Keep Q fragments in registers where they fit (default true)"),
     cl::init(true));
-static cl::opt<std::string> rescaleThreshold(cl::cat(toolOptions), 
-    "rescale-threshold",
+static cl::opt<std::string> rescaleThreshold(
+    cl::cat(toolOptions), "rescale-threshold",
     cl::desc("FA4 conditional rescaling threshold, log2 units: a number, "
              "'off', or 'auto' (measured: 8 for the sm_90a wgmma kernel and "
              "for D >= 128 on mma.sync, off for D = 64 on mma.sync)"),
     cl::init("auto"));
-static cl::opt<int64_t> polyExp2Degree(cl::cat(toolOptions), 
-    "poly-exp2-degree",
+static cl::opt<int64_t> polyExp2Degree(
+    cl::cat(toolOptions), "poly-exp2-degree",
     cl::desc("FA4 software exp2 degree (0: off; -1: the target's default, "
              "3 on sm_100a as in FA4, off on sm_80/sm_90a where it measured "
              "slower)"),
     cl::init(-1));
-static cl::opt<int64_t> polyExp2Period(cl::cat(toolOptions), 
-    "poly-exp2-period", cl::desc("Emulate one exp2 in this many"),
-    cl::init(8));
-static cl::opt<std::string> sm90Kernel(cl::cat(toolOptions), 
-    "sm90-kernel",
+static cl::opt<int64_t>
+    polyExp2Period(cl::cat(toolOptions), "poly-exp2-period",
+                   cl::desc("Emulate one exp2 in this many"), cl::init(8));
+static cl::opt<std::string> sm90Kernel(
+    cl::cat(toolOptions), "sm90-kernel",
     cl::desc("sm_90a kernel: wgmma (FlashAttention-3, default) | mma-sync"),
     cl::init("wgmma"));
-static cl::opt<int64_t> stages(cl::cat(toolOptions), "stages",
-                               cl::desc("wgmma/tcgen05: K/V ring depth (2 to 4; 0: "
-                                        "3 where it fits, else 2)"),
-                               cl::init(0));
+static cl::opt<int64_t>
+    stages(cl::cat(toolOptions), "stages",
+           cl::desc("wgmma/tcgen05: K/V ring depth (2 to 4; 0: "
+                    "3 where it fits, else 2)"),
+           cl::init(0));
 static cl::opt<bool> pingPong(cl::cat(toolOptions), "ping-pong",
                               cl::desc("wgmma: consumer ping-pong"),
                               cl::init(true));
-static cl::opt<bool> intraOverlap(cl::cat(toolOptions), 
-    "intra-overlap", cl::desc("wgmma: softmax under the previous P V"),
-    cl::init(true));
+static cl::opt<bool>
+    intraOverlap(cl::cat(toolOptions), "intra-overlap",
+                 cl::desc("wgmma: softmax under the previous P V"),
+                 cl::init(true));
 static cl::opt<cl::boolOrDefault> persistent(
     cl::cat(toolOptions), "persistent",
-    cl::desc("wgmma: persistent CTAs striding over the tiles (unset: the "
-             "back end's measured choice, on for non-causal D = 64 and 128)"));
-static cl::opt<std::string> output(cl::cat(toolOptions), "o", cl::desc("Output path prefix"),
+    cl::desc("wgmma: persistent CTAs looping over the tiles, causal ones "
+             "by a dynamic tile scheduler (unset: the back end's measured "
+             "choice, on for D = 64 and 128)"));
+static cl::opt<std::string> output(cl::cat(toolOptions), "o",
+                                   cl::desc("Output path prefix"),
                                    cl::init("attention"));
 static cl::opt<std::string>
-    emit(cl::cat(toolOptions), "emit", cl::desc("all (ptx, cubin, json) | kernel-mlir | host-mlir | "
-                          "ptx (to stdout)"),
+    emit(cl::cat(toolOptions), "emit",
+         cl::desc("all (ptx, cubin, json) | kernel-mlir | host-mlir | "
+                  "ptx (to stdout)"),
          cl::init("all"));
-static cl::opt<std::string> ptxasPath(cl::cat(toolOptions), "ptxas", cl::desc("Path to ptxas"),
-                                      cl::init(""));
+static cl::opt<std::string> ptxasPath(cl::cat(toolOptions), "ptxas",
+                                      cl::desc("Path to ptxas"), cl::init(""));
 static cl::opt<bool> noCubin(cl::cat(toolOptions), "no-cubin",
                              cl::desc("Stop at PTX (no ptxas needed)"),
                              cl::init(false));

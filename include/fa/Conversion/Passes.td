@@ -117,14 +117,24 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     Kernel parameters: the q, k, v tensor maps (CUtensorMap over the
     [B * H, N, D] view, 64-column boxes of B_r or B_c rows, 128-B swizzle,
     zero fill past N; 128 B each, `byval` + `nvvm.grid_constant`), o and
-    lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32), B (i32).
+    lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32), B (i32),
+    and for the dynamic tile scheduler a u32 counter in global memory
+    (`tile_counter`: zero before a launch, left zero by it).
     Grid: one CTA per (query block, head) tile, ceil(Nq / B_r) * Hq * B of
     them (causal: the longest tiles of a head first). With `persistent`
-    (`auto`: on for non-causal D = 64 and 128), CTA x takes tiles x, x +
-    gridDim.x, ... so the producer loads the next tile's Q and K/V while the
-    consumers finish the current one; each tile restarts the K/V ring at
-    stage 0 and the loop carries every stage's phase bit; causal tiles are
-    dealt longest first across all heads. Where two Q buffers fit (kernel
+    (`auto`: on for D = 128 and for D = 64 at its default B_r), the CTAs
+    loop over the tiles, so the producer loads the next tile's Q and K/V
+    while the consumers finish the current one; each tile restarts the K/V
+    ring at stage 0 and the loop carries every stage's phase bit.
+    Non-causal tiles are equal: CTA x takes tiles x, x + gridDim.x, ...
+    Causal tiles are not: a dynamic scheduler deals them in grid order to
+    whichever CTA is free. CTA x starts with tile x; its producer fetches
+    the next as gridDim.x + atomicAdd(tile_counter, 1) after issuing a
+    tile's loads and hands the index to the consumers in shared memory,
+    released by the Q buffer's `q_full` arrival; an index past the last
+    tile ends the consumers' loop. A launch of T tiles fetches exactly T
+    times, so the producer whose fetch returns T - 1 resets the counter.
+    Where two Q buffers fit (kernel
     name `_q2`), the consumers run a cross-tile pipeline: the CTA's first
     tile is peeled, and every later tile issues the previous tile's last
     P V behind its own first S, runs its softmax under it, then stores the
@@ -143,9 +153,10 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
            "Run the softmax of block j while P V of block j - 1 is on the "
            "tensor cores (wgmma.wait_group 1)">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
-           "Persistent CTAs striding over the tiles: true, false or auto "
-           "(on for non-causal D = 64 and 128, where the H200 measured "
-           "+9-13% at N = 1024 with the cross-tile pipeline; off elsewhere)">,
+           "Persistent CTAs looping over the tiles (causal: dynamic "
+           "scheduler): true, false or auto (on for D = 128 and for D = 64 "
+           "at its default B_r, where the H200 measured +8-13% at N = 1024 "
+           "with the cross-tile pipeline; off elsewhere)">,
     Option<"producerRegisters", "producer-registers", "int64_t",
            /*default=*/"24", "setmaxnreg.dec count of the producer">,
     Option<"consumerRegisters", "consumer-registers", "int64_t",

@@ -44,6 +44,7 @@ constexpr int64_t kColumnsPerBlock = 64; // f16 elements in 128 B
 /// The work of one CTA: B_r query rows of one (batch, head) and the K/V
 /// blocks they visit.
 struct AttentionTile {
+  Value id; // position in the head-major order of the launch's tiles
   Value qStart, qMatrix, kvMatrix;
   Value firstBlock, unmaskedEnd, numBlocks; // K/V blocks visited
 };
@@ -59,11 +60,13 @@ public:
 protected:
   /// Creates the kernel `name` in `module` with the TMA kernels' signature
   /// -- q, k, v tensor maps (CUtensorMap, 128 B, byval + grid_constant), o,
-  /// lse, Nq, Nk, Hq, Hkv, scale_log2, B -- and its entry block; sets the
-  /// 1 KiB-aligned dynamic shared-memory base and the scalar parameters.
-  /// The builder is left at the start of the entry block.
+  /// lse, Nq, Nk, Hq, Hkv, scale_log2, B, and with `tileCounter` a u32
+  /// counter in global memory for a dynamic tile scheduler -- and its entry
+  /// block; sets the 1 KiB-aligned dynamic shared-memory base and the scalar
+  /// parameters. The builder is left at the start of the entry block.
   LLVM::LLVMFuncOp beginKernel(gpu::GPUModuleOp module, StringRef name,
-                               int64_t threads, int64_t ctasPerSM = 1) {
+                               int64_t threads, int64_t ctasPerSM = 1,
+                               bool tileCounter = false) {
     MLIRContext *ctx = b.getContext();
     b.setInsertionPointToStart(module.getBody());
     auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
@@ -76,6 +79,8 @@ protected:
     SmallVector<Type> params = {genericPtr, genericPtr, genericPtr, globalPtr,
                                 globalPtr,  i32,        i32,        i32,
                                 i32,        f32,        i32};
+    if (tileCounter)
+      params.push_back(globalPtr);
     auto fnType =
         LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
     auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
@@ -111,6 +116,8 @@ protected:
     hkv = entry->getArgument(8);
     scaleLog2 = entry->getArgument(9);
     batches = entry->getArgument(10);
+    if (tileCounter)
+      tileCounterPtr = entry->getArgument(11);
 
     // Align the dynamic shared memory to the 1 KiB swizzle atom.
     Value raw = LLVM::AddressOfOp::create(b, loc, smemGlobal);
@@ -208,40 +215,16 @@ protected:
 
   /// The tile `tileId` of a grid with query blocks fastest, then heads,
   /// then batches.
-  AttentionTile decodeTile(Value tileId, bool strided = false) {
+  AttentionTile decodeTile(Value tileId) {
     AttentionTile tile;
+    tile.id = tileId;
     Value qBlocks = queryBlocks();
     // Query blocks of one head next to each other: they share K/V in L2
     // (ordering the causal tiles longest first across all heads lost 10-20%
     // at N = 4096 in bench/results/2026-11-29-sm90-v4). Causal: the longest
-    // of a head first.
+    // of a head first, so the short ones fill the gaps at the end.
     Value qBlock = remu(tileId, qBlocks);
     Value matrix = divu(tileId, qBlocks);
-    if (config.causal && strided) {
-      // Persistent CTAs striding over the tiles: CTA c runs tiles c, c + G,
-      // ... In head-major order some CTAs get only long tiles (at N = 1024
-      // the busiest gets 1.38x the mean work). A snake deal reverses every
-      // other round of G tiles, so each CTA pairs long and short ones
-      // (0.97 of the ideal balance at N = 1024 and 4096), while a round
-      // still covers neighbouring tiles of one head, which share K/V in L2
-      // (dealing longest first across all heads balanced as well but lost
-      // the locality). With the cross-tile pipeline the snake deal ran
-      // causal D = 64 / 128 13% / 11% faster than one tile per CTA at
-      // N = 1024, but 7% / 22% slower at 16384 (balance 0.65):
-      // bench/results/2026-11-29-sm90-v14-causal-snake-sweep.json. The last
-      // round, if partial, stays in order.
-      Value grid = NVVM::GridDimXOp::create(b, loc, i32);
-      Value round = divu(tileId, grid), pos = remu(tileId, grid);
-      Value tiles = mul(qBlocks, mul(batches, hq));
-      Value whole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                                          mul(add(round, c32(1)), grid), tiles);
-      Value odd = arith::TruncIOp::create(b, loc, b.getI1Type(), round);
-      Value reversed = add(mul(round, grid), sub(sub(grid, c32(1)), pos));
-      Value dealt = arith::SelectOp::create(
-          b, loc, arith::AndIOp::create(b, loc, whole, odd), reversed, tileId);
-      qBlock = remu(dealt, qBlocks);
-      matrix = divu(dealt, qBlocks);
-    }
     if (config.causal)
       qBlock = sub(sub(qBlocks, c32(1)), qBlock);
     Value batch = divu(matrix, hq), head = remu(matrix, hq);
@@ -292,6 +275,7 @@ protected:
   Value smem; // aligned base, !llvm.ptr<3>
   Value qMap, kMap, vMap, oPtr, lsePtr, scaleLog2;
   Value nq, nk, hq, hkv, batches;
+  Value tileCounterPtr; // dynamic tile scheduler only
 };
 
 /// The K/V ring depth of a TMA kernel `spec` (with `stages` and
@@ -324,6 +308,7 @@ struct TensorMapLaunch {
   int64_t headDim, blockR, blockC;
   bool bf16;
   int64_t threads, sharedBytes;
+  bool tileCounter = false; // the kernel takes a dynamic scheduler's counter
 };
 
 /// fa.attention -> the host side of the launch: the three tensor maps
@@ -407,9 +392,37 @@ inline void replaceWithTensorMapLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
   auto kernelSym =
       SymbolRefAttr::get(b.getStringAttr("fa_kernels"),
                          {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
-  gpu::LaunchFuncOp::create(b, loc, kernelSym, gpu::KernelDim3{gridX, one, one},
-                            gpu::KernelDim3{threads, one, one}, smemBytes, args,
-                            /*asyncObject=*/Value());
+  if (!launch.tileCounter) {
+    gpu::LaunchFuncOp::create(b, loc, kernelSym,
+                              gpu::KernelDim3{gridX, one, one},
+                              gpu::KernelDim3{threads, one, one}, smemBytes,
+                              args, /*asyncObject=*/Value());
+    op.erase();
+    return;
+  }
+  // A dynamic tile scheduler's counter: zeroed device memory for this
+  // launch, freed after it (the runtimes keep one per stream instead).
+  auto tokenType = gpu::AsyncTokenType::get(ctx);
+  auto counterType = MemRefType::get({1}, i32);
+  Value token =
+      gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getResult(0);
+  auto alloc =
+      gpu::AllocOp::create(b, loc, counterType, tokenType, ValueRange{token},
+                           ValueRange{}, ValueRange{});
+  token = gpu::MemsetOp::create(b, loc, tokenType,
+                                ValueRange{alloc.getAsyncToken()},
+                                alloc.getMemref(), c32(0))
+              .getResult(0);
+  args.push_back(pointerOf(alloc.getMemref(), globalPtr));
+  token = gpu::LaunchFuncOp::create(
+              b, loc, kernelSym, gpu::KernelDim3{gridX, one, one},
+              gpu::KernelDim3{threads, one, one}, smemBytes, args, tokenType,
+              ValueRange{token})
+              .getAsyncToken();
+  token = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{token},
+                                 alloc.getMemref())
+              .getResult(0);
+  gpu::WaitOp::create(b, loc, Type(), ValueRange{token});
   op.erase();
 }
 

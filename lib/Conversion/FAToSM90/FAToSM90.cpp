@@ -23,9 +23,13 @@
 //    other's GEMMs;
 //  * B_r = 64: one consumer warpgroup and two resident CTAs per SM, which
 //    play the part of the ping-pong partners;
-//  * persistent CTAs stride over the tiles; with two Q buffers the tiles
+//  * persistent CTAs loop over the tiles; with two Q buffers the tiles
 //    form one pipeline: a tile's last P V goes to the tensor cores with the
-//    next tile's first S (the cross-tile pipeline).
+//    next tile's first S (the cross-tile pipeline). Equal tiles are dealt
+//    statically (CTA c runs c, c + gridDim, ...); causal tiles, whose
+//    lengths differ, by a dynamic scheduler: the producer takes the next
+//    tile from a global counter and hands its index to the consumers in
+//    shared memory, next to the Q buffer it loads.
 //
 // Shared-memory tiles, TMA loads, descriptors and the tile decoder are the
 // ones of Common/TMAKernel.h; wgmma descriptors mark the 128-byte swizzle
@@ -89,6 +93,9 @@ struct KernelSpec : SoftmaxConfig {
   bool pingPong = true;
   bool intraOverlap = true;
   bool persistent = false;
+  // Persistent CTAs take their tiles from a global counter (causal): see
+  // KernelBuilder::emitTileLoop.
+  bool dynamicTiles = false;
   int64_t producerRegisters = 24;
   int64_t consumerRegisters = 240;
 
@@ -107,9 +114,12 @@ struct KernelSpec : SoftmaxConfig {
   // Barriers: q_full, q_empty per Q buffer, then per stage k_full, v_full,
   // k_empty, v_empty.
   int64_t barrierBytes() const { return 8 * (2 * qBuffers + 4 * stages); }
+  /// The dynamic scheduler's tile index per Q buffer, after the barriers.
+  int64_t tileSlotOffset() const { return barrierOffset() + barrierBytes(); }
+  int64_t tileSlotBytes() const { return dynamicTiles ? 8 * qBuffers : 0; }
   /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
   int64_t sharedBytes() const {
-    return barrierOffset() + barrierBytes() + 1024;
+    return tileSlotOffset() + tileSlotBytes() + 1024;
   }
   std::string kernelName() const {
     return "fa3_sm90_d" + std::to_string(headDim) + "_br" +
@@ -169,6 +179,11 @@ private:
                ? c32(0)
                : arith::AndIOp::create(b, loc, tileIndex, c32(1));
   }
+  /// Where the producer leaves the index of the tile whose Q it loads into
+  /// `buffer` (dynamic scheduler).
+  Value tileSlot(Value buffer) {
+    return sharedAt(add(c32(spec.tileSlotOffset()), mul(buffer, c32(4))));
+  }
   Value qRoundOf(Value tileIndex) {
     return arith::AndIOp::create(b, loc, divu(tileIndex, c32(spec.qBuffers)),
                                  c32(1));
@@ -219,8 +234,9 @@ private:
   SmallVector<Value> rescale(ArrayRef<Value> o, std::array<Value, 2> alpha,
                              Value moved);
 
-  /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), carrying
-  /// the tile count and the ring's phase bits.
+  /// The CTA's tiles, carrying the tile count and the ring's phase bits:
+  /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), or with the
+  /// dynamic scheduler blockIdx.x first, then what nextTile() gives.
   /// `body` may return values that the loop carries to its next call.
   /// With `finish` (persistent only) the CTA's first tile is peeled: `body`
   /// sees no carried values there, the loop runs the other tiles, and
@@ -229,6 +245,20 @@ private:
                         const AttentionTile &, Value tileIndex, ValueRange)>
                         body,
                     llvm::function_ref<void(ValueRange)> finish = nullptr);
+  void emitDynamicTileLoop(Value first,
+                           llvm::function_ref<SmallVector<Value>(
+                               const AttentionTile &, Value, ValueRange)>
+                               body,
+                           llvm::function_ref<void(ValueRange)> finish);
+  /// Dynamic scheduler: the id of the CTA's tile number `tileIndex` (its
+  /// second or later). The producer takes it from the counter, the
+  /// consumers read it from the slot of the tile's Q buffer once its Q has
+  /// landed. Ids past the last tile end the loop.
+  Value nextTile(Value tileIndex);
+  /// The producer's end of the dynamic loop: the id past the last tile goes
+  /// to the consumers through the next Q buffer's slot, as if it were a
+  /// tile (an arrival on q_full without bytes), so they leave their loop.
+  void announceEnd(Value endId, Value tileIndex);
 
   /// What a tile hands to the next one in the cross-tile pipeline: its
   /// last block's P V and its store are still to do.
@@ -298,6 +328,7 @@ private:
   Value qTile;     // this consumer's Q rows in the current tile's buffer
   Value tileFirst; // the current tile's first K/V block
   Value phaseBits; // persistent only: see parityOf
+  bool inProducer = false; // while emitting the producer's tile loop
 };
 
 SmallVector<Value> KernelBuilder::fenceOperands(ArrayRef<Value> values) {
@@ -440,21 +471,26 @@ void KernelBuilder::emitProducer() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifIssuer.thenBlock());
   prefetchTensorMaps();
+  inProducer = true;
   emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
     emitProducerTile(tile, tileIndex);
     return SmallVector<Value>();
   });
+  inProducer = false;
 }
 
 void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
   Value firstBlock = tile.firstBlock, numBlocks = tile.numBlocks;
   Value kvMatrix = tile.kvMatrix;
-  // The Q buffer is free once both consumers finished the previous tile.
   // The Q buffer is free once the consumers finished its previous tile.
   Value buffer = qBufferOf(tileIndex);
   waitBarrier(qEmpty(buffer),
               arith::XOrIOp::create(b, loc, qRoundOf(tileIndex), c32(1)));
+  // The arrival below releases the index to the consumers' q_full wait.
+  if (spec.dynamicTiles)
+    LLVM::StoreOp::create(b, loc, tile.id, tileSlot(buffer), /*alignment=*/4,
+                          /*isVolatile=*/true);
   expectBytes(qFull(buffer), spec.qBytes());
   loadTile(qMap, mul(buffer, c32(spec.qBytes())), spec.blockR(), tile.qStart,
            tile.qMatrix, qFull(buffer));
@@ -751,6 +787,10 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
     body(tile, c32(0), {});
     return;
   }
+  if (spec.dynamicTiles) {
+    emitDynamicTileLoop(first, body, finish);
+    return;
+  }
   Value tiles = tileCount();
   Value step = NVVM::GridDimXOp::create(b, loc, i32);
   OpBuilder::InsertionGuard guard(b);
@@ -759,7 +799,7 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
   if (finish) {
     auto ifAny = scf::IfOp::create(b, loc, ult(first, tiles), false);
     b.setInsertionPointToStart(ifAny.thenBlock());
-    AttentionTile tile = decodeTile(first, /*strided=*/true);
+    AttentionTile tile = decodeTile(first);
     tileFirst = tile.firstBlock;
     phaseBits = c32(0);
     SmallVector<Value> carried = body(tile, c32(0), {});
@@ -774,7 +814,7 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
     b.setInsertionPointToStart(loop.getBody());
     phaseBits = loop.getRegionIterArgs()[0];
     Value tileIndex = loop.getRegionIterArgs()[1];
-    AttentionTile tile = decodeTile(loop.getInductionVar(), /*strided=*/true);
+    AttentionTile tile = decodeTile(loop.getInductionVar());
     tileFirst = tile.firstBlock;
     SmallVector<Value> next =
         body(tile, tileIndex, loop.getRegionIterArgs().drop_front(2));
@@ -789,10 +829,113 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
     finish(loop.getResults().drop_front(2));
 }
 
+// Dynamic scheduler. Causal tiles are dealt head-major, each head's longest
+// first (decodeTile), to whichever CTA is free next: the first tile of CTA
+// c is c, later ones come from a global counter, fetched by the producer
+// as gridDim.x + atomicAdd(counter, 1) once it has issued the loads of the
+// tile before (a CTA claims a tile when its ring has room for it; claiming
+// it when the tile before starts measured 1-4% slower at D = 128,
+// bench/results/2026-11-30-sm90-v15-dynamic-sweep.json). A static deal of
+// unequal tiles leaves CTAs idle (simulated balance 0.64-0.73 head-major at D =
+// 128, N = 1k / 16k; bench/results/2026-11-29-sm90-v14-causal-snake- sweep.json
+// measured a snake deal 7-22% slower than one tile per CTA at N = 16k), greedy
+// dealing is what the hardware does for one tile per CTA.
+//
+// The counter is zero at launch and the kernel leaves it zero: every CTA
+// with a tile fetches until it gets an id past the last tile, so a launch
+// of T tiles fetches exactly T times (T - gridDim tiles plus one end per
+// CTA) and the fetch that returns T - 1 is the last; that producer resets
+// the counter. The next launch on the stream then finds it zero again.
+void KernelBuilder::emitDynamicTileLoop(
+    Value first,
+    llvm::function_ref<SmallVector<Value>(const AttentionTile &, Value,
+                                          ValueRange)>
+        body,
+    llvm::function_ref<void(ValueRange)> finish) {
+  Value tiles = tileCount();
+  OpBuilder::InsertionGuard guard(b);
+  auto ifAny = scf::IfOp::create(b, loc, ult(first, tiles), false);
+  b.setInsertionPointToStart(ifAny.thenBlock());
+  // Loop state: the tile id, the ring's phase bits, the tile count, the
+  // body's values.
+  SmallVector<Value> init = {first, c32(0), c32(0)};
+  if (finish) {
+    AttentionTile tile = decodeTile(first);
+    tileFirst = tile.firstBlock;
+    phaseBits = c32(0);
+    SmallVector<Value> carried = body(tile, c32(0), {});
+    init = {nextTile(c32(1)),
+            advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock)),
+            c32(1)};
+    init.append(carried.begin(), carried.end());
+  }
+  SmallVector<Type> types;
+  for (Value v : init)
+    types.push_back(v.getType());
+  SmallVector<Location> locs(init.size(), loc);
+  auto loop = scf::WhileOp::create(b, loc, types, init);
+  {
+    OpBuilder::InsertionGuard inLoop(b);
+    Block *before = b.createBlock(&loop.getBefore(), {}, types, locs);
+    scf::ConditionOp::create(b, loc, ult(before->getArgument(0), tiles),
+                             before->getArguments());
+    Block *after = b.createBlock(&loop.getAfter(), {}, types, locs);
+    phaseBits = after->getArgument(1);
+    Value tileIndex = after->getArgument(2);
+    AttentionTile tile = decodeTile(after->getArgument(0));
+    tileFirst = tile.firstBlock;
+    SmallVector<Value> next =
+        body(tile, tileIndex, after->getArguments().drop_front(3));
+    Value nextIndex = add(tileIndex, c32(1));
+    SmallVector<Value> yielded = {
+        nextTile(nextIndex),
+        advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock)),
+        nextIndex};
+    yielded.append(next.begin(), next.end());
+    scf::YieldOp::create(b, loc, yielded);
+  }
+  phaseBits = Value();
+  if (finish)
+    finish(loop.getResults().drop_front(3));
+  if (inProducer)
+    announceEnd(loop.getResult(0), loop.getResult(2));
+}
+
+Value KernelBuilder::nextTile(Value tileIndex) {
+  if (!inProducer) {
+    Value buffer = qBufferOf(tileIndex);
+    waitBarrier(qFull(buffer), qRoundOf(tileIndex));
+    return LLVM::LoadOp::create(b, loc, i32, tileSlot(buffer), /*alignment=*/4,
+                                /*isVolatile=*/true);
+  }
+  Value taken =
+      LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, tileCounterPtr,
+                                c32(1), LLVM::AtomicOrdering::monotonic);
+  Value last = eq(taken, sub(tileCount(), c32(1)));
+  auto ifLast = scf::IfOp::create(b, loc, last, false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifLast.thenBlock());
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::xchg, tileCounterPtr,
+                              c32(0), LLVM::AtomicOrdering::monotonic);
+  }
+  return add(NVVM::GridDimXOp::create(b, loc, i32), taken);
+}
+
+void KernelBuilder::announceEnd(Value endId, Value tileIndex) {
+  Value buffer = qBufferOf(tileIndex);
+  waitBarrier(qEmpty(buffer),
+              arith::XOrIOp::create(b, loc, qRoundOf(tileIndex), c32(1)));
+  LLVM::StoreOp::create(b, loc, endId, tileSlot(buffer), /*alignment=*/4,
+                        /*isVolatile=*/true);
+  NVVM::MBarrierArriveOp::create(b, loc, Type(), qFull(buffer), Value());
+}
+
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   OpBuilder::InsertionGuard guard(b);
   LLVM::LLVMFuncOp fn =
-      beginKernel(module, spec.kernelName(), spec.threads(), spec.ctasPerSM);
+      beginKernel(module, spec.kernelName(), spec.threads(), spec.ctasPerSM,
+                  /*tileCounter=*/spec.dynamicTiles);
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
   fn->setAttr(
       "fa.schedule",
@@ -833,6 +976,10 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
           b.getNamedAttr("intra_warpgroup_overlap",
                          b.getBoolAttr(spec.intraOverlap)),
           b.getNamedAttr("persistent", b.getBoolAttr(spec.persistent)),
+          b.getNamedAttr("tile_scheduler",
+                         str(!spec.persistent    ? "one tile per CTA"
+                             : spec.dynamicTiles ? "dynamic"
+                                                 : "static")),
           b.getNamedAttr("smem_layout",
                          str("TMA 128B swizzle, 64-column blocks")),
           b.getNamedAttr("smem_bytes", b.getI64IntegerAttr(spec.sharedBytes())),
@@ -918,13 +1065,13 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   // SM), 128 (two) or 192 (three, as FA3 runs D = 64). Defaults from the
   // H200 sweeps: 192 for non-causal D = 64 (+4% / +10% / +14% at N = 1024 /
   // 4096 / 16384 over 128, bench/results/2026-11-29-sm90-v6-br192-sweep
-  // .json); 64 for causal D = 64, whose short diagonal tiles leave the
-  // tensor cores idle between tiles unless a second CTA fills the gap (+9%
-  // at N = 1024, -2% at 4096 and 16384 against 128: bench/results/
-  // 2026-11-29-sm90-v10-br64-sweep.json); 128 otherwise (at D = 128 the
-  // 113 KiB of shared memory per CTA leave B_c = 64: -13% to -21%).
-  int64_t br =
-      op.getBlockR().value_or(d == 64 ? (spec.causal ? 64 : 192) : 128);
+  // .json); 128 otherwise. Causal D = 64 with the dynamic tile scheduler
+  // (bench/results/2026-11-30-sm90-v15-dynamic-sweep.json, N = 1024 /
+  // 4096 / 16384): 128 ran 320 / 422 / 436 TFLOP/s, 192 291 / 424 / 482,
+  // 64 (one consumer, two CTAs per SM, the default with one tile per CTA)
+  // 316 / 392 / 416. At D = 128 B_r = 64 leaves B_c = 64 in its 113 KiB of
+  // shared memory: -13% to -21%.
+  int64_t br = op.getBlockR().value_or(d == 64 && !spec.causal ? 192 : 128);
   if (br != 64 && br != 128 && br != 192)
     return fail("block_r must be 64, 128 or 192 (one, two or three consumer "
                 "warpgroups of 64 rows), got " +
@@ -948,16 +1095,19 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
     return fail("block_c must be a multiple of 16 in [16, 256], got " +
                 Twine(bc));
   // Persistent CTAs with the cross-tile pipeline by default where they
-  // measured faster on the H200 (bench/results/2026-11-29-sm90-v13-cross-
-  // tile-sweep.json): non-causal D = 64 with three consumers (+13% / +5% /
-  // +1% at N = 1024 / 4096 / 16384 over one tile per CTA) and non-causal
-  // D = 128 (+9% / 0 / 0, bf16 +11% at 1024). D = 256 has no room for a
-  // second Q buffer (persistent measured even); causal tiles of unequal
-  // length lose 10-25% to the static striding.
+  // measured faster on the H200. Non-causal (static deal,
+  // bench/results/2026-11-29-sm90-v13-cross-tile-sweep.json): D = 64 with
+  // three consumers (+13% / +5% / +1% at N = 1024 / 4096 / 16384 over one
+  // tile per CTA) and D = 128 (+9% / 0 / 0, bf16 +11% at 1024). Causal
+  // (dynamic scheduler, bench/results/2026-11-30-sm90-v15-dynamic-sweep
+  // .json): D = 128 +8-11% / +4-8% / -3 to 0% (two K/V stages instead of
+  // three next to the second Q buffer); D = 64 at B_r = 128 +13% / +10% /
+  // 0 over one tile per CTA at B_r = 64. D = 256 has no room for a second
+  // Q buffer: even non-causal, causal +2% / -9% / -1%.
   StringRef persistent = options.persistent;
   if (persistent == "auto")
-    spec.persistent = !spec.causal && ((d == 64 && spec.consumers == 3) ||
-                                       (d == 128 && spec.consumers == 2));
+    spec.persistent = (d == 64 && spec.consumers == (spec.causal ? 2 : 3)) ||
+                      (d == 128 && spec.consumers == 2);
   else if (persistent == "true" || persistent == "1")
     spec.persistent = true;
   else if (persistent == "false" || persistent == "0")
@@ -965,6 +1115,9 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   else
     return fail("persistent must be true, false or auto, got '" + persistent +
                 "'");
+  // Causal tiles differ in length: persistent CTAs take them from a
+  // counter rather than by a fixed stride.
+  spec.dynamicTiles = spec.persistent && spec.causal;
   spec.headDim = d;
   spec.blockC = bc;
   // A persistent kernel double-buffers Q where two buffers and at least
@@ -1029,7 +1182,8 @@ struct ConvertFAToSM90Pass
       replaceWithTensorMapLaunch(
           op, kernel,
           TensorMapLaunch{spec.headDim, spec.blockR(), spec.blockC, spec.bf16,
-                          spec.threads(), spec.sharedBytes()});
+                          spec.threads(), spec.sharedBytes(),
+                          spec.dynamicTiles});
     };
     if (failed(lowerEachAttention<KernelSpec>(
             getOperation(),

@@ -1,4 +1,4 @@
-// B_r = 64 (the default for causal D = 64): one consumer warpgroup, no
+// B_r = 64 (on request): one consumer warpgroup, no
 // ping-pong partner, and two CTAs per SM. nvvm.minctasm = 2 makes ptxas
 // cap each of the 256 threads at 128 registers; the producer's setmaxnreg
 // gives 104 of them to the consumer (232); the K/V ring and Q fit in half
@@ -10,7 +10,8 @@ func.func @d64_causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                       %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,
                       %lse: memref<?x?x?xf32>) {
   fa.attention %q, %k, %v outs(%o, %lse : memref<?x?x?x64xf16>, memref<?x?x?xf32>)
-      {causal} : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+      {block_r = 64 : i64, causal}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
   return
 }
 // CHECK-LABEL: func.func @d64_causal

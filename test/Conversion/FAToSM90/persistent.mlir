@@ -70,10 +70,16 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 
 // -----
 
-// Causal tiles differ in length: a persistent grid deals them as a snake,
-// every other whole round of gridDim.x tiles reversed, so a CTA pairs long
-// and short tiles of neighbouring heads. Causal kernels are persistent on
-// request only (one tile per CTA by default).
+// Causal tiles differ in length: persistent CTAs (the default at D = 128)
+// take them from a dynamic tile scheduler. The host passes a zeroed u32
+// counter as the last kernel parameter; CTA x starts with tile x, and the
+// producer fetches each next tile as gridDim.x + atomicAdd(counter, 1)
+// after issuing a tile's loads. It writes the tile's index into the slot of
+// the Q buffer it loads, before the q_full arrival that releases it; the
+// consumers read it after their q_full wait. The fetch that returns
+// tiles - 1 is the launch's last and resets the counter; the index past
+// the last tile goes through the next slot with a bare q_full arrival, and
+// ends the consumers' loop.
 func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                        %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
                        %lse: memref<?x?x?xf32>) {
@@ -82,20 +88,81 @@ func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
   return
 }
 // CHECK-LABEL: func.func @d128_causal
-// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_f16_causal blocks
-// CHECK-NOT: nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[T0:.*]] = gpu.wait async
+// CHECK-NEXT: %[[COUNTER:.*]], %[[T1:.*]] = gpu.alloc async [%[[T0]]] () : memref<1xi32>
+// CHECK: %[[T2:.*]] = gpu.memset async [%[[T1]]] %[[COUNTER]], %c0_i32{{.*}} : memref<1xi32>, i32
+// CHECK: %[[T3:.*]] = gpu.launch_func async [%[[T2]]] @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2 blocks
+// CHECK-SAME: %{{.*}} : i32, %{{.*}} : !llvm.ptr<1>)
+// CHECK-NEXT: %[[T4:.*]] = gpu.dealloc async [%[[T3]]] %[[COUNTER]]
+// CHECK-NEXT: gpu.wait [%[[T4]]]
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2(
+// CHECK-SAME: %arg10: i32, %[[CTR:arg11]]: !llvm.ptr<1>)
+// CHECK-SAME: tile_scheduler = "dynamic"
+// Producer: the loop runs while the tile id is below the tile count.
+// CHECK: %[[FIRST:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK: arith.cmpi ult, %[[FIRST]], %[[TILES:.*]] : i32
+// CHECK: scf.while (%[[ID:.*]] = %[[FIRST]], %{{.*}} = %c0_i32{{.*}}, %{{.*}} = %c0_i32{{.*}}) : (i32, i32, i32)
+// CHECK-NEXT: %[[MORE:.*]] = arith.cmpi ult, %[[ID]], %[[TILES]]
+// CHECK-NEXT: scf.condition(%[[MORE]])
+// CHECK: ^bb0(%[[TILE:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
+// The tile's index goes into its Q buffer's slot, then the Q load.
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: llvm.store volatile %[[TILE]], %{{.*}} : i32, !llvm.ptr<3>
+// CHECK-NEXT: arith.constant 2
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// After the tile's loads: the next tile from the counter.
+// CHECK: scf.for
+// CHECK: %[[TAKEN:.*]] = llvm.atomicrmw add %[[CTR]], %c1_i32{{.*}} monotonic
+// CHECK: %[[LASTID:.*]] = arith.subi %{{.*}}, %c1_i32
+// CHECK-NEXT: %[[IS_LAST:.*]] = arith.cmpi eq, %[[TAKEN]], %[[LASTID]]
+// CHECK-NEXT: scf.if %[[IS_LAST]] {
+// CHECK: llvm.atomicrmw xchg %[[CTR]], %c0_i32{{.*}} monotonic
+// CHECK: %[[GRID:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[GRID]], %[[TAKEN]]
+// CHECK: scf.yield %[[NEXT]], %{{.*}}, %{{.*}} : i32, i32, i32
+// The end: the id past the last tile through the next slot, a bare
+// arrival on its q_full.
+// CHECK: llvm.store volatile %{{.*}}#0, %{{.*}} : i32, !llvm.ptr<3>
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// Consumers: the peeled first tile is the CTA's own; the second comes from
+// the slot of Q buffer 1 once its q_full completes.
+// CHECK: nvvm.setmaxregister  increase 240
+// CHECK: nvvm.read.ptx.sreg.ctaid.x
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: %[[SECOND:.*]] = llvm.load volatile %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK: scf.while (%[[CID:.*]] = %[[SECOND]], %{{.*}} = %{{.*}}, %{{.*}} = %c1_i32{{.*}}, {{.*}}) : (i32, i32, i32, f32,
+// CHECK-NEXT: %[[CMORE:.*]] = arith.cmpi ult, %[[CID]], %{{.*}}
+// CHECK-NEXT: scf.condition(%[[CMORE]])
+// Each later tile ends by reading the next tile's index.
+// CHECK: %[[CNEXT:.*]] = llvm.load volatile %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK: scf.yield %[[CNEXT]],
+// After the loop: the last tile's P V and store.
+// CHECK: wgmma.mma_async
 // CHECK: llvm.return
+// OFF-LABEL: func.func @d128_causal
+// OFF: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_f16_causal blocks
+// OFF-NOT: nvvm.read.ptx.sreg.nctaid.x
+// OFF-NOT: llvm.atomicrmw
+// OFF: llvm.return
 // ON-LABEL: func.func @d128_causal
 // ON: @fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2
-// ON: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
-// ON: %[[G:.*]] = nvvm.read.ptx.sreg.nctaid.x
-// ON-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[G]]
-// ON-NEXT: %[[POS:.*]] = arith.remui %[[TILE]], %[[G]]
-// ON: %[[WHOLE:.*]] = arith.cmpi ule
-// ON: %[[ODD:.*]] = arith.trunci %[[ROUND]] : i32 to i1
-// ON: %[[BACK:.*]] = arith.subi %{{.*}}, %[[POS]]
-// ON: %[[REV:.*]] = arith.addi %{{.*}}, %[[BACK]]
-// ON: %[[FLIP:.*]] = arith.andi %[[WHOLE]], %[[ODD]]
-// ON-NEXT: %[[DEALT:.*]] = arith.select %[[FLIP]], %[[REV]], %[[TILE]]
-// ON-NEXT: arith.remui %[[DEALT]]
-// ON-NEXT: arith.divui %[[DEALT]]
+
+// -----
+
+// Non-causal persistent kernels deal their equal tiles statically and take
+// no counter.
+func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
+                %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
+                %lse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v outs(%o, %lse : memref<?x?x?x128xf16>, memref<?x?x?xf32>)
+      : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+  return
+}
+// CHECK-LABEL: func.func @d128
+// CHECK-NOT: gpu.alloc
+// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_persistent_q2 blocks
+// CHECK-SAME: %{{.*}} : f32, %{{.*}} : i32)
+// CHECK: tile_scheduler = "static"
+// CHECK-NOT: llvm.atomicrmw
+// CHECK: llvm.return

@@ -1,7 +1,8 @@
 // B_r = 192 (the default for non-causal D = 64): three consumer warpgroups
 // of 64 rows, 512 threads, 160 registers each after setmaxnreg, and the
 // ping-pong turn passed round robin (consumer c arrives on barrier
-// 1 + (c + 1) mod 3). Causal D = 64 takes B_r = 64 (one-consumer.mlir).
+// 1 + (c + 1) mod 3). Causal D = 64 takes B_r = 128: two consumers, and
+// persistent CTAs fed by the dynamic tile scheduler (persistent.mlir).
 // RUN: fa-opt %s --split-input-file --convert-fa-to-sm90 | FileCheck %s
 
 func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
@@ -38,5 +39,5 @@ func.func @d64_causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
   return
 }
 // CHECK-LABEL: func.func @d64_causal
-// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br64_bc128_s3_f16_causal
-// CHECK-SAME: threads in (%c256,
+// CHECK: gpu.launch_func async [%{{.*}}] @fa_kernels::@fa3_sm90_d64_br128_bc128_s3_f16_causal_persistent_q2
+// CHECK-SAME: threads in (%c384,
