@@ -90,3 +90,34 @@ def test_bad_inputs(env):
     f32 = torch.randn(1, 1, 16, 64, device="cuda")
     with pytest.raises(KernelArgumentError, match="float16 or bfloat16"):
         flashmlir.attention(f32, f32, f32)
+
+
+def test_dynamic_scheduler_on_two_streams(env):
+    # Causal D = 128 is persistent with the dynamic tile scheduler: each
+    # stream gets its own counter, so launches on two streams may overlap,
+    # and every launch leaves its counter zero for the next on the stream.
+    torch, flashmlir = env
+    torch.manual_seed(5)
+    shape = (4, 32, 1000, 128)
+    q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.float16)
+               for _ in range(3))
+    ref = reference(torch, q, k, v, True, 1 / math.sqrt(128))
+    flashmlir.attention(q, k, v, causal=True)
+    launch = flashmlir._launchers[("sm_90a", 128, "f16", True)]
+    assert launch.meta["tile_scheduler"] == "dynamic"
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    outs = [[torch.full_like(q, float("nan")) for _ in range(4)]
+            for _ in streams]
+    torch.cuda.synchronize()
+    for i in range(4):
+        for s, o in zip(streams, outs):
+            with torch.cuda.stream(s):
+                launch(q, k, v, out=o[i])
+    torch.cuda.synchronize()
+    from flashmlir.runtime import _TILE_COUNTERS
+    assert len([key for key in _TILE_COUNTERS
+                if key[1] in (s.cuda_stream for s in streams)]) == 2
+    for o in outs:
+        for x in o:
+            err = ((x.float() - ref).norm() / ref.norm()).item()
+            assert err < TOL["f16"], err

@@ -107,10 +107,17 @@ int main(int argc, char **argv) {
       faCopyToDevice(dv, v.data(), nK * 2))
     return die("copying inputs");
   float scale = 1.0f / std::sqrt(float(d));
-  if (faKernelLaunch(kernel, dq, dk, dv, dout, static_cast<float *>(dlse), b,
-                     hq, hkv, nq, nk, scale, nullptr) ||
-      faDeviceSynchronize())
-    return die("launching");
+  // Three launches, each into an output poisoned with NaN, and the last one
+  // checked: a kernel that keeps state between launches (the dynamic tile
+  // scheduler's counter) must leave it as the next launch needs it.
+  const int launches = 3;
+  std::vector<uint16_t> poison(nQ, 0xFFFF);
+  for (int i = 0; i < launches; ++i)
+    if (faCopyToDevice(dout, poison.data(), nQ * 2) ||
+        faKernelLaunch(kernel, dq, dk, dv, dout, static_cast<float *>(dlse),
+                       b, hq, hkv, nq, nk, scale, nullptr) ||
+        faDeviceSynchronize())
+      return die("launching");
   if (faCopyToHost(o.data(), dout, nQ * 2) ||
       faCopyToHost(lse.data(), dlse, lse.size() * 4))
     return die("copying outputs");
@@ -153,9 +160,11 @@ int main(int argc, char **argv) {
   double rel = std::sqrt(errSq / refSq);
   double tol = bf16 ? 8e-3 : 1e-3;
   bool ok = std::isfinite(rel) && rel <= tol && lseErr <= 1e-3;
-  std::printf("fa-launch: %s B=%d Hq=%d Hkv=%d Nq=%d Nk=%d: O rel_l2_error=%.2e "
-              "(tolerance %.0e) LSE max_abs_error=%.2e %s\n",
-              faKernelName(kernel), b, hq, hkv, nq, nk, rel, tol, lseErr,
+  std::printf("fa-launch: %s B=%d Hq=%d Hkv=%d Nq=%d Nk=%d, launch %d of %d: "
+              "O rel_l2_error=%.2e (tolerance %.0e) LSE max_abs_error=%.2e "
+              "%s\n",
+              faKernelName(kernel), b, hq, hkv, nq, nk, launches, launches,
+              rel, tol, lseErr,
               ok ? "PASS" : "FAIL");
   faDeviceFree(dq);
   faDeviceFree(dk);
