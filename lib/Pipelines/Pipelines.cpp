@@ -9,9 +9,9 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
@@ -20,22 +20,21 @@ using namespace mlir::fa;
 void mlir::fa::buildLoopsToLLVMPipeline(OpPassManager &pm) {
   // Everything below is upstream MLIR. bf16 conversions are expanded to
   // integer ops so the JIT needs no soft-float runtime for them.
-  static constexpr const char *kTail =
-      "convert-linalg-to-loops,"
-      "func.func(scf-forall-to-parallel),"
-      "lower-affine,"
-      "convert-scf-to-cf,"
-      "expand-strided-metadata,"
-      "lower-affine,"
-      "math-expand-ops{ops=tanh},"
-      "arith-expand{include-bf16},"
-      "finalize-memref-to-llvm,"
-      "convert-math-to-llvm,"
-      "convert-arith-to-llvm,"
-      "convert-index-to-llvm,"
-      "convert-cf-to-llvm,"
-      "convert-func-to-llvm,"
-      "reconcile-unrealized-casts";
+  static constexpr const char *kTail = "convert-linalg-to-loops,"
+                                       "func.func(scf-forall-to-parallel),"
+                                       "lower-affine,"
+                                       "convert-scf-to-cf,"
+                                       "expand-strided-metadata,"
+                                       "lower-affine,"
+                                       "math-expand-ops{ops=tanh},"
+                                       "arith-expand{include-bf16},"
+                                       "finalize-memref-to-llvm,"
+                                       "convert-math-to-llvm,"
+                                       "convert-arith-to-llvm,"
+                                       "convert-index-to-llvm,"
+                                       "convert-cf-to-llvm,"
+                                       "convert-func-to-llvm,"
+                                       "reconcile-unrealized-casts";
   if (failed(parsePassPipeline(kTail, pm, llvm::errs())))
     llvm::report_fatal_error("fa: the built-in CPU pipeline does not parse");
 }
@@ -46,10 +45,10 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
   // Bufferize the surrounding code and give its buffers (the attention's
   // outputs among them) their deallocations while fa.attention is still one
   // op; the loop orders then add only balanced alloc/dealloc pairs.
-  if (failed(parsePassPipeline(
-          "one-shot-bufferize{bufferize-function-boundaries},"
-          "buffer-deallocation-pipeline,canonicalize",
-          pm, llvm::errs())))
+  if (failed(
+          parsePassPipeline("one-shot-bufferize{bufferize-function-boundaries},"
+                            "buffer-deallocation-pipeline,canonicalize",
+                            pm, llvm::errs())))
     llvm::report_fatal_error("fa: the built-in CPU pipeline does not parse");
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createFATile(
@@ -71,20 +70,20 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
 void mlir::fa::buildSM80KernelPipeline(OpPassManager &pm,
                                        const SM80PipelineOptions &options) {
   pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
-  pm.addPass(createConvertFAToSM80(ConvertFAToSM80Options{
-      options.queryInRegisters, options.rescaleThreshold,
-      options.polyExp2Degree, options.polyExp2Period}));
+  pm.addPass(createConvertFAToSM80(
+      ConvertFAToSM80Options{options.queryInRegisters, options.rescaleThreshold,
+                             options.polyExp2Degree, options.polyExp2Period}));
 }
 
 void mlir::fa::buildGPUEmissionPipeline(OpPassManager &pm, StringRef chip,
                                         StringRef ptxVersion) {
-  std::string tail =
-      "nvvm-attach-target{module=fa_kernels O=3 features=+" +
-      ptxVersion.str() + " chip=" + chip.str() +
-      "},gpu.module(convert-scf-to-cf,convert-nvvm-to-llvm,convert-math-to-llvm,"
-      "convert-arith-to-llvm),convert-cf-to-llvm,"
-      "gpu.module(reconcile-unrealized-casts),"
-      "gpu-module-to-binary{format=isa}";
+  std::string tail = "nvvm-attach-target{module=fa_kernels O=3 features=+" +
+                     ptxVersion.str() + " chip=" + chip.str() +
+                     "},gpu.module(convert-scf-to-cf,convert-nvvm-to-llvm,"
+                     "convert-math-to-llvm,"
+                     "convert-arith-to-llvm),convert-cf-to-llvm,"
+                     "gpu.module(reconcile-unrealized-casts),"
+                     "gpu-module-to-binary{format=isa}";
   if (failed(parsePassPipeline(tail, pm, llvm::errs())))
     llvm::report_fatal_error("fa: the built-in GPU emission pipeline does "
                              "not parse");
@@ -100,9 +99,9 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
   pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
   pm.addPass(createConvertFAToSM90(ConvertFAToSM90Options{
       options.stages, options.pingPong, options.intraOverlap,
-      options.persistent, options.producerRegisters, options.consumerRegisters,
-      options.rescaleThreshold, options.polyExp2Degree,
-      options.polyExp2Period}));
+      options.persistent, options.producerRegisters, options.epilogue,
+      options.consumerRegisters, options.rescaleThreshold,
+      options.polyExp2Degree, options.polyExp2Period}));
 }
 
 void mlir::fa::buildSM90EmissionPipeline(OpPassManager &pm) {
@@ -119,9 +118,9 @@ void mlir::fa::buildSM90Pipeline(OpPassManager &pm,
 void mlir::fa::buildSM100KernelPipeline(OpPassManager &pm,
                                         const SM100PipelineOptions &options) {
   pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
-  pm.addPass(createConvertFAToSM100(ConvertFAToSM100Options{
-      options.stages, options.rescaleThreshold, options.polyExp2Degree,
-      options.polyExp2Period}));
+  pm.addPass(createConvertFAToSM100(
+      ConvertFAToSM100Options{options.stages, options.rescaleThreshold,
+                              options.polyExp2Degree, options.polyExp2Period}));
 }
 
 void mlir::fa::buildSM100EmissionPipeline(OpPassManager &pm) {

@@ -163,6 +163,7 @@ struct Metadata {
   long headDim = -1, blockR = -1, sharedBytes = -1;
   long ctasPerSM = 1; // resident CTAs per SM; a persistent grid is SMs x this
   long tmaBoxCols = 0, tmaBoxRowsKV = 0; // sm_90a: q, k, v as tensor maps
+  long tmaBoxRowsO = 0;                  // > 0: o as a tensor map too
   bool causal = false;
   bool tileGrid = false;   // one CTA per (query block, head) tile, B param
   bool persistent = false; // at most one CTA per SM strides the tiles
@@ -198,7 +199,8 @@ public:
                            : m.tileScheduler) = v;
       } else if (key == "head_dim" || key == "block_r" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
-                 key == "tma_box_rows_kv" || key == "ctas_per_sm") {
+                 key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
+                 key == "ctas_per_sm") {
         long v;
         if (readInt(v))
           return fail("launch metadata: '" + key + "' must be an integer");
@@ -206,6 +208,7 @@ public:
          : key == "block_r"         ? m.blockR
          : key == "tma_box_cols"    ? m.tmaBoxCols
          : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
+         : key == "tma_box_rows_o"  ? m.tmaBoxRowsO
          : key == "ctas_per_sm"     ? m.ctasPerSM
                                     : m.sharedBytes) = v;
       } else if (key == "causal" || key == "tile_grid" || key == "persistent") {
@@ -382,10 +385,14 @@ int validate(const Metadata &m) {
                             "Hq, Hkv, scale_log2") +
                 (m.tileGrid ? ", B" : "") +
                 (sched == "dynamic" ? ", tile_counter)" : ")"));
-  if (m.tmaBoxCols && (m.tmaBoxCols != 64 || m.tmaBoxRowsKV <= 0 ||
-                       m.tmaBoxRowsKV > 256 || !m.tileGrid))
+  if (m.tmaBoxCols &&
+      (m.tmaBoxCols != 64 || m.tmaBoxRowsKV <= 0 || m.tmaBoxRowsKV > 256 ||
+       m.tmaBoxRowsO < 0 || m.tmaBoxRowsO > 256 || !m.tileGrid))
     return fail("launch metadata: tensor-map boxes must be 64 columns by 1 "
                 "to 256 rows, on a tile grid");
+  if (m.tmaBoxRowsO && !m.tmaBoxCols)
+    return fail("launch metadata: 'tma_box_rows_o' needs the tensor maps of "
+                "q, k and v");
   return 0;
 }
 
@@ -558,14 +565,15 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
   unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
   unsigned gridY = (unsigned)qHeads, gridZ = (unsigned)batch;
   // The sm_90a kernel reads q, k, v through TMA tensor maps (by value).
-  alignas(64) unsigned char maps[3][128];
+  alignas(64) unsigned char maps[4][128];
   if (k->meta.tmaBoxCols) {
     int dtype = k->meta.dtype == "bf16" ? 1 : 0;
-    const void *bases[] = {q, kp, v};
-    long heads[] = {qHeads, kvHeads, kvHeads};
-    long rows[] = {qLen, kvLen, kvLen};
-    long box[] = {k->meta.blockR, k->meta.tmaBoxRowsKV, k->meta.tmaBoxRowsKV};
-    for (int i = 0; i < 3; ++i) {
+    const void *bases[] = {q, kp, v, o};
+    long heads[] = {qHeads, kvHeads, kvHeads, qHeads};
+    long rows[] = {qLen, kvLen, kvLen, qLen};
+    long box[] = {k->meta.blockR, k->meta.tmaBoxRowsKV, k->meta.tmaBoxRowsKV,
+                  k->meta.tmaBoxRowsO};
+    for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
       if (faEncodeTensorMap(maps[i], bases[i], (long long)batch * heads[i],
                             rows[i], k->meta.headDim, 16, (int)box[i], dtype))
         return 1;

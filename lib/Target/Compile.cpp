@@ -121,6 +121,11 @@ static std::string metadataJson(const CompiledKernel &kernel,
   auto schedulerAttr =
       dyn_cast_or_null<StringAttr>(schedule.get("tile_scheduler"));
   bool dynamicTiles = schedulerAttr && schedulerAttr.getValue() == "dynamic";
+  // O leaves the sm_90a kernel by TMA stores of 64-row boxes: o is a tensor
+  // map then.
+  auto epilogueAttr = dyn_cast_or_null<StringAttr>(schedule.get("epilogue"));
+  int64_t oBoxRows =
+      epilogueAttr && epilogueAttr.getValue().contains("TMA store") ? 64 : 0;
   llvm::json::Array params;
   auto tensor = [&](StringRef name, StringRef dtype,
                     std::initializer_list<StringRef> dims) {
@@ -150,6 +155,12 @@ static std::string metadataJson(const CompiledKernel &kernel,
       p["swizzle"] = "128B";
     }
   tensor("o", options.dtype, {"B", "Hq", "Nq", "D"});
+  if (oBoxRows) {
+    llvm::json::Object &p = *params[3].getAsObject();
+    p["kind"] = "tensormap";
+    p["box"] = llvm::json::Array{64, oBoxRows};
+    p["swizzle"] = "128B";
+  }
   tensor("lse", "f32", {"B", "Hq", "Nq"});
   scalar("Nq", "i32", "query length");
   scalar("Nk", "i32", "key length");
@@ -204,6 +215,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"shared_memory_bytes", intOf("smem_bytes")},
       {"tma_box_cols", tensorMaps ? 64 : 0},
       {"tma_box_rows_kv", tensorMaps ? intOf("block_c") : 0},
+      {"tma_box_rows_o", oBoxRows},
       {"params", std::move(params)},
   };
   std::string out;
@@ -317,6 +329,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.persistent = options.persistent < 0   ? "auto"
                             : options.persistent > 0 ? "true"
                                                      : "false";
+      pipeline.epilogue = options.epilogue;
       setFA4(pipeline);
       buildSM90KernelPipeline(pm, pipeline);
     } else {

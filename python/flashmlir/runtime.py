@@ -386,13 +386,14 @@ class Kernel:
                     tile_counter(device_index, stream).data_ptr()))
             addresses = [ctypes.cast(ctypes.pointer(x), ctypes.c_void_p)
                          for x in values]
-            # The wgmma kernel takes q, k, v as TMA tensor maps by value.
+            # The wgmma kernel takes q, k, v (and o, when it stores by TMA)
+            # as TMA tensor maps by value.
             maps = []
-            for i, p in enumerate(self.meta["params"][:3]):
+            for i, p in enumerate(self.meta["params"][:4]):
                 if p.get("kind") == "tensormap":
                     buf, addr = encode_tensor_map(
-                        (q, k, v)[i], int(p["box"][1]), self.meta["dtype"],
-                        int(p["box"][0]))
+                        (q, k, v, out)[i], int(p["box"][1]),
+                        self.meta["dtype"], int(p["box"][0]))
                     maps.append(buf)
                     addresses[i] = ctypes.c_void_p(addr)
             params = (ctypes.c_void_p * len(values))(*addresses)

@@ -120,6 +120,10 @@ def dynamic_meta(tmp_path_factory, build_dir):
 
 def test_dynamic_scheduler_metadata(dynamic_meta):
     meta = dynamic_meta
+    # D = 128 stores O by TMA: o is a tensor map of 64-row boxes.
+    assert meta["params"][3]["kind"] == "tensormap"
+    assert meta["params"][3]["box"] == [64, 64]
+    assert meta["tma_box_rows_o"] == 64
     assert meta["persistent"] is True
     assert meta["tile_scheduler"] == "dynamic"
     assert meta["params"][-1]["name"] == "tile_counter"

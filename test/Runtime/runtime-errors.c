@@ -60,6 +60,18 @@ int main(int argc, char **argv) {
                       "\"block_r\": 128, \"shared_memory_bytes\": 0, "
                       "\"block\": [384, 1, 1], \"tile_scheduler\": \"lifo\"}",
                       0, &k));
+  report("o tensor map without q, k, v maps",
+         faKernelLoad(cubin, 4,
+                      "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
+                      "\"x\", \"dtype\": \"f16\", \"head_dim\": 64, "
+                      "\"block_r\": 128, \"shared_memory_bytes\": 0, "
+                      "\"block\": [128, 1, 1], \"tma_box_rows_o\": 64, "
+                      "\"params\": [{\"name\": \"q\"}, {\"name\": \"k\"}, "
+                      "{\"name\": \"v\"}, {\"name\": \"o\"}, "
+                      "{\"name\": \"lse\"}, {\"name\": \"Nq\"}, "
+                      "{\"name\": \"Nk\"}, {\"name\": \"Hq\"}, "
+                      "{\"name\": \"Hkv\"}, {\"name\": \"scale_log2\"}]}",
+                      0, &k));
   report("bad tensor-map box",
          faKernelLoad(cubin, 4,
                       "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "

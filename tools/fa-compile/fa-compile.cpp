@@ -81,6 +81,11 @@ static cl::opt<bool>
     intraOverlap(cl::cat(toolOptions), "intra-overlap",
                  cl::desc("wgmma: softmax under the previous P V"),
                  cl::init(true));
+static cl::opt<std::string>
+    epilogue(cl::cat(toolOptions), "epilogue",
+             cl::desc("wgmma: how O leaves the kernel: tma (stmatrix + TMA "
+                      "store), direct (st.global) or auto (tma for D >= 128)"),
+             cl::init("auto"));
 static cl::opt<cl::boolOrDefault> persistent(
     cl::cat(toolOptions), "persistent",
     cl::desc("wgmma: persistent CTAs looping over the tiles, causal ones "
@@ -161,6 +166,7 @@ int main(int argc, char **argv) {
   options.persistent = persistent == cl::BOU_UNSET  ? -1
                        : persistent == cl::BOU_TRUE ? 1
                                                     : 0;
+  options.epilogue = epilogue;
   options.ptxas = ptxasPath;
   options.runPtxas = emit == "all" && !noCubin;
   if (emit != "all" && emit != "kernel-mlir" && emit != "host-mlir" &&

@@ -114,8 +114,8 @@ int main(int argc, char **argv) {
   std::vector<uint16_t> poison(nQ, 0xFFFF);
   for (int i = 0; i < launches; ++i)
     if (faCopyToDevice(dout, poison.data(), nQ * 2) ||
-        faKernelLaunch(kernel, dq, dk, dv, dout, static_cast<float *>(dlse),
-                       b, hq, hkv, nq, nk, scale, nullptr) ||
+        faKernelLaunch(kernel, dq, dk, dv, dout, static_cast<float *>(dlse), b,
+                       hq, hkv, nq, nk, scale, nullptr) ||
         faDeviceSynchronize())
       return die("launching");
   if (faCopyToHost(o.data(), dout, nQ * 2) ||
@@ -134,8 +134,10 @@ int main(int argc, char **argv) {
         for (int j = 0; j <= last; ++j) {
           double dot = 0;
           for (int c = 0; c < d; ++c)
-            dot += double(fromHalf(q[((size_t(bi) * hq + h) * nq + i) * d + c], bf16)) *
-                   fromHalf(k[((size_t(bi) * hkv + kh) * nk + j) * d + c], bf16);
+            dot +=
+                double(fromHalf(q[((size_t(bi) * hq + h) * nq + i) * d + c],
+                                bf16)) *
+                fromHalf(k[((size_t(bi) * hkv + kh) * nk + j) * d + c], bf16);
           s[j] = dot * scale;
           mx = std::max(mx, s[j]);
         }
@@ -145,16 +147,20 @@ int main(int argc, char **argv) {
           double p = std::exp(s[j] - mx);
           l += p;
           for (int c = 0; c < d; ++c)
-            acc[c] += p * fromHalf(v[((size_t(bi) * hkv + kh) * nk + j) * d + c], bf16);
+            acc[c] +=
+                p *
+                fromHalf(v[((size_t(bi) * hkv + kh) * nk + j) * d + c], bf16);
         }
         for (int c = 0; c < d; ++c) {
           double want = acc[c] / l;
-          double got = fromHalf(o[((size_t(bi) * hq + h) * nq + i) * d + c], bf16);
+          double got =
+              fromHalf(o[((size_t(bi) * hq + h) * nq + i) * d + c], bf16);
           errSq += (got - want) * (got - want);
           refSq += want * want;
         }
         double wantLse = mx + std::log(l);
-        lseErr = std::max(lseErr, std::fabs(lse[(size_t(bi) * hq + h) * nq + i] - wantLse));
+        lseErr = std::max(
+            lseErr, std::fabs(lse[(size_t(bi) * hq + h) * nq + i] - wantLse));
       }
     }
   double rel = std::sqrt(errSq / refSq);
@@ -163,9 +169,8 @@ int main(int argc, char **argv) {
   std::printf("fa-launch: %s B=%d Hq=%d Hkv=%d Nq=%d Nk=%d, launch %d of %d: "
               "O rel_l2_error=%.2e (tolerance %.0e) LSE max_abs_error=%.2e "
               "%s\n",
-              faKernelName(kernel), b, hq, hkv, nq, nk, launches, launches,
-              rel, tol, lseErr,
-              ok ? "PASS" : "FAIL");
+              faKernelName(kernel), b, hq, hkv, nq, nk, launches, launches, rel,
+              tol, lseErr, ok ? "PASS" : "FAIL");
   faDeviceFree(dq);
   faDeviceFree(dk);
   faDeviceFree(dv);

@@ -159,6 +159,11 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
            "with the cross-tile pipeline; off elsewhere)">,
     Option<"producerRegisters", "producer-registers", "int64_t",
            /*default=*/"24", "setmaxnreg.dec count of the producer">,
+    Option<"epilogue", "epilogue", "std::string", /*default=*/"\"auto\"",
+           "How O leaves the kernel: tma (stmatrix into swizzled shared "
+           "memory, then a TMA store; where no shared memory is left for "
+           "it, direct stores), direct (st.global from registers) or auto "
+           "(tma for D >= 128, where the H200 measured it faster)">,
     Option<"consumerRegisters", "consumer-registers", "int64_t",
            /*default=*/"0", "setmaxnreg.inc count of the consumers (0: 240 "
            "with two consumer warpgroups, 160 with three)">,

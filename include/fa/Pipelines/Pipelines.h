@@ -103,6 +103,11 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       *this, "producer-registers",
       llvm::cl::desc("setmaxnreg.dec count of the producer"),
       llvm::cl::init(24)};
+  PassOptions::Option<std::string> epilogue{
+      *this, "epilogue",
+      llvm::cl::desc("How O leaves the kernel: tma (stmatrix + TMA store), "
+                     "direct (st.global from registers) or auto"),
+      llvm::cl::init("auto")};
   PassOptions::Option<int64_t> consumerRegisters{
       *this, "consumer-registers",
       llvm::cl::desc("setmaxnreg.inc count of the consumers (0: 240 with two "
@@ -127,8 +132,7 @@ void buildSM90Pipeline(OpPassManager &pm, const SM90PipelineOptions &options);
 void buildSM90KernelPipeline(OpPassManager &pm,
                              const SM90PipelineOptions &options);
 void buildSM90EmissionPipeline(OpPassManager &pm);
-struct SM100PipelineOptions
-    : public PassPipelineOptions<SM100PipelineOptions> {
+struct SM100PipelineOptions : public PassPipelineOptions<SM100PipelineOptions> {
   PassOptions::Option<int64_t> stages{
       *this, "stages",
       llvm::cl::desc("K/V ring depth (2 to 4; 0: 3 where it fits, else 2)"),
@@ -148,8 +152,7 @@ struct SM100PipelineOptions
 /// fa.attention -> convert-fa-to-sm100 (tensor maps + gpu.launch_func +
 /// tcgen05 kernel) -> NVVM target sm_100a -> gpu-module-to-binary.
 /// Compile-verified only: no Blackwell GPU has run this kernel.
-void buildSM100Pipeline(OpPassManager &pm,
-                        const SM100PipelineOptions &options);
+void buildSM100Pipeline(OpPassManager &pm, const SM100PipelineOptions &options);
 void buildSM100KernelPipeline(OpPassManager &pm,
                               const SM100PipelineOptions &options);
 void buildSM100EmissionPipeline(OpPassManager &pm);

@@ -1,4 +1,5 @@
-//===- Compile.h - fa.attention to PTX, cubin and launch metadata -*- C++ -*-===//
+//===- Compile.h - fa.attention to PTX, cubin and launch metadata -*- C++
+//-*-===//
 
 #ifndef FA_TARGET_COMPILE_H
 #define FA_TARGET_COMPILE_H
@@ -20,7 +21,7 @@ struct KernelOptions {
   bool causal = false;
   int64_t window = 0;   // sliding window |i - j| < window (0: none)
   double softcap = 0.0; // c * tanh(s / c) (0: none)
-  int64_t blockR = 0; // 0: the backend's default
+  int64_t blockR = 0;   // 0: the backend's default
   int64_t blockC = 0;
   bool queryInRegisters = true; // where the registers allow (see the pass)
   /// FA4 conditional rescaling threshold (< 0: off; NaN: the measured
@@ -33,10 +34,11 @@ struct KernelOptions {
   /// sm_90a kernel: "wgmma" (FlashAttention-3: TMA, wgmma, warp roles) or
   /// "mma-sync" (the sm_80 kernel, for comparison).
   std::string sm90Kernel = "wgmma";
-  int64_t stages = 0;       // wgmma: K/V ring depth (0: the pass's choice)
-  bool pingPong = true;     // wgmma: consumer ping-pong
-  bool intraOverlap = true; // wgmma: softmax under the previous P V
-  int persistent = -1;      // wgmma: CTAs stride over the tiles (-1: auto)
+  int64_t stages = 0;            // wgmma: K/V ring depth (0: the pass's choice)
+  bool pingPong = true;          // wgmma: consumer ping-pong
+  bool intraOverlap = true;      // wgmma: softmax under the previous P V
+  std::string epilogue = "auto"; // wgmma: tma, direct or auto
+  int persistent = -1;           // wgmma: CTAs stride over the tiles (-1: auto)
   std::string ptxas; // empty: $CUDA_HOME/bin, /usr/local/cuda/bin, PATH
   bool runPtxas = true;
 };
@@ -46,9 +48,9 @@ struct CompiledKernel {
   std::string kernelIR; // the gpu.module as built by convert-fa-to-sm80
   std::string hostIR;   // the host function with its gpu.launch_func
   std::string ptx;
-  std::string cubin;     // empty when ptxas was not run
-  std::string ptxasLog;  // ptxas -v: registers, shared memory, spills
-  std::string metadata;  // JSON: kernel, grid, block, shared memory, params
+  std::string cubin;    // empty when ptxas was not run
+  std::string ptxasLog; // ptxas -v: registers, shared memory, spills
+  std::string metadata; // JSON: kernel, grid, block, shared memory, params
 };
 
 /// The module `fa-compile` starts from: one function holding a memref-form

@@ -286,38 +286,61 @@ protected:
     return frags;
   }
 
-  /// The epilogue: l summed over the quad, O / l stored as f16/bf16 pairs
-  /// (rows past Nq skipped), LSE = (m + log2 l) ln 2 by the quad's lane 0.
-  /// A row that saw no key (l = 0) gets O = 0 and LSE = -inf.
+  /// A row's total: l summed over the quad, and its reciprocal (0 for a
+  /// row that saw no key: O = 0 there).
+  struct RowTotal {
+    Value sum, positive, inverse;
+  };
+  RowTotal rowTotal(Value l) {
+    RowTotal total;
+    total.sum = fadd(l, shflXor(l, 1));
+    total.sum = fadd(total.sum, shflXor(total.sum, 2));
+    total.positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           total.sum, cf(0.0));
+    total.inverse =
+        select(total.positive,
+               arith::DivFOp::create(b, loc, cf(1.0), total.sum), cf(0.0));
+    return total;
+  }
+
+  /// LSE = (m + log2 l) ln 2 of `row` (-inf for a row that saw no key),
+  /// stored by the quad's lane 0 if the row is below Nq.
+  void storeLse(const RowTotal &total, Value m, Value row, Value nq,
+                Value lseBase, Value quadLane) {
+    auto ifLead = scf::IfOp::create(
+        b, loc,
+        arith::AndIOp::create(b, loc, ult(row, nq), eq(quadLane, c32(0))),
+        false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifLead.thenBlock());
+    Value lse = select(total.positive, fmul(fadd(m, lg2(total.sum)), cf(kLn2)),
+                       cf(-std::numeric_limits<double>::infinity()));
+    LLVM::StoreOp::create(b, loc, lse, gep(globalPtr, f32, lseBase, ext64(row)),
+                          4);
+  }
+
+  /// The epilogue from registers: O / l stored as f16/bf16 pairs (rows past
+  /// Nq skipped), and the LSE.
   void storeRows(ArrayRef<Value> o, std::array<Value, 2> m,
                  std::array<Value, 2> l, Value row0, Value nq, Value oBase,
                  Value lseBase, int64_t headDim, Value quadLane) {
     for (int64_t h = 0; h < 2; ++h) {
-      Value sum = l[h];
-      sum = fadd(sum, shflXor(sum, 1));
-      sum = fadd(sum, shflXor(sum, 2));
-      Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                             sum, cf(0.0));
-      Value inv = select(positive, arith::DivFOp::create(b, loc, cf(1.0), sum),
-                         cf(0.0));
+      RowTotal total = rowTotal(l[h]);
       Value row = add(row0, c32(8 * h));
-      auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifRow.thenBlock());
-      Value rowBase = mul(ext64(row), c64(headDim));
-      for (int64_t d = 0; d < headDim / 8; ++d) {
-        Value packed = packPair(fmul(o[d * 4 + 2 * h], inv),
-                                fmul(o[d * 4 + 2 * h + 1], inv));
-        Value col = add(c32(d * 8), mul(quadLane, c32(2)));
-        Value ptr = gep(globalPtr, half, oBase, add(rowBase, ext64(col)));
-        LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
+      {
+        auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifRow.thenBlock());
+        Value rowBase = mul(ext64(row), c64(headDim));
+        for (int64_t d = 0; d < headDim / 8; ++d) {
+          Value packed = packPair(fmul(o[d * 4 + 2 * h], total.inverse),
+                                  fmul(o[d * 4 + 2 * h + 1], total.inverse));
+          Value col = add(c32(d * 8), mul(quadLane, c32(2)));
+          Value ptr = gep(globalPtr, half, oBase, add(rowBase, ext64(col)));
+          LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
+        }
       }
-      auto ifLead = scf::IfOp::create(b, loc, eq(quadLane, c32(0)), false);
-      b.setInsertionPointToStart(ifLead.thenBlock());
-      Value lse = select(positive, fmul(fadd(m[h], lg2(sum)), cf(kLn2)),
-                         cf(-std::numeric_limits<double>::infinity()));
-      LLVM::StoreOp::create(b, loc, lse,
-                            gep(globalPtr, f32, lseBase, ext64(row)), 4);
+      storeLse(total, m[h], row, nq, lseBase, quadLane);
     }
   }
 

@@ -62,11 +62,13 @@ protected:
   /// -- q, k, v tensor maps (CUtensorMap, 128 B, byval + grid_constant), o,
   /// lse, Nq, Nk, Hq, Hkv, scale_log2, B, and with `tileCounter` a u32
   /// counter in global memory for a dynamic tile scheduler -- and its entry
-  /// block; sets the 1 KiB-aligned dynamic shared-memory base and the scalar
+  /// block; with `oTensorMap` o is a tensor map too (for TMA stores). Sets
+  /// the 1 KiB-aligned dynamic shared-memory base and the scalar
   /// parameters. The builder is left at the start of the entry block.
   LLVM::LLVMFuncOp beginKernel(gpu::GPUModuleOp module, StringRef name,
                                int64_t threads, int64_t ctasPerSM = 1,
-                               bool tileCounter = false) {
+                               bool tileCounter = false,
+                               bool oTensorMap = false) {
     MLIRContext *ctx = b.getContext();
     b.setInsertionPointToStart(module.getBody());
     auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
@@ -76,9 +78,10 @@ protected:
           b, loc, smemType, /*isConstant=*/false, LLVM::Linkage::External,
           "fa_smem", Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
 
-    SmallVector<Type> params = {genericPtr, genericPtr, genericPtr, globalPtr,
-                                globalPtr,  i32,        i32,        i32,
-                                i32,        f32,        i32};
+    SmallVector<Type> params = {
+        genericPtr, genericPtr, genericPtr, oTensorMap ? genericPtr : globalPtr,
+        globalPtr,  i32,        i32,        i32,
+        i32,        f32,        i32};
     if (tileCounter)
       params.push_back(globalPtr);
     auto fnType =
@@ -92,7 +95,7 @@ protected:
     fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                 b.getI32IntegerAttr(ctasPerSM));
     auto mapType = LLVM::LLVMArrayType::get(i64, 16);
-    for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t i = 0; i < (oTensorMap ? 4 : 3); ++i) {
       fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
                     TypeAttr::get(mapType));
       fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
@@ -100,7 +103,9 @@ protected:
       fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
                     b.getUnitAttr());
     }
-    fn.setArgAttr(3, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+    if (!oTensorMap)
+      fn.setArgAttr(3, LLVM::LLVMDialect::getNoAliasAttrName(),
+                    b.getUnitAttr());
     fn.setArgAttr(4, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
 
     Block *entry = fn.addEntryBlock(b);
@@ -108,7 +113,7 @@ protected:
     qMap = entry->getArgument(0);
     kMap = entry->getArgument(1);
     vMap = entry->getArgument(2);
-    oPtr = entry->getArgument(3);
+    (oTensorMap ? oMap : oPtr) = entry->getArgument(3);
     lsePtr = entry->getArgument(4);
     nq = entry->getArgument(5);
     nk = entry->getArgument(6);
@@ -187,6 +192,23 @@ protected:
           b, loc, dst, map, ValueRange{c32(cb * kColumnsPerBlock), row, matrix},
           bar, ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
           /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
+    }
+  }
+
+  /// The TMA store of one 64-row block of O: D / 64 boxes of 64 columns x
+  /// 64 rows from the swizzled column blocks at `tileOffset` (`blockStride`
+  /// bytes apart) to rows `row`.. of `matrix`; rows past Nq are clipped by
+  /// the tensor map.
+  void storeRowBlock(Value tileOffset, int64_t blockStride, Value row,
+                     Value matrix) {
+    for (int64_t cb = 0; cb < headDim / kColumnsPerBlock; ++cb) {
+      Value src = sharedAt(add(tileOffset, c32(cb * blockStride)));
+      NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+          b, loc, oMap, src,
+          ValueRange{c32(cb * kColumnsPerBlock), row, matrix},
+          /*l2CacheHint=*/Value(),
+          NVVM::TMAStoreModeAttr::get(b.getContext(), NVVM::TMAStoreMode::TILE),
+          /*predicate=*/Value());
     }
   }
 
@@ -273,10 +295,16 @@ protected:
 
   int64_t headDim, blockR, blockC;
   Value smem; // aligned base, !llvm.ptr<3>
-  Value qMap, kMap, vMap, oPtr, lsePtr, scaleLog2;
+  Value qMap, kMap, vMap, oMap, oPtr, lsePtr, scaleLog2;
   Value nq, nk, hq, hkv, batches;
   Value tileCounterPtr; // dynamic tile scheduler only
 };
+
+/// Shared memory one of `ctasPerSM` resident CTAs may use: an SM has
+/// 228 KiB, 1 KiB of it reserved per CTA.
+inline int64_t maxSharedBytes(int64_t ctasPerSM = 1) {
+  return 228 * 1024 / ctasPerSM - 1024;
+}
 
 /// The K/V ring depth of a TMA kernel `spec` (with `stages` and
 /// `sharedBytes()`): `requested`, or 3 stages where they fit in the 227 KiB
@@ -285,19 +313,18 @@ protected:
 template <typename Spec>
 std::optional<std::string> chooseStages(Spec &spec, int64_t requested,
                                         int64_t ctasPerSM = 1) {
-  // An SM has 228 KiB of shared memory, 1 KiB of it reserved per CTA.
-  const int64_t maxSharedBytes = 228 * 1024 / ctasPerSM - 1024;
+  const int64_t limit = maxSharedBytes(ctasPerSM);
   spec.stages = requested;
   if (spec.stages == 0)
     spec.stages = 3;
-  if (requested == 0 && spec.sharedBytes() > maxSharedBytes)
+  if (requested == 0 && spec.sharedBytes() > limit)
     spec.stages = 2;
   if (spec.stages < 2 || spec.stages > 4)
     return "stages must be 2, 3 or 4, got " + std::to_string(spec.stages);
-  if (spec.sharedBytes() > maxSharedBytes)
+  if (spec.sharedBytes() > limit)
     return "the tiles need " + std::to_string(spec.sharedBytes()) +
            " bytes of shared memory, more than " +
-           std::to_string(maxSharedBytes / 1024) + " KiB" +
+           std::to_string(limit / 1024) + " KiB" +
            (ctasPerSM > 1 ? " (" + std::to_string(ctasPerSM) + " CTAs per SM)"
                           : std::string());
   return std::nullopt;
@@ -309,6 +336,8 @@ struct TensorMapLaunch {
   bool bf16;
   int64_t threads, sharedBytes;
   bool tileCounter = false; // the kernel takes a dynamic scheduler's counter
+  int64_t oBoxRows = 0;     // > 0: o is a tensor map with boxes of this many
+                            // rows (TMA stores)
 };
 
 /// fa.attention -> the host side of the launch: the three tensor maps
@@ -371,7 +400,8 @@ inline void replaceWithTensorMapLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
   SmallVector<Value> args = {encodeMap(q, launch.blockR),
                              encodeMap(k, launch.blockC),
                              encodeMap(v, launch.blockC),
-                             pointerOf(o, globalPtr),
+                             launch.oBoxRows ? encodeMap(o, launch.oBoxRows)
+                                             : pointerOf(o, globalPtr),
                              pointerOf(lse, globalPtr),
                              toI32(nq),
                              toI32(nk),

@@ -71,7 +71,8 @@ namespace {
 
 constexpr int64_t kRowsPerConsumer = 64;               // wgmma M
 constexpr int64_t kWgmmaSwizzle128 = int64_t(1) << 62; // descriptor bits
-constexpr int64_t kPingPongBarrier = 1;                // named barriers 1, 2
+constexpr int64_t kPingPongBarrier = 1; // named barriers 1 .. consumers
+constexpr int64_t kEpilogueBarrier = 4; // 4 + c: consumer c's four warps
 
 /// What the generated kernel is specialised for (the mask and FA4 choices
 /// in the SoftmaxConfig base).
@@ -96,6 +97,13 @@ struct KernelSpec : SoftmaxConfig {
   // Persistent CTAs take their tiles from a global counter (causal): see
   // KernelBuilder::emitTileLoop.
   bool dynamicTiles = false;
+  // The epilogue: O converted in registers, written by stmatrix into a
+  // 128-B swizzled staging tile (B_r rows laid out like a Q buffer) and
+  // stored by TMA; the staging tile is its own buffer where it fits, else
+  // (one tile per CTA) the Q buffer, dead once the last S has retired.
+  // Without it, st.global from registers.
+  bool tmaStore = false;
+  bool stageInQ = false;
   int64_t producerRegisters = 24;
   int64_t consumerRegisters = 240;
 
@@ -110,7 +118,9 @@ struct KernelSpec : SoftmaxConfig {
   int64_t vOffset(int64_t stage) const {
     return kOffset(stage) + kvTileBytes();
   }
-  int64_t barrierOffset() const { return kOffset(stages); }
+  int64_t oStageOffset() const { return kOffset(stages); }
+  int64_t oStageBytes() const { return tmaStore && !stageInQ ? qBytes() : 0; }
+  int64_t barrierOffset() const { return oStageOffset() + oStageBytes(); }
   // Barriers: q_full, q_empty per Q buffer, then per stage k_full, v_full,
   // k_empty, v_empty.
   int64_t barrierBytes() const { return 8 * (2 * qBuffers + 4 * stages); }
@@ -128,7 +138,13 @@ struct KernelSpec : SoftmaxConfig {
            (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
-           (qBuffers == 2 ? "_q2" : "") + suffix();
+           (qBuffers == 2 ? "_q2" : "") + epilogueSuffix() + suffix();
+  }
+  /// The epilogue, named where it is not the default for the head dim.
+  std::string epilogueSuffix() const {
+    if (tmaStore == (headDim >= 128))
+      return "";
+    return tmaStore ? "_tma" : "_stg";
   }
 };
 
@@ -269,9 +285,27 @@ private:
   };
   SmallVector<Value> packPending(const PendingTile &tile);
   PendingTile unpackPending(ValueRange values);
-  /// Divides O by l and writes O and LSE of a tile's rows.
+  /// Divides O by l and writes O and LSE of a tile's rows: by TMA through
+  /// shared memory (`stage`: the consumer's rows of the staging tile) or
+  /// from registers.
   void storeTile(ArrayRef<Value> o, std::array<Value, 2> m,
-                 std::array<Value, 2> l, Value row0, Value qMatrix);
+                 std::array<Value, 2> l, Value row0, Value qMatrix,
+                 Value stage);
+  /// The consumer's rows of the staging tile for the tile in `qBuffer`.
+  Value stagingRows(Value qBuffer) {
+    if (spec.stageInQ)
+      return add(qRows, mul(qBuffer, c32(spec.qBytes())));
+    return add(qRows, c32(spec.oStageOffset()));
+  }
+  /// Named barrier of this consumer's four warps.
+  void syncConsumerWarps() {
+    NVVM::BarrierOp::create(b, loc, Type(), epilogueBarrier, c32(128),
+                            NVVM::BarrierReductionAttr(), Value());
+  }
+  Value isStoreIssuer() {
+    return arith::AndIOp::create(b, loc, eq(warpInGroup, c32(0)),
+                                 eq(lane, c32(0)));
+  }
 
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
@@ -324,7 +358,8 @@ private:
 
   const KernelSpec &spec;
   Value tid, lane, warpInGroup, g, t;
-  Value qRows;     // this consumer's rows in a Q buffer
+  Value qRows; // this consumer's rows in a Q buffer
+  Value consumerIndex, epilogueBarrier;
   Value qTile;     // this consumer's Q rows in the current tile's buffer
   Value tileFirst; // the current tile's first K/V block
   Value phaseBits; // persistent only: see parityOf
@@ -515,6 +550,7 @@ void KernelBuilder::emitConsumer(Value consumer) {
   NVVM::SetMaxRegisterOp::create(b, loc, spec.consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
   qRows = mul(consumer, c32(kRowsPerConsumer * kSwizzleBytes));
+  epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
 
   // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
   // tensor cores and hands the turn over on the other's after issuing.
@@ -548,23 +584,30 @@ void KernelBuilder::emitConsumer(Value consumer) {
                        /*previous=*/nullptr);
       return SmallVector<Value>();
     });
-    return;
+  } else {
+    // Cross-tile pipeline: the CTA's first tile is peeled (nothing pending
+    // before it), the loop over the others carries the pending tile, and
+    // the last one is finished after the loop.
+    emitTileLoop(
+        [&](const AttentionTile &tile, Value tileIndex, ValueRange carried) {
+          std::optional<PendingTile> previous;
+          if (!carried.empty())
+            previous = unpackPending(carried);
+          return packPending(
+              *emitConsumerTile(consumer, tile, tileIndex, waitTurn, passTurn,
+                                previous ? &*previous : nullptr));
+        },
+        [&](ValueRange last) {
+          finishPendingTile(unpackPending(last), waitTurn, passTurn);
+        });
   }
-  // Cross-tile pipeline: the CTA's first tile is peeled (nothing pending
-  // before it), the loop over the others carries the pending tile, and the
-  // last one is finished after the loop.
-  emitTileLoop(
-      [&](const AttentionTile &tile, Value tileIndex, ValueRange carried) {
-        std::optional<PendingTile> previous;
-        if (!carried.empty())
-          previous = unpackPending(carried);
-        return packPending(*emitConsumerTile(consumer, tile, tileIndex,
-                                             waitTurn, passTurn,
-                                             previous ? &*previous : nullptr));
-      },
-      [&](ValueRange last) {
-        finishPendingTile(unpackPending(last), waitTurn, passTurn);
-      });
+  if (spec.tmaStore) {
+    // The shared memory the TMA stores read must outlive them.
+    auto ifIssuer = scf::IfOp::create(b, loc, isStoreIssuer(), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifIssuer.thenBlock());
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
+  }
 }
 
 SmallVector<Value> KernelBuilder::packPending(const PendingTile &tile) {
@@ -602,14 +645,73 @@ KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
 }
 
 void KernelBuilder::storeTile(ArrayRef<Value> o, std::array<Value, 2> m,
-                              std::array<Value, 2> l, Value row0,
-                              Value qMatrix) {
-  // O / l and LSE, straight from registers: each quad writes 16 B of a row
-  // per 8 columns.
-  Value oBase = gep(globalPtr, half, oPtr,
-                    mul(ext64(qMatrix), mul(ext64(nq), c64(spec.headDim))));
+                              std::array<Value, 2> l, Value row0, Value qMatrix,
+                              Value stage) {
   Value lseBase = gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
-  storeRows(o, m, l, row0, nq, oBase, lseBase, spec.headDim, t);
+  if (!spec.tmaStore) {
+    // O / l and LSE straight from registers: each quad writes 16 B of a
+    // row per 8 columns.
+    Value oBase = gep(globalPtr, half, oPtr,
+                      mul(ext64(qMatrix), mul(ext64(nq), c64(spec.headDim))));
+    storeRows(o, m, l, row0, nq, oBase, lseBase, spec.headDim, t);
+    return;
+  }
+  std::array<RowTotal, 2> total = {rowTotal(l[0]), rowTotal(l[1])};
+  // The staging tile is free once the previous TMA store has read it.
+  {
+    auto ifIssuer = scf::IfOp::create(b, loc, isStoreIssuer(), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifIssuer.thenBlock());
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+  }
+  syncConsumerWarps();
+  // stmatrix.x4 writes four 8 x 8 blocks of f16 pairs, laid out as the
+  // accumulator (thread t: row t / 4, columns 2 (t % 4) ..): column groups
+  // i and i + 1 of rows g and g + 8. Lane L gives the address of row L % 8
+  // of block L / 8: warp row 8 ((L / 8) % 2) + L % 8, column group
+  // i + L / 16, its 16-B chunk XORed with the row mod 8 (128-B swizzle).
+  Value blockOf = divu(lane, c32(8));
+  Value rowInBlock = remu(lane, c32(8));
+  Value row =
+      add(add(mul(warpInGroup, c32(16)), mul(remu(blockOf, c32(2)), c32(8))),
+          rowInBlock);
+  Value rowAddress = add(stage, mul(row, c32(kSwizzleBytes)));
+  Value secondGroup = divu(lane, c32(16));
+  MLIRContext *ctx = b.getContext();
+  for (int64_t i = 0; i < spec.headDim / 8; i += 2) {
+    SmallVector<Value> pairs;
+    for (int64_t group : {i, i + 1})
+      for (int64_t h = 0; h < 2; ++h)
+        pairs.push_back(
+            packPair(fmul(o[4 * group + 2 * h], total[h].inverse),
+                     fmul(o[4 * group + 2 * h + 1], total[h].inverse)));
+    Value chunk =
+        arith::XOrIOp::create(b, loc, add(c32(i % 8), secondGroup), rowInBlock);
+    Value offset =
+        add(add(rowAddress, c32((i / 8) * spec.blockR() * kSwizzleBytes)),
+            mul(chunk, c32(16)));
+    NVVM::StMatrixOp::create(
+        b, loc, sharedAt(offset), pairs,
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+  }
+  // The generic-proxy writes become visible to the TMA (async proxy), then
+  // one thread stores the 64 rows.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  syncConsumerWarps();
+  {
+    auto ifIssuer = scf::IfOp::create(b, loc, isStoreIssuer(), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifIssuer.thenBlock());
+    // The issuer is warp 0, lane 0: its row0 is the block's first row.
+    storeRowBlock(stage, spec.blockR() * kSwizzleBytes, row0, qMatrix);
+    NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+  }
+  for (int64_t h = 0; h < 2; ++h)
+    storeLse(total[h], m[h], add(row0, c32(8 * h)), nq, lseBase, t);
 }
 
 void KernelBuilder::finishPendingTile(const PendingTile &tile,
@@ -624,7 +726,8 @@ void KernelBuilder::finishPendingTile(const PendingTile &tile,
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   o = fenceOperands(o);
   releaseTile(vEmpty(tile.vStage));
-  storeTile(o, tile.state.m, tile.state.l, tile.row0, tile.qMatrix);
+  storeTile(o, tile.state.m, tile.state.l, tile.row0, tile.qMatrix,
+            stagingRows(c32(0)));
 }
 
 std::optional<KernelBuilder::PendingTile> KernelBuilder::emitConsumerTile(
@@ -680,7 +783,7 @@ std::optional<KernelBuilder::PendingTile> KernelBuilder::emitConsumerTile(
     previousO = fenceOperands(previousO);
     releaseTile(vEmpty(previous->vStage));
     storeTile(previousO, previous->state.m, previous->state.l, previous->row0,
-              previous->qMatrix);
+              previous->qMatrix, stagingRows(c32(0)));
   }
 
   // Loop state: O, m, l, P of the previous block, and its alpha (+ moved).
@@ -771,7 +874,7 @@ std::optional<KernelBuilder::PendingTile> KernelBuilder::emitConsumerTile(
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   o = fenceOperands(o);
   releaseTile(vEmpty(lastStage));
-  storeTile(o, state.m, state.l, row0, qMatrix);
+  storeTile(o, state.m, state.l, row0, qMatrix, stagingRows(qBuffer));
   return std::nullopt;
 }
 
@@ -935,7 +1038,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   OpBuilder::InsertionGuard guard(b);
   LLVM::LLVMFuncOp fn =
       beginKernel(module, spec.kernelName(), spec.threads(), spec.ctasPerSM,
-                  /*tileCounter=*/spec.dynamicTiles);
+                  /*tileCounter=*/spec.dynamicTiles,
+                  /*oTensorMap=*/spec.tmaStore);
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
   fn->setAttr(
       "fa.schedule",
@@ -976,6 +1080,13 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
           b.getNamedAttr("intra_warpgroup_overlap",
                          b.getBoolAttr(spec.intraOverlap)),
           b.getNamedAttr("persistent", b.getBoolAttr(spec.persistent)),
+          b.getNamedAttr(
+              "epilogue",
+              str(!spec.tmaStore ? "st.global from registers"
+                  : spec.stageInQ
+                      ? "stmatrix into the Q buffer (128B swizzle), TMA store"
+                      : "stmatrix into a staging tile (128B swizzle), TMA "
+                        "store")),
           b.getNamedAttr("tile_scheduler",
                          str(!spec.persistent    ? "one tile per CTA"
                              : spec.dynamicTiles ? "dynamic"
@@ -1133,6 +1244,24 @@ FailureOr<KernelSpec> getSpec(AttentionOp op,
   }
   if (why)
     return fail(*why);
+  StringRef epilogue = options.epilogue;
+  if (epilogue != "tma" && epilogue != "direct" && epilogue != "auto")
+    return fail("epilogue must be tma, direct or auto, got '" + epilogue + "'");
+  // auto: TMA stores for D >= 128, where the H200 measured them faster
+  // than st.global from registers (bench/results/2026-11-30-sm90-v17-
+  // epilogue-sweep.json, N = 1024 / 4096 / 16384): D = 128 +8% / +3% /
+  // +4%, causal +7% / +3% / +1%; D = 256 +9% / -6% / 0, causal +12% / -6%
+  // / -4%. D = 64 (8 KiB of O per consumer): +1% / -2% / -3%, causal +1% /
+  // -1% / -3%, so it keeps the direct stores.
+  // The staging tile takes its own B_r x D where that fits next to the
+  // ring (the stage count is chosen without it); a CTA with one tile can
+  // stage O in its dead Q buffer instead; a persistent one whose Q buffer
+  // is reloaded keeps the direct stores.
+  spec.tmaStore = epilogue == "tma" || (epilogue == "auto" && d >= 128);
+  if (spec.tmaStore && spec.sharedBytes() > maxSharedBytes(spec.ctasPerSM)) {
+    spec.stageInQ = !spec.persistent;
+    spec.tmaStore = spec.stageInQ;
+  }
   spec.bf16 = op.getQueryType().getElementType().isBF16();
   // Ping-pong needs a partner warpgroup in the CTA.
   spec.pingPong = options.pingPong && spec.consumers > 1;
@@ -1169,10 +1298,16 @@ struct ConvertFAToSM90Pass
   using ConvertFAToSM90Base::ConvertFAToSM90Base;
 
   void runOnOperation() override {
-    ConvertFAToSM90Options options{
-        stages,           pingPong,          intraOverlap,
-        persistent,       producerRegisters, consumerRegisters,
-        rescaleThreshold, polyExp2Degree,    polyExp2Period};
+    ConvertFAToSM90Options options{stages,
+                                   pingPong,
+                                   intraOverlap,
+                                   persistent,
+                                   producerRegisters,
+                                   epilogue,
+                                   consumerRegisters,
+                                   rescaleThreshold,
+                                   polyExp2Degree,
+                                   polyExp2Period};
     auto build = [](OpBuilder &b, Location loc, const KernelSpec &spec,
                     gpu::GPUModuleOp kernels) {
       return KernelBuilder(b, loc, spec).build(kernels);
@@ -1182,8 +1317,8 @@ struct ConvertFAToSM90Pass
       replaceWithTensorMapLaunch(
           op, kernel,
           TensorMapLaunch{spec.headDim, spec.blockR(), spec.blockC, spec.bf16,
-                          spec.threads(), spec.sharedBytes(),
-                          spec.dynamicTiles});
+                          spec.threads(), spec.sharedBytes(), spec.dynamicTiles,
+                          spec.tmaStore ? kRowsPerConsumer : 0});
     };
     if (failed(lowerEachAttention<KernelSpec>(
             getOperation(),

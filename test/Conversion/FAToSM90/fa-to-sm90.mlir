@@ -102,9 +102,10 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 
-// Without ping-pong no named barrier is used.
+// Without ping-pong no named barrier joins the two consumers (the
+// epilogue's barriers join the four warps of one: 128 threads).
 // NOPP: ping_pong = false
-// NOPP-NOT: nvvm.barrier id
+// NOPP-NOT: number_of_threads = %c256_i32
 // NOPP-NOT: nvvm.barrier.arrive
 
 // Without the intra-warpgroup overlap the softmax waits for both GEMMs.
