@@ -116,8 +116,10 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
 
     Kernel parameters: the q, k, v tensor maps (CUtensorMap over the
     [B * H, N, D] view, 64-column boxes of B_r or B_c rows, 128-B swizzle,
-    zero fill past N; 128 B each, `byval` + `nvvm.grid_constant`), o and
-    lse pointers, Nq, Nk, Hq, Hkv (i32), scale * log2(e) (f32), B (i32),
+    zero fill past N; 128 B each, `byval` + `nvvm.grid_constant`), o (a
+    tensor map with 64-row boxes when the epilogue stores by TMA, else a
+    pointer), the lse pointer, Nq, Nk, Hq, Hkv (i32), scale * log2(e)
+    (f32), B (i32),
     and for the dynamic tile scheduler a u32 counter in global memory
     (`tile_counter`: zero before a launch, left zero by it).
     Grid: one CTA per (query block, head) tile, ceil(Nq / B_r) * Hq * B of
@@ -139,8 +141,16 @@ def ConvertFAToSM90 : Pass<"convert-fa-to-sm90", "ModuleOp"> {
     tile is peeled, and every later tile issues the previous tile's last
     P V behind its own first S, runs its softmax under it, then stores the
     previous tile's rows (no branch between a wgmma and its wait: ptxas
-    would serialize every wgmma). Any grid size is correct; the runtimes
-    launch min(tiles, SMs * ctas_per_sm).
+    would serialize every wgmma).
+    Epilogue (`epilogue`, auto: TMA for D >= 128): each consumer writes O / l
+    as f16 pairs with stmatrix into a 128B-swizzled staging tile (B_r x D
+    next to the ring where it fits, else the Q buffer of a one-tile CTA),
+    fences the generic proxy against the async one, joins its four warps on
+    named barrier 4 + consumer, and one thread stores the rows by TMA; before
+    the tile is written again that thread waits until the previous store
+    has read it (cp.async.bulk.wait_group.read).
+    Any grid size is correct; the runtimes launch min(tiles, SMs *
+    ctas_per_sm).
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
