@@ -41,13 +41,20 @@ def reference(q, k, v, scale, causal, window, softcap):
 
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else ".masks"
-    failures = 0
+    failures = checks = 0
     names = kernel_names(folder)
     for name in names:
         k = Kernel.load(os.path.join(folder, name))
         m = k.meta
         d, dt = m["head_dim"], m["dtype"]
-        for (b, hq, hkv, nq, nk) in [(2, 4, 2, 333, 100), (1, 2, 1, 200, 517)]:
+        # The last shape has more tiles than SMs: persistent CTAs (static
+        # or dynamically scheduled) run several each. Set FLASHMLIR_MASKS_SMALL
+        # for the small shapes only (under compute-sanitizer).
+        shapes = [(2, 4, 2, 333, 100), (1, 2, 1, 200, 517)]
+        if not os.environ.get("FLASHMLIR_MASKS_SMALL"):
+            shapes.append((4, 32, 8, 1000, 1100))
+        for (b, hq, hkv, nq, nk) in shapes:
+            checks += 1
             torch.manual_seed(nq + nk)
             q = torch.randn(b, hq, nq, d, device="cuda", dtype=DT[dt])
             kk = torch.randn(b, hkv, nk, d, device="cuda", dtype=DT[dt])
@@ -74,7 +81,7 @@ def main():
                   f"rel_l2={err:.2e} (tol {TOL[dt]:.0e}) lse_max_abs={lse_err:.1e} "
                   f"fully_masked_rows={empty_rows} zero={zeros_ok} "
                   f"lse_-inf={neginf_ok} {'PASS' if ok else 'FAIL'}", flush=True)
-    print(f"masks: {len(names) * 2 - failures} passed, {failures} failed")
+    print(f"masks: {checks - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
