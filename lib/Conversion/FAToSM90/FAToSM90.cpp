@@ -358,11 +358,11 @@ private:
 
   const KernelSpec &spec;
   Value tid, lane, warpInGroup, g, t;
-  Value qRows; // this consumer's rows in a Q buffer
-  Value consumerIndex, epilogueBarrier;
-  Value qTile;     // this consumer's Q rows in the current tile's buffer
-  Value tileFirst; // the current tile's first K/V block
-  Value phaseBits; // persistent only: see parityOf
+  Value qRows;           // this consumer's rows in a Q buffer
+  Value epilogueBarrier; // named barrier of this consumer's four warps
+  Value qTile;           // this consumer's Q rows in the current tile's buffer
+  Value tileFirst;       // the current tile's first K/V block
+  Value phaseBits;       // persistent only: see parityOf
   bool inProducer = false; // while emitting the producer's tile loop
 };
 
