@@ -116,16 +116,20 @@ static std::string metadataJson(const CompiledKernel &kernel,
   // the request is "auto").
   auto persistentAttr = dyn_cast_or_null<BoolAttr>(schedule.get("persistent"));
   bool persistent = persistentAttr && persistentAttr.getValue();
-  // A dynamic tile scheduler takes its tiles from a counter the runtime
-  // provides.
-  auto schedulerAttr =
-      dyn_cast_or_null<StringAttr>(schedule.get("tile_scheduler"));
-  bool dynamicTiles = schedulerAttr && schedulerAttr.getValue() == "dynamic";
-  // O leaves the sm_90a kernel by TMA stores of 64-row boxes: o is a tensor
-  // map then.
-  auto epilogueAttr = dyn_cast_or_null<StringAttr>(schedule.get("epilogue"));
-  int64_t oBoxRows =
-      epilogueAttr && epilogueAttr.getValue().contains("TMA store") ? 64 : 0;
+  // The wgmma and tcgen05 kernels take q, k, v as TMA tensor maps the
+  // runtime encodes, and one CTA per (query block, head) tile.
+  bool tensorMaps = usesTensorMaps(options);
+  // How the CTAs find their tiles, as the back end chose; a dynamic tile
+  // scheduler takes them from a counter the runtime provides.
+  StringRef scheduler = tensorMaps ? "one tile per CTA" : "grid";
+  if (auto attr = dyn_cast_or_null<StringAttr>(schedule.get("tile_scheduler")))
+    scheduler = attr.getValue();
+  bool dynamicTiles = scheduler == "dynamic";
+  // O leaves the sm_90a kernel by TMA stores of boxes of this many rows
+  // (0: st.global from registers): o is a tensor map then.
+  int64_t oBoxRows = 0;
+  if (auto attr = dyn_cast_or_null<IntegerAttr>(schedule.get("o_box_rows")))
+    oBoxRows = attr.getInt();
   llvm::json::Array params;
   auto tensor = [&](StringRef name, StringRef dtype,
                     std::initializer_list<StringRef> dims) {
@@ -144,9 +148,6 @@ static std::string metadataJson(const CompiledKernel &kernel,
   tensor("q", options.dtype, {"B", "Hq", "Nq", "D"});
   tensor("k", options.dtype, {"B", "Hkv", "Nk", "D"});
   tensor("v", options.dtype, {"B", "Hkv", "Nk", "D"});
-  // The wgmma and tcgen05 kernels take q, k, v as TMA tensor maps the
-  // runtime encodes.
-  bool tensorMaps = usesTensorMaps(options);
   if (tensorMaps)
     for (int i = 0; i < 3; ++i) {
       llvm::json::Object &p = *params[i].getAsObject();
@@ -204,10 +205,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
                                 {"z", "B"}}},
       {"tile_grid", tensorMaps},
       {"persistent", tensorMaps && persistent},
-      {"tile_scheduler",
-       tensorMaps ? (persistent ? (dynamicTiles ? "dynamic" : "static")
-                                : "one tile per CTA")
-                  : "grid"},
+      {"tile_scheduler", scheduler},
       {"ctas_per_sm", ctasPerSM},
       {"block_r", blockR},
       {"block_c", intOf("block_c")},

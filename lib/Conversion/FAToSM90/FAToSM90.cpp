@@ -266,11 +266,23 @@ private:
                                const AttentionTile &, Value, ValueRange)>
                                body,
                            llvm::function_ref<void(ValueRange)> finish);
+  /// One tile of a persistent loop: decodes tile `id`, runs `body` on it
+  /// and returns the ring's phase bits after it, then the body's values.
+  SmallVector<Value>
+  emitLoopTile(Value id, Value tileIndex, ValueRange carried,
+               llvm::function_ref<SmallVector<Value>(const AttentionTile &,
+                                                     Value, ValueRange)>
+                   body);
   /// Dynamic scheduler: the id of the CTA's tile number `tileIndex` (its
   /// second or later). The producer takes it from the counter, the
   /// consumers read it from the slot of the tile's Q buffer once its Q has
   /// landed. Ids past the last tile end the loop.
   Value nextTile(Value tileIndex);
+  /// The producer's turn on the Q buffer of its tile number `tileIndex`:
+  /// waits until the consumers released the buffer's previous tile and,
+  /// with the dynamic scheduler, leaves `id` in its slot (the next arrival
+  /// on its q_full releases it to the consumers). Returns the buffer.
+  Value claimQBuffer(Value tileIndex, Value id);
   /// The producer's end of the dynamic loop: the id past the last tile goes
   /// to the consumers through the next Q buffer's slot, as if it were a
   /// tile (an arrival on q_full without bytes), so they leave their loop.
@@ -518,14 +530,7 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
   Value firstBlock = tile.firstBlock, numBlocks = tile.numBlocks;
   Value kvMatrix = tile.kvMatrix;
-  // The Q buffer is free once the consumers finished its previous tile.
-  Value buffer = qBufferOf(tileIndex);
-  waitBarrier(qEmpty(buffer),
-              arith::XOrIOp::create(b, loc, qRoundOf(tileIndex), c32(1)));
-  // The arrival below releases the index to the consumers' q_full wait.
-  if (spec.dynamicTiles)
-    LLVM::StoreOp::create(b, loc, tile.id, tileSlot(buffer), /*alignment=*/4,
-                          /*isVolatile=*/true);
+  Value buffer = claimQBuffer(tileIndex, tile.id);
   expectBytes(qFull(buffer), spec.qBytes());
   loadTile(qMap, mul(buffer, c32(spec.qBytes())), spec.blockR(), tile.qStart,
            tile.qMatrix, qFull(buffer));
@@ -902,13 +907,10 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
   if (finish) {
     auto ifAny = scf::IfOp::create(b, loc, ult(first, tiles), false);
     b.setInsertionPointToStart(ifAny.thenBlock());
-    AttentionTile tile = decodeTile(first);
-    tileFirst = tile.firstBlock;
     phaseBits = c32(0);
-    SmallVector<Value> carried = body(tile, c32(0), {});
-    init = {advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock)),
-            c32(1)};
-    init.append(carried.begin(), carried.end());
+    SmallVector<Value> after = emitLoopTile(first, c32(0), {}, body);
+    init = {after[0], c32(1)};
+    init.append(after.begin() + 1, after.end());
     first = add(first, step);
   }
   auto loop = scf::ForOp::create(b, loc, first, tiles, step, init);
@@ -917,14 +919,11 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
     b.setInsertionPointToStart(loop.getBody());
     phaseBits = loop.getRegionIterArgs()[0];
     Value tileIndex = loop.getRegionIterArgs()[1];
-    AttentionTile tile = decodeTile(loop.getInductionVar());
-    tileFirst = tile.firstBlock;
-    SmallVector<Value> next =
-        body(tile, tileIndex, loop.getRegionIterArgs().drop_front(2));
-    SmallVector<Value> yielded = {
-        advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock)),
-        add(tileIndex, c32(1))};
-    yielded.append(next.begin(), next.end());
+    SmallVector<Value> after =
+        emitLoopTile(loop.getInductionVar(), tileIndex,
+                     loop.getRegionIterArgs().drop_front(2), body);
+    SmallVector<Value> yielded = {after[0], add(tileIndex, c32(1))};
+    yielded.append(after.begin() + 1, after.end());
     scf::YieldOp::create(b, loc, yielded);
   }
   phaseBits = Value();
@@ -939,10 +938,10 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
 // tile before (a CTA claims a tile when its ring has room for it; claiming
 // it when the tile before starts measured 1-4% slower at D = 128,
 // bench/results/2026-11-30-sm90-v15-dynamic-sweep.json). A static deal of
-// unequal tiles leaves CTAs idle (simulated balance 0.64-0.73 head-major at D =
-// 128, N = 1k / 16k; bench/results/2026-11-29-sm90-v14-causal-snake- sweep.json
-// measured a snake deal 7-22% slower than one tile per CTA at N = 16k), greedy
-// dealing is what the hardware does for one tile per CTA.
+// unequal tiles leaves CTAs idle (simulated balance 0.64-0.73 head-major at
+// D = 128, N = 1k / 16k; a snake deal measured 7-22% slower than one tile
+// per CTA at N = 16k: bench/results/2026-11-29-sm90-v14-causal-snake-sweep
+// .json). Greedy dealing is what the hardware does for one tile per CTA.
 //
 // The counter is zero at launch and the kernel leaves it zero: every CTA
 // with a tile fetches until it gets an id past the last tile, so a launch
@@ -963,14 +962,10 @@ void KernelBuilder::emitDynamicTileLoop(
   // body's values.
   SmallVector<Value> init = {first, c32(0), c32(0)};
   if (finish) {
-    AttentionTile tile = decodeTile(first);
-    tileFirst = tile.firstBlock;
     phaseBits = c32(0);
-    SmallVector<Value> carried = body(tile, c32(0), {});
-    init = {nextTile(c32(1)),
-            advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock)),
-            c32(1)};
-    init.append(carried.begin(), carried.end());
+    SmallVector<Value> after = emitLoopTile(first, c32(0), {}, body);
+    init = {nextTile(c32(1)), after[0], c32(1)};
+    init.append(after.begin() + 1, after.end());
   }
   SmallVector<Type> types;
   for (Value v : init)
@@ -985,16 +980,12 @@ void KernelBuilder::emitDynamicTileLoop(
     Block *after = b.createBlock(&loop.getAfter(), {}, types, locs);
     phaseBits = after->getArgument(1);
     Value tileIndex = after->getArgument(2);
-    AttentionTile tile = decodeTile(after->getArgument(0));
-    tileFirst = tile.firstBlock;
-    SmallVector<Value> next =
-        body(tile, tileIndex, after->getArguments().drop_front(3));
+    SmallVector<Value> done =
+        emitLoopTile(after->getArgument(0), tileIndex,
+                     after->getArguments().drop_front(3), body);
     Value nextIndex = add(tileIndex, c32(1));
-    SmallVector<Value> yielded = {
-        nextTile(nextIndex),
-        advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock)),
-        nextIndex};
-    yielded.append(next.begin(), next.end());
+    SmallVector<Value> yielded = {nextTile(nextIndex), done[0], nextIndex};
+    yielded.append(done.begin() + 1, done.end());
     scf::YieldOp::create(b, loc, yielded);
   }
   phaseBits = Value();
@@ -1002,6 +993,20 @@ void KernelBuilder::emitDynamicTileLoop(
     finish(loop.getResults().drop_front(3));
   if (inProducer)
     announceEnd(loop.getResult(0), loop.getResult(2));
+}
+
+SmallVector<Value> KernelBuilder::emitLoopTile(
+    Value id, Value tileIndex, ValueRange carried,
+    llvm::function_ref<SmallVector<Value>(const AttentionTile &, Value,
+                                          ValueRange)>
+        body) {
+  AttentionTile tile = decodeTile(id);
+  tileFirst = tile.firstBlock;
+  SmallVector<Value> next = body(tile, tileIndex, carried);
+  SmallVector<Value> after = {
+      advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock))};
+  after.append(next.begin(), next.end());
+  return after;
 }
 
 Value KernelBuilder::nextTile(Value tileIndex) {
@@ -1025,12 +1030,19 @@ Value KernelBuilder::nextTile(Value tileIndex) {
   return add(NVVM::GridDimXOp::create(b, loc, i32), taken);
 }
 
-void KernelBuilder::announceEnd(Value endId, Value tileIndex) {
+Value KernelBuilder::claimQBuffer(Value tileIndex, Value id) {
+  // The Q buffer is free once the consumers finished its previous tile.
   Value buffer = qBufferOf(tileIndex);
   waitBarrier(qEmpty(buffer),
               arith::XOrIOp::create(b, loc, qRoundOf(tileIndex), c32(1)));
-  LLVM::StoreOp::create(b, loc, endId, tileSlot(buffer), /*alignment=*/4,
-                        /*isVolatile=*/true);
+  if (spec.dynamicTiles)
+    LLVM::StoreOp::create(b, loc, id, tileSlot(buffer), /*alignment=*/4,
+                          /*isVolatile=*/true);
+  return buffer;
+}
+
+void KernelBuilder::announceEnd(Value endId, Value tileIndex) {
+  Value buffer = claimQBuffer(tileIndex, endId);
   NVVM::MBarrierArriveOp::create(b, loc, Type(), qFull(buffer), Value());
 }
 
@@ -1087,6 +1099,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                       ? "stmatrix into the Q buffer (128B swizzle), TMA store"
                       : "stmatrix into a staging tile (128B swizzle), TMA "
                         "store")),
+          b.getNamedAttr(
+              "o_box_rows",
+              b.getI64IntegerAttr(spec.tmaStore ? kRowsPerConsumer : 0)),
           b.getNamedAttr("tile_scheduler",
                          str(!spec.persistent    ? "one tile per CTA"
                              : spec.dynamicTiles ? "dynamic"
@@ -1126,20 +1141,20 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     auto ifInit = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(ifInit.thenBlock());
+    // "full": one producer arrival (+ TMA bytes); "empty": one arrival per
+    // consumer warp.
+    Value producerArrivals = c32(1), warpArrivals = c32(4 * spec.consumers);
     for (int64_t q = 0; q < spec.qBuffers; ++q) {
-      NVVM::MBarrierInitOp::create(b, loc, barrier(2 * q), c32(1), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(2 * q + 1),
-                                   c32(4 * spec.consumers), Value());
+      NVVM::MBarrierInitOp::create(b, loc, qFull(c32(q)), producerArrivals,
+                                   Value());
+      NVVM::MBarrierInitOp::create(b, loc, qEmpty(c32(q)), warpArrivals,
+                                   Value());
     }
     for (int64_t s = 0; s < spec.stages; ++s) {
-      int64_t ring = ringBarriers();
-      NVVM::MBarrierInitOp::create(b, loc, barrier(ring + s), c32(1), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(ring + spec.stages + s),
-                                   c32(1), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(ring + 2 * spec.stages + s),
-                                   c32(4 * spec.consumers), Value());
-      NVVM::MBarrierInitOp::create(b, loc, barrier(ring + 3 * spec.stages + s),
-                                   c32(4 * spec.consumers), Value());
+      for (Value full : {kFull(c32(s)), vFull(c32(s))})
+        NVVM::MBarrierInitOp::create(b, loc, full, producerArrivals, Value());
+      for (Value empty : {kEmpty(c32(s)), vEmpty(c32(s))})
+        NVVM::MBarrierInitOp::create(b, loc, empty, warpArrivals, Value());
     }
     NVVM::FenceMbarrierInitOp::create(b, loc);
   }
