@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -560,8 +559,11 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
   if (!driverLoaded)
     return fail("faKernelLaunch: no driver (load the kernel first)");
   float scaleLog2 = scale * 1.4426950408889634f;
-  void *args[] = {&q,     &kp,     &v,       &o,         &lse,  &qLen,
-                  &kvLen, &qHeads, &kvHeads, &scaleLog2, &batch};
+  // The last slot is the dynamic tile scheduler's counter; the driver
+  // reads as many parameters as the kernel takes.
+  CUdeviceptr counter = 0;
+  void *args[] = {&q,     &kp,     &v,       &o,         &lse,   &qLen,
+                  &kvLen, &qHeads, &kvHeads, &scaleLog2, &batch, &counter};
   unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
   unsigned gridY = (unsigned)qHeads, gridZ = (unsigned)batch;
   // The sm_90a kernel reads q, k, v through TMA tensor maps (by value).
@@ -580,7 +582,6 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
       args[i] = maps[i];
     }
   }
-  CUdeviceptr counter = 0;
   if (k->meta.tileScheduler == "dynamic") {
     std::lock_guard<std::mutex> lock(k->countersLock);
     auto it = k->counters.find(stream);
@@ -598,9 +599,6 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
     }
     counter = it->second;
   }
-  std::vector<void *> argv(std::begin(args), std::end(args));
-  if (counter)
-    argv.push_back(&counter);
   if (k->meta.tileGrid) {
     unsigned long long tiles =
         (unsigned long long)gridX * (unsigned)qHeads * (unsigned)batch;
@@ -626,7 +624,7 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
   return check(driver.cuLaunchKernel(
                    k->function, gridX, gridY, gridZ, (unsigned)k->meta.block[0],
                    (unsigned)k->meta.block[1], (unsigned)k->meta.block[2],
-                   (unsigned)k->meta.sharedBytes, stream, argv.data(), nullptr),
+                   (unsigned)k->meta.sharedBytes, stream, args, nullptr),
                "cuLaunchKernel");
 }
 
