@@ -227,7 +227,7 @@ func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<
 // -----
 
 func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<2x2x128x64xf16>) {
-  // expected-error @+1 {{expected scale to be positive and finite, got -1}}
+  // expected-error @+1 {{expected scale in [2^-64, 2^64], got -1 (log2(e) * scale must be a normal f32 and the scores finite); leave it out for 1/sqrt(D)}}
   %r0 = fa.attention %q, %k, %v {scale = -1.0 : f32} : tensor<2x8x128x64xf16>, tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16> -> tensor<2x8x128x64xf16>
   return
 }
@@ -235,7 +235,7 @@ func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<
 // -----
 
 func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<2x2x128x64xf16>) {
-  // expected-error @+1 {{expected softcap to be positive and finite, got 0}}
+  // expected-error @+1 {{expected softcap in (0, 2^24], got 0 (a larger cap changes no f32 score); leave softcap out to disable capping}}
   %r0 = fa.attention %q, %k, %v {softcap = 0.0 : f32} : tensor<2x8x128x64xf16>, tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16> -> tensor<2x8x128x64xf16>
   return
 }
@@ -243,7 +243,7 @@ func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<
 // -----
 
 func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<2x2x128x64xf16>) {
-  // expected-error @+1 {{expected window to be at least 1, got 0}}
+  // expected-error @+1 {{expected window to be at least 1, got 0 (keys with |i - j| < window are visible); leave window out for no sliding window}}
   %r0 = fa.attention %q, %k, %v {window = 0 : i64} : tensor<2x8x128x64xf16>, tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16> -> tensor<2x8x128x64xf16>
   return
 }
@@ -251,7 +251,7 @@ func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<
 // -----
 
 func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<2x2x128x64xf16>) {
-  // expected-error @+1 {{expected block_r to be at least 1, got 0}}
+  // expected-error @+1 {{expected block_r in [1, 1048576], got 0 (rows of an on-chip tile)}}
   %r0 = fa.attention %q, %k, %v {block_r = 0 : i64} : tensor<2x8x128x64xf16>, tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16> -> tensor<2x8x128x64xf16>
   return
 }
@@ -259,7 +259,7 @@ func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<
 // -----
 
 func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<2x2x128x64xf16>) {
-  // expected-error @+1 {{expected block_c to be at least 1, got -4}}
+  // expected-error @+1 {{expected block_c in [1, 1048576], got -4 (rows of an on-chip tile)}}
   %r0 = fa.attention %q, %k, %v {block_c = -4 : i64} : tensor<2x8x128x64xf16>, tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16> -> tensor<2x8x128x64xf16>
   return
 }
@@ -339,7 +339,7 @@ func.func @f(%q: memref<?x64xf16>, %k: memref<64x64xf16>, %s: memref<16x32xf32>,
 // -----
 
 func.func @f(%q: memref<?x64xf16>, %k: memref<?x64xf16>, %s: memref<16x32xf32>, %i: index) {
-  // expected-error @+1 {{expected scale to be positive and finite, got 0}}
+  // expected-error @+1 {{expected scale in [2^-64, 2^64], got 0}}
   fa.score_tile %q, %k -> %s at [%i, %i] {scale = 0.0 : f32} : memref<?x64xf16>, memref<?x64xf16> -> memref<16x32xf32>
   return
 }
@@ -347,7 +347,7 @@ func.func @f(%q: memref<?x64xf16>, %k: memref<?x64xf16>, %s: memref<16x32xf32>, 
 // -----
 
 func.func @f(%q: memref<?x64xf16>, %k: memref<?x64xf16>, %s: memref<16x32xf32>, %i: index) {
-  // expected-error @+1 {{expected softcap to be positive and finite, got -2}}
+  // expected-error @+1 {{expected softcap in (0, 2^24], got -2}}
   fa.score_tile %q, %k -> %s at [%i, %i] {scale = 1.0 : f32, softcap = -2.0 : f32} : memref<?x64xf16>, memref<?x64xf16> -> memref<16x32xf32>
   return
 }
@@ -507,7 +507,7 @@ func.func @f(%m: memref<16xf32>, %l: memref<16xf32>, %o: memref<20xf32>) {
 // -----
 
 func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>, %a: memref<16xf32>) {
-  // expected-error @+1 {{expected threshold to be non-negative and finite, got -1}}
+  // expected-error @+1 {{expected threshold in [0, 64], got -1 (log2 units: P may reach 2^threshold and its sums must stay finite in f32)}}
   %r = fa.conditional_softmax_update %s, %m, %m -> %a {threshold = -1.0 : f32} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
   return
 }
@@ -531,7 +531,7 @@ func.func @f(%s: memref<16x32xf32>, %m: memref<8xf32>, %a: memref<16xf32>) {
 // -----
 
 func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>) {
-  // expected-error @+1 {{expected exp2_poly_degree in [2, 5], got 7}}
+  // expected-error @+1 {{expected exp2_poly_degree in [2, 5], got 7 (the software exp2's polynomials)}}
   fa.softmax_update %s, %m, %m -> %m {exp2_poly_degree = 7 : i64, exp2_poly_period = 1 : i64} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
   return
 }
@@ -539,7 +539,7 @@ func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>) {
 // -----
 
 func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>) {
-  // expected-error @+1 {{expected exp2_poly_period to be at least 1, got 0}}
+  // expected-error @+1 {{expected exp2_poly_period in [1, 1048576], got 0 (one exponential in period columns of a tile)}}
   fa.softmax_update %s, %m, %m -> %m {exp2_poly_degree = 3 : i64, exp2_poly_period = 0 : i64} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
   return
 }

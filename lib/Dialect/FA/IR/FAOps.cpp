@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -35,6 +36,14 @@ static LogicalResult checkRank(Operation *op, StringRef name, ShapedType type,
   return op->emitOpError() << "expected " << name << " to have rank " << rank
                            << " (" << layout << "), got rank "
                            << type.getRank();
+}
+
+/// Fails with the diagnostic of a range check (Validation.h), if any.
+static LogicalResult checkRange(Operation *op,
+                                std::optional<std::string> error) {
+  if (!error)
+    return success();
+  return op->emitOpError(*error);
 }
 
 static LogicalResult checkElementType(Operation *op, StringRef name,
@@ -94,6 +103,10 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("expected query head dim D to be static");
   if (v.isDynamicDim(3))
     return emitOpError("expected value head dim Dv to be static");
+  if (failed(checkRange(op, checkHeadDim("query head dim D", q.getDimSize(3)))) ||
+      failed(checkRange(op, checkHeadDim("value head dim Dv",
+                                         v.getDimSize(3)))))
+    return failure();
 
   if (failed(checkSameDim(op, "key batch size", q.getDimSize(0), "the query's",
                           k.getDimSize(0))) ||
@@ -162,25 +175,15 @@ LogicalResult AttentionOp::verify() {
       return failure();
   }
 
-  if (std::optional<APFloat> scale = getScale()) {
-    float s = scale->convertToFloat();
-    if (!(s > 0.0f) || !std::isfinite(s))
-      return emitOpError() << "expected scale to be positive and finite, got "
-                           << s;
-  }
-  if (std::optional<APFloat> cap = getSoftcap()) {
-    float c = cap->convertToFloat();
-    if (!(c > 0.0f) || !std::isfinite(c))
-      return emitOpError()
-             << "expected softcap to be positive and finite, got " << c;
-  }
-  if (std::optional<int64_t> window = getWindow(); window && *window < 1)
-    return emitOpError() << "expected window to be at least 1, got " << *window;
-  if (std::optional<int64_t> br = getBlockR(); br && *br < 1)
-    return emitOpError() << "expected block_r to be at least 1, got " << *br;
-  if (std::optional<int64_t> bc = getBlockC(); bc && *bc < 1)
-    return emitOpError() << "expected block_c to be at least 1, got " << *bc;
-  return success();
+  AttentionParams params;
+  if (std::optional<APFloat> scale = getScale())
+    params.scale = scale->convertToDouble();
+  if (std::optional<APFloat> cap = getSoftcap())
+    params.softcap = cap->convertToDouble();
+  params.window = getWindow();
+  params.blockR = getBlockR();
+  params.blockC = getBlockC();
+  return checkRange(op, validateAttentionParams(params));
 }
 
 //===----------------------------------------------------------------------===//
@@ -248,19 +251,12 @@ LogicalResult ScoreTileOp::verify() {
       failed(checkAtMostRows(*this, "key", k, s.getDimSize(1),
                              "the score tile's B_c")))
     return failure();
-  float scale = getScale().convertToFloat();
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    return emitOpError() << "expected scale to be positive and finite, got "
-                         << scale;
-  if (std::optional<APFloat> cap = getSoftcap()) {
-    float c = cap->convertToFloat();
-    if (!(c > 0.0f) || !std::isfinite(c))
-      return emitOpError()
-             << "expected softcap to be positive and finite, got " << c;
-  }
-  if (std::optional<int64_t> window = getWindow(); window && *window < 1)
-    return emitOpError() << "expected window to be at least 1, got " << *window;
-  return success();
+  AttentionParams params;
+  params.scale = getScale().convertToDouble();
+  if (std::optional<APFloat> cap = getSoftcap())
+    params.softcap = cap->convertToDouble();
+  params.window = getWindow();
+  return checkRange(*this, validateAttentionParams(params));
 }
 
 LogicalResult SoftmaxUpdateOp::verify() {
@@ -276,20 +272,15 @@ LogicalResult SoftmaxUpdateOp::verify() {
   return verifyPolyExp2(*this, getExp2PolyDegree(), getExp2PolyPeriod());
 }
 
-/// exp2_poly_degree in [2, 5], exp2_poly_period >= 1 (both or neither).
+/// exp2_poly_degree and exp2_poly_period: both or neither, in the ranges of
+/// checkPolyExp2.
 static LogicalResult verifyPolyExp2(Operation *op,
                                     std::optional<int64_t> degree,
                                     std::optional<int64_t> period) {
-  if (degree && (*degree < 2 || *degree > 5))
-    return op->emitOpError()
-           << "expected exp2_poly_degree in [2, 5], got " << *degree;
-  if (period && *period < 1)
-    return op->emitOpError()
-           << "expected exp2_poly_period to be at least 1, got " << *period;
-  if (degree.has_value() != period.has_value())
-    return op->emitOpError(
-        "expected exp2_poly_degree and exp2_poly_period together");
-  return success();
+  AttentionParams params;
+  params.polyExp2Degree = degree;
+  params.polyExp2Period = period;
+  return checkRange(op, validateAttentionParams(params));
 }
 
 LogicalResult ConditionalSoftmaxUpdateOp::verify() {
@@ -309,11 +300,10 @@ LogicalResult ConditionalSoftmaxUpdateOp::verify() {
                               "skipped, max P), got "
                            << type;
   }
-  float threshold = getThreshold().convertToFloat();
-  if (!(threshold >= 0.0f) || !std::isfinite(threshold))
-    return emitOpError() << "expected threshold to be non-negative and "
-                            "finite, got "
-                         << threshold;
+  if (failed(checkRange(*this,
+                        checkRescaleThreshold(
+                            getThreshold().convertToDouble(), "threshold"))))
+    return failure();
   return verifyPolyExp2(*this, getExp2PolyDegree(), getExp2PolyPeriod());
 }
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
 namespace mlir::fa {
@@ -21,10 +22,14 @@ namespace {
 
 constexpr int64_t kDefaultSramBudget = 163840;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/// ceil(a / b) for a >= 0, b > 0, without the overflow of (a + b - 1) / b
+/// when a is near INT64_MAX (a huge sram-budget).
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /// Bytes one block step keeps on chip: Q_i, K_j, V_j in the input type;
-/// S_ij, O_i and the row vectors m, l, alpha in f32.
+/// S_ij, O_i and the row vectors m, l, alpha in f32. With tiles of at most
+/// kMaxTileSize rows and head dims of at most kMaxHeadDim (the verifier's
+/// ranges) this stays below 2^43: no overflow.
 int64_t tileFootprint(int64_t br, int64_t bc, int64_t d, int64_t dv,
                       int64_t eltBytes) {
   return eltBytes * (br * d + bc * d + bc * dv) +
@@ -43,6 +48,15 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
           << " block-c=" << static_cast<int64_t>(blockC)
           << " sram-budget=" << static_cast<int64_t>(sramBudget);
       return signalPassFailure();
+    }
+    for (auto [name, rows] : {std::pair<StringRef, int64_t>{"block-r", blockR},
+                              {"block-c", blockC}}) {
+      if (rows == 0)
+        continue;
+      if (std::optional<std::string> error = checkTileSize(name, rows)) {
+        emitError(getOperation().getLoc()) << "fa-tile: " << *error;
+        return signalPassFailure();
+      }
     }
     int64_t budget = sramBudget;
     if (budget == 0) {
@@ -68,6 +82,11 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
 
   LogicalResult tile(AttentionOp op, int64_t budget) {
     int64_t d = op.getHeadDim(), dv = op.getValueHeadDim();
+    // The verifier guarantees these; the rule below divides by 4 D.
+    for (auto [name, dim] : {std::pair<StringRef, int64_t>{"head dim D", d},
+                             {"value head dim Dv", dv}})
+      if (std::optional<std::string> error = checkHeadDim(name, dim))
+        return op.emitOpError() << "fa-tile: " << *error;
     int64_t eltBytes =
         op.getQueryType().getElementType().getIntOrFloatBitWidth() / 8;
     int64_t nq = op.getQueryType().getDimSize(2);
@@ -76,7 +95,8 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     int64_t br = blockR, bc = blockC;
     bool explicitTiles = br != 0 || bc != 0;
     int64_t m = budget / eltBytes; // M in elements of the input type
-    int64_t ruleC = std::max<int64_t>(1, ceilDiv(m, 4 * d));
+    int64_t ruleC =
+        std::clamp<int64_t>(ceilDiv(m, 4 * d), 1, kMaxTileSize);
     if (bc == 0)
       bc = ruleC;
     if (br == 0)

@@ -31,13 +31,17 @@ def FA_AttentionOp : FA_Op<"attention", [
     `Hkv` (grouped-query and multi-query attention). `D` and `Dv` must be
     static; batch, heads and sequence lengths may be dynamic.
 
-    Attributes:
-    * `scale` (f32, default `1/sqrt(D)`).
+    Attributes (ranges and their reasons: `fa/Dialect/FA/IR/Validation.h`):
+    * `scale` (f32 in [2^-64, 2^64], default `1/sqrt(D)`).
     * `causal`: query `i` sees key `j` only if `j <= i` (top-left aligned,
       as `torch.nn.functional.scaled_dot_product_attention(is_causal=True)`).
-    * `window = w`: query `i` sees key `j` only if `|i - j| < w`.
-    * `softcap = c`: scores become `c * tanh(S / c)` before masking.
-    * `block_r`, `block_c`: the tile sizes chosen by `fa-tile`.
+    * `window = w` (w >= 1): query `i` sees key `j` only if `|i - j| < w`.
+    * `softcap = c` (c in (0, 2^24]): scores become `c * tanh(S / c)` before
+      masking.
+    * `block_r`, `block_c` (in [1, 2^20]): the tile sizes chosen by
+      `fa-tile`.
+
+    `D` and `Dv` are in [1, 2^16].
 
     A row whose keys are all masked yields `O = 0` and `LSE = -inf`.
 

@@ -1,0 +1,110 @@
+//===- Validation.h - valid ranges of fa.attention's values -----*- C++ -*-===//
+//
+// One place per value: the range every attribute of fa.attention and every
+// option of its passes must lie in, with the reason. The verifiers call
+// these; so must every tool and binding that builds such a value from text
+// (fa-compile's options, fa-run, the C API, flashmlir.compile) and every
+// back end that narrows it, so that a value is refused with the same words
+// wherever it enters.
+//
+// Each check returns std::nullopt when the value is valid, else the
+// diagnostic: lower case, no trailing period, "expected <name> in <range>
+// (<reason>), got <value>", with what to do where the range alone does not
+// say it. Floats in messages are printed so that they round-trip ("%.9g").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FA_IR_VALIDATION_H
+#define FA_DIALECT_FA_IR_VALIDATION_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir::fa {
+
+/// Head dims D and Dv: at least 1 (fa-tile divides by 4 D, the default scale
+/// is 1/sqrt(D)) and at most 2^16, so that every tile footprint and offset
+/// (tiles of at most kMaxTileSize rows times D) fits int64 with room; the
+/// GPU back ends take 64, 128 or 256.
+inline constexpr int64_t kMaxHeadDim = int64_t(1) << 16;
+
+/// block_r / block_c and fa-tile's block-r / block-c: rows of a tile.
+inline constexpr int64_t kMaxTileSize = int64_t(1) << 20;
+
+/// scale in [2^-64, 2^64]: log2(e) * scale is folded into one f32 constant
+/// that must be a normal number (GPU code flushes subnormals to zero: every
+/// score would become 0), and scale * q.k of f16 inputs (|q.k| < 2^48 for
+/// D <= 2^16) must stay finite (an infinite score makes inf - inf = NaN
+/// outputs).
+inline constexpr double kMinScale = 0x1p-64;
+inline constexpr double kMaxScale = 0x1p64;
+
+/// softcap in (0, 2^24]: c * tanh(s / c) equals s to f32 precision for every
+/// score that survives a softmax once c > 2^24, and s / c then falls into the
+/// subnormal range that GPU code flushes to zero. Leave softcap out to
+/// disable capping.
+inline constexpr double kMaxSoftcap = 0x1p24;
+
+/// The conditional-rescale threshold tau in [0, 64] (log2 units): a skipped
+/// rescale leaves P = exp2(s - base) as large as 2^tau, and l and O sum up to
+/// 2^31 keys of P (times |V| < 2^16 for f16): 2^(64 + 31 + 16) stays below
+/// the f32 maximum 2^128, and tau >= 127 overflows P itself.
+inline constexpr double kMaxRescaleThreshold = 64.0;
+
+/// The software exp2 (FlashAttention-4): degree in [2, 5] (the coefficient
+/// tables of PolyExp2.h), period in [1, 2^20]: one exponential in `period`
+/// columns of a tile is computed in software, and a tile has at most
+/// kMaxTileSize columns, so a larger period changes nothing.
+inline constexpr int64_t kMinPolyExp2Degree = 2;
+inline constexpr int64_t kMaxPolyExp2Degree = 5;
+inline constexpr int64_t kMaxPolyExp2Period = kMaxTileSize;
+
+/// `name` is how the diagnostic names the value, e.g. "query head dim D".
+std::optional<std::string> checkHeadDim(llvm::StringRef name, int64_t dim);
+std::optional<std::string> checkTileSize(llvm::StringRef name, int64_t rows);
+std::optional<std::string> checkScale(double scale);
+std::optional<std::string> checkSoftcap(double softcap);
+/// A sliding window |i - j| < window: at least 1. `positionBits` < 64 is for
+/// back ends that compare positions in that many bits (the GPU kernels use
+/// 32): the window must then fit a signed integer of that width, else it
+/// would be silently truncated.
+std::optional<std::string> checkWindow(int64_t window,
+                                       unsigned positionBits = 64);
+/// `name`: "threshold" (the attribute) or "rescale threshold" (options).
+std::optional<std::string>
+checkRescaleThreshold(double threshold,
+                      llvm::StringRef name = "rescale threshold");
+/// Degree and period of the software exp2 when it is on.
+std::optional<std::string> checkPolyExp2(int64_t degree, int64_t period);
+
+/// Every value of an fa.attention request at once, as a tool or binding
+/// receives them; absent optionals are "not given" (off, or the default).
+/// Sentinel conventions ("0 means off") belong to the caller: map them to
+/// std::nullopt before calling, so that a negative or NaN value is refused
+/// instead of silently meaning off.
+struct AttentionParams {
+  std::optional<int64_t> headDim, valueHeadDim;
+  std::optional<double> scale, softcap;
+  std::optional<int64_t> window;
+  std::optional<int64_t> blockR, blockC;
+  std::optional<double> rescaleThreshold;
+  std::optional<int64_t> polyExp2Degree, polyExp2Period;
+  /// 32 for the GPU back ends (see checkWindow).
+  unsigned positionBits = 64;
+};
+
+/// The first diagnostic among the values of `params`, or std::nullopt.
+std::optional<std::string> validateAttentionParams(const AttentionParams &p);
+
+/// `value` as text that parses back to the same double ("%.17g"; "inf",
+/// "-inf", "nan" for the non-finite ones). For f32 values, formatF32.
+std::string formatDouble(double value);
+/// `value` as text that parses back to the same float ("%.9g").
+std::string formatF32(float value);
+
+} // namespace mlir::fa
+
+#endif // FA_DIALECT_FA_IR_VALIDATION_H
