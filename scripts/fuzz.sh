@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harness (in build-asan/, with ASan+UBSan) and runs it
-# for a bounded time on a corpus seeded from the lit tests.
+# Builds the libFuzzer harnesses (in build-asan/, with ASan+UBSan) and runs
+# each for a bounded time: fa-fuzz (parsing, verification, pipelines) on a
+# corpus seeded from the lit tests, fa-fuzz-metadata (the C runtime's launch
+# metadata and image reader) on fa-compile's metadata and the runtime-errors
+# cases.
 # Usage: bash scripts/fuzz.sh [seconds=60] [jobs=1] [runs=0]
+# FA_FUZZ_TARGETS="fa-fuzz fa-fuzz-metadata" (the default) picks harnesses.
 # With runs > 0 the run is reproducible (fixed seed, fresh corpus, that many
 # executions): CI uses it so that a finding is a finding, not luck.
 set -uo pipefail
@@ -14,7 +18,45 @@ cmake -G Ninja -S . -B build-asan \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DFA_ENABLE_SANITIZERS=ON -DFA_BUILD_FUZZER=ON > /dev/null || exit 1
-cmake --build build-asan --target fa-fuzz || exit 1
+TARGETS=${FA_FUZZ_TARGETS:-fa-fuzz fa-fuzz-metadata}
+# shellcheck disable=SC2086
+cmake --build build-asan --target $TARGETS || exit 1
+status=0
+if [[ " $TARGETS " == *" fa-fuzz-metadata "* ]]; then
+  MSEEDS=build-asan/fuzz-metadata-seeds
+  MCORPUS=build-asan/fuzz-metadata-corpus
+  rm -rf "$MSEEDS" && mkdir -p "$MSEEDS" "$MCORPUS"
+  if [ "$RUNS" -gt 0 ]; then rm -rf "$MCORPUS" && mkdir -p "$MCORPUS"; fi
+  # fa-compile's metadata for each launcher shape (sm_80 grid, sm_90a tile
+  # grid with tensor maps, dynamic scheduler), then every JSON string of the
+  # runtime-errors test.
+  for a in "sm_80 64" "sm_90a 128" "sm_90a 128 --causal"; do
+    set -- $a
+    build/bin/fa-compile --arch "$1" --head-dim "$2" ${3:-} --no-cubin \
+      -o "$MSEEDS/k-$1-$2${3:-}" > /dev/null 2>&1 || true
+  done
+  rm -f "$MSEEDS"/*.ptx
+  /usr/bin/python3 - "$MSEEDS" <<'PY'
+import pathlib, re, sys
+out = pathlib.Path(sys.argv[1])
+src = pathlib.Path("test/Runtime/runtime-errors.c").read_text()
+n = 0
+for m in re.finditer(r'"((?:[^"\\]|\\.)*)"', src):
+    text = m.group(1).encode().decode("unicode_escape")
+    if "{" in text or ":" in text:
+        (out / f"case{n:03d}.json").write_text(text)
+        n += 1
+print(f"fuzz-metadata: {n} seeds from runtime-errors.c")
+PY
+  MARGS=(-max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10
+         -print_final_stats=1 -artifact_prefix=fuzz-metadata-crash-)
+  if [ "$RUNS" -gt 0 ]; then MARGS+=(-runs="$RUNS" -seed=1); fi
+  (cd build-asan &&
+    ASAN_OPTIONS=detect_leaks=1 bin/fa-fuzz-metadata fuzz-metadata-corpus \
+      fuzz-metadata-seeds "${MARGS[@]}" 2>&1 | tail -12
+    exit "${PIPESTATUS[0]}") || status=1
+fi
+if [[ " $TARGETS " != *" fa-fuzz "* ]]; then exit $status; fi
 SEEDS=build-asan/fuzz-seeds
 CORPUS=build-asan/fuzz-corpus
 mkdir -p "$SEEDS" "$CORPUS"
@@ -41,3 +83,5 @@ ASAN_OPTIONS=detect_leaks=0 bin/fa-fuzz fuzz-corpus fuzz-seeds \
   -max_total_time="$SECONDS_TO_RUN" -max_len=16384 -timeout=30 \
   "${PARALLEL[@]}" -print_final_stats=1 -artifact_prefix=fuzz-crash- 2>&1 |
   tail -25
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+exit $status

@@ -23,9 +23,20 @@ typedef struct FaKernel FaKernel;
 const char *faRuntimeLastError(void);
 
 /** Loads a kernel from a cubin image and its JSON launch metadata on CUDA
- *  device `device` (its primary context). */
+ *  device `device` (its primary context). The image is a cubin (ELF, its
+ *  header tables within `cubinSize`) or PTX text with its NUL byte within
+ *  `cubinSize`. */
 int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
                  int device, FaKernel **kernel);
+
+/** Parses and validates launch metadata exactly as faKernelLoad does,
+ *  without a driver or an image: 0 when faKernelLoad would accept it, else
+ *  1 with the reason in faRuntimeLastError(). Each integer field has a
+ *  range (head_dim [1, 65536], block_r [1, 1048576], shared_memory_bytes
+ *  [0, 2^31 - 1], block: three values of at most 1024 threads in all,
+ *  ctas_per_sm [1, 32], tensor-map boxes [0, 256]); duplicate keys and text
+ *  after the object are refused. */
+int faKernelMetadataCheck(const char *metadataJson);
 
 /** Loads `prefix.cubin` and `prefix.json`. */
 int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel);
@@ -57,7 +68,8 @@ int faEncodeTensorMap(void *map, const void *base, long long matrices,
                       int boxRows, int dtype);
 
 /** Device memory helpers for embedders and tests (device of the current
- *  context, retained by faKernelLoad or faDeviceInit). */
+ *  context, retained by faKernelLoad or faDeviceInit). Null pointers are
+ *  refused when bytes > 0; faDeviceFree(NULL) does nothing. */
 int faDeviceInit(int device);
 int faDeviceAlloc(size_t bytes, void **ptr);
 int faDeviceFree(void *ptr);

@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -83,7 +84,10 @@ struct Driver {
 };
 
 Driver driver;
-bool driverLoaded = false;
+// Set once, under driverLock, after every entry point is resolved: launches
+// on other threads read it without the lock.
+std::atomic<bool> driverLoaded{false};
+std::mutex driverLock;
 
 /// Fails with "<call> failed: <name>: <description>".
 int check(CUresult status, const char *call) {
@@ -93,6 +97,9 @@ int check(CUresult status, const char *call) {
 }
 
 int loadDriver() {
+  if (driverLoaded)
+    return 0;
+  std::lock_guard<std::mutex> lock(driverLock);
   if (driverLoaded)
     return 0;
   // FLASHMLIR_LIBCUDA, when set, is the only library tried.
@@ -150,8 +157,40 @@ int loadDriver() {
 //===----------------------------------------------------------------------===//
 // Launch metadata: the top-level fields of fa-compile's JSON we need. Not a
 // general JSON parser; values are strings, integers, booleans or arrays of
-// integers, and the nested objects are skipped.
+// integers, and the nested objects are skipped. Every input gives a status
+// and a message, never an exception or a read past the text (fuzzed by
+// tools/fa-fuzz/fa-fuzz-metadata.cpp); each integer field has its range,
+// checked where it is read, so nothing narrows when it reaches the driver.
 //===----------------------------------------------------------------------===//
+
+/// The valid range of each integer field, with the reason.
+struct IntField {
+  const char *name;
+  long long min, max;
+};
+// head_dim: the dialect's [1, 2^16] (fa/Dialect/FA/IR/Validation.h);
+// block_r: its tiles, [1, 2^20]; shared_memory_bytes: cuFuncSetAttribute and
+// cuLaunchKernel take it as an int; tensor-map boxes: at most 256 rows
+// (cuTensorMapEncodeTiled); ctas_per_sm: at most 32 resident CTAs per SM on
+// any NVIDIA GPU so far; block: at most 1024 threads per dimension (checked
+// again as a product below).
+constexpr IntField kIntFields[] = {
+    {"head_dim", 1, 1 << 16},
+    {"block_r", 1, 1 << 20},
+    {"shared_memory_bytes", 0, 0x7fffffff},
+    {"tma_box_cols", 0, 256},
+    {"tma_box_rows_kv", 0, 256},
+    {"tma_box_rows_o", 0, 256},
+    {"ctas_per_sm", 1, 32},
+    {"block", 1, 1024},
+};
+
+const IntField *intField(const std::string &key) {
+  for (const IntField &f : kIntFields)
+    if (key == f.name)
+      return &f;
+  return nullptr;
+}
 
 struct Metadata {
   std::string format, kernel, dtype;
@@ -178,6 +217,7 @@ public:
     skipSpace();
     if (!eat('{'))
       return fail("launch metadata: expected a JSON object");
+    std::vector<std::string> seen;
     while (true) {
       skipSpace();
       if (eat('}'))
@@ -186,6 +226,10 @@ public:
       if (readString(key) || (skipSpace(), !eat(':')))
         return fail("launch metadata: malformed JSON near offset " +
                     std::to_string(pos));
+      for (const std::string &k : seen)
+        if (k == key)
+          return fail("launch metadata: duplicate key '" + key + "'");
+      seen.push_back(key);
       skipSpace();
       if (key == "format" || key == "kernel" || key == "dtype" ||
           key == "tile_scheduler") {
@@ -201,8 +245,8 @@ public:
                  key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
                  key == "ctas_per_sm") {
         long v;
-        if (readInt(v))
-          return fail("launch metadata: '" + key + "' must be an integer");
+        if (readInt(*intField(key), v))
+          return 1;
         (key == "head_dim"          ? m.headDim
          : key == "block_r"         ? m.blockR
          : key == "tma_box_cols"    ? m.tmaBoxCols
@@ -230,8 +274,10 @@ public:
           if (eat(']'))
             break;
           long v;
-          if (readInt(v))
-            return fail("launch metadata: 'block' must hold integers");
+          if (readInt(*intField("block"), v))
+            return 1;
+          if (m.block.size() == 3)
+            return fail("launch metadata: 'block' must be three integers");
           m.block.push_back(v);
           skipSpace();
           eat(',');
@@ -245,6 +291,11 @@ public:
       skipSpace();
       eat(',');
     }
+    skipSpace();
+    if (pos != s.size())
+      return fail("launch metadata: unexpected text after the JSON object at "
+                  "offset " +
+                  std::to_string(pos));
     return 0;
   }
 
@@ -270,15 +321,38 @@ private:
     }
     return eat('"') ? 0 : 1;
   }
-  int readInt(long &out) {
-    size_t start = pos;
-    if (pos < s.size() && s[pos] == '-')
+  /// Reads a decimal integer within `field`'s range; fails with a message
+  /// naming the field and the range on anything else (no digits, a lone
+  /// '-', a fraction or exponent, or a value past the range, however long).
+  int readInt(const IntField &field, long &out) {
+    std::string range = "[" + std::to_string(field.min) + ", " +
+                        std::to_string(field.max) + "]";
+    bool negative = eat('-');
+    size_t digitsStart = pos;
+    // Accumulate saturating at just past the largest bound: any longer
+    // number is out of range anyway.
+    const long long cap = 1LL << 40;
+    long long value = 0;
+    while (pos < s.size() && std::isdigit((unsigned char)s[pos])) {
+      if (value < cap)
+        value = value * 10 + (s[pos] - '0');
       ++pos;
-    while (pos < s.size() && std::isdigit((unsigned char)s[pos]))
-      ++pos;
-    if (pos == start)
-      return 1;
-    out = std::stol(s.substr(start, pos - start));
+    }
+    if (pos == digitsStart ||
+        (pos < s.size() && (s[pos] == '.' || s[pos] == 'e' || s[pos] == 'E')))
+      return fail(std::string("launch metadata: '") + field.name +
+                  "' must be an integer in " + range);
+    if (negative)
+      value = -value;
+    if (value < field.min || value > field.max)
+      return fail(std::string("launch metadata: '") + field.name +
+                  "' must be in " + range + ", got " +
+                  (value >= cap || value <= -cap
+                       ? s.substr(digitsStart - negative,
+                                  std::min<size_t>(pos - digitsStart + negative,
+                                                   40))
+                       : std::to_string(value)));
+    out = static_cast<long>(value);
     return 0;
   }
   int skipValue() {
@@ -362,6 +436,10 @@ int validate(const Metadata &m) {
   if (m.block.size() != 3 || m.block[0] <= 0 || m.block[1] <= 0 ||
       m.block[2] <= 0)
     return fail("launch metadata: 'block' must be three positive integers");
+  if (m.block[0] * m.block[1] * m.block[2] > 1024)
+    return fail("launch metadata: 'block' must have at most 1024 threads "
+                "(CUDA's limit per block), got " +
+                std::to_string(m.block[0] * m.block[1] * m.block[2]));
   if (m.ctasPerSM < 1 || m.ctasPerSM > 32)
     return fail("launch metadata: 'ctas_per_sm' must be in [1, 32]");
   std::vector<std::string> expected = {"q",  "k",  "v",  "o",   "lse",
@@ -395,6 +473,45 @@ int validate(const Metadata &m) {
   return 0;
 }
 
+/// cuModuleLoadData reads the image without a size: it must be a cubin
+/// whose ELF header and header tables lie inside the buffer, or text (PTX)
+/// that ends within it.
+int checkImage(const void *image, size_t size) {
+  const unsigned char *p = static_cast<const unsigned char *>(image);
+  if (size >= 4 && std::memcmp(p, "\x7f"
+                                  "ELF",
+                               4) == 0) {
+    // ELF64, little endian: e_phoff at 32, e_shoff at 40, e_phentsize at
+    // 54, e_phnum at 56, e_shentsize at 58, e_shnum at 60.
+    if (size < 64 || p[4] != 2 || p[5] != 1)
+      return fail("faKernelLoad: the cubin is truncated or not a 64-bit "
+                  "little-endian ELF image (" +
+                  std::to_string(size) + " bytes)");
+    auto u64 = [&](size_t at) {
+      uint64_t v;
+      std::memcpy(&v, p + at, 8);
+      return v;
+    };
+    auto u16 = [&](size_t at) {
+      uint16_t v;
+      std::memcpy(&v, p + at, 2);
+      return v;
+    };
+    auto within = [&](uint64_t offset, uint64_t entry, uint64_t count) {
+      return offset <= size && count <= (size - offset) / (entry ? entry : 1);
+    };
+    if (!within(u64(32), u16(54), u16(56)) ||
+        !within(u64(40), u16(58), u16(60)))
+      return fail("faKernelLoad: the cubin's header tables lie past its " +
+                  std::to_string(size) + " bytes: truncated image");
+    return 0;
+  }
+  if (!std::memchr(p, '\0', size))
+    return fail("faKernelLoad: the image is neither a cubin (ELF) nor PTX "
+                "text ending in a NUL byte within its size");
+  return 0;
+}
+
 } // namespace
 
 struct FaKernel {
@@ -411,6 +528,14 @@ struct FaKernel {
 extern "C" {
 
 const char *faRuntimeLastError(void) { return lastError.c_str(); }
+
+int faKernelMetadataCheck(const char *metadataJson) {
+  if (!metadataJson)
+    return fail("faKernelMetadataCheck: the metadata is null");
+  Metadata meta;
+  std::string text(metadataJson);
+  return JsonScanner(text).parse(meta) || validate(meta);
+}
 
 int faDeviceInit(int device) {
   if (loadDriver())
@@ -437,7 +562,7 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
   auto k = new FaKernel();
   std::string text(metadataJson);
   if (JsonScanner(text).parse(k->meta) || validate(k->meta) ||
-      faDeviceInit(device) ||
+      checkImage(cubin, cubinSize) || faDeviceInit(device) ||
       check(driver.cuModuleLoadData(&k->module, cubin), "cuModuleLoadData")) {
     delete k;
     return 1;
@@ -508,8 +633,12 @@ int faEncodeTensorMap(void *map, const void *base, long long matrices,
     return fail("faEncodeTensorMap: the tensor must be 16-byte aligned");
   if (elemBits != 16 || (dtype != 0 && dtype != 1))
     return fail("faEncodeTensorMap: only f16 (dtype 0) and bf16 (1) tensors");
+  // cuTensorMapEncodeTiled: every dimension at most 2^32, strides below
+  // 2^40 bytes.
   if (matrices <= 0 || rows <= 0 || headDim <= 0 || headDim % 64 != 0 ||
-      boxRows <= 0 || boxRows > 256)
+      boxRows <= 0 || boxRows > 256 || matrices > (1LL << 32) ||
+      rows > (1LL << 32) || headDim > (1LL << 16) ||
+      rows * headDim * 2 >= (1LL << 40))
     return fail("faEncodeTensorMap: bad shape (matrices " +
                 std::to_string(matrices) + ", rows " + std::to_string(rows) +
                 ", head dim " + std::to_string(headDim) + ", box rows " +
@@ -554,8 +683,16 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
                 std::to_string(kvHeads) + ")");
   if (batch > 65535 || qHeads > 65535)
     return fail("faKernelLaunch: batch and heads must be at most 65535");
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    return fail("faKernelLaunch: scale must be positive and finite");
+  // The dialect's range (fa/Dialect/FA/IR/Validation.h): log2(e) * scale
+  // must be a normal f32 and the scores finite.
+  if (!(scale >= 0x1p-64f && scale <= 0x1p64f))
+  {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.9g", scale); // round-trips an f32
+    return fail(std::string("faKernelLaunch: scale must be in [2^-64, 2^64], "
+                            "got ") +
+                text);
+  }
   if (!driverLoaded)
     return fail("faKernelLaunch: no driver (load the kernel first)");
   float scaleLog2 = scale * 1.4426950408889634f;
@@ -653,6 +790,8 @@ int faDeviceAlloc(size_t bytes, void **ptr) {
 }
 
 int faDeviceFree(void *ptr) {
+  if (!ptr)
+    return 0; // as free(NULL)
   if (loadDriver())
     return 1;
   return check(driver.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)),
@@ -660,6 +799,8 @@ int faDeviceFree(void *ptr) {
 }
 
 int faCopyToDevice(void *dst, const void *src, size_t bytes) {
+  if (bytes && (!dst || !src))
+    return fail("faCopyToDevice: dst and src must not be null");
   if (loadDriver())
     return 1;
   return check(
@@ -668,6 +809,8 @@ int faCopyToDevice(void *dst, const void *src, size_t bytes) {
 }
 
 int faCopyToHost(void *dst, const void *src, size_t bytes) {
+  if (bytes && (!dst || !src))
+    return fail("faCopyToHost: dst and src must not be null");
   if (loadDriver())
     return 1;
   return check(

@@ -17,7 +17,8 @@
   "{\"name\": \"scale_log2\"}"
 
 static void report(const char *what, int rc) {
-  printf("%s: rc=%d: %s\n", what, rc, faRuntimeLastError());
+  printf("%s: rc=%d%s%s\n", what, rc, rc ? ": " : "",
+         rc ? faRuntimeLastError() : "");
 }
 
 int main(int argc, char **argv) {
@@ -96,5 +97,62 @@ int main(int argc, char **argv) {
   report("launch without kernel",
          faKernelLaunch(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, NULL));
   report("device alloc, no driver", faDeviceAlloc(16, (void **)&k));
+
+  /* Hardening (issue 16): the metadata reader gives a status and a message
+   * for every input; before, std::stol threw on the first three (terminate:
+   * SIGABRT in the embedding process, Python included). */
+#define BODY(fields)                                                           \
+  META_HEAD "\"block_r\": 64, \"shared_memory_bytes\": 0, " fields          \
+            LAUNCHER_PARAMS "]}"
+#define BLOCK "\"block\": [128, 1, 1], "
+  static const struct {
+    const char *what, *json;
+  } metadata[] = {
+      {"valid", BODY(BLOCK)},
+      {"huge integer", META_HEAD "\"block_r\": 99999999999999999999999}"},
+      {"lone minus", META_HEAD "\"block_r\": -}"},
+      {"lone minus in block", META_HEAD "\"block\": [-]}"},
+      {"fraction", META_HEAD "\"block_r\": 64.5}"},
+      {"exponent", META_HEAD "\"block_r\": 1e3}"},
+      {"head dim that narrows to 64 as an int",
+       "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": \"x\", "
+       "\"dtype\": \"f16\", \"head_dim\": 4294967360}"},
+      {"negative shared memory",
+       META_HEAD "\"block_r\": 64, \"shared_memory_bytes\": -1}"},
+      {"shared memory past int", META_HEAD
+       "\"block_r\": 64, \"shared_memory_bytes\": 2147483648}"},
+      {"too many threads", BODY("\"block\": [1024, 2, 1], ")},
+      {"four block dims", BODY("\"block\": [128, 1, 1, 1], ")},
+      {"duplicate key", BODY(BLOCK "\"block_r\": 128, ")},
+      {"text after the object", BODY(BLOCK) " trailing"},
+      {"unterminated string", META_HEAD "\"kernel"},
+      {"unterminated array", META_HEAD "\"block\": [128, 1"},
+      {"empty", ""},
+  };
+  for (size_t i = 0; i < sizeof(metadata) / sizeof(metadata[0]); ++i)
+    report(metadata[i].what, faKernelMetadataCheck(metadata[i].json));
+  report("null metadata", faKernelMetadataCheck(NULL));
+
+  /* Images the driver would read past: checked before the driver loads. */
+  static const unsigned char shortElf[16] = {0x7f, 'E', 'L', 'F', 2, 1};
+  unsigned char badTables[64] = {0x7f, 'E', 'L', 'F', 2, 1};
+  badTables[40] = 0xff; /* e_shoff far past the image */
+  badTables[58] = 64;   /* e_shentsize */
+  badTables[60] = 1;    /* e_shnum */
+  const char ptx[4] = {'.', 'v', 'e', 'r'}; /* no NUL within 4 bytes */
+  report("truncated cubin", faKernelLoad(shortElf, sizeof(shortElf),
+                                         BODY(BLOCK), 0, &k));
+  report("cubin header tables past the end",
+         faKernelLoad(badTables, sizeof(badTables), BODY(BLOCK), 0, &k));
+  report("ptx without its NUL", faKernelLoad(ptx, 4, BODY(BLOCK), 0, &k));
+  report("ptx with its NUL, no driver",
+         faKernelLoad(".version 8.0\n", 14, BODY(BLOCK), 0, &k));
+
+  /* Every pointer is checked before the driver is needed. */
+  report("copy to device from null", faCopyToDevice(&k, NULL, 16));
+  report("copy to host into null", faCopyToHost(NULL, &k, 16));
+  report("free null", faDeviceFree(NULL));
+  report("load files, null prefix", faKernelLoadFiles(NULL, 0, &k));
+  report("load, null metadata", faKernelLoad(cubin, 4, NULL, 0, &k));
   return 0;
 }
