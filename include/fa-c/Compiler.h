@@ -47,10 +47,15 @@ typedef struct FaCompiledKernel FaCompiledKernel;
 /** Compiles the module (lowered in place). For "cpu" the module ends in
  *  the LLVM dialect and only `ir` is set; for GPU targets the kernel's PTX,
  *  cubin and JSON launch metadata are set too. Returns NULL on failure
- *  after emitting diagnostics. */
+ *  after emitting diagnostics. A null module (e.g. a failed
+ *  mlirModuleCreateParse), null options or a null target are refused
+ *  (NULL, reason in faLastError(); on the context too when there is a
+ *  module), as are a rescaleThreshold above 64 (or +inf) and a software exp2
+ *  degree or period out of range (see fa/Dialect/FA/IR/Validation.h). */
 MLIR_CAPI_EXPORTED FaCompiledKernel *
 faCompileModule(MlirModule module, const FaCompileOptions *options);
 
+/* The accessors return an empty string for a NULL kernel. */
 MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelName(const FaCompiledKernel *);
 MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelPtx(const FaCompiledKernel *);
 MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelCubin(const FaCompiledKernel *);
@@ -60,6 +65,12 @@ faCompiledKernelMetadata(const FaCompiledKernel *);
  *  "cpu", the gpu.module in NVVM for GPU targets. */
 MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelIR(const FaCompiledKernel *);
 MLIR_CAPI_EXPORTED void faCompiledKernelDestroy(FaCompiledKernel *);
+
+/** Why the last faCompileModule or faContextRegisterAll call on this thread
+ *  failed when the cause was its arguments (a null module, context,
+ *  options or target; an option out of range); empty otherwise. Diagnostics
+ *  of the compilation itself are on the context. */
+MLIR_CAPI_EXPORTED MlirStringRef faLastError(void);
 
 #ifdef __cplusplus
 }

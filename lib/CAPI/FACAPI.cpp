@@ -5,6 +5,7 @@
 
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FADialect.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Target/Compile.h"
@@ -33,9 +34,33 @@ struct FaCompiledKernel {
   std::string name, ptx, cubin, metadata, ir;
 };
 
+namespace {
+
+/// Why the last call on this thread failed where no context could carry a
+/// diagnostic (a null module or context).
+thread_local std::string lastError;
+
+/// Records `message` and, when there is a module, emits it on its context.
+FaCompiledKernel *failCompile(ModuleOp module, const std::string &message) {
+  lastError = message;
+  if (module)
+    emitError(module.getLoc()) << message;
+  return nullptr;
+}
+
+} // namespace
+
 extern "C" {
 
+MlirStringRef faLastError(void) {
+  return mlirStringRefCreate(lastError.data(), lastError.size());
+}
+
 void faContextRegisterAll(MlirContext context) {
+  if (mlirContextIsNull(context)) {
+    lastError = "faContextRegisterAll: the context is null";
+    return;
+  }
   DialectRegistry registry;
   fa::registerAllFADialects(registry);
   unwrap(context)->appendDialectRegistry(registry);
@@ -56,9 +81,39 @@ FaCompileOptions faCompileOptionsDefault(void) {
 
 FaCompiledKernel *faCompileModule(MlirModule cModule,
                                   const FaCompileOptions *options) {
+  lastError.clear();
+  if (mlirModuleIsNull(cModule))
+    return failCompile(nullptr,
+                       "faCompileModule: the module is null (did its parse "
+                       "fail? its diagnostics are on the context)");
   ModuleOp module = unwrap(cModule);
-  FaCompileOptions o = options ? *options : faCompileOptionsDefault();
-  std::string target = o.target ? o.target : "";
+  if (!options)
+    return failCompile(module, "faCompileModule: options must not be null; "
+                               "start from faCompileOptionsDefault()");
+  FaCompileOptions o = *options;
+  if (!o.target)
+    return failCompile(module, "faCompileModule: options->target must not "
+                               "be null; use \"cpu\", \"sm_80\", "
+                               "\"sm_90a\" or \"sm_100a\"");
+  std::string target = o.target;
+  // The documented sentinels (NaN: default, < 0: off; degree 0: off, < 0:
+  // the target's default) first; every other value must be in range.
+  if (o.rescaleThreshold >= 0)
+    if (std::optional<std::string> error =
+            fa::checkRescaleThreshold(o.rescaleThreshold,
+                                      "options->rescaleThreshold"))
+      return failCompile(module, "faCompileModule: " + *error +
+                                     "; a negative value turns rescaling "
+                                     "off, NaN picks the measured default");
+  // Degree < 0 picks the target's default, which may be on: the period
+  // must then be valid too.
+  if (o.polyExp2Degree != 0)
+    if (std::optional<std::string> error = fa::checkPolyExp2(
+            o.polyExp2Degree > 0 ? o.polyExp2Degree : fa::kMinPolyExp2Degree,
+            o.polyExp2Period))
+      return failCompile(module, "faCompileModule: " + *error +
+                                     "; polyExp2Degree 0 turns the software "
+                                     "exp2 off");
   auto result = new FaCompiledKernel();
   if (target == "cpu") {
     fa::CPUPipelineOptions cpu;
@@ -95,23 +150,28 @@ FaCompiledKernel *faCompileModule(MlirModule cModule,
   return result;
 }
 
-static MlirStringRef ref(const std::string &s) {
+/// A field of a kernel; the empty string for a null kernel.
+static MlirStringRef ref(const FaCompiledKernel *k,
+                         std::string FaCompiledKernel::*field) {
+  if (!k)
+    return mlirStringRefCreate("", 0);
+  const std::string &s = k->*field;
   return mlirStringRefCreate(s.data(), s.size());
 }
 MlirStringRef faCompiledKernelName(const FaCompiledKernel *k) {
-  return ref(k->name);
+  return ref(k, &FaCompiledKernel::name);
 }
 MlirStringRef faCompiledKernelPtx(const FaCompiledKernel *k) {
-  return ref(k->ptx);
+  return ref(k, &FaCompiledKernel::ptx);
 }
 MlirStringRef faCompiledKernelCubin(const FaCompiledKernel *k) {
-  return ref(k->cubin);
+  return ref(k, &FaCompiledKernel::cubin);
 }
 MlirStringRef faCompiledKernelMetadata(const FaCompiledKernel *k) {
-  return ref(k->metadata);
+  return ref(k, &FaCompiledKernel::metadata);
 }
 MlirStringRef faCompiledKernelIR(const FaCompiledKernel *k) {
-  return ref(k->ir);
+  return ref(k, &FaCompiledKernel::ir);
 }
 void faCompiledKernelDestroy(FaCompiledKernel *k) { delete k; }
 

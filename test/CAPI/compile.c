@@ -36,6 +36,13 @@ static void firstLine(const char *label, MlirStringRef s, const char *key) {
   printf("%s: %.*s\n", label, p ? (int)strcspn(p, "\n") : 0, p ? p : "");
 }
 
+/* A call that must fail: prints its reason (faLastError). */
+static void reportFailure(const char *what, FaCompiledKernel *k) {
+  printf("== %s: %s: %.*s\n", what, k ? "compiled" : "refused",
+         (int)faLastError().length, faLastError().data);
+  faCompiledKernelDestroy(k);
+}
+
 int main(void) {
   MlirContext ctx = mlirContextCreate();
   faContextRegisterAll(ctx);
@@ -70,6 +77,49 @@ int main(void) {
     }
     mlirModuleDestroy(m);
   }
+  /* Hardening (issue 16): bad arguments are refused with a reason, never
+   * dereferenced. Before, a null module (a failed parse) crashed. */
+  MlirModule bad = mlirModuleCreateParse(
+      ctx, mlirStringRefCreateFromCString("func.func @f( {"));
+  printf("== failed parse gives a null module: %d\n", mlirModuleIsNull(bad));
+  reportFailure("null module", faCompileModule(bad, &options));
+  struct {
+    const char *what, *target;
+    double threshold;
+    int degree, period, nullOptions;
+  } cases[] = {
+      {"null options", "cpu", -1, 0, 8, 1},
+      {"null target", NULL, -1, 0, 8, 0},
+      {"infinite rescale threshold", "cpu", 1.0 / 0.0, 0, 8, 0},
+      {"rescale threshold 200", "sm_90a", 200, 0, 8, 0},
+      {"software exp2 degree 7", "cpu", -1, 7, 8, 0},
+      {"software exp2 period 0 (target default degree)", "sm_100a", -1, -1,
+       0, 0},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    MlirModule m =
+        mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kModule));
+    FaCompileOptions o = faCompileOptionsDefault();
+    o.target = cases[i].target;
+    o.rescaleThreshold = cases[i].threshold;
+    o.polyExp2Degree = cases[i].degree;
+    o.polyExp2Period = cases[i].period;
+    reportFailure(cases[i].what,
+                  faCompileModule(m, cases[i].nullOptions ? NULL : &o));
+    mlirModuleDestroy(m);
+  }
+  printf("== null kernel accessors: %d %d %d %d %d\n",
+         (int)faCompiledKernelName(NULL).length,
+         (int)faCompiledKernelPtx(NULL).length,
+         (int)faCompiledKernelCubin(NULL).length,
+         (int)faCompiledKernelMetadata(NULL).length,
+         (int)faCompiledKernelIR(NULL).length);
+  faCompiledKernelDestroy(NULL);
+  MlirContext nullContext = {NULL};
+  faContextRegisterAll(nullContext);
+  printf("== null context: %.*s\n", (int)faLastError().length,
+         faLastError().data);
+
   /* The generated pass C API: a pass manager built from fa passes. */
   mlirRegisterFAPasses();
   mlirRegisterFAConversionPasses();
