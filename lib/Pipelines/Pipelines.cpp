@@ -5,6 +5,8 @@
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FADialect.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Dialect/FAGPU/Transforms/Passes.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -67,12 +69,36 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
   buildLoopsToLLVMPipeline(pm);
 }
 
+/// The GPU path's first half, the same for every target: the tile level
+/// with the target's tiles, the FA2 loop order, the FA4 passes on its tile
+/// ops, then one fagpu.attention per nest.
+static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
+                                 double rescaleThreshold, int64_t polyDegree,
+                                 int64_t polyPeriod,
+                                 bool queryInRegisters = true) {
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(createFAAttentionToBuffers());
+  FATileOptions tile;
+  tile.target = target.str();
+  funcPm.addPass(createFATile(tile));
+  funcPm.addPass(createFALowerFA2());
+  if (rescaleThreshold >= 0.0)
+    pm.addPass(createFAConditionalRescale(
+        FAConditionalRescaleOptions{rescaleThreshold, false}));
+  OpPassManager &mapPm = pm.nest<func::FuncOp>();
+  if (polyDegree > 0)
+    mapPm.addPass(
+        createFAPolyExp2(FAPolyExp2Options{polyDegree, polyPeriod}));
+  mapPm.addPass(fagpu::createFAMapToGPU(
+      fagpu::FAMapToGPUOptions{target.str(), queryInRegisters}));
+}
+
 void mlir::fa::buildSM80KernelPipeline(OpPassManager &pm,
                                        const SM80PipelineOptions &options) {
-  pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
-  pm.addPass(createConvertFAToSM80(
-      ConvertFAToSM80Options{options.queryInRegisters, options.rescaleThreshold,
-                             options.polyExp2Degree, options.polyExp2Period}));
+  buildTileLevelForGPU(pm, "sm_80", options.rescaleThreshold,
+                       options.polyExp2Degree, options.polyExp2Period,
+                       options.queryInRegisters);
+  pm.addPass(createConvertFAGPUToNVVM());
 }
 
 void mlir::fa::buildGPUEmissionPipeline(OpPassManager &pm, StringRef chip,
@@ -96,12 +122,33 @@ void mlir::fa::buildSM80EmissionPipeline(OpPassManager &pm,
 
 void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
                                        const SM90PipelineOptions &options) {
-  pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
-  pm.addPass(createConvertFAToSM90(ConvertFAToSM90Options{
-      options.stages, options.pingPong, options.intraOverlap,
-      options.persistent, options.producerRegisters, options.epilogue,
-      options.consumerRegisters, options.rescaleThreshold,
-      options.polyExp2Degree, options.polyExp2Period}));
+  buildTileLevelForGPU(pm, "sm_90a", options.rescaleThreshold,
+                       options.polyExp2Degree, options.polyExp2Period);
+  // FlashAttention-3, one idea per pass. Persistence (a second Q buffer)
+  // comes before the ring depth, which must fit next to it; the epilogue
+  // after, as its staging tile takes what the ring leaves.
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(fagpu::createFAGPUWarpSpecialize(
+      fagpu::FAGPUWarpSpecializeOptions{options.producerRegisters,
+                                        options.consumerRegisters}));
+  StringRef persistent = options.persistent;
+  funcPm.addPass(fagpu::createFAGPUPersistent(fagpu::FAGPUPersistentOptions{
+      persistent == "true" || persistent == "1"    ? "on"
+      : persistent == "false" || persistent == "0" ? "off"
+                                                   : persistent.str()}));
+  funcPm.addPass(fagpu::createFAGPUPipelineKV(
+      fagpu::FAGPUPipelineKVOptions{options.stages}));
+  if (options.pingPong)
+    funcPm.addPass(fagpu::createFAGPUPingPong());
+  if (options.intraOverlap)
+    funcPm.addPass(fagpu::createFAGPUOverlapSoftmax());
+  StringRef epilogue = options.epilogue;
+  funcPm.addPass(
+      fagpu::createFAGPUTmaStoreEpilogue(fagpu::FAGPUTmaStoreEpilogueOptions{
+          epilogue == "tma"      ? "on"
+          : epilogue == "direct" ? "off"
+                                 : epilogue.str()}));
+  pm.addPass(createConvertFAGPUToNVVM());
 }
 
 void mlir::fa::buildSM90EmissionPipeline(OpPassManager &pm) {
@@ -117,10 +164,11 @@ void mlir::fa::buildSM90Pipeline(OpPassManager &pm,
 
 void mlir::fa::buildSM100KernelPipeline(OpPassManager &pm,
                                         const SM100PipelineOptions &options) {
-  pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
-  pm.addPass(createConvertFAToSM100(
-      ConvertFAToSM100Options{options.stages, options.rescaleThreshold,
-                              options.polyExp2Degree, options.polyExp2Period}));
+  buildTileLevelForGPU(pm, "sm_100a", options.rescaleThreshold,
+                       options.polyExp2Degree, options.polyExp2Period);
+  pm.nest<func::FuncOp>().addPass(fagpu::createFAGPUPipelineKV(
+      fagpu::FAGPUPipelineKVOptions{options.stages}));
+  pm.addPass(createConvertFAGPUToNVVM());
 }
 
 void mlir::fa::buildSM100EmissionPipeline(OpPassManager &pm) {
@@ -141,6 +189,20 @@ void mlir::fa::buildSM80Pipeline(OpPassManager &pm,
 }
 
 void mlir::fa::registerPipelines() {
+  // The kernel halves alone (up to convert-fagpu-to-nvvm), for lit tests
+  // and for reading the kernel IR.
+  PassPipelineRegistration<SM80PipelineOptions>(
+      "fa-sm80-kernel-pipeline",
+      "fa-sm80-pipeline up to the NVVM kernel (no PTX)",
+      buildSM80KernelPipeline);
+  PassPipelineRegistration<SM90PipelineOptions>(
+      "fa-sm90-kernel-pipeline",
+      "fa-sm90-pipeline up to the NVVM kernel (no PTX)",
+      buildSM90KernelPipeline);
+  PassPipelineRegistration<SM100PipelineOptions>(
+      "fa-sm100-kernel-pipeline",
+      "fa-sm100-pipeline up to the NVVM kernel (no PTX)",
+      buildSM100KernelPipeline);
   PassPipelineRegistration<SM80PipelineOptions>(
       "fa-sm80-pipeline",
       "Lower fa.attention to an mma.sync FlashAttention-2 kernel and emit "
@@ -167,7 +229,7 @@ void mlir::fa::registerPipelines() {
 }
 
 void mlir::fa::registerAllFADialects(DialectRegistry &registry) {
-  registry.insert<FADialect>();
+  registry.insert<FADialect, fagpu::FAGPUDialect>();
   registerAllDialects(registry);
   registerAllExtensions(registry);
   // fa-sm80-pipeline serializes gpu.modules: NVVM target and translations.
@@ -179,5 +241,6 @@ void mlir::fa::registerAllFAPasses() {
   registerAllPasses();
   registerFAPasses();
   registerFAConversionPasses();
+  fagpu::registerFAGPUPasses();
   registerPipelines();
 }

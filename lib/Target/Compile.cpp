@@ -1,7 +1,7 @@
 //===- Compile.cpp - fa.attention to PTX, cubin and launch metadata -------===//
 //
 // The GPU back end as a list of stages, as Triton does: fa.attention ->
-// (convert-fa-to-sm80) gpu.module in NVVM -> (upstream conversions) LLVM
+// (fa-tile, fa-lower-fa2, FA4 passes, fa-map-to-gpu, fagpu-*, convert-fagpu-to-nvvm) gpu.module in NVVM -> (upstream conversions) LLVM
 // dialect -> (gpu-module-to-binary, LLVM NVPTX) PTX -> (ptxas) cubin.
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +9,8 @@
 #include "fa/Target/Compile.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
+#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -102,34 +104,36 @@ static bool usesTensorMaps(const KernelOptions &options) {
 
 static std::string metadataJson(const CompiledKernel &kernel,
                                 const KernelOptions &options,
-                                DictionaryAttr schedule) {
+                                LLVM::LLVMFuncOp kernelFunc) {
+  // What convert-fagpu-to-nvvm built, typed: the schedule and its sizes.
+  auto schedule = kernelFunc->getAttrOfType<fagpu::ScheduleAttr>(
+      "fagpu.schedule");
   auto intOf = [&](StringRef name) {
-    return cast<IntegerAttr>(schedule.get(name)).getInt();
+    return kernelFunc->getAttrOfType<IntegerAttr>(name).getInt();
   };
-  int64_t blockR = intOf("block_r");
+  int64_t blockR = schedule.getBlockR(), blockC = schedule.getBlockC();
   // Resident CTAs per SM the kernel is built for (2 for the sm_90a kernel
   // with one consumer warpgroup); a persistent grid launches that many.
-  int64_t ctasPerSM = 1;
-  if (auto attr = dyn_cast_or_null<IntegerAttr>(schedule.get("ctas_per_sm")))
-    ctasPerSM = attr.getInt();
-  // Whether the kernel strides over the tiles (the back end decides when
-  // the request is "auto").
-  auto persistentAttr = dyn_cast_or_null<BoolAttr>(schedule.get("persistent"));
-  bool persistent = persistentAttr && persistentAttr.getValue();
+  int64_t ctasPerSM = schedule.getCtasPerSm();
+  bool persistent = schedule.isPersistent();
   // The wgmma and tcgen05 kernels take q, k, v as TMA tensor maps the
   // runtime encodes, and one CTA per (query block, head) tile.
   bool tensorMaps = usesTensorMaps(options);
-  // How the CTAs find their tiles, as the back end chose; a dynamic tile
-  // scheduler takes them from a counter the runtime provides.
-  StringRef scheduler = tensorMaps ? "one tile per CTA" : "grid";
-  if (auto attr = dyn_cast_or_null<StringAttr>(schedule.get("tile_scheduler")))
-    scheduler = attr.getValue();
-  bool dynamicTiles = scheduler == "dynamic";
-  // O leaves the sm_90a kernel by TMA stores of boxes of this many rows
-  // (0: st.global from registers): o is a tensor map then.
-  int64_t oBoxRows = 0;
-  if (auto attr = dyn_cast_or_null<IntegerAttr>(schedule.get("o_box_rows")))
-    oBoxRows = attr.getInt();
+  // How the CTAs find their tiles; a dynamic tile scheduler takes them from
+  // a counter the runtime provides.
+  StringRef scheduler = !tensorMaps ? "grid"
+                        : schedule.getScheduler() ==
+                                fagpu::TileScheduler::Single
+                            ? "one tile per CTA"
+                            : fagpu::stringifyTileScheduler(
+                                  schedule.getScheduler());
+  bool dynamicTiles =
+      schedule.getScheduler() == fagpu::TileScheduler::Dynamic;
+  // O leaves the sm_90a kernel by TMA stores of boxes of one consumer's
+  // rows (0: st.global from registers): o is a tensor map then.
+  int64_t oBoxRows = schedule.getEpilogue() != fagpu::Epilogue::Registers
+                         ? fagpu::kRowsPerConsumer
+                         : 0;
   llvm::json::Array params;
   auto tensor = [&](StringRef name, StringRef dtype,
                     std::initializer_list<StringRef> dims) {
@@ -152,7 +156,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
     for (int i = 0; i < 3; ++i) {
       llvm::json::Object &p = *params[i].getAsObject();
       p["kind"] = "tensormap";
-      p["box"] = llvm::json::Array{64, i == 0 ? blockR : intOf("block_c")};
+      p["box"] = llvm::json::Array{64, i == 0 ? blockR : blockC};
       p["swizzle"] = "128B";
     }
   tensor("o", options.dtype, {"B", "Hq", "Nq", "D"});
@@ -190,7 +194,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"exp2_poly_degree", options.polyExp2Degree},
       {"exp2_poly_period", options.polyExp2Period},
       {"layout", "contiguous [B, H, N, D] for q, k, v, o; [B, H, N] for lse"},
-      {"block", llvm::json::Array{intOf("warps") * 32, 1, 1}},
+      {"block", llvm::json::Array{intOf("fagpu.threads"), 1, 1}},
       {"grid",
        tensorMaps
            ? llvm::json::Object{{"x", persistent
@@ -208,11 +212,11 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"tile_scheduler", scheduler},
       {"ctas_per_sm", ctasPerSM},
       {"block_r", blockR},
-      {"block_c", intOf("block_c")},
-      {"kv_stages", intOf("kv_stages")},
-      {"shared_memory_bytes", intOf("smem_bytes")},
+      {"block_c", blockC},
+      {"kv_stages", schedule.getStages()},
+      {"shared_memory_bytes", intOf("fagpu.shared_memory_bytes")},
       {"tma_box_cols", tensorMaps ? 64 : 0},
-      {"tma_box_rows_kv", tensorMaps ? intOf("block_c") : 0},
+      {"tma_box_rows_kv", tensorMaps ? blockC : 0},
       {"tma_box_rows_o", oBoxRows},
       {"params", std::move(params)},
   };
@@ -279,21 +283,17 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   if (!hostFunc)
     return emitError(loc) << "fa-compile: fa.attention must be in a func.func";
   std::string hostName = hostFunc.getName().str();
-  // Algorithm defaults from the H200 measurements
-  // (bench/results/2026-11-29-sm80-fa4-sweep.json): conditional rescaling
-  // (tau = 8) pays at D >= 128 (+9-15%) and costs 3-4% at D = 64; software
-  // exp2 costs everywhere on Hopper, whose MUFU is not the bottleneck of an
-  // mma.sync kernel, so it stays off unless asked for.
+  // The FA4 defaults of the kernel's target, from the heuristics table.
   KernelOptions resolved = options;
-  // The wgmma kernel gains at every head dim (2-7%, bench/results/
-  // 2026-11-29-sm90-v4-variants.json); its software exp2 costs 7-20%.
-  // Blackwell takes FA4's own choices (threshold 8, degree-3 exp2 on one in
-  // eight exponentials) -- unmeasured: no Blackwell GPU here.
+  fagpu::Target target = usesTcgen05(options) ? fagpu::Target::sm_100a
+                         : usesWgmma(options) ? fagpu::Target::sm_90a
+                                              : fagpu::Target::sm_80;
+  const fagpu::KernelDefaults *defaults =
+      fagpu::defaultsFor(target, options.headDim, options.causal);
   if (std::isnan(options.rescaleThreshold))
-    resolved.rescaleThreshold =
-        options.headDim >= 128 || usesTensorMaps(options) ? 8.0 : -1.0;
+    resolved.rescaleThreshold = defaults ? defaults->rescaleThreshold : -1.0;
   if (options.polyExp2Degree < 0)
-    resolved.polyExp2Degree = usesTcgen05(options) ? 3 : 0;
+    resolved.polyExp2Degree = defaults ? defaults->polyExp2Degree : 0;
 
   CompiledKernel result;
   // 32-bit shared-memory pointers (as Triton sets them): shared addresses
@@ -349,7 +349,6 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       kernel = fn;
   });
   result.name = kernel.getSymName().str();
-  auto schedule = kernel->getAttrOfType<DictionaryAttr>("fa.schedule");
   {
     llvm::raw_string_ostream os(result.kernelIR);
     gpuModule.print(os);
@@ -379,7 +378,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
                    .getObject()
                    .getValue()
                    .str();
-  result.metadata = metadataJson(result, resolved, schedule);
+  result.metadata = metadataJson(result, resolved, kernel);
   if (!options.runPtxas)
     return result;
 

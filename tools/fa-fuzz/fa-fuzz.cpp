@@ -4,7 +4,7 @@
 // copies of it: fa-raise-attention, fa-cpu-pipeline (FA2 and FA1 loop
 // orders, down to the LLVM dialect), the GPU pipelines down to PTX
 // (fa-sm80-pipeline, fa-sm90-pipeline) and the sm_100a kernel builder
-// (convert-fa-to-sm100). Diagnostics are
+// (fa-sm100-kernel-pipeline). Diagnostics are
 // expected and swallowed; crashes, sanitizer reports and hangs are the
 // findings.
 // Seed corpus: the lit tests, split at `// -----` (scripts/fuzz.sh).
@@ -92,6 +92,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // The Blackwell kernel builder (this project's code) without LLVM's PTX
   // emission, which the sm_80/sm_90a pipelines already exercise: a second
   // NVPTX code generation per input would halve the fuzzing rate.
-  runPipeline(*module, "func.func(fa-attention-to-buffers),convert-fa-to-sm100");
+  runPipeline(*module, "fa-sm100-kernel-pipeline");
   return 0;
 }

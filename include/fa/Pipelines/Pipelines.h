@@ -70,11 +70,12 @@ struct SM80PipelineOptions : public PassPipelineOptions<SM80PipelineOptions> {
       llvm::cl::init(true)};
 };
 
-/// fa.attention -> convert-fa-to-sm80 (gpu.launch_func + NVVM kernel) ->
-/// NVVM target attached -> LLVM dialect in the gpu.module ->
+/// fa.attention -> fa-tile{target=sm_80}, fa-lower-fa2, the FA4 passes ->
+/// fa-map-to-gpu -> convert-fagpu-to-nvvm (gpu.launch_func + mma.sync
+/// kernel) -> NVVM target attached -> LLVM dialect in the gpu.module ->
 /// gpu-module-to-binary (PTX). ptxas then makes the cubin (fa-compile).
 void buildSM80Pipeline(OpPassManager &pm, const SM80PipelineOptions &options);
-/// Its two halves: up to the kernel in NVVM (convert-fa-to-sm80), and from
+/// Its two halves: up to the kernel in NVVM (convert-fagpu-to-nvvm), and from
 /// there to PTX.
 void buildSM80KernelPipeline(OpPassManager &pm,
                              const SM80PipelineOptions &options);
@@ -126,8 +127,11 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       llvm::cl::desc("Emulate one exp2 in this many"), llvm::cl::init(8)};
 };
 
-/// fa.attention -> convert-fa-to-sm90 (tensor maps + gpu.launch_func + NVVM
-/// kernel) -> NVVM target sm_90a -> LLVM dialect -> gpu-module-to-binary.
+/// fa.attention -> the tile level (fa-tile{target=sm_90a}, fa-lower-fa2, FA4
+/// passes) -> fa-map-to-gpu -> fagpu-warp-specialize, fagpu-persistent,
+/// fagpu-pipeline-kv, fagpu-ping-pong, fagpu-overlap-softmax,
+/// fagpu-tma-store-epilogue -> convert-fagpu-to-nvvm (tensor maps +
+/// gpu.launch_func + NVVM kernel) -> NVVM target sm_90a -> LLVM dialect -> gpu-module-to-binary.
 void buildSM90Pipeline(OpPassManager &pm, const SM90PipelineOptions &options);
 void buildSM90KernelPipeline(OpPassManager &pm,
                              const SM90PipelineOptions &options);
@@ -149,8 +153,9 @@ struct SM100PipelineOptions : public PassPipelineOptions<SM100PipelineOptions> {
       llvm::cl::desc("Emulate one exp2 in this many"), llvm::cl::init(8)};
 };
 
-/// fa.attention -> convert-fa-to-sm100 (tensor maps + gpu.launch_func +
-/// tcgen05 kernel) -> NVVM target sm_100a -> gpu-module-to-binary.
+/// fa.attention -> the tile level (FA4 defaults on) -> fa-map-to-gpu ->
+/// fagpu-pipeline-kv -> convert-fagpu-to-nvvm (tensor maps +
+/// gpu.launch_func + tcgen05 kernel) -> NVVM target sm_100a -> gpu-module-to-binary.
 /// Compile-verified only: no Blackwell GPU has run this kernel.
 void buildSM100Pipeline(OpPassManager &pm, const SM100PipelineOptions &options);
 void buildSM100KernelPipeline(OpPassManager &pm,

@@ -45,7 +45,7 @@ struct KernelOptions {
 
 struct CompiledKernel {
   std::string name;
-  std::string kernelIR; // the gpu.module as built by convert-fa-to-sm80
+  std::string kernelIR; // the gpu.module as built by convert-fagpu-to-nvvm
   std::string hostIR;   // the host function with its gpu.launch_func
   std::string ptx;
   std::string cubin;    // empty when ptxas was not run
@@ -58,7 +58,7 @@ struct CompiledKernel {
 OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &context,
                                            const KernelOptions &options);
 
-/// fa.attention -> convert-fa-to-sm80 -> LLVM/NVVM -> PTX (LLVM NVPTX via
+/// fa.attention -> the tile level -> fagpu -> LLVM/NVVM -> PTX (LLVM NVPTX via
 /// gpu-module-to-binary) -> cubin (ptxas) + launch metadata. Errors are
 /// reported as diagnostics on `context`.
 FailureOr<CompiledKernel> compileKernel(MLIRContext &context,

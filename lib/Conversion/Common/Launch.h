@@ -9,7 +9,7 @@
 #ifndef FA_LIB_CONVERSION_COMMON_LAUNCH_H
 #define FA_LIB_CONVERSION_COMMON_LAUNCH_H
 
-#include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -40,27 +40,38 @@ inline Value alignedPointer(OpBuilder &b, Location loc, Value memref,
   return LLVM::IntToPtrOp::create(b, loc, type, i64);
 }
 
-/// The driver of every GPU conversion: for each fa.attention of `module`,
-/// `specOf(op)` checks it (emitting the diagnostic on failure), the kernel
-/// named `spec.kernelName()` is built once into the `fa_kernels` module by
+/// The driver of every target's kernel lowering: for each fagpu.attention
+/// of `module` for `target`, `specOf(op)` reads its schedule (emitting the
+/// diagnostic when the kernel cannot run it), the kernel named
+/// `spec.kernelName()` is built once into the `fa_kernels` module by
 /// `build(builder, loc, spec, kernels)`, and `launch(op, kernel, spec)`
 /// replaces the op by the host side of the launch.
 template <typename Spec, typename SpecFn, typename BuildFn, typename LaunchFn>
-LogicalResult lowerEachAttention(ModuleOp module, SpecFn specOf, BuildFn build,
-                                 LaunchFn launch) {
-  SmallVector<AttentionOp> ops;
-  module.walk([&](AttentionOp op) { ops.push_back(op); });
+LogicalResult lowerEachKernel(ModuleOp module, fagpu::Target target,
+                              SpecFn specOf, BuildFn build, LaunchFn launch) {
+  SmallVector<fagpu::AttentionOp> ops;
+  module.walk([&](fagpu::AttentionOp op) {
+    if (op.getTarget() == target)
+      ops.push_back(op);
+  });
   if (ops.empty())
     return success();
   OpBuilder b(module.getContext());
   gpu::GPUModuleOp kernels = getOrCreateKernelModule(module);
-  for (AttentionOp op : ops) {
+  for (fagpu::AttentionOp op : ops) {
     FailureOr<Spec> spec = specOf(op);
     if (failed(spec))
       return failure();
     auto kernel = kernels.lookupSymbol<LLVM::LLVMFuncOp>(spec->kernelName());
-    if (!kernel)
+    if (!kernel) {
       kernel = build(b, op.getLoc(), *spec, kernels);
+      // What the kernel is, typed, for the launch metadata.
+      kernel->setAttr("fagpu.target", op.getTargetAttr());
+      kernel->setAttr("fagpu.schedule", op.getSchedule());
+      kernel->setAttr("fagpu.threads", b.getI64IntegerAttr(spec->threads()));
+      kernel->setAttr("fagpu.shared_memory_bytes",
+                      b.getI64IntegerAttr(spec->sharedBytes()));
+    }
     launch(op, kernel, *spec);
   }
   return success();

@@ -81,25 +81,9 @@ protected:
         .getResult(0);
   }
 
-  /// FA4 software exp2 on the FMA pipe: 2^floor(y) * p(y - floor(y)), the
-  /// integer part added into the exponent bits. y is clamped to [-126, 127]
-  /// so the exponent stays normal; y < -126 (masked scores, -inf) gives 0.
+  /// FA4 software exp2 on the FMA pipe (the tile level's polynomial).
   Value polyExp2(Value y, int64_t degree) {
-    const double *c = polyExp2Coefficients(degree);
-    Value clamped = arith::MinimumFOp::create(
-        b, loc, arith::MaximumFOp::create(b, loc, y, cf(-126.0)), cf(127.0));
-    Value whole = math::FloorOp::create(b, loc, clamped);
-    Value frac = arith::SubFOp::create(b, loc, clamped, whole);
-    Value p = cf(c[degree]);
-    for (int64_t k = degree - 1; k >= 0; --k)
-      p = fma(p, frac, cf(c[k]));
-    Value shift = arith::ShLIOp::create(
-        b, loc, arith::FPToSIOp::create(b, loc, i32, whole), c32(23));
-    Value bits = add(arith::BitcastOp::create(b, loc, i32, p), shift);
-    Value r = arith::BitcastOp::create(b, loc, f32, bits);
-    Value tiny =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, cf(-126.0));
-    return select(tiny, cf(0.0), r);
+    return emitPolyExp2(b, loc, y, degree);
   }
 
   // Memory.

@@ -17,6 +17,7 @@
 #include "NVVMEmitter.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -49,58 +50,37 @@ struct SoftmaxConfig {
   }
 };
 
-/// The config of `op` with the kernel's FA4 options.
-inline SoftmaxConfig softmaxConfigOf(AttentionOp op, double rescaleThreshold,
-                                     int64_t polyDegree, int64_t polyPeriod) {
+/// The mask and FA4 choices of `op`: what the tile ops fixed.
+inline SoftmaxConfig softmaxConfigOf(fagpu::AttentionOp op) {
   SoftmaxConfig config;
   config.causal = op.getCausal();
   config.window = op.getWindow().value_or(0);
   if (std::optional<APFloat> cap = op.getSoftcap())
     config.softcap = cap->convertToDouble();
-  config.rescaleThreshold = rescaleThreshold;
-  config.polyDegree = polyDegree;
-  config.polyPeriod = polyPeriod;
+  config.rescaleThreshold = op.getRescaleThresholdOrOff();
+  config.polyDegree = op.getExp2PolyDegree().value_or(0);
+  config.polyPeriod = op.getExp2PolyPeriod().value_or(8);
   return config;
 }
 
-/// Why `op` cannot run on the tensor-core kernels (f16/bf16, D = Dv in
-/// {64, 128, 256}, memref form, LSE destination), or nothing.
-inline std::optional<std::string>
-tensorCoreUnsupportedReason(AttentionOp op, const SoftmaxConfig &config) {
-  if (!op.hasBufferSemantics())
-    return std::string(
-        "needs the memref form (run fa-attention-to-buffers first)");
-  Type elt = op.getQueryType().getElementType();
-  if (!elt.isF16() && !elt.isBF16())
-    return "element type must be f16 or bf16, got " +
-           llvm::formatv("{0}", elt).str();
+/// The first check of every tensor-core kernel: D = Dv in {64, 128, 256}
+/// and an LSE destination. Returns the mask and FA4 config of `op`, or the
+/// error "cannot be lowered to <target>: <why>" on the op.
+inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
+                                                   StringRef target) {
+  auto fail = [&](const Twine &why) -> FailureOr<SoftmaxConfig> {
+    return op.emitOpError() << "cannot be lowered to " << target << ": "
+                            << why;
+  };
   int64_t d = op.getHeadDim();
   if (d != 64 && d != 128 && d != 256)
-    return "head dim must be 64, 128 or 256, got " + std::to_string(d);
+    return fail("head dim must be 64, 128 or 256, got " + Twine(d));
   if (op.getValueHeadDim() != d)
-    return "value head dim must equal the head dim (" + std::to_string(d) +
-           "), got " + std::to_string(op.getValueHeadDim());
-  if (op.getOuts().size() != 2)
-    return std::string("the kernel writes LSE: give an lse destination");
-  if (config.polyDegree &&
-      (config.polyDegree < 2 || config.polyDegree > 5 || config.polyPeriod < 1))
-    return std::string("poly-exp2-degree must be in [2, 5] and "
-                       "poly-exp2-period at least 1");
-  return std::nullopt;
-}
-
-/// The first check of every tensor-core back end: the mask and FA4 config
-/// of `op` for the kernel options, or the error "cannot be lowered to
-/// <target>: <why>" on the op.
-inline FailureOr<SoftmaxConfig>
-tensorCoreConfigOf(AttentionOp op, StringRef target, double rescaleThreshold,
-                   int64_t polyDegree, int64_t polyPeriod) {
-  SoftmaxConfig config =
-      softmaxConfigOf(op, rescaleThreshold, polyDegree, polyPeriod);
-  if (std::optional<std::string> why = tensorCoreUnsupportedReason(op, config))
-    return op.emitOpError()
-           << "cannot be lowered to " << target << ": " << *why;
-  return config;
+    return fail("value head dim must equal the head dim (" + Twine(d) +
+                "), got " + Twine(op.getValueHeadDim()));
+  if (!op.getLse())
+    return fail("the kernel writes LSE: give an lse destination");
+  return softmaxConfigOf(op);
 }
 
 class SoftmaxEmitter : public NVVMEmitter {

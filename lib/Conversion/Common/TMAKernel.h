@@ -33,6 +33,8 @@
 #include "Launch.h"
 #include "OnlineSoftmax.h"
 
+#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -300,36 +302,6 @@ protected:
   Value tileCounterPtr; // dynamic tile scheduler only
 };
 
-/// Shared memory one of `ctasPerSM` resident CTAs may use: an SM has
-/// 228 KiB, 1 KiB of it reserved per CTA.
-inline int64_t maxSharedBytes(int64_t ctasPerSM = 1) {
-  return 228 * 1024 / ctasPerSM - 1024;
-}
-
-/// The K/V ring depth of a TMA kernel `spec` (with `stages` and
-/// `sharedBytes()`): `requested`, or 3 stages where they fit in the 227 KiB
-/// of shared memory a CTA may use, else 2. Returns why the tiles do not fit,
-/// or nothing.
-template <typename Spec>
-std::optional<std::string> chooseStages(Spec &spec, int64_t requested,
-                                        int64_t ctasPerSM = 1) {
-  const int64_t limit = maxSharedBytes(ctasPerSM);
-  spec.stages = requested;
-  if (spec.stages == 0)
-    spec.stages = 3;
-  if (requested == 0 && spec.sharedBytes() > limit)
-    spec.stages = 2;
-  if (spec.stages < 2 || spec.stages > 4)
-    return "stages must be 2, 3 or 4, got " + std::to_string(spec.stages);
-  if (spec.sharedBytes() > limit)
-    return "the tiles need " + std::to_string(spec.sharedBytes()) +
-           " bytes of shared memory, more than " +
-           std::to_string(limit / 1024) + " KiB" +
-           (ctasPerSM > 1 ? " (" + std::to_string(ctasPerSM) + " CTAs per SM)"
-                          : std::string());
-  return std::nullopt;
-}
-
 /// What the host side of a TMA kernel's launch needs to know.
 struct TensorMapLaunch {
   int64_t headDim, blockR, blockC;
@@ -344,7 +316,8 @@ struct TensorMapLaunch {
 /// encoded by the runtime (faEncodeTensorMap, cuTensorMapEncodeTiled over
 /// [B*H, N, D] with 64-column boxes and the 128-B swizzle), then a
 /// gpu.launch_func of `kernel` with one CTA per (query block, head) tile.
-inline void replaceWithTensorMapLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
+inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
+                                       LLVM::LLVMFuncOp kernel,
                                        const TensorMapLaunch &launch) {
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -393,10 +366,11 @@ inline void replaceWithTensorMapLaunch(AttentionOp op, LLVM::LLVMFuncOp kernel,
     return LLVM::LoadOp::create(b, loc, mapType, slot);
   };
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  Value o = op.getOuts()[0], lse = op.getOuts()[1];
+  Value o = op.getOut(), lse = op.getLse();
   Value nq = dim(q, 2), nk = dim(k, 2), hq = dim(q, 1), hkv = dim(k, 1);
   Value scaleLog2 = arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(float(op.getEffectiveScale() * kLog2E)));
+      b, loc,
+      b.getF32FloatAttr(float(op.getScale().convertToDouble() * kLog2E)));
   SmallVector<Value> args = {encodeMap(q, launch.blockR),
                              encodeMap(k, launch.blockC),
                              encodeMap(v, launch.blockC),

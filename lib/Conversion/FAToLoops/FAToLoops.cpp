@@ -58,33 +58,8 @@ struct ScalarBuilder {
     memref::StoreOp::create(b, loc, v, memref, idx);
   }
 
-  /// exp2(y) = 2^floor(y) * p(y - floor(y)) with FMAs and exponent-bit
-  /// arithmetic (FlashAttention-4's software exp2). y is clamped to
-  /// [-126, 127] so the exponent field stays normal; y < -126 (including
-  /// the -inf of masked scores) gives exactly 0, NaN stays NaN.
   Value polyExp2(Value y, int64_t degree) {
-    const double *c = polyExp2Coefficients(degree);
-    Type i32 = b.getI32Type();
-    Value clamped = arith::MinimumFOp::create(
-        b, loc, arith::MaximumFOp::create(b, loc, y, f32(-126.0)),
-        f32(127.0));
-    Value whole = math::FloorOp::create(b, loc, clamped);
-    Value frac = arith::SubFOp::create(b, loc, clamped, whole);
-    Value p = f32(c[degree]);
-    for (int64_t k = degree - 1; k >= 0; --k)
-      p = math::FmaOp::create(b, loc, p, frac, f32(c[k]));
-    Value shift = arith::ShLIOp::create(
-        b, loc, arith::FPToSIOp::create(b, loc, i32, whole),
-        arith::ConstantIntOp::create(b, loc, 23, 32));
-    Value bits = arith::AddIOp::create(
-        b, loc, arith::BitcastOp::create(b, loc, i32, p), shift);
-    Value r = arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
-    Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
-                                       f32(-126.0));
-    r = arith::SelectOp::create(b, loc, tiny, f32(0.0), r);
-    Value isNan =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, y, y);
-    return arith::SelectOp::create(b, loc, isNan, y, r);
+    return emitPolyExp2(b, loc, y, degree);
   }
 
   /// exp2 of an element in score column `col`: software for one column in

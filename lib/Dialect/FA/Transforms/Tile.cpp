@@ -9,6 +9,7 @@
 
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 
 namespace mlir::fa {
 #define GEN_PASS_DEF_FATILE
@@ -58,6 +59,22 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
         return signalPassFailure();
       }
     }
+    if (!target.empty()) {
+      std::optional<fagpu::Target> gpu = fagpu::symbolizeTarget(target);
+      if (!gpu) {
+        emitError(getOperation().getLoc())
+            << "fa-tile: target must be sm_80, sm_90a or sm_100a, got '"
+            << target << "'";
+        return signalPassFailure();
+      }
+      WalkResult result = getOperation().walk([&](AttentionOp op) {
+        return succeeded(tileForTarget(op, *gpu)) ? WalkResult::advance()
+                                                  : WalkResult::interrupt();
+      });
+      if (result.wasInterrupted())
+        signalPassFailure();
+      return;
+    }
     int64_t budget = sramBudget;
     if (budget == 0) {
       budget = kDefaultSramBudget;
@@ -78,6 +95,30 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     });
     if (result.wasInterrupted())
       signalPassFailure();
+  }
+
+  /// The GPU kernel's tiles: the op's, else the options, else the table.
+  LogicalResult tileForTarget(AttentionOp op, fagpu::Target gpu) {
+    int64_t d = op.getHeadDim();
+    const fagpu::KernelDefaults *row =
+        fagpu::defaultsFor(gpu, d, op.getCausal());
+    int64_t br = op.getBlockR().value_or(blockR);
+    if (br == 0) {
+      if (!row)
+        return op.emitOpError()
+               << "fa-tile: no " << fagpu::targetName(gpu)
+               << " kernel for head dim " << d
+               << " (supported: 64, 128, 256); give block-r and block-c to "
+                  "tile it anyway";
+      br = row->blockR;
+    }
+    int64_t bc = op.getBlockC().value_or(blockC);
+    if (bc == 0)
+      bc = fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
+    Builder b(op.getContext());
+    op.setBlockRAttr(b.getI64IntegerAttr(br));
+    op.setBlockCAttr(b.getI64IntegerAttr(bc));
+    return success();
   }
 
   LogicalResult tile(AttentionOp op, int64_t budget) {

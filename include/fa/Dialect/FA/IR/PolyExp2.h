@@ -12,6 +12,10 @@
 #ifndef FA_DIALECT_FA_IR_POLYEXP2_H
 #define FA_DIALECT_FA_IR_POLYEXP2_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Builders.h"
+
 namespace mlir::fa {
 
 inline constexpr double kPolyExp2Coefficients[4][6] = {
@@ -26,6 +30,40 @@ inline constexpr double kPolyExp2Coefficients[4][6] = {
 /// The coefficients p0..p_degree for a degree in [2, 5].
 inline const double *polyExp2Coefficients(int64_t degree) {
   return kPolyExp2Coefficients[degree - 2];
+}
+
+/// exp2(y) = 2^floor(y) * p(y - floor(y)) in f32 with FMAs and
+/// exponent-bit arithmetic (FlashAttention-4's software exp2), for every
+/// lowering of the softmax step (loops on the CPU, registers on the GPUs).
+/// y is clamped to [-126, 127] so the exponent field stays normal;
+/// y < -126 (including the -inf of masked scores) gives exactly 0, and NaN
+/// stays NaN.
+inline Value emitPolyExp2(OpBuilder &b, Location loc, Value y,
+                          int64_t degree) {
+  const double *c = polyExp2Coefficients(degree);
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto constant = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  };
+  Value clamped = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, y, constant(-126.0)),
+      constant(127.0));
+  Value whole = math::FloorOp::create(b, loc, clamped);
+  Value frac = arith::SubFOp::create(b, loc, clamped, whole);
+  Value p = constant(c[degree]);
+  for (int64_t k = degree - 1; k >= 0; --k)
+    p = math::FmaOp::create(b, loc, p, frac, constant(c[k]));
+  Value shift = arith::ShLIOp::create(
+      b, loc, arith::FPToSIOp::create(b, loc, i32, whole),
+      arith::ConstantIntOp::create(b, loc, 23, 32));
+  Value bits = arith::AddIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32, p), shift);
+  Value r = arith::BitcastOp::create(b, loc, f32, bits);
+  Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
+                                     constant(-126.0));
+  r = arith::SelectOp::create(b, loc, tiny, constant(0.0), r);
+  Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, y, y);
+  return arith::SelectOp::create(b, loc, isNan, y, r);
 }
 
 } // namespace mlir::fa

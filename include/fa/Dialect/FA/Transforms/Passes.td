@@ -39,6 +39,11 @@ def FATile : Pass<"fa-tile", "func::FuncOp"> {
     budget are then an error. The budget comes from `sram-budget`, else from
     an integer `fa.sram_budget` attribute on the enclosing module, else
     163840 bytes.
+
+    With `target` (the GPU path), the tiles are the GPU kernel's: the op's
+    own `block_r`/`block_c`, else the options, else the target's row of the
+    measured defaults (`fa/Dialect/FAGPU/IR/Heuristics.h`); the SRAM-budget
+    rule does not apply (the fagpu passes check shared memory).
   }];
   let options = [
     Option<"sramBudget", "sram-budget", "int64_t", /*default=*/"0",
@@ -47,7 +52,11 @@ def FATile : Pass<"fa-tile", "func::FuncOp"> {
     Option<"blockR", "block-r", "int64_t", /*default=*/"0",
            "Query rows per tile B_r (0: from the FlashAttention-1 rule)">,
     Option<"blockC", "block-c", "int64_t", /*default=*/"0",
-           "Key/value rows per tile B_c (0: from the FlashAttention-1 rule)">
+           "Key/value rows per tile B_c (0: from the FlashAttention-1 rule)">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "GPU target (sm_80, sm_90a, sm_100a): tiles from its measured "
+           "defaults (fa/Dialect/FAGPU/IR/Heuristics.h) instead of the FA1 "
+           "rule; block_r/block_c already on the op are kept">,
   ];
 }
 

@@ -1,0 +1,45 @@
+//===- FAGPU.h - The fagpu dialect ------------------------------*- C++ -*-===//
+
+#ifndef FA_DIALECT_FAGPU_IR_FAGPU_H
+#define FA_DIALECT_FAGPU_IR_FAGPU_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "fa/Dialect/FAGPU/IR/FAGPUDialect.h.inc"
+#include "fa/Dialect/FAGPU/IR/FAGPUEnums.h.inc"
+
+namespace mlir::fagpu {
+/// The fields of a #fagpu.schedule, for passes that change some of them
+/// (ScheduleAttr::with).
+struct ScheduleFields {
+  int64_t blockR = 0, blockC = 0, consumers = 0, ctasPerSm = 1;
+  int64_t producerRegisters = 0, consumerRegisters = 0, stages = 0;
+  bool pingPong = false, overlapSoftmax = false;
+  TileScheduler scheduler = TileScheduler::Single;
+  int64_t qBuffers = 1;
+  Epilogue epilogue = Epilogue::Registers;
+  bool qInRegisters = false;
+};
+} // namespace mlir::fagpu
+
+#define GET_ATTRDEF_CLASSES
+#include "fa/Dialect/FAGPU/IR/FAGPUAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "fa/Dialect/FAGPU/IR/FAGPUOps.h.inc"
+
+namespace mlir::fagpu {
+/// The fields of `schedule`.
+ScheduleFields fieldsOf(ScheduleAttr schedule);
+/// The attribute holding `fields`.
+ScheduleAttr scheduleOf(MLIRContext *context, const ScheduleFields &fields);
+/// "sm_80", "sm_90a" or "sm_100a".
+inline StringRef targetName(Target target) { return stringifyTarget(target); }
+} // namespace mlir::fagpu
+
+#endif // FA_DIALECT_FAGPU_IR_FAGPU_H

@@ -1,0 +1,85 @@
+//===- FAGPUAttrs.td - fagpu attributes --------------------*- tablegen -*-===//
+
+#ifndef FA_DIALECT_FAGPU_IR_FAGPUATTRS_TD
+#define FA_DIALECT_FAGPU_IR_FAGPUATTRS_TD
+
+include "fa/Dialect/FAGPU/IR/FAGPUDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def FAGPU_Target : I32EnumAttr<"Target", "GPU generation of a kernel", [
+    I32EnumAttrCase<"sm_80", 0>,
+    I32EnumAttrCase<"sm_90a", 1>,
+    I32EnumAttrCase<"sm_100a", 2>]> {
+  let cppNamespace = "::mlir::fagpu";
+  let genSpecializedAttr = 0;
+}
+def FAGPU_TargetAttr : EnumAttr<FAGPU_Dialect, FAGPU_Target, "target"> {
+  let summary = "the GPU generation: sm_80 (mma.sync), sm_90a (wgmma, TMA), "
+                "sm_100a (tcgen05, compile-verified only)";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def FAGPU_TileScheduler : I32EnumAttr<"TileScheduler",
+    "how the CTAs find their (query block, head) tiles", [
+    I32EnumAttrCase<"Single", 0, "single">,
+    I32EnumAttrCase<"Static", 1, "static">,
+    I32EnumAttrCase<"Dynamic", 2, "dynamic">]> {
+  let cppNamespace = "::mlir::fagpu";
+}
+
+def FAGPU_Epilogue : I32EnumAttr<"Epilogue", "how O leaves the kernel", [
+    I32EnumAttrCase<"Registers", 0, "registers">,
+    I32EnumAttrCase<"TmaStore", 1, "tma_store">,
+    I32EnumAttrCase<"TmaStoreInQ", 2, "tma_store_in_q">]> {
+  let cppNamespace = "::mlir::fagpu";
+}
+
+def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
+  let mnemonic = "schedule";
+  let summary = "the schedule of an attention kernel, one field per decision";
+  let description = [{
+    Every decision that shapes a kernel, typed. `fa-map-to-gpu` fills the
+    tiles and the target's fixed structure and leaves every
+    FlashAttention-3 idea off; each `fagpu-*` pass sets its own fields.
+
+    | field | meaning | set by |
+    |---|---|---|
+    | `block_r`, `block_c` | query rows per tile, keys per K/V block | `fa-tile{target}` (read from the loop nest) |
+    | `consumers` | consumer warpgroups of 64 rows (sm_90a: `block_r / 64`) | `fa-map-to-gpu` |
+    | `ctas_per_sm` | resident CTAs the kernel is built for | `fa-map-to-gpu` |
+    | `producer_registers`, `consumer_registers` | `setmaxnreg` budgets of the warp roles (0: no warp specialisation) | `fagpu-warp-specialize` |
+    | `stages` | depth of the K/V ring in shared memory (0: not pipelined) | `fagpu-pipeline-kv` |
+    | `ping_pong` | consumer warpgroups take turns on the tensor cores | `fagpu-ping-pong` |
+    | `overlap_softmax` | softmax of block j under P V of block j - 1 | `fagpu-overlap-softmax` |
+    | `scheduler`, `q_buffers` | tile scheduler; Q buffers (2: cross-tile pipeline) | `fagpu-persistent` (`q_buffers` may drop to 1 in `fagpu-pipeline-kv`) |
+    | `epilogue` | O from registers, or through shared memory and a TMA store | `fagpu-tma-store-epilogue` |
+    | `q_in_registers` | sm_80: Q fragments kept in registers | `fa-map-to-gpu` |
+
+    ```mlir
+    #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2,
+                    ctas_per_sm = 1, producer_registers = 24,
+                    consumer_registers = 240, stages = 2, ping_pong = true,
+                    overlap_softmax = true, scheduler = dynamic,
+                    q_buffers = 2, epilogue = tma_store,
+                    q_in_registers = false>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$blockR, "int64_t":$blockC, "int64_t":$consumers,
+    "int64_t":$ctasPerSm, "int64_t":$producerRegisters,
+    "int64_t":$consumerRegisters, "int64_t":$stages, "bool":$pingPong,
+    "bool":$overlapSoftmax, "TileScheduler":$scheduler, "int64_t":$qBuffers,
+    "Epilogue":$epilogue, "bool":$qInRegisters);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    /// Whether the kernel has producer and consumer warp roles.
+    bool isWarpSpecialized() const { return getProducerRegisters() > 0; }
+    /// Whether CTAs loop over several tiles.
+    bool isPersistent() const { return getScheduler() != TileScheduler::Single; }
+    /// A copy with `apply` run on its fields.
+    ScheduleAttr with(llvm::function_ref<void(ScheduleFields &)> apply) const;
+  }];
+}
+
+#endif // FA_DIALECT_FAGPU_IR_FAGPUATTRS_TD

@@ -1,0 +1,68 @@
+//===- FAGPUOps.td - fagpu operations ----------------------*- tablegen -*-===//
+
+#ifndef FA_DIALECT_FAGPU_IR_FAGPUOPS_TD
+#define FA_DIALECT_FAGPU_IR_FAGPUOPS_TD
+
+include "fa/Dialect/FAGPU/IR/FAGPUAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
+  let summary = "an attention computed by one GPU kernel with a typed schedule";
+  let description = [{
+    The forward attention of the tile level's FA2 loop nest, mapped onto a
+    GPU by `fa-map-to-gpu`: one kernel over `Q [B, Hq, Nq, D]`,
+    `K [B, Hkv, Nk, D]`, `V [B, Hkv, Nk, Dv]` into `O [B, Hq, Nq, Dv]` and,
+    when the loop nest stored it, `LSE [B, Hq, Nq]` (f32).
+
+    The numerics are the tile ops' (`fa.score_tile`, `fa.softmax_update` or
+    `fa.conditional_softmax_update`), carried over unchanged: `scale`,
+    `causal` (top-left), `window`, `softcap`, and FA4's
+    `rescale_threshold` (conditional rescaling, log2 units) and
+    `exp2_poly_degree` / `exp2_poly_period` (software exp2 for one element
+    in `period`). The `schedule` says how the kernel computes it; the
+    `fagpu-*` passes rewrite it, `convert-fagpu-to-nvvm` emits it.
+
+    ```mlir
+    fagpu.attention %q, %k, %v outs(%o, %lse) {
+        target = #fagpu.target<sm_90a>, scale = 0.0883883461 : f32, causal,
+        rescale_threshold = 8.0 : f32,
+        schedule = #fagpu.schedule<block_r = 128, block_c = 128, ...>}
+      : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>,
+        memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "Q", [MemRead]>:$query,
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "K", [MemRead]>:$key,
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "V", [MemRead]>:$value,
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "O", [MemWrite]>:$out,
+    Arg<Optional<MemRefRankOf<[F32], [3]>>, "LSE", [MemWrite]>:$lse,
+    FAGPU_TargetAttr:$target,
+    F32Attr:$scale,
+    UnitAttr:$causal,
+    OptionalAttr<I64Attr>:$window,
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<F32Attr>:$rescale_threshold,
+    OptionalAttr<I64Attr>:$exp2_poly_degree,
+    OptionalAttr<I64Attr>:$exp2_poly_period,
+    FAGPU_ScheduleAttr:$schedule);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,` type($out)
+    (`,` type($lse)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
+    int64_t getValueHeadDim() { return getValue().getType().getDimSize(3); }
+    bool isBF16() { return getQuery().getType().getElementType().isBF16(); }
+    /// The FA4 conditional-rescaling threshold, or -1 when it is off.
+    double getRescaleThresholdOrOff() {
+      if (auto t = getRescaleThreshold())
+        return t->convertToDouble();
+      return -1.0;
+    }
+  }];
+}
+
+#endif // FA_DIALECT_FAGPU_IR_FAGPUOPS_TD

@@ -1,0 +1,51 @@
+//===- Heuristics.h - the measured defaults of the GPU kernels --*- C++ -*-===//
+//
+// One table: for each target, head dim and mask, the tiles and schedule
+// choices a kernel gets when nobody asks for others, and the measurement
+// behind them. fa-tile{target}, the fagpu-* passes and fa-compile read it;
+// nothing else holds a default.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FAGPU_IR_HEURISTICS_H
+#define FA_DIALECT_FAGPU_IR_HEURISTICS_H
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+
+namespace mlir::fagpu {
+
+struct KernelDefaults {
+  Target target;
+  int64_t headDim;
+  bool causal;
+  int64_t blockR, blockC;
+  /// sm_90a: persistent CTAs with the cross-tile pipeline (static tiles, or
+  /// a dynamic scheduler when causal).
+  bool persistent;
+  /// sm_90a: O through shared memory and a TMA store.
+  bool tmaStoreEpilogue;
+  /// FA4 conditional rescaling threshold in log2 units (< 0: off).
+  double rescaleThreshold;
+  /// FA4 software exp2: degree (0: off) and one exponential in `period`.
+  int64_t polyExp2Degree, polyExp2Period;
+  /// The measurement (bench/results/...) or source behind the row.
+  const char *evidence;
+};
+
+/// The row for `target`, `headDim`, `causal`, or null where the target has
+/// no kernel for that head dim.
+const KernelDefaults *defaultsFor(Target target, int64_t headDim, bool causal);
+
+/// B_c when only B_r = `blockR` is given (sm_90a with one consumer runs two
+/// CTAs per SM, each with half the shared memory).
+int64_t defaultBlockC(Target target, int64_t headDim, bool causal,
+                      int64_t blockR);
+
+/// The K/V ring depth where nothing is asked: 3 where it fits, else 2.
+inline constexpr int64_t kPreferredStages = 3;
+/// The producer warpgroup's setmaxnreg budget on sm_90a (FA3's 24).
+inline constexpr int64_t kProducerRegisters = 24;
+
+} // namespace mlir::fagpu
+
+#endif // FA_DIALECT_FAGPU_IR_HEURISTICS_H

@@ -1,0 +1,106 @@
+//===- SharedMemory.h - shared-memory layouts of the TMA kernels -*- C++ -*-===//
+//
+// Where the sm_90a and sm_100a kernels keep their tiles and barriers in
+// shared memory. One description serves the schedule passes (which pick the
+// K/V ring depth and the epilogue that fit) and the NVVM lowering (which
+// addresses the buffers), so they cannot disagree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FAGPU_IR_SHAREDMEMORY_H
+#define FA_DIALECT_FAGPU_IR_SHAREDMEMORY_H
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+
+#include <cstdint>
+
+namespace mlir::fagpu {
+
+/// Rows of a wgmma accumulator: each sm_90a consumer warpgroup owns 64.
+inline constexpr int64_t kRowsPerConsumer = 64;
+/// tcgen05.mma M of the sm_100a kernel: one TMEM lane per query row.
+inline constexpr int64_t kSM100BlockR = 128;
+
+/// Shared memory one of `ctasPerSM` resident CTAs may use: an SM has
+/// 228 KiB, 1 KiB of it reserved per CTA.
+inline int64_t maxSharedBytes(int64_t ctasPerSM = 1) {
+  return 228 * 1024 / ctasPerSM - 1024;
+}
+
+/// The sm_90a kernel: Q buffers, the K/V ring, the O staging tile of the
+/// TMA-store epilogue, the mbarriers, the dynamic scheduler's tile slots.
+struct SM90Layout {
+  int64_t headDim = 0, consumers = 2, qBuffers = 1, blockC = 0, stages = 0;
+  bool tmaStore = false, stageInQ = false, dynamicTiles = false;
+
+  int64_t blockR() const { return consumers * kRowsPerConsumer; }
+  int64_t qBytes() const { return blockR() * headDim * 2; }
+  int64_t kvTileBytes() const { return blockC * headDim * 2; }
+  int64_t kOffset(int64_t stage) const {
+    return qBuffers * qBytes() + stage * 2 * kvTileBytes();
+  }
+  int64_t vOffset(int64_t stage) const {
+    return kOffset(stage) + kvTileBytes();
+  }
+  int64_t oStageOffset() const { return kOffset(stages); }
+  int64_t oStageBytes() const { return tmaStore && !stageInQ ? qBytes() : 0; }
+  int64_t barrierOffset() const { return oStageOffset() + oStageBytes(); }
+  /// q_full, q_empty per Q buffer, then per stage k_full, v_full, k_empty,
+  /// v_empty.
+  int64_t barrierBytes() const { return 8 * (2 * qBuffers + 4 * stages); }
+  /// The dynamic scheduler's tile index per Q buffer, after the barriers.
+  int64_t tileSlotOffset() const { return barrierOffset() + barrierBytes(); }
+  int64_t tileSlotBytes() const { return dynamicTiles ? 8 * qBuffers : 0; }
+  /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
+  int64_t sharedBytes() const {
+    return tileSlotOffset() + tileSlotBytes() + 1024;
+  }
+};
+
+/// The layout a schedule describes for an sm_90a kernel of `headDim`.
+inline SM90Layout sm90Layout(int64_t headDim, const ScheduleFields &s) {
+  SM90Layout layout;
+  layout.headDim = headDim;
+  layout.consumers = s.consumers;
+  layout.qBuffers = s.qBuffers;
+  layout.blockC = s.blockC;
+  layout.stages = s.stages;
+  layout.tmaStore = s.epilogue != Epilogue::Registers;
+  layout.stageInQ = s.epilogue == Epilogue::TmaStoreInQ;
+  layout.dynamicTiles = s.scheduler == TileScheduler::Dynamic;
+  return layout;
+}
+
+/// The sm_100a kernel: Q, the K/V ring, the mbarriers, the TMEM address.
+struct SM100Layout {
+  int64_t headDim = 0, blockC = 0, stages = 0;
+
+  int64_t qBytes() const { return kSM100BlockR * headDim * 2; }
+  int64_t kvTileBytes() const { return blockC * headDim * 2; }
+  int64_t kOffset(int64_t stage) const {
+    return qBytes() + stage * 2 * kvTileBytes();
+  }
+  int64_t barrierOffset() const { return kOffset(stages); }
+  /// q_full; per stage k_full, v_full, k_empty, v_empty; s_full[2],
+  /// p_full[2], o_done; then the 4-byte TMEM address tcgen05.alloc writes.
+  int64_t numBarriers() const { return 1 + 4 * stages + 5; }
+  int64_t tmemSlotOffset() const { return barrierOffset() + 8 * numBarriers(); }
+  /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
+  int64_t sharedBytes() const { return tmemSlotOffset() + 8 + 1024; }
+};
+
+inline SM100Layout sm100Layout(int64_t headDim, const ScheduleFields &s) {
+  SM100Layout layout;
+  layout.headDim = headDim;
+  layout.blockC = s.blockC;
+  layout.stages = s.stages;
+  return layout;
+}
+
+/// Bytes of shared memory the kernel of `schedule` needs on `target`.
+int64_t sharedBytesOf(Target target, int64_t headDim,
+                      const ScheduleFields &schedule);
+
+} // namespace mlir::fagpu
+
+#endif // FA_DIALECT_FAGPU_IR_SHAREDMEMORY_H

@@ -1,0 +1,134 @@
+//===- Passes.td - fagpu passes ----------------------------*- tablegen -*-===//
+//
+// The GPU path, one idea per pass: fa-map-to-gpu takes the tile level's FA2
+// loop nest to fagpu; each fagpu-* pass brings one FlashAttention-3 idea
+// into the kernel's schedule (checking that it fits the target);
+// convert-fagpu-to-nvvm (include/fa/Conversion) emits the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FAGPU_TRANSFORMS_PASSES_TD
+#define FA_DIALECT_FAGPU_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FAMapToGPU : Pass<"fa-map-to-gpu", "func::FuncOp"> {
+  let summary = "Map the FA2 loop nest of each attention onto one GPU kernel";
+  let description = [{
+    Reads each `scf.forall` that `fa-lower-fa2` built (`fa.loop_order =
+    "fa2"`) and replaces it with one `fagpu.attention` on the memrefs the
+    nest reads and writes. Everything the kernel must compute comes from the
+    tile ops: the scale, causal mask, window and softcap of `fa.score_tile`;
+    FA4's conditional rescaling (`fa.conditional_softmax_update`'s
+    threshold) and software exp2 (`exp2_poly_degree`/`_period` of the
+    softmax step); the tiles (`B_r`, `B_c`) from the nest's buffers. So the
+    FA4 passes, run once on the tile level, reach every target.
+
+    The schedule starts with the target's fixed structure and none of the
+    FlashAttention-3 ideas: no warp roles, no K/V pipeline, no ping-pong or
+    overlap, one tile per CTA, O stored from registers.
+
+    A nest that is not `fa-lower-fa2`'s (an op missing, a buffer not traced
+    to the function's memrefs) or that the target cannot run (f32, head dims
+    other than 64/128/256, D != Dv) is an error naming what is wrong.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"sm_90a\"",
+           "sm_80 (mma.sync), sm_90a (wgmma, TMA) or sm_100a (tcgen05)">,
+    Option<"queryInRegisters", "q-in-registers", "bool", "true",
+           "sm_80: keep Q fragments in registers where they fit">,
+  ];
+  let dependentDialects = ["::mlir::fagpu::FAGPUDialect"];
+}
+
+def FAGPUWarpSpecialize : Pass<"fagpu-warp-specialize", "func::FuncOp"> {
+  let summary = "FA3 warp specialisation: a TMA producer warpgroup and "
+                "consumer warpgroups with setmaxnreg budgets";
+  let description = [{
+    sm_90a: warpgroup 0 becomes the producer (one thread issues every TMA
+    load) and gives up registers with `setmaxnreg.dec` to
+    `producer-registers`; the `consumers` warpgroups of 64 rows take
+    `consumer-registers` with `setmaxnreg.inc` (0: what the register file
+    leaves them, `(64K / ctas_per_sm / 128 - producer) / consumers`, rounded
+    down to 8, at most 240). Budgets must be multiples of 8 in [24, 256]
+    and fit the CTA's share of the 64K registers. Other targets are left
+    alone (sm_80 has no warp roles; sm_100a's are fixed by tcgen05).
+  }];
+  let options = [
+    Option<"producerRegisters", "producer-registers", "int64_t", "24",
+           "setmaxnreg budget of the producer warpgroup">,
+    Option<"consumerRegisters", "consumer-registers", "int64_t", "0",
+           "setmaxnreg budget of each consumer warpgroup (0: the fair share)">,
+  ];
+}
+
+def FAGPUPersistent : Pass<"fagpu-persistent", "func::FuncOp"> {
+  let summary = "Persistent CTAs with the cross-tile pipeline; causal tiles "
+                "by a dynamic tile scheduler";
+  let description = [{
+    sm_90a: CTAs loop over the (query block, head) tiles. Equal (non-causal)
+    tiles are dealt statically (CTA c runs c, c + gridDim, ...); causal
+    tiles, whose lengths differ, by a dynamic scheduler (the producer takes
+    the next tile from a global counter). Two Q buffers let tile t + 1's Q
+    load under tile t and its first S issue with tile t's last P V (the
+    cross-tile pipeline); `fagpu-pipeline-kv` drops to one where two do not
+    fit. `mode=auto` follows the heuristics table (on for D = 64 and 128).
+    Run it before `fagpu-pipeline-kv`.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
+  ];
+}
+
+def FAGPUPipelineKV : Pass<"fagpu-pipeline-kv", "func::FuncOp"> {
+  let summary = "The K/V ring: depth of the TMA-fed pipeline of K/V tiles";
+  let description = [{
+    sm_90a and sm_100a: K and V tiles stream through a ring of `stages`
+    shared-memory slots, each guarded by a full mbarrier (the TMA's
+    transaction bytes) and an empty one (the consumers' release).
+    `stages=0` takes 3 where the tiles fit the CTA's shared memory, else 2;
+    a persistent kernel whose second Q buffer leaves no room for two stages
+    keeps one Q buffer. sm_80's cp.async double buffer is fixed.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "0", "ring depth, 2 to 4 (0: auto)">,
+  ];
+}
+
+def FAGPUPingPong : Pass<"fagpu-ping-pong", "func::FuncOp"> {
+  let summary = "Consumer warpgroups take turns on the tensor cores";
+  let description = [{
+    sm_90a: named barriers hand the tensor cores from one consumer
+    warpgroup to the next, so one's softmax (on the MUFU) runs under the
+    other's GEMMs. Needs two or more consumers; a kernel with one (B_r = 64,
+    two CTAs per SM, whose CTAs play the partners) is left alone.
+  }];
+}
+
+def FAGPUOverlapSoftmax : Pass<"fagpu-overlap-softmax", "func::FuncOp"> {
+  let summary = "Intra-warpgroup overlap: softmax of block j under P V of "
+                "block j - 1";
+  let description = [{
+    sm_90a: each K/V step issues S_j = Q K_j^T and O += P_{j-1} V_{j-1}
+    back to back and runs the softmax of S_j while the second GEMM is still
+    on the tensor cores (wgmma.wait_group 1).
+  }];
+}
+
+def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
+  let summary = "O leaves through shared memory and a TMA store";
+  let description = [{
+    sm_90a: O / l is written with stmatrix into a 128B-swizzled staging
+    tile and stored by one thread with cp.async.bulk.tensor, instead of
+    st.global from registers. The staging tile is its own buffer where it
+    fits next to the K/V ring, else the Q buffer of a one-tile CTA (dead
+    once the last S retired); a persistent kernel without room keeps the
+    register epilogue. `mode=auto` follows the heuristics table (on for
+    D >= 128). Run it after `fagpu-pipeline-kv`.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
+  ];
+}
+
+#endif // FA_DIALECT_FAGPU_TRANSFORMS_PASSES_TD

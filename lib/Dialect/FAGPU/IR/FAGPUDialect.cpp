@@ -1,0 +1,229 @@
+//===- FAGPUDialect.cpp - The fagpu dialect -------------------------------===//
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+#include "fa/Dialect/FAGPU/IR/FAGPUDialect.cpp.inc"
+#include "fa/Dialect/FAGPU/IR/FAGPUEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "fa/Dialect/FAGPU/IR/FAGPUAttrs.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "fa/Dialect/FAGPU/IR/FAGPUOps.cpp.inc"
+
+void FAGPUDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "fa/Dialect/FAGPU/IR/FAGPUAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "fa/Dialect/FAGPU/IR/FAGPUOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// ScheduleAttr
+//===----------------------------------------------------------------------===//
+
+ScheduleFields mlir::fagpu::fieldsOf(ScheduleAttr s) {
+  ScheduleFields f;
+  f.blockR = s.getBlockR();
+  f.blockC = s.getBlockC();
+  f.consumers = s.getConsumers();
+  f.ctasPerSm = s.getCtasPerSm();
+  f.producerRegisters = s.getProducerRegisters();
+  f.consumerRegisters = s.getConsumerRegisters();
+  f.stages = s.getStages();
+  f.pingPong = s.getPingPong();
+  f.overlapSoftmax = s.getOverlapSoftmax();
+  f.scheduler = s.getScheduler();
+  f.qBuffers = s.getQBuffers();
+  f.epilogue = s.getEpilogue();
+  f.qInRegisters = s.getQInRegisters();
+  return f;
+}
+
+ScheduleAttr mlir::fagpu::scheduleOf(MLIRContext *context,
+                                     const ScheduleFields &f) {
+  return ScheduleAttr::get(context, f.blockR, f.blockC, f.consumers,
+                           f.ctasPerSm, f.producerRegisters,
+                           f.consumerRegisters, f.stages, f.pingPong,
+                           f.overlapSoftmax, f.scheduler, f.qBuffers,
+                           f.epilogue, f.qInRegisters);
+}
+
+ScheduleAttr
+ScheduleAttr::with(llvm::function_ref<void(ScheduleFields &)> apply) const {
+  ScheduleFields fields = fieldsOf(*this);
+  apply(fields);
+  return scheduleOf(getContext(), fields);
+}
+
+namespace {
+/// The schedule's fields in their printed order, as (keyword, accessor into
+/// ScheduleFields) pairs: one list drives the parser and the printer.
+enum class FieldKind { Int, Bool, Scheduler, Epilogue };
+struct FieldInfo {
+  StringLiteral keyword;
+  FieldKind kind;
+  void *(*slot)(ScheduleFields &);
+};
+#define FAGPU_FIELD(name, kind, member)                                        \
+  FieldInfo{name, FieldKind::kind,                                             \
+            [](ScheduleFields &f) -> void * { return &f.member; }}
+const FieldInfo kFields[] = {
+    FAGPU_FIELD("block_r", Int, blockR),
+    FAGPU_FIELD("block_c", Int, blockC),
+    FAGPU_FIELD("consumers", Int, consumers),
+    FAGPU_FIELD("ctas_per_sm", Int, ctasPerSm),
+    FAGPU_FIELD("producer_registers", Int, producerRegisters),
+    FAGPU_FIELD("consumer_registers", Int, consumerRegisters),
+    FAGPU_FIELD("stages", Int, stages),
+    FAGPU_FIELD("ping_pong", Bool, pingPong),
+    FAGPU_FIELD("overlap_softmax", Bool, overlapSoftmax),
+    FAGPU_FIELD("scheduler", Scheduler, scheduler),
+    FAGPU_FIELD("q_buffers", Int, qBuffers),
+    FAGPU_FIELD("epilogue", Epilogue, epilogue),
+    FAGPU_FIELD("q_in_registers", Bool, qInRegisters),
+};
+#undef FAGPU_FIELD
+} // namespace
+
+Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
+  ScheduleFields fields;
+  if (parser.parseLess())
+    return {};
+  bool first = true;
+  for (const FieldInfo &field : kFields) {
+    if (!first && parser.parseComma())
+      return {};
+    first = false;
+    if (parser.parseKeyword(field.keyword) || parser.parseEqual())
+      return {};
+    void *slot = field.slot(fields);
+    SMLoc loc = parser.getCurrentLocation();
+    switch (field.kind) {
+    case FieldKind::Int:
+      if (parser.parseInteger(*static_cast<int64_t *>(slot)))
+        return {};
+      break;
+    case FieldKind::Bool: {
+      StringRef word;
+      if (parser.parseKeyword(&word))
+        return {};
+      if (word != "true" && word != "false") {
+        parser.emitError(loc) << "expected true or false for '"
+                              << field.keyword << "'";
+        return {};
+      }
+      *static_cast<bool *>(slot) = word == "true";
+      break;
+    }
+    case FieldKind::Scheduler:
+    case FieldKind::Epilogue: {
+      StringRef word;
+      if (parser.parseKeyword(&word))
+        return {};
+      if (field.kind == FieldKind::Scheduler) {
+        std::optional<TileScheduler> s = symbolizeTileScheduler(word);
+        if (!s) {
+          parser.emitError(loc)
+              << "expected single, static or dynamic for 'scheduler'";
+          return {};
+        }
+        *static_cast<TileScheduler *>(slot) = *s;
+      } else {
+        std::optional<Epilogue> e = symbolizeEpilogue(word);
+        if (!e) {
+          parser.emitError(loc) << "expected registers, tma_store or "
+                                   "tma_store_in_q for 'epilogue'";
+          return {};
+        }
+        *static_cast<Epilogue *>(slot) = *e;
+      }
+      break;
+    }
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return scheduleOf(parser.getContext(), fields);
+}
+
+void ScheduleAttr::print(AsmPrinter &printer) const {
+  ScheduleFields fields = fieldsOf(*this);
+  printer << "<";
+  llvm::interleaveComma(kFields, printer, [&](const FieldInfo &field) {
+    printer << field.keyword << " = ";
+    void *slot = field.slot(fields);
+    switch (field.kind) {
+    case FieldKind::Int:
+      printer << *static_cast<int64_t *>(slot);
+      break;
+    case FieldKind::Bool:
+      printer << (*static_cast<bool *>(slot) ? "true" : "false");
+      break;
+    case FieldKind::Scheduler:
+      printer << stringifyTileScheduler(*static_cast<TileScheduler *>(slot));
+      break;
+    case FieldKind::Epilogue:
+      printer << stringifyEpilogue(*static_cast<Epilogue *>(slot));
+      break;
+    }
+  });
+  printer << ">";
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  MemRefType q = getQuery().getType(), k = getKey().getType(),
+             v = getValue().getType(), o = getOut().getType();
+  if (q.getElementType() != k.getElementType() ||
+      q.getElementType() != v.getElementType() ||
+      q.getElementType() != o.getElementType())
+    return emitOpError("expected q, k, v and out of one element type");
+  if (ShapedType::isDynamic(getHeadDim()) ||
+      ShapedType::isDynamic(getValueHeadDim()))
+    return emitOpError("expected static head dims");
+  if (k.getDimSize(3) != getHeadDim())
+    return emitOpError("expected k's head dim to be q's (")
+           << getHeadDim() << "), got " << k.getDimSize(3);
+  if (o.getDimSize(3) != getValueHeadDim())
+    return emitOpError("expected out's head dim to be v's (")
+           << getValueHeadDim() << "), got " << o.getDimSize(3);
+  ScheduleAttr s = getSchedule();
+  if (s.getBlockR() <= 0 || s.getBlockC() <= 0)
+    return emitOpError("expected positive block_r and block_c in the "
+                       "schedule, got ")
+           << s.getBlockR() << " and " << s.getBlockC();
+  if (s.getQBuffers() != 1 && s.getQBuffers() != 2)
+    return emitOpError("expected 1 or 2 q_buffers, got ") << s.getQBuffers();
+  if (s.getQBuffers() == 2 && !s.isPersistent())
+    return emitOpError("a second Q buffer (cross-tile pipeline) needs a "
+                       "persistent tile scheduler");
+  if (s.getPingPong() && s.getConsumers() < 2)
+    return emitOpError("ping-pong needs at least two consumer warpgroups, "
+                       "got ")
+           << s.getConsumers();
+  if (s.getConsumerRegisters() != 0 && !s.isWarpSpecialized())
+    return emitOpError("consumer_registers without producer_registers: "
+                       "register budgets belong to warp-specialised kernels");
+  if (std::optional<int64_t> degree = getExp2PolyDegree();
+      degree && (*degree < 2 || *degree > 5))
+    return emitOpError("expected exp2_poly_degree in [2, 5], got ") << *degree;
+  if (std::optional<int64_t> period = getExp2PolyPeriod();
+      period && *period < 1)
+    return emitOpError("expected exp2_poly_period >= 1, got ") << *period;
+  return success();
+}

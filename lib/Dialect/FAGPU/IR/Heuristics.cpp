@@ -1,0 +1,103 @@
+//===- Heuristics.cpp - the measured defaults of the GPU kernels ----------===//
+//
+// Every row was measured on the lent H200 against the alternatives named
+// in its evidence (files in bench/results/, gains at N = 1k / 4k / 16k);
+// sm_100a rows are FlashAttention-4's published choices, never measured
+// here (no Blackwell GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
+#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+namespace {
+
+constexpr double kOff = -1.0;
+
+// clang-format off
+const KernelDefaults kTable[] = {
+  // target, D, causal, B_r, B_c, persistent, TMA store, tau, exp2 degree, period
+  {Target::sm_90a, 64, false, 192, 128, true, false, 8.0, 0, 8,
+   "B_r 192 (three consumers) +4/+10/+14% over 128: 2026-11-29-sm90-v6-br192-sweep; "
+   "persistent + cross-tile +13/+5/+1%: v13-cross-tile-sweep; TMA store +1/-2/-3%, "
+   "so registers: v17-epilogue-sweep; conditional rescaling +2-7%: v4-variants"},
+  {Target::sm_90a, 64, true, 128, 128, true, false, 8.0, 0, 8,
+   "B_r 128 with the dynamic scheduler 320/422/436 TFLOP/s vs 64 (two CTAs/SM) "
+   "316/392/416 and 192 291/424/482: 2026-11-30-sm90-v15-dynamic-sweep; TMA store "
+   "+1/-1/-3%: v17-epilogue-sweep"},
+  {Target::sm_90a, 128, false, 128, 128, true, true, 8.0, 0, 8,
+   "B_c 128: 2026-11-29-sm90-v2-variants; persistent +9/0/0%: v13-cross-tile-sweep; "
+   "TMA store +8/+3/+4%: 2026-11-30-sm90-v17-epilogue-sweep"},
+  {Target::sm_90a, 128, true, 128, 128, true, true, 8.0, 0, 8,
+   "dynamic scheduler +8-11/+4-8/-3-0%: 2026-11-30-sm90-v15-dynamic-sweep; TMA store "
+   "+7/+3/+1%: v17-epilogue-sweep"},
+  {Target::sm_90a, 256, false, 128, 64, false, true, 8.0, 0, 8,
+   "B_c 64 (80 spills): 2026-11-29-sm90-v2-variants; no room for a second Q buffer, "
+   "persistent no gain: v16; TMA store in the dead Q buffer +9/-6/0%: v17-epilogue-sweep"},
+  {Target::sm_90a, 256, true, 128, 64, false, true, 8.0, 0, 8,
+   "as non-causal D 256; TMA store +12/-6/-4%: 2026-11-30-sm90-v17-epilogue-sweep"},
+  // mma.sync: two row tiles per warp where the registers allow
+  // (2026-11-29-sm80-v{2,3,4}-tile-sweep); conditional rescaling +9-15% at
+  // D >= 128, -3-4% at D = 64; software exp2 -1-8% everywhere
+  // (2026-11-29-sm80-fa4-sweep).
+  {Target::sm_80, 64, false, 128, 64, false, false, kOff, 0, 8,
+   "2026-11-29-sm80-v4-tile-sweep; rescaling -3-4%: sm80-fa4-sweep"},
+  {Target::sm_80, 64, true, 128, 64, false, false, kOff, 0, 8,
+   "2026-11-29-sm80-v4-tile-sweep; rescaling -3-4%: sm80-fa4-sweep"},
+  {Target::sm_80, 128, false, 128, 64, false, false, 8.0, 0, 8,
+   "2026-11-29-sm80-v4-tile-sweep; rescaling +9-15%: sm80-fa4-sweep"},
+  {Target::sm_80, 128, true, 128, 64, false, false, 8.0, 0, 8,
+   "2026-11-29-sm80-v4-tile-sweep; rescaling +9-15%: sm80-fa4-sweep"},
+  {Target::sm_80, 256, false, 64, 32, false, false, 8.0, 0, 8,
+   "one row tile, Q in registers, B_c 32: 2026-11-29-sm80-v3-tile-sweep; "
+   "sm80-fa4-d256-sweep"},
+  {Target::sm_80, 256, true, 64, 32, false, false, 8.0, 0, 8,
+   "2026-11-29-sm80-v3-tile-sweep; sm80-fa4-d256-sweep"},
+  // tcgen05: B_r = M = 128; B_c the MMA N of S where the ring fits; FA4's
+  // tau = 8 and degree-3 exp2 on one exponential in eight.
+  {Target::sm_100a, 64, false, 128, 128, false, false, 8.0, 3, 8, "FA4 paper; unmeasured"},
+  {Target::sm_100a, 64, true, 128, 128, false, false, 8.0, 3, 8, "FA4 paper; unmeasured"},
+  {Target::sm_100a, 128, false, 128, 128, false, false, 8.0, 3, 8, "FA4 paper; unmeasured"},
+  {Target::sm_100a, 128, true, 128, 128, false, false, 8.0, 3, 8, "FA4 paper; unmeasured"},
+  {Target::sm_100a, 256, false, 128, 64, false, false, 8.0, 3, 8, "FA4 paper; unmeasured"},
+  {Target::sm_100a, 256, true, 128, 64, false, false, 8.0, 3, 8, "FA4 paper; unmeasured"},
+};
+// clang-format on
+
+} // namespace
+
+const KernelDefaults *mlir::fagpu::defaultsFor(Target target, int64_t headDim,
+                                               bool causal) {
+  for (const KernelDefaults &row : kTable)
+    if (row.target == target && row.headDim == headDim && row.causal == causal)
+      return &row;
+  return nullptr;
+}
+
+int64_t mlir::fagpu::defaultBlockC(Target target, int64_t headDim, bool causal,
+                                   int64_t blockR) {
+  // One consumer warpgroup (B_r = 64) shares the SM with a second CTA: its
+  // 113 KiB hold B_c = 128 at D = 64 (three stages), 64 at D = 128 (two).
+  if (target == Target::sm_90a && blockR == kRowsPerConsumer)
+    return 8192 / headDim;
+  if (const KernelDefaults *row = defaultsFor(target, headDim, causal))
+    return row->blockC;
+  return 64;
+}
+
+int64_t mlir::fagpu::sharedBytesOf(Target target, int64_t headDim,
+                                   const ScheduleFields &schedule) {
+  switch (target) {
+  case Target::sm_90a:
+    return sm90Layout(headDim, schedule).sharedBytes();
+  case Target::sm_100a:
+    return sm100Layout(headDim, schedule).sharedBytes();
+  case Target::sm_80:
+    // Q and a double-buffered K/V ring of cp.async tiles.
+    return (schedule.blockR + 2 * 2 * schedule.blockC) * headDim * 2;
+  }
+  return 0;
+}

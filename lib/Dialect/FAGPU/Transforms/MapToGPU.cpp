@@ -1,0 +1,222 @@
+//===- MapToGPU.cpp - the FA2 loop nest onto one GPU kernel ---------------===//
+//
+// The FA2 loop nest is already the kernel's algorithm: the forall over
+// (batch, head, query block) is the grid, the K/V loop the kernel's inner
+// loop, the tile ops its body. What changes at the GPU level is where the
+// tiles live and who computes them, which is the schedule's business; the
+// numerics are read off the tile ops and carried over unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FAGPU/Transforms/Passes.h"
+
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::fagpu {
+#define GEN_PASS_DEF_FAMAPTOGPU
+#include "fa/Dialect/FAGPU/Transforms/Passes.h.inc"
+} // namespace mlir::fagpu
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+namespace {
+
+/// The buffer a view is taken of (through memref.subview chains).
+Value rootOf(Value memref) {
+  while (auto view = memref.getDefiningOp<memref::SubViewOp>())
+    memref = view.getSource();
+  return memref;
+}
+
+/// What one FA2 nest computes.
+struct Nest {
+  Value q, k, v, o, lse;
+  fa::ScoreTileOp score;
+  Operation *softmax = nullptr;
+  int64_t blockR = 0, blockC = 0;
+};
+
+/// Reads the attention off `forall`, or emits why it is not an FA2 nest.
+FailureOr<Nest> readNest(scf::ForallOp forall) {
+  auto fail = [&](const Twine &why) -> FailureOr<Nest> {
+    return forall.emitError() << "fa-map-to-gpu: " << why;
+  };
+  Nest nest;
+  SmallVector<fa::ScoreTileOp> scores;
+  SmallVector<Operation *> softmax, pv, normalize, lse, init;
+  SmallVector<linalg::CopyOp> copies;
+  forall.walk([&](Operation *op) {
+    if (auto s = dyn_cast<fa::ScoreTileOp>(op))
+      scores.push_back(s);
+    else if (isa<fa::SoftmaxUpdateOp, fa::ConditionalSoftmaxUpdateOp>(op))
+      softmax.push_back(op);
+    else if (isa<fa::PVAccumulateOp>(op))
+      pv.push_back(op);
+    else if (isa<fa::NormalizeOp>(op))
+      normalize.push_back(op);
+    else if (isa<fa::LogSumExpOp>(op))
+      lse.push_back(op);
+    else if (isa<fa::InitStateOp>(op))
+      init.push_back(op);
+    else if (auto copy = dyn_cast<linalg::CopyOp>(op))
+      copies.push_back(copy);
+  });
+  if (scores.size() != 1 || softmax.size() != 1 || pv.size() != 1 ||
+      normalize.size() != 1 || init.size() != 1 || lse.size() > 1)
+    return fail("expected the FA2 nest of fa-lower-fa2: one fa.init_state, "
+                "fa.score_tile, softmax update, fa.pv_accumulate and "
+                "fa.normalize, at most one fa.logsumexp");
+  nest.score = scores.front();
+  nest.softmax = softmax.front();
+  // Every tile is a copy of a view of one of the function's memrefs (Q, K,
+  // V in; O out): follow the copies from the tile ops' buffers.
+  auto copiedInto = [&](Value tile) -> Value {
+    for (linalg::CopyOp copy : copies)
+      if (rootOf(copy.getOutputs()[0]) == rootOf(tile))
+        return rootOf(copy.getInputs()[0]);
+    return {};
+  };
+  auto copiedFrom = [&](Value tile) -> Value {
+    for (linalg::CopyOp copy : copies)
+      if (rootOf(copy.getInputs()[0]) == rootOf(tile))
+        return rootOf(copy.getOutputs()[0]);
+    return {};
+  };
+  nest.q = copiedInto(nest.score.getQuery());
+  nest.k = copiedInto(nest.score.getKey());
+  nest.v = copiedInto(cast<fa::PVAccumulateOp>(pv.front()).getValue());
+  nest.o = copiedFrom(cast<fa::NormalizeOp>(normalize.front()).getAcc());
+  if (!lse.empty())
+    nest.lse = rootOf(cast<fa::LogSumExpOp>(lse.front()).getLse());
+  for (auto [name, value] : {std::pair<StringRef, Value>{"Q", nest.q},
+                             {"K", nest.k},
+                             {"V", nest.v},
+                             {"O", nest.o},
+                             {"LSE", nest.lse}}) {
+    if (name == "LSE" && lse.empty())
+      continue;
+    if (!value || forall->isAncestor(value.getParentBlock()->getParentOp()) ||
+        value.getParentRegion() == &forall.getRegion())
+      return fail("could not trace the " + name +
+                  " tiles to a memref defined outside the nest");
+    auto type = dyn_cast<MemRefType>(value.getType());
+    if (!type || type.getRank() != (name == "LSE" ? 3 : 4))
+      return fail(name + " must be a memref of rank " +
+                  (name == "LSE" ? "3 [B, H, N]" : "4 [B, H, N, D]"));
+    // The kernels take base pointers and tensor maps of packed rows.
+    if (!type.getLayout().isIdentity())
+      return forall.emitError()
+             << "fa-map-to-gpu: " << name << " must be a contiguous memref "
+             << "(identity layout), got " << type
+             << "; copy strided views into contiguous buffers first";
+  }
+  auto scoreType = cast<MemRefType>(nest.score.getScores().getType());
+  nest.blockR = scoreType.getDimSize(0);
+  nest.blockC = scoreType.getDimSize(1);
+  return nest;
+}
+
+/// Why the kernels of `target` cannot run `nest`, or nothing.
+std::optional<std::string> unsupported(const Nest &nest, Target target) {
+  auto q = cast<MemRefType>(nest.q.getType());
+  auto v = cast<MemRefType>(nest.v.getType());
+  Type elt = q.getElementType();
+  if (!elt.isF16() && !elt.isBF16())
+    return "element type must be f16 or bf16";
+  int64_t d = q.getDimSize(3);
+  if (d != 64 && d != 128 && d != 256)
+    return "head dim must be 64, 128 or 256, got " + std::to_string(d);
+  if (v.getDimSize(3) != d)
+    return "value head dim must equal the head dim (" + std::to_string(d) +
+           "), got " + std::to_string(v.getDimSize(3));
+  if (target == Target::sm_90a &&
+      (nest.blockR % kRowsPerConsumer != 0 || nest.blockR > 192))
+    return "block_r must be 64, 128 or 192 (one, two or three consumer "
+           "warpgroups of 64 rows), got " +
+           std::to_string(nest.blockR);
+  return std::nullopt;
+}
+
+struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
+  using FAMapToGPUBase::FAMapToGPUBase;
+
+  void runOnOperation() override {
+    std::optional<Target> parsed = symbolizeTarget(target);
+    if (!parsed) {
+      emitError(getOperation().getLoc())
+          << "fa-map-to-gpu: target must be sm_80, sm_90a or sm_100a, got '"
+          << target << "'";
+      return signalPassFailure();
+    }
+    SmallVector<scf::ForallOp> nests;
+    getOperation().walk([&](scf::ForallOp forall) {
+      auto order = forall->getAttrOfType<StringAttr>("fa.loop_order");
+      if (order && order.getValue() == "fa2")
+        nests.push_back(forall);
+    });
+    for (scf::ForallOp forall : nests)
+      if (failed(map(forall, *parsed)))
+        return signalPassFailure();
+  }
+
+  LogicalResult map(scf::ForallOp forall, Target target) {
+    FailureOr<Nest> nest = readNest(forall);
+    if (failed(nest))
+      return failure();
+    if (std::optional<std::string> why = unsupported(*nest, target))
+      return forall.emitError() << "fa-map-to-gpu: cannot be mapped to "
+                                << targetName(target) << ": " << *why;
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(forall);
+    // The target's fixed structure; every FA3 idea off.
+    ScheduleFields fields;
+    fields.blockR = nest->blockR;
+    fields.blockC = nest->blockC;
+    if (target == Target::sm_90a) {
+      fields.consumers = nest->blockR / kRowsPerConsumer;
+      // One consumer leaves room for a second CTA, which plays the part of
+      // the ping-pong partner.
+      fields.ctasPerSm = fields.consumers == 1 ? 2 : 1;
+    }
+    if (target == Target::sm_80) {
+      fields.stages = 2; // the cp.async double buffer
+      fields.qInRegisters = queryInRegisters;
+    }
+
+    fa::ScoreTileOp score = nest->score;
+    std::optional<APFloat> threshold;
+    std::optional<int64_t> degree, period;
+    if (auto update = dyn_cast<fa::ConditionalSoftmaxUpdateOp>(nest->softmax)) {
+      if (update.getCounters())
+        return update.emitError()
+               << "fa-map-to-gpu: rescale counters (instrument) exist on the "
+                  "CPU path only";
+      threshold = update.getThreshold();
+      degree = update.getExp2PolyDegree();
+      period = update.getExp2PolyPeriod();
+    } else {
+      auto plain = cast<fa::SoftmaxUpdateOp>(nest->softmax);
+      degree = plain.getExp2PolyDegree();
+      period = plain.getExp2PolyPeriod();
+    }
+    auto op = AttentionOp::create(
+        b, forall.getLoc(), nest->q, nest->k, nest->v, nest->o, nest->lse,
+        TargetAttr::get(ctx, target), score.getScaleAttr(),
+        score.getCausalAttr(), score.getWindowAttr(), score.getSoftcapAttr(),
+        threshold ? b.getF32FloatAttr(threshold->convertToFloat())
+                  : FloatAttr(),
+        degree ? b.getI64IntegerAttr(*degree) : IntegerAttr(),
+        degree && period ? b.getI64IntegerAttr(*period) : IntegerAttr(),
+        scheduleOf(ctx, fields));
+    (void)op;
+    forall.erase();
+    return success();
+  }
+};
+
+} // namespace

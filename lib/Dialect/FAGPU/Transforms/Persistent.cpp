@@ -1,0 +1,65 @@
+//===- Persistent.cpp - persistent CTAs and the tile scheduler ------------===//
+//
+// One CTA per tile pays its prologue (barrier setup, Q load, the first S
+// without an overlapped P V) and epilogue once per tile; a persistent CTA
+// pays them once and, with two Q buffers, hides the tile boundary under
+// the previous tile's last P V. Causal tiles differ in length (the last
+// query block sees all keys, the first one block), so a fixed deal leaves
+// CTAs idle: they take tiles from a global counter instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FAGPU/Transforms/Passes.h"
+
+#include "ScheduleUtils.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
+
+namespace mlir::fagpu {
+#define GEN_PASS_DEF_FAGPUPERSISTENT
+#include "fa/Dialect/FAGPU/Transforms/Passes.h.inc"
+} // namespace mlir::fagpu
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+namespace {
+
+struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
+  using FAGPUPersistentBase::FAGPUPersistentBase;
+
+  void runOnOperation() override {
+    std::optional<std::optional<bool>> requested = parseMode(mode);
+    if (!requested) {
+      emitError(getOperation().getLoc())
+          << "fagpu-persistent: mode must be on, off or auto, got '" << mode
+          << "'";
+      return signalPassFailure();
+    }
+    auto update = [&](AttentionOp op, ScheduleFields &f)
+        -> std::optional<std::string> {
+      bool persistent;
+      if (*requested) {
+        persistent = **requested;
+      } else {
+        // Where the table measured it faster, at the table's tiles.
+        const KernelDefaults *row =
+            defaultsFor(Target::sm_90a, op.getHeadDim(), op.getCausal());
+        persistent = row && row->persistent && row->blockR == f.blockR;
+      }
+      if (!persistent) {
+        f.scheduler = TileScheduler::Single;
+        f.qBuffers = 1;
+        return std::nullopt;
+      }
+      f.scheduler =
+          op.getCausal() ? TileScheduler::Dynamic : TileScheduler::Static;
+      f.qBuffers = 2;
+      return std::nullopt;
+    };
+    if (failed(updateSchedules(getOperation(), Target::sm_90a,
+                               "fagpu-persistent", update)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,47 @@
+//===- ScheduleUtils.h - what every fagpu schedule pass shares --*- C++ -*-===//
+
+#ifndef FA_LIB_DIALECT_FAGPU_TRANSFORMS_SCHEDULEUTILS_H
+#define FA_LIB_DIALECT_FAGPU_TRANSFORMS_SCHEDULEUTILS_H
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::fagpu {
+
+/// Runs `update` on the schedule of every fagpu.attention for `target` in
+/// `root`. `update` changes the fields it owns and returns nothing, or why
+/// the kernel cannot take the idea; the error then names the pass and the
+/// op, and the walk stops.
+template <typename UpdateFn>
+LogicalResult updateSchedules(Operation *root, Target target, StringRef pass,
+                              UpdateFn update) {
+  WalkResult result = root->walk([&](AttentionOp op) {
+    if (op.getTarget() != target)
+      return WalkResult::advance();
+    ScheduleFields fields = fieldsOf(op.getSchedule());
+    if (std::optional<std::string> why = update(op, fields)) {
+      op.emitOpError() << pass << ": " << *why;
+      return WalkResult::interrupt();
+    }
+    op.setScheduleAttr(scheduleOf(op.getContext(), fields));
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// on / off / auto, as the passes' `mode` options spell them.
+inline std::optional<std::optional<bool>> parseMode(StringRef mode) {
+  if (mode == "on")
+    return std::optional<bool>(true);
+  if (mode == "off")
+    return std::optional<bool>(false);
+  if (mode == "auto")
+    return std::optional<bool>();
+  return std::nullopt;
+}
+
+} // namespace mlir::fagpu
+
+#endif // FA_LIB_DIALECT_FAGPU_TRANSFORMS_SCHEDULEUTILS_H

@@ -1,0 +1,68 @@
+//===- TmaStoreEpilogue.cpp - O through shared memory and a TMA store -----===//
+//
+// From registers, each thread writes O with D / 4 stores of 4 bytes in the
+// softmax's issue slots; through shared memory, stmatrix writes 16 bytes a
+// lane and one thread hands the whole tile to the TMA engine. It needs a
+// B_r x D staging tile, or a Q buffer that is dead by then.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FAGPU/Transforms/Passes.h"
+
+#include "ScheduleUtils.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
+#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+
+namespace mlir::fagpu {
+#define GEN_PASS_DEF_FAGPUTMASTOREEPILOGUE
+#include "fa/Dialect/FAGPU/Transforms/Passes.h.inc"
+} // namespace mlir::fagpu
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+namespace {
+
+struct TmaStoreEpiloguePass
+    : fagpu::impl::FAGPUTmaStoreEpilogueBase<TmaStoreEpiloguePass> {
+  using FAGPUTmaStoreEpilogueBase::FAGPUTmaStoreEpilogueBase;
+
+  void runOnOperation() override {
+    std::optional<std::optional<bool>> requested = parseMode(mode);
+    if (!requested) {
+      emitError(getOperation().getLoc())
+          << "fagpu-tma-store-epilogue: mode must be on, off or auto, got '"
+          << mode << "'";
+      return signalPassFailure();
+    }
+    auto update = [&](AttentionOp op, ScheduleFields &f)
+        -> std::optional<std::string> {
+      if (f.stages == 0)
+        return std::string("the staging tile is placed after the K/V ring: "
+                           "run fagpu-pipeline-kv first");
+      bool wanted;
+      if (*requested) {
+        wanted = **requested;
+      } else {
+        const KernelDefaults *row =
+            defaultsFor(Target::sm_90a, op.getHeadDim(), op.getCausal());
+        wanted = row && row->tmaStoreEpilogue;
+      }
+      f.epilogue = wanted ? Epilogue::TmaStore : Epilogue::Registers;
+      if (wanted && sharedBytesOf(Target::sm_90a, op.getHeadDim(), f) >
+                        maxSharedBytes(f.ctasPerSm))
+        // No room for a staging tile: a one-tile CTA stages O in its Q
+        // buffer; a persistent one reloads that buffer and keeps the
+        // register epilogue.
+        f.epilogue = f.scheduler != TileScheduler::Single
+                                  ? Epilogue::Registers
+                                      : Epilogue::TmaStoreInQ;
+      return std::nullopt;
+    };
+    if (failed(updateSchedules(getOperation(), Target::sm_90a,
+                               "fagpu-tma-store-epilogue", update)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,53 @@
+// RUN: fa-opt %s --split-input-file --fa-sm80-kernel-pipeline --verify-diagnostics
+
+func.func @f32(%q: memref<1x1x64x64xf32>, %o: memref<1x1x64x64xf32>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_80 mma.sync: element type must be f16 or bf16, got f32}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf32>, memref<1x1x64xf32>)
+      : memref<1x1x64x64xf32>, memref<1x1x64x64xf32>, memref<1x1x64x64xf32>
+  return
+}
+
+// -----
+
+func.func @d96(%q: memref<1x1x64x96xf16>, %o: memref<1x1x64x96xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{head dim must be 64, 128 or 256, got 96}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x96xf16>, memref<1x1x64xf32>)
+      : memref<1x1x64x96xf16>, memref<1x1x64x96xf16>, memref<1x1x64x96xf16>
+  return
+}
+
+// -----
+
+func.func @dv(%q: memref<1x1x64x64xf16>, %v: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{value head dim must equal the head dim (64), got 128}}
+  fa.attention %q, %q, %v outs(%o, %l : memref<1x1x64x128xf16>, memref<1x1x64xf32>)
+      : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+func.func @nolse(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{the kernel writes LSE: give an lse destination}}
+  fa.attention %q, %q, %q outs(%o : memref<1x1x64x64xf16>)
+      : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+func.func @tiles(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{block_r must be 64 or 128, got 32}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf16>, memref<1x1x64xf32>) {block_r = 32 : i64}
+      : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+func.func @tensors(%q: tensor<1x1x64x64xf16>) -> (tensor<1x1x64x64xf16>, tensor<1x1x64xf32>) {
+  // expected-error @+1 {{needs the memref form (run fa-attention-to-buffers first)}}
+  %o, %l = fa.attention %q, %q, %q : tensor<1x1x64x64xf16>, tensor<1x1x64x64xf16>, tensor<1x1x64x64xf16>
+      -> tensor<1x1x64x64xf16>, tensor<1x1x64xf32>
+  return %o, %l : tensor<1x1x64x64xf16>, tensor<1x1x64xf32>
+}

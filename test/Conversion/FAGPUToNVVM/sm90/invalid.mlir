@@ -1,0 +1,80 @@
+// RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline --verify-diagnostics
+
+func.func @f32(%q: memref<1x1x64x64xf32>, %o: memref<1x1x64x64xf32>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: element type must be f16 or bf16, got f32}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf32>, memref<1x1x64xf32>)
+      : memref<1x1x64x64xf32>, memref<1x1x64x64xf32>, memref<1x1x64x64xf32>
+  return
+}
+
+// -----
+
+func.func @d96(%q: memref<1x1x64x96xf16>, %o: memref<1x1x64x96xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: head dim must be 64, 128 or 256, got 96}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x96xf16>, memref<1x1x64xf32>)
+      : memref<1x1x64x96xf16>, memref<1x1x64x96xf16>, memref<1x1x64x96xf16>
+  return
+}
+
+// -----
+
+func.func @nolse(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: the kernel writes LSE: give an lse destination}}
+  fa.attention %q, %q, %q outs(%o : memref<1x1x64x64xf16>)
+      : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+func.func @blockr(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows), got 96}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf16>, memref<1x1x64xf32>)
+      {block_r = 96 : i64} : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+func.func @blockc(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_c must be a multiple of 16 in [16, 256], got 40}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf16>, memref<1x1x64xf32>)
+      {block_c = 40 : i64} : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+func.func @smem(%q: memref<1x1x64x256xf16>, %o: memref<1x1x64x256xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: the tiles need 328784 bytes of shared memory, more than 227 KiB}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x256xf16>, memref<1x1x64xf32>)
+      {block_c = 128 : i64} : memref<1x1x64x256xf16>, memref<1x1x64x256xf16>, memref<1x1x64x256xf16>
+  return
+}
+
+// -----
+
+func.func @blockr192(%q: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r = 192 needs D = 64 (three consumers get 160 registers each; at D = 128 their S, O and P spill)}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x128xf16>, memref<1x1x64xf32>)
+      {block_r = 192 : i64} : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+func.func @blockr64_d256(%q: memref<1x1x64x256xf16>, %o: memref<1x1x64x256xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r = 64 needs D <= 128 (with two CTAs per SM the kernel launches with 128 registers per thread, and ptxas cannot fit D = 256's 128 accumulators of P V)}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x256xf16>, memref<1x1x64xf32>)
+      {block_r = 64 : i64} : memref<1x1x64x256xf16>, memref<1x1x64x256xf16>, memref<1x1x64x256xf16>
+  return
+}
+
+// -----
+
+func.func @blockr64_smem(%q: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: the tiles need 148560 bytes of shared memory, more than 113 KiB (2 CTAs per SM)}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x128xf16>, memref<1x1x64xf32>)
+      {block_r = 64 : i64, block_c = 128 : i64} : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
+  return
+}

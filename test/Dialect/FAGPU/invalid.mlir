@@ -1,0 +1,58 @@
+// RUN: fa-opt %s --split-input-file --verify-diagnostics
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 2, epilogue = registers, q_in_registers = false>
+func.func @q_buffers_need_persistence(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{a second Q buffer (cross-tile pipeline) needs a persistent tile scheduler}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 64, block_c = 128, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 232, stages = 2, ping_pong = true, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @ping_pong_needs_two(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{ping-pong needs at least two consumer warpgroups, got 1}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 240, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @budget_without_roles(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{consumer_registers without producer_registers}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @value_dim(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x128xf16>) {
+  // expected-error @+1 {{expected out's head dim to be v's (64), got 128}}
+  fagpu.attention %q, %q, %q outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 0, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @tiles(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{expected positive block_r and block_c in the schedule, got 0 and 128}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+func.func @bad_field(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{expected true or false for 'ping_pong'}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = maybe, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
