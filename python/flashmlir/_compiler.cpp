@@ -4,8 +4,20 @@
 // returns the kernel's name, every IR stage, PTX, cubin and metadata.
 // Diagnostics become a flashmlir.CompileError with their text.
 //
+// Threads: the GIL is released while compiling, so Python threads may call
+// in concurrently. Every use of the one MLIRContext -- registering the
+// call's diagnostic handler, compiling, parsing, lowering, destroying IR --
+// holds a process-wide lock: a handler registered by one call would
+// otherwise receive another call's diagnostics (a CompileError with no
+// text, or with another request's), and fa::compileKernel also sets LLVM's
+// global nvptx-short-ptr option. Only running a compiled CPU kernel happens
+// outside the lock. (A fresh context per call is not an option today: the
+// ninth compileKernel in a process on a fresh context crashes in
+// compileModule; see issue 16's report.)
+//
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Target/Compile.h"
 
@@ -23,6 +35,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <mutex>
 
 namespace py = pybind11;
@@ -30,6 +43,7 @@ using namespace mlir;
 
 namespace {
 
+/// The context; use it only while holding contextLock().
 MLIRContext &context() {
   static std::once_flag once;
   static std::unique_ptr<MLIRContext> ctx;
@@ -41,6 +55,57 @@ MLIRContext &context() {
     ctx->loadAllAvailableDialects();
   });
   return *ctx;
+}
+
+/// Taken with the GIL released (py::gil_scoped_release first), so that a
+/// thread waiting for it never blocks the interpreter.
+std::mutex &contextLock() {
+  static std::mutex lock;
+  return lock;
+}
+
+/// Collects a call's diagnostics as text.
+struct Diagnostics {
+  std::string text;
+  ScopedDiagnosticHandler handler;
+  explicit Diagnostics(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &diag) {
+          llvm::raw_string_ostream os(text);
+          os << diag << "\n";
+          return success();
+        }) {}
+};
+
+[[noreturn]] void raiseCompileError(std::string message) {
+  // Never an error without text, whatever the failure.
+  if (message.empty())
+    message = "compilation failed without a diagnostic";
+  static py::object error =
+      py::module_::import("flashmlir.errors").attr("CompileError");
+  PyErr_SetString(error.ptr(), message.c_str());
+  throw py::error_already_set();
+}
+
+/// The keyword options' ranges (fa/Dialect/FA/IR/Validation.h), with the
+/// sentinels of flashmlir.compile: window 0 and softcap 0 off, block 0 the
+/// back end's choice, rescale_threshold None the default and < 0 off,
+/// poly_exp2_degree < 0 the target's default and 0 off.
+void checkOptions(const fa::KernelOptions &o) {
+  std::optional<std::string> error;
+  if ((error = fa::checkHeadDim("head_dim", o.headDim)) ||
+      (o.window != 0 && (error = fa::checkWindow(o.window, 32))) ||
+      (o.softcap != 0 && (error = fa::checkSoftcap(o.softcap))) ||
+      (o.blockR != 0 && (error = fa::checkTileSize("block_r", o.blockR))) ||
+      (o.blockC != 0 && (error = fa::checkTileSize("block_c", o.blockC))) ||
+      (o.rescaleThreshold >= 0 &&
+       (error = fa::checkRescaleThreshold(o.rescaleThreshold,
+                                          "rescale_threshold"))) ||
+      (o.polyExp2Degree != 0 &&
+       (error = fa::checkPolyExp2(o.polyExp2Degree > 0
+                                      ? o.polyExp2Degree
+                                      : fa::kMinPolyExp2Degree,
+                                  o.polyExp2Period))))
+    raiseCompileError(*error);
 }
 
 py::dict compile(const std::string &arch, int64_t headDim,
@@ -59,8 +124,13 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.softcap = softcap;
   options.blockR = blockR;
   options.blockC = blockC;
-  if (!rescaleThreshold.is_none())
+  if (!rescaleThreshold.is_none()) {
     options.rescaleThreshold = rescaleThreshold.cast<double>();
+    // NaN is this API's "default", spelt None: a NaN given is a mistake.
+    if (std::isnan(options.rescaleThreshold))
+      raiseCompileError("expected rescale_threshold in [0, 64], got nan; "
+                        "pass None for the measured default");
+  }
   options.polyExp2Degree = polyDegree;
   options.polyExp2Period = polyPeriod;
   options.stages = stages;
@@ -69,25 +139,20 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.persistent = persistent;
   options.sm90Kernel = sm90Kernel;
   options.runPtxas = runPtxas;
+  checkOptions(options);
 
-  MLIRContext &ctx = context();
   std::string errors;
   FailureOr<fa::CompiledKernel> kernel;
   {
-    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-      llvm::raw_string_ostream os(errors);
-      os << diag << "\n";
-      return success();
-    });
     py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(contextLock());
+    MLIRContext &ctx = context();
+    Diagnostics diagnostics(ctx);
     kernel = fa::compileKernel(ctx, options);
+    errors = std::move(diagnostics.text);
   }
-  if (failed(kernel)) {
-    static py::object error =
-        py::module_::import("flashmlir.errors").attr("CompileError");
-    PyErr_SetString(error.ptr(), errors.c_str());
-    throw py::error_already_set();
-  }
+  if (failed(kernel))
+    raiseCompileError(errors);
   py::dict out;
   out["name"] = kernel->name;
   out["kernel_ir"] = kernel->kernelIR;
@@ -119,10 +184,19 @@ py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
   std::vector<int64_t> qs(q.shape(), q.shape() + 4), ks(k.shape(), k.shape() + 4),
       vs(v.shape(), v.shape() + 4);
   std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]}, ls = {qs[0], qs[1], qs[2]};
+  for (int64_t d : {qs[3], vs[3]})
+    if (std::optional<std::string> error = fa::checkHeadDim("head dim", d))
+      raiseCompileError(*error);
   std::string attrs = causal ? "causal" : "";
-  if (!scale.is_none())
-    attrs += std::string(attrs.empty() ? "" : ", ") + "scale = " +
-             std::to_string(scale.cast<double>()) + " : f32";
+  if (!scale.is_none()) {
+    // Checked as given (a double), then written as the f32 attribute it
+    // becomes, in text that parses back to that very f32.
+    double s = scale.cast<double>();
+    if (std::optional<std::string> error = fa::checkScale(s))
+      raiseCompileError(*error);
+    attrs += std::string(attrs.empty() ? "" : ", ") +
+             "scale = " + fa::formatF32(static_cast<float>(s)) + " : f32";
+  }
   std::string text =
       "func.func @attention(%q: " + memrefType(qs) + ", %k: " + memrefType(ks) +
       ", %v: " + memrefType(vs) + ", %o: " + memrefType(os) +
@@ -132,52 +206,59 @@ py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
       (attrs.empty() ? "" : " {" + attrs + "}") + " : " + memrefType(qs) +
       ", " + memrefType(ks) + ", " + memrefType(vs) + "\n  return\n}\n";
 
-  MLIRContext &ctx = context();
-  std::string errors;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    llvm::raw_string_ostream os(errors);
-    os << diag << "\n";
-    return success();
-  });
-  auto fail = [&]() -> py::tuple {
-    static py::object error =
-        py::module_::import("flashmlir.errors").attr("CompileError");
-    PyErr_SetString(error.ptr(), errors.c_str());
-    throw py::error_already_set();
-  };
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
-  if (!module)
-    return fail();
-  fa::CPUPipelineOptions options;
   if (loopOrder != "fa1" && loopOrder != "fa2")
     throw py::value_error("loop_order must be 'fa1' or 'fa2'");
-  options.loopOrder = loopOrder == "fa1" ? fa::LoopOrder::FA1 : fa::LoopOrder::FA2;
+  fa::CPUPipelineOptions options;
+  options.loopOrder =
+      loopOrder == "fa1" ? fa::LoopOrder::FA1 : fa::LoopOrder::FA2;
   options.blockR = blockR;
   options.blockC = blockC;
-  PassManager pm(&ctx);
-  fa::buildCPUPipeline(pm, options);
-  if (failed(pm.run(*module)))
-    return fail();
 
-  static std::once_flag targets;
-  std::call_once(targets, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
-  std::function<llvm::Error(llvm::Module *)> optimize =
-      makeOptimizingTransformer(2, 0, nullptr);
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = optimize;
-  auto engine = ExecutionEngine::create(*module, engineOptions);
-  if (!engine) {
-    errors += llvm::toString(engine.takeError());
-    return fail();
+  // Parse, lower and JIT under the context lock (the IR is destroyed before
+  // it is released); run the kernel outside it.
+  std::string errors;
+  std::unique_ptr<ExecutionEngine> engine;
+  void *fn = nullptr;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(contextLock());
+    MLIRContext &ctx = context();
+    Diagnostics diagnostics(ctx);
+    [&] {
+      OwningOpRef<ModuleOp> module =
+          parseSourceString<ModuleOp>(text, &ctx, "flashmlir.run_cpu");
+      if (!module)
+        return;
+      PassManager pm(&ctx);
+      fa::buildCPUPipeline(pm, options);
+      if (failed(pm.run(*module)))
+        return;
+      static std::once_flag targets;
+      std::call_once(targets, [] {
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+      });
+      std::function<llvm::Error(llvm::Module *)> optimize =
+          makeOptimizingTransformer(2, 0, nullptr);
+      ExecutionEngineOptions engineOptions;
+      engineOptions.transformer = optimize;
+      auto created = ExecutionEngine::create(*module, engineOptions);
+      if (!created) {
+        diagnostics.text += llvm::toString(created.takeError());
+        return;
+      }
+      auto found = (*created)->lookup("_mlir_ciface_attention");
+      if (!found) {
+        diagnostics.text += llvm::toString(found.takeError());
+        return;
+      }
+      fn = *found;
+      engine = std::move(*created);
+    }();
+    errors = std::move(diagnostics.text);
   }
-  auto fn = (*engine)->lookup("_mlir_ciface_attention");
-  if (!fn) {
-    errors += llvm::toString(fn.takeError());
-    return fail();
-  }
+  if (!fn)
+    raiseCompileError(errors);
   F32Array out(os), lse(ls);
   auto descriptor = [](float *data, const std::vector<int64_t> &shape) {
     StridedMemRefType<float, 4> d{data, data, 0, {}, {}};
@@ -196,7 +277,7 @@ py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
                                  {ls[1] * ls[2], ls[2], 1}};
   {
     py::gil_scoped_release release;
-    reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(*fn)(
+    reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(fn)(
         &dq, &dk, &dv, &dout, &dl);
   }
   return py::make_tuple(out, lse);

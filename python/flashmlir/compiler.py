@@ -10,6 +10,7 @@ Needs the compiled extension (built with flash-mlir); the runtime
 """
 import functools
 import json
+import struct
 
 from .errors import CompileError
 
@@ -27,6 +28,12 @@ def _extension():
             "(bash scripts/bootstrap.sh) and use build/python, or install "
             "it with cmake --install") from e
     return _compiler
+
+
+def _f32_text(value):
+    """`value` as the f32 attribute it becomes, in text that parses back to
+    that f32 exactly (repr of the f32's double value; ':e' kept 7 digits)."""
+    return repr(struct.unpack("f", struct.pack("f", value))[0])
 
 
 class CompiledKernel:
@@ -56,7 +63,8 @@ class CompiledKernel:
         t = f"memref<?x?x?x{o['head_dim']}x{o['dtype']}>"
         attrs = (["causal"] if o["causal"] else []) + \
             ([f"window = {o['window']} : i64"] if o["window"] else []) + \
-            ([f"softcap = {o['softcap']:e} : f32"] if o["softcap"] else [])
+            ([f"softcap = {_f32_text(o['softcap'])} : f32"]
+             if o["softcap"] else [])
         attr = f" {{{', '.join(attrs)}}}" if attrs else ""
         return (f"fa.attention %q, %k, %v outs(%o, %lse : {t}, "
                 f"memref<?x?x?xf32>){attr} : {t}, {t}, {t}")

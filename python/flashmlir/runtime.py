@@ -139,9 +139,33 @@ def validate_metadata(meta):
         raise MetadataError(f"bad block {meta['block']}")
     if meta["block_r"] <= 0 or meta["shared_memory_bytes"] < 0:
         raise MetadataError("block_r and shared_memory_bytes must be positive")
-    if not 1 <= int(meta.get("ctas_per_sm", 1)) <= 32:
-        raise MetadataError(f"bad ctas_per_sm {meta.get('ctas_per_sm')}")
+    # The C runtime's ranges (lib/Runtime/Runtime.cpp, kIntFields): nothing
+    # may narrow when it becomes a ctypes int or a launch dimension. JSON
+    # booleans are ints to Python: refused as numbers.
+    for key, (low, high) in _INT_RANGES.items():
+        if key not in meta:
+            continue
+        value = meta[key]
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                not low <= value <= high:
+            raise MetadataError(f"metadata {key!r} must be an integer in "
+                                f"[{low}, {high}], got {value!r}")
+    block = meta["block"]
+    if any(isinstance(x, bool) or not isinstance(x, int) or not 1 <= x <= 1024
+           for x in block) or block[0] * block[1] * block[2] > 1024:
+        raise MetadataError(f"bad block {block}: three positive integers of "
+                            f"at most 1024 threads in all")
     return meta
+
+
+_INT_RANGES = {"head_dim": (1, 1 << 16), "block_r": (1, 1 << 20),
+               "shared_memory_bytes": (0, 2**31 - 1), "ctas_per_sm": (1, 32),
+               "tma_box_cols": (0, 256), "tma_box_rows_kv": (0, 256),
+               "tma_box_rows_o": (0, 256)}
+
+# The dialect's scale range (fa/Dialect/FA/IR/Validation.h): log2(e) * scale
+# is a normal f32 and the scores stay finite.
+_MIN_SCALE, _MAX_SCALE = 2.0 ** -64, 2.0 ** 64
 
 
 # The dynamic tile scheduler's counters, one zeroed u32 per (device,
@@ -364,8 +388,9 @@ class Kernel:
                               device=q.device)
         if scale is None:
             scale = 1.0 / math.sqrt(d)
-        if not (scale > 0 and math.isfinite(scale)):
-            raise KernelArgumentError(f"scale must be positive, got {scale}")
+        if not _MIN_SCALE <= scale <= _MAX_SCALE:
+            raise KernelArgumentError(
+                f"scale must be in [2^-64, 2^64], got {scale!r}")
         device_index = q.device.index if q.device.index is not None else \
             torch.cuda.current_device()
         with torch.cuda.device(device_index):

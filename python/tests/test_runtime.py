@@ -217,7 +217,16 @@ def test_bad_outputs_are_named(compiled):
     (lambda m: m["params"].pop(), "parameter list"),
     (lambda m: m.__setitem__("dtype", "f64"), "unsupported dtype"),
     (lambda m: m.__setitem__("block", [0, 1, 1]), "bad block"),
-    (lambda m: m.__setitem__("ctas_per_sm", 0), "bad ctas_per_sm"),
+    (lambda m: m.__setitem__("ctas_per_sm", 0),
+     r"'ctas_per_sm' must be an integer in \[1, 32\], got 0"),
+    # Issue 16: values that would narrow in ctypes or a launch dimension.
+    (lambda m: m.__setitem__("head_dim", 2**32 + 64),
+     r"'head_dim' must be an integer in \[1, 65536\], got 4294967360"),
+    (lambda m: m.__setitem__("shared_memory_bytes", 2**31),
+     r"'shared_memory_bytes' must be an integer in \[0, 2147483647\]"),
+    (lambda m: m.__setitem__("block_r", True), "'block_r' must be an integer"),
+    (lambda m: m.__setitem__("block", [1024, 2, 1]),
+     "at most 1024 threads in all"),
 ])
 def test_bad_metadata_is_refused(compiled, edit, message):
     meta = json.load(open(compiled + ".json"))
