@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::fagpu {
 #define GEN_PASS_DEF_FAMAPTOGPU
@@ -127,7 +128,8 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
   auto v = cast<MemRefType>(nest.v.getType());
   Type elt = q.getElementType();
   if (!elt.isF16() && !elt.isBF16())
-    return "element type must be f16 or bf16";
+    return "element type must be f16 or bf16, got " +
+           llvm::formatv("{0}", elt).str();
   int64_t d = q.getDimSize(3);
   if (d != 64 && d != 128 && d != 256)
     return "head dim must be 64, 128 or 256, got " + std::to_string(d);

@@ -26,13 +26,9 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // The kernel and its schedule.
 // CHECK: llvm.func @fa4_sm100_d128_br128_bc128_s3_f16_causal_cr8_px3p8(
 // CHECK-SAME: %arg0: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}
-// CHECK-SAME: fa.schedule = {
-// CHECK-SAME: exp2_poly_degree = 3
-// CHECK-SAME: kv_stages = 3
-// CHECK-SAME: rescale_threshold = 8.0
-// CHECK-SAME: tmem = "S/P buffers at columns 0 and 128, O at 256"
-// CHECK-SAME: verified = "ptxas only (no Blackwell GPU)"
-// CHECK-SAME: warps = 6
+// CHECK-SAME: fagpu.schedule = #fagpu.schedule<block_r = 128, block_c = 128,
+// CHECK-SAME: stages = 3,
+// CHECK-SAME: fagpu.target = #fagpu.target<sm_100a>, fagpu.threads = 192
 // CHECK-SAME: nvvm.maxntid = array<i32: 192, 1, 1>
 
 // Barriers: q_full, 3 x (k_full, v_full, k_empty, v_empty), s_full x 2 (one

@@ -15,7 +15,7 @@
 // CHECK: gpu.module @fa_kernels
 // CHECK: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // CHECK: llvm.func @fa2_sm80_d64_br128_bc64_f16
-// CHECK-SAME: fa.schedule = {block_c = 64 : i64, block_r = 128 : i64, exp2_poly_degree = 0 : i64, exp2_poly_period = 8 : i64, kv_stages = 2 : i64, mma = "m16n8k16.row.col", q_in_registers = true, rescale_threshold = -1.000000e+00 : f64, rows_per_warp = 32 : i64, smem_bytes = 49152 : i64, smem_layout = "16B-chunk xor (row mod 8)", softcap = 0.000000e+00 : f64, warps = 4 : i64, window = 0 : i64}
+// CHECK-SAME: fagpu.schedule = #fagpu.schedule<block_r = 128, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = true>, fagpu.shared_memory_bytes = 49152 : i64, fagpu.target = #fagpu.target<sm_80>, fagpu.threads = 128 : i64
 // CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>
 // Prologue: Q and the first K/V tile in flight with cp.async (16 B, zero-fill
 // past the end), one commit group.
@@ -72,7 +72,8 @@ func.func @attention(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: mem
 // CHECK: gpu.launch_func @fa_kernels::@fa2_sm80_d256_br64_bc32_bf16_causal
 // CHECK-SAME: dynamic_shared_memory_size %c98304_i32
 // CHECK: llvm.func @fa2_sm80_d256_br64_bc32_bf16_causal
-// CHECK-SAME: q_in_registers = true, rescale_threshold = -1.000000e+00 : f64, rows_per_warp = 16
+// CHECK-SAME: fagpu.schedule = #fagpu.schedule<block_r = 64, block_c = 32,
+// CHECK-SAME: q_in_registers = true>
 // CHECK: } {fa.kv_loop = "unmasked"}
 // CHECK: scf.for
 // CHECK:   nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {{{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
@@ -95,8 +96,6 @@ func.func @causal_bf16(%q: memref<2x8x100x256xbf16>, %k: memref<2x2x300x256xbf16
 // CHECK-LABEL: func.func @window_softcap
 // CHECK: gpu.launch_func  @fa_kernels::@fa2_sm80_d64_br128_bc64_f16_w32_sc30
 // CHECK: llvm.func @fa2_sm80_d64_br128_bc64_f16_w32_sc30
-// CHECK-SAME: softcap = 3.000000e+01 : f64
-// CHECK-SAME: window = 32 : i64
 // CHECK: } {fa.kv_loop = "unmasked"}
 // CHECK: scf.for
 // CHECK:   llvm.inline_asm "tanh.approx.f32 $0, $1;"

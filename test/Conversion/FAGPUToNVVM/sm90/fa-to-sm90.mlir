@@ -1,4 +1,5 @@
-// convert-fa-to-sm90 builds the FlashAttention-3 kernel. Each step of the
+// fa-sm90-kernel-pipeline (tile level, fa-map-to-gpu, the fagpu-* passes,
+// convert-fagpu-to-nvvm) builds the FlashAttention-3 kernel. Each step of the
 // schedule is checked in the NVVM IR: the TMA + mbarrier ring, wgmma, warp
 // specialisation, ping-pong, then the ablation options. The walk-through
 // is of the kernel with one tile per CTA; the default for this causal
@@ -33,13 +34,8 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s3_f16_causal(
 // CHECK-SAME: %arg0: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}
-// CHECK-SAME: fa.schedule = {
-// CHECK-SAME: block_c = 128
-// CHECK-SAME: block_r = 128
-// CHECK-SAME: intra_warpgroup_overlap = true
-// CHECK-SAME: kv_stages = 3
-// CHECK-SAME: ping_pong = true
-// CHECK-SAME: warps = 12
+// CHECK-SAME: fagpu.schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 3, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = tma_store_in_q, q_in_registers = false>
+// CHECK-SAME: fagpu.threads = 384
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
 
 // Step 1, TMA + mbarrier: q_full, q_empty and 3 stages x (k_full, v_full,
@@ -109,16 +105,14 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // NOPP-NOT: nvvm.barrier.arrive
 
 // Without the intra-warpgroup overlap the softmax waits for both GEMMs.
-// NOOVL: intra_warpgroup_overlap = false
-// NOOVL-SAME: kv_stages = 2
+// NOOVL: stages = 2, ping_pong = true, overlap_softmax = false
 // NOOVL-NOT: nvvm.wgmma.wait.group.sync.aligned 1
 
 // Persistent CTAs take the causal tiles from a counter (persistent.mlir).
-// PERSIST: persistent = true
-// PERSIST-SAME: tile_scheduler = "dynamic"
+// PERSIST: scheduler = dynamic, q_buffers = 2
 // PERSIST: scf.while
 // PERSIST: llvm.atomicrmw add
 
 // FA4 conditional rescaling: O is rescaled only under a warp vote.
-// FA4: rescale_threshold = 8.0
+// FA4: llvm.func @fa3_{{.*}}_cr8(
 // FA4: nvvm.vote.sync any

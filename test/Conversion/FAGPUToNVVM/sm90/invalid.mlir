@@ -1,7 +1,7 @@
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline --verify-diagnostics
 
 func.func @f32(%q: memref<1x1x64x64xf32>, %o: memref<1x1x64x64xf32>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: element type must be f16 or bf16, got f32}}
+  // expected-error @+1 {{fa-map-to-gpu: cannot be mapped to sm_90a: element type must be f16 or bf16, got f32}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf32>, memref<1x1x64xf32>)
       : memref<1x1x64x64xf32>, memref<1x1x64x64xf32>, memref<1x1x64x64xf32>
   return
@@ -10,7 +10,7 @@ func.func @f32(%q: memref<1x1x64x64xf32>, %o: memref<1x1x64x64xf32>, %l: memref<
 // -----
 
 func.func @d96(%q: memref<1x1x64x96xf16>, %o: memref<1x1x64x96xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: head dim must be 64, 128 or 256, got 96}}
+  // expected-error @+1 {{fa-tile: no sm_90a kernel for head dim 96 (supported: 64, 128, 256); give block-r and block-c to tile it anyway}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x96xf16>, memref<1x1x64xf32>)
       : memref<1x1x64x96xf16>, memref<1x1x64x96xf16>, memref<1x1x64x96xf16>
   return
@@ -28,7 +28,7 @@ func.func @nolse(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>) {
 // -----
 
 func.func @blockr(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: block_r must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows), got 96}}
+  // expected-error @+1 {{fa-map-to-gpu: cannot be mapped to sm_90a: block_r must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows), got 96}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf16>, memref<1x1x64xf32>)
       {block_r = 96 : i64} : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
   return
@@ -46,7 +46,7 @@ func.func @blockc(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memr
 // -----
 
 func.func @smem(%q: memref<1x1x64x256xf16>, %o: memref<1x1x64x256xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: the tiles need 328784 bytes of shared memory, more than 227 KiB}}
+  // expected-error @+1 {{fagpu-pipeline-kv: the tiles need 328784 bytes of shared memory, more than 227 KiB}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x256xf16>, memref<1x1x64xf32>)
       {block_c = 128 : i64} : memref<1x1x64x256xf16>, memref<1x1x64x256xf16>, memref<1x1x64x256xf16>
   return
@@ -73,7 +73,7 @@ func.func @blockr64_d256(%q: memref<1x1x64x256xf16>, %o: memref<1x1x64x256xf16>,
 // -----
 
 func.func @blockr64_smem(%q: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: the tiles need 148560 bytes of shared memory, more than 113 KiB (2 CTAs per SM)}}
+  // expected-error @+1 {{fagpu-pipeline-kv: the tiles need 148560 bytes of shared memory, more than 113 KiB (2 CTAs per SM)}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x128xf16>, memref<1x1x64xf32>)
       {block_r = 64 : i64, block_c = 128 : i64} : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
   return

@@ -22,7 +22,7 @@ func.func @d64_causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 // CHECK-SAME: threads in (%c256,
 // CHECK-SAME: dynamic_shared_memory_size %c107632_i32
 // CHECK: llvm.func @fa3_sm90_d64_br64_bc128_s3_f16_causal
-// CHECK-SAME: consumers = "warpgroup 1: 64 rows, wgmma m64n128k16 (S, SS) + m64n64k16 (PV, RS), setmaxnreg.inc 232", ctas_per_sm = 2
+// CHECK-SAME: consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 232
 // CHECK-SAME: ping_pong = false
 // CHECK-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 2

@@ -12,7 +12,7 @@
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=persistent=false | FileCheck %s --check-prefix=OFF
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=persistent=true | FileCheck %s --check-prefix=ON
 // RUN: not fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=persistent=maybe 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: cannot be lowered to sm_90a wgmma: persistent must be true, false or auto, got 'maybe'
+// BAD: fagpu-persistent: mode must be on, off or auto, got 'maybe'
 
 func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,
@@ -23,7 +23,7 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 }
 // CHECK-LABEL: func.func @d64
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2
-// CHECK: persistent = true
+// CHECK: scheduler = static, q_buffers = 2
 // The warpgroup index is shuffled from lane 0: ptxas then keeps the Q
 // descriptors in uniform registers.
 // CHECK: %[[GROUP:.*]] = arith.divui %{{.*}}, %c128_i32
@@ -97,7 +97,7 @@ func.func @d128_causal(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK-NEXT: gpu.wait [%[[T4]]]
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2(
 // CHECK-SAME: %arg10: i32, %[[CTR:arg11]]: !llvm.ptr<1>)
-// CHECK-SAME: tile_scheduler = "dynamic"
+// CHECK-SAME: scheduler = dynamic
 // Producer: the loop runs while the tile id is below the tile count.
 // CHECK: %[[FIRST:.*]] = nvvm.read.ptx.sreg.ctaid.x
 // CHECK: arith.cmpi ult, %[[FIRST]], %[[TILES:.*]] : i32
@@ -163,6 +163,6 @@ func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK-NOT: gpu.alloc
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_persistent_q2 blocks
 // CHECK-SAME: %{{.*}} : f32, %{{.*}} : i32)
-// CHECK: tile_scheduler = "static"
+// CHECK: scheduler = static
 // CHECK-NOT: llvm.atomicrmw
 // CHECK: llvm.return

@@ -17,7 +17,7 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 // CHECK: llvm.call @faEncodeTensorMap(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i64, %c16_i64, %c192_i32,
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16
 // CHECK-SAME: threads in (%c512,
-// CHECK: consumers = "warpgroups 1-3: 64 rows each, wgmma m64n128k16 (S, SS) + m64n64k16 (PV, RS), setmaxnreg.inc 160"
+// CHECK: consumers = 3, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 160
 // CHECK-SAME: nvvm.maxntid = array<i32: 512, 1, 1>
 // q_empty and the stage "empty" barriers wait for 12 consumer warps.
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c12_i32

@@ -12,7 +12,7 @@
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=direct | FileCheck %s --check-prefix=DIRECT
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=tma | FileCheck %s --check-prefix=TMA
 // RUN: not fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=fast 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: cannot be lowered to sm_90a wgmma: epilogue must be tma, direct or auto, got 'fast'
+// BAD: fagpu-tma-store-epilogue: mode must be on, off or auto, got 'fast'
 
 func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                 %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
@@ -32,7 +32,7 @@ func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK-SAME: args(%{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.ptr<1>,
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_persistent_q2(
 // CHECK-SAME: %arg3: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}
-// CHECK-SAME: epilogue = "stmatrix into a staging tile (128B swizzle), TMA store"
+// CHECK-SAME: epilogue = tma_store,
 // The consumers' barrier: id 4 + consumer.
 // CHECK: nvvm.setmaxregister  increase 240
 // CHECK: %[[BAR:.*]] = arith.addi %c4_i32{{.*}}, %{{.*}} : i32
@@ -56,7 +56,7 @@ func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // DIRECT-LABEL: func.func @d128
 // DIRECT: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_persistent_q2_stg blocks
 // DIRECT-SAME: dynamic_shared_memory_size %c197728_i32
-// DIRECT: epilogue = "st.global from registers"
+// DIRECT: epilogue = registers
 // DIRECT-NOT: nvvm.stmatrix
 // DIRECT-NOT: cp.async.bulk.tensor.global.shared.cta
 // DIRECT: llvm.store {{.*}} : i32, !llvm.ptr<1>
@@ -77,7 +77,7 @@ func.func @d256(%q: memref<?x?x?x256xf16>, %k: memref<?x?x?x256xf16>,
 // CHECK-LABEL: func.func @d256
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d256_br128_bc64_s2_f16 blocks
 // CHECK-SAME: dynamic_shared_memory_size %c197712_i32
-// CHECK: epilogue = "stmatrix into the Q buffer (128B swizzle), TMA store"
+// CHECK: epilogue = tma_store_in_q
 // CHECK-COUNT-16: nvvm.stmatrix
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.global.shared.cta
 // A persistent D = 256 kernel reloads its Q buffer: direct stores.
@@ -97,8 +97,8 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 }
 // CHECK-LABEL: func.func @d64
 // CHECK: @fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2 blocks
-// CHECK: epilogue = "st.global from registers"
+// CHECK: epilogue = registers
 // TMA-LABEL: func.func @d64
 // TMA: @fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2_tma blocks
-// TMA: epilogue = "stmatrix into a staging tile (128B swizzle), TMA store"
+// TMA: epilogue = tma_store,
 // TMA-COUNT-4: nvvm.stmatrix
