@@ -1,0 +1,74 @@
+// Each FlashAttention-3 pass sets its own fields of the #fagpu.schedule and
+// nothing else; together they give the default sm_90a kernel.
+// RUN: fa-opt %s --split-input-file --fagpu-warp-specialize | FileCheck %s --check-prefix=WS
+// RUN: fa-opt %s --split-input-file --fagpu-persistent | FileCheck %s --check-prefix=PERS
+// RUN: fa-opt %s --split-input-file --fagpu-persistent --fagpu-pipeline-kv | FileCheck %s --check-prefix=RING
+// RUN: fa-opt %s --split-input-file --fagpu-ping-pong | FileCheck %s --check-prefix=PP
+// RUN: fa-opt %s --split-input-file --fagpu-overlap-softmax | FileCheck %s --check-prefix=OVL
+// RUN: fa-opt %s --split-input-file --fagpu-pipeline-kv --fagpu-tma-store-epilogue | FileCheck %s --check-prefix=EPI
+// RUN: not fa-opt %s --split-input-file --fagpu-tma-store-epilogue 2>&1 | FileCheck %s --check-prefix=ORDER
+
+#none = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+
+// Warp specialisation: a 24-register producer and what the 64K registers
+// leave two consumers, (65536 / 128 - 24) / 2 rounded down to 8 = 240.
+// WS-LABEL: func.func @causal_d128
+// WS: producer_registers = 24, consumer_registers = 240, stages = 0, ping_pong = false
+// Persistent: causal tiles differ in length, so a dynamic scheduler, and
+// a second Q buffer for the cross-tile pipeline.
+// PERS-LABEL: func.func @causal_d128
+// PERS: producer_registers = 0, {{.*}} scheduler = dynamic, q_buffers = 2, epilogue = registers
+// The ring: three stages do not fit next to two Q buffers at D = 128
+// (2 x 32 KiB + 3 x 64 KiB), two do.
+// RING-LABEL: func.func @causal_d128
+// RING: stages = 2, {{.*}} scheduler = dynamic, q_buffers = 2
+// PP-LABEL: func.func @causal_d128
+// PP: stages = 0, ping_pong = true, overlap_softmax = false
+// OVL-LABEL: func.func @causal_d128
+// OVL: ping_pong = false, overlap_softmax = true
+// One tile per CTA at D = 128: three stages, and the 32 KiB staging tile
+// does not fit next to them, so O is staged in the dead Q buffer.
+// EPI-LABEL: func.func @causal_d128
+// EPI: stages = 3, {{.*}} scheduler = single, q_buffers = 1, epilogue = tma_store_in_q
+// ORDER: fagpu-tma-store-epilogue: the staging tile is placed after the K/V ring: run fagpu-pipeline-kv first
+func.func @causal_d128(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %l: memref<?x?x?xf32>) {
+  fagpu.attention %q, %q, %q outs(%o, %l) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, causal, schedule = #none}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+#one = #fagpu.schedule<block_r = 64, block_c = 128, consumers = 1, ctas_per_sm = 2, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+
+// One consumer, two CTAs per SM: each CTA has 32K registers,
+// (32768 / 128 - 24) / 1 = 232; no ping-pong partner in the CTA; not the
+// table's tiles, so not persistent; D = 64 keeps the register epilogue.
+// WS-LABEL: func.func @one_consumer
+// WS: producer_registers = 24, consumer_registers = 232
+// PERS-LABEL: func.func @one_consumer
+// PERS: scheduler = single, q_buffers = 1
+// PP-LABEL: func.func @one_consumer
+// PP: ping_pong = false
+// EPI-LABEL: func.func @one_consumer
+// EPI: epilogue = registers
+func.func @one_consumer(%q: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>, %l: memref<?x?x?xf32>) {
+  fagpu.attention %q, %q, %q outs(%o, %l) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, causal, schedule = #one}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+#sm80 = #fagpu.schedule<block_r = 128, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = true>
+
+// The FA3 passes leave other targets alone.
+// WS-LABEL: func.func @sm80
+// WS: #fagpu.schedule<block_r = 128, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = true>
+// PP-LABEL: func.func @sm80
+// PP: ping_pong = false
+func.func @sm80(%q: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>, %l: memref<?x?x?xf32>) {
+  fagpu.attention %q, %q, %q outs(%o, %l) {target = #fagpu.target<sm_80>, scale = 0.125 : f32, schedule = #sm80}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?xf32>
+  return
+}
