@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Support/UpstreamParserGuard.h"
 
@@ -59,7 +60,8 @@ static cl::opt<int64_t> sramBudget(cl::cat(toolOptions), "sram-budget",
                                    cl::init(0));
 static cl::opt<double> rescaleThreshold(cl::cat(toolOptions), 
     "rescale-threshold",
-    cl::desc("Apply fa-conditional-rescale with this threshold (log2 units)"),
+    cl::desc("Apply fa-conditional-rescale with this threshold (log2 units, "
+             "in [0, 64]; leave it out for none)"),
     cl::init(-1.0));
 static cl::opt<bool> countRescales(cl::cat(toolOptions), 
     "count-rescales",
@@ -110,10 +112,12 @@ static cl::opt<int64_t> valueHeadDim(cl::cat(toolOptions), "value-head-dim", cl:
 static cl::opt<std::string> dtype(cl::cat(toolOptions), "dtype", cl::desc("f32, f16 or bf16"),
                                   cl::init("f32"));
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal", cl::init(false));
-static cl::opt<int64_t> window(cl::cat(toolOptions), "window", cl::init(0));
-static cl::opt<double> softcap(cl::cat(toolOptions), "softcap", cl::init(0.0));
+static cl::opt<int64_t> window(cl::cat(toolOptions), "window", cl::init(0),
+                               cl::desc("|i - j| < window (0: none)"));
+static cl::opt<double> softcap(cl::cat(toolOptions), "softcap", cl::init(0.0),
+                               cl::desc("c * tanh(s / c) (0: none)"));
 static cl::opt<double> scale(cl::cat(toolOptions), "scale", cl::init(0.0),
-                             cl::desc("default: 1/sqrt(head-dim)"));
+                             cl::desc("0: 1/sqrt(head-dim)"));
 static cl::opt<bool> withLse(cl::cat(toolOptions), "lse", cl::desc("Also compute and check LSE"),
                              cl::init(false));
 
@@ -292,12 +296,14 @@ std::string buildModuleText() {
   };
   if (causal)
     add("causal");
-  if (window > 0)
+  // Floats as the f32 attributes they become, in text that parses back to
+  // exactly that f32 (std::to_string wrote 1.4e-6 as 0.000001).
+  if (window != 0)
     add("window = " + std::to_string(window) + " : i64");
-  if (softcap > 0)
-    add("softcap = " + std::to_string(softcap) + " : f32");
-  if (scale > 0)
-    add("scale = " + std::to_string(scale) + " : f32");
+  if (softcap != 0)
+    add("softcap = " + fa::formatF32(static_cast<float>(softcap)) + " : f32");
+  if (scale != 0)
+    add("scale = " + fa::formatF32(static_cast<float>(scale)) + " : f32");
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "func.func @attention(%q: " << qT << ", %k: " << kT << ", %v: " << vT
@@ -385,6 +391,68 @@ int fail(const Twine &msg) {
   return 1;
 }
 
+/// The host buffers fa-run allocates and the naive reference walks: each at
+/// most 2^28 elements (1 GiB of f32), so that sizes never overflow and an
+/// impossible request is a diagnostic, not std::bad_alloc.
+constexpr int64_t kMaxBufferElements = int64_t(1) << 28;
+
+/// The element count of `shape`, or -1 past kMaxBufferElements.
+int64_t boundedElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return -1;
+    if (d != 0 && n > kMaxBufferElements / d)
+      return -1;
+    n *= d;
+  }
+  return n;
+}
+
+/// The options' ranges (fa/Dialect/FA/IR/Validation.h); 0 keeps meaning
+/// "off" (window, softcap) or "the default" (scale), as documented, but a
+/// negative or NaN value is refused instead of silently meaning off.
+std::optional<std::string> checkOptions() {
+  std::optional<std::string> error;
+  auto flag = [](StringRef name, std::string message) {
+    return "--" + name.str() + ": " + message;
+  };
+  if (window != 0 && (error = fa::checkWindow(window)))
+    return flag("window", *error);
+  if (softcap != 0 && (error = fa::checkSoftcap(softcap)))
+    return flag("softcap", *error);
+  if (scale != 0 && (error = fa::checkScale(scale)))
+    return flag("scale", *error);
+  if (rescaleThreshold.getNumOccurrences() &&
+      (error = fa::checkRescaleThreshold(rescaleThreshold)))
+    return flag("rescale-threshold", *error);
+  if (polyExp2Degree != 0 &&
+      (error = fa::checkPolyExp2(polyExp2Degree, polyExp2Period)))
+    return flag("poly-exp2-degree/--poly-exp2-period", *error);
+  for (auto [name, rows] : {std::pair<StringRef, int64_t>{"block-r", blockR},
+                            {"block-c", blockC}})
+    if (rows != 0 && (error = fa::checkTileSize("the tile rows", rows)))
+      return flag(name, *error);
+  if (sramBudget < 0)
+    return flag("sram-budget", "expected a budget of at least 0 bytes (0: "
+                               "the default), got " +
+                                   std::to_string(sramBudget));
+  if (inputFile.empty()) {
+    for (auto [name, value] :
+         {std::pair<StringRef, int64_t>{"batch", batch}, {"q-heads", qHeads},
+          {"kv-heads", kvHeads}, {"q-len", qLen}, {"kv-len", kvLen}})
+      if (value < 0)
+        return flag(name, "expected a size of at least 0, got " +
+                              std::to_string(value));
+    if ((error = fa::checkHeadDim("head dim", headDim)))
+      return flag("head-dim", *error);
+    if (valueHeadDim != 0 &&
+        (error = fa::checkHeadDim("value head dim", valueHeadDim)))
+      return flag("value-head-dim", *error);
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -407,6 +475,8 @@ int main(int argc, char **argv) {
     return fail("--loop-order must be fa1 or fa2, got '" + loopOrder + "'");
   if (inputKind != "normal" && inputKind != "rising")
     return fail("--inputs must be normal or rising, got '" + inputKind + "'");
+  if (std::optional<std::string> error = checkOptions())
+    return fail(*error);
 
   OwningOpRef<ModuleOp> module;
   llvm::SourceMgr sourceMgr;
@@ -414,7 +484,9 @@ int main(int argc, char **argv) {
   if (inputFile.empty()) {
     if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
       return fail("--dtype must be f32, f16 or bf16, got '" + dtype + "'");
-    module = parseSourceString<ModuleOp>(buildModuleText(), &context);
+    // Named, so that diagnostics point at the options, not at <unknown>.
+    module = parseSourceString<ModuleOp>(buildModuleText(), &context,
+                                         "<fa-run options>");
   } else {
     std::string error;
     auto file = openInputFile(inputFile, &error);
@@ -491,6 +563,41 @@ int main(int argc, char **argv) {
   const char *eltName =
       spec.elt == Elt::F32 ? "f32" : spec.elt == Elt::F16 ? "f16" : "bf16";
 
+  // The reference reads q, k, v and compares o (and lse) by the op's shapes:
+  // the arguments must hold exactly those elements (a function whose
+  // arguments are not the op's operands would be read out of bounds).
+  {
+    int64_t expected[] = {
+        boundedElements({spec.b, spec.hq, spec.nq, spec.d}),
+        boundedElements({spec.b, spec.hkv, spec.nk, spec.d}),
+        boundedElements({spec.b, spec.hkv, spec.nk, spec.dv}),
+        boundedElements({spec.b, spec.hq, spec.nq, spec.dv}),
+        boundedElements({spec.b, spec.hq, spec.nq})};
+    const char *names[] = {"q", "k", "v", "o", "lse"};
+    for (auto [i, t] : llvm::enumerate(entry.getArgumentTypes())) {
+      int64_t got = boundedElements(cast<MemRefType>(t).getShape());
+      if (expected[i] < 0 || got < 0)
+        return fail(llvm::formatv("argument {0} ({1}) or the op's {1} has "
+                                  "more than 2^28 elements: fa-run allocates "
+                                  "and checks them on the host; use smaller "
+                                  "shapes",
+                                  i, names[i])
+                        .str());
+      if (got != expected[i])
+        return fail(llvm::formatv("argument {0} of @{1} holds {2} elements "
+                                  "but fa.attention's {3} has {4}: the "
+                                  "arguments must be the op's operands "
+                                  "(q, k, v, o[, lse])",
+                                  i, entry.getName(), got, names[i],
+                                  expected[i])
+                        .str());
+    }
+    if (spec.b * spec.hq * spec.nq > 0 && spec.nk * spec.d >
+            (int64_t(1) << 40) / (spec.b * spec.hq * spec.nq))
+      return fail("the naive reference would take more than 2^40 "
+                  "multiply-adds; use smaller shapes");
+  }
+
   entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
   // The function is replaced during lowering: keep what we need of it.
   std::string entryName = entry.getName().str();
@@ -509,8 +616,9 @@ int main(int argc, char **argv) {
       pipelineText += " block-c=" + std::to_string(blockC);
     if (sramBudget)
       pipelineText += " sram-budget=" + std::to_string(sramBudget);
-    if (rescaleThreshold >= 0)
-      pipelineText += " rescale-threshold=" + std::to_string(rescaleThreshold);
+    if (rescaleThreshold.getNumOccurrences())
+      pipelineText +=
+          " rescale-threshold=" + fa::formatDouble(rescaleThreshold);
     if (countRescales)
       pipelineText += " count-rescales=true";
     if (polyExp2Degree)

@@ -26,9 +26,21 @@ static std::string shortest(T value, int minDigits, int maxDigits) {
   return buffer;
 }
 
-std::string fa::formatDouble(double value) { return shortest(value, 6, 17); }
+/// MLIR's float literals need a '.' before any exponent ("3.0", "1.0e+30").
+static std::string asFloatLiteral(std::string text) {
+  if (text.find_first_of(".ni") != std::string::npos) // has '.', inf, nan
+    return text;
+  size_t e = text.find('e');
+  return e == std::string::npos ? text + ".0" : text.insert(e, ".0");
+}
 
-std::string fa::formatF32(float value) { return shortest(value, 6, 9); }
+std::string fa::formatDouble(double value) {
+  return asFloatLiteral(shortest(value, 6, 17));
+}
+
+std::string fa::formatF32(float value) {
+  return asFloatLiteral(shortest(value, 6, 9));
+}
 
 static std::string str(int64_t v) { return std::to_string(v); }
 
@@ -36,8 +48,8 @@ static std::string str(int64_t v) { return std::to_string(v); }
 /// else as the double it is (an option), both in their shortest exact text.
 static std::string str(double v) {
   if (std::isfinite(v) && static_cast<double>(static_cast<float>(v)) == v)
-    return formatF32(static_cast<float>(v));
-  return formatDouble(v);
+    return shortest(static_cast<float>(v), 6, 9);
+  return shortest(v, 6, 17);
 }
 
 std::optional<std::string> fa::checkHeadDim(llvm::StringRef name,

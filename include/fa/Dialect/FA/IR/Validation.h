@@ -10,7 +10,7 @@
 // Each check returns std::nullopt when the value is valid, else the
 // diagnostic: lower case, no trailing period, "expected <name> in <range>
 // (<reason>), got <value>", with what to do where the range alone does not
-// say it. Floats in messages are printed so that they round-trip ("%.9g").
+// say it. Floats in messages are printed in their shortest exact text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,10 +99,13 @@ struct AttentionParams {
 /// The first diagnostic among the values of `params`, or std::nullopt.
 std::optional<std::string> validateAttentionParams(const AttentionParams &p);
 
-/// `value` as text that parses back to the same double ("%.17g"; "inf",
-/// "-inf", "nan" for the non-finite ones). For f32 values, formatF32.
+/// `value` as the shortest text that parses back to the same double, as an
+/// MLIR float literal (always a '.': "3.0", "1.4e-06", "1.0e+30"); "inf",
+/// "-inf", "nan" for the non-finite ones, which MLIR's parser does not take
+/// (check the value first). Use it, not std::to_string (6 decimals), for
+/// every float written into IR or a pass option.
 std::string formatDouble(double value);
-/// `value` as text that parses back to the same float ("%.9g").
+/// The same for an f32 (at most 9 significant digits).
 std::string formatF32(float value);
 
 } // namespace mlir::fa
