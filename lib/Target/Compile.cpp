@@ -102,15 +102,28 @@ static bool usesTensorMaps(const KernelOptions &options) {
   return usesWgmma(options) || usesTcgen05(options);
 }
 
+namespace {
+/// What convert-fagpu-to-nvvm built, typed: the schedule and its sizes, read
+/// off the kernel before the emission pipeline replaces the gpu.module.
+struct BuiltKernel {
+  fagpu::ScheduleAttr schedule;
+  int64_t threads = 0, sharedBytes = 0;
+};
+} // namespace
+
+static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
+  auto schedule = kernel->getAttrOfType<fagpu::ScheduleAttr>("fagpu.schedule");
+  auto threads = kernel->getAttrOfType<IntegerAttr>("fagpu.threads");
+  auto bytes = kernel->getAttrOfType<IntegerAttr>("fagpu.shared_memory_bytes");
+  if (!schedule || !threads || !bytes)
+    return failure();
+  return BuiltKernel{schedule, threads.getInt(), bytes.getInt()};
+}
+
 static std::string metadataJson(const CompiledKernel &kernel,
                                 const KernelOptions &options,
-                                LLVM::LLVMFuncOp kernelFunc) {
-  // What convert-fagpu-to-nvvm built, typed: the schedule and its sizes.
-  auto schedule = kernelFunc->getAttrOfType<fagpu::ScheduleAttr>(
-      "fagpu.schedule");
-  auto intOf = [&](StringRef name) {
-    return kernelFunc->getAttrOfType<IntegerAttr>(name).getInt();
-  };
+                                const BuiltKernel &built) {
+  fagpu::ScheduleAttr schedule = built.schedule;
   int64_t blockR = schedule.getBlockR(), blockC = schedule.getBlockC();
   // Resident CTAs per SM the kernel is built for (2 for the sm_90a kernel
   // with one consumer warpgroup); a persistent grid launches that many.
@@ -194,7 +207,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"exp2_poly_degree", options.polyExp2Degree},
       {"exp2_poly_period", options.polyExp2Period},
       {"layout", "contiguous [B, H, N, D] for q, k, v, o; [B, H, N] for lse"},
-      {"block", llvm::json::Array{intOf("fagpu.threads"), 1, 1}},
+      {"block", llvm::json::Array{built.threads, 1, 1}},
       {"grid",
        tensorMaps
            ? llvm::json::Object{{"x", persistent
@@ -214,7 +227,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"block_r", blockR},
       {"block_c", blockC},
       {"kv_stages", schedule.getStages()},
-      {"shared_memory_bytes", intOf("fagpu.shared_memory_bytes")},
+      {"shared_memory_bytes", built.sharedBytes},
       {"tma_box_cols", tensorMaps ? 64 : 0},
       {"tma_box_rows_kv", tensorMaps ? blockC : 0},
       {"tma_box_rows_o", oBoxRows},
@@ -348,7 +361,13 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     if (fn->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
       kernel = fn;
   });
+  if (!kernel)
+    return emitError(loc) << "fa-compile: the back end built no kernel";
   result.name = kernel.getSymName().str();
+  FailureOr<BuiltKernel> built = builtKernelOf(kernel);
+  if (failed(built))
+    return emitError(loc) << "fa-compile: the kernel " << result.name
+                          << " carries no fagpu schedule";
   {
     llvm::raw_string_ostream os(result.kernelIR);
     gpuModule.print(os);
@@ -378,7 +397,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
                    .getObject()
                    .getValue()
                    .str();
-  result.metadata = metadataJson(result, resolved, kernel);
+  result.metadata = metadataJson(result, resolved, *built);
   if (!options.runPtxas)
     return result;
 
