@@ -5,7 +5,11 @@
 # metadata and image reader) on fa-compile's metadata and the runtime-errors
 # cases.
 # Usage: bash scripts/fuzz.sh [seconds=60] [jobs=1] [runs=0]
-# FA_FUZZ_TARGETS="fa-fuzz fa-fuzz-metadata" (the default) picks harnesses.
+# FA_FUZZ_TARGETS="fa-fuzz fa-fuzz-metadata fa-options" (the default) picks
+# harnesses; fa-options is tools/fa-fuzz/fuzz_options.py on the normal build
+# (build/): random option vectors (extreme and non-finite values included)
+# for FA_FUZZ_OPTION_TARGETS="fa-run,fa-compile,python", fa-run's being a
+# differential run against its reference; seeded by [runs] when > 0.
 # With runs > 0 the run is reproducible (fixed seed, fresh corpus, that many
 # executions): CI uses it so that a finding is a finding, not luck.
 set -uo pipefail
@@ -18,10 +22,17 @@ cmake -G Ninja -S . -B build-asan \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DFA_ENABLE_SANITIZERS=ON -DFA_BUILD_FUZZER=ON > /dev/null || exit 1
-TARGETS=${FA_FUZZ_TARGETS:-fa-fuzz fa-fuzz-metadata}
-# shellcheck disable=SC2086
-cmake --build build-asan --target $TARGETS || exit 1
+TARGETS=${FA_FUZZ_TARGETS:-fa-fuzz fa-fuzz-metadata fa-options}
 status=0
+if [[ " $TARGETS " == *" fa-options "* ]]; then
+  /usr/bin/python3 tools/fa-fuzz/fuzz_options.py --build build \
+    --seconds "$SECONDS_TO_RUN" --seed "$([ "$RUNS" -gt 0 ] && echo "$RUNS" || echo "$RANDOM")" \
+    --targets "${FA_FUZZ_OPTION_TARGETS:-fa-run,fa-compile,python}" || status=1
+fi
+ASAN_TARGETS=${TARGETS//fa-options/}
+if [ -z "${ASAN_TARGETS// /}" ]; then exit $status; fi
+# shellcheck disable=SC2086
+cmake --build build-asan --target $ASAN_TARGETS || exit 1
 if [[ " $TARGETS " == *" fa-fuzz-metadata "* ]]; then
   MSEEDS=build-asan/fuzz-metadata-seeds
   MCORPUS=build-asan/fuzz-metadata-corpus
