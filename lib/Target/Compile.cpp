@@ -10,6 +10,7 @@
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FAGPU/IR/Heuristics.h"
+#include "fa/Dialect/FAGPU/IR/KernelABI.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -106,18 +107,21 @@ namespace {
 /// What convert-fagpu-to-nvvm built, typed: the schedule and its sizes, read
 /// off the kernel before the emission pipeline replaces the gpu.module.
 struct BuiltKernel {
+  fagpu::Target target;
   fagpu::ScheduleAttr schedule;
   int64_t threads = 0, sharedBytes = 0;
 };
 } // namespace
 
 static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
+  auto target = kernel->getAttrOfType<fagpu::TargetAttr>("fagpu.target");
   auto schedule = kernel->getAttrOfType<fagpu::ScheduleAttr>("fagpu.schedule");
   auto threads = kernel->getAttrOfType<IntegerAttr>("fagpu.threads");
   auto bytes = kernel->getAttrOfType<IntegerAttr>("fagpu.shared_memory_bytes");
-  if (!schedule || !threads || !bytes)
+  if (!target || !schedule || !threads || !bytes)
     return failure();
-  return BuiltKernel{schedule, threads.getInt(), bytes.getInt()};
+  return BuiltKernel{target.getValue(), schedule, threads.getInt(),
+                     bytes.getInt()};
 }
 
 static std::string metadataJson(const CompiledKernel &kernel,
@@ -140,60 +144,35 @@ static std::string metadataJson(const CompiledKernel &kernel,
                             ? "one tile per CTA"
                             : fagpu::stringifyTileScheduler(
                                   schedule.getScheduler());
-  bool dynamicTiles =
-      schedule.getScheduler() == fagpu::TileScheduler::Dynamic;
   // O leaves the sm_90a kernel by TMA stores of boxes of one consumer's
   // rows (0: st.global from registers): o is a tensor map then.
   int64_t oBoxRows = schedule.getEpilogue() != fagpu::Epilogue::Registers
                          ? fagpu::kRowsPerConsumer
                          : 0;
+  // The parameters, from the one description the kernel and its host
+  // launch are built from.
   llvm::json::Array params;
-  auto tensor = [&](StringRef name, StringRef dtype,
-                    std::initializer_list<StringRef> dims) {
-    llvm::json::Array shape;
-    for (StringRef dim : dims)
-      shape.push_back(dim);
-    params.push_back(llvm::json::Object{{"name", name},
-                                        {"kind", "pointer"},
-                                        {"dtype", dtype},
-                                        {"shape", std::move(shape)}});
-  };
-  auto scalar = [&](StringRef name, StringRef type, StringRef meaning) {
-    params.push_back(llvm::json::Object{
-        {"name", name}, {"kind", type}, {"meaning", meaning}});
-  };
-  tensor("q", options.dtype, {"B", "Hq", "Nq", "D"});
-  tensor("k", options.dtype, {"B", "Hkv", "Nk", "D"});
-  tensor("v", options.dtype, {"B", "Hkv", "Nk", "D"});
-  if (tensorMaps)
-    for (int i = 0; i < 3; ++i) {
-      llvm::json::Object &p = *params[i].getAsObject();
-      p["kind"] = "tensormap";
-      p["box"] = llvm::json::Array{64, i == 0 ? blockR : blockC};
-      p["swizzle"] = "128B";
+  for (const fagpu::KernelParam &p :
+       fagpu::kernelParams(built.target, fagpu::fieldsOf(schedule),
+                           options.dtype)) {
+    llvm::json::Object param{{"name", p.name},
+                             {"kind", fagpu::paramKindName(p.kind)}};
+    if (!p.dtype.empty())
+      param["dtype"] = p.dtype;
+    if (!p.shape.empty()) {
+      llvm::json::Array shape;
+      for (const std::string &dim : p.shape)
+        shape.push_back(dim);
+      param["shape"] = std::move(shape);
     }
-  tensor("o", options.dtype, {"B", "Hq", "Nq", "D"});
-  if (oBoxRows) {
-    llvm::json::Object &p = *params[3].getAsObject();
-    p["kind"] = "tensormap";
-    p["box"] = llvm::json::Array{64, oBoxRows};
-    p["swizzle"] = "128B";
+    if (!p.meaning.empty())
+      param["meaning"] = p.meaning;
+    if (p.kind == fagpu::ParamKind::TensorMap) {
+      param["box"] = llvm::json::Array{fagpu::kTmaBoxColumns, p.boxRows};
+      param["swizzle"] = "128B";
+    }
+    params.push_back(std::move(param));
   }
-  tensor("lse", "f32", {"B", "Hq", "Nq"});
-  scalar("Nq", "i32", "query length");
-  scalar("Nk", "i32", "key length");
-  scalar("Hq", "i32", "query heads");
-  scalar("Hkv", "i32", "key/value heads (divides Hq)");
-  scalar("scale_log2", "f32", "softmax scale times log2(e)");
-  if (tensorMaps)
-    scalar("B", "i32", "batch");
-  if (dynamicTiles)
-    params.push_back(llvm::json::Object{
-        {"name", "tile_counter"},
-        {"kind", "counter"},
-        {"dtype", "u32"},
-        {"meaning", "the dynamic tile scheduler's counter in global memory: "
-                    "zero before a launch, left zero by it (one per stream)"}});
   llvm::json::Object root{
       {"format", "flash-mlir-kernel-1"},
       {"kernel", kernel.name},
@@ -228,7 +207,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"block_c", blockC},
       {"kv_stages", schedule.getStages()},
       {"shared_memory_bytes", built.sharedBytes},
-      {"tma_box_cols", tensorMaps ? 64 : 0},
+      {"tma_box_cols", tensorMaps ? fagpu::kTmaBoxColumns : 0},
       {"tma_box_rows_kv", tensorMaps ? blockC : 0},
       {"tma_box_rows_o", oBoxRows},
       {"params", std::move(params)},

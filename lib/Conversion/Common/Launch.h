@@ -10,10 +10,12 @@
 #define FA_LIB_CONVERSION_COMMON_LAUNCH_H
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Dialect/FAGPU/IR/KernelABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -38,6 +40,83 @@ inline Value alignedPointer(OpBuilder &b, Location loc, Value memref,
   Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
   return LLVM::IntToPtrOp::create(b, loc, type, i64);
+}
+
+/// Declares kernel `name` in `module` with the parameters of `abi` (tensor
+/// maps by value as __grid_constant__ parameters, tensors as noalias global
+/// pointers, scalars, the tile counter) and an entry block to build into;
+/// `threads` per CTA, `ctasPerSM` resident (ptxas caps the registers so
+/// that they fit).
+inline LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
+                                      gpu::GPUModuleOp module, StringRef name,
+                                      int64_t threads, int64_t ctasPerSM,
+                                      ArrayRef<fagpu::KernelParam> abi) {
+  MLIRContext *ctx = b.getContext();
+  auto genericPtr = LLVM::LLVMPointerType::get(ctx);
+  auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+  auto mapType = LLVM::LLVMArrayType::get(b.getI64Type(), 16);
+  SmallVector<Type> types;
+  for (const fagpu::KernelParam &p : abi) {
+    switch (p.kind) {
+    case fagpu::ParamKind::TensorMap:
+      types.push_back(genericPtr);
+      break;
+    case fagpu::ParamKind::Pointer:
+    case fagpu::ParamKind::Counter:
+      types.push_back(globalPtr);
+      break;
+    case fagpu::ParamKind::I32:
+      types.push_back(b.getI32Type());
+      break;
+    case fagpu::ParamKind::F32:
+      types.push_back(b.getF32Type());
+      break;
+    }
+  }
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types));
+  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+              b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+              b.getI32IntegerAttr(ctasPerSM));
+  for (auto [i, p] : llvm::enumerate(abi)) {
+    if (p.kind == fagpu::ParamKind::TensorMap) {
+      fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                    TypeAttr::get(mapType));
+      fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                    b.getI64IntegerAttr(64));
+      fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                    b.getUnitAttr());
+    } else if (p.kind == fagpu::ParamKind::Pointer) {
+      fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                    b.getUnitAttr());
+    }
+  }
+  b.setInsertionPointToStart(fn.addEntryBlock(b));
+  return fn;
+}
+
+/// The entry-block argument of parameter `name` of `fn`, or null when the
+/// kernel has no such parameter.
+inline Value kernelArgument(LLVM::LLVMFuncOp fn,
+                            ArrayRef<fagpu::KernelParam> abi, StringRef name) {
+  for (auto [i, p] : llvm::enumerate(abi))
+    if (p.name == name)
+      return fn.getBody().front().getArgument(i);
+  return Value();
+}
+
+/// The launch's arguments, one per parameter of `abi` in its order.
+inline SmallVector<Value>
+launchArguments(ArrayRef<fagpu::KernelParam> abi,
+                function_ref<Value(const fagpu::KernelParam &)> valueOf) {
+  SmallVector<Value> args;
+  for (const fagpu::KernelParam &p : abi)
+    args.push_back(valueOf(p));
+  return args;
 }
 
 /// The driver of every target's kernel lowering: for each fagpu.attention

@@ -36,6 +36,7 @@
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace mlir::fa {
@@ -68,10 +69,8 @@ protected:
   /// the 1 KiB-aligned dynamic shared-memory base and the scalar
   /// parameters. The builder is left at the start of the entry block.
   LLVM::LLVMFuncOp beginKernel(gpu::GPUModuleOp module, StringRef name,
-                               int64_t threads, int64_t ctasPerSM = 1,
-                               bool tileCounter = false,
-                               bool oTensorMap = false) {
-    MLIRContext *ctx = b.getContext();
+                               int64_t threads, int64_t ctasPerSM,
+                               ArrayRef<fagpu::KernelParam> abi) {
     b.setInsertionPointToStart(module.getBody());
     auto smemType = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
     LLVM::GlobalOp smemGlobal;
@@ -79,52 +78,22 @@ protected:
       smemGlobal = LLVM::GlobalOp::create(
           b, loc, smemType, /*isConstant=*/false, LLVM::Linkage::External,
           "fa_smem", Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
-
-    SmallVector<Type> params = {
-        genericPtr, genericPtr, genericPtr, oTensorMap ? genericPtr : globalPtr,
-        globalPtr,  i32,        i32,        i32,
-        i32,        f32,        i32};
-    if (tileCounter)
-      params.push_back(globalPtr);
-    auto fnType =
-        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
-    auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
-    fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-                b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-    // ptxas caps the registers at launch so that `ctasPerSM` CTAs fit.
-    fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                b.getI32IntegerAttr(ctasPerSM));
-    auto mapType = LLVM::LLVMArrayType::get(i64, 16);
-    for (int64_t i = 0; i < (oTensorMap ? 4 : 3); ++i) {
-      fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
-                    TypeAttr::get(mapType));
-      fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                    b.getI64IntegerAttr(64));
-      fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
-                    b.getUnitAttr());
-    }
-    if (!oTensorMap)
-      fn.setArgAttr(3, LLVM::LLVMDialect::getNoAliasAttrName(),
-                    b.getUnitAttr());
-    fn.setArgAttr(4, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
-
-    Block *entry = fn.addEntryBlock(b);
-    b.setInsertionPointToStart(entry);
-    qMap = entry->getArgument(0);
-    kMap = entry->getArgument(1);
-    vMap = entry->getArgument(2);
-    (oTensorMap ? oMap : oPtr) = entry->getArgument(3);
-    lsePtr = entry->getArgument(4);
-    nq = entry->getArgument(5);
-    nk = entry->getArgument(6);
-    hq = entry->getArgument(7);
-    hkv = entry->getArgument(8);
-    scaleLog2 = entry->getArgument(9);
-    batches = entry->getArgument(10);
-    if (tileCounter)
-      tileCounterPtr = entry->getArgument(11);
+    LLVM::LLVMFuncOp fn =
+        declareKernel(b, loc, module, name, threads, ctasPerSM, abi);
+    auto arg = [&](StringRef param) { return kernelArgument(fn, abi, param); };
+    qMap = arg("q");
+    kMap = arg("k");
+    vMap = arg("v");
+    oMap = oPtr = Value();
+    (abi[3].kind == fagpu::ParamKind::TensorMap ? oMap : oPtr) = arg("o");
+    lsePtr = arg("lse");
+    nq = arg("Nq");
+    nk = arg("Nk");
+    hq = arg("Hq");
+    hkv = arg("Hkv");
+    scaleLog2 = arg("scale_log2");
+    batches = arg("B");
+    tileCounterPtr = arg("tile_counter");
 
     // Align the dynamic shared memory to the 1 KiB swizzle atom.
     Value raw = LLVM::AddressOfOp::create(b, loc, smemGlobal);
@@ -304,12 +273,12 @@ protected:
 
 /// What the host side of a TMA kernel's launch needs to know.
 struct TensorMapLaunch {
-  int64_t headDim, blockR, blockC;
+  int64_t headDim, blockR;
   bool bf16;
   int64_t threads, sharedBytes;
-  bool tileCounter = false; // the kernel takes a dynamic scheduler's counter
-  int64_t oBoxRows = 0;     // > 0: o is a tensor map with boxes of this many
-                            // rows (TMA stores)
+  /// The kernel's parameters (fagpu::kernelParams): the launch passes one
+  /// argument per entry, in this order.
+  ArrayRef<fagpu::KernelParam> abi;
 };
 
 /// fa.attention -> the host side of the launch: the three tensor maps
@@ -371,18 +340,45 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   Value scaleLog2 = arith::ConstantOp::create(
       b, loc,
       b.getF32FloatAttr(float(op.getScale().convertToDouble() * kLog2E)));
-  SmallVector<Value> args = {encodeMap(q, launch.blockR),
-                             encodeMap(k, launch.blockC),
-                             encodeMap(v, launch.blockC),
-                             launch.oBoxRows ? encodeMap(o, launch.oBoxRows)
-                                             : pointerOf(o, globalPtr),
-                             pointerOf(lse, globalPtr),
-                             toI32(nq),
-                             toI32(nk),
-                             toI32(hq),
-                             toI32(hkv),
-                             scaleLog2,
-                             toI32(dim(q, 0))};
+  // A dynamic tile scheduler's counter: zeroed device memory for this
+  // launch, freed after it (the runtimes keep one per stream instead).
+  auto tokenType = gpu::AsyncTokenType::get(ctx);
+  auto counterType = MemRefType::get({1}, i32);
+  Value token;
+  gpu::AllocOp counter;
+  bool hasCounter = llvm::any_of(launch.abi, [](const fagpu::KernelParam &p) {
+    return p.kind == fagpu::ParamKind::Counter;
+  });
+  if (hasCounter) {
+    token = gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getResult(0);
+    counter = gpu::AllocOp::create(b, loc, counterType, tokenType,
+                                   ValueRange{token}, ValueRange{},
+                                   ValueRange{});
+    token = gpu::MemsetOp::create(b, loc, tokenType,
+                                  ValueRange{counter.getAsyncToken()},
+                                  counter.getMemref(), c32(0))
+                .getResult(0);
+  }
+  llvm::StringMap<Value> tensors = {
+      {"q", q}, {"k", k}, {"v", v}, {"o", o}, {"lse", lse}};
+  llvm::StringMap<Value> scalars = {
+      {"Nq", nq}, {"Nk", nk}, {"Hq", hq}, {"Hkv", hkv}, {"B", dim(q, 0)}};
+  SmallVector<Value> args =
+      launchArguments(launch.abi, [&](const fagpu::KernelParam &p) -> Value {
+        switch (p.kind) {
+        case fagpu::ParamKind::TensorMap:
+          return encodeMap(tensors.lookup(p.name), p.boxRows);
+        case fagpu::ParamKind::Pointer:
+          return pointerOf(tensors.lookup(p.name), globalPtr);
+        case fagpu::ParamKind::Counter:
+          return pointerOf(counter.getMemref(), globalPtr);
+        case fagpu::ParamKind::F32:
+          return scaleLog2;
+        case fagpu::ParamKind::I32:
+          return toI32(scalars.lookup(p.name));
+        }
+        return Value();
+      });
   // One CTA per (query block, head) tile. A persistent kernel strides over
   // the tiles by gridDim.x, so this grid is correct for it too; runtimes
   // launch min(tiles, SMs) CTAs of it.
@@ -396,7 +392,7 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   auto kernelSym =
       SymbolRefAttr::get(b.getStringAttr("fa_kernels"),
                          {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
-  if (!launch.tileCounter) {
+  if (!hasCounter) {
     gpu::LaunchFuncOp::create(b, loc, kernelSym,
                               gpu::KernelDim3{gridX, one, one},
                               gpu::KernelDim3{threads, one, one}, smemBytes,
@@ -404,27 +400,13 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
     op.erase();
     return;
   }
-  // A dynamic tile scheduler's counter: zeroed device memory for this
-  // launch, freed after it (the runtimes keep one per stream instead).
-  auto tokenType = gpu::AsyncTokenType::get(ctx);
-  auto counterType = MemRefType::get({1}, i32);
-  Value token =
-      gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getResult(0);
-  auto alloc =
-      gpu::AllocOp::create(b, loc, counterType, tokenType, ValueRange{token},
-                           ValueRange{}, ValueRange{});
-  token = gpu::MemsetOp::create(b, loc, tokenType,
-                                ValueRange{alloc.getAsyncToken()},
-                                alloc.getMemref(), c32(0))
-              .getResult(0);
-  args.push_back(pointerOf(alloc.getMemref(), globalPtr));
   token = gpu::LaunchFuncOp::create(
               b, loc, kernelSym, gpu::KernelDim3{gridX, one, one},
               gpu::KernelDim3{threads, one, one}, smemBytes, args, tokenType,
               ValueRange{token})
               .getAsyncToken();
   token = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{token},
-                                 alloc.getMemref())
+                                 counter.getMemref())
               .getResult(0);
   gpu::WaitOp::create(b, loc, Type(), ValueRange{token});
   op.erase();

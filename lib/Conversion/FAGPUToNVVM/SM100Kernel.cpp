@@ -76,6 +76,8 @@ constexpr int64_t kTcgen05Swizzle128 = int64_t(1) << 46 | int64_t(2) << 61;
 /// (fagpu::SM100Layout) the kernel is built for.
 struct KernelSpec : SoftmaxConfig, fagpu::SM100Layout {
   bool bf16 = false;
+  /// The kernel's parameters, in launch order.
+  SmallVector<fagpu::KernelParam> abi;
 
   int64_t threads() const { return kThreads; }
   int64_t oColumn() const { return 2 * blockC; }
@@ -461,7 +463,7 @@ void KernelBuilder::emitSoftmax() {
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   OpBuilder::InsertionGuard guard(b);
   tmemPtr = LLVM::LLVMPointerType::get(b.getContext(), 6);
-  LLVM::LLVMFuncOp fn = beginKernel(module, spec.kernelName(), kThreads);
+  LLVM::LLVMFuncOp fn = beginKernel(module, spec.kernelName(), kThreads, 1, spec.abi);
 
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   warp = divu(tid, c32(32));
@@ -558,6 +560,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   static_cast<SoftmaxConfig &>(spec) = *config;
   static_cast<fagpu::SM100Layout &>(spec) = fagpu::sm100Layout(d, s);
   spec.bf16 = op.isBF16();
+  spec.abi = fagpu::kernelParams(fagpu::Target::sm_100a, s,
+                                 spec.bf16 ? "bf16" : "f16");
   if (spec.sharedBytes() > fagpu::maxSharedBytes())
     return fail("the schedule needs " + Twine(spec.sharedBytes()) +
                 " bytes of shared memory, more than " +
@@ -576,8 +580,8 @@ LogicalResult mlir::fa::lowerSM100Kernels(ModuleOp module) {
                    const KernelSpec &spec) {
     replaceWithTensorMapLaunch(op, kernel,
                                TensorMapLaunch{spec.headDim, kBlockR,
-                                               spec.blockC, spec.bf16,
-                                               kThreads, spec.sharedBytes()});
+                                               spec.bf16, kThreads,
+                                               spec.sharedBytes(), spec.abi});
   };
   return lowerEachKernel<KernelSpec>(module, fagpu::Target::sm_100a, specOf,
                                      build, launch);

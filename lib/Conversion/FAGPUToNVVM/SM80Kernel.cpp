@@ -31,6 +31,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <array>
@@ -54,6 +55,8 @@ struct KernelSpec : SoftmaxConfig {
   int64_t blockC = 0; // 32 or 64 keys per K/V block
   bool bf16 = false;
   bool queryInRegisters = true;
+  /// The kernel's parameters, in launch order.
+  SmallVector<fagpu::KernelParam> abi;
 
   int64_t rowTiles() const { return blockR / (16 * kWarps); }
   /// Keeping Q costs rowTiles * D / 16 * 4 registers per thread for the
@@ -242,27 +245,14 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                                   Attribute(), /*alignment=*/16,
                                   /*addrSpace=*/3);
 
-  SmallVector<Type> params = {globalPtr, globalPtr, globalPtr, globalPtr,
-                              globalPtr, i32,       i32,       i32,
-                              i32,       f32};
-  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                            params);
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, spec.kernelName(), fnType);
-  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-              b.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
-  fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
-  for (int64_t i = 0; i < 5; ++i)
-    fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
-
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
-  Value qPtr = entry->getArgument(0), kPtr = entry->getArgument(1),
-        vPtr = entry->getArgument(2), oPtr = entry->getArgument(3),
-        lsePtr = entry->getArgument(4), nq = entry->getArgument(5),
-        nk = entry->getArgument(6), hq = entry->getArgument(7),
-        hkv = entry->getArgument(8), scaleLog2 = entry->getArgument(9);
+  LLVM::LLVMFuncOp fn = declareKernel(b, loc, module, spec.kernelName(),
+                                      kThreads, /*ctasPerSM=*/1, spec.abi);
+  auto arg = [&](StringRef name) {
+    return kernelArgument(fn, spec.abi, name);
+  };
+  Value qPtr = arg("q"), kPtr = arg("k"), vPtr = arg("v"), oPtr = arg("o"),
+        lsePtr = arg("lse"), nq = arg("Nq"), nk = arg("Nk"), hq = arg("Hq"),
+        hkv = arg("Hkv"), scaleLog2 = arg("scale_log2");
 
   smemBase = LLVM::AddressOfOp::create(b, loc, smem);
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
@@ -602,6 +592,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.blockC = s.getBlockC();
   spec.bf16 = op.isBF16();
   spec.queryInRegisters = s.getQInRegisters();
+  spec.abi = fagpu::kernelParams(fagpu::Target::sm_80, fagpu::fieldsOf(s),
+                                 spec.bf16 ? "bf16" : "f16");
   if (spec.sharedBytes() > fagpu::maxSharedBytes())
     return fail("the tiles need " + Twine(spec.sharedBytes()) +
                 " bytes of shared memory, more than " +
@@ -632,10 +624,18 @@ void replaceWithLaunch(fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
   Value scaleLog2 = arith::ConstantOp::create(
       b, loc,
       b.getF32FloatAttr(float(op.getScale().convertToDouble() * kLog2E)));
-  SmallVector<Value> args = {pointerOf(q), pointerOf(k),  pointerOf(v),
-                             pointerOf(o), pointerOf(lse), toI32(nq),
-                             toI32(nk),    toI32(hq),      toI32(hkv),
-                             scaleLog2};
+  llvm::StringMap<Value> tensors = {
+      {"q", q}, {"k", k}, {"v", v}, {"o", o}, {"lse", lse}};
+  llvm::StringMap<Value> scalars = {{"Nq", nq}, {"Nk", nk}, {"Hq", hq},
+                                    {"Hkv", hkv}};
+  SmallVector<Value> args =
+      launchArguments(spec.abi, [&](const fagpu::KernelParam &p) -> Value {
+        if (p.kind == fagpu::ParamKind::Pointer)
+          return pointerOf(tensors.lookup(p.name));
+        if (p.kind == fagpu::ParamKind::F32)
+          return scaleLog2;
+        return toI32(scalars.lookup(p.name));
+      });
   Value brC = arith::ConstantIndexOp::create(b, loc, spec.blockR);
   Value gridX = b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);

@@ -82,6 +82,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   bool persistent = false;
   int64_t producerRegisters = 24;
   int64_t consumerRegisters = 240;
+  /// The kernel's parameters, in launch order.
+  SmallVector<fagpu::KernelParam> abi;
 
   int64_t threads() const { return 128 * (1 + consumers); }
   int64_t columnBlocks() const { return headDim / kColumnsPerBlock; }
@@ -1004,8 +1006,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   OpBuilder::InsertionGuard guard(b);
   LLVM::LLVMFuncOp fn =
       beginKernel(module, spec.kernelName(), spec.threads(), spec.ctasPerSM,
-                  /*tileCounter=*/spec.dynamicTiles,
-                  /*oTensorMap=*/spec.tmaStore);
+                  spec.abi);
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   // Stating that the warpgroup index is warp-uniform (a shuffle from lane
   // 0) lets ptxas keep the consumer's Q descriptors in uniform registers
@@ -1105,6 +1106,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.persistent = s.scheduler != fagpu::TileScheduler::Single;
   spec.producerRegisters = s.producerRegisters;
   spec.consumerRegisters = s.consumerRegisters;
+  spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
+                                 spec.bf16 ? "bf16" : "f16");
   return spec;
 }
 
@@ -1119,9 +1122,8 @@ LogicalResult mlir::fa::lowerSM90Kernels(ModuleOp module) {
                    const KernelSpec &spec) {
     replaceWithTensorMapLaunch(
         op, kernel,
-        TensorMapLaunch{spec.headDim, spec.blockR(), spec.blockC, spec.bf16,
-                        spec.threads(), spec.sharedBytes(), spec.dynamicTiles,
-                        spec.tmaStore ? kRowsPerConsumer : 0});
+        TensorMapLaunch{spec.headDim, spec.blockR(), spec.bf16, spec.threads(),
+                        spec.sharedBytes(), spec.abi});
   };
   return lowerEachKernel<KernelSpec>(module, fagpu::Target::sm_90a, specOf,
                                      build, launch);

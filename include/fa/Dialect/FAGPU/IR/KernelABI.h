@@ -1,0 +1,61 @@
+//===- KernelABI.h - the launch interface of the attention kernels -*- C++ -*-===//
+//
+// One description of a kernel's parameters, derived from its target and
+// schedule: the kernel's LLVM signature (convert-fagpu-to-nvvm), the
+// arguments of its host-side launch, and the "params" list of the launch
+// metadata that the C and Python runtimes check and fill are all built from
+// it, so they cannot disagree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FAGPU_IR_KERNELABI_H
+#define FA_DIALECT_FAGPU_IR_KERNELABI_H
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+
+#include <string>
+
+namespace mlir::fagpu {
+
+enum class ParamKind {
+  /// A CUtensorMap the runtime encodes (cuTensorMapEncodeTiled over
+  /// [B * H, N, D], boxes of 64 columns x boxRows rows, 128-byte swizzle),
+  /// passed by value as a __grid_constant__ parameter.
+  TensorMap,
+  /// A global-memory pointer to a contiguous tensor.
+  Pointer,
+  I32,
+  F32,
+  /// The dynamic tile scheduler's u32 counter in global memory: zero before
+  /// a launch, left zero by it.
+  Counter,
+};
+
+struct KernelParam {
+  std::string name;
+  ParamKind kind;
+  /// Tensors: element type (f16, bf16, f32); the counter: u32.
+  std::string dtype;
+  /// Tensors: dims by name, outermost first ([B, Hq, Nq, D]).
+  SmallVector<std::string> shape;
+  /// Scalars and the counter: what the value is.
+  std::string meaning;
+  /// Tensor maps: rows of one TMA box.
+  int64_t boxRows = 0;
+};
+
+/// The parameters, in launch order, of the kernel `target` builds for
+/// `schedule` on `dtype` (f16 or bf16) inputs.
+SmallVector<KernelParam> kernelParams(Target target,
+                                      const ScheduleFields &schedule,
+                                      StringRef dtype);
+
+/// "tensormap", "pointer", "i32", "f32" or "counter", as the metadata says.
+StringRef paramKindName(ParamKind kind);
+
+/// Columns of a TMA box: 64 f16/bf16 = 128 bytes, the swizzle span.
+inline constexpr int64_t kTmaBoxColumns = 64;
+
+} // namespace mlir::fagpu
+
+#endif // FA_DIALECT_FAGPU_IR_KERNELABI_H

@@ -1,0 +1,74 @@
+//===- KernelABI.cpp - the launch interface of the attention kernels ------===//
+
+#include "fa/Dialect/FAGPU/IR/KernelABI.h"
+#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
+                                                   const ScheduleFields &s,
+                                                   StringRef dtype) {
+  // The wgmma and tcgen05 kernels read q, k, v (and o when a TMA store
+  // writes it) through tensor maps and find their tiles from one grid
+  // dimension; the mma.sync kernel takes pointers and a 3-D grid.
+  bool tma = target != Target::sm_80;
+  auto tensor = [&](StringRef name, StringRef elt, ArrayRef<StringRef> dims,
+                    int64_t boxRows) {
+    KernelParam p;
+    p.name = name.str();
+    p.kind = boxRows ? ParamKind::TensorMap : ParamKind::Pointer;
+    p.dtype = elt.str();
+    for (StringRef dim : dims)
+      p.shape.push_back(dim.str());
+    p.boxRows = boxRows;
+    return p;
+  };
+  auto scalar = [](StringRef name, ParamKind kind, StringRef meaning) {
+    KernelParam p;
+    p.name = name.str();
+    p.kind = kind;
+    p.meaning = meaning.str();
+    return p;
+  };
+  int64_t oBoxRows =
+      s.epilogue != Epilogue::Registers ? kRowsPerConsumer : 0;
+  SmallVector<KernelParam> params = {
+      tensor("q", dtype, {"B", "Hq", "Nq", "D"}, tma ? s.blockR : 0),
+      tensor("k", dtype, {"B", "Hkv", "Nk", "D"}, tma ? s.blockC : 0),
+      tensor("v", dtype, {"B", "Hkv", "Nk", "D"}, tma ? s.blockC : 0),
+      tensor("o", dtype, {"B", "Hq", "Nq", "D"}, oBoxRows),
+      tensor("lse", "f32", {"B", "Hq", "Nq"}, 0),
+      scalar("Nq", ParamKind::I32, "query length"),
+      scalar("Nk", ParamKind::I32, "key length"),
+      scalar("Hq", ParamKind::I32, "query heads"),
+      scalar("Hkv", ParamKind::I32, "key/value heads (divides Hq)"),
+      scalar("scale_log2", ParamKind::F32, "softmax scale times log2(e)")};
+  if (tma)
+    params.push_back(scalar("B", ParamKind::I32, "batch"));
+  if (s.scheduler == TileScheduler::Dynamic) {
+    KernelParam counter =
+        scalar("tile_counter", ParamKind::Counter,
+               "the dynamic tile scheduler's counter in global memory: zero "
+               "before a launch, left zero by it (one per stream)");
+    counter.dtype = "u32";
+    params.push_back(counter);
+  }
+  return params;
+}
+
+StringRef mlir::fagpu::paramKindName(ParamKind kind) {
+  switch (kind) {
+  case ParamKind::TensorMap:
+    return "tensormap";
+  case ParamKind::Pointer:
+    return "pointer";
+  case ParamKind::I32:
+    return "i32";
+  case ParamKind::F32:
+    return "f32";
+  case ParamKind::Counter:
+    return "counter";
+  }
+  return "";
+}
