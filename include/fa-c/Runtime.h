@@ -62,7 +62,7 @@ void faKernelDestroy(FaKernel *kernel);
  *  through: `matrices` = B * H matrices of `rows` x `headDim` elements of
  *  `elemBits` = 16 bits (dtype 0 f16, 1 bf16), boxes of 64 columns by
  *  `boxRows` rows, 128-byte swizzle, zeros past the last row. faKernelLaunch
- *  calls it; the host code that fa-opt's convert-fa-to-sm90 emits does too. */
+ *  calls it; the host code that fa-opt's convert-fagpu-to-nvvm emits does too. */
 int faEncodeTensorMap(void *map, const void *base, long long matrices,
                       long long rows, long long headDim, long long elemBits,
                       int boxRows, int dtype);

@@ -9,6 +9,7 @@
 #include "fa/Target/Compile.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FAGPU/IR/KernelABI.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
@@ -55,7 +56,7 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   if (options.window)
     add("window = " + std::to_string(options.window) + " : i64");
   if (options.softcap > 0)
-    add("softcap = " + std::to_string(options.softcap) + " : f32");
+    add("softcap = " + formatF32(float(options.softcap)) + " : f32");
   if (options.blockR)
     add("block_r = " + std::to_string(options.blockR) + " : i64");
   if (options.blockC)
@@ -66,7 +67,7 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
                      ", " + lse + ")" +
                      (attrs.empty() ? "" : " {" + attrs + "}") + " : " + t +
                      ", " + t + ", " + t + "\n  return\n}\n";
-  return parseSourceString<ModuleOp>(text, &context);
+  return parseSourceString<ModuleOp>(text, &context, "<fa-compile options>");
 }
 
 static FailureOr<std::string> findPtxas(const KernelOptions &options) {

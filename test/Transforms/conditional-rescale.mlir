@@ -32,7 +32,7 @@
 // COUNT: %[[C:.*]] = memref.get_global @fa_rescale_counters : memref<3xf64>
 // COUNT: fa.conditional_softmax_update %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} counters(%[[C]] : memref<3xf64>)
 
-// BAD: fa-conditional-rescale: threshold must be non-negative and finite, got -1
+// BAD: fa-conditional-rescale: expected rescale threshold in [0, 64], got -1
 func.func @attention(%q: memref<1x2x100x64xf32>, %k: memref<1x2x300x64xf32>,
                      %v: memref<1x2x300x64xf32>, %o: memref<1x2x100x64xf32>,
                      %lse: memref<1x2x100xf32>) {

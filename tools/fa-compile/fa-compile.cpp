@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Pipelines/Pipelines.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Target/Compile.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -130,6 +131,34 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
 
+  // Every value through its one range check (fa/Dialect/FA/IR/Validation.h),
+  // with the kernels' 32-bit positions for the window; "0" and "off" mean
+  // not given, anything else is checked.
+  auto refuse = [](StringRef flag, const std::string &why) {
+    llvm::errs() << "fa-compile: error: --" << flag << ": " << why << "\n";
+    return 1;
+  };
+  if (auto why = fa::checkHeadDim("head dim", headDim))
+    return refuse("head-dim", *why);
+  if (window != 0)
+    if (auto why = fa::checkWindow(window, /*positionBits=*/32))
+      return refuse("window", *why);
+  if (softcap != 0.0) // NaN too: it is not 0
+    if (auto why = fa::checkSoftcap(softcap))
+      return refuse("softcap", *why);
+  for (auto [flag, rows] : {std::pair<StringRef, int64_t>{"block-r", blockR},
+                            {"block-c", blockC}})
+    if (rows != 0)
+      if (auto why = fa::checkTileSize(flag, rows))
+        return refuse(flag, *why);
+  if (polyExp2Degree < -1)
+    return refuse("poly-exp2-degree",
+                  "expected -1 (the target's default), 0 (off) or a degree, "
+                  "got " + std::to_string(polyExp2Degree));
+  if (polyExp2Degree > 0)
+    if (auto why = fa::checkPolyExp2(polyExp2Degree, polyExp2Period))
+      return refuse("poly-exp2-degree", *why);
+
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
@@ -137,11 +166,6 @@ int main(int argc, char **argv) {
   options.causal = causal;
   options.window = window;
   options.softcap = softcap;
-  if (window < 0 || softcap < 0) {
-    llvm::errs() << "fa-compile: error: --window and --softcap must be "
-                    "non-negative\n";
-    return 1;
-  }
   options.blockR = blockR;
   options.blockC = blockC;
   options.queryInRegisters = queryInRegisters;
@@ -149,12 +173,12 @@ int main(int argc, char **argv) {
     options.rescaleThreshold = -1.0;
   } else if (rescaleThreshold != "auto") {
     double tau;
-    if (StringRef(rescaleThreshold).getAsDouble(tau) || tau < 0) {
-      llvm::errs() << "fa-compile: error: --rescale-threshold must be a "
-                      "non-negative number, 'off' or 'auto', got '"
-                   << rescaleThreshold << "'\n";
-      return 1;
-    }
+    if (StringRef(rescaleThreshold).getAsDouble(tau))
+      return refuse("rescale-threshold",
+                    "expected a number, 'off' or 'auto', got '" +
+                        rescaleThreshold + "'");
+    if (auto why = fa::checkRescaleThreshold(tau))
+      return refuse("rescale-threshold", *why);
     options.rescaleThreshold = tau;
   }
   options.polyExp2Degree = polyExp2Degree;

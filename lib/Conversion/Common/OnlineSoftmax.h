@@ -22,6 +22,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <array>
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -38,15 +40,25 @@ struct SoftmaxConfig {
   int64_t polyPeriod = 8;
 
   /// Kernel-name suffix of the FA4 options and the window/softcap mask.
+  /// Every value is named exactly, so different kernels never share a name.
   std::string suffix() const {
-    return (rescaleThreshold >= 0
-                ? "_cr" + std::to_string(int64_t(rescaleThreshold))
-                : "") +
+    return (rescaleThreshold >= 0 ? "_cr" + nameOf(rescaleThreshold) : "") +
            (polyDegree ? "_px" + std::to_string(polyDegree) + "p" +
                              std::to_string(polyPeriod)
                        : "") +
            (window ? "_w" + std::to_string(window) : "") +
-           (softcap > 0 ? "_sc" + std::to_string(int64_t(softcap)) : "");
+           (softcap > 0 ? "_sc" + nameOf(softcap) : "");
+  }
+
+  /// A whole value as its digits (8, 30); any other as the hex of its f32
+  /// bits (x41f1999a for 30.2), which the kernel computes with.
+  static std::string nameOf(double value) {
+    if (value == std::floor(value) && std::fabs(value) < 1e9)
+      return std::to_string(int64_t(value));
+    float f = float(value);
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    return llvm::formatv("x{0:x-8}", bits).str();
   }
 };
 

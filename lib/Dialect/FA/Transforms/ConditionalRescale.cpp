@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -32,11 +33,8 @@ struct FAConditionalRescalePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!(threshold >= 0.0) || !std::isfinite(threshold)) {
-      emitError(module.getLoc())
-          << "fa-conditional-rescale: threshold must be non-negative and "
-             "finite, got "
-          << threshold;
+    if (std::optional<std::string> why = checkRescaleThreshold(threshold)) {
+      emitError(module.getLoc()) << "fa-conditional-rescale: " << *why;
       return signalPassFailure();
     }
     SmallVector<SoftmaxUpdateOp> updates;

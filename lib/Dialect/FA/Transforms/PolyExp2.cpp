@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
 namespace mlir::fa {
@@ -23,12 +24,8 @@ struct FAPolyExp2Pass : fa::impl::FAPolyExp2Base<FAPolyExp2Pass> {
   using FAPolyExp2Base::FAPolyExp2Base;
 
   void runOnOperation() override {
-    if (degree < 2 || degree > 5 || period < 1) {
-      emitError(getOperation().getLoc())
-          << "fa-poly-exp2: degree must be in [2, 5] and period at least 1, "
-             "got degree="
-          << static_cast<int64_t>(degree)
-          << " period=" << static_cast<int64_t>(period);
+    if (std::optional<std::string> why = checkPolyExp2(degree, period)) {
+      emitError(getOperation().getLoc()) << "fa-poly-exp2: " << *why;
       return signalPassFailure();
     }
     Builder b(&getContext());

@@ -99,6 +99,19 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
 
   /// The GPU kernel's tiles: the op's, else the options, else the table.
   LogicalResult tileForTarget(AttentionOp op, fagpu::Target gpu) {
+    // The kernels take base pointers and tensor maps of packed rows: refuse
+    // other layouts here, before the loop nest takes views of them.
+    for (auto [name, operand] :
+         llvm::zip(ArrayRef<StringRef>{"Q", "K", "V", "O", "LSE"},
+                   op->getOperands())) {
+      auto type = dyn_cast<MemRefType>(operand.getType());
+      if (type && !type.getLayout().isIdentity())
+        return op.emitOpError()
+               << "fa-tile: " << fagpu::targetName(gpu) << ": " << name
+               << " must be a contiguous memref (identity layout), got "
+               << type << "; copy strided views into contiguous buffers "
+               << "first";
+    }
     int64_t d = op.getHeadDim();
     const fagpu::KernelDefaults *row =
         fagpu::defaultsFor(gpu, d, op.getCausal());

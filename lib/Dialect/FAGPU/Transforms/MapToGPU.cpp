@@ -11,6 +11,7 @@
 #include "fa/Dialect/FAGPU/Transforms/Passes.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -136,6 +137,12 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
   if (v.getDimSize(3) != d)
     return "value head dim must equal the head dim (" + std::to_string(d) +
            "), got " + std::to_string(v.getDimSize(3));
+  // The kernels compare 32-bit positions.
+  fa::ScoreTileOp score = nest.score;
+  if (std::optional<int64_t> window = score.getWindow())
+    if (std::optional<std::string> why =
+            fa::checkWindow(*window, /*positionBits=*/32))
+      return *why;
   if (target == Target::sm_90a &&
       (nest.blockR % kRowsPerConsumer != 0 || nest.blockR > 192))
     return "block_r must be 64, 128 or 192 (one, two or three consumer "
