@@ -12,7 +12,9 @@ cmake -G Ninja -S . -B build-asan \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DFA_ENABLE_SANITIZERS=ON -DFA_BUILD_FUZZER=ON > /dev/null || exit 1
 cmake --build build-asan || exit 1
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+# allow_user_poisoning=0: see scripts/fuzz.sh (instrumented project code and
+# uninstrumented libMLIR share allocators).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allow_user_poisoning=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 echo "== lit (ASan+UBSan) =="
