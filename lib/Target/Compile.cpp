@@ -111,6 +111,7 @@ struct BuiltKernel {
   fagpu::Target target;
   fagpu::ScheduleAttr schedule;
   int64_t threads = 0, sharedBytes = 0;
+  bool writesLse = true;
 };
 } // namespace
 
@@ -121,8 +122,9 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   auto bytes = kernel->getAttrOfType<IntegerAttr>("fagpu.shared_memory_bytes");
   if (!target || !schedule || !threads || !bytes)
     return failure();
+  auto writesLse = kernel->getAttrOfType<BoolAttr>("fagpu.writes_lse");
   return BuiltKernel{target.getValue(), schedule, threads.getInt(),
-                     bytes.getInt()};
+                     bytes.getInt(), !writesLse || writesLse.getValue()};
 }
 
 static std::string metadataJson(const CompiledKernel &kernel,
@@ -211,6 +213,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"tma_box_cols", tensorMaps ? fagpu::kTmaBoxColumns : 0},
       {"tma_box_rows_kv", tensorMaps ? blockC : 0},
       {"tma_box_rows_o", oBoxRows},
+      {"writes_lse", built.writesLse},
       {"params", std::move(params)},
   };
   std::string out;

@@ -432,4 +432,5 @@ class Kernel:
             drv.check(drv.lib.cuLaunchKernel(
                 fn, gx, gy, gz, bx, by, bz, self.meta["shared_memory_bytes"],
                 ctypes.c_void_p(stream), params, None), "cuLaunchKernel")
-        return out, lse
+        # A kernel built without an LSE destination leaves lse unwritten.
+        return out, (lse if self.meta.get("writes_lse", True) else None)

@@ -150,6 +150,7 @@ LogicalResult lowerEachKernel(ModuleOp module, fagpu::Target target,
       kernel->setAttr("fagpu.threads", b.getI64IntegerAttr(spec->threads()));
       kernel->setAttr("fagpu.shared_memory_bytes",
                       b.getI64IntegerAttr(spec->sharedBytes()));
+      kernel->setAttr("fagpu.writes_lse", b.getBoolAttr(spec->writesLse));
     }
     launch(op, kernel, *spec);
   }

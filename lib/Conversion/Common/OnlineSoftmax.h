@@ -38,6 +38,7 @@ struct SoftmaxConfig {
   double rescaleThreshold = -1.0; // FA4 conditional rescaling (< 0: off)
   int64_t polyDegree = 0;         // FA4 software exp2 (0: off)
   int64_t polyPeriod = 8;
+  bool writesLse = true; // an LSE destination was given
 
   /// Kernel-name suffix of the FA4 options and the window/softcap mask.
   /// Every value is named exactly, so different kernels never share a name.
@@ -47,7 +48,8 @@ struct SoftmaxConfig {
                              std::to_string(polyPeriod)
                        : "") +
            (window ? "_w" + std::to_string(window) : "") +
-           (softcap > 0 ? "_sc" + nameOf(softcap) : "");
+           (softcap > 0 ? "_sc" + nameOf(softcap) : "") +
+           (writesLse ? "" : "_nolse");
   }
 
   /// A whole value as its digits (8, 30); any other as the hex of its f32
@@ -72,11 +74,12 @@ inline SoftmaxConfig softmaxConfigOf(fagpu::AttentionOp op) {
   config.rescaleThreshold = op.getRescaleThresholdOrOff();
   config.polyDegree = op.getExp2PolyDegree().value_or(0);
   config.polyPeriod = op.getExp2PolyPeriod().value_or(8);
+  config.writesLse = bool(op.getLse());
   return config;
 }
 
-/// The first check of every tensor-core kernel: D = Dv in {64, 128, 256}
-/// and an LSE destination. Returns the mask and FA4 config of `op`, or the
+/// The first check of every tensor-core kernel: D = Dv in {64, 128, 256}.
+/// Returns the mask and FA4 config of `op`, or the
 /// error "cannot be lowered to <target>: <why>" on the op.
 inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
                                                    StringRef target) {
@@ -90,8 +93,6 @@ inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
   if (op.getValueHeadDim() != d)
     return fail("value head dim must equal the head dim (" + Twine(d) +
                 "), got " + Twine(op.getValueHeadDim()));
-  if (!op.getLse())
-    return fail("the kernel writes LSE: give an lse destination");
   return softmaxConfigOf(op);
 }
 
@@ -299,6 +300,8 @@ protected:
   /// stored by the quad's lane 0 if the row is below Nq.
   void storeLse(const RowTotal &total, Value m, Value row, Value nq,
                 Value lseBase, Value quadLane) {
+    if (!config.writesLse)
+      return;
     auto ifLead = scf::IfOp::create(
         b, loc,
         arith::AndIOp::create(b, loc, ult(row, nq), eq(quadLane, c32(0))),

@@ -369,6 +369,9 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
         case fagpu::ParamKind::TensorMap:
           return encodeMap(tensors.lookup(p.name), p.boxRows);
         case fagpu::ParamKind::Pointer:
+          // No LSE destination: the kernel writes none (a null pointer).
+          if (!tensors.lookup(p.name))
+            return LLVM::ZeroOp::create(b, loc, globalPtr);
           return pointerOf(tensors.lookup(p.name), globalPtr);
         case fagpu::ParamKind::Counter:
           return pointerOf(counter.getMemref(), globalPtr);

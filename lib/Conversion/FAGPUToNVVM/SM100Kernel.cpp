@@ -453,6 +453,8 @@ void KernelBuilder::emitSoftmax() {
                             gep(globalPtr, half, oRow, c64(c + 8 * int64_t(q))),
                             /*alignment=*/16);
   }
+  if (!spec.writesLse)
+    return;
   auto ifRow = scf::IfOp::create(b, loc, inRange, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifRow.thenBlock());

@@ -630,8 +630,12 @@ void replaceWithLaunch(fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
                                     {"Hkv", hkv}};
   SmallVector<Value> args =
       launchArguments(spec.abi, [&](const fagpu::KernelParam &p) -> Value {
-        if (p.kind == fagpu::ParamKind::Pointer)
+        if (p.kind == fagpu::ParamKind::Pointer) {
+          // No LSE destination: the kernel writes none (a null pointer).
+          if (!tensors.lookup(p.name))
+            return LLVM::ZeroOp::create(b, loc, globalPtr).getResult();
           return pointerOf(tensors.lookup(p.name));
+        }
         if (p.kind == fagpu::ParamKind::F32)
           return scaleLog2;
         return toI32(scalars.lookup(p.name));

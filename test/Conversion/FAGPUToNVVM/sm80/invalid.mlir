@@ -27,15 +27,6 @@ func.func @dv(%q: memref<1x1x64x64xf16>, %v: memref<1x1x64x128xf16>, %o: memref<
 
 // -----
 
-func.func @nolse(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>) {
-  // expected-error @+1 {{the kernel writes LSE: give an lse destination}}
-  fa.attention %q, %q, %q outs(%o : memref<1x1x64x64xf16>)
-      : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
-  return
-}
-
-// -----
-
 func.func @tiles(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memref<1x1x64xf32>) {
   // expected-error @+1 {{block_r must be 64 or 128, got 32}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf16>, memref<1x1x64xf32>) {block_r = 32 : i64}

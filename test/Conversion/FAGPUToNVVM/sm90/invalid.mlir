@@ -18,15 +18,6 @@ func.func @d96(%q: memref<1x1x64x96xf16>, %o: memref<1x1x64x96xf16>, %l: memref<
 
 // -----
 
-func.func @nolse(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: the kernel writes LSE: give an lse destination}}
-  fa.attention %q, %q, %q outs(%o : memref<1x1x64x64xf16>)
-      : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
-  return
-}
-
-// -----
-
 func.func @blockr(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x64xf16>, %l: memref<1x1x64xf32>) {
   // expected-error @+1 {{fa-map-to-gpu: cannot be mapped to sm_90a: block_r must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows), got 96}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf16>, memref<1x1x64xf32>)
