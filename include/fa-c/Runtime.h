@@ -46,6 +46,10 @@ const char *faKernelName(const FaKernel *kernel);
 int faKernelHeadDim(const FaKernel *kernel);
 int faKernelIsCausal(const FaKernel *kernel);
 const char *faKernelDType(const FaKernel *kernel);
+/* The softmax scale the kernel was compiled for (the attention's `scale`,
+ * else 1/sqrt(D)): what faKernelLaunch should get unless the caller means
+ * another; 0 for NULL. */
+float faKernelScale(const FaKernel *kernel);
 
 /** Launches O, LSE = attention(Q, K, V) on contiguous device buffers
  *  Q [B, Hq, Nq, D], K, V [B, Hkv, Nk, D], O like Q, LSE [B, Hq, Nq] f32,

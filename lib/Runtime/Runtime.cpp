@@ -203,6 +203,9 @@ struct Metadata {
   long tmaBoxCols = 0, tmaBoxRowsKV = 0; // sm_90a: q, k, v as tensor maps
   long tmaBoxRowsO = 0;                  // > 0: o as a tensor map too
   bool causal = false;
+  // The softmax scale the kernel was compiled for (the attention's own, or
+  // 1/sqrt(D)); 0 in metadata that predates it.
+  float scale = 0.0f;
   bool tileGrid = false;   // one CTA per (query block, head) tile, B param
   bool persistent = false; // at most one CTA per SM strides the tiles
   std::vector<long> block;
@@ -240,6 +243,9 @@ public:
          : key == "kernel" ? m.kernel
          : key == "dtype"  ? m.dtype
                            : m.tileScheduler) = v;
+      } else if (key == "scale") {
+        if (readScale(m.scale))
+          return 1;
       } else if (key == "head_dim" || key == "block_r" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
                  key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
@@ -324,6 +330,27 @@ private:
   /// Reads a decimal integer within `field`'s range; fails with a message
   /// naming the field and the range on anything else (no digits, a lone
   /// '-', a fraction or exponent, or a value past the range, however long).
+  /// A JSON number in the dialect's scale range [2^-64, 2^64] (what
+  /// fa/Dialect/FA/IR/Validation.h allows), read as the f32 it was written
+  /// from.
+  int readScale(float &out) {
+    size_t start = pos;
+    while (pos < s.size() && pos - start < 64 &&
+           (std::isdigit((unsigned char)s[pos]) || s[pos] == '-' ||
+            s[pos] == '+' || s[pos] == '.' || s[pos] == 'e' || s[pos] == 'E'))
+      ++pos;
+    std::string token = s.substr(start, pos - start);
+    char *end = nullptr;
+    double value = token.empty() ? 0.0 : std::strtod(token.c_str(), &end);
+    if (token.empty() || end != token.c_str() + token.size() ||
+        !(value >= 0x1p-64 && value <= 0x1p64))
+      return fail("launch metadata: 'scale' must be a number in "
+                  "[2^-64, 2^64], got '" +
+                  token.substr(0, 40) + "'");
+    out = static_cast<float>(value);
+    return 0;
+  }
+
   int readInt(const IntField &field, long &out) {
     std::string range = "[" + std::to_string(field.min) + ", " +
                         std::to_string(field.max) + "]";
@@ -620,6 +647,14 @@ int faKernelHeadDim(const FaKernel *k) { return k ? (int)k->meta.headDim : 0; }
 int faKernelIsCausal(const FaKernel *k) { return k && k->meta.causal; }
 const char *faKernelDType(const FaKernel *k) {
   return k ? k->meta.dtype.c_str() : "";
+}
+
+float faKernelScale(const FaKernel *k) {
+  if (!k)
+    return 0.0f;
+  if (k->meta.scale > 0.0f)
+    return k->meta.scale;
+  return 1.0f / std::sqrt(static_cast<float>(k->meta.headDim));
 }
 
 int faEncodeTensorMap(void *map, const void *base, long long matrices,

@@ -112,6 +112,7 @@ struct BuiltKernel {
   fagpu::ScheduleAttr schedule;
   int64_t threads = 0, sharedBytes = 0;
   bool writesLse = true;
+  float scale = 0.0f; // the attention's softmax scale
 };
 } // namespace
 
@@ -214,6 +215,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
       {"tma_box_rows_kv", tensorMaps ? blockC : 0},
       {"tma_box_rows_o", oBoxRows},
       {"writes_lse", built.writesLse},
+      {"scale", double(built.scale)},
       {"params", std::move(params)},
   };
   std::string out;
@@ -270,6 +272,9 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
                   : elt.isBF16() ? "bf16"
                                  : llvm::formatv("{0}", elt).str();
   options.causal = attention.getCausal();
+  // The scale the launch metadata carries, so that a runtime driven by the
+  // compiled artefacts alone applies the attention's own.
+  const float scale = float(attention.getEffectiveScale());
   options.window = attention.getWindow().value_or(0);
   options.softcap =
       attention.getSoftcap() ? attention.getSoftcap()->convertToDouble() : 0.0;
@@ -351,6 +356,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   if (failed(built))
     return emitError(loc) << "fa-compile: the kernel " << result.name
                           << " carries no fagpu schedule";
+  built->scale = scale;
   {
     llvm::raw_string_ostream os(result.kernelIR);
     gpuModule.print(os);

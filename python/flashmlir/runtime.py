@@ -118,6 +118,13 @@ def validate_metadata(meta):
                                 f"{typ.__name__}, got {meta[key]!r}")
     if meta["dtype"] not in _DTYPE_NAMES:
         raise MetadataError(f"unsupported dtype {meta['dtype']!r}")
+    # The scale the kernel was compiled for: the launch default.
+    if "scale" in meta:
+        scale = meta["scale"]
+        if (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                or not 2.0 ** -64 <= scale <= 2.0 ** 64):
+            raise MetadataError("metadata 'scale' must be a number in "
+                                f"[2^-64, 2^64], got {scale!r}")
     names = [p.get("name") for p in meta["params"]]
     expected = ["q", "k", "v", "o", "lse", "Nq", "Nk", "Hq", "Hkv",
                 "scale_log2"]
@@ -387,7 +394,8 @@ class Kernel:
             lse = torch.empty((b, hq, nq), dtype=torch.float32,
                               device=q.device)
         if scale is None:
-            scale = 1.0 / math.sqrt(d)
+            # The scale the kernel was compiled for (the attention's own).
+            scale = self.meta.get("scale", 1.0 / math.sqrt(d))
         if not _MIN_SCALE <= scale <= _MAX_SCALE:
             raise KernelArgumentError(
                 f"scale must be in [2^-64, 2^64], got {scale!r}")

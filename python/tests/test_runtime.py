@@ -227,6 +227,10 @@ def test_bad_outputs_are_named(compiled):
     (lambda m: m.__setitem__("block_r", True), "'block_r' must be an integer"),
     (lambda m: m.__setitem__("block", [1024, 2, 1]),
      "at most 1024 threads in all"),
+    # Issue 15: the compiled scale is the launch default; it must be usable.
+    (lambda m: m.__setitem__("scale", -0.5),
+     r"'scale' must be a number in \[2\^-64, 2\^64\], got -0.5"),
+    (lambda m: m.__setitem__("scale", "0.5"), "'scale' must be a number"),
 ])
 def test_bad_metadata_is_refused(compiled, edit, message):
     meta = json.load(open(compiled + ".json"))
@@ -274,3 +278,12 @@ def test_tensor_maps_are_cached_on_what_they_encode(monkeypatch):
     moved.element_size = lambda: 2
     runtime.encode_tensor_map(moved, 128, "f16")
     assert len(calls) == 3
+
+
+def test_compiled_scale_is_in_the_metadata(compiled):
+    # fa-compile's module has no scale attribute: 1/sqrt(D), as an exact f32.
+    import numpy as np
+    meta = json.load(open(compiled + ".json"))
+    d = meta["head_dim"]
+    assert meta["scale"] == float(np.float32(1.0 / np.sqrt(d)))
+    assert meta["writes_lse"] is True

@@ -77,6 +77,28 @@ int main(void) {
     }
     mlirModuleDestroy(m);
   }
+  /* Issue 15: the attention's own scale reaches the launch metadata, so a
+   * runtime driven by the compiled artefacts alone applies it. */
+  {
+    const char *scaled =
+        "func.func @attn(%q: memref<1x4x100x64xf16>, %o: memref<1x4x100x64xf16>, "
+        "%l: memref<1x4x100xf32>) {\n"
+        "  fa.attention %q, %q, %q outs(%o, %l : memref<1x4x100x64xf16>, "
+        "memref<1x4x100xf32>) {scale = 0.5 : f32}\n"
+        "      : memref<1x4x100x64xf16>, memref<1x4x100x64xf16>, "
+        "memref<1x4x100x64xf16>\n"
+        "  return\n}\n";
+    MlirModule m =
+        mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(scaled));
+    options.target = "sm_90a";
+    FaCompiledKernel *k = faCompileModule(m, &options);
+    printf("== scale 0.5: %s\n", k ? "ok" : "failed");
+    if (k) {
+      firstLine("scale", faCompiledKernelMetadata(k), "\"scale\"");
+      faCompiledKernelDestroy(k);
+    }
+    mlirModuleDestroy(m);
+  }
   /* Hardening (issue 16): bad arguments are refused with a reason, never
    * dereferenced. Before, a null module (a failed parse) crashed. */
   MlirModule bad = mlirModuleCreateParse(

@@ -128,6 +128,10 @@ int main(int argc, char **argv) {
       {"unterminated string", META_HEAD "\"kernel"},
       {"unterminated array", META_HEAD "\"block\": [128, 1"},
       {"empty", ""},
+      {"compiled scale", BODY(BLOCK "\"scale\": 0.5, ")},
+      {"negative scale", BODY(BLOCK "\"scale\": -0.5, ")},
+      {"scale as text", BODY(BLOCK "\"scale\": \"0.5\", ")},
+      {"scale past 2^64", BODY(BLOCK "\"scale\": 1e30, ")},
   };
   for (size_t i = 0; i < sizeof(metadata) / sizeof(metadata[0]); ++i)
     report(metadata[i].what, faKernelMetadataCheck(metadata[i].json));
