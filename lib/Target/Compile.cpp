@@ -57,14 +57,18 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     add("window = " + std::to_string(options.window) + " : i64");
   if (options.softcap > 0)
     add("softcap = " + formatF32(float(options.softcap)) + " : f32");
+  if (options.scale > 0)
+    add("scale = " + formatF32(float(options.scale)) + " : f32");
   if (options.blockR)
     add("block_r = " + std::to_string(options.blockR) + " : i64");
   if (options.blockC)
     add("block_c = " + std::to_string(options.blockC) + " : i64");
+  // Without LSE the kernel writes O only (what inference needs).
+  std::string lseArg = options.lse ? ", %lse: " + lse : "";
+  std::string outs = options.lse ? "%o, %lse : " + t + ", " + lse : "%o : " + t;
   std::string text = "func.func @attention(%q: " + t + ", %k: " + t +
-                     ", %v: " + t + ", %o: " + t + ", %lse: " + lse +
-                     ") {\n  fa.attention %q, %k, %v outs(%o, %lse : " + t +
-                     ", " + lse + ")" +
+                     ", %v: " + t + ", %o: " + t + lseArg +
+                     ") {\n  fa.attention %q, %k, %v outs(" + outs + ")" +
                      (attrs.empty() ? "" : " {" + attrs + "}") + " : " + t +
                      ", " + t + ", " + t + "\n  return\n}\n";
   return parseSourceString<ModuleOp>(text, &context, "<fa-compile options>");

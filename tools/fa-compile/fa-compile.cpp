@@ -43,6 +43,13 @@ static cl::opt<int64_t> window(cl::cat(toolOptions), "window",
 static cl::opt<double> softcap(cl::cat(toolOptions), "softcap",
                                cl::desc("Scores c * tanh(s / c)"),
                                cl::init(0.0));
+static cl::opt<double> scale(cl::cat(toolOptions), "scale",
+                             cl::desc("Softmax scale (default 1/sqrt(D)); "
+                                      "the metadata carries it"),
+                             cl::init(0.0));
+static cl::opt<bool> noLse(cl::cat(toolOptions), "no-lse",
+                           cl::desc("Write O only (no LSE output)"),
+                           cl::init(false));
 static cl::opt<int64_t> blockR(cl::cat(toolOptions), "block-r",
                                cl::desc("Query rows per CTA"), cl::init(0));
 static cl::opt<int64_t> blockC(cl::cat(toolOptions), "block-c",
@@ -143,6 +150,9 @@ int main(int argc, char **argv) {
   if (window != 0)
     if (auto why = fa::checkWindow(window, /*positionBits=*/32))
       return refuse("window", *why);
+  if (scale != 0.0) // NaN too
+    if (auto why = fa::checkScale(scale))
+      return refuse("scale", *why);
   if (softcap != 0.0) // NaN too: it is not 0
     if (auto why = fa::checkSoftcap(softcap))
       return refuse("softcap", *why);
@@ -166,6 +176,8 @@ int main(int argc, char **argv) {
   options.causal = causal;
   options.window = window;
   options.softcap = softcap;
+  options.scale = scale;
+  options.lse = !noLse;
   options.blockR = blockR;
   options.blockC = blockC;
   options.queryInRegisters = queryInRegisters;

@@ -21,6 +21,8 @@ struct KernelOptions {
   bool causal = false;
   int64_t window = 0;   // sliding window |i - j| < window (0: none)
   double softcap = 0.0; // c * tanh(s / c) (0: none)
+  double scale = 0.0;   // softmax scale (0: 1/sqrt(D))
+  bool lse = true;      // write LSE (false: O only)
   int64_t blockR = 0;   // 0: the backend's default
   int64_t blockC = 0;
   bool queryInRegisters = true; // where the registers allow (see the pass)
