@@ -66,6 +66,19 @@ faCompiledKernelMetadata(const FaCompiledKernel *);
 MLIR_CAPI_EXPORTED MlirStringRef faCompiledKernelIR(const FaCompiledKernel *);
 MLIR_CAPI_EXPORTED void faCompiledKernelDestroy(FaCompiledKernel *);
 
+/** GPU targets: every fa.attention of the module is one launch, in program
+ *  order, of a kernel in the PTX/cubin above (equal kernels are built
+ *  once). The count (0 for a NULL kernel or "cpu"), and each launch's
+ *  kernel name and JSON metadata (its own scale, mask, head dim); an index
+ *  out of range gives the empty string. The accessors above return the
+ *  first launch's. */
+MLIR_CAPI_EXPORTED intptr_t
+faCompiledKernelLaunchCount(const FaCompiledKernel *);
+MLIR_CAPI_EXPORTED MlirStringRef
+faCompiledKernelLaunchName(const FaCompiledKernel *, intptr_t index);
+MLIR_CAPI_EXPORTED MlirStringRef
+faCompiledKernelLaunchMetadata(const FaCompiledKernel *, intptr_t index);
+
 /** Why the last faCompileModule or faContextRegisterAll call on this thread
  *  failed when the cause was its arguments (a null module, context,
  *  options or target; an option out of range); empty otherwise. Diagnostics

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 using namespace mlir;
 
@@ -32,6 +33,7 @@ using namespace mlir::fa;
 
 struct FaCompiledKernel {
   std::string name, ptx, cubin, metadata, ir;
+  std::vector<mlir::fa::CompiledKernel::Launch> launches;
 };
 
 namespace {
@@ -147,6 +149,7 @@ FaCompiledKernel *faCompileModule(MlirModule cModule,
   result->cubin = compiled->cubin;
   result->metadata = compiled->metadata;
   result->ir = compiled->kernelIR;
+  result->launches = compiled->launches;
   return result;
 }
 
@@ -172,6 +175,26 @@ MlirStringRef faCompiledKernelMetadata(const FaCompiledKernel *k) {
 }
 MlirStringRef faCompiledKernelIR(const FaCompiledKernel *k) {
   return ref(k, &FaCompiledKernel::ir);
+}
+intptr_t faCompiledKernelLaunchCount(const FaCompiledKernel *k) {
+  return k ? intptr_t(k->launches.size()) : 0;
+}
+/// Field `field` of launch `index`; the empty string when there is none.
+static MlirStringRef
+launchRef(const FaCompiledKernel *k, intptr_t index,
+          std::string mlir::fa::CompiledKernel::Launch::*field) {
+  if (!k || index < 0 || index >= intptr_t(k->launches.size()))
+    return mlirStringRefCreate("", 0);
+  const std::string &s = k->launches[index].*field;
+  return mlirStringRefCreate(s.data(), s.size());
+}
+MlirStringRef faCompiledKernelLaunchName(const FaCompiledKernel *k,
+                                         intptr_t index) {
+  return launchRef(k, index, &mlir::fa::CompiledKernel::Launch::name);
+}
+MlirStringRef faCompiledKernelLaunchMetadata(const FaCompiledKernel *k,
+                                             intptr_t index) {
+  return launchRef(k, index, &mlir::fa::CompiledKernel::Launch::metadata);
 }
 void faCompiledKernelDestroy(FaCompiledKernel *k) { delete k; }
 

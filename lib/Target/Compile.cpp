@@ -132,7 +132,7 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
                      bytes.getInt(), !writesLse || writesLse.getValue()};
 }
 
-static std::string metadataJson(const CompiledKernel &kernel,
+static std::string metadataJson(StringRef kernelName,
                                 const KernelOptions &options,
                                 const BuiltKernel &built) {
   fagpu::ScheduleAttr schedule = built.schedule;
@@ -183,7 +183,7 @@ static std::string metadataJson(const CompiledKernel &kernel,
   }
   llvm::json::Object root{
       {"format", "flash-mlir-kernel-1"},
-      {"kernel", kernel.name},
+      {"kernel", kernelName},
       {"arch", options.arch},
       {"head_dim", options.headDim},
       {"dtype", options.dtype},
@@ -260,45 +260,71 @@ FailureOr<CompiledKernel>
 mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   MLIRContext &context = *module.getContext();
   Location loc = module.getLoc();
-  // The attention to compile fixes the head dim, dtype and mask.
+  // Every attention of the module becomes a kernel launch; each fixes its
+  // own head dim, dtype, mask and scale.
   SmallVector<AttentionOp> attentions;
   module.walk([&](AttentionOp op) { attentions.push_back(op); });
-  if (attentions.size() != 1)
-    return emitError(loc) << "fa-compile: expected exactly one fa.attention "
-                             "in the module, found "
-                          << attentions.size();
-  AttentionOp attention = attentions.front();
-  loc = attention.getLoc();
-  KernelOptions options = requested;
-  options.headDim = attention.getHeadDim();
-  Type elt = attention.getQueryType().getElementType();
-  options.dtype = elt.isF16()    ? "f16"
-                  : elt.isBF16() ? "bf16"
-                                 : llvm::formatv("{0}", elt).str();
-  options.causal = attention.getCausal();
-  // The scale the launch metadata carries, so that a runtime driven by the
-  // compiled artefacts alone applies the attention's own.
-  const float scale = float(attention.getEffectiveScale());
-  options.window = attention.getWindow().value_or(0);
-  options.softcap =
-      attention.getSoftcap() ? attention.getSoftcap()->convertToDouble() : 0.0;
-  if (failed(checkTarget(loc, options)))
-    return failure();
-  auto hostFunc = attention->getParentOfType<func::FuncOp>();
-  if (!hostFunc)
-    return emitError(loc) << "fa-compile: fa.attention must be in a func.func";
-  std::string hostName = hostFunc.getName().str();
-  // The FA4 defaults of the kernel's target, from the heuristics table.
-  KernelOptions resolved = options;
-  fagpu::Target target = usesTcgen05(options) ? fagpu::Target::sm_100a
-                         : usesWgmma(options) ? fagpu::Target::sm_90a
-                                              : fagpu::Target::sm_80;
-  const fagpu::KernelDefaults *defaults =
-      fagpu::defaultsFor(target, options.headDim, options.causal);
-  if (std::isnan(options.rescaleThreshold))
-    resolved.rescaleThreshold = defaults ? defaults->rescaleThreshold : -1.0;
-  if (options.polyExp2Degree < 0)
-    resolved.polyExp2Degree = defaults ? defaults->polyExp2Degree : 0;
+  if (attentions.empty())
+    return emitError(loc) << "fa-compile: the module holds no fa.attention";
+  // One entry per attention, in program order: the options its kernel is
+  // compiled with (the FA4 choices resolved from the table) and its scale.
+  struct Launch {
+    KernelOptions options;
+    float scale;
+  };
+  std::vector<Launch> launches;
+  SmallVector<std::string> hostNames;
+  for (AttentionOp attention : attentions) {
+    Location opLoc = attention.getLoc();
+    KernelOptions options = requested;
+    options.headDim = attention.getHeadDim();
+    Type elt = attention.getQueryType().getElementType();
+    options.dtype = elt.isF16()    ? "f16"
+                    : elt.isBF16() ? "bf16"
+                                   : llvm::formatv("{0}", elt).str();
+    options.causal = attention.getCausal();
+    options.window = attention.getWindow().value_or(0);
+    options.softcap = attention.getSoftcap()
+                          ? attention.getSoftcap()->convertToDouble()
+                          : 0.0;
+    if (failed(checkTarget(opLoc, options)))
+      return failure();
+    auto hostFunc = attention->getParentOfType<func::FuncOp>();
+    if (!hostFunc)
+      return emitError(opLoc)
+             << "fa-compile: fa.attention must be in a func.func";
+    if (!llvm::is_contained(hostNames, hostFunc.getName().str()))
+      hostNames.push_back(hostFunc.getName().str());
+    // The FA4 defaults of the kernel's target, from the heuristics table.
+    fagpu::Target target = usesTcgen05(options) ? fagpu::Target::sm_100a
+                           : usesWgmma(options) ? fagpu::Target::sm_90a
+                                                : fagpu::Target::sm_80;
+    const fagpu::KernelDefaults *defaults =
+        fagpu::defaultsFor(target, options.headDim, options.causal);
+    if (std::isnan(options.rescaleThreshold))
+      options.rescaleThreshold = defaults ? defaults->rescaleThreshold : -1.0;
+    if (options.polyExp2Degree < 0)
+      options.polyExp2Degree = defaults ? defaults->polyExp2Degree : 0;
+    // The scale the launch metadata carries, so that a runtime driven by
+    // the compiled artefacts alone applies the attention's own.
+    launches.push_back({options, float(attention.getEffectiveScale())});
+  }
+  // The FA4 passes run once on the tile level, with one threshold and one
+  // exp2 choice for the module.
+  const KernelOptions &first = launches.front().options;
+  for (const Launch &launch : launches)
+    if (launch.options.rescaleThreshold != first.rescaleThreshold ||
+        launch.options.polyExp2Degree != first.polyExp2Degree)
+      return emitError(attentions[&launch - launches.data()].getLoc())
+             << "fa-compile: the attentions' measured FA4 defaults differ "
+                "(conditional rescaling threshold "
+             << launch.options.rescaleThreshold << " vs "
+             << first.rescaleThreshold << ", software exp2 degree "
+             << launch.options.polyExp2Degree << " vs "
+             << first.polyExp2Degree
+             << "); give the rescale threshold and exp2 degree explicitly";
+  const KernelOptions &options = first;
+  const KernelOptions &resolved = first;
 
   CompiledKernel result;
   // 32-bit shared-memory pointers (as Triton sets them): shared addresses
@@ -348,26 +374,36 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
   if (!gpuModule)
     return emitError(loc) << "fa-compile: the back end built no kernel";
-  LLVM::LLVMFuncOp kernel;
-  gpuModule.walk([&](LLVM::LLVMFuncOp fn) {
-    if (fn->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
-      kernel = fn;
-  });
-  if (!kernel)
-    return emitError(loc) << "fa-compile: the back end built no kernel";
-  result.name = kernel.getSymName().str();
-  FailureOr<BuiltKernel> built = builtKernelOf(kernel);
-  if (failed(built))
-    return emitError(loc) << "fa-compile: the kernel " << result.name
-                          << " carries no fagpu schedule";
-  built->scale = scale;
+  // Each attention became one launch, in program order: its kernel's
+  // schedule and sizes, read before the emission replaces the gpu.module.
+  SmallVector<gpu::LaunchFuncOp> launchOps;
+  module.walk([&](gpu::LaunchFuncOp op) { launchOps.push_back(op); });
+  if (launchOps.size() != launches.size())
+    return emitError(loc) << "fa-compile: " << launches.size()
+                          << " attentions became " << launchOps.size()
+                          << " kernel launches";
+  SmallVector<std::pair<std::string, BuiltKernel>> built;
+  for (auto [launchOp, launch] : llvm::zip(launchOps, launches)) {
+    auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(
+        launchOp.getKernelName());
+    FailureOr<BuiltKernel> facts =
+        kernel ? builtKernelOf(kernel) : FailureOr<BuiltKernel>(failure());
+    if (failed(facts))
+      return emitError(loc) << "fa-compile: the kernel "
+                            << launchOp.getKernelName()
+                            << " carries no fagpu schedule";
+    facts->scale = launch.scale;
+    built.push_back({launchOp.getKernelName().str(), *facts});
+  }
+  result.name = built.front().first;
   {
     llvm::raw_string_ostream os(result.kernelIR);
     gpuModule.print(os);
   }
   {
     llvm::raw_string_ostream os(result.hostIR);
-    module.lookupSymbol(hostName)->print(os);
+    for (const std::string &name : hostNames)
+      module.lookupSymbol(name)->print(os);
   }
   {
     PassManager pm(&context);
@@ -390,7 +426,11 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
                    .getObject()
                    .getValue()
                    .str();
-  result.metadata = metadataJson(result, resolved, *built);
+  for (auto [entry, launch] : llvm::zip(built, launches))
+    result.launches.push_back(
+        {entry.first,
+         metadataJson(entry.first, launch.options, entry.second)});
+  result.metadata = result.launches.front().metadata;
   if (!options.runPtxas)
     return result;
 

@@ -99,6 +99,45 @@ int main(void) {
     }
     mlirModuleDestroy(m);
   }
+  /* Issue 15: a module with two attention layers (different head dims,
+   * masks, dtypes and scales; one without LSE) compiles to one binary with
+   * a launch, and launch metadata, per attention. */
+  {
+    const char *twoLayers =
+        "func.func @layers(%q: memref<2x8x300x128xbf16>, %k: "
+        "memref<2x2x300x128xbf16>, %o: memref<2x8x300x128xbf16>, "
+        "%l: memref<2x8x300xf32>, %q2: memref<1x4x100x64xf16>, "
+        "%o2: memref<1x4x100x64xf16>) {\n"
+        "  fa.attention %q, %k, %k outs(%o, %l : memref<2x8x300x128xbf16>, "
+        "memref<2x8x300xf32>) {causal}\n"
+        "      : memref<2x8x300x128xbf16>, memref<2x2x300x128xbf16>, "
+        "memref<2x2x300x128xbf16>\n"
+        "  fa.attention %q2, %q2, %q2 outs(%o2 : memref<1x4x100x64xf16>) "
+        "{scale = 0.5 : f32}\n"
+        "      : memref<1x4x100x64xf16>, memref<1x4x100x64xf16>, "
+        "memref<1x4x100x64xf16>\n"
+        "  return\n}\n";
+    MlirModule m =
+        mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(twoLayers));
+    options.target = "sm_90a";
+    FaCompiledKernel *k = faCompileModule(m, &options);
+    printf("== two layers: %s, %d launches\n", k ? "ok" : "failed",
+           (int)faCompiledKernelLaunchCount(k));
+    for (intptr_t i = 0; i < faCompiledKernelLaunchCount(k); ++i) {
+      printf("launch %d: %.*s\n", (int)i,
+             (int)faCompiledKernelLaunchName(k, i).length,
+             faCompiledKernelLaunchName(k, i).data);
+      firstLine("  scale", faCompiledKernelLaunchMetadata(k, i), "\"scale\"");
+      firstLine("  lse", faCompiledKernelLaunchMetadata(k, i),
+                "\"writes_lse\"");
+    }
+    firstLine("ptx entry", faCompiledKernelPtx(k), ".entry");
+    printf("out of range: '%.*s'\n",
+           (int)faCompiledKernelLaunchName(k, 2).length,
+           faCompiledKernelLaunchName(k, 2).data);
+    faCompiledKernelDestroy(k);
+    mlirModuleDestroy(m);
+  }
   /* Hardening (issue 16): bad arguments are refused with a reason, never
    * dereferenced. Before, a null module (a failed parse) crashed. */
   MlirModule bad = mlirModuleCreateParse(

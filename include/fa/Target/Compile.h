@@ -10,6 +10,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace mlir {
 namespace fa {
@@ -53,6 +54,13 @@ struct CompiledKernel {
   std::string cubin;    // empty when ptxas was not run
   std::string ptxasLog; // ptxas -v: registers, shared memory, spills
   std::string metadata; // JSON: kernel, grid, block, shared memory, params
+  /// One entry per fa.attention of the module, in program order: the kernel
+  /// it launches (all in `ptx` / `cubin`) and its launch metadata. `name`
+  /// and `metadata` above are the first's.
+  struct Launch {
+    std::string name, metadata;
+  };
+  std::vector<Launch> launches;
 };
 
 /// The module `fa-compile` starts from: one function holding a memref-form
@@ -66,9 +74,11 @@ OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &context,
 FailureOr<CompiledKernel> compileKernel(MLIRContext &context,
                                         const KernelOptions &options);
 
-/// The same for a caller's module holding exactly one memref-form (or
-/// tensor-form) fa.attention inside a func.func; head dim, dtype and mask
-/// come from the op. The module is lowered in place.
+/// The same for a caller's module holding any number of memref-form (or
+/// tensor-form) fa.attention ops inside func.funcs; each op's head dim,
+/// dtype, mask and scale are its own, each becomes a kernel launch (equal
+/// kernels are built once) with its own metadata in `launches`. The module
+/// is lowered in place.
 FailureOr<CompiledKernel> compileModule(ModuleOp module,
                                         const KernelOptions &options);
 
