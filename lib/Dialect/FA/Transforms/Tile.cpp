@@ -101,9 +101,8 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
   LogicalResult tileForTarget(AttentionOp op, fagpu::Target gpu) {
     // The kernels take base pointers and tensor maps of packed rows: refuse
     // other layouts here, before the loop nest takes views of them.
-    for (auto [name, operand] :
-         llvm::zip(ArrayRef<StringRef>{"Q", "K", "V", "O", "LSE"},
-                   op->getOperands())) {
+    static constexpr StringLiteral kOperands[] = {"Q", "K", "V", "O", "LSE"};
+    for (auto [name, operand] : llvm::zip(kOperands, op->getOperands())) {
       auto type = dyn_cast<MemRefType>(operand.getType());
       if (type && !type.getLayout().isIdentity())
         return op.emitOpError()
