@@ -18,6 +18,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::fa {
 
@@ -98,6 +100,57 @@ inline LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
   b.setInsertionPointToStart(fn.addEntryBlock(b));
   return fn;
 }
+
+/// What every host launch of an attention kernel takes from its op: the
+/// tensors by parameter name, their sizes by name, and the scale in log2
+/// units.
+class LaunchOperands {
+public:
+  LaunchOperands(OpBuilder &b, Location loc, fagpu::AttentionOp op)
+      : b(b), loc(loc) {
+    Value q = op.getQuery(), k = op.getKey();
+    tensors = {{"q", q},
+               {"k", k},
+               {"v", op.getValue()},
+               {"o", op.getOut()},
+               {"lse", op.getLse()}};
+    sizes = {{"Nq", dim(q, 2)},
+             {"Nk", dim(k, 2)},
+             {"Hq", dim(q, 1)},
+             {"Hkv", dim(k, 1)},
+             {"B", dim(q, 0)}};
+    scaleLog2 = arith::ConstantOp::create(
+        b, loc,
+        b.getF32FloatAttr(float(op.getScale().convertToDouble() * llvm::numbers::log2e)));
+  }
+
+  /// The tensor of parameter `name` (null for an absent LSE).
+  Value tensor(StringRef name) const { return tensors.lookup(name); }
+  /// Its aligned base pointer as `type`; a null pointer when the op has no
+  /// such tensor (no LSE destination: the kernel writes none).
+  Value pointer(StringRef name, Type type) {
+    Value memref = tensor(name);
+    if (!memref)
+      return LLVM::ZeroOp::create(b, loc, type);
+    return alignedPointer(b, loc, memref, type);
+  }
+  /// Size `name` (Nq, Nk, Hq, Hkv, B) as an index.
+  Value size(StringRef name) const { return sizes.lookup(name); }
+  /// ... and as the kernel's i32.
+  Value i32(StringRef name) {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), size(name));
+  }
+  Value dim(Value memref, int64_t d) {
+    return b.createOrFold<memref::DimOp>(loc, memref, d);
+  }
+
+  Value scaleLog2;
+
+private:
+  OpBuilder &b;
+  Location loc;
+  llvm::StringMap<Value> tensors, sizes;
+};
 
 /// The entry-block argument of parameter `name` of `fn`, or null when the
 /// kernel has no such parameter.

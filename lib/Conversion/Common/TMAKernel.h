@@ -303,15 +303,8 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
     OpBuilder mb(module.getBodyRegion());
     encode = LLVM::LLVMFuncOp::create(mb, loc, "faEncodeTensorMap", encodeType);
   }
-  auto pointerOf = [&](Value memref, Type type) {
-    return alignedPointer(b, loc, memref, type);
-  };
-  auto dim = [&](Value memref, int64_t d) -> Value {
-    return b.createOrFold<memref::DimOp>(loc, memref, d);
-  };
-  auto toI32 = [&](Value index) -> Value {
-    return arith::IndexCastOp::create(b, loc, i32, index);
-  };
+  LaunchOperands operands(b, loc, op);
+  auto dim = [&](Value memref, int64_t d) { return operands.dim(memref, d); };
   auto toI64 = [&](Value index) -> Value {
     return arith::IndexCastOp::create(b, loc, i64, index);
   };
@@ -327,19 +320,13 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
                                            toI64(dim(memref, 1)));
     LLVM::CallOp::create(
         b, loc, encode,
-        ValueRange{slot, pointerOf(memref, hostPtr), matrices,
+        ValueRange{slot, alignedPointer(b, loc, memref, hostPtr), matrices,
                    toI64(dim(memref, 2)),
                    arith::ConstantIntOp::create(b, loc, launch.headDim, 64),
                    arith::ConstantIntOp::create(b, loc, 16, 64), c32(boxRows),
                    c32(launch.bf16 ? 1 : 0)});
     return LLVM::LoadOp::create(b, loc, mapType, slot);
   };
-  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  Value o = op.getOut(), lse = op.getLse();
-  Value nq = dim(q, 2), nk = dim(k, 2), hq = dim(q, 1), hkv = dim(k, 1);
-  Value scaleLog2 = arith::ConstantOp::create(
-      b, loc,
-      b.getF32FloatAttr(float(op.getScale().convertToDouble() * kLog2E)));
   // A dynamic tile scheduler's counter: zeroed device memory for this
   // launch, freed after it (the runtimes keep one per stream instead).
   auto tokenType = gpu::AsyncTokenType::get(ctx);
@@ -359,26 +346,19 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
                                   counter.getMemref(), c32(0))
                 .getResult(0);
   }
-  llvm::StringMap<Value> tensors = {
-      {"q", q}, {"k", k}, {"v", v}, {"o", o}, {"lse", lse}};
-  llvm::StringMap<Value> scalars = {
-      {"Nq", nq}, {"Nk", nk}, {"Hq", hq}, {"Hkv", hkv}, {"B", dim(q, 0)}};
   SmallVector<Value> args =
       launchArguments(launch.abi, [&](const fagpu::KernelParam &p) -> Value {
         switch (p.kind) {
         case fagpu::ParamKind::TensorMap:
-          return encodeMap(tensors.lookup(p.name), p.boxRows);
+          return encodeMap(operands.tensor(p.name), p.boxRows);
         case fagpu::ParamKind::Pointer:
-          // No LSE destination: the kernel writes none (a null pointer).
-          if (!tensors.lookup(p.name))
-            return LLVM::ZeroOp::create(b, loc, globalPtr);
-          return pointerOf(tensors.lookup(p.name), globalPtr);
+          return operands.pointer(p.name, globalPtr);
         case fagpu::ParamKind::Counter:
-          return pointerOf(counter.getMemref(), globalPtr);
+          return alignedPointer(b, loc, counter.getMemref(), globalPtr);
         case fagpu::ParamKind::F32:
-          return scaleLog2;
+          return operands.scaleLog2;
         case fagpu::ParamKind::I32:
-          return toI32(scalars.lookup(p.name));
+          return operands.i32(p.name);
         }
         return Value();
       });
@@ -387,8 +367,8 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   // launch min(tiles, SMs) CTAs of it.
   Value brC = arith::ConstantIndexOp::create(b, loc, launch.blockR);
   Value gridX = arith::MulIOp::create(
-      b, loc, b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC),
-      arith::MulIOp::create(b, loc, hq, dim(q, 0)));
+      b, loc, b.createOrFold<arith::CeilDivUIOp>(loc, operands.size("Nq"), brC),
+      arith::MulIOp::create(b, loc, operands.size("Hq"), operands.size("B")));
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value threads = arith::ConstantIndexOp::create(b, loc, launch.threads);
   Value smemBytes = c32(launch.sharedBytes);

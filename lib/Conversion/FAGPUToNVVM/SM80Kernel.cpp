@@ -609,39 +609,18 @@ void replaceWithLaunch(fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto globalPtr = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  auto pointerOf = [&](Value memref) {
-    return alignedPointer(b, loc, memref, globalPtr);
-  };
-  auto dim = [&](Value memref, int64_t d) -> Value {
-    return b.createOrFold<memref::DimOp>(loc, memref, d);
-  };
-  auto toI32 = [&](Value index) -> Value {
-    return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
-  };
-  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  Value o = op.getOut(), lse = op.getLse();
-  Value nq = dim(q, 2), nk = dim(k, 2), hq = dim(q, 1), hkv = dim(k, 1);
-  Value scaleLog2 = arith::ConstantOp::create(
-      b, loc,
-      b.getF32FloatAttr(float(op.getScale().convertToDouble() * kLog2E)));
-  llvm::StringMap<Value> tensors = {
-      {"q", q}, {"k", k}, {"v", v}, {"o", o}, {"lse", lse}};
-  llvm::StringMap<Value> scalars = {{"Nq", nq}, {"Nk", nk}, {"Hq", hq},
-                                    {"Hkv", hkv}};
+  LaunchOperands operands(b, loc, op);
   SmallVector<Value> args =
       launchArguments(spec.abi, [&](const fagpu::KernelParam &p) -> Value {
-        if (p.kind == fagpu::ParamKind::Pointer) {
-          // No LSE destination: the kernel writes none (a null pointer).
-          if (!tensors.lookup(p.name))
-            return LLVM::ZeroOp::create(b, loc, globalPtr).getResult();
-          return pointerOf(tensors.lookup(p.name));
-        }
+        if (p.kind == fagpu::ParamKind::Pointer)
+          return operands.pointer(p.name, globalPtr);
         if (p.kind == fagpu::ParamKind::F32)
-          return scaleLog2;
-        return toI32(scalars.lookup(p.name));
+          return operands.scaleLog2;
+        return operands.i32(p.name);
       });
   Value brC = arith::ConstantIndexOp::create(b, loc, spec.blockR);
-  Value gridX = b.createOrFold<arith::CeilDivUIOp>(loc, nq, brC);
+  Value gridX =
+      b.createOrFold<arith::CeilDivUIOp>(loc, operands.size("Nq"), brC);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value threads = arith::ConstantIndexOp::create(b, loc, kThreads);
   Value smemBytes =
@@ -650,7 +629,8 @@ void replaceWithLaunch(fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
       b.getStringAttr("fa_kernels"),
       {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
   gpu::LaunchFuncOp::create(b, loc, kernelSym,
-                            gpu::KernelDim3{gridX, hq, dim(q, 0)},
+                            gpu::KernelDim3{gridX, operands.size("Hq"),
+                                            operands.size("B")},
                             gpu::KernelDim3{threads, one, one}, smemBytes,
                             args, /*asyncObject=*/Value());
   op.erase();
