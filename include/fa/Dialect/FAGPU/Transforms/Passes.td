@@ -131,4 +131,33 @@ def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
   ];
 }
 
+def FAGPUIOReport : Pass<"fagpu-io-report", "func::FuncOp"> {
+  let summary = "Report the global-memory traffic of each attention kernel";
+  let description = [{
+    For every `fagpu.attention` with static shapes, prints the bytes its
+    kernel moves between L2 and the SMs, counted from its tiles and the
+    K/V blocks each query tile visits (what the kernels' tile decoder
+    visits: causal tiles stop at their last row's diagonal, windows bound
+    both sides; TMA kernels move whole boxes, so ragged tails count as full
+    tiles, while sm_80's cp.async moves only the tails' rows):
+
+    * L2 -> SM reads: per (batch, query head) and query tile, its Q rows
+      once and, for each visited K/V block, its K and V rows (grouped-query
+      heads each read their K/V head's blocks: no sharing between CTAs);
+    * the dynamic tile scheduler's counter: one 32-byte atomic per tile
+      taken and one that resets it;
+    * SM -> L2 writes: O once, and LSE when the kernel writes it (payload
+      bytes: a register epilogue's partial-sector stores count more on the
+      hardware);
+
+    with the FlashAttention-2 model Q + (K + V) T_r beside them. Schedules
+    (persistent tiles, ping-pong, ring depth) do not change these counts.
+    The IR is left unchanged.
+  }];
+  let options = [
+    Option<"outputFile", "output", "std::string", /*default=*/"\"-\"",
+           "Where to write the report ('-' for stdout)">
+  ];
+}
+
 #endif // FA_DIALECT_FAGPU_TRANSFORMS_PASSES_TD

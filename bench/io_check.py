@@ -1,0 +1,78 @@
+"""fagpu-io-report against the hardware: each (kernel, shape) of
+bench/io_predict.py's list is launched once under Nsight Compute, and its
+L2 -> SM read bytes (l1tex__m_xbar2l1tex_read_bytes.sum, the metric that
+matched FlashAttention-2's model to the byte, shared/GPU.md) and DRAM read
+bytes are printed beside the prediction.
+
+    python3 bench/io_check.py .cubins .io/expected.json   # on the H200
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+METRICS = ["l1tex__m_xbar2l1tex_read_bytes.sum", "dram__bytes_read.sum",
+           "l1tex__m_l1tex2xbar_write_bytes.sum"]
+
+
+def launch(folder, rows):
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import Kernel  # noqa: E402
+    for r in rows:
+        k = Kernel.load(os.path.join(folder, r["kernel"]))
+        torch.manual_seed(0)
+        q = torch.randn(r["B"], r["Hq"], r["Nq"], r["D"], device="cuda",
+                        dtype=torch.float16)
+        kv = torch.randn(r["B"], r["Hkv"], r["Nk"], r["D"], device="cuda",
+                         dtype=torch.float16)
+        k(q, kv, kv)
+        torch.cuda.synchronize()
+
+
+def main():
+    folder, expected = sys.argv[1], sys.argv[2]
+    rows = json.load(open(expected))
+    if len(sys.argv) > 3 and sys.argv[3] == "--launch":
+        return launch(folder, rows)
+    out = subprocess.run(
+        ["ncu", "--clock-control", "none", "--csv", "--page", "raw",
+         "-k", "regex:^fa", "--metrics", ",".join(METRICS),
+         sys.executable, os.path.abspath(__file__), folder, expected,
+         "--launch"], capture_output=True, text=True)
+    lines = [l for l in out.stdout.splitlines() if l.startswith('"')]
+    table = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    # The first data row is units.
+    table = [t for t in table if t.get("ID", "").isdigit()]
+    if len(table) != len(rows):
+        print(out.stdout[-3000:], out.stderr[-3000:])
+        print(f"io_check: {len(table)} profiled launches for {len(rows)} rows")
+        return 1
+    worst = 0.0
+    print("| kernel | B Hq Hkv Nq Nk | predicted L2->SM | measured | diff | "
+          "FA2 model | DRAM read | predicted writes | measured writes |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    results = []
+    for r, t in zip(rows, table):
+        meas = float(t[METRICS[0]].replace(",", ""))
+        dram = float(t[METRICS[1]].replace(",", ""))
+        wr = float(t[METRICS[2]].replace(",", ""))
+        diff = meas / r["predicted_read"] - 1
+        worst = max(worst, abs(diff))
+        results.append(dict(r, measured_read=meas, dram_read=dram,
+                            measured_write=wr))
+        print(f"| {r['kernel']} | {r['B']} {r['Hq']} {r['Hkv']} {r['Nq']} "
+              f"{r['Nk']} | {r['predicted_read']} | {meas:.0f} | "
+              f"{diff * 100:+.3f}% | {r['fa2_model_read']} | {dram:.0f} | "
+              f"{r['predicted_write']} | {wr:.0f} |")
+    json.dump(results, open(os.path.join(os.environ.get("OUT", "."),
+                                         "io-check.json"), "w"), indent=1)
+    print(f"io_check: {len(rows)} launches, largest L2->SM difference "
+          f"{worst * 100:.3f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Predicted L2 -> SM and SM -> L2 bytes of the kernels in a folder for a
+grid of shapes, from fagpu-io-report (run here, where fa-opt is): one
+static module per (kernel, shape), the same tiles as the kernel's metadata.
+Writes the list bench/io_check.py compares with ncu on the H200.
+
+    python3 bench/io_predict.py .cubins > .io/expected.json
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+SHAPES = [(1, 16, 16, 4096, 4096), (1, 16, 16, 1024, 1024),
+          (1, 16, 16, 1000, 1000), (1, 16, 4, 2048, 2048),
+          (1, 16, 16, 16384, 16384), (8, 32, 8, 1, 8192)]
+
+
+def main():
+    folder = sys.argv[1]
+    rows = []
+    for f in sorted(os.listdir(folder)):
+        if not f.endswith(".json") or not f.startswith("sm_90a") or "bf16" in f:
+            continue
+        meta = json.load(open(os.path.join(folder, f)))
+        d, causal = meta["head_dim"], meta["causal"]
+        for b, hq, hkv, nq, nk in SHAPES:
+            t = lambda h, n, dd: f"memref<{b}x{h}x{n}x{dd}xf16>"  # noqa
+            text = (f"func.func @f(%q: {t(hq, nq, d)}, %k: {t(hkv, nk, d)}, "
+                    f"%o: {t(hq, nq, d)}, %l: memref<{b}x{hq}x{nq}xf32>) {{\n"
+                    f"  fa.attention %q, %k, %k outs(%o, %l : {t(hq, nq, d)}, "
+                    f"memref<{b}x{hq}x{nq}xf32>) "
+                    f"{{block_r = {meta['block_r']} : i64, block_c = "
+                    f"{meta['block_c']} : i64{', causal' if causal else ''}}}"
+                    f" : {t(hq, nq, d)}, {t(hkv, nk, d)}, {t(hkv, nk, d)}\n"
+                    f"  return\n}}\n")
+            out = subprocess.run(
+                ["build/bin/fa-opt", "-", "-o", "/dev/null", "--pass-pipeline="
+                 "builtin.module(func.func(fa-attention-to-buffers,"
+                 "fa-tile{target=sm_90a},fa-lower-fa2,"
+                 "fa-map-to-gpu{target=sm_90a},fagpu-warp-specialize,"
+                 "fagpu-persistent,fagpu-pipeline-kv,fagpu-ping-pong,"
+                 "fagpu-overlap-softmax,fagpu-tma-store-epilogue,"
+                 "fagpu-io-report))"],
+                input=text, capture_output=True, text=True, check=True).stdout
+            reads = int(re.search(r"l2_to_sm_read_bytes: (\d+)", out)[1])
+            writes = int(re.search(r"sm_to_l2_write_bytes: (\d+)", out)[1])
+            model = int(re.search(r"fa2_model_read_bytes: (\d+)", out)[1])
+            rows.append(dict(kernel=f[:-5], B=b, Hq=hq, Hkv=hkv, Nq=nq,
+                             Nk=nk, D=d, causal=causal, predicted_read=reads,
+                             predicted_write=writes, fa2_model_read=model))
+    json.dump(rows, sys.stdout, indent=1)
+
+
+if __name__ == "__main__":
+    main()

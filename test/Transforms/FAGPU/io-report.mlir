@@ -1,0 +1,85 @@
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report))" -o /dev/null | FileCheck %s
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-persistent,fagpu-io-report))" -o /dev/null | FileCheck %s --check-prefix=DYN
+
+// With the dynamic scheduler (causal, persistent), the counter's atomics:
+// 32 bytes per tile taken plus one reset, (2 + 1) * 32 at N = 256 (matches
+// ncu's count on the H200 at every causal persistent grid point).
+// DYN: kernel: target=sm_90a B_r=128 B_c=128 causal
+// DYN: l2_to_sm_read_bytes: 131168 (q 32768, k 49152, v 49152, tile counter 96)
+
+// The L2 -> SM bytes of the kernels, counted from their tiles. Without a
+// mask every tile visits every block: FlashAttention-2's Q + (K + V) T_r.
+// At D = 128, N = 4096, B = 1, H = 16 this is the 1,090,519,040 bytes
+// ncu measured for the sm_90a kernel (l1tex__m_xbar2l1tex_read_bytes.sum,
+// shared/GPU.md).
+// CHECK-LABEL: fagpu-io-report:
+// CHECK: kernel: target=sm_90a B_r=128 B_c=128 window=0
+// CHECK: query tiles per head: 32, K/V blocks visited per head: 1024
+// CHECK: l2_to_sm_read_bytes: 1090519040 (q 16777216, k 536870912, v 536870912, tile counter 0)
+// CHECK: sm_to_l2_write_bytes: 17039360 (o 16777216, lse 262144, tile counter 0)
+// CHECK: fa2_model_read_bytes: 1090519040
+func.func @full(%q: memref<1x16x4096x128xf16>, %o: memref<1x16x4096x128xf16>, %l: memref<1x16x4096xf32>) {
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x16x4096x128xf16>, memref<1x16x4096xf32>)
+      : memref<1x16x4096x128xf16>, memref<1x16x4096x128xf16>, memref<1x16x4096x128xf16>
+  return
+}
+
+// -----
+
+// Causal: a tile stops at its last row's diagonal. N = 256 in tiles of
+// 128: tile 0 visits block 0, tile 1 blocks 0 and 1 (3 of the model's 4).
+// CHECK-LABEL: fagpu-io-report:
+// CHECK: B_r=128 B_c=128 causal
+// CHECK: query tiles per head: 2, K/V blocks visited per head: 3
+// CHECK: l2_to_sm_read_bytes: 131072 (q 32768, k 49152, v 49152, tile counter 0)
+// CHECK: fa2_model_read_bytes: 163840
+func.func @causal(%q: memref<1x1x256x64xf16>, %o: memref<1x1x256x64xf16>, %l: memref<1x1x256xf32>) {
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x256x64xf16>, memref<1x1x256xf32>) {causal}
+      : memref<1x1x256x64xf16>, memref<1x1x256x64xf16>, memref<1x1x256x64xf16>
+  return
+}
+
+// -----
+
+// Ragged tails: TMA moves whole boxes (measured on the H200: N = 1000
+// moves the bytes of N = 1024), so Nq = 300 in tiles of 192 reads 384 Q
+// rows and Nk = 200 in blocks of 128 reads 256 K and V rows per tile; the
+// writes are O's 300 rows; no LSE.
+// CHECK-LABEL: fagpu-io-report:
+// CHECK: B_r=192 B_c=128 window=0
+// CHECK: query tiles per head: 2, K/V blocks visited per head: 4
+// CHECK: l2_to_sm_read_bytes: 180224 (q 49152, k 65536, v 65536, tile counter 0)
+// CHECK: sm_to_l2_write_bytes: 38400 (o 38400, lse 0, tile counter 0)
+func.func @ragged(%q: memref<1x1x300x64xf16>, %k: memref<1x1x200x64xf16>, %o: memref<1x1x300x64xf16>) {
+  fa.attention %q, %k, %k outs(%o : memref<1x1x300x64xf16>)
+      : memref<1x1x300x64xf16>, memref<1x1x200x64xf16>, memref<1x1x200x64xf16>
+  return
+}
+
+// -----
+
+// Grouped-query heads each read their K/V head's blocks (no sharing
+// between CTAs): 8 query heads x (Q + K + V) of 32 KiB each.
+// CHECK-LABEL: fagpu-io-report:
+// CHECK: shape: B=2 Hq=4 Hkv=2 Nq=128 Nk=128 D=128
+// CHECK: l2_to_sm_read_bytes: 786432 (q 262144, k 262144, v 262144, tile counter 0)
+func.func @gqa(%q: memref<2x4x128x128xf16>, %k: memref<2x2x128x128xf16>, %o: memref<2x4x128x128xf16>, %l: memref<2x4x128xf32>) {
+  fa.attention %q, %k, %k outs(%o, %l : memref<2x4x128x128xf16>, memref<2x4x128xf32>)
+      : memref<2x4x128x128xf16>, memref<2x2x128x128xf16>, memref<2x2x128x128xf16>
+  return
+}
+
+// -----
+
+// A window |i - j| < 100 bounds both sides: tiles of 192 rows at 0, 192,
+// 384 visit blocks [0, 3), [0, 4), [2, 4) of 128 keys (the last tile's Q
+// box is whole: 576 rows).
+// CHECK-LABEL: fagpu-io-report:
+// CHECK: B_r=192 B_c=128 window=100
+// CHECK: query tiles per head: 3, K/V blocks visited per head: 9
+// CHECK: l2_to_sm_read_bytes: 368640 (q 73728, k 147456, v 147456, tile counter 0)
+func.func @window(%q: memref<1x1x512x64xf16>, %o: memref<1x1x512x64xf16>, %l: memref<1x1x512xf32>) {
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x512x64xf16>, memref<1x1x512xf32>) {window = 100 : i64}
+      : memref<1x1x512x64xf16>, memref<1x1x512x64xf16>, memref<1x1x512x64xf16>
+  return
+}
