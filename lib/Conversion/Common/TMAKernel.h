@@ -213,9 +213,9 @@ protected:
     tile.id = tileId;
     Value qBlocks = queryBlocks();
     // Query blocks of one head next to each other: they share K/V in L2
-    // (ordering the causal tiles longest first across all heads lost 10-20%
-    // at N = 4096 in bench/results/2026-11-29-sm90-v4). Causal: the longest
-    // of a head first, so the short ones fill the gaps at the end.
+    // (a longest-first order across all heads measured slower,
+    // docs/hopper.md). Causal: the longest of a head first, so the short
+    // ones fill the gaps at the end.
     Value qBlock = remu(tileId, qBlocks);
     Value matrix = divu(tileId, qBlocks);
     if (config.causal)

@@ -891,13 +891,10 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
 // first (decodeTile), to whichever CTA is free next: the first tile of CTA
 // c is c, later ones come from a global counter, fetched by the producer
 // as gridDim.x + atomicAdd(counter, 1) once it has issued the loads of the
-// tile before (a CTA claims a tile when its ring has room for it; claiming
-// it when the tile before starts measured 1-4% slower at D = 128,
-// bench/results/2026-11-30-sm90-v15-dynamic-sweep.json). A static deal of
-// unequal tiles leaves CTAs idle (simulated balance 0.64-0.73 head-major at
-// D = 128, N = 1k / 16k; a snake deal measured 7-22% slower than one tile
-// per CTA at N = 16k: bench/results/2026-11-29-sm90-v14-causal-snake-sweep
-// .json). Greedy dealing is what the hardware does for one tile per CTA.
+// tile before: a CTA claims a tile when its ring has room for it. A static
+// deal of unequal tiles leaves CTAs idle; greedy dealing is what the
+// hardware does for one tile per CTA. (The measurements behind both
+// choices: docs/hopper.md.)
 //
 // The counter is zero at launch and the kernel leaves it zero: every CTA
 // with a tile fetches until it gets an id past the last tile, so a launch
@@ -1010,10 +1007,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   // Stating that the warpgroup index is warp-uniform (a shuffle from lane
   // 0) lets ptxas keep the consumer's Q descriptors in uniform registers
-  // (R2UR 54 -> 5 at D = 128). It helps the persistent kernel, whose tile
-  // loop otherwise moves them per wgmma, but cost the one-tile kernel up to
-  // 6% at N = 4096 (bench/results/2026-11-29-sm90-v11-local-smem-sweep
-  // .json), so only the persistent kernel states it.
+  // instead of moving them (R2UR) before each wgmma. The persistent kernel's
+  // tile loop needs it; the one-tile kernel measured slower with it
+  // (docs/hopper.md), so only the persistent kernel states it.
   Value group = divu(tid, c32(128));
   if (spec.persistent)
     group = warpUniform(group);
