@@ -20,10 +20,11 @@ for _candidate in (_os.environ.get("FLASHMLIR_BUILD_DIR"),
             __path__.append(_ext)
 
 from .errors import CompileError  # noqa: E402
-from .compiler import CompiledKernel, compile, run_cpu  # noqa: E402
+from .compiler import (CompiledKernel, CompiledModule, compile,  # noqa: E402
+                       compile_module, run_cpu)
 
-__all__ = ["compile", "CompiledKernel", "CompileError", "attention",
-           "run_cpu", "runtime"]
+__all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
+           "CompileError", "attention", "run_cpu", "runtime"]
 
 _launchers = {}
 

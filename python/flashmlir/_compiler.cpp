@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Support/UpstreamParserGuard.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Target/Compile.h"
 
@@ -71,6 +72,13 @@ struct Diagnostics {
   explicit Diagnostics(MLIRContext &ctx)
       : handler(&ctx, [this](Diagnostic &diag) {
           llvm::raw_string_ostream os(text);
+          // Where it is, when it is somewhere: the user's module, or the
+          // module a keyword call generated.
+          if (auto file = dyn_cast<FileLineColLoc>(diag.getLocation()))
+            os << file.getFilename().getValue() << ":" << file.getLine()
+               << ":" << file.getColumn() << ": ";
+          else if (!isa<UnknownLoc>(diag.getLocation()))
+            os << diag.getLocation() << ": ";
           os << diag << "\n";
           return success();
         }) {}
@@ -161,6 +169,59 @@ py::dict compile(const std::string &arch, int64_t headDim,
   out["cubin"] = py::bytes(kernel->cubin);
   out["ptxas_log"] = kernel->ptxasLog;
   out["metadata"] = kernel->metadata;
+  return out;
+}
+
+/// A caller's MLIR module (any number of fa.attention ops in func.funcs)
+/// compiled for a GPU target: one binary, one launch per attention.
+py::dict compileModule(const std::string &text, const std::string &arch,
+                       py::object rescaleThreshold, int64_t polyDegree,
+                       int64_t polyPeriod, bool runPtxas) {
+  // Inputs known to crash MLIR 22's own parser are refused, as the tools do.
+  if (fa::findUpstreamLinalgParserCrash(text) != StringRef::npos)
+    raiseCompileError("the module holds a form that crashes MLIR 22's "
+                      "parser (a malformed permutation/dimensions list)");
+  fa::KernelOptions options;
+  options.arch = arch;
+  if (!rescaleThreshold.is_none()) {
+    options.rescaleThreshold = rescaleThreshold.cast<double>();
+    if (std::isnan(options.rescaleThreshold))
+      raiseCompileError("expected rescale_threshold in [0, 64], got nan; "
+                        "pass None for the measured default");
+  }
+  options.polyExp2Degree = polyDegree;
+  options.polyExp2Period = polyPeriod;
+  options.runPtxas = runPtxas;
+  checkOptions(options);
+  std::string errors;
+  FailureOr<fa::CompiledKernel> kernel = failure();
+  {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(contextLock());
+    MLIRContext &ctx = context();
+    Diagnostics diagnostics(ctx);
+    OwningOpRef<ModuleOp> module =
+        parseSourceString<ModuleOp>(text, &ctx, "flashmlir.compile_module");
+    if (module)
+      kernel = fa::compileModule(*module, options);
+    errors = std::move(diagnostics.text);
+  }
+  if (failed(kernel))
+    raiseCompileError(errors);
+  py::dict out;
+  out["kernel_ir"] = kernel->kernelIR;
+  out["host_ir"] = kernel->hostIR;
+  out["ptx"] = kernel->ptx;
+  out["cubin"] = py::bytes(kernel->cubin);
+  out["ptxas_log"] = kernel->ptxasLog;
+  py::list launches;
+  for (const fa::CompiledKernel::Launch &launch : kernel->launches) {
+    py::dict entry;
+    entry["name"] = launch.name;
+    entry["metadata"] = launch.metadata;
+    launches.append(entry);
+  }
+  out["launches"] = launches;
   return out;
 }
 
@@ -295,6 +356,10 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("stages") = 0, py::arg("ping_pong") = true,
         py::arg("intra_overlap") = true, py::arg("persistent") = -1,
         py::arg("sm90_kernel") = "wgmma", py::arg("run_ptxas") = true);
+  m.def("compile_module", &compileModule, py::arg("text"),
+        py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
+        py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
+        py::arg("run_ptxas") = true);
   m.def("run_cpu", &runCpu, py::arg("q"), py::arg("k"), py::arg("v"),
         py::arg("causal") = false, py::arg("scale") = py::none(),
         py::arg("loop_order") = "fa2", py::arg("block_r") = 0,

@@ -119,6 +119,41 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     return CompiledKernel(raw, options)
 
 
+class CompiledModule:
+    """A caller's module compiled for a GPU: one binary (PTX, cubin) and one
+    launch per fa.attention, in program order, each with its kernel's name
+    and launch metadata (its own scale, mask, head dim, LSE)."""
+
+    def __init__(self, raw):
+        self.ptx = raw["ptx"]
+        self.cubin = raw["cubin"]
+        self.kernel_ir = raw["kernel_ir"]
+        self.host_ir = raw["host_ir"]
+        self.ptxas_log = raw["ptxas_log"]
+        self.launches = [(e["name"], json.loads(e["metadata"]))
+                         for e in raw["launches"]]
+
+    def kernel(self, index=0):
+        """The runtime Kernel of launch `index` (needs torch and a GPU)."""
+        from .runtime import Kernel
+        return Kernel(self.cubin, self.launches[index][1])
+
+
+def compile_module(text, arch="sm_90a", rescale_threshold=None,
+                   poly_exp2_degree=None, poly_exp2_period=8):
+    """Compiles a user's MLIR module (fa.attention ops in func.funcs, e.g.
+    after fa-raise-attention) for `arch`; every attention becomes a launch.
+    Diagnostics are raised as CompileError."""
+    raw = _extension().compile_module(
+        text=str(text), arch=arch,
+        rescale_threshold=(None if rescale_threshold is None
+                           else float(rescale_threshold)),
+        poly_exp2_degree=(-1 if poly_exp2_degree is None
+                          else int(poly_exp2_degree)),
+        poly_exp2_period=int(poly_exp2_period))
+    return CompiledModule(raw)
+
+
 def cache_info():
     return _compile_cached.cache_info()
 

@@ -216,3 +216,40 @@ def test_kernel_dir_is_filled_and_checked(flashmlir, tmp_path):
     saved.with_suffix(".json").write_text(json.dumps(meta))
     with pytest.raises(runtime.MetadataError, match="not the requested"):
         flashmlir._kernel_for("sm_90a", 64, "f16", True, str(tmp_path))
+
+
+_TWO_LAYERS = """
+func.func @layers(%q: memref<2x8x300x128xbf16>, %k: memref<2x2x300x128xbf16>,
+                  %o: memref<2x8x300x128xbf16>, %l: memref<2x8x300xf32>,
+                  %q2: memref<1x4x100x64xf16>, %o2: memref<1x4x100x64xf16>) {
+  fa.attention %q, %k, %k outs(%o, %l : memref<2x8x300x128xbf16>, memref<2x8x300xf32>) {causal}
+      : memref<2x8x300x128xbf16>, memref<2x2x300x128xbf16>, memref<2x2x300x128xbf16>
+  fa.attention %q2, %q2, %q2 outs(%o2 : memref<1x4x100x64xf16>) {scale = 0.5 : f32}
+      : memref<1x4x100x64xf16>, memref<1x4x100x64xf16>, memref<1x4x100x64xf16>
+  return
+}
+"""
+
+
+def test_compile_module_two_layers(flashmlir):
+    # Issue 15: a user's module, every attention a launch with its own
+    # metadata, all kernels in one binary.
+    m = flashmlir.compile_module(_TWO_LAYERS, arch="sm_90a")
+    names = [name for name, _ in m.launches]
+    assert names == [
+        "fa3_sm90_d128_br128_bc128_s2_bf16_causal_persistent_q2_cr8",
+        "fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2_cr8_nolse"]
+    first, second = (meta for _, meta in m.launches)
+    assert first["causal"] and first["writes_lse"] and first["dtype"] == "bf16"
+    assert second["scale"] == 0.5 and not second["writes_lse"]
+    for name in names:
+        assert f".entry {name}(" in m.ptx
+    assert len(m.cubin) > 0 and "gpu.launch_func" in m.host_ir
+
+
+def test_compile_module_reports_diagnostics(flashmlir):
+    with pytest.raises(flashmlir.CompileError,
+                       match="flashmlir.compile_module:1:13: expected non-function type"):
+        flashmlir.compile_module("func.func @f(")
+    with pytest.raises(flashmlir.CompileError, match="no fa.attention"):
+        flashmlir.compile_module("func.func @f() { return }")
