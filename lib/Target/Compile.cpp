@@ -324,7 +324,6 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
              << first.polyExp2Degree
              << "); give the rescale threshold and exp2 degree explicitly";
   const KernelOptions &options = first;
-  const KernelOptions &resolved = first;
 
   CompiledKernel result;
   // 32-bit shared-memory pointers (as Triton sets them): shared addresses
@@ -341,8 +340,8 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     PassManager pm(&context);
     // The FA4 choices every back end's pipeline takes.
     auto setFA4 = [&](auto &pipeline) {
-      pipeline.rescaleThreshold = resolved.rescaleThreshold;
-      pipeline.polyExp2Degree = resolved.polyExp2Degree;
+      pipeline.rescaleThreshold = options.rescaleThreshold;
+      pipeline.polyExp2Degree = options.polyExp2Degree;
       pipeline.polyExp2Period = options.polyExp2Period;
     };
     if (usesTcgen05(options)) {

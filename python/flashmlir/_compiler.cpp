@@ -116,6 +116,20 @@ void checkOptions(const fa::KernelOptions &o) {
     raiseCompileError(*error);
 }
 
+/// The FA4 keywords both compile entry points take. NaN is the options'
+/// "measured default", spelt None here: a NaN given is a mistake.
+void setFA4Options(fa::KernelOptions &options, py::object rescaleThreshold,
+                   int64_t polyDegree, int64_t polyPeriod) {
+  if (!rescaleThreshold.is_none()) {
+    options.rescaleThreshold = rescaleThreshold.cast<double>();
+    if (std::isnan(options.rescaleThreshold))
+      raiseCompileError("expected rescale_threshold in [0, 64], got nan; "
+                        "pass None for the measured default");
+  }
+  options.polyExp2Degree = polyDegree;
+  options.polyExp2Period = polyPeriod;
+}
+
 py::dict compile(const std::string &arch, int64_t headDim,
                  const std::string &dtype, bool causal, int64_t window,
                  double softcap, int64_t blockR, int64_t blockC,
@@ -132,15 +146,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.softcap = softcap;
   options.blockR = blockR;
   options.blockC = blockC;
-  if (!rescaleThreshold.is_none()) {
-    options.rescaleThreshold = rescaleThreshold.cast<double>();
-    // NaN is this API's "default", spelt None: a NaN given is a mistake.
-    if (std::isnan(options.rescaleThreshold))
-      raiseCompileError("expected rescale_threshold in [0, 64], got nan; "
-                        "pass None for the measured default");
-  }
-  options.polyExp2Degree = polyDegree;
-  options.polyExp2Period = polyPeriod;
+  setFA4Options(options, rescaleThreshold, polyDegree, polyPeriod);
   options.stages = stages;
   options.pingPong = pingPong;
   options.intraOverlap = intraOverlap;
@@ -183,14 +189,7 @@ py::dict compileModule(const std::string &text, const std::string &arch,
                       "parser (a malformed permutation/dimensions list)");
   fa::KernelOptions options;
   options.arch = arch;
-  if (!rescaleThreshold.is_none()) {
-    options.rescaleThreshold = rescaleThreshold.cast<double>();
-    if (std::isnan(options.rescaleThreshold))
-      raiseCompileError("expected rescale_threshold in [0, 64], got nan; "
-                        "pass None for the measured default");
-  }
-  options.polyExp2Degree = polyDegree;
-  options.polyExp2Period = polyPeriod;
+  setFA4Options(options, rescaleThreshold, polyDegree, polyPeriod);
   options.runPtxas = runPtxas;
   checkOptions(options);
   std::string errors;
