@@ -148,6 +148,7 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
           epilogue == "tma"      ? "on"
           : epilogue == "direct" ? "off"
                                  : epilogue.str()}));
+  pm.addPass(createFAGPUBuildKernels());
   pm.addPass(createConvertFAGPUToNVVM());
 }
 

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {

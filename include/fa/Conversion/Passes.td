@@ -22,6 +22,43 @@ def ConvertFAToLoops : Pass<"convert-fa-to-loops"> {
                            "::mlir::linalg::LinalgDialect"];
 }
 
+def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
+  let summary = "Write each sm_90a fagpu.attention's kernel in warpgroup-level ops";
+  let description = [{
+    For every sm_90a `fagpu.attention`, writes the kernel its
+    `#fagpu.schedule` describes into the `fa_kernels` gpu.module (once per
+    distinct kernel) and replaces the op by the host side of its launch. The
+    kernel body is the schedule made explicit in `fagpu` ops:
+
+    * `fagpu.warp_specialize`: the producer warpgroup and the consumer
+      warpgroups with their `setmaxnreg` budgets (`fagpu-warp-specialize`);
+    * `fagpu.create_pipeline` / `init_pipelines`: the Q buffers and the K/V
+      ring (`stages`, `fagpu-pipeline-kv`) as `!fagpu.pipeline` values; the
+      producer's `pipeline_acquire` + `tma_load`, the consumers'
+      `pipeline_wait` / `pipeline_tile` / `pipeline_release`;
+    * the tile loop: one tile per CTA, or `scf.for` / `scf.while` over a
+      static or dynamic scheduler's tiles (`fagpu-persistent`), with the
+      previous tile's last P V carried into the next (two Q buffers);
+    * `fagpu.mma` (S = Q K^T, O += P V) on `!fagpu.fragment`s,
+      `fagpu.mma_wait {pending = 1}` where the softmax of block j runs
+      under P V of block j - 1 (`fagpu-overlap-softmax`), `fagpu.pin`;
+    * `fagpu.wait_turn` / `pass_turn` around each consumer's MMAs
+      (`fagpu-ping-pong`);
+    * `fagpu.softmax_step` and `fagpu.rescale` with the mask and FA4 choices
+      of the tile ops;
+    * `fagpu.store_output` from registers or through a staging tile and a
+      TMA store (`fagpu-tma-store-epilogue`).
+
+    `convert-fagpu-to-nvvm` then lowers each of these ops with one pattern.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::fagpu::FAGPUDialect"];
+}
+
 def ConvertFAGPUToNVVM : Pass<"convert-fagpu-to-nvvm", "ModuleOp"> {
   let summary = "Emit the kernel of each fagpu.attention in NVVM and launch it";
   let description = [{
@@ -32,12 +69,17 @@ def ConvertFAGPUToNVVM : Pass<"convert-fagpu-to-nvvm", "ModuleOp"> {
     * sm_80: an mma.sync FlashAttention-2 kernel (cp.async double buffer,
       ldmatrix, register softmax), launched on the buffers' pointers with
       one CTA per (query block, head, batch).
-    * sm_90a: the FlashAttention-3 kernel (TMA + mbarrier K/V ring, wgmma,
-      producer/consumer warpgroups with setmaxnreg, and whichever of
+    * sm_90a: the FlashAttention-3 kernel, through `fagpu-build-kernels`
+      (run here for any sm_90a attention left): TMA + mbarrier K/V ring,
+      wgmma, producer/consumer warpgroups with setmaxnreg, and whichever of
       ping-pong, softmax overlap, persistent tiles with the cross-tile
       pipeline and a static or dynamic scheduler, and the TMA-store
-      epilogue the schedule holds); q, k, v (and o with a TMA store) as
-      tensor maps the runtime encodes (`faEncodeTensorMap`).
+      epilogue the schedule holds; q, k, v (and o with a TMA store) as
+      tensor maps the runtime encodes (`faEncodeTensorMap`). Each
+      kernel-body op (`fagpu.warp_specialize`, the pipeline ops,
+      `fagpu.tma_load`, `fagpu.mma`, `fagpu.softmax_step`, ...) is lowered
+      by its own pattern, fragments becoming their registers (a 1:N type
+      conversion that the scf loops carrying them follow).
     * sm_100a: the tcgen05 kernel (TMEM accumulators, one MMA-issuing
       thread, TMA load warp, softmax warps); compile-verified only.
 

@@ -95,11 +95,16 @@ protected:
     batches = arg("B");
     tileCounterPtr = arg("tile_counter");
 
-    // Align the dynamic shared memory to the 1 KiB swizzle atom.
+    smem = alignedSharedBase(smemGlobal);
+    return fn;
+  }
+
+  /// The dynamic shared memory `smemGlobal`, aligned to the 1 KiB swizzle
+  /// atom.
+  Value alignedSharedBase(LLVM::GlobalOp smemGlobal) {
     Value raw = LLVM::AddressOfOp::create(b, loc, smemGlobal);
     Value rawAddress = LLVM::PtrToIntOp::create(b, loc, i32, raw);
-    smem = gep(sharedPtr, b.getI8Type(), raw, alignmentPad(rawAddress));
-    return fn;
+    return gep(sharedPtr, b.getI8Type(), raw, alignmentPad(rawAddress));
   }
 
   /// Bytes from a shared address up to the next 1 KiB swizzle atom.

@@ -3,9 +3,11 @@
 #include "fa/Conversion/Passes.h"
 
 #include "KernelLowerings.h"
+#include "WarpgroupToNVVM.h"
 
 namespace mlir::fa {
 #define GEN_PASS_DEF_CONVERTFAGPUTONVVM
+#define GEN_PASS_DEF_FAGPUBUILDKERNELS
 #include "fa/Conversion/Passes.h.inc"
 } // namespace mlir::fa
 
@@ -14,13 +16,23 @@ using namespace mlir::fa;
 
 namespace {
 
+struct FAGPUBuildKernelsPass
+    : fa::impl::FAGPUBuildKernelsBase<FAGPUBuildKernelsPass> {
+  void runOnOperation() override {
+    if (failed(buildSM90Kernels(getOperation())))
+      signalPassFailure();
+  }
+};
+
 struct ConvertFAGPUToNVVMPass
     : fa::impl::ConvertFAGPUToNVVMBase<ConvertFAGPUToNVVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (auto lower : {lowerSM80Kernels, lowerSM90Kernels, lowerSM100Kernels})
+    for (auto lower : {lowerSM80Kernels, buildSM90Kernels, lowerSM100Kernels})
       if (failed(lower(module)))
         return signalPassFailure();
+    if (failed(lowerWarpgroupOps(module)))
+      signalPassFailure();
   }
 };
 

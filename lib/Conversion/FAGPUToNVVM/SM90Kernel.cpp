@@ -64,7 +64,6 @@ using namespace mlir::fa;
 namespace {
 
 using fagpu::kRowsPerConsumer;                         // wgmma M
-constexpr int64_t kWgmmaSwizzle128 = int64_t(1) << 62; // descriptor bits
 constexpr int64_t kPingPongBarrier = 1; // named barriers 1 .. consumers
 constexpr int64_t kEpilogueBarrier = 4; // 4 + c: consumer c's four warps
 
@@ -104,46 +103,54 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   }
 };
 
-/// Per-thread softmax state of a consumer: O accumulators (headDim / 2),
-/// and for rows g and g + 8 the running base m and sum l.
+/// A consumer's softmax state: the O accumulator and, per row, the running
+/// base m and sum l.
 struct RowState {
-  SmallVector<Value> o;
-  std::array<Value, 2> m, l;
+  Value o, m, l;
 };
 
-/// Emits the kernel. Values are named like the math: `s` scores, `p`
-/// probabilities, `o` accumulator, `m` running max (or FA4 base), `l` sum.
+/// What the softmax of one block of scores hands to its P V.
+struct BlockStep {
+  Value p, alpha;
+  Value moved; // FA4 conditional rescaling only
+};
+
+/// Writes the kernel in warpgroup-level fagpu ops: the warp roles, the Q
+/// and K/V pipelines between them, TMA loads, MMAs on fragments, the
+/// softmax step and the epilogue. The tile loop (static, dynamic or one
+/// tile per CTA) and the ring positions are scf and arith around them.
+/// Values are named like the math: `s` scores, `p` probabilities, `o`
+/// accumulator, `m` running max (or FA4 base), `l` sum.
 class KernelBuilder : public TMAKernelEmitter {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const KernelSpec &spec)
       : TMAKernelEmitter(b, loc, spec.bf16, spec, spec.headDim, spec.blockR(),
                          spec.blockC),
-        spec(spec) {}
+        spec(spec) {
+    MLIRContext *ctx = b.getContext();
+    using fagpu::FragmentLayout;
+    scoresType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.blockC},
+                                          f32, FragmentLayout::Accumulator);
+    outType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.headDim},
+                                       f32, FragmentLayout::Accumulator);
+    probsType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.blockC},
+                                         half, FragmentLayout::OperandA);
+    rowsType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer}, f32,
+                                        FragmentLayout::Rows);
+    qTileType = fagpu::SharedTileType::get(ctx, {spec.blockR(), spec.headDim},
+                                           half, spec.blockR());
+    consumerRowsType = fagpu::SharedTileType::get(
+        ctx, {kRowsPerConsumer, spec.headDim}, half, spec.blockR());
+    kvTileType = fagpu::SharedTileType::get(ctx, {spec.blockC, spec.headDim},
+                                            half, spec.blockC);
+  }
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
 
 private:
-  Value barrier(int64_t index) {
-    return sharedAt(spec.barrierOffset() + 8 * index);
-  }
-  Value barrier(Value index) {
-    return sharedAt(add(c32(spec.barrierOffset()), mul(index, c32(8))));
-  }
-  Value qFull(Value buffer) { return barrier(mul(buffer, c32(2))); }
-  Value qEmpty(Value buffer) {
-    return barrier(add(mul(buffer, c32(2)), c32(1)));
-  }
-  int64_t ringBarriers() const { return 2 * spec.qBuffers; }
-  Value kFull(Value stage) { return barrier(add(c32(ringBarriers()), stage)); }
-  Value vFull(Value stage) {
-    return barrier(add(c32(ringBarriers() + spec.stages), stage));
-  }
-  Value kEmpty(Value stage) {
-    return barrier(add(c32(ringBarriers() + 2 * spec.stages), stage));
-  }
-  Value vEmpty(Value stage) {
-    return barrier(add(c32(ringBarriers() + 3 * spec.stages), stage));
-  }
+  /// K and V, the two buffers of each stage of the K/V pipeline.
+  static constexpr int64_t kKey = 0, kValue = 1;
+
   /// Tile `tileIndex` of this CTA uses Q buffer tileIndex mod qBuffers, for
   /// the (tileIndex / qBuffers)-th time: the parity its barriers wait on.
   Value qBufferOf(Value tileIndex) {
@@ -151,68 +158,57 @@ private:
                ? c32(0)
                : arith::AndIOp::create(b, loc, tileIndex, c32(1));
   }
+  Value qRoundOf(Value tileIndex) {
+    return arith::AndIOp::create(b, loc, divu(tileIndex, c32(spec.qBuffers)),
+                                 c32(1));
+  }
   /// Where the producer leaves the index of the tile whose Q it loads into
   /// `buffer` (dynamic scheduler).
   Value tileSlot(Value buffer) {
     return sharedAt(add(c32(spec.tileSlotOffset()), mul(buffer, c32(4))));
   }
-  Value qRoundOf(Value tileIndex) {
-    return arith::AndIOp::create(b, loc, divu(tileIndex, c32(spec.qBuffers)),
-                                 c32(1));
+
+  Value waitStage(Value pipeline, Value stage, Value parity, int64_t buffer) {
+    fagpu::PipelineWaitOp::create(b, loc, pipeline, stage, parity, buffer);
+    return fagpu::PipelineTileOp::create(
+        b, loc, cast<fagpu::PipelineType>(pipeline.getType()).getTile(),
+        pipeline, stage, buffer);
   }
-  Value kOffset(Value stage) {
-    return add(c32(spec.kOffset(0)), mul(stage, c32(2 * spec.kvTileBytes())));
+  void release(Value pipeline, Value stage, int64_t buffer) {
+    fagpu::PipelineReleaseOp::create(b, loc, pipeline, stage, buffer);
   }
-  Value vOffset(Value stage) {
-    return add(kOffset(stage), c32(spec.kvTileBytes()));
+  Value kvTile(Value stage, int64_t buffer) {
+    return fagpu::PipelineTileOp::create(b, loc, kvTileType, kvPipe, stage,
+                                         buffer);
+  }
+  Value pin(Value fragment) {
+    return fagpu::PinOp::create(b, loc, fragment.getType(), fragment);
+  }
+  void mmaWait(int64_t pending) {
+    fagpu::MmaWaitOp::create(b, loc, pending);
   }
 
-  /// One arrival per consumer warp (lane 0), after the warp's own
-  /// wgmma.wait_group has retired the reads of the tile.
-  void releaseTile(Value bar) {
-    auto ifLead = scf::IfOp::create(b, loc, eq(lane, c32(0)), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifLead.thenBlock());
-    NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
+  /// S = Q K^T for one consumer.
+  Value issueScores(Value kTile) {
+    return fagpu::MmaOp::create(b, loc, scoresType, qTile, kTile, Value(),
+                                /*mn_major=*/false);
+  }
+  /// O += P V.
+  Value issueValues(Value p, Value o, Value vTile) {
+    return fagpu::MmaOp::create(b, loc, outType, p, vTile, o,
+                                /*mn_major=*/true);
   }
 
-  Value kMajor(Value tileOffset, int64_t rows, int64_t kk) {
-    return kMajorDescriptor(tileOffset, rows, kk, kWgmmaSwizzle128);
-  }
-  Value valueMajor(Value tileOffset, int64_t kk) {
-    return valueDescriptor(tileOffset, kk, kWgmmaSwizzle128);
-  }
-
-  /// Pins values at this point of the instruction stream (an empty asm
-  /// that "modifies" them), so no use of a wgmma result is scheduled above
-  /// its wait_group and no write of an operand below its wgmma.fence.
-  SmallVector<Value> fenceOperands(ArrayRef<Value> values);
-
-  /// S = Q K^T for one consumer: D / 16 wgmma (SS) into one accumulator.
-  SmallVector<Value> issueScores(Value kTile);
-  /// O += P V: B_c / 16 wgmma with P from registers.
-  SmallVector<Value> issueValues(ArrayRef<Value> p, ArrayRef<Value> o,
-                                 Value vTile);
-
-  /// Softcap, mask, online softmax of one block of scores: updates the
-  /// base and sum in `state` (O untouched); returns P as the A fragments of
-  /// P V and alpha per row.
-  struct BlockStep : SoftmaxStep {
-    SmallVector<Value> p;
-  };
-  BlockStep softmax(SmallVector<Value> s, RowState &state, bool masked,
-                    Value kStart, Value row0, Value nk, Value scaleLog2);
+  /// Softcap, mask and the online softmax of one block of scores: updates
+  /// the base and sum in `state` (O untouched); returns P and alpha.
+  BlockStep softmax(Value s, RowState &state, bool masked, Value kStart,
+                    Value row0);
   /// O *= alpha (under a warp vote with conditional rescaling).
-  SmallVector<Value> rescale(ArrayRef<Value> o, std::array<Value, 2> alpha,
-                             Value moved);
+  Value rescale(Value o, const BlockStep &step) {
+    return fagpu::RescaleOp::create(b, loc, o.getType(), o, step.alpha,
+                                    step.moved);
+  }
 
-  /// The CTA's tiles, carrying the tile count and the ring's phase bits:
-  /// for (tile = blockIdx.x; tile < tiles; tile += gridDim.x), or with the
-  /// dynamic scheduler blockIdx.x first, then what nextTile() gives.
-  /// `body` may return values that the loop carries to its next call.
-  /// With `finish` (persistent only) the CTA's first tile is peeled: `body`
-  /// sees no carried values there, the loop runs the other tiles, and
-  /// `finish` gets the last carried values; CTAs without a tile skip all.
   void emitTileLoop(llvm::function_ref<SmallVector<Value>(
                         const AttentionTile &, Value tileIndex, ValueRange)>
                         body,
@@ -222,8 +218,6 @@ private:
                                const AttentionTile &, Value, ValueRange)>
                                body,
                            llvm::function_ref<void(ValueRange)> finish);
-  /// One tile of a persistent loop: decodes tile `id`, runs `body` on it
-  /// and returns the ring's phase bits after it, then the body's values.
   SmallVector<Value>
   emitLoopTile(Value id, Value tileIndex, ValueRange carried,
                llvm::function_ref<SmallVector<Value>(const AttentionTile &,
@@ -236,12 +230,12 @@ private:
   Value nextTile(Value tileIndex);
   /// The producer's turn on the Q buffer of its tile number `tileIndex`:
   /// waits until the consumers released the buffer's previous tile and,
-  /// with the dynamic scheduler, leaves `id` in its slot (the next arrival
-  /// on its q_full releases it to the consumers). Returns the buffer.
+  /// with the dynamic scheduler, leaves `id` in its slot. Returns the
+  /// buffer.
   Value claimQBuffer(Value tileIndex, Value id);
   /// The producer's end of the dynamic loop: the id past the last tile goes
   /// to the consumers through the next Q buffer's slot, as if it were a
-  /// tile (an arrival on q_full without bytes), so they leave their loop.
+  /// tile (a commit without bytes), so they leave their loop.
   void announceEnd(Value endId, Value tileIndex);
 
   /// What a tile hands to the next one in the cross-tile pipeline: its
@@ -253,45 +247,29 @@ private:
   };
   SmallVector<Value> packPending(const PendingTile &tile);
   PendingTile unpackPending(ValueRange values);
-  /// Divides O by l and writes O and LSE of a tile's rows: by TMA through
-  /// shared memory (`stage`: the consumer's rows of the staging tile) or
-  /// from registers.
-  void storeTile(ArrayRef<Value> o, std::array<Value, 2> m,
-                 std::array<Value, 2> l, Value row0, Value qMatrix,
-                 Value stage);
+  /// O / l and LSE of a tile's rows: by TMA through the consumer's rows of
+  /// the staging tile `staging`, or from registers.
+  void storeTile(const RowState &state, Value row0, Value qMatrix,
+                 Value staging);
   /// The consumer's rows of the staging tile for the tile in `qBuffer`.
-  Value stagingRows(Value qBuffer) {
-    if (spec.stageInQ)
-      return add(qRows, mul(qBuffer, c32(spec.qBytes())));
-    return add(qRows, c32(spec.oStageOffset()));
-  }
-  /// Named barrier of this consumer's four warps.
-  void syncConsumerWarps() {
-    NVVM::BarrierOp::create(b, loc, Type(), epilogueBarrier, c32(128),
-                            NVVM::BarrierReductionAttr(), Value());
-  }
-  Value isStoreIssuer() {
-    return arith::AndIOp::create(b, loc, eq(warpInGroup, c32(0)),
-                                 eq(lane, c32(0)));
-  }
+  Value stagingRows(Value qBuffer);
 
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
-  /// One tile of a consumer. With `previous` (cross-tile pipeline) the
-  /// previous tile's last P V is issued with this tile's first S and its
-  /// rows are stored after this tile's first softmax. In that pipeline
-  /// (two Q buffers) this tile's last P V and store are returned for the
-  /// next tile instead of done here.
   std::optional<PendingTile>
-  emitConsumerTile(Value consumer, const AttentionTile &tile, Value tileIndex,
-                   const std::function<void()> &waitTurn,
-                   const std::function<void()> &passTurn,
+  emitConsumerTile(const AttentionTile &tile, Value tileIndex,
                    const PendingTile *previous);
-  /// The last pending tile's P V and store, after the tile loop.
-  void finishPendingTile(const PendingTile &tile,
-                         const std::function<void()> &waitTurn,
-                         const std::function<void()> &passTurn);
+  void finishPendingTile(const PendingTile &tile);
   void emitConsumer(Value consumer);
+  /// Ping-pong: this consumer's turn on the tensor cores, and its hand-over.
+  void waitTurn() {
+    if (spec.pingPong)
+      fagpu::WaitTurnOp::create(b, loc, ownTurn, 2 * 128);
+  }
+  void passTurn() {
+    if (spec.pingPong)
+      fagpu::PassTurnOp::create(b, loc, otherTurn, 2 * 128);
+  }
 
   // Every tile starts its K/V blocks at stage 0: block j of the tile sits
   // in stage (j - first) mod stages, a value that depends on the inner
@@ -325,150 +303,43 @@ private:
   }
 
   const KernelSpec &spec;
-  Value tid, lane, warpInGroup, g, t;
-  Value qRows;           // this consumer's rows in a Q buffer
+  fagpu::FragmentType scoresType, outType, probsType, rowsType;
+  fagpu::SharedTileType qTileType, consumerRowsType, kvTileType;
+  Value qPipe, kvPipe;   // the Q buffers and the K/V ring
+  Value stagingTile;     // the O staging tile (TMA store, not in Q)
+  Value tid, warpInGroup, g;
+  Value consumer;        // this consumer's index
+  Value ownTurn, otherTurn;   // ping-pong named barriers
   Value epilogueBarrier; // named barrier of this consumer's four warps
-  Value qTile;           // this consumer's Q rows in the current tile's buffer
+  Value qTile;           // this consumer's Q rows in the current tile
   Value tileFirst;       // the current tile's first K/V block
   Value phaseBits;       // persistent only: see parityOf
   bool inProducer = false; // while emitting the producer's tile loop
 };
 
-SmallVector<Value> KernelBuilder::fenceOperands(ArrayRef<Value> values) {
-  SmallVector<Value> out;
-  for (Value v : values) {
-    StringRef constraint = v.getType().isF32() ? "=f,0" : "=r,0";
-    out.push_back(LLVM::InlineAsmOp::create(
-                      b, loc, v.getType(), ValueRange{v}, "", constraint,
-                      /*has_side_effects=*/true, /*is_align_stack=*/false,
-                      LLVM::tailcallkind::TailCallKind::None,
-                      LLVM::AsmDialectAttr(), ArrayAttr())
-                      .getResult(0));
-  }
-  return out;
-}
-
-SmallVector<Value> KernelBuilder::issueScores(Value kTile) {
-  MLIRContext *ctx = b.getContext();
-  int64_t n = spec.blockC;
-  SmallVector<Type> fields(n / 2, f32);
-  auto accType = LLVM::LLVMStructType::getLiteral(ctx, fields);
-  Value acc = LLVM::PoisonOp::create(b, loc, accType);
-  auto type = spec.bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t kk = 0; kk < spec.headDim / 16; ++kk) {
-    // The first k-step ignores the accumulator's input (scale-d = 0).
-    acc = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, accType, acc, kMajor(qTile, spec.blockR(), kk),
-        kMajor(kTile, spec.blockC, kk), NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
-        NVVM::WGMMATypesAttr::get(ctx, type),
-        NVVM::WGMMATypesAttr::get(ctx, type),
-        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, kk == 0 ? NVVM::WGMMAScaleOut::zero
-                                                  : NVVM::WGMMAScaleOut::one),
-        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
-        NVVM::MMAIntOverflowAttr());
-  }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  SmallVector<Value> s;
-  for (int64_t i = 0; i < n / 2; ++i)
-    s.push_back(
-        LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
-  return s;
-}
-
-SmallVector<Value> KernelBuilder::issueValues(ArrayRef<Value> p,
-                                              ArrayRef<Value> o, Value vTile) {
-  MLIRContext *ctx = b.getContext();
-  int64_t n = spec.headDim, regs = n / 2;
-  // wgmma with A in registers has no NVVM op: one inline-asm instruction
-  // per k-step, the accumulators tied in and out ("+f").
-  std::string elt = spec.bf16 ? "bf16" : "f16";
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n" +
-                     std::to_string(n) + "k16.f32." + elt + "." + elt + " {";
-  for (int64_t i = 0; i < regs; ++i)
-    text += (i ? ", $" : "$") + std::to_string(i);
-  text += "}, {";
-  for (int64_t i = 0; i < 4; ++i)
-    text += (i ? ", $" : "$") + std::to_string(regs + i);
-  // scale-d, imm-scale-a, imm-scale-b, imm-trans-b (V is MN-major).
-  text += "}, $" + std::to_string(regs + 4) + ", p, 1, 1, 1;\n}";
-  std::string constraints;
-  for (int64_t i = 0; i < regs; ++i)
-    constraints += "=f,";
-  constraints += "r,r,r,r,l";
-  for (int64_t i = 0; i < regs; ++i)
-    constraints += "," + std::to_string(i);
-  SmallVector<Type> fields(regs, f32);
-  auto accType = LLVM::LLVMStructType::getLiteral(ctx, fields);
-
-  SmallVector<Value> acc(o.begin(), o.end());
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t kk = 0; kk < spec.blockC / 16; ++kk) {
-    SmallVector<Value> operands(p.begin() + 4 * kk, p.begin() + 4 * kk + 4);
-    operands.push_back(valueMajor(vTile, kk));
-    operands.append(acc.begin(), acc.end());
-    auto op = LLVM::InlineAsmOp::create(
-        b, loc, accType, operands, text, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-        ArrayAttr());
-    for (int64_t i = 0; i < regs; ++i)
-      acc[i] = LLVM::ExtractValueOp::create(b, loc, op.getResult(0),
-                                            ArrayRef<int64_t>{i});
-  }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  return acc;
-}
-
-KernelBuilder::BlockStep KernelBuilder::softmax(SmallVector<Value> s,
-                                                RowState &state, bool masked,
-                                                Value kStart, Value row0,
-                                                Value nk, Value scaleLog2) {
-  Value effScale = applySoftcap(s, scaleLog2);
-  if (masked)
-    applyMask(s, kStart, row0, nk, t);
-  BlockStep step;
-  static_cast<SoftmaxStep &>(step) =
-      onlineSoftmax(s, state.m, state.l, effScale);
-  step.p = packProbabilities(s);
-  return step;
-}
-
-SmallVector<Value> KernelBuilder::rescale(ArrayRef<Value> o,
-                                          std::array<Value, 2> alpha,
-                                          Value moved) {
-  auto scaled = [&]() {
-    SmallVector<Value> r;
-    for (size_t i = 0; i < o.size(); ++i)
-      r.push_back(fmul(o[i], alpha[(i % 4) / 2]));
-    return r;
-  };
-  if (!moved)
-    return scaled();
-  // FA4: rescale only if some row of the warp moved its base (warp vote).
-  Value anyMoved = NVVM::VoteSyncOp::create(
-      b, loc, b.getI1Type(), c32(-1), moved,
-      NVVM::VoteSyncKindAttr::get(b.getContext(), NVVM::VoteSyncKind::any));
-  SmallVector<Type> types(o.size(), f32);
-  auto ifOp = scf::IfOp::create(b, loc, types, anyMoved, true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, loc, scaled());
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, loc, SmallVector<Value>(o.begin(), o.end()));
-  }
-  return SmallVector<Value>(ifOp.getResults());
+BlockStep KernelBuilder::softmax(Value s, RowState &state,
+                                                bool masked, Value kStart,
+                                                Value row0) {
+  Builder attrs(b.getContext());
+  auto step = fagpu::SoftmaxStepOp::create(
+      b, loc, probsType, rowsType, rowsType, rowsType,
+      spec.rescaleThreshold >= 0 ? b.getI1Type() : Type(), s, state.m,
+      state.l, kStart, row0, nk, scaleLog2, masked, spec.causal,
+      spec.window ? attrs.getI64IntegerAttr(spec.window) : IntegerAttr(),
+      spec.softcap > 0 ? attrs.getF32FloatAttr(spec.softcap) : FloatAttr(),
+      spec.rescaleThreshold >= 0
+          ? attrs.getF32FloatAttr(spec.rescaleThreshold)
+          : FloatAttr(),
+      spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyDegree)
+                      : IntegerAttr(),
+      spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyPeriod)
+                      : IntegerAttr());
+  state.m = step.getNewM();
+  state.l = step.getNewL();
+  return {step.getP(), step.getAlpha(), step.getMoved()};
 }
 
 void KernelBuilder::emitProducer() {
-  NVVM::SetMaxRegisterOp::create(b, loc, spec.producerRegisters,
-                                 NVVM::SetMaxRegisterAction::decrease);
   // One thread issues every load; the rest of the warpgroup is done.
   auto ifIssuer = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
   OpBuilder::InsertionGuard guard(b);
@@ -484,14 +355,12 @@ void KernelBuilder::emitProducer() {
 
 void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
-  Value firstBlock = tile.firstBlock, numBlocks = tile.numBlocks;
-  Value kvMatrix = tile.kvMatrix;
   Value buffer = claimQBuffer(tileIndex, tile.id);
-  expectBytes(qFull(buffer), spec.qBytes());
-  loadTile(qMap, mul(buffer, c32(spec.qBytes())), spec.blockR(), tile.qStart,
-           tile.qMatrix, qFull(buffer));
+  fagpu::TmaLoadOp::create(b, loc, qMap, tile.qStart, tile.qMatrix, qPipe,
+                           buffer, 0);
   OpBuilder::InsertionGuard guard(b);
-  auto loop = scf::ForOp::create(b, loc, firstBlock, numBlocks, c32(1));
+  auto loop =
+      scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
   b.setInsertionPointToStart(loop.getBody());
   Value j = loop.getInductionVar();
   Value stage = stageOf(j);
@@ -499,50 +368,45 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   // (a fresh barrier passes the wait on parity 1).
   Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
   Value row = mul(j, c32(spec.blockC));
-  waitBarrier(kEmpty(stage), parity);
-  expectBytes(kFull(stage), spec.kvTileBytes());
-  loadTile(kMap, kOffset(stage), spec.blockC, row, kvMatrix, kFull(stage));
-  waitBarrier(vEmpty(stage), parity);
-  expectBytes(vFull(stage), spec.kvTileBytes());
-  loadTile(vMap, vOffset(stage), spec.blockC, row, kvMatrix, vFull(stage));
+  for (int64_t buffer : {kKey, kValue}) {
+    fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
+    fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
+                             tile.kvMatrix, kvPipe, stage, buffer);
+  }
 }
 
-void KernelBuilder::emitConsumer(Value consumer) {
-  NVVM::SetMaxRegisterOp::create(b, loc, spec.consumerRegisters,
-                                 NVVM::SetMaxRegisterAction::increase);
-  qRows = mul(consumer, c32(kRowsPerConsumer * kSwizzleBytes));
+Value KernelBuilder::stagingRows(Value qBuffer) {
+  if (!spec.tmaStore)
+    return Value();
+  Value tile = stagingTile;
+  if (spec.stageInQ)
+    tile = fagpu::PipelineTileOp::create(b, loc, qTileType, qPipe, qBuffer, 0);
+  return fagpu::TileRowsOp::create(b, loc, consumerRowsType, tile, consumer);
+}
+
+void KernelBuilder::emitConsumer(Value consumerIndex) {
+  consumer = consumerIndex;
   epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
 
   // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
   // tensor cores and hands the turn over on the other's after issuing.
   // With three consumers the turn goes round: c hands it to (c + 1) mod 3.
   // Each named barrier joins one waiting and one arriving warpgroup.
-  Value ownTurn = add(c32(kPingPongBarrier), consumer);
-  Value otherTurn = add(c32(kPingPongBarrier),
-                        spec.consumers == 2
-                            ? sub(c32(1), consumer)
-                            : remu(add(consumer, c32(1)), c32(spec.consumers)));
-  Value pairThreads = c32(2 * 128);
-  auto waitTurn = [&] {
-    if (spec.pingPong)
-      NVVM::BarrierOp::create(b, loc, Type(), ownTurn, pairThreads,
-                              NVVM::BarrierReductionAttr(), Value());
-  };
-  auto passTurn = [&] {
-    if (spec.pingPong)
-      NVVM::BarrierArriveOp::create(b, loc, otherTurn, pairThreads);
-  };
+  ownTurn = add(c32(kPingPongBarrier), consumer);
+  otherTurn = add(c32(kPingPongBarrier),
+                  spec.consumers == 2
+                      ? sub(c32(1), consumer)
+                      : remu(add(consumer, c32(1)), c32(spec.consumers)));
   if (spec.pingPong) {
     // Consumer 0 goes first: it pre-arrives on its own barrier.
     auto ifFirst = scf::IfOp::create(b, loc, eq(consumer, c32(0)), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifFirst.thenBlock());
-    NVVM::BarrierArriveOp::create(b, loc, ownTurn, pairThreads);
+    fagpu::PassTurnOp::create(b, loc, ownTurn, 2 * 128);
   }
   if (spec.qBuffers == 1) {
     emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
-      emitConsumerTile(consumer, tile, tileIndex, waitTurn, passTurn,
-                       /*previous=*/nullptr);
+      emitConsumerTile(tile, tileIndex, /*previous=*/nullptr);
       return SmallVector<Value>();
     });
   } else {
@@ -554,29 +418,19 @@ void KernelBuilder::emitConsumer(Value consumer) {
           std::optional<PendingTile> previous;
           if (!carried.empty())
             previous = unpackPending(carried);
-          return packPending(
-              *emitConsumerTile(consumer, tile, tileIndex, waitTurn, passTurn,
-                                previous ? &*previous : nullptr));
+          return packPending(*emitConsumerTile(
+              tile, tileIndex, previous ? &*previous : nullptr));
         },
-        [&](ValueRange last) {
-          finishPendingTile(unpackPending(last), waitTurn, passTurn);
-        });
+        [&](ValueRange last) { finishPendingTile(unpackPending(last)); });
   }
-  if (spec.tmaStore) {
-    // The shared memory the TMA stores read must outlive them.
-    auto ifIssuer = scf::IfOp::create(b, loc, isStoreIssuer(), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifIssuer.thenBlock());
-    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
-  }
+  // The shared memory the TMA stores read must outlive them.
+  if (spec.tmaStore)
+    fagpu::StoreWaitOp::create(b, loc);
 }
 
 SmallVector<Value> KernelBuilder::packPending(const PendingTile &tile) {
-  SmallVector<Value> v(tile.state.o);
-  v.append(
-      {tile.state.m[0], tile.state.m[1], tile.state.l[0], tile.state.l[1]});
-  v.append(tile.last.p);
-  v.append({tile.last.alpha[0], tile.last.alpha[1]});
+  SmallVector<Value> v = {tile.state.o, tile.state.m, tile.state.l,
+                          tile.last.p, tile.last.alpha};
   if (tile.last.moved)
     v.push_back(tile.last.moved);
   v.append({tile.vStage, tile.vParity, tile.row0, tile.qMatrix});
@@ -584,18 +438,11 @@ SmallVector<Value> KernelBuilder::packPending(const PendingTile &tile) {
 }
 
 KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
-  int64_t oRegs = spec.headDim / 2, pRegs = spec.blockC / 4;
   PendingTile tile;
-  size_t i = 0;
-  tile.state.o.assign(v.begin(), v.begin() + oRegs);
-  i += oRegs;
-  tile.state.m = {v[i], v[i + 1]};
-  tile.state.l = {v[i + 2], v[i + 3]};
-  i += 4;
-  tile.last.p.assign(v.begin() + i, v.begin() + i + pRegs);
-  i += pRegs;
-  tile.last.alpha = {v[i], v[i + 1]};
-  i += 2;
+  tile.state = {v[0], v[1], v[2]};
+  tile.last.p = v[3];
+  tile.last.alpha = v[4];
+  size_t i = 5;
   if (spec.rescaleThreshold >= 0)
     tile.last.moved = v[i++];
   tile.vStage = v[i];
@@ -605,166 +452,89 @@ KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
   return tile;
 }
 
-void KernelBuilder::storeTile(ArrayRef<Value> o, std::array<Value, 2> m,
-                              std::array<Value, 2> l, Value row0, Value qMatrix,
-                              Value stage) {
-  Value lseBase = gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
-  if (!spec.tmaStore) {
-    // O / l and LSE straight from registers: each quad writes 16 B of a
-    // row per 8 columns.
-    Value oBase = gep(globalPtr, half, oPtr,
-                      mul(ext64(qMatrix), mul(ext64(nq), c64(spec.headDim))));
-    storeRows(o, m, l, row0, nq, oBase, lseBase, spec.headDim, t);
-    return;
-  }
-  std::array<RowTotal, 2> total = {rowTotal(l[0]), rowTotal(l[1])};
-  // The staging tile is free once the previous TMA store has read it.
-  {
-    auto ifIssuer = scf::IfOp::create(b, loc, isStoreIssuer(), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifIssuer.thenBlock());
-    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
-  }
-  syncConsumerWarps();
-  // stmatrix.x4 writes four 8 x 8 blocks of f16 pairs, laid out as the
-  // accumulator (thread t: row t / 4, columns 2 (t % 4) ..): column groups
-  // i and i + 1 of rows g and g + 8. Lane L gives the address of row L % 8
-  // of block L / 8: warp row 8 ((L / 8) % 2) + L % 8, column group
-  // i + L / 16, its 16-B chunk XORed with the row mod 8 (128-B swizzle).
-  Value blockOf = divu(lane, c32(8));
-  Value rowInBlock = remu(lane, c32(8));
-  Value row =
-      add(add(mul(warpInGroup, c32(16)), mul(remu(blockOf, c32(2)), c32(8))),
-          rowInBlock);
-  Value rowAddress = add(stage, mul(row, c32(kSwizzleBytes)));
-  Value secondGroup = divu(lane, c32(16));
-  MLIRContext *ctx = b.getContext();
-  for (int64_t i = 0; i < spec.headDim / 8; i += 2) {
-    SmallVector<Value> pairs;
-    for (int64_t group : {i, i + 1})
-      for (int64_t h = 0; h < 2; ++h)
-        pairs.push_back(
-            packPair(fmul(o[4 * group + 2 * h], total[h].inverse),
-                     fmul(o[4 * group + 2 * h + 1], total[h].inverse)));
-    Value chunk =
-        arith::XOrIOp::create(b, loc, add(c32(i % 8), secondGroup), rowInBlock);
-    Value offset =
-        add(add(rowAddress, c32((i / 8) * spec.blockR() * kSwizzleBytes)),
-            mul(chunk, c32(16)));
-    NVVM::StMatrixOp::create(
-        b, loc, sharedAt(offset), pairs,
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
-        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
-  }
-  // The generic-proxy writes become visible to the TMA (async proxy), then
-  // one thread stores the 64 rows.
-  NVVM::FenceProxyOp::create(
-      b, loc, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  syncConsumerWarps();
-  {
-    auto ifIssuer = scf::IfOp::create(b, loc, isStoreIssuer(), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifIssuer.thenBlock());
-    // The issuer is warp 0, lane 0: its row0 is the block's first row.
-    storeRowBlock(stage, spec.blockR() * kSwizzleBytes, row0, qMatrix);
-    NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-  }
-  for (int64_t h = 0; h < 2; ++h)
-    storeLse(total[h], m[h], add(row0, c32(8 * h)), nq, lseBase, t);
+void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
+                              Value staging) {
+  fagpu::StoreOutputOp::create(
+      b, loc, state.o, state.m, state.l, row0, qMatrix, nq,
+      spec.tmaStore ? oMap : oPtr, half, spec.writesLse ? lsePtr : Value(),
+      spec.tmaStore ? staging : Value(),
+      spec.tmaStore ? epilogueBarrier : Value());
 }
 
-void KernelBuilder::finishPendingTile(const PendingTile &tile,
-                                      const std::function<void()> &waitTurn,
-                                      const std::function<void()> &passTurn) {
-  SmallVector<Value> o =
-      fenceOperands(rescale(tile.state.o, tile.last.alpha, tile.last.moved));
-  waitBarrier(vFull(tile.vStage), tile.vParity);
+void KernelBuilder::finishPendingTile(const PendingTile &tile) {
+  Value o = pin(rescale(tile.state.o, tile.last));
+  Value vTile = waitStage(kvPipe, tile.vStage, tile.vParity, kValue);
   waitTurn();
-  o = issueValues(tile.last.p, o, vOffset(tile.vStage));
+  o = issueValues(tile.last.p, o, vTile);
   passTurn();
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  o = fenceOperands(o);
-  releaseTile(vEmpty(tile.vStage));
-  storeTile(o, tile.state.m, tile.state.l, tile.row0, tile.qMatrix,
+  mmaWait(0);
+  o = pin(o);
+  release(kvPipe, tile.vStage, kValue);
+  storeTile({o, tile.state.m, tile.state.l}, tile.row0, tile.qMatrix,
             stagingRows(c32(0)));
 }
 
-std::optional<KernelBuilder::PendingTile> KernelBuilder::emitConsumerTile(
-    Value consumer, const AttentionTile &tile, Value tileIndex,
-    const std::function<void()> &waitTurn,
-    const std::function<void()> &passTurn, const PendingTile *previous) {
-  int64_t oRegs = spec.headDim / 2;
-  int64_t pRegs = spec.blockC / 4;
+std::optional<KernelBuilder::PendingTile>
+KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
+                                const PendingTile *previous) {
   Value qStart = tile.qStart, qMatrix = tile.qMatrix;
   Value firstBlock = tile.firstBlock, unmaskedEnd = tile.unmaskedEnd,
         numBlocks = tile.numBlocks;
   Value row0 = add(add(qStart, mul(consumer, c32(kRowsPerConsumer))),
                    add(mul(warpInGroup, c32(16)), g));
-  Value negInf = cf(-std::numeric_limits<double>::infinity());
 
   Value qBuffer = qBufferOf(tileIndex);
-  qTile = add(qRows, mul(qBuffer, c32(spec.qBytes())));
-  waitBarrier(qFull(qBuffer), qRoundOf(tileIndex));
+  qTile = fagpu::TileRowsOp::create(
+      b, loc, consumerRowsType,
+      waitStage(qPipe, qBuffer, qRoundOf(tileIndex), 0), consumer);
 
   // Prologue: S of the first block, its softmax (O is still zero). In the
   // cross-tile pipeline the previous tile's last P V goes to the tensor
   // cores behind it, as in the loop below.
   RowState state;
-  state.o.assign(oRegs, cf(0.0));
-  state.m = {negInf, negInf};
-  state.l = {cf(0.0), cf(0.0)};
+  state.o = fagpu::SplatOp::create(b, loc, outType, cf(0.0));
+  state.m = fagpu::SplatOp::create(
+      b, loc, rowsType, cf(-std::numeric_limits<double>::infinity()));
+  state.l = fagpu::SplatOp::create(b, loc, rowsType, cf(0.0));
   Value stage0 = stageOf(firstBlock);
-  waitBarrier(kFull(stage0), parityOf(firstBlock));
+  Value kTile0 = waitStage(kvPipe, stage0, parityOf(firstBlock), kKey);
   waitTurn();
-  SmallVector<Value> s = issueScores(kOffset(stage0));
+  Value s = issueScores(kTile0);
   // No branch may separate a wgmma from its wait: ptxas serializes every
   // wgmma of the kernel when other instructions (phi copies) touch the
   // accumulators in between. Hence the first tile is peeled.
-  SmallVector<Value> previousO;
+  Value previousO;
   if (previous) {
-    previousO = fenceOperands(
-        rescale(previous->state.o, previous->last.alpha, previous->last.moved));
-    waitBarrier(vFull(previous->vStage), previous->vParity);
-    previousO =
-        issueValues(previous->last.p, previousO, vOffset(previous->vStage));
+    previousO = pin(rescale(previous->state.o, previous->last));
+    Value vTile =
+        waitStage(kvPipe, previous->vStage, previous->vParity, kValue);
+    previousO = issueValues(previous->last.p, previousO, vTile);
   }
   passTurn();
   // Softmax of S_0 under the previous tile's last P V.
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc,
-                                     previous && spec.intraOverlap ? 1 : 0);
-  s = fenceOperands(s);
-  releaseTile(kEmpty(stage0));
-  BlockStep first =
-      softmax(s, state, /*masked=*/true, mul(firstBlock, c32(spec.blockC)),
-              row0, nk, scaleLog2);
+  mmaWait(previous && spec.intraOverlap ? 1 : 0);
+  s = pin(s);
+  release(kvPipe, stage0, kKey);
+  BlockStep first = softmax(s, state, /*masked=*/true,
+                            mul(firstBlock, c32(spec.blockC)), row0);
   if (previous) {
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-    previousO = fenceOperands(previousO);
-    releaseTile(vEmpty(previous->vStage));
-    storeTile(previousO, previous->state.m, previous->state.l, previous->row0,
-              previous->qMatrix, stagingRows(c32(0)));
+    mmaWait(0);
+    previousO = pin(previousO);
+    release(kvPipe, previous->vStage, kValue);
+    storeTile({previousO, previous->state.m, previous->state.l},
+              previous->row0, previous->qMatrix, stagingRows(c32(0)));
   }
 
   // Loop state: O, m, l, P of the previous block, and its alpha (+ moved).
-  bool conditional = spec.rescaleThreshold >= 0;
   auto pack = [&](const RowState &st, const BlockStep &step) {
-    SmallVector<Value> v(st.o);
-    v.append({st.m[0], st.m[1], st.l[0], st.l[1]});
-    v.append(step.p);
-    v.append({step.alpha[0], step.alpha[1]});
-    if (conditional)
+    SmallVector<Value> v = {st.o, st.m, st.l, step.p, step.alpha};
+    if (step.moved)
       v.push_back(step.moved);
     return v;
   };
   auto unpack = [&](ValueRange v, RowState &st, BlockStep &step) {
-    st.o.assign(v.begin(), v.begin() + oRegs);
-    st.m = {v[oRegs], v[oRegs + 1]};
-    st.l = {v[oRegs + 2], v[oRegs + 3]};
-    step.p.assign(v.begin() + oRegs + 4, v.begin() + oRegs + 4 + pRegs);
-    step.alpha = {v[oRegs + 4 + pRegs], v[oRegs + 5 + pRegs]};
-    step.moved = conditional ? v[oRegs + 6 + pRegs] : Value();
+    st = {v[0], v[1], v[2]};
+    step = {v[3], v[4], v.size() > 5 ? v[5] : Value()};
   };
 
   auto emitLoop = [&](Value begin, Value end, ValueRange init, bool masked) {
@@ -778,24 +548,23 @@ std::optional<KernelBuilder::PendingTile> KernelBuilder::emitConsumerTile(
     Value stage = stageOf(j);
     Value prevJ = sub(j, c32(1));
     Value prevStage = stageOf(prevJ);
-    waitBarrier(kFull(stage), parityOf(j));
+    Value kTile = waitStage(kvPipe, stage, parityOf(j), kKey);
     waitTurn();
-    SmallVector<Value> sj = issueScores(kOffset(stage));
+    Value sj = issueScores(kTile);
     // O of the blocks before j - 1 moves to block j - 1's base, then
     // O += P_{j-1} V_{j-1} goes to the tensor cores behind S_j.
-    SmallVector<Value> o = fenceOperands(rescale(st.o, prev.alpha, prev.moved));
-    waitBarrier(vFull(prevStage), parityOf(prevJ));
-    o = issueValues(prev.p, o, vOffset(prevStage));
+    Value o = pin(rescale(st.o, prev));
+    Value vTile = waitStage(kvPipe, prevStage, parityOf(prevJ), kValue);
+    o = issueValues(prev.p, o, vTile);
     passTurn();
     // Softmax of S_j under P_{j-1} V_{j-1} (intra-warpgroup overlap).
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, spec.intraOverlap ? 1 : 0);
-    sj = fenceOperands(sj);
-    releaseTile(kEmpty(stage));
-    BlockStep step =
-        softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0, nk, scaleLog2);
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-    st.o = fenceOperands(o);
-    releaseTile(vEmpty(prevStage));
+    mmaWait(spec.intraOverlap ? 1 : 0);
+    sj = pin(sj);
+    release(kvPipe, stage, kKey);
+    BlockStep step = softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0);
+    mmaWait(0);
+    st.o = pin(o);
+    release(kvPipe, prevStage, kValue);
     scf::YieldOp::create(b, loc, pack(st, step));
     return SmallVector<Value>(loop.getResults());
   };
@@ -813,7 +582,7 @@ std::optional<KernelBuilder::PendingTile> KernelBuilder::emitConsumerTile(
   // Every S of the tile has retired (each loop iteration ends with
   // wait_group 0): Q is free, and a persistent producer loads the next
   // tile's Q under this tile's last P V and epilogue.
-  releaseTile(qEmpty(qBuffer));
+  release(qPipe, qBuffer, 0);
   Value lastJ = sub(numBlocks, c32(1));
   Value lastStage = stageOf(lastJ);
   if (spec.qBuffers == 2) {
@@ -826,16 +595,15 @@ std::optional<KernelBuilder::PendingTile> KernelBuilder::emitConsumerTile(
     pending.qMatrix = qMatrix;
     return pending;
   }
-  SmallVector<Value> o =
-      fenceOperands(rescale(state.o, last.alpha, last.moved));
-  waitBarrier(vFull(lastStage), parityOf(lastJ));
+  Value o = pin(rescale(state.o, last));
+  Value vTile = waitStage(kvPipe, lastStage, parityOf(lastJ), kValue);
   waitTurn();
-  o = issueValues(last.p, o, vOffset(lastStage));
+  o = issueValues(last.p, o, vTile);
   passTurn();
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  o = fenceOperands(o);
-  releaseTile(vEmpty(lastStage));
-  storeTile(o, state.m, state.l, row0, qMatrix, stagingRows(qBuffer));
+  mmaWait(0);
+  o = pin(o);
+  release(kvPipe, lastStage, kValue);
+  storeTile({o, state.m, state.l}, row0, qMatrix, stagingRows(qBuffer));
   return std::nullopt;
 }
 
@@ -965,7 +733,8 @@ SmallVector<Value> KernelBuilder::emitLoopTile(
 Value KernelBuilder::nextTile(Value tileIndex) {
   if (!inProducer) {
     Value buffer = qBufferOf(tileIndex);
-    waitBarrier(qFull(buffer), qRoundOf(tileIndex));
+    fagpu::PipelineWaitOp::create(b, loc, qPipe, buffer, qRoundOf(tileIndex),
+                                  0);
     return LLVM::LoadOp::create(b, loc, i32, tileSlot(buffer), /*alignment=*/4,
                                 /*isVolatile=*/true);
   }
@@ -986,8 +755,9 @@ Value KernelBuilder::nextTile(Value tileIndex) {
 Value KernelBuilder::claimQBuffer(Value tileIndex, Value id) {
   // The Q buffer is free once the consumers finished its previous tile.
   Value buffer = qBufferOf(tileIndex);
-  waitBarrier(qEmpty(buffer),
-              arith::XOrIOp::create(b, loc, qRoundOf(tileIndex), c32(1)));
+  fagpu::PipelineAcquireOp::create(
+      b, loc, qPipe, buffer,
+      arith::XOrIOp::create(b, loc, qRoundOf(tileIndex), c32(1)), 0);
   if (spec.dynamicTiles)
     LLVM::StoreOp::create(b, loc, id, tileSlot(buffer), /*alignment=*/4,
                           /*isVolatile=*/true);
@@ -996,7 +766,7 @@ Value KernelBuilder::claimQBuffer(Value tileIndex, Value id) {
 
 void KernelBuilder::announceEnd(Value endId, Value tileIndex) {
   Value buffer = claimQBuffer(tileIndex, endId);
-  NVVM::MBarrierArriveOp::create(b, loc, Type(), qFull(buffer), Value());
+  fagpu::PipelineCommitOp::create(b, loc, qPipe, buffer, 0);
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
@@ -1015,42 +785,35 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     group = warpUniform(group);
   Value inGroup = remu(tid, c32(128));
   warpInGroup = divu(inGroup, c32(32));
-  lane = remu(tid, c32(32));
+  Value lane = remu(tid, c32(32));
   g = divu(lane, c32(4));
-  t = remu(lane, c32(4));
 
-  // Barrier initialisation, made visible to the async proxy (TMA) before
-  // any thread uses the barriers.
-  {
-    auto ifInit = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(ifInit.thenBlock());
-    // "full": one producer arrival (+ TMA bytes); "empty": one arrival per
-    // consumer warp.
-    Value producerArrivals = c32(1), warpArrivals = c32(4 * spec.consumers);
-    for (int64_t q = 0; q < spec.qBuffers; ++q) {
-      NVVM::MBarrierInitOp::create(b, loc, qFull(c32(q)), producerArrivals,
-                                   Value());
-      NVVM::MBarrierInitOp::create(b, loc, qEmpty(c32(q)), warpArrivals,
-                                   Value());
-    }
-    for (int64_t s = 0; s < spec.stages; ++s) {
-      for (Value full : {kFull(c32(s)), vFull(c32(s))})
-        NVVM::MBarrierInitOp::create(b, loc, full, producerArrivals, Value());
-      for (Value empty : {kEmpty(c32(s)), vEmpty(c32(s))})
-        NVVM::MBarrierInitOp::create(b, loc, empty, warpArrivals, Value());
-    }
-    NVVM::FenceMbarrierInitOp::create(b, loc);
-  }
-  NVVM::Barrier0Op::create(b, loc);
+  // The Q buffers and the K/V ring: "full" barriers take one producer
+  // arrival (+ TMA bytes), "empty" ones one arrival per consumer warp.
+  int64_t warpArrivals = 4 * spec.consumers;
+  MLIRContext *ctx = b.getContext();
+  qPipe = fagpu::CreatePipelineOp::create(
+      b, loc, fagpu::PipelineType::get(ctx, spec.qBuffers, 1, qTileType),
+      spec.barrierOffset(), /*tile_offset=*/0);
+  kvPipe = fagpu::CreatePipelineOp::create(
+      b, loc, fagpu::PipelineType::get(ctx, spec.stages, 2, kvTileType),
+      spec.barrierOffset() + 8 * 2 * spec.qBuffers, spec.kOffset(0));
+  if (spec.tmaStore && !spec.stageInQ)
+    stagingTile = fagpu::SharedTileOp::create(b, loc, qTileType,
+                                              spec.oStageOffset());
+  fagpu::InitPipelinesOp::create(b, loc, ValueRange{qPipe, kvPipe},
+                                 warpArrivals);
 
-  auto roles = scf::IfOp::create(b, loc, eq(group, c32(0)), true);
+  auto roles = fagpu::WarpSpecializeOp::create(
+      b, loc, group, spec.consumers, spec.producerRegisters,
+      spec.consumerRegisters);
   {
     OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(roles.thenBlock());
+    b.createBlock(&roles.getProducer());
     emitProducer();
-    b.setInsertionPointToStart(roles.elseBlock());
-    emitConsumer(sub(group, c32(1)));
+    Block *consumerBlock =
+        b.createBlock(&roles.getConsumer(), {}, {i32}, {loc});
+    emitConsumer(consumerBlock->getArgument(0));
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
@@ -1109,7 +872,7 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
 
 } // namespace
 
-LogicalResult mlir::fa::lowerSM90Kernels(ModuleOp module) {
+LogicalResult mlir::fa::buildSM90Kernels(ModuleOp module) {
   auto build = [](OpBuilder &b, Location loc, const KernelSpec &spec,
                   gpu::GPUModuleOp kernels) {
     return KernelBuilder(b, loc, spec).build(kernels);

@@ -19,6 +19,7 @@ using namespace mlir::fagpu;
 #include "fa/Dialect/FAGPU/IR/FAGPUOps.cpp.inc"
 
 void FAGPUDialect::initialize() {
+  registerTypes();
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "fa/Dialect/FAGPU/IR/FAGPUAttrs.cpp.inc"

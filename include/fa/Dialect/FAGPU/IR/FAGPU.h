@@ -4,6 +4,7 @@
 #define FA_DIALECT_FAGPU_IR_FAGPU_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
@@ -29,6 +30,9 @@ struct ScheduleFields {
 
 #define GET_ATTRDEF_CLASSES
 #include "fa/Dialect/FAGPU/IR/FAGPUAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "fa/Dialect/FAGPU/IR/FAGPUTypes.h.inc"
 
 #define GET_OP_CLASSES
 #include "fa/Dialect/FAGPU/IR/FAGPUOps.h.inc"

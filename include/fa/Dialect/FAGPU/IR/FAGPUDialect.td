@@ -26,8 +26,13 @@ def FAGPU_Dialect : Dialect {
     scheduler, the TMA-store epilogue), checking that it fits the target,
     and `convert-fagpu-to-nvvm` emits the kernel the schedule describes.
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect"];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerTypes();
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 class FAGPU_Op<string mnemonic, list<Trait> traits = []>

@@ -65,4 +65,6 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
   }];
 }
 
+include "fa/Dialect/FAGPU/IR/FAGPUWarpgroupOps.td"
+
 #endif // FA_DIALECT_FAGPU_IR_FAGPUOPS_TD

@@ -1,0 +1,111 @@
+//===- FAGPUTypes.td - fagpu types -------------------------*- tablegen -*-===//
+//
+// The values a warpgroup-level kernel computes with: register fragments of
+// a warpgroup's tiles, shared-memory tiles, and the pipelines (rings of
+// shared-memory stages guarded by mbarriers) between the warp roles.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FAGPU_IR_FAGPUTYPES_TD
+#define FA_DIALECT_FAGPU_IR_FAGPUTYPES_TD
+
+include "fa/Dialect/FAGPU/IR/FAGPUAttrs.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def FAGPU_FragmentLayout : I32EnumAttr<"FragmentLayout",
+    "how a warpgroup's tile is spread over its threads' registers", [
+    I32EnumAttrCase<"Accumulator", 0, "accumulator">,
+    I32EnumAttrCase<"OperandA", 1, "operand_a">,
+    I32EnumAttrCase<"Rows", 2, "rows">]> {
+  let cppNamespace = "::mlir::fagpu";
+}
+
+class FAGPU_Type<string name, string typeMnemonic>
+    : TypeDef<FAGPU_Dialect, name> {
+  let mnemonic = typeMnemonic;
+}
+
+def FAGPU_FragmentType : FAGPU_Type<"Fragment", "fragment"> {
+  let summary = "a warpgroup's tile held in its 128 threads' registers";
+  let description = [{
+    A `rows x cols` tile of one warpgroup (rows = 64, the wgmma M), spread
+    over its threads as the tensor cores want it. Thread t, w = t / 32,
+    g = (t % 32) / 4, q = t % 4:
+
+    | layout | registers per thread | register 4 i + e holds |
+    |---|---|---|
+    | `accumulator` (f32) | rows * cols / 128 f32 | row 16 w + g + 8 (e / 2), column 8 i + 2 q + (e % 2) |
+    | `operand_a` (f16, bf16) | rows * cols / 256 i32 | the pairs of the accumulator layout, packed: the A fragment of the next MMA |
+    | `rows` (f32) | rows / 32 f32 | a value per row: rows 16 w + g and 16 w + g + 8 |
+
+    The accumulator layout is the mma.sync C fragment repeated over the
+    columns, so the softmax arithmetic on it is the same for every target.
+
+    ```mlir
+    !fagpu.fragment<64x128xf32, accumulator>
+    !fagpu.fragment<64x128xf16, operand_a>
+    !fagpu.fragment<64xf32, rows>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "Type":$elementType,
+                        "FragmentLayout":$layout);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Registers a thread holds.
+    int64_t getRegisters() const;
+    /// The type of each register (f32, or i32 for packed 16-bit pairs).
+    Type getRegisterType() const;
+  }];
+}
+
+def FAGPU_SharedTileType : FAGPU_Type<"SharedTile", "smem_tile"> {
+  let summary = "a tile in shared memory, 128-byte swizzled";
+  let description = [{
+    A `rows x cols` tile stored as cols / 64 column blocks of `block_rows`
+    rows of 128 bytes, each 8-row group a 1 KiB atom whose 16-byte chunks
+    are XORed with the row mod 8 -- what a TMA writes with the 128-byte
+    swizzle and what wgmma reads. A tile of the rows of a larger one
+    (`fagpu.tile_rows`) keeps the larger tile's `block_rows`; it is printed
+    only when it differs from `rows`.
+
+    ```mlir
+    !fagpu.smem_tile<128x128xf16>
+    !fagpu.smem_tile<64x128xf16, block_rows = 128>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "Type":$elementType, "int64_t":$blockRows);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getRows() const { return getShape()[0]; }
+    int64_t getCols() const { return getShape()[1]; }
+    /// Bytes of the tile in shared memory.
+    int64_t getBytes() const {
+      return getBlockRows() * getCols() * getElementType().getIntOrFloatBitWidth() / 8;
+    }
+  }];
+}
+
+def FAGPU_PipelineType : FAGPU_Type<"Pipeline", "pipeline"> {
+  let summary = "a ring of shared-memory stages between producer and consumers";
+  let description = [{
+    `stages` stages of `buffers` tiles each (K and V: 2; Q: 1), every tile
+    guarded by a "full" mbarrier (the producer's arrival with the bytes its
+    TMA will deliver) and an "empty" one (one arrival per consumer warp once
+    it has read the tile). Stage s is used in rounds; round r waits on
+    parity r mod 2.
+
+    ```mlir
+    !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf16>
+    ```
+  }];
+  let parameters = (ins "int64_t":$stages, "int64_t":$buffers,
+                        FAGPU_SharedTileType:$tile);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+#endif // FA_DIALECT_FAGPU_IR_FAGPUTYPES_TD

@@ -1,0 +1,435 @@
+//===- FAGPUWarpgroupOps.td - the ops of a kernel body -----*- tablegen -*-===//
+//
+// `fagpu-build-kernels` writes each attention's kernel in these ops: the
+// warp roles, the pipelines between them, the TMA loads, the MMAs on
+// fragments, the online softmax on the accumulator fragment and the
+// epilogue. `convert-fagpu-to-nvvm` lowers each with one pattern.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FAGPU_IR_FAGPUWARPGROUPOPS_TD
+#define FA_DIALECT_FAGPU_IR_FAGPUWARPGROUPOPS_TD
+
+include "fa/Dialect/FAGPU/IR/FAGPUTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Dialect/LLVMIR/LLVMTypes.td"
+
+def FAGPU_Fragment : Type<CPred<"::llvm::isa<::mlir::fagpu::FragmentType>($_self)">,
+                          "fagpu fragment", "::mlir::fagpu::FragmentType">;
+def FAGPU_SharedTile : Type<CPred<"::llvm::isa<::mlir::fagpu::SharedTileType>($_self)">,
+                            "fagpu shared-memory tile",
+                            "::mlir::fagpu::SharedTileType">;
+def FAGPU_Pipeline : Type<CPred<"::llvm::isa<::mlir::fagpu::PipelineType>($_self)">,
+                          "fagpu pipeline", "::mlir::fagpu::PipelineType">;
+
+//===----------------------------------------------------------------------===//
+// Warp roles
+//===----------------------------------------------------------------------===//
+
+def FAGPU_WarpSpecializeOp : FAGPU_Op<"warp_specialize",
+    [RecursiveMemoryEffects, NoTerminator]> {
+  let summary = "producer and consumer warpgroups with register budgets";
+  let description = [{
+    Warpgroup 0 of the CTA runs the `producer` region, warpgroups 1 ..
+    `consumers` the `consumer` region with their consumer index (0-based)
+    as the block argument. `%warpgroup` is the thread's warpgroup. The
+    producer gives registers back (`setmaxnreg.dec` to
+    `producer_registers`), the consumers take them (`setmaxnreg.inc` to
+    `consumer_registers`): the register file holds
+    128 * (producer + consumers * consumer) registers.
+
+    ```mlir
+    fagpu.warp_specialize %wg consumers 2
+        registers(producer = 24, consumer = 240) producer {
+      ...
+    } consumer {
+    ^bb0(%consumer: i32):
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins I32:$warpgroup, I64Attr:$consumers,
+                       I64Attr:$producer_registers,
+                       I64Attr:$consumer_registers);
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
+  let assemblyFormat = [{
+    $warpgroup `consumers` $consumers `registers` `(` `producer` `=`
+    $producer_registers `,` `consumer` `=` $consumer_registers `)`
+    `producer` $producer `consumer` $consumer attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_WaitTurnOp : FAGPU_Op<"wait_turn"> {
+  let summary = "ping-pong: wait until the other consumer hands over the tensor cores";
+  let description = [{
+    Named barrier `%barrier`, `threads` threads: this warpgroup's 128 wait,
+    the partner's 128 arrive with `fagpu.pass_turn`.
+  }];
+  let arguments = (ins I32:$barrier, I64Attr:$threads);
+  let assemblyFormat = "$barrier `threads` $threads attr-dict";
+}
+
+def FAGPU_PassTurnOp : FAGPU_Op<"pass_turn"> {
+  let summary = "ping-pong: hand the tensor cores to the partner consumer";
+  let description = [{
+    Arrives (without waiting) on the partner's named barrier `%barrier`,
+    once this warpgroup's MMAs of the step are issued.
+  }];
+  let arguments = (ins I32:$barrier, I64Attr:$threads);
+  let assemblyFormat = "$barrier `threads` $threads attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+def FAGPU_CreatePipelineOp : FAGPU_Op<"create_pipeline", [Pure]> {
+  let summary = "a pipeline's place in shared memory";
+  let description = [{
+    The pipeline's mbarriers start at byte `barrier_offset` of the CTA's
+    (1 KiB-aligned) shared memory: the full barrier of buffer b of stage s
+    is number b * stages + s, its empty barrier buffers * stages later. Its
+    tiles start at `tile_offset`: buffer b of stage s at
+    (s * buffers + b) tile sizes.
+
+    ```mlir
+    %kv = fagpu.create_pipeline {barrier_offset = 229376 : i64,
+        tile_offset = 32768 : i64}
+        : !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf16>
+    ```
+  }];
+  let arguments = (ins I64Attr:$barrier_offset, I64Attr:$tile_offset);
+  let results = (outs FAGPU_Pipeline:$pipeline);
+  let assemblyFormat = "attr-dict `:` type($pipeline)";
+  let hasVerifier = 1;
+}
+
+def FAGPU_InitPipelinesOp : FAGPU_Op<"init_pipelines"> {
+  let hasVerifier = 1;
+  let summary = "initialise the pipelines' barriers before any thread uses them";
+  let description = [{
+    One thread initialises every barrier of `pipelines` (full: one producer
+    arrival plus the TMA bytes; empty: `consumer_arrivals`, one per consumer
+    warp), fences the initialisation for the async proxy, and the CTA
+    synchronises.
+  }];
+  let arguments = (ins Variadic<FAGPU_Pipeline>:$pipelines,
+                       I64Attr:$consumer_arrivals);
+  let assemblyFormat = [{
+    $pipelines `consumer_arrivals` $consumer_arrivals attr-dict `:`
+    type($pipelines)
+  }];
+}
+
+class FAGPU_PipelineStageOp<string mnemonic, list<Trait> traits = []>
+    : FAGPU_Op<mnemonic, traits> {
+  code stageVerifier = [{
+    auto type = ::llvm::cast<PipelineType>(getPipeline().getType());
+    int64_t buffer = getBufferAttr().getInt();
+    if (buffer < 0 || buffer >= type.getBuffers())
+      return emitOpError("buffer ") << buffer << " is not one of the "
+             << type.getBuffers() << " buffers of the pipeline";
+    return ::mlir::success();
+  }];
+}
+
+def FAGPU_PipelineAcquireOp : FAGPU_PipelineStageOp<"pipeline_acquire"> {
+  let summary = "producer: wait until a stage's buffer is free";
+  let description = [{
+    Waits until every consumer released buffer `buffer` of stage `%stage`
+    in its previous round: the empty barrier's phase `%parity` (a fresh
+    barrier passes a wait on parity 1).
+  }];
+  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$stage, I32:$parity,
+                       I64Attr:$buffer);
+  let assemblyFormat = [{
+    $pipeline `[` $stage `]` `buffer` $buffer `parity` $parity attr-dict
+    `:` type($pipeline)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+  }];
+}
+
+def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load"> {
+  let summary = "producer: load a tile into a stage's buffer by TMA and commit it";
+  let description = [{
+    Arrives on the buffer's full barrier announcing the tile's bytes, then
+    issues the TMA loads of rows `%row` .. of matrix `%matrix` (the third
+    coordinate of the tensor map `%map`, a `__grid_constant__` CUtensorMap)
+    into it: one box of 64 columns per swizzled column block. The barrier
+    completes when the bytes have landed.
+  }];
+  let arguments = (ins LLVM_AnyPointer:$map, I32:$row, I32:$matrix,
+                       FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer);
+  let assemblyFormat = [{
+    $map `[` $row `,` $matrix `]` `into` $pipeline `[` $stage `]` `buffer`
+    $buffer attr-dict `:` type($map) `,` type($pipeline)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+  }];
+}
+
+def FAGPU_PipelineCommitOp : FAGPU_PipelineStageOp<"pipeline_commit"> {
+  let summary = "producer: mark a stage's buffer full without data";
+  let description = [{
+    Arrives on the full barrier without bytes: what the producer writes into
+    the stage outside the TMA (the dynamic scheduler's end-of-work tile id)
+    becomes visible to the consumers waiting on it.
+  }];
+  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer);
+  let assemblyFormat = [{
+    $pipeline `[` $stage `]` `buffer` $buffer attr-dict `:` type($pipeline)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+  }];
+}
+
+def FAGPU_PipelineWaitOp : FAGPU_PipelineStageOp<"pipeline_wait"> {
+  let summary = "consumer: wait until a stage's buffer is full";
+  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$stage, I32:$parity,
+                       I64Attr:$buffer);
+  let assemblyFormat = [{
+    $pipeline `[` $stage `]` `buffer` $buffer `parity` $parity attr-dict
+    `:` type($pipeline)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+  }];
+}
+
+def FAGPU_PipelineReleaseOp : FAGPU_PipelineStageOp<"pipeline_release"> {
+  let summary = "consumer: this warp is done reading a stage's buffer";
+  let description = [{
+    One arrival (lane 0) on the buffer's empty barrier, after the warp's
+    MMAs that read it have retired (`fagpu.mma_wait`).
+  }];
+  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer);
+  let assemblyFormat = [{
+    $pipeline `[` $stage `]` `buffer` $buffer attr-dict `:` type($pipeline)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+  }];
+}
+
+def FAGPU_PipelineTileOp : FAGPU_PipelineStageOp<"pipeline_tile", [Pure]> {
+  let summary = "the shared-memory tile of a stage's buffer";
+  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer);
+  let results = (outs FAGPU_SharedTile:$tile);
+  let assemblyFormat = [{
+    $pipeline `[` $stage `]` `buffer` $buffer attr-dict `:` type($pipeline)
+    `->` type($tile)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{
+      if (getTile().getType() != type.getTile())
+        return emitOpError("result must be the pipeline's tile type ")
+               << type.getTile();
+      return ::mlir::success();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Shared-memory tiles
+//===----------------------------------------------------------------------===//
+
+def FAGPU_SharedTileOp : FAGPU_Op<"shared_tile", [Pure]> {
+  let summary = "a tile at a fixed place in shared memory";
+  let arguments = (ins I64Attr:$offset);
+  let results = (outs FAGPU_SharedTile:$tile);
+  let assemblyFormat = "`offset` $offset attr-dict `:` type($tile)";
+  let hasVerifier = 1;
+}
+
+def FAGPU_TileRowsOp : FAGPU_Op<"tile_rows", [Pure]> {
+  let summary = "rows index * R .. of a shared-memory tile";
+  let description = [{
+    The `%index`-th block of R rows (R the result's rows) of `%tile`: what
+    one consumer warpgroup reads of a Q tile shared by several. The result
+    keeps the source's column-block height.
+  }];
+  let arguments = (ins FAGPU_SharedTile:$tile, I32:$index);
+  let results = (outs FAGPU_SharedTile:$rows);
+  let assemblyFormat = [{
+    $tile `[` $index `]` attr-dict `:` type($tile) `->` type($rows)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor cores
+//===----------------------------------------------------------------------===//
+
+def FAGPU_MmaOp : FAGPU_Op<"mma"> {
+  let summary = "a warpgroup's asynchronous MMA on tiles and fragments";
+  let description = [{
+    `%acc + %a * %b` for one warpgroup, issued asynchronously (it completes
+    at a `fagpu.mma_wait`): `%a` is a shared-memory tile (K-major) or an
+    `operand_a` fragment, `%b` a shared-memory tile, K-major by default (the
+    product is `a * b^T`, as S = Q K^T) or `mn_major` (`a * b`, as P V
+    with V row-major). Without `%acc` the accumulator starts at zero.
+    On sm_90a one `wgmma.mma_async` per 16-element k-step, fenced before and
+    committed as one group after.
+
+    ```mlir
+    %s = fagpu.mma %q, %k : !fagpu.smem_tile<64x128xf16, block_rows = 128>,
+        !fagpu.smem_tile<128x128xf16> -> !fagpu.fragment<64x128xf32, accumulator>
+    %o1 = fagpu.mma %p, %v acc(%o) {mn_major} : ...
+    ```
+  }];
+  let arguments = (ins AnyType:$a, FAGPU_SharedTile:$b,
+                       Optional<FAGPU_Fragment>:$acc, UnitAttr:$mn_major);
+  let results = (outs FAGPU_Fragment:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`acc` `(` $acc^ `)`)? attr-dict `:` type($a) `,` type($b)
+    (`,` type($acc)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_MmaWaitOp : FAGPU_Op<"mma_wait"> {
+  let summary = "wait until at most `pending` MMA groups are in flight";
+  let description = [{
+    The warpgroup's MMAs are committed in groups (one per `fagpu.mma`);
+    this waits for all but the newest `pending`. The fragments of the
+    retired groups may then be read (after `fagpu.pin`).
+  }];
+  let arguments = (ins I64Attr:$pending);
+  let assemblyFormat = "`pending` $pending attr-dict";
+}
+
+def FAGPU_PinOp : FAGPU_Op<"pin", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "pin a fragment at this point of the instruction stream";
+  let description = [{
+    The result is the input, but no use of it moves above this point and no
+    write of it below: a fragment an asynchronous MMA writes may be read
+    only after its `fagpu.mma_wait`, and one it reads must not be
+    overwritten before its `fagpu.mma`. (Lowered to an empty asm that
+    modifies each register.)
+  }];
+  let arguments = (ins FAGPU_Fragment:$input);
+  let results = (outs FAGPU_Fragment:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def FAGPU_SplatOp : FAGPU_Op<"splat", [Pure]> {
+  let summary = "a fragment with every element equal to a scalar";
+  let arguments = (ins F32:$value);
+  let results = (outs FAGPU_Fragment:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Online softmax on the accumulator fragment
+//===----------------------------------------------------------------------===//
+
+def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
+    AllTypesMatch<["m", "l", "new_m", "new_l", "alpha"]>]> {
+  let summary = "the online-softmax step of a block of scores";
+  let description = [{
+    For the scores `%s` of keys `%key_start` .. of the thread's rows
+    `%row0` and `%row0 + 8` (in the accumulator layout), in log2 units
+    (`%scale_log2` = scale * log2 e):
+    softcap (`softcap`), the mask when `masked` (keys past `%nk`, and
+    `causal` / `window`), then per row the new base m' = max(m, rowmax(s) *
+    scale) -- or with FA4's conditional rescaling (`rescale_threshold`) the
+    old base unless the block max exceeds it by more than the threshold --
+    alpha = exp2(m - m'), P = exp2(s * scale - m') (with FA4's software
+    exp2 for one register in `exp2_poly_period` when `exp2_poly_degree` is
+    set), l' = alpha l + rowsum(P). Returns P as the `operand_a` fragment of
+    the P V MMA, m', l', alpha and, with conditional rescaling, whether some
+    row of the thread moved its base.
+  }];
+  let arguments = (ins FAGPU_Fragment:$s, FAGPU_Fragment:$m,
+                       FAGPU_Fragment:$l, I32:$key_start, I32:$row0, I32:$nk,
+                       F32:$scale_log2, UnitAttr:$masked, UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<F32Attr>:$rescale_threshold,
+                       OptionalAttr<I64Attr>:$exp2_poly_degree,
+                       OptionalAttr<I64Attr>:$exp2_poly_period);
+  let results = (outs FAGPU_Fragment:$p, FAGPU_Fragment:$new_m,
+                      FAGPU_Fragment:$new_l, FAGPU_Fragment:$alpha,
+                      Optional<I1>:$moved);
+  let assemblyFormat = [{
+    $s `,` $m `,` $l `keys` `(` $key_start `,` $nk `)` `row` $row0
+    `scale` $scale_log2 attr-dict `:` type($s) `,` type($m) `->` type($p)
+    (`,` type($moved)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_RescaleOp : FAGPU_Op<"rescale", [Pure,
+    AllTypesMatch<["o", "result"]>]> {
+  let summary = "O *= alpha per row (FA4: only where a row of the warp moved)";
+  let description = [{
+    Scales each row of the accumulator `%o` by its `%alpha`. With `%moved`
+    (FA4 conditional rescaling) the warp votes, and skips the multiplies
+    when no thread's row moved its base.
+  }];
+  let arguments = (ins FAGPU_Fragment:$o, FAGPU_Fragment:$alpha,
+                       Optional<I1>:$moved);
+  let results = (outs FAGPU_Fragment:$result);
+  let assemblyFormat = [{
+    $o `,` $alpha (`if` $moved^)? attr-dict `:` type($o) `,` type($alpha)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogue
+//===----------------------------------------------------------------------===//
+
+def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
+    [AttrSizedOperandSegments, AllTypesMatch<["m", "l"]>]> {
+  let summary = "O / l and the LSE of a warpgroup's rows";
+  let description = [{
+    Divides each row of `%o` by its total l (summed over the quad; 0 for a
+    row that saw no key) and writes rows `%row0`, `%row0 + 8` (the thread's)
+    of matrix `%matrix` of O (elements `out_element`), skipping rows past
+    `%nq`:
+    * from registers when `%out` is a pointer (16 B of a row per quad);
+    * with `%staging` (a shared-memory tile of the warpgroup's rows),
+      through it: stmatrix into the swizzled tile, a proxy fence, and one
+      TMA store by the warpgroup's first thread, `%out` being O's tensor
+      map; the warpgroup's four warps synchronise on named barrier
+      `%sync_barrier` around it.
+    With `%lse`, LSE = (m + log2 l) ln 2 (-inf for an empty row).
+  }];
+  let arguments = (ins FAGPU_Fragment:$o, FAGPU_Fragment:$m,
+                       FAGPU_Fragment:$l, I32:$row0, I32:$matrix, I32:$nq,
+                       LLVM_AnyPointer:$out, TypeAttr:$out_element,
+                       Optional<LLVM_AnyPointer>:$lse,
+                       Optional<FAGPU_SharedTile>:$staging,
+                       Optional<I32>:$sync_barrier);
+  let assemblyFormat = [{
+    $o `,` $m `,` $l `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out
+    `as` $out_element (`lse` $lse^)? (`staging` $staging^)? (`sync` $sync_barrier^)? attr-dict
+    `:` type($o) `,` type($m) `,` type($out) (`,` type($lse)^)?
+    (`,` type($staging)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_StoreWaitOp : FAGPU_Op<"store_wait"> {
+  let summary = "wait until the warpgroup's TMA stores have read shared memory";
+  let description = [{
+    The first thread of the warpgroup waits for its bulk stores (the shared
+    memory they read must outlive them).
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+#endif // FA_DIALECT_FAGPU_IR_FAGPUWARPGROUPOPS_TD

@@ -1,0 +1,852 @@
+//===- WarpgroupToNVVM.cpp - the kernel-body ops to NVVM, one pattern each ===//
+//
+// Lowers the ops `fagpu-build-kernels` writes a kernel in. Values change
+// form on the way (a 1:N type conversion):
+//   !fagpu.fragment<...>  -> its registers (getRegisters() x f32 or i32)
+//   !fagpu.smem_tile<...> -> (aligned shared base, byte offset)
+//   !fagpu.pipeline<...>  -> (aligned shared base, barrier offset, tile
+//                             offset)
+// so loops carry fragments as the registers they are, and each op's pattern
+// emits its hardware sequence on them (sm_90a: wgmma, TMA, mbarrier,
+// stmatrix). The softmax arithmetic on accumulator fragments is the one of
+// Common/OnlineSoftmax.h that the mma.sync kernel shares.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpgroupToNVVM.h"
+
+#include "../Common/TMAKernel.h"
+
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+constexpr int64_t kWgmmaSwizzle128 = int64_t(1) << 62; // descriptor bits
+
+/// The emitter helpers, for one pattern's op: the element type, mask and
+/// FA4 config, and tile sizes are the op's.
+class OpEmitter : public TMAKernelEmitter {
+public:
+  OpEmitter(OpBuilder &b, Location loc, Type element,
+            const SoftmaxConfig &config = SoftmaxConfig(), int64_t headDim = 0,
+            int64_t blockC = 0)
+      : TMAKernelEmitter(b, loc, element.isBF16(), config, headDim,
+                         /*blockR=*/0, blockC) {}
+
+  OpBuilder &builder() { return b; }
+
+  using TMAKernelEmitter::add;
+  using TMAKernelEmitter::alignedSharedBase;
+  using TMAKernelEmitter::applyMask;
+  using TMAKernelEmitter::applySoftcap;
+  using TMAKernelEmitter::c32;
+  using TMAKernelEmitter::cf;
+  using TMAKernelEmitter::divu;
+  using TMAKernelEmitter::c64;
+  using TMAKernelEmitter::eq;
+  using TMAKernelEmitter::expectBytes;
+  using TMAKernelEmitter::ext64;
+  using TMAKernelEmitter::f32;
+  using TMAKernelEmitter::fmul;
+  using TMAKernelEmitter::gep;
+  using TMAKernelEmitter::globalPtr;
+  using TMAKernelEmitter::half;
+  using TMAKernelEmitter::i32;
+  using TMAKernelEmitter::kMajorDescriptor;
+  using TMAKernelEmitter::loadTile;
+  using TMAKernelEmitter::mul;
+  using TMAKernelEmitter::onlineSoftmax;
+  using TMAKernelEmitter::packPair;
+  using TMAKernelEmitter::packProbabilities;
+  using TMAKernelEmitter::remu;
+  using TMAKernelEmitter::rowTotal;
+  using TMAKernelEmitter::RowTotal;
+  using TMAKernelEmitter::sharedAt;
+  using TMAKernelEmitter::smem;
+  using TMAKernelEmitter::SoftmaxStep;
+  using TMAKernelEmitter::storeLse;
+  using TMAKernelEmitter::storeRowBlock;
+  using TMAKernelEmitter::storeRows;
+  using TMAKernelEmitter::valueDescriptor;
+  using TMAKernelEmitter::waitBarrier;
+  using TMAKernelEmitter::oMap;
+
+  /// The thread's place in its warpgroup (reads of %tid.x, which LLVM
+  /// merges with the kernel's own).
+  struct ThreadPosition {
+    Value lane, warpInGroup, quadLane;
+  };
+  ThreadPosition position() {
+    Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+    return {remu(tid, c32(32)), divu(remu(tid, c32(128)), c32(32)),
+            remu(remu(tid, c32(32)), c32(4))};
+  }
+  /// Lane 0 of each warp runs `body`.
+  void onLaneZero(llvm::function_ref<void()> body) {
+    auto ifLead = scf::IfOp::create(b, loc, eq(position().lane, c32(0)),
+                                    /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifLead.thenBlock());
+    body();
+  }
+  /// The first thread of the warpgroup runs `body`.
+  void onFirstThread(ThreadPosition pos, llvm::function_ref<void()> body) {
+    auto ifFirst = scf::IfOp::create(
+        b, loc,
+        arith::AndIOp::create(b, loc, eq(pos.warpInGroup, c32(0)),
+                              eq(pos.lane, c32(0))),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    body();
+  }
+};
+
+/// A pipeline as its lowered values.
+struct PipelineValues {
+  fagpu::PipelineType type;
+  Value base, barrierOffset, tileOffset;
+
+  PipelineValues(Value pipeline, ValueRange lowered)
+      : type(cast<fagpu::PipelineType>(pipeline.getType())),
+        base(lowered[0]), barrierOffset(lowered[1]), tileOffset(lowered[2]) {}
+
+  /// Barrier number `index` of the pipeline.
+  Value barrier(OpEmitter &e, Value index) const {
+    e.smem = base;
+    return e.sharedAt(e.add(barrierOffset, e.mul(index, e.c32(8))));
+  }
+  Value full(OpEmitter &e, Value stage, int64_t buffer) const {
+    return barrier(e, e.add(e.c32(buffer * type.getStages()), stage));
+  }
+  Value empty(OpEmitter &e, Value stage, int64_t buffer) const {
+    int64_t first = (type.getBuffers() + buffer) * type.getStages();
+    return barrier(e, e.add(e.c32(first), stage));
+  }
+  /// Byte offset of buffer `buffer` of `stage`.
+  Value tile(OpEmitter &e, Value stage, int64_t buffer) const {
+    int64_t bytes = type.getTile().getBytes();
+    Value offset =
+        e.add(tileOffset, e.mul(stage, e.c32(type.getBuffers() * bytes)));
+    return buffer ? e.add(offset, e.c32(buffer * bytes)) : offset;
+  }
+};
+
+Type elementOf(fagpu::PipelineType type) {
+  return type.getTile().getElementType();
+}
+
+//===----------------------------------------------------------------------===//
+// Warp roles
+//===----------------------------------------------------------------------===//
+
+/// scf.if on the warpgroup: the producer gives registers back, the
+/// consumers (warpgroup - 1) take them.
+struct WarpSpecializeLowering
+    : OpConversionPattern<fagpu::WarpSpecializeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::WarpSpecializeOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    Value group = adaptor.getWarpgroup().front();
+    auto roles =
+        scf::IfOp::create(rewriter, loc, e.eq(group, e.c32(0)), true);
+    rewriter.setInsertionPoint(roles.thenBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getProducerRegisters(),
+                                   NVVM::SetMaxRegisterAction::decrease);
+    rewriter.inlineBlockBefore(&op.getProducer().front(),
+                               roles.thenBlock()->getTerminator());
+    rewriter.setInsertionPoint(roles.elseBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getConsumerRegisters(),
+                                   NVVM::SetMaxRegisterAction::increase);
+    Value consumer = e.add(group, e.c32(-1));
+    rewriter.inlineBlockBefore(&op.getConsumer().front(),
+                               roles.elseBlock()->getTerminator(), {consumer});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Ping-pong hand-offs: named barriers of the two partners' 256 threads.
+struct WaitTurnLowering : OpConversionPattern<fagpu::WaitTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::WaitTurnOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    NVVM::BarrierOp::create(rewriter, op.getLoc(), Type(),
+                            adaptor.getBarrier().front(),
+                            e.c32(op.getThreads()),
+                            NVVM::BarrierReductionAttr(), Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PassTurnLowering : OpConversionPattern<fagpu::PassTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PassTurnOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    NVVM::BarrierArriveOp::create(rewriter, op.getLoc(),
+                                  adaptor.getBarrier().front(),
+                                  e.c32(op.getThreads()));
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Pipelines and shared-memory tiles
+//===----------------------------------------------------------------------===//
+
+/// The dynamic shared memory of the kernel containing `op`, aligned.
+Value sharedBase(OpEmitter &e, Operation *op) {
+  auto global =
+      SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
+          op, StringAttr::get(op->getContext(), "fa_smem"));
+  return e.alignedSharedBase(global);
+}
+
+struct CreatePipelineLowering
+    : OpConversionPattern<fagpu::CreatePipelineOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::CreatePipelineOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), elementOf(op.getType()));
+    if (!SymbolTable::lookupNearestSymbolFrom(
+            op, StringAttr::get(op->getContext(), "fa_smem")))
+      return rewriter.notifyMatchFailure(op, "no fa_smem in the module");
+    SmallVector<Value> values = {sharedBase(e, op),
+                                 e.c32(op.getBarrierOffset()),
+                                 e.c32(op.getTileOffset())};
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+/// One thread initialises the barriers (stage by stage: the full barriers
+/// of its buffers, then their empty ones), fences them for the async
+/// proxy (TMA), and the CTA waits for it.
+struct InitPipelinesLowering : OpConversionPattern<fagpu::InitPipelinesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::InitPipelinesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, e.i32);
+    auto ifInit =
+        scf::IfOp::create(rewriter, loc, e.eq(tid, e.c32(0)), false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifInit.thenBlock());
+      Value producerArrivals = e.c32(1);
+      Value consumerArrivals = e.c32(op.getConsumerArrivals());
+      for (auto [pipeline, lowered] :
+           llvm::zip(op.getPipelines(), adaptor.getPipelines())) {
+        PipelineValues p(pipeline, lowered);
+        for (int64_t s = 0; s < p.type.getStages(); ++s) {
+          for (int64_t buf = 0; buf < p.type.getBuffers(); ++buf)
+            NVVM::MBarrierInitOp::create(rewriter, loc,
+                                         p.full(e, e.c32(s), buf),
+                                         producerArrivals, Value());
+          for (int64_t buf = 0; buf < p.type.getBuffers(); ++buf)
+            NVVM::MBarrierInitOp::create(rewriter, loc,
+                                         p.empty(e, e.c32(s), buf),
+                                         consumerArrivals, Value());
+        }
+      }
+      NVVM::FenceMbarrierInitOp::create(rewriter, loc);
+    }
+    NVVM::Barrier0Op::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PipelineAcquireLowering
+    : OpConversionPattern<fagpu::PipelineAcquireOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineAcquireOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    e.waitBarrier(
+        p.empty(e, adaptor.getStage().front(), op.getBuffer()),
+        adaptor.getParity().front());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaLoadLowering : OpConversionPattern<fagpu::TmaLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmaLoadOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    fagpu::SharedTileType tile = p.type.getTile();
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type), SoftmaxConfig(),
+                tile.getCols());
+    Value stage = adaptor.getStage().front();
+    Value full = p.full(e, stage, op.getBuffer());
+    e.expectBytes(full, tile.getBytes());
+    e.loadTile(adaptor.getMap().front(), p.tile(e, stage, op.getBuffer()),
+               tile.getRows(), adaptor.getRow().front(),
+               adaptor.getMatrix().front(), full);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PipelineCommitLowering
+    : OpConversionPattern<fagpu::PipelineCommitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineCommitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    NVVM::MBarrierArriveOp::create(
+        rewriter, op.getLoc(), Type(),
+        p.full(e, adaptor.getStage().front(), op.getBuffer()), Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PipelineWaitLowering : OpConversionPattern<fagpu::PipelineWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineWaitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    e.waitBarrier(p.full(e, adaptor.getStage().front(), op.getBuffer()),
+                  adaptor.getParity().front());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// One arrival per consumer warp (lane 0).
+struct PipelineReleaseLowering
+    : OpConversionPattern<fagpu::PipelineReleaseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineReleaseOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    Value empty = p.empty(e, adaptor.getStage().front(), op.getBuffer());
+    e.onLaneZero([&] {
+      NVVM::MBarrierArriveOp::create(rewriter, op.getLoc(), Type(), empty,
+                                     Value());
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PipelineTileLowering : OpConversionPattern<fagpu::PipelineTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    SmallVector<Value> tile = {
+        p.base, p.tile(e, adaptor.getStage().front(), op.getBuffer())};
+    rewriter.replaceOpWithMultiple(op, {tile});
+    return success();
+  }
+};
+
+struct SharedTileLowering : OpConversionPattern<fagpu::SharedTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::SharedTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
+    SmallVector<Value> tile = {sharedBase(e, op), e.c32(op.getOffset())};
+    rewriter.replaceOpWithMultiple(op, {tile});
+    return success();
+  }
+};
+
+/// Rows index * R ..: R 128-byte rows further in each column block.
+struct TileRowsLowering : OpConversionPattern<fagpu::TileRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TileRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
+    ValueRange tile = adaptor.getTile();
+    int64_t rowBytes = op.getType().getRows() * kSwizzleBytes;
+    SmallVector<Value> rows = {
+        tile[0],
+        e.add(tile[1], e.mul(adaptor.getIndex().front(), e.c32(rowBytes)))};
+    rewriter.replaceOpWithMultiple(op, {rows});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Tensor cores (sm_90a: wgmma)
+//===----------------------------------------------------------------------===//
+
+/// wgmma.mma_async per 16-element k-step between a fence and a commit.
+/// A from shared memory (S = Q K^T) uses the NVVM op; A from registers
+/// (O += P V) has no NVVM op: one inline-asm instruction per k-step with
+/// the accumulators tied in and out.
+struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::MmaOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    fagpu::SharedTileType bType = op.getB().getType();
+    fagpu::FragmentType result = op.getResult().getType();
+    OpEmitter e(rewriter, op.getLoc(), bType.getElementType(),
+                SoftmaxConfig(), bType.getCols(), bType.getRows());
+    ValueRange bTile = adaptor.getB();
+    SmallVector<Value> acc;
+    if (isa<fagpu::SharedTileType>(op.getA().getType())) {
+      if (op.getAcc() || op.getMnMajor())
+        return rewriter.notifyMatchFailure(
+            op, "shared-memory A: only S = A B^T into a fresh accumulator");
+      acc = sharedSharedMma(e, op, adaptor.getA(), bTile);
+    } else {
+      if (!op.getAcc() || !op.getMnMajor())
+        return rewriter.notifyMatchFailure(
+            op, "register A: only O += P V with V MN-major");
+      acc = registerSharedMma(e, op, adaptor.getA(), bTile,
+                              adaptor.getAcc());
+    }
+    if (int64_t(acc.size()) != result.getRegisters())
+      return failure();
+    rewriter.replaceOpWithMultiple(op, {acc});
+    return success();
+  }
+
+  static SmallVector<Value> sharedSharedMma(OpEmitter &e, fagpu::MmaOp op,
+                                            ValueRange aTile,
+                                            ValueRange bTile) {
+    OpBuilder &b = e.builder();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto aType = cast<fagpu::SharedTileType>(op.getA().getType());
+    fagpu::SharedTileType bType = op.getB().getType();
+    int64_t n = bType.getRows(), k = aType.getCols();
+    SmallVector<Type> fields(n / 2, e.f32);
+    auto accType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+    Value acc = LLVM::PoisonOp::create(b, loc, accType);
+    auto type = aType.getElementType().isBF16() ? NVVM::WGMMATypes::bf16
+                                                 : NVVM::WGMMATypes::f16;
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    for (int64_t kk = 0; kk < k / 16; ++kk) {
+      // The first k-step ignores the accumulator's input (scale-d = 0).
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          b, loc, accType, acc,
+          e.kMajorDescriptor(aTile[1], aType.getBlockRows(), kk,
+                             kWgmmaSwizzle128),
+          e.kMajorDescriptor(bTile[1], bType.getBlockRows(), kk,
+                             kWgmmaSwizzle128),
+          NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+          NVVM::WGMMATypesAttr::get(ctx, type),
+          NVVM::WGMMATypesAttr::get(ctx, type),
+          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+          NVVM::WGMMAScaleOutAttr::get(ctx, kk == 0
+                                                ? NVVM::WGMMAScaleOut::zero
+                                                : NVVM::WGMMAScaleOut::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+          NVVM::MMAIntOverflowAttr());
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    SmallVector<Value> s;
+    for (int64_t i = 0; i < n / 2; ++i)
+      s.push_back(
+          LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i}));
+    return s;
+  }
+
+  static SmallVector<Value> registerSharedMma(OpEmitter &e, fagpu::MmaOp op,
+                                              ValueRange p, ValueRange vTile,
+                                              ValueRange o) {
+    OpBuilder &b = e.builder();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    fagpu::SharedTileType vType = op.getB().getType();
+    int64_t n = vType.getCols(), regs = n / 2;
+    std::string elt = vType.getElementType().isBF16() ? "bf16" : "f16";
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                       "wgmma.mma_async.sync.aligned.m64n" +
+                       std::to_string(n) + "k16.f32." + elt + "." + elt + " {";
+    for (int64_t i = 0; i < regs; ++i)
+      text += (i ? ", $" : "$") + std::to_string(i);
+    text += "}, {";
+    for (int64_t i = 0; i < 4; ++i)
+      text += (i ? ", $" : "$") + std::to_string(regs + i);
+    // scale-d, imm-scale-a, imm-scale-b, imm-trans-b (V is MN-major).
+    text += "}, $" + std::to_string(regs + 4) + ", p, 1, 1, 1;\n}";
+    std::string constraints;
+    for (int64_t i = 0; i < regs; ++i)
+      constraints += "=f,";
+    constraints += "r,r,r,r,l";
+    for (int64_t i = 0; i < regs; ++i)
+      constraints += "," + std::to_string(i);
+    SmallVector<Type> fields(regs, e.f32);
+    auto accType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+
+    SmallVector<Value> acc(o.begin(), o.end());
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    for (int64_t kk = 0; kk < vType.getRows() / 16; ++kk) {
+      SmallVector<Value> operands(p.begin() + 4 * kk, p.begin() + 4 * kk + 4);
+      operands.push_back(e.valueDescriptor(vTile[1], kk, kWgmmaSwizzle128));
+      operands.append(acc.begin(), acc.end());
+      auto asmOp = LLVM::InlineAsmOp::create(
+          b, loc, accType, operands, text, constraints,
+          /*has_side_effects=*/true, /*is_align_stack=*/false,
+          LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+          ArrayAttr());
+      for (int64_t i = 0; i < regs; ++i)
+        acc[i] = LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0),
+                                              ArrayRef<int64_t>{i});
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    return acc;
+  }
+};
+
+struct MmaWaitLowering : OpConversionPattern<fagpu::MmaWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::MmaWaitOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, op.getLoc(),
+                                       op.getPending());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// An empty asm that "modifies" each register: no use is scheduled above
+/// it, no write below.
+struct PinLowering : OpConversionPattern<fagpu::PinOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PinOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> out;
+    for (Value v : adaptor.getInput()) {
+      StringRef constraint = v.getType().isF32() ? "=f,0" : "=r,0";
+      out.push_back(LLVM::InlineAsmOp::create(
+                        rewriter, op.getLoc(), v.getType(), ValueRange{v}, "",
+                        constraint, /*has_side_effects=*/true,
+                        /*is_align_stack=*/false,
+                        LLVM::tailcallkind::TailCallKind::None,
+                        LLVM::AsmDialectAttr(), ArrayAttr())
+                        .getResult(0));
+    }
+    rewriter.replaceOpWithMultiple(op, {out});
+    return success();
+  }
+};
+
+struct SplatLowering : OpConversionPattern<fagpu::SplatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::SplatOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> regs(op.getType().getRegisters(),
+                            adaptor.getValue().front());
+    rewriter.replaceOpWithMultiple(op, {regs});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Online softmax
+//===----------------------------------------------------------------------===//
+
+SoftmaxConfig configOf(fagpu::SoftmaxStepOp op) {
+  SoftmaxConfig config;
+  config.causal = op.getCausal();
+  config.window = op.getWindow().value_or(0);
+  if (std::optional<APFloat> cap = op.getSoftcap())
+    config.softcap = cap->convertToDouble();
+  if (std::optional<APFloat> t = op.getRescaleThreshold())
+    config.rescaleThreshold = t->convertToDouble();
+  config.polyDegree = op.getExp2PolyDegree().value_or(0);
+  config.polyPeriod = op.getExp2PolyPeriod().value_or(8);
+  return config;
+}
+
+struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::SoftmaxStepOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SoftmaxConfig config = configOf(op);
+    OpEmitter e(rewriter, op.getLoc(), op.getP().getType().getElementType(),
+                config);
+    SmallVector<Value> s(adaptor.getS());
+    std::array<Value, 2> m = {adaptor.getM()[0], adaptor.getM()[1]};
+    std::array<Value, 2> l = {adaptor.getL()[0], adaptor.getL()[1]};
+    Value effScale = e.applySoftcap(s, adaptor.getScaleLog2().front());
+    if (op.getMasked())
+      e.applyMask(s, adaptor.getKeyStart().front(), adaptor.getRow0().front(),
+                  adaptor.getNk().front(), e.position().quadLane);
+    OpEmitter::SoftmaxStep step = e.onlineSoftmax(s, m, l, effScale);
+    SmallVector<SmallVector<Value>> results = {
+        e.packProbabilities(s),
+        {m[0], m[1]},
+        {l[0], l[1]},
+        {step.alpha[0], step.alpha[1]}};
+    if (op.getMoved())
+      results.push_back({step.moved});
+    rewriter.replaceOpWithMultiple(op, std::move(results));
+    return success();
+  }
+};
+
+/// O *= alpha; with FA4's flag only if some row of the warp moved (a warp
+/// vote), else O as it was.
+struct RescaleLowering : OpConversionPattern<fagpu::RescaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::RescaleOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    ValueRange o = adaptor.getO(), alpha = adaptor.getAlpha();
+    // Register 4 i + e of the accumulator is in row g + 8 (e / 2).
+    auto scaled = [&]() {
+      SmallVector<Value> r;
+      for (size_t i = 0; i < o.size(); ++i)
+        r.push_back(e.fmul(o[i], alpha[(i % 4) / 2]));
+      return r;
+    };
+    if (!op.getMoved()) {
+      rewriter.replaceOpWithMultiple(op, {scaled()});
+      return success();
+    }
+    Value anyMoved = NVVM::VoteSyncOp::create(
+        rewriter, loc, rewriter.getI1Type(), e.c32(-1),
+        adaptor.getMoved().front(),
+        NVVM::VoteSyncKindAttr::get(rewriter.getContext(),
+                                    NVVM::VoteSyncKind::any));
+    SmallVector<Type> types(o.size(), e.f32);
+    auto ifOp = scf::IfOp::create(rewriter, loc, types, anyMoved, true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(rewriter, loc, scaled());
+      rewriter.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(rewriter, loc, o);
+    }
+    rewriter.replaceOpWithMultiple(
+        op, {SmallVector<Value>(ifOp.getResults())});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Epilogue
+//===----------------------------------------------------------------------===//
+
+struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::StoreOutputOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    fagpu::FragmentType oType = op.getO().getType();
+    int64_t headDim = oType.getShape()[1];
+    Type element = op.getOutElement();
+    SoftmaxConfig config;
+    config.writesLse = bool(op.getLse());
+    OpEmitter e(rewriter, op.getLoc(), element, config, headDim);
+    ValueRange o = adaptor.getO();
+    std::array<Value, 2> m = {adaptor.getM()[0], adaptor.getM()[1]};
+    std::array<Value, 2> l = {adaptor.getL()[0], adaptor.getL()[1]};
+    Value row0 = adaptor.getRow0().front();
+    Value matrix = adaptor.getMatrix().front();
+    Value nq = adaptor.getNq().front();
+    Value lseBase;
+    if (op.getLse())
+      lseBase = e.gep(e.globalPtr, e.f32, adaptor.getLse().front(),
+                      e.mul(e.ext64(matrix), e.ext64(nq)));
+    OpEmitter::ThreadPosition pos = e.position();
+    if (!op.getStaging()) {
+      // O / l and LSE straight from registers: each quad writes 16 B of a
+      // row per 8 columns.
+      Value oBase = e.gep(e.globalPtr, e.half, adaptor.getOut().front(),
+                          e.mul(e.ext64(matrix),
+                                e.mul(e.ext64(nq), e.c64(headDim))));
+      e.storeRows(SmallVector<Value>(o), m, l, row0, nq, oBase, lseBase,
+                  headDim, pos.quadLane);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    storeThroughStaging(e, op, adaptor, o, m, l, lseBase, pos);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  static void storeThroughStaging(OpEmitter &e, fagpu::StoreOutputOp op,
+                                  OneToNOpAdaptor adaptor, ValueRange o,
+                                  std::array<Value, 2> m,
+                                  std::array<Value, 2> l, Value lseBase,
+                                  OpEmitter::ThreadPosition pos) {
+    OpBuilder &b = e.builder();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto stagingType = cast<fagpu::SharedTileType>(op.getStaging().getType());
+    int64_t headDim = stagingType.getCols();
+    int64_t blockStride = stagingType.getBlockRows() * kSwizzleBytes;
+    ValueRange staging = adaptor.getStaging();
+    e.smem = staging[0];
+    Value stage = staging[1];
+    Value barrier = adaptor.getSyncBarrier().front();
+    Value row0 = adaptor.getRow0().front();
+    e.oMap = adaptor.getOut().front();
+    auto syncWarps = [&] {
+      NVVM::BarrierOp::create(b, loc, Type(), barrier, e.c32(128),
+                              NVVM::BarrierReductionAttr(), Value());
+    };
+    std::array<OpEmitter::RowTotal, 2> total = {e.rowTotal(l[0]),
+                                                e.rowTotal(l[1])};
+    // The staging tile is free once the previous TMA store has read it.
+    e.onFirstThread(pos, [&] {
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+    });
+    syncWarps();
+    // stmatrix.x4 writes four 8 x 8 blocks of f16 pairs, laid out as the
+    // accumulator (thread t: row t / 4, columns 2 (t % 4) ..): column
+    // groups i and i + 1 of rows g and g + 8. Lane L gives the address of
+    // row L % 8 of block L / 8: warp row 8 ((L / 8) % 2) + L % 8, column
+    // group i + L / 16, its 16-B chunk XORed with the row mod 8 (128-B
+    // swizzle).
+    Value blockOf = e.divu(pos.lane, e.c32(8));
+    Value rowInBlock = e.remu(pos.lane, e.c32(8));
+    Value row = e.add(e.add(e.mul(pos.warpInGroup, e.c32(16)),
+                            e.mul(e.remu(blockOf, e.c32(2)), e.c32(8))),
+                      rowInBlock);
+    Value rowAddress = e.add(stage, e.mul(row, e.c32(kSwizzleBytes)));
+    Value secondGroup = e.divu(pos.lane, e.c32(16));
+    for (int64_t i = 0; i < headDim / 8; i += 2) {
+      SmallVector<Value> pairs;
+      for (int64_t group : {i, i + 1})
+        for (int64_t h = 0; h < 2; ++h)
+          pairs.push_back(
+              e.packPair(e.fmul(o[4 * group + 2 * h], total[h].inverse),
+                         e.fmul(o[4 * group + 2 * h + 1], total[h].inverse)));
+      Value chunk = arith::XOrIOp::create(
+          b, loc, e.add(e.c32(i % 8), secondGroup), rowInBlock);
+      Value offset =
+          e.add(e.add(rowAddress, e.c32((i / 8) * blockStride)),
+                e.mul(chunk, e.c32(16)));
+      NVVM::StMatrixOp::create(
+          b, loc, e.sharedAt(offset), pairs,
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+          NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+    }
+    // The generic-proxy writes become visible to the TMA (async proxy),
+    // then one thread stores the 64 rows.
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    syncWarps();
+    e.onFirstThread(pos, [&] {
+      // The issuer is warp 0, lane 0: its row0 is the block's first row.
+      e.storeRowBlock(stage, blockStride, row0, adaptor.getMatrix().front());
+      NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+    });
+    for (int64_t h = 0; h < 2; ++h)
+      e.storeLse(total[h], m[h], e.add(row0, e.c32(8 * h)),
+                 adaptor.getNq().front(), lseBase, pos.quadLane);
+  }
+};
+
+struct StoreWaitLowering : OpConversionPattern<fagpu::StoreWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::StoreWaitOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    e.onFirstThread(e.position(), [&] {
+      NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, op.getLoc(), 0,
+                                           UnitAttr());
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fa::populateWarpgroupTypeConversions(TypeConverter &converter) {
+  converter.addConversion([](Type type) { return type; });
+  converter.addConversion(
+      [](fagpu::FragmentType type, SmallVectorImpl<Type> &registers) {
+        registers.append(type.getRegisters(), type.getRegisterType());
+        return success();
+      });
+  converter.addConversion(
+      [](fagpu::SharedTileType type, SmallVectorImpl<Type> &values) {
+        MLIRContext *ctx = type.getContext();
+        values.append({LLVM::LLVMPointerType::get(ctx, 3),
+                       IntegerType::get(ctx, 32)});
+        return success();
+      });
+  converter.addConversion(
+      [](fagpu::PipelineType type, SmallVectorImpl<Type> &values) {
+        MLIRContext *ctx = type.getContext();
+        values.append({LLVM::LLVMPointerType::get(ctx, 3),
+                       IntegerType::get(ctx, 32), IntegerType::get(ctx, 32)});
+        return success();
+      });
+}
+
+void mlir::fa::populateWarpgroupToNVVMPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<WarpSpecializeLowering, WaitTurnLowering, PassTurnLowering,
+               CreatePipelineLowering, InitPipelinesLowering,
+               PipelineAcquireLowering, TmaLoadLowering,
+               PipelineCommitLowering, PipelineWaitLowering,
+               PipelineReleaseLowering, PipelineTileLowering,
+               SharedTileLowering, TileRowsLowering, MmaLowering,
+               MmaWaitLowering, PinLowering, SplatLowering,
+               SoftmaxStepLowering, RescaleLowering, StoreOutputLowering,
+               StoreWaitLowering>(converter, patterns.getContext());
+}
+
+LogicalResult mlir::fa::lowerWarpgroupOps(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  TypeConverter converter;
+  populateWarpgroupTypeConversions(converter);
+  RewritePatternSet patterns(ctx);
+  populateWarpgroupToNVVMPatterns(converter, patterns);
+  ConversionTarget target(*ctx);
+  target.addLegalDialect<LLVM::LLVMDialect, NVVM::NVVMDialect,
+                         arith::ArithDialect, math::MathDialect,
+                         gpu::GPUDialect, memref::MemRefDialect>();
+  target.addIllegalDialect<fagpu::FAGPUDialect>();
+  target.addLegalOp<fagpu::AttentionOp>();
+  scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                       target);
+  return applyPartialConversion(module, target, std::move(patterns));
+}

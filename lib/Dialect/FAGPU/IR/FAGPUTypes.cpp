@@ -1,0 +1,207 @@
+//===- FAGPUTypes.cpp - fragments, shared-memory tiles, pipelines ---------===//
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+#define GET_TYPEDEF_CLASSES
+#include "fa/Dialect/FAGPU/IR/FAGPUTypes.cpp.inc"
+
+void FAGPUDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "fa/Dialect/FAGPU/IR/FAGPUTypes.cpp.inc"
+      >();
+}
+
+/// `64x128xf16`: a static shape and its element type.
+static ParseResult parseShapedElement(AsmParser &parser,
+                                        SmallVectorImpl<int64_t> &shape,
+                                        Type &elementType) {
+  if (parser.parseDimensionList(shape, /*allowDynamic=*/false) ||
+      parser.parseType(elementType))
+    return failure();
+  return success();
+}
+
+static void printShapedElement(AsmPrinter &printer, ArrayRef<int64_t> shape,
+                               Type elementType) {
+  for (int64_t d : shape)
+    printer << d << "x";
+  printer << elementType;
+}
+
+//===----------------------------------------------------------------------===//
+// FragmentType
+//===----------------------------------------------------------------------===//
+
+static constexpr int64_t kWarpgroupThreads = 128;
+
+Type FragmentType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  StringRef word;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parseShapedElement(parser, shape, elementType) ||
+      parser.parseComma() || parser.parseKeyword(&word) ||
+      parser.parseGreater())
+    return {};
+  std::optional<FragmentLayout> layout = symbolizeFragmentLayout(word);
+  if (!layout) {
+    parser.emitError(loc, "expected accumulator, operand_a or rows, got ")
+        << word;
+    return {};
+  }
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), shape, elementType, *layout);
+}
+
+void FragmentType::print(AsmPrinter &printer) const {
+  printer << "<";
+  printShapedElement(printer, getShape(), getElementType());
+  printer << ", " << stringifyFragmentLayout(getLayout()) << ">";
+}
+
+LogicalResult
+FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
+                     ArrayRef<int64_t> shape, Type elementType,
+                     FragmentLayout layout) {
+  // One warpgroup: 64 rows, 16 per warp, in the m16n8 quad layout.
+  if (shape.empty() || shape[0] != 64)
+    return emitError() << "a warpgroup fragment has 64 rows";
+  switch (layout) {
+  case FragmentLayout::Accumulator:
+  case FragmentLayout::OperandA:
+    if (shape.size() != 2 || shape[1] <= 0 || shape[1] % 16 != 0)
+      return emitError() << "expected 64 x N with N a positive multiple of 16";
+    if (layout == FragmentLayout::Accumulator && !elementType.isF32())
+      return emitError() << "an accumulator fragment holds f32";
+    if (layout == FragmentLayout::OperandA &&
+        !elementType.isF16() && !elementType.isBF16())
+      return emitError() << "an operand_a fragment holds f16 or bf16";
+    return success();
+  case FragmentLayout::Rows:
+    if (shape.size() != 1 || !elementType.isF32())
+      return emitError() << "a rows fragment is 64xf32";
+    return success();
+  }
+  return success();
+}
+
+int64_t FragmentType::getRegisters() const {
+  int64_t elements = 1;
+  for (int64_t d : getShape())
+    elements *= d;
+  switch (getLayout()) {
+  case FragmentLayout::Accumulator:
+    return elements / kWarpgroupThreads;
+  case FragmentLayout::OperandA:
+    return elements / (2 * kWarpgroupThreads); // 16-bit pairs
+  case FragmentLayout::Rows:
+    return elements / 32; // rows g and g + 8 of each warp's 16
+  }
+  return 0;
+}
+
+Type FragmentType::getRegisterType() const {
+  MLIRContext *ctx = getContext();
+  if (getLayout() == FragmentLayout::OperandA)
+    return IntegerType::get(ctx, 32);
+  return Float32Type::get(ctx);
+}
+
+//===----------------------------------------------------------------------===//
+// SharedTileType
+//===----------------------------------------------------------------------===//
+
+Type SharedTileType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parseShapedElement(parser, shape, elementType))
+    return {};
+  int64_t blockRows = shape.empty() ? 0 : shape[0];
+  if (succeeded(parser.parseOptionalComma()) &&
+      (parser.parseKeyword("block_rows") || parser.parseEqual() ||
+       parser.parseInteger(blockRows)))
+    return {};
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), shape, elementType, blockRows);
+}
+
+void SharedTileType::print(AsmPrinter &printer) const {
+  printer << "<";
+  printShapedElement(printer, getShape(), getElementType());
+  if (getBlockRows() != getRows())
+    printer << ", block_rows = " << getBlockRows();
+  printer << ">";
+}
+
+LogicalResult
+SharedTileType::verify(function_ref<InFlightDiagnostic()> emitError,
+                       ArrayRef<int64_t> shape, Type elementType,
+                       int64_t blockRows) {
+  if (shape.size() != 2 || shape[0] <= 0 || shape[0] % 8 != 0 ||
+      shape[1] <= 0 || shape[1] % 64 != 0)
+    return emitError() << "expected R x C with R a multiple of 8 (the swizzle "
+                          "atom) and C of 64 (a 128-byte column block)";
+  if (!elementType.isF16() && !elementType.isBF16())
+    return emitError() << "a swizzled tile holds f16 or bf16";
+  if (blockRows < shape[0] || blockRows % shape[0] != 0)
+    return emitError() << "block_rows (" << blockRows
+                       << ") must be a multiple of the rows (" << shape[0]
+                       << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PipelineType
+//===----------------------------------------------------------------------===//
+
+Type PipelineType::parse(AsmParser &parser) {
+  int64_t stages = 0, buffers = 0;
+  SmallVector<int64_t> shape;
+  Type elementType;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword("stages") ||
+      parser.parseEqual() || parser.parseInteger(stages) ||
+      parser.parseComma() || parser.parseKeyword("buffers") ||
+      parser.parseEqual() || parser.parseInteger(buffers) ||
+      parser.parseComma() || parseShapedElement(parser, shape, elementType) ||
+      parser.parseGreater())
+    return {};
+  auto emitError = [&] { return parser.emitError(loc); };
+  auto tile = SharedTileType::getChecked(emitError, parser.getContext(), shape,
+                                         elementType,
+                                         shape.empty() ? 0 : shape[0]);
+  if (!tile)
+    return {};
+  return getChecked(emitError, parser.getContext(), stages, buffers, tile);
+}
+
+void PipelineType::print(AsmPrinter &printer) const {
+  printer << "<stages = " << getStages() << ", buffers = " << getBuffers()
+          << ", ";
+  printShapedElement(printer, getTile().getShape(),
+                     getTile().getElementType());
+  printer << ">";
+}
+
+LogicalResult
+PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
+                     int64_t stages, int64_t buffers, SharedTileType tile) {
+  if (stages < 1 || stages > 8)
+    return emitError() << "expected 1 to 8 stages, got " << stages;
+  if (buffers < 1 || buffers > 2)
+    return emitError() << "expected 1 or 2 buffers per stage, got " << buffers;
+  if (tile.getBlockRows() != tile.getRows())
+    return emitError() << "a pipeline holds whole tiles";
+  return success();
+}

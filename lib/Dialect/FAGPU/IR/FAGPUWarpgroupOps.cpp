@@ -1,0 +1,150 @@
+//===- FAGPUWarpgroupOps.cpp - verifiers of the kernel-body ops -----------===//
+
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+
+using namespace mlir;
+using namespace mlir::fagpu;
+
+LogicalResult WarpSpecializeOp::verify() {
+  if (getConsumers() < 1 || getConsumers() > 3)
+    return emitOpError("expected 1 to 3 consumer warpgroups, got ")
+           << getConsumers();
+  // setmaxnreg takes multiples of 8 in [24, 256]; the register file has
+  // 64 Ki registers, 128 threads per warpgroup.
+  for (int64_t r : {getProducerRegisters(), getConsumerRegisters()})
+    if (r < 24 || r > 256 || r % 8 != 0)
+      return emitOpError("register budgets must be multiples of 8 in "
+                         "[24, 256], got ")
+             << r;
+  int64_t total =
+      128 * (getProducerRegisters() + getConsumers() * getConsumerRegisters());
+  if (total > 65536)
+    return emitOpError("the budgets need ")
+           << total << " registers, more than the 65536 of the register file";
+  Block &consumer = getConsumer().front();
+  if (consumer.getNumArguments() != 1 ||
+      !consumer.getArgument(0).getType().isInteger(32))
+    return emitOpError("the consumer region takes its consumer index (i32)");
+  if (getProducer().front().getNumArguments() != 0)
+    return emitOpError("the producer region takes no arguments");
+  return success();
+}
+
+LogicalResult CreatePipelineOp::verify() {
+  if (getBarrierOffset() < 0 || getBarrierOffset() % 8 != 0)
+    return emitOpError("barrier_offset must be a non-negative multiple of 8");
+  if (getTileOffset() < 0 || getTileOffset() % 1024 != 0)
+    return emitOpError("tile_offset must be a multiple of the 1 KiB swizzle "
+                       "atom");
+  return success();
+}
+
+LogicalResult InitPipelinesOp::verify() {
+  if (getConsumerArrivals() < 1)
+    return emitOpError("consumer_arrivals must be positive");
+  return success();
+}
+
+LogicalResult SharedTileOp::verify() {
+  if (getOffset() < 0 || getOffset() % 1024 != 0)
+    return emitOpError("offset must be a multiple of the 1 KiB swizzle atom");
+  return success();
+}
+
+LogicalResult TileRowsOp::verify() {
+  SharedTileType from = getTile().getType(), to = getRows().getType();
+  if (from.getCols() != to.getCols() ||
+      from.getElementType() != to.getElementType() ||
+      to.getBlockRows() != from.getBlockRows() ||
+      from.getRows() % to.getRows() != 0)
+    return emitOpError("expected a block of rows of ")
+           << from << " keeping its columns and block_rows, got " << to;
+  return success();
+}
+
+LogicalResult MmaOp::verify() {
+  auto result = getResult().getType();
+  if (result.getLayout() != FragmentLayout::Accumulator)
+    return emitOpError("result must be an accumulator fragment");
+  if (getAcc() && getAcc().getType() != result)
+    return emitOpError("accumulator and result types differ");
+  SharedTileType b = getB().getType();
+  int64_t m = result.getShape()[0], n = result.getShape()[1], k;
+  Type elt;
+  if (auto a = dyn_cast<SharedTileType>(getA().getType())) {
+    if (a.getRows() != m)
+      return emitOpError("A has ") << a.getRows() << " rows, the result " << m;
+    k = a.getCols();
+    elt = a.getElementType();
+  } else if (auto a = dyn_cast<FragmentType>(getA().getType())) {
+    if (a.getLayout() != FragmentLayout::OperandA)
+      return emitOpError("a register A must be an operand_a fragment");
+    k = a.getShape()[1];
+    elt = a.getElementType();
+  } else {
+    return emitOpError("A must be a shared-memory tile or a fragment");
+  }
+  if (elt != b.getElementType())
+    return emitOpError("A and B element types differ");
+  // K-major B is N x K (a * b^T); MN-major B is K x N.
+  int64_t bk = getMnMajor() ? b.getRows() : b.getCols();
+  int64_t bn = getMnMajor() ? b.getCols() : b.getRows();
+  if (bk != k || bn != n)
+    return emitOpError("shapes do not multiply: A is 64 x ")
+           << k << ", B gives " << bk << " x " << bn << ", result 64 x " << n;
+  return success();
+}
+
+LogicalResult SplatOp::verify() {
+  if (getResult().getType().getRegisterType() != getValue().getType())
+    return emitOpError("a splat fills f32 fragments");
+  return success();
+}
+
+LogicalResult SoftmaxStepOp::verify() {
+  auto s = getS().getType(), p = getP().getType();
+  if (s.getLayout() != FragmentLayout::Accumulator)
+    return emitOpError("scores must be an accumulator fragment");
+  if (p.getLayout() != FragmentLayout::OperandA || p.getShape() != s.getShape())
+    return emitOpError("P must be the operand_a fragment of the scores' shape");
+  for (Type t : {getM().getType(), getL().getType(), getNewM().getType(),
+                 getNewL().getType(), getAlpha().getType()})
+    if (cast<FragmentType>(t).getLayout() != FragmentLayout::Rows)
+      return emitOpError("m, l and alpha must be rows fragments");
+  if (bool(getMoved()) != bool(getRescaleThreshold()))
+    return emitOpError("the moved flag is the result of conditional "
+                       "rescaling: present iff rescale_threshold is");
+  if (std::optional<int64_t> w = getWindow(); w && *w < 1)
+    return emitOpError("window must be positive");
+  if (std::optional<int64_t> d = getExp2PolyDegree(); d && (*d < 2 || *d > 5))
+    return emitOpError("expected exp2_poly_degree in [2, 5]");
+  return success();
+}
+
+LogicalResult RescaleOp::verify() {
+  if (getO().getType().getLayout() != FragmentLayout::Accumulator ||
+      getAlpha().getType().getLayout() != FragmentLayout::Rows ||
+      getResult().getType() != getO().getType())
+    return emitOpError("expected an accumulator scaled by a rows fragment");
+  return success();
+}
+
+LogicalResult StoreOutputOp::verify() {
+  if (getO().getType().getLayout() != FragmentLayout::Accumulator ||
+      getM().getType().getLayout() != FragmentLayout::Rows ||
+      getL().getType().getLayout() != FragmentLayout::Rows)
+    return emitOpError("expected the O accumulator and its rows' m and l");
+  Type element = getOutElement();
+  if (!element.isF16() && !element.isBF16())
+    return emitOpError("O holds f16 or bf16, got ") << element;
+  if (bool(getStaging()) != bool(getSyncBarrier()))
+    return emitOpError("a TMA store through `staging` synchronises the "
+                       "warpgroup on `sync`: both or neither");
+  if (auto staging = getStaging()) {
+    auto tile = cast<SharedTileType>(staging.getType());
+    if (tile.getRows() != 64 || tile.getCols() != getO().getType().getShape()[1])
+      return emitOpError("the staging tile must hold the warpgroup's 64 rows "
+                         "of O");
+  }
+  return success();
+}
