@@ -25,7 +25,8 @@ MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(FA, fa);
 MLIR_CAPI_EXPORTED void faContextRegisterAll(MlirContext context);
 
 /** Registers every fa pass and pipeline (fa-cpu-pipeline,
- *  fa-sm80-pipeline) for mlirParsePassPipeline. */
+ *  fa-sm80-pipeline) and the upstream passes for mlirParsePassPipeline.
+ *  faCompileModule does not need it (it registers what it uses). */
 MLIR_CAPI_EXPORTED void faRegisterPasses(void);
 
 typedef struct {

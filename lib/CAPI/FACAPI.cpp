@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ FaCompiledKernel *failCompile(ModuleOp module, const std::string &message) {
   return nullptr;
 }
 
+/// Registers every pass and pipeline once per process: the compile
+/// pipelines are partly textual (upstream passes by name), so
+/// faCompileModule needs them registered whether or not its caller called
+/// faRegisterPasses (before, it aborted in the emission pipeline's parse).
+void registerPassesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { fa::registerAllFAPasses(); });
+}
+
 } // namespace
 
 extern "C" {
@@ -69,7 +79,7 @@ void faContextRegisterAll(MlirContext context) {
   unwrap(context)->loadAllAvailableDialects();
 }
 
-void faRegisterPasses(void) { fa::registerAllFAPasses(); }
+void faRegisterPasses(void) { registerPassesOnce(); }
 
 FaCompileOptions faCompileOptionsDefault(void) {
   FaCompileOptions o;
@@ -116,6 +126,7 @@ FaCompiledKernel *faCompileModule(MlirModule cModule,
       return failCompile(module, "faCompileModule: " + *error +
                                      "; polyExp2Degree 0 turns the software "
                                      "exp2 off");
+  registerPassesOnce();
   auto result = new FaCompiledKernel();
   if (target == "cpu") {
     fa::CPUPipelineOptions cpu;
