@@ -15,6 +15,11 @@ config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%fa_src_root", config.fa_src_root))
 config.substitutions.append(("%fa_tools_dir", config.fa_tools_dir))
+config.substitutions.append(("%fa_obj_root", config.fa_obj_root))
+config.substitutions.append(("%fa_version", config.fa_version))
+config.substitutions.append(
+    ("%fa_soversion", ".".join(config.fa_version.split(".")[:2])))
+config.substitutions.append(("%cmake", config.cmake_command))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

@@ -14,11 +14,17 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
 
+#include "fa-c/Version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(FA, fa);
+
+/** The version of the library loaded at run time ("0.2.0"), to compare
+ *  with the headers' FA_VERSION_STRING (fa-c/Version.h). */
+MLIR_CAPI_EXPORTED const char *faVersion(void);
 
 /** Registers the fa dialect, the upstream dialects, extensions and LLVM IR
  *  translations the pipelines need, on `context`, and loads them. */

@@ -2,6 +2,7 @@
 
 #include "fa-c/Compiler.h"
 #include "fa-c/Passes.h"
+#include "fa-c/Version.h"
 
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FADialect.h"
@@ -80,6 +81,8 @@ void faContextRegisterAll(MlirContext context) {
 }
 
 void faRegisterPasses(void) { registerPassesOnce(); }
+
+const char *faVersion(void) { return FA_VERSION_STRING; }
 
 FaCompileOptions faCompileOptionsDefault(void) {
   FaCompileOptions o;

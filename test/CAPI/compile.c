@@ -52,6 +52,8 @@ int main(void) {
   MlirDialectHandle fa = mlirGetDialectHandle__fa__();
   printf("dialect: %.*s\n", (int)mlirDialectHandleGetNamespace(fa).length,
          mlirDialectHandleGetNamespace(fa).data);
+  /* The library's version and the headers' (fa-c/Version.h). */
+  printf("version: %s (headers %s)\n", faVersion(), FA_VERSION_STRING);
 
   FaCompileOptions options = faCompileOptionsDefault();
   /* sm_100a is compile-verified only; sm_75 is not a target (diagnostic). */
