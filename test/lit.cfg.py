@@ -20,6 +20,9 @@ config.substitutions.append(("%fa_version", config.fa_version))
 config.substitutions.append(
     ("%fa_soversion", ".".join(config.fa_version.split(".")[:2])))
 config.substitutions.append(("%cmake", config.cmake_command))
+# libFlashMLIRCAPI.so (not built under the sanitizers).
+if config.fa_capi_shared:
+    config.available_features.add("capi-shared")
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
