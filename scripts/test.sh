@@ -13,7 +13,7 @@ echo "== pytest =="
 # as deselected.
 FA_BUILD_DIR="$PWD/$BUILD" /usr/bin/python3 -m pytest -q -m "not gpu" python/tests || status=1
 if [ "$BUILD" = build ]; then
-  echo "== install + out-of-tree consumer =="
+  echo "== install + out-of-tree consumers (C++, C, version check) =="
   bash scripts/test-install.sh || status=1
 fi
 exit $status
