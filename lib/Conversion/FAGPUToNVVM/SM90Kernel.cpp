@@ -1,26 +1,28 @@
-//===- FAToSM90.cpp - FlashAttention-3 on Hopper: TMA, wgmma, warp roles --===//
+//===- SM90Kernel.cpp - FlashAttention-3 on Hopper in fagpu ops -----------===//
 //
-// Builds the forward kernel of FlashAttention-3 for sm_90a from a tiled
-// fa.attention, in the LLVM and NVVM dialects:
+// fagpu-build-kernels for sm_90a: writes the forward kernel of
+// FlashAttention-3 that an fa.attention's #fagpu.schedule describes, in the
+// warpgroup-level fagpu ops (each lowered by its own pattern in
+// WarpgroupToNVVM.cpp), with the tile loop and ring positions in scf/arith:
 //
-//  * warp specialisation: warpgroup 0 is the producer (its registers cut by
-//    setmaxnreg.dec); one elected thread issues every TMA load
-//    (cp.async.bulk.tensor) of Q and of the K/V ring. Warpgroups 1 and 2
-//    are consumers (setmaxnreg.inc), each owning 64 query rows;
-//  * the ring: `stages` K tiles and V tiles in shared memory, each guarded
-//    by a "full" mbarrier (arrive.expect_tx by the producer, completed by
-//    the TMA's transaction bytes) and an "empty" one (one arrival per
-//    consumer warp once its wgmma has read the tile);
-//  * S = Q K^T by wgmma.mma_async with both operands in shared memory
-//    (128-byte swizzled, K-major); O += P V by wgmma.mma_async with P in
-//    registers (the S accumulator layout converted to f16 pairs is the A
-//    fragment layout) and V from shared memory (MN-major, transposed);
+//  * warp specialisation (fagpu.warp_specialize): warpgroup 0 is the
+//    producer, its registers cut; one thread issues every TMA load of Q and
+//    of the K/V ring. Warpgroups 1 .. consumers are consumers, each owning
+//    64 query rows;
+//  * the ring: a !fagpu.pipeline of `stages` stages of a K and a V tile;
+//    the producer acquires a stage's buffer (its empty barrier) and loads
+//    it (fagpu.tma_load: arrive.expect_tx on the full barrier, completed by
+//    the TMA's bytes); each consumer warp releases it once its MMA has
+//    read it. The Q buffers are a pipeline of one buffer per stage;
+//  * S = Q K^T (fagpu.mma, both operands in shared memory), O += P V (P in
+//    registers: the S accumulator fragment packed to f16 pairs is the A
+//    fragment);
 //  * intra-warpgroup overlap: iteration j issues S_j = Q K_j^T and
 //    O += P_{j-1} V_{j-1} back to back, then runs the softmax of S_j while
-//    the second product is still on the tensor cores (wait_group 1);
-//  * ping-pong: named barriers 1 and 2 hand the tensor cores from one
-//    consumer warpgroup to the other, so one's softmax runs under the
-//    other's GEMMs;
+//    the second product is still on the tensor cores (mma_wait pending 1);
+//  * ping-pong: wait_turn / pass_turn on named barriers hand the tensor
+//    cores from one consumer warpgroup to the next, so one's softmax runs
+//    under the other's MMAs;
 //  * B_r = 64: one consumer warpgroup and two resident CTAs per SM, which
 //    play the part of the ping-pong partners;
 //  * persistent CTAs loop over the tiles; with two Q buffers the tiles
@@ -31,14 +33,8 @@
 //    tile from a global counter and hands its index to the consumers in
 //    shared memory, next to the Q buffer it loads.
 //
-// Shared-memory tiles, TMA loads, descriptors and the tile decoder are the
-// ones of Common/TMAKernel.h; wgmma descriptors mark the 128-byte swizzle
-// with bits 62-63 = 1.
-//
-// Accumulator layout of wgmma m64nNk16 (f32), thread t of the warpgroup,
-// w = t / 32, g = (t % 32) / 4, q = t % 4: register 4i + e holds row
-// 16w + g + 8 (e / 2), column 8i + 2q + (e % 2) -- the mma.sync C layout
-// repeated over N / 8 tiles, so the sm_80 softmax arithmetic carries over.
+// The tile decoder is the one of Common/TMAKernel.h; the shared-memory
+// layout is fagpu::SM90Layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,11 +91,21 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
            (qBuffers == 2 ? "_q2" : "") + epilogueSuffix() + suffix();
   }
-  /// The epilogue, named where it is not the default for the head dim.
+  /// The epilogue, named where it is not the default for the head dim, and
+  /// O staged in a Q buffer where a staging tile of its own would fit
+  /// (fagpu-tma-store-epilogue stages in Q only when it does not), so that
+  /// kernels of different shared-memory layouts never share a name.
   std::string epilogueSuffix() const {
-    if (tmaStore == (headDim >= 128))
-      return "";
-    return tmaStore ? "_tma" : "_stg";
+    std::string name;
+    if (tmaStore != (headDim >= 128))
+      name = tmaStore ? "_tma" : "_stg";
+    if (stageInQ) {
+      fagpu::SM90Layout separate = *this;
+      separate.stageInQ = false;
+      if (separate.sharedBytes() <= fagpu::maxSharedBytes(ctasPerSM))
+        name += "_oinq";
+    }
+    return name;
   }
 };
 

@@ -415,10 +415,10 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
                        Optional<FAGPU_SharedTile>:$staging,
                        Optional<I32>:$sync_barrier);
   let assemblyFormat = [{
-    $o `,` $m `,` $l `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out
-    `as` $out_element (`lse` $lse^)? (`staging` $staging^)? (`sync` $sync_barrier^)? attr-dict
-    `:` type($o) `,` type($m) `,` type($out) (`,` type($lse)^)?
-    (`,` type($staging)^)?
+    $o `,` $m `,` $l `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out `:`
+    type($out) `as` $out_element (`lse` $lse^ `:` type($lse))?
+    (`staging` $staging^ `:` type($staging))? (`sync` $sync_barrier^)?
+    attr-dict `:` type($o) `,` type($m)
   }];
   let hasVerifier = 1;
 }

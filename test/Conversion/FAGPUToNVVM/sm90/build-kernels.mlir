@@ -1,0 +1,171 @@
+// RUN: fa-opt %s --split-input-file --fagpu-build-kernels | FileCheck %s
+
+// fagpu-build-kernels writes the kernel of each sm_90a fagpu.attention in
+// warpgroup-level ops: what each FlashAttention-3 field of the schedule
+// becomes, checked at this level (convert-fagpu-to-nvvm lowers the ops;
+// warpgroup-to-nvvm.mlir checks each lowering).
+
+// Warp specialisation (24 / 240 registers), the K/V ring of `stages`
+// stages, ping-pong turns around each consumer's MMAs, the softmax of block
+// j under P V of block j - 1 (one MMA group left in flight), the register
+// epilogue, one tile per CTA.
+// CHECK-LABEL: func.func @all_on
+// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_stg
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_stg(
+// CHECK: %[[Q:.*]] = fagpu.create_pipeline {{.*}} : <stages = 1, buffers = 1, 128x128xf16>
+// CHECK: %[[KV:.*]] = fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 128x128xf16>
+// CHECK: fagpu.init_pipelines %[[Q]], %[[KV]] consumer_arrivals 8
+// CHECK: fagpu.warp_specialize %{{.*}} consumers 2 registers(producer = 24, consumer = 240) producer {
+// CHECK: fagpu.pipeline_acquire %[[Q]]
+// CHECK: fagpu.tma_load %arg0
+// CHECK: scf.for
+// CHECK: fagpu.pipeline_acquire %[[KV]][%{{.*}}] buffer 0
+// CHECK: fagpu.tma_load %arg1[%{{.*}}, %{{.*}}] into %[[KV]][%{{.*}}] buffer 0
+// CHECK: fagpu.pipeline_acquire %[[KV]][%{{.*}}] buffer 1
+// CHECK: fagpu.tma_load %arg2[%{{.*}}, %{{.*}}] into %[[KV]][%{{.*}}] buffer 1
+// CHECK: } consumer {
+// CHECK: fagpu.pass_turn
+// CHECK-NOT: scf.while
+// The steady-state loop: S_j, then O += P_{j-1} V_{j-1}, the turn passes,
+// softmax of S_j under the second MMA.
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (!fagpu.fragment<64x128xf32, accumulator>, !fagpu.fragment<64xf32, rows>, !fagpu.fragment<64xf32, rows>, !fagpu.fragment<64x128xf16, operand_a>, !fagpu.fragment<64xf32, rows>)
+// CHECK: fagpu.pipeline_wait %[[KV]][%{{.*}}] buffer 0
+// CHECK: fagpu.wait_turn
+// CHECK: %[[S:.*]] = fagpu.mma
+// CHECK: fagpu.rescale
+// CHECK: fagpu.pipeline_wait %[[KV]][%{{.*}}] buffer 1
+// CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major}
+// CHECK-NEXT: fagpu.pass_turn
+// CHECK-NEXT: fagpu.mma_wait pending 1
+// CHECK-NEXT: fagpu.pin %[[S]]
+// CHECK-NEXT: fagpu.pipeline_release %[[KV]][%{{.*}}] buffer 0
+// CHECK: fagpu.softmax_step
+// CHECK: fagpu.mma_wait pending 0
+// CHECK: fagpu.store_output {{.*}} to %{{.*}} : <1> as f16 lse %{{.*}} : !llvm.ptr<1> :
+
+
+// -----
+
+func.func @all_on(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, 
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Without ping-pong the consumers issue their MMAs without turns.
+// CHECK-LABEL: func.func @no_ping_pong
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_nopp_stg(
+// CHECK-NOT: fagpu.wait_turn
+// CHECK-NOT: fagpu.pass_turn
+// CHECK: llvm.return
+
+
+// -----
+
+func.func @no_ping_pong(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, 
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Without the softmax/GEMM overlap every MMA is waited for at once.
+// CHECK-LABEL: func.func @no_overlap
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s3_f16_noovl_stg(
+// CHECK: <stages = 3, buffers = 2, 128x128xf16>
+// CHECK-NOT: fagpu.mma_wait pending 1
+// CHECK: llvm.return
+
+
+// -----
+
+func.func @no_overlap(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, 
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 3, ping_pong = true, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Persistent CTAs with the dynamic scheduler and two Q buffers: the
+// producer fetches tiles from the counter and ends the consumers' loop
+// through a Q buffer (a commit without bytes); the consumers carry the
+// pending tile (its last P V) into the next.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2_stg(
+// CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 1, 128x128xf16>
+// CHECK: producer {
+// CHECK: scf.while
+// CHECK: llvm.atomicrmw add
+// CHECK: fagpu.pipeline_commit
+// CHECK: } consumer {
+// CHECK: scf.while {{.*}} : (i32, i32, i32, !fagpu.fragment<64x128xf32, accumulator>
+// CHECK: fagpu.store_output
+
+
+// -----
+
+func.func @dynamic(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, causal, 
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = dynamic, q_buffers = 2, epilogue = registers, q_in_registers = false>}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// The TMA-store epilogue: a staging tile after the ring, or Q's buffer.
+// CHECK-LABEL: func.func @tma_store
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16(
+// CHECK: %[[STAGING:.*]] = fagpu.shared_tile offset {{[0-9]+}} : <128x128xf16>
+// CHECK: %[[ROWS:.*]] = fagpu.tile_rows %[[STAGING]]
+// CHECK: fagpu.store_output {{.*}} staging %[[ROWS]] : !fagpu.smem_tile<64x128xf16, block_rows = 128> sync
+// CHECK: fagpu.store_wait
+
+
+// -----
+
+func.func @tma_store(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, 
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = tma_store, q_in_registers = false>}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Staging in Q where a staging tile would fit is named apart: the two
+// kernels' shared memory differs.
+// CHECK-LABEL: func.func @tma_store_in_q
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_oinq(
+// CHECK-NOT: fagpu.shared_tile
+// After the unmasked and the masked loop, Q is released; its buffer then
+// stages O.
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: fagpu.pipeline_release %{{.*}} buffer 0 : <stages = 1, buffers = 1, 128x128xf16>
+// CHECK: %[[QT:.*]] = fagpu.pipeline_tile %{{.*}}[%{{.*}}] buffer 0 : <stages = 1, buffers = 1, 128x128xf16> -> <128x128xf16>
+// CHECK-NEXT: %[[ROWS:.*]] = fagpu.tile_rows %[[QT]]
+// CHECK-NEXT: fagpu.store_output {{.*}} staging %[[ROWS]]
+
+
+// -----
+
+func.func @tma_store_in_q(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, 
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = tma_store_in_q, q_in_registers = false>}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}

@@ -1,0 +1,138 @@
+// RUN: fa-opt %s --convert-fagpu-to-nvvm | FileCheck %s
+
+// Each kernel-body op through its own lowering pattern (sm_90a): the ops of
+// one FA3 consumer tile (D = 64, B_c = 64), and a fragment carried by a loop.
+
+// init_pipelines: one thread initialises, stage by stage, the full
+// barriers (one producer arrival) then the empty ones (8 consumer warps).
+// CHECK-LABEL: llvm.func @body
+// CHECK: scf.if
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c8_i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.barrier0
+// warp_specialize: the role branch and the register budgets.
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.setmaxregister  decrease 24
+// pipeline_acquire: the empty barrier of V (buffer 1), the given parity.
+// CHECK: nvvm.mbarrier.try_wait.parity %{{.*}}, %arg10,
+// tma_load: the tile's bytes announced, one 64-column box (D = 64).
+// CHECK: nvvm.mbarrier.arrive.expect_tx %[[FULL:.*]], %c8192_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg2, %[[FULL]], box[%c0_i32{{.*}}, %arg11, %arg12]
+// CHECK-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// pipeline_commit: an arrival without bytes.
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK: nvvm.setmaxregister  increase 240
+// wait_turn: the named barrier of the two consumers' 256 threads.
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// mma (shared A and B): fence, D / 16 = 4 k-steps, the first ignoring the
+// accumulator, one commit.
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// pass_turn, mma_wait, pin (an empty asm per register).
+// CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-COUNT-32: llvm.inline_asm has_side_effects "", "=f,0"
+// pipeline_release: lane 0 of each warp arrives on the empty barrier.
+// CHECK: arith.cmpi eq
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: nvvm.mbarrier.arrive
+// softmax_step: row max over the quad, exp2 on the MUFU.
+// CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c1_i32
+// CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c2_i32
+// CHECK: ex2.approx.ftz.f32
+// rescale with the FA4 flag: a warp vote guards the 32 multiplies.
+// CHECK: %[[ANY:.*]] = nvvm.vote.sync  any
+// CHECK-NEXT: scf.if %[[ANY]] -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// mma (A in registers, V MN-major): one wgmma asm per k-step, trans-b = 1.
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}} p, 1, 1, 1;
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// store_output through the staging tile: wait for the previous store,
+// stmatrix (D / 16 = 4), proxy fence, one TMA store, the LSE rows.
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier id = %[[C:.*]] number_of_threads = %c128_i32
+// CHECK-COUNT-4: nvvm.stmatrix
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %arg3
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK: lg2.approx.ftz.f32
+// store_wait
+// CHECK: nvvm.cp.async.bulk.wait_group 0
+// CHECK-NOT: fagpu.
+// CHECK: llvm.return
+
+// CHECK-LABEL: llvm.func @carried
+// CHECK: scf.for %{{.*}} = %{{.*}} to %arg0 step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-32: llvm.inline_asm has_side_effects "", "=f,0"
+// CHECK-NEXT: scf.yield
+
+!q = !fagpu.pipeline<stages = 1, buffers = 1, 128x64xf16>
+!kv = !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+!rows = !fagpu.fragment<64xf32, rows>
+!s = !fagpu.fragment<64x64xf32, accumulator>
+!p = !fagpu.fragment<64x64xf16, operand_a>
+!o = !fagpu.fragment<64x64xf32, accumulator>
+
+module attributes {gpu.container_module} {
+gpu.module @fa_kernels {
+  llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  llvm.func @body(%qmap: !llvm.ptr, %kmap: !llvm.ptr, %vmap: !llvm.ptr, %omap: !llvm.ptr,
+                  %lse: !llvm.ptr<1>, %nq: i32, %nk: i32, %scale: f32, %wg: i32,
+                  %stage: i32, %parity: i32, %row: i32, %matrix: i32) {
+    %q = fagpu.create_pipeline {barrier_offset = 65536 : i64, tile_offset = 0 : i64} : !q
+    %kv = fagpu.create_pipeline {barrier_offset = 65552 : i64, tile_offset = 16384 : i64} : !kv
+    fagpu.init_pipelines %q, %kv consumer_arrivals 8 : !q, !kv
+    fagpu.warp_specialize %wg consumers 2 registers(producer = 24, consumer = 240) producer {
+      fagpu.pipeline_acquire %kv[%stage] buffer 1 parity %parity : !kv
+      fagpu.tma_load %vmap[%row, %matrix] into %kv[%stage] buffer 1 : !llvm.ptr, !kv
+      fagpu.pipeline_commit %q[%stage] buffer 0 : !q
+    } consumer {
+    ^bb0(%c: i32):
+      %zero = arith.constant 0.0 : f32
+      %ninf = arith.constant 0xFF800000 : f32
+      %m0 = fagpu.splat %ninf : !rows
+      %l0 = fagpu.splat %zero : !rows
+      %o0 = fagpu.splat %zero : !o
+      fagpu.wait_turn %c threads 256
+      fagpu.pipeline_wait %q[%stage] buffer 0 parity %parity : !q
+      %qt = fagpu.pipeline_tile %q[%stage] buffer 0 : !q -> !fagpu.smem_tile<128x64xf16>
+      %qr = fagpu.tile_rows %qt[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
+      %kt = fagpu.pipeline_tile %kv[%stage] buffer 0 : !kv -> !fagpu.smem_tile<64x64xf16>
+      %s = fagpu.mma %qr, %kt : !fagpu.smem_tile<64x64xf16, block_rows = 128>, !fagpu.smem_tile<64x64xf16> -> !s
+      fagpu.pass_turn %c threads 256
+      fagpu.mma_wait pending 0
+      %sp = fagpu.pin %s : !s
+      fagpu.pipeline_release %kv[%stage] buffer 0 : !kv
+      %p, %m, %l, %alpha, %moved = fagpu.softmax_step %sp, %m0, %l0 keys(%row, %nk) row %row scale %scale {masked, causal, rescale_threshold = 8.0 : f32} : !s, !rows -> !p, i1
+      %or = fagpu.rescale %o0, %alpha if %moved : !o, !rows
+      %vt = fagpu.pipeline_tile %kv[%stage] buffer 1 : !kv -> !fagpu.smem_tile<64x64xf16>
+      %o = fagpu.mma %p, %vt acc(%or) {mn_major} : !p, !fagpu.smem_tile<64x64xf16>, !o -> !o
+      fagpu.mma_wait pending 0
+      %op = fagpu.pin %o : !o
+      fagpu.pipeline_release %kv[%stage] buffer 1 : !kv
+      %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
+      %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
+      fagpu.store_output %op, %m, %l rows(%row, %matrix, %nq) to %omap : !llvm.ptr as f16 lse %lse : !llvm.ptr<1> staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %c : !o, !rows
+      fagpu.store_wait
+    }
+    llvm.return
+  }
+
+  // Fragments carried by a loop become one iter_arg per register.
+  llvm.func @carried(%n: i32) {
+    %zero = arith.constant 0.0 : f32
+    %o0 = fagpu.splat %zero : !o
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%o = %o0) -> (!o) : i32 {
+      %p = fagpu.pin %o : !o
+      scf.yield %p : !o
+    }
+    llvm.return
+  }
+}
+}

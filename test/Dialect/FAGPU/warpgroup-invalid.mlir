@@ -1,0 +1,110 @@
+// RUN: fa-opt %s --split-input-file --verify-diagnostics
+
+// expected-error @+1 {{a warpgroup fragment has 64 rows}}
+func.func private @rows32(!fagpu.fragment<32x64xf32, accumulator>)
+
+// -----
+
+// expected-error @+1 {{an accumulator fragment holds f32}}
+func.func private @acc_f16(!fagpu.fragment<64x64xf16, accumulator>)
+
+// -----
+
+// expected-error @+1 {{expected accumulator, operand_a or rows, got columns}}
+func.func private @layout(!fagpu.fragment<64x64xf32, columns>)
+
+// -----
+
+// expected-error @+1 {{C of 64 (a 128-byte column block)}}
+func.func private @ragged(!fagpu.smem_tile<64x48xf16>)
+
+// -----
+
+// expected-error @+1 {{block_rows (96) must be a multiple of the rows (64)}}
+func.func private @block_rows(!fagpu.smem_tile<64x64xf16, block_rows = 96>)
+
+// -----
+
+// expected-error @+1 {{expected 1 or 2 buffers per stage, got 3}}
+func.func private @buffers(!fagpu.pipeline<stages = 2, buffers = 3, 64x64xf16>)
+
+// -----
+
+func.func @buffer_out_of_range(%s: i32) {
+  %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 2, buffers = 1, 64x64xf16>
+  // expected-error @+1 {{buffer 1 is not one of the 1 buffers of the pipeline}}
+  fagpu.pipeline_wait %kv[%s] buffer 1 parity %s : !fagpu.pipeline<stages = 2, buffers = 1, 64x64xf16>
+  return
+}
+
+// -----
+
+func.func @tile_offset() {
+  // expected-error @+1 {{tile_offset must be a multiple of the 1 KiB swizzle atom}}
+  %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 100 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+  return
+}
+
+// -----
+
+func.func @registers(%wg: i32) {
+  // expected-error @+1 {{the budgets need 98304 registers, more than the 65536 of the register file}}
+  fagpu.warp_specialize %wg consumers 3 registers(producer = 24, consumer = 248) producer {
+    %x = arith.constant 0 : i32
+  } consumer {
+  ^bb0(%c: i32):
+  }
+  return
+}
+
+// -----
+
+func.func @consumer_index(%wg: i32) {
+  // expected-error @+1 {{the consumer region takes its consumer index (i32)}}
+  fagpu.warp_specialize %wg consumers 2 registers(producer = 24, consumer = 240) producer {
+    %x = arith.constant 0 : i32
+  } consumer {
+    %y = arith.constant 0 : i32
+  }
+  return
+}
+
+// -----
+
+func.func @mma_shapes(%a: !fagpu.smem_tile<64x64xf16>, %b: !fagpu.smem_tile<128x128xf16>) {
+  // expected-error @+1 {{shapes do not multiply: A is 64 x 64, B gives 128 x 128, result 64 x 128}}
+  %s = fagpu.mma %a, %b : !fagpu.smem_tile<64x64xf16>, !fagpu.smem_tile<128x128xf16> -> !fagpu.fragment<64x128xf32, accumulator>
+  return
+}
+
+// -----
+
+func.func @mma_types(%a: !fagpu.smem_tile<64x64xf16>, %b: !fagpu.smem_tile<64x64xbf16>) {
+  // expected-error @+1 {{A and B element types differ}}
+  %s = fagpu.mma %a, %b : !fagpu.smem_tile<64x64xf16>, !fagpu.smem_tile<64x64xbf16> -> !fagpu.fragment<64x64xf32, accumulator>
+  return
+}
+
+// -----
+
+func.func @moved_without_threshold(%s: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %f: f32) {
+  // expected-error @+1 {{the moved flag is the result of conditional rescaling: present iff rescale_threshold is}}
+  %p, %m1, %l1, %a, %moved = fagpu.softmax_step %s, %m, %m keys(%i, %i) row %i scale %f : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x64xf16, operand_a>, i1
+  return
+}
+
+// -----
+
+func.func @staging_without_sync(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{a TMA store through `staging` synchronises the warpgroup on `sync`: both or neither}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f16 staging %t : !fagpu.smem_tile<64x64xf16> : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
+func.func @store_element(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr) {
+  // expected-error @+1 {{O holds f16 or bf16, got 'f32'}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f32 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}

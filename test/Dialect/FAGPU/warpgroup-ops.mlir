@@ -1,0 +1,83 @@
+// RUN: fa-opt %s | fa-opt | FileCheck %s
+
+// Round trip of the kernel-body ops and types (what fagpu-build-kernels
+// writes): one consumer tile of an FA3 kernel, D = 64, B_c = 64.
+
+!q = !fagpu.pipeline<stages = 1, buffers = 1, 128x64xf16>
+!kv = !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+!rows = !fagpu.fragment<64xf32, rows>
+!s = !fagpu.fragment<64x64xf32, accumulator>
+!p = !fagpu.fragment<64x64xf16, operand_a>
+!o = !fagpu.fragment<64x64xf32, accumulator>
+
+// CHECK-LABEL: llvm.func @body
+// CHECK: %[[Q:.*]] = fagpu.create_pipeline {barrier_offset = 65536 : i64, tile_offset = 0 : i64} : <stages = 1, buffers = 1, 128x64xf16>
+// CHECK: %[[KV:.*]] = fagpu.create_pipeline {barrier_offset = 65552 : i64, tile_offset = 16384 : i64} : <stages = 2, buffers = 2, 64x64xf16>
+// CHECK: fagpu.init_pipelines %[[Q]], %[[KV]] consumer_arrivals 8 : !fagpu.pipeline<stages = 1, buffers = 1, 128x64xf16>, !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+// CHECK: fagpu.warp_specialize %{{.*}} consumers 2 registers(producer = 24, consumer = 240) producer {
+// CHECK: fagpu.pipeline_acquire %[[KV]][%{{.*}}] buffer 1 parity %{{.*}} : <stages = 2, buffers = 2, 64x64xf16>
+// CHECK: fagpu.tma_load %{{.*}}[%{{.*}}, %{{.*}}] into %[[KV]][%{{.*}}] buffer 1 : !llvm.ptr, <stages = 2, buffers = 2, 64x64xf16>
+// CHECK: fagpu.pipeline_commit %[[Q]][%{{.*}}] buffer 0
+// CHECK: } consumer {
+// CHECK: ^bb0(%[[C:.*]]: i32):
+// CHECK: fagpu.wait_turn %{{.*}} threads 256
+// CHECK: %[[QT:.*]] = fagpu.pipeline_tile %[[Q]][%{{.*}}] buffer 0 : <stages = 1, buffers = 1, 128x64xf16> -> <128x64xf16>
+// CHECK: %[[QR:.*]] = fagpu.tile_rows %[[QT]][%[[C]]] : <128x64xf16> -> <64x64xf16, block_rows = 128>
+// CHECK: %[[KT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 0
+// CHECK: %[[S:.*]] = fagpu.mma %[[QR]], %[[KT]] : !fagpu.smem_tile<64x64xf16, block_rows = 128>, <64x64xf16> -> <64x64xf32, accumulator>
+// CHECK: fagpu.pass_turn %{{.*}} threads 256
+// CHECK: fagpu.mma_wait pending 0
+// CHECK: %[[SP:.*]] = fagpu.pin %[[S]] : <64x64xf32, accumulator>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = fagpu.softmax_step %[[SP]], %{{.*}}, %{{.*}} keys(%{{.*}}, %{{.*}}) row %{{.*}} scale %{{.*}} {causal, masked, rescale_threshold = 8.000000e+00 : f32} : <64x64xf32, accumulator>, <64xf32, rows> -> <64x64xf16, operand_a>, i1
+// CHECK: fagpu.rescale %{{.*}}, %{{.*}} if %{{.*}} : <64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<64x64xf16, operand_a>, <64x64xf16>, !fagpu.fragment<64x64xf32, accumulator> -> <64x64xf32, accumulator>
+// CHECK: fagpu.pipeline_release %[[KV]][%{{.*}}] buffer 1
+// CHECK: %[[ST:.*]] = fagpu.shared_tile offset 49152 : <128x64xf16>
+// CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : !llvm.ptr as f16 lse %{{.*}} : !llvm.ptr<1> staging %{{.*}} : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %{{.*}} : <64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: fagpu.store_wait
+module attributes {gpu.container_module} {
+gpu.module @fa_kernels {
+  llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  llvm.func @body(%qmap: !llvm.ptr, %kmap: !llvm.ptr, %vmap: !llvm.ptr, %omap: !llvm.ptr,
+                  %lse: !llvm.ptr<1>, %nq: i32, %nk: i32, %scale: f32, %wg: i32,
+                  %stage: i32, %parity: i32, %row: i32, %matrix: i32) {
+    %q = fagpu.create_pipeline {barrier_offset = 65536 : i64, tile_offset = 0 : i64} : !q
+    %kv = fagpu.create_pipeline {barrier_offset = 65552 : i64, tile_offset = 16384 : i64} : !kv
+    fagpu.init_pipelines %q, %kv consumer_arrivals 8 : !q, !kv
+    fagpu.warp_specialize %wg consumers 2 registers(producer = 24, consumer = 240) producer {
+      fagpu.pipeline_acquire %kv[%stage] buffer 1 parity %parity : !kv
+      fagpu.tma_load %vmap[%row, %matrix] into %kv[%stage] buffer 1 : !llvm.ptr, !kv
+      fagpu.pipeline_commit %q[%stage] buffer 0 : !q
+    } consumer {
+    ^bb0(%c: i32):
+      %zero = arith.constant 0.0 : f32
+      %ninf = arith.constant 0xFF800000 : f32
+      %m0 = fagpu.splat %ninf : !rows
+      %l0 = fagpu.splat %zero : !rows
+      %o0 = fagpu.splat %zero : !o
+      fagpu.wait_turn %c threads 256
+      fagpu.pipeline_wait %q[%stage] buffer 0 parity %parity : !q
+      %qt = fagpu.pipeline_tile %q[%stage] buffer 0 : !q -> !fagpu.smem_tile<128x64xf16>
+      %qr = fagpu.tile_rows %qt[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
+      %kt = fagpu.pipeline_tile %kv[%stage] buffer 0 : !kv -> !fagpu.smem_tile<64x64xf16>
+      %s = fagpu.mma %qr, %kt : !fagpu.smem_tile<64x64xf16, block_rows = 128>, !fagpu.smem_tile<64x64xf16> -> !s
+      fagpu.pass_turn %c threads 256
+      fagpu.mma_wait pending 0
+      %sp = fagpu.pin %s : !s
+      fagpu.pipeline_release %kv[%stage] buffer 0 : !kv
+      %p, %m, %l, %alpha, %moved = fagpu.softmax_step %sp, %m0, %l0 keys(%row, %nk) row %row scale %scale {masked, causal, rescale_threshold = 8.0 : f32} : !s, !rows -> !p, i1
+      %or = fagpu.rescale %o0, %alpha if %moved : !o, !rows
+      %vt = fagpu.pipeline_tile %kv[%stage] buffer 1 : !kv -> !fagpu.smem_tile<64x64xf16>
+      %o = fagpu.mma %p, %vt acc(%or) {mn_major} : !p, !fagpu.smem_tile<64x64xf16>, !o -> !o
+      fagpu.mma_wait pending 0
+      %op = fagpu.pin %o : !o
+      fagpu.pipeline_release %kv[%stage] buffer 1 : !kv
+      %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
+      %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
+      fagpu.store_output %op, %m, %l rows(%row, %matrix, %nq) to %omap : !llvm.ptr as f16 lse %lse : !llvm.ptr<1> staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %c : !o, !rows
+      fagpu.store_wait
+    }
+    llvm.return
+  }
+}
+}
