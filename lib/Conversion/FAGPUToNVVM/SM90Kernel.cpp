@@ -503,9 +503,10 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
       b, loc, rowsType, cf(-std::numeric_limits<double>::infinity()));
   state.l = fagpu::SplatOp::create(b, loc, rowsType, cf(0.0));
   Value stage0 = stageOf(firstBlock);
-  Value kTile0 = waitStage(kvPipe, stage0, parityOf(firstBlock), kKey);
+  fagpu::PipelineWaitOp::create(b, loc, kvPipe, stage0, parityOf(firstBlock),
+                                kKey);
   waitTurn();
-  Value s = issueScores(kTile0);
+  Value s = issueScores(kvTile(stage0, kKey));
   // No branch may separate a wgmma from its wait: ptxas serializes every
   // wgmma of the kernel when other instructions (phi copies) touch the
   // accumulators in between. Hence the first tile is peeled.
@@ -554,9 +555,9 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     Value stage = stageOf(j);
     Value prevJ = sub(j, c32(1));
     Value prevStage = stageOf(prevJ);
-    Value kTile = waitStage(kvPipe, stage, parityOf(j), kKey);
+    fagpu::PipelineWaitOp::create(b, loc, kvPipe, stage, parityOf(j), kKey);
     waitTurn();
-    Value sj = issueScores(kTile);
+    Value sj = issueScores(kvTile(stage, kKey));
     // O of the blocks before j - 1 moves to block j - 1's base, then
     // O += P_{j-1} V_{j-1} goes to the tensor cores behind S_j.
     Value o = pin(rescale(st.o, prev));

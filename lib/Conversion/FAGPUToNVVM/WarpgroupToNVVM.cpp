@@ -71,19 +71,29 @@ public:
   using TMAKernelEmitter::storeLse;
   using TMAKernelEmitter::storeRowBlock;
   using TMAKernelEmitter::storeRows;
+  using TMAKernelEmitter::sub;
   using TMAKernelEmitter::valueDescriptor;
   using TMAKernelEmitter::waitBarrier;
   using TMAKernelEmitter::oMap;
 
-  /// The thread's place in its warpgroup (reads of %tid.x, which LLVM
-  /// merges with the kernel's own).
+  /// The thread's place in its warpgroup, computed at the start of the
+  /// kernel: values every thread keeps, like the kernel's own reads of
+  /// %tid.x there (LLVM merges the copies).
   struct ThreadPosition {
     Value lane, warpInGroup, quadLane;
   };
   ThreadPosition position() {
+    OpBuilder::InsertionGuard guard(b);
+    Block *insertBlock = b.getInsertionBlock();
+    Operation *parent = insertBlock->getParentOp();
+    auto kernel = isa<LLVM::LLVMFuncOp>(parent)
+                      ? cast<LLVM::LLVMFuncOp>(parent)
+                      : parent->getParentOfType<LLVM::LLVMFuncOp>();
+    if (kernel)
+      b.setInsertionPointToStart(&kernel.getBody().front());
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-    return {remu(tid, c32(32)), divu(remu(tid, c32(128)), c32(32)),
-            remu(remu(tid, c32(32)), c32(4))};
+    Value lane = remu(tid, c32(32));
+    return {lane, divu(remu(tid, c32(128)), c32(32)), remu(lane, c32(4))};
   }
   /// Lane 0 of each warp runs `body`.
   void onLaneZero(llvm::function_ref<void()> body) {
@@ -165,7 +175,7 @@ struct WarpSpecializeLowering
     rewriter.setInsertionPoint(roles.elseBlock()->getTerminator());
     NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getConsumerRegisters(),
                                    NVVM::SetMaxRegisterAction::increase);
-    Value consumer = e.add(group, e.c32(-1));
+    Value consumer = e.sub(group, e.c32(1));
     rewriter.inlineBlockBefore(&op.getConsumer().front(),
                                roles.elseBlock()->getTerminator(), {consumer});
     rewriter.eraseOp(op);
@@ -393,9 +403,16 @@ struct TileRowsLowering : OpConversionPattern<fagpu::TileRowsOp> {
     OpEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
     ValueRange tile = adaptor.getTile();
     int64_t rowBytes = op.getType().getRows() * kSwizzleBytes;
-    SmallVector<Value> rows = {
-        tile[0],
-        e.add(tile[1], e.mul(adaptor.getIndex().front(), e.c32(rowBytes)))};
+    // The rows' offset depends on the index alone (a consumer's): computed
+    // once, where the index is defined, not per tile.
+    Value index = adaptor.getIndex().front();
+    Value rowOffset;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfterValue(index);
+      rowOffset = e.mul(index, e.c32(rowBytes));
+    }
+    SmallVector<Value> rows = {tile[0], e.add(tile[1], rowOffset)};
     rewriter.replaceOpWithMultiple(op, {rows});
     return success();
   }
