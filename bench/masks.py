@@ -1,5 +1,5 @@
-"""Windowed and softcapped kernels on the GPU: O and LSE against an fp32
-reference with the explicit mask, including rows whose keys are all masked
+"""Windowed, softcapped and bottom-right aligned kernels on the GPU: O and
+LSE against an fp32 reference with the explicit mask, including rows whose keys are all masked
 (they must give O = 0 and LSE = -inf), on ragged shapes; compute-sanitizer
 friendly (small).
 
@@ -18,7 +18,7 @@ DT = dtypes()
 TOL = {"f16": 2e-3, "bf16": 1.6e-2}
 
 
-def reference(q, k, v, scale, causal, window, softcap):
+def reference(q, k, v, scale, causal, window, softcap, bottom_right=False):
     b, hq, nq, d = q.shape
     hkv, nk = k.shape[1], k.shape[2]
     kk = k.float().repeat_interleave(hq // hkv, 1)
@@ -26,7 +26,9 @@ def reference(q, k, v, scale, causal, window, softcap):
     s = torch.matmul(q.float(), kk.transpose(-1, -2)) * scale
     if softcap:
         s = softcap * torch.tanh(s / softcap)
-    i = torch.arange(nq, device=q.device)[:, None]
+    # Bottom-right alignment: query i at key position i + Nk - Nq.
+    i = torch.arange(nq, device=q.device)[:, None] + (
+        nk - nq if bottom_right else 0)
     j = torch.arange(nk, device=q.device)[None, :]
     visible = torch.ones(nq, nk, dtype=torch.bool, device=q.device)
     if causal:
@@ -50,7 +52,10 @@ def main():
         # The last shape has more tiles than SMs: persistent CTAs (static
         # or dynamically scheduled) run several each. Set FLASHMLIR_MASKS_SMALL
         # for the small shapes only (under compute-sanitizer).
-        shapes = [(2, 4, 2, 333, 100), (1, 2, 1, 200, 517)]
+        # Nq > Nk (bottom-right: rows before every key), Nq < Nk (a chunk
+        # of queries after a KV cache), decode (Nq = 1).
+        shapes = [(2, 4, 2, 333, 100), (1, 2, 1, 200, 517),
+                  (3, 8, 2, 1, 1531)]
         if not os.environ.get("FLASHMLIR_MASKS_SMALL"):
             shapes.append((4, 32, 8, 1000, 1100))
         for (b, hq, hkv, nq, nk) in shapes:
@@ -66,7 +71,8 @@ def main():
             torch.cuda.synchronize()
             ref, ref_lse, empty = reference(q, kk, v, scale, m["causal"],
                                             m.get("window", 0),
-                                            m.get("softcap", 0.0))
+                                            m.get("softcap", 0.0),
+                                            m.get("bottom_right", False))
             err = ((out.float() - ref).norm() / ref.norm()).item()
             finite = torch.isfinite(ref_lse)
             lse_err = ((lse[finite] - ref_lse[finite]).abs().max().item()

@@ -55,6 +55,8 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     add("causal");
   if (options.window)
     add("window = " + std::to_string(options.window) + " : i64");
+  if (options.bottomRight)
+    add("bottom_right");
   if (options.softcap > 0)
     add("softcap = " + formatF32(float(options.softcap)) + " : f32");
   if (options.scale > 0)
@@ -188,6 +190,7 @@ static std::string metadataJson(StringRef kernelName,
       {"head_dim", options.headDim},
       {"dtype", options.dtype},
       {"causal", options.causal},
+      {"bottom_right", options.bottomRight},
       {"window", options.window},
       {"softcap", options.softcap},
       {"rescale_threshold", options.rescaleThreshold},
@@ -284,6 +287,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
                                    : llvm::formatv("{0}", elt).str();
     options.causal = attention.getCausal();
     options.window = attention.getWindow().value_or(0);
+    options.bottomRight = attention.getBottomRight();
     options.softcap = attention.getSoftcap()
                           ? attention.getSoftcap()->convertToDouble()
                           : 0.0;

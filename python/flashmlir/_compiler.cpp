@@ -132,7 +132,7 @@ void setFA4Options(fa::KernelOptions &options, py::object rescaleThreshold,
 
 py::dict compile(const std::string &arch, int64_t headDim,
                  const std::string &dtype, bool causal, int64_t window,
-                 double softcap, int64_t blockR, int64_t blockC,
+                 bool bottomRight, double softcap, int64_t blockR, int64_t blockC,
                  py::object rescaleThreshold, int64_t polyDegree,
                  int64_t polyPeriod, int64_t stages, bool pingPong,
                  bool intraOverlap, int persistent,
@@ -143,6 +143,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.dtype = dtype;
   options.causal = causal;
   options.window = window;
+  options.bottomRight = bottomRight;
   options.softcap = softcap;
   options.blockR = blockR;
   options.blockC = blockC;
@@ -349,7 +350,7 @@ PYBIND11_MODULE(_compiler, m) {
   m.doc() = "flash-mlir compiler bindings (see flashmlir.compile)";
   m.def("compile", &compile, py::arg("arch"), py::arg("head_dim"),
         py::arg("dtype"), py::arg("causal"), py::arg("window") = 0,
-        py::arg("softcap") = 0.0, py::arg("block_r") = 0,
+        py::arg("bottom_right") = false, py::arg("softcap") = 0.0, py::arg("block_r") = 0,
         py::arg("block_c") = 0, py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
         py::arg("stages") = 0, py::arg("ping_pong") = true,

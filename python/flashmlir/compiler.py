@@ -84,7 +84,7 @@ def _compile_cached(**options):
 
 
 def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
-            softcap=0.0, block_r=0, block_c=0, rescale_threshold=None,
+            softcap=0.0, bottom_right=False, block_r=0, block_c=0, rescale_threshold=None,
             poly_exp2_degree=None, poly_exp2_period=8, stages=0,
             ping_pong=True, intra_overlap=True, persistent=None,
             sm90_kernel="wgmma"):
@@ -93,7 +93,9 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     arch: "sm_80", "sm_90a" (FlashAttention-3: TMA, wgmma, warp roles) or
     "sm_100a" (Blackwell tcgen05 kernel: compile-verified only, no GPU of
     that kind has run it). window / softcap: sliding-window mask |i - j| <
-    window and scores c * tanh(s / c). block_r / block_c: tile overrides
+    window and scores c * tanh(s / c). bottom_right: those masks aligned to
+    the last key (query i at key position i + Nk - Nq, as with a KV cache
+    or flash-attention's causal=True when Nq != Nk). block_r / block_c: tile overrides
     (0: the back end's measured default). rescale_threshold (None: measured
     default, < 0 off) and poly_exp2_degree / poly_exp2_period (None: the
     target's default) are FlashAttention-4's tricks. stages, ping_pong,
@@ -103,6 +105,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     """
     options = dict(arch=arch, head_dim=int(head_dim), dtype=dtype,
                    causal=bool(causal), window=int(window),
+                   bottom_right=bool(bottom_right),
                    softcap=float(softcap), block_r=int(block_r),
                    block_c=int(block_c),
                    rescale_threshold=(None if rescale_threshold is None

@@ -145,6 +145,21 @@ def test_window_and_softcap_reach_the_kernel(flashmlir):
     assert "window = 100 : i64" in k.mlir("attention")
 
 
+def test_bottom_right_reaches_every_target(flashmlir):
+    """Bottom-right masks (a KV cache): in the kernel name, the metadata
+    and the attention the kernel was built from; alone it is refused."""
+    for arch in ("sm_90a", "sm_80", "sm_100a"):
+        k = flashmlir.compile(head_dim=128, causal=True, bottom_right=True,
+                              arch=arch)
+        assert k.name.endswith("_bralign"), k.name
+        assert k.metadata["bottom_right"] is True
+        top_left = flashmlir.compile(head_dim=128, causal=True, arch=arch)
+        assert top_left.metadata["bottom_right"] is False
+        assert k.ptx != top_left.ptx
+    with pytest.raises(flashmlir.CompileError, match="bottom_right aligns"):
+        flashmlir.compile(head_dim=64, bottom_right=True)
+
+
 def test_sm100a_is_compile_only_but_real(flashmlir):
     """The Blackwell kernel: ptxas-assembled tcgen05 code with FA4's
     defaults (conditional rescaling, partial software exp2)."""

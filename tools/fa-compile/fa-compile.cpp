@@ -40,6 +40,11 @@ static cl::opt<bool> causal(cl::cat(toolOptions), "causal",
 static cl::opt<int64_t> window(cl::cat(toolOptions), "window",
                                cl::desc("Sliding window |i - j| < w"),
                                cl::init(0));
+static cl::opt<bool> bottomRight(
+    cl::cat(toolOptions), "bottom-right",
+    cl::desc("Causal/window masks aligned to the last key (query i at key "
+             "position i + Nk - Nq, as with a KV cache)"),
+    cl::init(false));
 static cl::opt<double> softcap(cl::cat(toolOptions), "softcap",
                                cl::desc("Scores c * tanh(s / c)"),
                                cl::init(0.0));
@@ -175,6 +180,7 @@ int main(int argc, char **argv) {
   options.dtype = dtype;
   options.causal = causal;
   options.window = window;
+  options.bottomRight = bottomRight;
   options.softcap = softcap;
   options.scale = scale;
   options.lse = !noLse;

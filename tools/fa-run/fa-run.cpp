@@ -114,6 +114,11 @@ static cl::opt<std::string> dtype(cl::cat(toolOptions), "dtype", cl::desc("f32, 
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal", cl::init(false));
 static cl::opt<int64_t> window(cl::cat(toolOptions), "window", cl::init(0),
                                cl::desc("|i - j| < window (0: none)"));
+static cl::opt<bool> bottomRight(
+    cl::cat(toolOptions), "bottom-right",
+    cl::desc("Causal/window masks aligned to the last key (query i at key "
+             "position i + Nk - Nq)"),
+    cl::init(false));
 static cl::opt<double> softcap(cl::cat(toolOptions), "softcap", cl::init(0.0),
                                cl::desc("c * tanh(s / c) (0: none)"));
 static cl::opt<double> scale(cl::cat(toolOptions), "scale", cl::init(0.0),
@@ -300,6 +305,8 @@ std::string buildModuleText() {
   // exactly that f32 (std::to_string wrote 1.4e-6 as 0.000001).
   if (window != 0)
     add("window = " + std::to_string(window) + " : i64");
+  if (bottomRight)
+    add("bottom_right");
   if (softcap != 0)
     add("softcap = " + fa::formatF32(static_cast<float>(softcap)) + " : f32");
   if (scale != 0)
@@ -329,6 +336,7 @@ struct Spec {
   float scale;
   bool causal;
   std::optional<int64_t> window;
+  bool bottomRight; // query i at key position i + nk - nq
   std::optional<float> softcap;
   bool lse;
   Elt elt;
@@ -348,11 +356,12 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
       int64_t kh = h / group;
       for (int64_t i = 0; i < s.nq; ++i) {
         double mx = -std::numeric_limits<double>::infinity();
+        int64_t pos = s.bottomRight ? i + s.nk - s.nq : i;
         for (int64_t j = 0; j < s.nk; ++j) {
           bool vis = true;
-          if (s.causal && j > i)
+          if (s.causal && j > pos)
             vis = false;
-          if (s.window && std::llabs(i - j) >= *s.window)
+          if (s.window && std::llabs(pos - j) >= *s.window)
             vis = false;
           visible[j] = vis;
           if (!vis)
@@ -553,6 +562,7 @@ int main(int argc, char **argv) {
   spec.scale = attention.getEffectiveScale();
   spec.causal = attention.getCausal();
   spec.window = attention.getWindow();
+  spec.bottomRight = attention.getBottomRight();
   if (auto cap = attention.getSoftcap())
     spec.softcap = cap->convertToFloat();
   spec.lse = entry.getNumArguments() == 5;

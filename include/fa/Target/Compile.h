@@ -21,6 +21,9 @@ struct KernelOptions {
   std::string dtype = "f16"; // f16 | bf16
   bool causal = false;
   int64_t window = 0;   // sliding window |i - j| < window (0: none)
+  /// Causal/window masks aligned to the last key (query i at key position
+  /// i + Nk - Nq, as a KV cache needs); false: top-left.
+  bool bottomRight = false;
   double softcap = 0.0; // c * tanh(s / c) (0: none)
   double scale = 0.0;   // softmax scale (0: 1/sqrt(D))
   bool lse = true;      // write LSE (false: O only)

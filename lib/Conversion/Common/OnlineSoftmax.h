@@ -39,6 +39,8 @@ struct SoftmaxConfig {
   int64_t polyDegree = 0;         // FA4 software exp2 (0: off)
   int64_t polyPeriod = 8;
   bool writesLse = true; // an LSE destination was given
+  /// Masks aligned to the last key: query i at key position i + Nk - Nq.
+  bool bottomRight = false;
 
   /// Kernel-name suffix of the FA4 options and the window/softcap mask.
   /// Every value is named exactly, so different kernels never share a name.
@@ -49,7 +51,7 @@ struct SoftmaxConfig {
                        : "") +
            (window ? "_w" + std::to_string(window) : "") +
            (softcap > 0 ? "_sc" + nameOf(softcap) : "") +
-           (writesLse ? "" : "_nolse");
+           (bottomRight ? "_bralign" : "") + (writesLse ? "" : "_nolse");
   }
 
   /// A whole value as its digits (8, 30); any other as the hex of its f32
@@ -75,6 +77,7 @@ inline SoftmaxConfig softmaxConfigOf(fagpu::AttentionOp op) {
   config.polyDegree = op.getExp2PolyDegree().value_or(0);
   config.polyPeriod = op.getExp2PolyPeriod().value_or(8);
   config.writesLse = bool(op.getLse());
+  config.bottomRight = op.getBottomRight();
   return config;
 }
 
@@ -117,9 +120,10 @@ protected:
 
   /// Keys past the end and, if causal, above the diagonal or, with a
   /// window, outside the band get -inf. `row0` is the thread's first row,
-  /// `quadLane` = lane % 4.
+  /// `quadLane` = lane % 4; with bottom-right masks `shift` = Nk - Nq moves
+  /// the diagonal (rows then compare as signed positions).
   void applyMask(MutableArrayRef<Value> s, Value kStart, Value row0, Value nk,
-                 Value quadLane) {
+                 Value quadLane, Value shift = Value()) {
     Value negInf = cf(-std::numeric_limits<double>::infinity());
     Value row1 = add(row0, c32(8));
     if (!config.window) {
@@ -127,7 +131,7 @@ protected:
       // block: visible iff that offset is below the row's limit.
       std::array<Value, 2> limit;
       for (int64_t h = 0; h < 2; ++h)
-        limit[h] = sub(visibleLimit(kStart, h ? row1 : row0, nk),
+        limit[h] = sub(visibleLimit(kStart, h ? row1 : row0, nk, shift),
                        mul(quadLane, c32(2)));
       for (int64_t n = 0; n < int64_t(s.size()) / 4; ++n)
         for (int64_t e = 0; e < 4; ++e)
@@ -140,7 +144,8 @@ protected:
         Value col =
             add(add(kStart, c32(n * 8 + (e % 2))), mul(quadLane, c32(2)));
         Value row = e < 2 ? row0 : row1;
-        s[4 * n + e] = select(keyVisible(col, row, nk), s[4 * n + e], negInf);
+        s[4 * n + e] =
+            select(keyVisible(col, row, nk, shift), s[4 * n + e], negInf);
       }
   }
 
@@ -148,9 +153,17 @@ protected:
   /// c < limit (signed; the limit may be negative or past the block):
   /// limit = min(Nk, row + 1 if causal) - kStart. One compare against a
   /// constant per score instead of the column arithmetic and two compares.
-  Value visibleLimit(Value kStart, Value row, Value nk) {
-    Value end = config.causal ? minu(nk, add(row, c32(1))) : nk;
-    return sub(end, kStart);
+  /// Bottom-right: min(Nk, row + shift + 1), signed (a row before every key
+  /// has a limit below 0).
+  Value visibleLimit(Value kStart, Value row, Value nk,
+                     Value shift = Value()) {
+    if (!config.causal)
+      return sub(nk, kStart);
+    if (!shift)
+      return sub(minu(nk, add(row, c32(1))), kStart);
+    return sub(arith::MinSIOp::create(b, loc, nk,
+                                      add(add(row, shift), c32(1))),
+               kStart);
   }
   Value slt(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
@@ -158,18 +171,30 @@ protected:
 
   /// Whether query `row` sees key `col`: inside the keys and, if causal,
   /// at or below the diagonal, with a window inside the band.
-  Value keyVisible(Value col, Value row, Value nk) {
+  /// Bottom-right (`shift` = Nk - Nq): the row's key position row + shift,
+  /// compared signed.
+  Value keyVisible(Value col, Value row, Value nk, Value shift = Value()) {
     Value visible = ult(col, nk);
+    auto lt = [&](Value x, Value y) {
+      return shift ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                           x, y)
+                   : ult(x, y);
+    };
+    if (shift)
+      row = add(row, shift);
     if (config.causal)
       visible = arith::AndIOp::create(
           b, loc, visible,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, col, row));
+          arith::CmpIOp::create(b, loc,
+                                shift ? arith::CmpIPredicate::sle
+                                      : arith::CmpIPredicate::ule,
+                                col, row));
     if (config.window) {
       Value w = c32(config.window);
       visible = arith::AndIOp::create(
           b, loc, visible,
-          arith::AndIOp::create(b, loc, ult(row, add(col, w)),
-                                ult(col, add(row, w))));
+          arith::AndIOp::create(b, loc, lt(row, add(col, w)),
+                                lt(col, add(row, w))));
     }
     return visible;
   }

@@ -112,6 +112,9 @@ protected:
     return arith::AndIOp::create(b, loc, sub(c32(0), address), c32(1023));
   }
 
+  /// Nk - Nq: how far bottom-right masks move the diagonal (signed).
+  Value diagonalShift() { return sub(nk, nq); }
+
   /// Query blocks per head, and (query block, head) tiles of the launch.
   Value queryBlocks() { return divu(add(nq, c32(blockR - 1)), c32(blockR)); }
   Value tileCount() { return mul(queryBlocks(), mul(batches, hq)); }
@@ -237,19 +240,34 @@ protected:
     // aligned, keys j <= i); a window bounds both sides.
     Value numBlocks = divu(add(nk, c32(blockC - 1)), c32(blockC));
     Value lastRow = minu(add(qStart, c32(blockR)), nq); // exclusive
+    // Bottom-right masks: row i sits at key position i + Nk - Nq (signed:
+    // rows before every key are negative; ranges clamp them to key 0).
+    Value shift = config.bottomRight ? diagonalShift() : Value();
+    auto atKey = [&](Value row) { return shift ? add(row, shift) : row; };
+    auto nonNegative = [&](Value x) {
+      return shift ? arith::MaxSIOp::create(b, loc, x, c32(0)) : x;
+    };
     if (config.causal)
-      numBlocks =
-          minu(numBlocks, divu(add(lastRow, c32(blockC - 1)), c32(blockC)));
+      numBlocks = minu(numBlocks,
+                       divu(add(nonNegative(atKey(lastRow)), c32(blockC - 1)),
+                            c32(blockC)));
+    // A tile whose rows see no key still runs one (fully masked) block, so
+    // the producer and the consumers agree on a non-empty range.
+    if (shift)
+      numBlocks = arith::MaxUIOp::create(b, loc, numBlocks, c32(1));
     Value firstBlock = c32(0);
     if (config.window) {
       Value reach = c32(config.window - 1);
       Value firstKey =
-          sub(arith::MaxUIOp::create(b, loc, qStart, reach), reach);
+          shift ? nonNegative(sub(atKey(qStart), reach))
+                : sub(arith::MaxUIOp::create(b, loc, qStart, reach), reach);
       firstBlock = divu(firstKey, c32(blockC));
       if (!config.causal)
         numBlocks = minu(
             numBlocks,
-            add(divu(add(sub(lastRow, c32(1)), reach), c32(blockC)), c32(1)));
+            add(divu(nonNegative(add(atKey(sub(lastRow, c32(1))), reach)),
+                     c32(blockC)),
+                c32(1)));
       // Rows past the end of the keys by more than the window see no key:
       // they still run one (fully masked) block, so the producer and the
       // consumers always agree on a non-empty range (O = 0, LSE = -inf).
@@ -259,7 +277,9 @@ protected:
     // diagonal of the tile's first row. Windows mask every block.
     Value unmaskedEnd = divu(nk, c32(blockC));
     if (config.causal)
-      unmaskedEnd = minu(unmaskedEnd, divu(add(qStart, c32(1)), c32(blockC)));
+      unmaskedEnd =
+          minu(unmaskedEnd,
+               divu(nonNegative(add(atKey(qStart), c32(1))), c32(blockC)));
     unmaskedEnd = minu(unmaskedEnd, numBlocks);
     if (config.window)
       unmaskedEnd = firstBlock;

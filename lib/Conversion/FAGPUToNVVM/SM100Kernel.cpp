@@ -351,14 +351,15 @@ void KernelBuilder::emitSoftmax() {
     Value effScale = applySoftcap(s, scaleLog2);
     if (masked) {
       Value kStart = mul(j, c32(bc));
+      Value shift = spec.bottomRight ? diagonalShift() : Value();
       if (!spec.window) {
-        Value limit = visibleLimit(kStart, row, nk);
+        Value limit = visibleLimit(kStart, row, nk, shift);
         for (int64_t c = 0; c < bc; ++c)
           s[c] = select(slt(c32(c), limit), s[c], negInf);
       } else {
         for (int64_t c = 0; c < bc; ++c)
-          s[c] = select(keyVisible(add(kStart, c32(c)), row, nk), s[c],
-                        negInf);
+          s[c] = select(keyVisible(add(kStart, c32(c)), row, nk, shift),
+                        s[c], negInf);
       }
     }
     Value mx = negInf;

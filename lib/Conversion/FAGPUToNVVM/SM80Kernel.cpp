@@ -127,6 +127,7 @@ private:
 
   const KernelSpec &spec;
   Value smemBase, tid, lane, warp, g, t;
+  Value diagonalShift; // bottom-right masks: Nk - Nq
   // Per-thread parts of the ldmatrix addresses, computed once. In a
   // swizzled tile the physical chunk of logical chunk C + c (C even and
   // known at compile time, c in {0, 1} per thread) is
@@ -303,30 +304,48 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   };
 
   // Number of K/V blocks; causal attention stops at the block holding the
-  // last query row's diagonal (keys j <= i, top-left aligned).
+  // last query row's diagonal (keys j <= i top-left aligned, or
+  // j <= i + Nk - Nq bottom-right: `shift`, signed, rows before every key
+  // clamped to key 0).
+  Value shift = spec.bottomRight ? sub(nk, nq) : Value();
+  diagonalShift = shift;
+  auto atKey = [&](Value row) { return shift ? add(row, shift) : row; };
+  auto nonNegative = [&](Value x) {
+    return shift ? arith::MaxSIOp::create(b, loc, x, c32(0)) : x;
+  };
   Value numBlocks = divu(add(nk, c32(spec.blockC - 1)), c32(spec.blockC));
   if (spec.causal) {
     Value lastRow = arith::MinUIOp::create(
         b, loc, add(qStart, c32(spec.blockR)), nq);
-    Value causalBlocks = divu(add(lastRow, c32(spec.blockC - 1)), c32(spec.blockC));
+    Value causalBlocks =
+        divu(add(nonNegative(atKey(lastRow)), c32(spec.blockC - 1)),
+             c32(spec.blockC));
     numBlocks = arith::MinUIOp::create(b, loc, numBlocks, causalBlocks);
   }
+  // A tile whose rows see no key runs one fully masked block (as the TMA
+  // kernels do: fagpu::kvBlockRange).
+  if (shift)
+    numBlocks = arith::MaxUIOp::create(b, loc, numBlocks, c32(1));
 
   // A sliding window (|i - j| < w) bounds the K/V blocks on both sides:
   // keys from qStart - w + 1 to lastRow + w - 1.
   Value firstBlock = c32(0);
   if (spec.window) {
     Value reach = c32(spec.window - 1);
-    Value firstKey = arith::SubIOp::create(
-        b, loc, arith::MaxUIOp::create(b, loc, qStart, reach), reach);
+    Value firstKey =
+        shift ? nonNegative(sub(atKey(qStart), reach))
+              : arith::SubIOp::create(
+                    b, loc, arith::MaxUIOp::create(b, loc, qStart, reach),
+                    reach);
     firstBlock = divu(firstKey, c32(spec.blockC));
     if (!spec.causal) {
       Value lastRow = arith::SubIOp::create(
           b, loc,
           arith::MinUIOp::create(b, loc, add(qStart, c32(spec.blockR)), nq),
           c32(1));
-      Value windowBlocks =
-          add(divu(add(lastRow, reach), c32(spec.blockC)), c32(1));
+      Value windowBlocks = add(
+          divu(nonNegative(add(atKey(lastRow), reach)), c32(spec.blockC)),
+          c32(1));
       numBlocks = arith::MinUIOp::create(b, loc, numBlocks, windowBlocks);
     }
   }
@@ -371,7 +390,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   Value fullBlocks = divu(nk, c32(spec.blockC));
   if (spec.causal)
     fullBlocks = arith::MinUIOp::create(
-        b, loc, fullBlocks, divu(add(qStart, c32(1)), c32(spec.blockC)));
+        b, loc, fullBlocks,
+        divu(nonNegative(add(atKey(qStart), c32(1))), c32(spec.blockC)));
   Value unmaskedEnd = arith::MinUIOp::create(b, loc, fullBlocks, numBlocks);
   // Windowed attention masks every block it visits (the band's edges cross
   // them); the unmasked loop is empty.
@@ -491,7 +511,7 @@ SmallVector<Value> KernelBuilder::emitBlock(
     ValueRange st = state.slice(r * stateSize, stateSize);
     if (masked) {
       Value row0 = add(add(mul(warp, c32(16 * rowTiles)), c32(16 * r)), g);
-      applyMask(flat[r], kStart, add(qStart, row0), nk, t);
+      applyMask(flat[r], kStart, add(qStart, row0), nk, t, diagonalShift);
     }
     std::array<Value, 2> m = {st[dTiles * 4], st[dTiles * 4 + 1]};
     std::array<Value, 2> l = {st[dTiles * 4 + 2], st[dTiles * 4 + 3]};

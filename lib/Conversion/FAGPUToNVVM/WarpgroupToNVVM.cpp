@@ -625,7 +625,9 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
     Value effScale = e.applySoftcap(s, adaptor.getScaleLog2().front());
     if (op.getMasked())
       e.applyMask(s, adaptor.getKeyStart().front(), adaptor.getRow0().front(),
-                  adaptor.getNk().front(), e.position().quadLane);
+                  adaptor.getNk().front(), e.position().quadLane,
+                  op.getDiagonalShift() ? adaptor.getDiagonalShift().front()
+                                        : Value());
     OpEmitter::SoftmaxStep step = e.onlineSoftmax(s, m, l, effScale);
     SmallVector<SmallVector<Value>> results = {
         e.packProbabilities(s),

@@ -119,6 +119,9 @@ LogicalResult AttentionOp::verify() {
       failed(checkSameDim(op, "key head dim", q.getDimSize(3), "the query's",
                           k.getDimSize(3))))
     return failure();
+  if (getBottomRight() && !getCausal() && !getWindow())
+    return emitOpError("bottom_right aligns the causal or window mask: give "
+                       "causal or a window");
   int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
   if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
       (hkv == 0 || hq % hkv != 0))
@@ -251,6 +254,9 @@ LogicalResult ScoreTileOp::verify() {
       failed(checkAtMostRows(*this, "key", k, s.getDimSize(1),
                              "the score tile's B_c")))
     return failure();
+  if (getBottomRight() && !getCausal() && !getWindow())
+    return emitOpError("bottom_right aligns the causal or window mask: give "
+                       "causal or a window");
   AttentionParams params;
   params.scale = getScale().convertToDouble();
   if (std::optional<APFloat> cap = getSoftcap())

@@ -146,10 +146,16 @@ private:
 
   ScoreTileOp scoreTile(Value q, Value k, Value s, Value row0, Value col0) {
     AttentionOp op = p.op;
+    // Bottom-right masks: positions i + Nk against j + Nq, so that
+    // j <= i + Nk - Nq needs no negative index.
+    if (op.getBottomRight()) {
+      row0 = arith::AddIOp::create(b, loc, row0, p.keyLen);
+      col0 = arith::AddIOp::create(b, loc, col0, p.queryLen);
+    }
     auto tile = ScoreTileOp::create(
         b, loc, q, k, s, row0, col0, b.getF32FloatAttr(op.getEffectiveScale()),
         op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
-        op.getSoftcapAttr());
+        op.getSoftcapAttr(), op.getBottomRightAttr());
     return tile;
   }
 
@@ -157,6 +163,10 @@ private:
   /// rows [qStart, qStart + rows): the others are skipped, not masked.
   std::pair<Value, Value> visibleKeyBlocks(Value qStart, Value rows,
                                            Value numBlocks);
+  /// The same with bottom-right masks (row i at key position i + Nk - Nq).
+  std::pair<Value, Value> visibleKeyBlocksBottomRight(Value qStart,
+                                                      Value lastRow,
+                                                      Value numBlocks);
 
   OpBuilder &b;
   Location loc;
@@ -172,6 +182,8 @@ AttentionLowering::visibleKeyBlocks(Value qStart, Value rows,
   Value lastRow =
       arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, qStart, rows),
                             index(1));
+  if (op.getBottomRight())
+    return visibleKeyBlocksBottomRight(qStart, lastRow, numBlocks);
   // Causal (top-left): the last row sees keys up to its own position.
   if (op.getCausal()) {
     Value lastKeyBlock =
@@ -194,6 +206,45 @@ AttentionLowering::visibleKeyBlocks(Value qStart, Value rows,
       end = arith::MinUIOp::create(
           b, loc, numBlocks,
           arith::AddIOp::create(b, loc, lastKeyBlock, index(1)));
+    }
+  }
+  return {begin, end};
+}
+
+std::pair<Value, Value>
+AttentionLowering::visibleKeyBlocksBottomRight(Value qStart, Value lastRow,
+                                               Value numBlocks) {
+  // Row i sits at key position i + Nk - Nq. Both sides are shifted by Nq so
+  // that no index goes negative: row position i + Nk, key position j + Nq.
+  AttentionOp op = p.op;
+  Value begin = index(0), end = numBlocks;
+  Value firstRowPos = arith::AddIOp::create(b, loc, qStart, p.keyLen);
+  Value lastRowPos = arith::AddIOp::create(b, loc, lastRow, p.keyLen);
+  auto minus = [&](Value x, Value y) { // max(x - y, 0)
+    return arith::SubIOp::create(b, loc, arith::MaxUIOp::create(b, loc, x, y),
+                                 y);
+  };
+  // Causal: keys up to the last row's position (none for rows before the
+  // first key, Nq > Nk).
+  if (op.getCausal()) {
+    Value keysSeen = minus(arith::AddIOp::create(b, loc, lastRowPos, index(1)),
+                           p.queryLen);
+    end = arith::MinUIOp::create(b, loc, numBlocks,
+                                 ceilDiv(keysSeen, p.blockC));
+  }
+  if (std::optional<int64_t> window = op.getWindow()) {
+    Value reach = index(*window - 1);
+    Value firstKey = minus(firstRowPos,
+                           arith::AddIOp::create(b, loc, reach, p.queryLen));
+    begin = arith::DivUIOp::create(b, loc, firstKey, index(p.blockC));
+    if (!op.getCausal()) {
+      Value lastKey = minus(arith::AddIOp::create(b, loc, lastRowPos, reach),
+                            p.queryLen);
+      end = arith::MinUIOp::create(
+          b, loc, numBlocks,
+          arith::AddIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, lastKey, index(p.blockC)),
+              index(1)));
     }
   }
   return {begin, end};

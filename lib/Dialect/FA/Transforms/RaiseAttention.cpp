@@ -703,7 +703,7 @@ struct RaiseAttention : OpInterfaceRewritePattern<linalg::LinalgOp> {
         rewriter, loc, resultTypes, to4d(q), to4d(k.value), to4d(v.value),
         /*outs=*/ValueRange{}, rewriter.getF32FloatAttr(scale32),
         causal ? rewriter.getUnitAttr() : UnitAttr(), IntegerAttr(),
-        FloatAttr(), IntegerAttr(), IntegerAttr());
+        FloatAttr(), IntegerAttr(), IntegerAttr(), /*bottom_right=*/UnitAttr());
     Value o = attention.getResults()[0];
     if (r == 3)
       o = tensor::CollapseShapeOp::create(rewriter, loc, oType, o,

@@ -220,6 +220,9 @@ LogicalResult AttentionOp::verify() {
   if (s.getConsumerRegisters() != 0 && !s.isWarpSpecialized())
     return emitOpError("consumer_registers without producer_registers: "
                        "register budgets belong to warp-specialised kernels");
+  if (getBottomRight() && !getCausal() && !getWindow())
+    return emitOpError("bottom_right aligns the causal or window mask: give "
+                       "causal or a window");
   if (std::optional<int64_t> degree = getExp2PolyDegree();
       degree && (*degree < 2 || *degree > 5))
     return emitOpError("expected exp2_poly_degree in [2, 5], got ") << *degree;

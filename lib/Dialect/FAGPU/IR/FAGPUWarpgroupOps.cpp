@@ -114,6 +114,9 @@ LogicalResult SoftmaxStepOp::verify() {
   if (bool(getMoved()) != bool(getRescaleThreshold()))
     return emitOpError("the moved flag is the result of conditional "
                        "rescaling: present iff rescale_threshold is");
+  if (getDiagonalShift() && !getCausal() && !getWindow())
+    return emitOpError("a diagonal shift moves the causal or window mask: "
+                       "give causal or a window");
   if (std::optional<int64_t> w = getWindow(); w && *w < 1)
     return emitOpError("window must be positive");
   if (std::optional<int64_t> d = getExp2PolyDegree(); d && (*d < 2 || *d > 5))

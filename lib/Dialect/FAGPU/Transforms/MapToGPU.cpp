@@ -222,7 +222,8 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
         degree ? b.getI64IntegerAttr(*degree) : IntegerAttr(),
         degree && period ? b.getI64IntegerAttr(*period) : IntegerAttr(),
         scheduleOf(ctx, fields));
-    (void)op;
+    if (score.getBottomRight())
+      op.setBottomRight(true);
     forall.erase();
     return success();
   }

@@ -169,3 +169,21 @@ func.func @tma_store_in_q(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, 
     : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
   return
 }
+
+// -----
+
+// Bottom-right masks (a KV cache): the softmax step's mask moves by
+// Nk - Nq (%arg6 - %arg5), and the tile's K/V range is computed from the
+// rows' key positions, clamped at key 0 and to one block at least.
+// CHECK-LABEL: func.func @bottom_right
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_causal_stg_bralign(
+// CHECK: %[[SHIFT:.*]] = arith.subi %arg6, %arg5 : i32
+// CHECK: arith.maxsi
+// CHECK: fagpu.softmax_step {{.*}} row %{{.*}} shift %{{.*}} scale
+func.func @bottom_right(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, causal, bottom_right,
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}

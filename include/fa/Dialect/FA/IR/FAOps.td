@@ -36,6 +36,12 @@ def FA_AttentionOp : FA_Op<"attention", [
     * `causal`: query `i` sees key `j` only if `j <= i` (top-left aligned,
       as `torch.nn.functional.scaled_dot_product_attention(is_causal=True)`).
     * `window = w` (w >= 1): query `i` sees key `j` only if `|i - j| < w`.
+    * `bottom_right` (with `causal` or `window`): the masks' diagonal is
+      aligned to the bottom-right corner, as flash-attention's and a KV
+      cache's: query `i` is at position `i + Nk - Nq` among the keys, so it
+      sees key `j` only if `j <= i + Nk - Nq` (causal) and
+      `|i + Nk - Nq - j| < w` (window). A query before every key (Nq > Nk)
+      sees none. Without it the masks are top-left aligned.
     * `softcap = c` (c in (0, 2^24]): scores become `c * tanh(S / c)` before
       masking.
     * `block_r`, `block_c` (in [1, 2^20]): the tile sizes chosen by
@@ -68,7 +74,8 @@ def FA_AttentionOp : FA_Op<"attention", [
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<I64Attr>:$block_r,
-                       OptionalAttr<I64Attr>:$block_c);
+                       OptionalAttr<I64Attr>:$block_c,
+                       UnitAttr:$bottom_right);
   let results = (outs Variadic<RankedTensorOf<[F16, BF16, F32]>>:$results);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`outs` `(` $outs^ `:` type($outs) `)`)?
@@ -143,7 +150,12 @@ def FA_ScoreTileOp : FA_Op<"score_tile"> {
     cap(x)  = softcap * tanh(x / softcap)     (identity without softcap)
     ```
 
-    and `-inf` everywhere else in the static `[B_r, B_c]` tile. Ragged tails
+    and `-inf` everywhere else in the static `[B_r, B_c]` tile. The masks
+    compare the positions `i = row_offset + r`, `j = col_offset + c`: causal
+    `j <= i`, window `|i - j| < w`. With `bottom_right` the offsets are
+    shifted by the lengths (`row_offset = i0 + Nk`, `col_offset = j0 + Nq`),
+    so the same compares realise the bottom-right diagonal without negative
+    positions; the attribute records it for the GPU mapping. Ragged tails
     (query or key tiles shorter than the tile) and the causal/window masks
     are thus one mechanism: a masked score contributes `exp2(-inf) = 0`.
     Products are accumulated in f32 whatever the input type.
@@ -160,7 +172,8 @@ def FA_ScoreTileOp : FA_Op<"score_tile"> {
                        Index:$row_offset, Index:$col_offset,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
-                       OptionalAttr<F32Attr>:$softcap);
+                       OptionalAttr<F32Attr>:$softcap,
+                       UnitAttr:$bottom_right);
   let assemblyFormat = [{
     $query `,` $key `->` $scores `at` ` ` `[` $row_offset `,` $col_offset `]`
     attr-dict `:` type($query) `,` type($key) `->` type($scores)

@@ -16,7 +16,9 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
 
     The numerics are the tile ops' (`fa.score_tile`, `fa.softmax_update` or
     `fa.conditional_softmax_update`), carried over unchanged: `scale`,
-    `causal` (top-left), `window`, `softcap`, and FA4's
+    `causal` and `window` (top-left aligned, or with `bottom_right` aligned
+    to the last key: query `i` at position `i + Nk - Nq`), `softcap`, and
+    FA4's
     `rescale_threshold` (conditional rescaling, log2 units) and
     `exp2_poly_degree` / `exp2_poly_period` (software exp2 for one element
     in `period`). The `schedule` says how the kernel computes it; the
@@ -45,7 +47,8 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
     OptionalAttr<F32Attr>:$rescale_threshold,
     OptionalAttr<I64Attr>:$exp2_poly_degree,
     OptionalAttr<I64Attr>:$exp2_poly_period,
-    FAGPU_ScheduleAttr:$schedule);
+    FAGPU_ScheduleAttr:$schedule,
+    UnitAttr:$bottom_right);
   let assemblyFormat = [{
     $query `,` $key `,` $value `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out)

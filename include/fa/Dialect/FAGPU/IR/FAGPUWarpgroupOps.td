@@ -343,7 +343,9 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     `%row0` and `%row0 + 8` (in the accumulator layout), in log2 units
     (`%scale_log2` = scale * log2 e):
     softcap (`softcap`), the mask when `masked` (keys past `%nk`, and
-    `causal` / `window`), then per row the new base m' = max(m, rowmax(s) *
+    `causal` / `window`; with `shift %d` the diagonal is the bottom-right
+    one: row i at key position i + %d, %d = Nk - Nq), then per row the new
+    base m' = max(m, rowmax(s) *
     scale) -- or with FA4's conditional rescaling (`rescale_threshold`) the
     old base unless the block max exceeds it by more than the threshold --
     alpha = exp2(m - m'), P = exp2(s * scale - m') (with FA4's software
@@ -354,7 +356,8 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
   }];
   let arguments = (ins FAGPU_Fragment:$s, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$key_start, I32:$row0, I32:$nk,
-                       F32:$scale_log2, UnitAttr:$masked, UnitAttr:$causal,
+                       F32:$scale_log2, Optional<I32>:$diagonal_shift,
+                       UnitAttr:$masked, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<F32Attr>:$rescale_threshold,
@@ -365,7 +368,7 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
                       Optional<I1>:$moved);
   let assemblyFormat = [{
     $s `,` $m `,` $l `keys` `(` $key_start `,` $nk `)` `row` $row0
-    `scale` $scale_log2 attr-dict `:` type($s) `,` type($m) `->` type($p)
+    (`shift` $diagonal_shift^)? `scale` $scale_log2 attr-dict `:` type($s) `,` type($m) `->` type($p)
     (`,` type($moved)^)?
   }];
   let hasVerifier = 1;
