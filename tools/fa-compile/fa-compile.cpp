@@ -40,11 +40,12 @@ static cl::opt<bool> causal(cl::cat(toolOptions), "causal",
 static cl::opt<int64_t> window(cl::cat(toolOptions), "window",
                                cl::desc("Sliding window |i - j| < w"),
                                cl::init(0));
-static cl::opt<bool> bottomRight(
-    cl::cat(toolOptions), "bottom-right",
-    cl::desc("Causal/window masks aligned to the last key (query i at key "
-             "position i + Nk - Nq, as with a KV cache)"),
-    cl::init(false));
+static cl::opt<std::string> causalAlign(
+    cl::cat(toolOptions), "causal-align",
+    cl::desc("Alignment of the causal/window masks: top-left (query i sees "
+             "keys j <= i) or bottom-right (query i at key position "
+             "i + Nk - Nq, as with a KV cache)"),
+    cl::init("top-left"));
 static cl::opt<double> softcap(cl::cat(toolOptions), "softcap",
                                cl::desc("Scores c * tanh(s / c)"),
                                cl::init(0.0));
@@ -152,6 +153,9 @@ int main(int argc, char **argv) {
   };
   if (auto why = fa::checkHeadDim("head dim", headDim))
     return refuse("head-dim", *why);
+  if (causalAlign != "top-left" && causalAlign != "bottom-right")
+    return refuse("causal-align", "expected top-left or bottom-right, got '" +
+                                      causalAlign + "'");
   if (window != 0)
     if (auto why = fa::checkWindow(window, /*positionBits=*/32))
       return refuse("window", *why);
@@ -180,7 +184,7 @@ int main(int argc, char **argv) {
   options.dtype = dtype;
   options.causal = causal;
   options.window = window;
-  options.bottomRight = bottomRight;
+  options.bottomRight = causalAlign == "bottom-right";
   options.softcap = softcap;
   options.scale = scale;
   options.lse = !noLse;

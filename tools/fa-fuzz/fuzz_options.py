@@ -60,6 +60,9 @@ def fa_run_vector(rng):
     if rng.random() < 0.3:
         opts["--window"] = pick(rng, [1, 4, 20], [-5, 2**32 + 1, INT64_MAX])
     if rng.random() < 0.3:
+        opts["--causal-align"] = pick(rng, ["top-left", "bottom-right"],
+                                      ["middle", ""], 0.05)
+    if rng.random() < 0.3:
         opts["--softcap"] = pick(rng, ["3", "30", "0.5"], EXTREME_FLOATS)
     if rng.random() < 0.3:
         opts["--scale"] = pick(rng, ["0.125", "0.5", "1.4e-6", "0.088388"],
@@ -90,6 +93,9 @@ def fa_compile_vector(rng):
         opts["--causal"] = None
     if rng.random() < 0.3:
         opts["--window"] = pick(rng, [1, 128, 4096], [-5, 2**32 + 1, INT64_MAX])
+    if rng.random() < 0.3:
+        opts["--causal-align"] = pick(rng, ["top-left", "bottom-right"],
+                                      ["middle", ""], 0.05)
     if rng.random() < 0.3:
         opts["--softcap"] = pick(rng, ["30", "50", "30.5"], EXTREME_FLOATS)
     if rng.random() < 0.3:
@@ -131,6 +137,12 @@ def out_of_range(opts, max_window=INT64_MAX):
     d = opts.get("--head-dim")
     if d is not None and not 1 <= d <= 65536:
         bad.append("head-dim")
+    a = opts.get("--causal-align")
+    if a is not None and a not in ("top-left", "bottom-right"):
+        bad.append("causal-align")
+    # Bottom-right aligns a mask: without causal or a window it is refused.
+    if a == "bottom-right" and "--causal" not in opts and not w:
+        bad.append("causal-align")
     return bad
 
 

@@ -114,11 +114,12 @@ static cl::opt<std::string> dtype(cl::cat(toolOptions), "dtype", cl::desc("f32, 
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal", cl::init(false));
 static cl::opt<int64_t> window(cl::cat(toolOptions), "window", cl::init(0),
                                cl::desc("|i - j| < window (0: none)"));
-static cl::opt<bool> bottomRight(
-    cl::cat(toolOptions), "bottom-right",
-    cl::desc("Causal/window masks aligned to the last key (query i at key "
-             "position i + Nk - Nq)"),
-    cl::init(false));
+static cl::opt<std::string> causalAlign(
+    cl::cat(toolOptions), "causal-align",
+    cl::desc("Alignment of the causal/window masks: top-left (query i sees "
+             "keys j <= i) or bottom-right (query i at key position "
+             "i + Nk - Nq, as with a KV cache)"),
+    cl::init("top-left"));
 static cl::opt<double> softcap(cl::cat(toolOptions), "softcap", cl::init(0.0),
                                cl::desc("c * tanh(s / c) (0: none)"));
 static cl::opt<double> scale(cl::cat(toolOptions), "scale", cl::init(0.0),
@@ -305,7 +306,7 @@ std::string buildModuleText() {
   // exactly that f32 (std::to_string wrote 1.4e-6 as 0.000001).
   if (window != 0)
     add("window = " + std::to_string(window) + " : i64");
-  if (bottomRight)
+  if (causalAlign == "bottom-right")
     add("bottom_right");
   if (softcap != 0)
     add("softcap = " + fa::formatF32(static_cast<float>(softcap)) + " : f32");
@@ -428,6 +429,9 @@ std::optional<std::string> checkOptions() {
   };
   if (window != 0 && (error = fa::checkWindow(window)))
     return flag("window", *error);
+  if (causalAlign != "top-left" && causalAlign != "bottom-right")
+    return flag("causal-align", "expected top-left or bottom-right, got '" +
+                                    causalAlign + "'");
   if (softcap != 0 && (error = fa::checkSoftcap(softcap)))
     return flag("softcap", *error);
   if (scale != 0 && (error = fa::checkScale(scale)))
