@@ -3,6 +3,8 @@
 // c * x with torch-mlir's f64 constant truncated in the body, the
 // decomposed softmax) is raised; each variant with one defect is not.
 // RUN: fa-opt %s --split-input-file --fa-raise-attention | FileCheck %s
+// Each candidate left as it is gets a remark saying why (expected-remark):
+// RUN: fa-opt %s --split-input-file --fa-raise-attention --verify-diagnostics -o /dev/null
 
 // CHECK-LABEL: func @reference
 // CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32} : tensor<1x4x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x4x8x64xf16>
@@ -139,6 +141,7 @@ func.func @qk_yields_product(%q: tensor<1x4x8x64xf16>, %k: tensor<1x2x8x64xf16>,
   } -> tensor<1x4x8x8xf16>
   %o_init = tensor.empty() : tensor<1x4x8x64xf16>
   %o_zero = linalg.fill ins(%zero : f16) outs(%o_init : tensor<1x4x8x64xf16>) -> tensor<1x4x8x64xf16>
+  // expected-remark @+1 {{not raised: Q K^T's body is not acc + a * b}}
   %o = linalg.generic {indexing_maps = [#p_qk_yields_product, #v_qk_yields_product, #o_qk_yields_product], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
       ins(%pr, %v : tensor<1x4x8x8xf16>, tensor<1x2x8x64xf16>) outs(%o_zero : tensor<1x4x8x64xf16>) {
   ^bb0(%a: f16, %b: f16, %acc: f16):
@@ -213,6 +216,7 @@ func.func @sum_over_queries(%q: tensor<1x4x8x64xf16>, %k: tensor<1x2x8x64xf16>, 
   } -> tensor<1x4x8x8xf16>
   %o_init = tensor.empty() : tensor<1x4x8x64xf16>
   %o_zero = linalg.fill ins(%zero : f16) outs(%o_init : tensor<1x4x8x64xf16>) -> tensor<1x4x8x64xf16>
+  // expected-remark @+1 {{not raised: the softmax's denominator is not the row sum of its numerator over the keys, from zero}}
   %o = linalg.generic {indexing_maps = [#p_sum_over_queries, #v_sum_over_queries, #o_sum_over_queries], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
       ins(%pr, %v : tensor<1x4x8x8xf16>, tensor<1x2x8x64xf16>) outs(%o_zero : tensor<1x4x8x64xf16>) {
   ^bb0(%a: f16, %b: f16, %acc: f16):
@@ -287,6 +291,7 @@ func.func @not_normalised(%q: tensor<1x4x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v
   } -> tensor<1x4x8x8xf16>
   %o_init = tensor.empty() : tensor<1x4x8x64xf16>
   %o_zero = linalg.fill ins(%zero : f16) outs(%o_init : tensor<1x4x8x64xf16>) -> tensor<1x4x8x64xf16>
+  // expected-remark @+1 {{not raised: P is not a softmax over the keys (linalg.softmax or max/sub/exp/sum/div over the last dim)}}
   %o = linalg.generic {indexing_maps = [#p_not_normalised, #v_not_normalised, #o_not_normalised], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
       ins(%pr, %v : tensor<1x4x8x8xf16>, tensor<1x2x8x64xf16>) outs(%o_zero : tensor<1x4x8x64xf16>) {
   ^bb0(%a: f16, %b: f16, %acc: f16):
@@ -361,6 +366,7 @@ func.func @v_heads_differ(%q: tensor<1x4x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v
   } -> tensor<1x4x8x8xf16>
   %o_init = tensor.empty() : tensor<1x4x8x64xf16>
   %o_zero = linalg.fill ins(%zero : f16) outs(%o_init : tensor<1x4x8x64xf16>) -> tensor<1x4x8x64xf16>
+  // expected-remark @+1 {{not raised: K and V have different head counts (2 and 4)}}
   %o = linalg.generic {indexing_maps = [#p_v_heads_differ, #v_v_heads_differ, #o_v_heads_differ], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
       ins(%pr, %v : tensor<1x4x8x8xf16>, tensor<1x4x8x64xf16>) outs(%o_zero : tensor<1x4x8x64xf16>) {
   ^bb0(%a: f16, %b: f16, %acc: f16):

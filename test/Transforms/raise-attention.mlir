@@ -1,4 +1,6 @@
 // RUN: fa-opt %s --split-input-file --fa-raise-attention | FileCheck %s
+// Each candidate left as it is gets a remark saying why (expected-remark):
+// RUN: fa-opt %s --split-input-file --fa-raise-attention --verify-diagnostics -o /dev/null
 
 // Shaped like torch-mlir's lowering of scaled_dot_product_attention on
 // [B, H, N, D] after collapsing to [B*H, N, D]: transpose + batch_matmul,
@@ -88,6 +90,7 @@ func.func @softmax_wrong_axis(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v
   %p = linalg.softmax dimension(1) ins(%s : tensor<2x4x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %o_init = tensor.empty() : tensor<2x4x64xf32>
   %o_init_z16 = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  // expected-remark @+1 {{not raised: the softmax is over dim 1, not the keys (the last dim)}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init_z16 : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
   return %o : tensor<2x4x64xf32>
 }
@@ -116,6 +119,7 @@ func.func @non_causal_mask(%q: tensor<1x2x64xf32>, %k: tensor<1x2x64xf32>, %v: t
   %p = linalg.softmax dimension(2) ins(%masked : tensor<1x2x2xf32>) outs(%s_init : tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
   %o_init = tensor.empty() : tensor<1x2x64xf32>
   %o_init_z23 = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
+  // expected-remark @+1 {{not raised: the mask is not causal or a window: a constant mask that is not a function of j - i}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<1x2x2xf32>, tensor<1x2x64xf32>) outs(%o_init_z23 : tensor<1x2x64xf32>) -> tensor<1x2x64xf32>
   return %o : tensor<1x2x64xf32>
 }
@@ -243,6 +247,7 @@ func.func @decomposed_wrong_sum(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, 
   } -> tensor<2x4x4xf32>
   %o_init = tensor.empty() : tensor<2x4x64xf32>
   %o_init_z44 = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  // expected-remark @+1 {{not raised: the softmax's denominator is not the row sum of its numerator over the keys, from zero}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_init_z44 : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
   return %o : tensor<2x4x64xf32>
 }
@@ -480,6 +485,7 @@ func.func @strict_select_mask(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>
   %p = linalg.softmax dimension(3) ins(%masked : tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   %o_init = tensor.empty() : tensor<1x2x8x64xf32>
   %o_zero = linalg.fill ins(%zero_f : f32) outs(%o_init : tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32>
+  // expected-remark @+1 {{not raised: the mask is not causal or a window: visible where j - i <= -1}}
   %o = linalg.generic {indexing_maps = [#s_p, #s_v, #s_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
       ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x64xf32>) outs(%o_zero : tensor<1x2x8x64xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
@@ -492,17 +498,19 @@ func.func @strict_select_mask(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>
 
 // -----
 
-// Must not fire: the einsum contracts Q with K over the wrong dim (keys
-// instead of head dim: not Q K^T).
-// CHECK-LABEL: func @einsum_wrong_contraction
-// CHECK-NOT: fa.attention
+// The einsum reads its K operand as [.., D, Nk] ((b, h, d, j)): the
+// argument is K^T, so fa.attention gets it transposed back.
+// CHECK-LABEL: func @einsum_k_transposed
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x8x8xf32>, %[[KT:.*]]: tensor<1x2x8x8xf32>, %[[V:.*]]: tensor<1x2x8x8xf32>)
+// CHECK: %[[K:.*]] = linalg.transpose ins(%[[KT]] : tensor<1x2x8x8xf32>) outs(%{{.*}} : tensor<1x2x8x8xf32>) permutation = [0, 1, 3, 2]
+// CHECK: fa.attention %[[Q]], %[[K]], %[[V]] {scale = 1.000000e+00 : f32}
 #w_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
 #w_k = affine_map<(b, h, i, j, d) -> (b, h, d, j)>
 #w_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
 #w_p = affine_map<(b, h, i, d, j) -> (b, h, i, j)>
 #w_v = affine_map<(b, h, i, d, j) -> (b, h, j, d)>
 #w_o = affine_map<(b, h, i, d, j) -> (b, h, i, d)>
-func.func @einsum_wrong_contraction(%q: tensor<1x2x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+func.func @einsum_k_transposed(%q: tensor<1x2x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
   %zero_f = arith.constant 0.000000e+00 : f32
   %s_init = tensor.empty() : tensor<1x2x8x8xf32>
   %zero = linalg.fill ins(%zero_f : f32) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
@@ -515,6 +523,41 @@ func.func @einsum_wrong_contraction(%q: tensor<1x2x8x8xf32>, %k: tensor<1x2x8x8x
   } -> tensor<1x2x8x8xf32>
   %p = linalg.softmax dimension(3) ins(%s : tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   %o = linalg.generic {indexing_maps = [#w_p, #w_v, #w_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%zero : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  return %o : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// Must not fire: the einsum reads K at the query position i, not at a key
+// position: not Q K^T.
+// CHECK-LABEL: func @einsum_wrong_contraction
+// CHECK-NOT: fa.attention
+#w_q2 = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#w_k2 = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#w_s2 = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#w_p2 = affine_map<(b, h, i, d, j) -> (b, h, i, j)>
+#w_v2 = affine_map<(b, h, i, d, j) -> (b, h, j, d)>
+#w_o2 = affine_map<(b, h, i, d, j) -> (b, h, i, d)>
+func.func @einsum_wrong_contraction(%q: tensor<1x2x8x8xf32>, %k: tensor<1x2x8x8xf32>, %v: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %zero_f = arith.constant 0.000000e+00 : f32
+  %s_init = tensor.empty() : tensor<1x2x8x8xf32>
+  %zero = linalg.fill ins(%zero_f : f32) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#w_q2, #w_k2, #w_s2], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%zero : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  // expected-remark @+1 {{not raised: Q K^T does not contract the right operand over its last two dims}}
+  %o = linalg.generic {indexing_maps = [#w_p2, #w_v2, #w_o2], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
       ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%zero : tensor<1x2x8x8xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %m = arith.mulf %a, %b : f32
@@ -540,6 +583,7 @@ func.func @scores_plus_bias(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: 
   %p = linalg.softmax dimension(2) ins(%s : tensor<2x4x4xf32>) outs(%s_init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %o_init = tensor.empty() : tensor<2x4x64xf32>
   %o_zero = linalg.fill ins(%cst : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  // expected-remark @+1 {{not raised: Q K^T does not accumulate from zero (a bias?)}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_zero : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
   return %o : tensor<2x4x64xf32>
 }
@@ -589,6 +633,7 @@ func.func @softmax_plus_one(%q: tensor<2x4x64xf32>, %k: tensor<2x4x64xf32>, %v: 
   } -> tensor<2x4x4xf32>
   %o_init = tensor.empty() : tensor<2x4x64xf32>
   %o_zero = linalg.fill ins(%cst : f32) outs(%o_init : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  // expected-remark @+1 {{not raised: the softmax's denominator is not the row sum of its numerator over the keys, from zero}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x4xf32>, tensor<2x4x64xf32>) outs(%o_zero : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
   return %o : tensor<2x4x64xf32>
 }

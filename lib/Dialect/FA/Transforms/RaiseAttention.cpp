@@ -1,11 +1,26 @@
 //===- RaiseAttention.cpp - linalg attention to fa.attention --------------===//
 //
-// Front ends (torch-mlir, StableHLO -> linalg) spell attention as two batch
-// matmuls around a softmax. Recognising it lets an ML compiler hand the whole
-// computation to flash-mlir's loop orders and kernels.
+// Front ends (torch-mlir, StableHLO -> linalg, IREE's input dialects) spell
+// attention as two contractions around a softmax. Recognising it lets an ML
+// compiler hand the whole computation to flash-mlir's loop orders and
+// kernels.
+//
+// The pass starts from every contraction whose left operand is a softmax
+// (the candidate P V), walks back through what front ends put around it
+// (type conversions, reshapes between [B, H, N, D] and [B*H, N, D],
+// transposes, scales, masks) and checks each step for what it computes,
+// not only for its op kinds. Elementwise bodies are evaluated symbolically
+// (SymbolicBody below): a scale is a product of positive constants, a mask
+// a conjunction of linear constraints on the query index i and the key
+// index j, whether it is spelled as a constant tensor, a select on
+// linalg.index comparisons, torch's tril / logical_not / masked_fill chain
+// or an additive 0 / -inf tensor. A candidate that does not match is left
+// as it is and gets a remark naming the first condition that failed.
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -13,8 +28,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <numeric>
 
 namespace mlir::fa {
 #define GEN_PASS_DEF_FARAISEATTENTION
@@ -26,8 +44,32 @@ using namespace mlir::fa;
 
 namespace {
 
+//===----------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------===//
+
+/// Why a candidate was not raised: the first condition that failed.
+struct Why {
+  std::string text;
+  LogicalResult operator()(const Twine &reason) {
+    if (text.empty())
+      text = reason.str();
+    return failure();
+  }
+};
+
+int64_t rankOf(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
+Type eltOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+
+/// What a generic's body yields (its first yielded value).
+Value yielded(linalg::GenericOp g) {
+  return cast<linalg::YieldOp>(g.getRegion().front().getTerminator())
+      .getOperand(0);
+}
+
 /// A scalar constant, possibly converted (torch-mlir materialises an f64
-/// scalar and truncates it to the element type inside the body).
+/// scalar and truncates it to the element type inside the body). The value
+/// is the source constant's: the scale the front end meant.
 std::optional<double> scalarConstant(Value v) {
   while (Operation *def = v.getDefiningOp()) {
     if (!isa<arith::TruncFOp, arith::ExtFOp>(def))
@@ -40,262 +82,6 @@ std::optional<double> scalarConstant(Value v) {
   return std::nullopt;
 }
 
-/// A linalg.generic with one result, identity maps, all-parallel, whose
-/// body computes one binary arith op (besides constants and their
-/// conversions) and yields it; returns that op.
-Operation *elementwiseBody(linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
-      op.getNumParallelLoops() != op.getNumLoops())
-    return nullptr;
-  for (AffineMap map : op.getIndexingMapsArray())
-    if (!map.isIdentity())
-      return nullptr;
-  Block &body = op.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (yield.getNumOperands() != 1)
-    return nullptr;
-  Operation *inner = yield.getOperand(0).getDefiningOp();
-  if (!inner || inner->getBlock() != &body)
-    return nullptr;
-  for (Operation &other : body.without_terminator())
-    if (&other != inner && !isa<arith::ConstantOp>(other) &&
-        !(isa<arith::TruncFOp, arith::ExtFOp>(other) &&
-          scalarConstant(other.getResult(0))))
-      return nullptr;
-  return inner;
-}
-
-/// x * c or x / c with c a scalar constant (captured or a splat input).
-std::optional<double> matchScale(linalg::GenericOp op, Value &input) {
-  Operation *inner = elementwiseBody(op);
-  if (!inner || !isa<arith::MulFOp, arith::DivFOp>(inner))
-    return std::nullopt;
-  Block &body = op.getRegion().front();
-  Value x = inner->getOperand(0), c = inner->getOperand(1);
-  // c * x as well as x * c.
-  if (auto arg = dyn_cast<BlockArgument>(c); isa<arith::MulFOp>(inner) && arg &&
-                                             arg.getOwner() == &body &&
-                                             arg.getArgNumber() == 0)
-    std::swap(x, c);
-  auto constantOf = [&](Value v) -> std::optional<double> {
-    if (std::optional<double> value = scalarConstant(v))
-      return value;
-    // A second input that is a splat constant tensor.
-    if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &body &&
-                                               arg.getArgNumber() == 1 &&
-                                               op.getNumDpsInputs() == 2) {
-      DenseElementsAttr dense;
-      if (matchPattern(op.getDpsInputOperand(1)->get(), m_Constant(&dense)) &&
-          dense.isSplat())
-        return dense.getSplatValue<APFloat>().convertToDouble();
-    }
-    return std::nullopt;
-  };
-  auto xArg = dyn_cast<BlockArgument>(x);
-  if (!xArg || xArg.getOwner() != &body || xArg.getArgNumber() != 0)
-    return std::nullopt;
-  std::optional<double> cst = constantOf(c);
-  if (!cst || *cst == 0.0)
-    return std::nullopt;
-  input = op.getDpsInputOperand(0)->get();
-  return isa<arith::MulFOp>(inner) ? *cst : 1.0 / *cst;
-}
-
-/// The map of a mask operand: identity, or (d0, .., d{r-1}) -> (d{r-2},
-/// d{r-1}) for an [N, N] mask broadcast over the batch and heads.
-bool isMaskMap(AffineMap map, int64_t rank) {
-  if (map.isIdentity() && map.getNumResults() == rank)
-    return true;
-  MLIRContext *ctx = map.getContext();
-  return map == AffineMap::get(rank, 0,
-                               {getAffineDimExpr(rank - 2, ctx),
-                                getAffineDimExpr(rank - 1, ctx)},
-                               ctx);
-}
-
-/// Whether a constant mask, over its last two dims (query i, key j), is
-/// `visible(i, j) == (j <= i)` under `isVisible`, at every position.
-template <typename T>
-bool isCausalPattern(DenseElementsAttr mask,
-                     llvm::function_ref<std::optional<bool>(T)> isVisible) {
-  auto type = cast<ShapedType>(mask.getType());
-  int64_t rank = type.getRank();
-  if (rank < 2)
-    return false;
-  int64_t n = type.getDimSize(rank - 2), m = type.getDimSize(rank - 1);
-  int64_t index = 0;
-  for (T v : mask.getValues<T>()) {
-    int64_t i = (index / m) % n, j = index % m;
-    ++index;
-    std::optional<bool> visible = isVisible(v);
-    if (!visible || *visible != (j <= i))
-      return false;
-  }
-  return true;
-}
-
-bool isNegInf(Value v) {
-  FloatAttr attr;
-  return matchPattern(v, m_Constant(&attr)) && attr.getValue().isInfinity() &&
-         attr.getValue().isNegative();
-}
-
-/// All-parallel generic with one result, an identity output map and input
-/// 0 (the scores) read through the identity; its rank.
-std::optional<int64_t> scoresElementwise(linalg::GenericOp g) {
-  if (g.getNumDpsInits() != 1 || g->getNumResults() != 1 ||
-      g.getNumParallelLoops() != g.getNumLoops() || g.getNumDpsInputs() < 1)
-    return std::nullopt;
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  if (!maps[0].isIdentity() || !maps.back().isIdentity())
-    return std::nullopt;
-  return g.getNumLoops();
-}
-
-/// A causal mask on the scores, in any of the forms front ends write:
-///  * s + M, M a constant 0 on/below the diagonal and -inf above;
-///  * select(mask, s, -inf), mask a constant i1 tensor true on/below the
-///    diagonal (or select(mask, -inf, s) with mask true above it);
-///  * select(j <= i, s, -inf) from linalg.index comparisons (cmpi on the key
-///    and query indices, either way round, either polarity).
-/// M / mask may be [.., N, N] or [N, N] broadcast over batch and heads.
-/// Strictly-lower (j < i) or other masks do not match.
-bool matchCausalMask(linalg::GenericOp g, Value &input) {
-  std::optional<int64_t> rank = scoresElementwise(g);
-  if (!rank || *rank < 2)
-    return false;
-  Block &body = g.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Value result = yield.getOperand(0);
-  Value scores = body.getArgument(0);
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-
-  // s + M.
-  if (auto add = result.getDefiningOp<arith::AddFOp>()) {
-    DenseElementsAttr mask;
-    if (body.getOperations().size() != 2 || g.getNumDpsInputs() != 2 ||
-        add.getLhs() != scores || add.getRhs() != body.getArgument(1) ||
-        !isMaskMap(maps[1], *rank) ||
-        !matchPattern(g.getDpsInputOperand(1)->get(), m_Constant(&mask)))
-      return false;
-    if (!isCausalPattern<APFloat>(mask, [](APFloat v) -> std::optional<bool> {
-          if (v.isZero())
-            return true;
-          if (v.isInfinity() && v.isNegative())
-            return false;
-          return std::nullopt;
-        }))
-      return false;
-    input = g.getDpsInputOperand(0)->get();
-    return true;
-  }
-
-  auto select = result.getDefiningOp<arith::SelectOp>();
-  if (!select)
-    return false;
-  // Which operand keeps the score: the condition then means "visible" when
-  // it selects the score on true.
-  bool trueIsVisible;
-  if (select.getTrueValue() == scores && isNegInf(select.getFalseValue()))
-    trueIsVisible = true;
-  else if (select.getFalseValue() == scores && isNegInf(select.getTrueValue()))
-    trueIsVisible = false;
-  else
-    return false;
-  Value cond = select.getCondition();
-
-  // select(mask, ...) with a constant i1 mask input.
-  if (auto arg = dyn_cast<BlockArgument>(cond)) {
-    DenseElementsAttr mask;
-    if (arg.getOwner() != &body || arg.getArgNumber() != 1 ||
-        g.getNumDpsInputs() != 2 || !isMaskMap(maps[1], *rank) ||
-        !matchPattern(g.getDpsInputOperand(1)->get(), m_Constant(&mask)) ||
-        !mask.getElementType().isInteger(1))
-      return false;
-    if (!isCausalPattern<bool>(mask, [&](bool v) -> std::optional<bool> {
-          return v == trueIsVisible;
-        }))
-      return false;
-    input = g.getDpsInputOperand(0)->get();
-    return true;
-  }
-
-  // select(cmpi(index, index), ...): the query index is loop r-2, the key
-  // index loop r-1.
-  auto cmp = cond.getDefiningOp<arith::CmpIOp>();
-  if (!cmp || g.getNumDpsInputs() != 1)
-    return false;
-  auto indexOf = [&](Value v) -> std::optional<int64_t> {
-    if (auto idx = v.getDefiningOp<linalg::IndexOp>())
-      return idx.getDim();
-    return std::nullopt;
-  };
-  std::optional<int64_t> a = indexOf(cmp.getLhs()), b = indexOf(cmp.getRhs());
-  int64_t qDim = *rank - 2, kDim = *rank - 1;
-  if (!a || !b)
-    return false;
-  using P = arith::CmpIPredicate;
-  // Normalise to "key OP query": i OP j is j OP' i with the operands
-  // swapped (uge <-> ule, ugt <-> ult, ...).
-  auto swapped = [](P p) {
-    switch (p) {
-    case P::ule:
-      return P::uge;
-    case P::uge:
-      return P::ule;
-    case P::ult:
-      return P::ugt;
-    case P::ugt:
-      return P::ult;
-    case P::sle:
-      return P::sge;
-    case P::sge:
-      return P::sle;
-    case P::slt:
-      return P::sgt;
-    case P::sgt:
-      return P::slt;
-    default:
-      return p;
-    }
-  };
-  P pred = cmp.getPredicate();
-  if (*a == qDim && *b == kDim)
-    pred = swapped(pred);
-  else if (!(*a == kDim && *b == qDim))
-    return false;
-  bool condIsVisible;
-  switch (pred) {
-  case P::ule:
-  case P::sle: // j <= i
-    condIsVisible = true;
-    break;
-  case P::ugt:
-  case P::sgt: // j > i
-    condIsVisible = false;
-    break;
-  default:
-    return false;
-  }
-  if (condIsVisible != trueIsVisible)
-    return false;
-  // Nothing else in the body but the index ops, the compare and the select.
-  for (Operation &op : body.without_terminator())
-    if (!isa<linalg::IndexOp, arith::CmpIOp, arith::SelectOp,
-             arith::ConstantOp>(op))
-      return false;
-  input = g.getDpsInputOperand(0)->get();
-  return true;
-}
-
-/// The single arith op of a generic's body (besides the yield), if any.
-template <typename OpTy> OpTy singleBodyOp(linalg::GenericOp op) {
-  Block &body = op.getRegion().front();
-  if (body.getOperations().size() != 2)
-    return nullptr;
-  return dyn_cast<OpTy>(&body.front());
-}
-
 /// Whether `init` (a contraction's or a sum's accumulator) starts at zero:
 /// linalg.fill of a zero constant, or a zero constant tensor. Anything else
 /// (a bias added to the scores, a "softmax plus one" denominator) is not
@@ -305,7 +91,8 @@ bool isZeroInit(Value init) {
     if (auto f = dyn_cast_or_null<FloatAttr>(a))
       return f.getValue().isZero();
     if (auto d = dyn_cast_or_null<DenseElementsAttr>(a))
-      return d.isSplat() && d.getSplatValue<APFloat>().isZero();
+      return d.isSplat() && isa<FloatType>(d.getElementType()) &&
+             d.getSplatValue<APFloat>().isZero();
     return false;
   };
   if (auto fill = init.getDefiningOp<linalg::FillOp>()) {
@@ -316,6 +103,1236 @@ bool isZeroInit(Value init) {
   Attribute value;
   return matchPattern(init, m_Constant(&value)) && isZero(value);
 }
+
+/// An all-parallel linalg.generic with one input-or-more, one init, one
+/// result and an identity output map: an elementwise op over its result.
+bool isElementwise(linalg::GenericOp g) {
+  return g && g.getNumDpsInits() == 1 && g->getNumResults() == 1 &&
+         g.getNumParallelLoops() == g.getNumLoops() &&
+         g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity() &&
+         g.hasPureTensorSemantics();
+}
+
+/// An elementwise generic converting its one input to another float type
+/// (arith.extf or arith.truncf and nothing else): what `.float()` /
+/// `.to(torch.float16)` become. Returns the input.
+Value conversionInput(Value v) {
+  auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (!isElementwise(g) || g.getNumDpsInputs() != 1 ||
+      !g.getMatchingIndexingMap(g.getDpsInputOperand(0)).isIdentity())
+    return nullptr;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 2)
+    return nullptr;
+  Operation *cvt = &body.front();
+  if (!isa<arith::ExtFOp, arith::TruncFOp>(cvt) ||
+      cvt->getOperand(0) != body.getArgument(0) ||
+      yielded(g) != cvt->getResult(0))
+    return nullptr;
+  return g.getDpsInputOperand(0)->get();
+}
+
+//===----------------------------------------------------------------------===//
+// Symbolic evaluation of elementwise bodies
+//===----------------------------------------------------------------------===//
+
+/// ci * i + cj * j + c over the query index i and the key index j (the last
+/// two dims of the scores). As a constraint it means `ci*i + cj*j + c <= 0`.
+struct Lin {
+  int64_t ci = 0, cj = 0, c = 0;
+  Lin operator+(const Lin &o) const { return {ci + o.ci, cj + o.cj, c + o.c}; }
+  Lin operator-(const Lin &o) const { return {ci - o.ci, cj - o.cj, c - o.c}; }
+  Lin scaled(int64_t k) const { return {ci * k, cj * k, c * k}; }
+  bool isConstant() const { return ci == 0 && cj == 0; }
+  bool operator==(const Lin &o) const {
+    return ci == o.ci && cj == o.cj && c == o.c;
+  }
+};
+
+/// A conjunction of `lin <= 0`: where a boolean mask holds. Empty: true.
+using Band = SmallVector<Lin, 2>;
+
+Band falseBand() { return Band{Lin{0, 0, 1}}; }
+
+/// not(lin <= 0) is lin >= 1, i.e. -lin + 1 <= 0; only a single constraint
+/// has a band as its complement.
+std::optional<Band> negate(const Band &band) {
+  if (band.empty())
+    return falseBand();
+  if (band.size() != 1)
+    return std::nullopt;
+  Lin l = band[0].scaled(-1);
+  l.c += 1;
+  return Band{l};
+}
+
+/// Values below f16's lowest finite value act as -inf in a softmax: the
+/// masks front ends build from `torch.finfo(dtype).min` (-65504 in f16,
+/// -3.4e38 in f32) give exp(s - m) = 0 exactly, as -inf does, for any
+/// score below 6e4 in magnitude.
+bool isMaskedValue(double v) {
+  return v == -std::numeric_limits<double>::infinity() || v <= -65504.0;
+}
+
+/// What a scalar in an elementwise body is, as a function of (i, j) and of
+/// the data it is applied to.
+struct Sym {
+  enum Kind { Unknown, Float, Int, Pred, Select, Data } kind = Unknown;
+  double value = 0, other = 0; // Float: value; Select: pred ? value : other
+  Lin lin;                     // Int: an integer linear in i and j
+  Band band;                   // Pred, Select: where it holds; Data: visible
+  double scale = 1;            // Data: scale * data
+  std::string why;             // Unknown: why
+
+  static Sym unknown(const Twine &why) {
+    Sym s;
+    s.why = why.str();
+    return s;
+  }
+  static Sym floating(double v) {
+    Sym s;
+    s.kind = Float;
+    s.value = v;
+    return s;
+  }
+  static Sym integer(Lin l) {
+    Sym s;
+    s.kind = Int;
+    s.lin = l;
+    return s;
+  }
+  static Sym pred(Band b) {
+    Sym s;
+    s.kind = Pred;
+    s.band = std::move(b);
+    return s;
+  }
+  static Sym select(Band b, double a, double o) {
+    if (std::isnan(a) || std::isnan(o))
+      return unknown("a mask value is NaN");
+    Sym s;
+    s.kind = Select;
+    s.band = std::move(b);
+    s.value = a;
+    s.other = o;
+    return s;
+  }
+  static Sym data() {
+    Sym s;
+    s.kind = Data;
+    return s;
+  }
+  bool isTrue() const { return kind == Pred && band.empty(); }
+  bool isFalse() const {
+    return kind == Pred && band.size() == 1 && band[0].isConstant() &&
+           band[0].c > 0;
+  }
+};
+
+/// The index each loop dim of a generic stands for: a linear function of
+/// (i, j), or std::nullopt for the batch and head dims.
+using Env = SmallVector<std::optional<Lin>>;
+
+/// The extent of the scores' last two dims, over which masks are compared.
+struct Domain {
+  int64_t ni = ShapedType::kDynamic, nj = ShapedType::kDynamic;
+  bool isStatic() const {
+    return !ShapedType::isDynamic(ni) && !ShapedType::isDynamic(nj);
+  }
+};
+
+/// Evaluates elementwise bodies and the tensors they read (masks) at a
+/// symbolic position (i, j).
+class SymbolicBody {
+public:
+  explicit SymbolicBody(Domain domain) : domain(domain) {}
+
+  /// `g`'s yielded value, with input `dataInput` standing for the data (the
+  /// scores, Q or K) and every other input evaluated as a mask tensor.
+  Sym evalGeneric(linalg::GenericOp g, std::optional<unsigned> dataInput,
+                  const Env &loops, int depth = 0);
+
+  /// Tensor `t` at the position whose dims are `dims`.
+  Sym evalTensor(Value t, const Env &dims, int depth);
+
+  /// `band` without the constraints that hold on the whole domain.
+  Band simplified(const Band &band) const;
+  /// Where `band` does not hold, if that is a band.
+  std::optional<Band> negated(const Band &band) const {
+    return negate(simplified(band));
+  }
+
+private:
+  Sym outsideValue(Value v, const Env &loops);
+  Sym evalOp(Operation *op, ArrayRef<Sym> in, const Env &loops);
+  Sym classifyDense(DenseElementsAttr dense, const Env &dims);
+  Domain domain;
+};
+
+/// The position of a tensor read through `map` from a generic at `loops`.
+std::optional<Env> compose(AffineMap map, const Env &loops) {
+  Env dims;
+  for (AffineExpr e : map.getResults()) {
+    if (auto d = dyn_cast<AffineDimExpr>(e)) {
+      dims.push_back(loops[d.getPosition()]);
+      continue;
+    }
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      dims.push_back(Lin{0, 0, c.getValue()});
+      continue;
+    }
+    // d + c (a shifted read).
+    auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+    if (bin && bin.getKind() == AffineExprKind::Add) {
+      auto d = dyn_cast<AffineDimExpr>(bin.getLHS());
+      auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+      if (d && c) {
+        std::optional<Lin> l = loops[d.getPosition()];
+        if (l)
+          l->c += c.getValue();
+        dims.push_back(l);
+        continue;
+      }
+    }
+    return std::nullopt;
+  }
+  return dims;
+}
+
+/// Whether `l <= 0` holds on the whole domain (its maximum over the
+/// corners is at most 0).
+bool holdsEverywhere(const Lin &l, Domain domain) {
+  if (!domain.isStatic())
+    return l.isConstant() && l.c <= 0;
+  int64_t maxV = l.c + std::max<int64_t>(0, l.ci * (domain.ni - 1)) +
+                 std::max<int64_t>(0, l.cj * (domain.nj - 1));
+  return maxV <= 0;
+}
+
+Band SymbolicBody::simplified(const Band &band) const {
+  Band kept;
+  for (const Lin &l : band)
+    if (!holdsEverywhere(l, domain))
+      kept.push_back(l);
+  return kept;
+}
+
+Sym SymbolicBody::evalGeneric(linalg::GenericOp g,
+                              std::optional<unsigned> dataInput,
+                              const Env &loops, int depth) {
+  Block &body = g.getRegion().front();
+  DenseMap<Value, Sym> values;
+  for (OpOperand *input : g.getDpsInputOperands()) {
+    unsigned n = input->getOperandNumber();
+    BlockArgument arg = body.getArgument(n);
+    if (dataInput && n == *dataInput) {
+      values[arg] = Sym::data();
+      continue;
+    }
+    std::optional<Env> dims =
+        compose(g.getMatchingIndexingMap(input), loops);
+    values[arg] =
+        dims ? evalTensor(input->get(), *dims, depth + 1)
+             : Sym::unknown("a mask is read through a map that is not a "
+                            "permutation, a broadcast or a shift");
+  }
+  for (BlockArgument arg : body.getArguments().drop_front(g.getNumDpsInputs()))
+    values[arg] = Sym::unknown("the body reads its output");
+  for (Operation &op : body.without_terminator()) {
+    SmallVector<Sym> in;
+    for (Value operand : op.getOperands()) {
+      auto it = values.find(operand);
+      // A value from outside the body: a captured constant.
+      if (it == values.end()) {
+        in.push_back(outsideValue(operand, loops));
+      } else {
+        in.push_back(it->second);
+      }
+    }
+    if (op.getNumResults() != 1)
+      return Sym::unknown("'" + op.getName().getStringRef() +
+                          "' in an elementwise body");
+    values[op.getResult(0)] = evalOp(&op, in, loops);
+  }
+  auto it = values.find(yielded(g));
+  if (it == values.end())
+    return outsideValue(yielded(g), loops);
+  return it->second;
+}
+
+Sym SymbolicBody::outsideValue(Value v, const Env &loops) {
+  if (std::optional<double> f = scalarConstant(v))
+    return Sym::floating(*f);
+  if (v.getDefiningOp() && matchPattern(v, m_Constant()))
+    return evalOp(v.getDefiningOp(), {}, loops);
+  return Sym::unknown("the body reads a value defined outside it that is "
+                      "not a constant");
+}
+
+/// Normalises `lhs <= rhs`-style comparisons of two integers to a band.
+std::optional<Band> compare(arith::CmpIPredicate p, const Lin &a,
+                            const Lin &b) {
+  using P = arith::CmpIPredicate;
+  // Unsigned compares agree with signed ones on non-negative values: the
+  // indices, and sums of them with non-negative constants.
+  auto nonNegative = [](const Lin &l) {
+    return l.ci >= 0 && l.cj >= 0 && l.c >= 0;
+  };
+  switch (p) {
+  case P::ult:
+  case P::ule:
+  case P::ugt:
+  case P::uge:
+    if (!nonNegative(a) || !nonNegative(b))
+      return std::nullopt;
+    break;
+  default:
+    break;
+  }
+  switch (p) {
+  case P::slt:
+  case P::ult: { // a - b + 1 <= 0
+    Lin l = a - b;
+    l.c += 1;
+    return Band{l};
+  }
+  case P::sle:
+  case P::ule:
+    return Band{a - b};
+  case P::sgt:
+  case P::ugt: {
+    Lin l = b - a;
+    l.c += 1;
+    return Band{l};
+  }
+  case P::sge:
+  case P::uge:
+    return Band{b - a};
+  default:
+    return std::nullopt;
+  }
+}
+
+Sym SymbolicBody::evalOp(Operation *op, ArrayRef<Sym> in, const Env &loops) {
+  for (const Sym &s : in)
+    if (s.kind == Sym::Unknown)
+      return s;
+  auto opName = [&]() { return op->getName().getStringRef(); };
+  // Constants.
+  if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+    if (auto f = dyn_cast<FloatAttr>(cst.getValue()))
+      return Sym::floating(f.getValueAsDouble());
+    if (auto i = dyn_cast<IntegerAttr>(cst.getValue())) {
+      if (i.getType().isInteger(1))
+        return i.getValue().isZero() ? Sym::pred(falseBand()) : Sym::pred({});
+      return Sym::integer(Lin{0, 0, i.getValue().getSExtValue()});
+    }
+    return Sym::unknown("a constant that is not a scalar");
+  }
+  if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+    if (index.getDim() >= loops.size() || !loops[index.getDim()])
+      return Sym::unknown("the mask depends on the batch or head index");
+    return Sym::integer(*loops[index.getDim()]);
+  }
+  // Integer arithmetic on positions.
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+          arith::ExtUIOp, arith::TruncIOp>(op)) {
+    if (in[0].kind == Sym::Int && !op->getOperand(0).getType().isInteger(1))
+      return in[0];
+    if (in[0].kind == Sym::Pred && isa<arith::ExtUIOp>(op))
+      return Sym::unknown("a boolean widened to an integer");
+    return Sym::unknown("'" + opName() + "' on a non-integer");
+  }
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    if (in[0].kind != Sym::Int || in[1].kind != Sym::Int)
+      return Sym::unknown("'" + opName() + "' on booleans");
+    return Sym::integer(isa<arith::AddIOp>(op) ? in[0].lin + in[1].lin
+                                               : in[0].lin - in[1].lin);
+  }
+  if (isa<arith::MulIOp>(op)) {
+    if (in[0].kind == Sym::Int && in[1].kind == Sym::Int) {
+      if (in[1].lin.isConstant())
+        return Sym::integer(in[0].lin.scaled(in[1].lin.c));
+      if (in[0].lin.isConstant())
+        return Sym::integer(in[1].lin.scaled(in[0].lin.c));
+    }
+    return Sym::unknown("a product of positions");
+  }
+  if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    if (in[0].kind == Sym::Int && in[1].kind == Sym::Int) {
+      if (std::optional<Band> b =
+              compare(cmp.getPredicate(), in[0].lin, in[1].lin))
+        return Sym::pred(*b);
+      return Sym::unknown("a position comparison that is not <, <=, >, >= "
+                          "(or unsigned on a difference)");
+    }
+    // b == false, b != false, b == true, b != true on booleans.
+    if (in[0].kind == Sym::Pred && in[1].kind == Sym::Pred &&
+        (in[1].isTrue() || in[1].isFalse()) &&
+        (cmp.getPredicate() == arith::CmpIPredicate::eq ||
+         cmp.getPredicate() == arith::CmpIPredicate::ne)) {
+      bool same = (cmp.getPredicate() == arith::CmpIPredicate::eq) ==
+                  in[1].isTrue();
+      if (same)
+        return in[0];
+      if (std::optional<Band> n = negated(in[0].band))
+        return Sym::pred(*n);
+      return Sym::unknown("the complement of a band mask");
+    }
+    return Sym::unknown("an integer comparison of non-positions");
+  }
+  // Float comparisons of two-valued masks with constants: torch's
+  // `bias == 0` on a 0/1 tril buffer.
+  if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
+    auto holds = [&](double x, double y) -> std::optional<bool> {
+      using P = arith::CmpFPredicate;
+      switch (cmp.getPredicate()) {
+      case P::OEQ:
+      case P::UEQ:
+        return x == y;
+      case P::ONE:
+      case P::UNE:
+        return x != y;
+      case P::OLT:
+      case P::ULT:
+        return x < y;
+      case P::OLE:
+      case P::ULE:
+        return x <= y;
+      case P::OGT:
+      case P::UGT:
+        return x > y;
+      case P::OGE:
+      case P::UGE:
+        return x >= y;
+      default:
+        return std::nullopt;
+      }
+    };
+    const Sym &a = in[0], &b = in[1];
+    auto constant = [](bool t) {
+      return t ? Sym::pred({}) : Sym::pred(falseBand());
+    };
+    if (a.kind == Sym::Float && b.kind == Sym::Float) {
+      if (std::optional<bool> t = holds(a.value, b.value))
+        return constant(*t);
+    } else if ((a.kind == Sym::Select && b.kind == Sym::Float) ||
+               (a.kind == Sym::Float && b.kind == Sym::Select)) {
+      const Sym &sel = a.kind == Sym::Select ? a : b;
+      auto at = [&](double x) {
+        return a.kind == Sym::Select ? holds(x, b.value) : holds(a.value, x);
+      };
+      std::optional<bool> inBand = at(sel.value), outside = at(sel.other);
+      if (inBand && outside) {
+        if (*inBand == *outside)
+          return constant(*inBand);
+        if (*inBand)
+          return Sym::pred(sel.band);
+        if (std::optional<Band> n = negated(sel.band))
+          return Sym::pred(*n);
+        return Sym::unknown("the complement of a band mask");
+      }
+    }
+    return Sym::unknown("a float comparison that is not of a mask with a "
+                        "constant");
+  }
+  if (isa<arith::XOrIOp>(op)) {
+    if (in[0].kind == Sym::Pred && in[1].kind == Sym::Pred) {
+      const Sym &b = in[1].isTrue() || in[1].isFalse() ? in[0] : in[1];
+      const Sym &k = in[1].isTrue() || in[1].isFalse() ? in[1] : in[0];
+      if (k.isFalse())
+        return b;
+      if (k.isTrue()) {
+        if (std::optional<Band> n = negated(b.band))
+          return Sym::pred(*n);
+        return Sym::unknown("the complement of a band mask");
+      }
+    }
+    return Sym::unknown("an xor that is not a logical not");
+  }
+  if (isa<arith::AndIOp>(op)) {
+    if (in[0].kind == Sym::Pred && in[1].kind == Sym::Pred) {
+      Band b = in[0].band;
+      llvm::append_range(b, in[1].band);
+      return Sym::pred(b);
+    }
+    return Sym::unknown("an and of non-booleans");
+  }
+  if (isa<arith::OrIOp>(op)) {
+    if (in[0].kind == Sym::Pred && in[1].kind == Sym::Pred) {
+      if (in[0].isFalse() || in[1].isTrue())
+        return in[1];
+      if (in[1].isFalse() || in[0].isTrue())
+        return in[0];
+    }
+    return Sym::unknown("an or of two masks");
+  }
+  if (auto sel = dyn_cast<arith::SelectOp>(op)) {
+    const Sym &c = in[0], &a = in[1], &b = in[2];
+    if (c.kind != Sym::Pred)
+      return Sym::unknown("a select on a non-boolean");
+    if (c.isTrue())
+      return a;
+    if (c.isFalse())
+      return b;
+    std::optional<Band> notC = negated(c.band);
+    auto both = [](Band x, const Band &y) {
+      llvm::append_range(x, y);
+      return x;
+    };
+    // Booleans: select(c, a, b) = (c and a) or (not c and b).
+    if (a.kind == Sym::Pred && b.kind == Sym::Pred) {
+      if (b.isFalse())
+        return Sym::pred(both(c.band, a.band));
+      if (a.isFalse() && notC)
+        return Sym::pred(both(*notC, b.band));
+      if (a.isTrue() && b.isTrue())
+        return a;
+      return Sym::unknown("a select of two masks");
+    }
+    if (a.kind == Sym::Float && b.kind == Sym::Float)
+      return Sym::select(c.band, a.value, b.value);
+    // The data kept where c holds, a masked value elsewhere (or the
+    // other way round).
+    if (a.kind == Sym::Data && b.kind == Sym::Float) {
+      if (!isMaskedValue(b.value))
+        return Sym::unknown("the mask replaces scores by " +
+                            formatDouble(b.value) + ", not -inf");
+      Sym d = a;
+      llvm::append_range(d.band, c.band);
+      return d;
+    }
+    if (b.kind == Sym::Data && a.kind == Sym::Float) {
+      if (!isMaskedValue(a.value))
+        return Sym::unknown("the mask replaces scores by " +
+                            formatDouble(a.value) + ", not -inf");
+      if (!notC)
+        return Sym::unknown("the mask's complement is not a band");
+      Sym d = b;
+      llvm::append_range(d.band, *notC);
+      return d;
+    }
+    return Sym::unknown("a select of the scores with a non-constant");
+  }
+  // Float conversions keep what a value is.
+  if (isa<arith::ExtFOp, arith::TruncFOp>(op))
+    return in[0];
+  if (isa<arith::UIToFPOp, arith::SIToFPOp>(op)) {
+    if (in[0].kind == Sym::Int && in[0].lin.isConstant())
+      return Sym::floating(double(in[0].lin.c));
+    if (in[0].kind == Sym::Pred) {
+      // i1 true is 1 unsigned, -1 signed.
+      double t = isa<arith::UIToFPOp>(op) ? 1.0 : -1.0;
+      if (in[0].isTrue())
+        return Sym::floating(t);
+      if (in[0].isFalse())
+        return Sym::floating(0.0);
+      return Sym::select(in[0].band, t, 0.0);
+    }
+    return Sym::unknown("a position converted to a float");
+  }
+  auto binaryConst = [](const Sym &s,
+                        llvm::function_ref<double(double)> f) -> Sym {
+    if (s.kind == Sym::Float)
+      return Sym::floating(f(s.value));
+    return Sym::select(s.band, f(s.value), f(s.other));
+  };
+  if (isa<arith::NegFOp>(op)) {
+    if (in[0].kind == Sym::Float || in[0].kind == Sym::Select)
+      return binaryConst(in[0], [](double x) { return -x; });
+    return Sym::unknown("the scores are negated");
+  }
+  if (isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp>(op)) {
+    const Sym &a = in[0], &b = in[1];
+    bool isAdd = isa<arith::AddFOp>(op), isSub = isa<arith::SubFOp>(op),
+         isMul = isa<arith::MulFOp>(op);
+    auto apply = [&](double x, double y) {
+      return isAdd ? x + y : isSub ? x - y : isMul ? x * y : x / y;
+    };
+    auto isConstLike = [](const Sym &s) {
+      return s.kind == Sym::Float || s.kind == Sym::Select;
+    };
+    // Constants and two-valued masks.
+    if (a.kind == Sym::Float && b.kind == Sym::Float)
+      return Sym::floating(apply(a.value, b.value));
+    if (a.kind == Sym::Select && b.kind == Sym::Float)
+      return binaryConst(a, [&](double x) { return apply(x, b.value); });
+    if (a.kind == Sym::Float && b.kind == Sym::Select)
+      return binaryConst(b, [&](double y) { return apply(a.value, y); });
+    // Scores scaled by a positive constant.
+    if ((isMul && a.kind == Sym::Data && b.kind == Sym::Float) ||
+        (isMul && b.kind == Sym::Data && a.kind == Sym::Float) ||
+        (isa<arith::DivFOp>(op) && a.kind == Sym::Data &&
+         b.kind == Sym::Float)) {
+      const Sym &d = a.kind == Sym::Data ? a : b;
+      double c = a.kind == Sym::Data ? b.value : a.value;
+      if (!(c > 0.0) || !std::isfinite(c))
+        return Sym::unknown("the scores are scaled by " + formatDouble(c) +
+                            ", not a positive finite constant");
+      Sym r = d;
+      r.scale = isMul ? d.scale * c : d.scale / c;
+      return r;
+    }
+    // Scores plus a mask of 0 where visible and -inf where hidden.
+    if (isAdd && (a.kind == Sym::Data) != (b.kind == Sym::Data) &&
+        isConstLike(a.kind == Sym::Data ? b : a)) {
+      const Sym &d = a.kind == Sym::Data ? a : b;
+      const Sym &m = a.kind == Sym::Data ? b : a;
+      if (m.kind == Sym::Float) {
+        if (m.value == 0.0)
+          return d;
+        return Sym::unknown("a constant is added to the scores");
+      }
+      Sym r = d;
+      if (m.value == 0.0 && isMaskedValue(m.other)) {
+        llvm::append_range(r.band, m.band);
+        return r;
+      }
+      if (isMaskedValue(m.value) && m.other == 0.0) {
+        std::optional<Band> n = negated(m.band);
+        if (!n)
+          return Sym::unknown("the mask's complement is not a band");
+        llvm::append_range(r.band, *n);
+        return r;
+      }
+      return Sym::unknown("the mask adds " + formatDouble(m.value) +
+                          " and " + formatDouble(m.other) +
+                          ", not 0 where visible and -inf where hidden");
+    }
+    if (a.kind == Sym::Data || b.kind == Sym::Data)
+      return Sym::unknown("'" + opName() + "' of the scores with " +
+                          (isAdd ? "a non-constant (a bias?)"
+                                 : "a non-constant"));
+    return Sym::unknown("'" + opName() + "' of two masks");
+  }
+  return Sym::unknown("'" + opName() + "' in an elementwise body");
+}
+
+/// A constant mask tensor over the domain: a function of j - i only, and
+/// an interval of diagonals (a band) for one of its two values.
+Sym SymbolicBody::classifyDense(DenseElementsAttr dense, const Env &dims) {
+  if (!domain.isStatic())
+    return Sym::unknown("a constant mask over dynamic sequence lengths");
+  auto type = cast<ShapedType>(dense.getType());
+  int64_t rank = type.getRank();
+  // Which tensor dims run over i and j, and with what offset.
+  int64_t iDim = -1, jDim = -1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!dims[d])
+      continue;
+    const Lin &l = *dims[d];
+    if (l.ci == 1 && l.cj == 0 && iDim < 0)
+      iDim = d;
+    else if (l.ci == 0 && l.cj == 1 && jDim < 0)
+      jDim = d;
+    else if (!l.isConstant())
+      return Sym::unknown("a constant mask read along a diagonal");
+  }
+  if (iDim < 0 || jDim < 0)
+    return Sym::unknown("a constant mask that does not depend on both the "
+                        "query and the key position");
+  Type elt = dense.getElementType();
+  bool isBool = elt.isInteger(1);
+  if (!isBool && !isa<FloatType>(elt))
+    return Sym::unknown("a constant mask of " +
+                        llvm::formatv("{0}", elt).str());
+  // The value on each diagonal d = j - i, d in [-(ni-1), nj-1].
+  int64_t nDiag = domain.ni + domain.nj - 1;
+  SmallVector<std::optional<double>> diag(nDiag);
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  auto valueAt = [&](int64_t flat) -> double {
+    if (isBool)
+      return dense.getValues<bool>()[flat] ? 1.0 : 0.0;
+    return dense.getValues<APFloat>()[flat].convertToDouble();
+  };
+  if (dense.getNumElements() > (int64_t(1) << 26))
+    return Sym::unknown("a constant mask too large to inspect");
+  for (int64_t flat = 0, e = dense.getNumElements(); flat < e; ++flat) {
+    int64_t i = 0, j = 0;
+    bool inDomain = true;
+    for (int64_t d = 0; d < rank && inDomain; ++d) {
+      int64_t coord = (flat / strides[d]) % shape[d];
+      if (!dims[d])
+        continue; // batch / head: every slice must agree
+      int64_t pos = coord - dims[d]->c;
+      if (d == iDim)
+        i = pos;
+      else if (d == jDim)
+        j = pos;
+      else if (pos != 0)
+        inDomain = false; // a constant index: only that slice is read
+    }
+    if (!inDomain || i < 0 || i >= domain.ni || j < 0 || j >= domain.nj)
+      continue;
+    double v = valueAt(flat);
+    std::optional<double> &slot = diag[j - i + domain.ni - 1];
+    if (slot && !(*slot == v || (std::isnan(*slot) && std::isnan(v))))
+      return Sym::unknown("the mask is not causal or a window: a constant "
+                          "mask that is not a function of j - i");
+    slot = v;
+  }
+  SmallVector<double, 2> distinct;
+  for (const std::optional<double> &v : diag)
+    if (v && !llvm::is_contained(distinct, *v))
+      distinct.push_back(*v);
+  if (distinct.empty())
+    return Sym::unknown("an empty constant mask");
+  if (distinct.size() == 1)
+    return isBool ? Sym::pred(distinct[0] != 0.0 ? Band{} : falseBand())
+                  : Sym::floating(distinct[0]);
+  if (distinct.size() > 2)
+    return Sym::unknown("the mask is not causal or a window: a constant "
+                        "mask with more than two values");
+  // The diagonals holding distinct[k] must form one interval [lo, hi].
+  for (int k = 0; k < 2; ++k) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t idx = 0; idx < nDiag; ++idx)
+      if (diag[idx] && *diag[idx] == distinct[k]) {
+        lo = std::min(lo, idx);
+        hi = std::max(hi, idx);
+      }
+    bool interval = true;
+    for (int64_t idx = lo; idx <= hi; ++idx)
+      if (diag[idx] && *diag[idx] != distinct[k])
+        interval = false;
+    if (!interval)
+      continue;
+    // lo <= j - i + ni - 1 <= hi.
+    int64_t dLo = lo - (domain.ni - 1), dHi = hi - (domain.ni - 1);
+    Band band = simplified({Lin{-1, 1, -dHi}, Lin{1, -1, dLo}});
+    double a = distinct[k], b = distinct[1 - k];
+    if (isBool) {
+      if (a != 0.0)
+        return Sym::pred(band);
+      if (std::optional<Band> n = negate(band))
+        return Sym::pred(*n);
+      continue;
+    }
+    return Sym::select(band, a, b);
+  }
+  return Sym::unknown("the mask is not causal or a window: a constant mask "
+                      "whose values are not one band of "
+                      "diagonals (not causal or a window)");
+}
+
+Sym SymbolicBody::evalTensor(Value t, const Env &dims, int depth) {
+  if (depth > 16)
+    return Sym::unknown("a mask computed by too many ops");
+  Operation *def = t.getDefiningOp();
+  if (!def)
+    return Sym::unknown("the mask is a function argument, not known to be "
+                        "causal or a window");
+  DenseElementsAttr dense;
+  if (matchPattern(t, m_Constant(&dense))) {
+    if (dense.isSplat()) {
+      if (dense.getElementType().isInteger(1))
+        return Sym::pred(dense.getSplatValue<bool>() ? Band{} : falseBand());
+      if (isa<FloatType>(dense.getElementType()))
+        return Sym::floating(
+            dense.getSplatValue<APFloat>().convertToDouble());
+      return Sym::unknown("an integer constant mask");
+    }
+    return classifyDense(dense, dims);
+  }
+  if (auto fill = dyn_cast<linalg::FillOp>(def)) {
+    Value v = fill.getInputs()[0];
+    if (v.getDefiningOp() && matchPattern(v, m_Constant()))
+      return evalOp(v.getDefiningOp(), {}, dims);
+    return Sym::unknown("a mask filled with a non-constant");
+  }
+  if (auto g = dyn_cast<linalg::GenericOp>(def)) {
+    if (!isElementwise(g))
+      return Sym::unknown("a mask computed by a generic that is not "
+                          "elementwise");
+    return evalGeneric(g, std::nullopt, dims, depth);
+  }
+  if (auto b = dyn_cast<linalg::BroadcastOp>(def)) {
+    Env in;
+    for (int64_t d = 0, e = dims.size(); d < e; ++d)
+      if (!llvm::is_contained(b.getDimensions(), d))
+        in.push_back(dims[d]);
+    return evalTensor(b.getInput(), in, depth + 1);
+  }
+  if (auto tr = dyn_cast<linalg::TransposeOp>(def)) {
+    Env in(dims.size());
+    for (auto [d, p] : llvm::enumerate(tr.getPermutation()))
+      in[p] = dims[d];
+    return evalTensor(tr.getInput(), in, depth + 1);
+  }
+  if (auto ex = dyn_cast<tensor::ExpandShapeOp>(def)) {
+    // Each source dim is one group of result dims; at most one of them may
+    // be more than one element long.
+    auto shape = ex.getResultType().getShape();
+    Env in;
+    for (ReassociationIndices group : ex.getReassociationIndices()) {
+      std::optional<Lin> l = Lin{};
+      int nonUnit = 0;
+      for (int64_t d : group)
+        if (shape[d] != 1) {
+          ++nonUnit;
+          l = dims[d];
+        }
+      if (nonUnit > 1)
+        return Sym::unknown("a mask reshaped across its positions");
+      in.push_back(l);
+    }
+    return evalTensor(ex.getSrc(), in, depth + 1);
+  }
+  if (auto co = dyn_cast<tensor::CollapseShapeOp>(def)) {
+    auto shape = co.getSrcType().getShape();
+    Env in(co.getSrcType().getRank(), Lin{});
+    for (auto [r, group] : llvm::enumerate(co.getReassociationIndices())) {
+      int nonUnit = 0;
+      for (int64_t d : group)
+        if (shape[d] != 1) {
+          ++nonUnit;
+          in[d] = dims[r];
+        }
+      if (nonUnit > 1)
+        return Sym::unknown("a mask reshaped across its positions");
+    }
+    return evalTensor(co.getSrc(), in, depth + 1);
+  }
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+    // A window of a larger mask (torch's registered tril buffer sliced to
+    // the sequence length): positions shifted by the static offsets.
+    if (slice.getSourceType().getRank() != slice.getType().getRank() ||
+        !slice.hasUnitStride())
+      return Sym::unknown("a strided or rank-reducing slice of a mask");
+    Env in;
+    for (auto [d, off] : llvm::enumerate(slice.getStaticOffsets())) {
+      if (ShapedType::isDynamic(off))
+        return Sym::unknown("a mask sliced at a dynamic offset");
+      std::optional<Lin> l = dims[d];
+      if (l)
+        l->c += off;
+      in.push_back(l);
+    }
+    return evalTensor(slice.getSource(), in, depth + 1);
+  }
+  if (auto cast = dyn_cast<tensor::CastOp>(def))
+    return evalTensor(cast.getSource(), dims, depth + 1);
+  return Sym::unknown("the mask comes from '" + def->getName().getStringRef() +
+                      "', not from constants and positions");
+}
+
+/// The loop dims of an elementwise op over the scores: i and j the last
+/// two, the others batch and heads.
+Env scoresEnv(int64_t rank) {
+  Env env(rank);
+  env[rank - 2] = Lin{1, 0, 0};
+  env[rank - 1] = Lin{0, 1, 0};
+  return env;
+}
+
+/// The attention's mask from where the scores stay visible, simplified on
+/// the domain [0, ni) x [0, nj): causal (j <= i), a window (|i - j| < w),
+/// both, or none.
+struct MaskAttrs {
+  bool causal = false;
+  std::optional<int64_t> window;
+};
+
+FailureOr<MaskAttrs> classifyBand(Band band, Domain domain, Why &why) {
+  // Normalise each constraint: divide by the gcd of the coefficients
+  // (rounding the constant so the integer solutions stay the same).
+  SmallVector<Lin> cs;
+  for (Lin l : band) {
+    int64_t g = std::gcd(std::abs(l.ci), std::abs(l.cj));
+    if (g > 1) {
+      // ci*i + cj*j <= -c  <=>  (ci/g)*i + (cj/g)*j <= floor(-c/g).
+      int64_t rhs = -l.c;
+      int64_t fl = rhs >= 0 ? rhs / g : -((-rhs + g - 1) / g);
+      l = Lin{l.ci / g, l.cj / g, -fl};
+    }
+    cs.push_back(l);
+  }
+  // Drop constraints that hold on the whole domain; refuse one that holds
+  // nowhere; keep the tightest of parallel ones.
+  SmallVector<Lin> kept;
+  for (const Lin &l : cs) {
+    if (domain.isStatic()) {
+      int64_t maxV = l.c, minV = l.c;
+      maxV += std::max<int64_t>(0, l.ci * (domain.ni - 1)) +
+              std::max<int64_t>(0, l.cj * (domain.nj - 1));
+      minV += std::min<int64_t>(0, l.ci * (domain.ni - 1)) +
+              std::min<int64_t>(0, l.cj * (domain.nj - 1));
+      if (maxV <= 0)
+        continue;
+      if (minV > 0)
+        return why("the mask hides every score");
+    } else if (l.isConstant()) {
+      if (l.c <= 0)
+        continue;
+      return why("the mask hides every score");
+    }
+    auto same = llvm::find_if(
+        kept, [&](const Lin &k) { return k.ci == l.ci && k.cj == l.cj; });
+    if (same != kept.end())
+      same->c = std::max(same->c, l.c);
+    else
+      kept.push_back(l);
+  }
+  MaskAttrs attrs;
+  std::optional<int64_t> upper, lower; // j - i <= upper, i - j <= lower
+  for (const Lin &l : kept) {
+    if (l.ci == -1 && l.cj == 1)
+      upper = -l.c;
+    else if (l.ci == 1 && l.cj == -1)
+      lower = -l.c;
+    else
+      return why("the mask is not causal or a window: it constrains " +
+                 Twine(l.ci) + "*i + " + Twine(l.cj) + "*j");
+  }
+  if (upper && *upper == 0) {
+    attrs.causal = true;
+    if (lower) {
+      if (*lower < 0)
+        return why("the mask hides every score");
+      attrs.window = *lower + 1;
+    }
+    return attrs;
+  }
+  if (upper && lower && *upper == *lower && *upper >= 0) {
+    attrs.window = *upper + 1;
+    return attrs;
+  }
+  if (upper || lower) {
+    std::string text;
+    if (upper)
+      text += "j - i <= " + std::to_string(*upper);
+    if (lower)
+      text += std::string(upper ? " and " : "") +
+              "i - j <= " + std::to_string(*lower);
+    return why("the mask is not causal or a window: visible where " + text);
+  }
+  return attrs;
+}
+
+//===----------------------------------------------------------------------===//
+// Operands: reshapes, transposes, scales and grouped heads around them
+//===----------------------------------------------------------------------===//
+
+/// Under lifting, a 3-D [B*H, N, X] value is the [B, H, N, X] tensor it was
+/// collapsed from (torch-mlir's matmul on 4-D operands).
+struct Lift {
+  int64_t b = 0, h = 0;
+  bool on() const { return b > 0; }
+};
+
+/// An operand of the attention as found: `value`, with its last two dims
+/// swapped when `transposed`, of 3-D shape to expand under lifting when
+/// `expand`, holding Hq / group heads.
+struct Operand {
+  Value value;
+  bool transposed = false;
+  int64_t group = 1;
+  /// Before the head repeat was undone (to fall back on when K and V are
+  /// grouped differently).
+  Value repeated;
+  bool repeatedTransposed = false;
+};
+
+/// The input of a transpose of the last two dims: linalg.transpose, or a
+/// copy generic reading its input through that permutation.
+Value transposeLastTwoInput(Value v) {
+  int64_t r = rankOf(v);
+  if (r < 2)
+    return nullptr;
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, r));
+  std::swap(perm[r - 1], perm[r - 2]);
+  if (auto t = v.getDefiningOp<linalg::TransposeOp>())
+    return t.getPermutation() == ArrayRef<int64_t>(perm) ? t.getInput()
+                                                          : nullptr;
+  auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (!isElementwise(g) || g.getNumDpsInputs() != 1)
+    return nullptr;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 1 || yielded(g) != body.getArgument(0))
+    return nullptr;
+  AffineMap in = g.getMatchingIndexingMap(g.getDpsInputOperand(0));
+  if (in != AffineMap::getPermutationMap(perm, g.getContext()))
+    return nullptr;
+  return g.getDpsInputOperand(0)->get();
+}
+
+/// The operand of an elementwise generic that multiplies or divides by a
+/// positive constant without changing the type (the scale folded into Q or
+/// K); sets `scale` to the factor.
+Value scaledInput(Value v, Domain domain, double &scale) {
+  auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (!isElementwise(g))
+    return nullptr;
+  for (OpOperand *input : g.getDpsInputOperands()) {
+    if (!g.getMatchingIndexingMap(input).isIdentity() ||
+        input->get().getType() != v.getType())
+      continue;
+    SymbolicBody body(domain);
+    Sym s = body.evalGeneric(g, input->getOperandNumber(),
+                             scoresEnv(g.getNumLoops()));
+    if (s.kind != Sym::Data || !s.band.empty() || s.scale == 1.0)
+      continue;
+    scale = s.scale;
+    return input->get();
+  }
+  return nullptr;
+}
+
+/// [B, Hkv, G, N, X] repeating [B, Hkv, N, X] G times along dim 2 (torch's
+/// repeat_interleave / expand): linalg.broadcast of dim 2, a copy generic
+/// reading (d0, d1, d3, d4), or one reading (d0, d1, 0, d3, d4) of an
+/// unsqueezed [B, Hkv, 1, N, X]. Returns the 4-D tensor.
+Value repeatSource5D(Value v) {
+  if (rankOf(v) != 5 || cast<ShapedType>(v.getType()).isDynamicDim(2))
+    return nullptr;
+  if (auto b = v.getDefiningOp<linalg::BroadcastOp>())
+    return b.getDimensions() == ArrayRef<int64_t>{2} ? b.getInput() : nullptr;
+  auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (!isElementwise(g) || g.getNumDpsInputs() != 1)
+    return nullptr;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 1 || yielded(g) != body.getArgument(0))
+    return nullptr;
+  MLIRContext *ctx = g.getContext();
+  auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+  AffineMap in = g.getMatchingIndexingMap(g.getDpsInputOperand(0));
+  Value src = g.getDpsInputOperand(0)->get();
+  if (in == AffineMap::get(5, 0, {d(0), d(1), d(3), d(4)}, ctx))
+    return src;
+  if (in == AffineMap::get(5, 0,
+                           {d(0), d(1), getAffineConstantExpr(0, ctx), d(3),
+                            d(4)},
+                           ctx)) {
+    auto ex = src.getDefiningOp<tensor::ExpandShapeOp>();
+    SmallVector<ReassociationIndices> unsqueeze = {{0}, {1, 2}, {3}, {4}};
+    SmallVector<ReassociationIndices> unsqueeze2 = {{0}, {1}, {2, 3}, {4}};
+    if (ex && (ex.getReassociationIndices() == unsqueeze ||
+               ex.getReassociationIndices() == unsqueeze2))
+      return ex.getSrc();
+  }
+  return nullptr;
+}
+
+/// K or V [B, Hq, N, X] materialised from [B, Hkv, N, X] by repeating each
+/// head: the repeat collapsed to 4-D, or a copy generic reading
+/// (b, h floordiv G, j, x). Returns the source and G.
+std::optional<std::pair<Value, int64_t>> undoHeadRepeat(Value v) {
+  if (auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>()) {
+    SmallVector<ReassociationIndices> expected = {{0}, {1, 2}, {3}, {4}};
+    if (collapse.getReassociationIndices() == expected)
+      if (Value src = repeatSource5D(collapse.getSrc()))
+        return std::make_pair(
+            src, cast<ShapedType>(collapse.getSrcType()).getDimSize(2));
+  }
+  auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (!isElementwise(g) || g.getNumDpsInputs() != 1 || g.getNumLoops() != 4)
+    return std::nullopt;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 1 || yielded(g) != body.getArgument(0))
+    return std::nullopt;
+  AffineMap in = g.getMatchingIndexingMap(g.getDpsInputOperand(0));
+  MLIRContext *ctx = g.getContext();
+  if (in.getNumResults() != 4 || in.getResult(0) != getAffineDimExpr(0, ctx) ||
+      in.getResult(2) != getAffineDimExpr(2, ctx) ||
+      in.getResult(3) != getAffineDimExpr(3, ctx))
+    return std::nullopt;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(in.getResult(1));
+  auto cst = bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : nullptr;
+  if (!bin || bin.getKind() != AffineExprKind::FloorDiv ||
+      bin.getLHS() != getAffineDimExpr(1, ctx) || !cst || cst.getValue() < 2)
+    return std::nullopt;
+  return std::make_pair(g.getDpsInputOperand(0)->get(), cst.getValue());
+}
+
+/// Walks from what a contraction reads back to the tensor the attention
+/// should take: through transposes of the last two dims, scales (Q and K
+/// only: `scale` collects them), and under lifting the collapse from
+/// [B, H, N, X] (possibly of a head repeat [B, Hkv, G, N, X]).
+Operand peelOperand(Value v, bool allowScale, Lift lift, Domain domain,
+                    double &scale) {
+  Operand o;
+  o.value = v;
+  for (int step = 0; step < 16; ++step) {
+    Value cur = o.value;
+    if (Value in = transposeLastTwoInput(cur)) {
+      o.value = in;
+      o.transposed = !o.transposed;
+      continue;
+    }
+    double s = 1.0;
+    if (allowScale)
+      if (Value in = scaledInput(cur, domain, s)) {
+        scale *= s;
+        o.value = in;
+        continue;
+      }
+    if (lift.on() && rankOf(cur) == 3)
+      if (auto c = cur.getDefiningOp<tensor::CollapseShapeOp>()) {
+        auto src = cast<ShapedType>(c.getSrcType());
+        SmallVector<ReassociationIndices> to3 = {{0, 1}, {2}, {3}};
+        SmallVector<ReassociationIndices> from5 = {{0, 1, 2}, {3}, {4}};
+        if (c.getReassociationIndices() == to3 &&
+            src.getDimSize(0) == lift.b && src.getDimSize(1) == lift.h) {
+          o.value = c.getSrc();
+          continue;
+        }
+        if (c.getReassociationIndices() == from5 &&
+            src.getDimSize(0) == lift.b && !src.isDynamicDim(1) &&
+            !src.isDynamicDim(2) &&
+            src.getDimSize(1) * src.getDimSize(2) == lift.h)
+          if (Value k4 = repeatSource5D(c.getSrc())) {
+            o.repeated = cur;
+            o.repeatedTransposed = o.transposed;
+            o.value = k4;
+            o.group = src.getDimSize(2);
+            return o;
+          }
+      }
+    break;
+  }
+  if (o.group == 1 && rankOf(o.value) == 4)
+    if (auto rep = undoHeadRepeat(o.value)) {
+      o.repeated = o.value;
+      o.repeatedTransposed = o.transposed;
+      o.value = rep->first;
+      o.group = rep->second;
+    }
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// A contraction over the last dim of its result's rows: Q K^T ("..id,
+/// ..jd -> ..ij") or P V ("..ij, ..jd -> ..id"), as linalg.matmul (rank 2),
+/// linalg.batch_matmul (rank 3; with or without transposed-B indexing
+/// maps, which is how MLIR 22 spells batch_matmul_transpose_b) or an
+/// einsum-like linalg.generic (rank 2 to 4). The body multiplies the inputs,
+/// each possibly extended to a wider float first (f16 x f16 -> f32), and
+/// accumulates from zero.
+struct Contraction {
+  linalg::LinalgOp op;
+  Value lhs, rhs;
+  /// The right operand is read with its last two dims swapped relative to
+  /// K [.., Nk, D] or V [.., Nk, Dv].
+  bool rhsTransposed = false;
+  /// The right operand's heads read as h floordiv group.
+  int64_t group = 1;
+  int64_t rank = 0;
+};
+
+/// acc + a * b with a, b the inputs, each possibly through arith.extf.
+bool isMulAddBody(Block &body) {
+  if (body.getNumArguments() != 3)
+    return false;
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1)
+    return false;
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != &body)
+    return false;
+  Value acc = body.getArgument(2);
+  Value prod = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() == acc) == (add.getRhs() == acc))
+    return false;
+  auto mul = prod.getDefiningOp<arith::MulFOp>();
+  if (!mul || mul->getBlock() != &body)
+    return false;
+  auto source = [&](Value x) -> Value {
+    if (auto ext = x.getDefiningOp<arith::ExtFOp>())
+      if (ext->getBlock() == &body)
+        return ext.getIn();
+    return x;
+  };
+  Value a = source(mul.getLhs()), b = source(mul.getRhs());
+  if (!((a == body.getArgument(0) && b == body.getArgument(1)) ||
+        (a == body.getArgument(1) && b == body.getArgument(0))))
+    return false;
+  // Nothing else in the body.
+  for (Operation &op : body.without_terminator())
+    if (&op != add && &op != mul && !(isa<arith::ExtFOp>(op)))
+      return false;
+  return true;
+}
+
+FailureOr<Contraction> matchContraction(Operation *def, bool isScores,
+                                        Why &why) {
+  const char *what = isScores ? "Q K^T" : "P V";
+  auto op = dyn_cast_or_null<linalg::LinalgOp>(def);
+  if (!op || !isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::GenericOp>(
+                 def))
+    return why(Twine(what) + " is not a linalg.matmul, linalg.batch_matmul "
+                             "or a contraction linalg.generic");
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      def->getNumResults() != 1 || !op.hasPureTensorSemantics())
+    return why(Twine(what) + " is not a two-operand contraction on tensors");
+  if (op.getNumReductionLoops() != 1)
+    return why(Twine(what) + " does not reduce over exactly one dim");
+  if (!isZeroInit(op.getDpsInitOperand(0)->get()))
+    return why(Twine(what) + " does not accumulate from zero (a bias?)");
+  if (!isMulAddBody(*op.getBlock()))
+    return why(Twine(what) + "'s body is not acc + a * b");
+  int64_t r = rankOf(def->getResult(0));
+  if (r < 2 || r > 4 || op.getNumLoops() != r + 1)
+    return why(Twine(what) + " is not of rank 2, 3 or 4");
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap lhsMap = maps[0], rhsMap = maps[1], outMap = maps[2];
+  if (!outMap.isProjectedPermutation() || outMap.getNumResults() != r ||
+      !lhsMap.isProjectedPermutation() || lhsMap.getNumResults() != r ||
+      rhsMap.getNumResults() != r)
+    return why(Twine(what) + "'s indexing maps are not an einsum");
+  int64_t red = -1;
+  for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (it == utils::IteratorType::reduction)
+      red = i;
+  AffineExpr redExpr = getAffineDimExpr(red, def->getContext());
+  // lhs = (batch.., out[r-2], red).
+  for (int64_t i = 0; i + 1 < r; ++i)
+    if (lhsMap.getResult(i) != outMap.getResult(i))
+      return why(Twine(what) + " does not read its left operand as "
+                               "(batch.., row, reduced)");
+  if (lhsMap.getResult(r - 1) != redExpr)
+    return why(Twine(what) + " does not contract the left operand's last dim");
+  // rhs = (batch'.., col, red) or (batch'.., red, col).
+  AffineExpr col = outMap.getResult(r - 1);
+  Contraction c;
+  c.op = op;
+  c.rank = r;
+  c.lhs = op.getDpsInputOperand(0)->get();
+  c.rhs = op.getDpsInputOperand(1)->get();
+  bool colFirst = rhsMap.getResult(r - 2) == col &&
+                  rhsMap.getResult(r - 1) == redExpr;
+  bool redFirst = rhsMap.getResult(r - 2) == redExpr &&
+                  rhsMap.getResult(r - 1) == col;
+  if (!colFirst && !redFirst)
+    return why(Twine(what) + " does not contract the right operand over its "
+                             "last two dims");
+  // K is [.., Nk, D] (col first); V is [.., Nk, Dv] (reduced first).
+  c.rhsTransposed = isScores ? redFirst : colFirst;
+  for (int64_t i = 0; i + 2 < r; ++i) {
+    AffineExpr want = outMap.getResult(i), got = rhsMap.getResult(i);
+    if (got == want)
+      continue;
+    // Grouped-query heads: (h floordiv G) on the head dim of a 4-D tensor.
+    auto bin = dyn_cast<AffineBinaryOpExpr>(got);
+    auto cst = bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : nullptr;
+    if (r != 4 || i != 1 || !bin ||
+        bin.getKind() != AffineExprKind::FloorDiv || bin.getLHS() != want ||
+        !cst || cst.getValue() < 2)
+      return why(Twine(what) + " reads the right operand's batch dims "
+                               "differently from the left's");
+    c.group = cst.getValue();
+  }
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
 
 /// (d0, .., d{r-1}) -> (d0, .., d{r-2}): how row statistics are indexed.
 AffineMap rowMap(int64_t rank, MLIRContext *ctx) {
@@ -338,32 +1355,33 @@ bool isRowMap(AffineMap map, int64_t rank) {
 
 /// A reduction over the last of `rank` dims: generic with that dim the only
 /// reduction, or linalg.reduce over it; body combining the input with the
-/// accumulator by OpTy. Returns the reduced input.
+/// accumulator by one of OpTys. Returns the reduced input.
 template <typename... OpTys>
 Value matchRowReduction(Value v, int64_t rank, bool zeroInit = false) {
-  // The body: yield (in OP acc) of the two block arguments.
   auto isCombiner = [](Block &body) {
-    if (body.getOperations().size() != 2 || !isa<OpTys...>(body.front()))
+    if (body.getOperations().size() != 2)
       return false;
-    Operation &op = body.front();
-    Value a = op.getOperand(0), b = op.getOperand(1);
-    Value in = body.getArgument(0), acc = body.getArgument(1);
-    return ((a == in && b == acc) || (a == acc && b == in)) &&
-           cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) ==
-               op.getResult(0);
+    Operation *op = &body.front();
+    if (!isa<OpTys...>(op) ||
+        cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) !=
+            op->getResult(0))
+      return false;
+    Value a = body.getArgument(0), acc = body.getArgument(1);
+    return (op->getOperand(0) == a && op->getOperand(1) == acc) ||
+           (op->getOperand(0) == acc && op->getOperand(1) == a);
   };
   if (auto reduce = v.getDefiningOp<linalg::ReduceOp>()) {
-    if (reduce.getDimensions() != ArrayRef<int64_t>{rank - 1} ||
-        reduce.getInputs().size() != 1 || reduce.getInits().size() != 1 ||
+    if (reduce.getInputs().size() != 1 ||
+        reduce.getDimensions() != ArrayRef<int64_t>{rank - 1} ||
         (zeroInit && !isZeroInit(reduce.getInits()[0])) ||
-        !isCombiner(reduce.getRegion().front()))
+        !isCombiner(reduce.getCombiner().front()))
       return nullptr;
     return reduce.getInputs()[0];
   }
   auto g = v.getDefiningOp<linalg::GenericOp>();
   if (!g || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
       g.getNumLoops() != rank || g.getNumReductionLoops() != 1 ||
-      g.getIteratorTypesArray()[rank - 1] != utils::IteratorType::reduction ||
+      g.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
       (zeroInit && !isZeroInit(g.getDpsInitOperand(0)->get())))
     return nullptr;
   // Input read as is, result indexed by the row: (d0, .., d{r-2}).
@@ -374,12 +1392,13 @@ Value matchRowReduction(Value v, int64_t rank, bool zeroInit = false) {
   return g.getDpsInputOperand(0)->get();
 }
 
-/// in0 OP broadcast(in1) with in1 indexed by (d0, .., d{r-2}): the row
-/// vector.
+/// in0 OP broadcast(in1) with in1 indexed by the row: returns in0, in1.
 template <typename OpTy>
 bool matchRowBroadcast(linalg::GenericOp g, Value &full, Value &row) {
+  if (!g)
+    return false;
   int64_t rank = g.getNumLoops();
-  if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || rank < 3 ||
+  if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 || rank < 2 ||
       g.getNumParallelLoops() != rank)
     return false;
   SmallVector<AffineMap> maps = g.getIndexingMapsArray();
@@ -396,24 +1415,14 @@ bool matchRowBroadcast(linalg::GenericOp g, Value &full, Value &row) {
   return true;
 }
 
-/// What a generic's body yields.
-Value yielded(linalg::GenericOp g) {
-  return cast<linalg::YieldOp>(g.getRegion().front().getTerminator())
-      .getOperand(0);
-}
-
-/// softmax over the last dim of a rank-3 or rank-4 tensor, as
-/// linalg.softmax or decomposed: m = rowmax(x); e = exp(x - m);
-/// l = rowsum(e); p = e / l. Returns x.
-Value matchSoftmax(Value p) {
-  auto rankOf = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getRank();
-  };
+/// softmax over the last dim, as linalg.softmax or decomposed:
+/// m = rowmax(x); e = exp(x - m); l = rowsum(e); p = e / l. Returns x.
+FailureOr<Value> matchSoftmax(Value p, Why &why) {
   if (auto softmax = p.getDefiningOp<linalg::SoftmaxOp>()) {
     int64_t rank = rankOf(softmax.getInput());
-    if ((rank != 3 && rank != 4) ||
-        softmax.getDimension() != uint64_t(rank - 1))
-      return nullptr;
+    if (softmax.getDimension() != uint64_t(rank - 1))
+      return why("the softmax is over dim " + Twine(softmax.getDimension()) +
+                 ", not the keys (the last dim)");
     return softmax.getInput();
   }
   auto div = p.getDefiningOp<linalg::GenericOp>();
@@ -421,16 +1430,16 @@ Value matchSoftmax(Value p) {
   if (!div || div.getRegion().front().getOperations().size() != 2 ||
       !matchRowBroadcast<arith::DivFOp>(div, e, l) ||
       yielded(div) != div.getRegion().front().front().getResult(0))
-    return nullptr;
+    return why("P is not a softmax over the keys (linalg.softmax or "
+               "max/sub/exp/sum/div over the last dim)");
   int64_t rank = rankOf(e);
-  if (rank != 3 && rank != 4)
-    return nullptr;
   if (matchRowReduction<arith::AddFOp>(l, rank, /*zeroInit=*/true) != e)
-    return nullptr;
+    return why("the softmax's denominator is not the row sum of its "
+               "numerator over the keys, from zero");
   // e = exp(x - m): one generic (subf then exp) or exp of a sub generic.
   auto expGen = e.getDefiningOp<linalg::GenericOp>();
   if (!expGen)
-    return nullptr;
+    return why("the softmax's numerator is not exp(x - rowmax(x))");
   Value x, m;
   Block &body = expGen.getRegion().front();
   if (body.getOperations().size() == 3 &&
@@ -438,287 +1447,453 @@ Value matchSoftmax(Value p) {
     auto exp = dyn_cast<math::ExpOp>(*std::next(body.begin()));
     if (!exp || exp.getOperand() != body.front().getResult(0) ||
         yielded(expGen) != exp.getResult())
-      return nullptr;
+      return why("the softmax's numerator is not exp(x - rowmax(x))");
   } else {
     // exp of its input, element for element, of a generic x - m.
-    auto exp = singleBodyOp<math::ExpOp>(expGen);
-    if (!exp || expGen.getNumDpsInputs() != 1 || expGen.getNumDpsInits() != 1 ||
-        expGen.getNumParallelLoops() != expGen.getNumLoops() ||
-        !llvm::all_of(expGen.getIndexingMapsArray(),
-                      [](AffineMap map) { return map.isIdentity(); }) ||
+    auto exp = body.getOperations().size() == 2
+                   ? dyn_cast<math::ExpOp>(&body.front())
+                   : nullptr;
+    if (!exp || expGen.getNumDpsInputs() != 1 || !isElementwise(expGen) ||
+        !expGen.getMatchingIndexingMap(expGen.getDpsInputOperand(0))
+             .isIdentity() ||
         exp.getOperand() != body.getArgument(0) ||
         yielded(expGen) != exp.getResult())
-      return nullptr;
+      return why("the softmax's numerator is not exp(x - rowmax(x))");
     auto sub =
         expGen.getDpsInputOperand(0)->get().getDefiningOp<linalg::GenericOp>();
     if (!sub || sub.getRegion().front().getOperations().size() != 2 ||
         !matchRowBroadcast<arith::SubFOp>(sub, x, m) ||
         yielded(sub) != sub.getRegion().front().front().getResult(0))
-      return nullptr;
+      return why("the softmax's numerator is not exp(x - rowmax(x))");
   }
   if (matchRowReduction<arith::MaxNumFOp, arith::MaximumFOp>(m, rank) != x)
-    return nullptr;
+    return why("the softmax subtracts something other than the row max");
   return x;
 }
 
-/// An operand of a contraction with its grouped-query layout undone: K or
-/// V of Hkv heads, each read by `group` consecutive query heads.
-struct KVOperand {
-  Value value;
-  int64_t group = 1;
-};
-
-/// K or V [B, Hq, N, D] materialised from [B, Hkv, N, D] by repeating each
-/// head `group` times (torch's repeat_interleave / expand + reshape): a
-/// linalg.broadcast to [B, Hkv, G, N, D] collapsed back to 4-D, or a copy
-/// generic reading (b, h floordiv G, j, d).
-KVOperand undoHeadRepeat(Value v) {
-  if (auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>()) {
-    auto bcast = collapse.getSrc().getDefiningOp<linalg::BroadcastOp>();
-    SmallVector<ReassociationIndices> expected = {{0}, {1, 2}, {3}, {4}};
-    if (bcast && collapse.getReassociationIndices() == expected &&
-        bcast.getDimensions() == ArrayRef<int64_t>{2} &&
-        !ShapedType::isDynamic(
-            cast<ShapedType>(bcast.getInit().getType()).getDimSize(2)))
-      return {bcast.getInput(),
-              cast<ShapedType>(bcast.getInit().getType()).getDimSize(2)};
-  }
-  if (auto g = v.getDefiningOp<linalg::GenericOp>()) {
-    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-    Block &body = g.getRegion().front();
-    if (g.getNumDpsInputs() == 1 && g.getNumLoops() == 4 &&
-        g.getNumParallelLoops() == 4 && maps[1].isIdentity() &&
-        body.getOperations().size() == 1 &&
-        cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) ==
-            body.getArgument(0)) {
-      AffineMap in = maps[0];
-      MLIRContext *ctx = g.getContext();
-      for (int64_t group = 2; group <= 64; ++group) {
-        AffineMap want = AffineMap::get(
-            4, 0,
-            {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx).floorDiv(group),
-             getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)},
-            ctx);
-        if (in == want)
-          return {g.getDpsInputOperand(0)->get(), group};
-      }
-    }
-  }
-  return {v, 1};
-}
-
-/// A contraction over the last dim of its result's row: Q K^T ("..id,
-/// ..jd -> ..ij", rhsKeysFirst) or P V ("..ij, ..jd -> ..id"), either a
-/// linalg.batch_matmul (rank 3; K^T by linalg.transpose) or an einsum-like
-/// linalg.generic (rank 3 or 4, body mulf + addf). The right operand may
-/// read its heads as h floordiv G (grouped-query attention).
-struct Contraction {
-  Value lhs;
-  KVOperand rhs;
-  int64_t rank = 0;
-};
-
-std::optional<Contraction> matchContraction(Value result, bool isScores) {
-  if (auto mm = result.getDefiningOp<linalg::BatchMatmulOp>()) {
-    if (mm.hasUserDefinedMaps() || !mm.hasPureTensorSemantics() ||
-        !isZeroInit(mm.getDpsInitOperand(0)->get()))
-      return std::nullopt;
-    Value rhs = mm.getDpsInputOperand(1)->get();
-    if (isScores) {
-      auto transpose = rhs.getDefiningOp<linalg::TransposeOp>();
-      if (!transpose ||
-          transpose.getPermutation() != ArrayRef<int64_t>{0, 2, 1})
-        return std::nullopt;
-      rhs = transpose.getInput();
-    }
-    return Contraction{mm.getDpsInputOperand(0)->get(), {rhs, 1}, 3};
-  }
-  auto g = result.getDefiningOp<linalg::GenericOp>();
-  if (!g || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
-      g.getNumReductionLoops() != 1 || !g.hasPureTensorSemantics() ||
-      !isZeroInit(g.getDpsInitOperand(0)->get()))
-    return std::nullopt;
-  int64_t rank = g.getNumLoops() - 1;
-  if (rank != 3 && rank != 4)
-    return std::nullopt;
-  // Body: acc + a * b.
-  Block &body = g.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return std::nullopt;
-  auto mul = dyn_cast<arith::MulFOp>(&body.front());
-  auto add = dyn_cast<arith::AddFOp>(*std::next(body.begin()));
-  if (!mul || !add ||
-      cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) != add ||
-      !((mul.getLhs() == body.getArgument(0) &&
-         mul.getRhs() == body.getArgument(1)) ||
-        (mul.getLhs() == body.getArgument(1) &&
-         mul.getRhs() == body.getArgument(0))) ||
-      !((add.getLhs() == body.getArgument(2) && add.getRhs() == mul) ||
-        (add.getRhs() == body.getArgument(2) && add.getLhs() == mul)))
-    return std::nullopt;
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  AffineMap lhsMap = maps[0], rhsMap = maps[1], outMap = maps[2];
-  if (!outMap.isProjectedPermutation() || outMap.getNumResults() != rank ||
-      !lhsMap.isProjectedPermutation() || lhsMap.getNumResults() != rank ||
-      rhsMap.getNumResults() != rank)
-    return std::nullopt;
-  int64_t red = -1;
-  for (auto [i, it] : llvm::enumerate(g.getIteratorTypesArray()))
-    if (it == utils::IteratorType::reduction)
-      red = i;
-  auto dimOf = [](AffineExpr e) -> int64_t {
-    auto d = dyn_cast<AffineDimExpr>(e);
-    return d ? d.getPosition() : -1;
-  };
-  // lhs = (batch.., out[r-2], red) in both forms.
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    if (lhsMap.getResult(i) != outMap.getResult(i))
-      return std::nullopt;
-  if (lhsMap.getResult(rank - 2) != outMap.getResult(rank - 2) ||
-      dimOf(lhsMap.getResult(rank - 1)) != red)
-    return std::nullopt;
-  // rhs = (batch'.., out[r-1], red) for Q K^T, (batch'.., red, out[r-1])
-  // for P V; batch' = batch, or the head dim floordiv G.
-  AffineExpr keyOrValue = outMap.getResult(rank - 1);
-  AffineExpr redExpr = getAffineDimExpr(red, g.getContext());
-  if (isScores ? (rhsMap.getResult(rank - 2) != keyOrValue ||
-                  rhsMap.getResult(rank - 1) != redExpr)
-               : (rhsMap.getResult(rank - 2) != redExpr ||
-                  rhsMap.getResult(rank - 1) != keyOrValue))
-    return std::nullopt;
-  int64_t group = 1;
-  for (int64_t i = 0; i + 2 < rank; ++i) {
-    AffineExpr want = outMap.getResult(i), got = rhsMap.getResult(i);
-    if (got == want)
+/// Whether `p`, through conversions and reshapes, is a softmax-like value
+/// (linalg.softmax, or a division by a row reduction): what makes a
+/// contraction a candidate P V, which gets a remark when not raised.
+bool looksLikeSoftmax(Value p) {
+  for (int step = 0; step < 8 && p; ++step) {
+    Operation *def = p.getDefiningOp();
+    if (!def)
+      return false;
+    if (isa<linalg::SoftmaxOp>(def))
+      return true;
+    if (auto g = dyn_cast<linalg::GenericOp>(def)) {
+      if (g.getNumReductionLoops() != 0)
+        return false;
+      bool divides = llvm::any_of(g.getRegion().front(), [](Operation &op) {
+        return isa<arith::DivFOp>(op);
+      });
+      bool byReduction =
+          llvm::any_of(g.getDpsInputOperands(), [](OpOperand *in) {
+            Operation *d = in->get().getDefiningOp();
+            if (isa_and_nonnull<linalg::ReduceOp>(d))
+              return true;
+            auto rg = dyn_cast_or_null<linalg::GenericOp>(d);
+            return rg && rg.getNumReductionLoops() > 0;
+          });
+      if (divides && byReduction)
+        return true;
+      p = g.getNumDpsInputs() ? g.getDpsInputOperand(0)->get() : nullptr;
       continue;
-    // Grouped-query heads: (h floordiv G) on the head dim of a 4-D tensor.
-    auto bin = dyn_cast<AffineBinaryOpExpr>(got);
-    auto cst = bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : nullptr;
-    if (rank != 4 || i != 1 || !bin ||
-        bin.getKind() != AffineExprKind::FloorDiv || bin.getLHS() != want ||
-        !cst || cst.getValue() < 2)
-      return std::nullopt;
-    group = cst.getValue();
+    }
+    if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, tensor::CastOp>(
+            def)) {
+      p = def->getOperand(0);
+      continue;
+    }
+    return false;
   }
-  return Contraction{g.getDpsInputOperand(0)->get(),
-                     {g.getDpsInputOperand(1)->get(), group},
-                     rank};
+  return false;
 }
 
-struct RaiseAttention : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+//===----------------------------------------------------------------------===//
+// The whole attention
+//===----------------------------------------------------------------------===//
 
-  LogicalResult matchAndRewrite(linalg::LinalgOp op,
-                                PatternRewriter &rewriter) const override {
-    if (!isa<linalg::BatchMatmulOp, linalg::GenericOp>(op.getOperation()) ||
-        op->getNumResults() != 1)
-      return failure();
-    Value oValue = op->getResult(0);
-    std::optional<Contraction> pv = matchContraction(oValue, false);
-    if (!pv)
-      return failure();
-    Value scores = matchSoftmax(pv->lhs);
-    if (!scores)
-      return rewriter.notifyMatchFailure(
-          op, "P is not a softmax over the keys (linalg.softmax or "
-              "max/sub/exp/sum/div)");
-    // Scale and causal mask, in either order.
-    bool causal = false;
-    double scale = 1.0;
-    bool scaled = false;
-    for (int step = 0; step < 2; ++step) {
-      auto g = scores.getDefiningOp<linalg::GenericOp>();
-      if (!g)
-        break;
-      Value in;
-      if (!causal && matchCausalMask(g, in)) {
-        causal = true;
-        scores = in;
-      } else if (!scaled) {
-        std::optional<double> s = matchScale(g, in);
-        if (!s)
-          break;
-        scale = *s;
-        scaled = true;
-        scores = in;
-      }
-    }
-    std::optional<Contraction> qk = matchContraction(scores, true);
-    if (!qk || qk->rank != pv->rank)
-      return rewriter.notifyMatchFailure(op, "scores are not Q K^T");
-    float scale32 = static_cast<float>(scale);
-    if (!(scale32 > 0.0f) || !std::isfinite(scale32))
-      return rewriter.notifyMatchFailure(op,
-                                         "scale is not a positive finite f32");
-    // Grouped-query layouts: K and V read with the same head grouping,
-    // stated in the contraction maps or materialised by a head repeat.
-    KVOperand k = qk->rhs, v = pv->rhs;
-    if (k.group == 1 && v.group == 1 && qk->rank == 4) {
-      KVOperand k2 = undoHeadRepeat(k.value), v2 = undoHeadRepeat(v.value);
-      if (k2.group == v2.group) {
-        k = k2;
-        v = v2;
-      }
-    }
-    if (k.group != v.group)
-      return rewriter.notifyMatchFailure(op, "K and V group heads differently");
-    Value q = qk->lhs;
-    auto qType = cast<RankedTensorType>(q.getType());
-    auto kType = cast<RankedTensorType>(k.value.getType());
-    auto vType = cast<RankedTensorType>(v.value.getType());
-    auto oType = cast<RankedTensorType>(oValue.getType());
-    Type elt = qType.getElementType();
-    if (!elt.isF16() && !elt.isBF16() && !elt.isF32())
-      return rewriter.notifyMatchFailure(op, "unsupported element type");
-    int64_t r = qk->rank;
-    if (kType.getElementType() != elt || vType.getElementType() != elt ||
-        oType.getElementType() != elt || qType.isDynamicDim(r - 1) ||
-        vType.isDynamicDim(r - 1))
-      return rewriter.notifyMatchFailure(op, "types or head dims do not fit");
-    if (r == 4 && k.group > 1 &&
-        (qType.isDynamicDim(1) || kType.isDynamicDim(1) ||
-         kType.getDimSize(1) * k.group != qType.getDimSize(1) ||
-         vType.getDimSize(1) != kType.getDimSize(1)))
-      return rewriter.notifyMatchFailure(op, "head grouping does not divide");
-
-    Location loc = op.getLoc();
-    // [BH, N, D] -> [1, BH, N, D]; 4-D operands go in as they are.
-    SmallVector<ReassociationIndices> reassociation = {{0, 1}, {2}, {3}};
-    auto to4d = [&](Value t) -> Value {
-      if (r == 4)
-        return t;
-      auto type = cast<RankedTensorType>(t.getType());
-      SmallVector<int64_t> shape = {1};
-      llvm::append_range(shape, type.getShape());
-      return tensor::ExpandShapeOp::create(
-          rewriter, loc, RankedTensorType::get(shape, type.getElementType()), t,
-          reassociation);
-    };
-    SmallVector<int64_t> oShape;
-    if (r == 3)
-      oShape.push_back(1);
-    llvm::append_range(oShape, oType.getShape());
-    SmallVector<Type> resultTypes = {RankedTensorType::get(oShape, elt)};
-    auto attention = AttentionOp::create(
-        rewriter, loc, resultTypes, to4d(q), to4d(k.value), to4d(v.value),
-        /*outs=*/ValueRange{}, rewriter.getF32FloatAttr(scale32),
-        causal ? rewriter.getUnitAttr() : UnitAttr(), IntegerAttr(),
-        FloatAttr(), IntegerAttr(), IntegerAttr(), /*bottom_right=*/UnitAttr());
-    Value o = attention.getResults()[0];
-    if (r == 3)
-      o = tensor::CollapseShapeOp::create(rewriter, loc, oType, o,
-                                          reassociation);
-    rewriter.replaceOp(op, o);
-    return success();
-  }
+struct Match {
+  Operation *root = nullptr; // replaced by the attention's O
+  Operand q, k, v;
+  Lift lift;     // operands are 3-D [B*H, N, X] to expand to [B, H, N, X]
+  int64_t rank;  // of the softmax: 2, 3 or 4
+  double scale = 1.0;
+  MaskAttrs mask;
+  Type elt;
 };
+
+/// Lifting from a 3-D [B*H, Nq, X] contraction to [B, H, ..]: the (B, H)
+/// its left operand was collapsed from.
+Lift liftOf(Value lhs3) {
+  auto c = lhs3.getDefiningOp<tensor::CollapseShapeOp>();
+  SmallVector<ReassociationIndices> to3 = {{0, 1}, {2}, {3}};
+  if (!c || rankOf(lhs3) != 3 || c.getReassociationIndices() != to3)
+    return {};
+  auto src = cast<ShapedType>(c.getSrcType());
+  if (src.isDynamicDim(0) || src.isDynamicDim(1))
+    return {};
+  return {src.getDimSize(0), src.getDimSize(1)};
+}
+
+/// From the softmax's input back to Q K^T: elementwise scales and masks
+/// (evaluated symbolically), conversions, and the expand_shape from a 3-D
+/// batch_matmul's scores to [B, H, Nq, Nk].
+LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
+                          Lift &lift, Contraction &qk, Why &why) {
+  Value cur = x;
+  for (int step = 0; step < 16; ++step) {
+    Operation *def = cur.getDefiningOp();
+    if (!def)
+      return why("the softmax's input is a function argument, not Q K^T");
+    if (auto ex = dyn_cast<tensor::ExpandShapeOp>(def)) {
+      SmallVector<ReassociationIndices> to4 = {{0, 1}, {2}, {3}};
+      auto type = ex.getResultType();
+      if (lift.on() || ex.getReassociationIndices() != to4 ||
+          type.isDynamicDim(0) || type.isDynamicDim(1))
+        return why("the scores are reshaped other than [B*H, N, N] -> "
+                   "[B, H, N, N]");
+      lift = {type.getDimSize(0), type.getDimSize(1)};
+      cur = ex.getSrc();
+      continue;
+    }
+    auto g = dyn_cast<linalg::GenericOp>(def);
+    bool isContraction =
+        isa<linalg::MatmulOp, linalg::BatchMatmulOp>(def) ||
+        (g && g.getNumReductionLoops() > 0);
+    if (isContraction) {
+      FailureOr<Contraction> c = matchContraction(def, true, why);
+      if (failed(c))
+        return failure();
+      qk = *c;
+      return success();
+    }
+    if (!isElementwise(g))
+      return why("the scores come from '" + def->getName().getStringRef() +
+                 "', not from Q K^T through elementwise ops");
+    // Which input carries the scores: the one read as is that evaluates to
+    // the data; the others are masks.
+    Sym result;
+    Value next;
+    for (OpOperand *input : g.getDpsInputOperands()) {
+      if (!g.getMatchingIndexingMap(input).isIdentity())
+        continue;
+      if (auto t = dyn_cast<ShapedType>(input->get().getType());
+          !t || t.getShape() != cast<ShapedType>(cur.getType()).getShape())
+        continue;
+      SymbolicBody body(domain);
+      Sym s = body.evalGeneric(g, input->getOperandNumber(),
+                               scoresEnv(g.getNumLoops()));
+      if (s.kind == Sym::Data) {
+        result = s;
+        next = input->get();
+        break;
+      }
+      if (result.why.empty())
+        result = s;
+    }
+    if (!next) {
+      if (result.why.empty())
+        return why("an elementwise op on the scores reads no input as is");
+      if (StringRef(result.why).starts_with("the mask"))
+        return why(result.why);
+      return why("between Q K^T and the softmax: " + result.why);
+    }
+    m.scale *= result.scale;
+    llvm::append_range(visible, result.band);
+    cur = next;
+  }
+  return why("too many ops between Q K^T and the softmax");
+}
+
+bool isSupportedElt(Type t) { return t.isF16() || t.isBF16() || t.isF32(); }
+
+/// The static dims of a value as the attention reads it ([.., N, X] after
+/// undoing `transposed`).
+SmallVector<int64_t> logicalShape(const Operand &o) {
+  auto shape = llvm::to_vector(cast<ShapedType>(o.value.getType()).getShape());
+  if (o.transposed)
+    std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  return shape;
+}
+
+/// Matches attention ending at the contraction `op` (P V).
+LogicalResult matchAttention(Operation *op, Match &m, Why &why) {
+  FailureOr<Contraction> pv = matchContraction(op, false, why);
+  if (failed(pv))
+    return failure();
+  // P, possibly collapsed from [B, H, Nq, Nk] for a 3-D batch_matmul, and
+  // converted to V's type after the softmax.
+  Lift pvLift;
+  Value p = pv->lhs;
+  if (pv->rank == 3)
+    if ((pvLift = liftOf(p)).on())
+      p = p.getDefiningOp<tensor::CollapseShapeOp>().getSrc();
+  while (Value in = conversionInput(p))
+    p = in;
+  FailureOr<Value> x = matchSoftmax(p, why);
+  if (failed(x))
+    return failure();
+  int64_t rank = rankOf(*x);
+  auto xType = cast<ShapedType>(x->getType());
+  Domain domain{xType.getDimSize(rank - 2), xType.getDimSize(rank - 1)};
+  Band visible;
+  Lift qkLift;
+  Contraction qk;
+  if (failed(matchScores(*x, domain, m, visible, qkLift, qk, why)))
+    return failure();
+  m.rank = rank;
+  // Both contractions must see the softmax's [B, H] (or its rank).
+  if (rank == 4) {
+    Lift want{xType.getDimSize(0), xType.getDimSize(1)};
+    if ((qk.rank == 3 && !qkLift.on()) || (pv->rank == 3 && !pvLift.on()))
+      return why("a 3-D contraction around a 4-D softmax is not a reshape "
+                 "of it");
+    if ((qkLift.on() && (qkLift.b != want.b || qkLift.h != want.h)) ||
+        (pvLift.on() && (pvLift.b != want.b || pvLift.h != want.h)))
+      return why("the contractions' [B*H] reshapes do not match the "
+                 "softmax's [B, H]");
+    if (qk.rank != 3 && qk.rank != 4)
+      return why("Q K^T is not of the softmax's rank");
+    if (pv->rank != 3 && pv->rank != 4)
+      return why("P V is not of the softmax's rank");
+  } else if (qk.rank != rank || pv->rank != rank) {
+    return why("Q K^T, the softmax and P V are not of one rank");
+  }
+  if (qk.group != pv->group)
+    return why("K and V group heads differently");
+
+  // Operands.
+  double qScale = 1.0, kScale = 1.0, vScale = 1.0;
+  m.q = peelOperand(qk.lhs, /*allowScale=*/true, qkLift, domain, qScale);
+  m.k = peelOperand(qk.rhs, /*allowScale=*/true, qkLift, domain, kScale);
+  m.v = peelOperand(pv->rhs, /*allowScale=*/false, pvLift, domain, vScale);
+  m.k.transposed ^= qk.rhsTransposed;
+  m.v.transposed ^= pv->rhsTransposed;
+  m.k.group *= qk.group;
+  m.v.group *= pv->group;
+  // A head repeat undone on one of K and V only: keep both repeated.
+  if (m.k.group != m.v.group) {
+    for (Operand *o : {&m.k, &m.v})
+      if (o->repeated) {
+        o->value = o->repeated;
+        o->transposed = o->repeatedTransposed;
+        o->group = 1;
+      }
+    // The floordiv groups of the maps stay.
+    m.k.group = qk.group;
+    m.v.group = pv->group;
+    if (m.k.group != m.v.group)
+      return why("K and V group heads differently");
+  }
+  m.scale *= qScale * kScale;
+  m.lift = (qkLift.on() || pvLift.on()) ? Lift{xType.getDimSize(0),
+                                              xType.getDimSize(1)}
+                                        : Lift{};
+
+  // Mask.
+  FailureOr<MaskAttrs> mask = classifyBand(visible, domain, why);
+  if (failed(mask))
+    return failure();
+  m.mask = *mask;
+  if (std::optional<std::string> bad = checkScale(m.scale))
+    return why("the scale " + formatDouble(m.scale) + " is out of range: " +
+               *bad);
+  if (m.mask.window)
+    if (std::optional<std::string> bad = checkWindow(*m.mask.window))
+      return why("the window " + Twine(*m.mask.window) + ": " + *bad);
+
+  // Types: Q, K, V of one element type; accumulation may be wider.
+  m.elt = eltOf(m.q.value);
+  if (!isSupportedElt(m.elt))
+    return why("Q's element type is not f16, bf16 or f32");
+  if (eltOf(m.k.value) != m.elt || eltOf(m.v.value) != m.elt)
+    return why("Q, K and V do not have one element type");
+  if (eltOf(pv->lhs) != m.elt)
+    return why("P is not converted to V's element type before P V (the "
+               "kernel multiplies P in V's type)");
+  auto isWideEnough = [&](Type t) {
+    return t == m.elt || t.isF32();
+  };
+  if (!isWideEnough(eltOf(qk.op->getResult(0))))
+    return why("Q K^T accumulates in a type narrower than f32 that is not "
+               "Q's");
+
+  // O: the P V result, possibly expanded back to [B, H, Nq, Dv] and
+  // converted from an f32 accumulator to the element type.
+  Value o = op->getResult(0);
+  for (int step = 0; step < 2; ++step) {
+    if (!o.hasOneUse())
+      break;
+    Operation *user = *o.getUsers().begin();
+    if (user->getNumResults() != 1)
+      break;
+    if (auto ex = dyn_cast<tensor::ExpandShapeOp>(user)) {
+      SmallVector<ReassociationIndices> to4 = {{0, 1}, {2}, {3}};
+      if (pvLift.on() && rankOf(o) == 3 &&
+          ex.getReassociationIndices() == to4 &&
+          ex.getResultType().getDimSize(0) == m.lift.b &&
+          ex.getResultType().getDimSize(1) == m.lift.h) {
+        o = ex.getResult();
+        continue;
+      }
+      break;
+    }
+    if (eltOf(o) != m.elt && conversionInput(user->getResult(0)) == o &&
+        eltOf(user->getResult(0)) == m.elt) {
+      o = user->getResult(0);
+      continue;
+    }
+    break;
+  }
+  if (eltOf(o) != m.elt)
+    return why("O is kept in " + llvm::formatv("{0}", eltOf(o)).str() +
+               ", not converted to the inputs' " +
+               llvm::formatv("{0}", m.elt).str() +
+               " (fa.attention writes O in its inputs' type)");
+  m.root = o.getDefiningOp();
+
+  // Shapes, as the attention will see them.
+  auto dimsOf = [&](const Operand &operand) {
+    SmallVector<int64_t> s = logicalShape(operand);
+    if (rankOf(operand.value) == 4)
+      return s;
+    if (m.lift.on()) {
+      SmallVector<int64_t> r = {m.lift.b, m.lift.h};
+      r.append(s.end() - 2, s.end());
+      return r;
+    }
+    SmallVector<int64_t> r(4 - s.size(), 1);
+    llvm::append_range(r, s);
+    return r;
+  };
+  SmallVector<int64_t> qs = dimsOf(m.q), ks = dimsOf(m.k), vs = dimsOf(m.v);
+  if (ShapedType::isDynamic(qs[3]) || ShapedType::isDynamic(vs[3]))
+    return why("the head dims D and Dv are not static");
+  if (ks[1] != vs[1])
+    return why("K and V have different head counts (" + Twine(ks[1]) +
+               " and " + Twine(vs[1]) + ")");
+  if (!ShapedType::isDynamic(qs[1]) && !ShapedType::isDynamic(ks[1]) &&
+      ks[1] * m.k.group != qs[1])
+    return why("K and V's heads, read by groups of " + Twine(m.k.group) +
+               " query heads, do not cover Q's " + Twine(qs[1]));
+  if (ks[3] != qs[3] || ks[2] != vs[2] || ks[0] != qs[0] || vs[0] != qs[0])
+    return why("the operands' shapes do not fit [B, Hq, Nq, D], "
+               "[B, Hkv, Nk, D], [B, Hkv, Nk, Dv]");
+  return success();
+}
+
+/// `o.value` as the attention's [B, H, N, X] operand.
+Value materialise(OpBuilder &b, Location loc, const Operand &o,
+                  const Match &m) {
+  Value v = o.value;
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t r = type.getRank();
+  if (r != 4) {
+    SmallVector<int64_t> shape;
+    SmallVector<ReassociationIndices> reassociation;
+    if (r == 3 && m.lift.on()) {
+      shape = {m.lift.b, m.lift.h};
+      reassociation = {{0, 1}, {2}, {3}};
+    } else if (r == 3) {
+      shape = {1};
+      reassociation = {{0, 1}, {2}, {3}};
+    } else {
+      shape = {1, 1};
+      reassociation = {{0, 1, 2}, {3}};
+    }
+    if (r == 3 && m.lift.on())
+      shape.append(type.getShape().begin() + 1, type.getShape().end());
+    else
+      llvm::append_range(shape, type.getShape());
+    v = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), v,
+        reassociation);
+  }
+  if (o.transposed) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(t.getShape());
+    std::swap(shape[2], shape[3]);
+    Value init = tensor::EmptyOp::create(b, loc, shape, t.getElementType());
+    v = linalg::TransposeOp::create(b, loc, v, init,
+                                    ArrayRef<int64_t>{0, 1, 3, 2})
+            ->getResult(0);
+  }
+  return v;
+}
+
+void raise(RewriterBase &rewriter, const Match &m) {
+  Operation *root = m.root;
+  rewriter.setInsertionPoint(root);
+  Location loc = root->getLoc();
+  Value q = materialise(rewriter, loc, m.q, m);
+  Value k = materialise(rewriter, loc, m.k, m);
+  Value v = materialise(rewriter, loc, m.v, m);
+  auto qType = cast<RankedTensorType>(q.getType());
+  auto vType = cast<RankedTensorType>(v.getType());
+  auto oType = RankedTensorType::get({qType.getDimSize(0), qType.getDimSize(1),
+                                      qType.getDimSize(2), vType.getDimSize(3)},
+                                     m.elt);
+  OperationState state(loc, AttentionOp::getOperationName());
+  state.addOperands({q, k, v});
+  state.addTypes(oType);
+  auto attention = cast<AttentionOp>(rewriter.create(state));
+  attention.setScaleAttr(
+      rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
+  if (m.mask.causal)
+    attention.setCausal(true);
+  if (m.mask.window)
+    attention.setWindowAttr(rewriter.getI64IntegerAttr(*m.mask.window));
+  Value o = attention.getResults()[0];
+  auto rootType = cast<RankedTensorType>(root->getResult(0).getType());
+  if (rootType.getRank() == 3)
+    o = tensor::CollapseShapeOp::create(
+        rewriter, loc, rootType, o,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+  else if (rootType.getRank() == 2)
+    o = tensor::CollapseShapeOp::create(
+        rewriter, loc, rootType, o,
+        SmallVector<ReassociationIndices>{{0, 1, 2}, {3}});
+  rewriter.replaceOp(root, o);
+}
+
+/// A contraction whose left operand is a softmax: a candidate P V.
+bool isCandidate(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || op->getNumResults() != 1 ||
+      !isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::GenericOp>(op) ||
+      linalgOp.getNumDpsInputs() != 2 ||
+      linalgOp.getNumReductionLoops() == 0 || !linalgOp.hasPureTensorSemantics())
+    return false;
+  return looksLikeSoftmax(linalgOp.getDpsInputOperand(0)->get());
+}
 
 struct FARaiseAttentionPass
     : fa::impl::FARaiseAttentionBase<FARaiseAttentionPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseAttention>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    SmallVector<Operation *> candidates;
+    getOperation().walk([&](Operation *op) {
+      if (isCandidate(op))
+        candidates.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    bool raised = false;
+    for (Operation *op : candidates) {
+      Match m;
+      Why why;
+      if (failed(matchAttention(op, m, why))) {
+        op->emitRemark("not raised: ") << why.text;
+        continue;
+      }
+      raise(rewriter, m);
+      raised = true;
+    }
+    if (!raised)
+      return;
+    // Erase what the attentions replaced (now dead).
+    if (failed(applyPatternsGreedily(getOperation(),
+                                     RewritePatternSet(&getContext()))))
       signalPassFailure();
   }
 };

@@ -177,45 +177,74 @@ def FAPolyExp2 : Pass<"fa-poly-exp2", "func::FuncOp"> {
 def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
   let summary = "Raise attention written in linalg to fa.attention";
   let description = [{
-    Recognises, on tensors, attention as front ends lower it:
+    Recognises, on tensors, attention as front ends lower it (torch-mlir,
+    torch.export of Hugging Face models, StableHLO -> linalg):
 
     ```
-    %s  = Q K^T: linalg.batch_matmul(%q, linalg.transpose(%k, [0, 2, 1]))
-          on [BH, N, D], or an einsum-style linalg.generic
-          ("..id,..jd->..ij", body mulf + addf) on [BH, N, D] or
-          [B, H, N, D]
-    %s1 = scale: linalg.generic x * c  or  x / c      // optional
-    %s2 = causal mask, before or after the scale:     // optional
-          x + M (M constant: 0 on/below the diagonal, -inf above),
-          select(mask, x, -inf) with a constant i1 tril mask, or
-          select(j <= i, x, -inf) on linalg.index (either operand order
-          and polarity); M / mask may be [N, N] broadcast over B, H
-    %p  = linalg.softmax over the last dim             // or decomposed:
-          //   m = rowmax(s2) (generic or linalg.reduce, maxnumf/maximumf)
-          //   e = exp(s2 - m); l = rowsum(e); p = e / l
-          //   (row stats [.., N] or torch-mlir's keep-dim [.., N, 1])
-    %o  = P V: linalg.batch_matmul(%p, %v) or a generic ("..ij,..jd->..id")
+    %s  = Q K^T: linalg.matmul (rank 2), linalg.batch_matmul (rank 3, with
+          or without transposed-B indexing maps: MLIR 22's spelling of
+          batch_matmul_transpose_b) or an einsum-style linalg.generic
+          (rank 2 to 4); each input possibly arith.extf'ed in the body
+          (f16 x f16 -> f32). K as read, or transposed by linalg.transpose or
+          a transposing copy generic. torch-mlir's 4-D matmul: collapse_shape
+          [B, H, N, D] -> [B*H, N, D], batch_matmul, expand_shape back.
+    %s1 = elementwise generics, in any order and number, evaluated
+          symbolically: type conversions (extf / truncf), x * c or x / c
+          (c a positive constant, possibly an f64 truncated in the body),
+          and masks keeping the scores where a conjunction of linear
+          conditions on the query index i and the key index j holds:
+          select(cond, x, -inf) / masked_fill(not cond, -inf) / x + M with
+          M 0 where visible and -inf (or below f16's lowest, as
+          torch.finfo(dtype).min) elsewhere; cond / M from linalg.index
+          comparisons (index_cast, subi, cmpi, xori, andi), constant tensors
+          (any rank, broadcast, sliced; classified by diagonal j - i) or
+          generics computing them (torch's ones().tril(), logical_not,
+          bias == 0). The visible set must be causal (j <= i), a window
+          (|i - j| < w), or both, on the scores' static extent.
+    %p  = linalg.softmax over the last dim, or decomposed:
+          m = rowmax(x) (generic or linalg.reduce, maxnumf/maximumf);
+          e = exp(x - m); l = rowsum(e) from zero; p = e / l (row stats
+          [.., N] or torch-mlir's keep-dim [.., N, 1]); then conversions
+    %o  = P V, a contraction as above; then possibly expand_shape back to
+          4-D and a truncf of an f32 accumulator to the inputs' type
     ```
 
-    and replaces `%o` by `fa.attention` (with the matched scale, 1.0 when
-    there is none, and `causal` when the mask is causal). 3-D operands are
-    expanded to `[1, BH, N, D]`; 4-D ones are used as they are.
-    Grouped-query layouts become fa.attention's Hkv < Hq: K/V read through
-    `h floordiv G` in the contraction maps, or materialised by torch's
-    repeat_interleave (a linalg.broadcast to [B, Hkv, G, N, D] collapsed to
-    [B, Hkv*G, N, D], or a copy generic reading `h floordiv G`), are
-    replaced by the Hkv-head tensors.
+    and replaces `%o` (or its truncation) by `fa.attention` with the
+    product of all the scales (on the scores, folded into Q or K, e.g.
+    sqrt(s) on each as PyTorch's math SDPA does; 1.0 when there is none),
+    `causal` and `window`. The raised op takes Q, K, V in their element
+    type (f16, bf16, f32) whatever the contractions accumulate in: it
+    accumulates in f32, as the kernels do. 2-D and 3-D operands are
+    expanded to `[1, 1, N, D]` / `[1, BH, N, D]` (`[B, H, N, D]` when they
+    were collapsed from 4-D); a K or V read transposed gets a
+    linalg.transpose. Grouped-query layouts become fa.attention's
+    Hkv < Hq: K/V read through `h floordiv G` in the contraction maps, or
+    materialised by torch's repeat_kv / repeat_interleave (a
+    linalg.broadcast or copy generic to [B, Hkv, G, N, D] collapsed to
+    [B, Hkv*G, N, D] or [B*Hkv*G, N, D], or a copy generic reading
+    `h floordiv G`), are replaced by the Hkv-head tensors.
 
     Every step is checked for what it computes, not only for its op kinds:
     indexing maps, the operands of each body op and what the body yields;
     contractions and the row sum must accumulate from zero. It does not
-    fire on softmax over another axis, masks that are not causal
-    (strictly-lower, arbitrary), contractions over the wrong dims, scores
-    plus a bias, "softmax plus one", K and V grouped differently, or a P V
-    whose left operand is not a softmax of Q K^T
-    (test/Transforms/raise-attention-soundness.mlir).
+    fire on softmax over another axis, masks that are not causal or a
+    window (strictly-lower, asymmetric bands, arbitrary constants, masks
+    read from function arguments or depending on batch or head), additive
+    masks other than 0 / -inf (e.g. -10000), contractions over the wrong
+    dims, scores plus a bias, "softmax plus one", K and V grouped
+    differently, an O kept in f32 from f16 inputs, or a P V whose left
+    operand is not a softmax of Q K^T
+    (test/Transforms/raise-attention-soundness.mlir,
+    raise-attention-frontends.mlir).
+
+    Each candidate (a contraction whose left operand is softmax-like:
+    linalg.softmax, or a division by a row reduction) that is not raised
+    gets a remark at its location naming the first condition that failed,
+    e.g. `not raised: the mask is not causal or a window: visible where
+    j - i <= -1`.
   }];
   let dependentDialects = ["::mlir::fa::FADialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 
