@@ -99,6 +99,30 @@ inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
   return softmaxConfigOf(op);
 }
 
+/// The start of each target's spec reader: `spec` takes the op's mask and
+/// FA4 config once the tensor-core checks pass, `schedule` the fields of its
+/// #fagpu.schedule; `fail(why)` reports "cannot be lowered to <target>:
+/// <why>" on the op.
+template <typename Spec> struct SpecReader {
+  fagpu::AttentionOp op;
+  StringRef target;
+  Spec spec = {};
+  fagpu::ScheduleFields schedule = {};
+
+  LogicalResult begin() {
+    FailureOr<SoftmaxConfig> config = tensorCoreConfigOf(op, target);
+    if (failed(config))
+      return failure();
+    static_cast<SoftmaxConfig &>(spec) = *config;
+    schedule = fagpu::fieldsOf(op.getSchedule());
+    return success();
+  }
+  FailureOr<Spec> fail(const Twine &why) {
+    return op.emitOpError() << "cannot be lowered to " << target << ": "
+                            << why;
+  }
+};
+
 class SoftmaxEmitter : public NVVMEmitter {
 public:
   SoftmaxEmitter(OpBuilder &b, Location loc, bool bf16,

@@ -34,6 +34,7 @@
 #include "OnlineSoftmax.h"
 
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+#include "fa/Dialect/FAGPU/IR/TileRange.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/ADT/StringMap.h"
@@ -236,53 +237,14 @@ protected:
     tile.kvMatrix = add(mul(batch, hkv), kvHead);
     Value qStart = tile.qStart = mul(qBlock, c32(blockR));
 
-    // K/V blocks visited: causal stops at the last row's diagonal (top-left
-    // aligned, keys j <= i); a window bounds both sides.
-    Value numBlocks = divu(add(nk, c32(blockC - 1)), c32(blockC));
-    Value lastRow = minu(add(qStart, c32(blockR)), nq); // exclusive
-    // Bottom-right masks: row i sits at key position i + Nk - Nq (signed:
-    // rows before every key are negative; ranges clamp them to key 0).
-    Value shift = config.bottomRight ? diagonalShift() : Value();
-    auto atKey = [&](Value row) { return shift ? add(row, shift) : row; };
-    auto nonNegative = [&](Value x) {
-      return shift ? arith::MaxSIOp::create(b, loc, x, c32(0)) : x;
-    };
-    if (config.causal)
-      numBlocks = minu(numBlocks,
-                       divu(add(nonNegative(atKey(lastRow)), c32(blockC - 1)),
-                            c32(blockC)));
-    // A tile whose rows see no key still runs one (fully masked) block, so
-    // the producer and the consumers agree on a non-empty range.
-    if (shift)
-      numBlocks = arith::MaxUIOp::create(b, loc, numBlocks, c32(1));
-    Value firstBlock = c32(0);
-    if (config.window) {
-      Value reach = c32(config.window - 1);
-      Value firstKey =
-          shift ? nonNegative(sub(atKey(qStart), reach))
-                : sub(arith::MaxUIOp::create(b, loc, qStart, reach), reach);
-      firstBlock = divu(firstKey, c32(blockC));
-      if (!config.causal)
-        numBlocks = minu(
-            numBlocks,
-            add(divu(nonNegative(add(atKey(sub(lastRow, c32(1))), reach)),
-                     c32(blockC)),
-                c32(1)));
-      // Rows past the end of the keys by more than the window see no key:
-      // they still run one (fully masked) block, so the producer and the
-      // consumers always agree on a non-empty range (O = 0, LSE = -inf).
-      firstBlock = minu(firstBlock, sub(numBlocks, c32(1)));
-    }
-    // Blocks no mask touches: full, and (causal) wholly at or below the
-    // diagonal of the tile's first row. Windows mask every block.
-    Value unmaskedEnd = divu(nk, c32(blockC));
-    if (config.causal)
-      unmaskedEnd =
-          minu(unmaskedEnd,
-               divu(nonNegative(add(atKey(qStart), c32(1))), c32(blockC)));
-    unmaskedEnd = minu(unmaskedEnd, numBlocks);
-    if (config.window)
-      unmaskedEnd = firstBlock;
+    // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
+    // row's diagonal, a window bounds both sides).
+    IRArithmetic ir{b, loc};
+    fagpu::KVRange<IRArithmetic> range =
+        fagpu::kvBlockRange(ir, qStart, nq, nk, blockR, blockC, config.causal,
+                            config.window, config.bottomRight);
+    Value firstBlock = range.first, unmaskedEnd = range.unmaskedEnd,
+          numBlocks = range.end;
     tile.firstBlock = firstBlock;
     tile.unmaskedEnd = unmaskedEnd;
     tile.numBlocks = numBlocks;

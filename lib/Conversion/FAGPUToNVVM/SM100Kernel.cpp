@@ -537,13 +537,11 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 /// The kernel `op`'s schedule describes, or a diagnostic naming what the
 /// tcgen05 kernel cannot do.
 FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
-  auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
-    return op.emitOpError() << "cannot be lowered to sm_100a tcgen05: " << msg;
-  };
-  FailureOr<SoftmaxConfig> config = tensorCoreConfigOf(op, "sm_100a tcgen05");
-  if (failed(config))
+  SpecReader<KernelSpec> reader{op, "sm_100a tcgen05"};
+  if (failed(reader.begin()))
     return failure();
-  fagpu::ScheduleFields s = fagpu::fieldsOf(op.getSchedule());
+  auto fail = [&](const Twine &why) { return reader.fail(why); };
+  const fagpu::ScheduleFields &s = reader.schedule;
   int64_t d = op.getHeadDim();
   if (s.blockR != kBlockR)
     return fail("block_r must be " + Twine(kBlockR) +
@@ -559,8 +557,7 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   if (s.stages < 2 || s.stages > 4)
     return fail("the kernel needs a K/V ring of 2 to 4 stages, got " +
                 Twine(s.stages) + ": run fagpu-pipeline-kv");
-  KernelSpec spec;
-  static_cast<SoftmaxConfig &>(spec) = *config;
+  KernelSpec &spec = reader.spec;
   static_cast<fagpu::SM100Layout &>(spec) = fagpu::sm100Layout(d, s);
   spec.bf16 = op.isBF16();
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_100a, s,

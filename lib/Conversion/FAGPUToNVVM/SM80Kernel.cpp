@@ -20,6 +20,7 @@
 
 #include "KernelLowerings.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+#include "fa/Dialect/FAGPU/IR/TileRange.h"
 #include "../Common/Launch.h"
 #include "../Common/OnlineSoftmax.h"
 
@@ -233,7 +234,6 @@ KernelBuilder::loadQueryFragments(int64_t rowTile) {
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
-  MLIRContext *ctx = b.getContext();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
 
@@ -303,52 +303,19 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     return add(kOffset(stage), c32(spec.kvTileBytes()));
   };
 
-  // Number of K/V blocks; causal attention stops at the block holding the
-  // last query row's diagonal (keys j <= i top-left aligned, or
-  // j <= i + Nk - Nq bottom-right: `shift`, signed, rows before every key
-  // clamped to key 0).
-  Value shift = spec.bottomRight ? sub(nk, nq) : Value();
-  diagonalShift = shift;
-  auto atKey = [&](Value row) { return shift ? add(row, shift) : row; };
-  auto nonNegative = [&](Value x) {
-    return shift ? arith::MaxSIOp::create(b, loc, x, c32(0)) : x;
-  };
-  Value numBlocks = divu(add(nk, c32(spec.blockC - 1)), c32(spec.blockC));
-  if (spec.causal) {
-    Value lastRow = arith::MinUIOp::create(
-        b, loc, add(qStart, c32(spec.blockR)), nq);
-    Value causalBlocks =
-        divu(add(nonNegative(atKey(lastRow)), c32(spec.blockC - 1)),
-             c32(spec.blockC));
-    numBlocks = arith::MinUIOp::create(b, loc, numBlocks, causalBlocks);
-  }
-  // A tile whose rows see no key runs one fully masked block (as the TMA
-  // kernels do: fagpu::kvBlockRange).
-  if (shift)
-    numBlocks = arith::MaxUIOp::create(b, loc, numBlocks, c32(1));
-
-  // A sliding window (|i - j| < w) bounds the K/V blocks on both sides:
-  // keys from qStart - w + 1 to lastRow + w - 1.
-  Value firstBlock = c32(0);
-  if (spec.window) {
-    Value reach = c32(spec.window - 1);
-    Value firstKey =
-        shift ? nonNegative(sub(atKey(qStart), reach))
-              : arith::SubIOp::create(
-                    b, loc, arith::MaxUIOp::create(b, loc, qStart, reach),
-                    reach);
-    firstBlock = divu(firstKey, c32(spec.blockC));
-    if (!spec.causal) {
-      Value lastRow = arith::SubIOp::create(
-          b, loc,
-          arith::MinUIOp::create(b, loc, add(qStart, c32(spec.blockR)), nq),
-          c32(1));
-      Value windowBlocks = add(
-          divu(nonNegative(add(atKey(lastRow), reach)), c32(spec.blockC)),
-          c32(1));
-      numBlocks = arith::MinUIOp::create(b, loc, numBlocks, windowBlocks);
-    }
-  }
+  // The K/V blocks visited (fagpu::kvBlockRange: causal stops at the block
+  // holding the last query row's diagonal, a window bounds both sides;
+  // bottom-right masks move the diagonal by Nk - Nq) and those no mask
+  // touches (full, and for causal wholly below the diagonal of the CTA's
+  // first row): they run without the compare-and-select; the rest (the
+  // ragged last block, the diagonal, every windowed block) run masked.
+  diagonalShift = spec.bottomRight ? sub(nk, nq) : Value();
+  IRArithmetic ir{b, loc};
+  fagpu::KVRange<IRArithmetic> range =
+      fagpu::kvBlockRange(ir, qStart, nq, nk, spec.blockR, spec.blockC,
+                          spec.causal, spec.window, spec.bottomRight);
+  Value firstBlock = range.first, unmaskedEnd = range.unmaskedEnd,
+        numBlocks = range.end;
 
   // Prologue: Q and the first K/V block in flight.
   copyTile(qBase, qStart, nq, c32(0), spec.blockR);
@@ -384,20 +351,6 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     for (int64_t r = 0; r < rowTiles; ++r)
       qFrags.push_back(loadQueryFragments(r));
   }
-  // Blocks that no mask touches (full, and for causal wholly below the
-  // diagonal of the CTA's first row) run without the compare-and-select;
-  // the rest (the ragged last block, the diagonal) run masked.
-  Value fullBlocks = divu(nk, c32(spec.blockC));
-  if (spec.causal)
-    fullBlocks = arith::MinUIOp::create(
-        b, loc, fullBlocks,
-        divu(nonNegative(add(atKey(qStart), c32(1))), c32(spec.blockC)));
-  Value unmaskedEnd = arith::MinUIOp::create(b, loc, fullBlocks, numBlocks);
-  // Windowed attention masks every block it visits (the band's edges cross
-  // them); the unmasked loop is empty.
-  if (spec.window)
-    unmaskedEnd = firstBlock;
-
   auto emitLoop = [&](Value begin, Value end, ValueRange initState,
                       bool masked) -> ValueRange {
     auto loop = scf::ForOp::create(b, loc, begin, end, c32(1), initState);
@@ -591,15 +544,12 @@ SmallVector<Value> KernelBuilder::emitBlock(
 /// The kernel `op`'s schedule describes, or a diagnostic naming what the
 /// mma.sync kernel cannot do.
 FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
-  auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
-    return op.emitOpError() << "cannot be lowered to sm_80 mma.sync: " << msg;
-  };
-  FailureOr<SoftmaxConfig> config = tensorCoreConfigOf(op, "sm_80 mma.sync");
-  if (failed(config))
+  SpecReader<KernelSpec> reader{op, "sm_80 mma.sync"};
+  if (failed(reader.begin()))
     return failure();
+  auto fail = [&](const Twine &why) { return reader.fail(why); };
+  KernelSpec &spec = reader.spec;
   fagpu::ScheduleAttr s = op.getSchedule();
-  KernelSpec spec;
-  static_cast<SoftmaxConfig &>(spec) = *config;
   if (s.getBlockR() != 64 && s.getBlockR() != 128)
     return fail("block_r must be 64 or 128, got " + Twine(s.getBlockR()));
   if (s.getBlockC() != 32 && s.getBlockC() != 64)

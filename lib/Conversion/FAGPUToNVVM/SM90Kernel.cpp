@@ -830,16 +830,13 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 /// The kernel `op`'s schedule describes, or a diagnostic naming what the
 /// sm_90a kernel cannot do and which pass sets the missing piece.
 FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
-  auto fail = [&](const Twine &msg) -> FailureOr<KernelSpec> {
-    return op.emitOpError() << "cannot be lowered to sm_90a wgmma: " << msg;
-  };
-  FailureOr<SoftmaxConfig> config = tensorCoreConfigOf(op, "sm_90a wgmma");
-  if (failed(config))
+  SpecReader<KernelSpec> reader{op, "sm_90a wgmma"};
+  if (failed(reader.begin()))
     return failure();
-  fagpu::ScheduleFields s = fagpu::fieldsOf(op.getSchedule());
+  auto fail = [&](const Twine &why) { return reader.fail(why); };
+  KernelSpec &spec = reader.spec;
+  const fagpu::ScheduleFields &s = reader.schedule;
   int64_t d = op.getHeadDim();
-  KernelSpec spec;
-  static_cast<SoftmaxConfig &>(spec) = *config;
   static_cast<fagpu::SM90Layout &>(spec) = fagpu::sm90Layout(d, s);
   if (s.blockR != s.consumers * kRowsPerConsumer || s.consumers < 1 ||
       s.consumers > 3)

@@ -78,8 +78,9 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
       int64_t qStart = i * br;
       int64_t rows = wholeBoxes ? br : std::min(br, nq - qStart);
       head.q += rows * d * elt;
-      KVBlocks range = kvBlockRange(qStart, nq, nk, br, bc, causal, window,
-                                    op.getBottomRight());
+      IntegerArithmetic ints;
+      KVRange<IntegerArithmetic> range = kvBlockRange(
+          ints, qStart, nq, nk, br, bc, causal, window, op.getBottomRight());
       for (int64_t j = range.first; j < range.end; ++j) {
         int64_t cols = wholeBoxes ? bc : std::min(bc, nk - j * bc);
         head.k += cols * d * elt;

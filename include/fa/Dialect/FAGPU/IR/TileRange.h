@@ -1,12 +1,9 @@
 //===- TileRange.h - the K/V blocks a query tile visits --------*- C++ -*-===//
 //
-// The block range the kernels' tile decoders compute (decodeTile in
-// lib/Conversion/Common/TMAKernel.h, the sm_80 kernel's loop bounds), in
-// integers: causal tiles stop at the block of their last row's diagonal
-// (top-left, keys j <= i, or bottom-right, j <= i + Nk - Nq), a window
-// |i - j| < w bounds both sides, and a window or bottom-right tile always
-// runs at least one block. The IO report counts its
-// traffic from it; tests compare it with the hardware's counters.
+// The block range a query tile visits, written once: the kernels' tile
+// decoders emit it as IR (decodeTile in lib/Conversion/Common/TMAKernel.h,
+// the sm_80 kernel's loop bounds) and the IO report evaluates it on
+// integers; the report is checked against the hardware's counters.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,35 +15,79 @@
 
 namespace mlir::fagpu {
 
-struct KVBlocks {
-  int64_t first, end; // K/V blocks [first, end)
+/// The K/V blocks [first, end) a query tile of rows [qStart, qStart +
+/// blockR) visits, and the end of those no mask touches (blocks [first,
+/// unmaskedEnd) run without the mask). Written once over an arithmetic `A`:
+/// integers (IntegerArithmetic, the IO report) or IR (the kernels' tile
+/// decoders), so the kernels and the report cannot disagree. `A` provides
+/// Value, c(int64_t), add, sub, divu, minu, maxu and maxs (signed).
+///
+/// Causal tiles stop at the block of their last row's diagonal; a window
+/// |i - j| < w bounds both sides and masks every block. With `bottomRight`
+/// row i sits at key position i + Nk - Nq (signed: rows before every key
+/// are clamped to key 0), and every tile runs at least one block, as a
+/// window tile does: the producer and the consumers of a kernel then agree
+/// on a non-empty range (a fully masked block gives O = 0, LSE = -inf).
+template <typename A> struct KVRange {
+  typename A::Value first, unmaskedEnd, end;
 };
 
-/// With `bottomRight`, row i sits at key position i + nk - nq (the TMA
-/// kernels then run at least one block per tile).
-inline KVBlocks kvBlockRange(int64_t qStart, int64_t nq, int64_t nk,
-                               int64_t blockR, int64_t blockC, bool causal,
-                               int64_t window, bool bottomRight = false) {
-  int64_t shift = bottomRight ? nk - nq : 0;
-  auto atKey = [&](int64_t row) { return row + shift; };
-  auto nonNegative = [](int64_t x) { return std::max<int64_t>(x, 0); };
-  int64_t end = (nk + blockC - 1) / blockC;
-  int64_t lastRow = std::min(qStart + blockR, nq); // exclusive
+template <typename A>
+KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
+                        typename A::Value nk, int64_t blockR, int64_t blockC,
+                        bool causal, int64_t window, bool bottomRight) {
+  using V = typename A::Value;
+  V shift = bottomRight ? a.sub(nk, nq) : V();
+  auto atKey = [&](V row) { return bottomRight ? a.add(row, shift) : row; };
+  auto nonNegative = [&](V x) { return bottomRight ? a.maxs(x, a.c(0)) : x; };
+  V end = a.divu(a.add(nk, a.c(blockC - 1)), a.c(blockC));
+  V lastRow = a.minu(a.add(qStart, a.c(blockR)), nq); // exclusive
   if (causal)
-    end = std::min(end, (nonNegative(atKey(lastRow)) + blockC - 1) / blockC);
+    end = a.minu(end, a.divu(a.add(nonNegative(atKey(lastRow)),
+                                   a.c(blockC - 1)),
+                             a.c(blockC)));
   if (bottomRight)
-    end = std::max<int64_t>(end, 1);
-  int64_t first = 0;
+    end = a.maxu(end, a.c(1));
+  V first = a.c(0);
   if (window) {
-    int64_t reach = window - 1;
-    first = nonNegative(atKey(qStart) - reach) / blockC;
+    V reach = a.c(window - 1);
+    V firstKey = bottomRight ? nonNegative(a.sub(atKey(qStart), reach))
+                             : a.sub(a.maxu(qStart, reach), reach);
+    first = a.divu(firstKey, a.c(blockC));
     if (!causal)
-      end = std::min(end,
-                     nonNegative(atKey(lastRow - 1) + reach) / blockC + 1);
-    first = std::min(first, end - 1);
+      end = a.minu(
+          end, a.add(a.divu(nonNegative(a.add(atKey(a.sub(lastRow, a.c(1))),
+                                              reach)),
+                            a.c(blockC)),
+                     a.c(1)));
+    // Rows past the end of the keys by more than the window see no key:
+    // they still run one (fully masked) block.
+    first = a.minu(first, a.sub(end, a.c(1)));
   }
-  return {first, end};
+  // Blocks no mask touches: full, and (causal) wholly at or below the
+  // diagonal of the tile's first row. Windows mask every block.
+  V unmaskedEnd = a.divu(nk, a.c(blockC));
+  if (causal)
+    unmaskedEnd =
+        a.minu(unmaskedEnd, a.divu(nonNegative(a.add(atKey(qStart), a.c(1))),
+                                   a.c(blockC)));
+  unmaskedEnd = a.minu(unmaskedEnd, end);
+  if (window)
+    unmaskedEnd = first;
+  return {first, unmaskedEnd, end};
 }
+
+/// kvBlockRange on integers (the IO report).
+struct IntegerArithmetic {
+  using Value = int64_t;
+  int64_t c(int64_t v) { return v; }
+  int64_t add(int64_t x, int64_t y) { return x + y; }
+  int64_t sub(int64_t x, int64_t y) { return x - y; }
+  int64_t divu(int64_t x, int64_t y) { return x / y; }
+  int64_t minu(int64_t x, int64_t y) { return std::min(x, y); }
+  int64_t maxu(int64_t x, int64_t y) { return std::max(x, y); }
+  int64_t maxs(int64_t x, int64_t y) { return std::max(x, y); }
+};
 
 } // namespace mlir::fagpu
 
