@@ -1,11 +1,19 @@
 //===- fa-run.cpp - compile fa.attention for the host, run it, check it ---===//
 //
-// fa-run takes a function holding one memref-form fa.attention (from a file,
-// or built from command-line shapes), lowers it with fa-cpu-pipeline, runs
-// it with MLIR's ExecutionEngine on random inputs, and compares O (and LSE)
-// with a naive softmax(scale * Q K^T) V computed here in double precision.
-// It exits non-zero when the error exceeds the tolerance or an output
-// element was not written (outputs are poisoned with NaN before the call).
+// fa-run takes a function holding fa.attention ops (from a file, or one
+// built from command-line shapes), lowers it with fa-cpu-pipeline, runs it
+// with MLIR's ExecutionEngine on random inputs, and compares each
+// attention's O (and LSE) with a naive softmax(scale * Q K^T) V computed here
+// in double precision from that attention's own q, k, v. It exits non-zero
+// when the error exceeds the tolerance or an output element was not written
+// (outputs are poisoned with NaN before the call).
+//
+// A function whose one memref-form fa.attention takes the function's
+// arguments (q, k, v, o[, lse]) is called as it is (the direct form). Any
+// other function -- raised by --raise from linalg, with tensor arguments and
+// results, computing the operands, holding several attentions -- is given
+// extra arguments that receive each attention's operands and results (the
+// capture form, toCaptureForm): fa-run fills every original argument.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +22,9 @@
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Support/UpstreamParserGuard.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -92,7 +102,7 @@ static cl::opt<std::string>
 static cl::opt<bool> raise(cl::cat(toolOptions), 
     "raise",
     cl::desc("Run fa-raise-attention first: the input spells attention in "
-             "linalg"),
+             "linalg (each raised op is checked against its own operands)"),
     cl::init(false));
 static cl::opt<bool> printModule(cl::cat(toolOptions), "print-input",
                                  cl::desc("Print the module before lowering"),
@@ -209,18 +219,21 @@ extern "C" float fa_extendhfsf2(uint16_t h) { return halfToFloat(h); }
 extern "C" uint16_t fa_truncsfhf2(float f) { return floatToHalf(f); }
 extern "C" uint16_t fa_truncsfbf2(float f) { return floatToBF16(f); }
 
+/// The highest memref rank fa-run passes.
+constexpr int64_t kMaxRank = 8;
+
 /// A buffer of one memref argument with its descriptor.
 struct Buffer {
   Elt elt = Elt::F32;
   std::vector<int64_t> shape;
   std::vector<float> f32;    // used for F32
   std::vector<uint16_t> u16; // used for F16 / BF16
-  // Descriptor storage large enough for rank 4.
+  // A ranked memref descriptor: {allocated, aligned, offset, sizes[rank],
+  // strides[rank]}, the sizes and strides contiguous whatever the rank.
   struct Desc {
     void *allocated, *aligned;
     int64_t offset;
-    int64_t sizes[4];
-    int64_t strides[4];
+    int64_t sizesAndStrides[2 * kMaxRank];
   } desc;
 
   int64_t size() const {
@@ -238,13 +251,14 @@ struct Buffer {
                                  : static_cast<void *>(u16.data());
     desc.allocated = desc.aligned = data;
     desc.offset = 0;
-    int64_t stride = 1;
-    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
-      desc.sizes[i] = shape[i];
-      desc.strides[i] = stride;
+    int64_t rank = static_cast<int64_t>(shape.size()), stride = 1;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      desc.sizesAndStrides[i] = shape[i];
+      desc.sizesAndStrides[rank + i] = stride;
       stride *= shape[i];
     }
   }
+  void *descriptor() { return &desc; }
   float get(int64_t i) const {
     switch (elt) {
     case Elt::F32:
@@ -466,6 +480,331 @@ std::optional<std::string> checkOptions() {
   return std::nullopt;
 }
 
+/// The attention's spec for the reference, read off the op; an error when
+/// fa-run cannot check it (dynamic shapes, element type).
+FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
+  Spec spec;
+  ShapedType qT = attention.getQueryType(), kT = attention.getKeyType(),
+             vT = attention.getValueType();
+  if (!qT.hasStaticShape() || !kT.hasStaticShape() || !vT.hasStaticShape()) {
+    error = "fa.attention must have static shapes";
+    return failure();
+  }
+  spec.b = qT.getDimSize(0);
+  spec.hq = qT.getDimSize(1);
+  spec.nq = qT.getDimSize(2);
+  spec.d = qT.getDimSize(3);
+  spec.hkv = kT.getDimSize(1);
+  spec.nk = kT.getDimSize(2);
+  spec.dv = vT.getDimSize(3);
+  spec.scale = attention.getEffectiveScale();
+  spec.causal = attention.getCausal();
+  spec.window = attention.getWindow();
+  spec.bottomRight = attention.getBottomRight();
+  if (auto cap = attention.getSoftcap())
+    spec.softcap = cap->convertToFloat();
+  spec.lse = attention.hasLse();
+  FailureOr<Elt> elt = toElt(qT.getElementType());
+  if (failed(elt)) {
+    error = "unsupported element type";
+    return failure();
+  }
+  spec.elt = *elt;
+  const int64_t shapes[4][4] = {{spec.b, spec.hq, spec.nq, spec.d},
+                                {spec.b, spec.hkv, spec.nk, spec.d},
+                                {spec.b, spec.hkv, spec.nk, spec.dv},
+                                {spec.b, spec.hq, spec.nq, spec.dv}};
+  const char *names[] = {"q", "k", "v", "o"};
+  for (auto [shape, name] : llvm::zip(shapes, names))
+    if (boundedElements(shape) < 0) {
+      error = std::string("fa.attention's ") + name +
+              " has more than 2^28 elements: fa-run allocates and checks it "
+              "on the host; use smaller shapes";
+      return failure();
+    }
+  if (spec.b * spec.hq * spec.nq > 0 &&
+      spec.nk * spec.d > (int64_t(1) << 40) / (spec.b * spec.hq * spec.nq)) {
+    error = "the naive reference would take more than 2^40 multiply-adds; "
+            "use smaller shapes";
+    return failure();
+  }
+  return spec;
+}
+
+/// Where an attention's operands and results are found among the buffers
+/// passed to the entry function.
+struct Checked {
+  Spec spec;
+  std::string label; // empty for the one attention of the direct form
+  unsigned q, k, v, o;
+  std::optional<unsigned> lse;
+};
+
+/// Compares one attention's O (and LSE) with the naive reference of its own
+/// q, k, v; prints the report lines and returns whether it passed.
+bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
+  const Spec &spec = c.spec;
+  std::vector<double> refO, refLse;
+  reference(spec, buffers[c.q], buffers[c.k], buffers[c.v], refO, refLse);
+  const Buffer &out = buffers[c.o];
+  double errSq = 0, refSq = 0, maxAbs = 0;
+  int64_t unwritten = 0;
+  for (size_t i = 0; i < refO.size(); ++i) {
+    double got = out.get(i);
+    if (std::isnan(got)) {
+      ++unwritten;
+      continue;
+    }
+    errSq += (got - refO[i]) * (got - refO[i]);
+    refSq += refO[i] * refO[i];
+    maxAbs = std::max(maxAbs, std::fabs(got - refO[i]));
+  }
+  double relErr = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+  double tol = tolerance > 0 ? tolerance
+               : spec.elt == Elt::F32 ? 1e-5
+               : spec.elt == Elt::F16 ? 1e-3
+                                      : 8e-3;
+  // The software exp2 is an approximation: each P carries up to its
+  // polynomial's relative error (PolyExp2.h: 1.7e-3, 7.5e-5, 2.6e-6, 9.0e-8
+  // for degrees 2..5), which O inherits; the default tolerance admits twice
+  // that, and no more.
+  if (tolerance <= 0 && polyExp2Degree >= 2 && polyExp2Degree <= 5) {
+    const double polyError[] = {1.7e-3, 7.5e-5, 2.6e-6, 9.0e-8};
+    tol = std::max(tol, 2 * polyError[polyExp2Degree - 2]);
+  }
+  bool ok = unwritten == 0 && relErr <= tol;
+
+  double lseErr = 0;
+  int64_t lseMismatch = 0;
+  if (c.lse) {
+    const Buffer &lseOut = buffers[*c.lse];
+    double eSq = 0, rSq = 0;
+    for (size_t i = 0; i < refLse.size(); ++i) {
+      double got = lseOut.get(i), want = refLse[i];
+      if (std::isinf(want) || std::isinf(got) || std::isnan(got)) {
+        if (!(std::isinf(want) && std::isinf(got) && (want < 0) == (got < 0)))
+          ++lseMismatch;
+        continue;
+      }
+      eSq += (got - want) * (got - want);
+      rSq += want * want;
+    }
+    // LSE is a log: an absolute error e in it is a relative error e in the
+    // softmax normaliser. Relative to max(|LSE|, 1), so that a row whose LSE
+    // is near 0 (one visible key, a tiny score) is not held to an
+    // ill-conditioned relative error (fa-run FAILed on LSE = 1e-6 with an
+    // absolute error of 4e-9).
+    lseErr = refLse.empty()
+                 ? 0.0
+                 : std::sqrt(eSq / std::max(rSq, double(refLse.size())));
+    ok = ok && lseMismatch == 0 && lseErr <= std::max(tol, 1e-5);
+  }
+
+  const char *eltName =
+      spec.elt == Elt::F32 ? "f32" : spec.elt == Elt::F16 ? "f16" : "bf16";
+  std::string prefix = "fa-run: ";
+  if (!c.label.empty())
+    prefix += c.label + ": ";
+  llvm::outs() << prefix << loopOrder << " " << eltName << " B=" << spec.b
+               << " Hq=" << spec.hq << " Hkv=" << spec.hkv
+               << " Nq=" << spec.nq << " Nk=" << spec.nk << " D=" << spec.d
+               << " Dv=" << spec.dv << (spec.causal ? " causal" : "");
+  if (spec.window)
+    llvm::outs() << " window=" << *spec.window;
+  if (spec.softcap)
+    llvm::outs() << " softcap=" << *spec.softcap;
+  if (!c.label.empty())
+    llvm::outs() << " scale=" << fa::formatF32(spec.scale);
+  llvm::outs() << " inputs=" << inputKind << "\n";
+  llvm::outs() << prefix
+               << llvm::formatv("O rel_l2_error={0:e2} max_abs_error={1:e2} "
+                                "unwritten={2} tolerance={3:e1}\n",
+                                relErr, maxAbs, unwritten, tol);
+  if (c.lse)
+    llvm::outs() << prefix
+                 << llvm::formatv("LSE rel_l2_error={0:e2} inf_mismatches={1}\n",
+                                  lseErr, lseMismatch);
+  return ok;
+}
+
+/// Whether `entry` is the direct form: one memref-form fa.attention whose
+/// operands (q, k, v, o[, lse]) are the function's arguments in order, and
+/// no results.
+bool isDirectForm(func::FuncOp entry, ArrayRef<fa::AttentionOp> attentions) {
+  if (attentions.size() != 1 || entry.getNumResults() != 0)
+    return false;
+  fa::AttentionOp op = attentions[0];
+  if (!op.hasBufferSemantics() ||
+      entry.getNumArguments() != op->getNumOperands())
+    return false;
+  for (auto [arg, operand] :
+       llvm::zip(entry.getArguments(), op->getOperands()))
+    if (arg != operand)
+      return false;
+  return true;
+}
+
+/// Rewrites `entry` so that fa-run can call it with host buffers and see
+/// every attention's own operands and results (the capture form):
+///  * tensor arguments become memrefs (bufferization.to_tensor inside);
+///  * results become trailing memref arguments written before the return;
+///  * for each attention, four or five more memref arguments receive a copy
+///    of its q, k, v (as the op reads them) and its o (and lse). A
+///    tensor-form attention writes o and lse into them directly (so that an
+///    element it leaves unwritten stays NaN); a buffer-form one is copied.
+/// `numInputs` is the number of the original arguments.
+LogicalResult toCaptureForm(func::FuncOp entry,
+                            ArrayRef<fa::AttentionOp> attentions,
+                            std::vector<Checked> &checked,
+                            unsigned &numInputs, std::string &error) {
+  MLIRContext *ctx = entry.getContext();
+  if (!entry.getBody().hasOneBlock()) {
+    error = "@" + entry.getName().str() + " must have one block";
+    return failure();
+  }
+  Block &block = entry.front();
+  Location loc = entry.getLoc();
+  auto memrefOf = [&](Type t) -> MemRefType {
+    auto shaped = dyn_cast<ShapedType>(t);
+    if (!shaped || !shaped.hasRank() || !shaped.hasStaticShape())
+      return nullptr;
+    return MemRefType::get(shaped.getShape(), shaped.getElementType());
+  };
+  numInputs = entry.getNumArguments();
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&block);
+  for (BlockArgument arg : block.getArguments()) {
+    MemRefType mt = memrefOf(arg.getType());
+    if (!mt) {
+      error = llvm::formatv("argument {0} of @{1} is {2}: fa-run passes "
+                            "statically shaped tensors or memrefs",
+                            arg.getArgNumber(), entry.getName(),
+                            arg.getType())
+                  .str();
+      return failure();
+    }
+    if (isa<MemRefType>(arg.getType()))
+      continue;
+    Type tensorType = arg.getType();
+    arg.setType(mt);
+    auto toTensor = bufferization::ToTensorOp::create(
+        b, loc, tensorType, arg, /*restrict=*/true, /*writable=*/false);
+    arg.replaceAllUsesExcept(toTensor, toTensor);
+  }
+  auto ret = dyn_cast<func::ReturnOp>(block.getTerminator());
+  if (!ret) {
+    error = "@" + entry.getName().str() + " must end in func.return";
+    return failure();
+  }
+  // Results: written into trailing arguments.
+  b.setInsertionPoint(ret);
+  for (Value result : ret.getOperands()) {
+    MemRefType mt = memrefOf(result.getType());
+    if (!mt) {
+      error = "@" + entry.getName().str() +
+              " must return statically shaped tensors or memrefs";
+      return failure();
+    }
+    BlockArgument out = block.addArgument(mt, loc);
+    if (isa<MemRefType>(result.getType())) {
+      memref::CopyOp::create(b, loc, result, out);
+    } else {
+      auto materialize = bufferization::MaterializeInDestinationOp::create(
+          b, loc, result, out);
+      materialize.setRestrict(true);
+      materialize.setWritable(true);
+    }
+  }
+  ret->setOperands({});
+
+  // Each attention's operands and results.
+  for (auto [n, op] : llvm::enumerate(attentions)) {
+    fa::AttentionOp attention = op;
+    std::string specError;
+    FailureOr<Spec> spec = specOf(attention, specError);
+    if (failed(spec)) {
+      error = specError;
+      return failure();
+    }
+    Checked c;
+    c.spec = *spec;
+    std::string where;
+    llvm::raw_string_ostream os(where);
+    os << "attention " << n + 1 << "/" << attentions.size();
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(attention.getLoc()))
+      os << " (line " << fileLoc.getLine() << ")";
+    if (attentions.size() > 1)
+      c.label = where;
+    auto capture = [&](Type t) {
+      return block.addArgument(memrefOf(t), loc);
+    };
+    Location opLoc = attention.getLoc();
+    BlockArgument q = capture(attention.getQuery().getType());
+    BlockArgument k = capture(attention.getKey().getType());
+    BlockArgument v = capture(attention.getValue().getType());
+    c.q = q.getArgNumber();
+    c.k = k.getArgNumber();
+    c.v = v.getArgNumber();
+    if (attention.hasBufferSemantics()) {
+      // q, k, v copied after the op; o and lse written by the op into the
+      // capture arguments (NaN-poisoned) and copied to its destinations.
+      b.setInsertionPointAfter(attention);
+      const Value inputs[] = {attention.getQuery(), attention.getKey(),
+                              attention.getValue()};
+      const BlockArgument captures[] = {q, k, v};
+      for (auto [from, to] : llvm::zip(inputs, captures))
+        memref::CopyOp::create(b, opLoc, from, to);
+      SmallVector<Value> outs(attention.getOuts());
+      for (auto [i, out] : llvm::enumerate(outs)) {
+        BlockArgument into = capture(out.getType());
+        attention.getOutsMutable()[i].set(into);
+        memref::CopyOp::create(b, opLoc, into, out);
+        if (i == 0)
+          c.o = into.getArgNumber();
+        else
+          c.lse = into.getArgNumber();
+      }
+    } else {
+      // fa.attention on buffers: q, k, v read through to_buffer (and copied
+      // out), o and lse written into the capture arguments.
+      b.setInsertionPoint(attention);
+      // Named arrays: a braced list inside a range-for's range dangles.
+      const Value inputs[] = {attention.getQuery(), attention.getKey(),
+                              attention.getValue()};
+      const BlockArgument captures[] = {q, k, v};
+      SmallVector<Value> operands;
+      for (Value from : inputs)
+        operands.push_back(bufferization::ToBufferOp::create(
+            b, opLoc, memrefOf(from.getType()), from, /*read_only=*/true));
+      SmallVector<BlockArgument> outs;
+      for (Type t : attention.getResultTypes())
+        outs.push_back(capture(t));
+      c.o = outs[0].getArgNumber();
+      if (outs.size() == 2)
+        c.lse = outs[1].getArgNumber();
+      llvm::append_range(operands, outs);
+      auto onBuffers = fa::AttentionOp::create(b, opLoc, TypeRange{}, operands,
+                                               attention->getAttrs());
+      for (auto [from, to] :
+           llvm::zip(ArrayRef<Value>(operands).take_front(3), captures))
+        memref::CopyOp::create(b, opLoc, from, to);
+      SmallVector<Value> results;
+      for (auto [t, out] : llvm::zip(attention.getResultTypes(), outs))
+        // Not writable: a later in-place update copies instead of
+        // overwriting what fa-run checks.
+        results.push_back(bufferization::ToTensorOp::create(
+            b, opLoc, t, out, /*restrict=*/true, /*writable=*/false));
+      (void)onBuffers;
+      attention->replaceAllUsesWith(results);
+      attention->erase();
+    }
+    checked.push_back(std::move(c));
+  }
+  entry.setFunctionType(
+      FunctionType::get(ctx, block.getArgumentTypes(), TypeRange{}));
+  return success();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -524,92 +863,68 @@ int main(int argc, char **argv) {
   if (printModule)
     module->print(llvm::outs());
 
-  // The entry: the one function holding one buffer-form fa.attention whose
-  // operands are the function's arguments (q, k, v, o[, lse]).
-  func::FuncOp entry;
-  fa::AttentionOp attention;
-  module->walk([&](fa::AttentionOp op) {
-    if (!attention) {
-      attention = op;
-      entry = op->getParentOfType<func::FuncOp>();
-    }
-  });
-  if (!attention || !entry)
+  // The entry: the function holding the fa.attention ops (all of them in
+  // one function). Two forms:
+  //  * direct: one buffer-form fa.attention whose operands are the
+  //    function's arguments (q, k, v, o[, lse]); fa-run fills q, k, v;
+  //  * capture (anything else: a raised op on values the function computes,
+  //    tensor arguments and results, several attentions): fa-run fills
+  //    every argument, and the function is given extra arguments receiving
+  //    each attention's own q, k, v, o (and lse), against which it is
+  //    checked (toCaptureForm).
+  SmallVector<fa::AttentionOp> attentions;
+  module->walk([&](fa::AttentionOp op) { attentions.push_back(op); });
+  if (attentions.empty() ||
+      !attentions.front()->getParentOfType<func::FuncOp>())
     return fail("the input holds no fa.attention inside a func.func");
-  for (Type t : entry.getArgumentTypes()) {
-    auto mt = dyn_cast<MemRefType>(t);
-    if (!mt || !mt.hasStaticShape() || mt.getRank() > 4)
-      return fail("@" + entry.getName() +
-                  " must take statically shaped memrefs of rank <= 4, got " +
-                  llvm::formatv("{0}", t).str());
-  }
-  if (entry.getNumArguments() != 4 && entry.getNumArguments() != 5)
-    return fail("@" + entry.getName() +
-                " must take (q, k, v, o) or (q, k, v, o, lse)");
-  if (entry.getNumResults() != 0)
-    return fail("@" + entry.getName() + " must return nothing");
+  func::FuncOp entry = attentions.front()->getParentOfType<func::FuncOp>();
+  for (fa::AttentionOp op : attentions)
+    if (op->getParentOfType<func::FuncOp>() != entry)
+      return fail("the fa.attention ops are in more than one function "
+                  "(@" +
+                  entry.getName() + " and @" +
+                  op->getParentOfType<func::FuncOp>().getName() +
+                  "): fa-run runs one");
+  for (fa::AttentionOp op : attentions)
+    if (op->getParentOp() != entry)
+      return fail("an fa.attention is nested in a region of @" +
+                  entry.getName() + ": fa-run checks top-level ones");
 
-  Spec spec;
-  // Shapes from the op ([B, H, N, D]); the arguments hold the same
-  // contiguous data (they may be [B*H, N, D] when the op was raised).
-  ShapedType qT = attention.getQueryType(), kT = attention.getKeyType(),
-             vT = attention.getValueType();
-  if (!qT.hasStaticShape() || !kT.hasStaticShape() || !vT.hasStaticShape())
-    return fail("fa.attention must have static shapes");
-  spec.b = qT.getDimSize(0);
-  spec.hq = qT.getDimSize(1);
-  spec.nq = qT.getDimSize(2);
-  spec.d = qT.getDimSize(3);
-  spec.hkv = kT.getDimSize(1);
-  spec.nk = kT.getDimSize(2);
-  spec.dv = vT.getDimSize(3);
-  spec.scale = attention.getEffectiveScale();
-  spec.causal = attention.getCausal();
-  spec.window = attention.getWindow();
-  spec.bottomRight = attention.getBottomRight();
-  if (auto cap = attention.getSoftcap())
-    spec.softcap = cap->convertToFloat();
-  spec.lse = entry.getNumArguments() == 5;
-  FailureOr<Elt> elt = toElt(qT.getElementType());
-  if (failed(elt))
-    return fail("unsupported element type");
-  spec.elt = *elt;
-  const char *eltName =
-      spec.elt == Elt::F32 ? "f32" : spec.elt == Elt::F16 ? "f16" : "bf16";
-
-  // The reference reads q, k, v and compares o (and lse) by the op's shapes:
-  // the arguments must hold exactly those elements (a function whose
-  // arguments are not the op's operands would be read out of bounds).
-  {
-    int64_t expected[] = {
-        boundedElements({spec.b, spec.hq, spec.nq, spec.d}),
-        boundedElements({spec.b, spec.hkv, spec.nk, spec.d}),
-        boundedElements({spec.b, spec.hkv, spec.nk, spec.dv}),
-        boundedElements({spec.b, spec.hq, spec.nq, spec.dv}),
-        boundedElements({spec.b, spec.hq, spec.nq})};
-    const char *names[] = {"q", "k", "v", "o", "lse"};
-    for (auto [i, t] : llvm::enumerate(entry.getArgumentTypes())) {
-      int64_t got = boundedElements(cast<MemRefType>(t).getShape());
-      if (expected[i] < 0 || got < 0)
-        return fail(llvm::formatv("argument {0} ({1}) or the op's {1} has "
-                                  "more than 2^28 elements: fa-run allocates "
-                                  "and checks them on the host; use smaller "
-                                  "shapes",
-                                  i, names[i])
-                        .str());
-      if (got != expected[i])
-        return fail(llvm::formatv("argument {0} of @{1} holds {2} elements "
-                                  "but fa.attention's {3} has {4}: the "
-                                  "arguments must be the op's operands "
-                                  "(q, k, v, o[, lse])",
-                                  i, entry.getName(), got, names[i],
-                                  expected[i])
-                        .str());
-    }
-    if (spec.b * spec.hq * spec.nq > 0 && spec.nk * spec.d >
-            (int64_t(1) << 40) / (spec.b * spec.hq * spec.nq))
-      return fail("the naive reference would take more than 2^40 "
-                  "multiply-adds; use smaller shapes");
+  std::vector<Checked> checked;
+  unsigned numInputs = 3;
+  bool direct = isDirectForm(entry, attentions);
+  if (direct) {
+    std::string error;
+    FailureOr<Spec> spec = specOf(attentions.front(), error);
+    if (failed(spec))
+      return fail(error);
+    for (Type t : entry.getArgumentTypes())
+      if (!cast<MemRefType>(t).hasStaticShape() ||
+          cast<MemRefType>(t).getRank() > kMaxRank)
+        return fail("@" + entry.getName() +
+                    " must take statically shaped memrefs, got " +
+                    llvm::formatv("{0}", t).str());
+    Checked c;
+    c.spec = *spec;
+    c.q = 0;
+    c.k = 1;
+    c.v = 2;
+    c.o = 3;
+    if (spec->lse)
+      c.lse = 4;
+    checked.push_back(c);
+  } else {
+    if (inputKind == "rising")
+      return fail("--inputs=rising needs the direct form (the function's "
+                  "arguments are the op's q, k, v, o[, lse]): it shapes q "
+                  "and k");
+    std::string error;
+    if (failed(toCaptureForm(entry, attentions, checked, numInputs, error)))
+      return fail(error);
+    for (Type t : entry.getArgumentTypes())
+      if (cast<MemRefType>(t).getRank() > kMaxRank)
+        return fail("@" + entry.getName() + " takes a memref of rank > " +
+                    Twine(kMaxRank));
   }
 
   entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
@@ -617,7 +932,7 @@ int main(int argc, char **argv) {
   std::string entryName = entry.getName().str();
   SmallVector<Type> argTypes(entry.getArgumentTypes());
   entry = nullptr;
-  attention = nullptr;
+  attentions.clear();
 
   // Lower.
   PassManager pm(&context);
@@ -676,25 +991,34 @@ int main(int argc, char **argv) {
     return map;
   });
 
-  // Inputs.
+  // Inputs: N(0, 1) in q, k, v (direct form) or in every original argument
+  // (capture form); NaN in the outputs, so that an element left unwritten
+  // shows.
   std::vector<Buffer> buffers(argTypes.size());
   for (auto [i, t] : llvm::enumerate(argTypes)) {
     auto mt = cast<MemRefType>(t);
     FailureOr<Elt> e = toElt(mt.getElementType());
     if (failed(e))
-      return fail("unsupported element type in argument " + Twine(i));
+      return fail("unsupported element type " +
+                  llvm::formatv("{0}", mt.getElementType()).str() +
+                  " in argument " + Twine(i) + " (f32, f16 or bf16)");
+    if (boundedElements(mt.getShape()) < 0)
+      return fail("argument " + Twine(i) +
+                  " has more than 2^28 elements: fa-run allocates and checks "
+                  "it on the host; use smaller shapes");
     buffers[i].elt = *e;
     buffers[i].shape.assign(mt.getShape().begin(), mt.getShape().end());
     buffers[i].allocate();
   }
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (int i = 0; i < 3; ++i)
+  for (unsigned i = 0; i < numInputs; ++i)
     for (int64_t j = 0; j < buffers[i].size(); ++j)
       buffers[i].set(j, normal(rng));
   if (inputKind == "rising") {
     // Adversarial for the online softmax: q . k grows with the key index, so
     // every K/V block raises the running max. q = |q|, k_j += c * j.
+    const Spec &spec = checked.front().spec;
     for (int64_t j = 0; j < buffers[0].size(); ++j)
       buffers[0].set(j, std::fabs(buffers[0].get(j)) * 0.5f + 0.5f);
     for (int64_t j = 0; j < buffers[1].size(); ++j) {
@@ -704,97 +1028,26 @@ int main(int argc, char **argv) {
     }
   }
   float nan = std::numeric_limits<float>::quiet_NaN();
-  for (size_t i = 3; i < buffers.size(); ++i)
+  for (size_t i = numInputs; i < buffers.size(); ++i)
     for (int64_t j = 0; j < buffers[i].size(); ++j)
       buffers[i].set(j, nan);
 
-  std::string fnName = "_mlir_ciface_" + entryName;
-  auto fn = engine->lookup(fnName);
-  if (!fn)
-    return fail("cannot find " + fnName + ": " +
-                llvm::toString(fn.takeError()));
-  void *args[5];
-  for (size_t i = 0; i < buffers.size(); ++i)
-    args[i] = &buffers[i].desc;
-  if (buffers.size() == 4)
-    reinterpret_cast<void (*)(void *, void *, void *, void *)>(*fn)(
-        args[0], args[1], args[2], args[3]);
-  else
-    reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(*fn)(
-        args[0], args[1], args[2], args[3], args[4]);
-
-  // Check.
-  std::vector<double> refO, refLse;
-  reference(spec, buffers[0], buffers[1], buffers[2], refO, refLse);
-  double errSq = 0, refSq = 0, maxAbs = 0;
-  int64_t unwritten = 0;
-  for (size_t i = 0; i < refO.size(); ++i) {
-    double got = buffers[3].get(i);
-    if (std::isnan(got)) {
-      ++unwritten;
-      continue;
-    }
-    errSq += (got - refO[i]) * (got - refO[i]);
-    refSq += refO[i] * refO[i];
-    maxAbs = std::max(maxAbs, std::fabs(got - refO[i]));
+  // Call _mlir_ciface_<entry> through its packed wrapper: one pointer per
+  // argument, each to a pointer to the memref descriptor.
+  std::vector<void *> descriptors(buffers.size()), packed(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    descriptors[i] = buffers[i].descriptor();
+    packed[i] = &descriptors[i];
   }
-  double relErr = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
-  double tol = tolerance > 0 ? tolerance
-               : spec.elt == Elt::F32 ? 1e-5
-               : spec.elt == Elt::F16 ? 1e-3
-                                      : 8e-3;
-  // The software exp2 is an approximation: each P carries up to its
-  // polynomial's relative error (PolyExp2.h: 1.7e-3, 7.5e-5, 2.6e-6, 9.0e-8
-  // for degrees 2..5), which O inherits; the default tolerance admits twice
-  // that, and no more.
-  if (tolerance <= 0 && polyExp2Degree >= 2 && polyExp2Degree <= 5) {
-    const double polyError[] = {1.7e-3, 7.5e-5, 2.6e-6, 9.0e-8};
-    tol = std::max(tol, 2 * polyError[polyExp2Degree - 2]);
-  }
-  bool ok = unwritten == 0 && relErr <= tol;
+  if (llvm::Error error =
+          engine->invokePacked("_mlir_ciface_" + entryName, packed))
+    return fail("cannot call @" + entryName + ": " +
+                llvm::toString(std::move(error)));
 
-  double lseErr = 0;
-  int64_t lseMismatch = 0;
-  if (spec.lse) {
-    double eSq = 0, rSq = 0;
-    for (size_t i = 0; i < refLse.size(); ++i) {
-      double got = buffers[4].get(i), want = refLse[i];
-      if (std::isinf(want) || std::isinf(got) || std::isnan(got)) {
-        if (!(std::isinf(want) && std::isinf(got) && (want < 0) == (got < 0)))
-          ++lseMismatch;
-        continue;
-      }
-      eSq += (got - want) * (got - want);
-      rSq += want * want;
-    }
-    // LSE is a log: an absolute error e in it is a relative error e in the
-    // softmax normaliser. Relative to max(|LSE|, 1), so that a row whose LSE
-    // is near 0 (one visible key, a tiny score) is not held to an
-    // ill-conditioned relative error (fa-run FAILed on LSE = 1e-6 with an
-    // absolute error of 4e-9).
-    lseErr = refLse.empty()
-                 ? 0.0
-                 : std::sqrt(eSq / std::max(rSq, double(refLse.size())));
-    ok = ok && lseMismatch == 0 && lseErr <= std::max(tol, 1e-5);
-  }
-
-  llvm::outs() << "fa-run: " << loopOrder << " " << eltName << " B=" << spec.b
-               << " Hq=" << spec.hq << " Hkv=" << spec.hkv
-               << " Nq=" << spec.nq << " Nk=" << spec.nk << " D=" << spec.d
-               << " Dv=" << spec.dv << (spec.causal ? " causal" : "");
-  if (spec.window)
-    llvm::outs() << " window=" << *spec.window;
-  if (spec.softcap)
-    llvm::outs() << " softcap=" << *spec.softcap;
-  llvm::outs() << " inputs=" << inputKind << "\n";
-  llvm::outs() << llvm::formatv(
-      "fa-run: O rel_l2_error={0:e2} max_abs_error={1:e2} unwritten={2} "
-      "tolerance={3:e1}\n",
-      relErr, maxAbs, unwritten, tol);
-  if (spec.lse)
-    llvm::outs() << llvm::formatv(
-        "fa-run: LSE rel_l2_error={0:e2} inf_mismatches={1}\n", lseErr,
-        lseMismatch);
+  // Check each attention against the reference of its own operands.
+  bool ok = true;
+  for (const Checked &c : checked)
+    ok = checkAttention(c, buffers) && ok;
   if (countRescales) {
     // memref.global @fa_rescale_counters: rows moved, rows skipped, max P.
     auto counters = engine->lookup("fa_rescale_counters");
