@@ -243,11 +243,12 @@ protected:
     fagpu::KVRange<IRArithmetic> range =
         fagpu::kvBlockRange(ir, qStart, nq, nk, blockR, blockC, config.causal,
                             config.window, config.bottomRight);
-    Value firstBlock = range.first, unmaskedEnd = range.unmaskedEnd,
-          numBlocks = range.end;
-    tile.firstBlock = firstBlock;
-    tile.unmaskedEnd = unmaskedEnd;
-    tile.numBlocks = numBlocks;
+    tile.firstBlock = range.first;
+    tile.numBlocks = range.end;
+    tile.unmaskedEnd =
+        fagpu::unmaskedBlocksEnd(ir, range, qStart, nq, nk, blockC,
+                                 config.causal, config.window,
+                                 config.bottomRight);
     return tile;
   }
 

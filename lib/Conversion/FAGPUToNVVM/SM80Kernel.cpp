@@ -305,17 +305,13 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 
   // The K/V blocks visited (fagpu::kvBlockRange: causal stops at the block
   // holding the last query row's diagonal, a window bounds both sides;
-  // bottom-right masks move the diagonal by Nk - Nq) and those no mask
-  // touches (full, and for causal wholly below the diagonal of the CTA's
-  // first row): they run without the compare-and-select; the rest (the
-  // ragged last block, the diagonal, every windowed block) run masked.
+  // bottom-right masks move the diagonal by Nk - Nq).
   diagonalShift = spec.bottomRight ? sub(nk, nq) : Value();
   IRArithmetic ir{b, loc};
   fagpu::KVRange<IRArithmetic> range =
       fagpu::kvBlockRange(ir, qStart, nq, nk, spec.blockR, spec.blockC,
                           spec.causal, spec.window, spec.bottomRight);
-  Value firstBlock = range.first, unmaskedEnd = range.unmaskedEnd,
-        numBlocks = range.end;
+  Value firstBlock = range.first, numBlocks = range.end;
 
   // Prologue: Q and the first K/V block in flight.
   copyTile(qBase, qStart, nq, c32(0), spec.blockR);
@@ -351,6 +347,15 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     for (int64_t r = 0; r < rowTiles; ++r)
       qFrags.push_back(loadQueryFragments(r));
   }
+  // Blocks that no mask touches (full, and for causal wholly below the
+  // diagonal of the CTA's first row) run without the compare-and-select;
+  // the rest (the ragged last block, the diagonal, every windowed block)
+  // run masked. Computed here, after the prologue: computed before it, the
+  // bound stayed live across the Q loads and cost D = 256 causal 8% (H200).
+  Value unmaskedEnd = fagpu::unmaskedBlocksEnd(
+      ir, range, qStart, nq, nk, spec.blockC, spec.causal, spec.window,
+      spec.bottomRight);
+
   auto emitLoop = [&](Value begin, Value end, ValueRange initState,
                       bool masked) -> ValueRange {
     auto loop = scf::ForOp::create(b, loc, begin, end, c32(1), initState);

@@ -16,8 +16,7 @@
 namespace mlir::fagpu {
 
 /// The K/V blocks [first, end) a query tile of rows [qStart, qStart +
-/// blockR) visits, and the end of those no mask touches (blocks [first,
-/// unmaskedEnd) run without the mask). Written once over an arithmetic `A`:
+/// blockR) visits (and, below, the end of those no mask touches). Written once over an arithmetic `A`:
 /// integers (IntegerArithmetic, the IO report) or IR (the kernels' tile
 /// decoders), so the kernels and the report cannot disagree. `A` provides
 /// Value, c(int64_t), add, sub, divu, minu, maxu and maxs (signed).
@@ -29,7 +28,7 @@ namespace mlir::fagpu {
 /// window tile does: the producer and the consumers of a kernel then agree
 /// on a non-empty range (a fully masked block gives O = 0, LSE = -inf).
 template <typename A> struct KVRange {
-  typename A::Value first, unmaskedEnd, end;
+  typename A::Value first, end;
 };
 
 template <typename A>
@@ -64,17 +63,32 @@ KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
     // they still run one (fully masked) block.
     first = a.minu(first, a.sub(end, a.c(1)));
   }
-  // Blocks no mask touches: full, and (causal) wholly at or below the
-  // diagonal of the tile's first row. Windows mask every block.
-  V unmaskedEnd = a.divu(nk, a.c(blockC));
-  if (causal)
-    unmaskedEnd =
-        a.minu(unmaskedEnd, a.divu(nonNegative(a.add(atKey(qStart), a.c(1))),
-                                   a.c(blockC)));
-  unmaskedEnd = a.minu(unmaskedEnd, end);
+  return {first, end};
+}
+
+/// The end of the blocks of `range` no mask touches: full, and (causal)
+/// wholly at or below the diagonal of the tile's first row. Windows mask
+/// every block. (Separate from kvBlockRange so that a kernel computes it
+/// where it needs it: the sm_80 kernel after its prologue, which keeps its
+/// registers free while the first loads are in flight.)
+template <typename A>
+typename A::Value unmaskedBlocksEnd(A &a, const KVRange<A> &range,
+                                    typename A::Value qStart,
+                                    typename A::Value nq,
+                                    typename A::Value nk, int64_t blockC,
+                                    bool causal, int64_t window,
+                                    bool bottomRight) {
+  using V = typename A::Value;
   if (window)
-    unmaskedEnd = first;
-  return {first, unmaskedEnd, end};
+    return range.first;
+  V unmaskedEnd = a.divu(nk, a.c(blockC));
+  if (causal) {
+    V firstKeyPos = a.add(qStart, a.c(1)); // first row, one past its key
+    if (bottomRight)
+      firstKeyPos = a.maxs(a.add(firstKeyPos, a.sub(nk, nq)), a.c(0));
+    unmaskedEnd = a.minu(unmaskedEnd, a.divu(firstKeyPos, a.c(blockC)));
+  }
+  return a.minu(unmaskedEnd, range.end);
 }
 
 /// kvBlockRange on integers (the IO report).
