@@ -556,7 +556,7 @@ func.func @einsum_wrong_contraction(%q: tensor<1x2x8x8xf32>, %k: tensor<1x2x8x8x
     linalg.yield %r : f32
   } -> tensor<1x2x8x8xf32>
   %p = linalg.softmax dimension(3) ins(%s : tensor<1x2x8x8xf32>) outs(%s_init : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
-  // expected-remark @+1 {{not raised: Q K^T does not contract the right operand over its last two dims}}
+  // expected-remark @+1 {{not raised: Q K^T does not contract the right operand over the reduced dim, with the left's batch dims}}
   %o = linalg.generic {indexing_maps = [#w_p2, #w_v2, #w_o2], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
       ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) outs(%zero : tensor<1x2x8x8xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):

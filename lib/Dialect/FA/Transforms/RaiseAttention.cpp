@@ -1023,30 +1023,38 @@ struct Lift {
   bool on() const { return b > 0; }
 };
 
-/// An operand of the attention as found: `value`, with its last two dims
-/// swapped when `transposed`, of 3-D shape to expand under lifting when
-/// `expand`, holding Hq / group heads.
+/// A dim order: logical dim k (batch.., N, X as the attention reads it) is
+/// dim perm[k] of the tensor.
+using Perm = SmallVector<int64_t, 4>;
+
+bool isIdentity(ArrayRef<int64_t> perm) {
+  for (auto [k, p] : llvm::enumerate(perm))
+    if (int64_t(k) != p)
+      return false;
+  return true;
+}
+
+/// An operand of the attention as found: `value`, read in the order
+/// `perm`, holding Hq / group heads; 3-D under lifting, it is expanded to
+/// [B, H, N, X].
 struct Operand {
   Value value;
-  bool transposed = false;
+  Perm perm;
   int64_t group = 1;
   /// Before the head repeat was undone (to fall back on when K and V are
   /// grouped differently).
   Value repeated;
-  bool repeatedTransposed = false;
+  Perm repeatedPerm;
 };
 
-/// The input of a transpose of the last two dims: linalg.transpose, or a
-/// copy generic reading its input through that permutation.
-Value transposeLastTwoInput(Value v) {
-  int64_t r = rankOf(v);
-  if (r < 2)
-    return nullptr;
-  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, r));
-  std::swap(perm[r - 1], perm[r - 2]);
-  if (auto t = v.getDefiningOp<linalg::TransposeOp>())
-    return t.getPermutation() == ArrayRef<int64_t>(perm) ? t.getInput()
-                                                          : nullptr;
+/// The input of a transpose: linalg.transpose, or a copy generic reading
+/// its input through a permutation map. `p`: result dim d is input dim
+/// p[d].
+Value transposeInput(Value v, Perm &p) {
+  if (auto t = v.getDefiningOp<linalg::TransposeOp>()) {
+    p.assign(t.getPermutation().begin(), t.getPermutation().end());
+    return t.getInput();
+  }
   auto g = v.getDefiningOp<linalg::GenericOp>();
   if (!isElementwise(g) || g.getNumDpsInputs() != 1)
     return nullptr;
@@ -1054,8 +1062,12 @@ Value transposeLastTwoInput(Value v) {
   if (body.getOperations().size() != 1 || yielded(g) != body.getArgument(0))
     return nullptr;
   AffineMap in = g.getMatchingIndexingMap(g.getDpsInputOperand(0));
-  if (in != AffineMap::getPermutationMap(perm, g.getContext()))
+  if (!in.isPermutation() || in.isIdentity())
     return nullptr;
+  // Input dim k is read at loop (= result) dim in[k].
+  p.assign(in.getNumResults(), 0);
+  for (auto [k, e] : llvm::enumerate(in.getResults()))
+    p[cast<AffineDimExpr>(e).getPosition()] = k;
   return g.getDpsInputOperand(0)->get();
 }
 
@@ -1147,19 +1159,27 @@ std::optional<std::pair<Value, int64_t>> undoHeadRepeat(Value v) {
   return std::make_pair(g.getDpsInputOperand(0)->get(), cst.getValue());
 }
 
-/// Walks from what a contraction reads back to the tensor the attention
-/// should take: through transposes of the last two dims, scales (Q and K
+/// Walks from what a contraction reads (in the order `perm`) back to the
+/// tensor the attention should take: through transposes, scales (Q and K
 /// only: `scale` collects them), and under lifting the collapse from
 /// [B, H, N, X] (possibly of a head repeat [B, Hkv, G, N, X]).
-Operand peelOperand(Value v, bool allowScale, Lift lift, Domain domain,
-                    double &scale) {
+Operand peelOperand(Value v, Perm perm, bool allowScale, Lift lift,
+                    Domain domain, double &scale) {
   Operand o;
   o.value = v;
+  o.perm = std::move(perm);
+  // A 3-D [B*H, a, b] read in `p3` as the 4-D tensor it was collapsed from.
+  auto liftPerm = [](ArrayRef<int64_t> p3) {
+    return Perm{0, 1, p3[1] + 1, p3[2] + 1};
+  };
   for (int step = 0; step < 16; ++step) {
     Value cur = o.value;
-    if (Value in = transposeLastTwoInput(cur)) {
+    Perm p;
+    if (Value in = transposeInput(cur, p)) {
+      // Logical k is dim perm[k] of the result, dim p[perm[k]] of the input.
+      for (int64_t &d : o.perm)
+        d = p[d];
       o.value = in;
-      o.transposed = !o.transposed;
       continue;
     }
     double s = 1.0;
@@ -1169,7 +1189,7 @@ Operand peelOperand(Value v, bool allowScale, Lift lift, Domain domain,
         o.value = in;
         continue;
       }
-    if (lift.on() && rankOf(cur) == 3)
+    if (lift.on() && rankOf(cur) == 3 && o.perm[0] == 0)
       if (auto c = cur.getDefiningOp<tensor::CollapseShapeOp>()) {
         auto src = cast<ShapedType>(c.getSrcType());
         SmallVector<ReassociationIndices> to3 = {{0, 1}, {2}, {3}};
@@ -1177,6 +1197,7 @@ Operand peelOperand(Value v, bool allowScale, Lift lift, Domain domain,
         if (c.getReassociationIndices() == to3 &&
             src.getDimSize(0) == lift.b && src.getDimSize(1) == lift.h) {
           o.value = c.getSrc();
+          o.perm = liftPerm(o.perm);
           continue;
         }
         if (c.getReassociationIndices() == from5 &&
@@ -1185,18 +1206,21 @@ Operand peelOperand(Value v, bool allowScale, Lift lift, Domain domain,
             src.getDimSize(1) * src.getDimSize(2) == lift.h)
           if (Value k4 = repeatSource5D(c.getSrc())) {
             o.repeated = cur;
-            o.repeatedTransposed = o.transposed;
+            o.repeatedPerm = o.perm;
             o.value = k4;
+            o.perm = liftPerm(o.perm);
             o.group = src.getDimSize(2);
             return o;
           }
       }
     break;
   }
-  if (o.group == 1 && rankOf(o.value) == 4)
+  // A head repeat along dim 1, the head dim as read.
+  if (o.group == 1 && rankOf(o.value) == 4 && o.perm[0] == 0 &&
+      o.perm[1] == 1)
     if (auto rep = undoHeadRepeat(o.value)) {
       o.repeated = o.value;
-      o.repeatedTransposed = o.transposed;
+      o.repeatedPerm = o.perm;
       o.value = rep->first;
       o.group = rep->second;
     }
@@ -1217,9 +1241,10 @@ Operand peelOperand(Value v, bool allowScale, Lift lift, Domain domain,
 struct Contraction {
   linalg::LinalgOp op;
   Value lhs, rhs;
-  /// The right operand is read with its last two dims swapped relative to
-  /// K [.., Nk, D] or V [.., Nk, Dv].
-  bool rhsTransposed = false;
+  /// The order in which each operand and the result are read, relative to
+  /// the logical Q [.., Nq, D], K [.., Nk, D], P [.., Nq, Nk],
+  /// V [.., Nk, Dv], S [.., Nq, Nk] and O [.., Nq, Dv] (Perm).
+  Perm lhsPerm, rhsPerm, outPerm;
   /// The right operand's heads read as h floordiv group.
   int64_t group = 1;
   int64_t rank = 0;
@@ -1285,48 +1310,87 @@ FailureOr<Contraction> matchContraction(Operation *def, bool isScores,
       !lhsMap.isProjectedPermutation() || lhsMap.getNumResults() != r ||
       rhsMap.getNumResults() != r)
     return why(Twine(what) + "'s indexing maps are not an einsum");
+  MLIRContext *ctx = def->getContext();
   int64_t red = -1;
   for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
     if (it == utils::IteratorType::reduction)
       red = i;
-  AffineExpr redExpr = getAffineDimExpr(red, def->getContext());
-  // lhs = (batch.., out[r-2], red).
-  for (int64_t i = 0; i + 1 < r; ++i)
-    if (lhsMap.getResult(i) != outMap.getResult(i))
-      return why(Twine(what) + " does not read its left operand as "
-                               "(batch.., row, reduced)");
-  if (lhsMap.getResult(r - 1) != redExpr)
-    return why(Twine(what) + " does not contract the left operand's last dim");
-  // rhs = (batch'.., col, red) or (batch'.., red, col).
-  AffineExpr col = outMap.getResult(r - 1);
+  AffineExpr redExpr = getAffineDimExpr(red, ctx);
+  // The roles of the loops: batch dims (in all three), the row i (left
+  // and out), the column (right and out: a key j or a value dim), the
+  // reduced dim. The batch order is the scores' (Q K^T: its result must be
+  // (batch.., i, j)) or P's (P V: its left operand must be (batch.., i, j)),
+  // the softmax's layout; the other operands may be read in any order.
+  AffineMap anchor = isScores ? outMap : lhsMap;
+  SmallVector<AffineExpr> batch(anchor.getResults().take_front(r - 2));
+  AffineExpr row = anchor.getResult(r - 2);
+  AffineExpr col;
+  if (isScores) {
+    col = outMap.getResult(r - 1);
+    if (col == redExpr)
+      return why(Twine(what) + " does not reduce over the head dim");
+  } else {
+    if (anchor.getResult(r - 1) != redExpr)
+      return why(Twine(what) + " does not contract P over the keys (its "
+                               "last dim)");
+    for (AffineExpr e : outMap.getResults())
+      if (!llvm::is_contained(anchor.getResults(), e))
+        col = e;
+    if (!col)
+      return why(Twine(what) + "'s result has no value dim");
+  }
+  // logical: what each operand's dims must be, in order.
+  auto orderOf = [&](AffineMap map, ArrayRef<AffineExpr> logical,
+                     bool rhs, Perm &perm, int64_t &group) -> bool {
+    perm.assign(r, -1);
+    for (auto [k, want] : llvm::enumerate(logical)) {
+      for (auto [d, got] : llvm::enumerate(map.getResults())) {
+        bool same = got == want;
+        // Grouped-query heads: (h floordiv G) for the head of a 4-D K/V.
+        if (!same && rhs && r == 4 && k == 1) {
+          auto bin = dyn_cast<AffineBinaryOpExpr>(got);
+          auto cst = bin ? dyn_cast<AffineConstantExpr>(bin.getRHS())
+                         : nullptr;
+          if (bin && bin.getKind() == AffineExprKind::FloorDiv &&
+              bin.getLHS() == want && cst && cst.getValue() >= 2) {
+            same = true;
+            group = cst.getValue();
+          }
+        }
+        if (same) {
+          if (perm[k] >= 0)
+            return false;
+          perm[k] = d;
+        }
+      }
+      if (perm[k] < 0)
+        return false;
+    }
+    return true;
+  };
+  SmallVector<AffineExpr> lhsLogical(batch), rhsLogical(batch),
+      outLogical(batch);
+  lhsLogical.append({row, redExpr});
+  if (isScores)
+    rhsLogical.append({col, redExpr});
+  else
+    rhsLogical.append({redExpr, col});
+  outLogical.append({row, col});
   Contraction c;
   c.op = op;
   c.rank = r;
   c.lhs = op.getDpsInputOperand(0)->get();
   c.rhs = op.getDpsInputOperand(1)->get();
-  bool colFirst = rhsMap.getResult(r - 2) == col &&
-                  rhsMap.getResult(r - 1) == redExpr;
-  bool redFirst = rhsMap.getResult(r - 2) == redExpr &&
-                  rhsMap.getResult(r - 1) == col;
-  if (!colFirst && !redFirst)
-    return why(Twine(what) + " does not contract the right operand over its "
-                             "last two dims");
-  // K is [.., Nk, D] (col first); V is [.., Nk, Dv] (reduced first).
-  c.rhsTransposed = isScores ? redFirst : colFirst;
-  for (int64_t i = 0; i + 2 < r; ++i) {
-    AffineExpr want = outMap.getResult(i), got = rhsMap.getResult(i);
-    if (got == want)
-      continue;
-    // Grouped-query heads: (h floordiv G) on the head dim of a 4-D tensor.
-    auto bin = dyn_cast<AffineBinaryOpExpr>(got);
-    auto cst = bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : nullptr;
-    if (r != 4 || i != 1 || !bin ||
-        bin.getKind() != AffineExprKind::FloorDiv || bin.getLHS() != want ||
-        !cst || cst.getValue() < 2)
-      return why(Twine(what) + " reads the right operand's batch dims "
-                               "differently from the left's");
-    c.group = cst.getValue();
-  }
+  int64_t unused = 1;
+  if (!orderOf(lhsMap, lhsLogical, false, c.lhsPerm, unused))
+    return why(Twine(what) + " does not read its left operand as a "
+                             "permutation of (batch.., row, reduced)");
+  if (!orderOf(rhsMap, rhsLogical, true, c.rhsPerm, c.group))
+    return why(Twine(what) + " does not contract the right operand over "
+                             "the reduced dim, with the left's batch dims");
+  if (!orderOf(outMap, outLogical, false, c.outPerm, unused))
+    return why(Twine(what) + "'s result is not a permutation of (batch.., "
+                             "row, column)");
   return c;
 }
 
@@ -1518,6 +1582,7 @@ struct Match {
   Operation *root = nullptr; // replaced by the attention's O
   Operand q, k, v;
   Lift lift;     // operands are 3-D [B*H, N, X] to expand to [B, H, N, X]
+  Perm outPerm;  // O's order in the root (rank 4)
   int64_t rank;  // of the softmax: 2, 3 or 4
   double scale = 1.0;
   MaskAttrs mask;
@@ -1609,13 +1674,14 @@ LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
 
 bool isSupportedElt(Type t) { return t.isF16() || t.isBF16() || t.isF32(); }
 
-/// The static dims of a value as the attention reads it ([.., N, X] after
-/// undoing `transposed`).
+/// The static dims of a value as the attention reads it ([.., N, X] in the
+/// operand's order).
 SmallVector<int64_t> logicalShape(const Operand &o) {
-  auto shape = llvm::to_vector(cast<ShapedType>(o.value.getType()).getShape());
-  if (o.transposed)
-    std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
-  return shape;
+  ArrayRef<int64_t> shape = cast<ShapedType>(o.value.getType()).getShape();
+  SmallVector<int64_t> logical;
+  for (int64_t d : o.perm)
+    logical.push_back(shape[d]);
+  return logical;
 }
 
 /// Matches attention ending at the contraction `op` (P V).
@@ -1666,11 +1732,12 @@ LogicalResult matchAttention(Operation *op, Match &m, Why &why) {
 
   // Operands.
   double qScale = 1.0, kScale = 1.0, vScale = 1.0;
-  m.q = peelOperand(qk.lhs, /*allowScale=*/true, qkLift, domain, qScale);
-  m.k = peelOperand(qk.rhs, /*allowScale=*/true, qkLift, domain, kScale);
-  m.v = peelOperand(pv->rhs, /*allowScale=*/false, pvLift, domain, vScale);
-  m.k.transposed ^= qk.rhsTransposed;
-  m.v.transposed ^= pv->rhsTransposed;
+  m.q = peelOperand(qk.lhs, qk.lhsPerm, /*allowScale=*/true, qkLift, domain,
+                    qScale);
+  m.k = peelOperand(qk.rhs, qk.rhsPerm, /*allowScale=*/true, qkLift, domain,
+                    kScale);
+  m.v = peelOperand(pv->rhs, pv->rhsPerm, /*allowScale=*/false, pvLift,
+                    domain, vScale);
   m.k.group *= qk.group;
   m.v.group *= pv->group;
   // A head repeat undone on one of K and V only: keep both repeated.
@@ -1678,7 +1745,7 @@ LogicalResult matchAttention(Operation *op, Match &m, Why &why) {
     for (Operand *o : {&m.k, &m.v})
       if (o->repeated) {
         o->value = o->repeated;
-        o->transposed = o->repeatedTransposed;
+        o->perm = o->repeatedPerm;
         o->group = 1;
       }
     // The floordiv groups of the maps stay.
@@ -1688,6 +1755,14 @@ LogicalResult matchAttention(Operation *op, Match &m, Why &why) {
       return why("K and V group heads differently");
   }
   m.scale *= qScale * kScale;
+  for (Operand *o : {&m.q, &m.k, &m.v})
+    if (rankOf(o->value) == 3 && o->perm[0] != 0)
+      return why("a 3-D operand is read with its batch dim moved");
+  // O written in another order than [B, H, Nq, Dv] (an einsum's
+  // "..->bqhd"): the attention's result is transposed back.
+  m.outPerm = pv->outPerm;
+  if (!isIdentity(m.outPerm) && (pv->rank != 4 || pvLift.on()))
+    return why("P V writes O transposed in fewer than 4 dims");
   m.lift = (qkLift.on() || pvLift.on()) ? Lift{xType.getDimSize(0),
                                               xType.getDimSize(1)}
                                         : Lift{};
@@ -1790,35 +1865,37 @@ Value materialise(OpBuilder &b, Location loc, const Operand &o,
   Value v = o.value;
   auto type = cast<RankedTensorType>(v.getType());
   int64_t r = type.getRank();
+  Perm perm = o.perm;
   if (r != 4) {
     SmallVector<int64_t> shape;
     SmallVector<ReassociationIndices> reassociation;
     if (r == 3 && m.lift.on()) {
       shape = {m.lift.b, m.lift.h};
+      shape.append(type.getShape().begin() + 1, type.getShape().end());
       reassociation = {{0, 1}, {2}, {3}};
     } else if (r == 3) {
       shape = {1};
+      llvm::append_range(shape, type.getShape());
       reassociation = {{0, 1}, {2}, {3}};
     } else {
       shape = {1, 1};
+      llvm::append_range(shape, type.getShape());
       reassociation = {{0, 1, 2}, {3}};
     }
-    if (r == 3 && m.lift.on())
-      shape.append(type.getShape().begin() + 1, type.getShape().end());
-    else
-      llvm::append_range(shape, type.getShape());
     v = tensor::ExpandShapeOp::create(
         b, loc, RankedTensorType::get(shape, type.getElementType()), v,
         reassociation);
+    // The expanded dims lead; the others keep their order.
+    perm = r == 3 ? Perm{0, 1, o.perm[1] + 1, o.perm[2] + 1}
+                  : Perm{0, 1, o.perm[0] + 2, o.perm[1] + 2};
   }
-  if (o.transposed) {
+  if (!isIdentity(perm)) {
     auto t = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> shape(t.getShape());
-    std::swap(shape[2], shape[3]);
+    SmallVector<int64_t> shape;
+    for (int64_t d : perm)
+      shape.push_back(t.getDimSize(d));
     Value init = tensor::EmptyOp::create(b, loc, shape, t.getElementType());
-    v = linalg::TransposeOp::create(b, loc, v, init,
-                                    ArrayRef<int64_t>{0, 1, 3, 2})
-            ->getResult(0);
+    v = linalg::TransposeOp::create(b, loc, v, init, perm)->getResult(0);
   }
   return v;
 }
@@ -1846,6 +1923,19 @@ void raise(RewriterBase &rewriter, const Match &m) {
   if (m.mask.window)
     attention.setWindowAttr(rewriter.getI64IntegerAttr(*m.mask.window));
   Value o = attention.getResults()[0];
+  if (!isIdentity(m.outPerm)) {
+    // Root dim outPerm[k] holds logical dim k.
+    Perm toRoot(4);
+    for (auto [k, d] : llvm::enumerate(m.outPerm))
+      toRoot[d] = k;
+    auto t = cast<RankedTensorType>(o.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t d : toRoot)
+      shape.push_back(t.getDimSize(d));
+    Value init = tensor::EmptyOp::create(rewriter, loc, shape, m.elt);
+    o = linalg::TransposeOp::create(rewriter, loc, o, init, toRoot)
+            ->getResult(0);
+  }
   auto rootType = cast<RankedTensorType>(root->getResult(0).getType());
   if (rootType.getRank() == 3)
     o = tensor::CollapseShapeOp::create(
