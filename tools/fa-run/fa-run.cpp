@@ -24,6 +24,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -103,6 +104,12 @@ static cl::opt<bool> raise(cl::cat(toolOptions),
     "raise",
     cl::desc("Run fa-raise-attention first: the input spells attention in "
              "linalg (each raised op is checked against its own operands)"),
+    cl::init(false));
+static cl::opt<bool> compareUnraised(
+    cl::cat(toolOptions), "compare-unraised",
+    cl::desc("With --raise: also run the function as written (linalg, not "
+             "raised) on the same inputs and compare every argument and "
+             "result of the two runs (checks the raising itself)"),
     cl::init(false));
 static cl::opt<bool> printModule(cl::cat(toolOptions), "print-input",
                                  cl::desc("Print the module before lowering"),
@@ -259,6 +266,14 @@ struct Buffer {
     }
   }
   void *descriptor() { return &desc; }
+  /// A copy of the data with its own descriptor.
+  Buffer clone() const {
+    Buffer b = *this;
+    void *data = elt == Elt::F32 ? static_cast<void *>(b.f32.data())
+                                 : static_cast<void *>(b.u16.data());
+    b.desc.allocated = b.desc.aligned = data;
+    return b;
+  }
   float get(int64_t i) const {
     switch (elt) {
     case Elt::F32:
@@ -652,11 +667,13 @@ bool isDirectForm(func::FuncOp entry, ArrayRef<fa::AttentionOp> attentions) {
 ///    of its q, k, v (as the op reads them) and its o (and lse). A
 ///    tensor-form attention writes o and lse into them directly (so that an
 ///    element it leaves unwritten stays NaN); a buffer-form one is copied.
-/// `numInputs` is the number of the original arguments.
+/// `numInputs` is the number of the original arguments, `numOutputs` that
+/// plus the number of results.
 LogicalResult toCaptureForm(func::FuncOp entry,
                             ArrayRef<fa::AttentionOp> attentions,
                             std::vector<Checked> &checked,
-                            unsigned &numInputs, std::string &error) {
+                            unsigned &numInputs, unsigned &numOutputs,
+                            std::string &error) {
   MLIRContext *ctx = entry.getContext();
   if (!entry.getBody().hasOneBlock()) {
     error = "@" + entry.getName().str() + " must have one block";
@@ -716,6 +733,7 @@ LogicalResult toCaptureForm(func::FuncOp entry,
     }
   }
   ret->setOperands({});
+  numOutputs = block.getNumArguments();
 
   // Each attention's operands and results.
   for (auto [n, op] : llvm::enumerate(attentions)) {
@@ -805,6 +823,62 @@ LogicalResult toCaptureForm(func::FuncOp entry,
   return success();
 }
 
+
+/// The JIT for a lowered module, with the soft-float entry points LLVM may
+/// call for half conversions.
+llvm::Expected<std::unique_ptr<ExecutionEngine>>
+createEngine(ModuleOp module,
+             std::function<llvm::Error(llvm::Module *)> &optimize) {
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = optimize;
+  auto maybeEngine = ExecutionEngine::create(module, engineOptions);
+  if (!maybeEngine)
+    return maybeEngine.takeError();
+  (*maybeEngine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    auto add = [&](const char *name, void *fn) {
+      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                             llvm::JITSymbolFlags::Exported};
+    };
+    add("__extendhfsf2", reinterpret_cast<void *>(&fa_extendhfsf2));
+    add("__gnu_h2f_ieee", reinterpret_cast<void *>(&fa_extendhfsf2));
+    add("__truncsfhf2", reinterpret_cast<void *>(&fa_truncsfhf2));
+    add("__gnu_f2h_ieee", reinterpret_cast<void *>(&fa_truncsfhf2));
+    add("__truncsfbf2", reinterpret_cast<void *>(&fa_truncsfbf2));
+    return map;
+  });
+  return std::move(*maybeEngine);
+}
+
+/// Calls _mlir_ciface_<name> through its packed wrapper: one pointer per
+/// argument, each to a pointer to the memref descriptor.
+llvm::Error callEntry(ExecutionEngine &engine, StringRef name,
+                      std::vector<Buffer> &buffers) {
+  std::vector<void *> descriptors(buffers.size()), packed(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    descriptors[i] = buffers[i].descriptor();
+    packed[i] = &descriptors[i];
+  }
+  return engine.invokePacked(("_mlir_ciface_" + name).str(), packed);
+}
+
+/// linalg.softmax as its max / sub / exp / sum / div ops, which
+/// convert-linalg-to-loops lowers (it does not lower linalg.softmax).
+LogicalResult decomposeSoftmaxes(ModuleOp module) {
+  SmallVector<linalg::SoftmaxOp> softmaxes;
+  module.walk([&](linalg::SoftmaxOp op) { softmaxes.push_back(op); });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::SoftmaxOp op : softmaxes) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<SmallVector<Value>> values =
+        cast<linalg::AggregatedOpInterface>(op.getOperation())
+            .decomposeOperation(rewriter);
+    if (failed(values))
+      return failure();
+    rewriter.replaceOp(op, *values);
+  }
+  return success();
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -854,6 +928,12 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return fail("could not parse the input");
+  OwningOpRef<ModuleOp> unraised;
+  if (compareUnraised) {
+    if (!raise)
+      return fail("--compare-unraised needs --raise");
+    unraised = module->clone();
+  }
   if (raise) {
     PassManager raisePm(&context);
     if (failed(parsePassPipeline("func.func(fa-raise-attention)", raisePm)) ||
@@ -891,7 +971,7 @@ int main(int argc, char **argv) {
                   entry.getName() + ": fa-run checks top-level ones");
 
   std::vector<Checked> checked;
-  unsigned numInputs = 3;
+  unsigned numInputs = 3, numOutputs = entry.getNumArguments();
   bool direct = isDirectForm(entry, attentions);
   if (direct) {
     std::string error;
@@ -919,7 +999,8 @@ int main(int argc, char **argv) {
                   "arguments are the op's q, k, v, o[, lse]): it shapes q "
                   "and k");
     std::string error;
-    if (failed(toCaptureForm(entry, attentions, checked, numInputs, error)))
+    if (failed(toCaptureForm(entry, attentions, checked, numInputs,
+                             numOutputs, error)))
       return fail(error);
     for (Type t : entry.getArgumentTypes())
       if (cast<MemRefType>(t).getRank() > kMaxRank)
@@ -970,26 +1051,11 @@ int main(int argc, char **argv) {
   std::function<llvm::Error(llvm::Module *)> optimize =
       makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
                                 /*targetMachine=*/nullptr);
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = optimize;
-  auto maybeEngine = ExecutionEngine::create(*module, engineOptions);
+  auto maybeEngine = createEngine(*module, optimize);
   if (!maybeEngine)
     return fail("cannot create the execution engine: " +
                 llvm::toString(maybeEngine.takeError()));
   std::unique_ptr<ExecutionEngine> &engine = *maybeEngine;
-  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    auto add = [&](const char *name, void *fn) {
-      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                             llvm::JITSymbolFlags::Exported};
-    };
-    add("__extendhfsf2", reinterpret_cast<void *>(&fa_extendhfsf2));
-    add("__gnu_h2f_ieee", reinterpret_cast<void *>(&fa_extendhfsf2));
-    add("__truncsfhf2", reinterpret_cast<void *>(&fa_truncsfhf2));
-    add("__gnu_f2h_ieee", reinterpret_cast<void *>(&fa_truncsfhf2));
-    add("__truncsfbf2", reinterpret_cast<void *>(&fa_truncsfbf2));
-    return map;
-  });
 
   // Inputs: N(0, 1) in q, k, v (direct form) or in every original argument
   // (capture form); NaN in the outputs, so that an element left unwritten
@@ -1032,15 +1098,12 @@ int main(int argc, char **argv) {
     for (int64_t j = 0; j < buffers[i].size(); ++j)
       buffers[i].set(j, nan);
 
-  // Call _mlir_ciface_<entry> through its packed wrapper: one pointer per
-  // argument, each to a pointer to the memref descriptor.
-  std::vector<void *> descriptors(buffers.size()), packed(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    descriptors[i] = buffers[i].descriptor();
-    packed[i] = &descriptors[i];
-  }
-  if (llvm::Error error =
-          engine->invokePacked("_mlir_ciface_" + entryName, packed))
+  // The arguments as they were before the call, for the unraised run.
+  std::vector<Buffer> initial;
+  if (compareUnraised)
+    for (unsigned i = 0; i < numOutputs; ++i)
+      initial.push_back(buffers[i].clone());
+  if (llvm::Error error = callEntry(*engine, entryName, buffers))
     return fail("cannot call @" + entryName + ": " +
                 llvm::toString(std::move(error)));
 
@@ -1062,6 +1125,77 @@ int main(int argc, char **argv) {
         "max_P={3:f2} (bound 2^threshold={4:f1})\n",
         int64_t(c[0]), int64_t(c[1]), total > 0 ? c[1] / total : 0.0, c[2],
         std::exp2(double(rescaleThreshold)));
+  }
+  if (compareUnraised) {
+    // The function as written, lowered without raising (its linalg.softmax
+    // decomposed), on the same inputs: every argument and result must agree
+    // with the raised run within the inputs' precision.
+    func::FuncOp original = unraised->lookupSymbol<func::FuncOp>(entryName);
+    std::vector<Checked> none;
+    unsigned inputs = 0, outputs = 0;
+    std::string error;
+    if (!original ||
+        failed(toCaptureForm(original, {}, none, inputs, outputs, error)) ||
+        inputs != numInputs || outputs != numOutputs)
+      return fail("--compare-unraised: cannot prepare the unraised @" +
+                  entryName + (error.empty() ? "" : ": " + error));
+    original->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
+    original = nullptr;
+    PassManager unraisedPm(&context);
+    static_cast<OpPassManager &>(unraisedPm) = *parsePassPipeline(pipelineText);
+    if (failed(decomposeSoftmaxes(*unraised)) ||
+        failed(unraisedPm.run(*unraised)))
+      return fail("--compare-unraised: lowering the unraised function failed");
+    auto unraisedEngine = createEngine(*unraised, optimize);
+    if (!unraisedEngine)
+      return fail("cannot create the execution engine: " +
+                  llvm::toString(unraisedEngine.takeError()));
+    std::vector<Buffer> other;
+    for (const Buffer &b : initial)
+      other.push_back(b.clone());
+    if (llvm::Error callError = callEntry(**unraisedEngine, entryName, other))
+      return fail("cannot call the unraised @" + entryName + ": " +
+                  llvm::toString(std::move(callError)));
+    // The results, and the arguments either run wrote (memref outputs).
+    auto written = [&](unsigned i) {
+      for (int64_t j = 0; j < initial[i].size(); ++j) {
+        float was = initial[i].get(j);
+        if (buffers[i].get(j) != was || other[i].get(j) != was)
+          return true;
+      }
+      return false;
+    };
+    for (unsigned i = 0; i < numOutputs; ++i) {
+      if (i < numInputs && !written(i))
+        continue;
+      double errSq = 0, refSq = 0;
+      int64_t nans = 0;
+      for (int64_t j = 0; j < buffers[i].size(); ++j) {
+        double got = buffers[i].get(j), want = other[i].get(j);
+        if (std::isnan(got) != std::isnan(want)) {
+          ++nans;
+          continue;
+        }
+        if (std::isnan(got))
+          continue;
+        errSq += (got - want) * (got - want);
+        refSq += want * want;
+      }
+      double rel = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+      // The unraised function computes in its own types (an f16 softmax, an
+      // f16 accumulator); the raised one in f32 with f16/bf16 I/O.
+      double tol = buffers[i].elt == Elt::F32   ? 1e-4
+                   : buffers[i].elt == Elt::F16 ? 1e-2
+                                                : 8e-2;
+      bool same = nans == 0 && rel <= tol;
+      ok = ok && same;
+      llvm::outs() << llvm::formatv(
+          "fa-run: {0} {1}: raised vs unraised rel_l2_error={2:e2} "
+          "nan_mismatches={3} tolerance={4:e1}{5}\n",
+          i < numInputs ? "argument" : "result",
+          i < numInputs ? i : i - numInputs, rel, nans, tol,
+          same ? "" : " MISMATCH");
+    }
   }
   llvm::outs() << "fa-run: " << (ok ? "PASS" : "FAIL") << "\n";
   return ok ? 0 : 1;

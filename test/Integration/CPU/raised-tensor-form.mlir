@@ -1,6 +1,7 @@
 // RUN: fa-run %s --raise --print-input | FileCheck %s
 // RUN: fa-run %s --raise --loop-order=fa1 --block-r=16 --block-c=16 | FileCheck %s --check-prefix=EXEC
 // RUN: not fa-run %s --raise --inputs=rising 2>&1 | FileCheck %s --check-prefix=RISING
+// RUN: fa-run %s --raise --compare-unraised | FileCheck %s --check-prefix=SAME
 
 // A tensor-form function (tensor arguments and result, as torch-mlir emits
 // it) whose attention does not read the arguments: Q, K, V arrive as
@@ -21,6 +22,10 @@
 // EXEC: fa-run: fa1 f32 B=1 Hq=2 Hkv=2 Nq=40 Nk=56 D=32 Dv=32 causal inputs=normal
 // EXEC: fa-run: PASS
 // RISING: fa-run: error: --inputs=rising needs the direct form
+// The raised function computes what the linalg one does (run unraised on
+// the same inputs):
+// SAME: fa-run: result 0: raised vs unraised rel_l2_error={{[0-9.]+}}e-{{0[5-9]|1[0-9]}} nan_mismatches=0 tolerance=1.0e-04
+// SAME-NEXT: fa-run: PASS
 func.func @attn(%q: tensor<1x40x2x32xf32>, %k: tensor<1x56x2x32xf32>, %v: tensor<1x56x2x32xf32>) -> tensor<1x2x40x32xf32> {
   %e1 = tensor.empty() : tensor<1x2x40x32xf32>
   %t2 = linalg.transpose ins(%q : tensor<1x40x2x32xf32>) outs(%e1 : tensor<1x2x40x32xf32>) permutation = [0, 2, 1, 3]
