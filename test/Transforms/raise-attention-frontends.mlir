@@ -1423,3 +1423,85 @@ func.func @k_transposed_by_generic(%q: tensor<2x8x16xf16>, %k: tensor<2x8x16xf16
   %mm15 = linalg.batch_matmul ins(%sm11, %v : tensor<2x8x8xf16>, tensor<2x8x16xf16>) outs(%z14 : tensor<2x8x16xf16>) -> tensor<2x8x16xf16>
   return %mm15 : tensor<2x8x16xf16>
 }
+
+// -----
+
+// A KV cache: 4 new queries after 8 cached keys, query i at key position
+// i + 8 = i + Nk - Nq, the mask j <= i + 8 from linalg.index: causal with
+// the bottom-right diagonal.
+// CHECK-LABEL: func @kv_cache_bottom_right
+// CHECK-NEXT: %[[O:.*]] = fa.attention %arg0, %arg1, %arg2 {bottom_right, causal, scale = 1.000000e+00 : f32} : tensor<1x2x4x32xf32>, tensor<1x2x12x32xf32>, tensor<1x2x12x32xf32> -> tensor<1x2x4x32xf32>
+func.func @kv_cache_bottom_right(%q: tensor<1x2x4x32xf32>, %k: tensor<1x2x12x32xf32>, %v: tensor<1x2x12x32xf32>) -> tensor<1x2x4x32xf32> {
+  %c1 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x4x32xf32> into tensor<2x4x32xf32>
+  %c2 = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<1x2x12x32xf32> into tensor<2x12x32xf32>
+  %zc3 = arith.constant 0.000000e+00 : f32
+  %e4 = tensor.empty() : tensor<2x4x12xf32>
+  %z5 = linalg.fill ins(%zc3 : f32) outs(%e4 : tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %mm6 = linalg.batch_matmul indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>] ins(%c1, %c2 : tensor<2x4x32xf32>, tensor<2x12x32xf32>) outs(%z5 : tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %x7 = tensor.expand_shape %mm6 [[0, 1], [2], [3]] output_shape [1, 2, 4, 12] : tensor<2x4x12xf32> into tensor<1x2x4x12xf32>
+  %ninf8 = arith.constant 0xFF800000 : f32
+  %e9 = tensor.empty() : tensor<1x2x4x12xf32>
+  // query i at key position i + 8
+  %g10 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x7 : tensor<1x2x4x12xf32>) outs(%e9 : tensor<1x2x4x12xf32>) {
+    ^bb0(%a0: f32, %out: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %past = arith.constant 8 : index
+    %pos = arith.addi %i, %past : index
+    %keep = arith.cmpi ule, %j, %pos : index
+    %r = arith.select %keep, %a0, %ninf8 : f32
+      linalg.yield %r : f32
+    } -> tensor<1x2x4x12xf32>
+  %e11 = tensor.empty() : tensor<1x2x4x12xf32>
+  %sm12 = linalg.softmax dimension(3) ins(%g10 : tensor<1x2x4x12xf32>) outs(%e11 : tensor<1x2x4x12xf32>) -> tensor<1x2x4x12xf32>
+  %c13 = tensor.collapse_shape %sm12 [[0, 1], [2], [3]] : tensor<1x2x4x12xf32> into tensor<2x4x12xf32>
+  %c14 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<1x2x12x32xf32> into tensor<2x12x32xf32>
+  %zc15 = arith.constant 0.000000e+00 : f32
+  %e16 = tensor.empty() : tensor<2x4x32xf32>
+  %z17 = linalg.fill ins(%zc15 : f32) outs(%e16 : tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %mm18 = linalg.batch_matmul ins(%c13, %c14 : tensor<2x4x12xf32>, tensor<2x12x32xf32>) outs(%z17 : tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %x19 = tensor.expand_shape %mm18 [[0, 1], [2], [3]] output_shape [1, 2, 4, 32] : tensor<2x4x32xf32> into tensor<1x2x4x32xf32>
+  return %x19 : tensor<1x2x4x32xf32>
+}
+
+// -----
+
+// Must not fire: the diagonal is one key short of the bottom-right one
+// (j <= i + 7 with Nk - Nq = 8).
+// CHECK-LABEL: func @kv_cache_off_by_one
+// CHECK-NOT: fa.attention
+func.func @kv_cache_off_by_one(%q: tensor<1x2x4x32xf32>, %k: tensor<1x2x12x32xf32>, %v: tensor<1x2x12x32xf32>) -> tensor<1x2x4x32xf32> {
+  %c1 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x4x32xf32> into tensor<2x4x32xf32>
+  %c2 = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<1x2x12x32xf32> into tensor<2x12x32xf32>
+  %zc3 = arith.constant 0.000000e+00 : f32
+  %e4 = tensor.empty() : tensor<2x4x12xf32>
+  %z5 = linalg.fill ins(%zc3 : f32) outs(%e4 : tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %mm6 = linalg.batch_matmul indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>] ins(%c1, %c2 : tensor<2x4x32xf32>, tensor<2x12x32xf32>) outs(%z5 : tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %x7 = tensor.expand_shape %mm6 [[0, 1], [2], [3]] output_shape [1, 2, 4, 12] : tensor<2x4x12xf32> into tensor<1x2x4x12xf32>
+  %ninf8 = arith.constant 0xFF800000 : f32
+  %e9 = tensor.empty() : tensor<1x2x4x12xf32>
+  // query i at key position i + 7
+  %g10 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x7 : tensor<1x2x4x12xf32>) outs(%e9 : tensor<1x2x4x12xf32>) {
+    ^bb0(%a0: f32, %out: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %past = arith.constant 7 : index
+    %pos = arith.addi %i, %past : index
+    %keep = arith.cmpi ule, %j, %pos : index
+    %r = arith.select %keep, %a0, %ninf8 : f32
+      linalg.yield %r : f32
+    } -> tensor<1x2x4x12xf32>
+  %e11 = tensor.empty() : tensor<1x2x4x12xf32>
+  %sm12 = linalg.softmax dimension(3) ins(%g10 : tensor<1x2x4x12xf32>) outs(%e11 : tensor<1x2x4x12xf32>) -> tensor<1x2x4x12xf32>
+  %c13 = tensor.collapse_shape %sm12 [[0, 1], [2], [3]] : tensor<1x2x4x12xf32> into tensor<2x4x12xf32>
+  %c14 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<1x2x12x32xf32> into tensor<2x12x32xf32>
+  %zc15 = arith.constant 0.000000e+00 : f32
+  %e16 = tensor.empty() : tensor<2x4x32xf32>
+  %z17 = linalg.fill ins(%zc15 : f32) outs(%e16 : tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  // expected-remark @+1 {{not raised: the mask is not causal or a window: visible where j - i <= 7}}
+  %mm18 = linalg.batch_matmul ins(%c13, %c14 : tensor<2x4x12xf32>, tensor<2x12x32xf32>) outs(%z17 : tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %x19 = tensor.expand_shape %mm18 [[0, 1], [2], [3]] output_shape [1, 2, 4, 32] : tensor<2x4x32xf32> into tensor<1x2x4x32xf32>
+  return %x19 : tensor<1x2x4x32xf32>
+}

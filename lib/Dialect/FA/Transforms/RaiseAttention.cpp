@@ -14,8 +14,10 @@
 // a conjunction of linear constraints on the query index i and the key
 // index j, whether it is spelled as a constant tensor, a select on
 // linalg.index comparisons, torch's tril / logical_not / masked_fill chain
-// or an additive 0 / -inf tensor. A candidate that does not match is left
-// as it is and gets a remark naming the first condition that failed.
+// or an additive 0 / -inf tensor; the visible set must be causal, a window
+// or both, on the top-left or (a KV cache) the bottom-right diagonal. A
+// candidate that does not match is left as it is and gets a remark naming
+// the first condition that failed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -934,6 +936,9 @@ Env scoresEnv(int64_t rank) {
 struct MaskAttrs {
   bool causal = false;
   std::optional<int64_t> window;
+  /// The diagonal through (Nq - 1, Nk - 1) rather than (0, 0): a KV cache's
+  /// queries at key positions i + Nk - Nq.
+  bool bottomRight = false;
 };
 
 FailureOr<MaskAttrs> classifyBand(Band band, Domain domain, Why &why) {
@@ -987,17 +992,38 @@ FailureOr<MaskAttrs> classifyBand(Band band, Domain domain, Why &why) {
       return why("the mask is not causal or a window: it constrains " +
                  Twine(l.ci) + "*i + " + Twine(l.cj) + "*j");
   }
-  if (upper && *upper == 0) {
-    attrs.causal = true;
-    if (lower) {
-      if (*lower < 0)
-        return why("the mask hides every score");
-      attrs.window = *lower + 1;
-    }
+  if (!upper && !lower)
     return attrs;
-  }
-  if (upper && lower && *upper == *lower && *upper >= 0) {
-    attrs.window = *upper + 1;
+  // Relative to the top-left diagonal (j = i) or, when there are more keys
+  // than queries, the bottom-right one (j = i + Nk - Nq); with fewer keys,
+  // bottom-right rows would see no key (the program's softmax gives NaN
+  // there, fa.attention 0), so that is not matched.
+  SmallVector<int64_t, 2> offsets = {0};
+  if (domain.isStatic() && domain.nj > domain.ni)
+    offsets.push_back(domain.nj - domain.ni);
+  for (int64_t off : offsets) {
+    std::optional<int64_t> u, l; // j - (i + off) <= u, (i + off) - j <= l
+    if (upper)
+      u = *upper - off;
+    if (lower)
+      l = *lower + off;
+    if (u && *u == 0) {
+      attrs.causal = true;
+      if (l) {
+        if (*l < 0)
+          return why("the mask hides every score");
+        attrs.window = *l + 1;
+      }
+    } else if (u && l && *u == *l && *u >= 0) {
+      attrs.window = *u + 1;
+    } else {
+      continue;
+    }
+    attrs.bottomRight = off != 0;
+    // A top-left window leaves the queries i >= Nk + w - 1 without keys.
+    if (attrs.window && !attrs.bottomRight && domain.isStatic() &&
+        domain.ni > domain.nj + *attrs.window - 1)
+      return why("the window leaves queries without a visible key");
     return attrs;
   }
   if (upper || lower) {
@@ -1922,6 +1948,8 @@ void raise(RewriterBase &rewriter, const Match &m) {
     attention.setCausal(true);
   if (m.mask.window)
     attention.setWindowAttr(rewriter.getI64IntegerAttr(*m.mask.window));
+  if (m.mask.bottomRight)
+    attention.setBottomRight(true);
   Value o = attention.getResults()[0];
   if (!isIdentity(m.outPerm)) {
     // Root dim outPerm[k] holds logical dim k.
