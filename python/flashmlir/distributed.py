@@ -66,7 +66,7 @@ __all__ = ["ring_attention", "simulate_ring", "ring_plan", "block_pieces",
 LAYOUTS = ("contiguous", "zigzag")
 
 
-# -- sharding ---------------------------------------------------------------
+# -- sharding -----------------------------------------------------------------
 
 def _check_layout(layout):
     if layout not in LAYOUTS:
@@ -152,7 +152,7 @@ def gather_sequence(x, dim=2, layout="contiguous", group=None):
     return unshard_sequence(parts, dim, layout)
 
 
-# -- the schedule -----------------------------------------------------------
+# -- the schedule -------------------------------------------------------------
 
 def block_pieces(rank, src, world, n_local, causal, layout="contiguous"):
     """What rank `rank`'s queries compute against the K/V block of rank
@@ -220,7 +220,7 @@ def ring_plan(rank, world, causal, layout="contiguous"):
     return plan
 
 
-# -- per-step attention -----------------------------------------------------
+# -- per-step attention -------------------------------------------------------
 
 def torch_attention(q, k, v, causal=False, scale=None):
     """softmax(scale q k^T) v and its LSE in float32 (float64 for float64
@@ -442,7 +442,7 @@ class _Accumulator:
         return self.o.to(self.q.dtype), lse
 
 
-# -- argument checks ------------------------------------------------------------
+# -- argument checks ----------------------------------------------------------
 
 _DTYPE_CODES = {torch.float16: 1, torch.bfloat16: 2, torch.float32: 3,
                 torch.float64: 4}
@@ -544,7 +544,7 @@ def _comm_stream(device):
     return _COMM_STREAMS[index]
 
 
-# -- the ring ---------------------------------------------------------------------
+# -- the ring -----------------------------------------------------------------
 
 def ring_attention(q, k, v, causal=False, scale=None, group=None,
                    backend="auto", layout="contiguous", kernel_dir=None,
@@ -558,9 +558,12 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None,
     "zigzag", see zigzag_shard); it matters only when causal. scale defaults
     to 1/sqrt(D). backend: "auto", "kernel", "cpu", "torch" or a callable
     fn(q, k, v, causal, scale) -> (O, LSE). kernel_dir / arch / sm_margin:
-    for the kernel backend (see KernelAttention). stats: a list that receives one dict per step
-    (compute_ms, comm_ms, wait_ms or the CUDA-event step_ms, pieces, send,
-    recv).
+    for the kernel backend (see KernelAttention). stats: a list that
+    receives one dict per step: step, src, send, recv, pieces and times in
+    ms; on CUDA from events after the call (comm_ms: the exchange on its
+    stream, compute_ms: the attention and merge, step_ms: both, from the
+    earlier start to the later end), on the host from the clock (post_ms,
+    compute_ms, wait_ms: how long the exchange outlasted the compute).
 
     Returns (O in q's dtype, LSE in float32; float64 for float64 inputs),
     O [B, Hq, N_local, D] and LSE [B, Hq, N_local] for this rank's rows."""
