@@ -185,9 +185,11 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
           or without transposed-B indexing maps: MLIR 22's spelling of
           batch_matmul_transpose_b) or an einsum-style linalg.generic
           (rank 2 to 4); each input possibly arith.extf'ed in the body
-          (f16 x f16 -> f32). K as read, or transposed by linalg.transpose or
-          a transposing copy generic. torch-mlir's 4-D matmul: collapse_shape
-          [B, H, N, D] -> [B*H, N, D], batch_matmul, expand_shape back.
+          (f16 x f16 -> f32). Operands read in any dim order (JAX's einsums
+          on [B, N, H, D]) or through transposes (linalg.transpose, copy
+          generics) of any permutation. torch-mlir's 4-D matmul:
+          collapse_shape [B, H, N, D] -> [B*H, N, D], batch_matmul,
+          expand_shape back.
     %s1 = elementwise generics, in any order and number, evaluated
           symbolically: type conversions (extf / truncf), x * c or x / c
           (c a positive constant, possibly an f64 truncated in the body),
@@ -200,7 +202,9 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
           (any rank, broadcast, sliced; classified by diagonal j - i) or
           generics computing them (torch's ones().tril(), logical_not,
           bias == 0). The visible set must be causal (j <= i), a window
-          (|i - j| < w), or both, on the scores' static extent.
+          (|i - j| < w), or both, on the scores' static extent, aligned to
+          the top-left diagonal or (Nk > Nq, a KV cache) the bottom-right
+          one (j <= i + Nk - Nq: `bottom_right`).
     %p  = linalg.softmax over the last dim, or decomposed:
           m = rowmax(x) (generic or linalg.reduce, maxnumf/maximumf);
           e = exp(x - m); l = rowsum(e) from zero; p = e / l (row stats
@@ -216,8 +220,9 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     type (f16, bf16, f32) whatever the contractions accumulate in: it
     accumulates in f32, as the kernels do. 2-D and 3-D operands are
     expanded to `[1, 1, N, D]` / `[1, BH, N, D]` (`[B, H, N, D]` when they
-    were collapsed from 4-D); a K or V read transposed gets a
-    linalg.transpose. Grouped-query layouts become fa.attention's
+    were collapsed from 4-D); an operand read in another order gets a
+    linalg.transpose, and an O written in another order is transposed
+    back. Grouped-query layouts become fa.attention's
     Hkv < Hq: K/V read through `h floordiv G` in the contraction maps, or
     materialised by torch's repeat_kv / repeat_interleave (a
     linalg.broadcast or copy generic to [B, Hkv, G, N, D] collapsed to
