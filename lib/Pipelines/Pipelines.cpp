@@ -53,6 +53,8 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
                             pm, llvm::errs())))
     llvm::report_fatal_error("fa: the built-in CPU pipeline does not parse");
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  if (!options.kvSplits.empty())
+    funcPm.addPass(createFASplitKV(FASplitKVOptions{options.kvSplits}));
   funcPm.addPass(createFATile(
       FATileOptions{options.sramBudget, options.blockR, options.blockC}));
   if (options.loopOrder == LoopOrder::FA1)

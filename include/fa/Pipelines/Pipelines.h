@@ -20,6 +20,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "FlashAttention-1: K/V outer, state in memory"),
           clEnumValN(LoopOrder::FA2, "fa2",
                      "FlashAttention-2: Q outer and parallel"))};
+  PassOptions::Option<std::string> kvSplits{
+      *this, "kv-splits",
+      llvm::cl::desc("Run fa-split-kv with this chunk count (auto or N; "
+                     "empty: no split)"),
+      llvm::cl::init("")};
   PassOptions::Option<int64_t> sramBudget{
       *this, "sram-budget",
       llvm::cl::desc("On-chip budget in bytes for fa-tile (0: default)"),

@@ -424,6 +424,63 @@ struct LogSumExpLowering : OpRewritePattern<LogSumExpOp> {
   }
 };
 
+/// Per row: m = max_s LSE_s, w_s = exp(LSE_s - m) (0 for an empty chunk;
+/// m is taken as 0 when every chunk is empty, so no -inf - -inf), then
+/// O = sum_s w_s O_s / sum_s w_s and LSE = m + log(sum_s w_s), or 0 and
+/// -inf for a row no chunk saw a key of.
+struct MergePartialsLowering : OpRewritePattern<MergePartialsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MergePartialsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    OpBuilder &b = rewriter;
+    Value parts = op.getPartialOut(), lses = op.getPartialLse();
+    Value out = op.getOut();
+    Type outElt = cast<MemRefType>(out.getType()).getElementType();
+    Value splits = sb.dim(parts, 0), cols = sb.dim(out, 1);
+    sb.forLoop(sb.dim(out, 0), [&](Value r) {
+      Value m = sb.reduce(splits, sb.negInf(), [&](Value s, Value acc) {
+        return arith::MaximumFOp::create(b, loc, acc, sb.load(lses, {s, r}))
+            .getResult();
+      });
+      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                          m, sb.negInf());
+      Value base = arith::SelectOp::create(b, loc, empty, sb.f32(0.0), m);
+      auto weight = [&](Value s) -> Value {
+        return math::ExpOp::create(
+            b, loc, arith::SubFOp::create(b, loc, sb.load(lses, {s, r}), base));
+      };
+      Value total = sb.reduce(splits, sb.f32(0.0), [&](Value s, Value acc) {
+        return arith::AddFOp::create(b, loc, acc, weight(s)).getResult();
+      });
+      Value positive = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OGT, total, sb.f32(0.0));
+      Value inv = arith::SelectOp::create(
+          b, loc, positive, arith::DivFOp::create(b, loc, sb.f32(1.0), total),
+          sb.f32(0.0));
+      sb.forLoop(cols, [&](Value d) {
+        Value sum = sb.reduce(splits, sb.f32(0.0), [&](Value s, Value acc) {
+          Value o = sb.load(parts, {s, r, d});
+          return math::FmaOp::create(b, loc, weight(s), o, acc).getResult();
+        });
+        Value o = arith::MulFOp::create(b, loc, sum, inv);
+        if (outElt != b.getF32Type())
+          o = arith::TruncFOp::create(b, loc, outElt, o);
+        sb.store(o, out, {r, d});
+      });
+      if (Value lse = op.getLse()) {
+        Value value = arith::AddFOp::create(b, loc, m,
+                                            math::LogOp::create(b, loc, total));
+        sb.store(arith::SelectOp::create(b, loc, positive, value, sb.negInf()),
+                 lse, {r});
+      }
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct ConvertFAToLoopsPass
     : fa::impl::ConvertFAToLoopsBase<ConvertFAToLoopsPass> {
   void runOnOperation() override {
@@ -433,7 +490,8 @@ struct ConvertFAToLoopsPass
                            linalg::LinalgDialect>();
     target.addIllegalOp<InitStateOp, ScoreTileOp, SoftmaxUpdateOp,
                         ConditionalSoftmaxUpdateOp, RescaleOp,
-                        PVAccumulateOp, NormalizeOp, LogSumExpOp>();
+                        PVAccumulateOp, NormalizeOp, LogSumExpOp,
+                        MergePartialsOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFAToLoopsPatterns(patterns);
@@ -449,5 +507,6 @@ void mlir::fa::populateFAToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<InitStateLowering, ScoreTileLowering, SoftmaxUpdateLowering,
                ConditionalSoftmaxUpdateLowering,
                RescaleLowering, PVAccumulateLowering, NormalizeLowering,
-               LogSumExpLowering>(patterns.getContext());
+               LogSumExpLowering, MergePartialsLowering>(
+      patterns.getContext());
 }

@@ -551,3 +551,28 @@ func.func @f(%s: memref<16x32xf32>, %m: memref<16xf32>) {
   fa.softmax_update %s, %m, %m -> %m {exp2_poly_degree = 3 : i64} : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
   return
 }
+
+// -----
+
+func.func @merge_rows(%po: memref<2x8x64xf32>, %pl: memref<2x4xf32>, %o: memref<8x64xf16>) {
+  // expected-error @+1 {{expected the partials' rows to be the output's}}
+  fa.merge_partials %po, %pl -> %o : memref<2x8x64xf32>, memref<2x4xf32> -> memref<8x64xf16>
+  return
+}
+
+// -----
+
+func.func @merge_splits(%po: memref<2x8x64xf32>, %pl: memref<3x8xf32>, %o: memref<8x64xf16>) {
+  // expected-error @+1 {{expected as many partial LSEs as partial outputs, got 3 and 2}}
+  fa.merge_partials %po, %pl -> %o : memref<2x8x64xf32>, memref<3x8xf32> -> memref<8x64xf16>
+  return
+}
+
+// -----
+
+func.func @kv_splits_range(%q: memref<1x1x8x16xf32>, %o: memref<1x1x8x16xf32>) {
+  // expected-error @+1 {{expected kv_splits in [1, 1024], got 0}}
+  fa.attention %q, %q, %q outs(%o : memref<1x1x8x16xf32>) {kv_splits = 0 : i64}
+      : memref<1x1x8x16xf32>, memref<1x1x8x16xf32>, memref<1x1x8x16xf32>
+  return
+}

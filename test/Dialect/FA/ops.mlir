@@ -68,3 +68,10 @@ func.func @fa4_ops(%s: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>
       : memref<16x32xf32>, memref<16xf32>, memref<16xf32> -> memref<16xf32>
   return %moved : i1
 }
+
+// CHECK-LABEL: func @merge
+// CHECK: fa.merge_partials %{{.*}}, %{{.*}} -> %{{.*}}, %{{.*}} : memref<4x?x128xf32>, memref<4x?xf32> -> memref<?x128xbf16>, memref<?xf32>
+func.func @merge(%po: memref<4x?x128xf32>, %pl: memref<4x?xf32>, %o: memref<?x128xbf16>, %l: memref<?xf32>) {
+  fa.merge_partials %po, %pl -> %o, %l : memref<4x?x128xf32>, memref<4x?xf32> -> memref<?x128xbf16>, memref<?xf32>
+  return
+}

@@ -122,6 +122,9 @@ LogicalResult AttentionOp::verify() {
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");
+  if (std::optional<int64_t> splits = getKvSplits())
+    if (failed(checkRange(op, checkKVSplits(*splits))))
+      return failure();
   int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
   if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
       (hkv == 0 || hq % hkv != 0))
@@ -359,3 +362,26 @@ LogicalResult LogSumExpOp::verify() {
 
 #define GET_OP_CLASSES
 #include "fa/Dialect/FA/IR/FAOps.cpp.inc"
+
+LogicalResult MergePartialsOp::verify() {
+  auto parts = getPartialOut().getType(), lses = getPartialLse().getType();
+  auto out = getOut().getType();
+  auto same = [](int64_t a, int64_t b) {
+    return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+  };
+  if (!same(parts.getDimSize(0), lses.getDimSize(0)))
+    return emitOpError("expected as many partial LSEs as partial outputs, "
+                       "got ")
+           << lses.getDimSize(0) << " and " << parts.getDimSize(0);
+  if (!same(parts.getDimSize(1), out.getDimSize(0)) ||
+      !same(lses.getDimSize(1), out.getDimSize(0)))
+    return emitOpError("expected the partials' rows to be the output's");
+  if (!same(parts.getDimSize(2), out.getDimSize(1)))
+    return emitOpError("expected the partial outputs' columns to be the "
+                       "output's (")
+           << out.getDimSize(1) << "), got " << parts.getDimSize(2);
+  if (Value lse = getLse())
+    if (!same(cast<MemRefType>(lse.getType()).getDimSize(0), out.getDimSize(0)))
+      return emitOpError("expected one LSE per output row");
+  return success();
+}

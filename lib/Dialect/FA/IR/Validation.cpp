@@ -153,3 +153,9 @@ fa::validateAttentionParams(const AttentionParams &p) {
   }
   return std::nullopt;
 }
+
+std::optional<std::string> mlir::fa::checkKVSplits(int64_t splits) {
+  if (splits < 1 || splits > 1024)
+    return "expected kv_splits in [1, 1024], got " + std::to_string(splits);
+  return std::nullopt;
+}

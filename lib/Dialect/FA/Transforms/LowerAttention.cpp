@@ -59,6 +59,10 @@ public:
 
   void buildFA1();
   void buildFA2();
+  /// Split-KV's second nest: merge_partials of each query block's S
+  /// partials into O and LSE; frees the scratch.
+  void buildMerge(Value partialOut, Value partialLse, int64_t splits,
+                  Value numQBlocks);
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -251,51 +255,133 @@ AttentionLowering::visibleKeyBlocksBottomRight(Value qStart, Value lastRow,
 }
 
 void AttentionLowering::buildFA2() {
+  // Split-KV: one more parallel dimension, the chunk of the K/V blocks, whose
+  // partial (O, LSE) go to f32 scratch, combined after by merge_partials.
+  AttentionOp op = p.op;
+  int64_t splits = op.getKvSplits().value_or(1);
   Value numQBlocks = ceilDiv(p.queryLen, p.blockR);
   Value numKBlocks = ceilDiv(p.keyLen, p.blockC);
+  SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads, numQBlocks};
+  if (splits > 1)
+    ubs.push_back(b.getIndexAttr(splits));
+  for (OpFoldResult &ub : ubs)
+    if (std::optional<int64_t> c = getConstantIntValue(ub))
+      ub = b.getIndexAttr(*c);
+  Value partialOut, partialLse, chunk;
+  if (splits > 1) {
+    // [B, Hq * S, Nq, Dv] and [B, Hq * S, Nq]: split s of head h is head
+    // h * S + s, so the nest's row blocks address them like O and LSE.
+    Type f32 = b.getF32Type();
+    int64_t dyn = ShapedType::kDynamic;
+    Value heads = mul(p.queryHeads, splits);
+    partialOut = memref::AllocOp::create(
+        b, loc, MemRefType::get({dyn, dyn, dyn, p.valueHeadDim}, f32),
+        ValueRange{p.batch, heads, p.queryLen});
+    partialLse = memref::AllocOp::create(
+        b, loc, MemRefType::get({dyn, dyn, dyn}, f32),
+        ValueRange{p.batch, heads, p.queryLen});
+    chunk = ceilDiv(numKBlocks, splits);
+  }
+  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
+  forall->setAttr("fa.loop_order",
+                  b.getStringAttr(splits > 1 ? "fa2-split-kv" : "fa2"));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getBody()->getTerminator());
+    Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1),
+          i = forall.getInductionVar(2);
+    Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
+    Value qStart = mul(i, p.blockR);
+    Value rows = blockLength(qStart, p.blockR, p.queryLen);
+
+    Tiles t = allocTiles();
+    Value qTile = prefix(t.query, rows);
+    copy(rowBlock(p.query, bi, h, qStart, rows), qTile);
+    InitStateOp::create(b, loc, t.max, t.sum, t.acc);
+
+    auto [begin, end] = visibleKeyBlocks(qStart, rows, numKBlocks);
+    Value outHead = h;
+    if (splits > 1) {
+      // Chunk s: blocks [s * chunk, (s + 1) * chunk) of the visible ones
+      // (possibly none: the partial is then O = 0, LSE = -inf).
+      Value s = forall.getInductionVar(3);
+      Value chunkBegin = arith::MulIOp::create(b, loc, s, chunk);
+      begin = arith::MaxUIOp::create(b, loc, begin, chunkBegin);
+      end = arith::MinUIOp::create(
+          b, loc, end, arith::AddIOp::create(b, loc, chunkBegin, chunk));
+      outHead = arith::AddIOp::create(b, loc, mul(h, splits), s);
+    }
+    auto loop = scf::ForOp::create(b, loc, begin, end, index(1));
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      Value kStart = mul(loop.getInductionVar(), p.blockC);
+      Value cols = blockLength(kStart, p.blockC, p.keyLen);
+      Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
+      copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
+      copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
+      scoreTile(qTile, kTile, t.scores, qStart, kStart);
+      SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction,
+                              /*exp2_poly_degree=*/IntegerAttr(),
+                              /*exp2_poly_period=*/IntegerAttr());
+      RescaleOp::create(b, loc, t.acc, t.correction);
+      PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc);
+    }
+    // The single normalisation of FA2.
+    NormalizeOp::create(b, loc, t.acc, t.sum);
+    Value out = splits > 1 ? partialOut : p.out;
+    Value lse = splits > 1 ? partialLse : p.lse;
+    copy(prefix(t.acc, rows), rowBlock(out, bi, outHead, qStart, rows));
+    if (lse)
+      LogSumExpOp::create(b, loc, t.max, t.sum,
+                          rowBlock(lse, bi, outHead, qStart, rows));
+    deallocTiles(t);
+  }
+  if (splits > 1)
+    buildMerge(partialOut, partialLse, splits, numQBlocks);
+}
+
+void AttentionLowering::buildMerge(Value partialOut, Value partialLse,
+                                   int64_t splits, Value numQBlocks) {
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads, numQBlocks};
   for (OpFoldResult &ub : ubs)
     if (std::optional<int64_t> c = getConstantIntValue(ub))
       ub = b.getIndexAttr(*c);
   auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
-  forall->setAttr("fa.loop_order", b.getStringAttr("fa2"));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(forall.getBody()->getTerminator());
-  Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1),
-        i = forall.getInductionVar(2);
-  Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
-  Value qStart = mul(i, p.blockR);
-  Value rows = blockLength(qStart, p.blockR, p.queryLen);
-
-  Tiles t = allocTiles();
-  Value qTile = prefix(t.query, rows);
-  copy(rowBlock(p.query, bi, h, qStart, rows), qTile);
-  InitStateOp::create(b, loc, t.max, t.sum, t.acc);
-
-  auto [begin, end] = visibleKeyBlocks(qStart, rows, numKBlocks);
-  auto loop = scf::ForOp::create(b, loc, begin, end, index(1));
+  forall->setAttr("fa.loop_order", b.getStringAttr("fa2-merge"));
   {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    Value kStart = mul(loop.getInductionVar(), p.blockC);
-    Value cols = blockLength(kStart, p.blockC, p.keyLen);
-    Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
-    copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
-    copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
-    scoreTile(qTile, kTile, t.scores, qStart, kStart);
-    SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction,
-                            /*exp2_poly_degree=*/IntegerAttr(),
-                            /*exp2_poly_period=*/IntegerAttr());
-    RescaleOp::create(b, loc, t.acc, t.correction);
-    PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getBody()->getTerminator());
+    Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1),
+          i = forall.getInductionVar(2);
+    Value qStart = mul(i, p.blockR);
+    Value rows = blockLength(qStart, p.blockR, p.queryLen);
+    // The S partials of (bi, h): heads h * S .. h * S + S - 1.
+    auto splitsOf = [&](Value buf) {
+      auto type = cast<MemRefType>(buf.getType());
+      OpFoldResult one = b.getIndexAttr(1);
+      SmallVector<OpFoldResult> offsets = {bi, mul(h, splits), qStart};
+      SmallVector<OpFoldResult> sizes = {one, b.getIndexAttr(splits), rows};
+      SmallVector<int64_t> shape = {
+          splits, getConstantIntValue(rows).value_or(ShapedType::kDynamic)};
+      if (type.getRank() == 4) {
+        offsets.push_back(b.getIndexAttr(0));
+        sizes.push_back(b.getIndexAttr(type.getDimSize(3)));
+        shape.push_back(type.getDimSize(3));
+      }
+      SmallVector<OpFoldResult> strides(type.getRank(), one);
+      MemRefType viewType = memref::SubViewOp::inferRankReducedResultType(
+          shape, type, offsets, sizes, strides);
+      return memref::SubViewOp::create(b, loc, viewType, buf, offsets, sizes,
+                                       strides);
+    };
+    MergePartialsOp::create(
+        b, loc, splitsOf(partialOut), splitsOf(partialLse),
+        rowBlock(p.out, bi, h, qStart, rows),
+        p.lse ? rowBlock(p.lse, bi, h, qStart, rows) : Value());
   }
-  // The single normalisation of FA2.
-  NormalizeOp::create(b, loc, t.acc, t.sum);
-  copy(prefix(t.acc, rows), rowBlock(p.out, bi, h, qStart, rows));
-  if (p.lse)
-    LogSumExpOp::create(b, loc, t.max, t.sum,
-                        rowBlock(p.lse, bi, h, qStart, rows));
-  deallocTiles(t);
+  memref::DeallocOp::create(b, loc, partialOut);
+  memref::DeallocOp::create(b, loc, partialLse);
 }
 
 void AttentionLowering::buildFA1() {
@@ -410,6 +496,10 @@ LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
   if (!op.getBlockR() || !op.getBlockC())
     return op.emitOpError() << "has no tile sizes; " << pass
                             << " needs block_r and block_c (run fa-tile first)";
+  if (order == LoopOrder::FA1 && op.getKvSplits().value_or(1) > 1)
+    return op.emitOpError() << "has kv_splits = " << *op.getKvSplits()
+                            << "; split-KV is a FlashAttention-2 loop order "
+                               "(fa-lower-fa2)";
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   Problem p;

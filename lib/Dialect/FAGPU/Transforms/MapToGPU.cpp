@@ -163,11 +163,20 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       return signalPassFailure();
     }
     SmallVector<scf::ForallOp> nests;
+    scf::ForallOp split;
     getOperation().walk([&](scf::ForallOp forall) {
       auto order = forall->getAttrOfType<StringAttr>("fa.loop_order");
       if (order && order.getValue() == "fa2")
         nests.push_back(forall);
+      if (order && order.getValue() == "fa2-split-kv")
+        split = forall;
     });
+    if (split) {
+      split.emitError() << "fa-map-to-gpu: split-KV (kv_splits > 1) has no "
+                           "GPU kernel yet: run it on the CPU path, or "
+                           "compile without fa-split-kv";
+      return signalPassFailure();
+    }
     for (scf::ForallOp forall : nests)
       if (failed(map(forall, *parsed)))
         return signalPassFailure();

@@ -46,6 +46,11 @@ def FA_AttentionOp : FA_Op<"attention", [
       masking.
     * `block_r`, `block_c` (in [1, 2^20]): the tile sizes chosen by
       `fa-tile`.
+    * `kv_splits = S` (in [1, 1024], set by `fa-split-kv`): split-KV
+      (flash-decoding). Each query block's K/V range is cut into `S` chunks
+      computed independently into partial `(O_s, LSE_s)` (f32 scratch), then
+      combined by `fa.merge_partials`: more parallel work when `B * H * Nq`
+      is small (decode).
 
     `D` and `Dv` are in [1, 2^16].
 
@@ -75,7 +80,8 @@ def FA_AttentionOp : FA_Op<"attention", [
                        OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<I64Attr>:$block_r,
                        OptionalAttr<I64Attr>:$block_c,
-                       UnitAttr:$bottom_right);
+                       UnitAttr:$bottom_right,
+                       OptionalAttr<I64Attr>:$kv_splits);
   let results = (outs Variadic<RankedTensorOf<[F16, BF16, F32]>>:$results);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`outs` `(` $outs^ `:` type($outs) `)`)?
@@ -319,6 +325,44 @@ def FA_NormalizeOp : FA_Op<"normalize"> {
                        Arg<FA_RowVector, "running sum l", [MemRead]>:$sum);
   let assemblyFormat = [{
     $acc `,` $sum attr-dict `:` type($acc) `,` type($sum)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_MergePartialsOp : FA_Op<"merge_partials"> {
+  let summary = "combine partial attention results over disjoint keys by log-sum-exp";
+  let description = [{
+    Rows `r` of `S` partial results, each the attention of the same queries
+    over a disjoint set of keys (a split-KV chunk, a ring step): `O_s[r, :]`
+    normalised by its own sum and `LSE_s[r]` (natural log, `-inf` when the
+    chunk had no visible key). With `m = max_s LSE_s[r]`,
+    `w_s = exp(LSE_s[r] - m)`:
+
+    ```
+    LSE[r] = m + log(sum_s w_s)          (-inf when every LSE_s is -inf)
+    O[r, :] = sum_s w_s O_s[r, :] / sum_s w_s        (0 for such a row)
+    ```
+
+    which is the attention over the union of the keys. Partials are f32;
+    `O` may be f16 or bf16 (rounded once, at the end).
+
+    ```mlir
+    fa.merge_partials %o_parts, %lse_parts -> %o, %lse
+        : memref<4x?x128xf32, strided<[?, 128, 1], offset: ?>>,
+          memref<4x?xf32, strided<[?, 1], offset: ?>>
+       -> memref<?x128xf16, strided<[128, 1], offset: ?>>,
+          memref<?xf32, strided<[1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins
+      Arg<MemRefRankOf<[F32], [3]>, "partial O [S, R, Dv]", [MemRead]>:$partial_out,
+      Arg<MemRefRankOf<[F32], [2]>, "partial LSE [S, R]", [MemRead]>:$partial_lse,
+      Arg<MemRefRankOf<[F16, BF16, F32], [2]>, "O rows [R, Dv]", [MemWrite]>:$out,
+      Arg<Optional<MemRefRankOf<[F32], [1]>>, "LSE [R]", [MemWrite]>:$lse);
+  let assemblyFormat = [{
+    $partial_out `,` $partial_lse `->` $out (`,` $lse^)? attr-dict `:`
+    type($partial_out) `,` type($partial_lse) `->` type($out)
+    (`,` type($lse)^)?
   }];
   let hasVerifier = 1;
 }

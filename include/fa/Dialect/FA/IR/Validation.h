@@ -73,6 +73,9 @@ std::optional<std::string> checkSoftcap(double softcap);
 /// would be silently truncated.
 std::optional<std::string> checkWindow(int64_t window,
                                        unsigned positionBits = 64);
+/// Split-KV chunk count, in [1, 1024] (more splits than that only add
+/// merge work: a chunk of a 2^20-key row is already 1024 keys).
+std::optional<std::string> checkKVSplits(int64_t splits);
 /// `name`: "threshold" (the attribute) or "rescale threshold" (options).
 std::optional<std::string>
 checkRescaleThreshold(double threshold,

@@ -149,6 +149,29 @@ def FAConditionalRescale : Pass<"fa-conditional-rescale", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FASplitKV : Pass<"fa-split-kv", "func::FuncOp"> {
+  let summary = "Split-KV (flash-decoding): cut each attention's keys into chunks";
+  let description = [{
+    Sets `kv_splits` on every `fa.attention`: `fa-lower-fa2` then computes
+    each query block's K/V chunks in parallel into partial `(O_s, LSE_s)` and
+    combines them with `fa.merge_partials`. Worth it when `B * Hq * Nq` is too
+    small to fill the GPU (decode, one query per sequence) and `Nk` is long.
+
+    `splits=auto`: with static shapes, `S = min(ceil(sms / (B * Hq *
+    ceil(Nq / 128))), max(1, Nk / 512), 1024)` -- enough chunks to give each
+    SM work, none shorter than 512 keys; without static shapes, or when the
+    query blocks already fill the SMs, 1 (no split). `splits=N` sets N.
+    (Executed on the CPU path; the GPU kernels do not split yet:
+    `fa-map-to-gpu` refuses a split nest.)
+  }];
+  let options = [
+    Option<"splits", "splits", "std::string", /*default=*/"\"auto\"",
+           "auto or a chunk count in [1, 1024]">,
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "Streaming multiprocessors of the target (auto): 132 on the H200">
+  ];
+}
+
 def FAPolyExp2 : Pass<"fa-poly-exp2", "func::FuncOp"> {
   let summary = "FlashAttention-4 partial software exp2 on FMA units";
   let description = [{

@@ -1,0 +1,84 @@
+//===- SplitKV.cpp - split-KV (flash-decoding) chunk count ----------------===//
+//
+// Decode attends one query per sequence to a long KV cache: B * Hq query
+// blocks leave most SMs idle. Cutting the keys into S chunks computed in
+// parallel, then merged by log-sum-exp, multiplies the work items by S.
+// This pass only chooses S (the kv_splits attribute); fa-lower-fa2 builds
+// the split nest and the merge.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Dialect/FA/Transforms/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FASPLITKV
+#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// Chunks that give every SM work, none shorter than this many keys (a
+/// chunk's partial costs an O row and an LSE in scratch, and the merge
+/// reads them all).
+constexpr int64_t kMinKeysPerChunk = 512;
+/// Query rows per work item the rule assumes (the GPU kernels' B_r).
+constexpr int64_t kRowsPerItem = 128;
+
+/// The auto rule on static shapes; 1 (no split) otherwise.
+int64_t autoSplits(AttentionOp op, int64_t sms) {
+  ShapedType q = op.getQueryType(), k = op.getKeyType();
+  for (int64_t d : {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
+                    k.getDimSize(2)})
+    if (ShapedType::isDynamic(d))
+      return 1;
+  int64_t items = q.getDimSize(0) * q.getDimSize(1) *
+                  llvm::divideCeil(q.getDimSize(2), kRowsPerItem);
+  if (items >= sms)
+    return 1;
+  int64_t byKeys = std::max<int64_t>(1, k.getDimSize(2) / kMinKeysPerChunk);
+  int64_t toFill = static_cast<int64_t>(llvm::divideCeil(sms, items));
+  return std::min<int64_t>({toFill, byKeys, 1024});
+}
+
+struct FASplitKVPass : fa::impl::FASplitKVBase<FASplitKVPass> {
+  using FASplitKVBase::FASplitKVBase;
+
+  void runOnOperation() override {
+    std::optional<int64_t> fixed;
+    if (splits != "auto") {
+      int64_t n;
+      if (!llvm::to_integer(StringRef(splits), n, 10)) {
+        emitError(getOperation().getLoc())
+            << "fa-split-kv: splits must be auto or a count, got '" << splits
+            << "'";
+        return signalPassFailure();
+      }
+      if (std::optional<std::string> why = checkKVSplits(n)) {
+        emitError(getOperation().getLoc()) << "fa-split-kv: " << *why;
+        return signalPassFailure();
+      }
+      fixed = n;
+    }
+    if (sms < 1) {
+      emitError(getOperation().getLoc())
+          << "fa-split-kv: sms must be positive, got " << sms;
+      return signalPassFailure();
+    }
+    Builder b(&getContext());
+    getOperation().walk([&](AttentionOp op) {
+      int64_t n = fixed ? *fixed : autoSplits(op, sms);
+      if (n > 1)
+        op.setKvSplitsAttr(b.getI64IntegerAttr(n));
+      else
+        op.removeKvSplitsAttr();
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,61 @@
+// fa-split-kv chooses the chunk count; fa-lower-fa2 builds the split nest
+// (one more parallel dimension, partial O and LSE in f32 scratch) and the
+// merge nest (fa.merge_partials per query block).
+// RUN: fa-opt %s --split-input-file --fa-split-kv | FileCheck %s --check-prefix=AUTO
+// RUN: fa-opt %s --split-input-file --fa-split-kv="splits=3" | FileCheck %s --check-prefix=FIXED
+// RUN: fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile --fa-lower-fa2 | FileCheck %s --check-prefix=NEST
+// RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile --fa-lower-fa1 2>&1 | FileCheck %s --check-prefix=FA1
+// RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile=target=sm_90a --fa-lower-fa2 --fa-map-to-gpu=target=sm_90a 2>&1 | FileCheck %s --check-prefix=GPU
+// RUN: not fa-opt %s --fa-split-kv="splits=0" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not fa-opt %s --fa-split-kv="splits=some" 2>&1 | FileCheck %s --check-prefix=WORD
+
+// Decode: B = 1, Hq = 8, one query, 32k keys: 8 work items for 132 SMs,
+// so ceil(132 / 8) = 17 chunks of at least 512 keys.
+// AUTO-LABEL: func.func @decode
+// AUTO: fa.attention {{.*}}kv_splits = 17 : i64
+// FIXED-LABEL: func.func @decode
+// FIXED: fa.attention {{.*}}kv_splits = 3 : i64
+// NEST-LABEL: func.func @decode
+// NEST: %[[PO:.*]] = memref.alloc({{.*}}) : memref<?x?x?x128xf32>
+// NEST: %[[PL:.*]] = memref.alloc({{.*}}) : memref<?x?x?xf32>
+// NEST: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}, %[[S:.*]]) in (1, 8, 1, 4)
+// NEST: fa.score_tile
+// NEST: fa.normalize
+// NEST: linalg.copy {{.*}} outs(%{{.*}} : memref<?x128xf32
+// NEST: fa.logsumexp
+// NEST: {fa.loop_order = "fa2-split-kv"}
+// NEST: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 8, 1)
+// NEST: fa.merge_partials %{{.*}}, %{{.*}} -> %{{.*}}, %{{.*}} : memref<4x?x128xf32, {{.*}}>, memref<4x?xf32, {{.*}}> -> memref<?x128xf16, {{.*}}>, memref<?xf32, {{.*}}>
+// NEST: {fa.loop_order = "fa2-merge"}
+// NEST: memref.dealloc %[[PO]]
+// NEST: memref.dealloc %[[PL]]
+// FA1: split-KV is a FlashAttention-2 loop order (fa-lower-fa2)
+// GPU: fa-map-to-gpu: split-KV (kv_splits > 1) has no GPU kernel yet
+// BAD: fa-split-kv: expected kv_splits in [1, 1024], got 0
+// WORD: fa-split-kv: splits must be auto or a count, got 'some'
+func.func @decode(%q: memref<1x8x1x128xf16>, %k: memref<1x8x32768x128xf16>,
+                  %v: memref<1x8x32768x128xf16>, %o: memref<1x8x1x128xf16>,
+                  %lse: memref<1x8x1xf32>) {
+  fa.attention %q, %k, %v outs(%o, %lse : memref<1x8x1x128xf16>, memref<1x8x1xf32>)
+      : memref<1x8x1x128xf16>, memref<1x8x32768x128xf16>, memref<1x8x32768x128xf16>
+  return
+}
+
+// -----
+
+// Prefill already fills the SMs (4 x 32 heads x 8 query blocks): no split.
+// Dynamic shapes: auto cannot count the work, no split either.
+// AUTO-LABEL: func.func @prefill
+// AUTO-NOT: kv_splits
+// AUTO-LABEL: func.func @dynamic
+// AUTO-NOT: kv_splits
+func.func @prefill(%q: memref<4x32x1024x128xf16>, %o: memref<4x32x1024x128xf16>) {
+  fa.attention %q, %q, %q outs(%o : memref<4x32x1024x128xf16>)
+      : memref<4x32x1024x128xf16>, memref<4x32x1024x128xf16>, memref<4x32x1024x128xf16>
+  return
+}
+func.func @dynamic(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>) {
+  fa.attention %q, %q, %q outs(%o : memref<?x?x?x128xf16>)
+      : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+  return
+}
