@@ -1561,6 +1561,99 @@ FailureOr<Value> matchSoftmax(Value p, Why &why) {
   return x;
 }
 
+/// torch's _safe_softmax (PyTorch >= 2.5's math SDPA, as torch-mlir
+/// decomposes it): where(all(x == -inf, keys, keepdim), 0, softmax(x)).
+/// Returns the softmax and sets `tested` to x. A row whose keys are all
+/// masked gets P = 0, hence O = 0: what fa.attention computes for it.
+Value safeSoftmaxInput(Value p, Value &tested) {
+  auto g = p.getDefiningOp<linalg::GenericOp>();
+  if (!isElementwise(g) || g.getNumLoops() < 2)
+    return nullptr;
+  int64_t rank = g.getNumLoops();
+  Block &body = g.getRegion().front();
+  auto sel = yielded(g).getDefiningOp<arith::SelectOp>();
+  if (!sel || sel->getBlock() != &body)
+    return nullptr;
+  auto argOf = [&](Value v) -> OpOperand * {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != &body ||
+        arg.getArgNumber() >= g.getNumDpsInputs())
+      return nullptr;
+    return g.getDpsInputOperand(arg.getArgNumber());
+  };
+  OpOperand *flag = argOf(sel.getCondition());
+  OpOperand *softmax = argOf(sel.getFalseValue());
+  if (!flag || !softmax ||
+      !isRowMap(g.getMatchingIndexingMap(flag), rank) ||
+      !g.getMatchingIndexingMap(softmax).isIdentity())
+    return nullptr;
+  // The true value: 0, a constant or a 0-d / splat constant tensor.
+  Value zero = sel.getTrueValue();
+  std::optional<double> z = scalarConstant(zero);
+  if (OpOperand *in = argOf(zero)) {
+    DenseElementsAttr dense;
+    if (matchPattern(in->get(), m_Constant(&dense)) && dense.isSplat() &&
+        isa<FloatType>(dense.getElementType()))
+      z = dense.getSplatValue<APFloat>().convertToDouble();
+  }
+  if (!z || *z != 0.0)
+    return nullptr;
+  // The flag: a row reduction by andi of x == -inf.
+  auto all = flag->get().getDefiningOp<linalg::GenericOp>();
+  if (!all || all.getNumDpsInputs() != 1 || all.getNumLoops() != rank ||
+      all.getNumReductionLoops() != 1 ||
+      all.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
+      !all.getMatchingIndexingMap(all.getDpsInputOperand(0)).isIdentity() ||
+      !isRowMap(all.getMatchingIndexingMap(all.getDpsInitOperand(0)), rank))
+    return nullptr;
+  Block &allBody = all.getRegion().front();
+  auto andOp = yielded(all).getDefiningOp<arith::AndIOp>();
+  if (!andOp || allBody.getOperations().size() != 2 ||
+      !((andOp.getLhs() == allBody.getArgument(0) &&
+         andOp.getRhs() == allBody.getArgument(1)) ||
+        (andOp.getRhs() == allBody.getArgument(0) &&
+         andOp.getLhs() == allBody.getArgument(1))))
+    return nullptr;
+  Attribute init;
+  Value initValue = all.getDpsInitOperand(0)->get();
+  if (auto fill = initValue.getDefiningOp<linalg::FillOp>())
+    initValue = fill.getInputs()[0];
+  if (!matchPattern(initValue, m_Constant(&init)))
+    return nullptr;
+  auto isTrue = [](Attribute a) {
+    if (auto i = dyn_cast<IntegerAttr>(a))
+      return i.getValue().isAllOnes();
+    auto d = dyn_cast<DenseElementsAttr>(a);
+    return d && d.isSplat() && d.getElementType().isInteger(1) &&
+           d.getSplatValue<bool>();
+  };
+  if (!isTrue(init))
+    return nullptr;
+  auto eq = all.getDpsInputOperand(0)->get().getDefiningOp<linalg::GenericOp>();
+  if (!isElementwise(eq) || eq.getNumDpsInputs() != 1 ||
+      !eq.getMatchingIndexingMap(eq.getDpsInputOperand(0)).isIdentity())
+    return nullptr;
+  Block &eqBody = eq.getRegion().front();
+  auto cmp = yielded(eq).getDefiningOp<arith::CmpFOp>();
+  if (!cmp || cmp->getBlock() != &eqBody ||
+      cmp.getPredicate() != arith::CmpFPredicate::OEQ)
+    return nullptr;
+  Value other = cmp.getLhs() == eqBody.getArgument(0) ? cmp.getRhs()
+                                                      : cmp.getLhs();
+  std::optional<double> ninf = scalarConstant(other);
+  if ((cmp.getLhs() != eqBody.getArgument(0) &&
+       cmp.getRhs() != eqBody.getArgument(0)) ||
+      !ninf || *ninf != -std::numeric_limits<double>::infinity())
+    return nullptr;
+  for (Operation &op : eqBody.without_terminator())
+    if (&op != cmp.getOperation() && !isa<arith::ConstantOp>(op) &&
+        !(isa<arith::TruncFOp, arith::ExtFOp>(op) &&
+          scalarConstant(op.getResult(0))))
+      return nullptr;
+  tested = eq.getDpsInputOperand(0)->get();
+  return softmax->get();
+}
+
 /// Whether `p`, through conversions and reshapes, is a softmax-like value
 /// (linalg.softmax, or a division by a row reduction): what makes a
 /// contraction a candidate P V, which gets a remark when not raised.
@@ -1571,6 +1664,11 @@ bool looksLikeSoftmax(Value p) {
       return false;
     if (isa<linalg::SoftmaxOp>(def))
       return true;
+    Value tested;
+    if (Value softmax = safeSoftmaxInput(p, tested)) {
+      p = softmax;
+      continue;
+    }
     if (auto g = dyn_cast<linalg::GenericOp>(def)) {
       if (g.getNumReductionLoops() != 0)
         return false;
@@ -1724,9 +1822,14 @@ LogicalResult matchAttention(Operation *op, Match &m, Why &why) {
       p = p.getDefiningOp<tensor::CollapseShapeOp>().getSrc();
   while (Value in = conversionInput(p))
     p = in;
+  Value tested;
+  if (Value softmax = safeSoftmaxInput(p, tested))
+    p = softmax;
   FailureOr<Value> x = matchSoftmax(p, why);
   if (failed(x))
     return failure();
+  if (tested && tested != *x)
+    return why("the safe softmax tests another tensor than it normalises");
   int64_t rank = rankOf(*x);
   auto xType = cast<ShapedType>(x->getType());
   Domain domain{xType.getDimSize(rank - 2), xType.getDimSize(rank - 1)};
