@@ -147,8 +147,11 @@ def gather_sequence(x, dim=2, layout="contiguous", group=None):
     """All-gathers every rank's shard of `x` (equal shapes) and returns the
     full sequence on every rank."""
     world = dist.get_world_size(group)
+    x = x.contiguous()
     parts = [torch.empty_like(x) for _ in range(world)]
-    dist.all_gather(parts, x.contiguous(), group=group)
+    # As bytes: gloo has no bfloat16.
+    dist.all_gather([p.view(torch.uint8) for p in parts],
+                    x.view(torch.uint8), group=group)
     return unshard_sequence(parts, dim, layout)
 
 
@@ -600,10 +603,14 @@ def ring_attention(q, k, v, causal=False, scale=None, group=None,
         s = step["step"]
         cur = bufs[s % 2] if step["holds"] else None
         ops = []
+        # As bytes: gloo has no bfloat16 (NCCL moves the same bytes).
         if step["send"]:
-            ops.append(dist.P2POp(dist.isend, cur, nxt, group))
+            ops.append(dist.P2POp(dist.isend, cur.view(torch.uint8), nxt,
+                                  group))
         if step["recv"]:
-            ops.append(dist.P2POp(dist.irecv, bufs[(s + 1) % 2], prv, group))
+            ops.append(dist.P2POp(dist.irecv,
+                                  bufs[(s + 1) % 2].view(torch.uint8), prv,
+                                  group))
         record = {"step": s, "src": step["src"], "send": step["send"],
                   "recv": step["recv"], "pieces": len(step["pieces"])}
         if cuda:

@@ -340,6 +340,24 @@ def _worker(rank, world, init_file, out_dir):
             "bad_backend": _expect_error(lambda: fd.ring_attention(
                 t, t, t, backend="cuda-graphs")),
         }
+        # bfloat16 on the host (gloo has no bfloat16: the ring moves bytes).
+        try:
+            gen = torch.Generator().manual_seed(5)
+            x = [torch.randn(1, 4 if i == 0 else 2, 8 * world, 32,
+                             generator=gen).to(torch.bfloat16)
+                 for i in range(3)]
+            ref, ref_lse = naive(*x, True, 0.2)
+            shard = [fd.zigzag_shard(t, rank, world) for t in x]
+            o, lse = fd.ring_attention(*shard, causal=True, scale=0.2,
+                                       backend="torch", layout="zigzag")
+            full = fd.gather_sequence(o, layout="zigzag")
+            results["bf16"] = {
+                "dtypes": [str(o.dtype), str(lse.dtype)],
+                "o_err": rel_l2(full, ref),
+                "lse_err": (fd.gather_sequence(lse, layout="zigzag")
+                            .double() - ref_lse).abs().max().item()}
+        except Exception:
+            results["bf16"] = {"error": traceback.format_exc()}
         # Still usable after the refusals.
         results["after_errors"] = _run_config(rank, world,
                                               ("torch", True, "zigzag", 2, 2))
@@ -430,6 +448,16 @@ def test_refused_arguments_raise_on_every_rank(world_results):
         assert e["bad_backend"] and "backend must be" in e["bad_backend"]
         row = results["after_errors"]
         assert "error" not in row and row["o_err"] < 1e-12
+
+
+def test_ring_moves_bfloat16_on_the_host(world_results):
+    """gloo has no bfloat16; the ring and gather_sequence move bytes."""
+    world, ranks = world_results
+    for rank, results in enumerate(ranks):
+        row = results["bf16"]
+        assert "error" not in row, row["error"]
+        assert row["dtypes"] == ["torch.bfloat16", "torch.float32"]
+        assert row["o_err"] < 8e-3 and row["lse_err"] < 1e-5, row
 
 
 # -- 2 GPUs over NCCL (the H200 machine) --------------------------------------
