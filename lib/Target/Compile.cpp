@@ -40,6 +40,24 @@
 using namespace mlir;
 using namespace mlir::fa;
 
+/// 32-bit shared-memory pointers (as Triton sets them): shared addresses
+/// fit in 32 bits, and 64-bit ones cost a second register per address.
+/// nvptx-short-ptr is a process-wide LLVM option: it is set once, under the
+/// thread-safe initialisation of a local static (set per compile, it was a
+/// data race between an embedder's threads compiling at once). It then
+/// holds for every NVPTX compilation in the process.
+static void useShortSharedPointers() {
+  static const bool set = [] {
+    auto &registered = llvm::cl::getRegisteredOptions();
+    auto it = registered.find("nvptx-short-ptr");
+    if (it == registered.end())
+      return false;
+    static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
+    return true;
+  }();
+  (void)set;
+}
+
 OwningOpRef<ModuleOp>
 mlir::fa::buildAttentionModule(MLIRContext &context,
                                const KernelOptions &options) {
@@ -330,14 +348,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   const KernelOptions &options = first;
 
   CompiledKernel result;
-  // 32-bit shared-memory pointers (as Triton sets them): shared addresses
-  // fit in 32 bits, and 64-bit ones cost a second register per address.
-  {
-    auto &registered = llvm::cl::getRegisteredOptions();
-    auto it = registered.find("nvptx-short-ptr");
-    if (it != registered.end())
-      static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
-  }
+  useShortSharedPointers();
   // The back end's pipeline in its two halves, keeping the kernel IR in
   // between.
   {
