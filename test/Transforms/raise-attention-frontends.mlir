@@ -1820,3 +1820,92 @@ func.func @safe_softmax_tests_other_tensor(%q: tensor<1x2x8x16xf32>, %k: tensor<
   %x58 = tensor.expand_shape %mm57 [[0, 1], [2], [3]] output_shape [1, 2, 8, 16] : tensor<2x8x16xf32> into tensor<1x2x8x16xf32>
   return %x58 : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// Dynamic sequence lengths (B, H, D static): einsums, a causal mask on
+// linalg.index, linalg.softmax; the raised op keeps the dynamic dims.
+// CHECK-LABEL: func @dynamic_lengths
+// CHECK-NEXT: %[[O:.*]] = fa.attention %arg0, %arg1, %arg2 {causal, scale = 1.000000e+00 : f32} : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+#q_dynamic_lengths = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#k_dynamic_lengths = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#s_dynamic_lengths = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#p_dynamic_lengths = affine_map<(b, h, i, d, j) -> (b, h, i, j)>
+#v_dynamic_lengths = affine_map<(b, h, i, d, j) -> (b, h, j, d)>
+#o_dynamic_lengths = affine_map<(b, h, i, d, j) -> (b, h, i, d)>
+#id_dynamic_lengths = affine_map<(b, h, i, j) -> (b, h, i, j)>
+func.func @dynamic_lengths(%q: tensor<1x4x?x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor<1x4x?x64xf32>, %s_init: tensor<1x4x?x?xf32>, %o_init: tensor<1x4x?x64xf32>) -> tensor<1x4x?x64xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s_zero = linalg.fill ins(%zero : f32) outs(%s_init : tensor<1x4x?x?xf32>) -> tensor<1x4x?x?xf32>
+  %s = linalg.generic {indexing_maps = [#q_dynamic_lengths, #k_dynamic_lengths, #s_dynamic_lengths], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>) outs(%s_zero : tensor<1x4x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x?x?xf32>
+  %masked = linalg.generic {indexing_maps = [#id_dynamic_lengths, #id_dynamic_lengths], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<1x4x?x?xf32>) outs(%s_init : tensor<1x4x?x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %hidden = arith.cmpi ult, %i, %j : index
+    %r = arith.select %hidden, %ninf, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x?x?xf32>
+  %pr = linalg.softmax dimension(3) ins(%masked : tensor<1x4x?x?xf32>) outs(%s_init : tensor<1x4x?x?xf32>) -> tensor<1x4x?x?xf32>
+  %o_zero = linalg.fill ins(%zero : f32) outs(%o_init : tensor<1x4x?x64xf32>) -> tensor<1x4x?x64xf32>
+  %out = linalg.generic {indexing_maps = [#p_dynamic_lengths, #v_dynamic_lengths, #o_dynamic_lengths], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%pr, %v : tensor<1x4x?x?xf32>, tensor<1x4x?x64xf32>) outs(%o_zero : tensor<1x4x?x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x?x64xf32>
+  return %out : tensor<1x4x?x64xf32>
+}
+
+// -----
+
+// Must not fire: a constant mask cannot be classified over dynamic
+// lengths (here a 2 x 2 triangle read at (i, j)).
+// CHECK-LABEL: func @dynamic_lengths_constant_mask
+// CHECK-NOT: fa.attention
+#q_dynamic_lengths_constant_mask = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#k_dynamic_lengths_constant_mask = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#s_dynamic_lengths_constant_mask = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#p_dynamic_lengths_constant_mask = affine_map<(b, h, i, d, j) -> (b, h, i, j)>
+#v_dynamic_lengths_constant_mask = affine_map<(b, h, i, d, j) -> (b, h, j, d)>
+#o_dynamic_lengths_constant_mask = affine_map<(b, h, i, d, j) -> (b, h, i, d)>
+#id_dynamic_lengths_constant_mask = affine_map<(b, h, i, j) -> (b, h, i, j)>
+func.func @dynamic_lengths_constant_mask(%q: tensor<1x4x?x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor<1x4x?x64xf32>, %s_init: tensor<1x4x?x?xf32>, %o_init: tensor<1x4x?x64xf32>) -> tensor<1x4x?x64xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s_zero = linalg.fill ins(%zero : f32) outs(%s_init : tensor<1x4x?x?xf32>) -> tensor<1x4x?x?xf32>
+  %s = linalg.generic {indexing_maps = [#q_dynamic_lengths_constant_mask, #k_dynamic_lengths_constant_mask, #s_dynamic_lengths_constant_mask], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>) outs(%s_zero : tensor<1x4x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x?x?xf32>
+  %tril = arith.constant dense<[[false, true], [false, false]]> : tensor<2x2xi1>
+  %masked = linalg.generic {indexing_maps = [#id_dynamic_lengths_constant_mask, affine_map<(b, h, i, j) -> (i, j)>, #id_dynamic_lengths_constant_mask], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s, %tril : tensor<1x4x?x?xf32>, tensor<2x2xi1>) outs(%s_init : tensor<1x4x?x?xf32>) {
+  ^bb0(%in: f32, %hide: i1, %out: f32):
+    %r = arith.select %hide, %ninf, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x?x?xf32>
+  %pr = linalg.softmax dimension(3) ins(%masked : tensor<1x4x?x?xf32>) outs(%s_init : tensor<1x4x?x?xf32>) -> tensor<1x4x?x?xf32>
+  %o_zero = linalg.fill ins(%zero : f32) outs(%o_init : tensor<1x4x?x64xf32>) -> tensor<1x4x?x64xf32>
+  // expected-remark @+1 {{not raised: the mask is a constant tensor over dynamic sequence lengths, not classified}}
+  %out = linalg.generic {indexing_maps = [#p_dynamic_lengths_constant_mask, #v_dynamic_lengths_constant_mask, #o_dynamic_lengths_constant_mask], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%pr, %v : tensor<1x4x?x?xf32>, tensor<1x4x?x64xf32>) outs(%o_zero : tensor<1x4x?x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x?x64xf32>
+  return %out : tensor<1x4x?x64xf32>
+}

@@ -714,7 +714,8 @@ Sym SymbolicBody::evalOp(Operation *op, ArrayRef<Sym> in, const Env &loops) {
 /// an interval of diagonals (a band) for one of its two values.
 Sym SymbolicBody::classifyDense(DenseElementsAttr dense, const Env &dims) {
   if (!domain.isStatic())
-    return Sym::unknown("a constant mask over dynamic sequence lengths");
+    return Sym::unknown("the mask is a constant tensor over dynamic sequence "
+                        "lengths, not classified");
   auto type = cast<ShapedType>(dense.getType());
   int64_t rank = type.getRank();
   // Which tensor dims run over i and j, and with what offset.
