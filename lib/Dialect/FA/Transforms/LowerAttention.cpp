@@ -72,6 +72,14 @@ private:
   Value ceilDiv(Value a, int64_t c) {
     return b.createOrFold<arith::CeilDivUIOp>(loc, a, index(c));
   }
+  /// An scf.forall over `ubs` (constant bounds as attributes, so that the
+  /// loop's static shape prints and folds).
+  scf::ForallOp parallelLoop(SmallVector<OpFoldResult> ubs) {
+    for (OpFoldResult &ub : ubs)
+      if (std::optional<int64_t> c = getConstantIntValue(ub))
+        ub = b.getIndexAttr(*c);
+    return scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
+  }
 
   /// min(tile, total - start): the length of the block starting at `start`;
   /// shorter than the tile only for the ragged last block.
@@ -264,9 +272,6 @@ void AttentionLowering::buildFA2() {
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads, numQBlocks};
   if (splits > 1)
     ubs.push_back(b.getIndexAttr(splits));
-  for (OpFoldResult &ub : ubs)
-    if (std::optional<int64_t> c = getConstantIntValue(ub))
-      ub = b.getIndexAttr(*c);
   Value partialOut, partialLse, chunk;
   if (splits > 1) {
     // [B, Hq * S, Nq, Dv] and [B, Hq * S, Nq]: split s of head h is head
@@ -282,7 +287,7 @@ void AttentionLowering::buildFA2() {
         ValueRange{p.batch, heads, p.queryLen});
     chunk = ceilDiv(numKBlocks, splits);
   }
-  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
+  auto forall = parallelLoop(ubs);
   forall->setAttr("fa.loop_order",
                   b.getStringAttr(splits > 1 ? "fa2-split-kv" : "fa2"));
   {
@@ -344,10 +349,7 @@ void AttentionLowering::buildFA2() {
 void AttentionLowering::buildMerge(Value partialOut, Value partialLse,
                                    int64_t splits, Value numQBlocks) {
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads, numQBlocks};
-  for (OpFoldResult &ub : ubs)
-    if (std::optional<int64_t> c = getConstantIntValue(ub))
-      ub = b.getIndexAttr(*c);
-  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
+  auto forall = parallelLoop(ubs);
   forall->setAttr("fa.loop_order", b.getStringAttr("fa2-merge"));
   {
     OpBuilder::InsertionGuard guard(b);
@@ -403,10 +405,7 @@ void AttentionLowering::buildFA1() {
   Value numQBlocks = ceilDiv(p.queryLen, p.blockR);
   Value numKBlocks = ceilDiv(p.keyLen, p.blockC);
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads};
-  for (OpFoldResult &ub : ubs)
-    if (std::optional<int64_t> c = getConstantIntValue(ub))
-      ub = b.getIndexAttr(*c);
-  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
+  auto forall = parallelLoop(ubs);
   forall->setAttr("fa.loop_order", b.getStringAttr("fa1"));
   {
     OpBuilder::InsertionGuard guard(b);
