@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what flash-mlir needs on Debian 12 (LLVM/MLIR 22 from Debian,
-# clang, ninja, Python test tools) and builds it into build/.
+# clang, ninja, Python test tools, and torch for the torch.distributed (gloo)
+# tests of the ring attention) and builds it into build/.
 # Usage: bash scripts/bootstrap.sh [extra cmake args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,8 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PACKAGES="libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
   libclang-rt-22-dev cmake ninja-build python3 python3-dev python3-pybind11
   python3-numpy
-  python3-pytest"
+  python3-pytest
+  python3-torch"
 missing=""
 for p in $PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

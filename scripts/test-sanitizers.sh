@@ -20,5 +20,10 @@ status=0
 echo "== lit (ASan+UBSan) =="
 /usr/lib/llvm-22/bin/lit -sv build-asan/test || status=1
 echo "== pytest (ASan+UBSan) =="
-FA_BUILD_DIR="$PWD/build-asan" /usr/bin/python3 -m pytest -q -m "not gpu" python/tests || status=1
+# The ring-attention tests (test_distributed.py) run torch.distributed in
+# spawned processes, whose torch is not built for the ASan runtime; the
+# extension code they call (run_cpu) is covered here by the other tests, and
+# they run uninstrumented in scripts/test.sh.
+FA_BUILD_DIR="$PWD/build-asan" /usr/bin/python3 -m pytest -q -m "not gpu" \
+  --ignore=python/tests/test_distributed.py python/tests || status=1
 exit $status
