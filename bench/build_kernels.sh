@@ -18,4 +18,12 @@ for dtype in f16 bf16; do
     done
   done
 done
+# The bottom-right and windowed kernels flashmlir.flash_attn_func looks up
+# (python/tests/test_gpu.py), named as flashmlir._kernel_for names them.
+if [ "$ARCH" = sm_90a ]; then
+  fc() { build/bin/fa-compile --arch "$ARCH" --head-dim 128 --dtype f16 "$@" >> "$OUT/ptxas.txt"; }
+  fc --causal --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_bralign"
+  fc --window 17 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_w17_bralign"
+  fc --causal --window 17 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_w17_bralign"
+fi
 grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt"

@@ -24,21 +24,28 @@ from .compiler import (CompiledKernel, CompiledModule, compile,  # noqa: E402
                        compile_module, run_cpu)
 
 __all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
-           "CompileError", "attention", "run_cpu", "runtime"]
+           "CompileError", "attention", "flash_attn_func", "run_cpu",
+           "runtime"]
 
 _launchers = {}
 
 
-def _kernel_for(arch, head_dim, dtype, causal, kernel_dir):
+def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
+                bottom_right=False):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
-    .{cubin,json}) when it is there, else compiled in-process (and saved to
-    `kernel_dir` if one is given)."""
+    .{cubin,json}, with _w<window> and _bralign suffixes for those masks)
+    when it is there, else compiled in-process (and saved to `kernel_dir` if
+    one is given)."""
     from . import runtime
 
-    name = f"{arch}_d{head_dim}_{dtype}{'_causal' if causal else ''}"
+    name = (f"{arch}_d{head_dim}_{dtype}{'_causal' if causal else ''}"
+            f"{f'_w{window}' if window else ''}"
+            f"{'_bralign' if bottom_right else ''}")
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
-            "causal": causal, "window": 0, "softcap": 0.0}
+            "causal": causal, "window": window, "softcap": 0.0}
+    if bottom_right:
+        want["bottom_right"] = True
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
@@ -50,7 +57,7 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir):
                     f"{path}.json describes {got}, not the requested {want}")
             return kernel
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
-                       arch=arch)
+                       arch=arch, window=window, bottom_right=bottom_right)
     if kernel_dir:
         import json
         import tempfile
@@ -76,6 +83,12 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None):
     Hopper, the sm_80 kernel on Ampere) is looked up in `kernel_dir`
     (default: $FLASHMLIR_KERNEL_DIR), else compiled in-process on first use;
     either way it is cached for the process."""
+    out, _ = _launch(q, k, v, causal, scale, kernel_dir)
+    return out
+
+
+def _arch_and_dtype(q):
+    """The verified kernel target of q's GPU and q's element type name."""
     import torch
     from . import runtime
 
@@ -95,9 +108,70 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None):
     if dtype is None:
         raise runtime.KernelArgumentError(
             f"q must be float16 or bfloat16, got {q.dtype}")
+    return arch, dtype
+
+
+def _launch(q, k, v, causal, scale, kernel_dir, window=0,
+            bottom_right=False):
+    """(O, LSE) of [B, H, N, D] tensors through the cached launcher."""
+    arch, dtype = _arch_and_dtype(q)
     kernel_dir = kernel_dir or _os.environ.get("FLASHMLIR_KERNEL_DIR")
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
-    if key not in _launchers:
-        _launchers[key] = _kernel_for(*key, kernel_dir)
-    out, _ = _launchers[key](q, k, v, scale=scale)
-    return out
+    extra = (int(window), bool(bottom_right))
+    # Plain kernels keep the short key (arch, D, dtype, causal).
+    full = key if extra == (0, False) else key + extra
+    if full not in _launchers:
+        _launchers[full] = _kernel_for(*key, kernel_dir, *extra)
+    return _launchers[full](q, k, v, scale=scale)
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
+                    window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                    deterministic=False, return_attn_probs=False,
+                    kernel_dir=None):
+    """flash-attention's `flash_attn_func` on flash-mlir's kernels, for
+    inference: q [B, Nq, Hq, D], k and v [B, Nk, Hkv, D] (Hkv dividing Hq),
+    f16/bf16 CUDA tensors; returns O [B, Nq, Hq, D].
+
+    As in flash-attention, `causal` is aligned to the bottom-right corner
+    (query i sees keys j <= i + Nk - Nq: a KV cache, chunked prefill), and
+    `window_size = (left, right)` keeps keys with -left <= j - (i + Nk - Nq)
+    <= right (-1: unbounded). The kernels' window is symmetric, so
+    (w, w), and (w, 0) with causal, are supported; other windows, dropout,
+    softcap, ALiBi and returning the probabilities are refused.
+
+    The kernels read [B, H, N, D]: q, k and v are copied into that layout
+    and O back (strided tensor maps, which would avoid the copies, are not
+    there yet)."""
+    from . import runtime
+
+    if dropout_p:
+        raise runtime.KernelArgumentError(
+            "flash_attn_func: dropout is not supported (inference only)")
+    if softcap or alibi_slopes is not None or return_attn_probs:
+        raise runtime.KernelArgumentError(
+            "flash_attn_func: softcap, alibi_slopes and return_attn_probs "
+            "are not supported")
+    left, right = (int(w) for w in window_size)
+    window = 0
+    if (left, right) != (-1, -1):
+        if causal and right in (0, -1) and left >= 0:
+            window = left + 1
+        elif not causal and left == right and left >= 0:
+            window = left + 1
+        else:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_func: window_size {window_size!r}: the kernels' "
+                f"window is symmetric: give (w, w), or (w, 0) with causal")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if getattr(t, "dim", lambda: 0)() != 4:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_func: {name} must be [B, N, H, D]")
+    nq, nk = q.shape[1], k.shape[1]
+    # Nq == Nk: the bottom-right diagonal is the top-left one, and the
+    # top-left kernels (the ones bench/build_kernels.sh precompiles) serve.
+    bottom_right = (causal or window > 0) and nq != nk
+    bhnd = [t.transpose(1, 2).contiguous() for t in (q, k, v)]
+    out, _ = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
+                     bottom_right)
+    return out.transpose(1, 2).contiguous()

@@ -121,3 +121,57 @@ def test_dynamic_scheduler_on_two_streams(env):
         for x in o:
             err = ((x.float() - ref).norm() / ref.norm()).item()
             assert err < TOL["f16"], err
+
+
+def masked_reference(torch, q, k, v, scale, causal, window):
+    """flash-attention's convention on [B, H, N, D]: the diagonal aligned to
+    the bottom-right corner (query i at key position i + Nk - Nq)."""
+    group = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(group, 1)
+    vf = v.float().repeat_interleave(group, 1)
+    s = (q.float() @ kf.transpose(-1, -2)) * scale
+    nq, nk = q.shape[2], k.shape[2]
+    i = torch.arange(nq, device=q.device)[:, None] + (nk - nq)
+    j = torch.arange(nk, device=q.device)[None, :]
+    visible = torch.ones(nq, nk, dtype=torch.bool, device=q.device)
+    if causal:
+        visible &= j <= i
+    if window:
+        visible &= (i - j).abs() < window
+    s = s.masked_fill(~visible, float("-inf"))
+    return torch.softmax(s, -1).nan_to_num(0.0) @ vf
+
+
+# (causal, window_size, Nq, Nk): a chunk of queries after a KV cache, decode,
+# equal lengths (the top-left kernel serves), a symmetric and a causal window.
+@pytest.mark.parametrize("causal,window_size,nq,nk", [
+    (True, (-1, -1), 77, 300), (True, (-1, -1), 1, 1531),
+    (True, (-1, -1), 256, 256), (False, (16, 16), 77, 300),
+    (True, (16, 0), 77, 300)])
+def test_flash_attn_func(env, causal, window_size, nq, nk):
+    """flashmlir.flash_attn_func on flash-attention's [B, N, H, D] tensors
+    and bottom-right masks, against an explicit-mask reference."""
+    torch, flashmlir = env
+    torch.manual_seed(nq + nk)
+    b, hq, hkv, d = 2, 8, 2, 128
+    q = torch.randn(b, nq, hq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
+    out = flashmlir.flash_attn_func(q, k, v, causal=causal,
+                                    window_size=window_size)
+    assert out.shape == q.shape
+    window = window_size[0] + 1 if window_size != (-1, -1) else 0
+    ref = masked_reference(torch, *(t.transpose(1, 2) for t in (q, k, v)),
+                           1 / math.sqrt(d), causal, window).transpose(1, 2)
+    err = ((out.float() - ref).norm() / ref.norm()).item()
+    assert err <= TOL["f16"], err
+
+
+def test_flash_attn_func_refuses(env):
+    torch, flashmlir = env
+    q = torch.randn(1, 8, 2, 64, device="cuda", dtype=torch.float16)
+    from flashmlir.runtime import KernelArgumentError
+    with pytest.raises(KernelArgumentError, match="dropout"):
+        flashmlir.flash_attn_func(q, q, q, dropout_p=0.1)
+    with pytest.raises(KernelArgumentError, match="symmetric"):
+        flashmlir.flash_attn_func(q, q, q, window_size=(4, 8))
