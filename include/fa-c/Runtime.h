@@ -38,6 +38,17 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
  *  after the object are refused. */
 int faKernelMetadataCheck(const char *metadataJson);
 
+/** The global-memory traffic the kernel described by `metadataJson` moves
+ *  for an attention of this shape, as the compiler's fagpu-io-report counts
+ *  it (L2 -> SM reads: Q once per query tile, K and V of every block each
+ *  tile visits under its masks, whole TMA boxes, the dynamic scheduler's
+ *  atomics; SM -> L2 writes: O and LSE payload). Needs no driver. Checked
+ *  against ncu on the H200 (bench/results/2026-12-01-io-check.md). */
+int faMetadataPredictedBytes(const char *metadataJson, long batch,
+                             long queryHeads, long kvHeads, long queryLen,
+                             long keyLen, unsigned long long *readBytes,
+                             unsigned long long *writeBytes);
+
 /** Loads `prefix.cubin` and `prefix.json`. */
 int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel);
 

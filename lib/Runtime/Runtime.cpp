@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa-c/Runtime.h"
+#include "fa/Dialect/FAGPU/IR/Traffic.h"
 
 #include <dlfcn.h>
 
@@ -177,6 +178,8 @@ struct IntField {
 constexpr IntField kIntFields[] = {
     {"head_dim", 1, 1 << 16},
     {"block_r", 1, 1 << 20},
+    {"block_c", 1, 1 << 20},
+    {"window", 0, 0xffffffffLL},
     {"shared_memory_bytes", 0, 0x7fffffff},
     {"tma_box_cols", 0, 256},
     {"tma_box_rows_kv", 0, 256},
@@ -203,6 +206,11 @@ struct Metadata {
   long tmaBoxCols = 0, tmaBoxRowsKV = 0; // sm_90a: q, k, v as tensor maps
   long tmaBoxRowsO = 0;                  // > 0: o as a tensor map too
   bool causal = false;
+  // What the traffic prediction needs (faMetadataPredictedBytes); absent in
+  // metadata that predates them.
+  std::string arch;
+  long blockC = 0, window = 0;
+  bool bottomRight = false, writesLse = true;
   // The softmax scale the kernel was compiled for (the attention's own, or
   // 1/sqrt(D)); 0 in metadata that predates it.
   float scale = 0.0f;
@@ -235,18 +243,20 @@ public:
       seen.push_back(key);
       skipSpace();
       if (key == "format" || key == "kernel" || key == "dtype" ||
-          key == "tile_scheduler") {
+          key == "tile_scheduler" || key == "arch") {
         std::string v;
         if (readString(v))
           return fail("launch metadata: '" + key + "' must be a string");
         (key == "format"   ? m.format
          : key == "kernel" ? m.kernel
          : key == "dtype"  ? m.dtype
+         : key == "arch"   ? m.arch
                            : m.tileScheduler) = v;
       } else if (key == "scale") {
         if (readScale(m.scale))
           return 1;
       } else if (key == "head_dim" || key == "block_r" ||
+                 key == "block_c" || key == "window" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
                  key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
                  key == "ctas_per_sm") {
@@ -255,19 +265,26 @@ public:
           return 1;
         (key == "head_dim"          ? m.headDim
          : key == "block_r"         ? m.blockR
+         : key == "block_c"         ? m.blockC
+         : key == "window"          ? m.window
          : key == "tma_box_cols"    ? m.tmaBoxCols
          : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
          : key == "tma_box_rows_o"  ? m.tmaBoxRowsO
          : key == "ctas_per_sm"     ? m.ctasPerSM
                                     : m.sharedBytes) = v;
-      } else if (key == "causal" || key == "tile_grid" || key == "persistent") {
-        bool &flag = key == "causal"      ? m.causal
-                     : key == "tile_grid" ? m.tileGrid
-                                          : m.persistent;
+      } else if (key == "causal" || key == "tile_grid" ||
+                 key == "persistent" || key == "bottom_right" ||
+                 key == "writes_lse") {
+        bool &flag = key == "causal"         ? m.causal
+                     : key == "tile_grid"    ? m.tileGrid
+                     : key == "bottom_right" ? m.bottomRight
+                     : key == "writes_lse"   ? m.writesLse
+                                             : m.persistent;
         if (s.compare(pos, 4, "true") == 0) {
           flag = true;
           pos += 4;
         } else if (s.compare(pos, 5, "false") == 0) {
+          flag = false;
           pos += 5;
         } else {
           return fail("launch metadata: '" + key + "' must be true or false");
@@ -860,3 +877,44 @@ int faDeviceSynchronize(void) {
 }
 
 } // extern "C"
+
+int faMetadataPredictedBytes(const char *metadataJson, long batch,
+                             long queryHeads, long kvHeads, long queryLen,
+                             long keyLen, unsigned long long *readBytes,
+                             unsigned long long *writeBytes) {
+  if (!metadataJson || !readBytes || !writeBytes)
+    return fail("faMetadataPredictedBytes: null metadata or result pointer");
+  Metadata m;
+  std::string text(metadataJson);
+  if (JsonScanner(text).parse(m) || validate(m))
+    return 1;
+  if (m.blockC <= 0 || m.arch.empty())
+    return fail("faMetadataPredictedBytes: the metadata has no 'block_c' or "
+                "'arch' (compiled before the prediction existed)");
+  // Shapes within the kernels' 32-bit positions, heads dividing evenly.
+  const long limit = 0x7fffffffL;
+  for (long v : {batch, queryHeads, kvHeads, queryLen, keyLen})
+    if (v < 1 || v > limit)
+      return fail("faMetadataPredictedBytes: shape values must be in "
+                  "[1, 2^31 - 1]");
+  if (queryHeads % kvHeads != 0)
+    return fail("faMetadataPredictedBytes: the query heads must be a "
+                "multiple of the K/V heads");
+  mlir::fagpu::TrafficKernel kernel;
+  kernel.blockR = m.blockR;
+  kernel.blockC = m.blockC;
+  kernel.headDim = m.headDim;
+  kernel.valueHeadDim = m.headDim;
+  kernel.elementBytes = 2; // f16 and bf16
+  kernel.causal = m.causal;
+  kernel.bottomRight = m.bottomRight;
+  kernel.window = m.window;
+  kernel.wholeBoxes = m.tmaBoxCols > 0;
+  kernel.dynamicScheduler = m.tileScheduler == "dynamic";
+  kernel.writesLse = m.writesLse;
+  mlir::fagpu::Traffic traffic = mlir::fagpu::kernelTraffic(
+      kernel, {batch, queryHeads, kvHeads, queryLen, keyLen});
+  *readBytes = static_cast<unsigned long long>(traffic.reads());
+  *writeBytes = static_cast<unsigned long long>(traffic.writes());
+  return 0;
+}

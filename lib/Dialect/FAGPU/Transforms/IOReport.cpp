@@ -1,16 +1,13 @@
 //===- IOReport.cpp - global-memory traffic of the attention kernels ------===//
 //
-// The seed's IO argument, for the kernels we ship: a query tile reads its
-// Q rows once and the K and V rows of every block it visits; nothing else
-// crosses from L2 (S and P never leave the SM). So the L2 -> SM bytes are a
-// sum over (batch, head, query tile) of Q_i + sum_j (K_j + V_j), which for
-// full tiles without a mask is FlashAttention-2's Q + (K + V) T_r.
+// Prints, per static-shape attention, the traffic fagpu::kernelTraffic
+// (Traffic.h) counts for the kernel its schedule describes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FAGPU/Transforms/Passes.h"
 
-#include "fa/Dialect/FAGPU/IR/TileRange.h"
+#include "fa/Dialect/FAGPU/IR/Traffic.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -24,12 +21,6 @@ using namespace mlir;
 using namespace mlir::fagpu;
 
 namespace {
-
-struct Traffic {
-  int64_t q = 0, k = 0, v = 0, o = 0, lse = 0;
-  int64_t reads() const { return q + k + v; }
-  int64_t writes() const { return o + lse; }
-};
 
 struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
   using FAGPUIOReportBase::FAGPUIOReportBase;
@@ -66,39 +57,23 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     int64_t elt = q.getElementTypeBitWidth() / 8;
     bool causal = op.getCausal();
     int64_t window = op.getWindow().value_or(0);
-
-    // One (batch, query head): every query tile and the blocks it visits.
-    // TMA moves whole boxes: a ragged tail's rows past N cross from L2 too
-    // (measured on the H200: N = 1000 moves the bytes of N = 1024). The
-    // sm_80 kernel's cp.async zero-fills them instead (not measured).
-    bool wholeBoxes = op.getTarget() != Target::sm_80;
-    Traffic head;
-    int64_t tiles = (nq + br - 1) / br, blocksVisited = 0;
-    for (int64_t i = 0; i < tiles; ++i) {
-      int64_t qStart = i * br;
-      int64_t rows = wholeBoxes ? br : std::min(br, nq - qStart);
-      head.q += rows * d * elt;
-      IntegerArithmetic ints;
-      KVRange<IntegerArithmetic> range = kvBlockRange(
-          ints, qStart, nq, nk, br, bc, causal, window, op.getBottomRight());
-      for (int64_t j = range.first; j < range.end; ++j) {
-        int64_t cols = wholeBoxes ? bc : std::min(bc, nk - j * bc);
-        head.k += cols * d * elt;
-        head.v += cols * dv * elt;
-        ++blocksVisited;
-      }
-    }
-    head.o = nq * dv * elt;
-    head.lse = op.getLse() ? nq * 4 : 0;
-    int64_t heads = b * hq;
-    Traffic total{head.q * heads, head.k * heads, head.v * heads,
-                  head.o * heads, head.lse * heads};
-    // The dynamic tile scheduler: one 32-byte atomic on its counter per
-    // tile taken, and one more that resets it (read and written).
-    int64_t scheduler = s.getScheduler() == TileScheduler::Dynamic
-                            ? (tiles * heads + 1) * 32
-                            : 0;
-    int64_t fa2Model = heads * (nq * d + (nk * d + nk * dv) * tiles) * elt;
+    TrafficKernel kernel;
+    kernel.blockR = br;
+    kernel.blockC = bc;
+    kernel.headDim = d;
+    kernel.valueHeadDim = dv;
+    kernel.elementBytes = elt;
+    kernel.causal = causal;
+    kernel.bottomRight = op.getBottomRight();
+    kernel.window = window;
+    kernel.wholeBoxes = op.getTarget() != Target::sm_80;
+    kernel.dynamicScheduler = s.getScheduler() == TileScheduler::Dynamic;
+    kernel.writesLse = bool(op.getLse());
+    Traffic total = kernelTraffic(kernel, {b, hq, hkv, nq, nk});
+    int64_t tiles = total.tilesPerHead, blocksVisited =
+                                            total.blocksVisitedPerHead;
+    int64_t scheduler = total.scheduler;
+    int64_t fa2Model = total.fa2Model;
 
     os << "fagpu-io-report: " << op.getLoc() << "\n";
     os << "  kernel: target=" << targetName(op.getTarget()) << " B_r=" << br
@@ -109,12 +84,12 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
        << " element_bytes=" << elt << "\n";
     os << "  query tiles per head: " << tiles
        << ", K/V blocks visited per head: " << blocksVisited << "\n";
-    os << "  l2_to_sm_read_bytes: " << total.reads() + scheduler << " (q "
+    os << "  l2_to_sm_read_bytes: " << total.reads() << " (q "
        << total.q << ", k " << total.k << ", v " << total.v
        << ", tile counter " << scheduler << ")\n";
     // Payload bytes; the register epilogue's 4-byte stores write partial
     // sectors, which the hardware counts whole (D = 64 kernels).
-    os << "  sm_to_l2_write_bytes: " << total.writes() + scheduler << " (o "
+    os << "  sm_to_l2_write_bytes: " << total.writes() << " (o "
        << total.o << ", lse " << total.lse << ", tile counter " << scheduler
        << ")\n";
     os << "  fa2_model_read_bytes: " << fa2Model
