@@ -21,11 +21,11 @@ for _candidate in (_os.environ.get("FLASHMLIR_BUILD_DIR"),
 
 from .errors import CompileError  # noqa: E402
 from .compiler import (CompiledKernel, CompiledModule, compile,  # noqa: E402
-                       compile_module, run_cpu)
+                       compile_module, predicted_bytes, run_cpu)
 
 __all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
-           "CompileError", "attention", "flash_attn_func", "run_cpu",
-           "runtime"]
+           "CompileError", "attention", "flash_attn_func", "predicted_bytes",
+           "run_cpu", "runtime"]
 
 _launchers = {}
 

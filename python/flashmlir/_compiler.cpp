@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Dialect/FAGPU/IR/Traffic.h"
 #include "fa/Support/UpstreamParserGuard.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Target/Compile.h"
@@ -360,6 +361,36 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
         py::arg("run_ptxas") = true);
+  // The traffic rule of fagpu-io-report and faMetadataPredictedBytes
+  // (fa/Dialect/FAGPU/IR/Traffic.h) on a kernel's fields.
+  m.def(
+      "predicted_bytes",
+      [](int64_t blockR, int64_t blockC, int64_t headDim, int64_t elementBytes,
+         bool causal, bool bottomRight, int64_t window, bool wholeBoxes,
+         bool dynamicScheduler, bool writesLse, int64_t b, int64_t hq,
+         int64_t hkv, int64_t nq, int64_t nk) {
+        for (int64_t v : {blockR, blockC, headDim, elementBytes, b, hq, hkv,
+                          nq, nk})
+          if (v < 1 || v > 0x7fffffff)
+            throw py::value_error("predicted_bytes: sizes and shapes must be "
+                                  "in [1, 2^31 - 1]");
+        if (hq % hkv != 0)
+          throw py::value_error("predicted_bytes: the query heads must be a "
+                                "multiple of the K/V heads");
+        fagpu::TrafficKernel kernel;
+        kernel.blockR = blockR;
+        kernel.blockC = blockC;
+        kernel.headDim = kernel.valueHeadDim = headDim;
+        kernel.elementBytes = elementBytes;
+        kernel.causal = causal;
+        kernel.bottomRight = bottomRight;
+        kernel.window = window;
+        kernel.wholeBoxes = wholeBoxes;
+        kernel.dynamicScheduler = dynamicScheduler;
+        kernel.writesLse = writesLse;
+        fagpu::Traffic t = fagpu::kernelTraffic(kernel, {b, hq, hkv, nq, nk});
+        return py::make_tuple(t.reads(), t.writes());
+      });
   m.def("run_cpu", &runCpu, py::arg("q"), py::arg("k"), py::arg("v"),
         py::arg("causal") = false, py::arg("scale") = py::none(),
         py::arg("loop_order") = "fa2", py::arg("block_r") = 0,

@@ -169,3 +169,21 @@ def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
     return _extension().run_cpu(q, k, v, causal=causal, scale=scale,
                                 loop_order=loop_order, block_r=block_r,
                                 block_c=block_c)
+
+
+def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
+                    key_len):
+    """(L2 -> SM read bytes, SM -> L2 write bytes) that the kernel of
+    `metadata` (a CompiledKernel's .metadata or a fa-compile .json, loaded)
+    moves for this shape: the counting rule of fagpu-io-report and of the C
+    runtime's faMetadataPredictedBytes, checked against ncu on the H200."""
+    m = metadata
+    if "block_c" not in m or "arch" not in m:
+        raise ValueError("predicted_bytes: the metadata has no 'block_c' or "
+                         "'arch' (compiled before the prediction existed)")
+    return tuple(_extension().predicted_bytes(
+        m["block_r"], m["block_c"], m["head_dim"], 2, bool(m["causal"]),
+        bool(m.get("bottom_right", False)), int(m.get("window", 0)),
+        int(m.get("tma_box_cols", 0)) > 0,
+        m.get("tile_scheduler") == "dynamic", bool(m.get("writes_lse", True)),
+        batch, query_heads, kv_heads, query_len, key_len))
