@@ -92,14 +92,19 @@ private:
   }
 
   /// buf[bi, h, row0 : row0 + rows, :] as a rank-reduced view (rank 2 for
-  /// [B, H, N, D] buffers, rank 1 for [B, H, N] ones).
-  Value rowBlock(Value buf, Value bi, Value h, Value row0, Value rows) {
+  /// [B, H, N, D] buffers, rank 1 for [B, H, N] ones); with `heads` > 1,
+  /// heads h .. h + heads - 1 (one more leading dimension: a split-KV
+  /// query block's partials).
+  Value rowBlock(Value buf, Value bi, OpFoldResult h, Value row0, Value rows,
+                 int64_t heads = 1) {
     auto type = cast<MemRefType>(buf.getType());
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     SmallVector<OpFoldResult> offsets = {bi, h, row0};
-    SmallVector<OpFoldResult> sizes = {one, one, rows};
+    SmallVector<OpFoldResult> sizes = {one, b.getIndexAttr(heads), rows};
     SmallVector<int64_t> shape = {
         getConstantIntValue(rows).value_or(ShapedType::kDynamic)};
+    if (heads > 1)
+      shape.insert(shape.begin(), heads);
     if (type.getRank() == 4) {
       offsets.push_back(zero);
       sizes.push_back(b.getIndexAttr(type.getDimSize(3)));
@@ -360,22 +365,7 @@ void AttentionLowering::buildMerge(Value partialOut, Value partialLse,
     Value rows = blockLength(qStart, p.blockR, p.queryLen);
     // The S partials of (bi, h): heads h * S .. h * S + S - 1.
     auto splitsOf = [&](Value buf) {
-      auto type = cast<MemRefType>(buf.getType());
-      OpFoldResult one = b.getIndexAttr(1);
-      SmallVector<OpFoldResult> offsets = {bi, mul(h, splits), qStart};
-      SmallVector<OpFoldResult> sizes = {one, b.getIndexAttr(splits), rows};
-      SmallVector<int64_t> shape = {
-          splits, getConstantIntValue(rows).value_or(ShapedType::kDynamic)};
-      if (type.getRank() == 4) {
-        offsets.push_back(b.getIndexAttr(0));
-        sizes.push_back(b.getIndexAttr(type.getDimSize(3)));
-        shape.push_back(type.getDimSize(3));
-      }
-      SmallVector<OpFoldResult> strides(type.getRank(), one);
-      MemRefType viewType = memref::SubViewOp::inferRankReducedResultType(
-          shape, type, offsets, sizes, strides);
-      return memref::SubViewOp::create(b, loc, viewType, buf, offsets, sizes,
-                                       strides);
+      return rowBlock(buf, bi, mul(h, splits), qStart, rows, splits);
     };
     MergePartialsOp::create(
         b, loc, splitsOf(partialOut), splitsOf(partialLse),
