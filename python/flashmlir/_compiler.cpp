@@ -131,6 +131,18 @@ void setFA4Options(fa::KernelOptions &options, py::object rescaleThreshold,
   options.polyExp2Period = polyPeriod;
 }
 
+/// What both compile entry points return: the IR of each stage, the PTX,
+/// the cubin and ptxas's report.
+py::dict artefactsOf(const fa::CompiledKernel &kernel) {
+  py::dict out;
+  out["kernel_ir"] = kernel.kernelIR;
+  out["host_ir"] = kernel.hostIR;
+  out["ptx"] = kernel.ptx;
+  out["cubin"] = py::bytes(kernel.cubin);
+  out["ptxas_log"] = kernel.ptxasLog;
+  return out;
+}
+
 py::dict compile(const std::string &arch, int64_t headDim,
                  const std::string &dtype, bool causal, int64_t window,
                  bool bottomRight, double softcap, int64_t blockR, int64_t blockC,
@@ -169,13 +181,8 @@ py::dict compile(const std::string &arch, int64_t headDim,
   }
   if (failed(kernel))
     raiseCompileError(errors);
-  py::dict out;
+  py::dict out = artefactsOf(*kernel);
   out["name"] = kernel->name;
-  out["kernel_ir"] = kernel->kernelIR;
-  out["host_ir"] = kernel->hostIR;
-  out["ptx"] = kernel->ptx;
-  out["cubin"] = py::bytes(kernel->cubin);
-  out["ptxas_log"] = kernel->ptxasLog;
   out["metadata"] = kernel->metadata;
   return out;
 }
@@ -209,12 +216,7 @@ py::dict compileModule(const std::string &text, const std::string &arch,
   }
   if (failed(kernel))
     raiseCompileError(errors);
-  py::dict out;
-  out["kernel_ir"] = kernel->kernelIR;
-  out["host_ir"] = kernel->hostIR;
-  out["ptx"] = kernel->ptx;
-  out["cubin"] = py::bytes(kernel->cubin);
-  out["ptxas_log"] = kernel->ptxasLog;
+  py::dict out = artefactsOf(*kernel);
   py::list launches;
   for (const fa::CompiledKernel::Launch &launch : kernel->launches) {
     py::dict entry;

@@ -117,6 +117,17 @@ private:
                                      strides);
   }
 
+  /// The K/V block of keys kStart.. (ragged at the end) copied into the
+  /// on-chip tiles; returns their views of its length.
+  std::pair<Value, Value> loadKVBlock(const Tiles &t, Value bi, Value kvHead,
+                                      Value kStart) {
+    Value cols = blockLength(kStart, p.blockC, p.keyLen);
+    Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
+    copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
+    copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
+    return {kTile, vTile};
+  }
+
   /// The first `rows` rows of a static on-chip buffer.
   Value prefix(Value local, Value rows) {
     auto type = cast<MemRefType>(local.getType());
@@ -326,10 +337,7 @@ void AttentionLowering::buildFA2() {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPoint(loop.getBody()->getTerminator());
       Value kStart = mul(loop.getInductionVar(), p.blockC);
-      Value cols = blockLength(kStart, p.blockC, p.keyLen);
-      Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
-      copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
-      copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
+      auto [kTile, vTile] = loadKVBlock(t, bi, kvHead, kStart);
       scoreTile(qTile, kTile, t.scores, qStart, kStart);
       SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction,
                               /*exp2_poly_degree=*/IntegerAttr(),
@@ -413,10 +421,7 @@ void AttentionLowering::buildFA1() {
       OpBuilder::InsertionGuard g1(b);
       b.setInsertionPoint(outer.getBody()->getTerminator());
       Value kStart = mul(outer.getInductionVar(), p.blockC);
-      Value cols = blockLength(kStart, p.blockC, p.keyLen);
-      Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
-      copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
-      copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
+      auto [kTile, vTile] = loadKVBlock(t, bi, kvHead, kStart);
 
       // Inner loop: Q blocks, state round-tripping through memory.
       auto inner = scf::ForOp::create(b, loc, index(0), numQBlocks, index(1));
