@@ -7,14 +7,28 @@
 
 Needs the compiled extension (built with flash-mlir); the runtime
 (flashmlir.runtime) does not.
+
+Compiling takes about a second, so compile() and compile_module() keep
+their results in the process and on disk (see cache_dir(): one file per
+kernel, keyed by every option and the compiler's identity), and a new
+process loads a kernel compiled before instead of compiling it again.
 """
+import collections
 import functools
+import hashlib
 import json
+import os
 import struct
+import tempfile
+import threading
+import warnings
+import zlib
 
 from .errors import CompileError
 
-__all__ = ["CompiledKernel", "compile", "CompileError", "run_cpu"]
+__all__ = ["CacheInfo", "CompiledKernel", "CompiledModule", "compile",
+           "compile_module", "CompileError", "cache_dir", "cache_info",
+           "clear_cache", "compiler_id", "run_cpu"]
 
 _STAGES = ("attention", "host", "kernel", "ptx")
 
@@ -78,17 +92,310 @@ class CompiledKernel:
         return f"CompiledKernel({self.name}, {self.options})"
 
 
-@functools.lru_cache(maxsize=64)
-def _compile_cached(**options):
-    return _extension().compile(**options)
+# The disk cache. An entry is one file, <key>.fmc:
+#   _MAGIC, an 8-byte big-endian header length, the header (JSON: format,
+#   kind, key, the fields' names, types and lengths, the payload's length
+#   and sha256), the payload (the fields, concatenated, zlib level 1: the
+#   kernel IR is ~2 MB of text and compresses ten times in ~15 ms).
+# The key is the sha256 of the kind, the options (and a module's text) and
+# compiler_id(). The header repeats the key and the payload's hash, so a
+# truncated, corrupt or misplaced file is detected, removed and compiled
+# again, never returned. Files are written aside and renamed into place
+# (os.replace), so concurrent processes see a whole entry or none.
+_FORMAT = 1
+_MAGIC = b"flashmlir-compile-cache\n"
+_SUFFIX = ".fmc"
+_MEMORY_ENTRIES = 64
+_FIELDS = {"kernel": ("name", "ptx", "cubin", "metadata", "kernel_ir",
+                      "host_ir", "ptxas_log"),
+           "module": ("ptx", "cubin", "kernel_ir", "host_ir", "ptxas_log",
+                      "launches")}
+
+CacheInfo = collections.namedtuple(
+    "CacheInfo", "hits misses maxsize currsize disk_hits disk_writes "
+    "disk_rejected compiles directory")
+CacheInfo.__doc__ = """The caches of compile() and compile_module() in this
+process: hits / misses / maxsize / currsize of the in-process cache (as
+functools.lru_cache reports them); disk_hits: misses loaded from the disk
+cache; disk_writes: entries written; disk_rejected: entries found corrupt,
+truncated or for another key, removed and compiled again; compiles: misses
+that ran the compiler; directory: the disk cache's (None: off)."""
+
+_lock = threading.Lock()
+_memory = collections.OrderedDict()
+_stats = collections.Counter()
+_warned_dirs = set()
+
+
+def cache_dir():
+    """The disk cache's directory: $FLASHMLIR_CACHE_DIR when set (empty: no
+    disk cache, None is returned), else $XDG_CACHE_HOME/flashmlir, else
+    ~/.cache/flashmlir. Read on every compile, so setting the variable in a
+    running process takes effect at once."""
+    env = os.environ.get("FLASHMLIR_CACHE_DIR")
+    if env is not None:
+        return os.path.abspath(os.path.expanduser(env)) if env else None
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG spec: a relative path in the variable is to be ignored.
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "flashmlir")
+
+
+def _file_identity(path):
+    st = os.stat(path)
+    return f"{os.path.realpath(path)} {st.st_size} {st.st_mtime_ns}"
+
+
+@functools.lru_cache(maxsize=None)
+def _extension_identity():
+    """The loaded extension's content hash and the MLIR/LLVM shared
+    libraries it runs on (path, size, mtime): what the kernels depend on in
+    this process, fixed once the extension is loaded."""
+    ext = _extension()
+    h = hashlib.sha256()
+    with open(ext.__file__, "rb") as f:
+        h.update(f.read())
+    parts = [f"extension sha256 {h.hexdigest()}"]
+    # Debian links libMLIR.so / libLLVM.so dynamically: an LLVM update
+    # changes the code generator without touching the extension.
+    libs = set()
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                name = os.path.basename(path)
+                if name.startswith(("libMLIR", "libLLVM")) and ".so" in name:
+                    libs.add(path)
+    except OSError:
+        pass
+    for lib in sorted(libs):
+        try:
+            parts.append("library " + _file_identity(lib))
+        except OSError:
+            parts.append("library " + lib)
+    return "\n".join(parts)
+
+
+def _ptxas_identity():
+    """The ptxas the extension runs for cubins, found as
+    lib/Target/Compile.cpp's findPtxas finds it ($CUDA_HOME/bin, then
+    /usr/local/cuda/bin, then PATH), by path, size and mtime."""
+    candidates = []
+    if os.environ.get("CUDA_HOME"):
+        candidates.append(os.path.join(os.environ["CUDA_HOME"], "bin",
+                                       "ptxas"))
+    candidates.append("/usr/local/cuda/bin/ptxas")
+    candidates += [os.path.join(d, "ptxas") for d in
+                   os.environ.get("PATH", "").split(os.pathsep) if d]
+    for c in candidates:
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            try:
+                return "ptxas " + _file_identity(c)
+            except OSError:
+                continue
+    return "ptxas none"
+
+
+def compiler_id():
+    """A hex digest that changes when the compiler changes: the extension's
+    contents, the MLIR/LLVM libraries it has loaded, the ptxas it runs, and
+    the cache's format. Part of every disk cache key."""
+    text = f"format {_FORMAT}\n{_extension_identity()}\n{_ptxas_identity()}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _cache_key(kind, options):
+    text = json.dumps({"kind": kind, "options": options,
+                       "compiler": compiler_id()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _encode(kind, key, raw):
+    fields, chunks = [], []
+    for name in _FIELDS[kind]:
+        value = raw[name]
+        if isinstance(value, bytes):
+            kind_of, data = "bytes", value
+        elif isinstance(value, str):
+            kind_of, data = "str", value.encode()
+        else:
+            kind_of, data = "json", json.dumps(value).encode()
+        fields.append([name, kind_of, len(data)])
+        chunks.append(data)
+    payload = zlib.compress(b"".join(chunks), 1)
+    header = json.dumps({"format": _FORMAT, "kind": kind, "key": key,
+                         "fields": fields, "payload_bytes": len(payload),
+                         "payload_sha256": hashlib.sha256(payload)
+                         .hexdigest()}).encode()
+    return _MAGIC + struct.pack(">Q", len(header)) + header + payload
+
+
+def _decode(kind, key, data):
+    """The raw result in `data`; ValueError when it is not a whole entry of
+    this key."""
+    start = len(_MAGIC) + 8
+    if len(data) < start or not data.startswith(_MAGIC):
+        raise ValueError("not a flashmlir cache entry")
+    (size,) = struct.unpack(">Q", data[len(_MAGIC):start])
+    header = json.loads(data[start:start + size])
+    payload = data[start + size:]
+    if (not isinstance(header, dict) or header.get("format") != _FORMAT
+            or header.get("kind") != kind or header.get("key") != key):
+        raise ValueError("an entry of another format, kind or key")
+    if (header.get("payload_bytes") != len(payload)
+            or header.get("payload_sha256")
+            != hashlib.sha256(payload).hexdigest()):
+        raise ValueError("a truncated or corrupt payload")
+    blob = zlib.decompress(payload)
+    fields = header["fields"]
+    if ([f[0] for f in fields] != list(_FIELDS[kind])
+            or not all(type(f[2]) is int and f[2] >= 0 for f in fields)
+            or sum(f[2] for f in fields) != len(blob)):
+        raise ValueError("the fields do not match the payload")
+    raw, at = {}, 0
+    for name, kind_of, length in fields:
+        chunk = blob[at:at + length]
+        at += length
+        if kind_of == "bytes":
+            raw[name] = chunk
+        elif kind_of == "str":
+            raw[name] = chunk.decode()
+        elif kind_of == "json":
+            raw[name] = json.loads(chunk)
+        else:
+            raise ValueError(f"unknown field type {kind_of!r}")
+    return raw
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _disk_load(directory, kind, key):
+    path = os.path.join(directory, key + _SUFFIX)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None  # absent or unreadable: a miss
+    try:
+        return _decode(kind, key, data)
+    except (ValueError, KeyError, TypeError, IndexError, struct.error,
+            zlib.error, RecursionError):
+        # json.JSONDecodeError and UnicodeDecodeError are ValueErrors.
+        with _lock:
+            _stats["disk_rejected"] += 1
+        _remove(path)
+        return None
+
+
+def _disk_store(directory, kind, key, raw):
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=key + _SUFFIX + ".",
+                                   suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_encode(kind, key, raw))
+            os.replace(tmp, os.path.join(directory, key + _SUFFIX))
+        except BaseException:
+            _remove(tmp)
+            raise
+    except OSError as e:
+        # A read-only or full disk costs the next process a compile, not
+        # this one its kernel.
+        if directory not in _warned_dirs:
+            _warned_dirs.add(directory)
+            warnings.warn(f"flashmlir: cannot write the compile cache in "
+                          f"{directory} ({e}); set FLASHMLIR_CACHE_DIR='' to "
+                          f"turn it off", RuntimeWarning, stacklevel=4)
+        return
+    with _lock:
+        _stats["disk_writes"] += 1
+
+
+def _cached(kind, options, build, directory):
+    """The raw result for `options`: from this process's cache, else the
+    disk cache in `directory` (None: none), else `build()`."""
+    memo = (kind, json.dumps(options, sort_keys=True))
+    with _lock:
+        if memo in _memory:
+            _memory.move_to_end(memo)
+            _stats["hits"] += 1
+            return _memory[memo]
+        _stats["misses"] += 1
+    raw = None
+    if directory:
+        key = _cache_key(kind, options)
+        raw = _disk_load(directory, kind, key)
+        if raw is not None:
+            with _lock:
+                _stats["disk_hits"] += 1
+    if raw is None:
+        raw = build()
+        with _lock:
+            _stats["compiles"] += 1
+        if directory:
+            _disk_store(directory, kind, key, raw)
+    with _lock:
+        _memory[memo] = raw
+        while len(_memory) > _MEMORY_ENTRIES:
+            _memory.popitem(last=False)
+    return raw
+
+
+def _directory(argument):
+    if argument is None:
+        return cache_dir()
+    return os.path.abspath(os.path.expanduser(argument)) if argument \
+        else None
+
+
+def cache_info():
+    """The caches' counters in this process (a CacheInfo)."""
+    with _lock:
+        return CacheInfo(hits=_stats["hits"], misses=_stats["misses"],
+                         maxsize=_MEMORY_ENTRIES, currsize=len(_memory),
+                         disk_hits=_stats["disk_hits"],
+                         disk_writes=_stats["disk_writes"],
+                         disk_rejected=_stats["disk_rejected"],
+                         compiles=_stats["compiles"], directory=cache_dir())
+
+
+def clear_cache(memory=True, disk=True, directory=None):
+    """Empties this process's cache and the disk cache (`directory`, default
+    cache_dir()): every entry of any compiler version, and temporary files
+    a killed writer left. Other files in the directory are kept. Returns the
+    number of files removed."""
+    if memory:
+        with _lock:
+            _memory.clear()
+    directory = _directory(directory) if disk else None
+    removed = 0
+    if directory and os.path.isdir(directory):
+        for name in os.listdir(directory):
+            if name.endswith(_SUFFIX) or (_SUFFIX + "." in name
+                                          and name.endswith(".tmp")):
+                try:
+                    os.unlink(os.path.join(directory, name))
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+    return removed
 
 
 def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             softcap=0.0, bottom_right=False, block_r=0, block_c=0, rescale_threshold=None,
             poly_exp2_degree=None, poly_exp2_period=8, stages=0,
             ping_pong=True, intra_overlap=True, persistent=None,
-            sm90_kernel="wgmma"):
-    """Compiles an attention kernel; cached on the options.
+            sm90_kernel="wgmma", cache_dir=None):
+    """Compiles an attention kernel; cached on the options, in the process
+    and on disk (cache_dir: None for the default, see cache_dir(); "" for
+    no disk cache; else a directory).
 
     arch: "sm_80", "sm_90a" (FlashAttention-3: TMA, wgmma, warp roles) or
     "sm_100a" (Blackwell tcgen05 kernel: compile-verified only, no GPU of
@@ -118,7 +425,9 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
                    persistent=(-1 if persistent is None
                                else int(bool(persistent))),
                    sm90_kernel=sm90_kernel)
-    raw = _compile_cached(**options)
+    raw = _cached("kernel", options,
+                  lambda: _extension().compile(**options),
+                  _directory(cache_dir))
     return CompiledKernel(raw, options)
 
 
@@ -143,22 +452,22 @@ class CompiledModule:
 
 
 def compile_module(text, arch="sm_90a", rescale_threshold=None,
-                   poly_exp2_degree=None, poly_exp2_period=8):
+                   poly_exp2_degree=None, poly_exp2_period=8,
+                   cache_dir=None):
     """Compiles a user's MLIR module (fa.attention ops in func.funcs, e.g.
     after fa-raise-attention) for `arch`; every attention becomes a launch.
-    Diagnostics are raised as CompileError."""
-    raw = _extension().compile_module(
-        text=str(text), arch=arch,
-        rescale_threshold=(None if rescale_threshold is None
-                           else float(rescale_threshold)),
-        poly_exp2_degree=(-1 if poly_exp2_degree is None
-                          else int(poly_exp2_degree)),
-        poly_exp2_period=int(poly_exp2_period))
+    Diagnostics are raised as CompileError. Cached as compile() is, keyed
+    on the module's text (byte for byte) and the options."""
+    options = dict(text=str(text), arch=arch,
+                   rescale_threshold=(None if rescale_threshold is None
+                                      else float(rescale_threshold)),
+                   poly_exp2_degree=(-1 if poly_exp2_degree is None
+                                     else int(poly_exp2_degree)),
+                   poly_exp2_period=int(poly_exp2_period))
+    raw = _cached("module", options,
+                  lambda: _extension().compile_module(**options),
+                  _directory(cache_dir))
     return CompiledModule(raw)
-
-
-def cache_info():
-    return _compile_cached.cache_info()
 
 
 def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,

@@ -1,0 +1,172 @@
+"""flash-mlir's attention as torch operators, so that a torch.compile'd
+model calls it without a graph break:
+
+    import flashmlir.torch_ops      # registers torch.ops.flashmlir.*
+    out = torch.ops.flashmlir.attention(q, k, v, causal=True)
+    compiled = torch.compile(model, fullgraph=True)
+
+* ``flashmlir::attention(Tensor q, Tensor k, Tensor v, bool causal=False,
+  float? scale=None) -> Tensor``: torch SDPA's layout, q [B, Hq, Nq, D], k
+  and v [B, Hkv, Nk, D]; O [B, Hq, Nq, D]; causal top-left aligned, as
+  flashmlir.attention (and F.scaled_dot_product_attention's is_causal).
+* ``flashmlir::flash_attn(Tensor q, Tensor k, Tensor v, float?
+  softmax_scale=None, bool causal=False, int window_left=-1, int
+  window_right=-1) -> Tensor``: flash-attention's layout, q [B, Nq, Hq, D],
+  k and v [B, Nk, Hkv, D]; O [B, Nq, Hq, D]; causal and the window
+  bottom-right aligned, as flashmlir.flash_attn_func.
+
+Both are functional (they allocate O, contiguous, and mutate nothing) and
+inference only (no autograd formula: a backward through them fails). The
+real implementation is flashmlir.attention / flashmlir.flash_attn_func on
+CUDA tensors (f16/bf16, D in {64, 128, 256}; non-contiguous inputs are
+copied); the fake (meta) implementation checks the shapes and gives O's
+shape, dtype and device, which is all torch.compile needs to trace through.
+
+On torch >= 2.4 they are torch.library.custom_op's with register_fake; on
+older torch (back to Debian's 1.13) a torch.library.Library with CPU, CUDA
+and Meta kernels: eager calls and meta/fake tensors work there, and
+torch.compile (torch >= 2.0) traces the Meta kernel. REGISTRATION says
+which was used.
+"""
+from typing import Optional
+
+try:
+    import torch
+except ImportError as e:
+    raise ImportError("flashmlir.torch_ops needs torch (the operators are "
+                      "torch.library registrations)") from e
+
+from . import runtime as _runtime
+
+_API = getattr(torch, "library", None)
+if hasattr(_API, "custom_op") and hasattr(_API, "register_fake"):
+    REGISTRATION = "custom_op"
+elif hasattr(_API, "Library"):
+    REGISTRATION = "library"
+else:
+    raise ImportError(
+        f"flashmlir.torch_ops: torch {torch.__version__} has neither "
+        f"torch.library.custom_op nor torch.library.Library; the operators "
+        f"need torch >= 1.13 (torch.compile needs >= 2.0)")
+
+__all__ = ["REGISTRATION", "attention", "flash_attn"]
+
+_NAMESPACE = "flashmlir"
+# Given to both APIs, so the schemas are the same (custom_op would infer
+# SymInt for the window's ints).
+_SCHEMAS = {
+    "attention": "(Tensor q, Tensor k, Tensor v, bool causal=False, "
+                 "float? scale=None) -> Tensor",
+    "flash_attn": "(Tensor q, Tensor k, Tensor v, float? softmax_scale=None, "
+                  "bool causal=False, int window_left=-1, "
+                  "int window_right=-1) -> Tensor",
+}
+
+
+def _check(op, q, k, v, head_axis):
+    """The shape rules both kernels and their launchers enforce, raised at
+    trace time (a fake tensor has shapes but no data)."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 4:
+            raise _runtime.KernelArgumentError(
+                f"flashmlir::{op}: {name} must have rank 4, got shape "
+                f"{tuple(t.shape)}")
+        if t.dtype not in (torch.float16, torch.bfloat16) or \
+                t.dtype != q.dtype:
+            raise _runtime.KernelArgumentError(
+                f"flashmlir::{op}: q, k and v must all be float16 or all "
+                f"bfloat16, got {q.dtype}, {k.dtype}, {v.dtype}")
+        if t.device != q.device:
+            raise _runtime.KernelArgumentError(
+                f"flashmlir::{op}: q, k and v must be on one device, got "
+                f"{q.device}, {k.device}, {v.device}")
+    if k.shape != v.shape:
+        raise _runtime.KernelArgumentError(
+            f"flashmlir::{op}: k and v must have one shape, got "
+            f"{tuple(k.shape)} and {tuple(v.shape)}")
+    if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
+        raise _runtime.KernelArgumentError(
+            f"flashmlir::{op}: q {tuple(q.shape)} and k {tuple(k.shape)} "
+            f"differ in batch or head dim")
+    if k.shape[head_axis] == 0 or q.shape[head_axis] % k.shape[head_axis]:
+        raise _runtime.KernelArgumentError(
+            f"flashmlir::{op}: query heads ({q.shape[head_axis]}) must be a "
+            f"multiple of key/value heads ({k.shape[head_axis]})")
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               causal: bool = False,
+               scale: Optional[float] = None) -> torch.Tensor:
+    import flashmlir
+    return flashmlir.attention(q.contiguous(), k.contiguous(),
+                               v.contiguous(), causal=causal, scale=scale)
+
+
+def _attention_fake(q, k, v, causal=False, scale=None):
+    _check("attention", q, k, v, head_axis=1)
+    return q.new_empty(q.shape)
+
+
+def _flash_attn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                softmax_scale: Optional[float] = None, causal: bool = False,
+                window_left: int = -1,
+                window_right: int = -1) -> torch.Tensor:
+    import flashmlir
+    return flashmlir.flash_attn_func(
+        q, k, v, softmax_scale=softmax_scale, causal=causal,
+        window_size=(window_left, window_right))
+
+
+def _flash_attn_fake(q, k, v, softmax_scale=None, causal=False,
+                     window_left=-1, window_right=-1):
+    _check("flash_attn", q, k, v, head_axis=2)
+    return q.new_empty(q.shape)
+
+
+_IMPLS = {"attention": (_attention, _attention_fake),
+          "flash_attn": (_flash_attn, _flash_attn_fake)}
+
+
+def _register_custom_op():
+    ops = {}
+    for name, (impl, fake) in _IMPLS.items():
+        op = torch.library.custom_op(f"{_NAMESPACE}::{name}",
+                                     mutates_args=(),
+                                     schema=_SCHEMAS[name])(impl)
+        op.register_fake(fake)
+        ops[name] = op
+    return ops
+
+
+def _register_library():
+    # Kept alive for the process: the registrations go with the object.
+    global _LIBRARY
+    _LIBRARY = torch.library.Library(_NAMESPACE, "DEF")
+    for name, (impl, fake) in _IMPLS.items():
+        _LIBRARY.define(name + _SCHEMAS[name])
+        # CPU too, so a CPU tensor reaches the launcher's own message ("q
+        # must be a CUDA tensor") instead of the dispatcher's.
+        for key in ("CPU", "CUDA"):
+            _LIBRARY.impl(name, impl, key)
+        _LIBRARY.impl(name, fake, "Meta")
+    return {}
+
+
+_LIBRARY = None
+_OPS = (_register_custom_op() if REGISTRATION == "custom_op"
+        else _register_library())
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """torch.ops.flashmlir.attention: [B, H, N, D] tensors, top-left
+    causal, as flashmlir.attention."""
+    return torch.ops.flashmlir.attention(q, k, v, causal, scale)
+
+
+def flash_attn(q, k, v, softmax_scale=None, causal=False,
+               window_size=(-1, -1)):
+    """torch.ops.flashmlir.flash_attn: [B, N, H, D] tensors, bottom-right
+    causal and window, as flashmlir.flash_attn_func."""
+    left, right = window_size
+    return torch.ops.flashmlir.flash_attn(q, k, v, softmax_scale, causal,
+                                          int(left), int(right))

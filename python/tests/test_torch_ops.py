@@ -1,0 +1,295 @@
+"""flashmlir.torch_ops: the attention as torch operators (issue 15).
+
+On the host (any torch from Debian's 1.13 on): the registration, the
+schemas, the fake (meta) implementation's shapes and errors, the real
+implementation reaching the launcher, and a clear ImportError where torch
+or its torch.library API is missing. Marked `gpu` (the H200, recent torch):
+torch.compile(fullgraph=True) of models calling the operators, checked to
+hold the operator in one graph and to match torch's math SDPA by
+flash-attention's 2x rule; torch.library.opcheck where torch has it:
+
+    FLASHMLIR_KERNEL_DIR=.cubins python3 -m pytest -m gpu \\
+        python/tests/test_torch_ops.py
+"""
+import math
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def ops():
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(ROOT / "python"))
+    import flashmlir.torch_ops as module
+    return torch, module
+
+
+def _meta(torch, shape, dtype="float16", device="meta"):
+    return torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+
+
+def test_registration(ops):
+    torch, t = ops
+    modern = hasattr(torch.library, "custom_op") and \
+        hasattr(torch.library, "register_fake")
+    assert t.REGISTRATION == ("custom_op" if modern else "library")
+    assert str(torch.ops.flashmlir.attention.default._schema) == (
+        "flashmlir::attention(Tensor q, Tensor k, Tensor v, "
+        "bool causal=False, float? scale=None) -> Tensor")
+    assert str(torch.ops.flashmlir.flash_attn.default._schema) == (
+        "flashmlir::flash_attn(Tensor q, Tensor k, Tensor v, float? "
+        "softmax_scale=None, bool causal=False, int window_left=-1, "
+        "int window_right=-1) -> Tensor")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fake_shapes(ops, dtype):
+    torch, t = ops
+    q = _meta(torch, (2, 8, 100, 128), dtype)     # [B, Hq, Nq, D]
+    kv = _meta(torch, (2, 2, 77, 128), dtype)     # [B, Hkv, Nk, D]
+    # Meta tensors carry no autograd state; torch 1.13 has no autograd
+    # fallthrough for them, hence inference mode.
+    with torch.inference_mode():
+        out = torch.ops.flashmlir.attention(q, kv, kv, True, None)
+        assert (out.shape, out.dtype, out.device.type) == \
+            (q.shape, q.dtype, "meta")
+        assert out.is_contiguous()
+        # flash-attention's layout, from non-contiguous views.
+        qt, kt = q.transpose(1, 2), kv.transpose(1, 2)
+        out = t.flash_attn(qt, kt, kt, causal=True, window_size=(16, 0))
+        assert out.shape == (2, 100, 8, 128) and out.is_contiguous()
+        assert t.attention(q, kv, kv, scale=0.5).shape == q.shape
+
+
+def test_fake_tensor_mode(ops):
+    torch, t = ops
+    from torch._subclasses import FakeTensorMode
+    with FakeTensorMode():
+        q = torch.empty(1, 300, 4, 64, dtype=torch.bfloat16)
+        kv = torch.empty(1, 200, 1, 64, dtype=torch.bfloat16)
+        out = torch.ops.flashmlir.flash_attn(q, kv, kv, None, True, -1, -1)
+        assert type(out).__name__ == "FakeTensor"
+        assert out.shape == q.shape and out.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("q,k,v,message", [
+    ((2, 8, 10, 64), (2, 3, 10, 64), None, r"query heads \(8\) must be a "
+     r"multiple of key/value heads \(3\)"),
+    ((2, 8, 10), (2, 8, 10, 64), None, "q must have rank 4"),
+    ((2, 8, 10, 64), (2, 8, 10, 64), (2, 8, 11, 64),
+     "k and v must have one shape"),
+    ((2, 8, 10, 64), (1, 8, 10, 64), None, "differ in batch or head dim"),
+    ((2, 8, 10, 64), (2, 8, 10, 128), None, "differ in batch or head dim"),
+])
+def test_fake_rejects_bad_shapes(ops, q, k, v, message):
+    torch, t = ops
+    from flashmlir.runtime import KernelArgumentError
+    q, k = _meta(torch, q), _meta(torch, k)
+    v = k if v is None else _meta(torch, v)
+    with torch.inference_mode(), \
+            pytest.raises(KernelArgumentError, match=message):
+        torch.ops.flashmlir.attention(q, k, v, False, None)
+
+
+def test_fake_rejects_bad_dtypes(ops):
+    torch, t = ops
+    from flashmlir.runtime import KernelArgumentError
+    q = _meta(torch, (1, 2, 8, 64))
+    with torch.inference_mode():
+        with pytest.raises(KernelArgumentError, match="all be float16 or all"):
+            t.attention(q, _meta(torch, (1, 2, 8, 64), "bfloat16"), q)
+        f32 = _meta(torch, (1, 2, 8, 64), "float32")
+        with pytest.raises(KernelArgumentError, match="all be float16 or all"):
+            t.attention(f32, f32, f32)
+
+
+def test_the_real_implementation_is_the_launcher(ops):
+    torch, t = ops
+    from flashmlir.runtime import KernelArgumentError
+    q = torch.zeros(1, 2, 8, 64, dtype=torch.float16)
+    with pytest.raises(KernelArgumentError, match="must be a CUDA tensor"):
+        torch.ops.flashmlir.attention(q, q, q, False, None)
+    with pytest.raises(KernelArgumentError, match="must be a CUDA tensor"):
+        t.flash_attn(q, q, q)
+
+
+_STUB = """
+import sys, types
+{setup}
+sys.path.insert(0, {python!r})
+try:
+    import flashmlir.torch_ops
+except ImportError as e:
+    print("ImportError:", e)
+"""
+
+
+@pytest.mark.parametrize("setup,message", [
+    ("sys.modules['torch'] = None", "flashmlir.torch_ops needs torch"),
+    ("torch = types.ModuleType('torch'); torch.__version__ = '0.4.1'; "
+     "torch.library = types.ModuleType('torch.library'); "
+     "sys.modules['torch'] = torch",
+     "torch 0.4.1 has neither torch.library.custom_op nor "
+     "torch.library.Library"),
+])
+def test_without_torch_or_its_api(setup, message):
+    out = subprocess.run(
+        [sys.executable, "-c",
+         _STUB.format(setup=setup, python=str(ROOT / "python"))],
+        capture_output=True, text=True, check=True)
+    assert message in out.stdout, out.stdout + out.stderr
+
+
+# --- On the GPU -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gpu():
+    import torch  # a gpu-marked run needs torch: a missing one fails
+    assert torch.cuda.is_available(), "gpu tests need a CUDA device"
+    if not hasattr(torch, "compile"):
+        pytest.fail(f"torch {torch.__version__} has no torch.compile")
+    sys.path.insert(0, str(ROOT / "python"))
+    import flashmlir.torch_ops as module
+    return torch, module
+
+
+def _math_sdpa(torch, q, k, v, mask, scale):
+    """torch's math SDPA on [B, H, N, D] (K/V heads repeated for GQA)."""
+    import torch.nn.functional as F
+    group = q.shape[1] // k.shape[1]
+    k, v = (x.repeat_interleave(group, 1) for x in (k, v))
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        context = sdpa_kernel([SDPBackend.MATH])
+    except ImportError:
+        context = torch.backends.cuda.sdp_kernel(
+            enable_flash=False, enable_math=True, enable_mem_efficient=False)
+    with context:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                              scale=scale)
+
+
+def _two_x_rule(torch, out, q, k, v, mask, scale):
+    """flash-attention's rule: the error against a float64 reference at most
+    twice that of torch's math SDPA in the input precision."""
+    ref = _math_sdpa(torch, q.double(), k.double(), v.double(), mask, scale)
+    low = _math_sdpa(torch, q, k, v, mask, scale)
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    base = ((low.double() - ref).norm() / ref.norm()).item()
+    assert math.isfinite(err) and err <= 2 * base + 1e-6, (err, base)
+
+
+def _causal_mask(torch, nq, nk, bottom_right):
+    """True where query i sees key j (top-left: j <= i; bottom-right:
+    j <= i + nk - nq)."""
+    i = torch.arange(nq, device="cuda")[:, None]
+    j = torch.arange(nk, device="cuda")[None, :]
+    return j <= i + (nk - nq if bottom_right else 0)
+
+
+def _compiled(torch, model, backend):
+    """torch.compile(model, fullgraph=True) (a graph break raises) with a
+    backend that records the graphs it is given before `backend` runs
+    them."""
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        if backend == "eager":
+            return gm.forward
+        from torch._dynamo.backends.registry import lookup_backend
+        return lookup_backend(backend)(gm, example_inputs)
+
+    torch._dynamo.reset()
+    return torch.compile(model, backend=record, fullgraph=True), graphs
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_compiled_attention_model(gpu, backend, dtype):
+    """A model in torch's [B, N, H, D] -> [B, H, N, D] idiom (views that are
+    not contiguous), the operator between projections, two sequence lengths
+    (the second traced with dynamic shapes)."""
+    torch, t = gpu
+    dt = getattr(torch, dtype)
+    hq, hkv, d = 8, 2, 128
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = torch.nn.Linear(hq * d, hq * d, bias=False)
+            self.kv = torch.nn.Linear(hq * d, 2 * hkv * d, bias=False)
+
+        def heads(self, x):
+            b, n, _ = x.shape
+            q = self.q(x).view(b, n, hq, d).transpose(1, 2)
+            k, v = self.kv(x).view(b, n, 2, hkv, d).unbind(2)
+            return q, k.transpose(1, 2), v.transpose(1, 2)
+
+        def forward(self, x):
+            q, k, v = self.heads(x)
+            o = torch.ops.flashmlir.attention(q, k, v, True, None)
+            # The heads too: the reference is computed on the very q, k, v
+            # the compiled graph made.
+            return o.transpose(1, 2).flatten(2) * 2.0, q, k, v
+
+    torch.manual_seed(0)
+    model = Block().to("cuda", dt).eval()
+    compiled, graphs = _compiled(torch, model, backend)
+    with torch.no_grad():
+        for n in (256, 300):
+            x = torch.randn(2, n, hq * d, device="cuda", dtype=dt)
+            out, q, k, v = compiled(x)
+            assert out.shape == (2, n, hq * d) and out.dtype == dt
+            o = (out / 2.0).unflatten(2, (hq, d)).transpose(1, 2)
+            _two_x_rule(torch, o, q, k, v, _causal_mask(torch, n, n, False),
+                        1 / math.sqrt(d))
+    assert graphs, "the backend saw no graph"
+    for gm in graphs:
+        assert "flashmlir.attention" in str(gm.graph), gm.graph
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nq,nk", [(300, 300), (200, 300)])
+def test_compiled_flash_attn(gpu, nq, nk):
+    """flash-attention's layout and its bottom-right causal (a KV cache when
+    Nq < Nk), compiled by inductor in one graph."""
+    torch, t = gpu
+    torch.manual_seed(nq + nk)
+    b, hq, hkv, d = 2, 8, 2, 128
+    q = torch.randn(b, nq, hq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
+
+    def f(q, k, v):
+        return torch.ops.flashmlir.flash_attn(q * 1.0, k, v, None, True, -1,
+                                              -1) + 0.0
+
+    compiled, graphs = _compiled(torch, f, "inductor")
+    out = compiled(q, k, v)
+    assert out.shape == q.shape
+    assert len(graphs) == 1 and "flashmlir.flash_attn" in str(graphs[0].graph)
+    bhnd = [x.transpose(1, 2) for x in (q, k, v)]
+    _two_x_rule(torch, out.transpose(1, 2), *bhnd,
+                _causal_mask(torch, nq, nk, True), 1 / math.sqrt(d))
+
+
+@pytest.mark.gpu
+def test_opcheck(gpu):
+    """torch.library.opcheck: schema, fake implementation (against the real
+    one's outputs), and tracing through AOTAutograd."""
+    torch, t = gpu
+    if not hasattr(torch.library, "opcheck"):
+        pytest.skip(f"torch {torch.__version__} has no torch.library.opcheck")
+    q = torch.randn(1, 4, 128, 64, device="cuda", dtype=torch.float16)
+    kv = torch.randn(1, 2, 128, 64, device="cuda", dtype=torch.float16)
+    torch.library.opcheck(torch.ops.flashmlir.attention.default,
+                          (q, kv, kv, True, 0.1))
+    torch.library.opcheck(torch.ops.flashmlir.flash_attn.default,
+                          (q.transpose(1, 2), kv.transpose(1, 2),
+                           kv.transpose(1, 2), None, False, -1, -1))
