@@ -77,9 +77,12 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
 static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
                                  double rescaleThreshold, int64_t polyDegree,
                                  int64_t polyPeriod,
-                                 bool queryInRegisters = true) {
+                                 bool queryInRegisters = true,
+                                 StringRef kvSplits = "") {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createFAAttentionToBuffers());
+  if (!kvSplits.empty())
+    funcPm.addPass(createFASplitKV(FASplitKVOptions{kvSplits.str()}));
   FATileOptions tile;
   tile.target = target.str();
   funcPm.addPass(createFATile(tile));
@@ -125,7 +128,8 @@ void mlir::fa::buildSM80EmissionPipeline(OpPassManager &pm,
 void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
                                        const SM90PipelineOptions &options) {
   buildTileLevelForGPU(pm, "sm_90a", options.rescaleThreshold,
-                       options.polyExp2Degree, options.polyExp2Period);
+                       options.polyExp2Degree, options.polyExp2Period,
+                       /*queryInRegisters=*/true, options.kvSplits);
   // FlashAttention-3, one idea per pass. Persistence (a second Q buffer)
   // comes before the ring depth, which must fit next to it; the epilogue
   // after, as its staging tile takes what the ring leaves.

@@ -83,6 +83,12 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     add("block_r = " + std::to_string(options.blockR) + " : i64");
   if (options.blockC)
     add("block_c = " + std::to_string(options.blockC) + " : i64");
+  // Split-KV: the kernel takes the chunk count per launch. With "auto" the
+  // runtimes choose it; the module's own (IR) launch then uses 2.
+  if (options.kvSplits)
+    add("kv_splits = " + std::to_string(options.kvSplits < 0 ? 2
+                                                             : options.kvSplits) +
+        " : i64");
   // Without LSE the kernel writes O only (what inference needs).
   std::string lseArg = options.lse ? ", %lse: " + lse : "";
   std::string outs = options.lse ? "%o, %lse : " + t + ", " + lse : "%o : " + t;
@@ -222,7 +228,9 @@ static std::string metadataJson(StringRef kernelName,
                                           ? "min(ceil(Nq / block_r) * Hq * B, "
                                             "SMs * ctas_per_sm)"
                                           : "ceil(Nq / block_r) * Hq * B"},
-                                {"y", 1},
+                                {"y", schedule.isSplitKV()
+                                          ? llvm::json::Value("kv_splits")
+                                          : llvm::json::Value(1)},
                                 {"z", 1}}
            : llvm::json::Object{{"x", llvm::json::Object{{"ceil_div", "Nq"},
                                                          {"by", blockR}}},
@@ -240,6 +248,10 @@ static std::string metadataJson(StringRef kernelName,
       {"tma_box_rows_kv", tensorMaps ? blockC : 0},
       {"tma_box_rows_o", oBoxRows},
       {"writes_lse", built.writesLse},
+      {"split_kv", schedule.isSplitKV()},
+      {"kv_splits", !schedule.isSplitKV() ? 0
+                    : options.kvSplits < 0 ? 0
+                                           : schedule.getKvSplits()},
       {"scale", double(built.scale)},
       {"params", std::move(params)},
   };

@@ -5,7 +5,8 @@
 // RUN: fa-opt %s --split-input-file --fa-split-kv="splits=3" | FileCheck %s --check-prefix=FIXED
 // RUN: fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile --fa-lower-fa2 | FileCheck %s --check-prefix=NEST
 // RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile --fa-lower-fa1 2>&1 | FileCheck %s --check-prefix=FA1
-// RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile=target=sm_90a --fa-lower-fa2 --fa-map-to-gpu=target=sm_90a 2>&1 | FileCheck %s --check-prefix=GPU
+// RUN: fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile=target=sm_90a --fa-lower-fa2 --fa-map-to-gpu=target=sm_90a 2>&1 | FileCheck %s --check-prefix=GPU
+// RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile=target=sm_80 --fa-lower-fa2 --fa-map-to-gpu=target=sm_80 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not fa-opt %s --fa-split-kv="splits=0" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not fa-opt %s --fa-split-kv="splits=some" 2>&1 | FileCheck %s --check-prefix=WORD
 
@@ -30,7 +31,14 @@
 // NEST: memref.dealloc %[[PO]]
 // NEST: memref.dealloc %[[PL]]
 // FA1: split-KV is a FlashAttention-2 loop order (fa-lower-fa2)
-// GPU: fa-map-to-gpu: split-KV (kv_splits > 1) has no GPU kernel yet
+// On sm_90a the split nest and its merge become one kernel: the schedule
+// carries the chunk count, the scratch and the merge nest are gone.
+// GPU-LABEL: func.func @decode
+// GPU-NOT: memref.alloc
+// GPU-NOT: scf.forall
+// GPU: fagpu.attention {{.*}}schedule = #fagpu.schedule<{{.*}}, kv_splits = 4>
+// GPU-NOT: fa.merge_partials
+// SM80: fa-map-to-gpu: split-KV has a GPU kernel on sm_90a only, not sm_80
 // BAD: fa-split-kv: expected kv_splits in [1, 1024], got 0
 // WORD: fa-split-kv: splits must be auto or a count, got 'some'
 func.func @decode(%q: memref<1x8x1x128xf16>, %k: memref<1x8x32768x128xf16>,

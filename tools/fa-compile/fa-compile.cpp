@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -53,6 +54,14 @@ static cl::opt<double> scale(cl::cat(toolOptions), "scale",
                              cl::desc("Softmax scale (default 1/sqrt(D)); "
                                       "the metadata carries it"),
                              cl::init(0.0));
+static cl::opt<std::string> splitKV(
+    cl::cat(toolOptions), "split-kv",
+    cl::desc("wgmma: split-KV (flash-decoding) kernel: each CTA attends its "
+             "query block to one chunk of the keys, the last chunk merges. "
+             "N (2 to 1024): the launch default; auto: the runtimes pick "
+             "the count per launch from the SM count and the shapes; off "
+             "(default)"),
+    cl::init("off"));
 static cl::opt<bool> noLse(cl::cat(toolOptions), "no-lse",
                            cl::desc("Write O only (no LSE output)"),
                            cl::init(false));
@@ -170,6 +179,19 @@ int main(int argc, char **argv) {
     if (rows != 0)
       if (auto why = fa::checkTileSize(flag, rows))
         return refuse(flag, *why);
+  int64_t kvSplits = 0;
+  if (splitKV == "auto") {
+    kvSplits = -1;
+  } else if (splitKV != "off") {
+    if (!llvm::to_integer(StringRef(splitKV), kvSplits, 10))
+      return refuse("split-kv", "expected off, auto or a chunk count, got '" +
+                                    splitKV + "'");
+    if (auto why = fa::checkKVSplits(kvSplits))
+      return refuse("split-kv", *why);
+    if (kvSplits == 1)
+      return refuse("split-kv", "1 chunk is no split: give off, auto or a "
+                                "count of at least 2");
+  }
   if (polyExp2Degree < -1)
     return refuse("poly-exp2-degree",
                   "expected -1 (the target's default), 0 (off) or a degree, "
@@ -190,6 +212,7 @@ int main(int argc, char **argv) {
   options.lse = !noLse;
   options.blockR = blockR;
   options.blockC = blockC;
+  options.kvSplits = kvSplits;
   options.queryInRegisters = queryInRegisters;
   if (rescaleThreshold == "off") {
     options.rescaleThreshold = -1.0;

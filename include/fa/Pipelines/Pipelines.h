@@ -88,6 +88,12 @@ void buildSM80EmissionPipeline(OpPassManager &pm,
                                const SM80PipelineOptions &options);
 
 struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
+  PassOptions::Option<std::string> kvSplits{
+      *this, "kv-splits",
+      llvm::cl::desc("Run fa-split-kv with this chunk count (auto or N; "
+                     "empty: no split): a split-KV kernel, the last chunk "
+                     "of each tile merging"),
+      llvm::cl::init("")};
   PassOptions::Option<int64_t> stages{
       *this, "stages",
       llvm::cl::desc("K/V ring depth (2 to 4; 0: 3 where it fits, else 2)"),

@@ -29,6 +29,9 @@ struct KernelOptions {
   bool lse = true;      // write LSE (false: O only)
   int64_t blockR = 0;   // 0: the backend's default
   int64_t blockC = 0;
+  /// Split-KV kernel (sm_90a wgmma): 0 off; N >= 2 chunks by default; -1
+  /// auto (the runtimes pick the count per launch; metadata kv_splits 0).
+  int64_t kvSplits = 0;
   bool queryInRegisters = true; // where the registers allow (see the pass)
   /// FA4 conditional rescaling threshold (< 0: off; NaN: the measured
   /// default for the head dim).

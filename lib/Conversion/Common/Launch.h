@@ -65,6 +65,7 @@ inline LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
       break;
     case fagpu::ParamKind::Pointer:
     case fagpu::ParamKind::Counter:
+    case fagpu::ParamKind::Workspace:
       types.push_back(globalPtr);
       break;
     case fagpu::ParamKind::I32:

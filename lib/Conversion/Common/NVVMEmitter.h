@@ -33,6 +33,7 @@ struct IRArithmetic {
   Value c(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
   Value minu(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
   Value maxu(Value x, Value y) { return arith::MaxUIOp::create(b, loc, x, y); }

@@ -363,11 +363,13 @@ protected:
                           4);
   }
 
-  /// The epilogue from registers: O / l stored as f16/bf16 pairs (rows past
-  /// Nq skipped), and the LSE.
+  /// The epilogue from registers: O / l stored as f16/bf16 pairs, or f32
+  /// pairs with `f32Out` (split-KV partials), rows past Nq skipped; and the
+  /// LSE.
   void storeRows(ArrayRef<Value> o, std::array<Value, 2> m,
                  std::array<Value, 2> l, Value row0, Value nq, Value oBase,
-                 Value lseBase, int64_t headDim, Value quadLane) {
+                 Value lseBase, int64_t headDim, Value quadLane,
+                 bool f32Out = false) {
     for (int64_t h = 0; h < 2; ++h) {
       RowTotal total = rowTotal(l[h]);
       Value row = add(row0, c32(8 * h));
@@ -377,11 +379,20 @@ protected:
         b.setInsertionPointToStart(ifRow.thenBlock());
         Value rowBase = mul(ext64(row), c64(headDim));
         for (int64_t d = 0; d < headDim / 8; ++d) {
-          Value packed = packPair(fmul(o[d * 4 + 2 * h], total.inverse),
-                                  fmul(o[d * 4 + 2 * h + 1], total.inverse));
+          Value lo = fmul(o[d * 4 + 2 * h], total.inverse);
+          Value hi = fmul(o[d * 4 + 2 * h + 1], total.inverse);
           Value col = add(c32(d * 8), mul(quadLane, c32(2)));
-          Value ptr = gep(globalPtr, half, oBase, add(rowBase, ext64(col)));
-          LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
+          Type element = f32Out ? f32 : half;
+          Value ptr = gep(globalPtr, element, oBase, add(rowBase, ext64(col)));
+          if (f32Out) {
+            Value pair = LLVM::PoisonOp::create(b, loc, VectorType::get({2}, f32));
+            pair = LLVM::InsertElementOp::create(b, loc, pair, lo, c32(0));
+            pair = LLVM::InsertElementOp::create(b, loc, pair, hi, c32(1));
+            LLVM::StoreOp::create(b, loc, pair, ptr, /*alignment=*/8);
+          } else {
+            LLVM::StoreOp::create(b, loc, packPair(lo, hi), ptr,
+                                  /*alignment=*/4);
+          }
         }
       }
       storeLse(total, m[h], row, nq, lseBase, quadLane);

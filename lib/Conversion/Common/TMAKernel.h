@@ -95,6 +95,10 @@ protected:
     scaleLog2 = arg("scale_log2");
     batches = arg("B");
     tileCounterPtr = arg("tile_counter");
+    kvSplits = arg("kv_splits");
+    oPartialPtr = arg("o_partial");
+    lsePartialPtr = arg("lse_partial");
+    splitArrivalsPtr = arg("split_arrivals");
 
     smem = alignedSharedBase(smemGlobal);
     return fn;
@@ -257,6 +261,8 @@ protected:
   Value qMap, kMap, vMap, oMap, oPtr, lsePtr, scaleLog2;
   Value nq, nk, hq, hkv, batches;
   Value tileCounterPtr; // dynamic tile scheduler only
+  // Split-KV only: the chunk count, the partials' scratch, the arrivals.
+  Value kvSplits, oPartialPtr, lsePartialPtr, splitArrivalsPtr;
 };
 
 /// What the host side of a TMA kernel's launch needs to know.
@@ -267,6 +273,8 @@ struct TensorMapLaunch {
   /// The kernel's parameters (fagpu::kernelParams): the launch passes one
   /// argument per entry, in this order.
   ArrayRef<fagpu::KernelParam> abi;
+  /// Split-KV: the K/V chunks per tile (the grid's y); 0 without.
+  int64_t kvSplits = 0;
 };
 
 /// fa.attention -> the host side of the launch: the three tensor maps
@@ -315,24 +323,52 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
                    c32(launch.bf16 ? 1 : 0)});
     return LLVM::LoadOp::create(b, loc, mapType, slot);
   };
-  // A dynamic tile scheduler's counter: zeroed device memory for this
-  // launch, freed after it (the runtimes keep one per stream instead).
+  // Counters (the dynamic tile scheduler's, split-KV's arrivals) and
+  // split-KV's partial results: device memory for this launch, counters
+  // zeroed, freed after it (the runtimes keep them per stream instead).
   auto tokenType = gpu::AsyncTokenType::get(ctx);
-  auto counterType = MemRefType::get({1}, i32);
   Value token;
-  gpu::AllocOp counter;
-  bool hasCounter = llvm::any_of(launch.abi, [](const fagpu::KernelParam &p) {
-    return p.kind == fagpu::ParamKind::Counter;
-  });
-  if (hasCounter) {
-    token = gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getResult(0);
-    counter = gpu::AllocOp::create(b, loc, counterType, tokenType,
-                                   ValueRange{token}, ValueRange{},
-                                   ValueRange{});
-    token = gpu::MemsetOp::create(b, loc, tokenType,
-                                  ValueRange{counter.getAsyncToken()},
-                                  counter.getMemref(), c32(0))
-                .getResult(0);
+  llvm::StringMap<Value> scratch;
+  auto elementsOf = [&](const fagpu::KernelParam &p) -> Value {
+    Value n = arith::ConstantIndexOp::create(b, loc, 1);
+    for (const std::string &dim : p.shape) {
+      Value size = dim == "S"   ? arith::ConstantIndexOp::create(
+                                      b, loc, launch.kvSplits)
+                                      .getResult()
+                   : dim == "D" ? arith::ConstantIndexOp::create(
+                                      b, loc, launch.headDim)
+                                      .getResult()
+                                : operands.size(dim);
+      n = arith::MulIOp::create(b, loc, n, size);
+    }
+    return n;
+  };
+  for (const fagpu::KernelParam &p : launch.abi) {
+    if (p.kind != fagpu::ParamKind::Counter &&
+        p.kind != fagpu::ParamKind::Workspace)
+      continue;
+    if (!token)
+      token =
+          gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getResult(0);
+    Type element = p.kind == fagpu::ParamKind::Counter
+                       ? Type(b.getI32Type())
+                       : Type(b.getF32Type());
+    // One element without a shape (the tile counter), else the shape's.
+    auto alloc =
+        p.shape.empty()
+            ? gpu::AllocOp::create(b, loc, MemRefType::get({1}, element),
+                                   tokenType, ValueRange{token}, ValueRange{},
+                                   ValueRange{})
+            : gpu::AllocOp::create(
+                  b, loc, MemRefType::get({ShapedType::kDynamic}, element),
+                  tokenType, ValueRange{token}, ValueRange{elementsOf(p)},
+                  ValueRange{});
+    token = alloc.getAsyncToken();
+    if (p.kind == fagpu::ParamKind::Counter)
+      token = gpu::MemsetOp::create(b, loc, tokenType, ValueRange{token},
+                                    alloc.getMemref(), c32(0))
+                  .getResult(0);
+    scratch[p.name] = alloc.getMemref();
   }
   SmallVector<Value> args =
       launchArguments(launch.abi, [&](const fagpu::KernelParam &p) -> Value {
@@ -342,43 +378,51 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
         case fagpu::ParamKind::Pointer:
           return operands.pointer(p.name, globalPtr);
         case fagpu::ParamKind::Counter:
-          return alignedPointer(b, loc, counter.getMemref(), globalPtr);
+        case fagpu::ParamKind::Workspace:
+          return alignedPointer(b, loc, scratch.lookup(p.name), globalPtr);
         case fagpu::ParamKind::F32:
           return operands.scaleLog2;
         case fagpu::ParamKind::I32:
-          return operands.i32(p.name);
+          return p.name == "kv_splits" ? c32(launch.kvSplits).getResult()
+                                       : operands.i32(p.name);
         }
         return Value();
       });
-  // One CTA per (query block, head) tile. A persistent kernel strides over
-  // the tiles by gridDim.x, so this grid is correct for it too; runtimes
-  // launch min(tiles, SMs) CTAs of it.
+  // One CTA per (query block, head) tile, times the K/V chunks of split-KV.
+  // A persistent kernel strides over the tiles by gridDim.x, so this grid
+  // is correct for it too; runtimes launch min(tiles, SMs) CTAs of it.
   Value brC = arith::ConstantIndexOp::create(b, loc, launch.blockR);
   Value gridX = arith::MulIOp::create(
       b, loc, b.createOrFold<arith::CeilDivUIOp>(loc, operands.size("Nq"), brC),
       arith::MulIOp::create(b, loc, operands.size("Hq"), operands.size("B")));
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value gridY = launch.kvSplits
+                    ? arith::ConstantIndexOp::create(b, loc, launch.kvSplits)
+                          .getResult()
+                    : one;
   Value threads = arith::ConstantIndexOp::create(b, loc, launch.threads);
   Value smemBytes = c32(launch.sharedBytes);
   auto kernelSym =
       SymbolRefAttr::get(b.getStringAttr("fa_kernels"),
                          {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
-  if (!hasCounter) {
+  if (!token) {
     gpu::LaunchFuncOp::create(b, loc, kernelSym,
-                              gpu::KernelDim3{gridX, one, one},
+                              gpu::KernelDim3{gridX, gridY, one},
                               gpu::KernelDim3{threads, one, one}, smemBytes,
                               args, /*asyncObject=*/Value());
     op.erase();
     return;
   }
   token = gpu::LaunchFuncOp::create(
-              b, loc, kernelSym, gpu::KernelDim3{gridX, one, one},
+              b, loc, kernelSym, gpu::KernelDim3{gridX, gridY, one},
               gpu::KernelDim3{threads, one, one}, smemBytes, args, tokenType,
               ValueRange{token})
               .getAsyncToken();
-  token = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{token},
-                                 counter.getMemref())
-              .getResult(0);
+  for (const fagpu::KernelParam &p : launch.abi)
+    if (Value memref = scratch.lookup(p.name))
+      token = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{token},
+                                     memref)
+                  .getResult(0);
   gpu::WaitOp::create(b, loc, Type(), ValueRange{token});
   op.erase();
 }

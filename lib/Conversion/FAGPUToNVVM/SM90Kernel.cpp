@@ -41,6 +41,7 @@
 #include "KernelLowerings.h"
 
 #include "../Common/TMAKernel.h"
+#include "fa/Dialect/FA/IR/KVChunk.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -77,6 +78,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   bool persistent = false;
   int64_t producerRegisters = 24;
   int64_t consumerRegisters = 240;
+  /// Split-KV: the IR launch's chunk count (0: no split).
+  int64_t kvSplits = 0;
   /// The kernel's parameters, in launch order.
   SmallVector<fagpu::KernelParam> abi;
 
@@ -89,7 +92,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
-           (qBuffers == 2 ? "_q2" : "") + epilogueSuffix() + suffix();
+           (qBuffers == 2 ? "_q2" : "") + epilogueSuffix() +
+           (kvSplits ? "_splitkv" : "") + suffix();
   }
   /// The epilogue, named where it is not the default for the head dim, and
   /// O staged in a Q buffer where a staging tile of its own would fit
@@ -260,6 +264,20 @@ private:
   /// The consumer's rows of the staging tile for the tile in `qBuffer`.
   Value stagingRows(Value qBuffer);
 
+  /// The first of the two rows (g and g + 8 of its warp's 16) the thread
+  /// holds in a tile starting at `qStart`.
+  Value threadRow0(Value qStart) {
+    return add(add(qStart, mul(consumer, c32(kRowsPerConsumer))),
+               add(mul(warpInGroup, c32(16)), g));
+  }
+  /// Split-KV: the chunk of the tile's K/V blocks this CTA (blockIdx.y)
+  /// visits (fa::kvChunk, the CPU nest's rule).
+  AttentionTile chunkOf(AttentionTile tile);
+  /// Split-KV: the consumer's chunk of the tile (nothing to attend in an
+  /// empty chunk: its partial is the initial state, O = 0 and LSE =
+  /// -inf), its partial stored, then the merge by the rows' last chunk.
+  void emitSplitConsumerTile(const AttentionTile &tile, Value tileIndex);
+
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
   std::optional<PendingTile>
@@ -354,6 +372,14 @@ void KernelBuilder::emitProducer() {
   prefetchTensorMaps();
   inProducer = true;
   emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
+    if (!spec.kvSplits) {
+      emitProducerTile(tile, tileIndex);
+      return SmallVector<Value>();
+    }
+    auto ifAny =
+        scf::IfOp::create(b, loc, ult(tile.firstBlock, tile.numBlocks), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifAny.thenBlock());
     emitProducerTile(tile, tileIndex);
     return SmallVector<Value>();
   });
@@ -413,7 +439,10 @@ void KernelBuilder::emitConsumer(Value consumerIndex) {
   }
   if (spec.qBuffers == 1) {
     emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
-      emitConsumerTile(tile, tileIndex, /*previous=*/nullptr);
+      if (spec.kvSplits)
+        emitSplitConsumerTile(tile, tileIndex);
+      else
+        emitConsumerTile(tile, tileIndex, /*previous=*/nullptr);
       return SmallVector<Value>();
     });
   } else {
@@ -461,6 +490,15 @@ KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
 
 void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
                               Value staging) {
+  if (spec.kvSplits) {
+    // The chunk's partial: row block chunk * B * Hq + matrix, in f32.
+    Value chunk = NVVM::BlockIdYOp::create(b, loc, i32);
+    Value partialMatrix = add(mul(chunk, mul(batches, hq)), qMatrix);
+    fagpu::StoreOutputOp::create(b, loc, state.o, state.m, state.l, row0,
+                                 partialMatrix, nq, oPartialPtr, f32,
+                                 lsePartialPtr, Value(), Value());
+    return;
+  }
   fagpu::StoreOutputOp::create(
       b, loc, state.o, state.m, state.l, row0, qMatrix, nq,
       spec.tmaStore ? oMap : oPtr, half, spec.writesLse ? lsePtr : Value(),
@@ -487,8 +525,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   Value qStart = tile.qStart, qMatrix = tile.qMatrix;
   Value firstBlock = tile.firstBlock, unmaskedEnd = tile.unmaskedEnd,
         numBlocks = tile.numBlocks;
-  Value row0 = add(add(qStart, mul(consumer, c32(kRowsPerConsumer))),
-                   add(mul(warpInGroup, c32(16)), g));
+  Value row0 = threadRow0(qStart);
 
   Value qBuffer = qBufferOf(tileIndex);
   qTile = fagpu::TileRowsOp::create(
@@ -615,6 +652,42 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   return std::nullopt;
 }
 
+AttentionTile KernelBuilder::chunkOf(AttentionTile tile) {
+  IRArithmetic ir{b, loc};
+  Value chunk = NVVM::BlockIdYOp::create(b, loc, i32);
+  auto [begin, end] =
+      fa::kvChunk(ir, tile.firstBlock, tile.numBlocks, chunk, kvSplits);
+  // The chunk's blocks no mask touches: those of the whole range's.
+  tile.unmaskedEnd = arith::MinUIOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, tile.unmaskedEnd, begin), end);
+  tile.firstBlock = begin;
+  tile.numBlocks = end;
+  return tile;
+}
+
+void KernelBuilder::emitSplitConsumerTile(const AttentionTile &tile,
+                                          Value tileIndex) {
+  auto ifAny =
+      scf::IfOp::create(b, loc, ult(tile.firstBlock, tile.numBlocks), true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifAny.thenBlock());
+    emitConsumerTile(tile, tileIndex, /*previous=*/nullptr);
+    b.setInsertionPointToStart(ifAny.elseBlock());
+    RowState empty;
+    empty.o = fagpu::SplatOp::create(b, loc, outType, cf(0.0));
+    empty.m = fagpu::SplatOp::create(
+        b, loc, rowsType, cf(-std::numeric_limits<double>::infinity()));
+    empty.l = fagpu::SplatOp::create(b, loc, rowsType, cf(0.0));
+    storeTile(empty, threadRow0(tile.qStart), tile.qMatrix, Value());
+  }
+  fagpu::MergeSplitsOp::create(
+      b, loc, add(tile.qStart, mul(consumer, c32(kRowsPerConsumer))),
+      tile.qMatrix, nq, kvSplits, mul(batches, hq), splitArrivalsPtr,
+      oPartialPtr, lsePartialPtr, oPtr, half, spec.headDim,
+      spec.writesLse ? lsePtr : Value());
+}
+
 void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
                                      const AttentionTile &, Value, ValueRange)>
                                      body,
@@ -623,6 +696,8 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
   if (!spec.persistent) {
     // One tile per CTA (grid = tiles): the ring starts empty.
     AttentionTile tile = decodeTile(first);
+    if (spec.kvSplits)
+      tile = chunkOf(tile);
     tileFirst = tile.firstBlock;
     body(tile, c32(0), {});
     return;
@@ -870,6 +945,11 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.persistent = s.scheduler != fagpu::TileScheduler::Single;
   spec.producerRegisters = s.producerRegisters;
   spec.consumerRegisters = s.consumerRegisters;
+  if (s.kvSplits && (spec.persistent || spec.tmaStore))
+    return fail("a split-KV kernel runs one tile per CTA and stores its "
+                "partial O from registers (no persistent scheduler, no TMA "
+                "store)");
+  spec.kvSplits = s.kvSplits;
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
                                  spec.bf16 ? "bf16" : "f16");
   return spec;
@@ -887,7 +967,7 @@ LogicalResult mlir::fa::buildSM90Kernels(ModuleOp module) {
     replaceWithTensorMapLaunch(
         op, kernel,
         TensorMapLaunch{spec.headDim, spec.blockR(), spec.bf16, spec.threads(),
-                        spec.sharedBytes(), spec.abi});
+                        spec.sharedBytes(), spec.abi, spec.kvSplits});
   };
   return lowerEachKernel<KernelSpec>(module, fagpu::Target::sm_90a, specOf,
                                      build, launch);

@@ -48,8 +48,11 @@ public:
   using TMAKernelEmitter::divu;
   using TMAKernelEmitter::c64;
   using TMAKernelEmitter::eq;
+  using TMAKernelEmitter::ult;
   using TMAKernelEmitter::expectBytes;
+  using TMAKernelEmitter::ex2;
   using TMAKernelEmitter::ext64;
+  using TMAKernelEmitter::lg2;
   using TMAKernelEmitter::f32;
   using TMAKernelEmitter::fmul;
   using TMAKernelEmitter::gep;
@@ -74,6 +77,7 @@ public:
   using TMAKernelEmitter::sub;
   using TMAKernelEmitter::valueDescriptor;
   using TMAKernelEmitter::waitBarrier;
+  using TMAKernelEmitter::warpUniform;
   using TMAKernelEmitter::oMap;
 
   /// The thread's place in its warpgroup, computed at the start of the
@@ -710,12 +714,14 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     OpEmitter::ThreadPosition pos = e.position();
     if (!op.getStaging()) {
       // O / l and LSE straight from registers: each quad writes 16 B of a
-      // row per 8 columns.
-      Value oBase = e.gep(e.globalPtr, e.half, adaptor.getOut().front(),
+      // row per 8 columns (32 B for f32 partials).
+      bool f32Out = element.isF32();
+      Value oBase = e.gep(e.globalPtr, f32Out ? e.f32 : e.half,
+                          adaptor.getOut().front(),
                           e.mul(e.ext64(matrix),
                                 e.mul(e.ext64(nq), e.c64(headDim))));
       e.storeRows(SmallVector<Value>(o), m, l, row0, nq, oBase, lseBase,
-                  headDim, pos.quadLane);
+                  headDim, pos.quadLane, f32Out);
       rewriter.eraseOp(op);
       return success();
     }
@@ -800,6 +806,158 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
   }
 };
 
+/// Each warp counts itself in for its 16 rows; the last chunk's warp merges
+/// them, a lane head_dim / 32 adjacent columns.
+struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::MergeSplitsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t headDim = op.getHeadDim();
+    int64_t columns = headDim / 32; // per lane
+    OpEmitter e(rewriter, loc, op.getOutElement());
+    OpBuilder &b = e.builder();
+    auto one = [&](ValueRange values) { return values.front(); };
+    Value matrix = one(adaptor.getMatrix()), nq = one(adaptor.getNq()),
+          splits = one(adaptor.getSplits()),
+          matrices = one(adaptor.getMatrices());
+    Value oPartial = one(adaptor.getOPartial()),
+          lsePartial = one(adaptor.getLsePartial()), out = one(adaptor.getOut());
+    Value lse = op.getLse() ? one(adaptor.getLse()) : Value();
+    OpEmitter::ThreadPosition pos = e.position();
+    Value warpRow0 =
+        e.add(one(adaptor.getRowsStart()), e.mul(pos.warpInGroup, e.c32(16)));
+    auto ifRows = scf::IfOp::create(b, loc, e.ult(warpRow0, nq), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifRows.thenBlock());
+
+    // Count in, once the warp's partial stores are visible GPU-wide.
+    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    Value counter =
+        e.gep(e.globalPtr, e.i32, one(adaptor.getArrivals()),
+              e.add(e.mul(e.ext64(matrix), e.ext64(nq)), e.ext64(warpRow0)));
+    auto ifLead = scf::IfOp::create(b, loc, TypeRange{e.i32},
+                                    e.eq(pos.lane, e.c32(0)),
+                                    /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(ifLead.thenBlock());
+      // shfl.sync below joins the warp: its lanes' fences precede this.
+      Value before = LLVM::AtomicRMWOp::create(
+          b, loc, LLVM::AtomicBinOp::add, counter, e.c32(1),
+          LLVM::AtomicOrdering::acq_rel, StringRef("device"));
+      scf::YieldOp::create(b, loc, before);
+      b.setInsertionPointToStart(ifLead.elseBlock());
+      scf::YieldOp::create(b, loc, e.c32(0));
+    }
+    Value before = e.warpUniform(ifLead.getResult(0));
+    auto ifLast = scf::IfOp::create(
+        b, loc, e.eq(before, e.sub(splits, e.c32(1))), false);
+    b.setInsertionPointToStart(ifLast.thenBlock());
+    e.onLaneZero(
+        [&] { LLVM::StoreOp::create(b, loc, e.c32(0), counter, 4); });
+    // The other chunks' partials were written by other SMs: read them past
+    // this SM's L1 (volatile loads), after the acquire above.
+    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    Value rowsStart = warpRow0;
+    Value rowEnd = arith::MinUIOp::create(b, loc, e.add(warpRow0, e.c32(16)),
+                                          nq);
+    auto rows = scf::ForOp::create(b, loc, rowsStart, rowEnd, e.c32(1));
+    b.setInsertionPointToStart(rows.getBody());
+    Value row = rows.getInductionVar();
+    Value rowIndex = e.add(e.mul(e.ext64(matrix), e.ext64(nq)), e.ext64(row));
+    Value rowsPerChunk = e.mul(e.ext64(matrices), e.ext64(nq));
+    auto partialRow = [&](Value chunk) {
+      return e.add(e.mul(e.ext64(chunk), rowsPerChunk), rowIndex);
+    };
+    auto loadLse = [&](Value chunk) -> Value {
+      return LLVM::LoadOp::create(
+          b, loc, e.f32, e.gep(e.globalPtr, e.f32, lsePartial, partialRow(chunk)),
+          /*alignment=*/4, /*isVolatile=*/true);
+    };
+    Value negInf = e.cf(-std::numeric_limits<double>::infinity());
+    // m = max_s LSE_s.
+    auto maxLoop = scf::ForOp::create(b, loc, e.c32(0), splits, e.c32(1),
+                                      ValueRange{negInf});
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(maxLoop.getBody());
+      Value m = arith::MaximumFOp::create(
+          b, loc, maxLoop.getRegionIterArgs()[0],
+          loadLse(maxLoop.getInductionVar()));
+      scf::YieldOp::create(b, loc, m);
+    }
+    Value m = maxLoop.getResult(0);
+    // sum_s w_s and sum_s w_s O_s over the chunks that saw a key.
+    SmallVector<Value> init(columns + 1, e.cf(0.0));
+    auto sumLoop =
+        scf::ForOp::create(b, loc, e.c32(0), splits, e.c32(1), init);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(sumLoop.getBody());
+      Value chunk = sumLoop.getInductionVar();
+      ValueRange acc = sumLoop.getRegionIterArgs();
+      Value lseChunk = loadLse(chunk);
+      Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                         lseChunk, negInf);
+      auto ifSeen = scf::IfOp::create(b, loc, acc.getTypes(), seen, true);
+      b.setInsertionPointToStart(ifSeen.thenBlock());
+      Value w = e.ex2(e.fmul(arith::SubFOp::create(b, loc, lseChunk, m),
+                             e.cf(llvm::numbers::log2e)));
+      SmallVector<Value> next = {
+          arith::AddFOp::create(b, loc, acc[0], w).getResult()};
+      Value oRow = e.gep(
+          e.globalPtr, e.f32, oPartial,
+          e.add(e.mul(partialRow(chunk), e.c64(headDim)),
+                e.ext64(e.mul(pos.lane, e.c32(columns)))));
+      for (int64_t c = 0; c < columns; ++c) {
+        Value x = LLVM::LoadOp::create(
+            b, loc, e.f32, e.gep(e.globalPtr, e.f32, oRow, e.c64(c)),
+            /*alignment=*/4, /*isVolatile=*/true);
+        next.push_back(
+            math::FmaOp::create(b, loc, w, x, acc[1 + c]).getResult());
+      }
+      scf::YieldOp::create(b, loc, next);
+      b.setInsertionPointToStart(ifSeen.elseBlock());
+      scf::YieldOp::create(b, loc, acc);
+      b.setInsertionPointAfter(ifSeen);
+      scf::YieldOp::create(b, loc, ifSeen.getResults());
+    }
+    Value total = sumLoop.getResult(0);
+    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           total, e.cf(0.0));
+    Value inverse = arith::SelectOp::create(
+        b, loc, positive, arith::DivFOp::create(b, loc, e.cf(1.0), total),
+        e.cf(0.0));
+    Value oRow =
+        e.gep(e.globalPtr, e.half, out,
+              e.add(e.mul(rowIndex, e.c64(headDim)),
+                    e.ext64(e.mul(pos.lane, e.c32(columns)))));
+    for (int64_t c = 0; c < columns; c += 2) {
+      Value packed = e.packPair(e.fmul(sumLoop.getResult(1 + c), inverse),
+                                e.fmul(sumLoop.getResult(2 + c), inverse));
+      LLVM::StoreOp::create(b, loc, packed,
+                            e.gep(e.globalPtr, e.half, oRow, e.c64(c)),
+                            /*alignment=*/4);
+    }
+    if (lse) {
+      auto ifLane0 = scf::IfOp::create(b, loc, e.eq(pos.lane, e.c32(0)), false);
+      b.setInsertionPointToStart(ifLane0.thenBlock());
+      Value merged = arith::SelectOp::create(
+          b, loc, positive,
+          arith::AddFOp::create(b, loc, m,
+                                e.fmul(e.lg2(total), e.cf(llvm::numbers::ln2))),
+          negInf);
+      LLVM::StoreOp::create(b, loc, merged,
+                            e.gep(e.globalPtr, e.f32, lse, rowIndex),
+                            /*alignment=*/4);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct StoreWaitLowering : OpConversionPattern<fagpu::StoreWaitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -850,7 +1008,7 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(
                SharedTileLowering, TileRowsLowering, MmaLowering,
                MmaWaitLowering, PinLowering, SplatLowering,
                SoftmaxStepLowering, RescaleLowering, StoreOutputLowering,
-               StoreWaitLowering>(converter, patterns.getContext());
+               MergeSplitsLowering, StoreWaitLowering>(converter, patterns.getContext());
 }
 
 LogicalResult mlir::fa::lowerWarpgroupOps(ModuleOp module) {

@@ -104,7 +104,31 @@ func.func @staging_without_sync(%o: !fagpu.fragment<64x64xf32, accumulator>, %m:
 // -----
 
 func.func @store_element(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr) {
+  // expected-error @+1 {{O holds f16, bf16 or (split-KV partials) f32, got 'i32'}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as i32 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
+func.func @partial_through_staging(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{f32 partial O is stored from registers, not through a staging tile}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f32 staging %t : !fagpu.smem_tile<64x64xf16> sync %i : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
+func.func @merge_head_dim(%i: i32, %p: !llvm.ptr<1>) {
+  // expected-error @+1 {{head_dim must be a multiple of 32 in [32, 256] (each lane merges head_dim / 32 columns), got 48}}
+  fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 {head_dim = 48 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
+  return
+}
+
+// -----
+
+func.func @merge_element(%i: i32, %p: !llvm.ptr<1>) {
   // expected-error @+1 {{O holds f16 or bf16, got 'f32'}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f32 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f32 {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
   return
 }

@@ -19,6 +19,8 @@
 
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
+#include "fa/Dialect/FA/IR/KVChunk.h"
+
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/AffineExpr.h"
 
@@ -34,6 +36,20 @@ using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
+
+/// fa::kvChunk's arithmetic on index values.
+struct IndexArithmetic {
+  using Value = mlir::Value;
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value minu(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
+  Value maxu(Value x, Value y) { return arith::MaxUIOp::create(b, loc, x, y); }
+};
 
 /// Everything the loop nests need to know about one buffer-form attention.
 struct Problem {
@@ -288,7 +304,7 @@ void AttentionLowering::buildFA2() {
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads, numQBlocks};
   if (splits > 1)
     ubs.push_back(b.getIndexAttr(splits));
-  Value partialOut, partialLse, chunk;
+  Value partialOut, partialLse;
   if (splits > 1) {
     // [B, Hq * S, Nq, Dv] and [B, Hq * S, Nq]: split s of head h is head
     // h * S + s, so the nest's row blocks address them like O and LSE.
@@ -301,7 +317,6 @@ void AttentionLowering::buildFA2() {
     partialLse = memref::AllocOp::create(
         b, loc, MemRefType::get({dyn, dyn, dyn}, f32),
         ValueRange{p.batch, heads, p.queryLen});
-    chunk = ceilDiv(numKBlocks, splits);
   }
   auto forall = parallelLoop(ubs);
   forall->setAttr("fa.loop_order",
@@ -323,13 +338,11 @@ void AttentionLowering::buildFA2() {
     auto [begin, end] = visibleKeyBlocks(qStart, rows, numKBlocks);
     Value outHead = h;
     if (splits > 1) {
-      // Chunk s: blocks [s * chunk, (s + 1) * chunk) of the visible ones
-      // (possibly none: the partial is then O = 0, LSE = -inf).
+      // Chunk s of the visible blocks (fa::kvChunk, the GPU kernel's rule;
+      // possibly none: the partial is then O = 0, LSE = -inf).
       Value s = forall.getInductionVar(3);
-      Value chunkBegin = arith::MulIOp::create(b, loc, s, chunk);
-      begin = arith::MaxUIOp::create(b, loc, begin, chunkBegin);
-      end = arith::MinUIOp::create(
-          b, loc, end, arith::AddIOp::create(b, loc, chunkBegin, chunk));
+      IndexArithmetic ia{b, loc};
+      std::tie(begin, end) = kvChunk(ia, begin, end, s, index(splits));
       outHead = arith::AddIOp::create(b, loc, mul(h, splits), s);
     }
     auto loop = scf::ForOp::create(b, loc, begin, end, index(1));

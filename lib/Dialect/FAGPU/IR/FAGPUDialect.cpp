@@ -49,6 +49,7 @@ ScheduleFields mlir::fagpu::fieldsOf(ScheduleAttr s) {
   f.qBuffers = s.getQBuffers();
   f.epilogue = s.getEpilogue();
   f.qInRegisters = s.getQInRegisters();
+  f.kvSplits = s.getKvSplits();
   return f;
 }
 
@@ -58,7 +59,7 @@ ScheduleAttr mlir::fagpu::scheduleOf(MLIRContext *context,
                            f.ctasPerSm, f.producerRegisters,
                            f.consumerRegisters, f.stages, f.pingPong,
                            f.overlapSoftmax, f.scheduler, f.qBuffers,
-                           f.epilogue, f.qInRegisters);
+                           f.epilogue, f.qInRegisters, f.kvSplits);
 }
 
 ScheduleAttr
@@ -76,10 +77,16 @@ struct FieldInfo {
   StringLiteral keyword;
   FieldKind kind;
   void *(*slot)(ScheduleFields &);
+  /// Printed only when non-zero, and optional in the parsed form (fields
+  /// of a variant that most kernels are not).
+  bool omittedWhenZero = false;
 };
 #define FAGPU_FIELD(name, kind, member)                                        \
   FieldInfo{name, FieldKind::kind,                                             \
             [](ScheduleFields &f) -> void * { return &f.member; }}
+#define FAGPU_OPTIONAL_FIELD(name, member)                                     \
+  FieldInfo{name, FieldKind::Int,                                              \
+            [](ScheduleFields &f) -> void * { return &f.member; }, true}
 const FieldInfo kFields[] = {
     FAGPU_FIELD("block_r", Int, blockR),
     FAGPU_FIELD("block_c", Int, blockC),
@@ -94,8 +101,10 @@ const FieldInfo kFields[] = {
     FAGPU_FIELD("q_buffers", Int, qBuffers),
     FAGPU_FIELD("epilogue", Epilogue, epilogue),
     FAGPU_FIELD("q_in_registers", Bool, qInRegisters),
+    FAGPU_OPTIONAL_FIELD("kv_splits", kvSplits),
 };
 #undef FAGPU_FIELD
+#undef FAGPU_OPTIONAL_FIELD
 } // namespace
 
 Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
@@ -104,8 +113,12 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
     return {};
   bool first = true;
   for (const FieldInfo &field : kFields) {
-    if (!first && parser.parseComma())
+    if (field.omittedWhenZero) {
+      if (failed(parser.parseOptionalComma()))
+        continue;
+    } else if (!first && parser.parseComma()) {
       return {};
+    }
     first = false;
     if (parser.parseKeyword(field.keyword) || parser.parseEqual())
       return {};
@@ -162,7 +175,11 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
 void ScheduleAttr::print(AsmPrinter &printer) const {
   ScheduleFields fields = fieldsOf(*this);
   printer << "<";
-  llvm::interleaveComma(kFields, printer, [&](const FieldInfo &field) {
+  SmallVector<FieldInfo> printed;
+  for (const FieldInfo &field : kFields)
+    if (!field.omittedWhenZero || *static_cast<int64_t *>(field.slot(fields)))
+      printed.push_back(field);
+  llvm::interleaveComma(printed, printer, [&](const FieldInfo &field) {
     printer << field.keyword << " = ";
     void *slot = field.slot(fields);
     switch (field.kind) {
@@ -220,6 +237,14 @@ LogicalResult AttentionOp::verify() {
   if (s.getConsumerRegisters() != 0 && !s.isWarpSpecialized())
     return emitOpError("consumer_registers without producer_registers: "
                        "register budgets belong to warp-specialised kernels");
+  if (s.getKvSplits() < 0 || s.getKvSplits() > 1024)
+    return emitOpError("expected kv_splits in [0, 1024] (0: no split), got ")
+           << s.getKvSplits();
+  if (s.isSplitKV() && (s.isPersistent() ||
+                        s.getEpilogue() != Epilogue::Registers))
+    return emitOpError("a split-KV kernel runs one tile per CTA and stores "
+                       "its partial O from registers: no persistent "
+                       "scheduler, no TMA-store epilogue");
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");

@@ -138,8 +138,12 @@ LogicalResult StoreOutputOp::verify() {
       getL().getType().getLayout() != FragmentLayout::Rows)
     return emitOpError("expected the O accumulator and its rows' m and l");
   Type element = getOutElement();
-  if (!element.isF16() && !element.isBF16())
-    return emitOpError("O holds f16 or bf16, got ") << element;
+  if (!element.isF16() && !element.isBF16() && !element.isF32())
+    return emitOpError("O holds f16, bf16 or (split-KV partials) f32, got ")
+           << element;
+  if (element.isF32() && getStaging())
+    return emitOpError("f32 partial O is stored from registers, not through "
+                       "a staging tile");
   if (bool(getStaging()) != bool(getSyncBarrier()))
     return emitOpError("a TMA store through `staging` synchronises the "
                        "warpgroup on `sync`: both or neither");
@@ -149,5 +153,17 @@ LogicalResult StoreOutputOp::verify() {
       return emitOpError("the staging tile must hold the warpgroup's 64 rows "
                          "of O");
   }
+  return success();
+}
+
+LogicalResult MergeSplitsOp::verify() {
+  Type element = getOutElement();
+  if (!element.isF16() && !element.isBF16())
+    return emitOpError("O holds f16 or bf16, got ") << element;
+  int64_t d = getHeadDim();
+  if (d < 32 || d > 256 || d % 32 != 0)
+    return emitOpError("head_dim must be a multiple of 32 in [32, 256] (each "
+                       "lane merges head_dim / 32 columns), got ")
+           << d;
   return success();
 }

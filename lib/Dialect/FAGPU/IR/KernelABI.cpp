@@ -46,6 +46,24 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
       scalar("scale_log2", ParamKind::F32, "softmax scale times log2(e)")};
   if (tma)
     params.push_back(scalar("B", ParamKind::I32, "batch"));
+  if (s.kvSplits) {
+    // Split-KV: CTA (tile, chunk) writes its chunk's normalised O and LSE
+    // as row block chunk * B * Hq + matrix of the scratch; the last CTA of
+    // a consumer's rows to count itself in merges them into o and lse.
+    params.push_back(scalar("kv_splits", ParamKind::I32,
+                            "K/V chunks per (query block, head): the grid's "
+                            "y dimension, in [1, 1024]"));
+    params.push_back(tensor("o_partial", "f32", {"S", "B", "Hq", "Nq", "D"}, 0));
+    params.back().kind = ParamKind::Workspace;
+    params.push_back(tensor("lse_partial", "f32", {"S", "B", "Hq", "Nq"}, 0));
+    params.back().kind = ParamKind::Workspace;
+    KernelParam arrivals = tensor("split_arrivals", "u32", {"B", "Hq", "Nq"}, 0);
+    arrivals.kind = ParamKind::Counter;
+    arrivals.meaning = "chunks of a consumer's rows done so far, counted at "
+                       "the rows' first query: zero before a launch, left "
+                       "zero by it";
+    params.push_back(arrivals);
+  }
   if (s.scheduler == TileScheduler::Dynamic) {
     KernelParam counter =
         scalar("tile_counter", ParamKind::Counter,
@@ -69,6 +87,8 @@ StringRef mlir::fagpu::paramKindName(ParamKind kind) {
     return "f32";
   case ParamKind::Counter:
     return "counter";
+  case ParamKind::Workspace:
+    return "workspace";
   }
   return "";
 }

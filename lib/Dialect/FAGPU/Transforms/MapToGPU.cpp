@@ -163,29 +163,79 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       return signalPassFailure();
     }
     SmallVector<scf::ForallOp> nests;
-    scf::ForallOp split;
     getOperation().walk([&](scf::ForallOp forall) {
       auto order = forall->getAttrOfType<StringAttr>("fa.loop_order");
-      if (order && order.getValue() == "fa2")
+      if (order && (order.getValue() == "fa2" ||
+                    order.getValue() == "fa2-split-kv"))
         nests.push_back(forall);
-      if (order && order.getValue() == "fa2-split-kv")
-        split = forall;
     });
-    if (split) {
-      split.emitError() << "fa-map-to-gpu: split-KV (kv_splits > 1) has no "
-                           "GPU kernel yet: run it on the CPU path, or "
-                           "compile without fa-split-kv";
-      return signalPassFailure();
-    }
     for (scf::ForallOp forall : nests)
       if (failed(map(forall, *parsed)))
         return signalPassFailure();
   }
 
+  /// A split-KV nest writes partial (O, LSE) to scratch that a merge nest
+  /// combines into the attention's O and LSE. On the GPU one kernel does
+  /// both (each CTA one chunk, the tile's last CTA the merge): `nest` is
+  /// given the merge's destinations, the merge nest and the scratch go.
+  /// Returns the chunk count.
+  FailureOr<int64_t> absorbMerge(scf::ForallOp forall, Nest &nest) {
+    std::optional<int64_t> splits =
+        getConstantIntValue(forall.getMixedUpperBound().back());
+    if (forall.getRank() != 4 || !splits)
+      return forall.emitError()
+             << "fa-map-to-gpu: expected a split-KV nest over (batch, head, "
+                "query block, chunk) with a constant chunk count";
+    fa::MergePartialsOp merge;
+    for (Operation *user : nest.o.getUsers())
+      if (auto forall = user->getParentOfType<scf::ForallOp>())
+        forall.walk([&](fa::MergePartialsOp op) {
+          if (rootOf(op.getPartialOut()) == nest.o)
+            merge = op;
+        });
+    if (!merge)
+      return forall.emitError() << "fa-map-to-gpu: found no fa.merge_partials "
+                                   "of the split-KV nest's partials";
+    Value partialOut = nest.o, partialLse = nest.lse;
+    nest.o = rootOf(merge.getOut());
+    nest.lse = merge.getLse() ? rootOf(merge.getLse()) : Value();
+    merge->getParentOfType<scf::ForallOp>().erase();
+    for (Value scratch : {partialOut, partialLse}) {
+      for (Operation *user : llvm::make_early_inc_range(scratch.getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      if (scratch.use_empty() || llvm::all_of(scratch.getUsers(), [&](auto *u) {
+            return forall->isAncestor(u);
+          }))
+        scratchToErase.push_back(scratch.getDefiningOp());
+    }
+    return *splits;
+  }
+
+  /// Allocations of absorbed split-KV scratch, erased with their nest.
+  SmallVector<Operation *> scratchToErase;
+
   LogicalResult map(scf::ForallOp forall, Target target) {
     FailureOr<Nest> nest = readNest(forall);
     if (failed(nest))
       return failure();
+    int64_t kvSplits = 0;
+    if (forall->getAttrOfType<StringAttr>("fa.loop_order").getValue() ==
+        "fa2-split-kv") {
+      if (!nest->lse)
+        return forall.emitError() << "fa-map-to-gpu: the split-KV nest writes "
+                                     "no partial LSE";
+      FailureOr<int64_t> splits = absorbMerge(forall, *nest);
+      if (failed(splits))
+        return failure();
+      if (target != Target::sm_90a)
+        return forall.emitError()
+               << "fa-map-to-gpu: split-KV has a GPU kernel on sm_90a only, "
+                  "not "
+               << targetName(target)
+               << ": run it on the CPU path, or compile without fa-split-kv";
+      kvSplits = *splits;
+    }
     if (std::optional<std::string> why = unsupported(*nest, target))
       return forall.emitError() << "fa-map-to-gpu: cannot be mapped to "
                                 << targetName(target) << ": " << *why;
@@ -201,6 +251,7 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       // the ping-pong partner.
       fields.ctasPerSm = fields.consumers == 1 ? 2 : 1;
     }
+    fields.kvSplits = kvSplits;
     if (target == Target::sm_80) {
       fields.stages = 2; // the cp.async double buffer
       fields.qInRegisters = queryInRegisters;
@@ -234,6 +285,9 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
     if (score.getBottomRight())
       op.setBottomRight(true);
     forall.erase();
+    for (Operation *scratch : scratchToErase)
+      scratch->erase();
+    scratchToErase.clear();
     return success();
   }
 };

@@ -38,7 +38,13 @@ struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
     auto update = [&](AttentionOp op, ScheduleFields &f)
         -> std::optional<std::string> {
       bool persistent;
-      if (*requested) {
+      if (f.kvSplits) {
+        // A split-KV tile's CTAs meet at the tile's merge: one tile each.
+        if (*requested && **requested)
+          return std::string("a split-KV kernel runs one tile per CTA (the "
+                             "tile's last CTA merges the chunks)");
+        persistent = false;
+      } else if (*requested) {
         persistent = **requested;
       } else {
         // Where the table measured it faster, at the table's tiles.

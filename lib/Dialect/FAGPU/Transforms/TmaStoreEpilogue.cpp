@@ -41,7 +41,13 @@ struct TmaStoreEpiloguePass
         return std::string("the staging tile is placed after the K/V ring: "
                            "run fagpu-pipeline-kv first");
       bool wanted;
-      if (*requested) {
+      if (f.kvSplits) {
+        // Partial O leaves in f32 from registers; the merge writes O.
+        if (*requested && **requested)
+          return std::string("a split-KV kernel stores partial O in f32 from "
+                             "registers");
+        wanted = false;
+      } else if (*requested) {
         wanted = **requested;
       } else {
         const KernelDefaults *row =

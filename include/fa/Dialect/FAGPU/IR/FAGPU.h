@@ -25,6 +25,10 @@ struct ScheduleFields {
   int64_t qBuffers = 1;
   Epilogue epilogue = Epilogue::Registers;
   bool qInRegisters = false;
+  /// Split-KV: 0 for a kernel that attends each query block to all its
+  /// keys; otherwise the K/V chunks per tile its IR launch uses (the
+  /// kernel takes the count as a parameter).
+  int64_t kvSplits = 0;
 };
 } // namespace mlir::fagpu
 

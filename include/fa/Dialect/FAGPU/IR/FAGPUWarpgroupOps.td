@@ -410,6 +410,8 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
       map; the warpgroup's four warps synchronise on named barrier
       `%sync_barrier` around it.
     With `%lse`, LSE = (m + log2 l) ln 2 (-inf for an empty row).
+    `out_element` f32 (from registers only) writes a split-KV chunk's
+    partial O.
   }];
   let arguments = (ins FAGPU_Fragment:$o, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$row0, I32:$matrix, I32:$nq,
@@ -422,6 +424,54 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
     type($out) `as` $out_element (`lse` $lse^ `:` type($lse))?
     (`staging` $staging^ `:` type($staging))? (`sync` $sync_barrier^)?
     attr-dict `:` type($o) `,` type($m)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_MergeSplitsOp : FAGPU_Op<"merge_splits"> {
+  let summary = "split-KV: the last chunk of a warp's rows merges them";
+  let description = [{
+    After a warpgroup stored its chunk's partial O and LSE of rows
+    `[%rows_start, %rows_start + 64)` of matrix `%matrix` (partial row block
+    `chunk * %matrices + %matrix` of `%o_partial` [S, B * Hq, Nq, head_dim]
+    and `%lse_partial` [S, B * Hq, Nq], f32), each warp counts itself in on
+    the arrival counter of its 16 rows (`%arrivals[%matrix * %nq + r0]`, r0
+    its first row, u32): its lanes make their partial stores visible at GPU
+    scope (membar.gl), then lane 0 adds 1 (atom.add acq_rel, gpu scope).
+    The warp that brings the count to `%splits` resets it to 0 (for the
+    next launch) and merges the `%splits` partials of each of its rows
+    below `%nq`, as fa.merge_partials does, into O (`out_element`) and,
+    with `%lse`, LSE:
+
+    ```
+    m = max_s LSE_s,  w_s = exp(LSE_s - m)
+    O = sum_s w_s O_s / sum_s w_s,  LSE = m + log(sum_s w_s)
+    ```
+
+    A chunk with LSE -inf weighs 0 and its O is not read; a row without any
+    key gets O = 0, LSE = -inf. Each lane merges head_dim / 32 adjacent
+    columns. Warps count per warp, so no barrier joins the warpgroup; a
+    warp whose rows all lie past `%nq` neither counts nor merges.
+
+    ```mlir
+    fagpu.merge_splits rows(%start, %matrix, %nq) of %splits x %bh
+        arrivals %count partials(%op, %lp) to %o as f16 lse %lse
+        {head_dim = 128 : i64}
+        : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins I32:$rows_start, I32:$matrix, I32:$nq, I32:$splits,
+                       I32:$matrices, LLVM_AnyPointer:$arrivals,
+                       LLVM_AnyPointer:$o_partial,
+                       LLVM_AnyPointer:$lse_partial, LLVM_AnyPointer:$out,
+                       TypeAttr:$out_element, I64Attr:$head_dim,
+                       Optional<LLVM_AnyPointer>:$lse);
+  let assemblyFormat = [{
+    `rows` `(` $rows_start `,` $matrix `,` $nq `)` `of` $splits `x` $matrices
+    `arrivals` $arrivals `partials` `(` $o_partial `,` $lse_partial `)`
+    `to` $out `as` $out_element (`lse` $lse^)? attr-dict
+    `:` type($arrivals) `,` type($o_partial) `,` type($lse_partial) `,`
+    type($out) (`,` type($lse)^)?
   }];
   let hasVerifier = 1;
 }

@@ -26,9 +26,14 @@ enum class ParamKind {
   Pointer,
   I32,
   F32,
-  /// The dynamic tile scheduler's u32 counter in global memory: zero before
-  /// a launch, left zero by it.
+  /// u32 counters in global memory (`shape` elements, one without a shape):
+  /// zero before a launch, left zero by it, so the launches of one stream
+  /// may share them. The dynamic tile scheduler's counter; split-KV's
+  /// per-tile arrival counts.
   Counter,
+  /// Scratch in global memory of `shape` elements of `dtype`, uninitialised:
+  /// split-KV's partial results.
+  Workspace,
 };
 
 struct KernelParam {
@@ -50,7 +55,8 @@ SmallVector<KernelParam> kernelParams(Target target,
                                       const ScheduleFields &schedule,
                                       StringRef dtype);
 
-/// "tensormap", "pointer", "i32", "f32" or "counter", as the metadata says.
+/// "tensormap", "pointer", "i32", "f32", "counter" or "workspace", as the
+/// metadata says.
 StringRef paramKindName(ParamKind kind);
 
 /// Columns of a TMA box: 64 f16/bf16 = 128 bytes, the swizzle span.

@@ -97,6 +97,7 @@ struct IntegerArithmetic {
   int64_t c(int64_t v) { return v; }
   int64_t add(int64_t x, int64_t y) { return x + y; }
   int64_t sub(int64_t x, int64_t y) { return x - y; }
+  int64_t mul(int64_t x, int64_t y) { return x * y; }
   int64_t divu(int64_t x, int64_t y) { return x / y; }
   int64_t minu(int64_t x, int64_t y) { return std::min(x, y); }
   int64_t maxu(int64_t x, int64_t y) { return std::max(x, y); }
