@@ -130,11 +130,18 @@ def validate_metadata(meta):
                 "scale_log2"]
     if meta.get("tile_grid"):
         expected.append("B")
+    if meta.get("split_kv"):
+        if not meta.get("tile_grid"):
+            raise MetadataError("split-KV needs a tile-grid (wgmma) kernel")
+        expected += ["kv_splits", "o_partial", "lse_partial",
+                     "split_arrivals"]
     scheduler = meta.get("tile_scheduler")
     if scheduler not in (None, "grid", "one tile per CTA", "static",
                          "dynamic"):
         raise MetadataError(f"unknown tile_scheduler {scheduler!r}")
     if scheduler == "dynamic":
+        if meta.get("split_kv"):
+            raise MetadataError("a split-KV kernel runs one tile per CTA")
         if not meta.get("persistent"):
             raise MetadataError("a dynamic tile scheduler needs a persistent "
                                 "kernel")
@@ -165,10 +172,45 @@ def validate_metadata(meta):
     return meta
 
 
+# Split-KV chunk counts: fa::checkKVSplits (fa/Dialect/FA/IR/Validation.h).
+_MAX_KV_SPLITS = 1024
+
 _INT_RANGES = {"head_dim": (1, 1 << 16), "block_r": (1, 1 << 20),
                "shared_memory_bytes": (0, 2**31 - 1), "ctas_per_sm": (1, 32),
                "tma_box_cols": (0, 256), "tma_box_rows_kv": (0, 256),
-               "tma_box_rows_o": (0, 256)}
+               "tma_box_rows_o": (0, 256), "kv_splits": (0, _MAX_KV_SPLITS),
+               "block_c": (1, 1 << 20)}
+
+def auto_kv_splits(tiles, kv_blocks, slots):
+    """The split-KV chunk count a launch picks when the caller leaves it to
+    the kernel: fa::autoKVSplits (fa/Dialect/FA/IR/KVChunk.h), the rule the
+    C runtime and fa-split-kv use; tests check they agree. `tiles`: (query
+    block, head) tiles of the launch, `kv_blocks`: K/V blocks of a tile,
+    `slots`: CTAs resident at once (SMs x ctas_per_sm)."""
+    if tiles <= 0 or kv_blocks <= 0 or slots <= 0:
+        return 1
+    if tiles * _AUTO_SPLIT_FILLED_DEN >= slots * _AUTO_SPLIT_FILLED_NUM:
+        return 1
+    most = min(kv_blocks // _AUTO_SPLIT_MIN_BLOCKS, _MAX_KV_SPLITS)
+    if most < 2:
+        return 1
+    efficiency = []
+    for s in range(1, most + 1):
+        items = tiles * s
+        waves = -(-items // slots)
+        efficiency.append(items / (waves * slots))
+    best = max(efficiency)
+    for s, e in enumerate(efficiency, start=1):
+        if e * 100 >= best * _AUTO_SPLIT_WITHIN_PERCENT:
+            return s
+    return 1
+
+
+# fa::autoKVSplits's constants (KVChunk.h).
+_AUTO_SPLIT_FILLED_NUM, _AUTO_SPLIT_FILLED_DEN = 4, 5
+_AUTO_SPLIT_MIN_BLOCKS = 2
+_AUTO_SPLIT_WITHIN_PERCENT = 95
+
 
 # The dialect's scale range (fa/Dialect/FA/IR/Validation.h): log2(e) * scale
 # is a normal f32 and the scores stay finite.
@@ -181,6 +223,24 @@ _MIN_SCALE, _MAX_SCALE = 2.0 ** -64, 2.0 ** 64
 # at the same time, must not.
 _TILE_COUNTERS = {}
 _TILE_COUNTER_LOCK = threading.Lock()
+
+
+# Split-KV's arrival counters, per (device, stream), grown on demand: zero
+# before a launch, left zero by it, like the tile counters.
+_SPLIT_ARRIVALS = {}
+
+
+def split_arrivals(device_index, stream, count):
+    import torch
+    key = (device_index, stream)
+    with _TILE_COUNTER_LOCK:
+        arrivals = _SPLIT_ARRIVALS.get(key)
+        if arrivals is None or arrivals.numel() < count:
+            arrivals = torch.zeros(max(count, 1024), dtype=torch.int32,
+                                   device=f"cuda:{device_index}")
+            torch.cuda.current_stream(device_index).synchronize()
+            _SPLIT_ARRIVALS[key] = arrivals
+        return arrivals
 
 
 def tile_counter(device_index, stream):
@@ -346,17 +406,34 @@ class Kernel:
                 raise KernelArgumentError(f"{name} must be contiguous")
         return b, hq, hkv, nq, nk, d
 
-    def grid(self, b, hq, nq, sm_count=None):
+    def grid(self, b, hq, nq, sm_count=None, kv_splits=1):
         tiles = math.ceil(nq / self.meta["block_r"])
         if self.meta.get("tile_grid"):
-            # One CTA per (query block, head) tile; a persistent kernel
-            # strides over them with as many CTAs as stay resident
-            # (ctas_per_sm per SM).
+            # One CTA per (query block, head) tile (times the K/V chunks of
+            # split-KV); a persistent kernel strides over them with as many
+            # CTAs as stay resident (ctas_per_sm per SM).
             tiles *= hq * b
             if self.meta.get("persistent") and sm_count:
                 tiles = min(tiles, sm_count * self.meta.get("ctas_per_sm", 1))
-            return (tiles, 1, 1)
+            return (tiles, kv_splits if self.meta.get("split_kv") else 1, 1)
         return (tiles, hq, b)
+
+    def kv_splits_for(self, b, hq, nq, nk, sm_count, num_splits=None):
+        """The chunk count of a split-KV launch: `num_splits` if given (1 to
+        1024), else the metadata's default, else (0) fa::autoKVSplits."""
+        if num_splits is None or num_splits == 0:
+            num_splits = self.meta.get("kv_splits", 0)
+        if isinstance(num_splits, bool) or not isinstance(num_splits, int) \
+                or not 0 <= num_splits <= _MAX_KV_SPLITS:
+            raise KernelArgumentError(
+                f"num_splits must be an integer in [0, {_MAX_KV_SPLITS}] "
+                f"(0: auto), got {num_splits!r}")
+        if num_splits:
+            return num_splits
+        tiles = math.ceil(nq / self.meta["block_r"]) * hq * b
+        kv_blocks = math.ceil(nk / self.meta.get("block_c", 128))
+        return auto_kv_splits(tiles, kv_blocks,
+                              sm_count * self.meta.get("ctas_per_sm", 1))
 
     # -- launching (needs torch and a driver) --
 
@@ -384,7 +461,11 @@ class Kernel:
         self._functions[device_index] = (module, fn)
         return fn
 
-    def __call__(self, q, k, v, out=None, lse=None, scale=None):
+    def __call__(self, q, k, v, out=None, lse=None, scale=None,
+                 num_splits=None):
+        """Runs the kernel; returns (out, lse or None). num_splits: the
+        K/V chunk count of a split-KV kernel (None or 0: the metadata's
+        default, or the auto rule); refused for other kernels."""
         import torch
 
         b, hq, hkv, nq, nk, d = self.check_arguments(q, k, v, out, lse)
@@ -414,6 +495,26 @@ class Kernel:
                       ctypes.c_float(scale * 1.4426950408889634)]
             if self.meta.get("tile_grid"):
                 values.append(ctypes.c_int32(b))
+            splits = 1
+            workspace = None
+            if self.meta.get("split_kv"):
+                sms = (torch.cuda.get_device_properties(device_index)
+                       .multi_processor_count)
+                splits = self.kv_splits_for(b, hq, nq, nk, sms, num_splits)
+                # Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in
+                # f32, and one arrival counter per query row.
+                workspace = torch.empty(splits * b * hq * nq * (d + 1),
+                                        dtype=torch.float32, device=q.device)
+                arrivals = split_arrivals(device_index, stream, b * hq * nq)
+                values += [ctypes.c_int32(splits),
+                           ctypes.c_void_p(workspace.data_ptr()),
+                           ctypes.c_void_p(workspace.data_ptr() +
+                                           4 * splits * b * hq * nq * d),
+                           ctypes.c_void_p(arrivals.data_ptr())]
+            elif num_splits not in (None, 0, 1):
+                raise KernelArgumentError(
+                    f"num_splits={num_splits} needs a split-KV kernel "
+                    f"(fa-compile --split-kv); {self.name} is not one")
             if self.meta.get("tile_scheduler") == "dynamic":
                 values.append(ctypes.c_void_p(
                     tile_counter(device_index, stream).data_ptr()))
@@ -434,7 +535,7 @@ class Kernel:
             sms = (torch.cuda.get_device_properties(device_index)
                    .multi_processor_count
                    if self.meta.get("persistent") else None)
-            gx, gy, gz = self.grid(b, hq, nq, sms)
+            gx, gy, gz = self.grid(b, hq, nq, sms, splits)
             bx, by, bz = self.meta["block"]
             drv = _get_driver()
             drv.check(drv.lib.cuLaunchKernel(

@@ -10,6 +10,8 @@
 #ifndef FA_DIALECT_FA_IR_KVCHUNK_H
 #define FA_DIALECT_FA_IR_KVCHUNK_H
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 namespace mlir::fa {
@@ -29,6 +31,39 @@ kvChunk(A &a, typename A::Value first, typename A::Value end,
   V begin = a.minu(a.mul(chunk, size), n);
   V stop = a.minu(a.add(begin, size), n);
   return {a.add(first, begin), a.add(first, stop)};
+}
+
+/// The chunk count split-KV uses when the caller leaves it to the launch
+/// ("auto"): `tiles` (query block, head) work items, each over `kvBlocks`
+/// K/V blocks, on `slots` CTAs resident at once (SMs x CTAs per SM). A
+/// memory-bound decode kernel streams K/V at the rate of the CTAs in
+/// flight, so the grid should fill whole waves: for each S, the wave
+/// efficiency is tiles S / (slots ceil(tiles S / slots)), and the smallest
+/// S within 5% of the best wins (fewer chunks, less merging). No split
+/// when the tiles fill 80% of a wave already, nor into chunks of fewer
+/// than two blocks. The Python runtime's auto_kv_splits is this rule; a
+/// test checks they agree.
+inline int64_t autoKVSplits(int64_t tiles, int64_t kvBlocks, int64_t slots) {
+  constexpr int64_t kFilledNum = 4, kFilledDen = 5, kMinBlocks = 2,
+                    kWithinPercent = 95, kMaxSplits = 1024;
+  if (tiles <= 0 || kvBlocks <= 0 || slots <= 0 ||
+      tiles * kFilledDen >= slots * kFilledNum)
+    return 1;
+  int64_t most = std::min(kvBlocks / kMinBlocks, kMaxSplits);
+  if (most < 2)
+    return 1;
+  auto efficiency = [&](int64_t s) {
+    int64_t items = tiles * s;
+    int64_t waves = (items + slots - 1) / slots;
+    return double(items) / double(waves * slots);
+  };
+  double best = 0;
+  for (int64_t s = 1; s <= most; ++s)
+    best = std::max(best, efficiency(s));
+  for (int64_t s = 1; s <= most; ++s)
+    if (efficiency(s) * 100 >= best * kWithinPercent)
+      return s;
+  return 1;
 }
 
 } // namespace mlir::fa
