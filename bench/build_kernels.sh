@@ -25,5 +25,13 @@ if [ "$ARCH" = sm_90a ]; then
   fc --causal --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_bralign"
   fc --window 17 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_w17_bralign"
   fc --causal --window 17 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_w17_bralign"
+  # Split-KV (decode), the count picked per launch: what flashmlir.attention
+  # and flash_attn_func take where the query blocks leave SMs idle.
+  for d in 64 128 256; do
+    build/bin/fa-compile --arch "$ARCH" --head-dim "$d" --dtype f16 --split-kv auto \
+      -o "$OUT/sm_90a_d${d}_f16_splitkv" >> "$OUT/ptxas.txt"
+  done
+  build/bin/fa-compile --arch "$ARCH" --head-dim 128 --dtype bf16 --split-kv auto -o "$OUT/sm_90a_d128_bf16_splitkv" >> "$OUT/ptxas.txt"
+  fc --causal --causal-align=bottom-right --split-kv auto -o "$OUT/sm_90a_d128_f16_causal_bralign_splitkv"
 fi
 grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt"

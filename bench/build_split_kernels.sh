@@ -14,8 +14,11 @@ for dtype in f16 bf16; do
     fc --head-dim "$d" --dtype "$dtype" --split-kv auto -o "$OUT/split_d${d}_${dtype}"
   done
 done
-# One consumer warpgroup, two CTAs per SM: half the MMA work per K/V block.
-fc --head-dim 128 --block-r 64 --split-kv auto -o "$OUT/split_d128_f16_br64"
+# The split kernels' B_r at D 128 is 64 (one consumer warpgroup, two CTAs
+# per SM: half the MMA work on padding rows); B_r 128 (two consumers,
+# ping-pong) with three and two stages for comparison.
+fc --head-dim 128 --block-r 128 --split-kv auto -o "$OUT/split_d128_f16_br128"
+fc --head-dim 128 --block-r 128 --stages 2 --split-kv auto -o "$OUT/split_d128_f16_br128_s2"
 # KV-cache masks (bottom-right causal, a window) and O without LSE.
 fc --head-dim 128 --causal --causal-align=bottom-right --split-kv auto \
   -o "$OUT/split_d128_f16_causal_bralign"

@@ -70,6 +70,22 @@ int faKernelLaunch(FaKernel *kernel, const void *q, const void *k,
                    int kvHeads, int qLen, int kvLen, float scale,
                    void *stream);
 
+/** The same for a split-KV kernel (fa-compile --split-kv), with the K/V
+ *  chunk count: -1 the metadata's default, 0 the auto rule
+ *  (faAutoKVSplits on this launch's shapes and the device's SMs), or 1 to
+ *  1024. The runtime keeps the partial results' scratch per stream. For
+ *  other kernels only -1, 0 and 1 are accepted. */
+int faKernelLaunchSplit(FaKernel *kernel, const void *q, const void *k,
+                        const void *v, void *o, float *lse, int batch,
+                        int qHeads, int kvHeads, int qLen, int kvLen,
+                        float scale, int kvSplits, void *stream);
+
+/** Split-KV's auto chunk count (fa::autoKVSplits, fa/Dialect/FA/IR/KVChunk.h)
+ *  for `tiles` (query block, head) tiles of `kvBlocks` K/V blocks each on
+ *  `sms` SMs: the fewest chunks that fill whole waves of one CTA per SM to
+ *  within 5%; 1 when the tiles fill 80% of a wave already. */
+int faAutoKVSplits(long long tiles, long long kvBlocks, int sms);
+
 void faKernelDestroy(FaKernel *kernel);
 
 /** Encodes the TMA tensor map (a 128-byte CUtensorMap, `map` 64-byte

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa-c/Runtime.h"
+#include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
 
 #include <dlfcn.h>
@@ -186,6 +187,8 @@ constexpr IntField kIntFields[] = {
     {"tma_box_rows_o", 0, 256},
     {"ctas_per_sm", 1, 32},
     {"block", 1, 1024},
+    // fa::checkKVSplits's range, plus 0: the launch picks (auto).
+    {"kv_splits", 0, 1024},
 };
 
 const IntField *intField(const std::string &key) {
@@ -216,6 +219,9 @@ struct Metadata {
   float scale = 0.0f;
   bool tileGrid = false;   // one CTA per (query block, head) tile, B param
   bool persistent = false; // at most one CTA per SM strides the tiles
+  // Split-KV: grid y = chunks; the launch default (0: fa::autoKVSplits).
+  bool splitKV = false;
+  long kvSplits = 0;
   std::vector<long> block;
   std::vector<std::string> params;
 };
@@ -259,7 +265,7 @@ public:
                  key == "block_c" || key == "window" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
                  key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
-                 key == "ctas_per_sm") {
+                 key == "ctas_per_sm" || key == "kv_splits") {
         long v;
         if (readInt(*intField(key), v))
           return 1;
@@ -271,14 +277,16 @@ public:
          : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
          : key == "tma_box_rows_o"  ? m.tmaBoxRowsO
          : key == "ctas_per_sm"     ? m.ctasPerSM
+         : key == "kv_splits"       ? m.kvSplits
                                     : m.sharedBytes) = v;
       } else if (key == "causal" || key == "tile_grid" ||
                  key == "persistent" || key == "bottom_right" ||
-                 key == "writes_lse") {
+                 key == "writes_lse" || key == "split_kv") {
         bool &flag = key == "causal"         ? m.causal
                      : key == "tile_grid"    ? m.tileGrid
                      : key == "bottom_right" ? m.bottomRight
                      : key == "writes_lse"   ? m.writesLse
+                     : key == "split_kv"     ? m.splitKV
                                              : m.persistent;
         if (s.compare(pos, 4, "true") == 0) {
           flag = true;
@@ -490,11 +498,21 @@ int validate(const Metadata &m) {
                                        "Nq", "Nk", "Hq", "Hkv", "scale_log2"};
   if (m.tileGrid)
     expected.push_back("B");
+  if (m.splitKV) {
+    if (!m.tileGrid)
+      return fail("launch metadata: split-KV needs a tile-grid (wgmma) "
+                  "kernel");
+    for (const char *name :
+         {"kv_splits", "o_partial", "lse_partial", "split_arrivals"})
+      expected.push_back(name);
+  }
   const std::string &sched = m.tileScheduler;
   if (!sched.empty() && sched != "grid" && sched != "one tile per CTA" &&
       sched != "static" && sched != "dynamic")
     return fail("launch metadata: unknown 'tile_scheduler' '" + sched + "'");
   if (sched == "dynamic") {
+    if (m.splitKV)
+      return fail("launch metadata: a split-KV kernel runs one tile per CTA");
     if (!m.persistent)
       return fail("launch metadata: a dynamic tile scheduler needs a "
                   "persistent kernel");
@@ -505,6 +523,9 @@ int validate(const Metadata &m) {
                             "match this runtime's (q, k, v, o, lse, Nq, Nk, "
                             "Hq, Hkv, scale_log2") +
                 (m.tileGrid ? ", B" : "") +
+                (m.splitKV ? ", kv_splits, o_partial, lse_partial, "
+                             "split_arrivals"
+                           : "") +
                 (sched == "dynamic" ? ", tile_counter)" : ")"));
   if (m.tmaBoxCols &&
       (m.tmaBoxCols != 64 || m.tmaBoxRowsKV <= 0 || m.tmaBoxRowsKV > 256 ||
@@ -567,7 +588,41 @@ struct FaKernel {
   // (ordered) share one, while two streams' launches may overlap.
   std::mutex countersLock;
   std::map<void *, CUdeviceptr> counters;
+  // Split-KV's scratch, one per stream for the same reason, grown on
+  // demand: partial O and LSE (f32), and the arrival counters (zeroed when
+  // allocated, left zero by every launch).
+  struct SplitScratch {
+    CUdeviceptr partials = 0, arrivals = 0;
+    size_t partialBytes = 0, arrivalBytes = 0;
+  };
+  std::map<void *, SplitScratch> splitScratch;
 };
+
+namespace {
+/// `bytes` of device memory in `ptr`, reallocated when smaller; zeroed when
+/// `zero` (then kept zero by the kernels).
+int ensureDeviceBytes(CUdeviceptr &ptr, size_t &have, size_t bytes, bool zero,
+                      const char *what) {
+  if (have >= bytes)
+    return 0;
+  if (ptr)
+    driver.cuMemFree(ptr);
+  ptr = 0;
+  have = 0;
+  if (check(driver.cuMemAlloc(&ptr, bytes), what))
+    return 1;
+  if (zero) {
+    std::vector<unsigned char> zeros(bytes, 0);
+    if (check(driver.cuMemcpyHtoD(ptr, zeros.data(), bytes), what)) {
+      driver.cuMemFree(ptr);
+      ptr = 0;
+      return 1;
+    }
+  }
+  have = bytes;
+  return 0;
+}
+} // namespace
 
 extern "C" {
 
@@ -712,11 +767,31 @@ int faEncodeTensorMap(void *map, const void *base, long long matrices,
                "cuTensorMapEncodeTiled");
 }
 
+int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
+  return (int)mlir::fa::autoKVSplits(tiles, kvBlocks, sms);
+}
+
 int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
                    void *o, float *lse, int batch, int qHeads, int kvHeads,
                    int qLen, int kvLen, float scale, void *stream) {
+  return faKernelLaunchSplit(k, q, kp, v, o, lse, batch, qHeads, kvHeads, qLen,
+                             kvLen, scale, /*kvSplits=*/-1, stream);
+}
+
+int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
+                        const void *v, void *o, float *lse, int batch,
+                        int qHeads, int kvHeads, int qLen, int kvLen,
+                        float scale, int kvSplits, void *stream) {
+  if (kvSplits < -1 || kvSplits > 1024)
+    return fail("faKernelLaunch: kv_splits must be -1 (the metadata's "
+                "default), 0 (auto) or a chunk count up to 1024, got " +
+                std::to_string(kvSplits));
   if (!k)
     return fail("faKernelLaunch: kernel must not be null");
+  if (!k->meta.splitKV && kvSplits > 1)
+    return fail("faKernelLaunch: kv_splits = " + std::to_string(kvSplits) +
+                " needs a split-KV kernel (fa-compile --split-kv); " +
+                k->meta.kernel + " is not one");
   const char *names[] = {"q", "k", "v", "o", "lse"};
   const void *ptrs[] = {q, kp, v, o, lse};
   for (int i = 0; i < 5; ++i) {
@@ -748,11 +823,52 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
   if (!driverLoaded)
     return fail("faKernelLaunch: no driver (load the kernel first)");
   float scaleLog2 = scale * 1.4426950408889634f;
-  // The last slot is the dynamic tile scheduler's counter; the driver
-  // reads as many parameters as the kernel takes.
+  // The slots after B are split-KV's (chunks, partials, arrivals) or the
+  // dynamic tile scheduler's counter; the driver reads as many parameters
+  // as the kernel takes.
   CUdeviceptr counter = 0;
-  void *args[] = {&q,     &kp,     &v,       &o,         &lse,   &qLen,
-                  &kvLen, &qHeads, &kvHeads, &scaleLog2, &batch, &counter};
+  int splits = 1;
+  CUdeviceptr oPartial = 0, lsePartial = 0, arrivals = 0;
+  void *args[] = {&q,        &kp,       &v,          &o,
+                  &lse,      &qLen,     &kvLen,      &qHeads,
+                  &kvHeads,  &scaleLog2, &batch,     &counter,
+                  nullptr,   nullptr,   nullptr};
+  if (k->meta.splitKV) {
+    splits = kvSplits >= 0 ? kvSplits : (int)k->meta.kvSplits;
+    if (splits == 0) {
+      CUdevice dev;
+      int sms = 0;
+      if (check(driver.cuCtxGetDevice(&dev), "cuCtxGetDevice") ||
+          check(driver.cuDeviceGetAttribute(&sms, 16 /*MULTIPROCESSOR_COUNT*/,
+                                            dev),
+                "cuDeviceGetAttribute(multiprocessor count)"))
+        return 1;
+      long long tiles = (long long)((qLen + k->meta.blockR - 1) /
+                                    k->meta.blockR) *
+                        qHeads * batch;
+      long blockC = k->meta.blockC > 0 ? k->meta.blockC : 128;
+      splits = (int)mlir::fa::autoKVSplits(tiles, (kvLen + blockC - 1) / blockC,
+                                           sms);
+    }
+    // Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in f32; an
+    // arrival counter per query row.
+    size_t rows = (size_t)batch * (size_t)qHeads * (size_t)qLen;
+    size_t partialBytes = 4 * (size_t)splits * rows * (k->meta.headDim + 1);
+    std::lock_guard<std::mutex> lock(k->countersLock);
+    FaKernel::SplitScratch &scratch = k->splitScratch[stream];
+    if (ensureDeviceBytes(scratch.partials, scratch.partialBytes, partialBytes,
+                          false, "cuMemAlloc(split-KV partials)") ||
+        ensureDeviceBytes(scratch.arrivals, scratch.arrivalBytes, 4 * rows,
+                          true, "cuMemAlloc(split-KV arrivals)"))
+      return 1;
+    oPartial = scratch.partials;
+    lsePartial = scratch.partials + 4 * (size_t)splits * rows * k->meta.headDim;
+    arrivals = scratch.arrivals;
+    args[11] = &splits;
+    args[12] = &oPartial;
+    args[13] = &lsePartial;
+    args[14] = &arrivals;
+  }
   unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
   unsigned gridY = (unsigned)qHeads, gridZ = (unsigned)batch;
   // The sm_90a kernel reads q, k, v through TMA tensor maps (by value).
@@ -808,7 +924,8 @@ int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
       return fail("faKernelLaunch: too many tiles for one grid (" +
                   std::to_string(tiles) + ")");
     gridX = (unsigned)tiles;
-    gridY = gridZ = 1;
+    gridY = (unsigned)splits;
+    gridZ = 1;
   }
   return check(driver.cuLaunchKernel(
                    k->function, gridX, gridY, gridZ, (unsigned)k->meta.block[0],
@@ -823,6 +940,12 @@ void faKernelDestroy(FaKernel *k) {
   if (driverLoaded) {
     for (auto &entry : k->counters)
       driver.cuMemFree(entry.second);
+    for (auto &entry : k->splitScratch) {
+      if (entry.second.partials)
+        driver.cuMemFree(entry.second.partials);
+      if (entry.second.arrivals)
+        driver.cuMemFree(entry.second.arrivals);
+    }
     if (k->module)
       driver.cuModuleUnload(k->module);
   }

@@ -31,21 +31,24 @@ _launchers = {}
 
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
-                bottom_right=False):
+                bottom_right=False, split_kv=False):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
-    .{cubin,json}, with _w<window> and _bralign suffixes for those masks)
-    when it is there, else compiled in-process (and saved to `kernel_dir` if
-    one is given)."""
+    .{cubin,json}, with _w<window>, _bralign and _splitkv suffixes for those
+    masks and split-KV) when it is there, else compiled in-process (and
+    saved to `kernel_dir` if one is given)."""
     from . import runtime
 
     name = (f"{arch}_d{head_dim}_{dtype}{'_causal' if causal else ''}"
             f"{f'_w{window}' if window else ''}"
-            f"{'_bralign' if bottom_right else ''}")
+            f"{'_bralign' if bottom_right else ''}"
+            f"{'_splitkv' if split_kv else ''}")
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
             "causal": causal, "window": window, "softcap": 0.0}
     if bottom_right:
         want["bottom_right"] = True
+    if split_kv:
+        want["split_kv"] = True
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
@@ -57,7 +60,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                     f"{path}.json describes {got}, not the requested {want}")
             return kernel
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
-                       arch=arch, window=window, bottom_right=bottom_right)
+                       arch=arch, window=window, bottom_right=bottom_right,
+                       kv_splits="auto" if split_kv else None)
     if kernel_dir:
         import json
         import tempfile
@@ -75,15 +79,21 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
     return compiled.runtime_kernel()
 
 
-def attention(q, k, v, causal=False, scale=None, kernel_dir=None):
+def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
+              num_splits=0):
     """softmax(scale * q k^T) v on CUDA tensors [B, H, N, D] (f16/bf16, D in
     {64, 128, 256}; k and v may have fewer heads than q: grouped-query
     attention), with torch SDPA's calling convention; causal is top-left
     aligned. The kernel for the tensors' GPU (sm_90a FlashAttention-3 on
     Hopper, the sm_80 kernel on Ampere) is looked up in `kernel_dir`
     (default: $FLASHMLIR_KERNEL_DIR), else compiled in-process on first use;
-    either way it is cached for the process."""
-    out, _ = _launch(q, k, v, causal, scale, kernel_dir)
+    either way it is cached for the process.
+
+    num_splits (flash-attention's name): split-KV chunks on sm_90a. 0
+    (default): split where the query blocks leave SMs idle (decode; the
+    auto rule, runtime.auto_kv_splits, picks the count), 1: never, N: N."""
+    out, _ = _launch(q, k, v, causal, scale, kernel_dir,
+                     num_splits=num_splits)
     return out
 
 
@@ -111,24 +121,58 @@ def _arch_and_dtype(q):
     return arch, dtype
 
 
+def _split_kv(arch, q, k, num_splits):
+    """Whether the launch takes a split-KV kernel: asked for (num_splits >
+    1), or, with num_splits 0, where the auto rule splits -- on the split
+    kernels' tiles (B_r 64 at D <= 128, else 128; B_c 128 assumed)."""
+    import math
+
+    import torch
+    from . import runtime
+
+    if isinstance(num_splits, bool) or not isinstance(num_splits, int) or \
+            not 0 <= num_splits <= 1024:
+        raise runtime.KernelArgumentError(
+            f"num_splits must be an integer in [0, 1024] (0: auto), got "
+            f"{num_splits!r}")
+    if num_splits == 1:
+        return False
+    if arch != "sm_90a":
+        if num_splits > 1:
+            raise runtime.KernelArgumentError(
+                f"num_splits={num_splits}: split-KV kernels exist for sm_90a "
+                f"only, not {arch}")
+        return False
+    if num_splits > 1:
+        return True
+    b, hq, nq, d = q.shape
+    tiles = b * hq * math.ceil(nq / (64 if d <= 128 else 128))
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    return runtime.auto_kv_splits(tiles, math.ceil(k.shape[2] / 128),
+                                  sms) > 1
+
+
 def _launch(q, k, v, causal, scale, kernel_dir, window=0,
-            bottom_right=False):
+            bottom_right=False, num_splits=0):
     """(O, LSE) of [B, H, N, D] tensors through the cached launcher."""
     arch, dtype = _arch_and_dtype(q)
     kernel_dir = kernel_dir or _os.environ.get("FLASHMLIR_KERNEL_DIR")
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
-    extra = (int(window), bool(bottom_right))
+    split = _split_kv(arch, q, k, num_splits)
+    extra = (int(window), bool(bottom_right), split)
     # Plain kernels keep the short key (arch, D, dtype, causal).
-    full = key if extra == (0, False) else key + extra
+    full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
         _launchers[full] = _kernel_for(*key, kernel_dir, *extra)
+    if split:
+        return _launchers[full](q, k, v, scale=scale, num_splits=num_splits)
     return _launchers[full](q, k, v, scale=scale)
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                     deterministic=False, return_attn_probs=False,
-                    kernel_dir=None):
+                    kernel_dir=None, num_splits=0):
     """flash-attention's `flash_attn_func` on flash-mlir's kernels, for
     inference: q [B, Nq, Hq, D], k and v [B, Nk, Hkv, D] (Hkv dividing Hq),
     f16/bf16 CUDA tensors; returns O [B, Nq, Hq, D].
@@ -142,7 +186,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
 
     The kernels read [B, H, N, D]: q, k and v are copied into that layout
     and O back (strided tensor maps, which would avoid the copies, are not
-    there yet)."""
+    there yet). num_splits: as in flashmlir.attention (split-KV decode)."""
     from . import runtime
 
     if dropout_p:
@@ -173,5 +217,5 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     bottom_right = (causal or window > 0) and nq != nk
     bhnd = [t.transpose(1, 2).contiguous() for t in (q, k, v)]
     out, _ = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
-                     bottom_right)
+                     bottom_right, num_splits)
     return out.transpose(1, 2).contiguous()

@@ -106,6 +106,13 @@ void checkOptions(const fa::KernelOptions &o) {
       (o.softcap != 0 && (error = fa::checkSoftcap(o.softcap))) ||
       (o.blockR != 0 && (error = fa::checkTileSize("block_r", o.blockR))) ||
       (o.blockC != 0 && (error = fa::checkTileSize("block_c", o.blockC))) ||
+      (o.kvSplits > 0 && (error = fa::checkKVSplits(o.kvSplits))) ||
+      (o.kvSplits < -1 &&
+       (error = "kv_splits must be None, 'auto' or a chunk count, got " +
+                std::to_string(o.kvSplits))) ||
+      (o.kvSplits == 1 &&
+       (error = std::string("kv_splits = 1 is no split: give None, 'auto' "
+                            "or a count of at least 2"))) ||
       (o.rescaleThreshold >= 0 &&
        (error = fa::checkRescaleThreshold(o.rescaleThreshold,
                                           "rescale_threshold"))) ||
@@ -149,7 +156,8 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  py::object rescaleThreshold, int64_t polyDegree,
                  int64_t polyPeriod, int64_t stages, bool pingPong,
                  bool intraOverlap, int persistent,
-                 const std::string &sm90Kernel, bool runPtxas) {
+                 const std::string &sm90Kernel, int64_t kvSplits,
+                 bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
@@ -166,6 +174,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.intraOverlap = intraOverlap;
   options.persistent = persistent;
   options.sm90Kernel = sm90Kernel;
+  options.kvSplits = kvSplits;
   options.runPtxas = runPtxas;
   checkOptions(options);
 
@@ -358,7 +367,8 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
         py::arg("stages") = 0, py::arg("ping_pong") = true,
         py::arg("intra_overlap") = true, py::arg("persistent") = -1,
-        py::arg("sm90_kernel") = "wgmma", py::arg("run_ptxas") = true);
+        py::arg("sm90_kernel") = "wgmma", py::arg("kv_splits") = 0,
+        py::arg("run_ptxas") = true);
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,

@@ -78,7 +78,9 @@ class CompiledKernel:
         attrs = (["causal"] if o["causal"] else []) + \
             ([f"window = {o['window']} : i64"] if o["window"] else []) + \
             ([f"softcap = {_f32_text(o['softcap'])} : f32"]
-             if o["softcap"] else [])
+             if o["softcap"] else []) + \
+            ([f"kv_splits = {2 if o['kv_splits'] < 0 else o['kv_splits']}"
+              " : i64"] if o.get("kv_splits") else [])
         attr = f" {{{', '.join(attrs)}}}" if attrs else ""
         return (f"fa.attention %q, %k, %v outs(%o, %lse : {t}, "
                 f"memref<?x?x?xf32>){attr} : {t}, {t}, {t}")
@@ -392,7 +394,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             softcap=0.0, bottom_right=False, block_r=0, block_c=0, rescale_threshold=None,
             poly_exp2_degree=None, poly_exp2_period=8, stages=0,
             ping_pong=True, intra_overlap=True, persistent=None,
-            sm90_kernel="wgmma", cache_dir=None):
+            sm90_kernel="wgmma", kv_splits=None, cache_dir=None):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -409,7 +411,20 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     intra_overlap, persistent: the sm_90a/sm_100a schedule knobs
     (persistent=None: the back end's measured choice);
     sm90_kernel="mma-sync" builds the sm_80 kernel for sm_90a.
+    kv_splits: a split-KV (flash-decoding) kernel on sm_90a, for decode:
+    each CTA attends its query block to one chunk of the keys and the last
+    chunk merges; None: no split; "auto": the launch picks the chunk count
+    (runtime.auto_kv_splits); N >= 2: the launch default.
     """
+    if kv_splits is None:
+        splits = 0
+    elif kv_splits == "auto":
+        splits = -1
+    elif isinstance(kv_splits, int) and not isinstance(kv_splits, bool):
+        splits = kv_splits
+    else:
+        raise CompileError(f"kv_splits must be None, 'auto' or a chunk count,"
+                           f" got {kv_splits!r}")
     options = dict(arch=arch, head_dim=int(head_dim), dtype=dtype,
                    causal=bool(causal), window=int(window),
                    bottom_right=bool(bottom_right),
@@ -424,7 +439,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
                    intra_overlap=bool(intra_overlap),
                    persistent=(-1 if persistent is None
                                else int(bool(persistent))),
-                   sm90_kernel=sm90_kernel)
+                   sm90_kernel=sm90_kernel, kv_splits=splits)
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))

@@ -181,12 +181,13 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "block_r": (1, 1 << 20),
                "tma_box_rows_o": (0, 256), "kv_splits": (0, _MAX_KV_SPLITS),
                "block_c": (1, 1 << 20)}
 
-def auto_kv_splits(tiles, kv_blocks, slots):
+def auto_kv_splits(tiles, kv_blocks, sms):
     """The split-KV chunk count a launch picks when the caller leaves it to
     the kernel: fa::autoKVSplits (fa/Dialect/FA/IR/KVChunk.h), the rule the
     C runtime and fa-split-kv use; tests check they agree. `tiles`: (query
     block, head) tiles of the launch, `kv_blocks`: K/V blocks of a tile,
-    `slots`: CTAs resident at once (SMs x ctas_per_sm)."""
+    `sms`: the GPU's SMs (waves of one CTA per SM)."""
+    slots = sms
     if tiles <= 0 or kv_blocks <= 0 or slots <= 0:
         return 1
     if tiles * _AUTO_SPLIT_FILLED_DEN >= slots * _AUTO_SPLIT_FILLED_NUM:
@@ -432,8 +433,7 @@ class Kernel:
             return num_splits
         tiles = math.ceil(nq / self.meta["block_r"]) * hq * b
         kv_blocks = math.ceil(nk / self.meta.get("block_c", 128))
-        return auto_kv_splits(tiles, kv_blocks,
-                              sm_count * self.meta.get("ctas_per_sm", 1))
+        return auto_kv_splits(tiles, kv_blocks, sm_count)
 
     # -- launching (needs torch and a driver) --
 

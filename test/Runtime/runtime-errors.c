@@ -137,6 +137,36 @@ int main(int argc, char **argv) {
     report(metadata[i].what, faKernelMetadataCheck(metadata[i].json));
   report("null metadata", faKernelMetadataCheck(NULL));
 
+  /* Split-KV metadata: its four parameters after B, one tile per CTA. */
+#define SPLIT_HEAD                                                             \
+  META_HEAD "\"block_r\": 128, \"shared_memory_bytes\": 0, "                  \
+            "\"block\": [384, 1, 1], \"tile_grid\": true, \"split_kv\": true, "
+#define SPLIT_PARAMS                                                           \
+  LAUNCHER_PARAMS ", {\"name\": \"B\"}, {\"name\": \"kv_splits\"}, "          \
+                  "{\"name\": \"o_partial\"}, {\"name\": \"lse_partial\"}, "  \
+                  "{\"name\": \"split_arrivals\"}]}"
+  report("split-KV", faKernelMetadataCheck(SPLIT_HEAD "\"kv_splits\": 4, "
+                                                      SPLIT_PARAMS));
+  report("split-KV without its parameters",
+         faKernelMetadataCheck(SPLIT_HEAD LAUNCHER_PARAMS
+                               ", {\"name\": \"B\"}]}"));
+  report("split-KV, dynamic scheduler",
+         faKernelMetadataCheck(SPLIT_HEAD "\"persistent\": true, "
+                                          "\"tile_scheduler\": \"dynamic\", "
+                                          SPLIT_PARAMS));
+  report("split-KV chunk count past 1024",
+         faKernelMetadataCheck(SPLIT_HEAD "\"kv_splits\": 1025, "
+                                          SPLIT_PARAMS));
+  report("launch with kv_splits past 1024",
+         faKernelLaunchSplit(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, 2000,
+                             NULL));
+  /* The auto rule (fa::autoKVSplits) on the issue's decode rows, 132 SMs:
+   * B 1 H 32 (32 tiles of 256 blocks), B 1 H 8 (8 of 1024), B 4 H 32 (128
+   * tiles: a wave already), one tile of 3 blocks (no chunk of 2). */
+  printf("auto splits: %d %d %d %d\n", faAutoKVSplits(32, 256, 132),
+         faAutoKVSplits(8, 1024, 132), faAutoKVSplits(128, 64, 132),
+         faAutoKVSplits(1, 3, 132));
+
   /* Images the driver would read past: checked before the driver loads. */
   static const unsigned char shortElf[16] = {0x7f, 'E', 'L', 'F', 2, 1};
   unsigned char badTables[64] = {0x7f, 'E', 'L', 'F', 2, 1};

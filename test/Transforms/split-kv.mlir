@@ -10,10 +10,10 @@
 // RUN: not fa-opt %s --fa-split-kv="splits=0" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not fa-opt %s --fa-split-kv="splits=some" 2>&1 | FileCheck %s --check-prefix=WORD
 
-// Decode: B = 1, Hq = 8, one query, 32k keys: 8 work items for 132 SMs,
-// so ceil(132 / 8) = 17 chunks of at least 512 keys.
+// Decode: B = 1, Hq = 8, one query, 32k keys: 8 work items for 132 SMs;
+// 16 chunks make 128 CTAs, within 5% of a full wave (15 would be 91%).
 // AUTO-LABEL: func.func @decode
-// AUTO: fa.attention {{.*}}kv_splits = 17 : i64
+// AUTO: fa.attention {{.*}}kv_splits = 16 : i64
 // FIXED-LABEL: func.func @decode
 // FIXED: fa.attention {{.*}}kv_splits = 3 : i64
 // NEST-LABEL: func.func @decode

@@ -71,7 +71,8 @@ int die(const char *what) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: fa-launch <prefix> [B Hq Hkv Nq Nk] [seed]\n");
+    std::fprintf(stderr, "usage: fa-launch <prefix> [B Hq Hkv Nq Nk] [seed] "
+                         "[kv_splits]\n");
     return 2;
   }
   int b = argc > 6 ? std::atoi(argv[2]) : 2;
@@ -80,6 +81,8 @@ int main(int argc, char **argv) {
   int nq = argc > 6 ? std::atoi(argv[5]) : 200;
   int nk = argc > 6 ? std::atoi(argv[6]) : 333;
   unsigned seed = argc > 7 ? std::atoi(argv[7]) : 1;
+  // Split-KV kernels: -1 the metadata's default, 0 auto, else the count.
+  int kvSplits = argc > 8 ? std::atoi(argv[8]) : -1;
 
   FaKernel *kernel = nullptr;
   if (faKernelLoadFiles(argv[1], 0, &kernel))
@@ -109,13 +112,15 @@ int main(int argc, char **argv) {
   float scale = 1.0f / std::sqrt(float(d));
   // Three launches, each into an output poisoned with NaN, and the last one
   // checked: a kernel that keeps state between launches (the dynamic tile
-  // scheduler's counter) must leave it as the next launch needs it.
+  // scheduler's counter, split-KV's arrival counters) must leave it as the
+  // next launch needs it.
   const int launches = 3;
   std::vector<uint16_t> poison(nQ, 0xFFFF);
   for (int i = 0; i < launches; ++i)
     if (faCopyToDevice(dout, poison.data(), nQ * 2) ||
-        faKernelLaunch(kernel, dq, dk, dv, dout, static_cast<float *>(dlse), b,
-                       hq, hkv, nq, nk, scale, nullptr) ||
+        faKernelLaunchSplit(kernel, dq, dk, dv, dout,
+                            static_cast<float *>(dlse), b, hq, hkv, nq, nk,
+                            scale, kvSplits, nullptr) ||
         faDeviceSynchronize())
       return die("launching");
   if (faCopyToHost(o.data(), dout, nQ * 2) ||
@@ -166,10 +171,12 @@ int main(int argc, char **argv) {
   double rel = std::sqrt(errSq / refSq);
   double tol = bf16 ? 8e-3 : 1e-3;
   bool ok = std::isfinite(rel) && rel <= tol && lseErr <= 1e-3;
-  std::printf("fa-launch: %s B=%d Hq=%d Hkv=%d Nq=%d Nk=%d, launch %d of %d: "
+  std::printf("fa-launch: %s B=%d Hq=%d Hkv=%d Nq=%d Nk=%d kv_splits=%d, "
+              "launch %d of %d: "
               "O rel_l2_error=%.2e (tolerance %.0e) LSE max_abs_error=%.2e "
               "%s\n",
-              faKernelName(kernel), b, hq, hkv, nq, nk, launches, launches, rel,
+              faKernelName(kernel), b, hq, hkv, nq, nk, kvSplits, launches,
+              launches, rel,
               tol, lseErr, ok ? "PASS" : "FAIL");
   faDeviceFree(dq);
   faDeviceFree(dk);

@@ -64,6 +64,25 @@
 // CHECK: nvvm.cp.async.bulk.wait_group 0
 // CHECK-NOT: fagpu.
 // CHECK: llvm.return
+// CHECK-LABEL: llvm.func @split
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
+// CHECK: scf.if
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") acq_rel
+// CHECK: nvvm.shfl.sync idx
+// CHECK: %[[LAST:.*]] = arith.cmpi eq
+// CHECK: scf.if %[[LAST]]
+// CHECK: llvm.store %c0_i32
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
+// CHECK: llvm.load volatile
+// CHECK: arith.maximumf
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32)
+// CHECK: ex2.approx.ftz.f32
+// CHECK-COUNT-2: llvm.load volatile
+// CHECK: llvm.fptrunc {{.*}} : vector<2xf32> to vector<2xf16>
+// CHECK: lg2.approx.ftz.f32
+// CHECK-NOT: fagpu.
 
 // CHECK-LABEL: llvm.func @carried
 // CHECK: scf.for %{{.*}} = %{{.*}} to %arg0 step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
@@ -119,6 +138,19 @@ gpu.module @fa_kernels {
       fagpu.store_output %op, %m, %l rows(%row, %matrix, %nq) to %omap : !llvm.ptr as f16 lse %lse : !llvm.ptr<1> staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %c : !o, !rows
       fagpu.store_wait
     }
+    llvm.return
+  }
+
+  // Split-KV: the partial O leaves in f32 pairs (8 B per 2 columns), then
+  // each warp of the rows below Nq counts itself in; the last chunk's warp
+  // resets its counter and merges: max of the chunks' LSE, weights
+  // exp2((LSE_s - m) log2 e), O read past L1 (volatile), f16 pairs out.
+  llvm.func @split(%i: i32, %p: !llvm.ptr<1>) {
+    %zero = arith.constant 0.0 : f32
+    %o = fagpu.splat %zero : !o
+    %m = fagpu.splat %zero : !rows
+    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f32 lse %p : !llvm.ptr<1> : !o, !rows
+    fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
     llvm.return
   }
 

@@ -35,6 +35,9 @@
 // CHECK: %[[ST:.*]] = fagpu.shared_tile offset 49152 : <128x64xf16>
 // CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : !llvm.ptr as f16 lse %{{.*}} : !llvm.ptr<1> staging %{{.*}} : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %{{.*}} : <64x64xf32, accumulator>, <64xf32, rows>
 // CHECK: fagpu.store_wait
+// CHECK-LABEL: llvm.func @split
+// CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : <1> as f32 lse %{{.*}} : !llvm.ptr<1> : <64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: fagpu.merge_splits rows(%{{.*}}, %{{.*}}, %{{.*}}) of %{{.*}} x %{{.*}} arrivals %{{.*}} partials(%{{.*}}, %{{.*}}) to %{{.*}} as f16 lse %{{.*}} {head_dim = 64 : i64} : <1>, <1>, <1>, <1>, !llvm.ptr<1>
 module attributes {gpu.container_module} {
 gpu.module @fa_kernels {
   llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
@@ -77,6 +80,16 @@ gpu.module @fa_kernels {
       fagpu.store_output %op, %m, %l rows(%row, %matrix, %nq) to %omap : !llvm.ptr as f16 lse %lse : !llvm.ptr<1> staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %c : !o, !rows
       fagpu.store_wait
     }
+    llvm.return
+  }
+
+  // Split-KV: a chunk's partial O in f32 from registers, then the merge.
+  llvm.func @split(%i: i32, %p: !llvm.ptr<1>) {
+    %zero = arith.constant 0.0 : f32
+    %o = fagpu.splat %zero : !fagpu.fragment<64x64xf32, accumulator>
+    %m = fagpu.splat %zero : !fagpu.fragment<64xf32, rows>
+    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f32 lse %p : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+    fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
     llvm.return
   }
 }

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
@@ -23,27 +24,21 @@ using namespace mlir::fa;
 
 namespace {
 
-/// Chunks that give every SM work, none shorter than this many keys (a
-/// chunk's partial costs an O row and an LSE in scratch, and the merge
-/// reads them all).
-constexpr int64_t kMinKeysPerChunk = 512;
-/// Query rows per work item the rule assumes (the GPU kernels' B_r).
-constexpr int64_t kRowsPerItem = 128;
+/// Query rows per work item and keys per block the rule assumes (the GPU
+/// kernels' tiles; fa-tile chooses the real ones after this pass).
+constexpr int64_t kRowsPerItem = 128, kKeysPerBlock = 128;
 
-/// The auto rule on static shapes; 1 (no split) otherwise.
+/// fa::autoKVSplits on static shapes; 1 (no split) otherwise.
 int64_t autoSplits(AttentionOp op, int64_t sms) {
   ShapedType q = op.getQueryType(), k = op.getKeyType();
   for (int64_t d : {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
                     k.getDimSize(2)})
     if (ShapedType::isDynamic(d))
       return 1;
-  int64_t items = q.getDimSize(0) * q.getDimSize(1) *
+  int64_t tiles = q.getDimSize(0) * q.getDimSize(1) *
                   llvm::divideCeil(q.getDimSize(2), kRowsPerItem);
-  if (items >= sms)
-    return 1;
-  int64_t byKeys = std::max<int64_t>(1, k.getDimSize(2) / kMinKeysPerChunk);
-  int64_t toFill = static_cast<int64_t>(llvm::divideCeil(sms, items));
-  return std::min<int64_t>({toFill, byKeys, 1024});
+  return autoKVSplits(tiles, llvm::divideCeil(k.getDimSize(2), kKeysPerBlock),
+                      sms);
 }
 
 struct FASplitKVPass : fa::impl::FASplitKVBase<FASplitKVPass> {

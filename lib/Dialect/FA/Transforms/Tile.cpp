@@ -115,6 +115,8 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     const fagpu::KernelDefaults *row =
         fagpu::defaultsFor(gpu, d, op.getCausal());
     int64_t br = op.getBlockR().value_or(blockR);
+    if (br == 0 && row && op.getKvSplits())
+      br = fagpu::splitKVDefaults(gpu, d, op.getCausal()).blockR;
     if (br == 0) {
       if (!row)
         return op.emitOpError()

@@ -77,6 +77,18 @@ const KernelDefaults *mlir::fagpu::defaultsFor(Target target, int64_t headDim,
   return nullptr;
 }
 
+SplitKVDefaults mlir::fagpu::splitKVDefaults(Target target, int64_t headDim,
+                                            bool causal) {
+  if (target == Target::sm_90a && headDim <= 128)
+    return {kRowsPerConsumer,
+            "decode D 128 f16, GB/s of K+V at the best chunk count: B 1 H 32 "
+            "Nk 32k 3,832 (B_r 64, 4 chunks) vs 3,662 (B_r 128, 4); B 1 H 8 "
+            "Nk 128k 3,786 (64, 16) vs 3,598 (128, 16): "
+            "2026-12-01-decode-splitkv-v1"};
+  const KernelDefaults *row = defaultsFor(target, headDim, causal);
+  return {row ? row->blockR : 0, nullptr};
+}
+
 int64_t mlir::fagpu::defaultBlockC(Target target, int64_t headDim, bool causal,
                                    int64_t blockR) {
   // One consumer warpgroup (B_r = 64) shares the SM with a second CTA: its

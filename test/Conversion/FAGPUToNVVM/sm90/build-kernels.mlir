@@ -187,3 +187,36 @@ func.func @bottom_right(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v
     : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
   return
 }
+
+// -----
+
+// Split-KV: the grid's y is the chunk; each CTA attends its tile to chunk
+// ctaid.y of the visible blocks (an empty chunk stores the initial state:
+// O = 0, LSE = -inf), stores the partial in f32 at row block
+// chunk * B * Hq + matrix, and the last chunk of each warp's rows merges.
+// CHECK-LABEL: func.func @split_kv
+// CHECK: gpu.alloc async {{.*}} : memref<?xf32>
+// CHECK: gpu.alloc async {{.*}} : memref<?xf32>
+// CHECK: gpu.alloc async {{.*}} : memref<?xi32>
+// CHECK: gpu.memset async
+// CHECK: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d128_br64_bc64_s2_f16_stg_splitkv blocks in (%{{.*}}, %c4{{.*}}, %c1{{.*}})
+// CHECK: llvm.func @fa3_sm90_d128_br64_bc64_s2_f16_stg_splitkv(
+// CHECK-SAME: %[[SPLITS:arg11]]: i32, %[[OP:arg12]]: !llvm.ptr<1>, %[[LP:arg13]]: !llvm.ptr<1>, %[[ARR:arg14]]: !llvm.ptr<1>)
+// CHECK: } consumer {
+// CHECK: %[[CHUNK:.*]] = nvvm.read.ptx.sreg.ctaid.y
+// CHECK: %[[ANY:.*]] = arith.cmpi ult, %[[BEGIN:.*]], %[[END:.*]] : i32
+// CHECK: scf.if %[[ANY]] {
+// CHECK: fagpu.mma
+// CHECK: fagpu.store_output {{.*}} to %[[OP]] : <1> as f32 lse %[[LP]]
+// CHECK: } else {
+// CHECK: fagpu.splat %cst{{.*}} : <64x128xf32, accumulator>
+// CHECK: fagpu.store_output {{.*}} to %[[OP]] : <1> as f32 lse %[[LP]]
+// CHECK: }
+// CHECK: fagpu.merge_splits rows({{.*}}) of %[[SPLITS]] x %{{.*}} arrivals %[[ARR]] partials(%[[OP]], %[[LP]]) to %arg3 as f16 lse %arg4 {head_dim = 128 : i64}
+func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32,
+      schedule = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, kv_splits = 4>}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}

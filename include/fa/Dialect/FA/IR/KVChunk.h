@@ -35,15 +35,17 @@ kvChunk(A &a, typename A::Value first, typename A::Value end,
 
 /// The chunk count split-KV uses when the caller leaves it to the launch
 /// ("auto"): `tiles` (query block, head) work items, each over `kvBlocks`
-/// K/V blocks, on `slots` CTAs resident at once (SMs x CTAs per SM). A
-/// memory-bound decode kernel streams K/V at the rate of the CTAs in
-/// flight, so the grid should fill whole waves: for each S, the wave
-/// efficiency is tiles S / (slots ceil(tiles S / slots)), and the smallest
-/// S within 5% of the best wins (fewer chunks, less merging). No split
-/// when the tiles fill 80% of a wave already, nor into chunks of fewer
-/// than two blocks. The Python runtime's auto_kv_splits is this rule; a
-/// test checks they agree.
-inline int64_t autoKVSplits(int64_t tiles, int64_t kvBlocks, int64_t slots) {
+/// K/V blocks, on a GPU of `sms` SMs. A memory-bound decode kernel streams
+/// K/V at the rate of the CTAs in flight, and one CTA per SM already
+/// saturates an SM's share of DRAM bandwidth, so the grid should fill
+/// whole waves of one CTA per SM (also for kernels built for two CTAs per
+/// SM: docs/hopper.md has the measurement): for each S, the wave efficiency
+/// is tiles S / (sms ceil(tiles S / sms)), and the smallest S within 5% of
+/// the best wins (fewer chunks, less merging). No split when the tiles fill
+/// 80% of a wave already, nor into chunks of fewer than two blocks. The
+/// Python runtime's auto_kv_splits is this rule; a test checks they agree.
+inline int64_t autoKVSplits(int64_t tiles, int64_t kvBlocks, int64_t sms) {
+  int64_t slots = sms;
   constexpr int64_t kFilledNum = 4, kFilledDen = 5, kMinBlocks = 2,
                     kWithinPercent = 95, kMaxSplits = 1024;
   if (tiles <= 0 || kvBlocks <= 0 || slots <= 0 ||

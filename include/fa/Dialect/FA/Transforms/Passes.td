@@ -157,12 +157,13 @@ def FASplitKV : Pass<"fa-split-kv", "func::FuncOp"> {
     combines them with `fa.merge_partials`. Worth it when `B * Hq * Nq` is too
     small to fill the GPU (decode, one query per sequence) and `Nk` is long.
 
-    `splits=auto`: with static shapes, `S = min(ceil(sms / (B * Hq *
-    ceil(Nq / 128))), max(1, Nk / 512), 1024)` -- enough chunks to give each
-    SM work, none shorter than 512 keys; without static shapes, or when the
-    query blocks already fill the SMs, 1 (no split). `splits=N` sets N.
-    (Executed on the CPU path; the GPU kernels do not split yet:
-    `fa-map-to-gpu` refuses a split nest.)
+    `splits=auto`: with static shapes, `fa::autoKVSplits` (KVChunk.h, the
+    rule the runtimes apply per launch) on `B * Hq * ceil(Nq / 128)` tiles
+    of `ceil(Nk / 128)` blocks and `sms` SMs: the fewest chunks that fill
+    whole waves of one CTA per SM to within 5%; without static shapes, or
+    when the query blocks already fill 80% of the SMs, 1 (no split).
+    `splits=N` sets N. The CPU path and the sm_90a kernel execute it (one
+    kernel: the tile's last chunk merges); sm_80 and sm_100a refuse it.
   }];
   let options = [
     Option<"splits", "splits", "std::string", /*default=*/"\"auto\"",

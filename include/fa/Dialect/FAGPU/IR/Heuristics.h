@@ -41,6 +41,16 @@ const KernelDefaults *defaultsFor(Target target, int64_t headDim, bool causal);
 int64_t defaultBlockC(Target target, int64_t headDim, bool causal,
                       int64_t blockR);
 
+/// B_r of a split-KV (decode) kernel where nothing is asked: decode has one
+/// query row per sequence, so B_r is MMA work on padding; one consumer
+/// (B_r = 64, two CTAs per SM) where the head dim allows it, else the
+/// table's. Null evidence where the table's B_r is kept.
+struct SplitKVDefaults {
+  int64_t blockR;
+  const char *evidence;
+};
+SplitKVDefaults splitKVDefaults(Target target, int64_t headDim, bool causal);
+
 /// The K/V ring depth where nothing is asked: 3 where it fits, else 2.
 inline constexpr int64_t kPreferredStages = 3;
 /// The producer warpgroup's setmaxnreg budget on sm_90a (FA3's 24).

@@ -1,0 +1,188 @@
+"""Split-KV (flash-decoding) from Python: the kernel's metadata and launch
+geometry, the auto rule (the same in Python and in the C runtime), option
+errors, and (marked gpu) numerics on the H200 against an fp32 reference."""
+import ctypes
+import math
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def flashmlir(build_dir):
+    os.environ["FLASHMLIR_BUILD_DIR"] = str(build_dir)
+    sys.path.insert(0, str(ROOT / "python"))
+    import flashmlir as module
+    ext = str(build_dir / "python" / "flashmlir")
+    if ext not in module.__path__:
+        module.__path__.append(ext)
+    return module
+
+
+@pytest.fixture(scope="module")
+def c_runtime(build_dir):
+    lib = ctypes.CDLL(str(build_dir / "lib" / "libFARuntime.so"))
+    lib.faAutoKVSplits.argtypes = [ctypes.c_longlong, ctypes.c_longlong,
+                                   ctypes.c_int]
+    lib.faAutoKVSplits.restype = ctypes.c_int
+    return lib
+
+
+def test_auto_rule_is_the_c_runtimes(c_runtime):
+    """runtime.auto_kv_splits and faAutoKVSplits (fa::autoKVSplits) agree
+    on every shape of a grid that crosses each of the rule's branches."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from flashmlir.runtime import auto_kv_splits
+    checked = 0
+    for sms in (1, 78, 108, 132, 264):
+        for tiles in list(range(1, 40)) + [64, 100, 105, 106, 131, 132, 500]:
+            for blocks in (1, 2, 3, 4, 7, 64, 256, 1024, 5000):
+                want = c_runtime.faAutoKVSplits(tiles, blocks, sms)
+                assert auto_kv_splits(tiles, blocks, sms) == want, \
+                    (tiles, blocks, sms)
+                checked += 1
+    assert checked == 5 * 46 * 9
+    # The decode rows of issue 17 on the H200 (132 SMs): B 1 H 32 at B_r 64
+    # (32 tiles, 4 chunks), B 1 H 8 (16 chunks), B 4 H 32 (no split).
+    assert [auto_kv_splits(32, 256, 132), auto_kv_splits(8, 1024, 132),
+            auto_kv_splits(128, 64, 132)] == [4, 16, 1]
+
+
+def test_split_kernel_metadata(flashmlir):
+    from flashmlir import runtime
+    k = flashmlir.compile(head_dim=128, kv_splits=4)
+    m = k.metadata
+    assert m["split_kv"] is True and m["kv_splits"] == 4
+    # Decode's B_r: one consumer warpgroup at D <= 128.
+    assert m["block_r"] == 64
+    assert m["tile_scheduler"] == "one tile per CTA"
+    assert [p["name"] for p in m["params"]][-5:] == [
+        "B", "kv_splits", "o_partial", "lse_partial", "split_arrivals"]
+    kinds = {p["name"]: p["kind"] for p in m["params"]}
+    assert kinds["o_partial"] == "workspace" and \
+        kinds["split_arrivals"] == "counter"
+    kernel = runtime.Kernel(k.cubin, m)
+    assert kernel.grid(1, 32, 1, None, 4) == (32, 4, 1)
+    assert kernel.grid(2, 8, 100, None, 3) == (2 * 8 * 2, 3, 1)
+    # None or 0: the metadata's default; N: N.
+    assert kernel.kv_splits_for(1, 32, 1, 32768, 132) == 4
+    assert kernel.kv_splits_for(1, 32, 1, 32768, 132, 7) == 7
+    for bad in (-1, 1025, 2.0, True):
+        with pytest.raises(runtime.KernelArgumentError, match="num_splits"):
+            kernel.kv_splits_for(1, 32, 1, 32768, 132, bad)
+    assert "kv_splits = 4 : i64" in k.mlir("attention")
+
+
+def test_auto_split_kernel(flashmlir):
+    from flashmlir import runtime
+    k = flashmlir.compile(head_dim=256, kv_splits="auto")
+    m = k.metadata
+    assert m["split_kv"] is True and m["kv_splits"] == 0
+    assert m["block_r"] == 128  # D 256 keeps the table's B_r
+    kernel = runtime.Kernel(k.cubin, m)
+    # 0: the auto rule on this launch's tiles and B_c (64 at D 256).
+    tiles, blocks = 8, math.ceil(131072 / m["block_c"])
+    assert kernel.kv_splits_for(1, 8, 1, 131072, 132) == \
+        runtime.auto_kv_splits(tiles, blocks, 132) > 1
+    assert kernel.kv_splits_for(4, 32, 1000, 1000, 132) == 1
+
+
+@pytest.mark.parametrize("bad,why", [
+    (1, "kv_splits = 1 is no split"),
+    (2000, "expected kv_splits in \\[1, 1024\\], got 2000"),
+    ("some", "kv_splits must be None, 'auto' or a chunk count"),
+    (True, "kv_splits must be None, 'auto' or a chunk count")])
+def test_kv_splits_errors(flashmlir, bad, why):
+    with pytest.raises(flashmlir.CompileError, match=why):
+        flashmlir.compile(head_dim=128, kv_splits=bad)
+
+
+def test_split_kv_needs_sm90(flashmlir):
+    with pytest.raises(flashmlir.CompileError,
+                       match="split-KV has a GPU kernel on sm_90a only"):
+        flashmlir.compile(head_dim=64, arch="sm_80", kv_splits=4)
+
+
+def test_metadata_checks(flashmlir):
+    from flashmlir import runtime
+    m = dict(flashmlir.compile(head_dim=128, kv_splits=4).metadata)
+    m["params"] = m["params"][:-4]
+    with pytest.raises(runtime.MetadataError, match="does not match"):
+        runtime.validate_metadata(m)
+    m = dict(flashmlir.compile(head_dim=128, kv_splits=4).metadata)
+    m["kv_splits"] = 1025
+    with pytest.raises(runtime.MetadataError, match="kv_splits"):
+        runtime.validate_metadata(m)
+
+
+# -- on the GPU ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    import torch
+    assert torch.cuda.is_available(), "gpu tests need a CUDA device"
+    sys.path.insert(0, str(ROOT / "python"))
+    import flashmlir
+    return torch, flashmlir
+
+
+def _reference(torch, q, k, v, scale, causal):
+    group = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(group, 1)
+    vf = v.float().repeat_interleave(group, 1)
+    s = (q.float() @ kf.transpose(-1, -2)) * scale
+    if causal:  # bottom-right: query i at key position i + Nk - Nq
+        nq, nk = q.shape[2], k.shape[2]
+        i = torch.arange(nq, device=q.device)[:, None] + nk - nq
+        j = torch.arange(nk, device=q.device)[None, :]
+        s = s.masked_fill(j > i, float("-inf"))
+    return torch.softmax(s, -1) @ vf
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_splits", [0, 3, 64])
+@pytest.mark.parametrize("b,hq,hkv,nq,nk", [(1, 32, 32, 1, 32768),
+                                            (2, 8, 2, 1, 1531),
+                                            (3, 4, 4, 5, 777)])
+def test_decode_matches_reference(gpu, num_splits, b, hq, hkv, nq, nk):
+    """flashmlir.attention through the split-KV kernel (the auto rule picks
+    it for these shapes, or num_splits forces it), against fp32."""
+    torch, flashmlir = gpu
+    torch.manual_seed(nk)
+    d = 128
+    q = torch.randn(b, hq, nq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(b, hkv, nk, d, device="cuda", dtype=torch.float16)
+    v = torch.randn(b, hkv, nk, d, device="cuda", dtype=torch.float16)
+    out = flashmlir.attention(q, k, v, num_splits=num_splits)
+    ref = _reference(torch, q, k, v, 1 / math.sqrt(d), False)
+    err = ((out.float() - ref).norm() / ref.norm()).item()
+    assert err <= 2e-3, err
+
+
+@pytest.mark.gpu
+def test_decode_with_kv_cache_mask(gpu):
+    """flash_attn_func's bottom-right causal decode over a cache, split."""
+    torch, flashmlir = gpu
+    torch.manual_seed(3)
+    b, hq, hkv, nq, nk, d = 2, 16, 4, 3, 20000, 128
+    q = torch.randn(b, nq, hq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
+    out = flashmlir.flash_attn_func(q, k, v, causal=True, num_splits=5)
+    ref = _reference(torch, *(t.transpose(1, 2) for t in (q, k, v)),
+                     1 / math.sqrt(d), True).transpose(1, 2)
+    err = ((out.float() - ref).norm() / ref.norm()).item()
+    assert err <= 2e-3, err
+
+
+@pytest.mark.gpu
+def test_num_splits_refused_on_unsplit_kernels(gpu):
+    torch, flashmlir = gpu
+    from flashmlir import runtime
+    q = torch.randn(1, 2, 64, 128, device="cuda", dtype=torch.float16)
+    with pytest.raises(runtime.KernelArgumentError, match="num_splits"):
+        flashmlir.attention(q, q, q, num_splits=-2)
