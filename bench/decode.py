@@ -109,10 +109,15 @@ def sdpa(q, k, v, backend):
 def speed(folder):
     d, dt = 128, torch.float16
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    kernels = {n: Kernel.load(os.path.join(folder, n))
-               for n in ("split_d128_f16", "split_d128_f16_br128",
-                         "split_d128_f16_br128_s2", "base_d128_f16",
-                         "base_d128_f16_br64")}
+    # Every unmasked D 128 f16 kernel of the folder: split ones swept over
+    # the chunk count, the others timed as they are.
+    kernels = {}
+    for n in kernel_names(folder):
+        kern = Kernel.load(os.path.join(folder, n))
+        m = kern.meta
+        if (m["head_dim"], m["dtype"], m["causal"], m.get("window", 0)) == \
+                (d, "f16", False, 0) and m.get("writes_lse", True):
+            kernels[n] = kern
     rows = []
     for (b, h, nk) in [(1, 32, 32768), (1, 8, 131072), (4, 32, 8192),
                        (8, 32, 8192), (1, 32, 4096)]:

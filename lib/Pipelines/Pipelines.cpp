@@ -78,7 +78,8 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
                                  double rescaleThreshold, int64_t polyDegree,
                                  int64_t polyPeriod,
                                  bool queryInRegisters = true,
-                                 StringRef kvSplits = "") {
+                                 StringRef kvSplits = "",
+                                 int64_t ctasPerSm = 0) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createFAAttentionToBuffers());
   if (!kvSplits.empty())
@@ -95,7 +96,7 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
     mapPm.addPass(
         createFAPolyExp2(FAPolyExp2Options{polyDegree, polyPeriod}));
   mapPm.addPass(fagpu::createFAMapToGPU(
-      fagpu::FAMapToGPUOptions{target.str(), queryInRegisters}));
+      fagpu::FAMapToGPUOptions{target.str(), queryInRegisters, ctasPerSm}));
 }
 
 void mlir::fa::buildSM80KernelPipeline(OpPassManager &pm,
@@ -129,7 +130,8 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
                                        const SM90PipelineOptions &options) {
   buildTileLevelForGPU(pm, "sm_90a", options.rescaleThreshold,
                        options.polyExp2Degree, options.polyExp2Period,
-                       /*queryInRegisters=*/true, options.kvSplits);
+                       /*queryInRegisters=*/true, options.kvSplits,
+                       options.ctasPerSm);
   // FlashAttention-3, one idea per pass. Persistence (a second Q buffer)
   // comes before the ring depth, which must fit next to it; the epilogue
   // after, as its staging tile takes what the ring leaves.

@@ -385,6 +385,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
                             : options.persistent > 0 ? "true"
                                                      : "false";
       pipeline.epilogue = options.epilogue;
+      pipeline.ctasPerSm = options.ctasPerSM;
       setFA4(pipeline);
       buildSM90KernelPipeline(pm, pipeline);
     } else {

@@ -62,6 +62,12 @@ static cl::opt<std::string> splitKV(
              "the count per launch from the SM count and the shapes; off "
              "(default)"),
     cl::init("off"));
+static cl::opt<int64_t> ctasPerSM(
+    cl::cat(toolOptions), "ctas-per-sm",
+    cl::desc("wgmma: resident CTAs per SM the kernel is built for (0: two "
+             "for B_r = 64, else one; 1 gives a B_r = 64 kernel the whole "
+             "SM's shared memory and registers)"),
+    cl::init(0));
 static cl::opt<bool> noLse(cl::cat(toolOptions), "no-lse",
                            cl::desc("Write O only (no LSE output)"),
                            cl::init(false));
@@ -213,6 +219,7 @@ int main(int argc, char **argv) {
   options.blockR = blockR;
   options.blockC = blockC;
   options.kvSplits = kvSplits;
+  options.ctasPerSM = ctasPerSM;
   options.queryInRegisters = queryInRegisters;
   if (rescaleThreshold == "off") {
     options.rescaleThreshold = -1.0;

@@ -88,6 +88,11 @@ void buildSM80EmissionPipeline(OpPassManager &pm,
                                const SM80PipelineOptions &options);
 
 struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
+  PassOptions::Option<int64_t> ctasPerSm{
+      *this, "ctas-per-sm",
+      llvm::cl::desc("Resident CTAs per SM the kernel is built for (0: two "
+                     "with one consumer warpgroup, else one)"),
+      llvm::cl::init(0)};
   PassOptions::Option<std::string> kvSplits{
       *this, "kv-splits",
       llvm::cl::desc("Run fa-split-kv with this chunk count (auto or N; "

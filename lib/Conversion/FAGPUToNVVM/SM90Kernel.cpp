@@ -93,7 +93,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
            (qBuffers == 2 ? "_q2" : "") + epilogueSuffix() +
-           (kvSplits ? "_splitkv" : "") + suffix();
+           (kvSplits ? "_splitkv" : "") +
+           (consumers == 1 && ctasPerSM == 1 ? "_1cta" : "") + suffix();
   }
   /// The epilogue, named where it is not the default for the head dim, and
   /// O staged in a Q buffer where a staging tile of its own would fit

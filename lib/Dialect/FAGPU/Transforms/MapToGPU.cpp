@@ -250,6 +250,14 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       // One consumer leaves room for a second CTA, which plays the part of
       // the ping-pong partner.
       fields.ctasPerSm = fields.consumers == 1 ? 2 : 1;
+      if (ctasPerSm) {
+        if (ctasPerSm != 1 && !(ctasPerSm == 2 && fields.consumers == 1))
+          return emitError(forall.getLoc())
+                 << "fa-map-to-gpu: ctas-per-sm must be 1, or 2 with one "
+                    "consumer warpgroup (block_r = 64), got "
+                 << int64_t(ctasPerSm);
+        fields.ctasPerSm = ctasPerSm;
+      }
     }
     fields.kvSplits = kvSplits;
     if (target == Target::sm_80) {

@@ -37,6 +37,9 @@ def FAMapToGPU : Pass<"fa-map-to-gpu", "func::FuncOp"> {
            "sm_80 (mma.sync), sm_90a (wgmma, TMA) or sm_100a (tcgen05)">,
     Option<"queryInRegisters", "q-in-registers", "bool", "true",
            "sm_80: keep Q fragments in registers where they fit">,
+    Option<"ctasPerSm", "ctas-per-sm", "int64_t", "0",
+           "sm_90a: resident CTAs per SM the kernel is built for (0: two "
+           "with one consumer warpgroup, else one)">,
   ];
   let dependentDialects = ["::mlir::fagpu::FAGPUDialect"];
 }
