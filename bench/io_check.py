@@ -28,7 +28,10 @@ def launch(folder, rows):
                         dtype=torch.float16)
         kv = torch.randn(r["B"], r["Hkv"], r["Nk"], r["D"], device="cuda",
                          dtype=torch.float16)
-        k(q, kv, kv)
+        if r.get("kv_splits"):
+            k(q, kv, kv, num_splits=r["kv_splits"])
+        else:
+            k(q, kv, kv)
         torch.cuda.synchronize()
 
 
@@ -64,7 +67,8 @@ def main():
         results.append(dict(r, measured_read=meas, dram_read=dram,
                             measured_write=wr))
         print(f"| {r['kernel']} | {r['B']} {r['Hq']} {r['Hkv']} {r['Nq']} "
-              f"{r['Nk']} | {r['predicted_read']} | {meas:.0f} | "
+              f"{r['Nk']}{' S=' + str(r['kv_splits']) if r.get('kv_splits') else ''}"
+              f" | {r['predicted_read']} | {meas:.0f} | "
               f"{diff * 100:+.3f}% | {r['fa2_model_read']} | {dram:.0f} | "
               f"{r['predicted_write']} | {wr:.0f} |")
     json.dump(results, open(os.path.join(os.environ.get("OUT", "."),

@@ -14,24 +14,37 @@ import sys
 SHAPES = [(1, 16, 16, 4096, 4096), (1, 16, 16, 1024, 1024),
           (1, 16, 16, 1000, 1000), (1, 16, 4, 2048, 2048),
           (1, 16, 16, 16384, 16384), (8, 32, 8, 1, 8192)]
+# Split-KV kernels: (B, Hq, Hkv, Nq, Nk, chunks): decode, a few queries of
+# a GQA cache, more chunks than blocks (empty chunks), prefill.
+SPLIT_SHAPES = [(1, 32, 32, 1, 32768, 4), (1, 8, 8, 1, 131072, 16),
+                (2, 8, 2, 5, 1531, 3), (1, 4, 1, 70, 300, 8),
+                (2, 4, 4, 1000, 1100, 2)]
 
 
 def main():
     folder = sys.argv[1]
     rows = []
     for f in sorted(os.listdir(folder)):
-        if not f.endswith(".json") or not f.startswith("sm_90a") or "bf16" in f:
+        if not f.endswith(".json"):
             continue
         meta = json.load(open(os.path.join(folder, f)))
+        if meta.get("arch") != "sm_90a" or meta["dtype"] != "f16" or \
+                meta.get("window", 0):
+            continue
         d, causal = meta["head_dim"], meta["causal"]
-        for b, hq, hkv, nq, nk in SHAPES:
+        split = meta.get("split_kv", False)
+        shapes = SPLIT_SHAPES if split else [s + (0,) for s in SHAPES]
+        for b, hq, hkv, nq, nk, splits in shapes:
+            extra = (", bottom_right" if meta.get("bottom_right") else "") + \
+                (f", kv_splits = {splits} : i64" if splits else "")
             t = lambda h, n, dd: f"memref<{b}x{h}x{n}x{dd}xf16>"  # noqa
             text = (f"func.func @f(%q: {t(hq, nq, d)}, %k: {t(hkv, nk, d)}, "
                     f"%o: {t(hq, nq, d)}, %l: memref<{b}x{hq}x{nq}xf32>) {{\n"
                     f"  fa.attention %q, %k, %k outs(%o, %l : {t(hq, nq, d)}, "
                     f"memref<{b}x{hq}x{nq}xf32>) "
                     f"{{block_r = {meta['block_r']} : i64, block_c = "
-                    f"{meta['block_c']} : i64{', causal' if causal else ''}}}"
+                    f"{meta['block_c']} : i64{', causal' if causal else ''}"
+                    f"{extra}}}"
                     f" : {t(hq, nq, d)}, {t(hkv, nk, d)}, {t(hkv, nk, d)}\n"
                     f"  return\n}}\n")
             out = subprocess.run(
@@ -47,7 +60,8 @@ def main():
             writes = int(re.search(r"sm_to_l2_write_bytes: (\d+)", out)[1])
             model = int(re.search(r"fa2_model_read_bytes: (\d+)", out)[1])
             rows.append(dict(kernel=f[:-5], B=b, Hq=hq, Hkv=hkv, Nq=nq,
-                             Nk=nk, D=d, causal=causal, predicted_read=reads,
+                             Nk=nk, D=d, causal=causal, kv_splits=splits,
+                             predicted_read=reads,
                              predicted_write=writes, fa2_model_read=model))
     json.dump(rows, sys.stdout, indent=1)
 

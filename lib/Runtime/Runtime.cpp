@@ -1035,6 +1035,14 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
   kernel.wholeBoxes = m.tmaBoxCols > 0;
   kernel.dynamicScheduler = m.tileScheduler == "dynamic";
   kernel.writesLse = m.writesLse;
+  if (m.splitKV) {
+    // The chunk count is the launch's: the metadata's default, if it has one.
+    if (m.kvSplits < 1)
+      return fail("faMetadataPredictedBytes: a split-KV kernel whose chunk "
+                  "count is chosen per launch (kv_splits 0): the traffic "
+                  "depends on that count; compile with --split-kv N");
+    kernel.kvSplits = m.kvSplits;
+  }
   mlir::fagpu::Traffic traffic = mlir::fagpu::kernelTraffic(
       kernel, {batch, queryHeads, kvHeads, queryLen, keyLen});
   *readBytes = static_cast<unsigned long long>(traffic.reads());

@@ -380,7 +380,10 @@ PYBIND11_MODULE(_compiler, m) {
       [](int64_t blockR, int64_t blockC, int64_t headDim, int64_t elementBytes,
          bool causal, bool bottomRight, int64_t window, bool wholeBoxes,
          bool dynamicScheduler, bool writesLse, int64_t b, int64_t hq,
-         int64_t hkv, int64_t nq, int64_t nk) {
+         int64_t hkv, int64_t nq, int64_t nk, int64_t kvSplits) {
+        if (kvSplits < 0 || kvSplits > 1024)
+          throw py::value_error("predicted_bytes: kv_splits must be in "
+                                "[0, 1024] (0: not a split kernel)");
         for (int64_t v : {blockR, blockC, headDim, elementBytes, b, hq, hkv,
                           nq, nk})
           if (v < 1 || v > 0x7fffffff)
@@ -400,6 +403,7 @@ PYBIND11_MODULE(_compiler, m) {
         kernel.wholeBoxes = wholeBoxes;
         kernel.dynamicScheduler = dynamicScheduler;
         kernel.writesLse = writesLse;
+        kernel.kvSplits = kvSplits;
         fagpu::Traffic t = fagpu::kernelTraffic(kernel, {b, hq, hkv, nq, nk});
         return py::make_tuple(t.reads(), t.writes());
       });

@@ -496,18 +496,29 @@ def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
 
 
 def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
-                    key_len):
+                    key_len, kv_splits=None):
     """(L2 -> SM read bytes, SM -> L2 write bytes) that the kernel of
     `metadata` (a CompiledKernel's .metadata or a fa-compile .json, loaded)
     moves for this shape: the counting rule of fagpu-io-report and of the C
-    runtime's faMetadataPredictedBytes, checked against ncu on the H200."""
+    runtime's faMetadataPredictedBytes, checked against ncu on the H200.
+    kv_splits: a split-KV kernel's chunk count for the launch (None: the
+    metadata's default, which "auto" kernels lack)."""
     m = metadata
     if "block_c" not in m or "arch" not in m:
         raise ValueError("predicted_bytes: the metadata has no 'block_c' or "
                          "'arch' (compiled before the prediction existed)")
+    splits = 0
+    if m.get("split_kv"):
+        splits = m.get("kv_splits", 0) if kv_splits is None else kv_splits
+        if not splits:
+            raise ValueError("predicted_bytes: a split-KV kernel whose chunk "
+                             "count is chosen per launch: give kv_splits")
+    elif kv_splits not in (None, 0):
+        raise ValueError("predicted_bytes: kv_splits for a kernel that does "
+                         "not split")
     return tuple(_extension().predicted_bytes(
         m["block_r"], m["block_c"], m["head_dim"], 2, bool(m["causal"]),
         bool(m.get("bottom_right", False)), int(m.get("window", 0)),
         int(m.get("tma_box_cols", 0)) > 0,
         m.get("tile_scheduler") == "dynamic", bool(m.get("writes_lse", True)),
-        batch, query_heads, kv_heads, query_len, key_len))
+        batch, query_heads, kv_heads, query_len, key_len, splits))

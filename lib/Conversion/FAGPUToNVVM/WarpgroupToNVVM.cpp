@@ -857,8 +857,10 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
     b.setInsertionPointToStart(ifLast.thenBlock());
     e.onLaneZero(
         [&] { LLVM::StoreOp::create(b, loc, e.c32(0), counter, 4); });
-    // The other chunks' partials were written by other SMs: read them past
-    // this SM's L1 (volatile loads), after the acquire above.
+    // The other chunks' partials were written by other SMs, after the
+    // acquire above. The LSE are read past this SM's L1 (volatile): a
+    // 128-byte line holds 32 rows' LSE, and another warp of this SM may
+    // have read the line before these rows' chunks were written.
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
     Value rowsStart = warpRow0;
     Value rowEnd = arith::MinUIOp::create(b, loc, e.add(warpRow0, e.c32(16)),
@@ -911,12 +913,23 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
           e.globalPtr, e.f32, oPartial,
           e.add(e.mul(partialRow(chunk), e.c64(headDim)),
                 e.ext64(e.mul(pos.lane, e.c32(columns)))));
-      for (int64_t c = 0; c < columns; ++c) {
+      // The lane's columns as vectors of up to four, so that the warp's
+      // loads cover whole 32-byte sectors. Not volatile (NVPTX would split
+      // a volatile vector into scalar loads, each moving a sector for 4
+      // bytes): a partial O row fills whole 128-byte lines of its own, read
+      // once per launch by this warp alone, so this SM's L1 holds no stale
+      // copy of them (L1 starts each launch empty).
+      for (int64_t c = 0; c < columns; c += 4) {
+        int64_t width = std::min<int64_t>(4, columns - c);
+        auto vectorType = VectorType::get({width}, e.f32);
         Value x = LLVM::LoadOp::create(
-            b, loc, e.f32, e.gep(e.globalPtr, e.f32, oRow, e.c64(c)),
-            /*alignment=*/4, /*isVolatile=*/true);
-        next.push_back(
-            math::FmaOp::create(b, loc, w, x, acc[1 + c]).getResult());
+            b, loc, vectorType, e.gep(e.globalPtr, e.f32, oRow, e.c64(c)),
+            /*alignment=*/4 * width);
+        for (int64_t i = 0; i < width; ++i) {
+          Value xi = LLVM::ExtractElementOp::create(b, loc, x, e.c32(i));
+          next.push_back(
+              math::FmaOp::create(b, loc, w, xi, acc[1 + c + i]).getResult());
+        }
       }
       scf::YieldOp::create(b, loc, next);
       b.setInsertionPointToStart(ifSeen.elseBlock());

@@ -83,3 +83,41 @@ func.func @window(%q: memref<1x1x512x64xf16>, %o: memref<1x1x512x64xf16>, %l: me
       : memref<1x1x512x64xf16>, memref<1x1x512x64xf16>, memref<1x1x512x64xf16>
   return
 }
+
+// -----
+
+// Split-KV (S = 4), decode: each of the 4 chunks reloads the tile's Q box
+// (64 rows) and reads its 16 of the 64 blocks once (K and V as unsplit);
+// every chunk writes its row's partial O and LSE in f32 (4 x 129 x 4 B),
+// the merge reads the 4 LSE twice (a 32-byte sector per warp-wide load)
+// and the 4 O rows back (4 x (64 + 512) B),
+// one warp counts in 4 times and resets its counter (5 x 32 B).
+// CHECK-LABEL: fagpu-io-report:
+// CHECK: kernel: target=sm_90a B_r=64 B_c=64 window=0 kv_splits=4
+// CHECK: l2_to_sm_read_bytes: 17321216 (q 524288, k 8388608, v 8388608, tile counter 0, merge 18432, arrivals 1280)
+// CHECK: sm_to_l2_write_bytes: 19872 (o 2048, lse 32, tile counter 0, partials 16512, arrivals 1280)
+func.func @split_decode(%q: memref<1x8x1x128xf16>, %k: memref<1x8x4096x128xf16>, %o: memref<1x8x1x128xf16>, %l: memref<1x8x1xf32>) {
+  fa.attention %q, %k, %k outs(%o, %l : memref<1x8x1x128xf16>, memref<1x8x1xf32>) {kv_splits = 4 : i64}
+      : memref<1x8x1x128xf16>, memref<1x8x4096x128xf16>, memref<1x8x4096x128xf16>
+  return
+}
+
+// -----
+
+// Split-KV with empty chunks and masked rows: bottom-right causal, Nq = 70
+// after 230 cached keys, B_c = 128: each tile visits 3 blocks, so chunks
+// 3..7 of 8 are empty (no Q, no K/V; they still write their rows' partials
+// and count in). Tile 0's rows 0..25 (key positions 230..255) see nothing
+// in chunk 2 (keys 256..299): the merge reads O of 64 + 64 + 38 rows there,
+// and all 3 chunks of tile 1's 6 rows: 184 x 256 B, plus 8 x 70 x 64 B of
+// LSE sectors. 4 + 1 warps count in 8 times and reset (9 x 32 B each).
+// CHECK-LABEL: fagpu-io-report:
+// CHECK: kernel: target=sm_90a B_r=64 B_c=128 causal window=0 kv_splits=8
+// CHECK: query tiles per head: 2, K/V blocks visited per head: 6
+// CHECK: l2_to_sm_read_bytes: 330144 (q 49152, k 98304, v 98304, tile counter 0, merge 82944, arrivals 1440)
+// CHECK: sm_to_l2_write_bytes: 156280 (o 8960, lse 280, tile counter 0, partials 145600, arrivals 1440)
+func.func @split_ragged(%q: memref<1x1x70x64xf16>, %k: memref<1x1x300x64xf16>, %o: memref<1x1x70x64xf16>, %l: memref<1x1x70xf32>) {
+  fa.attention %q, %k, %k outs(%o, %l : memref<1x1x70x64xf16>, memref<1x1x70xf32>) {causal, bottom_right, kv_splits = 8 : i64}
+      : memref<1x1x70x64xf16>, memref<1x1x300x64xf16>, memref<1x1x300x64xf16>
+  return
+}

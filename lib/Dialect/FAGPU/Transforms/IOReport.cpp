@@ -69,6 +69,7 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     kernel.wholeBoxes = op.getTarget() != Target::sm_80;
     kernel.dynamicScheduler = s.getScheduler() == TileScheduler::Dynamic;
     kernel.writesLse = bool(op.getLse());
+    kernel.kvSplits = s.getKvSplits();
     Traffic total = kernelTraffic(kernel, {b, hq, hkv, nq, nk});
     int64_t tiles = total.tilesPerHead, blocksVisited =
                                             total.blocksVisitedPerHead;
@@ -77,8 +78,10 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
 
     os << "fagpu-io-report: " << op.getLoc() << "\n";
     os << "  kernel: target=" << targetName(op.getTarget()) << " B_r=" << br
-       << " B_c=" << bc << (causal ? " causal" : "") << " window=" << window
-       << "\n";
+       << " B_c=" << bc << (causal ? " causal" : "") << " window=" << window;
+    if (kernel.kvSplits)
+      os << " kv_splits=" << kernel.kvSplits;
+    os << "\n";
     os << "  shape: B=" << b << " Hq=" << hq << " Hkv=" << hkv
        << " Nq=" << nq << " Nk=" << nk << " D=" << d << " Dv=" << dv
        << " element_bytes=" << elt << "\n";
@@ -86,12 +89,18 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
        << ", K/V blocks visited per head: " << blocksVisited << "\n";
     os << "  l2_to_sm_read_bytes: " << total.reads() << " (q "
        << total.q << ", k " << total.k << ", v " << total.v
-       << ", tile counter " << scheduler << ")\n";
+       << ", tile counter " << scheduler;
+    if (kernel.kvSplits)
+      os << ", merge " << total.mergeReads << ", arrivals " << total.arrivals;
+    os << ")\n";
     // Payload bytes; the register epilogue's 4-byte stores write partial
     // sectors, which the hardware counts whole (D = 64 kernels).
     os << "  sm_to_l2_write_bytes: " << total.writes() << " (o "
-       << total.o << ", lse " << total.lse << ", tile counter " << scheduler
-       << ")\n";
+       << total.o << ", lse " << total.lse << ", tile counter " << scheduler;
+    if (kernel.kvSplits)
+      os << ", partials " << total.partialWrites << ", arrivals "
+         << total.arrivals;
+    os << ")\n";
     os << "  fa2_model_read_bytes: " << fa2Model
        << " (Q + (K + V) * T_r, every block of every tile)\n";
     return success();

@@ -13,6 +13,7 @@
 #ifndef FA_DIALECT_FAGPU_IR_TRAFFIC_H
 #define FA_DIALECT_FAGPU_IR_TRAFFIC_H
 
+#include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FAGPU/IR/TileRange.h"
 
 #include <cstdint>
@@ -31,6 +32,11 @@ struct TrafficKernel {
   bool wholeBoxes = true;
   bool dynamicScheduler = false;
   bool writesLse = true;
+  /// Split-KV: the launch's chunk count (0: not a split kernel). Each
+  /// non-empty chunk (fa::kvChunk) loads the tile's Q and its own blocks;
+  /// every chunk writes its rows' partial O and LSE in f32; the last chunk
+  /// of each warp's 16 rows reads them back and writes O and LSE.
+  int64_t kvSplits = 0;
 };
 
 /// An attention's shape.
@@ -46,11 +52,63 @@ struct Traffic {
   int64_t tilesPerHead = 0, blocksVisitedPerHead = 0;
   /// FlashAttention-2's model: Q + (K + V) T_r, every block of every tile.
   int64_t fa2Model = 0;
-  int64_t reads() const { return q + k + v + scheduler; }
+  /// Split-KV: the partials written (O and LSE, f32), read back by the
+  /// merge (each LSE twice, for the max and then the weights, by the whole
+  /// warp at once: a 32-byte sector per load; O only of the chunks in which
+  /// the row sees a key), and the arrival counters (one 32-byte atomic per
+  /// warp and chunk, read and written, and one 32-byte sector reset per
+  /// warp).
+  int64_t partialWrites = 0, mergeReads = 0, arrivals = 0;
+  int64_t reads() const { return q + k + v + scheduler + mergeReads + arrivals; }
   /// Payload bytes; the register epilogue's 4-byte stores write partial
   /// sectors, which the hardware counts whole (D = 64 kernels).
-  int64_t writes() const { return o + lse + scheduler; }
+  int64_t writes() const {
+    return o + lse + scheduler + partialWrites + arrivals;
+  }
 };
+
+/// Split-KV's part of one tile's traffic (rows [qStart, qStart + rows)):
+/// added to `head`.
+inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
+                             int64_t rows, int64_t nq, int64_t nk,
+                             KVRange<IntegerArithmetic> range, Traffic &head) {
+  IntegerArithmetic ints;
+  int64_t br = kernel.blockR, bc = kernel.blockC, elt = kernel.elementBytes;
+  int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
+  int64_t splits = kernel.kvSplits;
+  // Row i's visible keys [lo, hi), as the kernel masks them.
+  int64_t shift = kernel.bottomRight ? nk - nq : 0;
+  auto visible = [&](int64_t i, int64_t first, int64_t end) {
+    int64_t at = i + shift, lo = 0, hi = nk;
+    if (kernel.causal)
+      hi = std::min(hi, at + 1);
+    if (kernel.window) {
+      lo = std::max(lo, at - kernel.window + 1);
+      if (!kernel.causal)
+        hi = std::min(hi, at + kernel.window);
+    }
+    return std::max(lo, first) < std::min(hi, end);
+  };
+  int64_t warps = (rows + 15) / 16;
+  head.arrivals += warps * (splits + 1) * 32;
+  for (int64_t c = 0; c < splits; ++c) {
+    auto [begin, end] = fa::kvChunk(ints, range.first, range.end, c, splits);
+    head.partialWrites += rows * (dv + 1) * 4;
+    head.mergeReads += rows * 2 * 32;
+    if (begin >= end)
+      continue;
+    head.q += (kernel.wholeBoxes ? br : rows) * d * elt;
+    for (int64_t j = begin; j < end; ++j) {
+      int64_t cols = kernel.wholeBoxes ? bc : std::min(bc, nk - j * bc);
+      head.k += cols * d * elt;
+      head.v += cols * dv * elt;
+      ++head.blocksVisitedPerHead;
+    }
+    for (int64_t i = qStart; i < qStart + rows; ++i)
+      if (visible(i, begin * bc, std::min(end * bc, nk)))
+        head.mergeReads += dv * 4;
+  }
+}
 
 inline Traffic kernelTraffic(const TrafficKernel &kernel,
                              const TrafficShape &shape) {
@@ -64,10 +122,15 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
   for (int64_t i = 0; i < head.tilesPerHead; ++i) {
     int64_t qStart = i * br;
     int64_t rows = kernel.wholeBoxes ? br : std::min(br, nq - qStart);
-    head.q += rows * d * elt;
     KVRange<IntegerArithmetic> range =
         kvBlockRange(ints, qStart, nq, nk, br, bc, kernel.causal,
                      kernel.window, kernel.bottomRight);
+    if (kernel.kvSplits) {
+      splitTileTraffic(kernel, qStart, std::min(br, nq - qStart), nq, nk,
+                       range, head);
+      continue;
+    }
+    head.q += rows * d * elt;
     for (int64_t j = range.first; j < range.end; ++j) {
       int64_t cols = kernel.wholeBoxes ? bc : std::min(bc, nk - j * bc);
       head.k += cols * d * elt;
@@ -80,6 +143,9 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
   total.q *= heads;
   total.k *= heads;
   total.v *= heads;
+  total.partialWrites *= heads;
+  total.mergeReads *= heads;
+  total.arrivals *= heads;
   total.o = heads * nq * dv * elt;
   total.lse = kernel.writesLse ? heads * nq * 4 : 0;
   total.scheduler =
