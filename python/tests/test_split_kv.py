@@ -186,3 +186,32 @@ def test_num_splits_refused_on_unsplit_kernels(gpu):
     q = torch.randn(1, 2, 64, 128, device="cuda", dtype=torch.float16)
     with pytest.raises(runtime.KernelArgumentError, match="num_splits"):
         flashmlir.attention(q, q, q, num_splits=-2)
+
+
+def test_predicted_bytes(flashmlir, c_runtime):
+    """The traffic rule for split kernels through Python and the C runtime:
+    the fagpu-io-report figures of test/Transforms/FAGPU/io-report.mlir
+    (B 1, Hq 8, one query, 4096 keys, 4 chunks), checked with ncu on the
+    H200 (bench/results/2026-12-01-io-check-splitkv.md)."""
+    import json
+    m = flashmlir.compile(head_dim=128, kv_splits=4).metadata
+    assert flashmlir.predicted_bytes(m, 1, 8, 8, 1, 4096) == (17321216, 19872)
+    reads, writes = ctypes.c_ulonglong(), ctypes.c_ulonglong()
+    c_runtime.faMetadataPredictedBytes.argtypes = [
+        ctypes.c_char_p] + [ctypes.c_long] * 5 + [
+        ctypes.POINTER(ctypes.c_ulonglong)] * 2
+    assert c_runtime.faMetadataPredictedBytes(
+        json.dumps(m).encode(), 1, 8, 8, 1, 4096, ctypes.byref(reads),
+        ctypes.byref(writes)) == 0
+    assert (reads.value, writes.value) == (17321216, 19872)
+    auto = flashmlir.compile(head_dim=128, kv_splits="auto").metadata
+    with pytest.raises(ValueError, match="give kv_splits"):
+        flashmlir.predicted_bytes(auto, 1, 8, 8, 1, 4096)
+    assert flashmlir.predicted_bytes(auto, 1, 8, 8, 1, 4096, kv_splits=4) \
+        == (17321216, 19872)
+    assert c_runtime.faMetadataPredictedBytes(
+        json.dumps(auto).encode(), 1, 8, 8, 1, 4096, ctypes.byref(reads),
+        ctypes.byref(writes)) == 1
+    plain = flashmlir.compile(head_dim=128).metadata
+    with pytest.raises(ValueError, match="does not split"):
+        flashmlir.predicted_bytes(plain, 1, 8, 8, 1, 4096, kv_splits=4)
