@@ -599,6 +599,15 @@ struct FaKernel {
 };
 
 namespace {
+/// The current context's device's SM count, in `sms`.
+int currentDeviceSMs(int &sms) {
+  CUdevice dev;
+  return check(driver.cuCtxGetDevice(&dev), "cuCtxGetDevice") ||
+         check(driver.cuDeviceGetAttribute(&sms, 16 /*MULTIPROCESSOR_COUNT*/,
+                                           dev),
+               "cuDeviceGetAttribute(multiprocessor count)");
+}
+
 /// `bytes` of device memory in `ptr`, reallocated when smaller; zeroed when
 /// `zero` (then kept zero by the kernels).
 int ensureDeviceBytes(CUdeviceptr &ptr, size_t &have, size_t bytes, bool zero,
@@ -836,12 +845,8 @@ int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
   if (k->meta.splitKV) {
     splits = kvSplits >= 0 ? kvSplits : (int)k->meta.kvSplits;
     if (splits == 0) {
-      CUdevice dev;
       int sms = 0;
-      if (check(driver.cuCtxGetDevice(&dev), "cuCtxGetDevice") ||
-          check(driver.cuDeviceGetAttribute(&sms, 16 /*MULTIPROCESSOR_COUNT*/,
-                                            dev),
-                "cuDeviceGetAttribute(multiprocessor count)"))
+      if (currentDeviceSMs(sms))
         return 1;
       long long tiles = (long long)((qLen + k->meta.blockR - 1) /
                                     k->meta.blockR) *
@@ -908,12 +913,8 @@ int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
     unsigned long long tiles =
         (unsigned long long)gridX * (unsigned)qHeads * (unsigned)batch;
     if (k->meta.persistent) {
-      CUdevice dev;
       int sms = 0;
-      if (check(driver.cuCtxGetDevice(&dev), "cuCtxGetDevice") ||
-          check(driver.cuDeviceGetAttribute(&sms, 16 /*MULTIPROCESSOR_COUNT*/,
-                                            dev),
-                "cuDeviceGetAttribute(multiprocessor count)"))
+      if (currentDeviceSMs(sms))
         return 1;
       unsigned long long resident =
           (unsigned long long)sms * (unsigned long long)k->meta.ctasPerSM;

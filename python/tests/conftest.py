@@ -1,5 +1,6 @@
 import os
 import pathlib
+import sys
 
 import pytest
 
@@ -13,6 +14,20 @@ def build_dir():
         pytest.fail(f"no fa-run in {path}/bin: build flash-mlir first "
                     "(bash scripts/bootstrap.sh)")
     return path
+
+
+@pytest.fixture(scope="session")
+def flashmlir(build_dir):
+    """The flashmlir package with the build tree's compiled extension."""
+    if not (build_dir / "python" / "flashmlir").is_dir():
+        pytest.fail(f"no Python extension in {build_dir}/python/flashmlir")
+    os.environ["FLASHMLIR_BUILD_DIR"] = str(build_dir)
+    sys.path.insert(0, str(ROOT / "python"))
+    import flashmlir as module
+    ext = str(build_dir / "python" / "flashmlir")
+    if ext not in module.__path__:
+        module.__path__.append(ext)
+    return module
 
 
 @pytest.fixture(scope="session")

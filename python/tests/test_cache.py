@@ -18,19 +18,6 @@ from conftest import ROOT
 KW = dict(head_dim=64, arch="sm_80")
 
 
-@pytest.fixture(scope="module")
-def flashmlir(build_dir):
-    if not (build_dir / "python" / "flashmlir").is_dir():
-        pytest.fail(f"no Python extension in {build_dir}/python/flashmlir")
-    os.environ["FLASHMLIR_BUILD_DIR"] = str(build_dir)
-    sys.path.insert(0, str(ROOT / "python"))
-    import flashmlir as module
-    ext = str(build_dir / "python" / "flashmlir")
-    if ext not in module.__path__:
-        module.__path__.append(ext)
-    return module
-
-
 @pytest.fixture
 def cache(flashmlir, tmp_path, monkeypatch):
     """An empty disk cache in tmp_path and an empty in-process cache."""

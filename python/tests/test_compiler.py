@@ -9,19 +9,6 @@ import pytest
 from conftest import ROOT
 
 
-@pytest.fixture(scope="module")
-def flashmlir(build_dir):
-    if not (build_dir / "python" / "flashmlir").is_dir():
-        pytest.fail(f"no Python extension in {build_dir}/python/flashmlir")
-    os.environ["FLASHMLIR_BUILD_DIR"] = str(build_dir)
-    sys.path.insert(0, str(ROOT / "python"))
-    import flashmlir as module
-    ext = str(build_dir / "python" / "flashmlir")
-    if ext not in module.__path__:
-        module.__path__.append(ext)
-    return module
-
-
 @pytest.mark.parametrize("head_dim,dtype,causal,arch", [
     (64, "f16", False, "sm_90a"), (128, "bf16", True, "sm_80"),
     (256, "f16", True, "sm_90a")])

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from test_compiler import _naive, flashmlir  # noqa: F401 (fixture)
+from test_compiler import _naive
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -12,17 +12,6 @@ from conftest import ROOT
 
 
 @pytest.fixture(scope="module")
-def flashmlir(build_dir):
-    os.environ["FLASHMLIR_BUILD_DIR"] = str(build_dir)
-    sys.path.insert(0, str(ROOT / "python"))
-    import flashmlir as module
-    ext = str(build_dir / "python" / "flashmlir")
-    if ext not in module.__path__:
-        module.__path__.append(ext)
-    return module
-
-
-@pytest.fixture(scope="module")
 def c_runtime(build_dir):
     lib = ctypes.CDLL(str(build_dir / "lib" / "libFARuntime.so"))
     lib.faAutoKVSplits.argtypes = [ctypes.c_longlong, ctypes.c_longlong,

@@ -13,6 +13,7 @@
 #define FA_LIB_CONVERSION_COMMON_NVVMEMITTER_H
 
 #include "fa/Dialect/FA/IR/PolyExp2.h"
+#include "fa/Support/IRArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -25,20 +26,6 @@ namespace mlir::fa {
 constexpr double kLog2E = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
-/// fagpu::kvBlockRange as IR: i32 arith ops at the builder's position.
-struct IRArithmetic {
-  using Value = mlir::Value;
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
-  Value minu(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
-  Value maxu(Value x, Value y) { return arith::MaxUIOp::create(b, loc, x, y); }
-  Value maxs(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-};
 
 class NVVMEmitter {
 public:

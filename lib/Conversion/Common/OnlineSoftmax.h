@@ -381,18 +381,19 @@ protected:
         for (int64_t d = 0; d < headDim / 8; ++d) {
           Value lo = fmul(o[d * 4 + 2 * h], total.inverse);
           Value hi = fmul(o[d * 4 + 2 * h + 1], total.inverse);
-          Value col = add(c32(d * 8), mul(quadLane, c32(2)));
-          Type element = f32Out ? f32 : half;
-          Value ptr = gep(globalPtr, element, oBase, add(rowBase, ext64(col)));
+          Value pair;
           if (f32Out) {
-            Value pair = LLVM::PoisonOp::create(b, loc, VectorType::get({2}, f32));
+            pair = LLVM::PoisonOp::create(b, loc, VectorType::get({2}, f32));
             pair = LLVM::InsertElementOp::create(b, loc, pair, lo, c32(0));
             pair = LLVM::InsertElementOp::create(b, loc, pair, hi, c32(1));
-            LLVM::StoreOp::create(b, loc, pair, ptr, /*alignment=*/8);
           } else {
-            LLVM::StoreOp::create(b, loc, packPair(lo, hi), ptr,
-                                  /*alignment=*/4);
+            pair = packPair(lo, hi);
           }
+          Value col = add(c32(d * 8), mul(quadLane, c32(2)));
+          Value ptr = gep(globalPtr, f32Out ? f32 : half, oBase,
+                          add(rowBase, ext64(col)));
+          LLVM::StoreOp::create(b, loc, pair, ptr,
+                                /*alignment=*/f32Out ? 8 : 4);
         }
       }
       storeLse(total, m[h], row, nq, lseBase, quadLane);

@@ -20,6 +20,7 @@
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
 #include "fa/Dialect/FA/IR/KVChunk.h"
+#include "fa/Support/IRArithmetic.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/AffineExpr.h"
@@ -37,19 +38,6 @@ using namespace mlir::fa;
 
 namespace {
 
-/// fa::kvChunk's arithmetic on index values.
-struct IndexArithmetic {
-  using Value = mlir::Value;
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
-  Value minu(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
-  Value maxu(Value x, Value y) { return arith::MaxUIOp::create(b, loc, x, y); }
-};
 
 /// Everything the loop nests need to know about one buffer-form attention.
 struct Problem {
@@ -341,7 +329,7 @@ void AttentionLowering::buildFA2() {
       // Chunk s of the visible blocks (fa::kvChunk, the GPU kernel's rule;
       // possibly none: the partial is then O = 0, LSE = -inf).
       Value s = forall.getInductionVar(3);
-      IndexArithmetic ia{b, loc};
+      IRArithmetic ia(b, loc, b.getIndexType());
       std::tie(begin, end) = kvChunk(ia, begin, end, s, index(splits));
       outHead = arith::AddIOp::create(b, loc, mul(h, splits), s);
     }
