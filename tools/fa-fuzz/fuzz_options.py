@@ -78,6 +78,9 @@ def fa_run_vector(rng):
         opts["--poly-exp2-period"] = pick(rng, [1, 4, 8], [0, -3, 2**21])
     if rng.random() < 0.1:
         opts["--sram-budget"] = pick(rng, [4096, 65536], [-1, INT64_MAX, 1])
+    if rng.random() < 0.2:
+        opts["--split-kv"] = pick(rng, ["2", "7", "auto"],
+                                  ["0", "1025", "-3", "x"])
     return opts
 
 
@@ -104,6 +107,9 @@ def fa_compile_vector(rng):
     if rng.random() < 0.2:
         opts["--poly-exp2-degree"] = pick(rng, [0, 3, 5], [1, 9, -7])
         opts["--poly-exp2-period"] = pick(rng, [1, 8], [0, 2**40])
+    if rng.random() < 0.15:
+        opts["--split-kv"] = pick(rng, ["2", "16", "auto"],
+                                  ["0", "1", "1025", "many"])
     return opts
 
 
@@ -143,6 +149,13 @@ def out_of_range(opts, max_window=INT64_MAX):
     # Bottom-right aligns a mask: without causal or a window it is refused.
     if a == "bottom-right" and "--causal" not in opts and not w:
         bad.append("causal-align")
+    # Split-KV: auto or a count in [1, 1024] (fa-compile: at least 2).
+    k = opts.get("--split-kv")
+    if k is not None and k != "auto":
+        low = 2 if "--arch" in opts else 1
+        k = str(k)
+        if not (k.lstrip("-").isdigit() and low <= int(k) <= 1024):
+            bad.append("split-kv")
     return bad
 
 

@@ -36,6 +36,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -62,6 +63,12 @@ static cl::opt<std::string> inputFile(cl::cat(toolOptions), cl::Positional,
 static cl::opt<std::string>
     loopOrder(cl::cat(toolOptions), "loop-order", cl::desc("fa1 or fa2 (default fa2)"),
               cl::init("fa2"));
+static cl::opt<std::string> splitKV(
+    cl::cat(toolOptions), "split-kv",
+    cl::desc("Split-KV on the CPU path (fa-split-kv): a chunk count, or auto "
+             "(fa::autoKVSplits on the static shapes, 132 SMs); off "
+             "(default)"),
+    cl::init("off"));
 static cl::opt<int64_t> blockR(cl::cat(toolOptions), "block-r", cl::desc("B_r override"),
                                cl::init(0));
 static cl::opt<int64_t> blockC(cl::cat(toolOptions), "block-c", cl::desc("B_c override"),
@@ -475,6 +482,17 @@ std::optional<std::string> checkOptions() {
                             {"block-c", blockC}})
     if (rows != 0 && (error = fa::checkTileSize("the tile rows", rows)))
       return flag(name, *error);
+  if (splitKV != "off" && !pipeline.empty())
+    return flag("split-kv", "the pipeline is given (--pipeline): set its "
+                            "fa-cpu-pipeline{kv-splits=...} instead");
+  if (splitKV != "off" && splitKV != "auto") {
+    int64_t n;
+    if (!llvm::to_integer(StringRef(splitKV), n, 10))
+      return flag("split-kv", "expected off, auto or a chunk count, got '" +
+                                  splitKV + "'");
+    if ((error = fa::checkKVSplits(n)))
+      return flag("split-kv", *error);
+  }
   if (sramBudget < 0)
     return flag("sram-budget", "expected a budget of at least 0 bytes (0: "
                                "the default), got " +
@@ -1020,6 +1038,8 @@ int main(int argc, char **argv) {
   std::string pipelineText = pipeline;
   if (pipelineText.empty()) {
     pipelineText = "builtin.module(fa-cpu-pipeline{loop-order=" + loopOrder;
+    if (splitKV != "off")
+      pipelineText += " kv-splits=" + splitKV;
     if (blockR)
       pipelineText += " block-r=" + std::to_string(blockR);
     if (blockC)
