@@ -31,7 +31,12 @@
 //    statically (CTA c runs c, c + gridDim, ...); causal tiles, whose
 //    lengths differ, by a dynamic scheduler: the producer takes the next
 //    tile from a global counter and hands its index to the consumers in
-//    shared memory, next to the Q buffer it loads.
+//    shared memory, next to the Q buffer it loads;
+//  * split-KV (decode): CTA (tile, ctaid.y) attends its tile to one chunk
+//    of the keys (fa::kvChunk), stores the chunk's partial O and LSE in
+//    f32, and the last chunk of each warp's rows merges them
+//    (fagpu.merge_splits), so decode with few (batch, head) tiles still
+//    fills the SMs, in one kernel.
 //
 // The tile decoder is the one of Common/TMAKernel.h; the shared-memory
 // layout is fagpu::SM90Layout.
@@ -265,6 +270,16 @@ private:
   /// The consumer's rows of the staging tile for the tile in `qBuffer`.
   Value stagingRows(Value qBuffer);
 
+  /// O = 0, m = -inf, l = 0: a tile's state before its first block (and an
+  /// empty split-KV chunk's partial).
+  RowState initialState() {
+    RowState state;
+    state.o = fagpu::SplatOp::create(b, loc, outType, cf(0.0));
+    state.m = fagpu::SplatOp::create(
+        b, loc, rowsType, cf(-std::numeric_limits<double>::infinity()));
+    state.l = fagpu::SplatOp::create(b, loc, rowsType, cf(0.0));
+    return state;
+  }
   /// The first of the two rows (g and g + 8 of its warp's 16) the thread
   /// holds in a tile starting at `qStart`.
   Value threadRow0(Value qStart) {
@@ -536,11 +551,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   // Prologue: S of the first block, its softmax (O is still zero). In the
   // cross-tile pipeline the previous tile's last P V goes to the tensor
   // cores behind it, as in the loop below.
-  RowState state;
-  state.o = fagpu::SplatOp::create(b, loc, outType, cf(0.0));
-  state.m = fagpu::SplatOp::create(
-      b, loc, rowsType, cf(-std::numeric_limits<double>::infinity()));
-  state.l = fagpu::SplatOp::create(b, loc, rowsType, cf(0.0));
+  RowState state = initialState();
   Value stage0 = stageOf(firstBlock);
   fagpu::PipelineWaitOp::create(b, loc, kvPipe, stage0, parityOf(firstBlock),
                                 kKey);
@@ -675,12 +686,8 @@ void KernelBuilder::emitSplitConsumerTile(const AttentionTile &tile,
     b.setInsertionPointToStart(ifAny.thenBlock());
     emitConsumerTile(tile, tileIndex, /*previous=*/nullptr);
     b.setInsertionPointToStart(ifAny.elseBlock());
-    RowState empty;
-    empty.o = fagpu::SplatOp::create(b, loc, outType, cf(0.0));
-    empty.m = fagpu::SplatOp::create(
-        b, loc, rowsType, cf(-std::numeric_limits<double>::infinity()));
-    empty.l = fagpu::SplatOp::create(b, loc, rowsType, cf(0.0));
-    storeTile(empty, threadRow0(tile.qStart), tile.qMatrix, Value());
+    storeTile(initialState(), threadRow0(tile.qStart), tile.qMatrix,
+              Value());
   }
   fagpu::MergeSplitsOp::create(
       b, loc, add(tile.qStart, mul(consumer, c32(kRowsPerConsumer))),
