@@ -37,7 +37,6 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 
-#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -48,6 +47,7 @@ namespace {
 constexpr int64_t kWarps = 4;
 constexpr int64_t kThreads = kWarps * 32;
 constexpr int64_t kStages = 2;
+
 /// What the generated kernel is specialised for (the mask and FA4 choices
 /// in the SoftmaxConfig base).
 struct KernelSpec : SoftmaxConfig {
@@ -68,7 +68,6 @@ struct KernelSpec : SoftmaxConfig {
     int64_t qRegisters = rowTiles() * headDim / 16 * 4;
     return queryInRegisters && qRegisters <= (rowTiles() == 1 ? 64 : 32);
   }
-  int64_t chunksPerRow() const { return headDim / 8; } // 16-byte chunks
   int64_t rowBytes() const { return headDim * 2; }
   int64_t qBytes() const { return blockR * rowBytes(); }
   int64_t kvTileBytes() const { return blockC * rowBytes(); }
@@ -78,8 +77,8 @@ struct KernelSpec : SoftmaxConfig {
   int64_t threads() const { return kThreads; }
   std::string kernelName() const {
     return "fa2_sm80_d" + std::to_string(headDim) + "_br" +
-           std::to_string(blockR) + "_bc" + std::to_string(blockC) + (bf16 ? "_bf16" : "_f16") +
-           (causal ? "_causal" : "") + suffix();
+           std::to_string(blockR) + "_bc" + std::to_string(blockC) +
+           (bf16 ? "_bf16" : "_f16") + (causal ? "_causal" : "") + suffix();
   }
 };
 
@@ -188,6 +187,12 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   Value qBase = matrixBase(qPtr, head, hq, nq);
   kBase = matrixBase(kPtr, kvHead, hkv, nk);
   vBase = matrixBase(vPtr, kvHead, hkv, nk);
+  // O and the LSE of this (batch, head), addressed once here: the epilogue
+  // stores rows of matrix 0 from these bases, so the 64-bit row offset
+  // (batch * Hq + head) * Nq is computed once for both.
+  Value oBase = matrixBase(oPtr, head, hq, nq);
+  Value lseBase =
+      gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
 
   // Shared memory: the Q tile, then kStages x (K tile, V tile).
   qTile = fagpu::SharedTileOp::create(b, loc, qTileType, 0);
@@ -253,8 +258,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   // Epilogue: O / l and the LSE from registers.
   fagpu::StoreOutputOp::create(
       b, loc, state[0], state[1], state[2],
-      add(add(qStart, mul(warp, c32(16 * spec.rowTiles()))), g), qMatrix, nq, oPtr,
-      TypeAttr::get(half), spec.writesLse ? lsePtr : Value(), Value(),
+      add(add(qStart, mul(warp, c32(16 * spec.rowTiles()))), g), c32(0), nq,
+      oBase, TypeAttr::get(half), spec.writesLse ? lseBase : Value(), Value(),
       Value());
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
@@ -282,11 +287,16 @@ SmallVector<Value> KernelBuilder::emitBlock(Value j, ValueRange state,
   Value s = fagpu::MmaOp::create(b, loc, scoresType, query, kTile, Value(),
                                  /*mn_major=*/false);
 
+  // Without conditional rescaling O is scaled inside the step, row tile by
+  // row tile; with it, the warp votes (fagpu.rescale .. if) and skips the
+  // multiplies in most blocks after the first few.
+  bool conditional = spec.rescaleThreshold >= 0;
   Builder attrs(b.getContext());
   auto step = fagpu::SoftmaxStepOp::create(
       b, loc, probsType, rowsType, rowsType, rowsType,
-      spec.rescaleThreshold >= 0 ? b.getI1Type() : Type(), s, m, l, kStart,
-      threadRow0(), nk, scaleLog2, masked ? diagonalShift : Value(), masked,
+      conditional ? b.getI1Type() : Type(), conditional ? Type() : outType, s,
+      m, l, kStart, threadRow0(), nk, scaleLog2,
+      masked ? diagonalShift : Value(), conditional ? Value() : o, masked,
       spec.causal,
       spec.window ? attrs.getI64IntegerAttr(spec.window) : IntegerAttr(),
       spec.softcap > 0 ? attrs.getF32FloatAttr(spec.softcap) : FloatAttr(),
@@ -297,10 +307,10 @@ SmallVector<Value> KernelBuilder::emitBlock(Value j, ValueRange state,
                       : IntegerAttr(),
       spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyPeriod)
                       : IntegerAttr());
-  // With conditional rescaling, the warp votes and skips the multiplies
-  // in most blocks after the first few.
-  o = fagpu::RescaleOp::create(b, loc, outType, o, step.getAlpha(),
-                               step.getMoved());
+  o = conditional ? fagpu::RescaleOp::create(b, loc, outType, o,
+                                             step.getAlpha(), step.getMoved())
+                        .getResult()
+                  : step.getNewO();
   o = fagpu::MmaOp::create(b, loc, outType, step.getP(), vTile, o,
                            /*mn_major=*/true);
   return {o, step.getNewM(), step.getNewL()};

@@ -944,7 +944,7 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
     Value effScale = e.applySoftcap(s, adaptor.getScaleLog2().front());
     int64_t rowTiles = op.getS().getType().getRowTiles();
     int64_t perTile = s.size() / rowTiles;
-    SmallVector<Value> p, mOut, lOut, alpha;
+    SmallVector<Value> p, mOut, lOut, alpha, newO;
     OpEmitter::SoftmaxStep step;
     for (int64_t r = 0; r < rowTiles; ++r) {
       MutableArrayRef<Value> tile =
@@ -961,6 +961,14 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
       std::array<Value, 2> m = {mIn[2 * r], mIn[2 * r + 1]};
       std::array<Value, 2> l = {lIn[2 * r], lIn[2 * r + 1]};
       step = e.onlineSoftmax(tile, m, l, effScale, step.moved);
+      if (op.getO()) {
+        // Register 4 i + e of the row tile is in its row g + 8 (e / 2).
+        ValueRange o = adaptor.getO();
+        int64_t oPerTile = o.size() / rowTiles;
+        for (int64_t i = 0; i < oPerTile; ++i)
+          newO.push_back(
+              e.fmul(o[r * oPerTile + i], step.alpha[(i % 4) / 2]));
+      }
       mOut.append(m.begin(), m.end());
       lOut.append(l.begin(), l.end());
       alpha.append(step.alpha.begin(), step.alpha.end());
@@ -969,6 +977,8 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
     SmallVector<SmallVector<Value>> results = {p, mOut, lOut, alpha};
     if (op.getMoved())
       results.push_back({step.moved});
+    if (op.getNewO())
+      results.push_back(newO);
     rewriter.replaceOpWithMultiple(op, std::move(results));
     return success();
   }

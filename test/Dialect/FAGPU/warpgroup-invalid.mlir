@@ -211,3 +211,11 @@ func.func @copy_wait_negative() {
   fagpu.copy_wait pending -1
   return
 }
+
+// -----
+
+func.func @rescale_in_step_conditional(%s: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %f: f32) {
+  // expected-error @+1 {{rescale(%o) scales O unconditionally: with conditional rescaling use fagpu.rescale .. if}}
+  %p, %m1, %l1, %a, %mv, %o = fagpu.softmax_step %s, %m, %m rescale(%s : !fagpu.fragment<64x64xf32, accumulator> -> !fagpu.fragment<64x64xf32, accumulator>) keys(%i, %i) row %i scale %f {rescale_threshold = 8.0 : f32} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x64xf16, operand_a>, i1
+  return
+}

@@ -185,6 +185,18 @@ LogicalResult SoftmaxStepOp::verify() {
   if (bool(getMoved()) != bool(getRescaleThreshold()))
     return emitOpError("the moved flag is the result of conditional "
                        "rescaling: present iff rescale_threshold is");
+  if (bool(getO()) != bool(getNewO()))
+    return emitOpError("rescale(%o) returns the scaled O: both or neither");
+  if (getO()) {
+    if (getRescaleThreshold())
+      return emitOpError("rescale(%o) scales O unconditionally: with "
+                         "conditional rescaling use fagpu.rescale .. if");
+    auto o = cast<FragmentType>(getO().getType());
+    if (o.getLayout() != FragmentLayout::Accumulator ||
+        o.getShape()[0] != s.getShape()[0] || getNewO().getType() != o)
+      return emitOpError("rescale(%o) takes and returns an accumulator of the "
+                         "scores' rows");
+  }
   if (getDiagonalShift() && !getCausal() && !getWindow())
     return emitOpError("a diagonal shift moves the causal or window mask: "
                        "give causal or a window");

@@ -25,8 +25,9 @@
 // CHECK-NEXT: %[[QF:.*]] = fagpu.load_fragment %[[QT]] : <128x64xf16, row_major> -> <128x64xf16, operand_a>
 // The unmasked blocks: wait for block j (and for every warp to be done
 // with the stage the prefetch overwrites), prefetch block j + 1 into the
-// other stage, S = Q K^T, the softmax step, O *= alpha, O += P V; no
-// mma_wait: mma.sync is synchronous.
+// other stage, S = Q K^T, the softmax step (without conditional rescaling
+// it also returns O *= alpha), O += P V; no mma_wait: mma.sync is
+// synchronous.
 // CHECK: scf.for {{.*}} -> (!fagpu.fragment<128x64xf32, accumulator>, !fagpu.fragment<128xf32, rows>, !fagpu.fragment<128xf32, rows>)
 // CHECK: arith.andi
 // CHECK-NEXT: fagpu.copy_wait pending 0
@@ -38,14 +39,15 @@
 // CHECK: %[[KT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 0
 // CHECK: %[[VT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 1
 // CHECK: %[[S:.*]] = fagpu.mma %[[QF]], %[[KT]] : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major> -> <128x64xf32, accumulator>
-// CHECK: %[[P:.*]], %{{.*}}, %{{.*}}, %[[ALPHA:.*]] = fagpu.softmax_step %[[S]], {{.*}} scale %arg9 : <128x64xf32, accumulator>, <128xf32, rows> -> <128x64xf16, operand_a>
-// CHECK-NEXT: %[[OR:.*]] = fagpu.rescale %{{.*}}, %[[ALPHA]] :
+// CHECK: %[[P:[^,]*]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[OR:[^ ]*]] = fagpu.softmax_step %[[S]], %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys({{.*}} scale %arg9 : <128x64xf32, accumulator>, <128xf32, rows> -> <128x64xf16, operand_a>
 // CHECK-NEXT: fagpu.mma %[[P]], %[[VT]] acc(%[[OR]]) {mn_major}
 // CHECK-NOT: fagpu.mma_wait
 // CHECK: } {fa.kv_loop = "unmasked"}
 // CHECK: fagpu.softmax_step {{.*}} {masked}
 // CHECK: } {fa.kv_loop = "masked"}
-// CHECK: fagpu.store_output {{.*}} to %arg3 : <1> as f16 lse %arg4 : !llvm.ptr<1> : <128x64xf32, accumulator>, <128xf32, rows>
+// The epilogue stores rows of matrix 0 from the (batch, head)'s O and LSE
+// bases, computed with the K/V bases.
+// CHECK: fagpu.store_output {{.*}} rows(%{{.*}}, %c0_i32{{.*}}, %arg5) to %{{.*}} : <1> as f16 lse %{{.*}} : !llvm.ptr<1> : <128x64xf32, accumulator>, <128xf32, rows>
 func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
     %o: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_80>, scale = 0.125 : f32,

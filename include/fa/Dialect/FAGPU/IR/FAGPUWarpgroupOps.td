@@ -421,11 +421,13 @@ def FAGPU_SplatOp : FAGPU_Op<"splat", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
+    AttrSizedOperandSegments, AttrSizedResultSegments,
     AllTypesMatch<["m", "l", "new_m", "new_l", "alpha"]>]> {
   let summary = "the online-softmax step of a block of scores";
   let description = [{
     For the scores `%s` of keys `%key_start` .. of the thread's rows
-    `%row0` and `%row0 + 8` (in the accumulator layout), in log2 units
+    `%row0` and `%row0 + 8` (in the accumulator layout; row tile r of a
+    128-row fragment adds 16 r), in log2 units
     (`%scale_log2` = scale * log2 e):
     softcap (`softcap`), the mask when `masked` (keys past `%nk`, and
     `causal` / `window`; with `shift %d` the diagonal is the bottom-right
@@ -438,10 +440,17 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     set), l' = alpha l + rowsum(P). Returns P as the `operand_a` fragment of
     the P V MMA, m', l', alpha and, with conditional rescaling, whether some
     row of the thread moved its base.
+
+    With `rescale(%o)` (only without conditional rescaling) it also returns
+    O * alpha, each row tile's multiplies issued as soon as its alpha is
+    known, before its P is packed -- the mma.sync kernel's order, which
+    ptxas schedules as it always has; `fagpu.rescale` is the same product
+    as an op of its own.
   }];
   let arguments = (ins FAGPU_Fragment:$s, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$key_start, I32:$row0, I32:$nk,
                        F32:$scale_log2, Optional<I32>:$diagonal_shift,
+                       Optional<FAGPU_Fragment>:$o,
                        UnitAttr:$masked, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
@@ -450,9 +459,10 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
                        OptionalAttr<I64Attr>:$exp2_poly_period);
   let results = (outs FAGPU_Fragment:$p, FAGPU_Fragment:$new_m,
                       FAGPU_Fragment:$new_l, FAGPU_Fragment:$alpha,
-                      Optional<I1>:$moved);
+                      Optional<I1>:$moved, Optional<FAGPU_Fragment>:$new_o);
   let assemblyFormat = [{
-    $s `,` $m `,` $l `keys` `(` $key_start `,` $nk `)` `row` $row0
+    $s `,` $m `,` $l (`rescale` `(` $o^ `:` type($o) `->` type($new_o) `)`)?
+    `keys` `(` $key_start `,` $nk `)` `row` $row0
     (`shift` $diagonal_shift^)? `scale` $scale_log2 attr-dict `:` type($s) `,` type($m) `->` type($p)
     (`,` type($moved)^)?
   }];
