@@ -91,16 +91,16 @@ public:
       : SoftmaxEmitter(b, loc, spec.bf16, spec), spec(spec) {
     MLIRContext *ctx = b.getContext();
     using fagpu::FragmentLayout;
-    scoresType = fagpu::FragmentType::get(ctx, {spec.blockR, spec.blockC},
-                                          f32, FragmentLayout::Accumulator);
+    scoresType = fagpu::FragmentType::get(ctx, {spec.blockR, spec.blockC}, f32,
+                                          FragmentLayout::Accumulator);
     outType = fagpu::FragmentType::get(ctx, {spec.blockR, spec.headDim}, f32,
                                        FragmentLayout::Accumulator);
-    probsType = fagpu::FragmentType::get(ctx, {spec.blockR, spec.blockC},
-                                         half, FragmentLayout::OperandA);
-    queryType = fagpu::FragmentType::get(ctx, {spec.blockR, spec.headDim},
-                                         half, FragmentLayout::OperandA);
-    rowsType = fagpu::FragmentType::get(ctx, {spec.blockR}, f32,
-                                        FragmentLayout::Rows);
+    probsType = fagpu::FragmentType::get(ctx, {spec.blockR, spec.blockC}, half,
+                                         FragmentLayout::OperandA);
+    queryType = fagpu::FragmentType::get(ctx, {spec.blockR, spec.headDim}, half,
+                                         FragmentLayout::OperandA);
+    rowsType =
+        fagpu::FragmentType::get(ctx, {spec.blockR}, f32, FragmentLayout::Rows);
     auto rowMajor = [&](int64_t rows) {
       return fagpu::SharedTileType::get(ctx, {rows, spec.headDim}, half, rows,
                                         fagpu::TileLayout::RowMajor);
@@ -124,8 +124,8 @@ private:
     Value kStart = mul(block, c32(spec.blockC));
     fagpu::CopyAsyncOp::create(b, loc, kBase, kStart, nk, kvTile(stage, kKey),
                                kThreads);
-    fagpu::CopyAsyncOp::create(b, loc, vBase, kStart, nk,
-                               kvTile(stage, kValue), kThreads);
+    fagpu::CopyAsyncOp::create(b, loc, vBase, kStart, nk, kvTile(stage, kValue),
+                               kThreads);
   }
   /// The thread's first row (row tile r adds 16 r, its second half 8),
   /// computed where it is used: kept live across the loop instead, it cost
@@ -191,14 +191,12 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   // stores rows of matrix 0 from these bases, so the 64-bit row offset
   // (batch * Hq + head) * Nq is computed once for both.
   Value oBase = matrixBase(oPtr, head, hq, nq);
-  Value lseBase =
-      gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
+  Value lseBase = gep(globalPtr, f32, lsePtr, mul(ext64(qMatrix), ext64(nq)));
 
   // Shared memory: the Q tile, then kStages x (K tile, V tile).
   qTile = fagpu::SharedTileOp::create(b, loc, qTileType, 0);
   kvPipe = fagpu::CreatePipelineOp::create(
-      b, loc,
-      fagpu::PipelineType::get(b.getContext(), kStages, 2, kvTileType),
+      b, loc, fagpu::PipelineType::get(b.getContext(), kStages, 2, kvTileType),
       /*barrier_offset=*/0, /*tile_offset=*/spec.qBytes());
 
   // The K/V blocks visited (fagpu::kvBlockRange: causal stops at the block
@@ -300,9 +298,8 @@ SmallVector<Value> KernelBuilder::emitBlock(Value j, ValueRange state,
       spec.causal,
       spec.window ? attrs.getI64IntegerAttr(spec.window) : IntegerAttr(),
       spec.softcap > 0 ? attrs.getF32FloatAttr(spec.softcap) : FloatAttr(),
-      spec.rescaleThreshold >= 0
-          ? attrs.getF32FloatAttr(spec.rescaleThreshold)
-          : FloatAttr(),
+      spec.rescaleThreshold >= 0 ? attrs.getF32FloatAttr(spec.rescaleThreshold)
+                                 : FloatAttr(),
       spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyDegree)
                       : IntegerAttr(),
       spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyPeriod)

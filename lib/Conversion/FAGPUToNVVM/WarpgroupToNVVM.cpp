@@ -47,13 +47,9 @@ public:
   using TMAKernelEmitter::applyMask;
   using TMAKernelEmitter::applySoftcap;
   using TMAKernelEmitter::c32;
+  using TMAKernelEmitter::c64;
   using TMAKernelEmitter::cf;
   using TMAKernelEmitter::divu;
-  using TMAKernelEmitter::halfPair;
-  using TMAKernelEmitter::select;
-  using TMAKernelEmitter::sharedPtr;
-  using TMAKernelEmitter::ult;
-  using TMAKernelEmitter::c64;
   using TMAKernelEmitter::eq;
   using TMAKernelEmitter::expectBytes;
   using TMAKernelEmitter::ext64;
@@ -62,26 +58,30 @@ public:
   using TMAKernelEmitter::gep;
   using TMAKernelEmitter::globalPtr;
   using TMAKernelEmitter::half;
+  using TMAKernelEmitter::halfPair;
   using TMAKernelEmitter::i32;
   using TMAKernelEmitter::kMajorDescriptor;
   using TMAKernelEmitter::loadTile;
   using TMAKernelEmitter::mul;
+  using TMAKernelEmitter::oMap;
   using TMAKernelEmitter::onlineSoftmax;
   using TMAKernelEmitter::packPair;
   using TMAKernelEmitter::packProbabilities;
   using TMAKernelEmitter::remu;
   using TMAKernelEmitter::rowTotal;
   using TMAKernelEmitter::RowTotal;
+  using TMAKernelEmitter::select;
   using TMAKernelEmitter::sharedAt;
+  using TMAKernelEmitter::sharedPtr;
   using TMAKernelEmitter::smem;
   using TMAKernelEmitter::SoftmaxStep;
   using TMAKernelEmitter::storeLse;
   using TMAKernelEmitter::storeRowBlock;
   using TMAKernelEmitter::storeRows;
   using TMAKernelEmitter::sub;
+  using TMAKernelEmitter::ult;
   using TMAKernelEmitter::valueDescriptor;
   using TMAKernelEmitter::waitBarrier;
-  using TMAKernelEmitter::oMap;
 
   /// The thread's place in its warpgroup, computed at the start of the
   /// kernel: values every thread keeps, like the kernel's own reads of
@@ -91,12 +91,7 @@ public:
   };
   ThreadPosition position() {
     OpBuilder::InsertionGuard guard(b);
-    Block *insertBlock = b.getInsertionBlock();
-    Operation *parent = insertBlock->getParentOp();
-    auto kernel = isa<LLVM::LLVMFuncOp>(parent)
-                      ? cast<LLVM::LLVMFuncOp>(parent)
-                      : parent->getParentOfType<LLVM::LLVMFuncOp>();
-    if (kernel)
+    if (LLVM::LLVMFuncOp kernel = kernelOf())
       b.setInsertionPointToStart(&kernel.getBody().front());
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
     Value lane = remu(tid, c32(32));
@@ -105,14 +100,72 @@ public:
   /// The thread's id, read at the start of the kernel.
   Value threadId() {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&kernelOf().getBody().front());
-    return NVVM::ThreadIdXOp::create(b, loc, i32);
+    setInsertionPointToThreadSetup(kernelOf());
+    return setupThreadId();
   }
   LLVM::LLVMFuncOp kernelOf() {
     Operation *parent = b.getInsertionBlock()->getParentOp();
     return isa<LLVM::LLVMFuncOp>(parent)
                ? cast<LLVM::LLVMFuncOp>(parent)
                : parent->getParentOfType<LLVM::LLVMFuncOp>();
+  }
+  /// Per-thread values go after the leading ops of the kernel's entry
+  /// block that depend on the thread and block ids alone (the kernel's own
+  /// id reads and what it derives from them, and what earlier patterns
+  /// put there): LLVM keeps the first of equal values, so they keep the
+  /// order in which the kernel and then the patterns first ask for them.
+  void setInsertionPointToThreadSetup(LLVM::LLVMFuncOp kernel) {
+    Block &entry = kernel.getBody().front();
+    llvm::SmallPtrSet<Operation *, 32> setup;
+    Block::iterator it = entry.begin();
+    for (; it != entry.end(); ++it) {
+      Operation *op = &*it;
+      bool fromIds =
+          isa<NVVM::ThreadIdXOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp,
+              NVVM::BlockIdZOp, arith::ConstantOp>(op) ||
+          (isa<arith::ArithDialect>(op->getDialect()) &&
+           llvm::all_of(op->getOperands(), [&](Value v) {
+             return v.getDefiningOp() && setup.contains(v.getDefiningOp());
+           }));
+      if (!fromIds)
+        break;
+      setup.insert(op);
+    }
+    b.setInsertionPoint(&entry, it);
+  }
+  /// In the thread setup (the builder there), each per-thread value is
+  /// computed once: an equal op already before the insertion point is
+  /// reused instead of created again.
+  template <typename Predicate> Operation *findInSetup(Predicate same) {
+    Block *block = b.getInsertionBlock();
+    for (Operation &op :
+         llvm::make_range(block->begin(), b.getInsertionPoint()))
+      if (same(op))
+        return &op;
+    return nullptr;
+  }
+  Value setupThreadId() {
+    if (Operation *op = findInSetup(
+            [](Operation &op) { return isa<NVVM::ThreadIdXOp>(op); }))
+      return op->getResult(0);
+    return NVVM::ThreadIdXOp::create(b, loc, i32);
+  }
+  Value setupConstant(int64_t v) {
+    Attribute value = b.getI32IntegerAttr(v);
+    if (Operation *op = findInSetup([&](Operation &op) {
+          auto c = dyn_cast<arith::ConstantOp>(op);
+          return c && c.getValue() == value;
+        }))
+      return op->getResult(0);
+    return c32(v);
+  }
+  template <typename OpTy> Value setupOp(Value x, Value y) {
+    if (Operation *op = findInSetup([&](Operation &op) {
+          return isa<OpTy>(op) && op.getOperand(0) == x &&
+                 op.getOperand(1) == y;
+        }))
+      return op->getResult(0);
+    return OpTy::create(b, loc, x, y);
   }
 
   /// The per-lane parts of the sm_80 ldmatrix.x4 addresses in row-major
@@ -128,29 +181,34 @@ public:
   struct LdmatrixLanes {
     SmallVector<Value> chunkLo; // c = lo, for C & 7 = 0, 2, 4, 6
     SmallVector<Value> chunkHi; // c = hi
-    Value rowsHi; // (hi * 8 + L % 8) rows: B of S = A B^T (n8 tile = hi)
-    Value rowsLo; // (lo * 8 + L % 8) rows: A, and B of P V (k half = lo)
+    Value rowsHi;   // (hi * 8 + L % 8) rows: B of S = A B^T (n8 tile = hi)
+    Value rowsLo;   // (lo * 8 + L % 8) rows: A, and B of P V (k half = lo)
     Value warpRows; // the warp's first row of a `rowTiles` fragment
   };
   LdmatrixLanes ldmatrixLanes(int64_t rowBytes, int64_t rowTiles) {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&kernelOf().getBody().front());
-    Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-    Value warp = divu(tid, c32(32));
-    Value lane = remu(tid, c32(32));
-    Value mi = divu(lane, c32(8));
-    Value miLo = remu(mi, c32(2)), miHi = divu(mi, c32(2));
-    Value row7 = remu(lane, c32(8));
+    setInsertionPointToThreadSetup(kernelOf());
+    auto k = [&](int64_t v) { return setupConstant(v); };
+    auto addS = [&](Value x, Value y) { return setupOp<arith::AddIOp>(x, y); };
+    auto mulS = [&](Value x, Value y) { return setupOp<arith::MulIOp>(x, y); };
+    auto divS = [&](Value x, Value y) { return setupOp<arith::DivUIOp>(x, y); };
+    auto remS = [&](Value x, Value y) { return setupOp<arith::RemUIOp>(x, y); };
+    auto xorS = [&](Value x, Value y) { return setupOp<arith::XOrIOp>(x, y); };
+    Value tid = setupThreadId();
+    Value warp = divS(tid, k(32));
+    Value lane = remS(tid, k(32));
+    Value mi = divS(lane, k(8));
+    Value miLo = remS(mi, k(2)), miHi = divS(mi, k(2));
+    Value row7 = remS(lane, k(8));
     LdmatrixLanes lanes;
     for (int64_t j = 0; j < 8; j += 2) {
-      lanes.chunkLo.push_back(
-          mul(arith::XOrIOp::create(b, loc, add(c32(j), miLo), row7), c32(16)));
-      lanes.chunkHi.push_back(
-          mul(arith::XOrIOp::create(b, loc, add(c32(j), miHi), row7), c32(16)));
+      lanes.chunkLo.push_back(mulS(xorS(addS(k(j), miLo), row7), k(16)));
+      lanes.chunkHi.push_back(mulS(xorS(addS(k(j), miHi), row7), k(16)));
     }
-    lanes.rowsHi = mul(add(mul(miHi, c32(8)), row7), c32(rowBytes));
-    lanes.rowsLo = mul(add(mul(miLo, c32(8)), row7), c32(rowBytes));
-    lanes.warpRows = add(lanes.rowsLo, mul(warp, c32(16 * rowTiles * rowBytes)));
+    lanes.rowsHi = mulS(addS(mulS(miHi, k(8)), row7), k(rowBytes));
+    lanes.rowsLo = mulS(addS(mulS(miLo, k(8)), row7), k(rowBytes));
+    lanes.warpRows =
+        addS(lanes.rowsLo, mulS(warp, k(16 * rowTiles * rowBytes)));
     return lanes;
   }
   /// Byte offset of logical chunk `chunk` (even) plus the lane's part.
@@ -191,8 +249,7 @@ public:
     NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
     auto op = NVVM::MmaOp::create(
         b, loc, resultType, aOps, bOps, c, ArrayRef<int64_t>{16, 8, 16},
-        std::nullopt, std::nullopt,
-        std::array<NVVM::MMATypes, 2>{type, type},
+        std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
     std::array<Value, 4> r;
@@ -601,9 +658,8 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
     for (int64_t r = 0; r < rowTiles; ++r)
       for (int64_t t = 0; t < n / 8; ++t)
         for (int64_t i = 0; i < 4; ++i)
-          acc[r][t][i] = op.getAcc()
-                             ? adaptor.getAcc()[r * perTile + 4 * t + i]
-                             : e.cf(0.0);
+          acc[r][t][i] = op.getAcc() ? adaptor.getAcc()[r * perTile + 4 * t + i]
+                                     : e.cf(0.0);
     ValueRange aRegs = aTile ? ValueRange() : adaptor.getA();
 
     if (!op.getMnMajor()) {
@@ -836,16 +892,16 @@ struct CopyAsyncLowering : OpConversionPattern<fagpu::CopyAsyncOp> {
                          e.ext64(e.mul(chunk, e.c32(8))));
       Value from = e.gep(e.globalPtr, e.half, src, elem);
       Value phys = arith::XOrIOp::create(
-          rewriter, loc, chunk, arith::AndIOp::create(rewriter, loc, row,
-                                                      e.c32(7)));
+          rewriter, loc, chunk,
+          arith::AndIOp::create(rewriter, loc, row, e.c32(7)));
       Value swizzled =
           e.add(e.mul(row, e.c32(rowBytes)), e.mul(phys, e.c32(16)));
       Value to = e.sharedAt(e.add(dstTile[1], swizzled));
       Value size = e.select(inBounds, e.c32(16), e.c32(0));
       NVVM::CpAsyncOp::create(
           rewriter, loc, to, from, rewriter.getI32IntegerAttr(16),
-          NVVM::LoadCacheModifierKindAttr::get(
-              rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
+          NVVM::LoadCacheModifierKindAttr::get(rewriter.getContext(),
+                                               NVVM::LoadCacheModifierKind::CG),
           size);
     }
     rewriter.eraseOp(op);
@@ -966,8 +1022,7 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
         ValueRange o = adaptor.getO();
         int64_t oPerTile = o.size() / rowTiles;
         for (int64_t i = 0; i < oPerTile; ++i)
-          newO.push_back(
-              e.fmul(o[r * oPerTile + i], step.alpha[(i % 4) / 2]));
+          newO.push_back(e.fmul(o[r * oPerTile + i], step.alpha[(i % 4) / 2]));
       }
       mOut.append(m.begin(), m.end());
       lOut.append(l.begin(), l.end());
@@ -1196,15 +1251,14 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<WarpSpecializeLowering, WaitTurnLowering, PassTurnLowering,
                CreatePipelineLowering, InitPipelinesLowering,
-               PipelineAcquireLowering, TmaLoadLowering,
-               PipelineCommitLowering, PipelineWaitLowering,
-               PipelineReleaseLowering, PipelineTileLowering,
-               SharedTileLowering, TileRowsLowering, MmaLowering,
-               LoadFragmentLowering, CopyAsyncLowering, CopyCommitLowering,
-               CopyWaitLowering,
-               MmaWaitLowering, PinLowering, SplatLowering,
-               SoftmaxStepLowering, RescaleLowering, StoreOutputLowering,
-               StoreWaitLowering>(converter, patterns.getContext());
+               PipelineAcquireLowering, TmaLoadLowering, PipelineCommitLowering,
+               PipelineWaitLowering, PipelineReleaseLowering,
+               PipelineTileLowering, SharedTileLowering, TileRowsLowering,
+               MmaLowering, LoadFragmentLowering, CopyAsyncLowering,
+               CopyCommitLowering, CopyWaitLowering, MmaWaitLowering,
+               PinLowering, SplatLowering, SoftmaxStepLowering, RescaleLowering,
+               StoreOutputLowering, StoreWaitLowering>(converter,
+                                                       patterns.getContext());
 }
 
 LogicalResult mlir::fa::lowerWarpgroupOps(ModuleOp module) {

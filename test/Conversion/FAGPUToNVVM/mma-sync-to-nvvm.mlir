@@ -26,8 +26,8 @@
 // CHECK-NEXT: nvvm.barrier0
 // load_fragment: 2 row tiles x D / 16 = 4 k-steps of ldmatrix.x4.
 // CHECK-COUNT-8: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
-// mma (S = Q K^T): per k-step 2 K loads (4 n8 tiles of 64 keys... two per
-// x4), each feeding 2 row tiles x 2 n8 tiles: 4 x (2 ldmatrix + 8 mma).
+// mma (S = Q K^T): per k-step (4 of them) 2 K loads, each x4 holding the
+// B fragments of two n8 tiles and feeding both row tiles: 4 mma.sync each.
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
 // CHECK-COUNT-4: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK: nvvm.ldmatrix

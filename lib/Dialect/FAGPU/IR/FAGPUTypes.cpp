@@ -140,9 +140,8 @@ Type SharedTileType::parse(AsmParser &parser) {
   }
   if (parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), shape, elementType, blockRows,
-                    layout);
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    shape, elementType, blockRows, layout);
 }
 
 void SharedTileType::print(AsmPrinter &printer) const {

@@ -160,7 +160,8 @@ LogicalResult MmaOp::verify() {
   int64_t bn = getMnMajor() ? b.getCols() : b.getRows();
   if (bk != k || bn != n)
     return emitOpError("shapes do not multiply: A is ")
-           << m << " x " << k << ", B gives " << bk << " x " << bn << ", result 64 x " << n;
+           << m << " x " << k << ", B gives " << bk << " x " << bn
+           << ", result 64 x " << n;
   return success();
 }
 
