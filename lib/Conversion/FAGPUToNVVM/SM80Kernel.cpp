@@ -289,21 +289,10 @@ SmallVector<Value> KernelBuilder::emitBlock(Value j, ValueRange state,
   // row tile; with it, the warp votes (fagpu.rescale .. if) and skips the
   // multiplies in most blocks after the first few.
   bool conditional = spec.rescaleThreshold >= 0;
-  Builder attrs(b.getContext());
-  auto step = fagpu::SoftmaxStepOp::create(
-      b, loc, probsType, rowsType, rowsType, rowsType,
-      conditional ? b.getI1Type() : Type(), conditional ? Type() : outType, s,
-      m, l, kStart, threadRow0(), nk, scaleLog2,
-      masked ? diagonalShift : Value(), conditional ? Value() : o, masked,
-      spec.causal,
-      spec.window ? attrs.getI64IntegerAttr(spec.window) : IntegerAttr(),
-      spec.softcap > 0 ? attrs.getF32FloatAttr(spec.softcap) : FloatAttr(),
-      spec.rescaleThreshold >= 0 ? attrs.getF32FloatAttr(spec.rescaleThreshold)
-                                 : FloatAttr(),
-      spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyDegree)
-                      : IntegerAttr(),
-      spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyPeriod)
-                      : IntegerAttr());
+  auto step = createSoftmaxStep(b, loc, spec, probsType, rowsType, s, m, l,
+                                kStart, threadRow0(), nk, scaleLog2,
+                                masked ? diagonalShift : Value(),
+                                conditional ? Value() : o, masked);
   o = conditional ? fagpu::RescaleOp::create(b, loc, outType, o,
                                              step.getAlpha(), step.getMoved())
                         .getResult()
