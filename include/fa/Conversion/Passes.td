@@ -23,9 +23,9 @@ def ConvertFAToLoops : Pass<"convert-fa-to-loops"> {
 }
 
 def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
-  let summary = "Write each sm_90a fagpu.attention's kernel in warpgroup-level ops";
+  let summary = "Write each sm_80 and sm_90a fagpu.attention's kernel in warpgroup-level ops";
   let description = [{
-    For every sm_90a `fagpu.attention`, writes the kernel its
+    For every sm_80 and sm_90a `fagpu.attention`, writes the kernel its
     `#fagpu.schedule` describes into the `fa_kernels` gpu.module (once per
     distinct kernel) and replaces the op by the host side of its launch. The
     kernel body is the schedule made explicit in `fagpu` ops:
@@ -49,6 +49,15 @@ def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
     * `fagpu.store_output` from registers or through a staging tile and a
       TMA store (`fagpu-tma-store-epilogue`).
 
+    The sm_80 (mma.sync) kernel is one CTA of four warps over B_r rows,
+    with fragments of B_r rows (two m16 row tiles per warp at B_r = 128):
+    `fagpu.shared_tile` (Q) and a `!fagpu.pipeline` of `row_major` tiles
+    (the two-stage K/V ring) filled by `fagpu.copy_async` (cp.async) and
+    ordered by `fagpu.copy_commit` / `fagpu.copy_wait`;
+    `fagpu.load_fragment` (Q in registers, where they fit); `fagpu.mma` on
+    row-major tiles (ldmatrix + mma.sync, synchronous); and the same
+    `softmax_step`, `rescale` and `store_output` as sm_90a.
+
     `convert-fagpu-to-nvvm` then lowers each of these ops with one pattern.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
@@ -67,7 +76,8 @@ def ConvertFAGPUToNVVM : Pass<"convert-fagpu-to-nvvm", "ModuleOp"> {
     distinct kernel) and replaces the op by the host side of its launch:
 
     * sm_80: an mma.sync FlashAttention-2 kernel (cp.async double buffer,
-      ldmatrix, register softmax), launched on the buffers' pointers with
+      ldmatrix, register softmax), through `fagpu-build-kernels` (run here
+      for any sm_80 attention left), launched on the buffers' pointers with
       one CTA per (query block, head, batch).
     * sm_90a: the FlashAttention-3 kernel, through `fagpu-build-kernels`
       (run here for any sm_90a attention left): TMA + mbarrier K/V ring,

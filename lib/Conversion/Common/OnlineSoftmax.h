@@ -81,6 +81,28 @@ inline SoftmaxConfig softmaxConfigOf(fagpu::AttentionOp op) {
   return config;
 }
 
+/// fagpu.softmax_step of the scores `s` with the mask and FA4 choices of
+/// `config` (the moved flag with conditional rescaling); with `o` (only
+/// without conditional rescaling) the step also returns O * alpha.
+inline fagpu::SoftmaxStepOp
+createSoftmaxStep(OpBuilder &b, Location loc, const SoftmaxConfig &config,
+                  Type probs, Type rows, Value s, Value m, Value l,
+                  Value keyStart, Value row0, Value nk, Value scaleLog2,
+                  Value shift, Value o, bool masked) {
+  bool conditional = config.rescaleThreshold >= 0;
+  auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+  auto f32 = [&](double v) { return b.getF32FloatAttr(v); };
+  return fagpu::SoftmaxStepOp::create(
+      b, loc, probs, rows, rows, rows, conditional ? b.getI1Type() : Type(),
+      o ? o.getType() : Type(), s, m, l, keyStart, row0, nk, scaleLog2, shift,
+      o, masked, config.causal,
+      config.window ? i64(config.window) : IntegerAttr(),
+      config.softcap > 0 ? f32(config.softcap) : FloatAttr(),
+      conditional ? f32(config.rescaleThreshold) : FloatAttr(),
+      config.polyDegree ? i64(config.polyDegree) : IntegerAttr(),
+      config.polyDegree ? i64(config.polyPeriod) : IntegerAttr());
+}
+
 /// The first check of every tensor-core kernel: D = Dv in {64, 128, 256}.
 /// Returns the mask and FA4 config of `op`, or the
 /// error "cannot be lowered to <target>: <why>" on the op.

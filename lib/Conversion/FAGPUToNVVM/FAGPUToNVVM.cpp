@@ -19,8 +19,9 @@ namespace {
 struct FAGPUBuildKernelsPass
     : fa::impl::FAGPUBuildKernelsBase<FAGPUBuildKernelsPass> {
   void runOnOperation() override {
-    if (failed(buildSM90Kernels(getOperation())))
-      signalPassFailure();
+    for (auto build : {buildSM80Kernels, buildSM90Kernels})
+      if (failed(build(getOperation())))
+        return signalPassFailure();
   }
 };
 
@@ -28,7 +29,7 @@ struct ConvertFAGPUToNVVMPass
     : fa::impl::ConvertFAGPUToNVVMBase<ConvertFAGPUToNVVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (auto lower : {lowerSM80Kernels, buildSM90Kernels, lowerSM100Kernels})
+    for (auto lower : {buildSM80Kernels, buildSM90Kernels, lowerSM100Kernels})
       if (failed(lower(module)))
         return signalPassFailure();
     if (failed(lowerWarpgroupOps(module)))

@@ -360,21 +360,9 @@ private:
 BlockStep KernelBuilder::softmax(Value s, RowState &state,
                                                 bool masked, Value kStart,
                                                 Value row0) {
-  Builder attrs(b.getContext());
-  auto step = fagpu::SoftmaxStepOp::create(
-      b, loc, probsType, rowsType, rowsType, rowsType,
-      spec.rescaleThreshold >= 0 ? b.getI1Type() : Type(), s, state.m,
-      state.l, kStart, row0, nk, scaleLog2,
-      spec.bottomRight ? diagonalShift() : Value(), masked, spec.causal,
-      spec.window ? attrs.getI64IntegerAttr(spec.window) : IntegerAttr(),
-      spec.softcap > 0 ? attrs.getF32FloatAttr(spec.softcap) : FloatAttr(),
-      spec.rescaleThreshold >= 0
-          ? attrs.getF32FloatAttr(spec.rescaleThreshold)
-          : FloatAttr(),
-      spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyDegree)
-                      : IntegerAttr(),
-      spec.polyDegree ? attrs.getI64IntegerAttr(spec.polyPeriod)
-                      : IntegerAttr());
+  auto step = createSoftmaxStep(
+      b, loc, spec, probsType, rowsType, s, state.m, state.l, kStart, row0, nk,
+      scaleLog2, spec.bottomRight ? diagonalShift() : Value(), Value(), masked);
   state.m = step.getNewM();
   state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};

@@ -7,9 +7,12 @@
 //   !fagpu.pipeline<...>  -> (aligned shared base, barrier offset, tile
 //                             offset)
 // so loops carry fragments as the registers they are, and each op's pattern
-// emits its hardware sequence on them (sm_90a: wgmma, TMA, mbarrier,
-// stmatrix). The softmax arithmetic on accumulator fragments is the one of
-// Common/OnlineSoftmax.h that the mma.sync kernel shares.
+// emits its hardware sequence on them. The types say which: column-block
+// tiles are sm_90a's (TMA, mbarrier, wgmma, stmatrix), row-major tiles
+// sm_80's (cp.async groups, ldmatrix, mma.sync). The softmax arithmetic on
+// accumulator fragments (Common/OnlineSoftmax.h) is the same for both: the
+// mma.sync C fragment is the accumulator layout, and a 128-row fragment is
+// two such row tiles per warp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,9 +47,9 @@ public:
   using TMAKernelEmitter::applyMask;
   using TMAKernelEmitter::applySoftcap;
   using TMAKernelEmitter::c32;
+  using TMAKernelEmitter::c64;
   using TMAKernelEmitter::cf;
   using TMAKernelEmitter::divu;
-  using TMAKernelEmitter::c64;
   using TMAKernelEmitter::eq;
   using TMAKernelEmitter::ult;
   using TMAKernelEmitter::expectBytes;
@@ -58,17 +61,21 @@ public:
   using TMAKernelEmitter::gep;
   using TMAKernelEmitter::globalPtr;
   using TMAKernelEmitter::half;
+  using TMAKernelEmitter::halfPair;
   using TMAKernelEmitter::i32;
   using TMAKernelEmitter::kMajorDescriptor;
   using TMAKernelEmitter::loadTile;
   using TMAKernelEmitter::mul;
+  using TMAKernelEmitter::oMap;
   using TMAKernelEmitter::onlineSoftmax;
   using TMAKernelEmitter::packPair;
   using TMAKernelEmitter::packProbabilities;
   using TMAKernelEmitter::remu;
   using TMAKernelEmitter::rowTotal;
   using TMAKernelEmitter::RowTotal;
+  using TMAKernelEmitter::select;
   using TMAKernelEmitter::sharedAt;
+  using TMAKernelEmitter::sharedPtr;
   using TMAKernelEmitter::smem;
   using TMAKernelEmitter::SoftmaxStep;
   using TMAKernelEmitter::storeLse;
@@ -78,7 +85,6 @@ public:
   using TMAKernelEmitter::valueDescriptor;
   using TMAKernelEmitter::waitBarrier;
   using TMAKernelEmitter::warpUniform;
-  using TMAKernelEmitter::oMap;
 
   /// The thread's place in its warpgroup, computed at the start of the
   /// kernel: values every thread keeps, like the kernel's own reads of
@@ -88,17 +94,173 @@ public:
   };
   ThreadPosition position() {
     OpBuilder::InsertionGuard guard(b);
-    Block *insertBlock = b.getInsertionBlock();
-    Operation *parent = insertBlock->getParentOp();
-    auto kernel = isa<LLVM::LLVMFuncOp>(parent)
-                      ? cast<LLVM::LLVMFuncOp>(parent)
-                      : parent->getParentOfType<LLVM::LLVMFuncOp>();
-    if (kernel)
+    if (LLVM::LLVMFuncOp kernel = kernelOf())
       b.setInsertionPointToStart(&kernel.getBody().front());
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
     Value lane = remu(tid, c32(32));
     return {lane, divu(remu(tid, c32(128)), c32(32)), remu(lane, c32(4))};
   }
+  /// The thread's id, read at the start of the kernel.
+  Value threadId() {
+    OpBuilder::InsertionGuard guard(b);
+    setInsertionPointToThreadSetup(kernelOf());
+    return setupThreadId();
+  }
+  LLVM::LLVMFuncOp kernelOf() {
+    Operation *parent = b.getInsertionBlock()->getParentOp();
+    return isa<LLVM::LLVMFuncOp>(parent)
+               ? cast<LLVM::LLVMFuncOp>(parent)
+               : parent->getParentOfType<LLVM::LLVMFuncOp>();
+  }
+  /// Per-thread values go after the leading ops of the kernel's entry
+  /// block that depend on the thread and block ids alone (the kernel's own
+  /// id reads and what it derives from them, and what earlier patterns
+  /// put there): LLVM keeps the first of equal values, so they keep the
+  /// order in which the kernel and then the patterns first ask for them.
+  void setInsertionPointToThreadSetup(LLVM::LLVMFuncOp kernel) {
+    Block &entry = kernel.getBody().front();
+    llvm::SmallPtrSet<Operation *, 32> setup;
+    Block::iterator it = entry.begin();
+    for (; it != entry.end(); ++it) {
+      Operation *op = &*it;
+      bool fromIds =
+          isa<NVVM::ThreadIdXOp, NVVM::BlockIdXOp, NVVM::BlockIdYOp,
+              NVVM::BlockIdZOp, arith::ConstantOp>(op) ||
+          (isa<arith::ArithDialect>(op->getDialect()) &&
+           llvm::all_of(op->getOperands(), [&](Value v) {
+             return v.getDefiningOp() && setup.contains(v.getDefiningOp());
+           }));
+      if (!fromIds)
+        break;
+      setup.insert(op);
+    }
+    b.setInsertionPoint(&entry, it);
+  }
+  /// In the thread setup (the builder there), each per-thread value is
+  /// computed once: an equal op already before the insertion point is
+  /// reused instead of created again.
+  template <typename Predicate> Operation *findInSetup(Predicate same) {
+    Block *block = b.getInsertionBlock();
+    for (Operation &op :
+         llvm::make_range(block->begin(), b.getInsertionPoint()))
+      if (same(op))
+        return &op;
+    return nullptr;
+  }
+  Value setupThreadId() {
+    if (Operation *op = findInSetup(
+            [](Operation &op) { return isa<NVVM::ThreadIdXOp>(op); }))
+      return op->getResult(0);
+    return NVVM::ThreadIdXOp::create(b, loc, i32);
+  }
+  Value setupConstant(int64_t v) {
+    Attribute value = b.getI32IntegerAttr(v);
+    if (Operation *op = findInSetup([&](Operation &op) {
+          auto c = dyn_cast<arith::ConstantOp>(op);
+          return c && c.getValue() == value;
+        }))
+      return op->getResult(0);
+    return c32(v);
+  }
+  template <typename OpTy> Value setupOp(Value x, Value y) {
+    if (Operation *op = findInSetup([&](Operation &op) {
+          return isa<OpTy>(op) && op.getOperand(0) == x &&
+                 op.getOperand(1) == y;
+        }))
+      return op->getResult(0);
+    return OpTy::create(b, loc, x, y);
+  }
+
+  /// The per-lane parts of the sm_80 ldmatrix.x4 addresses in row-major
+  /// tiles of `rowBytes`-byte rows, computed once at the start of the
+  /// kernel. Lane L gives the address of row L % 8 of matrix L / 8; of
+  /// the matrix index, bit 0 (lo) and bit 1 (hi) pick a row half or a
+  /// chunk, by operand. In a row-major tile the physical chunk of logical
+  /// chunk C + c (C even and known at compile time, c in {0, 1} per lane)
+  /// is (C & ~7) + (((C & 7) + c) ^ (row & 7)), and row & 7 = L & 7 for
+  /// every row read, so 4 per-lane chunk offsets exist per choice of bit;
+  /// the rest of each address is a constant the backend folds into the
+  /// load.
+  struct LdmatrixLanes {
+    SmallVector<Value> chunkLo; // c = lo, for C & 7 = 0, 2, 4, 6
+    SmallVector<Value> chunkHi; // c = hi
+    Value rowsHi;   // (hi * 8 + L % 8) rows: B of S = A B^T (n8 tile = hi)
+    Value rowsLo;   // (lo * 8 + L % 8) rows: A, and B of P V (k half = lo)
+    Value warpRows; // the warp's first row of a `rowTiles` fragment
+  };
+  LdmatrixLanes ldmatrixLanes(int64_t rowBytes, int64_t rowTiles) {
+    OpBuilder::InsertionGuard guard(b);
+    setInsertionPointToThreadSetup(kernelOf());
+    auto k = [&](int64_t v) { return setupConstant(v); };
+    auto addS = [&](Value x, Value y) { return setupOp<arith::AddIOp>(x, y); };
+    auto mulS = [&](Value x, Value y) { return setupOp<arith::MulIOp>(x, y); };
+    auto divS = [&](Value x, Value y) { return setupOp<arith::DivUIOp>(x, y); };
+    auto remS = [&](Value x, Value y) { return setupOp<arith::RemUIOp>(x, y); };
+    auto xorS = [&](Value x, Value y) { return setupOp<arith::XOrIOp>(x, y); };
+    Value tid = setupThreadId();
+    Value warp = divS(tid, k(32));
+    Value lane = remS(tid, k(32));
+    Value mi = divS(lane, k(8));
+    Value miLo = remS(mi, k(2)), miHi = divS(mi, k(2));
+    Value row7 = remS(lane, k(8));
+    LdmatrixLanes lanes;
+    for (int64_t j = 0; j < 8; j += 2) {
+      lanes.chunkLo.push_back(mulS(xorS(addS(k(j), miLo), row7), k(16)));
+      lanes.chunkHi.push_back(mulS(xorS(addS(k(j), miHi), row7), k(16)));
+    }
+    lanes.rowsHi = mulS(addS(mulS(miHi, k(8)), row7), k(rowBytes));
+    lanes.rowsLo = mulS(addS(mulS(miLo, k(8)), row7), k(rowBytes));
+    lanes.warpRows =
+        addS(lanes.rowsLo, mulS(warp, k(16 * rowTiles * rowBytes)));
+    return lanes;
+  }
+  /// Byte offset of logical chunk `chunk` (even) plus the lane's part.
+  Value chunkOffset(ArrayRef<Value> table, int64_t chunk) {
+    return add(table[(chunk & 7) / 2], c32((chunk & ~int64_t(7)) * 16));
+  }
+  /// ldmatrix.x4 (optionally .trans) of four 8 x 8 b16 matrices.
+  std::array<Value, 4> ldmatrix4(Value address, bool transpose) {
+    MLIRContext *ctx = b.getContext();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+    auto op = NVVM::LdMatrixOp::create(
+        b, loc, resultType, address, b.getI32IntegerAttr(4),
+        NVVM::MMALayoutAttr::get(ctx, transpose ? NVVM::MMALayout::col
+                                                : NVVM::MMALayout::row),
+        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+    std::array<Value, 4> r;
+    for (int64_t i = 0; i < 4; ++i)
+      r[i] = LLVM::ExtractValueOp::create(b, loc, op, ArrayRef<int64_t>{i});
+    return r;
+  }
+  /// mma.sync.m16n8k16 D = A B + C, f32 accumulators.
+  std::array<Value, 4> mmaSync(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                               ArrayRef<Value> c, bool bf16) {
+    MLIRContext *ctx = b.getContext();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    // f16 operands are typed as pairs of halves; bf16 ones as packed i32.
+    auto operand = [&](Value v) -> Value {
+      return bf16 ? v : LLVM::BitcastOp::create(b, loc, halfPair, v);
+    };
+    SmallVector<Value> aOps, bOps;
+    for (Value v : a)
+      aOps.push_back(operand(v));
+    for (Value v : bFrag)
+      bOps.push_back(operand(v));
+    NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    auto op = NVVM::MmaOp::create(
+        b, loc, resultType, aOps, bOps, c, ArrayRef<int64_t>{16, 8, 16},
+        std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    std::array<Value, 4> r;
+    for (int64_t i = 0; i < 4; ++i)
+      r[i] = LLVM::ExtractValueOp::create(b, loc, op, ArrayRef<int64_t>{i});
+    return r;
+  }
+
   /// Lane 0 of each warp runs `body`.
   void onLaneZero(llvm::function_ref<void()> body) {
     auto ifLead = scf::IfOp::create(b, loc, eq(position().lane, c32(0)),
@@ -221,11 +383,15 @@ struct PassTurnLowering : OpConversionPattern<fagpu::PassTurnOp> {
 // Pipelines and shared-memory tiles
 //===----------------------------------------------------------------------===//
 
-/// The dynamic shared memory of the kernel containing `op`, aligned.
-Value sharedBase(OpEmitter &e, Operation *op) {
+/// The dynamic shared memory of the kernel containing `op`: aligned to the
+/// 1 KiB swizzle atom for column-block tiles; row-major tiles (cp.async,
+/// ldmatrix) need only the 16 bytes the global is declared with.
+Value sharedBase(OpEmitter &e, Operation *op, bool rowMajor = false) {
   auto global =
       SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
           op, StringAttr::get(op->getContext(), "fa_smem"));
+  if (rowMajor)
+    return LLVM::AddressOfOp::create(e.builder(), op->getLoc(), global);
   return e.alignedSharedBase(global);
 }
 
@@ -239,7 +405,7 @@ struct CreatePipelineLowering
     if (!SymbolTable::lookupNearestSymbolFrom(
             op, StringAttr::get(op->getContext(), "fa_smem")))
       return rewriter.notifyMatchFailure(op, "no fa_smem in the module");
-    SmallVector<Value> values = {sharedBase(e, op),
+    SmallVector<Value> values = {sharedBase(e, op, op.getType().isCpAsync()),
                                  e.c32(op.getBarrierOffset()),
                                  e.c32(op.getTileOffset())};
     rewriter.replaceOpWithMultiple(op, {values});
@@ -392,7 +558,8 @@ struct SharedTileLowering : OpConversionPattern<fagpu::SharedTileOp> {
   matchAndRewrite(fagpu::SharedTileOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     OpEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
-    SmallVector<Value> tile = {sharedBase(e, op), e.c32(op.getOffset())};
+    SmallVector<Value> tile = {sharedBase(e, op, op.getType().isRowMajor()),
+                               e.c32(op.getOffset())};
     rewriter.replaceOpWithMultiple(op, {tile});
     return success();
   }
@@ -441,7 +608,14 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
                 SoftmaxConfig(), bType.getCols(), bType.getRows());
     ValueRange bTile = adaptor.getB();
     SmallVector<Value> acc;
-    if (isa<fagpu::SharedTileType>(op.getA().getType())) {
+    if (bType.isRowMajor()) {
+      acc = mmaSync(e, op, adaptor);
+      if (acc.empty())
+        return rewriter.notifyMatchFailure(
+            op, "mma.sync: A from shared memory only with K-major B");
+    } else if (result.getShape()[0] != 64) {
+      return rewriter.notifyMatchFailure(op, "wgmma is 64 rows");
+    } else if (isa<fagpu::SharedTileType>(op.getA().getType())) {
       if (op.getAcc() || op.getMnMajor())
         return rewriter.notifyMatchFailure(
             op, "shared-memory A: only S = A B^T into a fresh accumulator");
@@ -457,6 +631,101 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
       return failure();
     rewriter.replaceOpWithMultiple(op, {acc});
     return success();
+  }
+
+  /// sm_80: mma.sync.m16n8k16 on row-major tiles. Each ldmatrix.x4 of B
+  /// gives the B fragments of two n8 tiles and feeds every row tile of the
+  /// warp. S = A B^T (B = K, n x k): for k-step kk and n8 tiles n, n + 1,
+  /// the x4's matrices are (n, chunk 2kk), (n, 2kk + 1), (n + 1, 2kk),
+  /// (n + 1, 2kk + 1). O += P V (B = V, k x n, read transposed): k rows
+  /// 16 kk .. + 7 and + 8 .. + 15 of n8 tiles d, d + 1.
+  static SmallVector<Value> mmaSync(OpEmitter &e, fagpu::MmaOp op,
+                                    OneToNOpAdaptor adaptor) {
+    fagpu::SharedTileType bType = op.getB().getType();
+    fagpu::FragmentType result = op.getResult().getType();
+    bool bf16 = bType.getElementType().isBF16();
+    int64_t rowTiles = result.getRowTiles();
+    int64_t n = result.getShape()[1];
+    int64_t perTile = n / 2; // accumulator registers of a row tile
+    int64_t bRowBytes = bType.getCols() * 2;
+    auto aTile = dyn_cast<fagpu::SharedTileType>(op.getA().getType());
+    if (aTile && op.getMnMajor())
+      return {};
+    OpEmitter::LdmatrixLanes bLanes = e.ldmatrixLanes(bRowBytes, rowTiles);
+    ValueRange bValues = adaptor.getB();
+    e.smem = bValues[0];
+
+    // acc[r][t]: the four registers of n8 tile t of row tile r.
+    SmallVector<SmallVector<std::array<Value, 4>>> acc(
+        rowTiles, SmallVector<std::array<Value, 4>>(n / 8));
+    for (int64_t r = 0; r < rowTiles; ++r)
+      for (int64_t t = 0; t < n / 8; ++t)
+        for (int64_t i = 0; i < 4; ++i)
+          acc[r][t][i] = op.getAcc() ? adaptor.getAcc()[r * perTile + 4 * t + i]
+                                     : e.cf(0.0);
+    ValueRange aRegs = aTile ? ValueRange() : adaptor.getA();
+
+    if (!op.getMnMajor()) {
+      int64_t k = bType.getCols();
+      Value bRowBase = e.add(bValues[1], bLanes.rowsHi);
+      Value aRowBase;
+      int64_t aRowBytes = 0;
+      OpEmitter::LdmatrixLanes aLanes;
+      if (aTile) {
+        aRowBytes = aTile.getCols() * 2;
+        aLanes = e.ldmatrixLanes(aRowBytes, rowTiles);
+        aRowBase = e.add(adaptor.getA()[1], aLanes.warpRows);
+      }
+      for (int64_t kk = 0; kk < k / 16; ++kk) {
+        SmallVector<SmallVector<Value>> a(rowTiles);
+        for (int64_t r = 0; r < rowTiles; ++r) {
+          if (!aTile) {
+            int64_t first = r * (k / 16) * 4 + 4 * kk;
+            a[r].assign(aRegs.begin() + first, aRegs.begin() + first + 4);
+            continue;
+          }
+          e.smem = adaptor.getA()[0];
+          Value offset =
+              e.add(e.add(aRowBase, e.chunkOffset(aLanes.chunkHi, 2 * kk)),
+                    e.c32(16 * r * aRowBytes));
+          std::array<Value, 4> f = e.ldmatrix4(e.sharedAt(offset), false);
+          a[r].assign(f.begin(), f.end());
+        }
+        e.smem = bValues[0];
+        for (int64_t t = 0; t < n / 8; t += 2) {
+          Value offset =
+              e.add(e.add(bRowBase, e.chunkOffset(bLanes.chunkLo, 2 * kk)),
+                    e.c32(t * 8 * bRowBytes));
+          std::array<Value, 4> f = e.ldmatrix4(e.sharedAt(offset), false);
+          for (int64_t r = 0; r < rowTiles; ++r) {
+            acc[r][t] = e.mmaSync(a[r], {f[0], f[1]}, acc[r][t], bf16);
+            acc[r][t + 1] = e.mmaSync(a[r], {f[2], f[3]}, acc[r][t + 1], bf16);
+          }
+        }
+      }
+    } else {
+      int64_t k = bType.getRows();
+      Value bRowBase = e.add(bValues[1], bLanes.rowsLo);
+      for (int64_t kk = 0; kk < k / 16; ++kk)
+        for (int64_t d = 0; d < n / 8; d += 2) {
+          Value offset =
+              e.add(e.add(bRowBase, e.chunkOffset(bLanes.chunkHi, d)),
+                    e.c32(16 * kk * bRowBytes));
+          std::array<Value, 4> f = e.ldmatrix4(e.sharedAt(offset), true);
+          for (int64_t r = 0; r < rowTiles; ++r) {
+            int64_t first = r * (k / 16) * 4 + 4 * kk;
+            SmallVector<Value> a(aRegs.begin() + first,
+                                 aRegs.begin() + first + 4);
+            acc[r][d] = e.mmaSync(a, {f[0], f[1]}, acc[r][d], bf16);
+            acc[r][d + 1] = e.mmaSync(a, {f[2], f[3]}, acc[r][d + 1], bf16);
+          }
+        }
+    }
+    SmallVector<Value> out;
+    for (int64_t r = 0; r < rowTiles; ++r)
+      for (int64_t t = 0; t < n / 8; ++t)
+        out.append(acc[r][t].begin(), acc[r][t].end());
+    return out;
   }
 
   static SmallVector<Value> sharedSharedMma(OpEmitter &e, fagpu::MmaOp op,
@@ -563,6 +832,110 @@ struct MmaWaitLowering : OpConversionPattern<fagpu::MmaWaitOp> {
   }
 };
 
+/// ldmatrix.x4 per row tile and k-step: matrices rows 0-7 / 8-15 of the
+/// row tile at chunks 2 kk / 2 kk + 1, exactly a0 .. a3.
+struct LoadFragmentLowering : OpConversionPattern<fagpu::LoadFragmentOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::LoadFragmentOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    fagpu::SharedTileType tile = op.getTile().getType();
+    fagpu::FragmentType result = op.getResult().getType();
+    OpEmitter e(rewriter, op.getLoc(), tile.getElementType());
+    int64_t rowBytes = tile.getCols() * 2;
+    OpEmitter::LdmatrixLanes lanes =
+        e.ldmatrixLanes(rowBytes, result.getRowTiles());
+    ValueRange values = adaptor.getTile();
+    e.smem = values[0];
+    Value rowBase = e.add(values[1], lanes.warpRows);
+    SmallVector<Value> regs;
+    for (int64_t r = 0; r < result.getRowTiles(); ++r)
+      for (int64_t kk = 0; kk < tile.getCols() / 16; ++kk) {
+        Value offset =
+            e.add(e.add(rowBase, e.chunkOffset(lanes.chunkHi, 2 * kk)),
+                  e.c32(16 * r * rowBytes));
+        std::array<Value, 4> f = e.ldmatrix4(e.sharedAt(offset), false);
+        regs.append(f.begin(), f.end());
+      }
+    rewriter.replaceOpWithMultiple(op, {regs});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// cp.async copies (sm_80)
+//===----------------------------------------------------------------------===//
+
+/// Thread t copies chunks t, t + threads, ...: chunk c of row r of the
+/// tile lands at physical chunk c ^ (r & 7) of its row.
+struct CopyAsyncLowering : OpConversionPattern<fagpu::CopyAsyncOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::CopyAsyncOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    fagpu::SharedTileType tile = op.getTile().getType();
+    OpEmitter e(rewriter, loc, tile.getElementType());
+    int64_t threads = op.getThreads();
+    int64_t chunksPerRow = tile.getCols() / 8, rowBytes = tile.getCols() * 2;
+    int64_t chunks = tile.getRows() * chunksPerRow;
+    Value tid = e.threadId();
+    Value src = adaptor.getSrc().front(), rowStart = adaptor.getRow().front(),
+          bound = adaptor.getBound().front();
+    ValueRange dstTile = adaptor.getTile();
+    e.smem = dstTile[0];
+    for (int64_t it = 0; it < chunks / threads; ++it) {
+      Value idx = e.add(tid, e.c32(it * threads));
+      Value row = e.divu(idx, e.c32(chunksPerRow));
+      Value chunk = e.remu(idx, e.c32(chunksPerRow));
+      Value globalRow = e.add(rowStart, row);
+      Value inBounds = e.ult(globalRow, bound);
+      Value srcRow = e.select(inBounds, globalRow, e.c32(0));
+      Value elem = e.add(e.mul(e.ext64(srcRow), e.c64(tile.getCols())),
+                         e.ext64(e.mul(chunk, e.c32(8))));
+      Value from = e.gep(e.globalPtr, e.half, src, elem);
+      Value phys = arith::XOrIOp::create(
+          rewriter, loc, chunk,
+          arith::AndIOp::create(rewriter, loc, row, e.c32(7)));
+      Value swizzled =
+          e.add(e.mul(row, e.c32(rowBytes)), e.mul(phys, e.c32(16)));
+      Value to = e.sharedAt(e.add(dstTile[1], swizzled));
+      Value size = e.select(inBounds, e.c32(16), e.c32(0));
+      NVVM::CpAsyncOp::create(
+          rewriter, loc, to, from, rewriter.getI32IntegerAttr(16),
+          NVVM::LoadCacheModifierKindAttr::get(rewriter.getContext(),
+                                               NVVM::LoadCacheModifierKind::CG),
+          size);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct CopyCommitLowering : OpConversionPattern<fagpu::CopyCommitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::CopyCommitOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    NVVM::CpAsyncCommitGroupOp::create(rewriter, op.getLoc());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct CopyWaitLowering : OpConversionPattern<fagpu::CopyWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::CopyWaitOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    NVVM::CpAsyncWaitGroupOp::create(
+        rewriter, op.getLoc(), rewriter.getI32IntegerAttr(op.getPending()));
+    NVVM::Barrier0Op::create(rewriter, op.getLoc());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// An empty asm that "modifies" each register: no use is scheduled above
 /// it, no write below.
 struct PinLowering : OpConversionPattern<fagpu::PinOp> {
@@ -624,22 +997,46 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
     OpEmitter e(rewriter, op.getLoc(), op.getP().getType().getElementType(),
                 config);
     SmallVector<Value> s(adaptor.getS());
-    std::array<Value, 2> m = {adaptor.getM()[0], adaptor.getM()[1]};
-    std::array<Value, 2> l = {adaptor.getL()[0], adaptor.getL()[1]};
+    ValueRange mIn = adaptor.getM(), lIn = adaptor.getL();
+    // Softcap first on every row tile, then tile by tile the mask and the
+    // step; the moved flag chains across the thread's row tiles.
     Value effScale = e.applySoftcap(s, adaptor.getScaleLog2().front());
-    if (op.getMasked())
-      e.applyMask(s, adaptor.getKeyStart().front(), adaptor.getRow0().front(),
-                  adaptor.getNk().front(), e.position().quadLane,
-                  op.getDiagonalShift() ? adaptor.getDiagonalShift().front()
-                                        : Value());
-    OpEmitter::SoftmaxStep step = e.onlineSoftmax(s, m, l, effScale);
-    SmallVector<SmallVector<Value>> results = {
-        e.packProbabilities(s),
-        {m[0], m[1]},
-        {l[0], l[1]},
-        {step.alpha[0], step.alpha[1]}};
+    int64_t rowTiles = op.getS().getType().getRowTiles();
+    int64_t perTile = s.size() / rowTiles;
+    SmallVector<Value> p, mOut, lOut, alpha, newO;
+    OpEmitter::SoftmaxStep step;
+    for (int64_t r = 0; r < rowTiles; ++r) {
+      MutableArrayRef<Value> tile =
+          MutableArrayRef<Value>(s).slice(r * perTile, perTile);
+      if (op.getMasked()) {
+        Value row0 = adaptor.getRow0().front();
+        if (r)
+          row0 = e.add(row0, e.c32(16 * r));
+        e.applyMask(tile, adaptor.getKeyStart().front(), row0,
+                    adaptor.getNk().front(), e.position().quadLane,
+                    op.getDiagonalShift() ? adaptor.getDiagonalShift().front()
+                                          : Value());
+      }
+      std::array<Value, 2> m = {mIn[2 * r], mIn[2 * r + 1]};
+      std::array<Value, 2> l = {lIn[2 * r], lIn[2 * r + 1]};
+      step = e.onlineSoftmax(tile, m, l, effScale, step.moved);
+      if (op.getO()) {
+        // Register 4 i + e of the row tile is in its row g + 8 (e / 2).
+        ValueRange o = adaptor.getO();
+        int64_t oPerTile = o.size() / rowTiles;
+        for (int64_t i = 0; i < oPerTile; ++i)
+          newO.push_back(e.fmul(o[r * oPerTile + i], step.alpha[(i % 4) / 2]));
+      }
+      mOut.append(m.begin(), m.end());
+      lOut.append(l.begin(), l.end());
+      alpha.append(step.alpha.begin(), step.alpha.end());
+      p.append(e.packProbabilities(tile));
+    }
+    SmallVector<SmallVector<Value>> results = {p, mOut, lOut, alpha};
     if (op.getMoved())
       results.push_back({step.moved});
+    if (op.getNewO())
+      results.push_back(newO);
     rewriter.replaceOpWithMultiple(op, std::move(results));
     return success();
   }
@@ -655,11 +1052,13 @@ struct RescaleLowering : OpConversionPattern<fagpu::RescaleOp> {
     Location loc = op.getLoc();
     OpEmitter e(rewriter, loc, rewriter.getF16Type());
     ValueRange o = adaptor.getO(), alpha = adaptor.getAlpha();
-    // Register 4 i + e of the accumulator is in row g + 8 (e / 2).
+    // Register 4 i + e of row tile r of the accumulator is in its row
+    // g + 8 (e / 2): alpha register 2 r + e / 2.
+    size_t perTile = o.size() / op.getO().getType().getRowTiles();
     auto scaled = [&]() {
       SmallVector<Value> r;
       for (size_t i = 0; i < o.size(); ++i)
-        r.push_back(e.fmul(o[i], alpha[(i % 4) / 2]));
+        r.push_back(e.fmul(o[i], alpha[2 * (i / perTile) + (i % 4) / 2]));
       return r;
     };
     if (!op.getMoved()) {
@@ -702,8 +1101,9 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     config.writesLse = bool(op.getLse());
     OpEmitter e(rewriter, op.getLoc(), element, config, headDim);
     ValueRange o = adaptor.getO();
-    std::array<Value, 2> m = {adaptor.getM()[0], adaptor.getM()[1]};
-    std::array<Value, 2> l = {adaptor.getL()[0], adaptor.getL()[1]};
+    ValueRange mIn = adaptor.getM(), lIn = adaptor.getL();
+    std::array<Value, 2> m = {mIn[0], mIn[1]};
+    std::array<Value, 2> l = {lIn[0], lIn[1]};
     Value row0 = adaptor.getRow0().front();
     Value matrix = adaptor.getMatrix().front();
     Value nq = adaptor.getNq().front();
@@ -720,8 +1120,14 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
                           adaptor.getOut().front(),
                           e.mul(e.ext64(matrix),
                                 e.mul(e.ext64(nq), e.c64(headDim))));
-      e.storeRows(SmallVector<Value>(o), m, l, row0, nq, oBase, lseBase,
-                  headDim, pos.quadLane, f32Out);
+      // Row tile r holds rows row0 + 16 r (+ 8).
+      int64_t rowTiles = oType.getRowTiles();
+      int64_t perTile = o.size() / rowTiles;
+      for (int64_t r = 0; r < rowTiles; ++r)
+        e.storeRows(SmallVector<Value>(o.slice(r * perTile, perTile)),
+                    {mIn[2 * r], mIn[2 * r + 1]}, {lIn[2 * r], lIn[2 * r + 1]},
+                    r ? e.add(row0, e.c32(16 * r)) : row0, nq, oBase, lseBase,
+                    headDim, pos.quadLane, f32Out);
       rewriter.eraseOp(op);
       return success();
     }
@@ -1015,13 +1421,14 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<WarpSpecializeLowering, WaitTurnLowering, PassTurnLowering,
                CreatePipelineLowering, InitPipelinesLowering,
-               PipelineAcquireLowering, TmaLoadLowering,
-               PipelineCommitLowering, PipelineWaitLowering,
-               PipelineReleaseLowering, PipelineTileLowering,
-               SharedTileLowering, TileRowsLowering, MmaLowering,
-               MmaWaitLowering, PinLowering, SplatLowering,
-               SoftmaxStepLowering, RescaleLowering, StoreOutputLowering,
-               MergeSplitsLowering, StoreWaitLowering>(converter, patterns.getContext());
+               PipelineAcquireLowering, TmaLoadLowering, PipelineCommitLowering,
+               PipelineWaitLowering, PipelineReleaseLowering,
+               PipelineTileLowering, SharedTileLowering, TileRowsLowering,
+               MmaLowering, LoadFragmentLowering, CopyAsyncLowering,
+               CopyCommitLowering, CopyWaitLowering, MmaWaitLowering,
+               PinLowering, SplatLowering, SoftmaxStepLowering, RescaleLowering,
+               StoreOutputLowering, MergeSplitsLowering, StoreWaitLowering>(
+      converter, patterns.getContext());
 }
 
 LogicalResult mlir::fa::lowerWarpgroupOps(ModuleOp module) {

@@ -1,6 +1,6 @@
 // RUN: fa-opt %s --split-input-file --verify-diagnostics
 
-// expected-error @+1 {{a warpgroup fragment has 64 rows}}
+// expected-error @+1 {{a warpgroup fragment has 64 rows (128: two row tiles per warp)}}
 func.func private @rows32(!fagpu.fragment<32x64xf32, accumulator>)
 
 // -----
@@ -130,5 +130,116 @@ func.func @merge_head_dim(%i: i32, %p: !llvm.ptr<1>) {
 func.func @merge_element(%i: i32, %p: !llvm.ptr<1>) {
   // expected-error @+1 {{O holds f16 or bf16, got 'f32'}}
   fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f32 {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a row_major tile has no column blocks: block_rows must equal the rows}}
+func.func private @row_major_block_rows(!fagpu.smem_tile<64x64xf16, block_rows = 128, row_major>)
+
+// -----
+
+func.func @cp_async_pipeline_barrier(%s: i32) {
+  %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 16 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+  // expected-error @+1 {{a cp.async (row_major) pipeline has no barriers: order its stages with fagpu.copy_commit and fagpu.copy_wait}}
+  fagpu.pipeline_wait %kv[%s] buffer 0 parity %s : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+  return
+}
+
+// -----
+
+func.func @cp_async_init() {
+  %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+  // expected-error @+1 {{a cp.async (row_major) pipeline has no barriers to initialise}}
+  fagpu.init_pipelines %kv consumer_arrivals 4 : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+  return
+}
+
+// -----
+
+func.func @row_major_offset() {
+  // expected-error @+1 {{offset of a row_major tile must be a multiple of 16 bytes}}
+  %t = fagpu.shared_tile offset 8 : !fagpu.smem_tile<64x64xf16, row_major>
+  return
+}
+
+// -----
+
+func.func @copy_into_column_blocks(%p: !llvm.ptr<1>, %r: i32) {
+  %t = fagpu.shared_tile offset 0 : !fagpu.smem_tile<64x64xf16>
+  // expected-error @+1 {{cp.async fills row_major tiles (a column_blocks tile is the TMA's)}}
+  fagpu.copy_async %p[%r] bound %r into %t threads 128 : !llvm.ptr<1>, !fagpu.smem_tile<64x64xf16>
+  return
+}
+
+// -----
+
+func.func @copy_threads(%p: !llvm.ptr<1>, %r: i32) {
+  %t = fagpu.shared_tile offset 0 : !fagpu.smem_tile<8x64xf16, row_major>
+  // expected-error @+1 {{the tile's 64 16-byte chunks must split evenly over 128 threads (whole warps)}}
+  fagpu.copy_async %p[%r] bound %r into %t threads 128 : !llvm.ptr<1>, !fagpu.smem_tile<8x64xf16, row_major>
+  return
+}
+
+// -----
+
+func.func @load_fragment_shape() {
+  %t = fagpu.shared_tile offset 0 : !fagpu.smem_tile<128x64xf16, row_major>
+  // expected-error @+1 {{result must have the tile's shape and element type}}
+  %f = fagpu.load_fragment %t : !fagpu.smem_tile<128x64xf16, row_major> -> !fagpu.fragment<64x64xf16, operand_a>
+  return
+}
+
+// -----
+
+func.func @load_fragment_column_blocks() {
+  %t = fagpu.shared_tile offset 0 : !fagpu.smem_tile<64x64xf16>
+  // expected-error @+1 {{ldmatrix reads row_major tiles}}
+  %f = fagpu.load_fragment %t : !fagpu.smem_tile<64x64xf16> -> !fagpu.fragment<64x64xf16, operand_a>
+  return
+}
+
+// -----
+
+func.func @wgmma_128_rows(%s: i32) {
+  %q = fagpu.shared_tile offset 0 : !fagpu.smem_tile<128x64xf16>
+  %k = fagpu.shared_tile offset 16384 : !fagpu.smem_tile<64x64xf16>
+  // expected-error @+1 {{a 128-row result needs mma.sync (row_major tiles); wgmma is 64 rows}}
+  %r = fagpu.mma %q, %k : !fagpu.smem_tile<128x64xf16>, !fagpu.smem_tile<64x64xf16> -> !fagpu.fragment<128x64xf32, accumulator>
+  return
+}
+
+// -----
+
+func.func @mixed_layouts(%s: i32) {
+  %q = fagpu.shared_tile offset 0 : !fagpu.smem_tile<64x64xf16>
+  %k = fagpu.shared_tile offset 16384 : !fagpu.smem_tile<64x64xf16, row_major>
+  // expected-error @+1 {{A and B tiles must have the same layout (wgmma: column_blocks, mma.sync: row_major)}}
+  %r = fagpu.mma %q, %k : !fagpu.smem_tile<64x64xf16>, !fagpu.smem_tile<64x64xf16, row_major> -> !fagpu.fragment<64x64xf32, accumulator>
+  return
+}
+
+// -----
+
+func.func @softmax_rows(%s: !fagpu.fragment<128x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %f: f32) {
+  // expected-error @+1 {{m, l and alpha must be rows fragments of the scores' rows}}
+  %p, %m1, %l1, %a = fagpu.softmax_step %s, %m, %m keys(%i, %i) row %i scale %f : !fagpu.fragment<128x64xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<128x64xf16, operand_a>
+  return
+}
+
+// -----
+
+func.func @copy_wait_negative() {
+  // expected-error @+1 {{pending must be non-negative}}
+  fagpu.copy_wait pending -1
+  return
+}
+
+// -----
+
+func.func @rescale_in_step_conditional(%s: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %f: f32) {
+  // expected-error @+1 {{rescale(%o) scales O unconditionally: with conditional rescaling use fagpu.rescale .. if}}
+  %p, %m1, %l1, %a, %mv, %o = fagpu.softmax_step %s, %m, %m rescale(%s : !fagpu.fragment<64x64xf32, accumulator> -> !fagpu.fragment<64x64xf32, accumulator>) keys(%i, %i) row %i scale %f {rescale_threshold = 8.0 : f32} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x64xf16, operand_a>, i1
   return
 }

@@ -9,6 +9,10 @@
 !s = !fagpu.fragment<64x64xf32, accumulator>
 !p = !fagpu.fragment<64x64xf16, operand_a>
 !o = !fagpu.fragment<64x64xf32, accumulator>
+!kv80 = !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+!rows80 = !fagpu.fragment<128xf32, rows>
+!p80 = !fagpu.fragment<128x64xf16, operand_a>
+!o80 = !fagpu.fragment<128x64xf32, accumulator>
 
 // CHECK-LABEL: llvm.func @body
 // CHECK: %[[Q:.*]] = fagpu.create_pipeline {barrier_offset = 65536 : i64, tile_offset = 0 : i64} : <stages = 1, buffers = 1, 128x64xf16>
@@ -92,5 +96,48 @@ gpu.module @fa_kernels {
     fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
     llvm.return
   }
+
+  // The mma.sync (sm_80) forms: row-major tiles and a cp.async ring,
+  // fragments of 128 rows (two row tiles per warp), synchronous MMAs.
+  llvm.func @mma_sync_body(%qptr: !llvm.ptr<1>, %kptr: !llvm.ptr<1>,
+                           %optr: !llvm.ptr<1>, %row: i32, %nk: i32,
+                           %stage: i32, %scale: f32, %matrix: i32) {
+    %qt = fagpu.shared_tile offset 0 : !fagpu.smem_tile<128x64xf16, row_major>
+    %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 16384 : i64} : !kv80
+    %kt = fagpu.pipeline_tile %kv[%stage] buffer 0 : !kv80 -> !fagpu.smem_tile<64x64xf16, row_major>
+    %vt = fagpu.pipeline_tile %kv[%stage] buffer 1 : !kv80 -> !fagpu.smem_tile<64x64xf16, row_major>
+    fagpu.copy_async %qptr[%row] bound %nk into %qt threads 128 : !llvm.ptr<1>, !fagpu.smem_tile<128x64xf16, row_major>
+    fagpu.copy_async %kptr[%row] bound %nk into %kt threads 128 : !llvm.ptr<1>, !fagpu.smem_tile<64x64xf16, row_major>
+    fagpu.copy_commit
+    fagpu.copy_wait pending 0
+    %qf = fagpu.load_fragment %qt : !fagpu.smem_tile<128x64xf16, row_major> -> !p80
+    %zero = arith.constant 0.0 : f32
+    %m0 = fagpu.splat %zero : !rows80
+    %o0 = fagpu.splat %zero : !o80
+    %s = fagpu.mma %qf, %kt : !p80, !fagpu.smem_tile<64x64xf16, row_major> -> !o80
+    %s2 = fagpu.mma %qt, %kt : !fagpu.smem_tile<128x64xf16, row_major>, !fagpu.smem_tile<64x64xf16, row_major> -> !o80
+    %p, %m, %l, %alpha = fagpu.softmax_step %s, %m0, %m0 keys(%row, %nk) row %row scale %scale : !o80, !rows80 -> !p80
+    %or = fagpu.rescale %o0, %alpha : !o80, !rows80
+    %p2, %m2, %l2, %alpha2, %os = fagpu.softmax_step %s2, %m0, %m0 rescale(%or : !o80 -> !o80) keys(%row, %nk) row %row scale %scale {masked, causal} : !o80, !rows80 -> !p80
+    %o = fagpu.mma %p, %vt acc(%os) {mn_major} : !p80, !fagpu.smem_tile<64x64xf16, row_major>, !o80 -> !o80
+    fagpu.store_output %o, %m, %l rows(%row, %matrix, %nk) to %optr : !llvm.ptr<1> as f16 : !o80, !rows80
+    llvm.return
+  }
 }
 }
+
+// CHECK-LABEL: llvm.func @mma_sync_body
+// CHECK: %[[QT:.*]] = fagpu.shared_tile offset 0 : <128x64xf16, row_major>
+// CHECK: %[[KV:.*]] = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 16384 : i64} : <stages = 2, buffers = 2, 64x64xf16, row_major>
+// CHECK: %[[KT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 0 : <stages = 2, buffers = 2, 64x64xf16, row_major> -> <64x64xf16, row_major>
+// CHECK: fagpu.copy_async %{{.*}}[%{{.*}}] bound %{{.*}} into %[[QT]] threads 128 : <1>, <128x64xf16, row_major>
+// CHECK: fagpu.copy_commit
+// CHECK: fagpu.copy_wait pending 0
+// CHECK: %[[QF:.*]] = fagpu.load_fragment %[[QT]] : <128x64xf16, row_major> -> <128x64xf16, operand_a>
+// CHECK: fagpu.mma %[[QF]], %[[KT]] : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major> -> <128x64xf32, accumulator>
+// CHECK: fagpu.mma %[[QT]], %[[KT]] : !fagpu.smem_tile<128x64xf16, row_major>, <64x64xf16, row_major> -> <128x64xf32, accumulator>
+// CHECK: fagpu.softmax_step {{.*}} : <128x64xf32, accumulator>, <128xf32, rows> -> <128x64xf16, operand_a>
+// CHECK: fagpu.rescale
+// CHECK: fagpu.softmax_step %{{.*}}, %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys(%{{.*}}, %{{.*}}) row %{{.*}} scale %{{.*}} {causal, masked}
+// CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major>, !fagpu.fragment<128x64xf32, accumulator> -> <128x64xf32, accumulator>
+// CHECK: fagpu.store_output {{.*}} : <128x64xf32, accumulator>, <128xf32, rows>

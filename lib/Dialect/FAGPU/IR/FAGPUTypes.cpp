@@ -71,9 +71,11 @@ LogicalResult
 FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
                      ArrayRef<int64_t> shape, Type elementType,
                      FragmentLayout layout) {
-  // One warpgroup: 64 rows, 16 per warp, in the m16n8 quad layout.
-  if (shape.empty() || shape[0] != 64)
-    return emitError() << "a warpgroup fragment has 64 rows";
+  // One warpgroup: 64 rows, 16 per warp, in the m16n8 quad layout; 128
+  // rows give each warp two such row tiles (mma.sync).
+  if (shape.empty() || (shape[0] != 64 && shape[0] != 128))
+    return emitError() << "a warpgroup fragment has 64 rows (128: two row "
+                          "tiles per warp)";
   switch (layout) {
   case FragmentLayout::Accumulator:
   case FragmentLayout::OperandA:
@@ -87,7 +89,7 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
     return success();
   case FragmentLayout::Rows:
     if (shape.size() != 1 || !elementType.isF32())
-      return emitError() << "a rows fragment is 64xf32";
+      return emitError() << "a rows fragment is 64xf32 or 128xf32";
     return success();
   }
   return success();
@@ -126,14 +128,20 @@ Type SharedTileType::parse(AsmParser &parser) {
   if (parser.parseLess() || parseShapedElement(parser, shape, elementType))
     return {};
   int64_t blockRows = shape.empty() ? 0 : shape[0];
-  if (succeeded(parser.parseOptionalComma()) &&
-      (parser.parseKeyword("block_rows") || parser.parseEqual() ||
-       parser.parseInteger(blockRows)))
-    return {};
+  TileLayout layout = TileLayout::ColumnBlocks;
+  while (succeeded(parser.parseOptionalComma())) {
+    if (succeeded(parser.parseOptionalKeyword("row_major"))) {
+      layout = TileLayout::RowMajor;
+      continue;
+    }
+    if (parser.parseKeyword("block_rows") || parser.parseEqual() ||
+        parser.parseInteger(blockRows))
+      return {};
+  }
   if (parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), shape, elementType, blockRows);
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    shape, elementType, blockRows, layout);
 }
 
 void SharedTileType::print(AsmPrinter &printer) const {
@@ -141,13 +149,15 @@ void SharedTileType::print(AsmPrinter &printer) const {
   printShapedElement(printer, getShape(), getElementType());
   if (getBlockRows() != getRows())
     printer << ", block_rows = " << getBlockRows();
+  if (isRowMajor())
+    printer << ", row_major";
   printer << ">";
 }
 
 LogicalResult
 SharedTileType::verify(function_ref<InFlightDiagnostic()> emitError,
                        ArrayRef<int64_t> shape, Type elementType,
-                       int64_t blockRows) {
+                       int64_t blockRows, TileLayout layout) {
   if (shape.size() != 2 || shape[0] <= 0 || shape[0] % 8 != 0 ||
       shape[1] <= 0 || shape[1] % 64 != 0)
     return emitError() << "expected R x C with R a multiple of 8 (the swizzle "
@@ -158,6 +168,10 @@ SharedTileType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "block_rows (" << blockRows
                        << ") must be a multiple of the rows (" << shape[0]
                        << ")";
+  // Row-major rows are contiguous: a block of rows is just rows further.
+  if (layout == TileLayout::RowMajor && blockRows != shape[0])
+    return emitError() << "a row_major tile has no column blocks: block_rows "
+                          "must equal the rows";
   return success();
 }
 
@@ -174,13 +188,20 @@ Type PipelineType::parse(AsmParser &parser) {
       parser.parseEqual() || parser.parseInteger(stages) ||
       parser.parseComma() || parser.parseKeyword("buffers") ||
       parser.parseEqual() || parser.parseInteger(buffers) ||
-      parser.parseComma() || parseShapedElement(parser, shape, elementType) ||
-      parser.parseGreater())
+      parser.parseComma() || parseShapedElement(parser, shape, elementType))
+    return {};
+  TileLayout layout = TileLayout::ColumnBlocks;
+  if (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseKeyword("row_major"))
+      return {};
+    layout = TileLayout::RowMajor;
+  }
+  if (parser.parseGreater())
     return {};
   auto emitError = [&] { return parser.emitError(loc); };
   auto tile = SharedTileType::getChecked(emitError, parser.getContext(), shape,
                                          elementType,
-                                         shape.empty() ? 0 : shape[0]);
+                                         shape.empty() ? 0 : shape[0], layout);
   if (!tile)
     return {};
   return getChecked(emitError, parser.getContext(), stages, buffers, tile);
@@ -191,6 +212,8 @@ void PipelineType::print(AsmPrinter &printer) const {
           << ", ";
   printShapedElement(printer, getTile().getShape(),
                      getTile().getElementType());
+  if (getTile().isRowMajor())
+    printer << ", row_major";
   printer << ">";
 }
 

@@ -30,9 +30,21 @@ LogicalResult WarpSpecializeOp::verify() {
   return success();
 }
 
+/// Row-major tiles need the 16-byte alignment of a cp.async or ldmatrix
+/// row; the others the 1 KiB swizzle atom.
+static int64_t tileAlignment(SharedTileType type) {
+  return type.isRowMajor() ? 16 : 1024;
+}
+
 LogicalResult CreatePipelineOp::verify() {
   if (getBarrierOffset() < 0 || getBarrierOffset() % 8 != 0)
     return emitOpError("barrier_offset must be a non-negative multiple of 8");
+  if (getType().isCpAsync()) {
+    if (getTileOffset() < 0 || getTileOffset() % 16 != 0)
+      return emitOpError("tile_offset of a row_major pipeline must be a "
+                         "multiple of 16 bytes");
+    return success();
+  }
   if (getTileOffset() < 0 || getTileOffset() % 1024 != 0)
     return emitOpError("tile_offset must be a multiple of the 1 KiB swizzle "
                        "atom");
@@ -42,12 +54,58 @@ LogicalResult CreatePipelineOp::verify() {
 LogicalResult InitPipelinesOp::verify() {
   if (getConsumerArrivals() < 1)
     return emitOpError("consumer_arrivals must be positive");
+  for (Value pipeline : getPipelines())
+    if (cast<PipelineType>(pipeline.getType()).isCpAsync())
+      return emitOpError("a cp.async (row_major) pipeline has no barriers to "
+                         "initialise");
   return success();
 }
 
 LogicalResult SharedTileOp::verify() {
-  if (getOffset() < 0 || getOffset() % 1024 != 0)
-    return emitOpError("offset must be a multiple of the 1 KiB swizzle atom");
+  int64_t align = tileAlignment(getType());
+  if (getOffset() < 0 || getOffset() % align != 0)
+    return emitOpError(align == 16
+                           ? "offset of a row_major tile must be a multiple "
+                             "of 16 bytes"
+                           : "offset must be a multiple of the 1 KiB swizzle "
+                             "atom");
+  return success();
+}
+
+LogicalResult CopyAsyncOp::verify() {
+  SharedTileType tile = getTile().getType();
+  if (!tile.isRowMajor())
+    return emitOpError("cp.async fills row_major tiles (a column_blocks tile "
+                       "is the TMA's)");
+  int64_t threads = getThreads();
+  int64_t chunks = tile.getRows() * tile.getCols() *
+                   tile.getElementType().getIntOrFloatBitWidth() / 128;
+  if (threads < 32 || threads % 32 != 0 || chunks % threads != 0)
+    return emitOpError("the tile's ")
+           << chunks << " 16-byte chunks must split evenly over " << threads
+           << " threads (whole warps)";
+  return success();
+}
+
+LogicalResult CopyWaitOp::verify() {
+  if (getPendingAttr().getInt() < 0)
+    return emitOpError("pending must be non-negative");
+  return success();
+}
+
+LogicalResult LoadFragmentOp::verify() {
+  SharedTileType tile = getTile().getType();
+  FragmentType result = getResult().getType();
+  if (!tile.isRowMajor())
+    return emitOpError("ldmatrix reads row_major tiles");
+  if (result.getLayout() != FragmentLayout::OperandA)
+    return emitOpError("result must be an operand_a fragment");
+  if (result.getElementType() != tile.getElementType() ||
+      result.getShape()[0] != tile.getRows() ||
+      result.getShape()[1] != tile.getCols())
+    return emitOpError("result must have the tile's shape and element type, "
+                       "got ")
+           << result << " for " << tile;
   return success();
 }
 
@@ -70,15 +128,26 @@ LogicalResult MmaOp::verify() {
     return emitOpError("accumulator and result types differ");
   SharedTileType b = getB().getType();
   int64_t m = result.getShape()[0], n = result.getShape()[1], k;
+  // wgmma is m64; mma.sync (row_major tiles) takes two row tiles per warp.
+  if (m != 64 && !b.isRowMajor())
+    return emitOpError("a ") << m
+                             << "-row result needs mma.sync (row_major tiles); "
+                                "wgmma is 64 rows";
   Type elt;
   if (auto a = dyn_cast<SharedTileType>(getA().getType())) {
     if (a.getRows() != m)
       return emitOpError("A has ") << a.getRows() << " rows, the result " << m;
+    if (a.isRowMajor() != b.isRowMajor())
+      return emitOpError("A and B tiles must have the same layout (wgmma: "
+                         "column_blocks, mma.sync: row_major)");
     k = a.getCols();
     elt = a.getElementType();
   } else if (auto a = dyn_cast<FragmentType>(getA().getType())) {
     if (a.getLayout() != FragmentLayout::OperandA)
       return emitOpError("a register A must be an operand_a fragment");
+    if (a.getShape()[0] != m)
+      return emitOpError("A has ")
+             << a.getShape()[0] << " rows, the result " << m;
     k = a.getShape()[1];
     elt = a.getElementType();
   } else {
@@ -90,8 +159,9 @@ LogicalResult MmaOp::verify() {
   int64_t bk = getMnMajor() ? b.getRows() : b.getCols();
   int64_t bn = getMnMajor() ? b.getCols() : b.getRows();
   if (bk != k || bn != n)
-    return emitOpError("shapes do not multiply: A is 64 x ")
-           << k << ", B gives " << bk << " x " << bn << ", result 64 x " << n;
+    return emitOpError("shapes do not multiply: A is ")
+           << m << " x " << k << ", B gives " << bk << " x " << bn
+           << ", result 64 x " << n;
   return success();
 }
 
@@ -109,11 +179,25 @@ LogicalResult SoftmaxStepOp::verify() {
     return emitOpError("P must be the operand_a fragment of the scores' shape");
   for (Type t : {getM().getType(), getL().getType(), getNewM().getType(),
                  getNewL().getType(), getAlpha().getType()})
-    if (cast<FragmentType>(t).getLayout() != FragmentLayout::Rows)
-      return emitOpError("m, l and alpha must be rows fragments");
+    if (cast<FragmentType>(t).getLayout() != FragmentLayout::Rows ||
+        cast<FragmentType>(t).getShape()[0] != s.getShape()[0])
+      return emitOpError("m, l and alpha must be rows fragments of the "
+                         "scores' rows");
   if (bool(getMoved()) != bool(getRescaleThreshold()))
     return emitOpError("the moved flag is the result of conditional "
                        "rescaling: present iff rescale_threshold is");
+  if (bool(getO()) != bool(getNewO()))
+    return emitOpError("rescale(%o) returns the scaled O: both or neither");
+  if (getO()) {
+    if (getRescaleThreshold())
+      return emitOpError("rescale(%o) scales O unconditionally: with "
+                         "conditional rescaling use fagpu.rescale .. if");
+    auto o = cast<FragmentType>(getO().getType());
+    if (o.getLayout() != FragmentLayout::Accumulator ||
+        o.getShape()[0] != s.getShape()[0] || getNewO().getType() != o)
+      return emitOpError("rescale(%o) takes and returns an accumulator of the "
+                         "scores' rows");
+  }
   if (getDiagonalShift() && !getCausal() && !getWindow())
     return emitOpError("a diagonal shift moves the causal or window mask: "
                        "give causal or a window");
@@ -127,6 +211,7 @@ LogicalResult SoftmaxStepOp::verify() {
 LogicalResult RescaleOp::verify() {
   if (getO().getType().getLayout() != FragmentLayout::Accumulator ||
       getAlpha().getType().getLayout() != FragmentLayout::Rows ||
+      getAlpha().getType().getShape()[0] != getO().getType().getShape()[0] ||
       getResult().getType() != getO().getType())
     return emitOpError("expected an accumulator scaled by a rows fragment");
   return success();
@@ -137,6 +222,8 @@ LogicalResult StoreOutputOp::verify() {
       getM().getType().getLayout() != FragmentLayout::Rows ||
       getL().getType().getLayout() != FragmentLayout::Rows)
     return emitOpError("expected the O accumulator and its rows' m and l");
+  if (getM().getType().getShape()[0] != getO().getType().getShape()[0])
+    return emitOpError("m and l must hold the rows of O");
   Type element = getOutElement();
   if (!element.isF16() && !element.isBF16() && !element.isF32())
     return emitOpError("O holds f16, bf16 or (split-KV partials) f32, got ")
@@ -148,6 +235,8 @@ LogicalResult StoreOutputOp::verify() {
     return emitOpError("a TMA store through `staging` synchronises the "
                        "warpgroup on `sync`: both or neither");
   if (auto staging = getStaging()) {
+    if (getO().getType().getRowTiles() != 1)
+      return emitOpError("a TMA store stages one warpgroup's 64 rows");
     auto tile = cast<SharedTileType>(staging.getType());
     if (tile.getRows() != 64 || tile.getCols() != getO().getType().getShape()[1])
       return emitOpError("the staging tile must hold the warpgroup's 64 rows "

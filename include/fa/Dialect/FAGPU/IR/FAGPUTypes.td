@@ -20,6 +20,13 @@ def FAGPU_FragmentLayout : I32EnumAttr<"FragmentLayout",
   let cppNamespace = "::mlir::fagpu";
 }
 
+def FAGPU_TileLayout : I32EnumAttr<"TileLayout",
+    "how a shared-memory tile's rows and 16-byte chunks are placed", [
+    I32EnumAttrCase<"ColumnBlocks", 0, "column_blocks">,
+    I32EnumAttrCase<"RowMajor", 1, "row_major">]> {
+  let cppNamespace = "::mlir::fagpu";
+}
+
 class FAGPU_Type<string name, string typeMnemonic>
     : TypeDef<FAGPU_Dialect, name> {
   let mnemonic = typeMnemonic;
@@ -28,23 +35,29 @@ class FAGPU_Type<string name, string typeMnemonic>
 def FAGPU_FragmentType : FAGPU_Type<"Fragment", "fragment"> {
   let summary = "a warpgroup's tile held in its 128 threads' registers";
   let description = [{
-    A `rows x cols` tile of one warpgroup (rows = 64, the wgmma M), spread
-    over its threads as the tensor cores want it. Thread t, w = t / 32,
-    g = (t % 32) / 4, q = t % 4:
+    A `rows x cols` tile of one warpgroup (four warps, 128 threads), spread
+    over its threads as the tensor cores want it. rows = 64 is the wgmma M
+    and one m16 row tile per warp of mma.sync; rows = 128 (mma.sync only)
+    gives each warp two row tiles of 16 rows, so that one B fragment read
+    from shared memory feeds two MMAs. With R = rows / 64 row tiles per
+    warp, thread t, w = t / 32, g = (t % 32) / 4, q = t % 4, row tile r
+    holds the registers from r * (registers / R) on:
 
-    | layout | registers per thread | register 4 i + e holds |
+    | layout | registers per thread | register 4 i + e of row tile r holds |
     |---|---|---|
-    | `accumulator` (f32) | rows * cols / 128 f32 | row 16 w + g + 8 (e / 2), column 8 i + 2 q + (e % 2) |
+    | `accumulator` (f32) | rows * cols / 128 f32 | row 16 (R w + r) + g + 8 (e / 2), column 8 i + 2 q + (e % 2) |
     | `operand_a` (f16, bf16) | rows * cols / 256 i32 | the pairs of the accumulator layout, packed: the A fragment of the next MMA |
-    | `rows` (f32) | rows / 32 f32 | a value per row: rows 16 w + g and 16 w + g + 8 |
+    | `rows` (f32) | rows / 32 f32 | a value per row: register 2 r + h holds row 16 (R w + r) + g + 8 h |
 
     The accumulator layout is the mma.sync C fragment repeated over the
-    columns, so the softmax arithmetic on it is the same for every target.
+    columns (and row tiles), so the softmax arithmetic on it is the same
+    for every target.
 
     ```mlir
     !fagpu.fragment<64x128xf32, accumulator>
     !fagpu.fragment<64x128xf16, operand_a>
     !fagpu.fragment<64xf32, rows>
+    !fagpu.fragment<128x64xf32, accumulator>  // mma.sync: two row tiles
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
@@ -57,31 +70,50 @@ def FAGPU_FragmentType : FAGPU_Type<"Fragment", "fragment"> {
     int64_t getRegisters() const;
     /// The type of each register (f32, or i32 for packed 16-bit pairs).
     Type getRegisterType() const;
+    /// m16 row tiles per warp: rows / 64.
+    int64_t getRowTiles() const { return getShape()[0] / 64; }
   }];
 }
 
 def FAGPU_SharedTileType : FAGPU_Type<"SharedTile", "smem_tile"> {
   let summary = "a tile in shared memory, 128-byte swizzled";
   let description = [{
-    A `rows x cols` tile stored as cols / 64 column blocks of `block_rows`
-    rows of 128 bytes, each 8-row group a 1 KiB atom whose 16-byte chunks
-    are XORed with the row mod 8 -- what a TMA writes with the 128-byte
-    swizzle and what wgmma reads. A tile of the rows of a larger one
-    (`fagpu.tile_rows`) keeps the larger tile's `block_rows`; it is printed
-    only when it differs from `rows`.
+    A `rows x cols` tile in one of two layouts, both with 16-byte chunks
+    XORed with the row mod 8 so that the 8 rows one ldmatrix or wgmma
+    reads at a logical column fall in 8 different bank groups:
+
+    * `column_blocks` (the default): cols / 64 column blocks of
+      `block_rows` rows of 128 bytes, each 8-row group a 1 KiB atom -- what
+      a TMA writes with the 128-byte swizzle and what wgmma reads. A tile
+      of the rows of a larger one (`fagpu.tile_rows`) keeps the larger
+      tile's `block_rows`; it is printed only when it differs from `rows`.
+    * `row_major`: each row's cols * 2 bytes contiguous, chunk c of row r
+      at chunk (c & ~7) | ((c ^ r) & 7) -- what cp.async writes 16 bytes
+      per thread and ldmatrix reads on sm_80 (no 1 KiB atom, so the tile
+      needs only 16-byte alignment).
 
     ```mlir
     !fagpu.smem_tile<128x128xf16>
     !fagpu.smem_tile<64x128xf16, block_rows = 128>
+    !fagpu.smem_tile<64x128xf16, row_major>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
-                        "Type":$elementType, "int64_t":$blockRows);
+                        "Type":$elementType, "int64_t":$blockRows,
+                        "TileLayout":$layout);
+  let builders = [
+    TypeBuilder<(ins "ArrayRef<int64_t>":$shape, "Type":$elementType,
+                     "int64_t":$blockRows), [{
+      return $_get($_ctxt, shape, elementType, blockRows,
+                   TileLayout::ColumnBlocks);
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getRows() const { return getShape()[0]; }
     int64_t getCols() const { return getShape()[1]; }
+    bool isRowMajor() const { return getLayout() == TileLayout::RowMajor; }
     /// Bytes of the tile in shared memory.
     int64_t getBytes() const {
       return getBlockRows() * getCols() * getElementType().getIntOrFloatBitWidth() / 8;
@@ -92,20 +124,28 @@ def FAGPU_SharedTileType : FAGPU_Type<"SharedTile", "smem_tile"> {
 def FAGPU_PipelineType : FAGPU_Type<"Pipeline", "pipeline"> {
   let summary = "a ring of shared-memory stages between producer and consumers";
   let description = [{
-    `stages` stages of `buffers` tiles each (K and V: 2; Q: 1), every tile
-    guarded by a "full" mbarrier (the producer's arrival with the bytes its
-    TMA will deliver) and an "empty" one (one arrival per consumer warp once
-    it has read the tile). Stage s is used in rounds; round r waits on
-    parity r mod 2.
+    `stages` stages of `buffers` tiles each (K and V: 2; Q: 1). With
+    `column_blocks` tiles (TMA-filled), every tile is guarded by a "full"
+    mbarrier (the producer's arrival with the bytes its TMA will deliver)
+    and an "empty" one (one arrival per consumer warp once it has read the
+    tile); stage s is used in rounds, round r waits on parity r mod 2.
+    With `row_major` tiles (sm_80) the pipeline has no barriers: every
+    thread fills stages with `fagpu.copy_async`, and cp.async groups
+    (`fagpu.copy_commit`, `fagpu.copy_wait`) order them.
 
     ```mlir
     !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf16>
+    !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
     ```
   }];
   let parameters = (ins "int64_t":$stages, "int64_t":$buffers,
                         FAGPU_SharedTileType:$tile);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Filled by cp.async groups (sm_80): no mbarriers.
+    bool isCpAsync() const { return getTile().isRowMajor(); }
+  }];
 }
 
 #endif // FA_DIALECT_FAGPU_IR_FAGPUTYPES_TD

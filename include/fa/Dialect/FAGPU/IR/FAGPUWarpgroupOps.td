@@ -132,6 +132,12 @@ class FAGPU_PipelineStageOp<string mnemonic, list<Trait> traits = []>
              << type.getBuffers() << " buffers of the pipeline";
     return ::mlir::success();
   }];
+  code barrierVerifier = [{
+    if (::llvm::cast<PipelineType>(getPipeline().getType()).isCpAsync())
+      return emitOpError("a cp.async (row_major) pipeline has no barriers: "
+                         "order its stages with fagpu.copy_commit and "
+                         "fagpu.copy_wait");
+  }];
 }
 
 def FAGPU_PipelineAcquireOp : FAGPU_PipelineStageOp<"pipeline_acquire"> {
@@ -149,7 +155,7 @@ def FAGPU_PipelineAcquireOp : FAGPU_PipelineStageOp<"pipeline_acquire"> {
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # stageVerifier # [{ }
   }];
 }
 
@@ -170,7 +176,7 @@ def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load"> {
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # stageVerifier # [{ }
   }];
 }
 
@@ -187,7 +193,7 @@ def FAGPU_PipelineCommitOp : FAGPU_PipelineStageOp<"pipeline_commit"> {
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # stageVerifier # [{ }
   }];
 }
 
@@ -201,7 +207,7 @@ def FAGPU_PipelineWaitOp : FAGPU_PipelineStageOp<"pipeline_wait"> {
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # stageVerifier # [{ }
   }];
 }
 
@@ -217,7 +223,7 @@ def FAGPU_PipelineReleaseOp : FAGPU_PipelineStageOp<"pipeline_release"> {
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{ }
+    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # stageVerifier # [{ }
   }];
 }
 
@@ -238,6 +244,57 @@ def FAGPU_PipelineTileOp : FAGPU_PipelineStageOp<"pipeline_tile", [Pure]> {
       return ::mlir::success();
     }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// cp.async copies (sm_80)
+//===----------------------------------------------------------------------===//
+
+def FAGPU_CopyAsyncOp : FAGPU_Op<"copy_async"> {
+  let summary = "every thread: cp.async rows of a global matrix into a row_major tile";
+  let description = [{
+    Copies rows `%row` .. `%row` + R - 1 (R the tile's rows) of the
+    row-major [*, C] matrix at `%src` into `%tile`, 16 bytes per
+    `cp.async.cg` (L2 only: each byte is read once per CTA), the CTA's
+    threads taking consecutive chunks. Rows at or past `%bound` are
+    zero-filled (source size 0, read from row 0, which always exists). The
+    copies join the thread's open cp.async group: they are complete after a
+    `fagpu.copy_commit` and a `fagpu.copy_wait` that retires that group.
+
+    ```mlir
+    fagpu.copy_async %k[%start] bound %nk into %tile
+        : !llvm.ptr<1>, !fagpu.smem_tile<64x64xf16, row_major>
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$src, I32:$row, I32:$bound,
+                       FAGPU_SharedTile:$tile, I64Attr:$threads);
+  let assemblyFormat = [{
+    $src `[` $row `]` `bound` $bound `into` $tile `threads` $threads attr-dict
+    `:` type($src) `,` type($tile)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_CopyCommitOp : FAGPU_Op<"copy_commit"> {
+  let summary = "close the thread's cp.async group";
+  let description = [{
+    `cp.async.commit_group`: the copies issued since the last commit form
+    one group, which `fagpu.copy_wait` counts.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def FAGPU_CopyWaitOp : FAGPU_Op<"copy_wait"> {
+  let summary = "wait for the CTA's cp.async groups, then synchronise the CTA";
+  let description = [{
+    `cp.async.wait_group pending`: all but the newest `pending` groups of
+    this thread have landed; then `bar.sync 0`, since a tile is written by
+    every thread of the CTA and read by other threads' ldmatrix (and the
+    stage the next copies overwrite must be done with by every warp).
+  }];
+  let arguments = (ins I64Attr:$pending);
+  let assemblyFormat = "`pending` $pending attr-dict";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -279,8 +336,16 @@ def FAGPU_MmaOp : FAGPU_Op<"mma"> {
     `operand_a` fragment, `%b` a shared-memory tile, K-major by default (the
     product is `a * b^T`, as S = Q K^T) or `mn_major` (`a * b`, as P V
     with V row-major). Without `%acc` the accumulator starts at zero.
-    On sm_90a one `wgmma.mma_async` per 16-element k-step, fenced before and
-    committed as one group after.
+    On sm_90a (`column_blocks` tiles) one `wgmma.mma_async` per 16-element
+    k-step, fenced before and committed as one group after.
+
+    With `row_major` tiles (sm_80) the MMA is `mma.sync.m16n8k16`, complete
+    when the op returns (no `fagpu.mma_wait`): B is read with `ldmatrix.x4`
+    (`.trans` when `mn_major`), one x4 load giving the B fragments of two
+    n8 tiles, and each feeds every row tile of the warp (a 128-row result:
+    two), so shared-memory reads per MMA halve with two row tiles. A from
+    shared memory is read with `ldmatrix.x4` per k-step (as
+    `fagpu.load_fragment` would).
 
     ```mlir
     %s = fagpu.mma %q, %k : !fagpu.smem_tile<64x128xf16, block_rows = 128>,
@@ -295,6 +360,26 @@ def FAGPU_MmaOp : FAGPU_Op<"mma"> {
     $a `,` $b (`acc` `(` $acc^ `)`)? attr-dict `:` type($a) `,` type($b)
     (`,` type($acc)^)? `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_LoadFragmentOp : FAGPU_Op<"load_fragment"> {
+  let summary = "read a row_major tile into an operand_a fragment (ldmatrix)";
+  let description = [{
+    The A fragments of an MMA that keeps its A operand in registers across
+    many MMAs (Q on sm_80): row tile r of warp w is rows 16 (R w + r) ..
+    of `%tile`; one `ldmatrix.x4` per row tile and 16-column k-step reads
+    its four 8 x 8 matrices (rows 0-7 / 8-15, columns 0-7 / 8-15), which
+    are exactly a0 .. a3 of mma.sync.m16n8k16.
+
+    ```mlir
+    %qf = fagpu.load_fragment %q : !fagpu.smem_tile<128x64xf16, row_major>
+        -> !fagpu.fragment<128x64xf16, operand_a>
+    ```
+  }];
+  let arguments = (ins FAGPU_SharedTile:$tile);
+  let results = (outs FAGPU_Fragment:$result);
+  let assemblyFormat = "$tile attr-dict `:` type($tile) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -336,11 +421,13 @@ def FAGPU_SplatOp : FAGPU_Op<"splat", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
+    AttrSizedOperandSegments, AttrSizedResultSegments,
     AllTypesMatch<["m", "l", "new_m", "new_l", "alpha"]>]> {
   let summary = "the online-softmax step of a block of scores";
   let description = [{
     For the scores `%s` of keys `%key_start` .. of the thread's rows
-    `%row0` and `%row0 + 8` (in the accumulator layout), in log2 units
+    `%row0` and `%row0 + 8` (in the accumulator layout; row tile r of a
+    128-row fragment adds 16 r), in log2 units
     (`%scale_log2` = scale * log2 e):
     softcap (`softcap`), the mask when `masked` (keys past `%nk`, and
     `causal` / `window`; with `shift %d` the diagonal is the bottom-right
@@ -353,10 +440,17 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     set), l' = alpha l + rowsum(P). Returns P as the `operand_a` fragment of
     the P V MMA, m', l', alpha and, with conditional rescaling, whether some
     row of the thread moved its base.
+
+    With `rescale(%o)` (only without conditional rescaling) it also returns
+    O * alpha, each row tile's multiplies issued as soon as its alpha is
+    known, before its P is packed -- the mma.sync kernel's order, which
+    ptxas schedules as it always has; `fagpu.rescale` is the same product
+    as an op of its own.
   }];
   let arguments = (ins FAGPU_Fragment:$s, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$key_start, I32:$row0, I32:$nk,
                        F32:$scale_log2, Optional<I32>:$diagonal_shift,
+                       Optional<FAGPU_Fragment>:$o,
                        UnitAttr:$masked, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
@@ -365,9 +459,10 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
                        OptionalAttr<I64Attr>:$exp2_poly_period);
   let results = (outs FAGPU_Fragment:$p, FAGPU_Fragment:$new_m,
                       FAGPU_Fragment:$new_l, FAGPU_Fragment:$alpha,
-                      Optional<I1>:$moved);
+                      Optional<I1>:$moved, Optional<FAGPU_Fragment>:$new_o);
   let assemblyFormat = [{
-    $s `,` $m `,` $l `keys` `(` $key_start `,` $nk `)` `row` $row0
+    $s `,` $m `,` $l (`rescale` `(` $o^ `:` type($o) `->` type($new_o) `)`)?
+    `keys` `(` $key_start `,` $nk `)` `row` $row0
     (`shift` $diagonal_shift^)? `scale` $scale_log2 attr-dict `:` type($s) `,` type($m) `->` type($p)
     (`,` type($moved)^)?
   }];
