@@ -20,12 +20,13 @@ for _candidate in (_os.environ.get("FLASHMLIR_BUILD_DIR"),
             __path__.append(_ext)
 
 from .errors import CompileError  # noqa: E402
-from .compiler import (CompiledKernel, CompiledModule, compile,  # noqa: E402
-                       compile_module, predicted_bytes, run_cpu)
+from .compiler import (CompiledKernel, CompiledModule, cache_info,  # noqa: E402
+                       clear_cache, compile, compile_module, predicted_bytes,
+                       run_cpu)
 
 __all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
-           "CompileError", "attention", "flash_attn_func", "predicted_bytes",
-           "run_cpu", "runtime"]
+           "CompileError", "attention", "cache_info", "clear_cache",
+           "flash_attn_func", "predicted_bytes", "run_cpu", "runtime"]
 
 _launchers = {}
 

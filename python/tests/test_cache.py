@@ -321,3 +321,10 @@ def test_compile_errors_are_not_cached(flashmlir, cache):
         with pytest.raises(flashmlir.CompileError):
             flashmlir.compile(head_dim=64, dtype="f32", arch="sm_80")
     assert not cache.exists() or not entries(cache)
+
+
+def test_cache_functions_are_exported(flashmlir):
+    """The cache's controls are part of the package's API."""
+    assert flashmlir.cache_info is flashmlir.compiler.cache_info
+    assert flashmlir.clear_cache is flashmlir.compiler.clear_cache
+    assert {"cache_info", "clear_cache"} <= set(flashmlir.__all__)
