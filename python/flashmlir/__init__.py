@@ -105,7 +105,9 @@ def _arch_and_dtype(q):
 
     if not isinstance(q, torch.Tensor) or not q.is_cuda:
         raise runtime.KernelArgumentError("q must be a CUDA tensor")
-    major, minor = torch.cuda.get_device_capability(q.device)
+    index = q.device.index if q.device.index is not None else \
+        torch.cuda.current_device()
+    major, minor = runtime.device_facts(index)[0]
     if (major, minor) == (9, 0):
         arch = "sm_90a"
     elif major == 8:
@@ -148,7 +150,9 @@ def _split_kv(arch, q, k, num_splits):
         return True
     b, hq, nq, d = q.shape
     tiles = b * hq * math.ceil(nq / (64 if d <= 128 else 128))
-    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    index = q.device.index if q.device.index is not None else \
+        torch.cuda.current_device()
+    sms = runtime.device_facts(index)[1]
     return runtime.auto_kv_splits(tiles, math.ceil(k.shape[2] / 128),
                                   sms) > 1
 

@@ -244,6 +244,22 @@ def split_arrivals(device_index, stream, count):
         return arrivals
 
 
+# Per-device facts the launch path asks for on every call, read once.
+_DEVICE_FACTS = {}
+
+
+def device_facts(device_index):
+    """(compute capability, SM count) of a CUDA device, cached: torch's
+    queries cost microseconds, a launch at a tiny shape only a few tens."""
+    facts = _DEVICE_FACTS.get(device_index)
+    if facts is None:
+        import torch
+        props = torch.cuda.get_device_properties(device_index)
+        facts = ((props.major, props.minor), props.multi_processor_count)
+        _DEVICE_FACTS[device_index] = facts
+    return facts
+
+
 def tile_counter(device_index, stream):
     import torch
     key = (device_index, stream)
@@ -498,8 +514,7 @@ class Kernel:
             splits = 1
             workspace = None
             if self.meta.get("split_kv"):
-                sms = (torch.cuda.get_device_properties(device_index)
-                       .multi_processor_count)
+                sms = device_facts(device_index)[1]
                 splits = self.kv_splits_for(b, hq, nq, nk, sms, num_splits)
                 # Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in
                 # f32, and one arrival counter per query row.
@@ -518,8 +533,7 @@ class Kernel:
             if self.meta.get("tile_scheduler") == "dynamic":
                 values.append(ctypes.c_void_p(
                     tile_counter(device_index, stream).data_ptr()))
-            addresses = [ctypes.cast(ctypes.pointer(x), ctypes.c_void_p)
-                         for x in values]
+            addresses = [ctypes.addressof(x) for x in values]
             # The wgmma kernel takes q, k, v (and o, when it stores by TMA)
             # as TMA tensor maps by value.
             maps = []
@@ -529,11 +543,10 @@ class Kernel:
                         (q, k, v, out)[i], int(p["box"][1]),
                         self.meta["dtype"], int(p["box"][0]))
                     maps.append(buf)
-                    addresses[i] = ctypes.c_void_p(addr)
+                    addresses[i] = addr
             params = (ctypes.c_void_p * len(values))(*addresses)
             # Only a persistent kernel's grid depends on the SM count.
-            sms = (torch.cuda.get_device_properties(device_index)
-                   .multi_processor_count
+            sms = (device_facts(device_index)[1]
                    if self.meta.get("persistent") else None)
             gx, gy, gz = self.grid(b, hq, nq, sms, splits)
             bx, by, bz = self.meta["block"]
