@@ -169,9 +169,11 @@ def _launch(q, k, v, causal, scale, kernel_dir, window=0,
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
         _launchers[full] = _kernel_for(*key, kernel_dir, *extra)
+    # Callers here return O only: the LSE goes to the runtime's scratch.
     if split:
-        return _launchers[full](q, k, v, scale=scale, num_splits=num_splits)
-    return _launchers[full](q, k, v, scale=scale)
+        return _launchers[full](q, k, v, scale=scale, num_splits=num_splits,
+                                discard_lse=True)
+    return _launchers[full](q, k, v, scale=scale, discard_lse=True)
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,

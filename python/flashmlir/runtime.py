@@ -12,6 +12,7 @@ driver call's status is turned into an error that names the call.
 """
 
 import collections
+import contextlib
 import ctypes
 import ctypes.util
 import json
@@ -226,6 +227,24 @@ _TILE_COUNTERS = {}
 _TILE_COUNTER_LOCK = threading.Lock()
 
 
+# Where the LSE goes when the caller discards it (flashmlir.attention): one
+# f32 scratch per (device, stream), grown on demand; launches on one stream
+# are ordered, and nobody reads it.
+_LSE_SCRATCH = {}
+
+
+def lse_scratch(device_index, stream, count):
+    import torch
+    key = (device_index, stream)
+    with _TILE_COUNTER_LOCK:
+        scratch = _LSE_SCRATCH.get(key)
+        if scratch is None or scratch.numel() < count:
+            scratch = torch.empty(max(count, 4096), dtype=torch.float32,
+                                  device=f"cuda:{device_index}")
+            _LSE_SCRATCH[key] = scratch
+        return scratch
+
+
 # Split-KV's arrival counters, per (device, stream), grown on demand: zero
 # before a launch, left zero by it, like the tile counters.
 _SPLIT_ARRIVALS = {}
@@ -322,8 +341,15 @@ def _encode_tensor_map(tensor, box_rows, dtype, box_cols):
     return buf, addr
 
 
+_DTYPE_NAME_CACHE = {}
+
+
 def _dtype_name(t):
-    return str(getattr(t, "dtype", "?")).replace("torch.", "")
+    dtype = getattr(t, "dtype", "?")
+    name = _DTYPE_NAME_CACHE.get(dtype)
+    if name is None:
+        name = _DTYPE_NAME_CACHE[dtype] = str(dtype).replace("torch.", "")
+    return name
 
 
 class Kernel:
@@ -478,16 +504,25 @@ class Kernel:
         return fn
 
     def __call__(self, q, k, v, out=None, lse=None, scale=None,
-                 num_splits=None):
+                 num_splits=None, discard_lse=False):
         """Runs the kernel; returns (out, lse or None). num_splits: the
         K/V chunk count of a split-KV kernel (None or 0: the metadata's
-        default, or the auto rule); refused for other kernels."""
+        default, or the auto rule); refused for other kernels. discard_lse:
+        the caller does not want the LSE (returned as None; a kernel that
+        writes one writes it to a per-stream scratch)."""
         import torch
 
         b, hq, hkv, nq, nk, d = self.check_arguments(q, k, v, out, lse)
+        device_index = q.device.index if q.device.index is not None else \
+            torch.cuda.current_device()
+        stream = torch.cuda.current_stream(device_index).cuda_stream
         if out is None:
             out = torch.empty_like(q)
-        if lse is None:
+        if lse is None and discard_lse:
+            lse_ptr = lse_scratch(device_index, stream, b * hq * nq)
+        else:
+            lse_ptr = None
+        if lse is None and not discard_lse:
             lse = torch.empty((b, hq, nq), dtype=torch.float32,
                               device=q.device)
         if scale is None:
@@ -496,16 +531,19 @@ class Kernel:
         if not _MIN_SCALE <= scale <= _MAX_SCALE:
             raise KernelArgumentError(
                 f"scale must be in [2^-64, 2^64], got {scale!r}")
-        device_index = q.device.index if q.device.index is not None else \
-            torch.cuda.current_device()
-        with torch.cuda.device(device_index):
+        # The tensors' device made current for the launch (a no-op guard
+        # when it already is: entering one costs microseconds).
+        guard = (contextlib.nullcontext()
+                 if torch.cuda.current_device() == device_index
+                 else torch.cuda.device(device_index))
+        with guard:
             fn = self._function(device_index)
-            stream = torch.cuda.current_stream(device_index).cuda_stream
             values = [ctypes.c_void_p(q.data_ptr()),
                       ctypes.c_void_p(k.data_ptr()),
                       ctypes.c_void_p(v.data_ptr()),
                       ctypes.c_void_p(out.data_ptr()),
-                      ctypes.c_void_p(lse.data_ptr()),
+                      ctypes.c_void_p(lse_ptr.data_ptr() if lse is None
+                                      else lse.data_ptr()),
                       ctypes.c_int32(nq), ctypes.c_int32(nk),
                       ctypes.c_int32(hq), ctypes.c_int32(hkv),
                       ctypes.c_float(scale * 1.4426950408889634)]
