@@ -8,6 +8,7 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -69,7 +70,12 @@ print(json.dumps(dict(info._asdict(), seconds=seconds,
 
 
 def child(build_dir, directory, call="compile(head_dim=64, arch='sm_80')"):
-    env = dict(os.environ, FLASHMLIR_BUILD_DIR=str(build_dir),
+    # The child loads the extension this process loaded (under the
+    # sanitizer run that is the uninstrumented build's: an instrumented one
+    # needs the ASan runtime preloaded).
+    import flashmlir
+    loaded = pathlib.Path(flashmlir.compiler._extension().__file__)
+    env = dict(os.environ, FLASHMLIR_BUILD_DIR=str(loaded.parents[2]),
                FLASHMLIR_CACHE_DIR=str(directory))
     out = subprocess.run(
         [sys.executable, "-c",
