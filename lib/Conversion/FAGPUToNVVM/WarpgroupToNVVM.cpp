@@ -1238,8 +1238,12 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifRows.thenBlock());
 
-    // Count in, once the warp's partial stores are visible GPU-wide.
+    // Count in, once every lane's partial stores are visible GPU-wide: each
+    // lane fences its own stores, and the warp barrier orders all the
+    // fences before lane 0's atomic (lanes of a warp are scheduled
+    // independently since Volta).
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    NVVM::SyncWarpOp::create(b, loc, e.c32(-1));
     Value counter =
         e.gep(e.globalPtr, e.i32, one(adaptor.getArrivals()),
               e.add(e.mul(e.ext64(matrix), e.ext64(nq)), e.ext64(warpRow0)));
@@ -1249,7 +1253,6 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(ifLead.thenBlock());
-      // shfl.sync below joins the warp: its lanes' fences precede this.
       Value before = LLVM::AtomicRMWOp::create(
           b, loc, LLVM::AtomicBinOp::add, counter, e.c32(1),
           LLVM::AtomicOrdering::acq_rel, StringRef("device"));

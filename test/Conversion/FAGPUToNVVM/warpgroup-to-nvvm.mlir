@@ -68,6 +68,7 @@
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
 // CHECK: scf.if
 // CHECK: nvvm.memory.barrier <gpu>
+// CHECK: nvvm.bar.warp.sync %c-1_i32
 // CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") acq_rel
 // CHECK: nvvm.shfl.sync idx
 // CHECK: %[[LAST:.*]] = arith.cmpi eq

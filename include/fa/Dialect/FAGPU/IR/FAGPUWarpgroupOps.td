@@ -532,7 +532,8 @@ def FAGPU_MergeSplitsOp : FAGPU_Op<"merge_splits"> {
     and `%lse_partial` [S, B * Hq, Nq], f32), each warp counts itself in on
     the arrival counter of its 16 rows (`%arrivals[%matrix * %nq + r0]`, r0
     its first row, u32): its lanes make their partial stores visible at GPU
-    scope (membar.gl), then lane 0 adds 1 (atom.add acq_rel, gpu scope).
+    scope (membar.gl), meet at a warp barrier, then lane 0 adds 1
+    (atom.add acq_rel, gpu scope).
     The warp that brings the count to `%splits` resets it to 0 (for the
     next launch) and merges the `%splits` partials of each of its rows
     below `%nq`, as fa.merge_partials does, into O (`out_element`) and,
