@@ -227,40 +227,45 @@ _TILE_COUNTERS = {}
 _TILE_COUNTER_LOCK = threading.Lock()
 
 
-# Where the LSE goes when the caller discards it (flashmlir.attention): one
-# f32 scratch per (device, stream), grown on demand; launches on one stream
-# are ordered, and nobody reads it.
+def _stream_buffer(cache, device_index, stream, count, dtype, zeroed):
+    """A device buffer of at least `count` elements kept per (device,
+    stream), grown on demand: launches on one stream are ordered, so they
+    may share it; two streams' launches may overlap, so they may not. A
+    zeroed buffer is zero before the stream's next launch."""
+    import torch
+    key = (device_index, stream)
+    with _TILE_COUNTER_LOCK:
+        buffer = cache.get(key)
+        if buffer is None or buffer.numel() < count:
+            make = torch.zeros if zeroed else torch.empty
+            buffer = make(max(count, 4096), dtype=dtype,
+                          device=f"cuda:{device_index}")
+            if zeroed:
+                torch.cuda.current_stream(device_index).synchronize()
+            cache[key] = buffer
+        return buffer
+
+
+# Where the LSE goes when the caller discards it (flashmlir.attention):
+# nobody reads it.
 _LSE_SCRATCH = {}
 
 
 def lse_scratch(device_index, stream, count):
     import torch
-    key = (device_index, stream)
-    with _TILE_COUNTER_LOCK:
-        scratch = _LSE_SCRATCH.get(key)
-        if scratch is None or scratch.numel() < count:
-            scratch = torch.empty(max(count, 4096), dtype=torch.float32,
-                                  device=f"cuda:{device_index}")
-            _LSE_SCRATCH[key] = scratch
-        return scratch
+    return _stream_buffer(_LSE_SCRATCH, device_index, stream, count,
+                          torch.float32, zeroed=False)
 
 
-# Split-KV's arrival counters, per (device, stream), grown on demand: zero
-# before a launch, left zero by it, like the tile counters.
+# Split-KV's arrival counters: zero before a launch, left zero by it, like
+# the tile counters.
 _SPLIT_ARRIVALS = {}
 
 
 def split_arrivals(device_index, stream, count):
     import torch
-    key = (device_index, stream)
-    with _TILE_COUNTER_LOCK:
-        arrivals = _SPLIT_ARRIVALS.get(key)
-        if arrivals is None or arrivals.numel() < count:
-            arrivals = torch.zeros(max(count, 1024), dtype=torch.int32,
-                                   device=f"cuda:{device_index}")
-            torch.cuda.current_stream(device_index).synchronize()
-            _SPLIT_ARRIVALS[key] = arrivals
-        return arrivals
+    return _stream_buffer(_SPLIT_ARRIVALS, device_index, stream, count,
+                          torch.int32, zeroed=True)
 
 
 # Per-device facts the launch path asks for on every call, read once.
