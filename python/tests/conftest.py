@@ -31,6 +31,17 @@ def flashmlir(build_dir):
 
 
 @pytest.fixture(scope="session")
+def cuda_flashmlir():
+    """(torch, flashmlir) for gpu-marked tests: they need torch and a CUDA
+    device, and fail (not skip) without them."""
+    import torch
+    assert torch.cuda.is_available(), "gpu tests need a CUDA device"
+    sys.path.insert(0, str(ROOT / "python"))
+    import flashmlir
+    return torch, flashmlir
+
+
+@pytest.fixture(scope="session")
 def fa_run(build_dir):
     return str(build_dir / "bin" / "fa-run")
 

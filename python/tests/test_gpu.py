@@ -7,24 +7,13 @@ the launcher cache; errors. Marked `gpu`: scripts/test.sh deselects them
 """
 import math
 import os
-import sys
 
 import pytest
 
-from conftest import ROOT
 
 pytestmark = pytest.mark.gpu
 
 TOL = {"f16": 2e-3, "bf16": 1e-2}  # relative L2, as bench/harness.py
-
-
-@pytest.fixture(scope="module")
-def env():
-    import torch  # a gpu-marked run needs torch: a missing one fails
-    assert torch.cuda.is_available(), "gpu tests need a CUDA device"
-    sys.path.insert(0, str(ROOT / "python"))
-    import flashmlir
-    return torch, flashmlir
 
 
 def reference(torch, q, k, v, causal, scale):
@@ -48,9 +37,9 @@ def reference(torch, q, k, v, causal, scale):
                                             (1, 4, 1, 77, 300),
                                             (1, 2, 2, 300, 77),
                                             (4, 32, 8, 1000, 1100)])
-def test_attention_matches_reference(env, dtype, d, causal, b, hq, hkv, nq,
+def test_attention_matches_reference(cuda_flashmlir, dtype, d, causal, b, hq, hkv, nq,
                                      nk):
-    torch, flashmlir = env
+    torch, flashmlir = cuda_flashmlir
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
     torch.manual_seed(d + nq + causal)
     q = torch.randn(b, hq, nq, d, device="cuda", dtype=dt)
@@ -64,16 +53,16 @@ def test_attention_matches_reference(env, dtype, d, causal, b, hq, hkv, nq,
     assert torch.isfinite(out).all()
 
 
-def test_scale_is_honoured(env):
-    torch, flashmlir = env
+def test_scale_is_honoured(cuda_flashmlir):
+    torch, flashmlir = cuda_flashmlir
     q = torch.randn(1, 2, 128, 64, device="cuda", dtype=torch.float16)
     out = flashmlir.attention(q, q, q, scale=0.05)
     ref = reference(torch, q, q, q, False, 0.05)
     assert ((out.float() - ref).norm() / ref.norm()).item() < 2e-3
 
 
-def test_launchers_are_cached(env):
-    torch, flashmlir = env
+def test_launchers_are_cached(cuda_flashmlir):
+    torch, flashmlir = cuda_flashmlir
     q = torch.randn(1, 2, 64, 128, device="cuda", dtype=torch.float16)
     flashmlir.attention(q, q, q)
     n = len(flashmlir._launchers)
@@ -81,8 +70,8 @@ def test_launchers_are_cached(env):
     assert len(flashmlir._launchers) == n
 
 
-def test_bad_inputs(env):
-    torch, flashmlir = env
+def test_bad_inputs(cuda_flashmlir):
+    torch, flashmlir = cuda_flashmlir
     from flashmlir.runtime import KernelArgumentError
     cpu = torch.randn(1, 1, 16, 64, dtype=torch.float16)
     with pytest.raises(KernelArgumentError, match="CUDA tensor"):
@@ -92,11 +81,11 @@ def test_bad_inputs(env):
         flashmlir.attention(f32, f32, f32)
 
 
-def test_dynamic_scheduler_on_two_streams(env):
+def test_dynamic_scheduler_on_two_streams(cuda_flashmlir):
     # Causal D = 128 is persistent with the dynamic tile scheduler: each
     # stream gets its own counter, so launches on two streams may overlap,
     # and every launch leaves its counter zero for the next on the stream.
-    torch, flashmlir = env
+    torch, flashmlir = cuda_flashmlir
     torch.manual_seed(5)
     shape = (4, 32, 1000, 128)
     q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.float16)
@@ -148,10 +137,10 @@ def masked_reference(torch, q, k, v, scale, causal, window):
     (True, (-1, -1), 77, 300), (True, (-1, -1), 1, 1531),
     (True, (-1, -1), 256, 256), (False, (16, 16), 77, 300),
     (True, (16, 0), 77, 300)])
-def test_flash_attn_func(env, causal, window_size, nq, nk):
+def test_flash_attn_func(cuda_flashmlir, causal, window_size, nq, nk):
     """flashmlir.flash_attn_func on flash-attention's [B, N, H, D] tensors
     and bottom-right masks, against an explicit-mask reference."""
-    torch, flashmlir = env
+    torch, flashmlir = cuda_flashmlir
     torch.manual_seed(nq + nk)
     b, hq, hkv, d = 2, 8, 2, 128
     q = torch.randn(b, nq, hq, d, device="cuda", dtype=torch.float16)
@@ -167,8 +156,8 @@ def test_flash_attn_func(env, causal, window_size, nq, nk):
     assert err <= TOL["f16"], err
 
 
-def test_flash_attn_func_refuses(env):
-    torch, flashmlir = env
+def test_flash_attn_func_refuses(cuda_flashmlir):
+    torch, flashmlir = cuda_flashmlir
     q = torch.randn(1, 8, 2, 64, device="cuda", dtype=torch.float16)
     from flashmlir.runtime import KernelArgumentError
     with pytest.raises(KernelArgumentError, match="dropout"):

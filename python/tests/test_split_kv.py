@@ -116,15 +116,6 @@ def test_metadata_checks(flashmlir):
 # -- on the GPU ------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    import torch
-    assert torch.cuda.is_available(), "gpu tests need a CUDA device"
-    sys.path.insert(0, str(ROOT / "python"))
-    import flashmlir
-    return torch, flashmlir
-
-
 def _reference(torch, q, k, v, scale, causal):
     group = q.shape[1] // k.shape[1]
     kf = k.float().repeat_interleave(group, 1)
@@ -143,10 +134,10 @@ def _reference(torch, q, k, v, scale, causal):
 @pytest.mark.parametrize("b,hq,hkv,nq,nk", [(1, 32, 32, 1, 32768),
                                             (2, 8, 2, 1, 1531),
                                             (3, 4, 4, 5, 777)])
-def test_decode_matches_reference(gpu, num_splits, b, hq, hkv, nq, nk):
+def test_decode_matches_reference(cuda_flashmlir, num_splits, b, hq, hkv, nq, nk):
     """flashmlir.attention through the split-KV kernel (the auto rule picks
     it for these shapes, or num_splits forces it), against fp32."""
-    torch, flashmlir = gpu
+    torch, flashmlir = cuda_flashmlir
     torch.manual_seed(nk)
     d = 128
     q = torch.randn(b, hq, nq, d, device="cuda", dtype=torch.float16)
@@ -159,9 +150,9 @@ def test_decode_matches_reference(gpu, num_splits, b, hq, hkv, nq, nk):
 
 
 @pytest.mark.gpu
-def test_decode_with_kv_cache_mask(gpu):
+def test_decode_with_kv_cache_mask(cuda_flashmlir):
     """flash_attn_func's bottom-right causal decode over a cache, split."""
-    torch, flashmlir = gpu
+    torch, flashmlir = cuda_flashmlir
     torch.manual_seed(3)
     b, hq, hkv, nq, nk, d = 2, 16, 4, 3, 20000, 128
     q = torch.randn(b, nq, hq, d, device="cuda", dtype=torch.float16)
@@ -175,8 +166,8 @@ def test_decode_with_kv_cache_mask(gpu):
 
 
 @pytest.mark.gpu
-def test_num_splits_refused_on_unsplit_kernels(gpu):
-    torch, flashmlir = gpu
+def test_num_splits_refused_on_unsplit_kernels(cuda_flashmlir):
+    torch, flashmlir = cuda_flashmlir
     from flashmlir import runtime
     q = torch.randn(1, 2, 64, 128, device="cuda", dtype=torch.float16)
     with pytest.raises(runtime.KernelArgumentError, match="num_splits"):
