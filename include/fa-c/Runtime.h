@@ -80,6 +80,27 @@ int faKernelLaunchSplit(FaKernel *kernel, const void *q, const void *k,
                         int qHeads, int kvHeads, int qLen, int kvLen,
                         float scale, int kvSplits, void *stream);
 
+/** Element strides of a [B, H, N, D] tensor; D's stride is 1. */
+typedef struct FaStrides {
+  long long batch, head, row;
+} FaStrides;
+
+/** faKernelLaunchSplit on strided tensors: q, k, v, o are [B, H, N, D]
+ *  views with the given element strides (NULL: contiguous), e.g. a
+ *  [B, N, H, D] tensor as {N*H*D, D, H*D}. Every stride of a dimension
+ *  longer than 1 must be a positive multiple of 8 elements (16 bytes, the
+ *  TMA's rule) below 2^39 elements; a dimension of length 1 takes any
+ *  stride. Kernels whose tensor maps have rank 4 (sm_90a) read and write
+ *  any such strides without a copy; the others take contiguous tensors
+ *  only and refuse other strides. The LSE stays contiguous [B, Hq, Nq]. */
+int faKernelLaunchStrided(FaKernel *kernel, const void *q,
+                          const FaStrides *qStrides, const void *k,
+                          const FaStrides *kStrides, const void *v,
+                          const FaStrides *vStrides, void *o,
+                          const FaStrides *oStrides, float *lse, int batch,
+                          int qHeads, int kvHeads, int qLen, int kvLen,
+                          float scale, int kvSplits, void *stream);
+
 /** Split-KV's auto chunk count (fa::autoKVSplits, fa/Dialect/FA/IR/KVChunk.h)
  *  for `tiles` (query block, head) tiles of `kvBlocks` K/V blocks each on
  *  `sms` SMs: the fewest chunks that fill whole waves of one CTA per SM to
@@ -97,6 +118,17 @@ void faKernelDestroy(FaKernel *kernel);
 int faEncodeTensorMap(void *map, const void *base, long long matrices,
                       long long rows, long long headDim, long long elemBits,
                       int boxRows, int dtype);
+
+/** The rank-4 tensor map of the sm_90a kernels over a strided
+ *  [B, H, N, D] tensor of 16-bit elements (dtype 0 f16, 1 bf16): strides in
+ *  elements (faKernelLaunchStrided's rule), boxes of 64 columns by
+ *  `boxRows` rows of one (batch, head), 128-byte swizzle, zeros past the
+ *  last row. */
+int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
+                             long long heads, long long rows,
+                             long long headDim, long long strideB,
+                             long long strideH, long long strideN,
+                             int boxRows, int dtype);
 
 /** Device memory helpers for embedders and tests (device of the current
  *  context, retained by faKernelLoad or faDeviceInit). Null pointers are

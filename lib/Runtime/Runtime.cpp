@@ -224,6 +224,10 @@ struct Metadata {
   long kvSplits = 0;
   std::vector<long> block;
   std::vector<std::string> params;
+  // The rank of the tensor maps (every "tensormap" parameter's "rank"): 4
+  // reads strided [B, H, N, D] tensors, 3 (or absent) contiguous ones.
+  long mapRank = 0;
+  bool strided() const { return mapRank == 4; }
 };
 
 class JsonScanner {
@@ -314,7 +318,7 @@ public:
           eat(',');
         }
       } else if (key == "params") {
-        if (readParamNames(m.params))
+        if (readParams(m))
           return 1;
       } else if (skipValue()) {
         return fail("launch metadata: malformed value of '" + key + "'");
@@ -436,8 +440,10 @@ private:
       ++pos;
     return 0;
   }
-  /// "params": [{"name": "q", ...}, ...]: collects the names in order.
-  int readParamNames(std::vector<std::string> &names) {
+  /// "params": [{"name": "q", "rank": 4, ...}, ...]: collects the names
+  /// in order, and the tensor maps' rank (one for all).
+  int readParams(Metadata &m) {
+    std::vector<std::string> &names = m.params;
     if (!eat('['))
       return fail("launch metadata: 'params' must be an array");
     while (true) {
@@ -459,6 +465,14 @@ private:
           if (readString(v))
             return fail("launch metadata: a parameter name must be a string");
           names.push_back(v);
+        } else if (key == "rank") {
+          static constexpr IntField kRank = {"rank", 3, 4};
+          long rank;
+          if (readInt(kRank, rank))
+            return 1;
+          if (m.mapRank && rank != m.mapRank)
+            return fail("launch metadata: the tensor maps' ranks differ");
+          m.mapRank = rank;
         } else if (skipValue()) {
           return fail("launch metadata: malformed 'params'");
         }
@@ -498,6 +512,9 @@ int validate(const Metadata &m) {
                                        "Nq", "Nk", "Hq", "Hkv", "scale_log2"};
   if (m.tileGrid)
     expected.push_back("B");
+  if (m.strided() && !m.tmaBoxRowsO)
+    for (const char *name : {"o_stride_b", "o_stride_h", "o_stride_n"})
+      expected.push_back(name);
   if (m.splitKV) {
     if (!m.tileGrid)
       return fail("launch metadata: split-KV needs a tile-grid (wgmma) "
@@ -523,6 +540,9 @@ int validate(const Metadata &m) {
                             "match this runtime's (q, k, v, o, lse, Nq, Nk, "
                             "Hq, Hkv, scale_log2") +
                 (m.tileGrid ? ", B" : "") +
+                (m.strided() && !m.tmaBoxRowsO
+                     ? ", o_stride_b, o_stride_h, o_stride_n"
+                     : "") +
                 (m.splitKV ? ", kv_splits, o_partial, lse_partial, "
                              "split_arrivals"
                            : "") +
@@ -532,6 +552,9 @@ int validate(const Metadata &m) {
        m.tmaBoxRowsO < 0 || m.tmaBoxRowsO > 256 || !m.tileGrid))
     return fail("launch metadata: tensor-map boxes must be 64 columns by 1 "
                 "to 256 rows, on a tile grid");
+  if (m.mapRank && !m.tmaBoxCols)
+    return fail("launch metadata: a 'rank' is given, but the kernel takes "
+                "no tensor maps");
   if (m.tmaBoxRowsO && !m.tmaBoxCols)
     return fail("launch metadata: 'tma_box_rows_o' needs the tensor maps of "
                 "q, k and v");
@@ -738,6 +761,61 @@ float faKernelScale(const FaKernel *k) {
   return 1.0f / std::sqrt(static_cast<float>(k->meta.headDim));
 }
 
+namespace {
+/// A 128-byte swizzled tiled map of 16-bit elements (dtype 0 f16, 1 bf16)
+/// with boxes of 64 columns (128 B, the swizzle span) by `boxRows` rows of
+/// one matrix; rows past the last read as zeros. `dims` innermost first,
+/// `byteStrides` of the outer dimensions.
+int encodeTiledMap(void *map, const void *base, unsigned rank,
+                   const unsigned long long *dims,
+                   const unsigned long long *byteStrides, int boxRows,
+                   int dtype) {
+  unsigned boxDims[4] = {64, (unsigned)boxRows, 1, 1};
+  unsigned unit[4] = {1, 1, 1, 1};
+  const int f16 = 6, bf16 = 9, swizzle128B = 3, l2Promotion256B = 3;
+  return check(driver.cuTensorMapEncodeTiled(
+                   map, dtype ? bf16 : f16, rank, const_cast<void *>(base),
+                   const_cast<unsigned long long *>(dims),
+                   const_cast<unsigned long long *>(byteStrides), boxDims,
+                   unit, /*interleave=*/0, swizzle128B, l2Promotion256B,
+                   /*oobFill=*/0),
+               "cuTensorMapEncodeTiled");
+}
+
+/// The one rule for a strided [B, H, N, D] tensor's strides (elements; D's
+/// is 1): a dimension longer than 1 needs a positive multiple of 8 (16
+/// bytes: the TMA's stride unit, and the register epilogue's 16-byte
+/// stores) below 2^39 (2^40 bytes, the TMA's limit). A dimension of length
+/// 1 is never stepped: its stride becomes the contiguous one, so callers
+/// may pass whatever their framework reports for it. Writes the strides to
+/// use to `out`.
+int checkStrides(const char *where, const char *name, const FaStrides &given,
+                 long long batch, long long heads, long long rows,
+                 long long headDim, FaStrides &out) {
+  const long long sizes[3] = {batch, heads, rows};
+  const long long strides[3] = {given.batch, given.head, given.row};
+  const long long contiguous[3] = {heads * rows * headDim, rows * headDim,
+                                   headDim};
+  const char *dims[3] = {"batch", "head", "row"};
+  long long used[3];
+  for (int i = 0; i < 3; ++i) {
+    used[i] = strides[i];
+    if (sizes[i] == 1) {
+      used[i] = contiguous[i];
+      continue;
+    }
+    if (strides[i] <= 0 || strides[i] % 8 != 0 ||
+        strides[i] >= (1LL << 39))
+      return fail(std::string(where) + ": " + name + "'s " + dims[i] +
+                  " stride must be a positive multiple of 8 elements (16 "
+                  "bytes) below 2^39, got " +
+                  std::to_string(strides[i]));
+  }
+  out = {used[0], used[1], used[2]};
+  return 0;
+}
+} // namespace
+
 int faEncodeTensorMap(void *map, const void *base, long long matrices,
                       long long rows, long long headDim, long long elemBits,
                       int boxRows, int dtype) {
@@ -759,21 +837,53 @@ int faEncodeTensorMap(void *map, const void *base, long long matrices,
                 std::to_string(matrices) + ", rows " + std::to_string(rows) +
                 ", head dim " + std::to_string(headDim) + ", box rows " +
                 std::to_string(boxRows) + ")");
-  // [B * H, N, D] with D innermost; boxes of 64 columns (128 B, the swizzle
-  // span) by boxRows rows; rows past N read as zeros.
+  // [B * H, N, D], D innermost.
   unsigned long long dims[3] = {(unsigned long long)headDim,
                                 (unsigned long long)rows,
                                 (unsigned long long)matrices};
   unsigned long long strides[2] = {(unsigned long long)headDim * 2,
                                    (unsigned long long)(rows * headDim * 2)};
-  unsigned boxDims[3] = {64, (unsigned)boxRows, 1};
-  unsigned unit[3] = {1, 1, 1};
-  const int f16 = 6, bf16 = 9, swizzle128B = 3, l2Promotion256B = 3;
-  return check(driver.cuTensorMapEncodeTiled(
-                   map, dtype ? bf16 : f16, 3, const_cast<void *>(base), dims,
-                   strides, boxDims, unit, /*interleave=*/0, swizzle128B,
-                   l2Promotion256B, /*oobFill=*/0),
-               "cuTensorMapEncodeTiled");
+  return encodeTiledMap(map, base, 3, dims, strides, boxRows, dtype);
+}
+
+
+int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
+                             long long heads, long long rows,
+                             long long headDim, long long strideB,
+                             long long strideH, long long strideN,
+                             int boxRows, int dtype) {
+  if (!map || reinterpret_cast<uintptr_t>(map) % 64 != 0)
+    return fail("faEncodeStridedTensorMap: the map must be 64-byte aligned");
+  if (!base || reinterpret_cast<uintptr_t>(base) % 16 != 0)
+    return fail("faEncodeStridedTensorMap: the tensor must be 16-byte "
+                "aligned");
+  if (dtype != 0 && dtype != 1)
+    return fail("faEncodeStridedTensorMap: only f16 (dtype 0) and bf16 (1) "
+                "tensors");
+  if (batch <= 0 || heads <= 0 || rows <= 0 || headDim <= 0 ||
+      headDim % 64 != 0 || headDim > (1LL << 16) || boxRows <= 0 ||
+      boxRows > 256 || batch > (1LL << 32) || heads > (1LL << 32) ||
+      rows > (1LL << 32))
+    return fail("faEncodeStridedTensorMap: bad shape (batch " +
+                std::to_string(batch) + ", heads " + std::to_string(heads) +
+                ", rows " + std::to_string(rows) + ", head dim " +
+                std::to_string(headDim) + ", box rows " +
+                std::to_string(boxRows) + ")");
+  FaStrides strides;
+  if (checkStrides("faEncodeStridedTensorMap", "the tensor",
+                   {strideB, strideH, strideN}, batch, heads, rows, headDim,
+                   strides))
+    return 1;
+  // Innermost first: D, N, H, B.
+  unsigned long long dims[4] = {
+      (unsigned long long)headDim, (unsigned long long)rows,
+      (unsigned long long)heads, (unsigned long long)batch};
+  unsigned long long byteStrides[3] = {(unsigned long long)strides.row * 2,
+                                       (unsigned long long)strides.head * 2,
+                                       (unsigned long long)strides.batch * 2};
+  if (loadDriver())
+    return 1;
+  return encodeTiledMap(map, base, 4, dims, byteStrides, boxRows, dtype);
 }
 
 int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
@@ -791,6 +901,18 @@ int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
                         const void *v, void *o, float *lse, int batch,
                         int qHeads, int kvHeads, int qLen, int kvLen,
                         float scale, int kvSplits, void *stream) {
+  return faKernelLaunchStrided(k, q, nullptr, kp, nullptr, v, nullptr, o,
+                               nullptr, lse, batch, qHeads, kvHeads, qLen,
+                               kvLen, scale, kvSplits, stream);
+}
+
+int faKernelLaunchStrided(FaKernel *k, const void *q,
+                          const FaStrides *qStrides, const void *kp,
+                          const FaStrides *kStrides, const void *v,
+                          const FaStrides *vStrides, void *o,
+                          const FaStrides *oStrides, float *lse, int batch,
+                          int qHeads, int kvHeads, int qLen, int kvLen,
+                          float scale, int kvSplits, void *stream) {
   if (kvSplits < -1 || kvSplits > 1024)
     return fail("faKernelLaunch: kv_splits must be -1 (the metadata's "
                 "default), 0 (auto) or a chunk count up to 1024, got " +
@@ -829,6 +951,30 @@ int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
                             "got ") +
                 text);
   }
+  // The tensors' strides (faKernelLaunchStrided's rule); contiguous ones
+  // where none are given. Kernels without rank-4 maps take only those.
+  const long long d = k->meta.headDim;
+  const FaStrides *given[4] = {qStrides, kStrides, vStrides, oStrides};
+  const long long heads[4] = {qHeads, kvHeads, kvHeads, qHeads};
+  const long long rows[4] = {qLen, kvLen, kvLen, qLen};
+  FaStrides strides[4];
+  for (int i = 0; i < 4; ++i) {
+    FaStrides contiguous = {heads[i] * rows[i] * d, rows[i] * d, d};
+    if (checkStrides("faKernelLaunch", names[i],
+                     given[i] ? *given[i] : contiguous, batch, heads[i],
+                     rows[i], d, strides[i]))
+      return 1;
+    if (!k->meta.strided() &&
+        (strides[i].batch != contiguous.batch ||
+         strides[i].head != contiguous.head || strides[i].row != d))
+      return fail(std::string("faKernelLaunch: ") + k->meta.kernel +
+                  " takes contiguous [B, H, N, D] tensors (its tensor maps "
+                  "are not rank 4: strided tensors need an sm_90a kernel); " +
+                  names[i] + " has strides {" +
+                  std::to_string(strides[i].batch) + ", " +
+                  std::to_string(strides[i].head) + ", " +
+                  std::to_string(strides[i].row) + "}");
+  }
   if (!driverLoaded)
     return fail("faKernelLaunch: no driver (load the kernel first)");
   float scaleLog2 = scale * 1.4426950408889634f;
@@ -838,10 +984,6 @@ int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
   CUdeviceptr counter = 0;
   int splits = 1;
   CUdeviceptr oPartial = 0, lsePartial = 0, arrivals = 0;
-  void *args[] = {&q,        &kp,       &v,          &o,
-                  &lse,      &qLen,     &kvLen,      &qHeads,
-                  &kvHeads,  &scaleLog2, &batch,     &counter,
-                  nullptr,   nullptr,   nullptr};
   if (k->meta.splitKV) {
     splits = kvSplits >= 0 ? kvSplits : (int)k->meta.kvSplits;
     if (splits == 0) {
@@ -869,27 +1011,29 @@ int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
     oPartial = scratch.partials;
     lsePartial = scratch.partials + 4 * (size_t)splits * rows * k->meta.headDim;
     arrivals = scratch.arrivals;
-    args[11] = &splits;
-    args[12] = &oPartial;
-    args[13] = &lsePartial;
-    args[14] = &arrivals;
   }
   unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
   unsigned gridY = (unsigned)qHeads, gridZ = (unsigned)batch;
-  // The sm_90a kernel reads q, k, v through TMA tensor maps (by value).
+  // The wgmma and tcgen05 kernels read q, k, v (and write o, with a TMA
+  // store) through TMA tensor maps, passed by value.
   alignas(64) unsigned char maps[4][128];
+  const void *bases[] = {q, kp, v, o};
+  void *tensorArgs[4] = {&q, &kp, &v, &o};
   if (k->meta.tmaBoxCols) {
     int dtype = k->meta.dtype == "bf16" ? 1 : 0;
-    const void *bases[] = {q, kp, v, o};
-    long heads[] = {qHeads, kvHeads, kvHeads, qHeads};
-    long rows[] = {qLen, kvLen, kvLen, qLen};
     long box[] = {k->meta.blockR, k->meta.tmaBoxRowsKV, k->meta.tmaBoxRowsKV,
                   k->meta.tmaBoxRowsO};
     for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
-      if (faEncodeTensorMap(maps[i], bases[i], (long long)batch * heads[i],
-                            rows[i], k->meta.headDim, 16, (int)box[i], dtype))
+      if (k->meta.strided()
+              ? faEncodeStridedTensorMap(maps[i], bases[i], batch, heads[i],
+                                         rows[i], d, strides[i].batch,
+                                         strides[i].head, strides[i].row,
+                                         (int)box[i], dtype)
+              : faEncodeTensorMap(maps[i], bases[i],
+                                  (long long)batch * heads[i], rows[i], d, 16,
+                                  (int)box[i], dtype))
         return 1;
-      args[i] = maps[i];
+      tensorArgs[i] = maps[i];
     }
   }
   if (k->meta.tileScheduler == "dynamic") {
@@ -928,10 +1072,40 @@ int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
     gridY = (unsigned)splits;
     gridZ = 1;
   }
+  // One argument per parameter of the metadata, by name: the kernel's ABI
+  // (fagpu::kernelParams) is the one description of their order.
+  long long oStrideB = strides[3].batch, oStrideH = strides[3].head,
+            oStrideN = strides[3].row;
+  std::vector<void *> args;
+  for (const std::string &name : k->meta.params) {
+    void *arg = name == "q"                ? tensorArgs[0]
+                : name == "k"              ? tensorArgs[1]
+                : name == "v"              ? tensorArgs[2]
+                : name == "o"              ? tensorArgs[3]
+                : name == "lse"            ? (void *)&lse
+                : name == "Nq"             ? (void *)&qLen
+                : name == "Nk"             ? (void *)&kvLen
+                : name == "Hq"             ? (void *)&qHeads
+                : name == "Hkv"            ? (void *)&kvHeads
+                : name == "scale_log2"     ? (void *)&scaleLog2
+                : name == "B"              ? (void *)&batch
+                : name == "o_stride_b"     ? (void *)&oStrideB
+                : name == "o_stride_h"     ? (void *)&oStrideH
+                : name == "o_stride_n"     ? (void *)&oStrideN
+                : name == "kv_splits"      ? (void *)&splits
+                : name == "o_partial"      ? (void *)&oPartial
+                : name == "lse_partial"    ? (void *)&lsePartial
+                : name == "split_arrivals" ? (void *)&arrivals
+                : name == "tile_counter"   ? (void *)&counter
+                                           : nullptr;
+    if (!arg) // validate() admits only the names above
+      return fail("faKernelLaunch: unknown kernel parameter '" + name + "'");
+    args.push_back(arg);
+  }
   return check(driver.cuLaunchKernel(
                    k->function, gridX, gridY, gridZ, (unsigned)k->meta.block[0],
                    (unsigned)k->meta.block[1], (unsigned)k->meta.block[2],
-                   (unsigned)k->meta.sharedBytes, stream, args, nullptr),
+                   (unsigned)k->meta.sharedBytes, stream, args.data(), nullptr),
                "cuLaunchKernel");
 }
 

@@ -204,6 +204,7 @@ static std::string metadataJson(StringRef kernelName,
     if (p.kind == fagpu::ParamKind::TensorMap) {
       param["box"] = llvm::json::Array{fagpu::kTmaBoxColumns, p.boxRows};
       param["swizzle"] = "128B";
+      param["rank"] = p.rank;
     }
     params.push_back(std::move(param));
   }
@@ -220,7 +221,12 @@ static std::string metadataJson(StringRef kernelName,
       {"rescale_threshold", options.rescaleThreshold},
       {"exp2_poly_degree", options.polyExp2Degree},
       {"exp2_poly_period", options.polyExp2Period},
-      {"layout", "contiguous [B, H, N, D] for q, k, v, o; [B, H, N] for lse"},
+      {"layout",
+       fagpu::stridedTensors(built.target)
+           ? "strided [B, H, N, D] for q, k, v, o (batch, head and row "
+             "strides in multiples of 8 elements, unit stride on D); "
+             "contiguous [B, H, N] for lse"
+           : "contiguous [B, H, N, D] for q, k, v, o; [B, H, N] for lse"},
       {"block", llvm::json::Array{built.threads, 1, 1}},
       {"grid",
        tensorMaps

@@ -85,7 +85,9 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
     """softmax(scale * q k^T) v on CUDA tensors [B, H, N, D] (f16/bf16, D in
     {64, 128, 256}; k and v may have fewer heads than q: grouped-query
     attention), with torch SDPA's calling convention; causal is top-left
-    aligned. The kernel for the tensors' GPU (sm_90a FlashAttention-3 on
+    aligned. Views are read in place by the sm_90a kernels (unit stride on
+    D, other strides in multiples of 8 elements) and copied for sm_80; O is
+    contiguous. The kernel for the tensors' GPU (sm_90a FlashAttention-3 on
     Hopper, the sm_80 kernel on Ampere) is looked up in `kernel_dir`
     (default: $FLASHMLIR_KERNEL_DIR), else compiled in-process on first use;
     either way it is cached for the process.
@@ -157,9 +159,10 @@ def _split_kv(arch, q, k, num_splits):
                                   sms) > 1
 
 
-def _launch(q, k, v, causal, scale, kernel_dir, window=0,
-            bottom_right=False, num_splits=0):
-    """(O, LSE) of [B, H, N, D] tensors through the cached launcher."""
+def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
+              num_splits=0):
+    """The cached runtime.Kernel for these tensors and options, and whether
+    it splits K/V."""
     arch, dtype = _arch_and_dtype(q)
     kernel_dir = kernel_dir or _os.environ.get("FLASHMLIR_KERNEL_DIR")
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
@@ -169,11 +172,23 @@ def _launch(q, k, v, causal, scale, kernel_dir, window=0,
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
         _launchers[full] = _kernel_for(*key, kernel_dir, *extra)
+    return _launchers[full], split
+
+
+def _launch(q, k, v, causal, scale, kernel_dir, window=0,
+            bottom_right=False, num_splits=0, out=None):
+    """(O, LSE) of [B, H, N, D] tensors through the cached launcher."""
+    kernel, split = _launcher(q, k, causal, kernel_dir, window, bottom_right,
+                              num_splits)
+    if not kernel.strided:
+        # The sm_80 kernel reads contiguous tensors only (no-ops when they
+        # are); the sm_90a kernels take any view.
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     # Callers here return O only: the LSE goes to the runtime's scratch.
     if split:
-        return _launchers[full](q, k, v, scale=scale, num_splits=num_splits,
-                                discard_lse=True)
-    return _launchers[full](q, k, v, scale=scale, discard_lse=True)
+        return kernel(q, k, v, out=out, scale=scale, num_splits=num_splits,
+                      discard_lse=True)
+    return kernel(q, k, v, out=out, scale=scale, discard_lse=True)
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -191,9 +206,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     (w, w), and (w, 0) with causal, are supported; other windows, dropout,
     softcap, ALiBi and returning the probabilities are refused.
 
-    The kernels read [B, H, N, D]: q, k and v are copied into that layout
-    and O back (strided tensor maps, which would avoid the copies, are not
-    there yet). num_splits: as in flashmlir.attention (split-KV decode)."""
+    The sm_90a kernels read q, k, v and write O in place through strided
+    tensor maps (no copy: [B, N, H, D] is a strided [B, H, N, D] view); the
+    sm_80 kernel takes contiguous [B, H, N, D] tensors, so there q, k and v
+    are copied into that layout and O back. num_splits: as in
+    flashmlir.attention (split-KV decode)."""
+    import torch
     from . import runtime
 
     if dropout_p:
@@ -222,7 +240,14 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     # Nq == Nk: the bottom-right diagonal is the top-left one, and the
     # top-left kernels (the ones bench/build_kernels.sh precompiles) serve.
     bottom_right = (causal or window > 0) and nq != nk
-    bhnd = [t.transpose(1, 2).contiguous() for t in (q, k, v)]
-    out, _ = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
-                     bottom_right, num_splits)
-    return out.transpose(1, 2).contiguous()
+    bhnd = [t.transpose(1, 2) for t in (q, k, v)]
+    kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, window,
+                          bottom_right, num_splits)
+    if not kernel.strided:
+        out, _ = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
+                         bottom_right, num_splits)
+        return out.transpose(1, 2).contiguous()
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    _launch(*bhnd, causal, softmax_scale, kernel_dir, window, bottom_right,
+            num_splits, out=out.transpose(1, 2))
+    return out

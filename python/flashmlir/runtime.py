@@ -126,11 +126,20 @@ def validate_metadata(meta):
                 or not 2.0 ** -64 <= scale <= 2.0 ** 64):
             raise MetadataError("metadata 'scale' must be a number in "
                                 f"[2^-64, 2^64], got {scale!r}")
+    if not all(isinstance(p, dict) for p in meta["params"]):
+        raise MetadataError("metadata 'params' must hold objects")
     names = [p.get("name") for p in meta["params"]]
     expected = ["q", "k", "v", "o", "lse", "Nq", "Nk", "Hq", "Hkv",
                 "scale_log2"]
     if meta.get("tile_grid"):
         expected.append("B")
+    ranks = {p.get("rank") for p in meta["params"]
+             if isinstance(p, dict) and p.get("kind") == "tensormap"}
+    if len(ranks) > 1 or not ranks <= {None, 3, 4}:
+        raise MetadataError(f"the tensor maps' ranks must be one of 3 or 4, "
+                            f"got {sorted(ranks, key=str)}")
+    if ranks == {4} and not meta.get("tma_box_rows_o"):
+        expected += ["o_stride_b", "o_stride_h", "o_stride_n"]
     if meta.get("split_kv"):
         if not meta.get("tile_grid"):
             raise MetadataError("split-KV needs a tile-grid (wgmma) kernel")
@@ -307,43 +316,81 @@ _TENSOR_MAP_CACHE_SIZE = 256
 _TENSOR_MAP_LOCK = threading.Lock()
 
 
-def encode_tensor_map(tensor, box_rows, dtype, box_cols=64):
-    """A CUtensorMap (128 bytes, 64-byte aligned) over contiguous
-    [B, H, N, D] `tensor`, viewed as B * H matrices of N x D: boxes of
-    `box_cols` columns x `box_rows` rows, 128-byte swizzle, zeros past N.
-    Returns (buffer, address); the buffer stays valid while cached, and the
-    launch copies the parameter anyway."""
+def encode_tensor_map(tensor, box_rows, dtype, box_cols=64, rank=3,
+                      strides=None):
+    """A CUtensorMap (128 bytes, 64-byte aligned) over [B, H, N, D]
+    `tensor`: boxes of `box_cols` columns x `box_rows` rows of one (batch,
+    head), 128-byte swizzle, zeros past N. Rank 3: the contiguous tensor as
+    B * H matrices of N x D; rank 4: a strided one, `strides` its (batch,
+    head, row) element strides (tensor_strides). Returns (buffer, address);
+    the buffer stays valid while cached, and the launch copies the parameter
+    anyway."""
     key = (tensor.data_ptr(), tuple(tensor.shape), tensor.element_size(),
-           dtype, box_rows, box_cols)
+           dtype, box_rows, box_cols, rank, strides)
     with _TENSOR_MAP_LOCK:
         hit = _TENSOR_MAPS.get(key)
         if hit is not None:
             _TENSOR_MAPS.move_to_end(key)
             return hit
-        encoded = _encode_tensor_map(tensor, box_rows, dtype, box_cols)
+        encoded = _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank,
+                                     strides)
         _TENSOR_MAPS[key] = encoded
         if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
             _TENSOR_MAPS.popitem(last=False)
         return encoded
 
 
-def _encode_tensor_map(tensor, box_rows, dtype, box_cols):
+def _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank, strides):
     b, h, n, d = tensor.shape
     buf = ctypes.create_string_buffer(128 + 64)
     addr = (ctypes.addressof(buf) + 63) & ~63
-    dims = (ctypes.c_uint64 * 3)(d, n, b * h)
     elem = tensor.element_size()
-    strides = (ctypes.c_uint64 * 2)(d * elem, n * d * elem)
-    box = (ctypes.c_uint32 * 3)(box_cols, box_rows, 1)
-    unit = (ctypes.c_uint32 * 3)(1, 1, 1)
+    if rank == 4:
+        # Innermost first: D, N, H, B (faEncodeStridedTensorMap).
+        sb, sh, sn = strides
+        dims = (ctypes.c_uint64 * 4)(d, n, h, b)
+        byte_strides = (ctypes.c_uint64 * 3)(sn * elem, sh * elem, sb * elem)
+    else:
+        dims = (ctypes.c_uint64 * 3)(d, n, b * h)
+        byte_strides = (ctypes.c_uint64 * 2)(d * elem, n * d * elem)
+    box = (ctypes.c_uint32 * rank)(box_cols, box_rows, *([1] * (rank - 2)))
+    unit = (ctypes.c_uint32 * rank)(*([1] * rank))
     drv = _get_driver()
     drv.check(drv.lib.cuTensorMapEncodeTiled(
         ctypes.c_void_p(addr), ctypes.c_int(_CU_TENSOR_MAP_DATA_TYPE[dtype]),
-        ctypes.c_uint32(3), ctypes.c_void_p(tensor.data_ptr()), dims, strides,
-        box, unit, ctypes.c_int(0), ctypes.c_int(_CU_TENSOR_MAP_SWIZZLE_128B),
+        ctypes.c_uint32(rank), ctypes.c_void_p(tensor.data_ptr()), dims,
+        byte_strides, box, unit, ctypes.c_int(0),
+        ctypes.c_int(_CU_TENSOR_MAP_SWIZZLE_128B),
         ctypes.c_int(_CU_TENSOR_MAP_L2_PROMOTION_L2_256B), ctypes.c_int(0)),
         "cuTensorMapEncodeTiled")
     return buf, addr
+
+
+def tensor_strides(name, t):
+    """The (batch, head, row) element strides of [B, H, N, D] tensor `t` as
+    a strided kernel reads it, by the C runtime's rule (checkStrides in
+    lib/Runtime/Runtime.cpp): unit stride on D; a dimension longer than 1
+    needs a positive multiple of 8 elements (16 bytes) below 2^39; a
+    dimension of length 1 is never stepped and gets its contiguous stride."""
+    b, h, n, d = t.shape
+    stride = t.stride()
+    if d > 1 and stride[3] != 1:
+        raise KernelArgumentError(
+            f"{name} must have unit stride on D, got strides {tuple(stride)}")
+    contiguous = (h * n * d, n * d, d)
+    out = []
+    for size, given, packed, dim in zip((b, h, n), stride[:3], contiguous,
+                                        ("batch", "head", "row")):
+        if size == 1:
+            out.append(packed)
+            continue
+        if given <= 0 or given % 8 or given >= 2**39:
+            raise KernelArgumentError(
+                f"{name}'s {dim} stride must be a positive multiple of 8 "
+                f"elements (16 bytes) below 2^39, got {given} (strides "
+                f"{tuple(stride)})")
+        out.append(given)
+    return tuple(out)
 
 
 _DTYPE_NAME_CACHE = {}
@@ -366,6 +413,7 @@ class Kernel:
             raise MetadataError("the cubin is empty")
         self.cubin = bytes(cubin)
         self._functions = {}  # device index -> (module, function)
+        self._param_names = frozenset(p["name"] for p in self.meta["params"])
 
     @classmethod
     def load(cls, prefix):
@@ -383,10 +431,23 @@ class Kernel:
     def name(self):
         return self.meta["kernel"]
 
+    @property
+    def strided(self):
+        """Whether the kernel reads and writes strided [B, H, N, D] tensors
+        (rank-4 tensor maps: sm_90a) rather than contiguous ones only."""
+        return any(p.get("kind") == "tensormap" and p.get("rank") == 4
+                   for p in self.meta["params"])
+
     # -- argument checking (pure Python: works on anything tensor-like) --
 
     def check_arguments(self, q, k, v, out=None, lse=None):
         """Validates the tensors; returns (B, Hq, Hkv, Nq, Nk, D)."""
+        return self._check(q, k, v, out, lse)[0]
+
+    def _check(self, q, k, v, out, lse):
+        """check_arguments, plus the (batch, head, row) element strides of
+        q, k, v and out a strided kernel reads them with (tensor_strides;
+        None for contiguous-only kernels and an absent out)."""
         meta = self.meta
         want = _DTYPE_NAMES[meta["dtype"]]
         d = meta["head_dim"]
@@ -405,10 +466,12 @@ class Kernel:
             if str(getattr(t.device, "type", t.device)) != "cuda":
                 raise KernelArgumentError(
                     f"{name} must be on a CUDA device, got {t.device}")
-            if not t.is_contiguous():
+            if not self.strided and not t.is_contiguous():
                 raise KernelArgumentError(
                     f"{name} must be contiguous in [B, H, N, D] layout (got "
-                    f"strides {tuple(t.stride())}); call .contiguous()")
+                    f"strides {tuple(t.stride())}) for kernel "
+                    f"{meta['kernel']}: strided tensors need an sm_90a "
+                    f"kernel; call .contiguous()")
             if t.shape[3] != d:
                 raise KernelArgumentError(
                     f"{name} head dim must be {d} for kernel "
@@ -450,9 +513,13 @@ class Kernel:
             if str(t.device) != str(q.device):
                 raise KernelArgumentError(f"{name} must be on {q.device}, got"
                                           f" {t.device}")
-            if not t.is_contiguous():
+            if (not self.strided or name == "lse") and not t.is_contiguous():
                 raise KernelArgumentError(f"{name} must be contiguous")
-        return b, hq, hkv, nq, nk, d
+        strides = [None] * 4
+        if self.strided:
+            strides = [tensor_strides(n, t) if t is not None else None
+                       for n, t in zip("qkvo", (q, k, v, out))]
+        return (b, hq, hkv, nq, nk, d), strides
 
     def grid(self, b, hq, nq, sm_count=None, kv_splits=1):
         tiles = math.ceil(nq / self.meta["block_r"])
@@ -517,12 +584,14 @@ class Kernel:
         writes one writes it to a per-stream scratch)."""
         import torch
 
-        b, hq, hkv, nq, nk, d = self.check_arguments(q, k, v, out, lse)
+        (b, hq, hkv, nq, nk, d), strides = self._check(q, k, v, out, lse)
         device_index = q.device.index if q.device.index is not None else \
             torch.cuda.current_device()
         stream = torch.cuda.current_stream(device_index).cuda_stream
         if out is None:
-            out = torch.empty_like(q)
+            out = torch.empty_like(q, memory_format=torch.contiguous_format)
+            if self.strided:
+                strides[3] = (hq * nq * d, nq * d, d)
         if lse is None and discard_lse:
             lse_ptr = lse_scratch(device_index, stream, b * hq * nq)
         else:
@@ -541,6 +610,7 @@ class Kernel:
         guard = (contextlib.nullcontext()
                  if torch.cuda.current_device() == device_index
                  else torch.cuda.device(device_index))
+        tensors = (q, k, v, out)
         with guard:
             fn = self._function(device_index)
             values = [ctypes.c_void_p(q.data_ptr()),
@@ -554,6 +624,8 @@ class Kernel:
                       ctypes.c_float(scale * 1.4426950408889634)]
             if self.meta.get("tile_grid"):
                 values.append(ctypes.c_int32(b))
+            if "o_stride_b" in self._param_names:
+                values += [ctypes.c_int64(x) for x in strides[3]]
             splits = 1
             workspace = None
             if self.meta.get("split_kv"):
@@ -583,8 +655,8 @@ class Kernel:
             for i, p in enumerate(self.meta["params"][:4]):
                 if p.get("kind") == "tensormap":
                     buf, addr = encode_tensor_map(
-                        (q, k, v, out)[i], int(p["box"][1]),
-                        self.meta["dtype"], int(p["box"][0]))
+                        tensors[i], int(p["box"][1]), self.meta["dtype"],
+                        int(p["box"][0]), int(p.get("rank", 3)), strides[i])
                     maps.append(buf)
                     addresses[i] = addr
             params = (ctypes.c_void_p * len(values))(*addresses)

@@ -18,8 +18,8 @@ model calls it without a graph break:
 Both are functional (they allocate O, contiguous, and mutate nothing) and
 inference only (no autograd formula: a backward through them fails). The
 real implementation is flashmlir.attention / flashmlir.flash_attn_func on
-CUDA tensors (f16/bf16, D in {64, 128, 256}; non-contiguous inputs are
-copied); the fake (meta) implementation checks the shapes and gives O's
+CUDA tensors (f16/bf16, D in {64, 128, 256}; views are read in place on
+sm_90a, copied for sm_80); the fake (meta) implementation checks the shapes and gives O's
 shape, dtype and device, which is all torch.compile needs to trace through.
 
 On torch >= 2.4 they are torch.library.custom_op's with register_fake; on
@@ -98,8 +98,9 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                causal: bool = False,
                scale: Optional[float] = None) -> torch.Tensor:
     import flashmlir
-    return flashmlir.attention(q.contiguous(), k.contiguous(),
-                               v.contiguous(), causal=causal, scale=scale)
+    # Views go through as they are: the sm_90a kernels read them in place,
+    # flashmlir.attention copies them for the sm_80 kernel.
+    return flashmlir.attention(q, k, v, causal=causal, scale=scale)
 
 
 def _attention_fake(q, k, v, causal=False, scale=None):

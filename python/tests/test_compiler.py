@@ -28,7 +28,7 @@ def test_compile_and_inspect(flashmlir, head_dim, dtype, causal, arch):
     else:
         # FlashAttention-3 on sm_90a: TMA loads and wgmma.
         assert "wgmma.mma_async.sync.aligned.m64n" in k.mlir("ptx")
-        assert "cp.async.bulk.tensor.3d" in k.mlir("ptx")
+        assert "cp.async.bulk.tensor.4d" in k.mlir("ptx")  # rank-4 maps
         assert "nvvm.wgmma.mma_async" in kernel_ir
         assert "nvvm.setmaxregister" in kernel_ir
     assert "gpu.launch_func" in k.mlir("host")

@@ -30,18 +30,23 @@ class FakeTensor:
     """Just enough of torch.Tensor for the argument checks."""
 
     def __init__(self, shape, dtype="torch.float16", device="cuda:0",
-                 contiguous=True, ptr=4096):
+                 strides=None, ptr=4096):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.device = FakeDevice(device)
-        self._contiguous = contiguous
+        packed, n = [], 1
+        for size in reversed(self.shape):
+            packed.insert(0, n)
+            n *= size
+        self._packed = tuple(packed)
+        self._strides = tuple(strides) if strides else self._packed
         self._ptr = ptr
 
     def is_contiguous(self):
-        return self._contiguous
+        return self._strides == self._packed
 
     def stride(self):
-        return (1,) * len(self.shape)
+        return self._strides
 
     def data_ptr(self):
         return self._ptr
@@ -72,7 +77,9 @@ def test_loads_fa_compile_output(compiled):
     assert k.meta["tile_grid"] is True and k.meta["persistent"] is True
     assert [p["kind"] for p in k.meta["params"][:3]] == ["tensormap"] * 3
     assert k.meta["params"][0]["box"] == [64, 192]
-    assert k.meta["params"][-1]["name"] == "B"
+    assert [p["name"] for p in k.meta["params"][-4:]] == [
+        "B", "o_stride_b", "o_stride_h", "o_stride_n"]
+    assert k.strided and k.meta["params"][0]["rank"] == 4
     assert k.grid(2, 8, 1000) == (6 * 8 * 2, 1, 1)
     assert k.grid(2, 8, 1000, sm_count=132) == (96, 1, 1)
     assert k.check_arguments(*qkv()) == (2, 8, 2, 100, 300, 64)
@@ -165,6 +172,12 @@ def test_sm80_kernel_grid(tmp_path, build_dir):
     assert k.name == "fa2_sm80_d64_br128_bc64_f16"
     assert k.meta["block"] == [128, 1, 1]
     assert k.grid(2, 8, 1000) == (8, 8, 2)
+    # The mma.sync kernel reads contiguous tensors only.
+    assert not k.strided
+    q, kk, v = qkv()
+    view = FakeTensor((2, 8, 100, 64), strides=(51200, 64, 512, 1))
+    with pytest.raises(KernelArgumentError, match="q must be contiguous"):
+        k.check_arguments(view, kk, v)
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -174,8 +187,14 @@ def test_sm80_kernel_grid(tmp_path, build_dir):
      "k must be float16"),
     (lambda a: a.__setitem__(2, FakeTensor((2, 2, 300, 64), device="cpu")),
      "v must be on a CUDA device, got cpu"),
-    (lambda a: a.__setitem__(0, FakeTensor((2, 8, 100, 64), contiguous=False)),
-     "q must be contiguous"),
+    # The sm_90a kernel reads strided views; a row of 68 elements (136
+    # bytes) is not a 16-byte multiple.
+    (lambda a: a.__setitem__(0, FakeTensor((2, 8, 100, 64),
+                                           strides=(54400, 6800, 68, 1))),
+     "q's row stride must be a positive multiple of 8"),
+    (lambda a: a.__setitem__(1, FakeTensor((2, 2, 300, 64),
+                                           strides=(38400, 1, 128, 2))),
+     "k must have unit stride on D"),
     (lambda a: a.__setitem__(0, FakeTensor((2, 8, 100, 128))),
      "q head dim must be 64"),
     (lambda a: a.__setitem__(0, FakeTensor((2, 8, 100, 64), ptr=4098)),
@@ -262,7 +281,7 @@ def test_tensor_maps_are_cached_on_what_they_encode(monkeypatch):
     and box: the same ones reuse the encoding, any difference re-encodes."""
     calls = []
 
-    def fake_encode(tensor, box_rows, dtype, box_cols):
+    def fake_encode(tensor, box_rows, dtype, box_cols, rank, strides):
         calls.append((tensor.data_ptr(), box_rows))
         return (object(), len(calls))
 
@@ -278,6 +297,12 @@ def test_tensor_maps_are_cached_on_what_they_encode(monkeypatch):
     moved.element_size = lambda: 2
     runtime.encode_tensor_map(moved, 128, "f16")
     assert len(calls) == 3
+    # Rank 4: the strides are part of what a map encodes.
+    runtime.encode_tensor_map(t, 128, "f16", rank=4, strides=(8192, 64, 128))
+    assert runtime.encode_tensor_map(
+        t, 128, "f16", rank=4, strides=(8192, 64, 128)) is not None
+    runtime.encode_tensor_map(t, 128, "f16", rank=4, strides=(8192, 4096, 64))
+    assert len(calls) == 5
 
 
 def test_compiled_scale_is_in_the_metadata(compiled):

@@ -54,8 +54,9 @@ def test_split_kernel_metadata(flashmlir):
     # Decode's B_r: one consumer warpgroup at D <= 128.
     assert m["block_r"] == 64
     assert m["tile_scheduler"] == "one tile per CTA"
-    assert [p["name"] for p in m["params"]][-5:] == [
-        "B", "kv_splits", "o_partial", "lse_partial", "split_arrivals"]
+    assert [p["name"] for p in m["params"]][-8:] == [
+        "B", "o_stride_b", "o_stride_h", "o_stride_n", "kv_splits",
+        "o_partial", "lse_partial", "split_arrivals"]
     kinds = {p["name"]: p["kind"] for p in m["params"]}
     assert kinds["o_partial"] == "workspace" and \
         kinds["split_arrivals"] == "counter"

@@ -3,8 +3,10 @@
 
 // fa.attention to the host side of the launch (tensor maps by value) and
 // the FlashAttention-3 kernel's PTX (PTX 8.6, sm_90a) from LLVM's NVPTX
-// backend through upstream gpu-module-to-binary.
-// CHECK: llvm.call @faEncodeTensorMap
+// backend through upstream gpu-module-to-binary. The maps are rank 4 over
+// strided [B, H, N, D] memrefs: their strides come from the memref.
+// CHECK: memref.extract_strided_metadata
+// CHECK: llvm.call @faEncodeStridedTensorMap
 // D = 64 non-causal defaults to B_r = 192: three consumer warpgroups (512
 // threads) with 160 registers each, persistent CTAs.
 // CHECK: gpu.launch_func  @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2 blocks in
@@ -17,7 +19,7 @@
 // CHECK-SAME: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // CHECK-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // CHECK-SAME: setmaxnreg.dec.sync.aligned.u32
-// CHECK-SAME: cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// CHECK-SAME: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // NOPP: gpu.launch_func  @fa_kernels::@fa3_sm90_d64_br192_bc128_s2_f16_nopp
 // NOPP-NOT: bar.arrive
 func.func @attention(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,

@@ -94,6 +94,57 @@ int main(int argc, char **argv) {
                       0, &k));
   report("encode tensor map, no driver",
          faEncodeTensorMap(NULL, NULL, 1, 1, 64, 16, 128, 0));
+  /* Strided tensor maps (sm_90a): the stride rule is checked before the
+   * driver is needed. The base is never read. */
+  {
+    static _Alignas(64) unsigned char map[128];
+    const void *base = (const void *)(unsigned long)0x1000;
+    report("strided map, row stride not a multiple of 8",
+           faEncodeStridedTensorMap(map, base, 2, 4, 100, 64, 4 * 100 * 68,
+                                    100 * 68, 68, 128, 0));
+    report("strided map, zero head stride",
+           faEncodeStridedTensorMap(map, base, 2, 4, 100, 64, 25600, 0, 64,
+                                    128, 0));
+    report("strided map, negative batch stride",
+           faEncodeStridedTensorMap(map, base, 2, 4, 100, 64, -25600, 6400,
+                                    64, 128, 0));
+    report("strided map, stride past 2^39",
+           faEncodeStridedTensorMap(map, base, 2, 4, 100, 64, 1LL << 39,
+                                    6400, 64, 128, 0));
+    /* A length-1 dimension takes any stride: then the driver is needed. */
+    report("strided map, length-1 batch with stride 0, no driver",
+           faEncodeStridedTensorMap(map, base, 1, 4, 100, 64, 0, 64, 256, 128,
+                                    1));
+    report("strided map, unaligned base",
+           faEncodeStridedTensorMap(map, (const void *)(unsigned long)0x1008,
+                                    1, 1, 1, 64, 64, 64, 64, 128, 0));
+  }
+#define TMA_KERNEL(params)                                                     \
+  META_HEAD "\"block_r\": 128, \"shared_memory_bytes\": 0, "                \
+            "\"block\": [384, 1, 1], \"tile_grid\": true, "                 \
+            "\"tma_box_cols\": 64, \"tma_box_rows_kv\": 128, "              \
+            "\"params\": [" params "]}"
+#define MAP(name, rank)                                                        \
+  "{\"name\": \"" name "\", \"kind\": \"tensormap\", \"rank\": " rank "}, "
+#define SCALARS                                                                \
+  "{\"name\": \"o\"}, {\"name\": \"lse\"}, {\"name\": \"Nq\"}, "           \
+  "{\"name\": \"Nk\"}, {\"name\": \"Hq\"}, {\"name\": \"Hkv\"}, "          \
+  "{\"name\": \"scale_log2\"}, {\"name\": \"B\"}"
+  report("strided kernel without o strides",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL(MAP("q", "4") MAP("k", "4") MAP("v", "4")
+                                     SCALARS),
+                      0, &k));
+  report("tensor maps of two ranks",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL(MAP("q", "4") MAP("k", "3") MAP("v", "4")
+                                     SCALARS),
+                      0, &k));
+  report("tensor map of rank 5",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL(MAP("q", "5") MAP("k", "5") MAP("v", "5")
+                                     SCALARS),
+                      0, &k));
   report("launch without kernel",
          faKernelLaunch(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, NULL));
   report("device alloc, no driver", faDeviceAlloc(16, (void **)&k));

@@ -71,6 +71,9 @@ inline LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
     case fagpu::ParamKind::I32:
       types.push_back(b.getI32Type());
       break;
+    case fagpu::ParamKind::I64:
+      types.push_back(b.getI64Type());
+      break;
     case fagpu::ParamKind::F32:
       types.push_back(b.getF32Type());
       break;

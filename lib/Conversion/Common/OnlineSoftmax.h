@@ -386,12 +386,12 @@ protected:
   }
 
   /// The epilogue from registers: O / l stored as f16/bf16 pairs, or f32
-  /// pairs with `f32Out` (split-KV partials), rows past Nq skipped; and the
-  /// LSE.
+  /// pairs with `f32Out` (split-KV partials), rows past Nq skipped (row r
+  /// at `oBase` + r * `rowStride` elements, an i64); and the LSE.
   void storeRows(ArrayRef<Value> o, std::array<Value, 2> m,
                  std::array<Value, 2> l, Value row0, Value nq, Value oBase,
-                 Value lseBase, int64_t headDim, Value quadLane,
-                 bool f32Out = false) {
+                 Value lseBase, Value rowStride, int64_t headDim,
+                 Value quadLane, bool f32Out = false) {
     for (int64_t h = 0; h < 2; ++h) {
       RowTotal total = rowTotal(l[h]);
       Value row = add(row0, c32(8 * h));
@@ -399,7 +399,7 @@ protected:
         auto ifRow = scf::IfOp::create(b, loc, ult(row, nq), false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifRow.thenBlock());
-        Value rowBase = mul(ext64(row), c64(headDim));
+        Value rowBase = mul(ext64(row), rowStride);
         for (int64_t d = 0; d < headDim / 8; ++d) {
           Value lo = fmul(o[d * 4 + 2 * h], total.inverse);
           Value hi = fmul(o[d * 4 + 2 * h + 1], total.inverse);

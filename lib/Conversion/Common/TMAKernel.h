@@ -40,6 +40,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include <array>
+
 namespace mlir::fa {
 
 constexpr int64_t kSwizzleBytes = 128;   // one swizzled row
@@ -50,6 +52,7 @@ constexpr int64_t kColumnsPerBlock = 64; // f16 elements in 128 B
 struct AttentionTile {
   Value id; // position in the head-major order of the launch's tiles
   Value qStart, qMatrix, kvMatrix;
+  Value batch, qHead, kvHead; // qMatrix = batch * Hq + qHead
   Value firstBlock, unmaskedEnd, numBlocks; // K/V blocks visited
 };
 
@@ -99,6 +102,8 @@ protected:
     oPartialPtr = arg("o_partial");
     lsePartialPtr = arg("lse_partial");
     splitArrivalsPtr = arg("split_arrivals");
+    oStrides = {arg("o_stride_b"), arg("o_stride_h"), arg("o_stride_n")};
+    stridedMaps = abi.front().rank == 4;
 
     smem = alignedSharedBase(smemGlobal);
     return fn;
@@ -166,30 +171,40 @@ protected:
                                /*predicate=*/Value(), /*tensormap=*/true);
   }
 
+  /// A tensor map's coordinates of column `col`, row `row` of the matrix
+  /// given by `matrixCoords` (its matrix, or its head and batch).
+  SmallVector<Value> mapCoordinates(int64_t col, Value row,
+                                    ValueRange matrixCoords) {
+    SmallVector<Value> coords = {c32(col), row};
+    llvm::append_range(coords, matrixCoords);
+    return coords;
+  }
+
   /// The TMA loads of one tile: D / 64 boxes of 64 columns x rows, each
   /// into its own swizzled column block, completing on `bar`.
   void loadTile(Value map, Value tileOffset, int64_t rows, Value row,
-                Value matrix, Value bar) {
+                ValueRange matrixCoords, Value bar) {
     for (int64_t cb = 0; cb < headDim / kColumnsPerBlock; ++cb) {
       Value dst = sharedAt(add(tileOffset, c32(cb * rows * kSwizzleBytes)));
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, loc, dst, map, ValueRange{c32(cb * kColumnsPerBlock), row, matrix},
-          bar, ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+          b, loc, dst, map,
+          mapCoordinates(cb * kColumnsPerBlock, row, matrixCoords), bar,
+          ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
           /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
     }
   }
 
   /// The TMA store of one 64-row block of O: D / 64 boxes of 64 columns x
   /// 64 rows from the swizzled column blocks at `tileOffset` (`blockStride`
-  /// bytes apart) to rows `row`.. of `matrix`; rows past Nq are clipped by
-  /// the tensor map.
+  /// bytes apart) to rows `row`.. of the matrix given by `matrixCoords`;
+  /// rows past Nq are clipped by the tensor map.
   void storeRowBlock(Value tileOffset, int64_t blockStride, Value row,
-                     Value matrix) {
+                     ValueRange matrixCoords) {
     for (int64_t cb = 0; cb < headDim / kColumnsPerBlock; ++cb) {
       Value src = sharedAt(add(tileOffset, c32(cb * blockStride)));
       NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
           b, loc, oMap, src,
-          ValueRange{c32(cb * kColumnsPerBlock), row, matrix},
+          mapCoordinates(cb * kColumnsPerBlock, row, matrixCoords),
           /*l2CacheHint=*/Value(),
           NVVM::TMAStoreModeAttr::get(b.getContext(), NVVM::TMAStoreMode::TILE),
           /*predicate=*/Value());
@@ -239,6 +254,9 @@ protected:
     // head).
     tile.qMatrix = matrix;
     tile.kvMatrix = add(mul(batch, hkv), kvHead);
+    tile.batch = batch;
+    tile.qHead = head;
+    tile.kvHead = kvHead;
     Value qStart = tile.qStart = mul(qBlock, c32(blockR));
 
     // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
@@ -263,6 +281,22 @@ protected:
   Value tileCounterPtr; // dynamic tile scheduler only
   // Split-KV only: the chunk count, the partials' scratch, the arrivals.
   Value kvSplits, oPartialPtr, lsePartialPtr, splitArrivalsPtr;
+  // Strided targets: q, k, v (and a TMA-stored o) are rank-4 maps over
+  // [B, H, N, D]; o stored from registers has these strides (elements).
+  bool stridedMaps = false;
+  std::array<Value, 3> oStrides;
+
+  /// The tensor-map coordinates of a tile's query (or K/V) matrix.
+  SmallVector<Value> queryMatrix(const AttentionTile &tile) const {
+    if (stridedMaps)
+      return {tile.qHead, tile.batch};
+    return {tile.qMatrix};
+  }
+  SmallVector<Value> keyValueMatrix(const AttentionTile &tile) const {
+    if (stridedMaps)
+      return {tile.kvHead, tile.batch};
+    return {tile.kvMatrix};
+  }
 };
 
 /// What the host side of a TMA kernel's launch needs to know.
@@ -294,11 +328,16 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   auto module = op->getParentOfType<ModuleOp>();
   auto encodeType = LLVM::LLVMFunctionType::get(
       i32, {hostPtr, hostPtr, i64, i64, i64, i64, i32, i32});
-  auto encode = module.lookupSymbol<LLVM::LLVMFuncOp>("faEncodeTensorMap");
-  if (!encode) {
-    OpBuilder mb(module.getBodyRegion());
-    encode = LLVM::LLVMFuncOp::create(mb, loc, "faEncodeTensorMap", encodeType);
-  }
+  auto stridedEncodeType = LLVM::LLVMFunctionType::get(
+      i32, {hostPtr, hostPtr, i64, i64, i64, i64, i64, i64, i64, i32, i32});
+  auto runtimeFunction = [&](StringRef name, LLVM::LLVMFunctionType type) {
+    auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    if (!fn) {
+      OpBuilder mb(module.getBodyRegion());
+      fn = LLVM::LLVMFuncOp::create(mb, loc, name, type);
+    }
+    return fn;
+  };
   LaunchOperands operands(b, loc, op);
   auto dim = [&](Value memref, int64_t d) { return operands.dim(memref, d); };
   auto toI64 = [&](Value index) -> Value {
@@ -307,20 +346,41 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   auto c32 = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, loc, v, 32);
   };
-  // faEncodeTensorMap(map, base, batch * heads, rows, headDim, elemBits,
-  // boxRows, dtype (0 f16, 1 bf16)) writes the 128-B CUtensorMap.
-  auto encodeMap = [&](Value memref, int64_t boxRows) -> Value {
+  // The memref's batch, head and row strides in elements, as i64.
+  auto stridesOf = [&](Value memref) -> std::array<Value, 3> {
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    return {toI64(metadata.getStrides()[0]), toI64(metadata.getStrides()[1]),
+            toI64(metadata.getStrides()[2])};
+  };
+  auto c64 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, v, 64);
+  };
+  // Rank 4: faEncodeStridedTensorMap(map, base, B, H, N, D, batch, head and
+  // row strides, boxRows, dtype (0 f16, 1 bf16)); rank 3:
+  // faEncodeTensorMap(map, base, B * H, N, D, elemBits, boxRows, dtype).
+  // Each writes the 128-B CUtensorMap.
+  auto encodeMap = [&](Value memref, const fagpu::KernelParam &p) -> Value {
     Value one = arith::ConstantIntOp::create(b, loc, 1, 64);
     Value slot = LLVM::AllocaOp::create(b, loc, hostPtr, mapType, one, 64);
-    Value matrices = arith::MulIOp::create(b, loc, toI64(dim(memref, 0)),
-                                           toI64(dim(memref, 1)));
-    LLVM::CallOp::create(
-        b, loc, encode,
-        ValueRange{slot, alignedPointer(b, loc, memref, hostPtr), matrices,
-                   toI64(dim(memref, 2)),
-                   arith::ConstantIntOp::create(b, loc, launch.headDim, 64),
-                   arith::ConstantIntOp::create(b, loc, 16, 64), c32(boxRows),
-                   c32(launch.bf16 ? 1 : 0)});
+    Value base = alignedPointer(b, loc, memref, hostPtr);
+    if (p.rank == 4) {
+      std::array<Value, 3> strides = stridesOf(memref);
+      LLVM::CallOp::create(
+          b, loc,
+          runtimeFunction("faEncodeStridedTensorMap", stridedEncodeType),
+          ValueRange{slot, base, toI64(dim(memref, 0)), toI64(dim(memref, 1)),
+                     toI64(dim(memref, 2)), c64(launch.headDim), strides[0],
+                     strides[1], strides[2], c32(p.boxRows),
+                     c32(launch.bf16 ? 1 : 0)});
+    } else {
+      Value matrices = arith::MulIOp::create(b, loc, toI64(dim(memref, 0)),
+                                             toI64(dim(memref, 1)));
+      LLVM::CallOp::create(
+          b, loc, runtimeFunction("faEncodeTensorMap", encodeType),
+          ValueRange{slot, base, matrices, toI64(dim(memref, 2)),
+                     c64(launch.headDim), c64(16), c32(p.boxRows),
+                     c32(launch.bf16 ? 1 : 0)});
+    }
     return LLVM::LoadOp::create(b, loc, mapType, slot);
   };
   // Counters (the dynamic tile scheduler's, split-KV's arrivals) and
@@ -374,7 +434,7 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
       launchArguments(launch.abi, [&](const fagpu::KernelParam &p) -> Value {
         switch (p.kind) {
         case fagpu::ParamKind::TensorMap:
-          return encodeMap(operands.tensor(p.name), p.boxRows);
+          return encodeMap(operands.tensor(p.name), p);
         case fagpu::ParamKind::Pointer:
           return operands.pointer(p.name, globalPtr);
         case fagpu::ParamKind::Counter:
@@ -385,6 +445,12 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
         case fagpu::ParamKind::I32:
           return p.name == "kv_splits" ? c32(launch.kvSplits).getResult()
                                        : operands.i32(p.name);
+        case fagpu::ParamKind::I64: {
+          std::array<Value, 3> strides = stridesOf(operands.tensor("o"));
+          return p.name == "o_stride_b"   ? strides[0]
+                 : p.name == "o_stride_h" ? strides[1]
+                                          : strides[2];
+        }
         }
         return Value();
       });

@@ -252,7 +252,7 @@ void KernelBuilder::emitLoads() {
   // parity 1.
   prefetchTensorMaps();
   expectBytes(qFull(), spec.qBytes());
-  loadTile(qMap, c32(0), kBlockR, tile.qStart, tile.qMatrix, qFull());
+  loadTile(qMap, c32(0), kBlockR, tile.qStart, queryMatrix(tile), qFull());
   OpBuilder::InsertionGuard guard(b);
   auto loop =
       scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
@@ -263,10 +263,12 @@ void KernelBuilder::emitLoads() {
   Value row = mul(j, c32(spec.blockC));
   waitBarrier(kEmpty(stage), parity);
   expectBytes(kFull(stage), spec.kvTileBytes());
-  loadTile(kMap, kOffset(stage), spec.blockC, row, tile.kvMatrix, kFull(stage));
+  loadTile(kMap, kOffset(stage), spec.blockC, row, keyValueMatrix(tile),
+           kFull(stage));
   waitBarrier(vEmpty(stage), parity);
   expectBytes(vFull(stage), spec.kvTileBytes());
-  loadTile(vMap, vOffset(stage), spec.blockC, row, tile.kvMatrix, vFull(stage));
+  loadTile(vMap, vOffset(stage), spec.blockC, row, keyValueMatrix(tile),
+           vFull(stage));
 }
 
 void KernelBuilder::issueScores(Value j) {

@@ -257,8 +257,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   fagpu::StoreOutputOp::create(
       b, loc, state[0], state[1], state[2],
       add(add(qStart, mul(warp, c32(16 * spec.rowTiles()))), g), c32(0), nq,
-      oBase, TypeAttr::get(half), spec.writesLse ? lseBase : Value(), Value(),
-      Value());
+      oBase, TypeAttr::get(half), /*heads=*/Value(), /*strides=*/ValueRange(),
+      spec.writesLse ? lseBase : Value(), Value(), Value());
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
 }

@@ -393,8 +393,8 @@ void KernelBuilder::emitProducer() {
 void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
   Value buffer = claimQBuffer(tileIndex, tile.id);
-  fagpu::TmaLoadOp::create(b, loc, qMap, tile.qStart, tile.qMatrix, qPipe,
-                           buffer, 0);
+  fagpu::TmaLoadOp::create(b, loc, qMap, tile.qStart, queryMatrix(tile),
+                           qPipe, buffer, 0);
   OpBuilder::InsertionGuard guard(b);
   auto loop =
       scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
@@ -408,7 +408,7 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   for (int64_t buffer : {kKey, kValue}) {
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
     fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
-                             tile.kvMatrix, kvPipe, stage, buffer);
+                             keyValueMatrix(tile), kvPipe, stage, buffer);
   }
 }
 
@@ -500,13 +500,15 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
     Value partialMatrix = add(mul(chunk, mul(batches, hq)), qMatrix);
     fagpu::StoreOutputOp::create(b, loc, state.o, state.m, state.l, row0,
                                  partialMatrix, nq, oPartialPtr, f32,
+                                 /*heads=*/Value(), /*strides=*/ValueRange(),
                                  lsePartialPtr, Value(), Value());
     return;
   }
   fagpu::StoreOutputOp::create(
       b, loc, state.o, state.m, state.l, row0, qMatrix, nq,
-      spec.tmaStore ? oMap : oPtr, half, spec.writesLse ? lsePtr : Value(),
-      spec.tmaStore ? staging : Value(),
+      spec.tmaStore ? oMap : oPtr, half, stridedMaps ? hq : Value(),
+      stridedMaps && !spec.tmaStore ? ValueRange(oStrides) : ValueRange(),
+      spec.writesLse ? lsePtr : Value(), spec.tmaStore ? staging : Value(),
       spec.tmaStore ? epilogueBarrier : Value());
 }
 
@@ -681,6 +683,8 @@ void KernelBuilder::emitSplitConsumerTile(const AttentionTile &tile,
       b, loc, add(tile.qStart, mul(consumer, c32(kRowsPerConsumer))),
       tile.qMatrix, nq, kvSplits, mul(batches, hq), splitArrivalsPtr,
       oPartialPtr, lsePartialPtr, oPtr, half, spec.headDim,
+      stridedMaps ? hq : Value(),
+      stridedMaps ? ValueRange(oStrides) : ValueRange(),
       spec.writesLse ? lsePtr : Value());
 }
 

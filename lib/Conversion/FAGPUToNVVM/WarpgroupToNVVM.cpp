@@ -483,7 +483,10 @@ struct TmaLoadLowering : OpConversionPattern<fagpu::TmaLoadOp> {
     e.expectBytes(full, tile.getBytes());
     e.loadTile(adaptor.getMap().front(), p.tile(e, stage, op.getBuffer()),
                tile.getRows(), adaptor.getRow().front(),
-               adaptor.getMatrix().front(), full);
+               llvm::to_vector(llvm::map_range(
+                   adaptor.getMatrixCoords(),
+                   [](ValueRange v) { return v.front(); })),
+               full);
     rewriter.eraseOp(op);
     return success();
   }
@@ -1089,6 +1092,27 @@ struct RescaleLowering : OpConversionPattern<fagpu::RescaleOp> {
 // Epilogue
 //===----------------------------------------------------------------------===//
 
+/// Where the rows of one (batch, head) matrix of O start: element `first`
+/// of its row 0 and `stride` elements between rows (i64). Contiguous
+/// [B * H, N, D] without `heads`; with them, the strided [B, H, N, D] O of
+/// fagpu.store_output and fagpu.merge_splits, the matrix being
+/// batch * heads + head.
+struct OutputRows {
+  Value first, stride;
+};
+/// `heads` and `strides` are the op's own i32/i64 operands (scalars the
+/// conversion leaves as they are).
+static OutputRows outputRows(OpEmitter &e, Value heads, ValueRange strides,
+                             Value matrix, Value nq, int64_t headDim) {
+  if (!heads)
+    return {e.mul(e.ext64(matrix), e.mul(e.ext64(nq), e.c64(headDim))),
+            e.c64(headDim)};
+  Value batch = e.ext64(e.divu(matrix, heads));
+  Value head = e.ext64(e.remu(matrix, heads));
+  return {e.add(e.mul(batch, strides[0]), e.mul(head, strides[1])),
+          strides[2]};
+}
+
 struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1116,10 +1140,10 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
       // O / l and LSE straight from registers: each quad writes 16 B of a
       // row per 8 columns (32 B for f32 partials).
       bool f32Out = element.isF32();
+      OutputRows rows =
+          outputRows(e, op.getHeads(), op.getStrides(), matrix, nq, headDim);
       Value oBase = e.gep(e.globalPtr, f32Out ? e.f32 : e.half,
-                          adaptor.getOut().front(),
-                          e.mul(e.ext64(matrix),
-                                e.mul(e.ext64(nq), e.c64(headDim))));
+                          adaptor.getOut().front(), rows.first);
       // Row tile r holds rows row0 + 16 r (+ 8).
       int64_t rowTiles = oType.getRowTiles();
       int64_t perTile = o.size() / rowTiles;
@@ -1127,7 +1151,7 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
         e.storeRows(SmallVector<Value>(o.slice(r * perTile, perTile)),
                     {mIn[2 * r], mIn[2 * r + 1]}, {lIn[2 * r], lIn[2 * r + 1]},
                     r ? e.add(row0, e.c32(16 * r)) : row0, nq, oBase, lseBase,
-                    headDim, pos.quadLane, f32Out);
+                    rows.stride, headDim, pos.quadLane, f32Out);
       rewriter.eraseOp(op);
       return success();
     }
@@ -1203,7 +1227,11 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     syncWarps();
     e.onFirstThread(pos, [&] {
       // The issuer is warp 0, lane 0: its row0 is the block's first row.
-      e.storeRowBlock(stage, blockStride, row0, adaptor.getMatrix().front());
+      Value matrix = adaptor.getMatrix().front();
+      SmallVector<Value> coords = {matrix};
+      if (Value heads = op.getHeads())
+        coords = {e.remu(matrix, heads), e.divu(matrix, heads)};
+      e.storeRowBlock(stage, blockStride, row0, coords);
       NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
     });
     for (int64_t h = 0; h < 2; ++h)
@@ -1352,9 +1380,11 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
     Value inverse = arith::SelectOp::create(
         b, loc, positive, arith::DivFOp::create(b, loc, e.cf(1.0), total),
         e.cf(0.0));
+    OutputRows outRows =
+        outputRows(e, op.getHeads(), op.getStrides(), matrix, nq, headDim);
     Value oRow =
         e.gep(e.globalPtr, e.half, out,
-              e.add(e.mul(rowIndex, e.c64(headDim)),
+              e.add(e.add(outRows.first, e.mul(e.ext64(row), outRows.stride)),
                     e.ext64(e.mul(pos.lane, e.c32(columns)))));
     for (int64_t c = 0; c < columns; c += 2) {
       Value packed = e.packPair(e.fmul(sumLoop.getResult(1 + c), inverse),

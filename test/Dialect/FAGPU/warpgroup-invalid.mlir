@@ -243,3 +243,36 @@ func.func @rescale_in_step_conditional(%s: !fagpu.fragment<64x64xf32, accumulato
   %p, %m1, %l1, %a, %mv, %o = fagpu.softmax_step %s, %m, %m rescale(%s : !fagpu.fragment<64x64xf32, accumulator> -> !fagpu.fragment<64x64xf32, accumulator>) keys(%i, %i) row %i scale %f {rescale_threshold = 8.0 : f32} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x64xf16, operand_a>, i1
   return
 }
+
+// -----
+
+!kvp = !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+func.func @tma_load_coordinates(%map: !llvm.ptr, %i: i32, %kv: !kvp) {
+  // expected-error @+1 {{expected the matrix (rank-3 map) or head and batch (rank-4 map) after the row, got 3 coordinates}}
+  fagpu.tma_load %map[%i, %i, %i, %i] into %kv[%i] buffer 0 : !llvm.ptr, !kvp
+  return
+}
+
+// -----
+
+func.func @strided_store_without_strides(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
+  // expected-error @+1 {{a strided O stored from registers needs its batch, head and row strides, got 0}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 strided(%i) : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
+func.func @strided_tma_store_with_strides(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %s: i64, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{a strided O stored by TMA takes no strides (the tensor map has them), got 3}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f16 strided(%i, %s, %s, %s) staging %t : !fagpu.smem_tile<64x64xf16> sync %i : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
+func.func @merge_strided_two_strides(%i: i32, %s: i64, %p: !llvm.ptr<1>) {
+  // expected-error @+1 {{a strided O needs its batch, head and row strides, got 2}}
+  fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 strided(%i, %s, %s) {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
+  return
+}

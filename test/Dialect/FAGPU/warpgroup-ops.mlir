@@ -42,6 +42,10 @@
 // CHECK-LABEL: llvm.func @split
 // CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : <1> as f32 lse %{{.*}} : !llvm.ptr<1> : <64x64xf32, accumulator>, <64xf32, rows>
 // CHECK: fagpu.merge_splits rows(%{{.*}}, %{{.*}}, %{{.*}}) of %{{.*}} x %{{.*}} arrivals %{{.*}} partials(%{{.*}}, %{{.*}}) to %{{.*}} as f16 lse %{{.*}} {head_dim = 64 : i64} : <1>, <1>, <1>, <1>, !llvm.ptr<1>
+// CHECK-LABEL: llvm.func @strided
+// CHECK: fagpu.tma_load %{{.*}}[%[[I:.*]], %[[I]], %[[I]]] into
+// CHECK: fagpu.store_output {{.*}} as f16 strided(%[[I]], %[[S:.*]], %[[S]], %[[S]]) lse
+// CHECK: fagpu.merge_splits {{.*}} as f16 strided(%[[I]], %[[S]], %[[S]], %[[S]]) lse
 module attributes {gpu.container_module} {
 gpu.module @fa_kernels {
   llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
@@ -94,6 +98,19 @@ gpu.module @fa_kernels {
     %m = fagpu.splat %zero : !fagpu.fragment<64xf32, rows>
     fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f32 lse %p : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
     fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
+    llvm.return
+  }
+
+  // Strided tensors: a rank-4 map's (row, head, batch); O of Hq = %i heads
+  // at strides %s.
+  llvm.func @strided(%i: i32, %s: i64, %p: !llvm.ptr<1>, %map: !llvm.ptr) {
+    %kv = fagpu.create_pipeline {barrier_offset = 65552 : i64, tile_offset = 16384 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+    fagpu.tma_load %map[%i, %i, %i] into %kv[%i] buffer 0 : !llvm.ptr, !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+    %zero = arith.constant 0.0 : f32
+    %o = fagpu.splat %zero : !fagpu.fragment<64x64xf32, accumulator>
+    %m = fagpu.splat %zero : !fagpu.fragment<64xf32, rows>
+    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f16 strided(%i, %s, %s, %s) lse %p : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+    fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 strided(%i, %s, %s, %s) lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
     llvm.return
   }
 

@@ -234,6 +234,18 @@ LogicalResult StoreOutputOp::verify() {
   if (bool(getStaging()) != bool(getSyncBarrier()))
     return emitOpError("a TMA store through `staging` synchronises the "
                        "warpgroup on `sync`: both or neither");
+  // A strided O needs its heads (to split the matrix into batch and head)
+  // and, from registers, the three strides; a TMA store's map has them.
+  size_t strides = getStrides().size();
+  if (!getHeads() && strides)
+    return emitOpError("strides need `strided(heads, ...)`");
+  if (getHeads() && strides != (getStaging() ? 0u : 3u))
+    return emitOpError("a strided O stored ")
+           << (getStaging() ? "by TMA takes no strides (the tensor map has "
+                              "them)"
+                            : "from registers needs its batch, head and row "
+                              "strides")
+           << ", got " << strides;
   if (auto staging = getStaging()) {
     if (getO().getType().getRowTiles() != 1)
       return emitOpError("a TMA store stages one warpgroup's 64 rows");
@@ -254,5 +266,9 @@ LogicalResult MergeSplitsOp::verify() {
     return emitOpError("head_dim must be a multiple of 32 in [32, 256] (each "
                        "lane merges head_dim / 32 columns), got ")
            << d;
+  if (getHeads() && getStrides().size() != 3)
+    return emitOpError("a strided O needs its batch, head and row strides, "
+                       "got ")
+           << getStrides().size();
   return success();
 }

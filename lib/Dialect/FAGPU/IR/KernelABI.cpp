@@ -22,6 +22,8 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     for (StringRef dim : dims)
       p.shape.push_back(dim.str());
     p.boxRows = boxRows;
+    if (boxRows)
+      p.rank = stridedTensors(target) ? 4 : 3;
     return p;
   };
   auto scalar = [](StringRef name, ParamKind kind, StringRef meaning) {
@@ -46,6 +48,16 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
       scalar("scale_log2", ParamKind::F32, "softmax scale times log2(e)")};
   if (tma)
     params.push_back(scalar("B", ParamKind::I32, "batch"));
+  // A strided o written from registers: its strides in elements (the
+  // tensor maps carry q's, k's and v's, and o's when a TMA store writes it).
+  if (stridedTensors(target) && !oBoxRows) {
+    params.push_back(scalar("o_stride_b", ParamKind::I64,
+                            "elements between o's batches"));
+    params.push_back(scalar("o_stride_h", ParamKind::I64,
+                            "elements between o's heads"));
+    params.push_back(scalar("o_stride_n", ParamKind::I64,
+                            "elements between o's rows"));
+  }
   if (s.kvSplits) {
     // Split-KV: CTA (tile, chunk) writes its chunk's normalised O and LSE
     // as row block chunk * B * Hq + matrix of the scratch; the last CTA of
@@ -83,6 +95,8 @@ StringRef mlir::fagpu::paramKindName(ParamKind kind) {
     return "pointer";
   case ParamKind::I32:
     return "i32";
+  case ParamKind::I64:
+    return "i64";
   case ParamKind::F32:
     return "f32";
   case ParamKind::Counter:

@@ -16,13 +16,15 @@
 // CHECK: %[[KV:.*]] = fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 128x128xf16>
 // CHECK: fagpu.init_pipelines %[[Q]], %[[KV]] consumer_arrivals 8
 // CHECK: fagpu.warp_specialize %{{.*}} consumers 2 registers(producer = 24, consumer = 240) producer {
+// Rank-4 tensor maps: loads at (row, head, batch), Q at the query head,
+// K and V at its K/V head, both of one batch.
 // CHECK: fagpu.pipeline_acquire %[[Q]]
-// CHECK: fagpu.tma_load %arg0
+// CHECK: fagpu.tma_load %arg0[%{{.*}}, %{{.*}}, %[[BATCH:[0-9]+]]]
 // CHECK: scf.for
 // CHECK: fagpu.pipeline_acquire %[[KV]][%{{.*}}] buffer 0
-// CHECK: fagpu.tma_load %arg1[%{{.*}}, %{{.*}}] into %[[KV]][%{{.*}}] buffer 0
+// CHECK: fagpu.tma_load %arg1[%{{.*}}, %[[KVHEAD:[0-9]+]], %[[BATCH]]] into %[[KV]][%{{.*}}] buffer 0
 // CHECK: fagpu.pipeline_acquire %[[KV]][%{{.*}}] buffer 1
-// CHECK: fagpu.tma_load %arg2[%{{.*}}, %{{.*}}] into %[[KV]][%{{.*}}] buffer 1
+// CHECK: fagpu.tma_load %arg2[%{{.*}}, %[[KVHEAD]], %[[BATCH]]] into %[[KV]][%{{.*}}] buffer 1
 // CHECK: } consumer {
 // CHECK: fagpu.pass_turn
 // CHECK-NOT: scf.while
@@ -41,7 +43,8 @@
 // CHECK-NEXT: fagpu.pipeline_release %[[KV]][%{{.*}}] buffer 0
 // CHECK: fagpu.softmax_step
 // CHECK: fagpu.mma_wait pending 0
-// CHECK: fagpu.store_output {{.*}} to %{{.*}} : <1> as f16 lse %{{.*}} : !llvm.ptr<1> :
+// O from registers into a strided [B, H, N, D]: Hq heads, o's strides.
+// CHECK: fagpu.store_output {{.*}} to %arg3 : <1> as f16 strided(%arg7, %arg11, %arg12, %arg13) lse %{{.*}} : !llvm.ptr<1> :
 
 
 // -----
@@ -201,7 +204,7 @@ func.func @bottom_right(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v
 // CHECK: gpu.memset async
 // CHECK: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d128_br64_bc64_s2_f16_stg_splitkv blocks in (%{{.*}}, %c4{{.*}}, %c1{{.*}})
 // CHECK: llvm.func @fa3_sm90_d128_br64_bc64_s2_f16_stg_splitkv(
-// CHECK-SAME: %[[SPLITS:arg11]]: i32, %[[OP:arg12]]: !llvm.ptr<1>, %[[LP:arg13]]: !llvm.ptr<1>, %[[ARR:arg14]]: !llvm.ptr<1>)
+// CHECK-SAME: %arg11: i64, %arg12: i64, %arg13: i64, %[[SPLITS:arg14]]: i32, %[[OP:arg15]]: !llvm.ptr<1>, %[[LP:arg16]]: !llvm.ptr<1>, %[[ARR:arg17]]: !llvm.ptr<1>)
 // CHECK: } consumer {
 // CHECK: %[[CHUNK:.*]] = nvvm.read.ptx.sreg.ctaid.y
 // CHECK: %[[ANY:.*]] = arith.cmpi ult, %[[BEGIN:.*]], %[[END:.*]] : i32
@@ -212,7 +215,7 @@ func.func @bottom_right(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v
 // CHECK: fagpu.splat %cst{{.*}} : <64x128xf32, accumulator>
 // CHECK: fagpu.store_output {{.*}} to %[[OP]] : <1> as f32 lse %[[LP]]
 // CHECK: }
-// CHECK: fagpu.merge_splits rows({{.*}}) of %[[SPLITS]] x %{{.*}} arrivals %[[ARR]] partials(%[[OP]], %[[LP]]) to %arg3 as f16 lse %arg4 {head_dim = 128 : i64}
+// CHECK: fagpu.merge_splits rows({{.*}}) of %[[SPLITS]] x %{{.*}} arrivals %[[ARR]] partials(%[[OP]], %[[LP]]) to %arg3 as f16 strided(%arg7, %arg11, %arg12, %arg13) lse %arg4 {head_dim = 128 : i64}
 func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
     %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32,

@@ -20,10 +20,11 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
   return
 }
 
-// Host side: three tensor maps encoded by the runtime and passed by value,
-// one CTA of 384 threads per (query block, head) tile.
+// Host side: three rank-4 tensor maps (the memrefs' strides) encoded by
+// the runtime and passed by value, one CTA of 384 threads per (query block,
+// head) tile.
 // CHECK-LABEL: func.func @attention
-// CHECK-COUNT-3: llvm.call @faEncodeTensorMap
+// CHECK-COUNT-3: llvm.call @faEncodeStridedTensorMap
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_f16_causal
 // CHECK-SAME: threads in (%c384,
 // CHECK-SAME: dynamic_shared_memory_size %c230512_i32

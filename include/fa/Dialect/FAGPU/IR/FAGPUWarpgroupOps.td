@@ -163,20 +163,30 @@ def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load"> {
   let summary = "producer: load a tile into a stage's buffer by TMA and commit it";
   let description = [{
     Arrives on the buffer's full barrier announcing the tile's bytes, then
-    issues the TMA loads of rows `%row` .. of matrix `%matrix` (the third
-    coordinate of the tensor map `%map`, a `__grid_constant__` CUtensorMap)
-    into it: one box of 64 columns per swizzled column block. The barrier
-    completes when the bytes have landed.
+    issues the TMA loads of rows `%row` .. of one [N, D] matrix of the
+    tensor map `%map` (a `__grid_constant__` CUtensorMap) into it: one box
+    of 64 columns per swizzled column block. The barrier completes when the
+    bytes have landed. The matrix is given by the map's outer coordinates:
+    * `[%row, %head, %batch]`: a rank-4 map over a strided [B, H, N, D]
+      tensor (any batch, head and row strides, unit stride on D), so
+      [B, N, H, D] views load without a copy;
+    * `[%row, %matrix]`: a rank-3 map over contiguous [B * H, N, D].
   }];
-  let arguments = (ins LLVM_AnyPointer:$map, I32:$row, I32:$matrix,
+  let arguments = (ins LLVM_AnyPointer:$map, I32:$row,
+                       Variadic<I32>:$matrix_coords,
                        FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer);
   let assemblyFormat = [{
-    $map `[` $row `,` $matrix `]` `into` $pipeline `[` $stage `]` `buffer`
-    $buffer attr-dict `:` type($map) `,` type($pipeline)
+    $map `[` $row `,` $matrix_coords `]` `into` $pipeline `[` $stage `]`
+    `buffer` $buffer attr-dict `:` type($map) `,` type($pipeline)
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # stageVerifier # [{ }
+    ::llvm::LogicalResult $cppClass::verify() {
+      if (getMatrixCoords().empty() || getMatrixCoords().size() > 2)
+        return emitOpError("expected the matrix (rank-3 map) or head and "
+                           "batch (rank-4 map) after the row, got ")
+               << getMatrixCoords().size() << " coordinates";
+    }] # barrierVerifier # stageVerifier # [{ }
   }];
 }
 
@@ -504,26 +514,38 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
       TMA store by the warpgroup's first thread, `%out` being O's tensor
       map; the warpgroup's four warps synchronise on named barrier
       `%sync_barrier` around it.
-    With `%lse`, LSE = (m + log2 l) ln 2 (-inf for an empty row).
+    With `%lse`, LSE = (m + log2 l) ln 2 (-inf for an empty row), at
+    element `%matrix * %nq + row` (contiguous [B * H, N]).
     `out_element` f32 (from registers only) writes a split-KV chunk's
     partial O.
+
+    O's layout: without `strided`, contiguous [B * H, N, D]. With
+    `strided(%heads)`, matrix `%matrix` is (batch, head) = (%matrix / %heads,
+    %matrix % %heads) of a strided [B, H, N, D] O: from registers, row r
+    of it starts at element batch * %stride_b + head * %stride_h +
+    r * %stride_n (`strides`, i64); through staging, `%out` is a rank-4
+    tensor map whose coordinates are (column, row, head, batch).
   }];
   let arguments = (ins FAGPU_Fragment:$o, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$row0, I32:$matrix, I32:$nq,
                        LLVM_AnyPointer:$out, TypeAttr:$out_element,
+                       Optional<I32>:$heads, Variadic<I64>:$strides,
                        Optional<LLVM_AnyPointer>:$lse,
                        Optional<FAGPU_SharedTile>:$staging,
                        Optional<I32>:$sync_barrier);
   let assemblyFormat = [{
     $o `,` $m `,` $l `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out `:`
-    type($out) `as` $out_element (`lse` $lse^ `:` type($lse))?
+    type($out) `as` $out_element
+    (`strided` `(` $heads^ (`,` $strides^)? `)`)?
+    (`lse` $lse^ `:` type($lse))?
     (`staging` $staging^ `:` type($staging))? (`sync` $sync_barrier^)?
     attr-dict `:` type($o) `,` type($m)
   }];
   let hasVerifier = 1;
 }
 
-def FAGPU_MergeSplitsOp : FAGPU_Op<"merge_splits"> {
+def FAGPU_MergeSplitsOp : FAGPU_Op<"merge_splits",
+    [AttrSizedOperandSegments]> {
   let summary = "split-KV: the last chunk of a warp's rows merges them";
   let description = [{
     After a warpgroup stored its chunk's partial O and LSE of rows
@@ -546,7 +568,9 @@ def FAGPU_MergeSplitsOp : FAGPU_Op<"merge_splits"> {
 
     A chunk with LSE -inf weighs 0 and its O is not read; a row without any
     key gets O = 0, LSE = -inf. Each lane merges head_dim / 32 adjacent
-    columns. Warps count per warp, so no barrier joins the warpgroup; a
+    columns. O's layout is fagpu.store_output's: contiguous, or with
+    `strided(%heads, %stride_b, %stride_h, %stride_n)` a strided
+    [B, H, N, D] tensor. Warps count per warp, so no barrier joins the warpgroup; a
     warp whose rows all lie past `%nq` neither counts nor merges.
 
     ```mlir
@@ -561,11 +585,13 @@ def FAGPU_MergeSplitsOp : FAGPU_Op<"merge_splits"> {
                        LLVM_AnyPointer:$o_partial,
                        LLVM_AnyPointer:$lse_partial, LLVM_AnyPointer:$out,
                        TypeAttr:$out_element, I64Attr:$head_dim,
+                       Optional<I32>:$heads, Variadic<I64>:$strides,
                        Optional<LLVM_AnyPointer>:$lse);
   let assemblyFormat = [{
     `rows` `(` $rows_start `,` $matrix `,` $nq `)` `of` $splits `x` $matrices
     `arrivals` $arrivals `partials` `(` $o_partial `,` $lse_partial `)`
-    `to` $out `as` $out_element (`lse` $lse^)? attr-dict
+    `to` $out `as` $out_element
+    (`strided` `(` $heads^ `,` $strides `)`)? (`lse` $lse^)? attr-dict
     `:` type($arrivals) `,` type($o_partial) `,` type($lse_partial) `,`
     type($out) (`,` type($lse)^)?
   }];

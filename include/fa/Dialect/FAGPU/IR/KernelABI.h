@@ -18,13 +18,18 @@
 namespace mlir::fagpu {
 
 enum class ParamKind {
-  /// A CUtensorMap the runtime encodes (cuTensorMapEncodeTiled over
-  /// [B * H, N, D], boxes of 64 columns x boxRows rows, 128-byte swizzle),
-  /// passed by value as a __grid_constant__ parameter.
+  /// A CUtensorMap the runtime encodes with cuTensorMapEncodeTiled, passed
+  /// by value as a __grid_constant__ parameter: boxes of 64 columns x
+  /// boxRows rows, 128-byte swizzle. Over a strided [B, H, N, D] tensor
+  /// (rank 4: D, N, H, B innermost first) where the target reads strided
+  /// tensors (stridedTensors), else over contiguous [B * H, N, D] (rank 3).
   TensorMap,
   /// A global-memory pointer to a contiguous tensor.
   Pointer,
   I32,
+  /// A stride in elements (the batch, head or row stride of a strided
+  /// tensor the kernel addresses itself).
+  I64,
   F32,
   /// u32 counters in global memory (`shape` elements, one without a shape):
   /// zero before a launch, left zero by it, so the launches of one stream
@@ -45,8 +50,10 @@ struct KernelParam {
   SmallVector<std::string> shape;
   /// Scalars and the counter: what the value is.
   std::string meaning;
-  /// Tensor maps: rows of one TMA box.
+  /// Tensor maps: rows of one TMA box, and the map's rank (4: strided
+  /// [B, H, N, D]; 3: contiguous [B * H, N, D]).
   int64_t boxRows = 0;
+  int64_t rank = 0;
 };
 
 /// The parameters, in launch order, of the kernel `target` builds for
@@ -55,8 +62,15 @@ SmallVector<KernelParam> kernelParams(Target target,
                                       const ScheduleFields &schedule,
                                       StringRef dtype);
 
-/// "tensormap", "pointer", "i32", "f32", "counter" or "workspace", as the
-/// metadata says.
+/// Whether `target`'s kernels read and write q, k, v, o as strided
+/// [B, H, N, D] tensors (any batch, head and row strides in 16-byte
+/// multiples, unit stride on D): rank-4 tensor maps, and o's strides as
+/// parameters where the kernel stores it from registers. The other targets'
+/// kernels take contiguous tensors.
+inline bool stridedTensors(Target target) { return target == Target::sm_90a; }
+
+/// "tensormap", "pointer", "i32", "i64", "f32", "counter" or "workspace", as
+/// the metadata says.
 StringRef paramKindName(ParamKind kind);
 
 /// Columns of a TMA box: 64 f16/bf16 = 128 bytes, the swizzle span.
