@@ -1,8 +1,9 @@
 """fagpu-io-report against the hardware: each (kernel, shape) of
 bench/io_predict.py's list is launched once under Nsight Compute, and its
 L2 -> SM read bytes (l1tex__m_xbar2l1tex_read_bytes.sum, the metric that
-matched FlashAttention-2's model to the byte, shared/GPU.md) and DRAM read
-bytes are printed beside the prediction.
+matched FlashAttention-2's model to the byte, shared/GPU.md), SM -> L2
+writes, and DRAM read and write bytes (dram__bytes_read/write.sum) are
+printed beside the predictions (the DRAM ones from fagpu::dramTraffic).
 
     python3 bench/io_check.py .cubins .io/expected.json   # on the H200
 """
@@ -14,7 +15,7 @@ import subprocess
 import sys
 
 METRICS = ["l1tex__m_xbar2l1tex_read_bytes.sum", "dram__bytes_read.sum",
-           "l1tex__m_l1tex2xbar_write_bytes.sum"]
+           "l1tex__m_l1tex2xbar_write_bytes.sum", "dram__bytes_write.sum"]
 
 
 def launch(folder, rows):
@@ -26,12 +27,14 @@ def launch(folder, rows):
         torch.manual_seed(0)
         q = torch.randn(r["B"], r["Hq"], r["Nq"], r["D"], device="cuda",
                         dtype=torch.float16)
-        kv = torch.randn(r["B"], r["Hkv"], r["Nk"], r["D"], device="cuda",
-                         dtype=torch.float16)
+        # K and V in buffers of their own: DRAM counts each once.
+        key, value = (torch.randn(r["B"], r["Hkv"], r["Nk"], r["D"],
+                                  device="cuda", dtype=torch.float16)
+                      for _ in range(2))
         if r.get("kv_splits"):
-            k(q, kv, kv, num_splits=r["kv_splits"])
+            k(q, key, value, num_splits=r["kv_splits"])
         else:
-            k(q, kv, kv)
+            k(q, key, value)
         torch.cuda.synchronize()
 
 
@@ -53,28 +56,38 @@ def main():
         print(out.stdout[-3000:], out.stderr[-3000:])
         print(f"io_check: {len(table)} profiled launches for {len(rows)} rows")
         return 1
-    worst = 0.0
+    worst = worst_dram = 0.0
     print("| kernel | B Hq Hkv Nq Nk | predicted L2->SM | measured | diff | "
-          "FA2 model | DRAM read | predicted writes | measured writes |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "FA2 model | predicted writes | measured writes | DRAM model | "
+          "predicted DRAM read | measured | diff | predicted DRAM write | "
+          "measured |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     results = []
     for r, t in zip(rows, table):
         meas = float(t[METRICS[0]].replace(",", ""))
         dram = float(t[METRICS[1]].replace(",", ""))
         wr = float(t[METRICS[2]].replace(",", ""))
+        dram_wr = float(t[METRICS[3]].replace(",", ""))
         diff = meas / r["predicted_read"] - 1
         worst = max(worst, abs(diff))
+        dram_diff = dram / r["predicted_dram_read"] - 1
+        worst_dram = max(worst_dram, abs(dram_diff))
         results.append(dict(r, measured_read=meas, dram_read=dram,
-                            measured_write=wr))
+                            measured_write=wr, dram_write=dram_wr))
         print(f"| {r['kernel']} | {r['B']} {r['Hq']} {r['Hkv']} {r['Nq']} "
               f"{r['Nk']}{' S=' + str(r['kv_splits']) if r.get('kv_splits') else ''}"
               f" | {r['predicted_read']} | {meas:.0f} | "
-              f"{diff * 100:+.3f}% | {r['fa2_model_read']} | {dram:.0f} | "
-              f"{r['predicted_write']} | {wr:.0f} |")
+              f"{diff * 100:+.3f}% | {r['fa2_model_read']} | "
+              f"{r['predicted_write']} | {wr:.0f} | "
+              f"{'spills' if r['dram_spills_l2'] else 'fits'} | "
+              f"{r['predicted_dram_read']} | {dram:.0f} | "
+              f"{dram_diff * 100:+.1f}% | {r['predicted_dram_write']} | "
+              f"{dram_wr:.0f} |")
     json.dump(results, open(os.path.join(os.environ.get("OUT", "."),
                                          "io-check.json"), "w"), indent=1)
     print(f"io_check: {len(rows)} launches, largest L2->SM difference "
-          f"{worst * 100:.3f}%")
+          f"{worst * 100:.3f}%, largest DRAM read difference "
+          f"{worst_dram * 100:.1f}%")
     return 0
 
 

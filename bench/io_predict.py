@@ -1,5 +1,5 @@
-"""Predicted L2 -> SM and SM -> L2 bytes of the kernels in a folder for a
-grid of shapes, from fagpu-io-report (run here, where fa-opt is): one
+"""Predicted L2 -> SM, SM -> L2 and DRAM bytes of the kernels in a folder
+for a grid of shapes, from fagpu-io-report (run here, where fa-opt is): one
 static module per (kernel, shape), the same tiles as the kernel's metadata.
 Writes the list bench/io_check.py compares with ncu on the H200.
 
@@ -16,6 +16,11 @@ SHAPES = [(1, 16, 16, 4096, 4096), (1, 16, 16, 1024, 1024),
           (1, 16, 16, 16384, 16384), (8, 32, 8, 1, 8192)]
 # Split-KV kernels: (B, Hq, Hkv, Nq, Nk, chunks): decode, a few queries of
 # a GQA cache, more chunks than blocks (empty chunks), prefill.
+# The DRAM model's grid (D = 128 kernels): K/V heads that fit L2 across
+# waves, GQA with a large group (one K/V head read by 8 query heads), and
+# working sets past L2 (a head's K/V is 32 MiB at 64k keys, 64 MiB at 128k).
+DRAM_SHAPES = [(1, 2, 2, 65536, 65536), (1, 8, 1, 65536, 65536),
+               (1, 2, 2, 131072, 131072), (1, 16, 16, 32768, 32768)]
 SPLIT_SHAPES = [(1, 32, 32, 1, 32768, 4), (1, 8, 8, 1, 131072, 16),
                 (2, 8, 2, 5, 1531, 3), (1, 4, 1, 70, 300, 8),
                 (2, 4, 4, 1000, 1100, 2)]
@@ -34,6 +39,8 @@ def main():
         d, causal = meta["head_dim"], meta["causal"]
         split = meta.get("split_kv", False)
         shapes = SPLIT_SHAPES if split else [s + (0,) for s in SHAPES]
+        if d == 128 and not split and not meta.get("bottom_right"):
+            shapes += [s + (0,) for s in DRAM_SHAPES]
         for b, hq, hkv, nq, nk, splits in shapes:
             extra = (", bottom_right" if meta.get("bottom_right") else "") + \
                 (f", kv_splits = {splits} : i64" if splits else "")
@@ -59,10 +66,16 @@ def main():
             reads = int(re.search(r"l2_to_sm_read_bytes: (\d+)", out)[1])
             writes = int(re.search(r"sm_to_l2_write_bytes: (\d+)", out)[1])
             model = int(re.search(r"fa2_model_read_bytes: (\d+)", out)[1])
+            dram_read = int(re.search(r"dram_read_bytes: (\d+)", out)[1])
+            dram_write = int(re.search(r"dram_write_bytes: (\d+)", out)[1])
+            spills = "spills L2" in out
             rows.append(dict(kernel=f[:-5], B=b, Hq=hq, Hkv=hkv, Nq=nq,
                              Nk=nk, D=d, causal=causal, kv_splits=splits,
                              predicted_read=reads,
-                             predicted_write=writes, fa2_model_read=model))
+                             predicted_write=writes, fa2_model_read=model,
+                             predicted_dram_read=dram_read,
+                             predicted_dram_write=dram_write,
+                             dram_spills_l2=spills))
     json.dump(rows, sys.stdout, indent=1)
 
 

@@ -113,3 +113,19 @@ int64_t mlir::fagpu::sharedBytesOf(Target target, int64_t headDim,
   }
   return 0;
 }
+
+MachineDefaults mlir::fagpu::machineDefaults(Target target) {
+  switch (target) {
+  case Target::sm_90a:
+    // The H200 every sm_90a kernel was measured on: 132 SMs and 60 MiB of
+    // L2 as PyTorch reports them (device/KINDS.md).
+    return {132, 60ll << 20, "H200: torch.cuda.get_device_properties"};
+  case Target::sm_80:
+    // A100 (SXM): 108 SMs, 40 MiB of L2; no sm_80 traffic was measured.
+    return {108, 40ll << 20, nullptr};
+  case Target::sm_100a:
+    // B200: 148 SMs, 126 MiB of L2 (NVIDIA's figures; never run here).
+    return {148, 126ll << 20, nullptr};
+  }
+  return {0, 0, nullptr};
+}

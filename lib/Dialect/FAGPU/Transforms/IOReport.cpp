@@ -7,6 +7,7 @@
 
 #include "fa/Dialect/FAGPU/Transforms/Passes.h"
 
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -103,6 +104,30 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     os << ")\n";
     os << "  fa2_model_read_bytes: " << fa2Model
        << " (Q + (K + V) * T_r, every block of every tile)\n";
+
+    MachineDefaults defaults = machineDefaults(op.getTarget());
+    TrafficMachine machine{sms > 0 ? int64_t(sms) : defaults.sms,
+                           s.getCtasPerSm(),
+                           l2Bytes > 0 ? int64_t(l2Bytes) : defaults.l2Bytes};
+    if (machine.sms <= 0 || machine.l2Bytes <= 0)
+      return op.emitOpError("fagpu-io-report: sms and l2-bytes must be "
+                            "positive");
+    DramTraffic dram =
+        dramTraffic(kernel, {b, hq, hkv, nq, nk}, machine);
+    os << "  dram model: " << machine.sms << " SMs x " << machine.ctasPerSM
+       << " CTAs = " << dram.residentCTAs << " tiles at a time, L2 "
+       << machine.l2Bytes << " bytes; " << dram.tilesPerGroup
+       << " tiles per K/V head, " << dram.groupsInFlight
+       << " K/V heads in flight x " << dram.kvBytesPerGroup
+       << " bytes = " << dram.workingSet
+       << (dram.kvFitsL2 ? " (fits L2: each block from DRAM once)"
+                         : " (spills L2: each wave brings its blocks)")
+       << "\n";
+    os << "  dram_read_bytes: " << dram.reads << " (q " << dram.q
+       << ", k+v " << dram.kv << ", split-KV partials " << dram.partials
+       << ")\n";
+    os << "  dram_write_bytes: " << dram.writes << " (o and lse, split-KV "
+       << "partials " << dram.partials << ")\n";
     return success();
   }
 };

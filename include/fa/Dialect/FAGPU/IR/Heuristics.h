@@ -51,6 +51,15 @@ struct SplitKVDefaults {
 };
 SplitKVDefaults splitKVDefaults(Target target, int64_t headDim, bool causal);
 
+/// The machine a target's traffic model assumes where nobody gives one
+/// (fagpu-io-report's DRAM model): SMs and L2 bytes of the GPU the target's
+/// kernels were measured on; null evidence where none was.
+struct MachineDefaults {
+  int64_t sms, l2Bytes;
+  const char *evidence;
+};
+MachineDefaults machineDefaults(Target target);
+
 /// The K/V ring depth where nothing is asked: 3 where it fits, else 2.
 inline constexpr int64_t kPreferredStages = 3;
 /// The producer warpgroup's setmaxnreg budget on sm_90a (FA3's 24).

@@ -16,6 +16,7 @@
 #include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FAGPU/IR/TileRange.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace mlir::fagpu {
@@ -153,6 +154,111 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
   total.fa2Model =
       heads * (nq * d + (nk * d + nk * dv) * head.tilesPerHead) * elt;
   return total;
+}
+
+/// What the DRAM model needs of the machine: how many CTAs run at once, and
+/// the L2 they share.
+struct TrafficMachine {
+  int64_t sms = 0;
+  int64_t ctasPerSM = 1;
+  int64_t l2Bytes = 0;
+};
+
+/// DRAM bytes of a launch under the L2 model below.
+struct DramTraffic {
+  int64_t reads = 0, writes = 0;
+  /// Of the reads: Q, K and V, split-KV partials (each way).
+  int64_t q = 0, kv = 0, partials = 0;
+  int64_t residentCTAs = 0, tilesPerGroup = 0, groupsInFlight = 0;
+  int64_t kvBytesPerGroup = 0, workingSet = 0;
+  bool kvFitsL2 = true;
+};
+
+/// The L2-aware DRAM model. The launch's tiles run in their decoder's order
+/// (a K/V head's query heads next to each other, each head's query blocks
+/// next to each other), R = SMs x CTAs per SM at a time, so tile t runs in
+/// wave t / R. The T = T_r x (Hq / Hkv) tiles that read one K/V head (a
+/// "group") are consecutive; a wave holds ceil(R / T) + 1 groups at most.
+///   * Compulsory: Q, read by its one tile; O and LSE written once.
+///   * K/V: the tiles of one wave read a block at about the same time, so
+///     the first brings it from DRAM and the others hit in L2. Across waves
+///     a group's blocks hit when the groups in flight fit in L2 (working set
+///     = groups in flight x a group's K/V bytes <= L2): then each visited
+///     block of a group comes from DRAM once. Otherwise every wave that
+///     reads the group brings its blocks again (the blocks its tiles visit).
+///   * Split-KV partials stay in L2 when they fit (written, read back and
+///     overwritten before eviction), else they cross twice.
+/// DRAM moves only the real rows: a TMA box's rows past N are zero-filled
+/// by the TMA unit, not read. The dynamic scheduler's counter and the
+/// arrival counters are a few sectors: not counted.
+inline DramTraffic dramTraffic(const TrafficKernel &kernel,
+                               const TrafficShape &shape,
+                               const TrafficMachine &machine) {
+  int64_t br = kernel.blockR, bc = kernel.blockC, elt = kernel.elementBytes;
+  int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
+  int64_t nq = shape.queryLen, nk = shape.keyLen;
+  int64_t group = shape.queryHeads / shape.kvHeads;
+  int64_t groups = shape.batch * shape.kvHeads;
+  int64_t tilesPerHead = (nq + br - 1) / br;
+  DramTraffic t;
+  t.tilesPerGroup = tilesPerHead * group;
+  int64_t tiles = t.tilesPerGroup * groups;
+  t.residentCTAs =
+      std::max<int64_t>(1, std::min(tiles, machine.sms * machine.ctasPerSM));
+  t.groupsInFlight = std::min(
+      groups, (t.residentCTAs + t.tilesPerGroup - 1) / t.tilesPerGroup + 1);
+  t.kvBytesPerGroup = nk * (d + dv) * elt;
+  t.workingSet = t.groupsInFlight * t.kvBytesPerGroup;
+  t.kvFitsL2 = t.workingSet <= machine.l2Bytes;
+
+  // The K/V bytes of blocks [first, end).
+  auto blockBytes = [&](int64_t first, int64_t end) {
+    int64_t rows = std::max<int64_t>(0, std::min(end * bc, nk) - first * bc);
+    return rows * (d + dv) * elt;
+  };
+  IntegerArithmetic ints;
+  // Tile i of the group (the decoder's order: causal runs a head's longest
+  // query block first) visits blocks range.first .. range.end - 1.
+  auto rangeOf = [&](int64_t i) {
+    int64_t qBlock = i % tilesPerHead;
+    if (kernel.causal)
+      qBlock = tilesPerHead - 1 - qBlock;
+    return kvBlockRange(ints, qBlock * br, nq, nk, br, bc, kernel.causal,
+                        kernel.window, kernel.bottomRight);
+  };
+  for (int64_t g = 0; g < groups; ++g) {
+    int64_t begin = g * t.tilesPerGroup, end = begin + t.tilesPerGroup;
+    // The union of the blocks visited by the tiles of [from, to) (each
+    // tile's range is an interval; the masks make them overlap).
+    auto unionBytes = [&](int64_t from, int64_t to) {
+      int64_t lo = INT64_MAX, hi = 0;
+      for (int64_t tile = from; tile < to; ++tile) {
+        KVRange<IntegerArithmetic> r = rangeOf(tile - begin);
+        if (r.first < r.end) {
+          lo = std::min(lo, r.first);
+          hi = std::max(hi, r.end);
+        }
+      }
+      return lo < hi ? blockBytes(lo, hi) : 0;
+    };
+    if (t.kvFitsL2) {
+      t.kv += unionBytes(begin, end);
+      continue;
+    }
+    for (int64_t w = begin / t.residentCTAs; w * t.residentCTAs < end; ++w)
+      t.kv += unionBytes(std::max(begin, w * t.residentCTAs),
+                         std::min(end, (w + 1) * t.residentCTAs));
+  }
+  int64_t heads = shape.batch * shape.queryHeads;
+  t.q = heads * nq * d * elt;
+  if (kernel.kvSplits) {
+    int64_t partials = kernel.kvSplits * heads * nq * (dv + 1) * 4;
+    t.partials = partials > machine.l2Bytes ? partials : 0;
+  }
+  t.reads = t.q + t.kv + t.partials;
+  t.writes = heads * nq * dv * elt + (kernel.writesLse ? heads * nq * 4 : 0) +
+             t.partials;
+  return t;
 }
 
 } // namespace mlir::fagpu

@@ -155,11 +155,23 @@ def FAGPUIOReport : Pass<"fagpu-io-report", "func::FuncOp"> {
 
     with the FlashAttention-2 model Q + (K + V) T_r beside them. Schedules
     (persistent tiles, ping-pong, ring depth) do not change these counts.
+
+    DRAM reads and writes follow an L2 model (fagpu::dramTraffic, stated
+    with its assumptions in the report): Q, O and LSE cross once; the
+    tiles of one wave (SMs x CTAs per SM running at once) share each K/V
+    block through L2; across waves a K/V head's blocks hit in L2 while the
+    K/V heads in flight fit in it, else each wave brings its blocks again.
+    The machine (SMs, L2 bytes) is the target's measured GPU
+    (fagpu::machineDefaults) unless given.
     The IR is left unchanged.
   }];
   let options = [
     Option<"outputFile", "output", "std::string", /*default=*/"\"-\"",
-           "Where to write the report ('-' for stdout)">
+           "Where to write the report ('-' for stdout)">,
+    Option<"sms", "sms", "int64_t", /*default=*/"0",
+           "SMs of the GPU for the DRAM model (0: the target's)">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"0",
+           "L2 bytes of the GPU for the DRAM model (0: the target's)">
   ];
 }
 
