@@ -26,6 +26,10 @@ SPLIT_SHAPES = [(1, 32, 32, 1, 32768, 4), (1, 8, 8, 1, 131072, 16),
                 (2, 4, 4, 1000, 1100, 2)]
 
 
+# The DRAM model's L2 (0: the target's; FA_IO_L2_BYTES to try others).
+L2_BYTES = int(os.environ.get("FA_IO_L2_BYTES", "0"))
+
+
 def main():
     folder = sys.argv[1]
     rows = []
@@ -61,7 +65,7 @@ def main():
                  "fa-map-to-gpu{target=sm_90a},fagpu-warp-specialize,"
                  "fagpu-persistent,fagpu-pipeline-kv,fagpu-ping-pong,"
                  "fagpu-overlap-softmax,fagpu-tma-store-epilogue,"
-                 "fagpu-io-report))"],
+                 f"fagpu-io-report{{l2-bytes={L2_BYTES}}}))"],
                 input=text, capture_output=True, text=True, check=True).stdout
             reads = int(re.search(r"l2_to_sm_read_bytes: (\d+)", out)[1])
             writes = int(re.search(r"sm_to_l2_write_bytes: (\d+)", out)[1])

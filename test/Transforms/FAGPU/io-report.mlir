@@ -21,9 +21,10 @@
 // CHECK: sm_to_l2_write_bytes: 17039360 (o 16777216, lse 262144, tile counter 0)
 // CHECK: fa2_model_read_bytes: 1090519040
 // The H200's DRAM reads at this size (ncu, shared/GPU.md: 50.4 MB) are the
-// compulsory Q + K + V: 32 tiles per head, 132 at a time, six heads' K/V in
-// flight (12 MiB) fit the 60 MiB L2.
-// CHECK: dram model: 132 SMs x 1 CTAs = 132 tiles at a time, L2 62914560 bytes; 32 tiles per K/V head, 6 K/V heads in flight x 2097152 bytes = 12582912 (fits L2
+// compulsory Q + K + V: 32 tiles per head, 132 at a time, the K/V in
+// flight (5.125 heads, 10.25 MiB) are below a quarter of the 60 MiB L2:
+// read once.
+// CHECK: dram model: 132 SMs x 1 CTAs = 132 tiles at a time, L2 62914560 bytes; 32 tiles per K/V head of 2097152 bytes; working set 10747904, miss fraction 0.000
 // CHECK: dram_read_bytes: 50331648 (q 16777216, k+v 33554432, split-KV partials 0)
 func.func @full(%q: memref<1x16x4096x128xf16>, %o: memref<1x16x4096x128xf16>, %l: memref<1x16x4096xf32>) {
   fa.attention %q, %q, %q outs(%o, %l : memref<1x16x4096x128xf16>, memref<1x16x4096xf32>)
@@ -134,16 +135,16 @@ func.func @split_ragged(%q: memref<1x1x70x64xf16>, %k: memref<1x1x300x64xf16>, %
 // The DRAM model (fagpu::dramTraffic). Q 512 x 64 f16 = 65,536 bytes; a
 // K/V head 512 x (64 + 64) x 2 = 131,072 bytes; 4 query tiles of 128 rows,
 // two at a time on 2 SMs (one CTA each at B_r = 128). With 1 MiB of L2 the
-// head fits: each block from DRAM once. With 64 KiB it spills: each wave
-// (tiles 0-1, tiles 2-3) brings every block again.
-// FITS: dram model: 2 SMs x 1 CTAs = 2 tiles at a time, L2 1048576 bytes; 4 tiles per K/V head, 1 K/V heads in flight x 131072 bytes = 131072 (fits L2
+// head is below a quarter of it: each block from DRAM once. With 64 KiB it
+// is past half: each wave (tiles 0-1, tiles 2-3) brings every block again.
+// FITS: dram model: 2 SMs x 1 CTAs = 2 tiles at a time, L2 1048576 bytes; 4 tiles per K/V head of 131072 bytes; working set 131072, miss fraction 0.000 between K/V once 131072 and once per wave 262144
 // FITS: dram_read_bytes: 196608 (q 65536, k+v 131072, split-KV partials 0)
 // FITS: dram_write_bytes: 67584 (o and lse, split-KV partials 0)
-// SPILL: spills L2: each wave brings its blocks
+// SPILL: working set 131072, miss fraction 1.000 between K/V once 131072 and once per wave 262144
 // SPILL: dram_read_bytes: 327680 (q 65536, k+v 262144, split-KV partials 0)
 // Causal, spilled: the longest query block runs first, so wave 0 (query
 // blocks 3 and 2) visits blocks 0-3 and wave 1 (blocks 1 and 0) blocks 0-1.
-// SPILL: spills L2: each wave brings its blocks
+// SPILL: working set 98304, miss fraction 1.000 between K/V once 131072 and once per wave 196608
 // SPILL: dram_read_bytes: 262144 (q 65536, k+v 196608, split-KV partials 0)
 func.func @dram(%q: memref<1x1x512x64xf16>, %o: memref<1x1x512x64xf16>, %l: memref<1x1x512xf32>) {
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x512x64xf16>, memref<1x1x512xf32>)

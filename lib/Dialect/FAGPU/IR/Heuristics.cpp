@@ -118,8 +118,10 @@ MachineDefaults mlir::fagpu::machineDefaults(Target target) {
   switch (target) {
   case Target::sm_90a:
     // The H200 every sm_90a kernel was measured on: 132 SMs and 60 MiB of
-    // L2 as PyTorch reports them (device/KINDS.md).
-    return {132, 60ll << 20, "H200: torch.cuda.get_device_properties"};
+    // L2 as PyTorch reports them (device/KINDS.md); the DRAM model's miss
+    // curve was fitted on it (Traffic.h).
+    return {132, 60ll << 20,
+            "H200, ncu: bench/results/2026-12-01-io-check-dram.md"};
   case Target::sm_80:
     // A100 (SXM): 108 SMs, 40 MiB of L2; no sm_80 traffic was measured.
     return {108, 40ll << 20, nullptr};

@@ -11,6 +11,7 @@
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
 
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir::fagpu {
@@ -117,12 +118,10 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     os << "  dram model: " << machine.sms << " SMs x " << machine.ctasPerSM
        << " CTAs = " << dram.residentCTAs << " tiles at a time, L2 "
        << machine.l2Bytes << " bytes; " << dram.tilesPerGroup
-       << " tiles per K/V head, " << dram.groupsInFlight
-       << " K/V heads in flight x " << dram.kvBytesPerGroup
-       << " bytes = " << dram.workingSet
-       << (dram.kvFitsL2 ? " (fits L2: each block from DRAM once)"
-                         : " (spills L2: each wave brings its blocks)")
-       << "\n";
+       << " tiles per K/V head of " << dram.kvBytesPerGroup
+       << " bytes; working set " << dram.workingSet << ", miss fraction "
+       << llvm::format("%.3f", dram.missFraction) << " between K/V once "
+       << dram.kvOnce << " and once per wave " << dram.kvEveryWave << "\n";
     os << "  dram_read_bytes: " << dram.reads << " (q " << dram.q
        << ", k+v " << dram.kv << ", split-KV partials " << dram.partials
        << ")\n";

@@ -52,8 +52,9 @@ struct SplitKVDefaults {
 SplitKVDefaults splitKVDefaults(Target target, int64_t headDim, bool causal);
 
 /// The machine a target's traffic model assumes where nobody gives one
-/// (fagpu-io-report's DRAM model): SMs and L2 bytes of the GPU the target's
-/// kernels were measured on; null evidence where none was.
+/// (fagpu-io-report's DRAM model): SMs, and the L2 bytes a working set can
+/// reuse, of the GPU the target's kernels were measured on; null evidence
+/// where none was.
 struct MachineDefaults {
   int64_t sms, l2Bytes;
   const char *evidence;

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 namespace mlir::fagpu {
 
@@ -169,23 +170,31 @@ struct DramTraffic {
   int64_t reads = 0, writes = 0;
   /// Of the reads: Q, K and V, split-KV partials (each way).
   int64_t q = 0, kv = 0, partials = 0;
-  int64_t residentCTAs = 0, tilesPerGroup = 0, groupsInFlight = 0;
+  int64_t residentCTAs = 0, tilesPerGroup = 0;
   int64_t kvBytesPerGroup = 0, workingSet = 0;
-  bool kvFitsL2 = true;
+  /// K/V bytes if every re-read across waves hits, and if none does; the
+  /// fraction of the difference that comes from DRAM.
+  int64_t kvOnce = 0, kvEveryWave = 0;
+  double missFraction = 0;
 };
 
 /// The L2-aware DRAM model. The launch's tiles run in their decoder's order
 /// (a K/V head's query heads next to each other, each head's query blocks
 /// next to each other), R = SMs x CTAs per SM at a time, so tile t runs in
 /// wave t / R. The T = T_r x (Hq / Hkv) tiles that read one K/V head (a
-/// "group") are consecutive; a wave holds ceil(R / T) + 1 groups at most.
+/// "group") are consecutive.
 ///   * Compulsory: Q, read by its one tile; O and LSE written once.
 ///   * K/V: the tiles of one wave read a block at about the same time, so
 ///     the first brings it from DRAM and the others hit in L2. Across waves
-///     a group's blocks hit when the groups in flight fit in L2 (working set
-///     = groups in flight x a group's K/V bytes <= L2): then each visited
-///     block of a group comes from DRAM once. Otherwise every wave that
-///     reads the group brings its blocks again (the blocks its tiles visit).
+///     a group's blocks hit or miss: between kvOnce (each visited block of
+///     a group from DRAM once) and kvEveryWave (every wave that reads the
+///     group brings its blocks again) by the miss fraction
+///       m = clamp((W - L2 / 4) / (L2 / 4), 0, 1),
+///     W the K/V bytes in flight: min(groups, 1 + R / T) groups of
+///     Nk (D + Dv) bytes, three quarters of it under a causal mask (its
+///     tiles stop at the diagonal). Fitted on the H200 (60 MiB of L2):
+///     working sets to 15 MiB are read once, from 30 MiB every wave (the
+///     L2 is two partitions, and lines are not all kept to the last).
 ///   * Split-KV partials stay in L2 when they fit (written, read back and
 ///     overwritten before eviction), else they cross twice.
 /// DRAM moves only the real rows: a TMA box's rows past N are zero-filled
@@ -205,11 +214,14 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
   int64_t tiles = t.tilesPerGroup * groups;
   t.residentCTAs =
       std::max<int64_t>(1, std::min(tiles, machine.sms * machine.ctasPerSM));
-  t.groupsInFlight = std::min(
-      groups, (t.residentCTAs + t.tilesPerGroup - 1) / t.tilesPerGroup + 1);
   t.kvBytesPerGroup = nk * (d + dv) * elt;
-  t.workingSet = t.groupsInFlight * t.kvBytesPerGroup;
-  t.kvFitsL2 = t.workingSet <= machine.l2Bytes;
+  double inFlight =
+      std::min<double>(groups, 1.0 + double(t.residentCTAs) / t.tilesPerGroup);
+  t.workingSet =
+      int64_t(inFlight * t.kvBytesPerGroup * (kernel.causal ? 0.75 : 1.0));
+  double quarter = machine.l2Bytes / 4.0;
+  t.missFraction =
+      std::clamp((double(t.workingSet) - quarter) / quarter, 0.0, 1.0);
 
   // The K/V bytes of blocks [first, end).
   auto blockBytes = [&](int64_t first, int64_t end) {
@@ -231,7 +243,7 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
     // The union of the blocks visited by the tiles of [from, to) (each
     // tile's range is an interval; the masks make them overlap).
     auto unionBytes = [&](int64_t from, int64_t to) {
-      int64_t lo = INT64_MAX, hi = 0;
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
       for (int64_t tile = from; tile < to; ++tile) {
         KVRange<IntegerArithmetic> r = rangeOf(tile - begin);
         if (r.first < r.end) {
@@ -241,14 +253,12 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
       }
       return lo < hi ? blockBytes(lo, hi) : 0;
     };
-    if (t.kvFitsL2) {
-      t.kv += unionBytes(begin, end);
-      continue;
-    }
+    t.kvOnce += unionBytes(begin, end);
     for (int64_t w = begin / t.residentCTAs; w * t.residentCTAs < end; ++w)
-      t.kv += unionBytes(std::max(begin, w * t.residentCTAs),
-                         std::min(end, (w + 1) * t.residentCTAs));
+      t.kvEveryWave += unionBytes(std::max(begin, w * t.residentCTAs),
+                                  std::min(end, (w + 1) * t.residentCTAs));
   }
+  t.kv = t.kvOnce + int64_t(t.missFraction * (t.kvEveryWave - t.kvOnce));
   int64_t heads = shape.batch * shape.queryHeads;
   t.q = heads * nq * d * elt;
   if (kernel.kvSplits) {
