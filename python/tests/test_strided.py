@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from test_gpu import TOL, reference  # the fp32 softmax(QK^T)V reference
 
 
 class FakeTensor:
@@ -86,21 +87,6 @@ def test_stride_rule():
 
 
 # -- GPU ----------------------------------------------------------------------
-
-TOL = {"f16": 2e-3, "bf16": 1e-2}
-
-
-def reference(torch, q, k, v, causal, scale):
-    group = q.shape[1] // k.shape[1]
-    kf = k.float().repeat_interleave(group, 1)
-    vf = v.float().repeat_interleave(group, 1)
-    s = (q.float() @ kf.transpose(-1, -2)) * scale
-    if causal:
-        nq, nk = q.shape[2], k.shape[2]
-        s = s.masked_fill(torch.ones(nq, nk, dtype=torch.bool,
-                                     device=q.device).triu(1), float("-inf"))
-    return torch.softmax(s, -1).nan_to_num(0.0) @ vf
-
 
 def strided_view(torch, layout, b, h, n, d, dtype):
     """A [B, H, N, D] view of another layout."""
