@@ -689,12 +689,13 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
                : spec.outElt == Elt::F16 ? 1e-3
                                          : 8e-3;
   // P rounded to e4m3 for P V (fa-quantize-probs): each P carries up to
-  // 2^-4 relative error (3 mantissa bits, nearest), independent across
-  // keys, so O's relative error is a fraction of it; measured 1.0e-2 to
-  // 1.6e-2 on N(0, 1) inputs (test/Integration/CPU/fp8.test). The default
-  // admits 2^-5, the tight check is --probs-scale=0.
+  // 2^-4 relative error (3 mantissa bits, nearest), roughly independent
+  // across keys, so O's relative L2 error is about their RMS: 1.5e-2 to
+  // 2.2e-2 measured on N(0, 1) inputs (test/Integration/CPU/fp8.test). The
+  // default admits the per-element bound 2^-4; the tight check is
+  // --probs-scale=0.
   if (tolerance <= 0 && spec.elt == Elt::E4M3 && probsScale > 0)
-    tol = std::max(tol, 0x1p-5);
+    tol = std::max(tol, 0x1p-4);
   // --fp8: against the unquantised inputs' reference, e4m3's own error.
   if (tolerance <= 0 && !fp8.empty())
     tol = 0.1;
