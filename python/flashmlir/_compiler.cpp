@@ -286,7 +286,8 @@ struct FP8Request {
 /// or e4m3 codes with their descales).
 py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
                      py::object scale, const std::string &loopOrder,
-                     int64_t blockR, int64_t blockC, const FP8Request &fp8) {
+                     int64_t blockR, int64_t blockC, int64_t sramBudget,
+                     const FP8Request &fp8) {
   for (auto *a : {&q, &k, &v})
     if (a->ndim() != 4)
       throw py::value_error("q, k and v must be 4-D [B, H, N, D]");
@@ -332,6 +333,9 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
       loopOrder == "fa1" ? fa::LoopOrder::FA1 : fa::LoopOrder::FA2;
   options.blockR = blockR;
   options.blockC = blockC;
+  if (sramBudget < 0)
+    throw py::value_error("sram_budget must be at least 0 (0: the default)");
+  options.sramBudget = sramBudget;
   options.fp8 = fp8.quantize == "tensor"  ? fa::FP8Quantization::Tensor
                 : fp8.quantize == "block" ? fa::FP8Quantization::Block
                                           : fa::FP8Quantization::None;
@@ -421,7 +425,8 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
 
 py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
                  py::object scale, const std::string &loopOrder,
-                 int64_t blockR, int64_t blockC, const std::string &dtype,
+                 int64_t blockR, int64_t blockC, int64_t sramBudget,
+                 const std::string &dtype,
                  py::object qDescale, py::object kDescale, py::object vDescale,
                  py::object fp8, bool incoherent, uint64_t hadamardSeed,
                  double probsScale) {
@@ -469,10 +474,10 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
   if (request.e4m3)
     return runCpuImpl(U8Array::ensure(q), U8Array::ensure(k),
                       U8Array::ensure(v), causal, scale, loopOrder, blockR,
-                      blockC, request);
+                      blockC, sramBudget, request);
   return runCpuImpl(F32Array::ensure(q), F32Array::ensure(k),
                     F32Array::ensure(v), causal, scale, loopOrder, blockR,
-                    blockC, request);
+                    blockC, sramBudget, request);
 }
 
 } // namespace
@@ -529,7 +534,8 @@ PYBIND11_MODULE(_compiler, m) {
   m.def("run_cpu", &runCpu, py::arg("q"), py::arg("k"), py::arg("v"),
         py::arg("causal") = false, py::arg("scale") = py::none(),
         py::arg("loop_order") = "fa2", py::arg("block_r") = 0,
-        py::arg("block_c") = 0, py::arg("dtype") = "f32",
+        py::arg("block_c") = 0, py::arg("sram_budget") = 0,
+        py::arg("dtype") = "f32",
         py::arg("q_descale") = py::none(), py::arg("k_descale") = py::none(),
         py::arg("v_descale") = py::none(), py::arg("fp8") = py::none(),
         py::arg("incoherent") = false, py::arg("hadamard_seed") = 0,

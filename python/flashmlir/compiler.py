@@ -489,7 +489,7 @@ def compile_module(text, arch="sm_90a", rescale_threshold=None,
 def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
             block_c=0, dtype="f32", q_descale=None, k_descale=None,
             v_descale=None, fp8=None, incoherent=False, hadamard_seed=0,
-            probs_scale=256.0):
+            probs_scale=256.0, sram_budget=0):
     """Runs attention on the host: fa.attention on [B, H, N, D] arrays
     lowered by fa-cpu-pipeline and JIT-compiled; returns (O, LSE) as float32
     arrays. For checking and for machines without a GPU.
@@ -506,7 +506,9 @@ def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
     fa-incoherent-processing (a random Hadamard transform of Q and K, seed
     hadamard_seed). probs_scale: for e4m3 attentions, P is multiplied by
     this power of two and rounded to e4m3 for P V as an fp8 kernel does
-    (fa-quantize-probs); 0 keeps P in f32."""
+    (fa-quantize-probs); 0 keeps P in f32. sram_budget: fa-tile's on-chip
+    budget in bytes (0: the default, 160 KiB), which bounds block_r and
+    block_c."""
     import numpy as np
     if dtype == "e4m3":
         q, k, v = (np.ascontiguousarray(x).view(np.uint8)
@@ -514,7 +516,8 @@ def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
                    for x in (q, k, v))
     return _extension().run_cpu(
         q, k, v, causal=causal, scale=scale, loop_order=loop_order,
-        block_r=block_r, block_c=block_c, dtype=dtype, q_descale=q_descale,
+        block_r=block_r, block_c=block_c, sram_budget=sram_budget,
+        dtype=dtype, q_descale=q_descale,
         k_descale=k_descale, v_descale=v_descale, fp8=fp8,
         incoherent=incoherent, hadamard_seed=hadamard_seed,
         probs_scale=probs_scale)
