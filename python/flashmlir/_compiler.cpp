@@ -261,6 +261,12 @@ U8Array toE4M3(F32Array x) {
   return out;
 }
 
+py::tuple quantizeE4M3(F32Array x) {
+  U8Array codes(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  float descale = fa::quantizeE4M3(x.data(), x.size(), codes.mutable_data());
+  return py::make_tuple(codes, descale);
+}
+
 F32Array fromE4M3(U8Array codes) {
   F32Array out(std::vector<py::ssize_t>(codes.shape(),
                                         codes.shape() + codes.ndim()));
@@ -542,4 +548,5 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("probs_scale") = 256.0);
   m.def("to_e4m3", &toE4M3, py::arg("x"));
   m.def("from_e4m3", &fromE4M3, py::arg("codes"));
+  m.def("quantize_e4m3", &quantizeE4M3, py::arg("x"));
 }

@@ -1255,15 +1255,10 @@ int main(int argc, char **argv) {
     static const char *names[] = {"q_descale", "k_descale", "v_descale"};
     for (unsigned i = 0; i < 3; ++i) {
       std::vector<float> x(buffers[i].size());
-      float amax = 0;
-      for (float &e : x) {
+      for (float &e : x)
         e = normal(rng);
-        amax = std::max(amax, std::fabs(e));
-      }
-      float scale = amax > 0 ? float(fa::kE4M3Max) / amax : 1.0f;
-      for (size_t j = 0; j < x.size(); ++j)
-        buffers[i].set(j, x[j] * scale);
-      float descale = 1.0f / scale;
+      float descale =
+          fa::quantizeE4M3(x.data(), x.size(), buffers[i].u8.data());
       if (std::optional<std::string> error =
               fa::checkDescale(names[i], descale))
         return fail(*error);

@@ -14,6 +14,9 @@
 #ifndef FA_SUPPORT_FLOAT8_H
 #define FA_SUPPORT_FLOAT8_H
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -60,6 +63,19 @@ inline uint8_t floatToE4M3(float x, bool saturate = true) {
   if (code > 0x7e)
     code = saturate ? 0x7e : 0x7f;
   return uint8_t(sign | code);
+}
+
+/// Per-tensor quantisation as fa.quantize defines it: scale = 448 / amax (1
+/// for an all-zero x), codes = e4m3(x * scale); returns the descale
+/// 1 / scale, so that e4m3ToFloat(code) * descale ~ x.
+inline float quantizeE4M3(const float *x, size_t n, uint8_t *codes) {
+  float amax = 0;
+  for (size_t i = 0; i < n; ++i)
+    amax = std::max(amax, std::fabs(x[i]));
+  float scale = amax > 0 ? 448.0f / amax : 1.0f;
+  for (size_t i = 0; i < n; ++i)
+    codes[i] = floatToE4M3(x[i] * scale);
+  return 1.0f / scale;
 }
 
 } // namespace mlir::fa

@@ -23,14 +23,9 @@ namespace {
 struct FABlockQuantizePass
     : fa::impl::FABlockQuantizeBase<FABlockQuantizePass> {
   void runOnOperation() override {
-    SmallVector<AttentionOp> ops;
-    getOperation().walk([&](AttentionOp op) {
-      if (op.isFP8())
-        ops.push_back(op);
-    });
-    for (AttentionOp op : ops)
-      if (failed(blockQuantize(op)))
-        return signalPassFailure();
+    if (failed(forEachAttention(getOperation(), /*fp8=*/true,
+                                [&](AttentionOp op) { return blockQuantize(op); })))
+      signalPassFailure();
   }
 
   LogicalResult blockQuantize(AttentionOp op) {

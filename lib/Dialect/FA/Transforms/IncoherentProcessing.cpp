@@ -28,14 +28,9 @@ struct FAIncoherentProcessingPass
   using FAIncoherentProcessingBase::FAIncoherentProcessingBase;
 
   void runOnOperation() override {
-    SmallVector<AttentionOp> ops;
-    getOperation().walk([&](AttentionOp op) {
-      if (op.isFP8())
-        ops.push_back(op);
-    });
-    for (AttentionOp op : ops)
-      if (failed(rotate(op)))
-        return signalPassFailure();
+    if (failed(forEachAttention(getOperation(), /*fp8=*/true,
+                                [&](AttentionOp op) { return rotate(op); })))
+      signalPassFailure();
   }
 
   LogicalResult rotate(AttentionOp op) {

@@ -38,6 +38,23 @@ inline QuantizeOp quantizeWriting(Value buffer, AttentionOp attention) {
   return nullptr;
 }
 
+/// Calls `rewrite` on every fa.attention under `root` whose inputs are e4m3
+/// (`fp8`) or not, collected first since `rewrite` changes the IR around
+/// them; stops at the first failure.
+inline LogicalResult
+forEachAttention(Operation *root, bool fp8,
+                 llvm::function_ref<LogicalResult(AttentionOp)> rewrite) {
+  SmallVector<AttentionOp> ops;
+  root->walk([&](AttentionOp op) {
+    if (op.isFP8() == fp8)
+      ops.push_back(op);
+  });
+  for (AttentionOp op : ops)
+    if (failed(rewrite(op)))
+      return failure();
+  return success();
+}
+
 } // namespace mlir::fa
 
 #endif // FA_LIB_DIALECT_FA_TRANSFORMS_QUANTIZATION_H

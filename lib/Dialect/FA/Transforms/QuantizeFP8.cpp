@@ -22,14 +22,9 @@ namespace {
 
 struct FAQuantizeFP8Pass : fa::impl::FAQuantizeFP8Base<FAQuantizeFP8Pass> {
   void runOnOperation() override {
-    SmallVector<AttentionOp> ops;
-    getOperation().walk([&](AttentionOp op) {
-      if (!op.isFP8())
-        ops.push_back(op);
-    });
-    for (AttentionOp op : ops)
-      if (failed(quantize(op)))
-        return signalPassFailure();
+    if (failed(forEachAttention(getOperation(), /*fp8=*/false,
+                                [&](AttentionOp op) { return quantize(op); })))
+      signalPassFailure();
   }
 
   LogicalResult quantize(AttentionOp op) {
