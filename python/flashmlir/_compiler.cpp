@@ -19,9 +19,9 @@
 
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
+#include "fa/Pipelines/Pipelines.h"
 #include "fa/Support/Float8.h"
 #include "fa/Support/UpstreamParserGuard.h"
-#include "fa/Pipelines/Pipelines.h"
 #include "fa/Target/Compile.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -268,8 +268,8 @@ py::tuple quantizeE4M3(F32Array x) {
 }
 
 F32Array fromE4M3(U8Array codes) {
-  F32Array out(std::vector<py::ssize_t>(codes.shape(),
-                                        codes.shape() + codes.ndim()));
+  F32Array out(
+      std::vector<py::ssize_t>(codes.shape(), codes.shape() + codes.ndim()));
   const uint8_t *in = codes.data();
   float *values = out.mutable_data();
   for (py::ssize_t i = 0; i < codes.size(); ++i)
@@ -279,9 +279,9 @@ F32Array fromE4M3(U8Array codes) {
 
 /// The fp8 keywords of run_cpu.
 struct FP8Request {
-  bool e4m3 = false;              // q, k, v are e4m3 codes (uint8)
-  float descales[3] = {1, 1, 1};  // q, k, v (e4m3 only)
-  std::string quantize;           // "", "tensor", "block" (f32 inputs)
+  bool e4m3 = false;             // q, k, v are e4m3 codes (uint8)
+  float descales[3] = {1, 1, 1}; // q, k, v (e4m3 only)
+  std::string quantize;          // "", "tensor", "block" (f32 inputs)
   bool incoherent = false;
   uint64_t hadamardSeed = 0;
   double probsScale = 256.0;
@@ -328,8 +328,8 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
       ", %o: " + memrefType(os) + ", %l: " + memrefType(ls) + descaleArgs +
       ") attributes {llvm.emit_c_interface} {\n  fa.attention %q, %k, %v " +
       descaleOperands + "outs(%o, %l : " + memrefType(os) + ", " +
-      memrefType(ls) + ")" + (attrs.empty() ? "" : " {" + attrs + "}") +
-      " : " + memrefType(qs, in) + ", " + memrefType(ks, in) + ", " +
+      memrefType(ls) + ")" + (attrs.empty() ? "" : " {" + attrs + "}") + " : " +
+      memrefType(qs, in) + ", " + memrefType(ks, in) + ", " +
       memrefType(vs, in) + "\n  return\n}\n";
 
   if (loopOrder != "fa1" && loopOrder != "fa2")
@@ -396,8 +396,8 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     raiseCompileError(errors);
   F32Array out(os), lse(ls);
   auto descriptor = [](void *data, const std::vector<int64_t> &shape) {
-    StridedMemRefType<char, 4> d{static_cast<char *>(data),
-                                 static_cast<char *>(data), 0, {}, {}};
+    StridedMemRefType<char, 4> d{
+        static_cast<char *>(data), static_cast<char *>(data), 0, {}, {}};
     int64_t stride = 1;
     for (int64_t i = int64_t(shape.size()) - 1; i >= 0; --i) {
       d.sizes[i] = shape[i];
@@ -406,7 +406,8 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     }
     return d;
   };
-  auto dq = descriptor(q.mutable_data(), qs), dk = descriptor(k.mutable_data(), ks),
+  auto dq = descriptor(q.mutable_data(), qs),
+       dk = descriptor(k.mutable_data(), ks),
        dv = descriptor(v.mutable_data(), vs),
        dout = descriptor(out.mutable_data(), os);
   StridedMemRefType<float, 3> dl{lse.mutable_data(), lse.mutable_data(), 0,
@@ -420,8 +421,8 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     py::gil_scoped_release release;
     if (fp8.e4m3)
       reinterpret_cast<void (*)(void *, void *, void *, void *, void *, void *,
-                                void *, void *)>(fn)(
-          &dq, &dk, &dv, &dout, &dl, &dd[0], &dd[1], &dd[2]);
+                                void *, void *)>(fn)(&dq, &dk, &dv, &dout, &dl,
+                                                     &dd[0], &dd[1], &dd[2]);
     else
       reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(fn)(
           &dq, &dk, &dv, &dout, &dl);
@@ -430,17 +431,15 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
 }
 
 py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
-                 py::object scale, const std::string &loopOrder,
-                 int64_t blockR, int64_t blockC, int64_t sramBudget,
-                 const std::string &dtype,
+                 py::object scale, const std::string &loopOrder, int64_t blockR,
+                 int64_t blockC, int64_t sramBudget, const std::string &dtype,
                  py::object qDescale, py::object kDescale, py::object vDescale,
                  py::object fp8, bool incoherent, uint64_t hadamardSeed,
                  double probsScale) {
   FP8Request request;
   std::optional<StringRef> elt = fa::mlirElementTypeName(dtype);
   if (!elt || (*elt != "f32" && *elt != "f8E4M3FN"))
-    throw py::value_error("dtype must be 'f32' or 'e4m3', got '" + dtype +
-                          "'");
+    throw py::value_error("dtype must be 'f32' or 'e4m3', got '" + dtype + "'");
   request.e4m3 = *elt == "f8E4M3FN";
   py::object descales[] = {qDescale, kDescale, vDescale};
   static const char *names[] = {"q_descale", "k_descale", "v_descale"};
@@ -452,8 +451,7 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
       continue;
     }
     if (!request.e4m3)
-      raiseCompileError(std::string(names[i]) +
-                        " is for dtype='e4m3' inputs");
+      raiseCompileError(std::string(names[i]) + " is for dtype='e4m3' inputs");
     double value = descales[i].cast<double>();
     if (std::optional<std::string> error = fa::checkDescale(names[i], value))
       raiseCompileError(*error);
@@ -541,11 +539,10 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("causal") = false, py::arg("scale") = py::none(),
         py::arg("loop_order") = "fa2", py::arg("block_r") = 0,
         py::arg("block_c") = 0, py::arg("sram_budget") = 0,
-        py::arg("dtype") = "f32",
-        py::arg("q_descale") = py::none(), py::arg("k_descale") = py::none(),
-        py::arg("v_descale") = py::none(), py::arg("fp8") = py::none(),
-        py::arg("incoherent") = false, py::arg("hadamard_seed") = 0,
-        py::arg("probs_scale") = 256.0);
+        py::arg("dtype") = "f32", py::arg("q_descale") = py::none(),
+        py::arg("k_descale") = py::none(), py::arg("v_descale") = py::none(),
+        py::arg("fp8") = py::none(), py::arg("incoherent") = false,
+        py::arg("hadamard_seed") = 0, py::arg("probs_scale") = 256.0);
   m.def("to_e4m3", &toE4M3, py::arg("x"));
   m.def("from_e4m3", &fromE4M3, py::arg("codes"));
   m.def("quantize_e4m3", &quantizeE4M3, py::arg("x"));

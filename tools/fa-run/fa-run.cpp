@@ -134,12 +134,12 @@ static cl::opt<int64_t> kvLen(cl::cat(toolOptions), "kv-len", cl::init(0),
 static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim", cl::init(64));
 static cl::opt<int64_t> valueHeadDim(cl::cat(toolOptions), "value-head-dim", cl::init(0),
                                      cl::desc("default: head-dim"));
-static cl::opt<std::string> dtype(
-    cl::cat(toolOptions), "dtype",
-    cl::desc("f32, f16, bf16 or e4m3 (inputs quantised per tensor, "
-             "x * 448 / amax, with their descales; checked against the "
-             "reference on the same quantised inputs)"),
-    cl::init("f32"));
+static cl::opt<std::string>
+    dtype(cl::cat(toolOptions), "dtype",
+          cl::desc("f32, f16, bf16 or e4m3 (inputs quantised per tensor, "
+                   "x * 448 / amax, with their descales; checked against the "
+                   "reference on the same quantised inputs)"),
+          cl::init("f32"));
 static cl::opt<std::string> outDtype(
     cl::cat(toolOptions), "out-dtype",
     cl::desc("With --dtype e4m3: O's type, f32 (default), f16 or bf16"),
@@ -560,10 +560,10 @@ std::optional<std::string> checkOptions() {
   // fa-quantize-probs itself).
   bool e4m3 = dtype == "e4m3" || !fp8.empty();
   if (probsScale != 0 && (e4m3 || probsScale.getNumOccurrences()) &&
-      (error = fa::checkProbsScale(probsScale,
-                                   rescaleThreshold.getNumOccurrences()
-                                       ? double(rescaleThreshold)
-                                       : 0.0)))
+      (error =
+           fa::checkProbsScale(probsScale, rescaleThreshold.getNumOccurrences()
+                                               ? double(rescaleThreshold)
+                                               : 0.0)))
     return flag("probs-scale", *error);
   if (sramBudget < 0)
     return flag("sram-budget", "expected a budget of at least 0 bytes (0: "
@@ -615,11 +615,11 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
     return failure();
   }
   spec.elt = *elt;
-  FailureOr<Elt> outElt = toElt(
-      cast<ShapedType>(attention.hasBufferSemantics()
-                           ? attention.getOuts()[0].getType()
-                           : attention.getResultTypes()[0])
-          .getElementType());
+  FailureOr<Elt> outElt =
+      toElt(cast<ShapedType>(attention.hasBufferSemantics()
+                                 ? attention.getOuts()[0].getType()
+                                 : attention.getResultTypes()[0])
+                .getElementType());
   if (failed(outElt)) {
     error = "unsupported output element type";
     return failure();
@@ -684,7 +684,7 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     maxAbs = std::max(maxAbs, std::fabs(got - refO[i]));
   }
   double relErr = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
-  double tol = tolerance > 0 ? tolerance
+  double tol = tolerance > 0             ? tolerance
                : spec.outElt == Elt::F32 ? 1e-5
                : spec.outElt == Elt::F16 ? 1e-3
                                          : 8e-3;
@@ -736,9 +736,10 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
   }
 
   auto nameOf = [](Elt e) {
-    return e == Elt::F32 ? "f32" : e == Elt::F16 ? "f16"
-                               : e == Elt::BF16  ? "bf16"
-                                                 : "e4m3";
+    return e == Elt::F32    ? "f32"
+           : e == Elt::F16  ? "f16"
+           : e == Elt::BF16 ? "bf16"
+                            : "e4m3";
   };
   std::string eltName = nameOf(spec.elt);
   if (spec.outElt != spec.elt)
@@ -765,9 +766,9 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
                                 relErr, maxAbs, unwritten, tol);
   if (spec.elt == Elt::E4M3 || !fp8.empty()) {
     llvm::outs() << prefix
-                 << llvm::formatv("O rmse={0:e2}",
-                                  std::sqrt(errSq / std::max<size_t>(
-                                                        refO.size(), 1)));
+                 << llvm::formatv(
+                        "O rmse={0:e2}",
+                        std::sqrt(errSq / std::max<size_t>(refO.size(), 1)));
     if (spec.elt == Elt::E4M3)
       llvm::outs() << llvm::formatv(" q_descale={0:e3} k_descale={1:e3} "
                                     "v_descale={2:e3}",

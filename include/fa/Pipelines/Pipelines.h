@@ -56,8 +56,7 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("fa-poly-exp2: emulate one exp2 in this many"),
       llvm::cl::init(8)};
   PassOptions::Option<FP8Quantization> fp8{
-      *this, "fp8",
-      llvm::cl::desc("Run higher-precision attentions in e4m3"),
+      *this, "fp8", llvm::cl::desc("Run higher-precision attentions in e4m3"),
       llvm::cl::init(FP8Quantization::None),
       llvm::cl::values(
           clEnumValN(FP8Quantization::None, "none", "as written"),
@@ -72,8 +71,8 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "transform of Q and K before quantisation)"),
       llvm::cl::init(false)};
   PassOptions::Option<uint64_t> hadamardSeed{
-      *this, "hadamard-seed",
-      llvm::cl::desc("fa-incoherent-processing's seed"), llvm::cl::init(0)};
+      *this, "hadamard-seed", llvm::cl::desc("fa-incoherent-processing's seed"),
+      llvm::cl::init(0)};
   PassOptions::Option<double> probsScale{
       *this, "probs-scale",
       llvm::cl::desc("e4m3 attentions: fa-quantize-probs with this scale "

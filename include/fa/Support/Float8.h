@@ -56,8 +56,7 @@ inline uint8_t floatToE4M3(float x, bool saturate = true) {
     volatile float shifted = absX * 0x1p9f + 0x1p23f; // nearest even
     code = uint32_t(shifted - 0x1p23f);
   } else {
-    uint32_t rounded =
-        (magnitude + 0x7ffff + ((magnitude >> 20) & 1)) >> 20;
+    uint32_t rounded = (magnitude + 0x7ffff + ((magnitude >> 20) & 1)) >> 20;
     code = rounded - (120 << 3);
   }
   if (code > 0x7e)

@@ -69,8 +69,7 @@ struct ExpandE4M3ExtF : OpRewritePattern<arith::ExtFOp> {
     if (!isE4M3(inType))
       return failure();
     Location loc = op.getLoc();
-    BitBuilder bb{rewriter, loc,
-                  withElement(inType, rewriter.getI32Type()),
+    BitBuilder bb{rewriter, loc, withElement(inType, rewriter.getI32Type()),
                   withElement(inType, rewriter.getF32Type())};
     Value bits = arith::ExtUIOp::create(
         rewriter, loc, bb.i32,
@@ -100,8 +99,8 @@ struct ExpandE4M3ExtF : OpRewritePattern<arith::ExtFOp> {
       widened = op.getType().getIntOrFloatBitWidth() > 32
                     ? Value(arith::ExtFOp::create(rewriter, loc, op.getType(),
                                                   widened))
-                    : Value(arith::TruncFOp::create(rewriter, loc,
-                                                    op.getType(), widened));
+                    : Value(arith::TruncFOp::create(rewriter, loc, op.getType(),
+                                                    widened));
     rewriter.replaceOp(op, widened);
     return success();
   }
@@ -115,8 +114,7 @@ struct ExpandE4M3TruncF : OpRewritePattern<arith::TruncFOp> {
     if (!isE4M3(outType))
       return failure();
     Location loc = op.getLoc();
-    BitBuilder bb{rewriter, loc,
-                  withElement(outType, rewriter.getI32Type()),
+    BitBuilder bb{rewriter, loc, withElement(outType, rewriter.getI32Type()),
                   withElement(outType, rewriter.getF32Type())};
     Value x = op.getIn();
     // f16 / bf16 sources widen to f32 exactly first; f64 would round twice.
@@ -133,8 +131,8 @@ struct ExpandE4M3TruncF : OpRewritePattern<arith::TruncFOp> {
     Value lsb = bb.andi(bb.shr(magnitude, 20), 1);
     Value rounded =
         bb.shr(bb.add(bb.add(magnitude, bb.int32(0x7ffff)), lsb), 20);
-    Value normal = arith::SubIOp::create(rewriter, loc, rounded,
-                                         bb.int32(120 << 3));
+    Value normal =
+        arith::SubIOp::create(rewriter, loc, rounded, bb.int32(120 << 3));
     // |x| < 2^-6: |x| * 2^9 rounded to an integer (nearest even, by adding
     // and subtracting 2^23) is the encoding itself, 8 meaning 2^-6.
     Value absX = arith::BitcastOp::create(rewriter, loc, bb.f32, magnitude);
@@ -145,9 +143,9 @@ struct ExpandE4M3TruncF : OpRewritePattern<arith::TruncFOp> {
         arith::AddFOp::create(rewriter, loc, scaled, bb.float32(0x1p23)),
         bb.float32(0x1p23));
     Value subnormal = arith::FPToUIOp::create(rewriter, loc, bb.i32, integral);
-    Value result = bb.select(
-        bb.cmp(arith::CmpIPredicate::ult, magnitude, 0x3c800000), subnormal,
-        normal);
+    Value result =
+        bb.select(bb.cmp(arith::CmpIPredicate::ult, magnitude, 0x3c800000),
+                  subnormal, normal);
     // Past 448 (0x7e) after rounding, or NaN: the NaN encoding.
     Value overflow = arith::OrIOp::create(
         rewriter, loc, bb.cmp(arith::CmpIPredicate::ugt, result, 0x7e),

@@ -377,25 +377,24 @@ struct PVAccumulateLowering : OpRewritePattern<PVAccumulateOp> {
     // factor = descale / s (both exact powers of two but the descale).
     Value factor = op.getDescale();
     if (probsScale)
-      factor = arith::MulFOp::create(rewriter, loc,
-                                     factor ? factor : sb.f32(1.0),
-                                     sb.f32(1.0 / *probsScale));
+      factor =
+          arith::MulFOp::create(rewriter, loc, factor ? factor : sb.f32(1.0),
+                                sb.f32(1.0 / *probsScale));
     sb.forLoop(sb.index(type.getDimSize(0)), [&](Value r) {
       sb.forLoop(sb.index(type.getDimSize(1)), [&](Value d) {
         Value o = sb.load(op.getAcc(), {r, d});
-        Value sum = sb.reduce(keys, factor ? sb.f32(0.0) : o,
-                              [&](Value c, Value acc) {
-          Value p = sb.load(op.getProbs(), {r, c});
-          if (probsScale)
-            p = arith::ExtFOp::create(
-                rewriter, loc, rewriter.getF32Type(),
-                sb.roundToE4M3(
-                    arith::MulFOp::create(rewriter, loc, p,
-                                          sb.f32(*probsScale)),
-                    valueType));
-          Value v = sb.loadF32(op.getValue(), {c, d});
-          return math::FmaOp::create(rewriter, loc, p, v, acc).getResult();
-        });
+        Value sum =
+            sb.reduce(keys, factor ? sb.f32(0.0) : o, [&](Value c, Value acc) {
+              Value p = sb.load(op.getProbs(), {r, c});
+              if (probsScale)
+                p = arith::ExtFOp::create(
+                    rewriter, loc, rewriter.getF32Type(),
+                    sb.roundToE4M3(arith::MulFOp::create(rewriter, loc, p,
+                                                         sb.f32(*probsScale)),
+                                   valueType));
+              Value v = sb.loadF32(op.getValue(), {c, d});
+              return math::FmaOp::create(rewriter, loc, p, v, acc).getResult();
+            });
         if (factor)
           sum = math::FmaOp::create(rewriter, loc, sum, factor, o);
         sb.store(sum, op.getAcc(), {r, d});
@@ -531,13 +530,11 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
     Value dims[4] = {sb.dim(in, 0), sb.dim(in, 1), sb.dim(in, 2),
                      sb.dim(in, 3)};
     // amax over rows [row0, row0 + rows) of head (bi, h).
-    auto rowsAmax = [&](Value bi, Value h, Value row0, Value rows,
-                        Value init) {
+    auto rowsAmax = [&](Value bi, Value h, Value row0, Value rows, Value init) {
       return sb.reduce(rows, init, [&](Value r, Value acc) {
         Value n = arith::AddIOp::create(b, loc, row0, r);
         return sb.reduce(dims[3], acc, [&](Value d, Value acc2) {
-          Value x = math::AbsFOp::create(b, loc,
-                                         sb.loadF32(in, {bi, h, n, d}));
+          Value x = math::AbsFOp::create(b, loc, sb.loadF32(in, {bi, h, n, d}));
           return arith::MaximumFOp::create(b, loc, acc2, x).getResult();
         });
       });
@@ -566,8 +563,8 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
     };
     Value zero = sb.index(0);
     if (std::optional<int64_t> block = op.getBlock()) {
-      Value blocks = arith::CeilDivUIOp::create(b, loc, dims[2],
-                                                sb.index(*block));
+      Value blocks =
+          arith::CeilDivUIOp::create(b, loc, dims[2], sb.index(*block));
       sb.forLoop(dims[0], [&](Value bi) {
         sb.forLoop(dims[1], [&](Value h) {
           sb.forLoop(blocks, [&](Value blk) {
@@ -590,9 +587,8 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
       Value scale = scaleOf(amax);
       sb.store(inverse(scale), op.getDescale(), {});
       sb.forLoop(dims[0], [&](Value bi) {
-        sb.forLoop(dims[1], [&](Value h) {
-          quantizeRows(bi, h, zero, dims[2], scale);
-        });
+        sb.forLoop(dims[1],
+                   [&](Value h) { quantizeRows(bi, h, zero, dims[2], scale); });
       });
     }
     rewriter.eraseOp(op);
@@ -625,18 +621,21 @@ struct HadamardLowering : OpRewritePattern<HadamardOp> {
         sb.forLoop(sb.dim(in, 2), [&](Value n) {
           sb.forLoop(sb.index(dim), [&](Value j) {
             Value jBits = arith::IndexCastOp::create(b, loc, i32, j);
-            Value y = sb.reduce(sb.index(dim), sb.f32(0.0),
-                                [&](Value i, Value acc) {
-              Value x = arith::MulFOp::create(
-                  b, loc, sb.loadF32(in, {bi, h, n, i}), sb.load(table, {i}));
-              Value common = arith::AndIOp::create(
-                  b, loc, arith::IndexCastOp::create(b, loc, i32, i), jBits);
-              Value odd = arith::TruncIOp::create(
-                  b, loc, b.getI1Type(), math::CtPopOp::create(b, loc, common));
-              Value term = arith::SelectOp::create(
-                  b, loc, odd, arith::NegFOp::create(b, loc, x), x);
-              return arith::AddFOp::create(b, loc, acc, term).getResult();
-            });
+            Value y =
+                sb.reduce(sb.index(dim), sb.f32(0.0), [&](Value i, Value acc) {
+                  Value x = arith::MulFOp::create(b, loc,
+                                                  sb.loadF32(in, {bi, h, n, i}),
+                                                  sb.load(table, {i}));
+                  Value common = arith::AndIOp::create(
+                      b, loc, arith::IndexCastOp::create(b, loc, i32, i),
+                      jBits);
+                  Value odd = arith::TruncIOp::create(
+                      b, loc, b.getI1Type(),
+                      math::CtPopOp::create(b, loc, common));
+                  Value term = arith::SelectOp::create(
+                      b, loc, odd, arith::NegFOp::create(b, loc, x), x);
+                  return arith::AddFOp::create(b, loc, acc, term).getResult();
+                });
             sb.store(y, out, {bi, h, n, j});
           });
         });
@@ -655,9 +654,9 @@ struct ConvertFAToLoopsPass
                            memref::MemRefDialect, scf::SCFDialect,
                            linalg::LinalgDialect>();
     target.addIllegalOp<InitStateOp, ScoreTileOp, SoftmaxUpdateOp,
-                        ConditionalSoftmaxUpdateOp, RescaleOp,
-                        PVAccumulateOp, NormalizeOp, LogSumExpOp,
-                        MergePartialsOp, QuantizeOp, HadamardOp>();
+                        ConditionalSoftmaxUpdateOp, RescaleOp, PVAccumulateOp,
+                        NormalizeOp, LogSumExpOp, MergePartialsOp, QuantizeOp,
+                        HadamardOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFAToLoopsPatterns(patterns);
@@ -671,9 +670,8 @@ struct ConvertFAToLoopsPass
 
 void mlir::fa::populateFAToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<InitStateLowering, ScoreTileLowering, SoftmaxUpdateLowering,
-               ConditionalSoftmaxUpdateLowering,
-               RescaleLowering, PVAccumulateLowering, NormalizeLowering,
-               LogSumExpLowering, MergePartialsLowering, QuantizeLowering,
-               HadamardLowering>(
+               ConditionalSoftmaxUpdateLowering, RescaleLowering,
+               PVAccumulateLowering, NormalizeLowering, LogSumExpLowering,
+               MergePartialsLowering, QuantizeLowering, HadamardLowering>(
       patterns.getContext());
 }

@@ -92,8 +92,7 @@ static LogicalResult checkDescaleType(AttentionOp op, StringRef name,
                                       std::optional<int64_t> tile) {
   auto type = cast<ShapedType>(descale.getType());
   if (isa<MemRefType>(type) != op.hasBufferSemantics())
-    return op.emitOpError() << "expected " << name
-                            << " to be a "
+    return op.emitOpError() << "expected " << name << " to be a "
                             << (op.hasBufferSemantics() ? "memref" : "tensor")
                             << " like the inputs, got " << type;
   Operation *o = op.getOperation();
@@ -117,8 +116,8 @@ static LogicalResult checkDescaleType(AttentionOp op, StringRef name,
              << " of rank 3 (per block) to come with the tile sizes "
                 "block_r and block_c (blocks are tiles: run fa-tile first)";
     int64_t n = input.getDimSize(2);
-    int64_t blocks =
-        ShapedType::isDynamic(n) ? ShapedType::kDynamic : (n + *tile - 1) / *tile;
+    int64_t blocks = ShapedType::isDynamic(n) ? ShapedType::kDynamic
+                                              : (n + *tile - 1) / *tile;
     return failure(
         failed(checkSameDim(o, name.str() + " batch size", input.getDimSize(0),
                             "the inputs'", type.getDimSize(0))) ||
@@ -230,8 +229,8 @@ LogicalResult AttentionOp::verify() {
                          << outputs.size();
   ShapedType o = outputs[0];
   if (failed(checkRank(op, "output", o, 4, "[B, Hq, Nq, Dv]")) ||
-      failed(checkRange(op, checkElementTypes(typeName(elt),
-                                              typeName(o.getElementType())))))
+      failed(checkRange(
+          op, checkElementTypes(typeName(elt), typeName(o.getElementType())))))
     return failure();
   if (isFP8() != (getDescales().size() == 3) || getDescales().size() % 3)
     return emitOpError() << "expected "
@@ -246,8 +245,8 @@ LogicalResult AttentionOp::verify() {
     std::optional<int64_t> tiles[] = {getBlockR(), getBlockC(), std::nullopt};
     ShapedType inputs[] = {q, k, v};
     for (int i = 0; i < 3; ++i)
-      if (failed(checkDescaleType(*this, kNames[i], getDescales()[i],
-                                  inputs[i], k, tiles[i])))
+      if (failed(checkDescaleType(*this, kNames[i], getDescales()[i], inputs[i],
+                                  k, tiles[i])))
         return failure();
   }
   if (failed(checkSameDim(op, "output batch size", q.getDimSize(0),
@@ -518,8 +517,8 @@ LogicalResult QuantizeOp::verify() {
                             "block, got "
                          << descale;
   int64_t n = in.getDimSize(2);
-  int64_t blocks =
-      ShapedType::isDynamic(n) ? ShapedType::kDynamic : (n + *block - 1) / *block;
+  int64_t blocks = ShapedType::isDynamic(n) ? ShapedType::kDynamic
+                                            : (n + *block - 1) / *block;
   return failure(
       failed(checkSameDim(*this, "descale batch size", in.getDimSize(0),
                           "the input's", descale.getDimSize(0))) ||
@@ -542,7 +541,8 @@ LogicalResult HadamardOp::verify() {
   if (failed(checkRange(*this, checkHadamardDim(dim))))
     return failure();
   if (static_cast<int64_t>(getSigns().size()) != dim)
-    return emitOpError() << "expected " << dim << " signs (one per column), got "
+    return emitOpError() << "expected " << dim
+                         << " signs (one per column), got "
                          << getSigns().size();
   return success();
 }

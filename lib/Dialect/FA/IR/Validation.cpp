@@ -183,8 +183,8 @@ std::optional<std::string> fa::checkElementTypes(llvm::StringRef input,
            input.str();
   if (output == input)
     return std::nullopt;
-  return "expected the output element type to be the inputs' (" +
-         input.str() + "), got " + output.str() +
+  return "expected the output element type to be the inputs' (" + input.str() +
+         "), got " + output.str() +
          "; only e4m3 inputs take another output type";
 }
 
@@ -205,20 +205,19 @@ std::optional<std::string> fa::checkDescale(llvm::StringRef name,
                                             double descale) {
   if (descale >= kMinDescale && descale <= kMaxDescale)
     return std::nullopt;
-  return "expected " + name.str() + " in [2^-126, 2^127], got " +
-         str(descale) +
+  return "expected " + name.str() + " in [2^-126, 2^127], got " + str(descale) +
          " (a descale factor, amax / 448, must be finite, positive and a "
          "normal f32)";
 }
 
-std::optional<std::string> fa::checkProbsScale(double scale,
-                                               double threshold) {
+std::optional<std::string> fa::checkProbsScale(double scale, double threshold) {
   int exponent = 0;
-  bool powerOfTwo = std::isfinite(scale) && scale > 0 &&
-                    std::frexp(scale, &exponent) == 0.5;
+  bool powerOfTwo =
+      std::isfinite(scale) && scale > 0 && std::frexp(scale, &exponent) == 0.5;
   if (!powerOfTwo || scale < 1 || scale > kMaxProbsScale)
     return "expected probs scale to be a power of two in [1, 256], got " +
-           str(scale) + " (P is scaled before its e4m3 cast and unscaled "
+           str(scale) +
+           " (P is scaled before its e4m3 cast and unscaled "
            "after: a power of two keeps both exact)";
   if (scale * std::exp2(threshold) > kE4M3Max)
     return "expected probs scale * 2^threshold to be at most 448 (e4m3's "

@@ -23,8 +23,10 @@ namespace {
 struct FABlockQuantizePass
     : fa::impl::FABlockQuantizeBase<FABlockQuantizePass> {
   void runOnOperation() override {
-    if (failed(forEachAttention(getOperation(), /*fp8=*/true,
-                                [&](AttentionOp op) { return blockQuantize(op); })))
+    if (failed(
+            forEachAttention(getOperation(), /*fp8=*/true, [&](AttentionOp op) {
+              return blockQuantize(op);
+            })))
       signalPassFailure();
   }
 
@@ -55,8 +57,8 @@ struct FABlockQuantizePass
       Value input = quantize.getInput();
       auto type = cast<MemRefType>(input.getType());
       int64_t n = type.getDimSize(2);
-      int64_t blocks =
-          ShapedType::isDynamic(n) ? ShapedType::kDynamic : (n + tile - 1) / tile;
+      int64_t blocks = ShapedType::isDynamic(n) ? ShapedType::kDynamic
+                                                : (n + tile - 1) / tile;
       SmallVector<Value> sizes;
       for (int64_t dim = 0; dim < 2; ++dim)
         if (type.isDynamicDim(dim))
@@ -80,7 +82,8 @@ struct FABlockQuantizePass
             return isa<memref::DeallocOp>(user);
           }))
         if (Operation *alloc = oldDescale.getDefiningOp<memref::AllocOp>()) {
-          for (Operation *user : llvm::make_early_inc_range(oldDescale.getUsers()))
+          for (Operation *user :
+               llvm::make_early_inc_range(oldDescale.getUsers()))
             user->erase();
           alloc->erase();
         }

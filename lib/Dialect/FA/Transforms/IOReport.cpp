@@ -185,10 +185,9 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
     Block *body = func.addEntryBlock();
     b.setInsertionPointToEnd(body);
     ValueRange args = body->getArguments();
-    auto copy = AttentionOp::create(b, loc, TypeRange{}, args[0], args[1],
-                                    args[2], args.slice(3, numOuts),
-                                    args.drop_front(3 + numOuts),
-                                    op->getAttrs());
+    auto copy = AttentionOp::create(
+        b, loc, TypeRange{}, args[0], args[1], args[2], args.slice(3, numOuts),
+        args.drop_front(3 + numOuts), op->getAttrs());
     func::ReturnOp::create(b, loc);
     IRRewriter rewriter(b);
     if (failed(lowerAttention(rewriter, copy, order)))

@@ -42,7 +42,7 @@ namespace {
 /// Everything the loop nests need to know about one buffer-form attention.
 struct Problem {
   Value query, key, value, out, lse; // lse is null when not requested
-  Value queryDescale, keyDescale, valueDescale; // null unless e4m3
+  Value queryDescale, keyDescale, valueDescale;         // null unless e4m3
   Value batch, queryHeads, groupSize, queryLen, keyLen; // index values
   int64_t headDim, valueHeadDim, blockR, blockC;
   Type elementType;
@@ -366,8 +366,8 @@ void AttentionLowering::buildFA2() {
       b.setInsertionPoint(loop.getBody()->getTerminator());
       Value kStart = mul(loop.getInductionVar(), p.blockC);
       auto [kTile, vTile] = loadKVBlock(t, bi, kvHead, kStart);
-      Value kDescale = descaleOf(p.keyDescale, bi, kvHead, kvHead,
-                                 loop.getInductionVar());
+      Value kDescale =
+          descaleOf(p.keyDescale, bi, kvHead, kvHead, loop.getInductionVar());
       scoreTile(qTile, kTile, t.scores, qStart, kStart,
                 scoreDescale(qDescale, kDescale));
       SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction,
@@ -455,8 +455,8 @@ void AttentionLowering::buildFA1() {
       b.setInsertionPoint(outer.getBody()->getTerminator());
       Value kStart = mul(outer.getInductionVar(), p.blockC);
       auto [kTile, vTile] = loadKVBlock(t, bi, kvHead, kStart);
-      Value kDescale = descaleOf(p.keyDescale, bi, kvHead, kvHead,
-                                 outer.getInductionVar());
+      Value kDescale =
+          descaleOf(p.keyDescale, bi, kvHead, kvHead, outer.getInductionVar());
 
       // Inner loop: Q blocks, state round-tripping through memory.
       auto inner = scf::ForOp::create(b, loc, index(0), numQBlocks, index(1));
@@ -472,8 +472,8 @@ void AttentionLowering::buildFA1() {
       copy(oMem, prefix(t.acc, rows));
       copy(maxRows, prefix(t.max, rows));
       copy(sumRows, prefix(t.sum, rows));
-      Value qDescale = descaleOf(p.queryDescale, bi, h, kvHead,
-                                 inner.getInductionVar());
+      Value qDescale =
+          descaleOf(p.queryDescale, bi, h, kvHead, inner.getInductionVar());
       scoreTile(qTile, kTile, t.scores, qStart, kStart,
                 scoreDescale(qDescale, kDescale));
       // O_i <- (alpha * l_i * O_i + P V_j) / l_new: undo the previous

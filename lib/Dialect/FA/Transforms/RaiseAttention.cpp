@@ -2042,9 +2042,9 @@ void raise(RewriterBase &rewriter, const Match &m) {
   auto oType = RankedTensorType::get({qType.getDimSize(0), qType.getDimSize(1),
                                       qType.getDimSize(2), vType.getDimSize(3)},
                                      m.elt);
-  auto attention =
-      AttentionOp::create(rewriter, loc, TypeRange{oType}, q, k, v,
-                          ValueRange{}, ValueRange{}, ArrayRef<NamedAttribute>{});
+  auto attention = AttentionOp::create(rewriter, loc, TypeRange{oType}, q, k, v,
+                                       ValueRange{}, ValueRange{},
+                                       ArrayRef<NamedAttribute>{});
   attention.setScaleAttr(
       rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
   if (m.mask.causal)
