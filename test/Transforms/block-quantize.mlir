@@ -39,3 +39,16 @@ func.func @prequantised(%q: memref<1x1x8x8xf8E4M3FN>, %o: memref<1x1x8x8xf32>, %
   fa.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o : memref<1x1x8x8xf32>) : memref<1x1x8x8xf8E4M3FN>, memref<1x1x8x8xf8E4M3FN>, memref<1x1x8x8xf8E4M3FN>
   return
 }
+
+// -----
+
+// Q and K from one fa.quantize cannot be blocked by both block_r = 32 and
+// block_c = 64 (equal tiles: block-quantize-shared.mlir).
+func.func @shared_unequal_tiles(%x: memref<1x1x64x8xf32>, %v: memref<1x1x64x8xf8E4M3FN>, %vd: memref<f32>, %o: memref<1x1x64x8xf32>) {
+  %x8 = memref.alloc() : memref<1x1x64x8xf8E4M3FN>
+  %d = memref.alloc() : memref<f32>
+  fa.quantize %x -> %x8, %d : memref<1x1x64x8xf32> -> memref<1x1x64x8xf8E4M3FN>, memref<f32>
+  // expected-error @+1 {{quantises Q and K with one fa.quantize, whose blocks of 32 rows cannot be both tiles (block_r = 32, block_c = 64)}}
+  fa.attention %x8, %x8, %v descale(%d, %d, %vd : memref<f32>, memref<f32>, memref<f32>) outs(%o : memref<1x1x64x8xf32>) : memref<1x1x64x8xf8E4M3FN>, memref<1x1x64x8xf8E4M3FN>, memref<1x1x64x8xf8E4M3FN>
+  return
+}

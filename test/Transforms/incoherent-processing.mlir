@@ -43,3 +43,29 @@ func.func @prequantised(%q: memref<1x1x8x8xf8E4M3FN>, %o: memref<1x1x8x8xf32>, %
   fa.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o : memref<1x1x8x8xf32>) : memref<1x1x8x8xf8E4M3FN>, memref<1x1x8x8xf8E4M3FN>, memref<1x1x8x8xf8E4M3FN>
   return
 }
+
+// -----
+
+// Q and K from one fa.quantize (one buffer for both): one transform.
+// CHECK-LABEL: func @shared
+// CHECK-COUNT-1: fa.hadamard
+// CHECK-NOT: fa.hadamard
+func.func @shared(%x: memref<1x1x8x8xf32>, %v: memref<1x1x8x8xf8E4M3FN>, %vd: memref<f32>, %o: memref<1x1x8x8xf32>) {
+  %x8 = memref.alloc() : memref<1x1x8x8xf8E4M3FN>
+  %d = memref.alloc() : memref<f32>
+  fa.quantize %x -> %x8, %d : memref<1x1x8x8xf32> -> memref<1x1x8x8xf8E4M3FN>, memref<f32>
+  fa.attention %x8, %x8, %v descale(%d, %d, %vd : memref<f32>, memref<f32>, memref<f32>) outs(%o : memref<1x1x8x8xf32>) : memref<1x1x8x8xf8E4M3FN>, memref<1x1x8x8xf8E4M3FN>, memref<1x1x8x8xf8E4M3FN>
+  return
+}
+
+// -----
+
+// V from the same fa.quantize: transforming it would change O.
+func.func @shared_with_v(%x: memref<1x1x8x8xf32>, %o: memref<1x1x8x8xf32>) {
+  %x8 = memref.alloc() : memref<1x1x8x8xf8E4M3FN>
+  %d = memref.alloc() : memref<f32>
+  fa.quantize %x -> %x8, %d : memref<1x1x8x8xf32> -> memref<1x1x8x8xf8E4M3FN>, memref<f32>
+  // expected-error @+1 {{quantises V with the fa.quantize of Q or K; fa-incoherent-processing transforms Q and K only (quantise V separately)}}
+  fa.attention %x8, %x8, %x8 descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o : memref<1x1x8x8xf32>) : memref<1x1x8x8xf8E4M3FN>, memref<1x1x8x8xf8E4M3FN>, memref<1x1x8x8xf8E4M3FN>
+  return
+}

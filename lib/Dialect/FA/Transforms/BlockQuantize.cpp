@@ -41,14 +41,29 @@ struct FABlockQuantizePass
       return op.emitOpError(
           "has e4m3 Q or K not made by fa.quantize here; fa-block-quantize "
           "changes how they are quantised (run fa-quantize-fp8 first)");
+    // V stays per tensor: its quantisation must be its own.
+    QuantizeOp v = quantizeWriting(op.getValue(), op);
+    if (v && (v == q || v == k))
+      return op.emitOpError("quantises V with the fa.quantize of Q or K; "
+                            "fa-block-quantize keeps V per tensor (quantise "
+                            "it separately)");
     OpBuilder b(op);
     Location loc = op.getLoc();
     std::pair<QuantizeOp, int64_t> sides[] = {{q, *op.getBlockR()},
                                               {k, *op.getBlockC()}};
     for (auto [index, side] : llvm::enumerate(sides)) {
       auto [quantize, tile] = side;
-      if (quantize.getBlock())
-        continue; // already per block
+      if (std::optional<int64_t> block = quantize.getBlock()) {
+        // Already per block: Q and K made by one fa.quantize.
+        if (*block != tile)
+          return op.emitOpError()
+                 << "quantises Q and K with one fa.quantize, whose blocks of "
+                 << *block
+                 << " rows cannot be both tiles (block_r = " << *op.getBlockR()
+                 << ", block_c = " << *op.getBlockC() << ")";
+        op.getDescalesMutable()[index].set(quantize.getDescale());
+        continue;
+      }
       Value oldDescale = quantize.getDescale();
       if (op.getDescales()[index] != oldDescale)
         return op.emitOpError("reads descales its fa.quantize does not write");

@@ -41,6 +41,12 @@ struct FAIncoherentProcessingPass
           "has e4m3 Q or K not made by fa.quantize here; "
           "fa-incoherent-processing transforms them before quantisation "
           "(run fa-quantize-fp8 first)");
+    // V M would need M^T applied to O: V's quantisation must be its own.
+    QuantizeOp v = quantizeWriting(op.getValue(), op);
+    if (v && (v == q || v == k))
+      return op.emitOpError("quantises V with the fa.quantize of Q or K; "
+                            "fa-incoherent-processing transforms Q and K "
+                            "only (quantise V separately)");
     int64_t dim = op.getHeadDim();
     if (std::optional<std::string> error = checkHadamardDim(dim))
       return op.emitOpError() << "fa-incoherent-processing: " << *error;
@@ -52,7 +58,12 @@ struct FAIncoherentProcessingPass
     OpBuilder b(op);
     Location loc = op.getLoc();
     SmallVector<Value> rotated;
-    for (QuantizeOp quantize : {q, k}) {
+    // Q and K made by one fa.quantize (self-attention on one buffer): one
+    // transform serves both.
+    SmallVector<QuantizeOp, 2> quantizes = {q};
+    if (k != q)
+      quantizes.push_back(k);
+    for (QuantizeOp quantize : quantizes) {
       b.setInsertionPoint(quantize);
       Value input = quantize.getInput();
       auto type = cast<MemRefType>(input.getType());
