@@ -246,6 +246,20 @@ def test_compile_refuses_e4m3(flashmlir, arch, message):
                           cache_dir="")
 
 
+def test_compile_module_refuses_e4m3(flashmlir):
+    """An e4m3 fa.attention in a caller's module: refused the same way."""
+    t = "memref<?x?x?x128xf8E4M3FN>"
+    text = (f"func.func @f(%q: {t}, %k: {t}, %v: {t}, "
+            "%o: memref<?x?x?x128xbf16>, %d: memref<f32>) {\n"
+            "  fa.attention %q, %k, %v descale(%d, %d, %d : memref<f32>, "
+            "memref<f32>, memref<f32>) outs(%o : memref<?x?x?x128xbf16>) : "
+            f"{t}, {t}, {t}\n  return\n}}\n")
+    with pytest.raises(flashmlir.CompileError,
+                       match=re.escape("FP8 (e4m3) kernels are not built yet "
+                                       "for sm_90a")):
+        flashmlir.compile_module(text, arch="sm_90a", cache_dir="")
+
+
 def test_fa_run_e4m3_random(fa_run):
     """fa-run --dtype e4m3 on random ragged causal GQA shapes, exact with P
     in f32."""
