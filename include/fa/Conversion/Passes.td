@@ -46,8 +46,9 @@ def FAExpandFP8Casts : Pass<"fa-expand-fp8-casts"> {
     ```
 
     Every e4m3 value is exact in f16 and f32, so the widening is exact;
-    other source and result widths go through f32 (exactly). Runs in
-    `fa-cpu-pipeline` before the arith-to-LLVM conversion.
+    other source and result widths go through f32 (exactly). Scalar casts
+    only (the CPU path's loops are scalar; vector casts are left alone).
+    Runs in `fa-cpu-pipeline` before the arith-to-LLVM conversion.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -22,7 +22,8 @@ using namespace mlir;
 
 namespace {
 
-/// Scalar or vector integer/float constants and ops of one shape.
+/// Scalar integer/float constants and ops on the bits (the CPU path casts
+/// scalars; vector casts are left alone).
 struct BitBuilder {
   PatternRewriter &b;
   Location loc;
@@ -52,14 +53,7 @@ struct BitBuilder {
   }
 };
 
-bool isE4M3(Type t) { return isa<Float8E4M3FNType>(getElementTypeOrSelf(t)); }
-
-/// `type` with its element type replaced (scalars and vectors alike).
-Type withElement(Type type, Type element) {
-  if (auto vector = dyn_cast<VectorType>(type))
-    return vector.clone(element);
-  return element;
-}
+bool isE4M3(Type t) { return isa<Float8E4M3FNType>(t); }
 
 struct ExpandE4M3ExtF : OpRewritePattern<arith::ExtFOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -69,12 +63,10 @@ struct ExpandE4M3ExtF : OpRewritePattern<arith::ExtFOp> {
     if (!isE4M3(inType))
       return failure();
     Location loc = op.getLoc();
-    BitBuilder bb{rewriter, loc, withElement(inType, rewriter.getI32Type()),
-                  withElement(inType, rewriter.getF32Type())};
+    BitBuilder bb{rewriter, loc, rewriter.getI32Type(), rewriter.getF32Type()};
     Value bits = arith::ExtUIOp::create(
         rewriter, loc, bb.i32,
-        arith::BitcastOp::create(rewriter, loc,
-                                 withElement(inType, rewriter.getI8Type()),
+        arith::BitcastOp::create(rewriter, loc, rewriter.getI8Type(),
                                  op.getIn()));
     Value sign = bb.shl(bb.andi(bits, 0x80), 24);
     Value magnitude = bb.andi(bits, 0x7f);
@@ -114,11 +106,10 @@ struct ExpandE4M3TruncF : OpRewritePattern<arith::TruncFOp> {
     if (!isE4M3(outType))
       return failure();
     Location loc = op.getLoc();
-    BitBuilder bb{rewriter, loc, withElement(outType, rewriter.getI32Type()),
-                  withElement(outType, rewriter.getF32Type())};
+    BitBuilder bb{rewriter, loc, rewriter.getI32Type(), rewriter.getF32Type()};
     Value x = op.getIn();
     // f16 / bf16 sources widen to f32 exactly first; f64 would round twice.
-    if (getElementTypeOrSelf(x.getType()).getIntOrFloatBitWidth() > 32)
+    if (x.getType().getIntOrFloatBitWidth() > 32)
       return rewriter.notifyMatchFailure(op, "f64 to e4m3 is not supported");
     if (x.getType() != bb.f32)
       x = arith::ExtFOp::create(rewriter, loc, bb.f32, x);
@@ -152,8 +143,8 @@ struct ExpandE4M3TruncF : OpRewritePattern<arith::TruncFOp> {
         bb.cmp(arith::CmpIPredicate::ugt, magnitude, 0x7f800000));
     result = bb.select(overflow, bb.int32(0x7f), result);
     result = arith::OrIOp::create(rewriter, loc, result, sign);
-    Value byte = arith::TruncIOp::create(
-        rewriter, loc, withElement(outType, rewriter.getI8Type()), result);
+    Value byte =
+        arith::TruncIOp::create(rewriter, loc, rewriter.getI8Type(), result);
     rewriter.replaceOpWithNewOp<arith::BitcastOp>(op, outType, byte);
     return success();
   }
