@@ -22,7 +22,9 @@ using namespace mlir::fa;
 void mlir::fa::buildLoopsToLLVMPipeline(OpPassManager &pm) {
   // Everything below is upstream MLIR. bf16 conversions are expanded to
   // integer ops so the JIT needs no soft-float runtime for them.
+  // e4m3 casts become integer code (LLVM has no f8 type).
   static constexpr const char *kTail = "convert-linalg-to-loops,"
+                                       "fa-expand-fp8-casts,"
                                        "func.func(scf-forall-to-parallel),"
                                        "lower-affine,"
                                        "convert-scf-to-cf,"
@@ -55,8 +57,18 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   if (!options.kvSplits.empty())
     funcPm.addPass(createFASplitKV(FASplitKVOptions{options.kvSplits}));
+  // FP8: inputs quantised where they become e4m3 (before the tiles), the
+  // per-block descales once the tiles are known.
+  if (options.fp8 != FP8Quantization::None) {
+    funcPm.addPass(createFAQuantizeFP8());
+    if (options.incoherent)
+      funcPm.addPass(createFAIncoherentProcessing(
+          FAIncoherentProcessingOptions{options.hadamardSeed}));
+  }
   funcPm.addPass(createFATile(
       FATileOptions{options.sramBudget, options.blockR, options.blockC}));
+  if (options.fp8 == FP8Quantization::Block)
+    funcPm.addPass(createFABlockQuantize());
   if (options.loopOrder == LoopOrder::FA1)
     funcPm.addPass(createFALowerFA1());
   else
@@ -64,6 +76,9 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
   if (options.rescaleThreshold >= 0.0)
     pm.addPass(createFAConditionalRescale(FAConditionalRescaleOptions{
         options.rescaleThreshold, options.countRescales}));
+  if (options.probsScale > 0)
+    pm.nest<func::FuncOp>().addPass(
+        createFAQuantizeProbs(FAQuantizeProbsOptions{options.probsScale}));
   if (options.polyExp2Degree > 0)
     pm.nest<func::FuncOp>().addPass(createFAPolyExp2(
         FAPolyExp2Options{options.polyExp2Degree, options.polyExp2Period}));

@@ -276,6 +276,12 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
     return emitError(loc) << "fa-compile: the sm_90a kernel must be 'wgmma' "
                              "or 'mma-sync', got '"
                           << options.sm90Kernel << "'";
+  // e4m3 ("e4m3" from the tools, f8E4M3FN from a module): refused with the
+  // reason, never compiled as an f16 kernel.
+  if (std::optional<StringRef> elt = mlirElementTypeName(options.dtype))
+    if (std::optional<std::string> why =
+            checkTargetElementType(options.arch, *elt))
+      return emitError(loc) << "fa-compile: " << *why;
   if (options.dtype != "f16" && options.dtype != "bf16")
     return emitError(loc) << "fa-compile: dtype must be f16 or bf16 on "
                           << options.arch << ", got '" << options.dtype << "'";

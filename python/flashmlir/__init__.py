@@ -21,12 +21,13 @@ for _candidate in (_os.environ.get("FLASHMLIR_BUILD_DIR"),
 
 from .errors import CompileError  # noqa: E402
 from .compiler import (CompiledKernel, CompiledModule, cache_info,  # noqa: E402
-                       clear_cache, compile, compile_module, predicted_bytes,
-                       run_cpu)
+                       clear_cache, compile, compile_module, from_e4m3,
+                       predicted_bytes, quantize_e4m3, run_cpu, to_e4m3)
 
 __all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
            "CompileError", "attention", "cache_info", "clear_cache",
-           "flash_attn_func", "predicted_bytes", "run_cpu", "runtime"]
+           "flash_attn_func", "from_e4m3", "predicted_bytes", "quantize_e4m3",
+           "run_cpu", "runtime", "to_e4m3"]
 
 _launchers = {}
 

@@ -19,8 +19,9 @@
 
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
-#include "fa/Support/UpstreamParserGuard.h"
 #include "fa/Pipelines/Pipelines.h"
+#include "fa/Support/Float8.h"
+#include "fa/Support/UpstreamParserGuard.h"
 #include "fa/Target/Compile.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -239,23 +240,66 @@ py::dict compileModule(const std::string &text, const std::string &arch,
 
 using F32Array = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
-std::string memrefType(const std::vector<int64_t> &shape) {
+using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
+std::string memrefType(const std::vector<int64_t> &shape,
+                       const std::string &elt = "f32") {
   std::string t = "memref<";
   for (int64_t d : shape)
     t += std::to_string(d) + "x";
-  return t + "f32>";
+  return t + elt + ">";
 }
 
-/// Lowers fa.attention on the given f32 shapes with fa-cpu-pipeline, JIT
-/// compiles it with MLIR's ExecutionEngine and runs it on the arrays.
-py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
-                 py::object scale, const std::string &loopOrder,
-                 int64_t blockR, int64_t blockC) {
+/// The e4m3 codes of an f32 array (nearest even, saturating at +-448), and
+/// back: the codec of fa/Support/Float8.h, which the CPU path's IR matches.
+U8Array toE4M3(F32Array x) {
+  U8Array out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  const float *in = x.data();
+  uint8_t *codes = out.mutable_data();
+  for (py::ssize_t i = 0; i < x.size(); ++i)
+    codes[i] = fa::floatToE4M3(in[i]);
+  return out;
+}
+
+py::tuple quantizeE4M3(F32Array x) {
+  U8Array codes(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  float descale = fa::quantizeE4M3(x.data(), x.size(), codes.mutable_data());
+  return py::make_tuple(codes, descale);
+}
+
+F32Array fromE4M3(U8Array codes) {
+  F32Array out(
+      std::vector<py::ssize_t>(codes.shape(), codes.shape() + codes.ndim()));
+  const uint8_t *in = codes.data();
+  float *values = out.mutable_data();
+  for (py::ssize_t i = 0; i < codes.size(); ++i)
+    values[i] = fa::e4m3ToFloat(in[i]);
+  return out;
+}
+
+/// The fp8 keywords of run_cpu.
+struct FP8Request {
+  bool e4m3 = false;             // q, k, v are e4m3 codes (uint8)
+  float descales[3] = {1, 1, 1}; // q, k, v (e4m3 only)
+  std::string quantize;          // "", "tensor", "block" (f32 inputs)
+  bool incoherent = false;
+  uint64_t hadamardSeed = 0;
+  double probsScale = 256.0;
+};
+
+/// Lowers fa.attention on the given shapes with fa-cpu-pipeline, JIT
+/// compiles it with MLIR's ExecutionEngine and runs it on the arrays (f32,
+/// or e4m3 codes with their descales).
+py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
+                     py::object scale, const std::string &loopOrder,
+                     int64_t blockR, int64_t blockC, int64_t sramBudget,
+                     const FP8Request &fp8) {
   for (auto *a : {&q, &k, &v})
     if (a->ndim() != 4)
       throw py::value_error("q, k and v must be 4-D [B, H, N, D]");
   std::vector<int64_t> qs(q.shape(), q.shape() + 4), ks(k.shape(), k.shape() + 4),
       vs(v.shape(), v.shape() + 4);
+  std::string in = fp8.e4m3 ? "f8E4M3FN" : "f32";
   std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]}, ls = {qs[0], qs[1], qs[2]};
   for (int64_t d : {qs[3], vs[3]})
     if (std::optional<std::string> error = fa::checkHeadDim("head dim", d))
@@ -270,14 +314,23 @@ py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
     attrs += std::string(attrs.empty() ? "" : ", ") +
              "scale = " + fa::formatF32(static_cast<float>(s)) + " : f32";
   }
+  // e4m3: the descales (rank 0, per tensor) after the outputs, as the op's
+  // operands are.
+  std::string descaleArgs, descaleOperands;
+  if (fp8.e4m3) {
+    descaleArgs = ", %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>";
+    descaleOperands = "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, "
+                      "memref<f32>) ";
+  }
   std::string text =
-      "func.func @attention(%q: " + memrefType(qs) + ", %k: " + memrefType(ks) +
-      ", %v: " + memrefType(vs) + ", %o: " + memrefType(os) +
-      ", %l: " + memrefType(ls) +
-      ") attributes {llvm.emit_c_interface} {\n  fa.attention %q, %k, %v "
-      "outs(%o, %l : " + memrefType(os) + ", " + memrefType(ls) + ")" +
-      (attrs.empty() ? "" : " {" + attrs + "}") + " : " + memrefType(qs) +
-      ", " + memrefType(ks) + ", " + memrefType(vs) + "\n  return\n}\n";
+      "func.func @attention(%q: " + memrefType(qs, in) +
+      ", %k: " + memrefType(ks, in) + ", %v: " + memrefType(vs, in) +
+      ", %o: " + memrefType(os) + ", %l: " + memrefType(ls) + descaleArgs +
+      ") attributes {llvm.emit_c_interface} {\n  fa.attention %q, %k, %v " +
+      descaleOperands + "outs(%o, %l : " + memrefType(os) + ", " +
+      memrefType(ls) + ")" + (attrs.empty() ? "" : " {" + attrs + "}") + " : " +
+      memrefType(qs, in) + ", " + memrefType(ks, in) + ", " +
+      memrefType(vs, in) + "\n  return\n}\n";
 
   if (loopOrder != "fa1" && loopOrder != "fa2")
     throw py::value_error("loop_order must be 'fa1' or 'fa2'");
@@ -286,6 +339,15 @@ py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
       loopOrder == "fa1" ? fa::LoopOrder::FA1 : fa::LoopOrder::FA2;
   options.blockR = blockR;
   options.blockC = blockC;
+  if (sramBudget < 0)
+    throw py::value_error("sram_budget must be at least 0 (0: the default)");
+  options.sramBudget = sramBudget;
+  options.fp8 = fp8.quantize == "tensor"  ? fa::FP8Quantization::Tensor
+                : fp8.quantize == "block" ? fa::FP8Quantization::Block
+                                          : fa::FP8Quantization::None;
+  options.incoherent = fp8.incoherent;
+  options.hadamardSeed = fp8.hadamardSeed;
+  options.probsScale = fp8.probsScale;
 
   // Parse, lower and JIT under the context lock (the IR is destroyed before
   // it is released); run the kernel outside it.
@@ -333,8 +395,9 @@ py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
   if (!fn)
     raiseCompileError(errors);
   F32Array out(os), lse(ls);
-  auto descriptor = [](float *data, const std::vector<int64_t> &shape) {
-    StridedMemRefType<float, 4> d{data, data, 0, {}, {}};
+  auto descriptor = [](void *data, const std::vector<int64_t> &shape) {
+    StridedMemRefType<char, 4> d{
+        static_cast<char *>(data), static_cast<char *>(data), 0, {}, {}};
     int64_t stride = 1;
     for (int64_t i = int64_t(shape.size()) - 1; i >= 0; --i) {
       d.sizes[i] = shape[i];
@@ -343,17 +406,82 @@ py::tuple runCpu(F32Array q, F32Array k, F32Array v, bool causal,
     }
     return d;
   };
-  auto dq = descriptor(q.mutable_data(), qs), dk = descriptor(k.mutable_data(), ks),
-       dv = descriptor(v.mutable_data(), vs), dout = descriptor(out.mutable_data(), os);
+  auto dq = descriptor(q.mutable_data(), qs),
+       dk = descriptor(k.mutable_data(), ks),
+       dv = descriptor(v.mutable_data(), vs),
+       dout = descriptor(out.mutable_data(), os);
   StridedMemRefType<float, 3> dl{lse.mutable_data(), lse.mutable_data(), 0,
                                  {ls[0], ls[1], ls[2]},
                                  {ls[1] * ls[2], ls[2], 1}};
+  float descales[3] = {fp8.descales[0], fp8.descales[1], fp8.descales[2]};
+  StridedMemRefType<float, 0> dd[3];
+  for (int i = 0; i < 3; ++i)
+    dd[i] = {&descales[i], &descales[i], 0};
   {
     py::gil_scoped_release release;
-    reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(fn)(
-        &dq, &dk, &dv, &dout, &dl);
+    if (fp8.e4m3)
+      reinterpret_cast<void (*)(void *, void *, void *, void *, void *, void *,
+                                void *, void *)>(fn)(&dq, &dk, &dv, &dout, &dl,
+                                                     &dd[0], &dd[1], &dd[2]);
+    else
+      reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(fn)(
+          &dq, &dk, &dv, &dout, &dl);
   }
   return py::make_tuple(out, lse);
+}
+
+py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
+                 py::object scale, const std::string &loopOrder, int64_t blockR,
+                 int64_t blockC, int64_t sramBudget, const std::string &dtype,
+                 py::object qDescale, py::object kDescale, py::object vDescale,
+                 py::object fp8, bool incoherent, uint64_t hadamardSeed,
+                 double probsScale) {
+  FP8Request request;
+  std::optional<StringRef> elt = fa::mlirElementTypeName(dtype);
+  if (!elt || (*elt != "f32" && *elt != "f8E4M3FN"))
+    throw py::value_error("dtype must be 'f32' or 'e4m3', got '" + dtype + "'");
+  request.e4m3 = *elt == "f8E4M3FN";
+  py::object descales[] = {qDescale, kDescale, vDescale};
+  static const char *names[] = {"q_descale", "k_descale", "v_descale"};
+  for (int i = 0; i < 3; ++i) {
+    if (descales[i].is_none()) {
+      if (request.e4m3)
+        raiseCompileError(std::string("dtype='e4m3' needs ") + names[i] +
+                          " (the per-tensor descale factor, amax / 448)");
+      continue;
+    }
+    if (!request.e4m3)
+      raiseCompileError(std::string(names[i]) + " is for dtype='e4m3' inputs");
+    double value = descales[i].cast<double>();
+    if (std::optional<std::string> error = fa::checkDescale(names[i], value))
+      raiseCompileError(*error);
+    request.descales[i] = static_cast<float>(value);
+  }
+  if (!fp8.is_none()) {
+    request.quantize = fp8.cast<std::string>();
+    if (request.quantize != "tensor" && request.quantize != "block")
+      throw py::value_error("fp8 must be None, 'tensor' or 'block', got '" +
+                            request.quantize + "'");
+    if (request.e4m3)
+      raiseCompileError("fp8 quantises f32 inputs; dtype='e4m3' inputs are "
+                        "e4m3 already");
+  }
+  if (incoherent && request.quantize.empty())
+    raiseCompileError("incoherent transforms Q and K before their e4m3 "
+                      "quantisation: give fp8='tensor' or 'block' too");
+  if (probsScale != 0)
+    if (std::optional<std::string> error = fa::checkProbsScale(probsScale))
+      raiseCompileError(*error);
+  request.incoherent = incoherent;
+  request.hadamardSeed = hadamardSeed;
+  request.probsScale = probsScale;
+  if (request.e4m3)
+    return runCpuImpl(U8Array::ensure(q), U8Array::ensure(k),
+                      U8Array::ensure(v), causal, scale, loopOrder, blockR,
+                      blockC, sramBudget, request);
+  return runCpuImpl(F32Array::ensure(q), F32Array::ensure(k),
+                    F32Array::ensure(v), causal, scale, loopOrder, blockR,
+                    blockC, sramBudget, request);
 }
 
 } // namespace
@@ -410,5 +538,12 @@ PYBIND11_MODULE(_compiler, m) {
   m.def("run_cpu", &runCpu, py::arg("q"), py::arg("k"), py::arg("v"),
         py::arg("causal") = false, py::arg("scale") = py::none(),
         py::arg("loop_order") = "fa2", py::arg("block_r") = 0,
-        py::arg("block_c") = 0);
+        py::arg("block_c") = 0, py::arg("sram_budget") = 0,
+        py::arg("dtype") = "f32", py::arg("q_descale") = py::none(),
+        py::arg("k_descale") = py::none(), py::arg("v_descale") = py::none(),
+        py::arg("fp8") = py::none(), py::arg("incoherent") = false,
+        py::arg("hadamard_seed") = 0, py::arg("probs_scale") = 256.0);
+  m.def("to_e4m3", &toE4M3, py::arg("x"));
+  m.def("from_e4m3", &fromE4M3, py::arg("codes"));
+  m.def("quantize_e4m3", &quantizeE4M3, py::arg("x"));
 }

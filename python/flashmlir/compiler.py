@@ -28,7 +28,8 @@ from .errors import CompileError
 
 __all__ = ["CacheInfo", "CompiledKernel", "CompiledModule", "compile",
            "compile_module", "CompileError", "cache_dir", "cache_info",
-           "clear_cache", "compiler_id", "run_cpu"]
+           "clear_cache", "compiler_id", "run_cpu", "to_e4m3", "from_e4m3",
+           "quantize_e4m3"]
 
 _STAGES = ("attention", "host", "kernel", "ptx")
 
@@ -486,13 +487,59 @@ def compile_module(text, arch="sm_90a", rescale_threshold=None,
 
 
 def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
-            block_c=0):
-    """Runs attention on the host: fa.attention on numpy float32 arrays
-    [B, H, N, D] lowered by fa-cpu-pipeline and JIT-compiled; returns
-    (O, LSE). For checking and for machines without a GPU."""
-    return _extension().run_cpu(q, k, v, causal=causal, scale=scale,
-                                loop_order=loop_order, block_r=block_r,
-                                block_c=block_c)
+            block_c=0, dtype="f32", q_descale=None, k_descale=None,
+            v_descale=None, fp8=None, incoherent=False, hadamard_seed=0,
+            probs_scale=256.0, sram_budget=0):
+    """Runs attention on the host: fa.attention on [B, H, N, D] arrays
+    lowered by fa-cpu-pipeline and JIT-compiled; returns (O, LSE) as float32
+    arrays. For checking and for machines without a GPU.
+
+    dtype="f32": q, k, v are float32 (converted if not).
+    dtype="e4m3": q, k, v hold e4m3 codes (uint8, or any 1-byte dtype such
+    as ml_dtypes.float8_e4m3fn, read as its bits; see to_e4m3 and
+    quantize_e4m3) and q_descale, k_descale, v_descale (floats, finite and
+    positive) are their per-tensor descale factors:
+    S = scale * q_descale * k_descale * Q K^T, O = v_descale * softmax(S) V.
+    fp8="tensor" | "block" (float32 inputs): run the attention in e4m3, its
+    inputs quantised by the compiler (fa-quantize-fp8, and per tile with
+    "block": fa-block-quantize); incoherent=True adds
+    fa-incoherent-processing (a random Hadamard transform of Q and K, seed
+    hadamard_seed). probs_scale: for e4m3 attentions, P is multiplied by
+    this power of two and rounded to e4m3 for P V as an fp8 kernel does
+    (fa-quantize-probs); 0 keeps P in f32. sram_budget: fa-tile's on-chip
+    budget in bytes (0: the default, 160 KiB), which bounds block_r and
+    block_c."""
+    import numpy as np
+    if dtype == "e4m3":
+        q, k, v = (np.ascontiguousarray(x).view(np.uint8)
+                   if np.asarray(x).dtype.itemsize == 1 else x
+                   for x in (q, k, v))
+    return _extension().run_cpu(
+        q, k, v, causal=causal, scale=scale, loop_order=loop_order,
+        block_r=block_r, block_c=block_c, sram_budget=sram_budget,
+        dtype=dtype, q_descale=q_descale,
+        k_descale=k_descale, v_descale=v_descale, fp8=fp8,
+        incoherent=incoherent, hadamard_seed=hadamard_seed,
+        probs_scale=probs_scale)
+
+
+def to_e4m3(x):
+    """The e4m3 codes (uint8) of x, rounded to nearest even, saturating at
+    +-448: the codec the compiled CPU code uses."""
+    return _extension().to_e4m3(x)
+
+
+def from_e4m3(codes):
+    """The float32 values of e4m3 codes (exact)."""
+    return _extension().from_e4m3(codes)
+
+
+def quantize_e4m3(x):
+    """Per-tensor quantisation as fa.quantize does it: (codes, descale) with
+    descale = amax / 448 (1 for an all-zero x) and codes = e4m3(x / descale),
+    so from_e4m3(codes) * descale approximates x."""
+    codes, descale = _extension().quantize_e4m3(x)
+    return codes, descale
 
 
 def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,

@@ -33,8 +33,11 @@ static cl::opt<std::string> arch(cl::cat(toolOptions), "arch",
                                  cl::init("sm_90a"));
 static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim",
                                 cl::desc("64 | 128 | 256"), cl::init(128));
-static cl::opt<std::string> dtype(cl::cat(toolOptions), "dtype",
-                                  cl::desc("f16 | bf16"), cl::init("f16"));
+static cl::opt<std::string>
+    dtype(cl::cat(toolOptions), "dtype",
+          cl::desc("f16 | bf16 (e4m3: refused until its kernel exists; the "
+                   "CPU path runs it, fa-run --dtype e4m3)"),
+          cl::init("f16"));
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal",
                             cl::desc("Causal (top-left) mask"),
                             cl::init(false));

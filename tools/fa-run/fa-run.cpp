@@ -20,6 +20,7 @@
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Pipelines/Pipelines.h"
+#include "fa/Support/Float8.h"
 #include "fa/Support/UpstreamParserGuard.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -133,8 +134,35 @@ static cl::opt<int64_t> kvLen(cl::cat(toolOptions), "kv-len", cl::init(0),
 static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim", cl::init(64));
 static cl::opt<int64_t> valueHeadDim(cl::cat(toolOptions), "value-head-dim", cl::init(0),
                                      cl::desc("default: head-dim"));
-static cl::opt<std::string> dtype(cl::cat(toolOptions), "dtype", cl::desc("f32, f16 or bf16"),
-                                  cl::init("f32"));
+static cl::opt<std::string>
+    dtype(cl::cat(toolOptions), "dtype",
+          cl::desc("f32, f16, bf16 or e4m3 (inputs quantised per tensor, "
+                   "x * 448 / amax, with their descales; checked against the "
+                   "reference on the same quantised inputs)"),
+          cl::init("f32"));
+static cl::opt<std::string> outDtype(
+    cl::cat(toolOptions), "out-dtype",
+    cl::desc("With --dtype e4m3: O's type, f32 (default), f16 or bf16"),
+    cl::init("f32"));
+static cl::opt<double> probsScale(
+    cl::cat(toolOptions), "probs-scale",
+    cl::desc("e4m3 attentions: P scaled by this power of two and rounded to "
+             "e4m3 for P V, as the kernel does (fa-quantize-probs; default "
+             "256); 0 keeps P in f32 (then O matches the reference to f32 "
+             "rounding)"),
+    cl::init(256.0));
+static cl::opt<std::string> fp8(
+    cl::cat(toolOptions), "fp8",
+    cl::desc("Run the (f32/f16/bf16) attention in e4m3 on the CPU path: "
+             "tensor (fa-quantize-fp8) or block (and fa-block-quantize); "
+             "checked against the reference on the unquantised inputs, with "
+             "--tolerance (default 0.1)"),
+    cl::init(""));
+static cl::opt<bool> incoherent(
+    cl::cat(toolOptions), "incoherent",
+    cl::desc("With --fp8: fa-incoherent-processing (Hadamard transform of Q "
+             "and K before quantisation)"),
+    cl::init(false));
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal", cl::init(false));
 static cl::opt<int64_t> window(cl::cat(toolOptions), "window", cl::init(0),
                                cl::desc("|i - j| < window (0: none)"));
@@ -157,7 +185,7 @@ namespace {
 // Host-side element types
 //===----------------------------------------------------------------------===//
 
-enum class Elt { F32, F16, BF16 };
+enum class Elt { F32, F16, BF16, E4M3 };
 
 uint16_t floatToHalf(float f) {
   uint32_t x;
@@ -242,6 +270,7 @@ struct Buffer {
   std::vector<int64_t> shape;
   std::vector<float> f32;    // used for F32
   std::vector<uint16_t> u16; // used for F16 / BF16
+  std::vector<uint8_t> u8;   // used for E4M3
   // A ranked memref descriptor: {allocated, aligned, offset, sizes[rank],
   // strides[rank]}, the sizes and strides contiguous whatever the rank.
   struct Desc {
@@ -259,10 +288,11 @@ struct Buffer {
   void allocate() {
     if (elt == Elt::F32)
       f32.assign(size(), 0.0f);
+    else if (elt == Elt::E4M3)
+      u8.assign(size(), 0);
     else
       u16.assign(size(), 0);
-    void *data = elt == Elt::F32 ? static_cast<void *>(f32.data())
-                                 : static_cast<void *>(u16.data());
+    void *data = this->data();
     desc.allocated = desc.aligned = data;
     desc.offset = 0;
     int64_t rank = static_cast<int64_t>(shape.size()), stride = 1;
@@ -276,13 +306,19 @@ struct Buffer {
   /// A copy of the data with its own descriptor.
   Buffer clone() const {
     Buffer b = *this;
-    void *data = elt == Elt::F32 ? static_cast<void *>(b.f32.data())
-                                 : static_cast<void *>(b.u16.data());
-    b.desc.allocated = b.desc.aligned = data;
+    b.desc.allocated = b.desc.aligned = b.data();
     return b;
+  }
+  void *data() {
+    if (elt == Elt::F32)
+      return f32.data();
+    return elt == Elt::E4M3 ? static_cast<void *>(u8.data())
+                            : static_cast<void *>(u16.data());
   }
   float get(int64_t i) const {
     switch (elt) {
+    case Elt::E4M3:
+      return fa::e4m3ToFloat(u8[i]);
     case Elt::F32:
       return f32[i];
     case Elt::F16:
@@ -294,6 +330,9 @@ struct Buffer {
   }
   void set(int64_t i, float v) {
     switch (elt) {
+    case Elt::E4M3:
+      u8[i] = fa::floatToE4M3(v);
+      break;
     case Elt::F32:
       f32[i] = v;
       break;
@@ -314,6 +353,8 @@ FailureOr<Elt> toElt(Type t) {
     return Elt::F16;
   if (t.isBF16())
     return Elt::BF16;
+  if (isa<Float8E4M3FNType>(t))
+    return Elt::E4M3;
   return failure();
 }
 
@@ -327,10 +368,13 @@ std::string buildModuleText() {
       s += std::to_string(d) + "x";
     return s + t.str() + ">";
   };
-  std::string qT = memref({batch, qHeads, qLen, headDim}, dtype);
-  std::string kT = memref({batch, hkv, nk, headDim}, dtype);
-  std::string vT = memref({batch, hkv, nk, dv}, dtype);
-  std::string oT = memref({batch, qHeads, qLen, dv}, dtype);
+  bool e4m3 = dtype == "e4m3";
+  std::string in = e4m3 ? "f8E4M3FN" : dtype.getValue();
+  std::string qT = memref({batch, qHeads, qLen, headDim}, in);
+  std::string kT = memref({batch, hkv, nk, headDim}, in);
+  std::string vT = memref({batch, hkv, nk, dv}, in);
+  std::string oT =
+      memref({batch, qHeads, qLen, dv}, e4m3 ? outDtype.getValue() : in);
   std::string lT = memref({batch, qHeads, qLen}, "f32");
   std::string attrs;
   auto add = [&](const std::string &a) {
@@ -354,7 +398,13 @@ std::string buildModuleText() {
      << ", %o: " << oT;
   if (withLse)
     os << ", %lse: " << lT;
-  os << ") {\n  fa.attention %q, %k, %v outs(%o";
+  // e4m3: the descales after the outputs, as the op's operands are.
+  if (e4m3)
+    os << ", %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>";
+  os << ") {\n  fa.attention %q, %k, %v ";
+  if (e4m3)
+    os << "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) ";
+  os << "outs(%o";
   if (withLse)
     os << ", %lse";
   os << " : " << oT;
@@ -376,7 +426,12 @@ struct Spec {
   bool bottomRight; // query i at key position i + nk - nq
   std::optional<float> softcap;
   bool lse;
-  Elt elt;
+  Elt elt;    // of the inputs
+  Elt outElt; // of O
+  /// e4m3: the descale factors' values (per tensor), read after the inputs
+  /// are made; 1 otherwise.
+  double qDescale = 1, kDescale = 1, vDescale = 1;
+  std::optional<unsigned> descaleArgs; // e4m3: the first descale argument
 };
 
 /// Naive attention in double: O and LSE for every (b, h, i).
@@ -407,7 +462,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
           for (int64_t d = 0; d < s.d; ++d)
             dot += double(q.get(((bi * s.hq + h) * s.nq + i) * s.d + d)) *
                    double(k.get(((bi * s.hkv + kh) * s.nk + j) * s.d + d));
-          double x = s.scale * dot;
+          double x = s.scale * s.qDescale * s.kDescale * dot;
           if (s.softcap)
             x = *s.softcap * std::tanh(x / *s.softcap);
           scores[j] = x;
@@ -426,7 +481,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
             out[d] += p * v.get(((bi * s.hkv + kh) * s.nk + j) * s.dv + d);
         }
         for (int64_t d = 0; d < s.dv; ++d)
-          out[d] /= l;
+          out[d] *= s.vDescale / l;
         lse[(bi * s.hq + h) * s.nq + i] = mx + std::log(l);
       }
     }
@@ -493,6 +548,23 @@ std::optional<std::string> checkOptions() {
     if ((error = fa::checkKVSplits(n)))
       return flag("split-kv", *error);
   }
+  if (!fp8.empty() && fp8 != "tensor" && fp8 != "block")
+    return flag("fp8", "expected tensor or block, got '" + fp8 + "'");
+  if (incoherent && fp8.empty())
+    return flag("incoherent", "transforms Q and K before their e4m3 "
+                              "quantisation: give --fp8 too");
+  if ((!fp8.empty() || incoherent) && !pipeline.empty())
+    return flag("fp8", "the pipeline is given (--pipeline): set its "
+                       "fa-cpu-pipeline{fp8=... incoherent=...} instead");
+  // P is rounded only in e4m3 attentions (a file's are checked by
+  // fa-quantize-probs itself).
+  bool e4m3 = dtype == "e4m3" || !fp8.empty();
+  if (probsScale != 0 && (e4m3 || probsScale.getNumOccurrences()) &&
+      (error =
+           fa::checkProbsScale(probsScale, rescaleThreshold.getNumOccurrences()
+                                               ? double(rescaleThreshold)
+                                               : 0.0)))
+    return flag("probs-scale", *error);
   if (sramBudget < 0)
     return flag("sram-budget", "expected a budget of at least 0 bytes (0: "
                                "the default), got " +
@@ -543,6 +615,25 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
     return failure();
   }
   spec.elt = *elt;
+  FailureOr<Elt> outElt =
+      toElt(cast<ShapedType>(attention.hasBufferSemantics()
+                                 ? attention.getOuts()[0].getType()
+                                 : attention.getResultTypes()[0])
+                .getElementType());
+  if (failed(outElt)) {
+    error = "unsupported output element type";
+    return failure();
+  }
+  spec.outElt = *outElt;
+  if (attention.isFP8()) {
+    for (Value descale : attention.getDescales())
+      if (cast<ShapedType>(descale.getType()).getRank() != 0) {
+        error = "fa-run makes per-tensor descales (rank 0); this attention "
+                "takes other layouts";
+        return failure();
+      }
+    spec.descaleArgs = 3 + attention.getOuts().size();
+  }
   const int64_t shapes[4][4] = {{spec.b, spec.hq, spec.nq, spec.d},
                                 {spec.b, spec.hkv, spec.nk, spec.d},
                                 {spec.b, spec.hkv, spec.nk, spec.dv},
@@ -593,10 +684,21 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     maxAbs = std::max(maxAbs, std::fabs(got - refO[i]));
   }
   double relErr = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
-  double tol = tolerance > 0 ? tolerance
-               : spec.elt == Elt::F32 ? 1e-5
-               : spec.elt == Elt::F16 ? 1e-3
-                                      : 8e-3;
+  double tol = tolerance > 0             ? tolerance
+               : spec.outElt == Elt::F32 ? 1e-5
+               : spec.outElt == Elt::F16 ? 1e-3
+                                         : 8e-3;
+  // P rounded to e4m3 for P V (fa-quantize-probs): each P carries up to
+  // 2^-4 relative error (3 mantissa bits, nearest), roughly independent
+  // across keys, so O's relative L2 error is about their RMS: 1.5e-2 to
+  // 2.2e-2 measured on N(0, 1) inputs (test/Integration/CPU/fp8.test). The
+  // default admits the per-element bound 2^-4; the tight check is
+  // --probs-scale=0.
+  if (tolerance <= 0 && spec.elt == Elt::E4M3 && probsScale > 0)
+    tol = std::max(tol, 0x1p-4);
+  // --fp8: against the unquantised inputs' reference, e4m3's own error.
+  if (tolerance <= 0 && !fp8.empty())
+    tol = 0.1;
   // The software exp2 is an approximation: each P carries up to its
   // polynomial's relative error (PolyExp2.h: 1.7e-3, 7.5e-5, 2.6e-6, 9.0e-8
   // for degrees 2..5), which O inherits; the default tolerance admits twice
@@ -633,8 +735,17 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     ok = ok && lseMismatch == 0 && lseErr <= std::max(tol, 1e-5);
   }
 
-  const char *eltName =
-      spec.elt == Elt::F32 ? "f32" : spec.elt == Elt::F16 ? "f16" : "bf16";
+  auto nameOf = [](Elt e) {
+    return e == Elt::F32    ? "f32"
+           : e == Elt::F16  ? "f16"
+           : e == Elt::BF16 ? "bf16"
+                            : "e4m3";
+  };
+  std::string eltName = nameOf(spec.elt);
+  if (spec.outElt != spec.elt)
+    eltName += std::string("->") + nameOf(spec.outElt);
+  if (!fp8.empty())
+    eltName += " fp8=" + fp8 + (incoherent ? "+incoherent" : "");
   std::string prefix = "fa-run: ";
   if (!c.label.empty())
     prefix += c.label + ": ";
@@ -653,6 +764,18 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
                << llvm::formatv("O rel_l2_error={0:e2} max_abs_error={1:e2} "
                                 "unwritten={2} tolerance={3:e1}\n",
                                 relErr, maxAbs, unwritten, tol);
+  if (spec.elt == Elt::E4M3 || !fp8.empty()) {
+    llvm::outs() << prefix
+                 << llvm::formatv(
+                        "O rmse={0:e2}",
+                        std::sqrt(errSq / std::max<size_t>(refO.size(), 1)));
+    if (spec.elt == Elt::E4M3)
+      llvm::outs() << llvm::formatv(" q_descale={0:e3} k_descale={1:e3} "
+                                    "v_descale={2:e3}",
+                                    spec.qDescale, spec.kDescale,
+                                    spec.vDescale);
+    llvm::outs() << "\n";
+  }
   if (c.lse)
     llvm::outs() << prefix
                  << llvm::formatv("LSE rel_l2_error={0:e2} inf_mismatches={1}\n",
@@ -756,6 +879,12 @@ LogicalResult toCaptureForm(func::FuncOp entry,
   // Each attention's operands and results.
   for (auto [n, op] : llvm::enumerate(attentions)) {
     fa::AttentionOp attention = op;
+    if (attention.isFP8()) {
+      error = "fa-run checks e4m3 attentions in the direct form only (the "
+              "function's arguments are the op's q, k, v, o[, lse], "
+              "q_descale, k_descale, v_descale)";
+      return failure();
+    }
     std::string specError;
     FailureOr<Spec> spec = specOf(attention, specError);
     if (failed(spec)) {
@@ -818,9 +947,9 @@ LogicalResult toCaptureForm(func::FuncOp entry,
       c.o = outs[0].getArgNumber();
       if (outs.size() == 2)
         c.lse = outs[1].getArgNumber();
-      llvm::append_range(operands, outs);
-      auto onBuffers = fa::AttentionOp::create(b, opLoc, TypeRange{}, operands,
-                                               attention->getAttrs());
+      auto onBuffers = fa::AttentionOp::create(
+          b, opLoc, TypeRange{}, operands[0], operands[1], operands[2],
+          ArrayRef<BlockArgument>(outs), ValueRange{}, attention->getAttrs());
       for (auto [from, to] :
            llvm::zip(ArrayRef<Value>(operands).take_front(3), captures))
         memref::CopyOp::create(b, opLoc, from, to);
@@ -926,8 +1055,19 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   if (inputFile.empty()) {
-    if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
-      return fail("--dtype must be f32, f16 or bf16, got '" + dtype + "'");
+    std::optional<StringRef> in = fa::mlirElementTypeName(dtype);
+    if (!in || dtype == "f8E4M3FN")
+      return fail("--dtype must be f32, f16, bf16 or e4m3, got '" + dtype +
+                  "'");
+    if (outDtype.getNumOccurrences() && *in != "f8E4M3FN")
+      return fail("--out-dtype: O has the inputs' type (" + dtype +
+                  "); only --dtype e4m3 takes another");
+    if (std::optional<std::string> error = fa::checkElementTypes(
+            *in, *in == "f8E4M3FN" ? StringRef(outDtype) : *in))
+      return fail("--out-dtype: " + *error);
+    if (*in == "f8E4M3FN" && !fp8.empty())
+      return fail("--fp8 quantises f32, f16 or bf16 inputs; --dtype e4m3 "
+                  "inputs are e4m3 already");
     // Named, so that diagnostics point at the options, not at <unknown>.
     module = parseSourceString<ModuleOp>(buildModuleText(), &context,
                                          "<fa-run options>");
@@ -1054,6 +1194,11 @@ int main(int argc, char **argv) {
     if (polyExp2Degree)
       pipelineText += " poly-exp2-degree=" + std::to_string(polyExp2Degree) +
                       " poly-exp2-period=" + std::to_string(polyExp2Period);
+    if (!fp8.empty())
+      pipelineText += " fp8=" + fp8;
+    if (incoherent)
+      pipelineText += " incoherent=true";
+    pipelineText += " probs-scale=" + fa::formatDouble(probsScale);
     pipelineText += "})";
   }
   FailureOr<OpPassManager> parsed = parsePassPipeline(pipelineText);
@@ -1101,6 +1246,27 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < numInputs; ++i)
     for (int64_t j = 0; j < buffers[i].size(); ++j)
       buffers[i].set(j, normal(rng));
+  // e4m3 inputs (direct form): the N(0, 1) draws quantised per tensor,
+  // x * 448 / amax, with the descales amax / 448 in their arguments.
+  if (std::optional<unsigned> first = checked.front().spec.descaleArgs) {
+    if (inputKind == "rising")
+      return fail("--inputs=rising shapes f32 inputs; not with e4m3");
+    Spec &spec = checked.front().spec;
+    double *descales[] = {&spec.qDescale, &spec.kDescale, &spec.vDescale};
+    static const char *names[] = {"q_descale", "k_descale", "v_descale"};
+    for (unsigned i = 0; i < 3; ++i) {
+      std::vector<float> x(buffers[i].size());
+      for (float &e : x)
+        e = normal(rng);
+      float descale =
+          fa::quantizeE4M3(x.data(), x.size(), buffers[i].u8.data());
+      if (std::optional<std::string> error =
+              fa::checkDescale(names[i], descale))
+        return fail(*error);
+      *descales[i] = descale;
+      buffers[*first + i].set(0, descale);
+    }
+  }
   if (inputKind == "rising") {
     // Adversarial for the online softmax: q . k grows with the key index, so
     // every K/V block raises the running max. q = |q|, k_j += c * j.
@@ -1114,9 +1280,11 @@ int main(int argc, char **argv) {
     }
   }
   float nan = std::numeric_limits<float>::quiet_NaN();
+  std::optional<unsigned> descaleArgs = checked.front().spec.descaleArgs;
   for (size_t i = numInputs; i < buffers.size(); ++i)
-    for (int64_t j = 0; j < buffers[i].size(); ++j)
-      buffers[i].set(j, nan);
+    if (!descaleArgs || i < *descaleArgs)
+      for (int64_t j = 0; j < buffers[i].size(); ++j)
+        buffers[i].set(j, nan);
 
   // The arguments as they were before the call, for the unraised run.
   std::vector<Buffer> initial;

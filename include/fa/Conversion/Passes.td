@@ -22,6 +22,37 @@ def ConvertFAToLoops : Pass<"convert-fa-to-loops"> {
                            "::mlir::linalg::LinalgDialect"];
 }
 
+def FAExpandFP8Casts : Pass<"fa-expand-fp8-casts"> {
+  let summary = "Expand arith.extf/truncf on f8E4M3FN into integer bit manipulation";
+  let description = [{
+    LLVM IR has no 8-bit float type: MLIR's LLVM lowering stores f8E4M3FN
+    as i8, and `convert-arith-to-llvm` leaves `arith.extf` / `arith.truncf`
+    on it unconverted. This pass rewrites them, one pattern each, into
+    integer code on the bits (e4m3: sign, 4 exponent bits with bias 7, 3
+    mantissa bits; no infinity; S.1111.111 is NaN):
+
+    ```
+    extf:   e = bits[6:3], m = bits[2:0]
+            e > 0:   f32 bits = sign | (e + 120) << 23 | m << 20   (exact)
+            e = 0:   m * 2^-9                                      (exact)
+            |bits| = 0x7f: NaN
+    truncf: |x| >= 2^-6: the f32 mantissa rounded to 3 bits, nearest
+            even (add 0x7ffff + lsb, shift by 20), exponent rebased by
+            120; |x| < 2^-6: |x| * 2^9 rounded to an integer, nearest even
+            (+2^23 - 2^23), which is the subnormal's encoding
+            (8 -> 2^-6); beyond 448 after rounding, or NaN: NaN (as
+            APFloat's conversion; saturate first for the hardware's
+            satfinite)
+    ```
+
+    Every e4m3 value is exact in f16 and f32, so the widening is exact;
+    other source and result widths go through f32 (exactly). Scalar casts
+    only (the CPU path's loops are scalar; vector casts are left alone).
+    Runs in `fa-cpu-pipeline` before the arith-to-LLVM conversion.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
   let summary = "Write each sm_80 and sm_90a fagpu.attention's kernel in warpgroup-level ops";
   let description = [{

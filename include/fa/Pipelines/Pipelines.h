@@ -11,6 +11,9 @@ namespace mlir {
 class DialectRegistry;
 namespace fa {
 
+/// How fa-cpu-pipeline quantises higher-precision attentions to e4m3.
+enum class FP8Quantization { None, Tensor, Block };
+
 struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
   PassOptions::Option<LoopOrder> loopOrder{
       *this, "loop-order", llvm::cl::desc("Loop order of the attention"),
@@ -52,6 +55,30 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       *this, "poly-exp2-period",
       llvm::cl::desc("fa-poly-exp2: emulate one exp2 in this many"),
       llvm::cl::init(8)};
+  PassOptions::Option<FP8Quantization> fp8{
+      *this, "fp8", llvm::cl::desc("Run higher-precision attentions in e4m3"),
+      llvm::cl::init(FP8Quantization::None),
+      llvm::cl::values(
+          clEnumValN(FP8Quantization::None, "none", "as written"),
+          clEnumValN(FP8Quantization::Tensor, "tensor",
+                     "fa-quantize-fp8: per-tensor descales"),
+          clEnumValN(FP8Quantization::Block, "block",
+                     "fa-quantize-fp8, then fa-block-quantize: one descale "
+                     "per tile of Q and K"))};
+  PassOptions::Option<bool> incoherent{
+      *this, "incoherent",
+      llvm::cl::desc("With fp8: fa-incoherent-processing (a random Hadamard "
+                     "transform of Q and K before quantisation)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<uint64_t> hadamardSeed{
+      *this, "hadamard-seed", llvm::cl::desc("fa-incoherent-processing's seed"),
+      llvm::cl::init(0)};
+  PassOptions::Option<double> probsScale{
+      *this, "probs-scale",
+      llvm::cl::desc("e4m3 attentions: fa-quantize-probs with this scale "
+                     "(P rounded to e4m3 for P V as the kernel does; 0: P "
+                     "kept in f32)"),
+      llvm::cl::init(256.0)};
 };
 
 struct SM80PipelineOptions : public PassPipelineOptions<SM80PipelineOptions> {

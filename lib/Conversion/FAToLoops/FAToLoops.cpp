@@ -9,6 +9,7 @@
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FA/IR/PolyExp2.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
@@ -56,6 +57,16 @@ struct ScalarBuilder {
   }
   void store(Value v, Value memref, ValueRange idx) {
     memref::StoreOp::create(b, loc, v, memref, idx);
+  }
+
+  /// x rounded to e4m3 and widened back, saturating at +-448 (the
+  /// hardware's cvt.rn.satfinite; arith.truncf alone would give NaN past
+  /// 448). fa-expand-fp8-casts lowers the casts for targets without f8.
+  Value roundToE4M3(Value x, Type f8) {
+    Value clamped = arith::MinimumFOp::create(
+        b, loc, arith::MaximumFOp::create(b, loc, x, f32(-kE4M3Max)),
+        f32(kE4M3Max));
+    return arith::TruncFOp::create(b, loc, f8, clamped);
   }
 
   Value polyExp2(Value y, int64_t degree) {
@@ -195,6 +206,9 @@ struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
                 Value kv = t.loadF32(op.getKey(), {c, d});
                 return math::FmaOp::create(tb, l, qv, kv, acc).getResult();
               });
+              // fp8: the tile's descale (q_descale * k_descale) first.
+              if (Value descale = op.getDescale())
+                dot = arith::MulFOp::create(tb, l, dot, descale);
               Value s;
               if (softcap) {
                 // log2(e) * cap * tanh(scale * qk / cap)
@@ -355,14 +369,34 @@ struct PVAccumulateLowering : OpRewritePattern<PVAccumulateOp> {
     ScalarBuilder sb{rewriter, loc};
     auto type = cast<MemRefType>(op.getAcc().getType());
     Value keys = sb.dim(op.getValue(), 0);
+    Type valueType = cast<MemRefType>(op.getValue().getType()).getElementType();
+    std::optional<double> probsScale;
+    if (std::optional<APFloat> s = op.getProbsScale())
+      probsScale = s->convertToDouble();
+    // O += factor * sum_c P'[r, c] V[c, d] with P' = e4m3(s P) and
+    // factor = descale / s (both exact powers of two but the descale).
+    Value factor = op.getDescale();
+    if (probsScale)
+      factor =
+          arith::MulFOp::create(rewriter, loc, factor ? factor : sb.f32(1.0),
+                                sb.f32(1.0 / *probsScale));
     sb.forLoop(sb.index(type.getDimSize(0)), [&](Value r) {
       sb.forLoop(sb.index(type.getDimSize(1)), [&](Value d) {
         Value o = sb.load(op.getAcc(), {r, d});
-        Value sum = sb.reduce(keys, o, [&](Value c, Value acc) {
-          Value p = sb.load(op.getProbs(), {r, c});
-          Value v = sb.loadF32(op.getValue(), {c, d});
-          return math::FmaOp::create(rewriter, loc, p, v, acc).getResult();
-        });
+        Value sum =
+            sb.reduce(keys, factor ? sb.f32(0.0) : o, [&](Value c, Value acc) {
+              Value p = sb.load(op.getProbs(), {r, c});
+              if (probsScale)
+                p = arith::ExtFOp::create(
+                    rewriter, loc, rewriter.getF32Type(),
+                    sb.roundToE4M3(arith::MulFOp::create(rewriter, loc, p,
+                                                         sb.f32(*probsScale)),
+                                   valueType));
+              Value v = sb.loadF32(op.getValue(), {c, d});
+              return math::FmaOp::create(rewriter, loc, p, v, acc).getResult();
+            });
+        if (factor)
+          sum = math::FmaOp::create(rewriter, loc, sum, factor, o);
         sb.store(sum, op.getAcc(), {r, d});
       });
     });
@@ -481,6 +515,137 @@ struct MergePartialsLowering : OpRewritePattern<MergePartialsOp> {
   }
 };
 
+/// Two passes over [B, H, N, D]: each group's amax, then the scaled and
+/// rounded elements. A group is the tensor (rank-0 descale) or `block`
+/// rows of one (batch, head).
+struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(QuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    OpBuilder &b = rewriter;
+    Value in = op.getInput(), out = op.getOutput();
+    Type f8 = op.getOutput().getType().getElementType();
+    Value dims[4] = {sb.dim(in, 0), sb.dim(in, 1), sb.dim(in, 2),
+                     sb.dim(in, 3)};
+    // amax over rows [row0, row0 + rows) of head (bi, h).
+    auto rowsAmax = [&](Value bi, Value h, Value row0, Value rows, Value init) {
+      return sb.reduce(rows, init, [&](Value r, Value acc) {
+        Value n = arith::AddIOp::create(b, loc, row0, r);
+        return sb.reduce(dims[3], acc, [&](Value d, Value acc2) {
+          Value x = math::AbsFOp::create(b, loc, sb.loadF32(in, {bi, h, n, d}));
+          return arith::MaximumFOp::create(b, loc, acc2, x).getResult();
+        });
+      });
+    };
+    // scale = 448 / amax (1 for an all-zero group); descale = 1 / scale.
+    auto scaleOf = [&](Value amax) {
+      Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             amax, sb.f32(0.0));
+      return arith::SelectOp::create(
+          b, loc, positive,
+          arith::DivFOp::create(b, loc, sb.f32(kE4M3Max), amax), sb.f32(1.0));
+    };
+    auto quantizeRows = [&](Value bi, Value h, Value row0, Value rows,
+                            Value scale) {
+      sb.forLoop(rows, [&](Value r) {
+        Value n = arith::AddIOp::create(b, loc, row0, r);
+        sb.forLoop(dims[3], [&](Value d) {
+          Value x = sb.loadF32(in, {bi, h, n, d});
+          sb.store(sb.roundToE4M3(arith::MulFOp::create(b, loc, x, scale), f8),
+                   out, {bi, h, n, d});
+        });
+      });
+    };
+    auto inverse = [&](Value scale) {
+      return arith::DivFOp::create(b, loc, sb.f32(1.0), scale);
+    };
+    Value zero = sb.index(0);
+    if (std::optional<int64_t> block = op.getBlock()) {
+      Value blocks =
+          arith::CeilDivUIOp::create(b, loc, dims[2], sb.index(*block));
+      sb.forLoop(dims[0], [&](Value bi) {
+        sb.forLoop(dims[1], [&](Value h) {
+          sb.forLoop(blocks, [&](Value blk) {
+            Value row0 = arith::MulIOp::create(b, loc, blk, sb.index(*block));
+            Value rows = arith::MinUIOp::create(
+                b, loc, sb.index(*block),
+                arith::SubIOp::create(b, loc, dims[2], row0));
+            Value scale = scaleOf(rowsAmax(bi, h, row0, rows, sb.f32(0.0)));
+            sb.store(inverse(scale), op.getDescale(), {bi, h, blk});
+            quantizeRows(bi, h, row0, rows, scale);
+          });
+        });
+      });
+    } else {
+      Value amax = sb.reduce(dims[0], sb.f32(0.0), [&](Value bi, Value acc) {
+        return sb.reduce(dims[1], acc, [&](Value h, Value acc2) {
+          return rowsAmax(bi, h, zero, dims[2], acc2);
+        });
+      });
+      Value scale = scaleOf(amax);
+      sb.store(inverse(scale), op.getDescale(), {});
+      sb.forLoop(dims[0], [&](Value bi) {
+        sb.forLoop(dims[1],
+                   [&](Value h) { quantizeRows(bi, h, zero, dims[2], scale); });
+      });
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// y[j] = sum_i s_i x_i (-1)^popcount(i & j) / sqrt(D): the Hadamard matrix
+/// entry from the parity of the common bits, O(D^2) per row (the reference
+/// lowering; a kernel would use the log2(D)-stage butterfly).
+struct HadamardLowering : OpRewritePattern<HadamardOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(HadamardOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarBuilder sb{rewriter, loc};
+    OpBuilder &b = rewriter;
+    Value in = op.getInput(), out = op.getOutput();
+    ArrayRef<bool> signs = op.getSigns();
+    int64_t dim = static_cast<int64_t>(signs.size());
+    // The signs, folded with 1 / sqrt(D), as a stack table.
+    Value table = memref::AllocaOp::create(
+        b, loc, MemRefType::get({dim}, b.getF32Type()));
+    double norm = 1.0 / std::sqrt(static_cast<double>(dim));
+    for (auto [i, negative] : llvm::enumerate(signs))
+      sb.store(sb.f32(negative ? -norm : norm), table, {sb.index(i)});
+    Type i32 = b.getI32Type();
+    sb.forLoop(sb.dim(in, 0), [&](Value bi) {
+      sb.forLoop(sb.dim(in, 1), [&](Value h) {
+        sb.forLoop(sb.dim(in, 2), [&](Value n) {
+          sb.forLoop(sb.index(dim), [&](Value j) {
+            Value jBits = arith::IndexCastOp::create(b, loc, i32, j);
+            Value y =
+                sb.reduce(sb.index(dim), sb.f32(0.0), [&](Value i, Value acc) {
+                  Value x = arith::MulFOp::create(b, loc,
+                                                  sb.loadF32(in, {bi, h, n, i}),
+                                                  sb.load(table, {i}));
+                  Value common = arith::AndIOp::create(
+                      b, loc, arith::IndexCastOp::create(b, loc, i32, i),
+                      jBits);
+                  Value odd = arith::TruncIOp::create(
+                      b, loc, b.getI1Type(),
+                      math::CtPopOp::create(b, loc, common));
+                  Value term = arith::SelectOp::create(
+                      b, loc, odd, arith::NegFOp::create(b, loc, x), x);
+                  return arith::AddFOp::create(b, loc, acc, term).getResult();
+                });
+            sb.store(y, out, {bi, h, n, j});
+          });
+        });
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct ConvertFAToLoopsPass
     : fa::impl::ConvertFAToLoopsBase<ConvertFAToLoopsPass> {
   void runOnOperation() override {
@@ -489,9 +654,9 @@ struct ConvertFAToLoopsPass
                            memref::MemRefDialect, scf::SCFDialect,
                            linalg::LinalgDialect>();
     target.addIllegalOp<InitStateOp, ScoreTileOp, SoftmaxUpdateOp,
-                        ConditionalSoftmaxUpdateOp, RescaleOp,
-                        PVAccumulateOp, NormalizeOp, LogSumExpOp,
-                        MergePartialsOp>();
+                        ConditionalSoftmaxUpdateOp, RescaleOp, PVAccumulateOp,
+                        NormalizeOp, LogSumExpOp, MergePartialsOp, QuantizeOp,
+                        HadamardOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFAToLoopsPatterns(patterns);
@@ -505,8 +670,8 @@ struct ConvertFAToLoopsPass
 
 void mlir::fa::populateFAToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<InitStateLowering, ScoreTileLowering, SoftmaxUpdateLowering,
-               ConditionalSoftmaxUpdateLowering,
-               RescaleLowering, PVAccumulateLowering, NormalizeLowering,
-               LogSumExpLowering, MergePartialsLowering>(
+               ConditionalSoftmaxUpdateLowering, RescaleLowering,
+               PVAccumulateLowering, NormalizeLowering, LogSumExpLowering,
+               MergePartialsLowering, QuantizeLowering, HadamardLowering>(
       patterns.getContext());
 }

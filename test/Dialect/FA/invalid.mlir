@@ -147,7 +147,7 @@ func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<
 // -----
 
 func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<2x2x128x64xf16>) {
-  // expected-error @+1 {{expected output element type to be 'f16' (the query's), got 'f32'}}
+  // expected-error @+1 {{expected the output element type to be the inputs' (f16), got f32; only e4m3 inputs take another output type}}
   %r0 = fa.attention %q, %k, %v : tensor<2x8x128x64xf16>, tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16> -> tensor<2x8x128x64xf32>
   return
 }

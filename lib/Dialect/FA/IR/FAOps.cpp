@@ -55,9 +55,85 @@ static LogicalResult checkElementType(Operation *op, StringRef name,
                            << expected << " (" << whose << "), got " << actual;
 }
 
+/// An element type by its MLIR name, for Validation.h's type checks.
+static std::string typeName(Type type) {
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  type.print(os);
+  return name;
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
+
+void AttentionOp::build(OpBuilder &builder, OperationState &state,
+                        TypeRange results, Value query, Value key, Value value,
+                        ValueRange outs, ValueRange descales,
+                        ArrayRef<NamedAttribute> attrs) {
+  state.addOperands({query, key, value});
+  state.addOperands(outs);
+  state.addOperands(descales);
+  state.addTypes(results);
+  Properties &props = state.getOrAddProperties<Properties>();
+  props.operandSegmentSizes = {1, 1, 1, static_cast<int32_t>(outs.size()),
+                               static_cast<int32_t>(descales.size())};
+  for (NamedAttribute attr : attrs)
+    if (attr.getName() != getOperandSegmentSizesAttrName(state.name))
+      state.addAttribute(attr.getName(), attr.getValue());
+}
+
+/// Checks one descale operand of an fp8 attention: rank 0 (per tensor),
+/// [B, Hkv] (per batch and K/V head) or, for Q and K, [B, H, ceil(N / tile)]
+/// with the tile size given (per block).
+static LogicalResult checkDescaleType(AttentionOp op, StringRef name,
+                                      Value descale, ShapedType input,
+                                      ShapedType key,
+                                      std::optional<int64_t> tile) {
+  auto type = cast<ShapedType>(descale.getType());
+  if (isa<MemRefType>(type) != op.hasBufferSemantics())
+    return op.emitOpError() << "expected " << name << " to be a "
+                            << (op.hasBufferSemantics() ? "memref" : "tensor")
+                            << " like the inputs, got " << type;
+  Operation *o = op.getOperation();
+  switch (type.getRank()) {
+  case 0:
+    return success();
+  case 2:
+    return failure(
+        failed(checkSameDim(o, name.str() + " batch size", input.getDimSize(0),
+                            "the inputs'", type.getDimSize(0))) ||
+        failed(checkSameDim(o, name.str() + " head count", key.getDimSize(1),
+                            "the K/V heads'", type.getDimSize(1))));
+  case 3: {
+    if (name == "v_descale")
+      return op.emitOpError("expected v_descale of rank 0 or 2 (per tensor, "
+                            "per batch and K/V head), got rank 3: V is not "
+                            "block-quantised");
+    if (!tile)
+      return op.emitOpError()
+             << "expected " << name
+             << " of rank 3 (per block) to come with the tile sizes "
+                "block_r and block_c (blocks are tiles: run fa-tile first)";
+    int64_t n = input.getDimSize(2);
+    int64_t blocks = ShapedType::isDynamic(n) ? ShapedType::kDynamic
+                                              : (n + *tile - 1) / *tile;
+    return failure(
+        failed(checkSameDim(o, name.str() + " batch size", input.getDimSize(0),
+                            "the inputs'", type.getDimSize(0))) ||
+        failed(checkSameDim(o, name.str() + " head count", input.getDimSize(1),
+                            "its input's", type.getDimSize(1))) ||
+        failed(checkSameDim(o, name.str() + " block count", blocks,
+                            "ceil(N / tile)", type.getDimSize(2))));
+  }
+  default:
+    return op.emitOpError()
+           << "expected " << name
+           << " of rank 0 (per tensor), 2 ([B, Hkv]) or 3 ([B, H, "
+              "ceil(N / tile)]), got rank "
+           << type.getRank();
+  }
+}
 
 float AttentionOp::getEffectiveScale() {
   if (std::optional<APFloat> scale = getScale())
@@ -153,9 +229,26 @@ LogicalResult AttentionOp::verify() {
                          << outputs.size();
   ShapedType o = outputs[0];
   if (failed(checkRank(op, "output", o, 4, "[B, Hq, Nq, Dv]")) ||
-      failed(checkElementType(op, "output", elt, "the query's",
-                              o.getElementType())))
+      failed(checkRange(
+          op, checkElementTypes(typeName(elt), typeName(o.getElementType())))))
     return failure();
+  if (isFP8() != (getDescales().size() == 3) || getDescales().size() % 3)
+    return emitOpError() << "expected "
+                         << (isFP8() ? "three descale factors (q_descale, "
+                                       "k_descale, v_descale) with e4m3 inputs"
+                                     : "no descale factors without e4m3 "
+                                       "inputs")
+                         << ", got " << getDescales().size();
+  if (isFP8()) {
+    static constexpr StringLiteral kNames[] = {"q_descale", "k_descale",
+                                               "v_descale"};
+    std::optional<int64_t> tiles[] = {getBlockR(), getBlockC(), std::nullopt};
+    ShapedType inputs[] = {q, k, v};
+    for (int i = 0; i < 3; ++i)
+      if (failed(checkDescaleType(*this, kNames[i], getDescales()[i], inputs[i],
+                                  k, tiles[i])))
+        return failure();
+  }
   if (failed(checkSameDim(op, "output batch size", q.getDimSize(0),
                           "the query's", o.getDimSize(0))) ||
       failed(checkSameDim(op, "output head count", hq, "the query's",
@@ -260,6 +353,9 @@ LogicalResult ScoreTileOp::verify() {
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");
+  if (getDescale() && !isa<Float8E4M3FNType>(q.getElementType()))
+    return emitOpError() << "expected descale only with e4m3 inputs, got "
+                         << q.getElementType();
   AttentionParams params;
   params.scale = getScale().convertToDouble();
   if (std::optional<APFloat> cap = getSoftcap())
@@ -333,6 +429,14 @@ LogicalResult PVAccumulateOp::verify() {
     return failure();
   if (v.isDynamicDim(1))
     return emitOpError("expected value head dim to be static");
+  bool fp8 = isa<Float8E4M3FNType>(v.getElementType());
+  if ((getDescale() || getProbsScale()) && !fp8)
+    return emitOpError() << "expected descale and probs_scale only with e4m3 "
+                            "values, got "
+                         << v.getElementType();
+  if (std::optional<APFloat> scale = getProbsScale())
+    if (failed(checkRange(*this, checkProbsScale(scale->convertToDouble()))))
+      return failure();
   return failure(
       failed(checkSameDim(*this, "acc rows", p.getDimSize(0), "the probs'",
                           acc.getDimSize(0))) ||
@@ -383,5 +487,62 @@ LogicalResult MergePartialsOp::verify() {
   if (Value lse = getLse())
     if (!same(cast<MemRefType>(lse.getType()).getDimSize(0), out.getDimSize(0)))
       return emitOpError("expected one LSE per output row");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// QuantizeOp, HadamardOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult QuantizeOp::verify() {
+  MemRefType in = getInput().getType(), out = getOutput().getType();
+  auto descale = cast<MemRefType>(getDescale().getType());
+  for (int64_t d = 0; d < 4; ++d)
+    if (failed(checkSameDim(*this, "output dim " + std::to_string(d),
+                            in.getDimSize(d), "the input's",
+                            out.getDimSize(d))))
+      return failure();
+  std::optional<int64_t> block = getBlock();
+  if (!block) {
+    if (descale.getRank() != 0)
+      return emitOpError() << "expected a rank-0 descale without block (one "
+                              "per tensor), got "
+                           << descale;
+    return success();
+  }
+  if (failed(checkRange(*this, checkTileSize("block", *block))))
+    return failure();
+  if (descale.getRank() != 3)
+    return emitOpError() << "expected descale [B, H, ceil(N / block)] with "
+                            "block, got "
+                         << descale;
+  int64_t n = in.getDimSize(2);
+  int64_t blocks = ShapedType::isDynamic(n) ? ShapedType::kDynamic
+                                            : (n + *block - 1) / *block;
+  return failure(
+      failed(checkSameDim(*this, "descale batch size", in.getDimSize(0),
+                          "the input's", descale.getDimSize(0))) ||
+      failed(checkSameDim(*this, "descale head count", in.getDimSize(1),
+                          "the input's", descale.getDimSize(1))) ||
+      failed(checkSameDim(*this, "descale block count", blocks,
+                          "ceil(N / block)", descale.getDimSize(2))));
+}
+
+LogicalResult HadamardOp::verify() {
+  MemRefType in = getInput().getType(), out = getOutput().getType();
+  for (int64_t d = 0; d < 4; ++d)
+    if (failed(checkSameDim(*this, "output dim " + std::to_string(d),
+                            in.getDimSize(d), "the input's",
+                            out.getDimSize(d))))
+      return failure();
+  int64_t dim = in.getDimSize(3);
+  if (ShapedType::isDynamic(dim))
+    return emitOpError("expected the head dim D to be static");
+  if (failed(checkRange(*this, checkHadamardDim(dim))))
+    return failure();
+  if (static_cast<int64_t>(getSigns().size()) != dim)
+    return emitOpError() << "expected " << dim
+                         << " signs (one per column), got "
+                         << getSigns().size();
   return success();
 }

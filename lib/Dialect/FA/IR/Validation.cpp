@@ -159,3 +159,80 @@ std::optional<std::string> mlir::fa::checkKVSplits(int64_t splits) {
     return "expected kv_splits in [1, 1024], got " + std::to_string(splits);
   return std::nullopt;
 }
+
+std::optional<llvm::StringRef> fa::mlirElementTypeName(llvm::StringRef dtype) {
+  if (dtype == "f16" || dtype == "bf16" || dtype == "f32" ||
+      dtype == "f8E4M3FN")
+    return dtype;
+  if (dtype == "e4m3")
+    return llvm::StringRef("f8E4M3FN");
+  return std::nullopt;
+}
+
+std::optional<std::string> fa::checkElementTypes(llvm::StringRef input,
+                                                 llvm::StringRef output) {
+  if (input == "f8E4M3FN") {
+    if (output == "f16" || output == "bf16" || output == "f32")
+      return std::nullopt;
+    return "expected the output of e4m3 (f8E4M3FN) inputs to be f16, bf16 "
+           "or f32, got " +
+           output.str() + " (the fp8 products accumulate in f32)";
+  }
+  if (input != "f16" && input != "bf16" && input != "f32")
+    return "expected inputs of f16, bf16, f32 or e4m3 (f8E4M3FN), got " +
+           input.str();
+  if (output == input)
+    return std::nullopt;
+  return "expected the output element type to be the inputs' (" + input.str() +
+         "), got " + output.str() +
+         "; only e4m3 inputs take another output type";
+}
+
+std::optional<std::string>
+fa::checkTargetElementType(llvm::StringRef arch, llvm::StringRef elementType) {
+  if (elementType != "f8E4M3FN")
+    return std::nullopt;
+  if (arch == "sm_80")
+    return std::string("FP8 (e4m3) inputs need fp8 tensor cores, which "
+                       "sm_80 does not have; run them on the CPU path "
+                       "(fa-run --dtype e4m3)");
+  return "FP8 (e4m3) kernels are not built yet for " + arch.str() +
+         " (issue 18: the e4m3 wgmma kernel); the CPU path runs e4m3 "
+         "(fa-run --dtype e4m3, flashmlir.run_cpu(dtype=\"e4m3\"))";
+}
+
+std::optional<std::string> fa::checkDescale(llvm::StringRef name,
+                                            double descale) {
+  if (descale >= kMinDescale && descale <= kMaxDescale)
+    return std::nullopt;
+  return "expected " + name.str() + " in [2^-126, 2^127], got " + str(descale) +
+         " (a descale factor, amax / 448, must be finite, positive and a "
+         "normal f32)";
+}
+
+std::optional<std::string> fa::checkProbsScale(double scale, double threshold) {
+  int exponent = 0;
+  bool powerOfTwo =
+      std::isfinite(scale) && scale > 0 && std::frexp(scale, &exponent) == 0.5;
+  if (!powerOfTwo || scale < 1 || scale > kMaxProbsScale)
+    return "expected probs scale to be a power of two in [1, 256], got " +
+           str(scale) +
+           " (P is scaled before its e4m3 cast and unscaled "
+           "after: a power of two keeps both exact)";
+  if (scale * std::exp2(threshold) > kE4M3Max)
+    return "expected probs scale * 2^threshold to be at most 448 (e4m3's "
+           "largest), got " +
+           str(scale) + " * 2^" + str(threshold) +
+           " (P reaches 2^threshold under conditional rescaling and would "
+           "saturate); lower the scale or the rescale threshold (0 for fp8, "
+           "as FlashAttention-4)";
+  return std::nullopt;
+}
+
+std::optional<std::string> fa::checkHadamardDim(int64_t dim) {
+  if (dim >= 1 && (dim & (dim - 1)) == 0)
+    return std::nullopt;
+  return "expected the head dim D to be a power of two for the Hadamard "
+         "transform, got " +
+         str(dim) + " (Sylvester's H_D exists for powers of two)";
+}

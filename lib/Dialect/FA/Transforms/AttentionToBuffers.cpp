@@ -52,9 +52,11 @@ struct TensorAttentionToBuffers : OpRewritePattern<AttentionOp> {
       outs.push_back(
           memref::AllocOp::create(rewriter, loc, memrefType, dynamicSizes));
     }
-    SmallVector<Value> operands = {q, k, v};
-    llvm::append_range(operands, outs);
-    AttentionOp::create(rewriter, loc, TypeRange{}, operands, op->getAttrs());
+    SmallVector<Value> descales;
+    for (Value descale : op.getDescales())
+      descales.push_back(toBuffer(descale));
+    AttentionOp::create(rewriter, loc, TypeRange{}, q, k, v, outs, descales,
+                        op->getAttrs());
     SmallVector<Value> results;
     for (auto [resultType, out] : llvm::zip(op.getResultTypes(), outs))
       results.push_back(bufferization::ToTensorOp::create(

@@ -177,12 +177,17 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
     else
       for (Type t : op.getResultTypes())
         argTypes.push_back(asMemref(t));
+    size_t numOuts = argTypes.size() - 3;
+    for (Value descale : op.getDescales())
+      argTypes.push_back(asMemref(descale.getType()));
     auto func = func::FuncOp::create(b, loc, "io_report_scratch",
                                      b.getFunctionType(argTypes, {}));
     Block *body = func.addEntryBlock();
     b.setInsertionPointToEnd(body);
-    auto copy = AttentionOp::create(b, loc, TypeRange{}, body->getArguments(),
-                                    op->getAttrs());
+    ValueRange args = body->getArguments();
+    auto copy = AttentionOp::create(
+        b, loc, TypeRange{}, args[0], args[1], args[2], args.slice(3, numOuts),
+        args.drop_front(3 + numOuts), op->getAttrs());
     func::ReturnOp::create(b, loc);
     IRRewriter rewriter(b);
     if (failed(lowerAttention(rewriter, copy, order)))

@@ -42,6 +42,7 @@ namespace {
 /// Everything the loop nests need to know about one buffer-form attention.
 struct Problem {
   Value query, key, value, out, lse; // lse is null when not requested
+  Value queryDescale, keyDescale, valueDescale;         // null unless e4m3
   Value batch, queryHeads, groupSize, queryLen, keyLen; // index values
   int64_t headDim, valueHeadDim, blockR, blockC;
   Type elementType;
@@ -176,7 +177,30 @@ private:
       memref::DeallocOp::create(b, loc, v);
   }
 
-  ScoreTileOp scoreTile(Value q, Value k, Value s, Value row0, Value col0) {
+  /// One descale factor of an e4m3 input for a tile: the tensor's (rank
+  /// 0), its (batch, K/V head)'s (rank 2) or its block's (rank 3, blocks
+  /// being tiles: block `tileIndex` of head `head`); null without descales.
+  Value descaleOf(Value descales, Value bi, Value head, Value kvHead,
+                  Value tileIndex) {
+    if (!descales)
+      return nullptr;
+    SmallVector<Value> indices;
+    int64_t rank = cast<MemRefType>(descales.getType()).getRank();
+    if (rank == 2)
+      indices = {bi, kvHead};
+    else if (rank == 3)
+      indices = {bi, head, tileIndex};
+    return memref::LoadOp::create(b, loc, descales, indices);
+  }
+  /// The score tile's descale: q_descale * k_descale (null without).
+  Value scoreDescale(Value qDescale, Value kDescale) {
+    if (!qDescale)
+      return nullptr;
+    return arith::MulFOp::create(b, loc, qDescale, kDescale);
+  }
+
+  ScoreTileOp scoreTile(Value q, Value k, Value s, Value row0, Value col0,
+                        Value descale) {
     AttentionOp op = p.op;
     // Bottom-right masks: positions i + Nk against j + Nq, so that
     // j <= i + Nk - Nq needs no negative index.
@@ -185,7 +209,8 @@ private:
       col0 = arith::AddIOp::create(b, loc, col0, p.queryLen);
     }
     auto tile = ScoreTileOp::create(
-        b, loc, q, k, s, row0, col0, b.getF32FloatAttr(op.getEffectiveScale()),
+        b, loc, q, k, s, row0, col0, descale,
+        b.getF32FloatAttr(op.getEffectiveScale()),
         op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
         op.getSoftcapAttr(), op.getBottomRightAttr());
     return tile;
@@ -321,6 +346,8 @@ void AttentionLowering::buildFA2() {
     Tiles t = allocTiles();
     Value qTile = prefix(t.query, rows);
     copy(rowBlock(p.query, bi, h, qStart, rows), qTile);
+    Value qDescale = descaleOf(p.queryDescale, bi, h, kvHead, i);
+    Value vDescale = descaleOf(p.valueDescale, bi, kvHead, kvHead, nullptr);
     InitStateOp::create(b, loc, t.max, t.sum, t.acc);
 
     auto [begin, end] = visibleKeyBlocks(qStart, rows, numKBlocks);
@@ -339,12 +366,16 @@ void AttentionLowering::buildFA2() {
       b.setInsertionPoint(loop.getBody()->getTerminator());
       Value kStart = mul(loop.getInductionVar(), p.blockC);
       auto [kTile, vTile] = loadKVBlock(t, bi, kvHead, kStart);
-      scoreTile(qTile, kTile, t.scores, qStart, kStart);
+      Value kDescale =
+          descaleOf(p.keyDescale, bi, kvHead, kvHead, loop.getInductionVar());
+      scoreTile(qTile, kTile, t.scores, qStart, kStart,
+                scoreDescale(qDescale, kDescale));
       SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction,
                               /*exp2_poly_degree=*/IntegerAttr(),
                               /*exp2_poly_period=*/IntegerAttr());
       RescaleOp::create(b, loc, t.acc, t.correction);
-      PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc);
+      PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc, vDescale,
+                             /*probs_scale=*/FloatAttr());
     }
     // The single normalisation of FA2.
     NormalizeOp::create(b, loc, t.acc, t.sum);
@@ -412,6 +443,7 @@ void AttentionLowering::buildFA1() {
     Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1);
     Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
     Tiles t = allocTiles();
+    Value vDescale = descaleOf(p.valueDescale, bi, kvHead, kvHead, nullptr);
     // Rows past a ragged query tail are never written back; give them a
     // defined state anyway.
     InitStateOp::create(b, loc, t.max, t.sum, t.acc);
@@ -423,6 +455,8 @@ void AttentionLowering::buildFA1() {
       b.setInsertionPoint(outer.getBody()->getTerminator());
       Value kStart = mul(outer.getInductionVar(), p.blockC);
       auto [kTile, vTile] = loadKVBlock(t, bi, kvHead, kStart);
+      Value kDescale =
+          descaleOf(p.keyDescale, bi, kvHead, kvHead, outer.getInductionVar());
 
       // Inner loop: Q blocks, state round-tripping through memory.
       auto inner = scf::ForOp::create(b, loc, index(0), numQBlocks, index(1));
@@ -438,7 +472,10 @@ void AttentionLowering::buildFA1() {
       copy(oMem, prefix(t.acc, rows));
       copy(maxRows, prefix(t.max, rows));
       copy(sumRows, prefix(t.sum, rows));
-      scoreTile(qTile, kTile, t.scores, qStart, kStart);
+      Value qDescale =
+          descaleOf(p.queryDescale, bi, h, kvHead, inner.getInductionVar());
+      scoreTile(qTile, kTile, t.scores, qStart, kStart,
+                scoreDescale(qDescale, kDescale));
       // O_i <- (alpha * l_i * O_i + P V_j) / l_new: undo the previous
       // normalisation, rescale, accumulate, normalise again.
       RescaleOp::create(b, loc, t.acc, t.sum);
@@ -446,7 +483,8 @@ void AttentionLowering::buildFA1() {
                             /*exp2_poly_degree=*/IntegerAttr(),
                             /*exp2_poly_period=*/IntegerAttr());
       RescaleOp::create(b, loc, t.acc, t.correction);
-      PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc);
+      PVAccumulateOp::create(b, loc, t.scores, vTile, t.acc, vDescale,
+                             /*probs_scale=*/FloatAttr());
       NormalizeOp::create(b, loc, t.acc, t.sum);
       copy(prefix(t.acc, rows), oMem);
       copy(prefix(t.max, rows), maxRows);
@@ -504,6 +542,9 @@ LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
   p.value = op.getValue();
   p.out = op.getOuts()[0];
   p.lse = op.getOuts().size() == 2 ? op.getOuts()[1] : Value();
+  p.queryDescale = op.getQueryDescale();
+  p.keyDescale = op.getKeyDescale();
+  p.valueDescale = op.getValueDescale();
   p.headDim = op.getHeadDim();
   p.valueHeadDim = op.getValueHeadDim();
   p.blockR = *op.getBlockR();

@@ -2042,10 +2042,9 @@ void raise(RewriterBase &rewriter, const Match &m) {
   auto oType = RankedTensorType::get({qType.getDimSize(0), qType.getDimSize(1),
                                       qType.getDimSize(2), vType.getDimSize(3)},
                                      m.elt);
-  OperationState state(loc, AttentionOp::getOperationName());
-  state.addOperands({q, k, v});
-  state.addTypes(oType);
-  auto attention = cast<AttentionOp>(rewriter.create(state));
+  auto attention = AttentionOp::create(rewriter, loc, TypeRange{oType}, q, k, v,
+                                       ValueRange{}, ValueRange{},
+                                       ArrayRef<NamedAttribute>{});
   attention.setScaleAttr(
       rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
   if (m.mask.causal)

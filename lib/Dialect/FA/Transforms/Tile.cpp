@@ -111,6 +111,11 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
                << type << "; copy strided views into contiguous buffers "
                << "first";
     }
+    std::string elt;
+    llvm::raw_string_ostream(elt) << op.getQueryType().getElementType();
+    if (std::optional<std::string> why =
+            checkTargetElementType(fagpu::targetName(gpu), elt))
+      return op.emitOpError() << "fa-tile: " << *why;
     int64_t d = op.getHeadDim();
     const fagpu::KernelDefaults *row =
         fagpu::defaultsFor(gpu, d, op.getCausal());

@@ -128,6 +128,10 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
   auto q = cast<MemRefType>(nest.q.getType());
   auto v = cast<MemRefType>(nest.v.getType());
   Type elt = q.getElementType();
+  // e4m3 with its reason (no kernel yet), not as an unknown type.
+  if (std::optional<std::string> why = fa::checkTargetElementType(
+          targetName(target), llvm::formatv("{0}", elt).str()))
+    return why;
   if (!elt.isF16() && !elt.isBF16())
     return "element type must be f16 or bf16, got " +
            llvm::formatv("{0}", elt).str();

@@ -7,14 +7,18 @@ include "fa/Dialect/FA/IR/FADialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def FA_AttnElement : AnyTypeOf<[F16, BF16, F32]>;
-def FA_AttnOperand : AnyTypeOf<[RankedTensorOf<[F16, BF16, F32]>,
-                                MemRefOf<[F16, BF16, F32]>]>;
+def FA_AttnOperand : AnyTypeOf<[RankedTensorOf<[F16, BF16, F32, F8E4M3FN]>,
+                                MemRefOf<[F16, BF16, F32, F8E4M3FN]>]>;
+// A descale factor of fp8 inputs: rank 0 (per tensor), [B, Hkv] (per batch
+// and K/V head, FlashAttention-3's API) or [B, H, ceil(N / tile)] (per
+// block, after fa-block-quantize); the verifier checks which.
+def FA_Descale : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>]>;
 
 //===----------------------------------------------------------------------===//
 // Op level
 //===----------------------------------------------------------------------===//
 
-def FA_AttentionOp : FA_Op<"attention", [
+def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "scaled dot-product attention softmax(scale * Q K^T) V";
   let description = [{
@@ -27,7 +31,7 @@ def FA_AttentionOp : FA_Op<"attention", [
     ```
 
     Operands are `Q [B, Hq, Nq, D]`, `K [B, Hkv, Nk, D]`, `V [B, Hkv, Nk, Dv]`
-    with one element type among f16, bf16 and f32; `Hq` must be a multiple of
+    with one element type among f16, bf16, f32 and f8E4M3FN; `Hq` must be a multiple of
     `Hkv` (grouped-query and multi-query attention). `D` and `Dv` must be
     static; batch, heads and sequence lengths may be dynamic.
 
@@ -56,6 +60,30 @@ def FA_AttentionOp : FA_Op<"attention", [
 
     A row whose keys are all masked yields `O = 0` and `LSE = -inf`.
 
+    FP8 (FlashAttention-3's e4m3 path): with `f8E4M3FN` inputs the op takes
+    three f32 descale factors after `descale` and computes
+
+    ```
+    S = scale * q_descale * k_descale * (Q K^T)
+    O = v_descale * softmax(S) V
+    ```
+
+    with every e4m3 value widened exactly (all of them are f16 and f32
+    values) and products accumulated in f32. `O` is then f16, bf16 or f32
+    (fp8 MMAs accumulate in f32). Descales are runtime values (an embedding
+    compiler computes them from the data, `amax / 448`), each a rank-0
+    f32 (per tensor), a `[B, Hkv]` f32 (per batch and K/V head, as
+    FlashAttention-3's `q_descale`/`k_descale`/`v_descale`) or, for Q and K
+    after `fa-block-quantize`, `[B, H, ceil(N / tile)]` (one per `block_r`
+    rows of Q, `block_c` rows of K). Their values must be finite and
+    positive (`fa::checkDescale`; the tools check the values they make).
+
+    ```mlir
+    fa.attention %q, %k, %v descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>)
+        outs(%o : memref<1x4x77x64xf16>)
+        : memref<1x4x77x64xf8E4M3FN>, memref<1x4x131x64xf8E4M3FN>, memref<1x4x131x64xf8E4M3FN>
+    ```
+
     Tensor form (results `O` and optionally `LSE [B, Hq, Nq]` in f32):
 
     ```mlir
@@ -74,6 +102,7 @@ def FA_AttentionOp : FA_Op<"attention", [
   let arguments = (ins FA_AttnOperand:$query, FA_AttnOperand:$key,
                        FA_AttnOperand:$value,
                        Variadic<MemRefOf<[F16, BF16, F32]>>:$outs,
+                       Variadic<FA_Descale>:$descales,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
@@ -84,12 +113,37 @@ def FA_AttentionOp : FA_Op<"attention", [
                        OptionalAttr<I64Attr>:$kv_splits);
   let results = (outs Variadic<RankedTensorOf<[F16, BF16, F32]>>:$results);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`outs` `(` $outs^ `:` type($outs) `)`)?
+    $query `,` $key `,` $value
+    (`descale` `(` $descales^ `:` type($descales) `)`)?
+    (`outs` `(` $outs^ `:` type($outs) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     (`->` type($results)^)?
   }];
   let hasVerifier = 1;
+  let builders = [
+    // `attrs` may come from another attention (its operandSegmentSizes is
+    // replaced by the one of these operands).
+    OpBuilder<(ins "::mlir::TypeRange":$results, "::mlir::Value":$query,
+                   "::mlir::Value":$key, "::mlir::Value":$value,
+                   "::mlir::ValueRange":$outs, "::mlir::ValueRange":$descales,
+                   "::llvm::ArrayRef<::mlir::NamedAttribute>":$attrs)>
+  ];
   let extraClassDeclaration = [{
+    /// True for f8E4M3FN inputs, which come with descale factors.
+    bool isFP8() {
+      return ::llvm::isa<::mlir::Float8E4M3FNType>(
+          getQueryType().getElementType());
+    }
+    /// The descale factors (null without them).
+    ::mlir::Value getQueryDescale() {
+      return getDescales().empty() ? nullptr : getDescales()[0];
+    }
+    ::mlir::Value getKeyDescale() {
+      return getDescales().empty() ? nullptr : getDescales()[1];
+    }
+    ::mlir::Value getValueDescale() {
+      return getDescales().empty() ? nullptr : getDescales()[2];
+    }
     /// True when the operands are memrefs and the results are written to
     /// `outs`.
     bool hasBufferSemantics() {
@@ -122,7 +176,7 @@ def FA_AttentionOp : FA_Op<"attention", [
 
 def FA_RowVector : MemRefRankOf<[F32], [1]>;
 def FA_F32Tile : MemRefRankOf<[F32], [2]>;
-def FA_InputTile : MemRefRankOf<[F16, BF16, F32], [2]>;
+def FA_InputTile : MemRefRankOf<[F16, BF16, F32, F8E4M3FN], [2]>;
 
 def FA_InitStateOp : FA_Op<"init_state"> {
   let summary = "start the online softmax: m = -inf, l = 0, O = 0";
@@ -166,6 +220,12 @@ def FA_ScoreTileOp : FA_Op<"score_tile"> {
     are thus one mechanism: a masked score contributes `exp2(-inf) = 0`.
     Products are accumulated in f32 whatever the input type.
 
+    With `descale` (fp8 inputs: the Q tile's descale times the K tile's),
+    the product is multiplied by it before `scale`:
+    `S[r, c] = log2(e) * cap(scale * descale * sum_d Q[r, d] * K[c, d])`.
+    Block quantisation makes the descales per tile, so one scalar per
+    (Q tile, K tile) covers every layout of `fa.attention`'s descales.
+
     ```mlir
     fa.score_tile %q, %k -> %s at [%i0, %j0] {causal, scale = 0.125 : f32}
         : memref<?x64xf16, strided<[64, 1], offset: ?>>,
@@ -176,13 +236,14 @@ def FA_ScoreTileOp : FA_Op<"score_tile"> {
                        Arg<FA_InputTile, "key rows", [MemRead]>:$key,
                        Arg<FA_F32Tile, "score tile", [MemWrite]>:$scores,
                        Index:$row_offset, Index:$col_offset,
+                       Optional<F32>:$descale,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
                        UnitAttr:$bottom_right);
   let assemblyFormat = [{
     $query `,` $key `->` $scores `at` ` ` `[` $row_offset `,` $col_offset `]`
-    attr-dict `:` type($query) `,` type($key) `->` type($scores)
+    (`descale` $descale^)? attr-dict `:` type($query) `,` type($key) `->` type($scores)
   }];
   let hasVerifier = 1;
 }
@@ -295,6 +356,16 @@ def FA_PVAccumulateOp : FA_Op<"pv_accumulate"> {
     `O[r, d] += sum_{c < rows(value)} P[r, c] * V[c, d]` in f32. Columns of
     `P` past the value tile's length (a ragged last key block) are ignored.
 
+    With `descale` (fp8 values: V's descale), the sum is multiplied by it:
+    `O[r, d] += descale * sum_c P[r, c] * V[c, d]`.
+
+    With `probs_scale = s` (set by `fa-quantize-probs`; e4m3 values only),
+    P is rounded as the e4m3 MMA's A operand is: scaled by the power of two
+    `s` first, so that small probabilities use e4m3's range instead of
+    underflowing (its smallest subnormal is 2^-9), rounded to nearest even
+    with saturation at 448, and the product divided by `s` (exactly):
+    `O[r, d] += descale / s * sum_c e4m3(s * P[r, c]) * V[c, d]`.
+  
     ```mlir
     fa.pv_accumulate %p, %v -> %acc
         : memref<64x128xf32>, memref<?x64xf16, strided<[64, 1], offset: ?>>
@@ -303,9 +374,11 @@ def FA_PVAccumulateOp : FA_Op<"pv_accumulate"> {
   }];
   let arguments = (ins Arg<FA_F32Tile, "probabilities P", [MemRead]>:$probs,
                        Arg<FA_InputTile, "value rows", [MemRead]>:$value,
-                       Arg<FA_F32Tile, "accumulator O", [MemRead, MemWrite]>:$acc);
+                       Arg<FA_F32Tile, "accumulator O", [MemRead, MemWrite]>:$acc,
+                       Optional<F32>:$descale,
+                       OptionalAttr<F32Attr>:$probs_scale);
   let assemblyFormat = [{
-    $probs `,` $value `->` $acc attr-dict `:` type($probs) `,` type($value)
+    $probs `,` $value `->` $acc (`descale` $descale^)? attr-dict `:` type($probs) `,` type($value)
     `->` type($acc)
   }];
   let hasVerifier = 1;
@@ -383,6 +456,82 @@ def FA_LogSumExpOp : FA_Op<"logsumexp"> {
                        Arg<FA_RowVector, "log-sum-exp", [MemWrite]>:$lse);
   let assemblyFormat = [{
     $max `,` $sum `->` $lse attr-dict `:` type($max) `,` type($sum) `->` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Op level: preparing higher-precision inputs for an fp8 attention.
+//===----------------------------------------------------------------------===//
+
+def FA_QuantizeOp : FA_Op<"quantize"> {
+  let summary = "quantise [B, H, N, D] rows to e4m3 with descale factors";
+  let description = [{
+    Per group `g` of elements (the whole tensor when `descale` has rank 0;
+    `block` rows of one (batch, head) when it is `[B, H, ceil(N / block)]`):
+
+    ```
+    amax_g      = max |x|  over the group
+    scale_g     = amax_g > 0 ? 448 / amax_g : 1     (448: e4m3's largest)
+    out         = e4m3(x * scale_g)                 (nearest even, saturating)
+    descale[g]  = 1 / scale_g
+    ```
+
+    so that `out * descale ~ x` with e4m3's 3-bit mantissa relative error
+    (2^-4) on every element of the group and the group's largest element
+    at e4m3's top. This is how an fp8 attention's inputs are made
+    (FlashAttention-3's `q_descale`, torch's `x.abs().amax() / 448`);
+    `fa-quantize-fp8` inserts it, `fa-block-quantize` sets `block`.
+    Non-finite inputs are not supported (an infinite amax gives scale 0).
+
+    ```mlir
+    fa.quantize %x -> %x8, %descale
+        : memref<1x4x128x64xf32> -> memref<1x4x128x64xf8E4M3FN>, memref<f32>
+    fa.quantize %x -> %x8, %descale {block = 64 : i64}
+        : memref<1x4x128x64xf32> -> memref<1x4x128x64xf8E4M3FN>, memref<1x4x2xf32>
+    ```
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F16, BF16, F32], [4]>, "input",
+                           [MemRead]>:$input,
+                       Arg<MemRefRankOf<[F8E4M3FN], [4]>, "e4m3 output",
+                           [MemWrite]>:$output,
+                       Arg<MemRefOf<[F32]>, "descale factors",
+                           [MemWrite]>:$descale,
+                       OptionalAttr<I64Attr>:$block);
+  let assemblyFormat = [{
+    $input `->` $output `,` $descale attr-dict `:` type($input) `->`
+    type($output) `,` type($descale)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_HadamardOp : FA_Op<"hadamard"> {
+  let summary = "randomised Hadamard transform of [B, H, N, D] rows along D";
+  let description = [{
+    `y[b, h, n, :] = (x[b, h, n, :] * s) H_D / sqrt(D)`, with `s` the
+    `signs` (true: -1, false: +1) and `H_D` the Sylvester Hadamard matrix
+    of order `D` (a power of two), `H_D[i, j] = (-1)^popcount(i & j)`. The
+    matrix `M = diag(s) H_D / sqrt(D)` is orthogonal (`M M^T = I`), so
+    transforming Q and K by the same `M` leaves `Q K^T` unchanged while
+    every output element becomes a signed average of all `D` inputs: a
+    single large entry (an outlier channel) is spread over the row, and the
+    row's amax, which sets the quantisation step, drops from about
+    `|outlier|` to about `|outlier| / sqrt(D)` (FlashAttention-3's
+    incoherent processing, after QuIP). `fa-incoherent-processing` inserts
+    it; computed in f32.
+
+    ```mlir
+    fa.hadamard %x -> %y {signs = array<i1: false, true, true, false>}
+        : memref<1x4x128x4xf32> -> memref<1x4x128x4xf32>
+    ```
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F16, BF16, F32], [4]>, "input",
+                           [MemRead]>:$input,
+                       Arg<MemRefRankOf<[F32], [4]>, "output",
+                           [MemWrite]>:$output,
+                       DenseBoolArrayAttr:$signs);
+  let assemblyFormat = [{
+    $input `->` $output attr-dict `:` type($input) `->` type($output)
   }];
   let hasVerifier = 1;
 }

@@ -62,6 +62,27 @@ inline constexpr int64_t kMinPolyExp2Degree = 2;
 inline constexpr int64_t kMaxPolyExp2Degree = 5;
 inline constexpr int64_t kMaxPolyExp2Period = kMaxTileSize;
 
+/// e4m3 (f8E4M3FN): the largest finite value, 448 = 1.75 * 2^8; there is no
+/// infinity, so a conversion that overflows saturates here (the hardware's
+/// cvt.rn.satfinite) instead of producing the NaN encoding.
+inline constexpr double kE4M3Max = 448.0;
+
+/// A descale factor of fp8 inputs (q/k/v_descale) in [2^-126, 2^127]:
+/// finite and positive (a zero, negative or NaN descale makes every score
+/// 0, flips the softmax or poisons it), and a normal f32, since it becomes
+/// one (GPU code flushes subnormals to zero).
+inline constexpr double kMinDescale = 0x1p-126;
+inline constexpr double kMaxDescale = 0x1p127;
+
+/// The scale of P before its e4m3 cast (fa-quantize-probs): a power of two
+/// (the scaling and its undoing are exact) in [1, 2^8]. P = exp2(S - m) is
+/// at most 2^threshold (1 without conditional rescaling), and
+/// scale * 2^threshold must stay at most 448, else the largest
+/// probabilities saturate: 2^8 uses e4m3's range fully at threshold 0
+/// (FlashAttention-3's fp8 offset of 8; FlashAttention-4 uses threshold 0
+/// for fp8).
+inline constexpr double kMaxProbsScale = 256.0;
+
 /// `name` is how the diagnostic names the value, e.g. "query head dim D".
 std::optional<std::string> checkHeadDim(llvm::StringRef name, int64_t dim);
 std::optional<std::string> checkTileSize(llvm::StringRef name, int64_t rows);
@@ -82,6 +103,31 @@ checkRescaleThreshold(double threshold,
                       llvm::StringRef name = "rescale threshold");
 /// Degree and period of the software exp2 when it is on.
 std::optional<std::string> checkPolyExp2(int64_t degree, int64_t period);
+
+/// Element types by their MLIR names (f16, bf16, f32, f8E4M3FN): Q, K and V
+/// share one; O is the inputs' type, or f16, bf16 or f32 for f8E4M3FN inputs
+/// (the fp8 MMAs accumulate in f32, and an e4m3 O would throw away the
+/// precision the descales keep).
+std::optional<std::string> checkElementTypes(llvm::StringRef input,
+                                             llvm::StringRef output);
+/// The user-facing dtype names of the tools and bindings ("e4m3" for
+/// f8E4M3FN, the others as in MLIR) to the MLIR name; std::nullopt for an
+/// unknown one.
+std::optional<llvm::StringRef> mlirElementTypeName(llvm::StringRef dtype);
+/// Whether a GPU target has a kernel for inputs of `elementType` (MLIR
+/// name): f8E4M3FN has none yet on any target (sm_90a's e4m3 wgmma kernel is
+/// issue 18's next step; sm_80 has no fp8 tensor cores). Never fall back to
+/// an f16 kernel silently.
+std::optional<std::string> checkTargetElementType(llvm::StringRef arch,
+                                                  llvm::StringRef elementType);
+/// `name`: "q_descale", "k_descale" or "v_descale".
+std::optional<std::string> checkDescale(llvm::StringRef name, double descale);
+/// P's scale before its e4m3 cast with conditional rescaling at
+/// `threshold` (log2 units; 0 when off).
+std::optional<std::string> checkProbsScale(double scale,
+                                           double threshold = 0.0);
+/// fa-incoherent-processing's Hadamard transform needs D a power of two.
+std::optional<std::string> checkHadamardDim(int64_t dim);
 
 /// Every value of an fa.attention request at once, as a tool or binding
 /// receives them; absent optionals are "not given" (off, or the default).

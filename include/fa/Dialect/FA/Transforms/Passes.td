@@ -277,4 +277,99 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// FP8 (FlashAttention-3's e4m3 path)
+//===----------------------------------------------------------------------===//
+
+def FAQuantizeFP8 : Pass<"fa-quantize-fp8", "func::FuncOp"> {
+  let summary = "Run each higher-precision fa.attention in e4m3: quantise Q, K, V per tensor";
+  let description = [{
+    For every memref-form `fa.attention` on f16, bf16 or f32 inputs, inserts
+    `fa.quantize` of Q, K and V into fresh e4m3 buffers with rank-0 descale
+    factors (`descale = amax / 448`, the per-tensor baseline of
+    FlashAttention-3's FP8 evaluation) and rewrites the attention to take
+    them: `S = scale * q_descale * k_descale * Q8 K8^T`,
+    `O = v_descale * softmax(S) V8`, O in the original output type. The new
+    buffers are freed after the attention.
+
+    This is where higher-precision inputs become e4m3, so the accuracy
+    passes act on its `fa.quantize` ops: `fa-incoherent-processing` (before
+    `fa-tile`) and `fa-block-quantize` (after it).
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def FAIncoherentProcessing : Pass<"fa-incoherent-processing", "func::FuncOp"> {
+  let summary = "FlashAttention-3 incoherent processing: a random Hadamard transform of Q and K before quantisation";
+  let description = [{
+    For every e4m3 `fa.attention` whose Q and K are made by `fa.quantize`
+    (`fa-quantize-fp8`), inserts an `fa.hadamard` with the same random signs
+    before both quantisations: `Q' = Q M`, `K' = K M` with
+    `M = diag(s) H_D / sqrt(D)`, `s` in {+1, -1}^D drawn from `seed`, and
+    `H_D` the Sylvester Hadamard matrix (D a power of two). M is orthogonal,
+    so `Q' K'^T = Q M M^T K^T = Q K^T`: the attention is unchanged in exact
+    arithmetic. What changes is the quantisation error. Each entry of a row
+    of `Q'` is `sum_i s_i H[i, j] q_i / sqrt(D)`: the random signs make the
+    row "incoherent" with the Hadamard basis, so its energy spreads evenly
+    over the D entries. An outlier entry `q_i = c` (large `c`, as in
+    activations with outlier channels) contributes only `+-c / sqrt(D)` to
+    every entry of `Q'`, so the amax that sets the e4m3 step shrinks by up
+    to `sqrt(D)` and the ordinary entries keep more of their precision.
+    (FlashAttention-3, section 3.3, after QuIP / QuIP#; the transform costs
+    O(D log D) per row with the butterfly and fuses with rotary embedding
+    in a real model.) V is not transformed: `P V M` would need `M^T`
+    applied to O.
+  }];
+  let options = [
+    Option<"seed", "seed", "uint64_t", /*default=*/"0",
+           "Seed of the random signs (the same signs for Q and K)">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def FABlockQuantize : Pass<"fa-block-quantize", "func::FuncOp"> {
+  let summary = "FlashAttention-3 block quantisation: one descale per tile of Q and of K";
+  let description = [{
+    For every tiled e4m3 `fa.attention` whose Q and K are made by
+    per-tensor `fa.quantize` ops, makes those quantisations per block: one
+    descale per `block_r` rows of Q and per `block_c` rows of K of each
+    (batch, head), `[B, H, ceil(N / tile)]`, so that the blocks are exactly
+    the kernel's tiles and a score tile `S_ij` needs one scalar,
+    `q_descale[i] * k_descale[j]`, folded into its scale (no per-element
+    cost). A block's step is `amax_block / 448` instead of the tensor's
+    `amax / 448`: only the blocks that hold large values pay for them.
+    V stays per tensor (FlashAttention-3 quantises V per tensor too: its
+    descale multiplies O once). Run after `fa-tile`.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def FAQuantizeProbs : Pass<"fa-quantize-probs", "func::FuncOp"> {
+  let summary = "Round P to e4m3 for the P V product, scaled first, as the e4m3 MMA needs";
+  let description = [{
+    An e4m3 tensor-core MMA takes both operands in e4m3, so a kernel
+    converts the probabilities P (f32 registers) to e4m3 before `O += P V`.
+    P = exp2(S - m) lies in (0, 1] (up to 2^threshold under conditional
+    rescaling), and e4m3 has 3 mantissa bits and its smallest subnormal at
+    2^-9: the many small probabilities of a long or peaked row (an
+    attention sink) would round to 0 and the output collapse onto the few
+    large ones. So P is multiplied by `scale` (a power of two, exact) before
+    the cast and the product divided by it after:
+    `O += (e4m3(scale * P) V) / scale`. 2^8 (the default) maps P = 1 to 256,
+    below e4m3's 448, and moves the underflow threshold to 2^-17
+    (FlashAttention-3 gets the same from an exp2 offset of 8 on fp8, with l
+    carrying the 2^8 and cancelling in O / l).
+
+    Sets `probs_scale` on every `fa.pv_accumulate` of e4m3 values; the CPU
+    path then emulates the cast (nearest even, saturating). Checks
+    `scale * 2^threshold <= 448` against the function's
+    `fa.conditional_softmax_update`s (run it after
+    `fa-conditional-rescale`).
+  }];
+  let options = [
+    Option<"scale", "scale", "double", /*default=*/"256.0",
+           "Power of two multiplying P before its e4m3 cast (1 to 256)">
+  ];
+}
+
 #endif // FA_DIALECT_FA_TRANSFORMS_PASSES_TD
