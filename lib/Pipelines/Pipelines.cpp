@@ -192,6 +192,7 @@ void mlir::fa::buildSM100KernelPipeline(OpPassManager &pm,
                        options.polyExp2Degree, options.polyExp2Period);
   pm.nest<func::FuncOp>().addPass(fagpu::createFAGPUPipelineKV(
       fagpu::FAGPUPipelineKVOptions{options.stages}));
+  pm.addPass(createFAGPUBuildKernels());
   pm.addPass(createConvertFAGPUToNVVM());
 }
 

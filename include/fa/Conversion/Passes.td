@@ -54,7 +54,7 @@ def FAExpandFP8Casts : Pass<"fa-expand-fp8-casts"> {
 }
 
 def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
-  let summary = "Write each sm_80 and sm_90a fagpu.attention's kernel in warpgroup-level ops";
+  let summary = "Write each fagpu.attention's kernel (sm_80, sm_90a, sm_100a) in fagpu kernel-body ops";
   let description = [{
     For every sm_80 and sm_90a `fagpu.attention`, writes the kernel its
     `#fagpu.schedule` describes into the `fa_kernels` gpu.module (once per
@@ -89,6 +89,16 @@ def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
     row-major tiles (ldmatrix + mma.sync, synchronous); and the same
     `softmax_step`, `rescale` and `store_output` as sm_90a.
 
+    The sm_100a (tcgen05) kernel has FlashAttention-4's structure:
+    `fagpu.tcgen05_roles` (a softmax warpgroup, one TMA thread, one MMA
+    thread); `fagpu.tmem_alloc` / `tmem_dealloc` / `tmem_slice` (S/P
+    buffers 0 and 1 and O in tensor-memory columns); `fagpu.mma` with a
+    `!fagpu.tmem` accumulator (tcgen05.mma), its completion signalled by
+    `fagpu.mma_commit` and `fagpu.pipeline_release {commit}`; the softmax on
+    `lanes` fragments (`fagpu.tmem_load`, `softmax_step`, `rescale` of O in
+    TMEM, P back with `fagpu.tmem_store`), hand-offs on `!fagpu.barriers`
+    (`barrier_wait`, `barrier_arrive`), and `store_output` from TMEM.
+
     `convert-fagpu-to-nvvm` then lowers each of these ops with one pattern.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
@@ -122,7 +132,8 @@ def ConvertFAGPUToNVVM : Pass<"convert-fagpu-to-nvvm", "ModuleOp"> {
       by its own pattern, fragments becoming their registers (a 1:N type
       conversion that the scf loops carrying them follow).
     * sm_100a: the tcgen05 kernel (TMEM accumulators, one MMA-issuing
-      thread, TMA load warp, softmax warps); compile-verified only.
+      thread, TMA load warp, softmax warps), through `fagpu-build-kernels`
+      (run here for any sm_100a attention left); compile-verified only.
 
     The numerics (scale, masks, softcap, FA4 rescaling and software exp2)
     are the op's. The kernel carries its schedule as `fagpu.schedule`, with

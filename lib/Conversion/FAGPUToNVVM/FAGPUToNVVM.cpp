@@ -19,7 +19,7 @@ namespace {
 struct FAGPUBuildKernelsPass
     : fa::impl::FAGPUBuildKernelsBase<FAGPUBuildKernelsPass> {
   void runOnOperation() override {
-    for (auto build : {buildSM80Kernels, buildSM90Kernels})
+    for (auto build : {buildSM80Kernels, buildSM90Kernels, buildSM100Kernels})
       if (failed(build(getOperation())))
         return signalPassFailure();
   }
@@ -29,7 +29,7 @@ struct ConvertFAGPUToNVVMPass
     : fa::impl::ConvertFAGPUToNVVMBase<ConvertFAGPUToNVVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (auto lower : {buildSM80Kernels, buildSM90Kernels, lowerSM100Kernels})
+    for (auto lower : {buildSM80Kernels, buildSM90Kernels, buildSM100Kernels})
       if (failed(lower(module)))
         return signalPassFailure();
     if (failed(lowerWarpgroupOps(module)))

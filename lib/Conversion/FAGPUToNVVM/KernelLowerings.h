@@ -10,12 +10,12 @@ namespace mlir::fa {
 
 /// Each replaces every fagpu.attention of its target in `module` by the
 /// launch of the kernel its schedule describes, built into the module's
-/// `fa_kernels` gpu.module; errors are diagnostics on the op. sm_100a
-/// writes NVVM directly; sm_80 and sm_90a write the kernel body in fagpu's
-/// warpgroup-level ops (fagpu-build-kernels), lowered by lowerWarpgroupOps.
+/// `fa_kernels` gpu.module; errors are diagnostics on the op. Each writes
+/// the kernel body in fagpu's kernel-body ops (fagpu-build-kernels),
+/// lowered by lowerWarpgroupOps.
 LogicalResult buildSM80Kernels(ModuleOp module);
 LogicalResult buildSM90Kernels(ModuleOp module);
-LogicalResult lowerSM100Kernels(ModuleOp module);
+LogicalResult buildSM100Kernels(ModuleOp module);
 
 } // namespace mlir::fa
 

@@ -283,7 +283,8 @@ SmallVector<Value> KernelBuilder::emitBlock(Value j, ValueRange state,
   Value kStart = mul(j, c32(spec.blockC));
   Value kTile = kvTile(stage, kKey), vTile = kvTile(stage, kValue);
   Value s = fagpu::MmaOp::create(b, loc, scoresType, query, kTile, Value(),
-                                 /*mn_major=*/false);
+                                 Value(), /*mn_major=*/false)
+                  .getResult();
 
   // Without conditional rescaling O is scaled inside the step, row tile by
   // row tile; with it, the warp votes (fagpu.rescale .. if) and skips the
@@ -297,8 +298,9 @@ SmallVector<Value> KernelBuilder::emitBlock(Value j, ValueRange state,
                                              step.getAlpha(), step.getMoved())
                         .getResult()
                   : step.getNewO();
-  o = fagpu::MmaOp::create(b, loc, outType, step.getP(), vTile, o,
-                           /*mn_major=*/true);
+  o = fagpu::MmaOp::create(b, loc, outType, step.getP(), vTile, o, Value(),
+                           /*mn_major=*/true)
+          .getResult();
   return {o, step.getNewM(), step.getNewL()};
 }
 

@@ -207,12 +207,14 @@ private:
   /// S = Q K^T for one consumer.
   Value issueScores(Value kTile) {
     return fagpu::MmaOp::create(b, loc, scoresType, qTile, kTile, Value(),
-                                /*mn_major=*/false);
+                                Value(), /*mn_major=*/false)
+        .getResult();
   }
   /// O += P V.
   Value issueValues(Value p, Value o, Value vTile) {
-    return fagpu::MmaOp::create(b, loc, outType, p, vTile, o,
-                                /*mn_major=*/true);
+    return fagpu::MmaOp::create(b, loc, outType, p, vTile, o, Value(),
+                                /*mn_major=*/true)
+        .getResult();
   }
 
   /// Softcap, mask and the online softmax of one block of scores: updates
@@ -222,7 +224,8 @@ private:
   /// O *= alpha (under a warp vote with conditional rescaling).
   Value rescale(Value o, const BlockStep &step) {
     return fagpu::RescaleOp::create(b, loc, o.getType(), o, step.alpha,
-                                    step.moved);
+                                    step.moved)
+        .getResult();
   }
 
   void emitTileLoop(llvm::function_ref<SmallVector<Value>(

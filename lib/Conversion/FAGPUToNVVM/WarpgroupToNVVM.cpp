@@ -85,6 +85,15 @@ public:
   using TMAKernelEmitter::valueDescriptor;
   using TMAKernelEmitter::waitBarrier;
   using TMAKernelEmitter::warpUniform;
+  using TMAKernelEmitter::exp2Score;
+  using TMAKernelEmitter::fadd;
+  using TMAKernelEmitter::fma;
+  using TMAKernelEmitter::fmax;
+  using TMAKernelEmitter::keyVisible;
+  using TMAKernelEmitter::moveBase;
+  using TMAKernelEmitter::RowUpdate;
+  using TMAKernelEmitter::slt;
+  using TMAKernelEmitter::visibleLimit;
 
   /// The thread's place in its warpgroup, computed at the start of the
   /// kernel: values every thread keeps, like the kernel's own reads of
@@ -260,6 +269,83 @@ public:
       r[i] = LLVM::ExtractValueOp::create(b, loc, op, ArrayRef<int64_t>{i});
     return r;
   }
+
+  /// The thread's warp, computed once at the start of the kernel.
+  Value warpIndex() {
+    OpBuilder::InsertionGuard guard(b);
+    setInsertionPointToThreadSetup(kernelOf());
+    return setupOp<arith::DivUIOp>(setupThreadId(), setupConstant(32));
+  }
+
+  /// A TMEM address (lane << 16 | column) as the !llvm.ptr<6> the tcgen05
+  /// ops take.
+  Value tmemAt(Value base, Value column) {
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 6),
+        add(base, column));
+  }
+  /// Warp w of the softmax warpgroup may only touch TMEM lanes 32 w ..
+  /// 32 w + 31: the lane field of its addresses.
+  Value warpLanes(Value base) {
+    return add(base, arith::ShLIOp::create(b, loc, mul(warpIndex(), c32(32)),
+                                           c32(16)));
+  }
+  /// `count` consecutive 32-bit columns of this thread's lane from
+  /// `column` of the region at `base`, as f32: tcgen05.ld 32x32b.x32 per 32
+  /// columns, then tcgen05.wait::ld.
+  SmallVector<Value> loadColumns(Value base, Value column, int64_t count) {
+    auto chunkType = VectorType::get({kTmemChunk}, i32);
+    auto shape = NVVM::Tcgen05LdStShapeAttr::get(
+        b.getContext(), NVVM::Tcgen05LdStShape::SHAPE_32X32B);
+    Value laneBase = warpLanes(base);
+    SmallVector<Value> chunks;
+    for (int64_t c = 0; c < count; c += kTmemChunk)
+      chunks.push_back(NVVM::Tcgen05LdOp::create(
+          b, loc, chunkType, UnitAttr(), shape,
+          tmemAt(laneBase, add(column, c32(c))), Value()));
+    NVVM::Tcgen05WaitOp::create(b, loc, NVVM::Tcgen05WaitKind::LOAD);
+    SmallVector<Value> out;
+    for (Value chunk : chunks)
+      for (int64_t i = 0; i < kTmemChunk; ++i)
+        out.push_back(arith::BitcastOp::create(
+            b, loc, f32,
+            LLVM::ExtractElementOp::create(b, loc, chunk, c32(i))));
+    return out;
+  }
+  /// Stores 32-bit values to consecutive columns of this thread's lane
+  /// (tcgen05.st 32x32b.x32), then waits for them unless `wait` is false.
+  void storeColumns(Value base, Value column, ArrayRef<Value> values,
+                    bool wait = true) {
+    auto chunkType = VectorType::get({kTmemChunk}, i32);
+    auto shape = NVVM::Tcgen05LdStShapeAttr::get(
+        b.getContext(), NVVM::Tcgen05LdStShape::SHAPE_32X32B);
+    Value laneBase = warpLanes(base);
+    for (size_t c = 0; c < values.size(); c += kTmemChunk) {
+      Value chunk = LLVM::PoisonOp::create(b, loc, chunkType);
+      for (int64_t i = 0; i < kTmemChunk; ++i) {
+        Value v = values[c + i];
+        if (v.getType() != i32)
+          v = arith::BitcastOp::create(b, loc, i32, v);
+        chunk = LLVM::InsertElementOp::create(b, loc, chunk, v, c32(i));
+      }
+      NVVM::Tcgen05StOp::create(b, loc, UnitAttr(), shape,
+                                tmemAt(laneBase, add(column, c32(c))), chunk,
+                                Value());
+    }
+    if (wait)
+      NVVM::Tcgen05WaitOp::create(b, loc, NVVM::Tcgen05WaitKind::STORE);
+  }
+  /// Orders the thread's tcgen05 ops around a thread synchronisation.
+  void tcgen05FenceAfter() {
+    NVVM::Tcgen05FenceOp::create(b, loc,
+                                 NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+  }
+  void tcgen05FenceBefore() {
+    NVVM::Tcgen05FenceOp::create(b, loc,
+                                 NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
+  }
+  /// Columns of one tcgen05.ld/st (the x32 repetition of 32x32b).
+  static constexpr int64_t kTmemChunk = 32;
 
   /// Lane 0 of each warp runs `body`.
   void onLaneZero(llvm::function_ref<void()> body) {
@@ -532,6 +618,12 @@ struct PipelineReleaseLowering
     PipelineValues p(op.getPipeline(), adaptor.getPipeline());
     OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
     Value empty = p.empty(e, adaptor.getStage().front(), op.getBuffer());
+    if (op.getCommit()) {
+      // The issuing thread's tcgen05.mma done: the stage is free.
+      NVVM::Tcgen05CommitOp::create(rewriter, op.getLoc(), empty, Value());
+      rewriter.eraseOp(op);
+      return success();
+    }
     e.onLaneZero([&] {
       NVVM::MBarrierArriveOp::create(rewriter, op.getLoc(), Type(), empty,
                                      Value());
@@ -605,6 +697,8 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
   LogicalResult
   matchAndRewrite(fagpu::MmaOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (!op.getResult())
+      return rewriter.notifyMatchFailure(op, "tcgen05: Tcgen05MmaLowering");
     fagpu::SharedTileType bType = op.getB().getType();
     fagpu::FragmentType result = op.getResult().getType();
     OpEmitter e(rewriter, op.getLoc(), bType.getElementType(),
@@ -996,6 +1090,8 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
   LogicalResult
   matchAndRewrite(fagpu::SoftmaxStepOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getS().getType().getLayout() == fagpu::FragmentLayout::Lanes)
+      return rewriter.notifyMatchFailure(op, "lanes: LanesSoftmaxStepLowering");
     SoftmaxConfig config = configOf(op);
     OpEmitter e(rewriter, op.getLoc(), op.getP().getType().getElementType(),
                 config);
@@ -1052,12 +1148,15 @@ struct RescaleLowering : OpConversionPattern<fagpu::RescaleOp> {
   LogicalResult
   matchAndRewrite(fagpu::RescaleOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (!op.getResult())
+      return rewriter.notifyMatchFailure(op, "TMEM: TmemRescaleLowering");
     Location loc = op.getLoc();
     OpEmitter e(rewriter, loc, rewriter.getF16Type());
     ValueRange o = adaptor.getO(), alpha = adaptor.getAlpha();
     // Register 4 i + e of row tile r of the accumulator is in its row
     // g + 8 (e / 2): alpha register 2 r + e / 2.
-    size_t perTile = o.size() / op.getO().getType().getRowTiles();
+    size_t perTile =
+        o.size() / cast<fagpu::FragmentType>(op.getO().getType()).getRowTiles();
     auto scaled = [&]() {
       SmallVector<Value> r;
       for (size_t i = 0; i < o.size(); ++i)
@@ -1118,7 +1217,9 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
   LogicalResult
   matchAndRewrite(fagpu::StoreOutputOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    fagpu::FragmentType oType = op.getO().getType();
+    auto oType = dyn_cast<fagpu::FragmentType>(op.getO().getType());
+    if (!oType)
+      return rewriter.notifyMatchFailure(op, "TMEM: TmemStoreOutputLowering");
     int64_t headDim = oType.getShape()[1];
     Type element = op.getOutElement();
     SoftmaxConfig config;
@@ -1425,6 +1526,488 @@ struct StoreWaitLowering : OpConversionPattern<fagpu::StoreWaitOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Tensor memory and tcgen05 (sm_100a)
+//===----------------------------------------------------------------------===//
+
+/// The barrier of use `use` of a lowered !fagpu.barriers (base, byte
+/// offset): barrier use mod N.
+Value barrierAt(OpEmitter &e, fagpu::BarriersType type, ValueRange barriers,
+                Value use) {
+  e.smem = barriers[0];
+  Value index = e.remu(use, e.c32(type.getCount()));
+  return e.sharedAt(e.add(barriers[1], e.mul(index, e.c32(8))));
+}
+/// Its phase: (use / N) mod 2.
+Value barrierPhase(OpEmitter &e, Location loc, fagpu::BarriersType type,
+                   Value use) {
+  return arith::AndIOp::create(e.builder(), loc,
+                               e.divu(use, e.c32(type.getCount())), e.c32(1));
+}
+
+/// scf.if: warps 0-3 the softmax; lane 0 of the load warp and of the MMA
+/// warp their roles.
+struct TcgenRolesLowering : OpConversionPattern<fagpu::TcgenRolesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TcgenRolesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    Value warp = adaptor.getWarp().front();
+    Value lane = e.position().lane;
+    auto roles = scf::IfOp::create(rewriter, loc, e.ult(warp, e.c32(4)), true);
+    rewriter.inlineBlockBefore(&op.getSoftmax().front(),
+                               roles.thenBlock()->getTerminator());
+    rewriter.setInsertionPoint(roles.elseBlock()->getTerminator());
+    auto ifLead =
+        scf::IfOp::create(rewriter, loc, e.eq(lane, e.c32(0)), false);
+    rewriter.setInsertionPoint(ifLead.thenBlock()->getTerminator());
+    auto ifLoad = scf::IfOp::create(
+        rewriter, loc, e.eq(warp, e.c32(op.getLoadWarp())), true);
+    rewriter.inlineBlockBefore(&op.getLoad().front(),
+                               ifLoad.thenBlock()->getTerminator());
+    rewriter.inlineBlockBefore(&op.getMma().front(),
+                               ifLoad.elseBlock()->getTerminator());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct CreateBarriersLowering
+    : OpConversionPattern<fagpu::CreateBarriersOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::CreateBarriersOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    SmallVector<Value> values = {sharedBase(e, op), e.c32(op.getOffset())};
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+/// Thread 0 initialises each operand's barriers in the order of their
+/// offsets, then fences them for the async proxy; no CTA barrier.
+struct InitBarriersLowering : OpConversionPattern<fagpu::InitBarriersOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::InitBarriersOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, e.i32);
+    auto ifInit =
+        scf::IfOp::create(rewriter, loc, e.eq(tid, e.c32(0)), false);
+    rewriter.setInsertionPoint(ifInit.thenBlock()->getTerminator());
+    for (auto [value, lowered, arrivals] :
+         llvm::zip(op.getBarriers(), adaptor.getBarriers(), op.getArrivals())) {
+      SmallVector<Value> barriers;
+      if (auto type = dyn_cast<fagpu::PipelineType>(value.getType())) {
+        PipelineValues p(value, lowered);
+        int64_t count =
+            type.getStages() * type.getBuffers() * (type.getFillOnce() ? 1 : 2);
+        for (int64_t i = 0; i < count; ++i)
+          barriers.push_back(p.barrier(e, e.c32(i)));
+      } else {
+        int64_t count = cast<fagpu::BarriersType>(value.getType()).getCount();
+        e.smem = lowered[0];
+        for (int64_t i = 0; i < count; ++i)
+          barriers.push_back(
+              e.sharedAt(e.add(lowered[1], e.mul(e.c32(i), e.c32(8)))));
+      }
+      for (Value barrier : barriers)
+        NVVM::MBarrierInitOp::create(rewriter, loc, barrier, e.c32(arrivals),
+                                     Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct BarrierWaitLowering : OpConversionPattern<fagpu::BarrierWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::BarrierWaitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    fagpu::BarriersType type = op.getBarriers().getType();
+    Value use = adaptor.getUse().front();
+    Value barrier = barrierAt(e, type, adaptor.getBarriers(), use);
+    e.waitBarrier(barrier, barrierPhase(e, op.getLoc(), type, use));
+    e.tcgen05FenceAfter();
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct BarrierArriveLowering : OpConversionPattern<fagpu::BarrierArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::BarrierArriveOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    e.tcgen05FenceBefore();
+    NVVM::MBarrierArriveOp::create(
+        rewriter, op.getLoc(), Type(),
+        barrierAt(e, op.getBarriers().getType(), adaptor.getBarriers(),
+                  adaptor.getUse().front()),
+        Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct MmaCommitLowering : OpConversionPattern<fagpu::MmaCommitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::MmaCommitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    NVVM::Tcgen05CommitOp::create(
+        rewriter, op.getLoc(),
+        barrierAt(e, op.getBarriers().getType(), adaptor.getBarriers(),
+                  adaptor.getUse().front()),
+        Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// The allocating warp writes the address to the shared-memory slot; the
+/// CTA barrier between tcgen05 fences publishes it (and the barriers
+/// initialised before it); every thread reads it.
+struct TmemAllocLowering : OpConversionPattern<fagpu::TmemAllocOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmemAllocOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    e.smem = sharedBase(e, op);
+    Value slot = e.sharedAt(op.getSlotOffset());
+    auto ifAlloc = scf::IfOp::create(
+        rewriter, loc,
+        e.eq(adaptor.getWarp().front(), e.c32(op.getAllocWarp())), false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(ifAlloc.thenBlock()->getTerminator());
+      NVVM::Tcgen05AllocOp::create(rewriter, loc, slot,
+                                   e.c32(op.getType().getColumns()));
+      NVVM::Tcgen05RelinquishAllocPermitOp::create(rewriter, loc);
+    }
+    e.tcgen05FenceBefore();
+    NVVM::Barrier0Op::create(rewriter, loc);
+    e.tcgen05FenceAfter();
+    SmallVector<Value> tmem = {LLVM::LoadOp::create(rewriter, loc, e.i32, slot),
+                               e.c32(0)};
+    rewriter.replaceOpWithMultiple(op, {tmem});
+    return success();
+  }
+};
+
+struct TmemDeallocLowering : OpConversionPattern<fagpu::TmemDeallocOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmemDeallocOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    ValueRange tmem = adaptor.getTmem();
+    e.tcgen05FenceBefore();
+    NVVM::Barrier0Op::create(rewriter, loc);
+    auto ifFree = scf::IfOp::create(
+        rewriter, loc,
+        e.eq(adaptor.getWarp().front(), e.c32(op.getAllocWarp())), false);
+    rewriter.setInsertionPoint(ifFree.thenBlock()->getTerminator());
+    e.tcgen05FenceAfter();
+    NVVM::SyncWarpOp::create(rewriter, loc, e.c32(-1));
+    NVVM::Tcgen05DeallocOp::create(
+        rewriter, loc, e.tmemAt(tmem[0], tmem[1]),
+        e.c32(op.getTmem().getType().getColumns()));
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmemSliceLowering : OpConversionPattern<fagpu::TmemSliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmemSliceOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    ValueRange tmem = adaptor.getTmem();
+    SmallVector<Value> slice = {tmem[0],
+                                e.add(tmem[1], adaptor.getColumn().front())};
+    rewriter.replaceOpWithMultiple(op, {slice});
+    return success();
+  }
+};
+
+struct TmemLoadLowering : OpConversionPattern<fagpu::TmemLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmemLoadOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    ValueRange tmem = adaptor.getTmem();
+    rewriter.replaceOpWithMultiple(
+        op, {e.loadColumns(tmem[0], tmem[1], op.getTmem().getType().getCols())});
+    return success();
+  }
+};
+
+/// f16/bf16 regions take the row as pairs (element 2 c in the low half of
+/// column c), f32 ones as it is.
+struct TmemStoreLowering : OpConversionPattern<fagpu::TmemStoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmemStoreOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    fagpu::TmemType type = op.getTmem().getType();
+    OpEmitter e(rewriter, op.getLoc(), type.getElementType());
+    ValueRange row = adaptor.getValue();
+    SmallVector<Value> columns(row);
+    if (!type.getElementType().isF32()) {
+      columns.clear();
+      for (size_t c = 0; c < row.size(); c += 2)
+        columns.push_back(e.packPair(row[c], row[c + 1]));
+    }
+    ValueRange tmem = adaptor.getTmem();
+    e.storeColumns(tmem[0], tmem[1], columns);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// One tcgen05.mma (kind::f16, cta_group::1) per 16-element k-step. The
+/// 32-bit instruction descriptor: bits 4-5 D type (1 = f32), 7-9 / 10-12 A
+/// / B type (0 = f16, 1 = bf16), 15 / 16 transpose A / B (0 = K-major),
+/// 17-22 N >> 3, 24-28 M >> 4. Shared-memory descriptors are the sm_90a
+/// ones with the sm_100a format bits.
+struct Tcgen05MmaLowering : OpConversionPattern<fagpu::MmaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  /// Version 0b001 at bits 46-48, 128-B swizzle = 2 at bits 61-63.
+  static constexpr int64_t kTcgen05Swizzle128 =
+      int64_t(1) << 46 | int64_t(2) << 61;
+
+  LogicalResult
+  matchAndRewrite(fagpu::MmaOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getResult() || !op.getAcc())
+      return rewriter.notifyMatchFailure(op, "fragments: MmaLowering");
+    Location loc = op.getLoc();
+    fagpu::SharedTileType bType = op.getB().getType();
+    auto accType = cast<fagpu::TmemType>(op.getAcc().getType());
+    OpEmitter e(rewriter, loc, bType.getElementType(), SoftmaxConfig(),
+                bType.getCols(), bType.getRows());
+    int64_t type = bType.getElementType().isBF16() ? 1 : 0;
+    int64_t n = accType.getCols(), m = accType.getLanes();
+    bool mnMajor = op.getMnMajor();
+    Value idesc = e.c32(int64_t(1) << 4 | type << 7 | type << 10 |
+                        int64_t(mnMajor) << 16 | (n >> 3) << 17 | (m >> 4)
+                                                                      << 24);
+    ValueRange acc = adaptor.getAcc(), bTile = adaptor.getB();
+    Value d = e.tmemAt(acc[0], acc[1]);
+    Value first = op.getAccumulate() ? adaptor.getAccumulate().front()
+                                     : Value();
+    auto flag = [&](int64_t kk) -> Value {
+      if (kk == 0 && first)
+        return first;
+      return arith::ConstantIntOp::create(rewriter, loc, kk != 0, 1);
+    };
+    auto mma = [&](Value a, Value b, Value accumulate) {
+      NVVM::Tcgen05MMAOp::create(
+          rewriter, loc, NVVM::Tcgen05MMAKind::F16, NVVM::CTAGroupKind::CTA_1,
+          NVVM::Tcgen05MMACollectorOp::DISCARD,
+          /*aShift=*/false, d, a, b, idesc, accumulate, Value(), Value());
+    };
+    if (auto aTile = dyn_cast<fagpu::SharedTileType>(op.getA().getType())) {
+      // S = Q K^T: both operands K-major in shared memory.
+      Value aOffset = adaptor.getA()[1];
+      for (int64_t kk = 0; kk < aTile.getCols() / 16; ++kk) {
+        Value a = e.kMajorDescriptor(aOffset, aTile.getRows(), kk,
+                                     kTcgen05Swizzle128);
+        Value b = e.kMajorDescriptor(bTile[1], bType.getRows(), kk,
+                                     kTcgen05Swizzle128);
+        mma(a, b, flag(kk));
+      }
+    } else {
+      // O += P V: P from TMEM, k-step kk in 32-bit columns 8 kk .. 8 kk + 7
+      // (16 f16 pairs' worth), V MN-major.
+      ValueRange aTmem = adaptor.getA();
+      for (int64_t kk = 0; kk < bType.getRows() / 16; ++kk) {
+        Value a = e.tmemAt(aTmem[0], e.add(aTmem[1], e.c32(8 * kk)));
+        Value b = e.valueDescriptor(bTile[1], kk, kTcgen05Swizzle128);
+        mma(a, b, flag(kk));
+      }
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Every softmax thread's own row: 32 columns at a time from TMEM, times
+/// alpha, back to TMEM; FA4's skip is a warp vote (tcgen05.ld/st are
+/// warp-collective).
+struct TmemRescaleLowering : OpConversionPattern<fagpu::RescaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::RescaleOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = dyn_cast<fagpu::TmemType>(op.getO().getType());
+    if (!type)
+      return rewriter.notifyMatchFailure(op, "fragments: RescaleLowering");
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    ValueRange o = adaptor.getO();
+    Value alpha = adaptor.getAlpha().front();
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      if (op.getMoved()) {
+        Value anyMoved = NVVM::VoteSyncOp::create(
+            rewriter, loc, rewriter.getI1Type(), e.c32(-1),
+            adaptor.getMoved().front(),
+            NVVM::VoteSyncKindAttr::get(rewriter.getContext(),
+                                        NVVM::VoteSyncKind::any));
+        auto ifMoved = scf::IfOp::create(rewriter, loc, anyMoved, false);
+        rewriter.setInsertionPoint(ifMoved.thenBlock()->getTerminator());
+      }
+      for (int64_t c = 0; c < type.getCols(); c += OpEmitter::kTmemChunk) {
+        Value column = e.add(o[1], e.c32(c));
+        SmallVector<Value> row =
+            e.loadColumns(o[0], column, OpEmitter::kTmemChunk);
+        for (Value &v : row)
+          v = e.fmul(v, alpha);
+        e.storeColumns(o[0], column, row, /*wait=*/false);
+      }
+      NVVM::Tcgen05WaitOp::create(rewriter, loc,
+                                  NVVM::Tcgen05WaitKind::STORE);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// The online-softmax step on the thread's own row (lanes fragments).
+struct LanesSoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::SoftmaxStepOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getS().getType().getLayout() != fagpu::FragmentLayout::Lanes)
+      return rewriter.notifyMatchFailure(op, "quads: SoftmaxStepLowering");
+    SoftmaxConfig config = configOf(op);
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type(), config);
+    Value negInf = e.cf(-std::numeric_limits<double>::infinity());
+    SmallVector<Value> s(adaptor.getS());
+    Value effScale = e.applySoftcap(s, adaptor.getScaleLog2().front());
+    if (op.getMasked()) {
+      Value kStart = adaptor.getKeyStart().front();
+      Value row = adaptor.getRow0().front(), nk = adaptor.getNk().front();
+      Value shift =
+          op.getDiagonalShift() ? adaptor.getDiagonalShift().front() : Value();
+      if (!config.window) {
+        // Column c is visible iff c < min(Nk, row + 1) - kStart.
+        Value limit = e.visibleLimit(kStart, row, nk, shift);
+        for (int64_t c = 0; c < int64_t(s.size()); ++c)
+          s[c] = e.select(e.slt(e.c32(c), limit), s[c], negInf);
+      } else {
+        for (int64_t c = 0; c < int64_t(s.size()); ++c)
+          s[c] = e.select(e.keyVisible(e.add(kStart, e.c32(c)), row, nk, shift),
+                          s[c], negInf);
+      }
+    }
+    // A row per thread: its max and sum need no shuffles.
+    Value mx = negInf;
+    for (Value v : s)
+      mx = e.fmax(mx, v);
+    Value m = adaptor.getM().front(), l = adaptor.getL().front();
+    OpEmitter::RowUpdate update = e.moveBase(mx, m, effScale);
+    Value negBase = arith::NegFOp::create(rewriter, op.getLoc(), update.base);
+    Value rowSum = e.cf(0.0);
+    for (int64_t c = 0; c < int64_t(s.size()); ++c) {
+      s[c] = e.exp2Score(s[c], effScale, negBase, c);
+      rowSum = e.fadd(rowSum, s[c]);
+    }
+    l = e.fma(update.alpha, l, rowSum);
+    SmallVector<SmallVector<Value>> results = {s, {m}, {l}, {update.alpha}};
+    if (op.getMoved())
+      results.push_back({update.moved});
+    rewriter.replaceOpWithMultiple(op, std::move(results));
+    return success();
+  }
+};
+
+/// O / l of the thread's row from TMEM, 32 columns at a time, as 16-byte
+/// stores; LSE = (m + log2 l) ln 2. A row that saw no key (l = 0) gets
+/// O = 0 and LSE = -inf.
+struct TmemStoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::StoreOutputOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = dyn_cast<fagpu::TmemType>(op.getO().getType());
+    if (!type)
+      return rewriter.notifyMatchFailure(op, "fragments: StoreOutputLowering");
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, op.getOutElement());
+    int64_t headDim = type.getCols();
+    ValueRange o = adaptor.getO();
+    Value m = adaptor.getM().front(), l = adaptor.getL().front();
+    Value row = adaptor.getRow0().front(), nq = adaptor.getNq().front();
+    Value positive = arith::CmpFOp::create(
+        rewriter, loc, arith::CmpFPredicate::OGT, l, e.cf(0.0));
+    Value inv = e.select(
+        positive, arith::DivFOp::create(rewriter, loc, e.cf(1.0), l),
+        e.cf(0.0));
+    Value inRange = e.ult(row, nq);
+    Value rowIndex =
+        e.add(e.mul(e.ext64(adaptor.getMatrix().front()), e.ext64(nq)),
+              e.ext64(row));
+    Value oRow = e.gep(e.globalPtr, e.half, adaptor.getOut().front(),
+                       e.mul(rowIndex, e.c64(headDim)));
+    auto quad = VectorType::get({4}, e.i32);
+    for (int64_t c = 0; c < headDim; c += OpEmitter::kTmemChunk) {
+      SmallVector<Value> chunk = e.loadColumns(o[0], e.add(o[1], e.c32(c)),
+                                               OpEmitter::kTmemChunk);
+      SmallVector<Value> packed;
+      for (int64_t d = 0; d < OpEmitter::kTmemChunk; d += 8) {
+        Value v = LLVM::PoisonOp::create(rewriter, loc, quad);
+        for (int64_t i = 0; i < 4; ++i)
+          v = LLVM::InsertElementOp::create(
+              rewriter, loc, v,
+              e.packPair(e.fmul(chunk[d + 2 * i], inv),
+                         e.fmul(chunk[d + 2 * i + 1], inv)),
+              e.c32(i));
+        packed.push_back(v);
+      }
+      auto ifRow = scf::IfOp::create(rewriter, loc, inRange, false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(ifRow.thenBlock()->getTerminator());
+      for (size_t q = 0; q < packed.size(); ++q)
+        LLVM::StoreOp::create(
+            rewriter, loc, packed[q],
+            e.gep(e.globalPtr, e.half, oRow, e.c64(c + 8 * int64_t(q))),
+            /*alignment=*/16);
+    }
+    if (op.getLse()) {
+      auto ifRow = scf::IfOp::create(rewriter, loc, inRange, false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(ifRow.thenBlock()->getTerminator());
+      Value lse = e.select(positive,
+                           e.fmul(e.fadd(m, e.lg2(l)), e.cf(kLn2)),
+                           e.cf(-std::numeric_limits<double>::infinity()));
+      LLVM::StoreOp::create(
+          rewriter, loc, lse,
+          e.gep(e.globalPtr, e.f32, adaptor.getLse().front(), rowIndex), 4);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fa::populateWarpgroupTypeConversions(TypeConverter &converter) {
@@ -1436,6 +2019,19 @@ void mlir::fa::populateWarpgroupTypeConversions(TypeConverter &converter) {
       });
   converter.addConversion(
       [](fagpu::SharedTileType type, SmallVectorImpl<Type> &values) {
+        MLIRContext *ctx = type.getContext();
+        values.append({LLVM::LLVMPointerType::get(ctx, 3),
+                       IntegerType::get(ctx, 32)});
+        return success();
+      });
+  // A TMEM region: the allocation's address and the region's first column.
+  converter.addConversion(
+      [](fagpu::TmemType type, SmallVectorImpl<Type> &values) {
+        values.append(2, IntegerType::get(type.getContext(), 32));
+        return success();
+      });
+  converter.addConversion(
+      [](fagpu::BarriersType type, SmallVectorImpl<Type> &values) {
         MLIRContext *ctx = type.getContext();
         values.append({LLVM::LLVMPointerType::get(ctx, 3),
                        IntegerType::get(ctx, 32)});
@@ -1460,8 +2056,13 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(
                MmaLowering, LoadFragmentLowering, CopyAsyncLowering,
                CopyCommitLowering, CopyWaitLowering, MmaWaitLowering,
                PinLowering, SplatLowering, SoftmaxStepLowering, RescaleLowering,
-               StoreOutputLowering, MergeSplitsLowering, StoreWaitLowering>(
-      converter, patterns.getContext());
+               StoreOutputLowering, MergeSplitsLowering, StoreWaitLowering,
+               TcgenRolesLowering, CreateBarriersLowering, InitBarriersLowering,
+               BarrierWaitLowering, BarrierArriveLowering, MmaCommitLowering,
+               TmemAllocLowering, TmemDeallocLowering, TmemSliceLowering,
+               TmemLoadLowering, TmemStoreLowering, Tcgen05MmaLowering,
+               TmemRescaleLowering, LanesSoftmaxStepLowering,
+               TmemStoreOutputLowering>(converter, patterns.getContext());
 }
 
 LogicalResult mlir::fa::lowerWarpgroupOps(ModuleOp module) {

@@ -10,7 +10,7 @@ func.func private @acc_f16(!fagpu.fragment<64x64xf16, accumulator>)
 
 // -----
 
-// expected-error @+1 {{expected accumulator, operand_a or rows, got columns}}
+// expected-error @+1 {{expected accumulator, operand_a, rows or lanes, got columns}}
 func.func private @layout(!fagpu.fragment<64x64xf32, columns>)
 
 // -----

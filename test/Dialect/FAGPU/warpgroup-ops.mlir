@@ -28,19 +28,19 @@
 // CHECK: %[[QT:.*]] = fagpu.pipeline_tile %[[Q]][%{{.*}}] buffer 0 : <stages = 1, buffers = 1, 128x64xf16> -> <128x64xf16>
 // CHECK: %[[QR:.*]] = fagpu.tile_rows %[[QT]][%[[C]]] : <128x64xf16> -> <64x64xf16, block_rows = 128>
 // CHECK: %[[KT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 0
-// CHECK: %[[S:.*]] = fagpu.mma %[[QR]], %[[KT]] : !fagpu.smem_tile<64x64xf16, block_rows = 128>, <64x64xf16> -> <64x64xf32, accumulator>
+// CHECK: %[[S:.*]] = fagpu.mma %[[QR]], %[[KT]] : !fagpu.smem_tile<64x64xf16, block_rows = 128>, <64x64xf16> -> !fagpu.fragment<64x64xf32, accumulator>
 // CHECK: fagpu.pass_turn %{{.*}} threads 256
 // CHECK: fagpu.mma_wait pending 0
 // CHECK: %[[SP:.*]] = fagpu.pin %[[S]] : <64x64xf32, accumulator>
 // CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = fagpu.softmax_step %[[SP]], %{{.*}}, %{{.*}} keys(%{{.*}}, %{{.*}}) row %{{.*}} scale %{{.*}} {causal, masked, rescale_threshold = 8.000000e+00 : f32} : <64x64xf32, accumulator>, <64xf32, rows> -> <64x64xf16, operand_a>, i1
-// CHECK: fagpu.rescale %{{.*}}, %{{.*}} if %{{.*}} : <64x64xf32, accumulator>, <64xf32, rows>
-// CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<64x64xf16, operand_a>, <64x64xf16>, !fagpu.fragment<64x64xf32, accumulator> -> <64x64xf32, accumulator>
+// CHECK: fagpu.rescale %{{.*}}, %{{.*}} if %{{.*}} : !fagpu.fragment<64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<64x64xf16, operand_a>, <64x64xf16>, !fagpu.fragment<64x64xf32, accumulator> -> !fagpu.fragment<64x64xf32, accumulator>
 // CHECK: fagpu.pipeline_release %[[KV]][%{{.*}}] buffer 1
 // CHECK: %[[ST:.*]] = fagpu.shared_tile offset 49152 : <128x64xf16>
-// CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : !llvm.ptr as f16 lse %{{.*}} : !llvm.ptr<1> staging %{{.*}} : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %{{.*}} : <64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : !llvm.ptr as f16 lse %{{.*}} : !llvm.ptr<1> staging %{{.*}} : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %{{.*}} : !fagpu.fragment<64x64xf32, accumulator>, <64xf32, rows>
 // CHECK: fagpu.store_wait
 // CHECK-LABEL: llvm.func @split
-// CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : <1> as f32 lse %{{.*}} : !llvm.ptr<1> : <64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : <1> as f32 lse %{{.*}} : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>, <64xf32, rows>
 // CHECK: fagpu.merge_splits rows(%{{.*}}, %{{.*}}, %{{.*}}) of %{{.*}} x %{{.*}} arrivals %{{.*}} partials(%{{.*}}, %{{.*}}) to %{{.*}} as f16 lse %{{.*}} {head_dim = 64 : i64} : <1>, <1>, <1>, <1>, !llvm.ptr<1>
 // CHECK-LABEL: llvm.func @strided
 // CHECK: fagpu.tma_load %{{.*}}[%[[I:.*]], %[[I]], %[[I]]] into
@@ -151,10 +151,10 @@ gpu.module @fa_kernels {
 // CHECK: fagpu.copy_commit
 // CHECK: fagpu.copy_wait pending 0
 // CHECK: %[[QF:.*]] = fagpu.load_fragment %[[QT]] : <128x64xf16, row_major> -> <128x64xf16, operand_a>
-// CHECK: fagpu.mma %[[QF]], %[[KT]] : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major> -> <128x64xf32, accumulator>
-// CHECK: fagpu.mma %[[QT]], %[[KT]] : !fagpu.smem_tile<128x64xf16, row_major>, <64x64xf16, row_major> -> <128x64xf32, accumulator>
+// CHECK: fagpu.mma %[[QF]], %[[KT]] : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major> -> !fagpu.fragment<128x64xf32, accumulator>
+// CHECK: fagpu.mma %[[QT]], %[[KT]] : !fagpu.smem_tile<128x64xf16, row_major>, <64x64xf16, row_major> -> !fagpu.fragment<128x64xf32, accumulator>
 // CHECK: fagpu.softmax_step {{.*}} : <128x64xf32, accumulator>, <128xf32, rows> -> <128x64xf16, operand_a>
 // CHECK: fagpu.rescale
 // CHECK: fagpu.softmax_step %{{.*}}, %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys(%{{.*}}, %{{.*}}) row %{{.*}} scale %{{.*}} {causal, masked}
-// CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major>, !fagpu.fragment<128x64xf32, accumulator> -> <128x64xf32, accumulator>
-// CHECK: fagpu.store_output {{.*}} : <128x64xf32, accumulator>, <128xf32, rows>
+// CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major>, !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>
+// CHECK: fagpu.store_output {{.*}} : !fagpu.fragment<128x64xf32, accumulator>, <128xf32, rows>

@@ -15,6 +15,15 @@ using namespace mlir::fagpu;
 #define GET_ATTRDEF_CLASSES
 #include "fa/Dialect/FAGPU/IR/FAGPUAttrs.cpp.inc"
 
+/// `fagpu.rescale`'s result: O's type for a fragment O (scaled copy), none
+/// for O in tensor memory (scaled in place).
+static ParseResult parseInPlace(OpAsmParser &, Type o, Type &result) {
+  if (isa<FragmentType>(o))
+    result = o;
+  return success();
+}
+static void printInPlace(OpAsmPrinter &, Operation *, Type, Type) {}
+
 #define GET_OP_CLASSES
 #include "fa/Dialect/FAGPU/IR/FAGPUOps.cpp.inc"
 

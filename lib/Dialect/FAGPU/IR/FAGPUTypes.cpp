@@ -53,7 +53,7 @@ Type FragmentType::parse(AsmParser &parser) {
     return {};
   std::optional<FragmentLayout> layout = symbolizeFragmentLayout(word);
   if (!layout) {
-    parser.emitError(loc, "expected accumulator, operand_a or rows, got ")
+    parser.emitError(loc, "expected accumulator, operand_a, rows or lanes, got ")
         << word;
     return {};
   }
@@ -77,6 +77,13 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a warpgroup fragment has 64 rows (128: two row "
                           "tiles per warp)";
   switch (layout) {
+  case FragmentLayout::Lanes:
+    // tcgen05.ld 32x32b: thread t of the warpgroup reads TMEM lane t.
+    if (shape[0] != 128 || shape.size() > 2 || !elementType.isF32() ||
+        (shape.size() == 2 && shape[1] <= 0))
+      return emitError() << "a lanes fragment is 128xNxf32 or 128xf32 (a row "
+                            "a thread)";
+    return success();
   case FragmentLayout::Accumulator:
   case FragmentLayout::OperandA:
     if (shape.size() != 2 || shape[1] <= 0 || shape[1] % 16 != 0)
@@ -106,6 +113,8 @@ int64_t FragmentType::getRegisters() const {
     return elements / (2 * kWarpgroupThreads); // 16-bit pairs
   case FragmentLayout::Rows:
     return elements / 32; // rows g and g + 8 of each warp's 16
+  case FragmentLayout::Lanes:
+    return elements / kWarpgroupThreads; // the thread's own row
   }
   return 0;
 }
@@ -191,7 +200,12 @@ Type PipelineType::parse(AsmParser &parser) {
       parser.parseComma() || parseShapedElement(parser, shape, elementType))
     return {};
   TileLayout layout = TileLayout::ColumnBlocks;
-  if (succeeded(parser.parseOptionalComma())) {
+  bool fillOnce = false;
+  while (succeeded(parser.parseOptionalComma())) {
+    if (succeeded(parser.parseOptionalKeyword("fill_once"))) {
+      fillOnce = true;
+      continue;
+    }
     if (parser.parseKeyword("row_major"))
       return {};
     layout = TileLayout::RowMajor;
@@ -204,7 +218,8 @@ Type PipelineType::parse(AsmParser &parser) {
                                          shape.empty() ? 0 : shape[0], layout);
   if (!tile)
     return {};
-  return getChecked(emitError, parser.getContext(), stages, buffers, tile);
+  return getChecked(emitError, parser.getContext(), stages, buffers, tile,
+                    fillOnce);
 }
 
 void PipelineType::print(AsmPrinter &printer) const {
@@ -214,17 +229,69 @@ void PipelineType::print(AsmPrinter &printer) const {
                      getTile().getElementType());
   if (getTile().isRowMajor())
     printer << ", row_major";
+  if (getFillOnce())
+    printer << ", fill_once";
   printer << ">";
 }
 
 LogicalResult
 PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
-                     int64_t stages, int64_t buffers, SharedTileType tile) {
+                     int64_t stages, int64_t buffers, SharedTileType tile,
+                     bool fillOnce) {
+  if (fillOnce && tile.isRowMajor())
+    return emitError() << "a fill_once pipeline is filled by TMA: its tiles "
+                          "cannot be row_major";
   if (stages < 1 || stages > 8)
     return emitError() << "expected 1 to 8 stages, got " << stages;
   if (buffers < 1 || buffers > 2)
     return emitError() << "expected 1 or 2 buffers per stage, got " << buffers;
   if (tile.getBlockRows() != tile.getRows())
     return emitError() << "a pipeline holds whole tiles";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TmemType
+//===----------------------------------------------------------------------===//
+
+/// Lanes and 32-bit columns of an SM's tensor memory.
+static constexpr int64_t kTmemLanes = 128, kTmemColumns = 512;
+
+Type TmemType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parseShapedElement(parser, shape, elementType) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    shape, elementType);
+}
+
+void TmemType::print(AsmPrinter &printer) const {
+  printer << "<";
+  printShapedElement(printer, getShape(), getElementType());
+  printer << ">";
+}
+
+LogicalResult TmemType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> shape, Type elementType) {
+  if (shape.size() != 2 || shape[0] != kTmemLanes || shape[1] <= 0)
+    return emitError() << "expected 128 x N: a region spans all 128 TMEM "
+                          "lanes";
+  if (!elementType.isF32() && !elementType.isF16() && !elementType.isBF16())
+    return emitError() << "TMEM holds f32 accumulators or f16/bf16 pairs";
+  int64_t bits = elementType.getIntOrFloatBitWidth();
+  if (shape[1] * bits % 32 != 0 || shape[1] * bits / 32 > kTmemColumns)
+    return emitError() << "a region spans whole 32-bit columns, at most "
+                       << kTmemColumns;
+  return success();
+}
+
+LogicalResult
+BarriersType::verify(function_ref<InFlightDiagnostic()> emitError,
+                     int64_t count) {
+  if (count < 1)
+    return emitError() << "expected at least one barrier, got " << count;
   return success();
 }

@@ -120,7 +120,54 @@ LogicalResult TileRowsOp::verify() {
   return success();
 }
 
+/// tcgen05.mma into a TMEM accumulator: no result, M = 128, A from shared
+/// memory (K-major) or from TMEM (f16/bf16 pairs, with B MN-major).
+static LogicalResult verifyTcgen05Mma(MmaOp op, TmemType acc) {
+  if (op.getResult())
+    return op.emitOpError("a TMEM accumulator is updated in place: no result");
+  if (!acc.getElementType().isF32())
+    return op.emitOpError("the TMEM accumulator holds f32");
+  SharedTileType b = op.getB().getType();
+  if (b.isRowMajor())
+    return op.emitOpError("tcgen05.mma reads column_blocks tiles");
+  int64_t k;
+  Type elt;
+  if (auto a = dyn_cast<SharedTileType>(op.getA().getType())) {
+    if (a.getRows() != acc.getLanes() || a.isRowMajor() || op.getMnMajor())
+      return op.emitOpError("a shared-memory A is the K-major 128-row tile of "
+                            "S = A B^T");
+    k = a.getCols();
+    elt = a.getElementType();
+  } else if (auto a = dyn_cast<TmemType>(op.getA().getType())) {
+    if (a.getElementType().isF32() || !op.getMnMajor())
+      return op.emitOpError("a TMEM A holds f16/bf16 pairs (P of O += P V, "
+                            "with B mn_major)");
+    k = a.getCols();
+    elt = a.getElementType();
+  } else {
+    return op.emitOpError("with a TMEM accumulator A must be a shared-memory "
+                          "tile or a TMEM region");
+  }
+  if (elt != b.getElementType())
+    return op.emitOpError("A and B element types differ");
+  int64_t bk = op.getMnMajor() ? b.getRows() : b.getCols();
+  int64_t bn = op.getMnMajor() ? b.getCols() : b.getRows();
+  if (bk != k || bn != acc.getCols())
+    return op.emitOpError("shapes do not multiply: A is 128 x ")
+           << k << ", B gives " << bk << " x " << bn << ", accumulator 128 x "
+           << acc.getCols();
+  return success();
+}
+
 LogicalResult MmaOp::verify() {
+  if (getAcc())
+    if (auto tmem = dyn_cast<TmemType>(getAcc().getType()))
+      return verifyTcgen05Mma(*this, tmem);
+  if (getAccumulate())
+    return emitOpError("accumulate(%flag) is for TMEM accumulators; a "
+                       "fragment accumulator always adds");
+  if (!getResult())
+    return emitOpError("a fragment MMA returns its accumulator");
   auto result = getResult().getType();
   if (result.getLayout() != FragmentLayout::Accumulator)
     return emitOpError("result must be an accumulator fragment");
@@ -173,16 +220,28 @@ LogicalResult SplatOp::verify() {
 
 LogicalResult SoftmaxStepOp::verify() {
   auto s = getS().getType(), p = getP().getType();
-  if (s.getLayout() != FragmentLayout::Accumulator)
-    return emitOpError("scores must be an accumulator fragment");
-  if (p.getLayout() != FragmentLayout::OperandA || p.getShape() != s.getShape())
+  // Row per thread (TMEM lanes): P stays f32 until fagpu.tmem_store packs
+  // it; otherwise P is the packed A fragment of the next MMA.
+  bool lanes = s.getLayout() == FragmentLayout::Lanes;
+  FragmentLayout rowLayout = lanes ? FragmentLayout::Lanes : FragmentLayout::Rows;
+  if (s.getLayout() != FragmentLayout::Accumulator && !lanes)
+    return emitOpError("scores must be an accumulator or lanes fragment");
+  if (lanes && p != s)
+    return emitOpError("P of lanes scores is the lanes fragment of their type");
+  if (!lanes &&
+      (p.getLayout() != FragmentLayout::OperandA || p.getShape() != s.getShape()))
     return emitOpError("P must be the operand_a fragment of the scores' shape");
   for (Type t : {getM().getType(), getL().getType(), getNewM().getType(),
                  getNewL().getType(), getAlpha().getType()})
-    if (cast<FragmentType>(t).getLayout() != FragmentLayout::Rows ||
+    if (cast<FragmentType>(t).getLayout() != rowLayout ||
+        cast<FragmentType>(t).getShape().size() != 1 ||
         cast<FragmentType>(t).getShape()[0] != s.getShape()[0])
-      return emitOpError("m, l and alpha must be rows fragments of the "
-                         "scores' rows");
+      return emitOpError("m, l and alpha must be ")
+             << (lanes ? "lanes" : "rows")
+             << " fragments of the scores' rows";
+  if (lanes && getO())
+    return emitOpError("rescale(%o) scales a register accumulator; lanes "
+                       "scores rescale O in TMEM with fagpu.rescale");
   if (bool(getMoved()) != bool(getRescaleThreshold()))
     return emitOpError("the moved flag is the result of conditional "
                        "rescaling: present iff rescale_threshold is");
@@ -209,20 +268,46 @@ LogicalResult SoftmaxStepOp::verify() {
 }
 
 LogicalResult RescaleOp::verify() {
-  if (getO().getType().getLayout() != FragmentLayout::Accumulator ||
+  if (auto tmem = dyn_cast<TmemType>(getO().getType())) {
+    if (getResult())
+      return emitOpError("O in TMEM is rescaled in place: no result");
+    if (!tmem.getElementType().isF32() || tmem.getCols() % 32 != 0 ||
+        getAlpha().getType().getLayout() != FragmentLayout::Lanes ||
+        getAlpha().getType().getShape().size() != 1)
+      return emitOpError("expected an f32 TMEM region of whole 32-column "
+                         "chunks scaled by a lanes fragment");
+    return success();
+  }
+  auto o = dyn_cast<FragmentType>(getO().getType());
+  if (!o || !getResult())
+    return emitOpError("expected a fragment O and its scaled result, or O in "
+                       "TMEM");
+  if (o.getLayout() != FragmentLayout::Accumulator ||
       getAlpha().getType().getLayout() != FragmentLayout::Rows ||
-      getAlpha().getType().getShape()[0] != getO().getType().getShape()[0] ||
-      getResult().getType() != getO().getType())
+      getAlpha().getType().getShape()[0] != o.getShape()[0] ||
+      getResult().getType() != o)
     return emitOpError("expected an accumulator scaled by a rows fragment");
   return success();
 }
 
 LogicalResult StoreOutputOp::verify() {
-  if (getO().getType().getLayout() != FragmentLayout::Accumulator ||
+  if (auto tmem = dyn_cast<TmemType>(getO().getType())) {
+    if (getM().getType().getLayout() != FragmentLayout::Lanes ||
+        getM().getType().getShape().size() != 1)
+      return emitOpError("O in TMEM is stored with the lanes m and l of its "
+                         "rows");
+    if (!tmem.getElementType().isF32() || tmem.getCols() % 32 != 0)
+      return emitOpError("O in TMEM is f32 in whole 32-column chunks");
+    if (getStaging() || !getOutElement().isF16() && !getOutElement().isBF16())
+      return emitOpError("O in TMEM is stored from registers as f16 or bf16");
+    return success();
+  }
+  auto o = dyn_cast<FragmentType>(getO().getType());
+  if (!o || o.getLayout() != FragmentLayout::Accumulator ||
       getM().getType().getLayout() != FragmentLayout::Rows ||
       getL().getType().getLayout() != FragmentLayout::Rows)
     return emitOpError("expected the O accumulator and its rows' m and l");
-  if (getM().getType().getShape()[0] != getO().getType().getShape()[0])
+  if (getM().getType().getShape()[0] != o.getShape()[0])
     return emitOpError("m and l must hold the rows of O");
   Type element = getOutElement();
   if (!element.isF16() && !element.isBF16() && !element.isF32())
@@ -247,10 +332,10 @@ LogicalResult StoreOutputOp::verify() {
                               "strides")
            << ", got " << strides;
   if (auto staging = getStaging()) {
-    if (getO().getType().getRowTiles() != 1)
+    if (o.getRowTiles() != 1)
       return emitOpError("a TMA store stages one warpgroup's 64 rows");
     auto tile = cast<SharedTileType>(staging.getType());
-    if (tile.getRows() != 64 || tile.getCols() != getO().getType().getShape()[1])
+    if (tile.getRows() != 64 || tile.getCols() != o.getShape()[1])
       return emitOpError("the staging tile must hold the warpgroup's 64 rows "
                          "of O");
   }

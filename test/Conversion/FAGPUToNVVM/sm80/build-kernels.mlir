@@ -38,7 +38,7 @@
 // CHECK-NEXT: fagpu.copy_commit
 // CHECK: %[[KT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 0
 // CHECK: %[[VT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 1
-// CHECK: %[[S:.*]] = fagpu.mma %[[QF]], %[[KT]] : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major> -> <128x64xf32, accumulator>
+// CHECK: %[[S:.*]] = fagpu.mma %[[QF]], %[[KT]] : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major> -> !fagpu.fragment<128x64xf32, accumulator>
 // CHECK: %[[P:[^,]*]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[OR:[^ ]*]] = fagpu.softmax_step %[[S]], %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys({{.*}} scale %arg9 : <128x64xf32, accumulator>, <128xf32, rows> -> <128x64xf16, operand_a>
 // CHECK-NEXT: fagpu.mma %[[P]], %[[VT]] acc(%[[OR]]) {mn_major}
 // CHECK-NOT: fagpu.mma_wait
@@ -47,7 +47,7 @@
 // CHECK: } {fa.kv_loop = "masked"}
 // The epilogue stores rows of matrix 0 from the (batch, head)'s O and LSE
 // bases, computed with the K/V bases.
-// CHECK: fagpu.store_output {{.*}} rows(%{{.*}}, %c0_i32{{.*}}, %arg5) to %{{.*}} : <1> as f16 lse %{{.*}} : !llvm.ptr<1> : <128x64xf32, accumulator>, <128xf32, rows>
+// CHECK: fagpu.store_output {{.*}} rows(%{{.*}}, %c0_i32{{.*}}, %arg5) to %{{.*}} : <1> as f16 lse %{{.*}} : !llvm.ptr<1> : !fagpu.fragment<128x64xf32, accumulator>, <128xf32, rows>
 func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
     %o: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_80>, scale = 0.125 : f32,
@@ -64,7 +64,7 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x
 // CHECK-LABEL: func.func @d256_causal
 // CHECK: llvm.func @fa2_sm80_d256_br64_bc32_bf16_causal_cr8(
 // CHECK: fagpu.load_fragment %{{.*}} : <64x256xbf16, row_major> -> <64x256xbf16, operand_a>
-// CHECK: fagpu.mma {{.*}} -> <64x32xf32, accumulator>
+// CHECK: fagpu.mma {{.*}} -> !fagpu.fragment<64x32xf32, accumulator>
 // CHECK: %[[P:.*]], %{{.*}}, %{{.*}}, %[[ALPHA:.*]], %[[MOVED:.*]] = fagpu.softmax_step {{.*}} {causal, rescale_threshold = 8.000000e+00 : f32} : <64x32xf32, accumulator>, <64xf32, rows> -> <64x32xbf16, operand_a>, i1
 // CHECK-NEXT: fagpu.rescale %{{.*}}, %[[ALPHA]] if %[[MOVED]]
 // CHECK: } {fa.kv_loop = "unmasked"}
@@ -86,7 +86,7 @@ func.func @d256_causal(%q: memref<?x?x?x256xbf16>, %k: memref<?x?x?x256xbf16>, %
 // CHECK: llvm.func @fa2_sm80_d128_br128_bc64_f16_causal_bralign(
 // CHECK: %[[SHIFT:.*]] = arith.subi %arg6, %arg5 : i32
 // CHECK-NOT: fagpu.load_fragment
-// CHECK: fagpu.mma %{{.*}}, %{{.*}} : !fagpu.smem_tile<128x128xf16, row_major>, <64x128xf16, row_major> -> <128x64xf32, accumulator>
+// CHECK: fagpu.mma %{{.*}}, %{{.*}} : !fagpu.smem_tile<128x128xf16, row_major>, <64x128xf16, row_major> -> !fagpu.fragment<128x64xf32, accumulator>
 // CHECK: } {fa.kv_loop = "unmasked"}
 // CHECK: fagpu.softmax_step {{.*}} row %{{.*}} shift %[[SHIFT]] scale
 func.func @q_in_smem(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,

@@ -69,5 +69,6 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
 }
 
 include "fa/Dialect/FAGPU/IR/FAGPUWarpgroupOps.td"
+include "fa/Dialect/FAGPU/IR/FAGPUBlackwellOps.td"
 
 #endif // FA_DIALECT_FAGPU_IR_FAGPUOPS_TD

@@ -16,7 +16,8 @@ def FAGPU_FragmentLayout : I32EnumAttr<"FragmentLayout",
     "how a warpgroup's tile is spread over its threads' registers", [
     I32EnumAttrCase<"Accumulator", 0, "accumulator">,
     I32EnumAttrCase<"OperandA", 1, "operand_a">,
-    I32EnumAttrCase<"Rows", 2, "rows">]> {
+    I32EnumAttrCase<"Rows", 2, "rows">,
+    I32EnumAttrCase<"Lanes", 3, "lanes">]> {
   let cppNamespace = "::mlir::fagpu";
 }
 
@@ -48,16 +49,24 @@ def FAGPU_FragmentType : FAGPU_Type<"Fragment", "fragment"> {
     | `accumulator` (f32) | rows * cols / 128 f32 | row 16 (R w + r) + g + 8 (e / 2), column 8 i + 2 q + (e % 2) |
     | `operand_a` (f16, bf16) | rows * cols / 256 i32 | the pairs of the accumulator layout, packed: the A fragment of the next MMA |
     | `rows` (f32) | rows / 32 f32 | a value per row: register 2 r + h holds row 16 (R w + r) + g + 8 h |
+    | `lanes` (f32, 128 rows) | cols f32 (1 for a 1-D fragment) | row t, column i: thread t owns a whole row |
 
     The accumulator layout is the mma.sync C fragment repeated over the
     columns (and row tiles), so the softmax arithmetic on it is the same
     for every target.
+
+    `lanes` is sm_100a's: a tcgen05.mma with M = 128 writes row i of its
+    accumulator to tensor-memory lane i, and warp w of a warpgroup may only
+    read lanes 32 w .. 32 w + 31 (`tcgen05.ld` shape 32x32b), so thread t
+    holds row t and its row max and sum need no shuffles.
 
     ```mlir
     !fagpu.fragment<64x128xf32, accumulator>
     !fagpu.fragment<64x128xf16, operand_a>
     !fagpu.fragment<64xf32, rows>
     !fagpu.fragment<128x64xf32, accumulator>  // mma.sync: two row tiles
+    !fagpu.fragment<128x128xf32, lanes>       // tcgen05.ld: a row a thread
+    !fagpu.fragment<128xf32, lanes>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
@@ -72,6 +81,10 @@ def FAGPU_FragmentType : FAGPU_Type<"Fragment", "fragment"> {
     Type getRegisterType() const;
     /// m16 row tiles per warp: rows / 64.
     int64_t getRowTiles() const { return getShape()[0] / 64; }
+    /// Columns of a 2-D fragment (1 for a value per row).
+    int64_t getCols() const {
+      return getShape().size() == 2 ? getShape()[1] : 1;
+    }
   }];
 }
 
@@ -132,20 +145,82 @@ def FAGPU_PipelineType : FAGPU_Type<"Pipeline", "pipeline"> {
     With `row_major` tiles (sm_80) the pipeline has no barriers: every
     thread fills stages with `fagpu.copy_async`, and cp.async groups
     (`fagpu.copy_commit`, `fagpu.copy_wait`) order them.
+    A `fill_once` pipeline has full barriers only: its buffers are loaded
+    once per CTA and never given back (sm_100a's Q, one tile per CTA), so
+    `fagpu.pipeline_acquire` and `fagpu.pipeline_release` do not apply.
 
     ```mlir
     !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf16>
     !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+    !fagpu.pipeline<stages = 1, buffers = 1, 128x128xf16, fill_once>
     ```
   }];
   let parameters = (ins "int64_t":$stages, "int64_t":$buffers,
-                        FAGPU_SharedTileType:$tile);
+                        FAGPU_SharedTileType:$tile, "bool":$fillOnce);
+  let builders = [
+    TypeBuilder<(ins "int64_t":$stages, "int64_t":$buffers,
+                     "SharedTileType":$tile), [{
+      return $_get($_ctxt, stages, buffers, tile, false);
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Filled by cp.async groups (sm_80): no mbarriers.
     bool isCpAsync() const { return getTile().isRowMajor(); }
   }];
+}
+
+def FAGPU_TmemType : FAGPU_Type<"Tmem", "tmem"> {
+  let summary = "a region of tensor memory (sm_100a)";
+  let description = [{
+    `lanes x cols` elements of the SM's tensor memory (TMEM): 128 lanes of
+    512 32-bit columns, where tcgen05.mma keeps its accumulator (lane i is
+    row i of an M = 128 result) and may read its A operand. An f32 region
+    takes one column per element; an f16/bf16 one packs two elements per
+    column, as the A operand of a kind::f16 MMA wants them (P written over
+    the first half of the columns of its S).
+
+    The whole allocation (`fagpu.tmem_alloc`) spans a power of two of at
+    least 32 columns; `fagpu.tmem_slice` names the columns of one buffer
+    in it (S_j, P_j, O).
+
+    ```mlir
+    !fagpu.tmem<128x512xf32>   // the allocation
+    !fagpu.tmem<128x128xf16>   // P: 64 columns of f16 pairs
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "Type":$elementType);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getLanes() const { return getShape()[0]; }
+    int64_t getCols() const { return getShape()[1]; }
+    /// 32-bit TMEM columns the region spans.
+    int64_t getColumns() const {
+      return getCols() * getElementType().getIntOrFloatBitWidth() / 32;
+    }
+  }];
+}
+
+def FAGPU_BarriersType : FAGPU_Type<"Barriers", "barriers"> {
+  let summary = "mbarriers that hand tensor memory between warp roles (sm_100a)";
+  let description = [{
+    `count` consecutive mbarriers in shared memory. On sm_100a they signal
+    the hand-offs of tensor memory: S_j written (a `fagpu.mma_commit` of the
+    MMA thread), P_j written (every softmax thread's `fagpu.barrier_arrive`),
+    O updated. TMEM is touched by the asynchronous tcgen05 proxy, so the ops
+    on these barriers carry the tcgen05 fences that order TMEM accesses
+    across the thread synchronisation (see each op).
+
+    ```mlir
+    !fagpu.barriers<2>
+    ```
+  }];
+  let parameters = (ins "int64_t":$count);
+  let assemblyFormat = "`<` $count `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // FA_DIALECT_FAGPU_IR_FAGPUTYPES_TD

@@ -21,6 +21,10 @@ def FAGPU_SharedTile : Type<CPred<"::llvm::isa<::mlir::fagpu::SharedTileType>($_
                             "::mlir::fagpu::SharedTileType">;
 def FAGPU_Pipeline : Type<CPred<"::llvm::isa<::mlir::fagpu::PipelineType>($_self)">,
                           "fagpu pipeline", "::mlir::fagpu::PipelineType">;
+def FAGPU_Tmem : Type<CPred<"::llvm::isa<::mlir::fagpu::TmemType>($_self)">,
+                      "fagpu tensor-memory region", "::mlir::fagpu::TmemType">;
+def FAGPU_Barriers : Type<CPred<"::llvm::isa<::mlir::fagpu::BarriersType>($_self)">,
+                          "fagpu barriers", "::mlir::fagpu::BarriersType">;
 
 //===----------------------------------------------------------------------===//
 // Warp roles
@@ -138,6 +142,11 @@ class FAGPU_PipelineStageOp<string mnemonic, list<Trait> traits = []>
                          "order its stages with fagpu.copy_commit and "
                          "fagpu.copy_wait");
   }];
+  code emptyVerifier = [{
+    if (::llvm::cast<PipelineType>(getPipeline().getType()).getFillOnce())
+      return emitOpError("a fill_once pipeline has no empty barriers: its "
+                         "buffers are never given back");
+  }];
 }
 
 def FAGPU_PipelineAcquireOp : FAGPU_PipelineStageOp<"pipeline_acquire"> {
@@ -155,7 +164,7 @@ def FAGPU_PipelineAcquireOp : FAGPU_PipelineStageOp<"pipeline_acquire"> {
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # stageVerifier # [{ }
+    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # emptyVerifier # stageVerifier # [{ }
   }];
 }
 
@@ -226,14 +235,26 @@ def FAGPU_PipelineReleaseOp : FAGPU_PipelineStageOp<"pipeline_release"> {
   let description = [{
     One arrival (lane 0) on the buffer's empty barrier, after the warp's
     MMAs that read it have retired (`fagpu.mma_wait`).
+
+    With `commit` (sm_100a, the one thread that issues the tcgen05.mma) the
+    arrival is a `tcgen05.commit`: the barrier arrives once every MMA the
+    thread issued so far has completed, so the stage is given back as soon
+    as the tensor cores are done reading it and the issuing thread never
+    waits for its own MMAs.
+
+    ```mlir
+    fagpu.pipeline_release %kv[%stage] buffer 0 {commit}
+        : !fagpu.pipeline<stages = 3, buffers = 2, 128x128xf16>
+    ```
   }];
-  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer);
+  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer,
+                       UnitAttr:$commit);
   let assemblyFormat = [{
     $pipeline `[` $stage `]` `buffer` $buffer attr-dict `:` type($pipeline)
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # stageVerifier # [{ }
+    ::llvm::LogicalResult $cppClass::verify() { }] # barrierVerifier # emptyVerifier # stageVerifier # [{ }
   }];
 }
 
@@ -338,7 +359,7 @@ def FAGPU_TileRowsOp : FAGPU_Op<"tile_rows", [Pure]> {
 // Tensor cores
 //===----------------------------------------------------------------------===//
 
-def FAGPU_MmaOp : FAGPU_Op<"mma"> {
+def FAGPU_MmaOp : FAGPU_Op<"mma", [AttrSizedOperandSegments]> {
   let summary = "a warpgroup's asynchronous MMA on tiles and fragments";
   let description = [{
     `%acc + %a * %b` for one warpgroup, issued asynchronously (it completes
@@ -357,18 +378,35 @@ def FAGPU_MmaOp : FAGPU_Op<"mma"> {
     shared memory is read with `ldmatrix.x4` per k-step (as
     `fagpu.load_fragment` would).
 
+    With a `!fagpu.tmem` accumulator (sm_100a) the MMA is `tcgen05.mma`
+    (kind::f16, M = 128, f32 accumulation), one per 16-element k-step,
+    issued by one thread for the whole CTA: the accumulator lives in tensor
+    memory, so no warpgroup has to hold it in registers and the issuing
+    thread does nothing else. There is no result: the region is updated in
+    place, asynchronously, and a `fagpu.mma_commit` (or a `commit` release)
+    signals completion on an mbarrier. `%a` is a shared-memory tile (S =
+    Q K^T) or an f16/bf16 TMEM region (O += P V with P straight from
+    tensor memory, never through registers or shared memory). The first
+    k-step overwrites the accumulator unless `accumulate(%flag)` says it
+    adds to it (O after the first block).
+
     ```mlir
     %s = fagpu.mma %q, %k : !fagpu.smem_tile<64x128xf16, block_rows = 128>,
         !fagpu.smem_tile<128x128xf16> -> !fagpu.fragment<64x128xf32, accumulator>
     %o1 = fagpu.mma %p, %v acc(%o) {mn_major} : ...
+    fagpu.mma %p, %v acc(%o) accumulate(%not_first) {mn_major}
+        : !fagpu.tmem<128x128xf16>, !fagpu.smem_tile<128x128xf16>,
+          !fagpu.tmem<128x128xf32>
     ```
   }];
   let arguments = (ins AnyType:$a, FAGPU_SharedTile:$b,
-                       Optional<FAGPU_Fragment>:$acc, UnitAttr:$mn_major);
-  let results = (outs FAGPU_Fragment:$result);
+                       Optional<AnyType>:$acc, Optional<I1>:$accumulate,
+                       UnitAttr:$mn_major);
+  let results = (outs Optional<FAGPU_Fragment>:$result);
   let assemblyFormat = [{
-    $a `,` $b (`acc` `(` $acc^ `)`)? attr-dict `:` type($a) `,` type($b)
-    (`,` type($acc)^)? `->` type($result)
+    $a `,` $b (`acc` `(` $acc^ `)`)? (`accumulate` `(` $accumulate^ `)`)?
+    attr-dict `:` type($a) `,` type($b) (`,` type($acc)^)?
+    (`->` type($result)^)?
   }];
   let hasVerifier = 1;
 }
@@ -451,6 +489,10 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     the P V MMA, m', l', alpha and, with conditional rescaling, whether some
     row of the thread moved its base.
 
+    With `lanes` fragments (sm_100a: a row per thread, read from TMEM) the
+    same step runs on the thread's own row, with no shuffles, and P is
+    returned as f32 `lanes` (`fagpu.tmem_store` packs it into TMEM).
+
     With `rescale(%o)` (only without conditional rescaling) it also returns
     O * alpha, each row tile's multiplies issued as soon as its alpha is
     known, before its P is packed -- the mma.sync kernel's order, which
@@ -479,19 +521,33 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
   let hasVerifier = 1;
 }
 
-def FAGPU_RescaleOp : FAGPU_Op<"rescale", [Pure,
-    AllTypesMatch<["o", "result"]>]> {
+def FAGPU_RescaleOp : FAGPU_Op<"rescale"> {
   let summary = "O *= alpha per row (FA4: only where a row of the warp moved)";
   let description = [{
     Scales each row of the accumulator `%o` by its `%alpha`. With `%moved`
     (FA4 conditional rescaling) the warp votes, and skips the multiplies
     when no thread's row moved its base.
+
+    With O in tensor memory (sm_100a, `%o` a `!fagpu.tmem` region, `%alpha`
+    a `lanes` fragment) the rescale is in place and has no result: each
+    thread reads its row 32 columns at a time (`tcgen05.ld`, so O never
+    takes more than 32 registers), multiplies and writes it back
+    (`tcgen05.st`), then waits for the stores. tcgen05.ld/st are
+    warp-collective, which is why FA4's skip is decided by a warp vote.
+
+    ```mlir
+    %o1 = fagpu.rescale %o, %alpha if %moved
+        : !fagpu.fragment<64x128xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+    fagpu.rescale %o_tmem, %alpha if %moved
+        : !fagpu.tmem<128x128xf32>, !fagpu.fragment<128xf32, lanes>
+    ```
   }];
-  let arguments = (ins FAGPU_Fragment:$o, FAGPU_Fragment:$alpha,
+  let arguments = (ins AnyType:$o, FAGPU_Fragment:$alpha,
                        Optional<I1>:$moved);
-  let results = (outs FAGPU_Fragment:$result);
+  let results = (outs Optional<FAGPU_Fragment>:$result);
   let assemblyFormat = [{
     $o `,` $alpha (`if` $moved^)? attr-dict `:` type($o) `,` type($alpha)
+    custom<InPlace>(ref(type($o)), type($result))
   }];
   let hasVerifier = 1;
 }
@@ -525,8 +581,14 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
     of it starts at element batch * %stride_b + head * %stride_h +
     r * %stride_n (`strides`, i64); through staging, `%out` is a rank-4
     tensor map whose coordinates are (column, row, head, batch).
+
+    With O in tensor memory (sm_100a, `%o` a `!fagpu.tmem` region, `m` and
+    `l` `lanes` fragments, `%row0` the thread's own row) each thread reads
+    its row 32 columns at a time and writes them as 16-byte stores;
+    tcgen05.ld is warp-collective, so every lane loads and rows past `%nq`
+    only skip the stores.
   }];
-  let arguments = (ins FAGPU_Fragment:$o, FAGPU_Fragment:$m,
+  let arguments = (ins AnyType:$o, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$row0, I32:$matrix, I32:$nq,
                        LLVM_AnyPointer:$out, TypeAttr:$out_element,
                        Optional<I32>:$heads, Variadic<I64>:$strides,
