@@ -189,6 +189,8 @@ constexpr IntField kIntFields[] = {
     {"block", 1, 1024},
     // fa::checkKVSplits's range, plus 0: the launch picks (auto).
     {"kv_splits", 0, 1024},
+    // fa::checkPageSize's range, plus 0: contiguous K/V.
+    {"page_size", 0, 1 << 20},
 };
 
 const IntField *intField(const std::string &key) {
@@ -222,6 +224,10 @@ struct Metadata {
   // Split-KV: grid y = chunks; the launch default (0: fa::autoKVSplits).
   bool splitKV = false;
   long kvSplits = 0;
+  // A KV cache: kv_lengths [B] and a paged K/V's block table (page_size
+  // rows per page; 0: contiguous).
+  bool kvLengths = false;
+  long pageSize = 0;
   std::vector<long> block;
   std::vector<std::string> params;
   // The rank of the tensor maps (every "tensormap" parameter's "rank"): 4
@@ -282,15 +288,18 @@ public:
          : key == "tma_box_rows_o"  ? m.tmaBoxRowsO
          : key == "ctas_per_sm"     ? m.ctasPerSM
          : key == "kv_splits"       ? m.kvSplits
+         : key == "page_size"       ? m.pageSize
                                     : m.sharedBytes) = v;
       } else if (key == "causal" || key == "tile_grid" ||
                  key == "persistent" || key == "bottom_right" ||
-                 key == "writes_lse" || key == "split_kv") {
+                 key == "writes_lse" || key == "split_kv" ||
+                 key == "kv_lengths") {
         bool &flag = key == "causal"         ? m.causal
                      : key == "tile_grid"    ? m.tileGrid
                      : key == "bottom_right" ? m.bottomRight
                      : key == "writes_lse"   ? m.writesLse
                      : key == "split_kv"     ? m.splitKV
+                     : key == "kv_lengths"   ? m.kvLengths
                                              : m.persistent;
         if (s.compare(pos, 4, "true") == 0) {
           flag = true;
@@ -515,6 +524,15 @@ int validate(const Metadata &m) {
   if (m.strided() && !m.tmaBoxRowsO)
     for (const char *name : {"o_stride_b", "o_stride_h", "o_stride_n"})
       expected.push_back(name);
+  if (m.kvLengths)
+    expected.push_back("kv_lengths");
+  if (m.pageSize) {
+    if (!m.strided())
+      return fail("launch metadata: a paged kernel reads K/V through rank-4 "
+                  "tensor maps over the pages");
+    expected.push_back("block_table");
+    expected.push_back("max_pages");
+  }
   if (m.splitKV) {
     if (!m.tileGrid)
       return fail("launch metadata: split-KV needs a tile-grid (wgmma) "
@@ -543,6 +561,8 @@ int validate(const Metadata &m) {
                 (m.strided() && !m.tmaBoxRowsO
                      ? ", o_stride_b, o_stride_h, o_stride_n"
                      : "") +
+                (m.kvLengths ? ", kv_lengths" : "") +
+                (m.pageSize ? ", block_table, max_pages" : "") +
                 (m.splitKV ? ", kv_splits, o_partial, lse_partial, "
                              "split_arrivals"
                            : "") +
@@ -919,6 +939,12 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
                 std::to_string(kvSplits));
   if (!k)
     return fail("faKernelLaunch: kernel must not be null");
+  if (k->meta.kvLengths || k->meta.pageSize)
+    return fail("faKernelLaunch: " + k->meta.kernel +
+                " takes a KV cache (kv_lengths, block table), which this C "
+                "launcher does not pass yet: launch it through the Python "
+                "runtime (flashmlir.runtime.Kernel) or the module's own "
+                "gpu.launch_func");
   if (!k->meta.splitKV && kvSplits > 1)
     return fail("faKernelLaunch: kv_splits = " + std::to_string(kvSplits) +
                 " needs a split-KV kernel (fa-compile --split-kv); " +
@@ -1189,6 +1215,10 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
   if (m.blockC <= 0 || m.arch.empty())
     return fail("faMetadataPredictedBytes: the metadata has no 'block_c' or "
                 "'arch' (compiled before the prediction existed)");
+  if (m.kvLengths || m.pageSize)
+    return fail("faMetadataPredictedBytes: " + m.kernel +
+                " reads a KV cache (per-sequence lengths or pages), whose "
+                "traffic depends on the lengths: not modelled yet");
   // Shapes within the kernels' 32-bit positions, heads dividing evenly.
   const long limit = 0x7fffffffL;
   for (long v : {batch, queryHeads, kvHeads, queryLen, keyLen})

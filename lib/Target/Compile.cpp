@@ -64,6 +64,11 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   std::string d = std::to_string(options.headDim);
   std::string elt = options.dtype;
   std::string t = "memref<?x?x?x" + d + "x" + elt + ">";
+  // A paged cache [pages, Hkv, page_size, D] (the page size is static).
+  std::string kv = options.pageSize ? "memref<?x?x" +
+                                          std::to_string(options.pageSize) +
+                                          "x" + d + "x" + elt + ">"
+                                    : t;
   std::string lse = "memref<?x?x?xf32>";
   std::string attrs;
   auto add = [&](const std::string &a) {
@@ -92,11 +97,22 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   // Without LSE the kernel writes O only (what inference needs).
   std::string lseArg = options.lse ? ", %lse: " + lse : "";
   std::string outs = options.lse ? "%o, %lse : " + t + ", " + lse : "%o : " + t;
-  std::string text = "func.func @attention(%q: " + t + ", %k: " + t +
-                     ", %v: " + t + ", %o: " + t + lseArg +
-                     ") {\n  fa.attention %q, %k, %v outs(" + outs + ")" +
+  // The KV cache's operands after the outputs, in the op's order.
+  std::string cacheArgs, cacheOperands;
+  if (options.kvLengths) {
+    cacheArgs += ", %lens: memref<?xi32>";
+    cacheOperands += "kv_lengths(%lens : memref<?xi32>) ";
+  }
+  if (options.pageSize) {
+    cacheArgs += ", %table: memref<?x?xi32>";
+    cacheOperands += "pages(%table : memref<?x?xi32>) ";
+  }
+  std::string text = "func.func @attention(%q: " + t + ", %k: " + kv +
+                     ", %v: " + kv + ", %o: " + t + lseArg + cacheArgs +
+                     ") {\n  fa.attention %q, %k, %v " + cacheOperands +
+                     "outs(" + outs + ")" +
                      (attrs.empty() ? "" : " {" + attrs + "}") + " : " + t +
-                     ", " + t + ", " + t + "\n  return\n}\n";
+                     ", " + kv + ", " + kv + "\n  return\n}\n";
   return parseSourceString<ModuleOp>(text, &context, "<fa-compile options>");
 }
 
@@ -188,7 +204,8 @@ static std::string metadataJson(StringRef kernelName,
   llvm::json::Array params;
   for (const fagpu::KernelParam &p :
        fagpu::kernelParams(built.target, fagpu::fieldsOf(schedule),
-                           options.dtype)) {
+                           options.dtype,
+                           {options.kvLengths, options.pageSize})) {
     llvm::json::Object param{{"name", p.name},
                              {"kind", fagpu::paramKindName(p.kind)}};
     if (!p.dtype.empty())
@@ -255,6 +272,9 @@ static std::string metadataJson(StringRef kernelName,
       {"tma_box_rows_o", oBoxRows},
       {"writes_lse", built.writesLse},
       {"split_kv", schedule.isSplitKV()},
+      // KV cache: per-sequence key lengths, a paged K/V's rows per page.
+      {"kv_lengths", options.kvLengths},
+      {"page_size", options.pageSize},
       {"kv_splits", !schedule.isSplitKV() ? 0
                     : options.kvSplits < 0 ? 0
                                            : schedule.getKvSplits()},
@@ -285,6 +305,15 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.dtype != "f16" && options.dtype != "bf16")
     return emitError(loc) << "fa-compile: dtype must be f16 or bf16 on "
                           << options.arch << ", got '" << options.dtype << "'";
+  if ((options.kvLengths || options.pageSize) && !usesWgmma(options))
+    return emitError(loc) << "fa-compile: per-sequence key lengths and paged "
+                             "K/V have a GPU kernel on sm_90a (wgmma) only, "
+                             "not "
+                          << options.arch
+                          << (options.arch == "sm_90a" ? " mma-sync" : "");
+  if (options.pageSize < 0)
+    return emitError(loc) << "fa-compile: the page size must be positive, got "
+                          << options.pageSize;
   if (options.headDim != 64 && options.headDim != 128 && options.headDim != 256)
     return emitError(loc) << "fa-compile: head dim must be 64, 128 or 256 on "
                           << options.arch << ", got " << options.headDim;
@@ -330,6 +359,8 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     options.causal = attention.getCausal();
     options.window = attention.getWindow().value_or(0);
     options.bottomRight = attention.getBottomRight();
+    options.kvLengths = static_cast<bool>(attention.getKvLengths());
+    options.pageSize = attention.isPaged() ? attention.getPageSize() : 0;
     options.softcap = attention.getSoftcap()
                           ? attention.getSoftcap()->convertToDouble()
                           : 0.0;

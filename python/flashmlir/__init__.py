@@ -26,31 +26,39 @@ from .compiler import (CompiledKernel, CompiledModule, cache_info,  # noqa: E402
 
 __all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
            "CompileError", "attention", "cache_info", "clear_cache",
-           "flash_attn_func", "from_e4m3", "predicted_bytes", "quantize_e4m3",
+           "flash_attn_func", "flash_attn_with_kvcache", "from_e4m3", "predicted_bytes", "quantize_e4m3",
            "run_cpu", "runtime", "to_e4m3"]
 
 _launchers = {}
 
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
-                bottom_right=False, split_kv=False):
+                bottom_right=False, split_kv=False, kv_lengths=False,
+                page_size=0):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
     .{cubin,json}, with _w<window>, _bralign and _splitkv suffixes for those
-    masks and split-KV) when it is there, else compiled in-process (and
-    saved to `kernel_dir` if one is given)."""
+    masks and split-KV, _kvlens and _paged<P> for a KV cache's lengths
+    and pages) when it is there, else compiled in-process (and saved to
+    `kernel_dir` if one is given)."""
     from . import runtime
 
     name = (f"{arch}_d{head_dim}_{dtype}{'_causal' if causal else ''}"
             f"{f'_w{window}' if window else ''}"
             f"{'_bralign' if bottom_right else ''}"
-            f"{'_splitkv' if split_kv else ''}")
+            f"{'_splitkv' if split_kv else ''}"
+            f"{'_kvlens' if kv_lengths else ''}"
+            f"{f'_paged{page_size}' if page_size else ''}")
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
             "causal": causal, "window": window, "softcap": 0.0}
     if bottom_right:
         want["bottom_right"] = True
     if split_kv:
         want["split_kv"] = True
+    if kv_lengths:
+        want["kv_lengths"] = True
+    if page_size:
+        want["page_size"] = page_size
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
@@ -63,7 +71,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             return kernel
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
                        arch=arch, window=window, bottom_right=bottom_right,
-                       kv_splits="auto" if split_kv else None)
+                       kv_splits="auto" if split_kv else None,
+                       kv_lengths=kv_lengths, page_size=page_size)
     if kernel_dir:
         import json
         import tempfile
@@ -127,7 +136,7 @@ def _arch_and_dtype(q):
     return arch, dtype
 
 
-def _split_kv(arch, q, k, num_splits):
+def _split_kv(arch, q, k, num_splits, keys=None):
     """Whether the launch takes a split-KV kernel: asked for (num_splits >
     1), or, with num_splits 0, where the auto rule splits -- on the split
     kernels' tiles (B_r 64 at D <= 128, else 128; B_c 128 assumed)."""
@@ -156,19 +165,22 @@ def _split_kv(arch, q, k, num_splits):
     index = q.device.index if q.device.index is not None else \
         torch.cuda.current_device()
     sms = runtime.device_facts(index)[1]
-    return runtime.auto_kv_splits(tiles, math.ceil(k.shape[2] / 128),
-                                  sms) > 1
+    keys = k.shape[2] if keys is None else keys
+    return runtime.auto_kv_splits(tiles, math.ceil(keys / 128), sms) > 1
 
 
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
-              num_splits=0):
+              num_splits=0, kv_lengths=False, page_size=0, keys=None):
     """The cached runtime.Kernel for these tensors and options, and whether
-    it splits K/V."""
+    it splits K/V. `keys`: the keys of a sequence (default k's rows; a
+    paged cache's capacity)."""
     arch, dtype = _arch_and_dtype(q)
     kernel_dir = kernel_dir or _os.environ.get("FLASHMLIR_KERNEL_DIR")
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
-    split = _split_kv(arch, q, k, num_splits)
+    split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
+    if kv_lengths or page_size:
+        extra += (bool(kv_lengths), int(page_size))
     # Plain kernels keep the short key (arch, D, dtype, causal).
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
@@ -252,3 +264,149 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     _launch(*bhnd, causal, softmax_scale, kernel_dir, window, bottom_right,
             num_splits, out=out.transpose(1, 2))
     return out
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
+                            rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None,
+                            cache_leftpad=None, block_table=None,
+                            softmax_scale=None, causal=False,
+                            window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, alibi_slopes=None,
+                            num_splits=0, return_softmax_lse=False,
+                            kernel_dir=None):
+    """flash-attention's `flash_attn_with_kvcache` on the sm_90a kernels,
+    with its argument names and layouts: q [B, Nq, Hq, D]; k_cache and
+    v_cache [B, Nk, Hkv, D], or with block_table [B, max_pages] (int32) a
+    paged cache [pages, page_size, Hkv, D] (page_size a multiple of 16);
+    cache_seqlens (int or int32 [B]): the keys each sequence has. k and v
+    [B, Nnew, Hkv, D], when given, are first written into the cache at
+    positions cache_seqlens .. cache_seqlens + Nnew - 1 of each sequence
+    (in place, as flash-attention does), and the attention then sees
+    cache_seqlens + Nnew keys. causal is bottom-right aligned: query i of a
+    sequence of L keys sees keys j <= i + L - Nq. Returns O [B, Nq, Hq, D]
+    (and the LSE [B, Hq, Nq] with return_softmax_lse).
+
+    The kernels read the cache in place through strided tensor maps (the
+    pages' rows, heads and page strides); cache_seqlens and block_table
+    are read by the kernel on the GPU. Refused (as not supported): rotary
+    embeddings, cache_batch_idx, cache_leftpad, windows, softcap, ALiBi."""
+    import torch
+    from . import runtime
+
+    if rotary_cos is not None or rotary_sin is not None:
+        raise runtime.KernelArgumentError(
+            "flash_attn_with_kvcache: rotary embeddings are not supported; "
+            "apply them to q and k before the call")
+    if cache_batch_idx is not None or cache_leftpad is not None:
+        raise runtime.KernelArgumentError(
+            "flash_attn_with_kvcache: cache_batch_idx and cache_leftpad are "
+            "not supported")
+    if tuple(window_size) != (-1, -1) or softcap or alibi_slopes is not None:
+        raise runtime.KernelArgumentError(
+            "flash_attn_with_kvcache: window_size, softcap and alibi_slopes "
+            "are not supported with a KV cache")
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 4:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_with_kvcache: {name} must be a 4-D tensor "
+                f"[B, N, H, D]")
+    if (k is None) != (v is None):
+        raise runtime.KernelArgumentError(
+            "flash_attn_with_kvcache: give both k and v, or neither")
+    b = q.shape[0]
+    paged = block_table is not None
+    if paged:
+        if not isinstance(block_table, torch.Tensor) or \
+                block_table.dim() != 2 or block_table.shape[0] != b or \
+                block_table.dtype != torch.int32:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_with_kvcache: block_table must be an int32 "
+                f"tensor [B = {b}, max_pages]")
+        block_table = block_table.contiguous()
+        page_size = int(k_cache.shape[1])
+        capacity = block_table.shape[1] * page_size
+    else:
+        page_size = 0
+        capacity = int(k_cache.shape[1])
+        if k_cache.shape[0] != b:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_with_kvcache: k_cache must have q's batch "
+                f"({b}) without a block_table, got {k_cache.shape[0]}")
+    if cache_seqlens is None:
+        lengths = None
+    else:
+        if isinstance(cache_seqlens, int) and \
+                not isinstance(cache_seqlens, bool):
+            cache_seqlens = torch.full((b,), cache_seqlens,
+                                       dtype=torch.int32, device=q.device)
+        if not isinstance(cache_seqlens, torch.Tensor) or \
+                cache_seqlens.dtype != torch.int32 or \
+                tuple(cache_seqlens.shape) != (b,):
+            raise runtime.KernelArgumentError(
+                f"flash_attn_with_kvcache: cache_seqlens must be an int or "
+                f"an int32 tensor [B = {b}]")
+        lengths = cache_seqlens.contiguous()
+    if k is not None:
+        if lengths is None:
+            raise runtime.KernelArgumentError(
+                "flash_attn_with_kvcache: appending k and v needs "
+                "cache_seqlens (where each sequence's new keys go)")
+        lengths = _append_to_cache(k_cache, v_cache, k, v, lengths,
+                                   block_table, page_size, capacity)
+    if lengths is not None:
+        # The kernel reads lengths as given; out-of-range ones are refused
+        # here rather than read past a sequence's pages.
+        low, high = int(lengths.min()), int(lengths.max())
+        if low < 0 or high > capacity:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_with_kvcache: cache_seqlens must be in [0, "
+                f"{capacity}] (the cache's keys per sequence), got "
+                f"[{low}, {high}]")
+    qh = q.transpose(1, 2)
+    kh, vh = k_cache.transpose(1, 2), v_cache.transpose(1, 2)
+    kernel, split = _launcher(qh, kh, causal, kernel_dir, 0, bool(causal),
+                              num_splits, kv_lengths=lengths is not None,
+                              page_size=page_size, keys=capacity)
+    if not kernel.strided:
+        raise runtime.KernelArgumentError(
+            "flash_attn_with_kvcache: KV caches need an sm_90a kernel")
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    _, lse = kernel(qh, kh, vh, out=out.transpose(1, 2), scale=softmax_scale,
+                    num_splits=num_splits if split else None,
+                    discard_lse=not return_softmax_lse,
+                    cache_seqlens=lengths, block_table=block_table)
+    return (out, lse) if return_softmax_lse else out
+
+
+def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table, page_size,
+                     capacity):
+    """Writes k and v [B, Nnew, Hkv, D] into the cache after each sequence's
+    `lengths` keys (through the block table when paged); returns the new
+    lengths."""
+    import torch
+    from . import runtime
+
+    b, n_new = k.shape[0], k.shape[1]
+    if tuple(k.shape) != tuple(v.shape) or k.shape[0] != lengths.shape[0] \
+            or tuple(k.shape[2:]) != tuple(k_cache.shape[2:]):
+        raise runtime.KernelArgumentError(
+            f"flash_attn_with_kvcache: k and v must be [B, Nnew, Hkv, D] "
+            f"with the cache's heads and head dim, got {tuple(k.shape)} and "
+            f"{tuple(v.shape)}")
+    new_lengths = lengths + n_new
+    if int(new_lengths.max()) > capacity:
+        raise runtime.KernelArgumentError(
+            f"flash_attn_with_kvcache: appending {n_new} keys overflows the "
+            f"cache ({capacity} keys per sequence)")
+    positions = lengths.long()[:, None] + torch.arange(
+        n_new, device=k.device)[None, :]
+    if block_table is None:
+        rows = torch.arange(b, device=k.device)[:, None].expand(b, n_new)
+        k_cache[rows, positions] = k
+        v_cache[rows, positions] = v
+    else:
+        pages = block_table.long().gather(1, positions // page_size)
+        k_cache[pages, positions % page_size] = k
+        v_cache[pages, positions % page_size] = v
+    return new_lengths.to(torch.int32).contiguous()

@@ -108,6 +108,7 @@ void checkOptions(const fa::KernelOptions &o) {
       (o.blockR != 0 && (error = fa::checkTileSize("block_r", o.blockR))) ||
       (o.blockC != 0 && (error = fa::checkTileSize("block_c", o.blockC))) ||
       (o.kvSplits > 0 && (error = fa::checkKVSplits(o.kvSplits))) ||
+      (o.pageSize != 0 && (error = fa::checkPageSize(o.pageSize))) ||
       (o.kvSplits < -1 &&
        (error = "kv_splits must be None, 'auto' or a chunk count, got " +
                 std::to_string(o.kvSplits))) ||
@@ -158,7 +159,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  int64_t polyPeriod, int64_t stages, bool pingPong,
                  bool intraOverlap, int persistent,
                  const std::string &sm90Kernel, int64_t kvSplits,
-                 bool runPtxas) {
+                 bool kvLengths, int64_t pageSize, bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
@@ -176,6 +177,8 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.persistent = persistent;
   options.sm90Kernel = sm90Kernel;
   options.kvSplits = kvSplits;
+  options.kvLengths = kvLengths;
+  options.pageSize = pageSize;
   options.runPtxas = runPtxas;
   checkOptions(options);
 
@@ -496,6 +499,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("stages") = 0, py::arg("ping_pong") = true,
         py::arg("intra_overlap") = true, py::arg("persistent") = -1,
         py::arg("sm90_kernel") = "wgmma", py::arg("kv_splits") = 0,
+        py::arg("kv_lengths") = false, py::arg("page_size") = 0,
         py::arg("run_ptxas") = true);
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),

@@ -395,7 +395,8 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             softcap=0.0, bottom_right=False, block_r=0, block_c=0, rescale_threshold=None,
             poly_exp2_degree=None, poly_exp2_period=8, stages=0,
             ping_pong=True, intra_overlap=True, persistent=None,
-            sm90_kernel="wgmma", kv_splits=None, cache_dir=None):
+            sm90_kernel="wgmma", kv_splits=None, kv_lengths=False,
+            page_size=0, cache_dir=None):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -416,6 +417,11 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     each CTA attends its query block to one chunk of the keys and the last
     chunk merges; None: no split; "auto": the launch picks the chunk count
     (runtime.auto_kv_splits); N >= 2: the launch default.
+    kv_lengths / page_size: a KV cache on sm_90a (flash-attn's
+    flash_attn_with_kvcache): the kernel takes per-sequence key counts
+    cache_seqlens [B] (int32), and with page_size (a multiple of 16) reads
+    K and V from a paged cache [pages, Hkv, page_size, D] through a block
+    table [B, max_pages] (int32).
     """
     if kv_splits is None:
         splits = 0
@@ -441,6 +447,15 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
                    persistent=(-1 if persistent is None
                                else int(bool(persistent))),
                    sm90_kernel=sm90_kernel, kv_splits=splits)
+    # KV-cache keys only where given, so that the disk cache's keys of the
+    # other kernels stay what they were.
+    if kv_lengths:
+        options["kv_lengths"] = True
+    if page_size:
+        if isinstance(page_size, bool) or not isinstance(page_size, int):
+            raise CompileError(f"page_size must be an integer, got "
+                               f"{page_size!r}")
+        options["page_size"] = page_size
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))

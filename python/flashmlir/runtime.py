@@ -140,6 +140,17 @@ def validate_metadata(meta):
                             f"got {sorted(ranks, key=str)}")
     if ranks == {4} and not meta.get("tma_box_rows_o"):
         expected += ["o_stride_b", "o_stride_h", "o_stride_n"]
+    # A KV cache: per-sequence key lengths, a paged cache's block table.
+    for key in ("kv_lengths",):
+        if not isinstance(meta.get(key, False), bool):
+            raise MetadataError(f"metadata {key!r} must be a boolean")
+    if meta.get("kv_lengths"):
+        expected.append("kv_lengths")
+    if meta.get("page_size"):
+        if ranks != {4}:
+            raise MetadataError("a paged kernel reads K/V through rank-4 "
+                                "tensor maps over the pages")
+        expected += ["block_table", "max_pages"]
     if meta.get("split_kv"):
         if not meta.get("tile_grid"):
             raise MetadataError("split-KV needs a tile-grid (wgmma) kernel")
@@ -189,7 +200,7 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "block_r": (1, 1 << 20),
                "shared_memory_bytes": (0, 2**31 - 1), "ctas_per_sm": (1, 32),
                "tma_box_cols": (0, 256), "tma_box_rows_kv": (0, 256),
                "tma_box_rows_o": (0, 256), "kv_splits": (0, _MAX_KV_SPLITS),
-               "block_c": (1, 1 << 20)}
+               "block_c": (1, 1 << 20), "page_size": (0, 1 << 20)}
 
 def auto_kv_splits(tiles, kv_blocks, sms):
     """The split-KV chunk count a launch picks when the caller leaves it to
@@ -440,11 +451,66 @@ class Kernel:
 
     # -- argument checking (pure Python: works on anything tensor-like) --
 
-    def check_arguments(self, q, k, v, out=None, lse=None):
+    def check_arguments(self, q, k, v, out=None, lse=None,
+                        cache_seqlens=None, block_table=None):
         """Validates the tensors; returns (B, Hq, Hkv, Nq, Nk, D)."""
-        return self._check(q, k, v, out, lse)[0]
+        return self._check(q, k, v, out, lse, cache_seqlens, block_table)[0]
 
-    def _check(self, q, k, v, out, lse):
+    @property
+    def page_size(self):
+        """Rows per page of the paged KV cache the kernel reads (0: K and V
+        are contiguous per sequence)."""
+        return self.meta.get("page_size", 0)
+
+    def _check_cache(self, q, k, cache_seqlens, block_table):
+        """The KV cache's operands: cache_seqlens [B] (int32) where the
+        kernel takes per-sequence key lengths, block_table [B, max_pages]
+        (int32) where it reads a paged cache [pages, Hkv, page_size, D];
+        refused where it does not. Returns Nk: the keys of a sequence
+        without lengths (the cache's capacity)."""
+        meta = self.meta
+        b = q.shape[0]
+        for name, t, wanted, shape in (
+                ("cache_seqlens", cache_seqlens, meta.get("kv_lengths"),
+                 "[B]"),
+                ("block_table", block_table, bool(self.page_size),
+                 "[B, max_pages]")):
+            if t is None:
+                if wanted:
+                    raise KernelArgumentError(
+                        f"kernel {meta['kernel']} takes {name} {shape} "
+                        f"(int32): give it")
+                continue
+            if not wanted:
+                raise KernelArgumentError(
+                    f"{name}: kernel {meta['kernel']} takes none (compile "
+                    f"one with {'kv_lengths' if name == 'cache_seqlens' else 'page_size'})")
+            rank = 1 if name == "cache_seqlens" else 2
+            if not hasattr(t, "data_ptr") or len(t.shape) != rank or \
+                    t.shape[0] != b:
+                raise KernelArgumentError(
+                    f"{name} must be a tensor {shape} with B = {b}, got "
+                    f"{tuple(getattr(t, 'shape', ()))}")
+            if _dtype_name(t) != "int32" or not t.is_contiguous() or \
+                    str(t.device) != str(q.device):
+                raise KernelArgumentError(
+                    f"{name} must be a contiguous int32 tensor on "
+                    f"{q.device}, got {_dtype_name(t)} on {t.device}")
+        if not self.page_size:
+            return k.shape[2]
+        if k.shape[2] != self.page_size:
+            raise KernelArgumentError(
+                f"k must be a paged cache [pages, Hkv, {self.page_size}, D] "
+                f"for kernel {meta['kernel']}, got {tuple(k.shape)}")
+        max_pages = block_table.shape[1]
+        if max_pages == 0 or max_pages * self.page_size >= 2**31:
+            raise KernelArgumentError(
+                f"block_table must have 1 to {(2**31 - 1) // self.page_size}"
+                f" pages per sequence, got {max_pages}")
+        return max_pages * self.page_size
+
+    def _check(self, q, k, v, out, lse, cache_seqlens=None,
+               block_table=None):
         """check_arguments, plus the (batch, head, row) element strides of
         q, k, v and out a strided kernel reads them with (tensor_strides;
         None for contiguous-only kernels and an absent out)."""
@@ -486,13 +552,15 @@ class Kernel:
                                       f"{sorted(devices)}")
         b, hq, nq, _ = q.shape
         bk, hkv, nk, _ = k.shape
-        if bk != b or v.shape[0] != b:
+        # A paged cache's dim 0 counts pages, not sequences.
+        if (not self.page_size and bk != b) or v.shape[0] != bk:
             raise KernelArgumentError(f"batch sizes differ: q {b}, k {bk}, "
                                       f"v {v.shape[0]}")
         if tuple(v.shape[1:3]) != (hkv, nk):
             raise KernelArgumentError(
                 f"v must have the key's heads and length {(hkv, nk)}, got "
                 f"{tuple(v.shape[1:3])}")
+        nk = self._check_cache(q, k, cache_seqlens, block_table)
         if hkv == 0 or hq % hkv != 0:
             raise KernelArgumentError(f"query heads ({hq}) must be a multiple"
                                       f" of key/value heads ({hkv})")
@@ -576,15 +644,20 @@ class Kernel:
         return fn
 
     def __call__(self, q, k, v, out=None, lse=None, scale=None,
-                 num_splits=None, discard_lse=False):
+                 num_splits=None, discard_lse=False, cache_seqlens=None,
+                 block_table=None):
         """Runs the kernel; returns (out, lse or None). num_splits: the
         K/V chunk count of a split-KV kernel (None or 0: the metadata's
         default, or the auto rule); refused for other kernels. discard_lse:
         the caller does not want the LSE (returned as None; a kernel that
-        writes one writes it to a per-stream scratch)."""
+        writes one writes it to a per-stream scratch). cache_seqlens [B]
+        and block_table [B, max_pages] (int32): a KV cache's per-sequence
+        key counts and pages, for kernels compiled to take them (k and v
+        are then the paged cache [pages, Hkv, page_size, D])."""
         import torch
 
-        (b, hq, hkv, nq, nk, d), strides = self._check(q, k, v, out, lse)
+        (b, hq, hkv, nq, nk, d), strides = self._check(
+            q, k, v, out, lse, cache_seqlens, block_table)
         device_index = q.device.index if q.device.index is not None else \
             torch.cuda.current_device()
         stream = torch.cuda.current_stream(device_index).cuda_stream
@@ -626,6 +699,11 @@ class Kernel:
                 values.append(ctypes.c_int32(b))
             if "o_stride_b" in self._param_names:
                 values += [ctypes.c_int64(x) for x in strides[3]]
+            if cache_seqlens is not None:
+                values.append(ctypes.c_void_p(cache_seqlens.data_ptr()))
+            if block_table is not None:
+                values += [ctypes.c_void_p(block_table.data_ptr()),
+                           ctypes.c_int32(block_table.shape[1])]
             splits = 1
             workspace = None
             if self.meta.get("split_kv"):

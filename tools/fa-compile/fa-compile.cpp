@@ -65,6 +65,19 @@ static cl::opt<std::string> splitKV(
              "the count per launch from the SM count and the shapes; off "
              "(default)"),
     cl::init("off"));
+static cl::opt<bool> kvLengths(
+    cl::cat(toolOptions), "kv-lengths",
+    cl::desc("wgmma: a KV cache's per-sequence key lengths: the kernel takes "
+             "kv_lengths [B] (i32) and sequence b attends its first "
+             "kv_lengths[b] keys (bottom-right masks align with it)"),
+    cl::init(false));
+static cl::opt<int64_t> pageSize(
+    cl::cat(toolOptions), "page-size",
+    cl::desc("wgmma: a paged KV cache of pages of this many rows (a multiple "
+             "of 16 and of block_c): K and V are [pages, Hkv, page_size, D] "
+             "and the kernel takes a block table [B, max_pages] (i32); 0: "
+             "contiguous K/V (default)"),
+    cl::init(0));
 static cl::opt<int64_t> ctasPerSM(
     cl::cat(toolOptions), "ctas-per-sm",
     cl::desc("wgmma: resident CTAs per SM the kernel is built for (0: two "
@@ -201,6 +214,13 @@ int main(int argc, char **argv) {
       return refuse("split-kv", "1 chunk is no split: give off, auto or a "
                                 "count of at least 2");
   }
+  if (pageSize != 0)
+    if (auto why = fa::checkPageSize(pageSize))
+      return refuse("page-size", *why + " (0: contiguous K/V)");
+  if ((kvLengths || pageSize) && (arch != "sm_90a" || sm90Kernel != "wgmma"))
+    return refuse(pageSize ? "page-size" : "kv-lengths",
+                  "a KV cache has a GPU kernel on sm_90a (wgmma) only, not " +
+                      arch + (arch == "sm_90a" ? " " + sm90Kernel : ""));
   if (polyExp2Degree < -1)
     return refuse("poly-exp2-degree",
                   "expected -1 (the target's default), 0 (off) or a degree, "
@@ -222,6 +242,8 @@ int main(int argc, char **argv) {
   options.blockR = blockR;
   options.blockC = blockC;
   options.kvSplits = kvSplits;
+  options.kvLengths = kvLengths;
+  options.pageSize = pageSize;
   options.ctasPerSM = ctasPerSM;
   options.queryInRegisters = queryInRegisters;
   if (rescaleThreshold == "off") {

@@ -163,6 +163,14 @@ static cl::opt<bool> incoherent(
     cl::desc("With --fp8: fa-incoherent-processing (Hadamard transform of Q "
              "and K before quantisation)"),
     cl::init(false));
+static cl::opt<int64_t> pageSize(
+    cl::cat(toolOptions), "page-size", cl::init(0),
+    cl::desc("Paged K/V: pages of this many rows, scattered by a block "
+             "table (0: contiguous K/V)"));
+static cl::list<int64_t> kvLens(
+    cl::cat(toolOptions), "kv-lens", cl::CommaSeparated,
+    cl::desc("Per-sequence key lengths L1,L2,... (one per batch, each at "
+             "most --kv-len): a KV cache's kv_lengths"));
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal", cl::init(false));
 static cl::opt<int64_t> window(cl::cat(toolOptions), "window", cl::init(0),
                                cl::desc("|i - j| < window (0: none)"));
@@ -185,7 +193,7 @@ namespace {
 // Host-side element types
 //===----------------------------------------------------------------------===//
 
-enum class Elt { F32, F16, BF16, E4M3 };
+enum class Elt { F32, F16, BF16, E4M3, I32 };
 
 uint16_t floatToHalf(float f) {
   uint32_t x;
@@ -271,6 +279,7 @@ struct Buffer {
   std::vector<float> f32;    // used for F32
   std::vector<uint16_t> u16; // used for F16 / BF16
   std::vector<uint8_t> u8;   // used for E4M3
+  std::vector<int32_t> i32;  // used for I32 (key lengths, block tables)
   // A ranked memref descriptor: {allocated, aligned, offset, sizes[rank],
   // strides[rank]}, the sizes and strides contiguous whatever the rank.
   struct Desc {
@@ -290,6 +299,8 @@ struct Buffer {
       f32.assign(size(), 0.0f);
     else if (elt == Elt::E4M3)
       u8.assign(size(), 0);
+    else if (elt == Elt::I32)
+      i32.assign(size(), 0);
     else
       u16.assign(size(), 0);
     void *data = this->data();
@@ -312,6 +323,8 @@ struct Buffer {
   void *data() {
     if (elt == Elt::F32)
       return f32.data();
+    if (elt == Elt::I32)
+      return i32.data();
     return elt == Elt::E4M3 ? static_cast<void *>(u8.data())
                             : static_cast<void *>(u16.data());
   }
@@ -325,6 +338,8 @@ struct Buffer {
       return halfToFloat(u16[i]);
     case Elt::BF16:
       return bf16ToFloat(u16[i]);
+    case Elt::I32:
+      return float(i32[i]);
     }
     return 0;
   }
@@ -342,6 +357,9 @@ struct Buffer {
     case Elt::BF16:
       u16[i] = floatToBF16(v);
       break;
+    case Elt::I32:
+      i32[i] = static_cast<int32_t>(v);
+      break;
     }
   }
 };
@@ -355,8 +373,13 @@ FailureOr<Elt> toElt(Type t) {
     return Elt::BF16;
   if (isa<Float8E4M3FNType>(t))
     return Elt::E4M3;
+  if (t.isSignlessInteger(32))
+    return Elt::I32;
   return failure();
 }
+
+/// Pages of a generated paged cache beyond the sequences' own.
+constexpr int64_t kSparePages = 3;
 
 std::string buildModuleText() {
   int64_t hkv = kvHeads ? kvHeads : qHeads;
@@ -371,8 +394,16 @@ std::string buildModuleText() {
   bool e4m3 = dtype == "e4m3";
   std::string in = e4m3 ? "f8E4M3FN" : dtype.getValue();
   std::string qT = memref({batch, qHeads, qLen, headDim}, in);
-  std::string kT = memref({batch, hkv, nk, headDim}, in);
-  std::string vT = memref({batch, hkv, nk, dv}, in);
+  // Paged: every sequence's ceil(Nk / P) pages, scattered over a cache of
+  // that many pages plus a few more (fa-run shuffles them).
+  int64_t maxPages = pageSize ? (nk + pageSize - 1) / pageSize : 0;
+  int64_t kvRows = pageSize ? batch * maxPages + kSparePages : batch;
+  int64_t kvRowLen = pageSize ? pageSize : nk;
+  std::string kT = memref({kvRows, hkv, kvRowLen, headDim}, in);
+  std::string vT = memref({kvRows, hkv, kvRowLen, dv}, in);
+  bool lengths = pageSize || !kvLens.empty();
+  std::string lensT = memref({batch}, "i32");
+  std::string tableT = memref({batch, maxPages}, "i32");
   std::string oT =
       memref({batch, qHeads, qLen, dv}, e4m3 ? outDtype.getValue() : in);
   std::string lT = memref({batch, qHeads, qLen}, "f32");
@@ -401,9 +432,18 @@ std::string buildModuleText() {
   // e4m3: the descales after the outputs, as the op's operands are.
   if (e4m3)
     os << ", %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>";
+  // Then the KV cache's lengths and block table, in the op's order.
+  if (lengths)
+    os << ", %lens: " << lensT;
+  if (pageSize)
+    os << ", %table: " << tableT;
   os << ") {\n  fa.attention %q, %k, %v ";
   if (e4m3)
     os << "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) ";
+  if (lengths)
+    os << "kv_lengths(%lens : " << lensT << ") ";
+  if (pageSize)
+    os << "pages(%table : " << tableT << ") ";
   os << "outs(%o";
   if (withLse)
     os << ", %lse";
@@ -432,6 +472,25 @@ struct Spec {
   /// are made; 1 otherwise.
   double qDescale = 1, kDescale = 1, vDescale = 1;
   std::optional<unsigned> descaleArgs; // e4m3: the first descale argument
+  /// A KV cache's kv_lengths and block table (direct form): their argument
+  /// numbers, and their values once fa-run has made them. With pages, nk
+  /// is a sequence's capacity (max_pages * page_size) and K/V are
+  /// [numPages, Hkv, pageSize, D].
+  std::optional<unsigned> lengthsArg, tableArg;
+  std::vector<int64_t> lengths, table;
+  int64_t pageSize = 0, maxPages = 0, numPages = 0;
+
+  /// Sequence bi's key count.
+  int64_t keysOf(int64_t bi) const {
+    return lengths.empty() ? nk : lengths[bi];
+  }
+  /// The flat row (in units of D or Dv elements) of key j of (bi, kh).
+  int64_t keyRow(int64_t bi, int64_t kh, int64_t j) const {
+    if (!pageSize)
+      return (bi * hkv + kh) * nk + j;
+    return (table[bi * maxPages + j / pageSize] * hkv + kh) * pageSize +
+           j % pageSize;
+  }
 };
 
 /// Naive attention in double: O and LSE for every (b, h, i).
@@ -445,11 +504,11 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
   std::vector<char> visible(s.nk);
   for (int64_t bi = 0; bi < s.b; ++bi)
     for (int64_t h = 0; h < s.hq; ++h) {
-      int64_t kh = h / group;
+      int64_t kh = h / group, nk = s.keysOf(bi);
       for (int64_t i = 0; i < s.nq; ++i) {
         double mx = -std::numeric_limits<double>::infinity();
-        int64_t pos = s.bottomRight ? i + s.nk - s.nq : i;
-        for (int64_t j = 0; j < s.nk; ++j) {
+        int64_t pos = s.bottomRight ? i + nk - s.nq : i;
+        for (int64_t j = 0; j < nk; ++j) {
           bool vis = true;
           if (s.causal && j > pos)
             vis = false;
@@ -461,7 +520,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
           double dot = 0;
           for (int64_t d = 0; d < s.d; ++d)
             dot += double(q.get(((bi * s.hq + h) * s.nq + i) * s.d + d)) *
-                   double(k.get(((bi * s.hkv + kh) * s.nk + j) * s.d + d));
+                   double(k.get(s.keyRow(bi, kh, j) * s.d + d));
           double x = s.scale * s.qDescale * s.kDescale * dot;
           if (s.softcap)
             x = *s.softcap * std::tanh(x / *s.softcap);
@@ -472,13 +531,13 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
           continue; // every key masked: O = 0, LSE = -inf
         double l = 0;
         double *out = &o[((bi * s.hq + h) * s.nq + i) * s.dv];
-        for (int64_t j = 0; j < s.nk; ++j) {
+        for (int64_t j = 0; j < nk; ++j) {
           if (!visible[j])
             continue;
           double p = std::exp(scores[j] - mx);
           l += p;
           for (int64_t d = 0; d < s.dv; ++d)
-            out[d] += p * v.get(((bi * s.hkv + kh) * s.nk + j) * s.dv + d);
+            out[d] += p * v.get(s.keyRow(bi, kh, j) * s.dv + d);
         }
         for (int64_t d = 0; d < s.dv; ++d)
           out[d] *= s.vDescale / l;
@@ -565,6 +624,12 @@ std::optional<std::string> checkOptions() {
                                                ? double(rescaleThreshold)
                                                : 0.0)))
     return flag("probs-scale", *error);
+  if (pageSize != 0)
+    if (auto why = fa::checkPageSize(pageSize))
+      return flag("page-size", *why + " (0: contiguous K/V)");
+  if (pageSize && !inputFile.empty())
+    return flag("page-size", "pages the attention fa-run generates; a "
+                             "file's attention takes its own pages operand");
   if (sramBudget < 0)
     return flag("sram-budget", "expected a budget of at least 0 bytes (0: "
                                "the default), got " +
@@ -634,9 +699,30 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
       }
     spec.descaleArgs = 3 + attention.getOuts().size();
   }
+  // kv_lengths and the block table follow the outputs and descales.
+  unsigned next = 3 + attention.getOuts().size() + attention.getDescales().size();
+  if (attention.getKvLengths())
+    spec.lengthsArg = next++;
+  if (attention.isPaged()) {
+    auto tableType = cast<ShapedType>(attention.getBlockTable().getType());
+    if (!tableType.hasStaticShape()) {
+      error = "the block table must have a static shape";
+      return failure();
+    }
+    spec.tableArg = next;
+    spec.pageSize = attention.getPageSize();
+    spec.maxPages = tableType.getDimSize(1);
+    spec.numPages = kT.getDimSize(0);
+    if (spec.maxPages > (int64_t(1) << 28) / std::max<int64_t>(spec.pageSize, 1)) {
+      error = "the block table addresses more than 2^28 keys per sequence; "
+              "use smaller shapes";
+      return failure();
+    }
+    spec.nk = spec.maxPages * spec.pageSize;
+  }
   const int64_t shapes[4][4] = {{spec.b, spec.hq, spec.nq, spec.d},
-                                {spec.b, spec.hkv, spec.nk, spec.d},
-                                {spec.b, spec.hkv, spec.nk, spec.dv},
+                                {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.d},
+                                {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.dv},
                                 {spec.b, spec.hq, spec.nq, spec.dv}};
   const char *names[] = {"q", "k", "v", "o"};
   for (auto [shape, name] : llvm::zip(shapes, names))
@@ -653,6 +739,48 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
     return failure();
   }
   return spec;
+}
+
+/// A KV cache's inputs (direct form): the lengths from --kv-lens (else every
+/// sequence full), and a block table that scatters each sequence's pages
+/// over a shuffled cache. Records them in `spec` for the reference.
+std::optional<std::string> makeKVCache(Spec &spec, std::vector<Buffer> &buffers,
+                                       std::mt19937 &rng) {
+  if (spec.lengthsArg) {
+    if (!kvLens.empty() && int64_t(kvLens.size()) != spec.b)
+      return "--kv-lens: expected one length per sequence (" +
+             std::to_string(spec.b) + "), got " +
+             std::to_string(kvLens.size());
+    for (int64_t bi = 0; bi < spec.b; ++bi) {
+      // Default: the generated attention's --kv-len (a page may hold more
+      // rows), a file's whole capacity.
+      int64_t full = inputFile.empty() ? std::min<int64_t>(
+                                             spec.nk, kvLen ? kvLen : qLen)
+                                       : spec.nk;
+      int64_t n = kvLens.empty() ? full : kvLens[bi];
+      if (n < 0 || n > spec.nk)
+        return "--kv-lens: sequence " + std::to_string(bi) + "'s length " +
+               std::to_string(n) + " is outside [0, " +
+               std::to_string(spec.nk) + "] (the keys each sequence has)";
+      spec.lengths.push_back(n);
+      buffers[*spec.lengthsArg].set(bi, float(n));
+    }
+  } else if (!kvLens.empty()) {
+    return std::string("--kv-lens: the attention takes no kv_lengths");
+  }
+  if (!spec.tableArg)
+    return std::nullopt;
+  std::vector<int64_t> pages(spec.numPages);
+  for (int64_t i = 0; i < spec.numPages; ++i)
+    pages[i] = i;
+  std::shuffle(pages.begin(), pages.end(), rng);
+  // Distinct pages while they last, then shared ones (prefix sharing).
+  for (int64_t e = 0; e < spec.b * spec.maxPages; ++e) {
+    int64_t page = e < spec.numPages ? pages[e] : pages[e % spec.numPages];
+    spec.table.push_back(page);
+    buffers[*spec.tableArg].set(e, float(page));
+  }
+  return std::nullopt;
 }
 
 /// Where an attention's operands and results are found among the buffers
@@ -759,6 +887,12 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     llvm::outs() << " softcap=" << *spec.softcap;
   if (!c.label.empty())
     llvm::outs() << " scale=" << fa::formatF32(spec.scale);
+  if (spec.pageSize)
+    llvm::outs() << " page_size=" << spec.pageSize;
+  if (!spec.lengths.empty()) {
+    llvm::outs() << " kv_lens=";
+    llvm::interleave(spec.lengths, llvm::outs(), ",");
+  }
   llvm::outs() << " inputs=" << inputKind << "\n";
   llvm::outs() << prefix
                << llvm::formatv("O rel_l2_error={0:e2} max_abs_error={1:e2} "
@@ -885,6 +1019,12 @@ LogicalResult toCaptureForm(func::FuncOp entry,
               "q_descale, k_descale, v_descale)";
       return failure();
     }
+    if (attention.getKvLengths() || attention.isPaged()) {
+      error = "fa-run checks attentions on a KV cache (kv_lengths, pages) in "
+              "the direct form only (the function's arguments are the op's "
+              "operands in order)";
+      return failure();
+    }
     std::string specError;
     FailureOr<Spec> spec = specOf(attention, specError);
     if (failed(spec)) {
@@ -949,7 +1089,8 @@ LogicalResult toCaptureForm(func::FuncOp entry,
         c.lse = outs[1].getArgNumber();
       auto onBuffers = fa::AttentionOp::create(
           b, opLoc, TypeRange{}, operands[0], operands[1], operands[2],
-          ArrayRef<BlockArgument>(outs), ValueRange{}, attention->getAttrs());
+          ArrayRef<BlockArgument>(outs), ValueRange{}, Value(), Value(),
+          attention->getAttrs());
       for (auto [from, to] :
            llvm::zip(ArrayRef<Value>(operands).take_front(3), captures))
         memref::CopyOp::create(b, opLoc, from, to);
@@ -1279,10 +1420,18 @@ int main(int argc, char **argv) {
                             2.0f * float(key) / float(spec.nk));
     }
   }
+  if (std::optional<std::string> error =
+          makeKVCache(checked.front().spec, buffers, rng))
+    return fail(*error);
   float nan = std::numeric_limits<float>::quiet_NaN();
-  std::optional<unsigned> descaleArgs = checked.front().spec.descaleArgs;
+  const Spec &first = checked.front().spec;
+  std::optional<unsigned> inputsAfter = first.descaleArgs
+                                            ? first.descaleArgs
+                                            : first.lengthsArg
+                                                  ? first.lengthsArg
+                                                  : first.tableArg;
   for (size_t i = numInputs; i < buffers.size(); ++i)
-    if (!descaleArgs || i < *descaleArgs)
+    if (!inputsAfter || i < *inputsAfter)
       for (int64_t j = 0; j < buffers[i].size(); ++j)
         buffers[i].set(j, nan);
 

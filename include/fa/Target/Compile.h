@@ -32,6 +32,11 @@ struct KernelOptions {
   /// Split-KV kernel (sm_90a wgmma): 0 off; N >= 2 chunks by default; -1
   /// auto (the runtimes pick the count per launch; metadata kv_splits 0).
   int64_t kvSplits = 0;
+  /// KV cache (sm_90a wgmma): per-sequence key lengths kv_lengths [B]
+  /// (i32), and pages of `pageSize` rows addressed by a block table
+  /// [B, max_pages] (0: contiguous K/V).
+  bool kvLengths = false;
+  int64_t pageSize = 0;
   /// wgmma: resident CTAs per SM (0: the rule, two for B_r = 64).
   int64_t ctasPerSM = 0;
   bool queryInRegisters = true; // where the registers allow (see the pass)

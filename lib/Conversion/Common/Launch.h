@@ -117,12 +117,22 @@ public:
                {"k", k},
                {"v", op.getValue()},
                {"o", op.getOut()},
-               {"lse", op.getLse()}};
+               {"lse", op.getLse()},
+               {"kv_lengths", op.getKvLengths()},
+               {"block_table", op.getBlockTable()}};
     sizes = {{"Nq", dim(q, 2)},
              {"Nk", dim(k, 2)},
              {"Hq", dim(q, 1)},
              {"Hkv", dim(k, 1)},
              {"B", dim(q, 0)}};
+    if (Value table = op.getBlockTable()) {
+      // A paged cache: a sequence without kv_lengths has all its pages.
+      Value maxPages = dim(table, 1);
+      sizes["max_pages"] = maxPages;
+      sizes["Nk"] = arith::MulIOp::create(
+          b, loc, maxPages,
+          arith::ConstantIndexOp::create(b, loc, op.getPageSize()));
+    }
     scaleLog2 = arith::ConstantOp::create(
         b, loc,
         b.getF32FloatAttr(float(op.getScale().convertToDouble() * llvm::numbers::log2e)));
@@ -138,7 +148,7 @@ public:
       return LLVM::ZeroOp::create(b, loc, type);
     return alignedPointer(b, loc, memref, type);
   }
-  /// Size `name` (Nq, Nk, Hq, Hkv, B) as an index.
+  /// Size `name` (Nq, Nk, Hq, Hkv, B, max_pages) as an index.
   Value size(StringRef name) const { return sizes.lookup(name); }
   /// ... and as the kernel's i32.
   Value i32(StringRef name) {

@@ -130,8 +130,15 @@ template <typename Spec> struct SpecReader {
   StringRef target;
   Spec spec = {};
   fagpu::ScheduleFields schedule = {};
+  /// Whether the target's kernel takes a KV cache's kv_lengths and pages.
+  bool takesKVCaches = false;
 
   LogicalResult begin() {
+    if (!takesKVCaches && (op.getKvLengths() || op.getBlockTable()))
+      return op.emitOpError()
+             << "cannot be lowered to " << target
+             << ": per-sequence key lengths and paged K/V have a kernel on "
+                "sm_90a (wgmma) only";
     FailureOr<SoftmaxConfig> config = tensorCoreConfigOf(op, target);
     if (failed(config))
       return failure();

@@ -54,6 +54,7 @@ struct AttentionTile {
   Value qStart, qMatrix, kvMatrix;
   Value batch, qHead, kvHead; // qMatrix = batch * Hq + qHead
   Value firstBlock, unmaskedEnd, numBlocks; // K/V blocks visited
+  Value nk; // the keys of the tile's sequence: kv_lengths[batch], or Nk
 };
 
 class TMAKernelEmitter : public SoftmaxEmitter {
@@ -103,6 +104,9 @@ protected:
     lsePartialPtr = arg("lse_partial");
     splitArrivalsPtr = arg("split_arrivals");
     oStrides = {arg("o_stride_b"), arg("o_stride_h"), arg("o_stride_n")};
+    kvLengthsPtr = arg("kv_lengths");
+    blockTablePtr = arg("block_table");
+    maxPages = arg("max_pages");
     stridedMaps = abi.front().rank == 4;
 
     smem = alignedSharedBase(smemGlobal);
@@ -122,8 +126,18 @@ protected:
     return arith::AndIOp::create(b, loc, sub(c32(0), address), c32(1023));
   }
 
-  /// Nk - Nq: how far bottom-right masks move the diagonal (signed).
-  Value diagonalShift() { return sub(nk, nq); }
+  /// Nk - Nq: how far bottom-right masks move the diagonal (signed), for
+  /// a tile of `keys` keys.
+  Value diagonalShift(Value keys) { return sub(keys, nq); }
+
+  /// Element `index` of the i32 array at global pointer `base` (kv_lengths,
+  /// the block table): read-only for the kernel's lifetime.
+  Value loadGlobalI32(Value base, Value index) {
+    return LLVM::LoadOp::create(b, loc, i32,
+                                gep(globalPtr, i32, base, ext64(index)),
+                                /*alignment=*/4, /*isVolatile=*/false,
+                                /*isNonTemporal=*/false, /*isInvariant=*/true);
+  }
 
   /// Query blocks per head, and (query block, head) tiles of the launch.
   Value queryBlocks() { return divu(add(nq, c32(blockR - 1)), c32(blockR)); }
@@ -258,17 +272,20 @@ protected:
     tile.qHead = head;
     tile.kvHead = kvHead;
     Value qStart = tile.qStart = mul(qBlock, c32(blockR));
+    // A KV cache: the sequence's own key count.
+    tile.nk = kvLengthsPtr ? loadGlobalI32(kvLengthsPtr, batch) : nk;
 
     // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
-    // row's diagonal, a window bounds both sides).
+    // row's diagonal, a window bounds both sides; at least one block where
+    // a sequence may have no keys).
     IRArithmetic ir{b, loc};
-    fagpu::KVRange<IRArithmetic> range =
-        fagpu::kvBlockRange(ir, qStart, nq, nk, blockR, blockC, config.causal,
-                            config.window, config.bottomRight);
+    fagpu::KVRange<IRArithmetic> range = fagpu::kvBlockRange(
+        ir, qStart, nq, tile.nk, blockR, blockC, config.causal, config.window,
+        config.bottomRight, /*keyLengths=*/static_cast<bool>(kvLengthsPtr));
     tile.firstBlock = range.first;
     tile.numBlocks = range.end;
     tile.unmaskedEnd =
-        fagpu::unmaskedBlocksEnd(ir, range, qStart, nq, nk, blockC,
+        fagpu::unmaskedBlocksEnd(ir, range, qStart, nq, tile.nk, blockC,
                                  config.causal, config.window,
                                  config.bottomRight);
     return tile;
@@ -285,6 +302,10 @@ protected:
   // [B, H, N, D]; o stored from registers has these strides (elements).
   bool stridedMaps = false;
   std::array<Value, 3> oStrides;
+  // KV caches: per-sequence key counts [B]; a paged cache's block table
+  // [B, max_pages] (the K and V maps are then over [pages, Hkv, page_size,
+  // D]). Null when absent.
+  Value kvLengthsPtr, blockTablePtr, maxPages;
 
   /// The tensor-map coordinates of a tile's query (or K/V) matrix.
   SmallVector<Value> queryMatrix(const AttentionTile &tile) const {
@@ -296,6 +317,17 @@ protected:
     if (stridedMaps)
       return {tile.kvHead, tile.batch};
     return {tile.kvMatrix};
+  }
+  /// The tensor-map row and matrix coordinates of key `key` of a tile's
+  /// K/V: in a paged cache, row key mod pageSize of page
+  /// table[batch, key / pageSize] (a rank-4 map over the pages).
+  std::pair<Value, SmallVector<Value>>
+  keyValueRow(const AttentionTile &tile, Value key, int64_t pageSize) {
+    if (!pageSize)
+      return {key, keyValueMatrix(tile)};
+    Value entry = add(mul(tile.batch, maxPages), divu(key, c32(pageSize)));
+    Value page = loadGlobalI32(blockTablePtr, entry);
+    return {remu(key, c32(pageSize)), {tile.kvHead, page}};
   }
 };
 

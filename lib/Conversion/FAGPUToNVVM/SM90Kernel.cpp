@@ -85,6 +85,9 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   int64_t consumerRegisters = 240;
   /// Split-KV: the IR launch's chunk count (0: no split).
   int64_t kvSplits = 0;
+  /// A KV cache: per-sequence key counts, and the rows per page of a paged
+  /// K/V (0: contiguous).
+  fagpu::KernelInputs inputs;
   /// The kernel's parameters, in launch order.
   SmallVector<fagpu::KernelParam> abi;
 
@@ -99,7 +102,11 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
            (qBuffers == 2 ? "_q2" : "") + epilogueSuffix() +
            (kvSplits ? "_splitkv" : "") +
-           (consumers == 1 && ctasPerSM == 1 ? "_1cta" : "") + suffix();
+           (consumers == 1 && ctasPerSM == 1 ? "_1cta" : "") +
+           (inputs.keyLengths ? "_kvlens" : "") +
+           (inputs.pageSize ? "_paged" + std::to_string(inputs.pageSize)
+                            : "") +
+           suffix();
   }
   /// The epilogue, named where it is not the default for the head dim, and
   /// O staged in a Q buffer where a staging tile of its own would fit
@@ -217,10 +224,11 @@ private:
         .getResult();
   }
 
-  /// Softcap, mask and the online softmax of one block of scores: updates
-  /// the base and sum in `state` (O untouched); returns P and alpha.
+  /// Softcap, mask and the online softmax of one block of scores of a tile
+  /// of `keys` keys: updates the base and sum in `state` (O untouched);
+  /// returns P and alpha.
   BlockStep softmax(Value s, RowState &state, bool masked, Value kStart,
-                    Value row0);
+                    Value row0, Value keys);
   /// O *= alpha (under a warp vote with conditional rescaling).
   Value rescale(Value o, const BlockStep &step) {
     return fagpu::RescaleOp::create(b, loc, o.getType(), o, step.alpha,
@@ -360,12 +368,12 @@ private:
   bool inProducer = false; // while emitting the producer's tile loop
 };
 
-BlockStep KernelBuilder::softmax(Value s, RowState &state,
-                                                bool masked, Value kStart,
-                                                Value row0) {
+BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
+                                 Value kStart, Value row0, Value keys) {
   auto step = createSoftmaxStep(
-      b, loc, spec, probsType, rowsType, s, state.m, state.l, kStart, row0, nk,
-      scaleLog2, spec.bottomRight ? diagonalShift() : Value(), Value(), masked);
+      b, loc, spec, probsType, rowsType, s, state.m, state.l, kStart, row0,
+      keys, scaleLog2, spec.bottomRight ? diagonalShift(keys) : Value(),
+      Value(), masked);
   state.m = step.getNewM();
   state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};
@@ -407,11 +415,15 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   // A stage is free once both consumers released it in the previous round
   // (a fresh barrier passes the wait on parity 1).
   Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
-  Value row = mul(j, c32(spec.blockC));
+  // The block's row and matrix in the K/V maps (in a paged cache its page,
+  // read from the block table before the stage is free, so that the read
+  // is off the ring's critical path).
+  auto [row, matrix] =
+      keyValueRow(tile, mul(j, c32(spec.blockC)), spec.inputs.pageSize);
   for (int64_t buffer : {kKey, kValue}) {
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
     fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
-                             keyValueMatrix(tile), kvPipe, stage, buffer);
+                             matrix, kvPipe, stage, buffer);
   }
 }
 
@@ -566,7 +578,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   s = pin(s);
   release(kvPipe, stage0, kKey);
   BlockStep first = softmax(s, state, /*masked=*/true,
-                            mul(firstBlock, c32(spec.blockC)), row0);
+                            mul(firstBlock, c32(spec.blockC)), row0, tile.nk);
   if (previous) {
     mmaWait(0);
     previousO = pin(previousO);
@@ -611,7 +623,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     mmaWait(spec.intraOverlap ? 1 : 0);
     sj = pin(sj);
     release(kvPipe, stage, kKey);
-    BlockStep step = softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0);
+    BlockStep step =
+        softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0, tile.nk);
     mmaWait(0);
     st.o = pin(o);
     release(kvPipe, prevStage, kValue);
@@ -909,6 +922,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 /// sm_90a kernel cannot do and which pass sets the missing piece.
 FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   SpecReader<KernelSpec> reader{op, "sm_90a wgmma"};
+  reader.takesKVCaches = true;
   if (failed(reader.begin()))
     return failure();
   auto fail = [&](const Twine &why) { return reader.fail(why); };
@@ -953,8 +967,14 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
                 "partial O from registers (no persistent scheduler, no TMA "
                 "store)");
   spec.kvSplits = s.kvSplits;
+  spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
+  spec.inputs.pageSize = op.getPageSize();
+  if (spec.inputs.pageSize % s.blockC != 0)
+    return fail("a K/V block (block_c = " + Twine(s.blockC) +
+                ") must lie in one page of " + Twine(spec.inputs.pageSize) +
+                " rows");
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
-                                 spec.bf16 ? "bf16" : "f16");
+                                 spec.bf16 ? "bf16" : "f16", spec.inputs);
   return spec;
 }
 

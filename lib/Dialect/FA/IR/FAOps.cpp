@@ -70,14 +70,24 @@ static std::string typeName(Type type) {
 void AttentionOp::build(OpBuilder &builder, OperationState &state,
                         TypeRange results, Value query, Value key, Value value,
                         ValueRange outs, ValueRange descales,
+                        Value kvLengths, Value blockTable,
                         ArrayRef<NamedAttribute> attrs) {
   state.addOperands({query, key, value});
   state.addOperands(outs);
   state.addOperands(descales);
+  if (kvLengths)
+    state.addOperands(kvLengths);
+  if (blockTable)
+    state.addOperands(blockTable);
   state.addTypes(results);
   Properties &props = state.getOrAddProperties<Properties>();
-  props.operandSegmentSizes = {1, 1, 1, static_cast<int32_t>(outs.size()),
-                               static_cast<int32_t>(descales.size())};
+  props.operandSegmentSizes = {1,
+                               1,
+                               1,
+                               static_cast<int32_t>(outs.size()),
+                               static_cast<int32_t>(descales.size()),
+                               kvLengths ? 1 : 0,
+                               blockTable ? 1 : 0};
   for (NamedAttribute attr : attrs)
     if (attr.getName() != getOperandSegmentSizesAttrName(state.name))
       state.addAttribute(attr.getName(), attr.getValue());
@@ -100,8 +110,10 @@ static LogicalResult checkDescaleType(AttentionOp op, StringRef name,
   case 0:
     return success();
   case 2:
+    // The query's batch: a paged K/V's dim 0 counts pages.
     return failure(
-        failed(checkSameDim(o, name.str() + " batch size", input.getDimSize(0),
+        failed(checkSameDim(o, name.str() + " batch size",
+                            op.getQueryType().getDimSize(0),
                             "the inputs'", type.getDimSize(0))) ||
         failed(checkSameDim(o, name.str() + " head count", key.getDimSize(1),
                             "the K/V heads'", type.getDimSize(1))));
@@ -152,9 +164,62 @@ void AttentionOp::getEffects(
                        SideEffects::DefaultResource::get());
   effects.emplace_back(MemoryEffects::Read::get(), &getValueMutable(),
                        SideEffects::DefaultResource::get());
+  for (OpOperand &descale : getDescalesMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &descale,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &lengths : getKvLengthsMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &lengths,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &table : getBlockTableMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &table,
+                         SideEffects::DefaultResource::get());
   for (OpOperand &out : getOutsMutable())
     effects.emplace_back(MemoryEffects::Write::get(), &out,
                          SideEffects::DefaultResource::get());
+}
+
+/// kv_lengths [B] and a block table [B, P]: i32 of the inputs' kind, one
+/// row per sequence; with pages, K and V are [num_pages, Hkv, page_size, D]
+/// with a static page size.
+static LogicalResult verifyKVCache(AttentionOp op) {
+  ShapedType q = op.getQueryType(), k = op.getKeyType();
+  Operation *o = op.getOperation();
+  auto checkKind = [&](StringRef name, Value v) -> LogicalResult {
+    if (isa<MemRefType>(v.getType()) != op.hasBufferSemantics())
+      return op.emitOpError()
+             << "expected " << name << " to be a "
+             << (op.hasBufferSemantics() ? "memref" : "tensor")
+             << " like the inputs, got " << v.getType();
+    return success();
+  };
+  if (Value lengths = op.getKvLengths()) {
+    auto type = cast<ShapedType>(lengths.getType());
+    if (failed(checkKind("kv_lengths", lengths)) ||
+        failed(checkRank(o, "kv_lengths", type, 1, "[B]")) ||
+        failed(checkSameDim(o, "kv_lengths size", q.getDimSize(0),
+                            "the query's batch size", type.getDimSize(0))))
+      return failure();
+  }
+  Value table = op.getBlockTable();
+  if (!table)
+    return success();
+  auto type = cast<ShapedType>(table.getType());
+  if (failed(checkKind("block table", table)) ||
+      failed(checkRank(o, "block table", type, 2, "[B, max_pages]")) ||
+      failed(checkSameDim(o, "block table rows", q.getDimSize(0),
+                          "the query's batch size", type.getDimSize(0))))
+    return failure();
+  if (k.isDynamicDim(2))
+    return op.emitOpError("expected a static page size (dim 2 of the paged "
+                          "K/V cache [num_pages, Hkv, page_size, D])");
+  if (k.getDimSize(2) < 1)
+    return op.emitOpError("expected a page size of at least 1");
+  if (!op.getDescales().empty() &&
+      cast<ShapedType>(op.getKeyDescale().getType()).getRank() == 3)
+    return op.emitOpError("expected k_descale of rank 0 or 2 with a paged "
+                          "cache: per-block descales follow K's rows, "
+                          "which pages scatter");
+  return success();
 }
 
 LogicalResult AttentionOp::verify() {
@@ -184,16 +249,23 @@ LogicalResult AttentionOp::verify() {
                                          v.getDimSize(3)))))
     return failure();
 
-  if (failed(checkSameDim(op, "key batch size", q.getDimSize(0), "the query's",
+  // With pages, dim 0 of K and V counts pages, not sequences.
+  int64_t kvBatch = isPaged() ? k.getDimSize(0) : q.getDimSize(0);
+  if (failed(checkSameDim(op, "key batch size", kvBatch,
+                          isPaged() ? "the key's" : "the query's",
                           k.getDimSize(0))) ||
-      failed(checkSameDim(op, "value batch size", q.getDimSize(0),
-                          "the query's", v.getDimSize(0))) ||
+      failed(checkSameDim(op, isPaged() ? "value page count"
+                                        : "value batch size",
+                          kvBatch, isPaged() ? "the key's" : "the query's",
+                          v.getDimSize(0))) ||
       failed(checkSameDim(op, "value head count", k.getDimSize(1), "the key's",
                           v.getDimSize(1))) ||
       failed(checkSameDim(op, "value sequence length", k.getDimSize(2),
                           "the key's", v.getDimSize(2))) ||
       failed(checkSameDim(op, "key head dim", q.getDimSize(3), "the query's",
                           k.getDimSize(3))))
+    return failure();
+  if (failed(verifyKVCache(*this)))
     return failure();
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "

@@ -160,6 +160,12 @@ std::optional<std::string> mlir::fa::checkKVSplits(int64_t splits) {
   return std::nullopt;
 }
 
+std::optional<std::string> mlir::fa::checkPageSize(int64_t rows) {
+  if (rows < 1 || rows > (int64_t(1) << 20))
+    return "expected a page of 1 to 2^20 rows, got " + std::to_string(rows);
+  return std::nullopt;
+}
+
 std::optional<llvm::StringRef> fa::mlirElementTypeName(llvm::StringRef dtype) {
   if (dtype == "f16" || dtype == "bf16" || dtype == "f32" ||
       dtype == "f8E4M3FN")

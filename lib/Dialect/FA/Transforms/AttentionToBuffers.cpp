@@ -55,8 +55,11 @@ struct TensorAttentionToBuffers : OpRewritePattern<AttentionOp> {
     SmallVector<Value> descales;
     for (Value descale : op.getDescales())
       descales.push_back(toBuffer(descale));
+    Value kvLengths = op.getKvLengths() ? toBuffer(op.getKvLengths()) : Value();
+    Value blockTable =
+        op.getBlockTable() ? toBuffer(op.getBlockTable()) : Value();
     AttentionOp::create(rewriter, loc, TypeRange{}, q, k, v, outs, descales,
-                        op->getAttrs());
+                        kvLengths, blockTable, op->getAttrs());
     SmallVector<Value> results;
     for (auto [resultType, out] : llvm::zip(op.getResultTypes(), outs))
       results.push_back(bufferization::ToTensorOp::create(

@@ -43,7 +43,9 @@ namespace {
 struct Problem {
   Value query, key, value, out, lse; // lse is null when not requested
   Value queryDescale, keyDescale, valueDescale;         // null unless e4m3
+  Value kvLengths, blockTable; // null unless a KV cache's
   Value batch, queryHeads, groupSize, queryLen, keyLen; // index values
+  int64_t pageSize = 0;        // rows per page of a paged K/V
   int64_t headDim, valueHeadDim, blockR, blockC;
   Type elementType;
   AttentionOp op;
@@ -122,14 +124,39 @@ private:
                                      strides);
   }
 
+  /// Sequence `bi`'s key count: kv_lengths[bi], or Nk for all. Sets the
+  /// length the K/V loops, ragged tails and bottom-right masks use.
+  void setKeyLengthOf(Value bi) {
+    keyLen = p.keyLen;
+    if (!p.kvLengths)
+      return;
+    auto n = memref::LoadOp::create(b, loc, p.kvLengths, ValueRange{bi});
+    // What the load reads, for fa-map-to-gpu (kKVCacheAttr).
+    n->setAttr(kKVCacheAttr, b.getStringAttr("kv_lengths"));
+    keyLen =
+        arith::IndexCastUIOp::create(b, loc, b.getIndexType(), n).getResult();
+  }
+
   /// The K/V block of keys kStart.. (ragged at the end) copied into the
-  /// on-chip tiles; returns their views of its length.
+  /// on-chip tiles; returns their views of its length. With pages, the
+  /// block lies in page table[bi, kStart / page_size] from row
+  /// kStart % page_size (fa-tile makes B_c divide the page size, so that a
+  /// block never straddles two pages).
   std::pair<Value, Value> loadKVBlock(const Tiles &t, Value bi, Value kvHead,
                                       Value kStart) {
-    Value cols = blockLength(kStart, p.blockC, p.keyLen);
+    Value cols = blockLength(kStart, p.blockC, keyLen);
     Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
-    copy(rowBlock(p.key, bi, kvHead, kStart, cols), kTile);
-    copy(rowBlock(p.value, bi, kvHead, kStart, cols), vTile);
+    Value slot = bi, row = kStart;
+    if (p.blockTable) {
+      Value page = arith::DivUIOp::create(b, loc, kStart, index(p.pageSize));
+      auto entry =
+          memref::LoadOp::create(b, loc, p.blockTable, ValueRange{bi, page});
+      entry->setAttr(kKVCacheAttr, b.getStringAttr("block_table"));
+      slot = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), entry);
+      row = arith::RemUIOp::create(b, loc, kStart, index(p.pageSize));
+    }
+    copy(rowBlock(p.key, slot, kvHead, row, cols), kTile);
+    copy(rowBlock(p.value, slot, kvHead, row, cols), vTile);
     return {kTile, vTile};
   }
 
@@ -205,7 +232,7 @@ private:
     // Bottom-right masks: positions i + Nk against j + Nq, so that
     // j <= i + Nk - Nq needs no negative index.
     if (op.getBottomRight()) {
-      row0 = arith::AddIOp::create(b, loc, row0, p.keyLen);
+      row0 = arith::AddIOp::create(b, loc, row0, keyLen);
       col0 = arith::AddIOp::create(b, loc, col0, p.queryLen);
     }
     auto tile = ScoreTileOp::create(
@@ -228,6 +255,8 @@ private:
   OpBuilder &b;
   Location loc;
   const Problem &p;
+  /// The current sequence's key count (setKeyLengthOf).
+  Value keyLen;
 };
 
 std::pair<Value, Value>
@@ -275,8 +304,8 @@ AttentionLowering::visibleKeyBlocksBottomRight(Value qStart, Value lastRow,
   // that no index goes negative: row position i + Nk, key position j + Nq.
   AttentionOp op = p.op;
   Value begin = index(0), end = numBlocks;
-  Value firstRowPos = arith::AddIOp::create(b, loc, qStart, p.keyLen);
-  Value lastRowPos = arith::AddIOp::create(b, loc, lastRow, p.keyLen);
+  Value firstRowPos = arith::AddIOp::create(b, loc, qStart, keyLen);
+  Value lastRowPos = arith::AddIOp::create(b, loc, lastRow, keyLen);
   auto minus = [&](Value x, Value y) { // max(x - y, 0)
     return arith::SubIOp::create(b, loc, arith::MaxUIOp::create(b, loc, x, y),
                                  y);
@@ -313,7 +342,6 @@ void AttentionLowering::buildFA2() {
   AttentionOp op = p.op;
   int64_t splits = op.getKvSplits().value_or(1);
   Value numQBlocks = ceilDiv(p.queryLen, p.blockR);
-  Value numKBlocks = ceilDiv(p.keyLen, p.blockC);
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads, numQBlocks};
   if (splits > 1)
     ubs.push_back(b.getIndexAttr(splits));
@@ -342,6 +370,8 @@ void AttentionLowering::buildFA2() {
     Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
     Value qStart = mul(i, p.blockR);
     Value rows = blockLength(qStart, p.blockR, p.queryLen);
+    setKeyLengthOf(bi);
+    Value numKBlocks = ceilDiv(keyLen, p.blockC);
 
     Tiles t = allocTiles();
     Value qTile = prefix(t.query, rows);
@@ -433,7 +463,6 @@ void AttentionLowering::buildFA1() {
   fill(maxMem, -std::numeric_limits<float>::infinity());
 
   Value numQBlocks = ceilDiv(p.queryLen, p.blockR);
-  Value numKBlocks = ceilDiv(p.keyLen, p.blockC);
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads};
   auto forall = parallelLoop(ubs);
   forall->setAttr("fa.loop_order", b.getStringAttr("fa1"));
@@ -442,6 +471,8 @@ void AttentionLowering::buildFA1() {
     b.setInsertionPoint(forall.getBody()->getTerminator());
     Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1);
     Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
+    setKeyLengthOf(bi);
+    Value numKBlocks = ceilDiv(keyLen, p.blockC);
     Tiles t = allocTiles();
     Value vDescale = descaleOf(p.valueDescale, bi, kvHead, kvHead, nullptr);
     // Rows past a ragged query tail are never written back; give them a
@@ -533,6 +564,12 @@ LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
     return op.emitOpError() << "has kv_splits = " << *op.getKvSplits()
                             << "; split-KV is a FlashAttention-2 loop order "
                                "(fa-lower-fa2)";
+  if (op.isPaged() && op.getPageSize() % *op.getBlockC() != 0)
+    return op.emitOpError()
+           << "has block_c = " << *op.getBlockC() << " and pages of "
+           << op.getPageSize()
+           << " rows: a K/V block must lie in one page (block_c dividing the "
+              "page size; fa-tile picks one)";
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   Problem p;
@@ -556,7 +593,16 @@ LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
   p.batch = dim(p.query, 0);
   p.queryHeads = dim(p.query, 1);
   p.queryLen = dim(p.query, 2);
+  p.kvLengths = op.getKvLengths();
+  p.blockTable = op.getBlockTable();
   p.keyLen = dim(p.key, 2);
+  if (p.blockTable) {
+    // Every sequence's capacity: its table row of pages.
+    p.pageSize = op.getPageSize();
+    p.keyLen = rewriter.createOrFold<arith::MulIOp>(
+        loc, dim(p.blockTable, 1),
+        arith::ConstantIndexOp::create(rewriter, loc, p.pageSize));
+  }
   p.groupSize = rewriter.createOrFold<arith::DivUIOp>(loc, p.queryHeads,
                                                       dim(p.key, 1));
   AttentionLowering lowering(rewriter, loc, p);

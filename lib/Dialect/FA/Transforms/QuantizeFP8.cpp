@@ -46,7 +46,9 @@ struct FAQuantizeFP8Pass : fa::impl::FAQuantizeFP8Base<FAQuantizeFP8Pass> {
     }
     auto quantized =
         AttentionOp::create(b, loc, TypeRange{}, inputs[0], inputs[1],
-                            inputs[2], op.getOuts(), descales, op->getAttrs());
+                            inputs[2], op.getOuts(), descales,
+                            op.getKvLengths(), op.getBlockTable(),
+                            op->getAttrs());
     b.setInsertionPointAfter(quantized);
     for (Value buffer : fresh)
       memref::DeallocOp::create(b, loc, buffer);

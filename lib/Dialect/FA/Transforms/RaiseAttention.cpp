@@ -2043,8 +2043,8 @@ void raise(RewriterBase &rewriter, const Match &m) {
                                       qType.getDimSize(2), vType.getDimSize(3)},
                                      m.elt);
   auto attention = AttentionOp::create(rewriter, loc, TypeRange{oType}, q, k, v,
-                                       ValueRange{}, ValueRange{},
-                                       ArrayRef<NamedAttribute>{});
+                                       ValueRange{}, ValueRange{}, Value(),
+                                       Value(), ArrayRef<NamedAttribute>{});
   attention.setScaleAttr(
       rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
   if (m.mask.causal)

@@ -111,6 +111,11 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
                << type << "; copy strided views into contiguous buffers "
                << "first";
     }
+    if ((op.getKvLengths() || op.isPaged()) && gpu != fagpu::Target::sm_90a)
+      return op.emitOpError()
+             << "fa-tile: " << fagpu::targetName(gpu)
+             << ": per-sequence key lengths and paged K/V have a GPU kernel "
+                "on sm_90a only (and run on the CPU path)";
     std::string elt;
     llvm::raw_string_ostream(elt) << op.getQueryType().getElementType();
     if (std::optional<std::string> why =
@@ -132,8 +137,29 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
       br = row->blockR;
     }
     int64_t bc = op.getBlockC().value_or(blockC);
+    bool explicitBlockC = bc != 0;
     if (bc == 0)
       bc = fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
+    // A paged cache: each K/V block is one TMA box within one page, so B_c
+    // divides the page size; B_c stays a multiple of the MMA's k = 16.
+    if (op.isPaged()) {
+      int64_t pageSize = op.getPageSize();
+      if (pageSize % 16 != 0)
+        return op.emitOpError()
+               << "fa-tile: " << fagpu::targetName(gpu)
+               << ": the page size must be a multiple of 16 rows (the K/V "
+                  "blocks are whole MMA steps within one page), got "
+               << pageSize;
+      if (pageSize % bc != 0) {
+        if (explicitBlockC)
+          return op.emitOpError()
+                 << "fa-tile: block_c=" << bc
+                 << " does not divide the page size " << pageSize
+                 << ": a K/V block must lie in one page";
+        while (pageSize % bc != 0 || bc % 16 != 0)
+          --bc;
+      }
+    }
     Builder b(op.getContext());
     op.setBlockRAttr(b.getI64IntegerAttr(br));
     op.setBlockCAttr(b.getI64IntegerAttr(bc));
@@ -190,6 +216,16 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
         return op.emitOpError()
                << "no tile fits the SRAM budget of " << budget
                << " bytes for D=" << d << ", Dv=" << dv;
+    }
+    // A paged cache: a K/V block must lie in one page, so B_c divides the
+    // page size (nk above is the page size).
+    if (op.isPaged() && nk % bc != 0) {
+      if (explicitTiles)
+        return op.emitOpError()
+               << "block_c=" << bc << " does not divide the page size " << nk
+               << ": a K/V block must lie in one page";
+      while (nk % bc != 0)
+        --bc;
     }
     Builder b(op.getContext());
     op.setBlockRAttr(b.getI64IntegerAttr(br));

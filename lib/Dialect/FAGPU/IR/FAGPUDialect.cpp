@@ -257,6 +257,26 @@ LogicalResult AttentionOp::verify() {
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");
+  // A KV cache: one length and one table row per sequence; pages of a
+  // static size (the kernel's TMA boxes lie within a page).
+  auto sameBatch = [&](StringRef name, MemRefType type) -> LogicalResult {
+    int64_t b = q.getDimSize(0), n = type.getDimSize(0);
+    if (ShapedType::isDynamic(b) || ShapedType::isDynamic(n) || b == n)
+      return success();
+    return emitOpError("expected ")
+           << name << " to have q's batch size (" << b << ") rows, got " << n;
+  };
+  if (Value lengths = getKvLengths())
+    if (failed(sameBatch("kv_lengths", cast<MemRefType>(lengths.getType()))))
+      return failure();
+  if (Value table = getBlockTable()) {
+    if (failed(sameBatch("the block table", cast<MemRefType>(table.getType()))))
+      return failure();
+    if (k.isDynamicDim(2) || k.getDimSize(2) < 1)
+      return emitOpError("expected a static page size (dim 2 of the paged "
+                         "K/V cache), got ")
+             << k;
+  }
   if (std::optional<int64_t> degree = getExp2PolyDegree();
       degree && (*degree < 2 || *degree > 5))
     return emitOpError("expected exp2_poly_degree in [2, 5], got ") << *degree;

@@ -298,7 +298,8 @@ LogicalResult StoreOutputOp::verify() {
                          "rows");
     if (!tmem.getElementType().isF32() || tmem.getCols() % 32 != 0)
       return emitOpError("O in TMEM is f32 in whole 32-column chunks");
-    if (getStaging() || !getOutElement().isF16() && !getOutElement().isBF16())
+    if (getStaging() ||
+        (!getOutElement().isF16() && !getOutElement().isBF16()))
       return emitOpError("O in TMEM is stored from registers as f16 or bf16");
     return success();
   }

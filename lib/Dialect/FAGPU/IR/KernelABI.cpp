@@ -8,7 +8,8 @@ using namespace mlir::fagpu;
 
 SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
                                                    const ScheduleFields &s,
-                                                   StringRef dtype) {
+                                                   StringRef dtype,
+                                                   const KernelInputs &in) {
   // The wgmma and tcgen05 kernels read q, k, v (and o when a TMA store
   // writes it) through tensor maps and find their tiles from one grid
   // dimension; the mma.sync kernel takes pointers and a 3-D grid.
@@ -35,14 +36,22 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
   };
   int64_t oBoxRows =
       s.epilogue != Epilogue::Registers ? kRowsPerConsumer : 0;
+  // A paged cache's K and V are [pages, Hkv, page_size, D]: their tensor
+  // maps' outer coordinate is a page, found in the block table.
+  SmallVector<StringRef> kvShape = {"B", "Hkv", "Nk", "D"};
+  if (in.pageSize)
+    kvShape = {"pages", "Hkv", "page_size", "D"};
   SmallVector<KernelParam> params = {
       tensor("q", dtype, {"B", "Hq", "Nq", "D"}, tma ? s.blockR : 0),
-      tensor("k", dtype, {"B", "Hkv", "Nk", "D"}, tma ? s.blockC : 0),
-      tensor("v", dtype, {"B", "Hkv", "Nk", "D"}, tma ? s.blockC : 0),
+      tensor("k", dtype, kvShape, tma ? s.blockC : 0),
+      tensor("v", dtype, kvShape, tma ? s.blockC : 0),
       tensor("o", dtype, {"B", "Hq", "Nq", "D"}, oBoxRows),
       tensor("lse", "f32", {"B", "Hq", "Nq"}, 0),
       scalar("Nq", ParamKind::I32, "query length"),
-      scalar("Nk", ParamKind::I32, "key length"),
+      scalar("Nk", ParamKind::I32,
+             in.pageSize ? "keys of a sequence without kv_lengths: max_pages "
+                           "* page_size"
+                         : "key length"),
       scalar("Hq", ParamKind::I32, "query heads"),
       scalar("Hkv", ParamKind::I32, "key/value heads (divides Hq)"),
       scalar("scale_log2", ParamKind::F32, "softmax scale times log2(e)")};
@@ -57,6 +66,14 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
                             "elements between o's heads"));
     params.push_back(scalar("o_stride_n", ParamKind::I64,
                             "elements between o's rows"));
+  }
+  if (in.keyLengths)
+    params.push_back(tensor("kv_lengths", "i32", {"B"}, 0));
+  if (in.pageSize) {
+    params.push_back(tensor("block_table", "i32", {"B", "max_pages"}, 0));
+    params.push_back(scalar("max_pages", ParamKind::I32,
+                            "pages per sequence: the block table's row "
+                            "length"));
   }
   if (s.kvSplits) {
     // Split-KV: CTA (tile, chunk) writes its chunk's normalised O and LSE

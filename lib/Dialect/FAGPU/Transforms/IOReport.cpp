@@ -46,6 +46,12 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
 
   LogicalResult report(AttentionOp op, raw_ostream &os) {
     MemRefType q = op.getQuery().getType(), k = op.getKey().getType();
+    // The bytes a KV cache's kernel reads depend on the lengths and pages
+    // at run time.
+    if (op.getKvLengths() || op.getBlockTable())
+      return op.emitOpError()
+             << "fagpu-io-report: a KV cache's traffic (per-sequence lengths, "
+                "pages) is not modelled yet";
     for (MemRefType type : {q, k})
       if (!type.hasStaticShape())
         return op.emitOpError()

@@ -11,6 +11,7 @@
 #include "fa/Dialect/FAGPU/Transforms/Passes.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 
@@ -38,6 +39,7 @@ Value rootOf(Value memref) {
 /// What one FA2 nest computes.
 struct Nest {
   Value q, k, v, o, lse;
+  Value kvLengths, blockTable; // a KV cache's, else null
   fa::ScoreTileOp score;
   Operation *softmax = nullptr;
   int64_t blockR = 0, blockC = 0;
@@ -67,6 +69,10 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
       init.push_back(op);
     else if (auto copy = dyn_cast<linalg::CopyOp>(op))
       copies.push_back(copy);
+    else if (auto load = dyn_cast<memref::LoadOp>(op))
+      if (auto role = load->getAttrOfType<StringAttr>(fa::kKVCacheAttr))
+        (role.getValue() == "kv_lengths" ? nest.kvLengths : nest.blockTable) =
+            rootOf(load.getMemRef());
   });
   if (scores.size() != 1 || softmax.size() != 1 || pv.size() != 1 ||
       normalize.size() != 1 || init.size() != 1 || lse.size() > 1)
@@ -147,6 +153,16 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
     if (std::optional<std::string> why =
             fa::checkWindow(*window, /*positionBits=*/32))
       return *why;
+  if ((nest.kvLengths || nest.blockTable) && target != Target::sm_90a)
+    return "per-sequence key lengths and paged K/V have a GPU kernel on "
+           "sm_90a only";
+  if (nest.blockTable) {
+    int64_t pageSize = cast<MemRefType>(nest.k.getType()).getDimSize(2);
+    if (ShapedType::isDynamic(pageSize) || pageSize % nest.blockC != 0)
+      return "a K/V block (block_c = " + std::to_string(nest.blockC) +
+             ") must lie in one page: the page size must be a multiple of "
+             "it";
+  }
   if (target == Target::sm_90a &&
       (nest.blockR % kRowsPerConsumer != 0 || nest.blockR > 192))
     return "block_r must be 64, 128 or 192 (one, two or three consumer "
@@ -287,7 +303,7 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
     }
     auto op = AttentionOp::create(
         b, forall.getLoc(), nest->q, nest->k, nest->v, nest->o, nest->lse,
-        TargetAttr::get(ctx, target), score.getScaleAttr(),
+        nest->kvLengths, nest->blockTable, TargetAttr::get(ctx, target), score.getScaleAttr(),
         score.getCausalAttr(), score.getWindowAttr(), score.getSoftcapAttr(),
         threshold ? b.getF32FloatAttr(threshold->convertToFloat())
                   : FloatAttr(),

@@ -13,6 +13,8 @@ def FA_AttnOperand : AnyTypeOf<[RankedTensorOf<[F16, BF16, F32, F8E4M3FN]>,
 // and K/V head, FlashAttention-3's API) or [B, H, ceil(N / tile)] (per
 // block, after fa-block-quantize); the verifier checks which.
 def FA_Descale : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>]>;
+// Per-sequence key lengths [B] and a paged KV cache's block table [B, P].
+def FA_I32Operand : AnyTypeOf<[RankedTensorOf<[I32]>, MemRefOf<[I32]>]>;
 
 //===----------------------------------------------------------------------===//
 // Op level
@@ -84,6 +86,28 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
         : memref<1x4x77x64xf8E4M3FN>, memref<1x4x131x64xf8E4M3FN>, memref<1x4x131x64xf8E4M3FN>
     ```
 
+    KV caches (flash-attn's `flash_attn_with_kvcache`):
+    * `kv_lengths(%lens)`, `[B]` i32: sequence `b` has `lens[b]` keys, the
+      first ones of its K/V rows; the rest are not attended (skipped, or
+      masked in a ragged last block). Bottom-right masks align with
+      `lens[b]`: query `i` is at key position `i + lens[b] - Nq`. Each
+      length must be in `[0, capacity]` (capacity: `Nk`, or with pages
+      `P * page_size`); the IR cannot check runtime values, the tools
+      check the ones they make.
+    * `pages(%table)`, `[B, P]` i32: K and V are a paged cache
+      `[num_pages, Hkv, page_size, D]` (flash-attn's `[num_pages,
+      page_size, Hkv, D]` is this with strides). Key `j` of sequence `b`
+      is row `j % page_size` of page `table[b, j / page_size]`; entries
+      must be in `[0, num_pages)`. `page_size` is static. Without
+      `kv_lengths` every sequence has `P * page_size` keys.
+
+    ```mlir
+    fa.attention %q, %k_cache, %v_cache kv_lengths(%lens : memref<4xi32>)
+        pages(%table : memref<4x8xi32>) outs(%o : memref<4x8x1x128xf16>)
+        {causal, bottom_right}
+        : memref<4x8x1x128xf16>, memref<64x8x256x128xf16>, memref<64x8x256x128xf16>
+    ```
+
     Tensor form (results `O` and optionally `LSE [B, Hq, Nq]` in f32):
 
     ```mlir
@@ -103,6 +127,8 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                        FA_AttnOperand:$value,
                        Variadic<MemRefOf<[F16, BF16, F32]>>:$outs,
                        Variadic<FA_Descale>:$descales,
+                       Optional<FA_I32Operand>:$kv_lengths,
+                       Optional<FA_I32Operand>:$block_table,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
@@ -115,6 +141,8 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`descale` `(` $descales^ `:` type($descales) `)`)?
+    (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
+    (`pages` `(` $block_table^ `:` type($block_table) `)`)?
     (`outs` `(` $outs^ `:` type($outs) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     (`->` type($results)^)?
@@ -126,6 +154,7 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     OpBuilder<(ins "::mlir::TypeRange":$results, "::mlir::Value":$query,
                    "::mlir::Value":$key, "::mlir::Value":$value,
                    "::mlir::ValueRange":$outs, "::mlir::ValueRange":$descales,
+                   "::mlir::Value":$kvLengths, "::mlir::Value":$blockTable,
                    "::llvm::ArrayRef<::mlir::NamedAttribute>":$attrs)>
   ];
   let extraClassDeclaration = [{
@@ -144,6 +173,10 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     ::mlir::Value getValueDescale() {
       return getDescales().empty() ? nullptr : getDescales()[2];
     }
+    /// True when K and V are a paged cache addressed by a block table.
+    bool isPaged() { return static_cast<bool>(getBlockTable()); }
+    /// Rows per page of a paged cache.
+    int64_t getPageSize() { return getKeyType().getDimSize(2); }
     /// True when the operands are memrefs and the results are written to
     /// `outs`.
     bool hasBufferSemantics() {

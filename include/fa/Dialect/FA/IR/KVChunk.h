@@ -16,6 +16,12 @@
 
 namespace mlir::fa {
 
+/// The attribute on the loads of a KV cache's operands in the FA2 loop nest
+/// (fa-lower-fa2): "kv_lengths" on the read of a sequence's key count,
+/// "block_table" on the read of a K/V block's page. fa-map-to-gpu finds the
+/// operands through it.
+inline constexpr const char kKVCacheAttr[] = "fa.kv_cache";
+
 /// The blocks [begin, end) of the visible blocks [first, end) that chunk
 /// `chunk` of `splits` visits. Chunks are ceil(n / splits) blocks long, in
 /// order: all but the last ones are full and no intermediate exceeds

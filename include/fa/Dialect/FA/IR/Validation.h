@@ -97,6 +97,9 @@ std::optional<std::string> checkWindow(int64_t window,
 /// Split-KV chunk count, in [1, 1024] (more splits than that only add
 /// merge work: a chunk of a 2^20-key row is already 1024 keys).
 std::optional<std::string> checkKVSplits(int64_t splits);
+/// Rows per page of a paged K/V cache, in [1, 2^20] (flash-attn's are 16 to
+/// 256; the GPU kernel further needs a multiple of 16, checked by fa-tile).
+std::optional<std::string> checkPageSize(int64_t rows);
 /// `name`: "threshold" (the attribute) or "rescale threshold" (options).
 std::optional<std::string>
 checkRescaleThreshold(double threshold,

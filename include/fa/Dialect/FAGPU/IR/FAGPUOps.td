@@ -6,7 +6,7 @@
 include "fa/Dialect/FAGPU/IR/FAGPUAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
+def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
   let summary = "an attention computed by one GPU kernel with a typed schedule";
   let description = [{
     The forward attention of the tile level's FA2 loop nest, mapped onto a
@@ -24,6 +24,12 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
     in `period`). The `schedule` says how the kernel computes it; the
     `fagpu-*` passes rewrite it, `convert-fagpu-to-nvvm` emits it.
 
+    KV caches, as on `fa.attention`: `kv_lengths` `[B]` (i32) gives each
+    sequence's key count (bottom-right masks align with it); with `pages`
+    (a block table `[B, max_pages]`, i32) K and V are a paged cache
+    `[pages, Hkv, page_size, D]` and key `j` of sequence `b` is row
+    `j mod page_size` of page `table[b, j / page_size]`.
+
     ```mlir
     fagpu.attention %q, %k, %v outs(%o, %lse) {
         target = #fagpu.target<sm_90a>, scale = 0.0883883461 : f32, causal,
@@ -39,6 +45,10 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
     Arg<MemRefRankOf<[F16, BF16], [4]>, "V", [MemRead]>:$value,
     Arg<MemRefRankOf<[F16, BF16], [4]>, "O", [MemWrite]>:$out,
     Arg<Optional<MemRefRankOf<[F32], [3]>>, "LSE", [MemWrite]>:$lse,
+    Arg<Optional<MemRefRankOf<[I32], [1]>>, "key lengths [B]",
+        [MemRead]>:$kv_lengths,
+    Arg<Optional<MemRefRankOf<[I32], [2]>>, "block table [B, max_pages]",
+        [MemRead]>:$block_table,
     FAGPU_TargetAttr:$target,
     F32Attr:$scale,
     UnitAttr:$causal,
@@ -50,7 +60,10 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
     FAGPU_ScheduleAttr:$schedule,
     UnitAttr:$bottom_right);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
+    $query `,` $key `,` $value
+    (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
+    (`pages` `(` $block_table^ `:` type($block_table) `)`)?
+    `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out)
     (`,` type($lse)^)?
   }];
@@ -59,6 +72,10 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention"> {
     int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
     int64_t getValueHeadDim() { return getValue().getType().getDimSize(3); }
     bool isBF16() { return getQuery().getType().getElementType().isBF16(); }
+    /// Rows per page of a paged K/V cache; 0 when K/V are contiguous.
+    int64_t getPageSize() {
+      return getBlockTable() ? getKey().getType().getDimSize(2) : 0;
+    }
     /// The FA4 conditional-rescaling threshold, or -1 when it is off.
     double getRescaleThresholdOrOff() {
       if (auto t = getRescaleThreshold())

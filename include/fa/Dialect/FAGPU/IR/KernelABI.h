@@ -56,11 +56,22 @@ struct KernelParam {
   int64_t rank = 0;
 };
 
+/// What the attention's operands add to a kernel's inputs beyond Q, K, V:
+/// a KV cache's per-sequence key lengths and its paging.
+struct KernelInputs {
+  /// kv_lengths [B] (i32): sequence b attends its first lengths[b] keys.
+  bool keyLengths = false;
+  /// Rows per page of a paged K/V cache [pages, Hkv, page_size, D]
+  /// addressed by a block table [B, max_pages] (i32); 0: contiguous K/V.
+  int64_t pageSize = 0;
+};
+
 /// The parameters, in launch order, of the kernel `target` builds for
 /// `schedule` on `dtype` (f16 or bf16) inputs.
 SmallVector<KernelParam> kernelParams(Target target,
                                       const ScheduleFields &schedule,
-                                      StringRef dtype);
+                                      StringRef dtype,
+                                      const KernelInputs &inputs = {});
 
 /// Whether `target`'s kernels read and write q, k, v, o as strided
 /// [B, H, N, D] tensors (any batch, head and row strides in 16-byte

@@ -27,6 +27,8 @@ namespace mlir::fagpu {
 /// are clamped to key 0), and every tile runs at least one block, as a
 /// window tile does: the producer and the consumers of a kernel then agree
 /// on a non-empty range (a fully masked block gives O = 0, LSE = -inf).
+/// So does a tile whose keys come from per-sequence lengths
+/// (`keyLengths`), where a sequence may have none.
 template <typename A> struct KVRange {
   typename A::Value first, end;
 };
@@ -34,7 +36,8 @@ template <typename A> struct KVRange {
 template <typename A>
 KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
                         typename A::Value nk, int64_t blockR, int64_t blockC,
-                        bool causal, int64_t window, bool bottomRight) {
+                        bool causal, int64_t window, bool bottomRight,
+                        bool keyLengths = false) {
   using V = typename A::Value;
   V shift = bottomRight ? a.sub(nk, nq) : V();
   auto atKey = [&](V row) { return bottomRight ? a.add(row, shift) : row; };
@@ -45,7 +48,7 @@ KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
     end = a.minu(end, a.divu(a.add(nonNegative(atKey(lastRow)),
                                    a.c(blockC - 1)),
                              a.c(blockC)));
-  if (bottomRight)
+  if (bottomRight || keyLengths)
     end = a.maxu(end, a.c(1));
   V first = a.c(0);
   if (window) {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Compiles the KV-cache kernels bench/paged.py checks and times (per-sequence
+# key lengths, paged K/V) next to the contiguous kernels they are compared
+# with, into a folder (default .paged/, git-ignored), with the ptxas report
+# of each. Names follow flashmlir._kernel_for, so that
+# flashmlir.flash_attn_with_kvcache finds them with kernel_dir=<folder>.
+# Usage: bash bench/build_paged_kernels.sh [out-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-.paged}
+mkdir -p "$OUT"
+: > "$OUT/ptxas.txt"
+fc() { build/bin/fa-compile --arch sm_90a "$@" >> "$OUT/ptxas.txt"; }
+# Decode (split-KV): contiguous, lengths only, and pages of 16 to 256 rows.
+fc --head-dim 128 --split-kv auto -o "$OUT/sm_90a_d128_f16_splitkv"
+fc --head-dim 128 --split-kv auto --kv-lengths -o "$OUT/sm_90a_d128_f16_splitkv_kvlens"
+for p in 16 64 128 256; do
+  fc --head-dim 128 --split-kv auto --kv-lengths --page-size "$p" \
+    -o "$OUT/sm_90a_d128_f16_splitkv_kvlens_paged$p"
+done
+# Bottom-right causal (what flash_attn_with_kvcache(causal=True) runs),
+# split and not, other head dims and bf16.
+fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
+  --page-size 64 -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged64"
+for p in 16 64; do
+  fc --head-dim 128 --causal --causal-align bottom-right --split-kv auto \
+    --kv-lengths --page-size "$p" \
+    -o "$OUT/sm_90a_d128_f16_causal_bralign_splitkv_kvlens_paged$p"
+done
+fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
+  --page-size 16 -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged16"
+fc --head-dim 64 --dtype bf16 --causal --causal-align bottom-right \
+  --split-kv auto --kv-lengths --page-size 128 \
+  -o "$OUT/sm_90a_d64_bf16_causal_bralign_splitkv_kvlens_paged128"
+fc --head-dim 256 --split-kv auto --kv-lengths --page-size 128 \
+  -o "$OUT/sm_90a_d256_f16_splitkv_kvlens_paged128"
+# Chunked prefill: a paged cache against the contiguous kernel.
+fc --head-dim 128 --causal --causal-align bottom-right \
+  -o "$OUT/sm_90a_d128_f16_causal_bralign"
+fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
+  --page-size 128 -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged128"
+grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt"
