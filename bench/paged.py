@@ -280,8 +280,10 @@ def speed(folder):
         print(json.dumps(row), flush=True)
     # Chunked prefill: 2048 new queries after a cache, bottom-right causal.
     contiguous = kernels.get("sm_90a_d128_f16_causal_bralign")
-    paged = kernels.get("sm_90a_d128_f16_causal_bralign_kvlens_paged128")
-    if contiguous and paged:
+    paged_kernels = {p: kernels.get(
+        f"sm_90a_d128_f16_causal_bralign_kvlens_paged{p}")
+        for p in (16, 64, 128)}
+    if contiguous and all(paged_kernels.values()):
         for (b, hq, hkv, nq, nk) in [(4, 32, 8, 2048, 8192),
                                      (1, 32, 8, 4096, 16384)]:
             torch.manual_seed(1)
@@ -296,16 +298,18 @@ def speed(folder):
                    "Nk": nk, "D": d}
             row["contiguous_TFLOPs"] = flops / (bench(
                 lambda: contiguous(q, k, v, out=out, lse=lse)) / 1e3) / 1e12
-            k_cache, v_cache, table, _ = make_cache(b, hkv, d, [nk] * b, 128,
-                                                    dt)
             lens = torch.full((b,), nk, dtype=torch.int32, device="cuda")
-            row["paged128_TFLOPs"] = flops / (bench(
-                lambda: paged(q, k_cache.transpose(1, 2),
-                              v_cache.transpose(1, 2), out=out, lse=lse,
-                              cache_seqlens=lens, block_table=table)) /
-                1e3) / 1e12
-            row["paged_vs_contiguous"] = (row["paged128_TFLOPs"] /
-                                          row["contiguous_TFLOPs"])
+            for page, paged in paged_kernels.items():
+                k_cache, v_cache, table, _ = make_cache(b, hkv, d, [nk] * b,
+                                                        page, dt)
+                row[f"paged{page}_TFLOPs"] = flops / (bench(
+                    lambda: paged(q, k_cache.transpose(1, 2),
+                                  v_cache.transpose(1, 2), out=out, lse=lse,
+                                  cache_seqlens=lens, block_table=table)) /
+                    1e3) / 1e12
+                row[f"paged{page}_vs_contiguous"] = (
+                    row[f"paged{page}_TFLOPs"] / row["contiguous_TFLOPs"])
+                del k_cache, v_cache
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows

@@ -268,7 +268,11 @@ static std::string metadataJson(StringRef kernelName,
       {"kv_stages", schedule.getStages()},
       {"shared_memory_bytes", built.sharedBytes},
       {"tma_box_cols", tensorMaps ? fagpu::kTmaBoxColumns : 0},
-      {"tma_box_rows_kv", tensorMaps ? blockC : 0},
+      // A paged cache's pages shorter than a block: one box per page.
+      {"tma_box_rows_kv",
+       !tensorMaps        ? 0
+       : options.pageSize ? std::min(blockC, options.pageSize)
+                          : blockC},
       {"tma_box_rows_o", oBoxRows},
       {"writes_lse", built.writesLse},
       {"split_kv", schedule.isSplitKV()},

@@ -70,8 +70,8 @@ def test_metadata_param_lists_are_checked(flashmlir):
 @pytest.mark.parametrize("kwargs,message", [
     (dict(page_size=-4), "expected a page of 1 to 2\\^20 rows, got -4"),
     (dict(page_size=24), "the page size must be a multiple of 16"),
-    (dict(page_size=64, block_c=128),
-     "block_c=128 does not divide the page size 64"),
+    (dict(page_size=64, block_c=48),
+     "block_c=48 and the page size 64 do not divide one another"),
     (dict(page_size=64, arch="sm_80"), "sm_90a \\(wgmma\\) only"),
     (dict(kv_lengths=True, arch="sm_100a"), "sm_90a \\(wgmma\\) only"),
     (dict(page_size=True), "page_size must be an integer")])
@@ -80,12 +80,18 @@ def test_bad_cache_options(flashmlir, kwargs, message):
         flashmlir.compile(head_dim=128, **kwargs)
 
 
-def test_page_size_picks_a_dividing_block(flashmlir):
-    # The table's B_c for D = 128 does not divide 16-row pages: fa-tile
-    # takes the largest multiple of 16 that does.
+def test_blocks_span_short_pages(flashmlir):
+    # Pages shorter than the table's B_c: the block spans whole pages, one
+    # TMA box (of the page's rows) each; a page of 48 rows and B_c = 64
+    # divide neither way: B_c becomes 48.
     m = flashmlir.compile(head_dim=128, kv_lengths=True, page_size=16,
                           kv_splits="auto").metadata
-    assert m["block_c"] == 16 and m["tma_box_rows_kv"] == 16
+    assert m["block_c"] == 64 and m["tma_box_rows_kv"] == 16
+    params = {p["name"]: p for p in m["params"]}
+    assert params["k"]["box"] == [64, 16] and params["v"]["box"] == [64, 16]
+    m = flashmlir.compile(head_dim=128, kv_lengths=True, page_size=48,
+                          kv_splits="auto").metadata
+    assert m["block_c"] == 48 and m["tma_box_rows_kv"] == 48
 
 
 def test_with_kvcache_refuses_what_it_does_not_do(flashmlir):
@@ -145,9 +151,13 @@ def test_paged_decode_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
         b, max_pages).to(torch.int32)
     q = torch.randn(b, nq, hq, d, device="cuda", dtype=torch.float16)
     lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    # The kernels of bench/build_paged_kernels.sh (FLASHMLIR_PAGED_KERNEL_DIR,
+    # default .paged), else compiled in-process.
+    import os
+    kernel_dir = os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR", ".paged")
     out = flashmlir.flash_attn_with_kvcache(
         q, k_cache, v_cache, cache_seqlens=lens, block_table=table,
-        causal=True)
+        causal=True, kernel_dir=kernel_dir)
     ref = _reference(torch, q.transpose(1, 2), k_cache, v_cache, table,
                      lengths, page, True)
     err = (out.transpose(1, 2).float() - ref).abs().max().item()

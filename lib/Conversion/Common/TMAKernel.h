@@ -195,11 +195,21 @@ protected:
   }
 
   /// The TMA loads of one tile: D / 64 boxes of 64 columns x rows, each
-  /// into its own swizzled column block, completing on `bar`.
+  /// into its own swizzled column block, completing on `bar`. With
+  /// `tileRows` (> rows) the boxes fill rows firstRow .. firstRow + rows - 1
+  /// of a tile of that many rows (a K/V block gathered from several pages);
+  /// firstRow is a multiple of 8, so that the 128-byte swizzle, whose
+  /// pattern repeats every 8 rows (1 KiB), lands each row where the MMA's
+  /// descriptors expect it.
   void loadTile(Value map, Value tileOffset, int64_t rows, Value row,
-                ValueRange matrixCoords, Value bar) {
+                ValueRange matrixCoords, Value bar, int64_t firstRow = 0,
+                int64_t tileRows = 0) {
+    if (!tileRows)
+      tileRows = rows;
     for (int64_t cb = 0; cb < headDim / kColumnsPerBlock; ++cb) {
-      Value dst = sharedAt(add(tileOffset, c32(cb * rows * kSwizzleBytes)));
+      Value dst = sharedAt(add(
+          tileOffset,
+          c32((cb * tileRows + firstRow) * kSwizzleBytes)));
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
           b, loc, dst, map,
           mapCoordinates(cb * kColumnsPerBlock, row, matrixCoords), bar,
@@ -272,8 +282,9 @@ protected:
     tile.qHead = head;
     tile.kvHead = kvHead;
     Value qStart = tile.qStart = mul(qBlock, c32(blockR));
-    // A KV cache: the sequence's own key count.
-    tile.nk = kvLengthsPtr ? loadGlobalI32(kvLengthsPtr, batch) : nk;
+    // A KV cache: the sequence's own key count, at most the cache's (so
+    // that a bad length never reads past a sequence's pages).
+    tile.nk = kvLengthsPtr ? minu(loadGlobalI32(kvLengthsPtr, batch), nk) : nk;
 
     // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
     // row's diagonal, a window bounds both sides; at least one block where

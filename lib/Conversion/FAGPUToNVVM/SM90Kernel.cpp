@@ -415,11 +415,37 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   // A stage is free once both consumers released it in the previous round
   // (a fresh barrier passes the wait on parity 1).
   Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
+  int64_t pageSize = spec.inputs.pageSize;
+  Value firstKey = mul(j, c32(spec.blockC));
+  if (pageSize && pageSize < spec.blockC) {
+    // Pages shorter than the block: its B_c / page_size pages, read from
+    // the block table before the stage is free (off the ring's critical
+    // path), gathered into one tile.
+    // The last block of a sequence may reach past its table row: those
+    // pages are -1, outside the map, which the TMA fills with zeros (and
+    // the mask hides).
+    SmallVector<Value> pages;
+    Value rowStart = mul(tile.batch, maxPages);
+    Value firstPage = divu(firstKey, c32(pageSize));
+    for (int64_t i = 0; i < spec.blockC / pageSize; ++i) {
+      Value index = add(firstPage, c32(i));
+      Value inRow = ult(index, maxPages);
+      Value entry = add(rowStart, select(inRow, index, c32(0)));
+      pages.push_back(
+          select(inRow, loadGlobalI32(blockTablePtr, entry), c32(-1)));
+    }
+    for (int64_t buffer : {kKey, kValue}) {
+      fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
+      fagpu::TmaLoadPagesOp::create(b, loc, buffer == kKey ? kMap : vMap,
+                                    c32(0), tile.kvHead, pages, kvPipe, stage,
+                                    buffer, pageSize);
+    }
+    return;
+  }
   // The block's row and matrix in the K/V maps (in a paged cache its page,
   // read from the block table before the stage is free, so that the read
   // is off the ring's critical path).
-  auto [row, matrix] =
-      keyValueRow(tile, mul(j, c32(spec.blockC)), spec.inputs.pageSize);
+  auto [row, matrix] = keyValueRow(tile, firstKey, pageSize);
   for (int64_t buffer : {kKey, kValue}) {
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
     fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
@@ -969,10 +995,11 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.kvSplits = s.kvSplits;
   spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
   spec.inputs.pageSize = op.getPageSize();
-  if (spec.inputs.pageSize % s.blockC != 0)
+  if (int64_t page = spec.inputs.pageSize;
+      page && page % s.blockC != 0 && (s.blockC % page != 0 || page % 8 != 0))
     return fail("a K/V block (block_c = " + Twine(s.blockC) +
-                ") must lie in one page of " + Twine(spec.inputs.pageSize) +
-                " rows");
+                ") must lie in one page of " + Twine(page) +
+                " rows or span whole pages of a multiple of 8 rows");
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
                                  spec.bf16 ? "bf16" : "f16", spec.inputs);
   return spec;

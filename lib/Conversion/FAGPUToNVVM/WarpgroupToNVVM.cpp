@@ -578,6 +578,32 @@ struct TmaLoadLowering : OpConversionPattern<fagpu::TmaLoadOp> {
   }
 };
 
+struct TmaLoadPagesLowering : OpConversionPattern<fagpu::TmaLoadPagesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmaLoadPagesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    fagpu::SharedTileType tile = p.type.getTile();
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type), SoftmaxConfig(),
+                tile.getCols());
+    Value stage = adaptor.getStage().front();
+    Value full = p.full(e, stage, op.getBuffer());
+    e.expectBytes(full, tile.getBytes());
+    Value tileOffset = p.tile(e, stage, op.getBuffer());
+    int64_t pageRows = op.getPageRows();
+    for (auto [i, page] : llvm::enumerate(adaptor.getPages()))
+      e.loadTile(adaptor.getMap().front(), tileOffset, pageRows,
+                 adaptor.getRow().front(),
+                 SmallVector<Value>{adaptor.getHead().front(), page.front()},
+                 full,
+                 /*firstRow=*/int64_t(i) * pageRows,
+                 /*tileRows=*/tile.getRows());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct PipelineCommitLowering
     : OpConversionPattern<fagpu::PipelineCommitOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -2050,7 +2076,8 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<WarpSpecializeLowering, WaitTurnLowering, PassTurnLowering,
                CreatePipelineLowering, InitPipelinesLowering,
-               PipelineAcquireLowering, TmaLoadLowering, PipelineCommitLowering,
+               PipelineAcquireLowering, TmaLoadLowering, TmaLoadPagesLowering,
+               PipelineCommitLowering,
                PipelineWaitLowering, PipelineReleaseLowering,
                PipelineTileLowering, SharedTileLowering, TileRowsLowering,
                MmaLowering, LoadFragmentLowering, CopyAsyncLowering,

@@ -255,6 +255,24 @@ func.func @tma_load_coordinates(%map: !llvm.ptr, %i: i32, %kv: !kvp) {
 
 // -----
 
+!kvp = !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+func.func @tma_load_pages_count(%map: !llvm.ptr, %i: i32, %kv: !kvp) {
+  // expected-error @+1 {{expected 4 pages of 16 rows for a tile of 64 rows, got 3}}
+  fagpu.tma_load_pages %map[%i, %i, pages %i, %i, %i] into %kv[%i] buffer 0 {page_rows = 16 : i64} : !llvm.ptr, !kvp
+  return
+}
+
+// -----
+
+!kvp = !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+func.func @tma_load_pages_rows(%map: !llvm.ptr, %i: i32, %kv: !kvp) {
+  // expected-error @+1 {{expected page_rows to be a positive multiple of 8 (the swizzle's period), got 12}}
+  fagpu.tma_load_pages %map[%i, %i, pages %i] into %kv[%i] buffer 0 {page_rows = 12 : i64} : !llvm.ptr, !kvp
+  return
+}
+
+// -----
+
 func.func @strided_store_without_strides(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
   // expected-error @+1 {{a strided O stored from registers needs its batch, head and row strides, got 0}}
   fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 strided(%i) : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>

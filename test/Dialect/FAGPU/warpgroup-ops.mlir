@@ -114,6 +114,15 @@ gpu.module @fa_kernels {
     llvm.return
   }
 
+  // A paged cache's K/V block gathered from four pages of 16 rows.
+  // CHECK-LABEL: llvm.func @pages
+  // CHECK: fagpu.tma_load_pages %{{.*}}[%{{.*}}, %{{.*}}, pages %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] into %{{.*}}[%{{.*}}] buffer 1 {page_rows = 16 : i64}
+  llvm.func @pages(%i: i32, %p0: i32, %p1: i32, %map: !llvm.ptr) {
+    %kv = fagpu.create_pipeline {barrier_offset = 65552 : i64, tile_offset = 16384 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+    fagpu.tma_load_pages %map[%i, %i, pages %p0, %p1, %p0, %p1] into %kv[%i] buffer 1 {page_rows = 16 : i64} : !llvm.ptr, !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
+    llvm.return
+  }
+
   // The mma.sync (sm_80) forms: row-major tiles and a cp.async ring,
   // fragments of 128 rows (two row tiles per warp), synchronous MMAs.
   llvm.func @mma_sync_body(%qptr: !llvm.ptr<1>, %kptr: !llvm.ptr<1>,

@@ -140,24 +140,68 @@ private:
   /// The K/V block of keys kStart.. (ragged at the end) copied into the
   /// on-chip tiles; returns their views of its length. With pages, the
   /// block lies in page table[bi, kStart / page_size] from row
-  /// kStart % page_size (fa-tile makes B_c divide the page size, so that a
-  /// block never straddles two pages).
+  /// kStart % page_size, or (pages shorter than the block: fa-tile makes
+  /// one divide the other) spans B_c / page_size whole pages.
   std::pair<Value, Value> loadKVBlock(const Tiles &t, Value bi, Value kvHead,
                                       Value kStart) {
     Value cols = blockLength(kStart, p.blockC, keyLen);
     Value kTile = prefix(t.key, cols), vTile = prefix(t.value, cols);
+    if (p.blockTable && p.pageSize < p.blockC) {
+      copyPages(t, bi, kvHead, kStart, cols);
+      return {kTile, vTile};
+    }
     Value slot = bi, row = kStart;
     if (p.blockTable) {
       Value page = arith::DivUIOp::create(b, loc, kStart, index(p.pageSize));
-      auto entry =
-          memref::LoadOp::create(b, loc, p.blockTable, ValueRange{bi, page});
-      entry->setAttr(kKVCacheAttr, b.getStringAttr("block_table"));
-      slot = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), entry);
+      slot = pageOf(bi, page);
       row = arith::RemUIOp::create(b, loc, kStart, index(p.pageSize));
     }
     copy(rowBlock(p.key, slot, kvHead, row, cols), kTile);
     copy(rowBlock(p.value, slot, kvHead, row, cols), vTile);
     return {kTile, vTile};
+  }
+
+  /// The page table[bi, page] (an index into K/V's dim 0).
+  Value pageOf(Value bi, Value page) {
+    auto entry =
+        memref::LoadOp::create(b, loc, p.blockTable, ValueRange{bi, page});
+    entry->setAttr(kKVCacheAttr, b.getStringAttr("block_table"));
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), entry);
+  }
+
+  /// A block of `cols` keys from kStart over whole pages: page i of the
+  /// block fills tile rows i * page_size .. with its first
+  /// min(max(cols - i * page_size, 0), page_size) rows. A page past the
+  /// sequence's (of a ragged last block) copies nothing; its table index
+  /// is clamped to the row so that the read stays inside the table.
+  void copyPages(const Tiles &t, Value bi, Value kvHead, Value kStart,
+                 Value cols) {
+    Value ps = index(p.pageSize);
+    Value firstPage = arith::DivUIOp::create(b, loc, kStart, ps);
+    Value lastEntry = arith::SubIOp::create(
+        b, loc, memref::DimOp::create(b, loc, p.blockTable, 1), index(1));
+    for (int64_t i = 0; i < p.blockC / p.pageSize; ++i) {
+      Value left = arith::MaxSIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, cols, index(i * p.pageSize)),
+          index(0));
+      Value rows = arith::MinUIOp::create(b, loc, left, ps);
+      Value page = arith::MinUIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, firstPage, index(i)),
+          lastEntry);
+      Value slot = pageOf(bi, page);
+      for (auto [from, local] :
+           {std::pair<Value, Value>{p.key, t.key}, {p.value, t.value}}) {
+        auto type = cast<MemRefType>(local.getType());
+        SmallVector<OpFoldResult> offsets = {b.getIndexAttr(i * p.pageSize),
+                                             b.getIndexAttr(0)};
+        SmallVector<OpFoldResult> sizes = {
+            rows, b.getIndexAttr(type.getDimSize(1))};
+        SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+        Value rowsOfTile = memref::SubViewOp::create(b, loc, local, offsets,
+                                                     sizes, strides);
+        copy(rowBlock(from, slot, kvHead, index(0), rows), rowsOfTile);
+      }
+    }
   }
 
   /// The first `rows` rows of a static on-chip buffer.
@@ -564,12 +608,13 @@ LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
     return op.emitOpError() << "has kv_splits = " << *op.getKvSplits()
                             << "; split-KV is a FlashAttention-2 loop order "
                                "(fa-lower-fa2)";
-  if (op.isPaged() && op.getPageSize() % *op.getBlockC() != 0)
+  if (op.isPaged() && op.getPageSize() % *op.getBlockC() != 0 &&
+      *op.getBlockC() % op.getPageSize() != 0)
     return op.emitOpError()
            << "has block_c = " << *op.getBlockC() << " and pages of "
            << op.getPageSize()
-           << " rows: a K/V block must lie in one page (block_c dividing the "
-              "page size; fa-tile picks one)";
+           << " rows: a K/V block must lie in one page or span whole pages "
+              "(one dividing the other; fa-tile picks one)";
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   Problem p;

@@ -140,22 +140,24 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     bool explicitBlockC = bc != 0;
     if (bc == 0)
       bc = fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
-    // A paged cache: each K/V block is one TMA box within one page, so B_c
-    // divides the page size; B_c stays a multiple of the MMA's k = 16.
+    // A paged cache: a K/V block lies in one page (one TMA box) or spans
+    // whole pages (one box each, gathered into the block's tile); B_c stays
+    // a multiple of the MMA's k = 16, and so does the page.
     if (op.isPaged()) {
       int64_t pageSize = op.getPageSize();
       if (pageSize % 16 != 0)
         return op.emitOpError()
                << "fa-tile: " << fagpu::targetName(gpu)
                << ": the page size must be a multiple of 16 rows (the K/V "
-                  "blocks are whole MMA steps within one page), got "
+                  "blocks are whole MMA steps of whole pages), got "
                << pageSize;
-      if (pageSize % bc != 0) {
+      if (pageSize % bc != 0 && bc % pageSize != 0) {
         if (explicitBlockC)
           return op.emitOpError()
-                 << "fa-tile: block_c=" << bc
-                 << " does not divide the page size " << pageSize
-                 << ": a K/V block must lie in one page";
+                 << "fa-tile: block_c=" << bc << " and the page size "
+                 << pageSize
+                 << " do not divide one another: a K/V block must lie in "
+                    "one page or span whole pages";
         while (pageSize % bc != 0 || bc % 16 != 0)
           --bc;
       }
@@ -190,7 +192,8 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     // Tiles never need to exceed the (static) sequence lengths.
     if (!ShapedType::isDynamic(nq) && nq > 0)
       br = std::min(br, nq);
-    if (!ShapedType::isDynamic(nk) && nk > 0)
+    // (A paged cache's dim 2 is its page size, not a sequence's length.)
+    if (!ShapedType::isDynamic(nk) && nk > 0 && !op.isPaged())
       bc = std::min(bc, nk);
 
     if (explicitTiles) {
@@ -217,13 +220,14 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
                << "no tile fits the SRAM budget of " << budget
                << " bytes for D=" << d << ", Dv=" << dv;
     }
-    // A paged cache: a K/V block must lie in one page, so B_c divides the
-    // page size (nk above is the page size).
-    if (op.isPaged() && nk % bc != 0) {
+    // A paged cache: a K/V block lies in one page or spans whole pages (nk
+    // above is the page size).
+    if (op.isPaged() && nk % bc != 0 && bc % nk != 0) {
       if (explicitTiles)
         return op.emitOpError()
-               << "block_c=" << bc << " does not divide the page size " << nk
-               << ": a K/V block must lie in one page";
+               << "block_c=" << bc << " and the page size " << nk
+               << " do not divide one another: a K/V block must lie in one "
+                  "page or span whole pages";
       while (nk % bc != 0)
         --bc;
     }

@@ -38,13 +38,17 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
       s.epilogue != Epilogue::Registers ? kRowsPerConsumer : 0;
   // A paged cache's K and V are [pages, Hkv, page_size, D]: their tensor
   // maps' outer coordinate is a page, found in the block table.
+  // Pages shorter than a block are loaded one box (page) at a time.
   SmallVector<StringRef> kvShape = {"B", "Hkv", "Nk", "D"};
-  if (in.pageSize)
+  int64_t kvBoxRows = s.blockC;
+  if (in.pageSize) {
     kvShape = {"pages", "Hkv", "page_size", "D"};
+    kvBoxRows = std::min(s.blockC, in.pageSize);
+  }
   SmallVector<KernelParam> params = {
       tensor("q", dtype, {"B", "Hq", "Nq", "D"}, tma ? s.blockR : 0),
-      tensor("k", dtype, kvShape, tma ? s.blockC : 0),
-      tensor("v", dtype, kvShape, tma ? s.blockC : 0),
+      tensor("k", dtype, kvShape, tma ? kvBoxRows : 0),
+      tensor("v", dtype, kvShape, tma ? kvBoxRows : 0),
       tensor("o", dtype, {"B", "Hq", "Nq", "D"}, oBoxRows),
       tensor("lse", "f32", {"B", "Hq", "Nq"}, 0),
       scalar("Nq", ParamKind::I32, "query length"),

@@ -158,10 +158,13 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
            "sm_90a only";
   if (nest.blockTable) {
     int64_t pageSize = cast<MemRefType>(nest.k.getType()).getDimSize(2);
-    if (ShapedType::isDynamic(pageSize) || pageSize % nest.blockC != 0)
+    if (ShapedType::isDynamic(pageSize) ||
+        (pageSize % nest.blockC != 0 &&
+         (nest.blockC % pageSize != 0 || pageSize % 8 != 0)))
       return "a K/V block (block_c = " + std::to_string(nest.blockC) +
-             ") must lie in one page: the page size must be a multiple of "
-             "it";
+             ") must lie in one page or span whole pages (of a multiple of "
+             "8 rows), got pages of " +
+             std::to_string(pageSize) + " rows";
   }
   if (target == Target::sm_90a &&
       (nest.blockR % kRowsPerConsumer != 0 || nest.blockR > 192))

@@ -199,6 +199,51 @@ def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load"> {
   }];
 }
 
+def FAGPU_TmaLoadPagesOp : FAGPU_PipelineStageOp<"tma_load_pages"> {
+  let summary = "producer: gather a tile from the pages of a paged cache by TMA";
+  let description = [{
+    `fagpu.tma_load` for a K/V block that spans several pages of a paged
+    cache `[pages, H, page_size, D]` (pages shorter than the block): page
+    `%pages[i]` gives rows `i * page_rows` .. of the tile, each a box of
+    `page_rows` rows (rows `%row` .. of the page) of head `%head`, one box
+    per swizzled column block and page. One arrival announces the whole
+    tile's bytes. `page_rows` is a multiple of 8, where the 128-byte
+    swizzle's pattern repeats, so the gathered tile is the one a single
+    box would have written.
+
+    ```mlir
+    fagpu.tma_load_pages %map[%row, %head, pages %p0, %p1, %p2, %p3]
+        into %kv[%stage] buffer 0 {page_rows = 16 : i64}
+        : !llvm.ptr, !fagpu.pipeline<...>
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$map, I32:$row, I32:$head,
+                       Variadic<I32>:$pages, FAGPU_Pipeline:$pipeline,
+                       I32:$stage, I64Attr:$buffer, I64Attr:$page_rows);
+  let assemblyFormat = [{
+    $map `[` $row `,` $head `,` `pages` $pages `]` `into` $pipeline `[`
+    $stage `]` `buffer` $buffer attr-dict `:` type($map) `,` type($pipeline)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() {
+      int64_t rows = ::llvm::cast<PipelineType>(getPipeline().getType())
+                         .getTile().getRows();
+      int64_t pageRows = getPageRows();
+      if (pageRows < 8 || pageRows % 8 != 0)
+        return emitOpError("expected page_rows to be a positive multiple of "
+                           "8 (the swizzle's period), got ")
+               << pageRows;
+      if (getPages().empty() ||
+          static_cast<int64_t>(getPages().size()) * pageRows != rows)
+        return emitOpError("expected ")
+               << rows / pageRows << " pages of " << pageRows
+               << " rows for a tile of " << rows << " rows, got "
+               << getPages().size();
+    }] # barrierVerifier # stageVerifier # [{ }
+  }];
+}
+
 def FAGPU_PipelineCommitOp : FAGPU_PipelineStageOp<"pipeline_commit"> {
   let summary = "producer: mark a stage's buffer full without data";
   let description = [{
