@@ -101,6 +101,30 @@ int faKernelLaunchStrided(FaKernel *kernel, const void *q,
                           int qHeads, int kvHeads, int qLen, int kvLen,
                           float scale, int kvSplits, void *stream);
 
+/** faKernelLaunchStrided for a kernel that reads a KV cache (fa-compile
+ *  --kv-lengths, --page-size; metadata "kv_lengths", "page_size"): k and v
+ *  are the cache [cacheEntries, Hkv, cacheRows, D] with the given strides
+ *  (NULL: contiguous) -- contiguous per sequence (cacheEntries = B,
+ *  cacheRows = its capacity) or paged (cacheEntries = the pages, cacheRows =
+ *  the kernel's page size; flash-attn's [pages, page_size, Hkv, D] is
+ *  strides {page_size*Hkv*D, D, Hkv*D}). kvLengths: [B] int32 on the device,
+ *  each in [0, capacity] (the kernel clamps larger ones), for kernels that
+ *  take lengths, else NULL; blockTable: [B, maxPages] int32 on the device,
+ *  entries in [0, cacheEntries) (others read zeros), for paged kernels,
+ *  else NULL. A sequence without lengths has maxPages * page_size keys
+ *  (paged) or cacheRows. Bottom-right masks align with each sequence's
+ *  length. kvSplits as in faKernelLaunchSplit. */
+int faKernelLaunchKVCache(FaKernel *kernel, const void *q,
+                          const FaStrides *qStrides, const void *kCache,
+                          const FaStrides *kStrides, const void *vCache,
+                          const FaStrides *vStrides, void *o,
+                          const FaStrides *oStrides, float *lse, int batch,
+                          int qHeads, int kvHeads, int qLen,
+                          long long cacheEntries, int cacheRows,
+                          const int *kvLengths, const int *blockTable,
+                          int maxPages, float scale, int kvSplits,
+                          void *stream);
+
 /** Split-KV's auto chunk count (fa::autoKVSplits, fa/Dialect/FA/IR/KVChunk.h)
  *  for `tiles` (query block, head) tiles of `kvBlocks` K/V blocks each on
  *  `sms` SMs: the fewest chunks that fill whole waves of one CTA per SM to

@@ -275,7 +275,8 @@ public:
                  key == "block_c" || key == "window" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
                  key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
-                 key == "ctas_per_sm" || key == "kv_splits") {
+                 key == "ctas_per_sm" || key == "kv_splits" ||
+                 key == "page_size") {
         long v;
         if (readInt(*intField(key), v))
           return 1;
@@ -926,25 +927,36 @@ int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
                                kvLen, scale, kvSplits, stream);
 }
 
-int faKernelLaunchStrided(FaKernel *k, const void *q,
-                          const FaStrides *qStrides, const void *kp,
-                          const FaStrides *kStrides, const void *v,
-                          const FaStrides *vStrides, void *o,
-                          const FaStrides *oStrides, float *lse, int batch,
-                          int qHeads, int kvHeads, int qLen, int kvLen,
-                          float scale, int kvSplits, void *stream) {
+namespace {
+/// A KV cache's part of a launch: K/V are [entries, Hkv, rows, D] (entries
+/// the batch, or the pages of a paged cache; rows Nk, or the page size),
+/// with the kernel's kv_lengths and block table (device pointers).
+struct KVCache {
+  long long entries = 0;
+  int rows = 0;
+  const int *lengths = nullptr;
+  const int *table = nullptr;
+  int maxPages = 0;
+};
+
+/// faKernelLaunchStrided and faKernelLaunchKVCache: `cache` gives K/V's
+/// outer and row extents and the cache's operands.
+int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
+                 const void *kp, const FaStrides *kStrides, const void *v,
+                 const FaStrides *vStrides, void *o, const FaStrides *oStrides,
+                 float *lse, int batch, int qHeads, int kvHeads, int qLen,
+                 const KVCache &cache, float scale, int kvSplits,
+                 void *stream) {
+  // The kernel's Nk: a paged sequence's capacity, else K/V's rows.
+  int kvLen = cache.table ? cache.maxPages * cache.rows : cache.rows;
+  const int *kvLengths = cache.lengths, *blockTable = cache.table;
+  int maxPages = cache.maxPages;
   if (kvSplits < -1 || kvSplits > 1024)
     return fail("faKernelLaunch: kv_splits must be -1 (the metadata's "
                 "default), 0 (auto) or a chunk count up to 1024, got " +
                 std::to_string(kvSplits));
   if (!k)
     return fail("faKernelLaunch: kernel must not be null");
-  if (k->meta.kvLengths || k->meta.pageSize)
-    return fail("faKernelLaunch: " + k->meta.kernel +
-                " takes a KV cache (kv_lengths, block table), which this C "
-                "launcher does not pass yet: launch it through the Python "
-                "runtime (flashmlir.runtime.Kernel) or the module's own "
-                "gpu.launch_func");
   if (!k->meta.splitKV && kvSplits > 1)
     return fail("faKernelLaunch: kv_splits = " + std::to_string(kvSplits) +
                 " needs a split-KV kernel (fa-compile --split-kv); " +
@@ -982,12 +994,13 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
   const long long d = k->meta.headDim;
   const FaStrides *given[4] = {qStrides, kStrides, vStrides, oStrides};
   const long long heads[4] = {qHeads, kvHeads, kvHeads, qHeads};
-  const long long rows[4] = {qLen, kvLen, kvLen, qLen};
+  const long long rows[4] = {qLen, cache.rows, cache.rows, qLen};
+  const long long batches[4] = {batch, cache.entries, cache.entries, batch};
   FaStrides strides[4];
   for (int i = 0; i < 4; ++i) {
     FaStrides contiguous = {heads[i] * rows[i] * d, rows[i] * d, d};
     if (checkStrides("faKernelLaunch", names[i],
-                     given[i] ? *given[i] : contiguous, batch, heads[i],
+                     given[i] ? *given[i] : contiguous, batches[i], heads[i],
                      rows[i], d, strides[i]))
       return 1;
     if (!k->meta.strided() &&
@@ -1051,12 +1064,13 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
                   k->meta.tmaBoxRowsO};
     for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
       if (k->meta.strided()
-              ? faEncodeStridedTensorMap(maps[i], bases[i], batch, heads[i],
+              ? faEncodeStridedTensorMap(maps[i], bases[i], batches[i],
+                                         heads[i],
                                          rows[i], d, strides[i].batch,
                                          strides[i].head, strides[i].row,
                                          (int)box[i], dtype)
               : faEncodeTensorMap(maps[i], bases[i],
-                                  (long long)batch * heads[i], rows[i], d, 16,
+                                  batches[i] * heads[i], rows[i], d, 16,
                                   (int)box[i], dtype))
         return 1;
       tensorArgs[i] = maps[i];
@@ -1123,6 +1137,9 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
                 : name == "lse_partial"    ? (void *)&lsePartial
                 : name == "split_arrivals" ? (void *)&arrivals
                 : name == "tile_counter"   ? (void *)&counter
+                : name == "kv_lengths"     ? (void *)&kvLengths
+                : name == "block_table"    ? (void *)&blockTable
+                : name == "max_pages"      ? (void *)&maxPages
                                            : nullptr;
     if (!arg) // validate() admits only the names above
       return fail("faKernelLaunch: unknown kernel parameter '" + name + "'");
@@ -1133,6 +1150,92 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
                    (unsigned)k->meta.block[1], (unsigned)k->meta.block[2],
                    (unsigned)k->meta.sharedBytes, stream, args.data(), nullptr),
                "cuLaunchKernel");
+}
+
+} // namespace
+
+int faKernelLaunchStrided(FaKernel *k, const void *q,
+                          const FaStrides *qStrides, const void *kp,
+                          const FaStrides *kStrides, const void *v,
+                          const FaStrides *vStrides, void *o,
+                          const FaStrides *oStrides, float *lse, int batch,
+                          int qHeads, int kvHeads, int qLen, int kvLen,
+                          float scale, int kvSplits, void *stream) {
+  if (k && (k->meta.kvLengths || k->meta.pageSize))
+    return fail("faKernelLaunch: " + k->meta.kernel +
+                " reads a KV cache (kv_lengths" +
+                (k->meta.pageSize ? ", block table" : "") +
+                "): launch it with faKernelLaunchKVCache");
+  KVCache cache;
+  cache.entries = batch;
+  cache.rows = kvLen;
+  return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
+                      lse, batch, qHeads, kvHeads, qLen, cache, scale,
+                      kvSplits, stream);
+}
+
+int faKernelLaunchKVCache(FaKernel *k, const void *q,
+                          const FaStrides *qStrides, const void *kCache,
+                          const FaStrides *kStrides, const void *vCache,
+                          const FaStrides *vStrides, void *o,
+                          const FaStrides *oStrides, float *lse, int batch,
+                          int qHeads, int kvHeads, int qLen,
+                          long long cacheEntries, int cacheRows,
+                          const int *kvLengths, const int *blockTable,
+                          int maxPages, float scale, int kvSplits,
+                          void *stream) {
+  if (!k)
+    return fail("faKernelLaunchKVCache: kernel must not be null");
+  const Metadata &m = k->meta;
+  if (!m.kvLengths && !m.pageSize)
+    return fail("faKernelLaunchKVCache: " + m.kernel +
+                " reads no KV cache (compile one with --kv-lengths or "
+                "--page-size); launch it with faKernelLaunchStrided");
+  if (m.kvLengths != (kvLengths != nullptr))
+    return fail(std::string("faKernelLaunchKVCache: ") + m.kernel +
+                (m.kvLengths ? " takes kv_lengths [B] (int32): give them"
+                             : " takes no kv_lengths: pass NULL"));
+  if ((m.pageSize != 0) != (blockTable != nullptr))
+    return fail(std::string("faKernelLaunchKVCache: ") + m.kernel +
+                (m.pageSize
+                     ? " reads a paged cache: give its block table [B, "
+                       "max_pages] (int32)"
+                     : " reads a contiguous cache: pass a NULL block table"));
+  for (const void *p : {(const void *)kvLengths, (const void *)blockTable})
+    if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail("faKernelLaunchKVCache: kv_lengths and the block table "
+                  "must be 4-byte aligned int32 arrays");
+  if (cacheEntries <= 0 || cacheEntries > (1LL << 31) || cacheRows <= 0)
+    return fail("faKernelLaunchKVCache: the cache's entries (" +
+                std::to_string(cacheEntries) + ") and rows (" +
+                std::to_string(cacheRows) + ") must be positive");
+  if (m.pageSize) {
+    if (cacheRows != m.pageSize)
+      return fail("faKernelLaunchKVCache: " + m.kernel +
+                  " reads pages of " + std::to_string(m.pageSize) +
+                  " rows, got a cache of " + std::to_string(cacheRows) +
+                  "-row pages");
+    if (maxPages <= 0 || (long long)maxPages * cacheRows > 0x7fffffffLL)
+      return fail("faKernelLaunchKVCache: max_pages must be in [1, " +
+                  std::to_string(0x7fffffffLL / cacheRows) + "], got " +
+                  std::to_string(maxPages));
+  } else {
+    if (cacheEntries != batch)
+      return fail("faKernelLaunchKVCache: a contiguous cache has one entry "
+                  "per sequence (" +
+                  std::to_string(batch) + "), got " +
+                  std::to_string(cacheEntries));
+    maxPages = 0;
+  }
+  KVCache cache;
+  cache.entries = cacheEntries;
+  cache.rows = cacheRows;
+  cache.lengths = kvLengths;
+  cache.table = blockTable;
+  cache.maxPages = maxPages;
+  return launchKernel(k, q, qStrides, kCache, kStrides, vCache, vStrides, o,
+                      oStrides, lse, batch, qHeads, kvHeads, qLen, cache,
+                      scale, kvSplits, stream);
 }
 
 void faKernelDestroy(FaKernel *k) {

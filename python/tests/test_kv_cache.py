@@ -162,3 +162,75 @@ def test_paged_decode_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
                      lengths, page, True)
     err = (out.transpose(1, 2).float() - ref).abs().max().item()
     assert err < 2e-3, err
+
+
+@pytest.mark.gpu
+def test_c_runtime_kv_cache_launch(cuda_flashmlir):
+    """faKernelLaunchKVCache: a paged cache in flash-attn's layout, split-KV
+    decode with ragged lengths (one empty), against the fp32 reference; and
+    its refusals (no table for a paged kernel, the wrong page size)."""
+    import ctypes
+    import os
+    import pathlib
+    from conftest import ROOT
+    torch, flashmlir = cuda_flashmlir
+    shared = pathlib.Path(os.environ.get("FA_BUILD_DIR", ROOT / "build")) / \
+        "lib" / "libFARuntime.so"
+    assert shared.exists(), f"no {shared}: carry the build's runtime library"
+    kdir = os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR", ".paged")
+    lib = ctypes.CDLL(str(shared))
+    lib.faRuntimeLastError.restype = ctypes.c_char_p
+
+    class Strides(ctypes.Structure):
+        _fields_ = [("batch", ctypes.c_longlong), ("head", ctypes.c_longlong),
+                    ("row", ctypes.c_longlong)]
+
+    kernel = ctypes.c_void_p()
+    prefix = f"{kdir}/sm_90a_d128_f16_causal_bralign_splitkv_kvlens_paged16"
+    assert lib.faKernelLoadFiles(prefix.encode(), 0,
+                                 ctypes.byref(kernel)) == 0, \
+        lib.faRuntimeLastError()
+    b, hq, hkv, d, page = 3, 8, 2, 128, 16
+    lengths = [300, 0, 17]
+    max_pages = 19
+    pages = b * max_pages + 2
+    torch.manual_seed(11)
+    k_cache = torch.randn(pages, page, hkv, d, device="cuda",
+                          dtype=torch.float16)
+    v_cache = torch.randn_like(k_cache)
+    table = torch.randperm(pages, device="cuda")[:b * max_pages].view(
+        b, max_pages).to(torch.int32).contiguous()
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.empty(b, hq, 1, device="cuda")
+
+    def strides(t):  # [B, N, H, D] as [B, H, N, D]
+        sb, sn, sh, _ = t.stride()
+        return Strides(sb, sh, sn)
+
+    lib.faKernelLaunchKVCache.restype = ctypes.c_int
+    tensors = []
+    for t in (q, k_cache, v_cache, out):
+        tensors += [ctypes.c_void_p(t.data_ptr()), ctypes.byref(strides(t))]
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+    def launch(table_ptr, rows):
+        return lib.faKernelLaunchKVCache(
+            kernel, *tensors, ctypes.c_void_p(lse.data_ptr()), b, hq, hkv, 1,
+            ctypes.c_longlong(pages), rows, ctypes.c_void_p(lens.data_ptr()),
+            table_ptr, max_pages, ctypes.c_float(1 / math.sqrt(d)), 0, stream)
+
+    assert launch(ctypes.c_void_p(table.data_ptr()), page) == 0, \
+        lib.faRuntimeLastError()
+    torch.cuda.synchronize()
+    ref = _reference(torch, q.transpose(1, 2), k_cache, v_cache, table,
+                     lengths, page, True)
+    err = (out.transpose(1, 2).float() - ref).abs().max().item()
+    assert err < 2e-3, err
+    assert torch.isneginf(lse[1]).all()
+    assert launch(None, page) == 1
+    assert b"give its block table" in lib.faRuntimeLastError()
+    assert launch(ctypes.c_void_p(table.data_ptr()), 32) == 1
+    assert b"reads pages of 16 rows" in lib.faRuntimeLastError()
+    lib.faKernelDestroy(kernel)

@@ -211,6 +211,35 @@ int main(int argc, char **argv) {
   report("launch with kv_splits past 1024",
          faKernelLaunchSplit(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, 2000,
                              NULL));
+  /* A KV cache's kernel: kv_lengths, then a paged cache's block table and
+   * max_pages after o's strides; pages need rank-4 maps. */
+#define CACHE_HEAD                                                             \
+  META_HEAD "\"block_r\": 128, \"shared_memory_bytes\": 0, "                  \
+            "\"block\": [384, 1, 1], \"tile_grid\": true, "                   \
+            "\"tma_box_cols\": 64, \"tma_box_rows_kv\": 64, "
+#define CACHE_PARAMS(rank, extra)                                              \
+  "\"params\": [" MAP("q", rank) MAP("k", rank) MAP("v", rank) SCALARS     \
+  ", {\"name\": \"o_stride_b\"}, {\"name\": \"o_stride_h\"}, "              \
+  "{\"name\": \"o_stride_n\"}" extra "]}"
+  report("paged cache",
+         faKernelMetadataCheck(CACHE_HEAD
+                               "\"kv_lengths\": true, \"page_size\": 64, "
+                               CACHE_PARAMS("4", ", {\"name\": \"kv_lengths\"}, "
+                                                 "{\"name\": \"block_table\"}, "
+                                                 "{\"name\": \"max_pages\"}")));
+  report("paged cache without its table",
+         faKernelMetadataCheck(CACHE_HEAD
+                               "\"kv_lengths\": true, \"page_size\": 64, "
+                               CACHE_PARAMS("4", ", {\"name\": \"kv_lengths\"}")));
+  report("page size past 2^20",
+         faKernelMetadataCheck(CACHE_HEAD "\"page_size\": 2000000, "
+                               CACHE_PARAMS("4", "")));
+  report("kv_lengths as a number",
+         faKernelMetadataCheck(CACHE_HEAD "\"kv_lengths\": 1, "
+                               CACHE_PARAMS("4", "")));
+  report("KV-cache launch without kernel",
+         faKernelLaunchKVCache(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
+                               64, 0, 0, 1, 1.0f, -1, NULL));
   /* The auto rule (fa::autoKVSplits) on the issue's decode rows, 132 SMs:
    * B 1 H 32 (32 tiles of 256 blocks), B 1 H 8 (8 of 1024), B 4 H 32 (128
    * tiles: a wave already), one tile of 3 blocks (no chunk of 2). */
