@@ -39,4 +39,14 @@ fc --head-dim 128 --causal --causal-align bottom-right \
   -o "$OUT/sm_90a_d128_f16_causal_bralign"
 fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
   --page-size 128 -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged128"
+# Prefill variants for short pages (spill-free ones only): B_c 64 with a
+# four-stage ring, paged and contiguous.
+fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
+  --page-size 16 --block-c 64 --stages 4 \
+  -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged16_bc64_s4"
+fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
+  --page-size 64 --block-c 64 --stages 4 \
+  -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged64_bc64_s4"
+fc --head-dim 128 --causal --causal-align bottom-right --block-c 64 \
+  --stages 4 -o "$OUT/sm_90a_d128_f16_causal_bralign_bc64_s4"
 grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt"

@@ -278,40 +278,47 @@ def speed(folder):
                 row[f"{name}_vs_contiguous"] = row[f"{name}_GBps"] / base
         rows.append(row)
         print(json.dumps(row), flush=True)
-    # Chunked prefill: 2048 new queries after a cache, bottom-right causal.
-    contiguous = kernels.get("sm_90a_d128_f16_causal_bralign")
-    paged_kernels = {p: kernels.get(
-        f"sm_90a_d128_f16_causal_bralign_kvlens_paged{p}")
-        for p in (16, 64, 128)}
-    if contiguous and all(paged_kernels.values()):
-        for (b, hq, hkv, nq, nk) in [(4, 32, 8, 2048, 8192),
-                                     (1, 32, 8, 4096, 16384)]:
-            torch.manual_seed(1)
-            q = torch.randn(b, hq, nq, d, device="cuda", dtype=dt)
-            k = torch.randn(b, hkv, nk, d, device="cuda", dtype=dt)
-            v = torch.randn_like(k)
-            out = torch.empty_like(q)
-            lse = torch.empty(b, hq, nq, device="cuda")
-            # Causal bottom-right: each query row sees nk - nq + i + 1 keys.
-            flops = 4 * b * hq * d * sum(nk - nq + i + 1 for i in range(nq))
-            row = {"prefill": True, "B": b, "Hq": hq, "Hkv": hkv, "Nq": nq,
-                   "Nk": nk, "D": d}
-            row["contiguous_TFLOPs"] = flops / (bench(
-                lambda: contiguous(q, k, v, out=out, lse=lse)) / 1e3) / 1e12
-            lens = torch.full((b,), nk, dtype=torch.int32, device="cuda")
-            for page, paged in paged_kernels.items():
+    # Chunked prefill: 2048 or 4096 new queries after a cache, bottom-right
+    # causal: every unsplit causal D 128 f16 kernel of the folder, paged
+    # ones on a cache of their page size, against the contiguous kernel.
+    prefill = {n: k for n, k in kernels.items()
+               if k.meta["causal"] and not k.meta.get("split_kv") and
+               (k.meta["head_dim"], k.meta["dtype"]) == (d, "f16")}
+    base_name = "sm_90a_d128_f16_causal_bralign"
+    for (b, hq, hkv, nq, nk) in ([(4, 32, 8, 2048, 8192),
+                                  (1, 32, 8, 4096, 16384)]
+                                 if base_name in prefill else []):
+        torch.manual_seed(1)
+        q = torch.randn(b, hq, nq, d, device="cuda", dtype=dt)
+        k = torch.randn(b, hkv, nk, d, device="cuda", dtype=dt)
+        v = torch.randn_like(k)
+        out = torch.empty_like(q)
+        lse = torch.empty(b, hq, nq, device="cuda")
+        lens = torch.full((b,), nk, dtype=torch.int32, device="cuda")
+        # Causal bottom-right: each query row sees nk - nq + i + 1 keys.
+        flops = 4 * b * hq * d * sum(nk - nq + i + 1 for i in range(nq))
+        row = {"prefill": True, "B": b, "Hq": hq, "Hkv": hkv, "Nq": nq,
+               "Nk": nk, "D": d}
+        for name, kern in prefill.items():
+            page = kern.meta.get("page_size") or 0
+            args = {}
+            kk, vv = k, v
+            if kern.meta.get("kv_lengths"):
+                args["cache_seqlens"] = lens
+            if page:
                 k_cache, v_cache, table, _ = make_cache(b, hkv, d, [nk] * b,
                                                         page, dt)
-                row[f"paged{page}_TFLOPs"] = flops / (bench(
-                    lambda: paged(q, k_cache.transpose(1, 2),
-                                  v_cache.transpose(1, 2), out=out, lse=lse,
-                                  cache_seqlens=lens, block_table=table)) /
-                    1e3) / 1e12
-                row[f"paged{page}_vs_contiguous"] = (
-                    row[f"paged{page}_TFLOPs"] / row["contiguous_TFLOPs"])
+                kk, vv = k_cache.transpose(1, 2), v_cache.transpose(1, 2)
+                args["block_table"] = table
+            row[f"{name}_TFLOPs"] = flops / (bench(
+                lambda: kern(q, kk, vv, out=out, lse=lse, **args)) / 1e3) / 1e12
+            if page:
                 del k_cache, v_cache
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+        for name in prefill:
+            row[f"{name}_vs_contiguous"] = (row[f"{name}_TFLOPs"] /
+                                            row[f"{base_name}_TFLOPs"])
+        rows.append(row)
+        print(json.dumps(row), flush=True)
     return rows
 
 
