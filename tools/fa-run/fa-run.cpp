@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -171,6 +172,13 @@ static cl::list<int64_t> kvLens(
     cl::cat(toolOptions), "kv-lens", cl::CommaSeparated,
     cl::desc("Per-sequence key lengths L1,L2,... (one per batch, each at "
              "most --kv-len): a KV cache's kv_lengths"));
+static cl::list<int64_t> varlenQ(
+    cl::cat(toolOptions), "varlen-q", cl::CommaSeparated,
+    cl::desc("A varlen batch: each sequence's query count L1,L2,... (their "
+             "count is the batch); the sequences are packed along N"));
+static cl::list<int64_t> varlenKV(
+    cl::cat(toolOptions), "varlen-kv", cl::CommaSeparated,
+    cl::desc("With --varlen-q: each sequence's key count"));
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal", cl::init(false));
 static cl::opt<int64_t> window(cl::cat(toolOptions), "window", cl::init(0),
                                cl::desc("|i - j| < window (0: none)"));
@@ -393,6 +401,15 @@ std::string buildModuleText() {
   };
   bool e4m3 = dtype == "e4m3";
   std::string in = e4m3 ? "f8E4M3FN" : dtype.getValue();
+  // A varlen batch: the sequences packed along N in one batch row.
+  bool varlen = !varlenQ.empty();
+  int64_t batch = varlen ? 1 : ::batch;
+  int64_t qLen = ::qLen;
+  if (varlen) {
+    qLen = std::accumulate(varlenQ.begin(), varlenQ.end(), int64_t(0));
+    nk = std::accumulate(varlenKV.begin(), varlenKV.end(), int64_t(0));
+  }
+  std::string cuT = memref({int64_t(varlenQ.size()) + 1}, "i32");
   std::string qT = memref({batch, qHeads, qLen, headDim}, in);
   // Paged: every sequence's ceil(Nk / P) pages, scattered over a cache of
   // that many pages plus a few more (fa-run shuffles them).
@@ -437,6 +454,8 @@ std::string buildModuleText() {
     os << ", %lens: " << lensT;
   if (pageSize)
     os << ", %table: " << tableT;
+  if (varlen)
+    os << ", %cuq: " << cuT << ", %cuk: " << cuT;
   os << ") {\n  fa.attention %q, %k, %v ";
   if (e4m3)
     os << "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) ";
@@ -444,6 +463,8 @@ std::string buildModuleText() {
     os << "kv_lengths(%lens : " << lensT << ") ";
   if (pageSize)
     os << "pages(%table : " << tableT << ") ";
+  if (varlen)
+    os << "varlen(%cuq, %cuk : " << cuT << ", " << cuT << ") ";
   os << "outs(%o";
   if (withLse)
     os << ", %lse";
@@ -479,13 +500,34 @@ struct Spec {
   std::optional<unsigned> lengthsArg, tableArg;
   std::vector<int64_t> lengths, table;
   int64_t pageSize = 0, maxPages = 0, numPages = 0;
+  /// A varlen batch's prefix sums (argument number, values): the tensors
+  /// have one batch row, nq and nk are the packed totals.
+  std::optional<unsigned> cuArg;
+  std::vector<int64_t> cuQ, cuK;
 
-  /// Sequence bi's key count.
+  /// The sequences.
+  int64_t sequences() const {
+    return cuQ.empty() ? b : int64_t(cuQ.size()) - 1;
+  }
+  /// Sequence bi's query and key counts.
+  int64_t queriesOf(int64_t bi) const {
+    return cuQ.empty() ? nq : cuQ[bi + 1] - cuQ[bi];
+  }
   int64_t keysOf(int64_t bi) const {
+    if (!cuK.empty())
+      return cuK[bi + 1] - cuK[bi];
     return lengths.empty() ? nk : lengths[bi];
+  }
+  /// The flat row (in units of D, Dv or one LSE) of query i of (bi, h).
+  int64_t queryRow(int64_t bi, int64_t h, int64_t i) const {
+    if (!cuQ.empty())
+      return h * nq + cuQ[bi] + i;
+    return (bi * hq + h) * nq + i;
   }
   /// The flat row (in units of D or Dv elements) of key j of (bi, kh).
   int64_t keyRow(int64_t bi, int64_t kh, int64_t j) const {
+    if (!cuK.empty())
+      return kh * nk + cuK[bi] + j;
     if (!pageSize)
       return (bi * hkv + kh) * nk + j;
     return (table[bi * maxPages + j / pageSize] * hkv + kh) * pageSize +
@@ -502,12 +544,13 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
   int64_t group = s.hq / s.hkv;
   std::vector<double> scores(s.nk);
   std::vector<char> visible(s.nk);
-  for (int64_t bi = 0; bi < s.b; ++bi)
+  for (int64_t bi = 0; bi < s.sequences(); ++bi)
     for (int64_t h = 0; h < s.hq; ++h) {
-      int64_t kh = h / group, nk = s.keysOf(bi);
-      for (int64_t i = 0; i < s.nq; ++i) {
+      int64_t kh = h / group, nk = s.keysOf(bi), nq = s.queriesOf(bi);
+      for (int64_t i = 0; i < nq; ++i) {
         double mx = -std::numeric_limits<double>::infinity();
-        int64_t pos = s.bottomRight ? i + nk - s.nq : i;
+        int64_t pos = s.bottomRight ? i + nk - nq : i;
+        int64_t row = s.queryRow(bi, h, i);
         for (int64_t j = 0; j < nk; ++j) {
           bool vis = true;
           if (s.causal && j > pos)
@@ -519,7 +562,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
             continue;
           double dot = 0;
           for (int64_t d = 0; d < s.d; ++d)
-            dot += double(q.get(((bi * s.hq + h) * s.nq + i) * s.d + d)) *
+            dot += double(q.get(row * s.d + d)) *
                    double(k.get(s.keyRow(bi, kh, j) * s.d + d));
           double x = s.scale * s.qDescale * s.kDescale * dot;
           if (s.softcap)
@@ -530,7 +573,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
         if (mx == -std::numeric_limits<double>::infinity())
           continue; // every key masked: O = 0, LSE = -inf
         double l = 0;
-        double *out = &o[((bi * s.hq + h) * s.nq + i) * s.dv];
+        double *out = &o[row * s.dv];
         for (int64_t j = 0; j < nk; ++j) {
           if (!visible[j])
             continue;
@@ -541,7 +584,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
         }
         for (int64_t d = 0; d < s.dv; ++d)
           out[d] *= s.vDescale / l;
-        lse[(bi * s.hq + h) * s.nq + i] = mx + std::log(l);
+        lse[row] = mx + std::log(l);
       }
     }
 }
@@ -627,6 +670,27 @@ std::optional<std::string> checkOptions() {
   if (pageSize != 0)
     if (auto why = fa::checkPageSize(pageSize))
       return flag("page-size", *why + " (0: contiguous K/V)");
+  if (!varlenQ.empty() || !varlenKV.empty()) {
+    StringRef name = varlenQ.empty() ? "varlen-kv" : "varlen-q";
+    if (varlenQ.size() != varlenKV.size())
+      return flag(name, "expected one query and one key count per sequence, "
+                        "got " + std::to_string(varlenQ.size()) +
+                            " and " + std::to_string(varlenKV.size()));
+    for (int64_t n : llvm::concat<int64_t>(varlenQ, varlenKV))
+      if (n < 0 || n > (int64_t(1) << 20))
+        return flag(name, "expected sequence lengths in [0, 2^20], got " +
+                              std::to_string(n));
+    if (!inputFile.empty())
+      return flag(name, "packs the attention fa-run generates; a file's "
+                        "attention takes its own cu_seqlens");
+    if (batch.getNumOccurrences() && batch != int64_t(varlenQ.size()))
+      return flag(name, "the lists give the batch (" +
+                            std::to_string(varlenQ.size()) +
+                            "); leave --batch out");
+    if (pageSize || !kvLens.empty() || dtype == "e4m3" || !fp8.empty())
+      return flag(name, "a varlen batch takes no pages, kv lengths or e4m3 "
+                        "inputs (not supported together)");
+  }
   if (pageSize && !inputFile.empty())
     return flag("page-size", "pages the attention fa-run generates; a "
                              "file's attention takes its own pages operand");
@@ -720,6 +784,14 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
     }
     spec.nk = spec.maxPages * spec.pageSize;
   }
+  if (attention.isVarlen()) {
+    auto sums = cast<ShapedType>(attention.getCuSeqlensQ().getType());
+    if (!sums.hasStaticShape()) {
+      error = "cu_seqlens must have a static shape";
+      return failure();
+    }
+    spec.cuArg = next + (attention.isPaged() ? 1 : 0);
+  }
   const int64_t shapes[4][4] = {{spec.b, spec.hq, spec.nq, spec.d},
                                 {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.d},
                                 {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.dv},
@@ -746,6 +818,22 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
 /// over a shuffled cache. Records them in `spec` for the reference.
 std::optional<std::string> makeKVCache(Spec &spec, std::vector<Buffer> &buffers,
                                        std::mt19937 &rng) {
+  if (spec.cuArg) {
+    // A varlen batch: the prefix sums of --varlen-q and --varlen-kv.
+    if (varlenQ.empty())
+      return std::string("a varlen attention's prefix sums come from "
+                         "--varlen-q and --varlen-kv");
+    spec.cuQ = {0};
+    spec.cuK = {0};
+    for (auto [nq, nk] : llvm::zip(varlenQ, varlenKV)) {
+      spec.cuQ.push_back(spec.cuQ.back() + nq);
+      spec.cuK.push_back(spec.cuK.back() + nk);
+    }
+    for (size_t i = 0; i < spec.cuQ.size(); ++i) {
+      buffers[*spec.cuArg].set(i, float(spec.cuQ[i]));
+      buffers[*spec.cuArg + 1].set(i, float(spec.cuK[i]));
+    }
+  }
   if (spec.lengthsArg) {
     if (!kvLens.empty() && int64_t(kvLens.size()) != spec.b)
       return "--kv-lens: expected one length per sequence (" +
@@ -893,6 +981,12 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     llvm::outs() << " kv_lens=";
     llvm::interleave(spec.lengths, llvm::outs(), ",");
   }
+  if (!spec.cuQ.empty()) {
+    llvm::outs() << " cu_seqlens_q=";
+    llvm::interleave(spec.cuQ, llvm::outs(), ",");
+    llvm::outs() << " cu_seqlens_k=";
+    llvm::interleave(spec.cuK, llvm::outs(), ",");
+  }
   llvm::outs() << " inputs=" << inputKind << "\n";
   llvm::outs() << prefix
                << llvm::formatv("O rel_l2_error={0:e2} max_abs_error={1:e2} "
@@ -1019,10 +1113,11 @@ LogicalResult toCaptureForm(func::FuncOp entry,
               "q_descale, k_descale, v_descale)";
       return failure();
     }
-    if (attention.getKvLengths() || attention.isPaged()) {
-      error = "fa-run checks attentions on a KV cache (kv_lengths, pages) in "
-              "the direct form only (the function's arguments are the op's "
-              "operands in order)";
+    if (attention.getKvLengths() || attention.isPaged() ||
+        attention.isVarlen()) {
+      error = "fa-run checks attentions on a KV cache (kv_lengths, pages) or "
+              "a varlen batch in the direct form only (the function's "
+              "arguments are the op's operands in order)";
       return failure();
     }
     std::string specError;
@@ -1090,7 +1185,7 @@ LogicalResult toCaptureForm(func::FuncOp entry,
       auto onBuffers = fa::AttentionOp::create(
           b, opLoc, TypeRange{}, operands[0], operands[1], operands[2],
           ArrayRef<BlockArgument>(outs), ValueRange{}, Value(), Value(),
-          attention->getAttrs());
+          Value(), Value(), attention->getAttrs());
       for (auto [from, to] :
            llvm::zip(ArrayRef<Value>(operands).take_front(3), captures))
         memref::CopyOp::create(b, opLoc, from, to);
@@ -1425,11 +1520,10 @@ int main(int argc, char **argv) {
     return fail(*error);
   float nan = std::numeric_limits<float>::quiet_NaN();
   const Spec &first = checked.front().spec;
-  std::optional<unsigned> inputsAfter = first.descaleArgs
-                                            ? first.descaleArgs
-                                            : first.lengthsArg
-                                                  ? first.lengthsArg
-                                                  : first.tableArg;
+  std::optional<unsigned> inputsAfter = first.descaleArgs   ? first.descaleArgs
+                                        : first.lengthsArg ? first.lengthsArg
+                                        : first.tableArg   ? first.tableArg
+                                                           : first.cuArg;
   for (size_t i = numInputs; i < buffers.size(); ++i)
     if (!inputsAfter || i < *inputsAfter)
       for (int64_t j = 0; j < buffers[i].size(); ++j)

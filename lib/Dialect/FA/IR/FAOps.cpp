@@ -70,8 +70,8 @@ static std::string typeName(Type type) {
 void AttentionOp::build(OpBuilder &builder, OperationState &state,
                         TypeRange results, Value query, Value key, Value value,
                         ValueRange outs, ValueRange descales,
-                        Value kvLengths, Value blockTable,
-                        ArrayRef<NamedAttribute> attrs) {
+                        Value kvLengths, Value blockTable, Value cuSeqlensQ,
+                        Value cuSeqlensK, ArrayRef<NamedAttribute> attrs) {
   state.addOperands({query, key, value});
   state.addOperands(outs);
   state.addOperands(descales);
@@ -79,6 +79,10 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
     state.addOperands(kvLengths);
   if (blockTable)
     state.addOperands(blockTable);
+  if (cuSeqlensQ)
+    state.addOperands(cuSeqlensQ);
+  if (cuSeqlensK)
+    state.addOperands(cuSeqlensK);
   state.addTypes(results);
   Properties &props = state.getOrAddProperties<Properties>();
   props.operandSegmentSizes = {1,
@@ -87,7 +91,9 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
                                static_cast<int32_t>(outs.size()),
                                static_cast<int32_t>(descales.size()),
                                kvLengths ? 1 : 0,
-                               blockTable ? 1 : 0};
+                               blockTable ? 1 : 0,
+                               cuSeqlensQ ? 1 : 0,
+                               cuSeqlensK ? 1 : 0};
   for (NamedAttribute attr : attrs)
     if (attr.getName() != getOperandSegmentSizesAttrName(state.name))
       state.addAttribute(attr.getName(), attr.getValue());
@@ -173,6 +179,12 @@ void AttentionOp::getEffects(
   for (OpOperand &table : getBlockTableMutable())
     effects.emplace_back(MemoryEffects::Read::get(), &table,
                          SideEffects::DefaultResource::get());
+  for (OpOperand &sums : getCuSeqlensQMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &sums,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &sums : getCuSeqlensKMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &sums,
+                         SideEffects::DefaultResource::get());
   for (OpOperand &out : getOutsMutable())
     effects.emplace_back(MemoryEffects::Write::get(), &out,
                          SideEffects::DefaultResource::get());
@@ -199,6 +211,34 @@ static LogicalResult verifyKVCache(AttentionOp op) {
         failed(checkSameDim(o, "kv_lengths size", q.getDimSize(0),
                             "the query's batch size", type.getDimSize(0))))
       return failure();
+  }
+  if (op.isVarlen() != static_cast<bool>(op.getCuSeqlensK()))
+    return op.emitOpError("expected both cu_seqlens_q and cu_seqlens_k");
+  if (op.isVarlen()) {
+    auto qSums = cast<ShapedType>(op.getCuSeqlensQ().getType());
+    auto kSums = cast<ShapedType>(op.getCuSeqlensK().getType());
+    if (failed(checkKind("cu_seqlens_q", op.getCuSeqlensQ())) ||
+        failed(checkKind("cu_seqlens_k", op.getCuSeqlensK())) ||
+        failed(checkRank(o, "cu_seqlens_q", qSums, 1, "[B + 1]")) ||
+        failed(checkRank(o, "cu_seqlens_k", kSums, 1, "[B + 1]")) ||
+        failed(checkSameDim(o, "cu_seqlens_k size", qSums.getDimSize(0),
+                            "cu_seqlens_q's", kSums.getDimSize(0))))
+      return failure();
+    if (qSums.getDimSize(0) == 0 || qSums.getDimSize(0) == 1)
+      return op.emitOpError("expected cu_seqlens of at least two entries "
+                            "(B + 1 prefix sums, B >= 1), got ")
+             << qSums.getDimSize(0);
+    // Packed sequences: one batch row of tensors.
+    for (auto [name, type] :
+         {std::pair<StringRef, ShapedType>{"Q", q}, {"K", k},
+          {"V", op.getValueType()}})
+      if (failed(checkSameDim(o, name.str() + " batch size", 1,
+                              "packed varlen sequences", type.getDimSize(0))))
+        return failure();
+    if (op.getKvLengths() || op.getBlockTable() || !op.getDescales().empty() ||
+        op.getKvSplits())
+      return op.emitOpError("varlen batches take no kv_lengths, pages, "
+                            "descales or kv_splits (not supported together)");
   }
   Value table = op.getBlockTable();
   if (!table)

@@ -58,8 +58,10 @@ struct TensorAttentionToBuffers : OpRewritePattern<AttentionOp> {
     Value kvLengths = op.getKvLengths() ? toBuffer(op.getKvLengths()) : Value();
     Value blockTable =
         op.getBlockTable() ? toBuffer(op.getBlockTable()) : Value();
+    auto bufferOf = [&](Value v) { return v ? toBuffer(v) : Value(); };
     AttentionOp::create(rewriter, loc, TypeRange{}, q, k, v, outs, descales,
-                        kvLengths, blockTable, op->getAttrs());
+                        kvLengths, blockTable, bufferOf(op.getCuSeqlensQ()),
+                        bufferOf(op.getCuSeqlensK()), op->getAttrs());
     SmallVector<Value> results;
     for (auto [resultType, out] : llvm::zip(op.getResultTypes(), outs))
       results.push_back(bufferization::ToTensorOp::create(

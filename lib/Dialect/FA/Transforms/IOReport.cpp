@@ -187,7 +187,8 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
     ValueRange args = body->getArguments();
     auto copy = AttentionOp::create(
         b, loc, TypeRange{}, args[0], args[1], args[2], args.slice(3, numOuts),
-        args.drop_front(3 + numOuts), Value(), Value(), op->getAttrs());
+        args.drop_front(3 + numOuts), Value(), Value(), Value(), Value(),
+        op->getAttrs());
     func::ReturnOp::create(b, loc);
     IRRewriter rewriter(b);
     if (failed(lowerAttention(rewriter, copy, order)))
@@ -196,9 +197,10 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
   }
 
   LogicalResult report(AttentionOp op, raw_ostream &os) {
-    if (op.getKvLengths() || op.isPaged())
+    if (op.getKvLengths() || op.isPaged() || op.isVarlen())
       return op.emitOpError(
-          "has per-sequence key lengths or pages: fa-io-report counts the "
+          "has per-sequence lengths (kv_lengths, varlen) or pages: "
+          "fa-io-report counts the "
           "loops of static shapes; the traffic then depends on the "
           "lengths' values (not modelled yet)");
     if (!op.getBlockR() || !op.getBlockC())

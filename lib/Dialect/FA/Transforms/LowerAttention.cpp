@@ -44,6 +44,7 @@ struct Problem {
   Value query, key, value, out, lse; // lse is null when not requested
   Value queryDescale, keyDescale, valueDescale;         // null unless e4m3
   Value kvLengths, blockTable; // null unless a KV cache's
+  Value cuQ, cuK;              // null unless a varlen batch's prefix sums
   Value batch, queryHeads, groupSize, queryLen, keyLen; // index values
   int64_t pageSize = 0;        // rows per page of a paged K/V
   int64_t headDim, valueHeadDim, blockR, blockC;
@@ -124,8 +125,74 @@ private:
                                      strides);
   }
 
-  /// Sequence `bi`'s key count: kv_lengths[bi], or Nk for all. Sets the
-  /// length the K/V loops, ragged tails and bottom-right masks use.
+  /// Sequence `bi`: its query and key counts (what the loops, ragged tails
+  /// and bottom-right masks use) and where its rows are: batch row bi from
+  /// row 0, or in a varlen batch batch row 0 from its prefix sums.
+  void setSequence(Value bi) {
+    queryLen = p.queryLen;
+    qBase = kBase = index(0);
+    batchRow = bi;
+    setKeyLengthOf(bi);
+    if (!p.cuQ)
+      return;
+    Value next = arith::AddIOp::create(b, loc, bi, index(1));
+    auto load = [&](Value sums, Value i, StringRef role) -> Value {
+      auto v = memref::LoadOp::create(b, loc, sums, ValueRange{i});
+      v->setAttr(kKVCacheAttr, b.getStringAttr(role));
+      return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v);
+    };
+    qBase = load(p.cuQ, bi, "cu_seqlens_q");
+    queryLen = arith::SubIOp::create(b, loc, load(p.cuQ, next, "cu_seqlens_q"),
+                                     qBase);
+    kBase = load(p.cuK, bi, "cu_seqlens_k");
+    keyLen = arith::SubIOp::create(b, loc, load(p.cuK, next, "cu_seqlens_k"),
+                                   kBase);
+    batchRow = index(0);
+  }
+
+  /// Varlen: the longest sequence's query count (the query blocks of the
+  /// nest), max over b of cu_q[b + 1] - cu_q[b].
+  Value longestQueries() {
+    auto loop = scf::ForOp::create(b, loc, index(0), p.batch, index(1),
+                                   ValueRange{index(0)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value i = loop.getInductionVar();
+    auto at = [&](Value j) -> Value {
+      return arith::IndexCastUIOp::create(
+          b, loc, b.getIndexType(),
+          memref::LoadOp::create(b, loc, p.cuQ, ValueRange{j}));
+    };
+    Value len = arith::SubIOp::create(
+        b, loc, at(arith::AddIOp::create(b, loc, i, index(1))), at(i));
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{arith::MaxUIOp::create(b, loc, loop.getRegionIterArgs()[0],
+                                          len)});
+    return loop.getResult(0);
+  }
+
+  /// Varlen: continue inside `if (qStart < queryLen)`: the nest runs the
+  /// longest sequence's query blocks for every sequence.
+  void skipPastSequence(Value qStart) {
+    if (!p.cuQ)
+      return;
+    auto ifIn = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, qStart,
+                              queryLen),
+        false);
+    b.setInsertionPoint(ifIn.thenBlock()->getTerminator());
+  }
+
+  /// The query-side rows `qStart`.. of `buf` (Q, O, LSE, FA1's state) for
+  /// head h of the current sequence.
+  Value queryRows(Value buf, Value h, Value qStart, Value rows) {
+    return rowBlock(buf, batchRow, h,
+                    arith::AddIOp::create(b, loc, qBase, qStart), rows);
+  }
+
+  /// Sequence `bi`'s key count: kv_lengths[bi], or Nk for all.
   void setKeyLengthOf(Value bi) {
     keyLen = p.keyLen;
     if (!p.kvLengths)
@@ -150,7 +217,7 @@ private:
       copyPages(t, bi, kvHead, kStart, cols);
       return {kTile, vTile};
     }
-    Value slot = bi, row = kStart;
+    Value slot = batchRow, row = arith::AddIOp::create(b, loc, kBase, kStart);
     if (p.blockTable) {
       Value page = arith::DivUIOp::create(b, loc, kStart, index(p.pageSize));
       slot = pageOf(bi, page);
@@ -277,7 +344,7 @@ private:
     // j <= i + Nk - Nq needs no negative index.
     if (op.getBottomRight()) {
       row0 = arith::AddIOp::create(b, loc, row0, keyLen);
-      col0 = arith::AddIOp::create(b, loc, col0, p.queryLen);
+      col0 = arith::AddIOp::create(b, loc, col0, queryLen);
     }
     auto tile = ScoreTileOp::create(
         b, loc, q, k, s, row0, col0, descale,
@@ -299,8 +366,9 @@ private:
   OpBuilder &b;
   Location loc;
   const Problem &p;
-  /// The current sequence's key count (setKeyLengthOf).
-  Value keyLen;
+  /// The current sequence (setSequence): its key and query counts, its
+  /// batch row, and where its query and key rows start.
+  Value keyLen, queryLen, batchRow, qBase, kBase;
 };
 
 std::pair<Value, Value>
@@ -358,18 +426,18 @@ AttentionLowering::visibleKeyBlocksBottomRight(Value qStart, Value lastRow,
   // first key, Nq > Nk).
   if (op.getCausal()) {
     Value keysSeen = minus(arith::AddIOp::create(b, loc, lastRowPos, index(1)),
-                           p.queryLen);
+                           queryLen);
     end = arith::MinUIOp::create(b, loc, numBlocks,
                                  ceilDiv(keysSeen, p.blockC));
   }
   if (std::optional<int64_t> window = op.getWindow()) {
     Value reach = index(*window - 1);
     Value firstKey = minus(firstRowPos,
-                           arith::AddIOp::create(b, loc, reach, p.queryLen));
+                           arith::AddIOp::create(b, loc, reach, queryLen));
     begin = arith::DivUIOp::create(b, loc, firstKey, index(p.blockC));
     if (!op.getCausal()) {
       Value lastKey = minus(arith::AddIOp::create(b, loc, lastRowPos, reach),
-                            p.queryLen);
+                            queryLen);
       end = arith::MinUIOp::create(
           b, loc, numBlocks,
           arith::AddIOp::create(
@@ -385,7 +453,8 @@ void AttentionLowering::buildFA2() {
   // partial (O, LSE) go to f32 scratch, combined after by merge_partials.
   AttentionOp op = p.op;
   int64_t splits = op.getKvSplits().value_or(1);
-  Value numQBlocks = ceilDiv(p.queryLen, p.blockR);
+  Value numQBlocks =
+      ceilDiv(p.cuQ ? longestQueries() : p.queryLen, p.blockR);
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads, numQBlocks};
   if (splits > 1)
     ubs.push_back(b.getIndexAttr(splits));
@@ -413,13 +482,14 @@ void AttentionLowering::buildFA2() {
           i = forall.getInductionVar(2);
     Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
     Value qStart = mul(i, p.blockR);
-    Value rows = blockLength(qStart, p.blockR, p.queryLen);
-    setKeyLengthOf(bi);
+    setSequence(bi);
+    skipPastSequence(qStart);
+    Value rows = blockLength(qStart, p.blockR, queryLen);
     Value numKBlocks = ceilDiv(keyLen, p.blockC);
 
     Tiles t = allocTiles();
     Value qTile = prefix(t.query, rows);
-    copy(rowBlock(p.query, bi, h, qStart, rows), qTile);
+    copy(queryRows(p.query, h, qStart, rows), qTile);
     Value qDescale = descaleOf(p.queryDescale, bi, h, kvHead, i);
     Value vDescale = descaleOf(p.valueDescale, bi, kvHead, kvHead, nullptr);
     InitStateOp::create(b, loc, t.max, t.sum, t.acc);
@@ -455,10 +525,10 @@ void AttentionLowering::buildFA2() {
     NormalizeOp::create(b, loc, t.acc, t.sum);
     Value out = splits > 1 ? partialOut : p.out;
     Value lse = splits > 1 ? partialLse : p.lse;
-    copy(prefix(t.acc, rows), rowBlock(out, bi, outHead, qStart, rows));
+    copy(prefix(t.acc, rows), queryRows(out, outHead, qStart, rows));
     if (lse)
       LogSumExpOp::create(b, loc, t.max, t.sum,
-                          rowBlock(lse, bi, outHead, qStart, rows));
+                          queryRows(lse, outHead, qStart, rows));
     deallocTiles(t);
   }
   if (splits > 1)
@@ -506,7 +576,9 @@ void AttentionLowering::buildFA1() {
   fill(sumMem, 0.0f);
   fill(maxMem, -std::numeric_limits<float>::infinity());
 
-  Value numQBlocks = ceilDiv(p.queryLen, p.blockR);
+  // A varlen batch's LSE nest runs the longest sequence's query blocks.
+  Value lseQBlocks =
+      ceilDiv(p.cuQ && p.lse ? longestQueries() : p.queryLen, p.blockR);
   SmallVector<OpFoldResult> ubs = {p.batch, p.queryHeads};
   auto forall = parallelLoop(ubs);
   forall->setAttr("fa.loop_order", b.getStringAttr("fa1"));
@@ -515,8 +587,9 @@ void AttentionLowering::buildFA1() {
     b.setInsertionPoint(forall.getBody()->getTerminator());
     Value bi = forall.getInductionVar(0), h = forall.getInductionVar(1);
     Value kvHead = arith::DivUIOp::create(b, loc, h, p.groupSize);
-    setKeyLengthOf(bi);
+    setSequence(bi);
     Value numKBlocks = ceilDiv(keyLen, p.blockC);
+    Value numQBlocks = ceilDiv(queryLen, p.blockR);
     Tiles t = allocTiles();
     Value vDescale = descaleOf(p.valueDescale, bi, kvHead, kvHead, nullptr);
     // Rows past a ragged query tail are never written back; give them a
@@ -538,12 +611,12 @@ void AttentionLowering::buildFA1() {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPoint(inner.getBody()->getTerminator());
       Value qStart = mul(inner.getInductionVar(), p.blockR);
-      Value rows = blockLength(qStart, p.blockR, p.queryLen);
+      Value rows = blockLength(qStart, p.blockR, queryLen);
       Value qTile = prefix(t.query, rows);
-      Value oMem = rowBlock(p.out, bi, h, qStart, rows);
-      Value maxRows = rowBlock(maxMem, bi, h, qStart, rows);
-      Value sumRows = rowBlock(sumMem, bi, h, qStart, rows);
-      copy(rowBlock(p.query, bi, h, qStart, rows), qTile);
+      Value oMem = queryRows(p.out, h, qStart, rows);
+      Value maxRows = queryRows(maxMem, h, qStart, rows);
+      Value sumRows = queryRows(sumMem, h, qStart, rows);
+      copy(queryRows(p.query, h, qStart, rows), qTile);
       copy(oMem, prefix(t.acc, rows));
       copy(maxRows, prefix(t.max, rows));
       copy(sumRows, prefix(t.sum, rows));
@@ -571,20 +644,22 @@ void AttentionLowering::buildFA1() {
   if (p.lse) {
     // LSE = m + log l from the final state in memory.
     auto lseLoop = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{ubs[0], ubs[1], numQBlocks},
+        b, loc, ArrayRef<OpFoldResult>{ubs[0], ubs[1], lseQBlocks},
         ValueRange{}, std::nullopt);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(lseLoop.getBody()->getTerminator());
     Value bi = lseLoop.getInductionVar(0), h = lseLoop.getInductionVar(1);
     Value qStart = mul(lseLoop.getInductionVar(2), p.blockR);
-    Value rows = blockLength(qStart, p.blockR, p.queryLen);
+    setSequence(bi);
+    skipPastSequence(qStart);
+    Value rows = blockLength(qStart, p.blockR, queryLen);
     Value maxTile = alloc({p.blockR}, f32), sumTile = alloc({p.blockR}, f32);
     fill(maxTile, -std::numeric_limits<float>::infinity());
     fill(sumTile, 0.0f);
-    copy(rowBlock(maxMem, bi, h, qStart, rows), prefix(maxTile, rows));
-    copy(rowBlock(sumMem, bi, h, qStart, rows), prefix(sumTile, rows));
+    copy(queryRows(maxMem, h, qStart, rows), prefix(maxTile, rows));
+    copy(queryRows(sumMem, h, qStart, rows), prefix(sumTile, rows));
     LogSumExpOp::create(b, loc, maxTile, sumTile,
-                        rowBlock(p.lse, bi, h, qStart, rows));
+                        queryRows(p.lse, h, qStart, rows));
     memref::DeallocOp::create(b, loc, maxTile);
     memref::DeallocOp::create(b, loc, sumTile);
   }
@@ -636,6 +711,11 @@ LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
     return rewriter.createOrFold<memref::DimOp>(loc, v, d);
   };
   p.batch = dim(p.query, 0);
+  p.cuQ = op.getCuSeqlensQ();
+  p.cuK = op.getCuSeqlensK();
+  if (p.cuQ) // the sequences of a varlen batch: B + 1 prefix sums
+    p.batch = rewriter.createOrFold<arith::SubIOp>(
+        loc, dim(p.cuQ, 0), arith::ConstantIndexOp::create(rewriter, loc, 1));
   p.queryHeads = dim(p.query, 1);
   p.queryLen = dim(p.query, 2);
   p.kvLengths = op.getKvLengths();

@@ -48,6 +48,7 @@ struct FAQuantizeFP8Pass : fa::impl::FAQuantizeFP8Base<FAQuantizeFP8Pass> {
         AttentionOp::create(b, loc, TypeRange{}, inputs[0], inputs[1],
                             inputs[2], op.getOuts(), descales,
                             op.getKvLengths(), op.getBlockTable(),
+                            op.getCuSeqlensQ(), op.getCuSeqlensK(),
                             op->getAttrs());
     b.setInsertionPointAfter(quantized);
     for (Value buffer : fresh)

@@ -2044,7 +2044,8 @@ void raise(RewriterBase &rewriter, const Match &m) {
                                      m.elt);
   auto attention = AttentionOp::create(rewriter, loc, TypeRange{oType}, q, k, v,
                                        ValueRange{}, ValueRange{}, Value(),
-                                       Value(), ArrayRef<NamedAttribute>{});
+                                       Value(), Value(), Value(),
+                                       ArrayRef<NamedAttribute>{});
   attention.setScaleAttr(
       rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
   if (m.mask.causal)

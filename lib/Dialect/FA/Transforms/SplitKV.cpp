@@ -66,13 +66,24 @@ struct FASplitKVPass : fa::impl::FASplitKVBase<FASplitKVPass> {
       return signalPassFailure();
     }
     Builder b(&getContext());
-    getOperation().walk([&](AttentionOp op) {
+    WalkResult result = getOperation().walk([&](AttentionOp op) {
       int64_t n = fixed ? *fixed : autoSplits(op, sms);
+      // The auto rule leaves a varlen batch whole; an explicit count is
+      // refused (its chunks and merge are not written for packed rows).
+      if (op.isVarlen() && !fixed)
+        n = 1;
+      if (op.isVarlen() && n > 1) {
+        op.emitOpError("fa-split-kv: varlen batches are not split yet");
+        return WalkResult::interrupt();
+      }
       if (n > 1)
         op.setKvSplitsAttr(b.getI64IntegerAttr(n));
       else
         op.removeKvSplitsAttr();
+      return WalkResult::advance();
     });
+    if (result.wasInterrupted())
+      signalPassFailure();
   }
 };
 

@@ -101,6 +101,15 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
       must be in `[0, num_pages)`. `page_size` is static. Without
       `kv_lengths` every sequence has `P * page_size` keys.
 
+    Varlen batches (flash-attn's `flash_attn_varlen_func`):
+    `varlen(%cu_q, %cu_k)`, two `[B + 1]` i32 prefix sums. Q, K, V, O (and
+    LSE) hold the sequences packed along N with a batch of one:
+    `Q [1, Hq, total_q, D]`, `K`/`V [1, Hkv, total_k, D]`. Sequence `b` is
+    query rows `cu_q[b] .. cu_q[b + 1] - 1` and key rows
+    `cu_k[b] .. cu_k[b + 1] - 1`; masks are per sequence (bottom-right
+    aligned with its own lengths). The sums must start at 0, not decrease
+    and end within N; rows past `cu_q[B]` are not written.
+
     ```mlir
     fa.attention %q, %k_cache, %v_cache kv_lengths(%lens : memref<4xi32>)
         pages(%table : memref<4x8xi32>) outs(%o : memref<4x8x1x128xf16>)
@@ -129,6 +138,8 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                        Variadic<FA_Descale>:$descales,
                        Optional<FA_I32Operand>:$kv_lengths,
                        Optional<FA_I32Operand>:$block_table,
+                       Optional<FA_I32Operand>:$cu_seqlens_q,
+                       Optional<FA_I32Operand>:$cu_seqlens_k,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
@@ -143,6 +154,8 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     (`descale` `(` $descales^ `:` type($descales) `)`)?
     (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
     (`pages` `(` $block_table^ `:` type($block_table) `)`)?
+    (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q)
+     `,` type($cu_seqlens_k) `)`)?
     (`outs` `(` $outs^ `:` type($outs) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     (`->` type($results)^)?
@@ -155,6 +168,7 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                    "::mlir::Value":$key, "::mlir::Value":$value,
                    "::mlir::ValueRange":$outs, "::mlir::ValueRange":$descales,
                    "::mlir::Value":$kvLengths, "::mlir::Value":$blockTable,
+                   "::mlir::Value":$cuSeqlensQ, "::mlir::Value":$cuSeqlensK,
                    "::llvm::ArrayRef<::mlir::NamedAttribute>":$attrs)>
   ];
   let extraClassDeclaration = [{
@@ -173,6 +187,8 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     ::mlir::Value getValueDescale() {
       return getDescales().empty() ? nullptr : getDescales()[2];
     }
+    /// True for a varlen batch (sequences packed along N).
+    bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
     /// True when K and V are a paged cache addressed by a block table.
     bool isPaged() { return static_cast<bool>(getBlockTable()); }
     /// Rows per page of a paged cache.
