@@ -228,6 +228,8 @@ struct Metadata {
   // rows per page; 0: contiguous).
   bool kvLengths = false;
   long pageSize = 0;
+  // A varlen batch: cu_seqlens_q/k [B + 1] and the packed rows of Q.
+  bool varlen = false;
   std::vector<long> block;
   std::vector<std::string> params;
   // The rank of the tensor maps (every "tensormap" parameter's "rank"): 4
@@ -294,13 +296,14 @@ public:
       } else if (key == "causal" || key == "tile_grid" ||
                  key == "persistent" || key == "bottom_right" ||
                  key == "writes_lse" || key == "split_kv" ||
-                 key == "kv_lengths") {
+                 key == "kv_lengths" || key == "varlen") {
         bool &flag = key == "causal"         ? m.causal
                      : key == "tile_grid"    ? m.tileGrid
                      : key == "bottom_right" ? m.bottomRight
                      : key == "writes_lse"   ? m.writesLse
                      : key == "split_kv"     ? m.splitKV
                      : key == "kv_lengths"   ? m.kvLengths
+                     : key == "varlen"       ? m.varlen
                                              : m.persistent;
         if (s.compare(pos, 4, "true") == 0) {
           flag = true;
@@ -525,6 +528,9 @@ int validate(const Metadata &m) {
   if (m.strided() && !m.tmaBoxRowsO)
     for (const char *name : {"o_stride_b", "o_stride_h", "o_stride_n"})
       expected.push_back(name);
+  if (m.varlen)
+    for (const char *name : {"cu_seqlens_q", "cu_seqlens_k", "total_q"})
+      expected.push_back(name);
   if (m.kvLengths)
     expected.push_back("kv_lengths");
   if (m.pageSize) {
@@ -562,6 +568,7 @@ int validate(const Metadata &m) {
                 (m.strided() && !m.tmaBoxRowsO
                      ? ", o_stride_b, o_stride_h, o_stride_n"
                      : "") +
+                (m.varlen ? ", cu_seqlens_q, cu_seqlens_k, total_q" : "") +
                 (m.kvLengths ? ", kv_lengths" : "") +
                 (m.pageSize ? ", block_table, max_pages" : "") +
                 (m.splitKV ? ", kv_splits, o_partial, lse_partial, "
@@ -1161,6 +1168,12 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
                           const FaStrides *oStrides, float *lse, int batch,
                           int qHeads, int kvHeads, int qLen, int kvLen,
                           float scale, int kvSplits, void *stream) {
+  if (k && k->meta.varlen)
+    return fail("faKernelLaunch: " + k->meta.kernel +
+                " runs a varlen batch (cu_seqlens), which this C launcher "
+                "does not pass yet: launch it through the Python runtime "
+                "(flashmlir.runtime.Kernel) or the module's own "
+                "gpu.launch_func");
   if (k && (k->meta.kvLengths || k->meta.pageSize))
     return fail("faKernelLaunch: " + k->meta.kernel +
                 " reads a KV cache (kv_lengths" +
@@ -1187,6 +1200,9 @@ int faKernelLaunchKVCache(FaKernel *k, const void *q,
   if (!k)
     return fail("faKernelLaunchKVCache: kernel must not be null");
   const Metadata &m = k->meta;
+  if (m.varlen)
+    return fail("faKernelLaunchKVCache: " + m.kernel +
+                " runs a varlen batch, not a KV cache");
   if (!m.kvLengths && !m.pageSize)
     return fail("faKernelLaunchKVCache: " + m.kernel +
                 " reads no KV cache (compile one with --kv-lengths or "
@@ -1318,7 +1334,7 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
   if (m.blockC <= 0 || m.arch.empty())
     return fail("faMetadataPredictedBytes: the metadata has no 'block_c' or "
                 "'arch' (compiled before the prediction existed)");
-  if (m.kvLengths || m.pageSize)
+  if (m.kvLengths || m.pageSize || m.varlen)
     return fail("faMetadataPredictedBytes: " + m.kernel +
                 " reads a KV cache (per-sequence lengths or pages), whose "
                 "traffic depends on the lengths: not modelled yet");

@@ -107,6 +107,10 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     cacheArgs += ", %table: memref<?x?xi32>";
     cacheOperands += "pages(%table : memref<?x?xi32>) ";
   }
+  if (options.varlen) {
+    cacheArgs += ", %cuq: memref<?xi32>, %cuk: memref<?xi32>";
+    cacheOperands += "varlen(%cuq, %cuk : memref<?xi32>, memref<?xi32>) ";
+  }
   std::string text = "func.func @attention(%q: " + t + ", %k: " + kv +
                      ", %v: " + kv + ", %o: " + t + lseArg + cacheArgs +
                      ") {\n  fa.attention %q, %k, %v " + cacheOperands +
@@ -205,7 +209,8 @@ static std::string metadataJson(StringRef kernelName,
   for (const fagpu::KernelParam &p :
        fagpu::kernelParams(built.target, fagpu::fieldsOf(schedule),
                            options.dtype,
-                           {options.kvLengths, options.pageSize})) {
+                           {options.kvLengths, options.pageSize,
+                            options.varlen})) {
     llvm::json::Object param{{"name", p.name},
                              {"kind", fagpu::paramKindName(p.kind)}};
     if (!p.dtype.empty())
@@ -279,6 +284,8 @@ static std::string metadataJson(StringRef kernelName,
       // KV cache: per-sequence key lengths, a paged K/V's rows per page.
       {"kv_lengths", options.kvLengths},
       {"page_size", options.pageSize},
+      // A varlen batch: sequences packed along N (cu_seqlens_q/k).
+      {"varlen", options.varlen},
       {"kv_splits", !schedule.isSplitKV() ? 0
                     : options.kvSplits < 0 ? 0
                                            : schedule.getKvSplits()},
@@ -309,6 +316,10 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.dtype != "f16" && options.dtype != "bf16")
     return emitError(loc) << "fa-compile: dtype must be f16 or bf16 on "
                           << options.arch << ", got '" << options.dtype << "'";
+  if (options.varlen && !usesWgmma(options))
+    return emitError(loc) << "fa-compile: varlen batches have a GPU kernel on "
+                             "sm_90a (wgmma) only, not "
+                          << options.arch;
   if ((options.kvLengths || options.pageSize) && !usesWgmma(options))
     return emitError(loc) << "fa-compile: per-sequence key lengths and paged "
                              "K/V have a GPU kernel on sm_90a (wgmma) only, "
@@ -365,6 +376,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     options.bottomRight = attention.getBottomRight();
     options.kvLengths = static_cast<bool>(attention.getKvLengths());
     options.pageSize = attention.isPaged() ? attention.getPageSize() : 0;
+    options.varlen = attention.isVarlen();
     options.softcap = attention.getSoftcap()
                           ? attention.getSoftcap()->convertToDouble()
                           : 0.0;

@@ -26,7 +26,8 @@ from .compiler import (CompiledKernel, CompiledModule, cache_info,  # noqa: E402
 
 __all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
            "CompileError", "attention", "cache_info", "clear_cache",
-           "flash_attn_func", "flash_attn_with_kvcache", "from_e4m3", "predicted_bytes", "quantize_e4m3",
+           "flash_attn_func", "flash_attn_varlen_func",
+           "flash_attn_with_kvcache", "from_e4m3", "predicted_bytes", "quantize_e4m3",
            "run_cpu", "runtime", "to_e4m3"]
 
 _launchers = {}
@@ -34,7 +35,7 @@ _launchers = {}
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
-                page_size=0):
+                page_size=0, varlen=False):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
     .{cubin,json}, with _w<window>, _bralign and _splitkv suffixes for those
@@ -48,7 +49,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             f"{'_bralign' if bottom_right else ''}"
             f"{'_splitkv' if split_kv else ''}"
             f"{'_kvlens' if kv_lengths else ''}"
-            f"{f'_paged{page_size}' if page_size else ''}")
+            f"{f'_paged{page_size}' if page_size else ''}"
+            f"{'_varlen' if varlen else ''}")
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
             "causal": causal, "window": window, "softcap": 0.0}
     if bottom_right:
@@ -59,6 +61,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
         want["kv_lengths"] = True
     if page_size:
         want["page_size"] = page_size
+    if varlen:
+        want["varlen"] = True
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
@@ -72,7 +76,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
                        arch=arch, window=window, bottom_right=bottom_right,
                        kv_splits="auto" if split_kv else None,
-                       kv_lengths=kv_lengths, page_size=page_size)
+                       kv_lengths=kv_lengths, page_size=page_size,
+                       varlen=varlen)
     if kernel_dir:
         import json
         import tempfile
@@ -170,7 +175,8 @@ def _split_kv(arch, q, k, num_splits, keys=None):
 
 
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
-              num_splits=0, kv_lengths=False, page_size=0, keys=None):
+              num_splits=0, kv_lengths=False, page_size=0, keys=None,
+              varlen=False):
     """The cached runtime.Kernel for these tensors and options, and whether
     it splits K/V. `keys`: the keys of a sequence (default k's rows; a
     paged cache's capacity)."""
@@ -179,8 +185,8 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
     split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
-    if kv_lengths or page_size:
-        extra += (bool(kv_lengths), int(page_size))
+    if kv_lengths or page_size or varlen:
+        extra += (bool(kv_lengths), int(page_size), bool(varlen))
     # Plain kernels keep the short key (arch, D, dtype, causal).
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
@@ -410,3 +416,67 @@ def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table, page_size,
         k_cache[pages, positions % page_size] = k
         v_cache[pages, positions % page_size] = v
     return new_lengths.to(torch.int32).contiguous()
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, dropout_p=0.0, softmax_scale=None,
+                           causal=False, window_size=(-1, -1), softcap=0.0,
+                           alibi_slopes=None, deterministic=False,
+                           return_attn_probs=False, kernel_dir=None):
+    """flash-attention's `flash_attn_varlen_func` on the sm_90a kernels:
+    q [total_q, Hq, D], k and v [total_k, Hkv, D] (f16/bf16 CUDA tensors)
+    holding B sequences packed one after the other; cu_seqlens_q and
+    cu_seqlens_k [B + 1] (int32) their prefix sums, max_seqlen_q the
+    longest sequence's queries. Returns O [total_q, Hq, D]. Masks are per
+    sequence; causal is bottom-right aligned with each sequence's lengths
+    (flash-attention's convention). The kernel reads the packed tensors in
+    place (a [1, H, total, D] strided view) and takes the prefix sums on
+    the GPU. Refused (as not supported): dropout, windows, softcap, ALiBi,
+    returning the probabilities."""
+    import torch
+    from . import runtime
+
+    if dropout_p or softcap or alibi_slopes is not None or \
+            return_attn_probs or tuple(window_size) != (-1, -1):
+        raise runtime.KernelArgumentError(
+            "flash_attn_varlen_func: dropout, window_size, softcap, "
+            "alibi_slopes and return_attn_probs are not supported")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 3:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_varlen_func: {name} must be [total, H, D]")
+    for name, t in (("cu_seqlens_q", cu_seqlens_q),
+                    ("cu_seqlens_k", cu_seqlens_k)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.int32 or \
+                t.dim() != 1:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_varlen_func: {name} must be an int32 tensor "
+                f"[B + 1]")
+    # Every sequence's lengths from its sums, checked once here rather than
+    # read past the tensors by the kernel.
+    for name, sums, total in (("cu_seqlens_q", cu_seqlens_q, q.shape[0]),
+                              ("cu_seqlens_k", cu_seqlens_k, k.shape[0])):
+        host = sums.tolist()
+        if host[0] != 0 or any(b < a for a, b in zip(host, host[1:])) or \
+                host[-1] > total:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_varlen_func: {name} must start at 0, not "
+                f"decrease and end within the {total} packed rows, got "
+                f"{host[:4]}{'...' if len(host) > 4 else ''}")
+    if int(max_seqlen_q) < 1 or int(max_seqlen_q) > q.shape[0]:
+        raise runtime.KernelArgumentError(
+            f"flash_attn_varlen_func: max_seqlen_q must be in [1, "
+            f"{q.shape[0]}], got {max_seqlen_q}")
+    qh, kh, vh = (t.unsqueeze(0).transpose(1, 2) for t in (q, k, v))
+    kernel, _ = _launcher(qh, kh, causal, kernel_dir, 0, bool(causal), 1,
+                          varlen=True)
+    if not kernel.strided:
+        raise runtime.KernelArgumentError(
+            "flash_attn_varlen_func: varlen batches need an sm_90a kernel")
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    kernel(qh, kh, vh, out=out.unsqueeze(0).transpose(1, 2),
+           scale=softmax_scale, discard_lse=True,
+           cu_seqlens_q=cu_seqlens_q.contiguous(),
+           cu_seqlens_k=cu_seqlens_k.contiguous(),
+           max_seqlen_q=int(max_seqlen_q))
+    return out

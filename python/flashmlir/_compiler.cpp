@@ -159,7 +159,8 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  int64_t polyPeriod, int64_t stages, bool pingPong,
                  bool intraOverlap, int persistent,
                  const std::string &sm90Kernel, int64_t kvSplits,
-                 bool kvLengths, int64_t pageSize, bool runPtxas) {
+                 bool kvLengths, int64_t pageSize, bool varlen,
+                 bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
@@ -179,6 +180,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.kvSplits = kvSplits;
   options.kvLengths = kvLengths;
   options.pageSize = pageSize;
+  options.varlen = varlen;
   options.runPtxas = runPtxas;
   checkOptions(options);
 
@@ -500,6 +502,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("intra_overlap") = true, py::arg("persistent") = -1,
         py::arg("sm90_kernel") = "wgmma", py::arg("kv_splits") = 0,
         py::arg("kv_lengths") = false, py::arg("page_size") = 0,
+        py::arg("varlen") = false,
         py::arg("run_ptxas") = true);
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),

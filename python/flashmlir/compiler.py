@@ -396,7 +396,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             poly_exp2_degree=None, poly_exp2_period=8, stages=0,
             ping_pong=True, intra_overlap=True, persistent=None,
             sm90_kernel="wgmma", kv_splits=None, kv_lengths=False,
-            page_size=0, cache_dir=None):
+            page_size=0, varlen=False, cache_dir=None):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -421,7 +421,9 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     flash_attn_with_kvcache): the kernel takes per-sequence key counts
     cache_seqlens [B] (int32), and with page_size (a multiple of 16) reads
     K and V from a paged cache [pages, Hkv, page_size, D] through a block
-    table [B, max_pages] (int32).
+    table [B, max_pages] (int32). varlen: a varlen batch on sm_90a
+    (flash-attn's flash_attn_varlen_func): the sequences packed along N,
+    described by cu_seqlens_q and cu_seqlens_k [B + 1] (int32).
     """
     if kv_splits is None:
         splits = 0
@@ -456,6 +458,8 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             raise CompileError(f"page_size must be an integer, got "
                                f"{page_size!r}")
         options["page_size"] = page_size
+    if varlen:
+        options["varlen"] = True
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))

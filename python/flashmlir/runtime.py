@@ -141,9 +141,11 @@ def validate_metadata(meta):
     if ranks == {4} and not meta.get("tma_box_rows_o"):
         expected += ["o_stride_b", "o_stride_h", "o_stride_n"]
     # A KV cache: per-sequence key lengths, a paged cache's block table.
-    for key in ("kv_lengths",):
+    for key in ("kv_lengths", "varlen"):
         if not isinstance(meta.get(key, False), bool):
             raise MetadataError(f"metadata {key!r} must be a boolean")
+    if meta.get("varlen"):
+        expected += ["cu_seqlens_q", "cu_seqlens_k", "total_q"]
     if meta.get("kv_lengths"):
         expected.append("kv_lengths")
     if meta.get("page_size"):
@@ -457,6 +459,53 @@ class Kernel:
         return self._check(q, k, v, out, lse, cache_seqlens, block_table)[0]
 
     @property
+    def varlen(self):
+        """Whether the kernel runs a varlen batch: the sequences packed
+        along N (batch 1), described by cu_seqlens_q / cu_seqlens_k."""
+        return bool(self.meta.get("varlen"))
+
+    def _check_varlen(self, q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q):
+        """A varlen batch's prefix sums ([B + 1] int32 on q's device) and
+        its longest sequence's queries; refused for other kernels. Returns
+        (sequences, max_seqlen_q)."""
+        given = [t is not None for t in (cu_seqlens_q, cu_seqlens_k,
+                                         max_seqlen_q)]
+        if not self.varlen:
+            if any(given):
+                raise KernelArgumentError(
+                    f"cu_seqlens_q/cu_seqlens_k/max_seqlen_q: kernel "
+                    f"{self.meta['kernel']} takes no varlen batch (compile "
+                    f"one with varlen=True)")
+            return None
+        if not all(given):
+            raise KernelArgumentError(
+                f"kernel {self.meta['kernel']} runs a varlen batch: give "
+                f"cu_seqlens_q, cu_seqlens_k ([B + 1] int32) and max_seqlen_q")
+        for name, t in (("cu_seqlens_q", cu_seqlens_q),
+                        ("cu_seqlens_k", cu_seqlens_k)):
+            if not hasattr(t, "data_ptr") or len(t.shape) != 1 or \
+                    t.shape[0] < 2 or _dtype_name(t) != "int32" or \
+                    not t.is_contiguous() or str(t.device) != str(q.device):
+                raise KernelArgumentError(
+                    f"{name} must be a contiguous int32 tensor [B + 1] (B >= "
+                    f"1) on {q.device}")
+        if cu_seqlens_k.shape[0] != cu_seqlens_q.shape[0]:
+            raise KernelArgumentError(
+                f"cu_seqlens_q and cu_seqlens_k must have one entry per "
+                f"sequence + 1, got {cu_seqlens_q.shape[0]} and "
+                f"{cu_seqlens_k.shape[0]}")
+        if q.shape[0] != 1 or k.shape[0] != 1:
+            raise KernelArgumentError(
+                "a varlen batch packs the sequences along N: q, k, v and out "
+                "have batch 1 ([1, H, total, D])")
+        if isinstance(max_seqlen_q, bool) or not isinstance(max_seqlen_q, int) \
+                or not 1 <= max_seqlen_q <= q.shape[2]:
+            raise KernelArgumentError(
+                f"max_seqlen_q must be an integer in [1, {q.shape[2]}], got "
+                f"{max_seqlen_q!r}")
+        return cu_seqlens_q.shape[0] - 1, max_seqlen_q
+
+    @property
     def page_size(self):
         """Rows per page of the paged KV cache the kernel reads (0: K and V
         are contiguous per sequence)."""
@@ -645,7 +694,8 @@ class Kernel:
 
     def __call__(self, q, k, v, out=None, lse=None, scale=None,
                  num_splits=None, discard_lse=False, cache_seqlens=None,
-                 block_table=None):
+                 block_table=None, cu_seqlens_q=None, cu_seqlens_k=None,
+                 max_seqlen_q=None):
         """Runs the kernel; returns (out, lse or None). num_splits: the
         K/V chunk count of a split-KV kernel (None or 0: the metadata's
         default, or the auto rule); refused for other kernels. discard_lse:
@@ -653,11 +703,21 @@ class Kernel:
         writes one writes it to a per-stream scratch). cache_seqlens [B]
         and block_table [B, max_pages] (int32): a KV cache's per-sequence
         key counts and pages, for kernels compiled to take them (k and v
-        are then the paged cache [pages, Hkv, page_size, D])."""
+        are then the paged cache [pages, Hkv, page_size, D]).
+        cu_seqlens_q, cu_seqlens_k ([B + 1] int32) and max_seqlen_q: a
+        varlen batch, for kernels compiled for one (q, k, v, out [1, H,
+        total, D] with the sequences packed along N; the prefix sums must
+        start at 0, not decrease and end within the tensors' N)."""
         import torch
 
         (b, hq, hkv, nq, nk, d), strides = self._check(
             q, k, v, out, lse, cache_seqlens, block_table)
+        packed = self._check_varlen(q, k, cu_seqlens_q, cu_seqlens_k,
+                                    max_seqlen_q)
+        total_q = nq
+        if packed:
+            # The grid: B sequences of the longest one's query blocks.
+            b, nq = packed
         device_index = q.device.index if q.device.index is not None else \
             torch.cuda.current_device()
         stream = torch.cuda.current_stream(device_index).cuda_stream
@@ -665,12 +725,14 @@ class Kernel:
             out = torch.empty_like(q, memory_format=torch.contiguous_format)
             if self.strided:
                 strides[3] = (hq * nq * d, nq * d, d)
+        lse_shape = (q.shape[0], hq, total_q)
         if lse is None and discard_lse:
-            lse_ptr = lse_scratch(device_index, stream, b * hq * nq)
+            lse_ptr = lse_scratch(device_index, stream, hq * q.shape[0] *
+                                  total_q)
         else:
             lse_ptr = None
         if lse is None and not discard_lse:
-            lse = torch.empty((b, hq, nq), dtype=torch.float32,
+            lse = torch.empty(lse_shape, dtype=torch.float32,
                               device=q.device)
         if scale is None:
             # The scale the kernel was compiled for (the attention's own).
@@ -699,6 +761,10 @@ class Kernel:
                 values.append(ctypes.c_int32(b))
             if "o_stride_b" in self._param_names:
                 values += [ctypes.c_int64(x) for x in strides[3]]
+            if packed:
+                values += [ctypes.c_void_p(cu_seqlens_q.data_ptr()),
+                           ctypes.c_void_p(cu_seqlens_k.data_ptr()),
+                           ctypes.c_int32(total_q)]
             if cache_seqlens is not None:
                 values.append(ctypes.c_void_p(cache_seqlens.data_ptr()))
             if block_table is not None:

@@ -78,6 +78,12 @@ static cl::opt<int64_t> pageSize(
              "and the kernel takes a block table [B, max_pages] (i32); 0: "
              "contiguous K/V (default)"),
     cl::init(0));
+static cl::opt<bool> varlen(
+    cl::cat(toolOptions), "varlen",
+    cl::desc("wgmma: a varlen batch: q, k, v, o hold the sequences packed "
+             "along N (batch 1) and the kernel takes cu_seqlens_q and "
+             "cu_seqlens_k [B + 1] (i32); masks are per sequence"),
+    cl::init(false));
 static cl::opt<int64_t> ctasPerSM(
     cl::cat(toolOptions), "ctas-per-sm",
     cl::desc("wgmma: resident CTAs per SM the kernel is built for (0: two "
@@ -217,6 +223,14 @@ int main(int argc, char **argv) {
   if (pageSize != 0)
     if (auto why = fa::checkPageSize(pageSize))
       return refuse("page-size", *why + " (0: contiguous K/V)");
+  if (varlen && (arch != "sm_90a" || sm90Kernel != "wgmma"))
+    return refuse("varlen", "varlen batches have a GPU kernel on sm_90a "
+                            "(wgmma) only, not " +
+                                arch + (arch == "sm_90a" ? " " + sm90Kernel
+                                                         : ""));
+  if (varlen && (kvLengths || pageSize || kvSplits))
+    return refuse("varlen", "a varlen batch takes no KV cache or split-KV "
+                            "(not supported together)");
   if ((kvLengths || pageSize) && (arch != "sm_90a" || sm90Kernel != "wgmma"))
     return refuse(pageSize ? "page-size" : "kv-lengths",
                   "a KV cache has a GPU kernel on sm_90a (wgmma) only, not " +
@@ -244,6 +258,7 @@ int main(int argc, char **argv) {
   options.kvSplits = kvSplits;
   options.kvLengths = kvLengths;
   options.pageSize = pageSize;
+  options.varlen = varlen;
   options.ctasPerSM = ctasPerSM;
   options.queryInRegisters = queryInRegisters;
   if (rescaleThreshold == "off") {

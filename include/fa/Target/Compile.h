@@ -37,6 +37,9 @@ struct KernelOptions {
   /// [B, max_pages] (0: contiguous K/V).
   bool kvLengths = false;
   int64_t pageSize = 0;
+  /// Varlen batch (sm_90a wgmma): sequences packed along N, described by
+  /// cu_seqlens_q / cu_seqlens_k [B + 1] (i32).
+  bool varlen = false;
   /// wgmma: resident CTAs per SM (0: the rule, two for B_r = 64).
   int64_t ctasPerSM = 0;
   bool queryInRegisters = true; // where the registers allow (see the pass)

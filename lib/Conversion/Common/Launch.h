@@ -119,12 +119,22 @@ public:
                {"o", op.getOut()},
                {"lse", op.getLse()},
                {"kv_lengths", op.getKvLengths()},
-               {"block_table", op.getBlockTable()}};
+               {"block_table", op.getBlockTable()},
+               {"cu_seqlens_q", op.getCuSeqlensQ()},
+               {"cu_seqlens_k", op.getCuSeqlensK()}};
     sizes = {{"Nq", dim(q, 2)},
              {"Nk", dim(k, 2)},
              {"Hq", dim(q, 1)},
              {"Hkv", dim(k, 1)},
              {"B", dim(q, 0)}};
+    if (Value sums = op.getCuSeqlensQ()) {
+      // A varlen batch: B sequences; the grid's query blocks cover the
+      // packed rows (an upper bound of the longest sequence's: tiles past
+      // a sequence's end leave at once).
+      sizes["B"] = arith::SubIOp::create(
+          b, loc, dim(sums, 0), arith::ConstantIndexOp::create(b, loc, 1));
+      sizes["total_q"] = dim(q, 2);
+    }
     if (Value table = op.getBlockTable()) {
       // A paged cache: a sequence without kv_lengths has all its pages.
       Value maxPages = dim(table, 1);

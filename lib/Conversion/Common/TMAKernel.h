@@ -55,6 +55,10 @@ struct AttentionTile {
   Value batch, qHead, kvHead; // qMatrix = batch * Hq + qHead
   Value firstBlock, unmaskedEnd, numBlocks; // K/V blocks visited
   Value nk; // the keys of the tile's sequence: kv_lengths[batch], or Nk
+  Value nq; // the queries of the tile's sequence: Nq, or a varlen one's
+  // A varlen batch: where the sequence's query and key rows start in the
+  // packed tensors (batch row 0); 0 otherwise.
+  Value qBase, kBase;
 };
 
 class TMAKernelEmitter : public SoftmaxEmitter {
@@ -104,6 +108,9 @@ protected:
     lsePartialPtr = arg("lse_partial");
     splitArrivalsPtr = arg("split_arrivals");
     oStrides = {arg("o_stride_b"), arg("o_stride_h"), arg("o_stride_n")};
+    cuSeqlensQPtr = arg("cu_seqlens_q");
+    cuSeqlensKPtr = arg("cu_seqlens_k");
+    totalQ = arg("total_q");
     kvLengthsPtr = arg("kv_lengths");
     blockTablePtr = arg("block_table");
     maxPages = arg("max_pages");
@@ -127,8 +134,8 @@ protected:
   }
 
   /// Nk - Nq: how far bottom-right masks move the diagonal (signed), for
-  /// a tile of `keys` keys.
-  Value diagonalShift(Value keys) { return sub(keys, nq); }
+  /// a tile of `keys` keys and `queries` queries.
+  Value diagonalShift(Value keys, Value queries) { return sub(keys, queries); }
 
   /// Element `index` of the i32 array at global pointer `base` (kv_lengths,
   /// the block table): read-only for the kernel's lifetime.
@@ -285,18 +292,30 @@ protected:
     // A KV cache: the sequence's own key count, at most the cache's (so
     // that a bad length never reads past a sequence's pages).
     tile.nk = kvLengthsPtr ? minu(loadGlobalI32(kvLengthsPtr, batch), nk) : nk;
+    tile.nq = nq;
+    tile.qBase = tile.kBase = c32(0);
+    if (cuSeqlensQPtr) {
+      // A varlen batch: the sequence's rows from its prefix sums.
+      Value next = add(batch, c32(1));
+      tile.qBase = loadGlobalI32(cuSeqlensQPtr, batch);
+      tile.nq = sub(loadGlobalI32(cuSeqlensQPtr, next), tile.qBase);
+      tile.kBase = loadGlobalI32(cuSeqlensKPtr, batch);
+      tile.nk = sub(loadGlobalI32(cuSeqlensKPtr, next), tile.kBase);
+    }
 
     // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
     // row's diagonal, a window bounds both sides; at least one block where
     // a sequence may have no keys).
     IRArithmetic ir{b, loc};
     fagpu::KVRange<IRArithmetic> range = fagpu::kvBlockRange(
-        ir, qStart, nq, tile.nk, blockR, blockC, config.causal, config.window,
-        config.bottomRight, /*keyLengths=*/static_cast<bool>(kvLengthsPtr));
+        ir, qStart, tile.nq, tile.nk, blockR, blockC, config.causal,
+        config.window,
+        config.bottomRight,
+        /*keyLengths=*/static_cast<bool>(kvLengthsPtr || cuSeqlensQPtr));
     tile.firstBlock = range.first;
     tile.numBlocks = range.end;
     tile.unmaskedEnd =
-        fagpu::unmaskedBlocksEnd(ir, range, qStart, nq, tile.nk, blockC,
+        fagpu::unmaskedBlocksEnd(ir, range, qStart, tile.nq, tile.nk, blockC,
                                  config.causal, config.window,
                                  config.bottomRight);
     return tile;
@@ -317,17 +336,24 @@ protected:
   // [B, max_pages] (the K and V maps are then over [pages, Hkv, page_size,
   // D]). Null when absent.
   Value kvLengthsPtr, blockTablePtr, maxPages;
+  // A varlen batch: the prefix sums [B + 1] and the packed rows of Q.
+  Value cuSeqlensQPtr, cuSeqlensKPtr, totalQ;
 
   /// The tensor-map coordinates of a tile's query (or K/V) matrix.
-  SmallVector<Value> queryMatrix(const AttentionTile &tile) const {
+  /// (A varlen batch's sequences are rows of batch row 0.)
+  SmallVector<Value> queryMatrix(const AttentionTile &tile) {
     if (stridedMaps)
-      return {tile.qHead, tile.batch};
+      return {tile.qHead, cuSeqlensQPtr ? c32(0) : tile.batch};
     return {tile.qMatrix};
   }
-  SmallVector<Value> keyValueMatrix(const AttentionTile &tile) const {
+  SmallVector<Value> keyValueMatrix(const AttentionTile &tile) {
     if (stridedMaps)
-      return {tile.kvHead, tile.batch};
+      return {tile.kvHead, cuSeqlensQPtr ? c32(0) : tile.batch};
     return {tile.kvMatrix};
+  }
+  /// The tensor-map row of query `row` of a tile's sequence.
+  Value queryMapRow(const AttentionTile &tile, Value row) {
+    return cuSeqlensQPtr ? add(tile.qBase, row) : row;
   }
   /// The tensor-map row and matrix coordinates of key `key` of a tile's
   /// K/V: in a paged cache, row key mod pageSize of page
@@ -335,7 +361,8 @@ protected:
   std::pair<Value, SmallVector<Value>>
   keyValueRow(const AttentionTile &tile, Value key, int64_t pageSize) {
     if (!pageSize)
-      return {key, keyValueMatrix(tile)};
+      return {cuSeqlensQPtr ? add(tile.kBase, key) : key,
+              keyValueMatrix(tile)};
     Value entry = add(mul(tile.batch, maxPages), divu(key, c32(pageSize)));
     Value page = loadGlobalI32(blockTablePtr, entry);
     return {remu(key, c32(pageSize)), {tile.kvHead, page}};

@@ -106,6 +106,7 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (inputs.keyLengths ? "_kvlens" : "") +
            (inputs.pageSize ? "_paged" + std::to_string(inputs.pageSize)
                             : "") +
+           (inputs.varlen ? "_varlen" : "") +
            suffix();
   }
   /// The epilogue, named where it is not the default for the head dim, and
@@ -225,10 +226,10 @@ private:
   }
 
   /// Softcap, mask and the online softmax of one block of scores of a tile
-  /// of `keys` keys: updates the base and sum in `state` (O untouched);
-  /// returns P and alpha.
+  /// of `keys` keys and `queries` queries: updates the base and sum in
+  /// `state` (O untouched); returns P and alpha.
   BlockStep softmax(Value s, RowState &state, bool masked, Value kStart,
-                    Value row0, Value keys);
+                    Value row0, Value keys, Value queries);
   /// O *= alpha (under a warp vote with conditional rescaling).
   Value rescale(Value o, const BlockStep &step) {
     return fagpu::RescaleOp::create(b, loc, o.getType(), o, step.alpha,
@@ -275,9 +276,11 @@ private:
   SmallVector<Value> packPending(const PendingTile &tile);
   PendingTile unpackPending(ValueRange values);
   /// O / l and LSE of a tile's rows: by TMA through the consumer's rows of
-  /// the staging tile `staging`, or from registers.
+  /// the staging tile `staging`, or from registers. `rowEnd` (default Nq)
+  /// bounds the rows, `lse` (default the kernel's) is where the LSE's
+  /// matrix 0 starts.
   void storeTile(const RowState &state, Value row0, Value qMatrix,
-                 Value staging);
+                 Value staging, Value rowEnd = Value(), Value lse = Value());
   /// The consumer's rows of the staging tile for the tile in `qBuffer`.
   Value stagingRows(Value qBuffer);
 
@@ -369,11 +372,13 @@ private:
 };
 
 BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
-                                 Value kStart, Value row0, Value keys) {
+                                 Value kStart, Value row0, Value keys,
+                                 Value queries) {
   auto step = createSoftmaxStep(
       b, loc, spec, probsType, rowsType, s, state.m, state.l, kStart, row0,
-      keys, scaleLog2, spec.bottomRight ? diagonalShift(keys) : Value(),
-      Value(), masked);
+      keys, scaleLog2,
+      spec.bottomRight ? diagonalShift(keys, queries) : Value(), Value(),
+      masked);
   state.m = step.getNewM();
   state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};
@@ -404,8 +409,8 @@ void KernelBuilder::emitProducer() {
 void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
   Value buffer = claimQBuffer(tileIndex, tile.id);
-  fagpu::TmaLoadOp::create(b, loc, qMap, tile.qStart, queryMatrix(tile),
-                           qPipe, buffer, 0);
+  fagpu::TmaLoadOp::create(b, loc, qMap, queryMapRow(tile, tile.qStart),
+                           queryMatrix(tile), qPipe, buffer, 0);
   OpBuilder::InsertionGuard guard(b);
   auto loop =
       scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
@@ -534,7 +539,11 @@ KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
 }
 
 void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
-                              Value staging) {
+                              Value staging, Value rowEnd, Value lse) {
+  if (!rowEnd)
+    rowEnd = nq;
+  if (!lse && spec.writesLse)
+    lse = lsePtr;
   if (spec.kvSplits) {
     // The chunk's partial: row block chunk * B * Hq + matrix, in f32.
     Value chunk = NVVM::BlockIdYOp::create(b, loc, i32);
@@ -546,10 +555,10 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
     return;
   }
   fagpu::StoreOutputOp::create(
-      b, loc, state.o, state.m, state.l, row0, qMatrix, nq,
+      b, loc, state.o, state.m, state.l, row0, qMatrix, rowEnd,
       spec.tmaStore ? oMap : oPtr, half, stridedMaps ? hq : Value(),
       stridedMaps && !spec.tmaStore ? ValueRange(oStrides) : ValueRange(),
-      spec.writesLse ? lsePtr : Value(), spec.tmaStore ? staging : Value(),
+      spec.writesLse ? lse : Value(), spec.tmaStore ? staging : Value(),
       spec.tmaStore ? epilogueBarrier : Value());
 }
 
@@ -604,7 +613,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   s = pin(s);
   release(kvPipe, stage0, kKey);
   BlockStep first = softmax(s, state, /*masked=*/true,
-                            mul(firstBlock, c32(spec.blockC)), row0, tile.nk);
+                            mul(firstBlock, c32(spec.blockC)), row0, tile.nk,
+                            tile.nq);
   if (previous) {
     mmaWait(0);
     previousO = pin(previousO);
@@ -650,7 +660,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     sj = pin(sj);
     release(kvPipe, stage, kKey);
     BlockStep step =
-        softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0, tile.nk);
+        softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0, tile.nk,
+                tile.nq);
     mmaWait(0);
     st.o = pin(o);
     release(kvPipe, prevStage, kValue);
@@ -692,7 +703,21 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   mmaWait(0);
   o = pin(o);
   release(kvPipe, lastStage, kValue);
-  storeTile({o, state.m, state.l}, row0, qMatrix, stagingRows(qBuffer));
+  if (!cuSeqlensQPtr) {
+    storeTile({o, state.m, state.l}, row0, qMatrix, stagingRows(qBuffer));
+    return std::nullopt;
+  }
+  // A varlen batch: the sequence's rows of batch row 0, up to its end; the
+  // LSE is [Hq, total_q], row qBase + r of head h at h * total_q + qBase + r,
+  // which the store addresses as matrix h of rowEnd rows from an LSE
+  // pointer moved by h * (total_q - rowEnd) (>= 0: rowEnd <= total_q).
+  Value rowEnd = add(tile.qBase, tile.nq);
+  Value lse;
+  if (spec.writesLse)
+    lse = gep(globalPtr, f32, lsePtr,
+              ext64(mul(tile.qHead, sub(totalQ, rowEnd))));
+  storeTile({o, state.m, state.l}, add(tile.qBase, row0), tile.qHead,
+            stagingRows(qBuffer), rowEnd, lse);
   return std::nullopt;
 }
 
@@ -741,6 +766,16 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
     if (spec.kvSplits)
       tile = chunkOf(tile);
     tileFirst = tile.firstBlock;
+    if (cuSeqlensQPtr) {
+      // A varlen batch: the grid covers the longest sequence's query
+      // blocks; a tile past its own sequence's end has nothing to do.
+      auto ifRows = scf::IfOp::create(b, loc, ult(tile.qStart, tile.nq),
+                                      false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifRows.thenBlock());
+      body(tile, c32(0), {});
+      return;
+    }
     body(tile, c32(0), {});
     return;
   }
@@ -995,6 +1030,11 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.kvSplits = s.kvSplits;
   spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
   spec.inputs.pageSize = op.getPageSize();
+  spec.inputs.varlen = static_cast<bool>(op.getCuSeqlensQ());
+  if (spec.inputs.varlen && (spec.persistent || spec.tmaStore || s.kvSplits))
+    return fail("a varlen kernel runs one tile per CTA and stores O from "
+                "registers (no persistent scheduler, TMA-store epilogue or "
+                "split-KV)");
   if (int64_t page = spec.inputs.pageSize;
       page && page % s.blockC != 0 && (s.blockC % page != 0 || page % 8 != 0))
     return fail("a K/V block (block_c = " + Twine(s.blockC) +

@@ -111,11 +111,11 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
                << type << "; copy strided views into contiguous buffers "
                << "first";
     }
-    if (op.isVarlen())
+    if (op.isVarlen() && gpu != fagpu::Target::sm_90a)
       return op.emitOpError()
              << "fa-tile: " << fagpu::targetName(gpu)
-             << ": varlen batches run on the CPU path only so far (no GPU "
-                "kernel takes cu_seqlens yet)";
+             << ": varlen batches have a GPU kernel on sm_90a only (and run "
+                "on the CPU path)";
     if ((op.getKvLengths() || op.isPaged()) && gpu != fagpu::Target::sm_90a)
       return op.emitOpError()
              << "fa-tile: " << fagpu::targetName(gpu)

@@ -269,6 +269,10 @@ LogicalResult AttentionOp::verify() {
   if (Value lengths = getKvLengths())
     if (failed(sameBatch("kv_lengths", cast<MemRefType>(lengths.getType()))))
       return failure();
+  if (static_cast<bool>(getCuSeqlensQ()) != static_cast<bool>(getCuSeqlensK()))
+    return emitOpError("expected both cu_seqlens_q and cu_seqlens_k");
+  if (getCuSeqlensQ() && (getKvLengths() || getBlockTable()))
+    return emitOpError("a varlen batch takes no kv_lengths or pages");
   if (Value table = getBlockTable()) {
     if (failed(sameBatch("the block table", cast<MemRefType>(table.getType()))))
       return failure();

@@ -45,13 +45,24 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     kvShape = {"pages", "Hkv", "page_size", "D"};
     kvBoxRows = std::min(s.blockC, in.pageSize);
   }
+  // A varlen batch: the sequences packed along N in one batch row.
+  SmallVector<StringRef> qShape = {"B", "Hq", "Nq", "D"};
+  SmallVector<StringRef> lseShape = {"B", "Hq", "Nq"};
+  if (in.varlen) {
+    qShape = {"1", "Hq", "total_q", "D"};
+    lseShape = {"1", "Hq", "total_q"};
+    kvShape = {"1", "Hkv", "total_k", "D"};
+  }
   SmallVector<KernelParam> params = {
-      tensor("q", dtype, {"B", "Hq", "Nq", "D"}, tma ? s.blockR : 0),
+      tensor("q", dtype, qShape, tma ? s.blockR : 0),
       tensor("k", dtype, kvShape, tma ? kvBoxRows : 0),
       tensor("v", dtype, kvShape, tma ? kvBoxRows : 0),
-      tensor("o", dtype, {"B", "Hq", "Nq", "D"}, oBoxRows),
-      tensor("lse", "f32", {"B", "Hq", "Nq"}, 0),
-      scalar("Nq", ParamKind::I32, "query length"),
+      tensor("o", dtype, qShape, oBoxRows),
+      tensor("lse", "f32", lseShape, 0),
+      scalar("Nq", ParamKind::I32,
+             in.varlen ? "the longest sequence's queries (max_seqlen_q): "
+                         "the grid's query blocks"
+                       : "query length"),
       scalar("Nk", ParamKind::I32,
              in.pageSize ? "keys of a sequence without kv_lengths: max_pages "
                            "* page_size"
@@ -60,7 +71,8 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
       scalar("Hkv", ParamKind::I32, "key/value heads (divides Hq)"),
       scalar("scale_log2", ParamKind::F32, "softmax scale times log2(e)")};
   if (tma)
-    params.push_back(scalar("B", ParamKind::I32, "batch"));
+    params.push_back(scalar("B", ParamKind::I32,
+                            in.varlen ? "sequences" : "batch"));
   // A strided o written from registers: its strides in elements (the
   // tensor maps carry q's, k's and v's, and o's when a TMA store writes it).
   if (stridedTensors(target) && !oBoxRows) {
@@ -70,6 +82,12 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
                             "elements between o's heads"));
     params.push_back(scalar("o_stride_n", ParamKind::I64,
                             "elements between o's rows"));
+  }
+  if (in.varlen) {
+    params.push_back(tensor("cu_seqlens_q", "i32", {"B + 1"}, 0));
+    params.push_back(tensor("cu_seqlens_k", "i32", {"B + 1"}, 0));
+    params.push_back(scalar("total_q", ParamKind::I32,
+                            "rows of the packed Q, O and LSE (their N)"));
   }
   if (in.keyLengths)
     params.push_back(tensor("kv_lengths", "i32", {"B"}, 0));

@@ -40,6 +40,7 @@ Value rootOf(Value memref) {
 struct Nest {
   Value q, k, v, o, lse;
   Value kvLengths, blockTable; // a KV cache's, else null
+  Value cuQ, cuK;              // a varlen batch's prefix sums, else null
   fa::ScoreTileOp score;
   Operation *softmax = nullptr;
   int64_t blockR = 0, blockC = 0;
@@ -71,7 +72,10 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
       copies.push_back(copy);
     else if (auto load = dyn_cast<memref::LoadOp>(op))
       if (auto role = load->getAttrOfType<StringAttr>(fa::kKVCacheAttr))
-        (role.getValue() == "kv_lengths" ? nest.kvLengths : nest.blockTable) =
+        (role.getValue() == "kv_lengths"     ? nest.kvLengths
+         : role.getValue() == "block_table"  ? nest.blockTable
+         : role.getValue() == "cu_seqlens_q" ? nest.cuQ
+                                             : nest.cuK) =
             rootOf(load.getMemRef());
   });
   if (scores.size() != 1 || softmax.size() != 1 || pv.size() != 1 ||
@@ -153,6 +157,8 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
     if (std::optional<std::string> why =
             fa::checkWindow(*window, /*positionBits=*/32))
       return *why;
+  if (nest.cuQ && target != Target::sm_90a)
+    return "varlen batches have a GPU kernel on sm_90a only";
   if ((nest.kvLengths || nest.blockTable) && target != Target::sm_90a)
     return "per-sequence key lengths and paged K/V have a GPU kernel on "
            "sm_90a only";
@@ -306,7 +312,8 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
     }
     auto op = AttentionOp::create(
         b, forall.getLoc(), nest->q, nest->k, nest->v, nest->o, nest->lse,
-        nest->kvLengths, nest->blockTable, TargetAttr::get(ctx, target), score.getScaleAttr(),
+        nest->kvLengths, nest->blockTable, nest->cuQ, nest->cuK,
+        TargetAttr::get(ctx, target), score.getScaleAttr(),
         score.getCausalAttr(), score.getWindowAttr(), score.getSoftcapAttr(),
         threshold ? b.getF32FloatAttr(threshold->convertToFloat())
                   : FloatAttr(),

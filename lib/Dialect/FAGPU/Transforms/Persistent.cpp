@@ -44,6 +44,13 @@ struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
           return std::string("a split-KV kernel runs one tile per CTA (the "
                              "tile's last CTA merges the chunks)");
         persistent = false;
+      } else if (op.getCuSeqlensQ()) {
+        // A varlen batch's tiles past a sequence's end have no work; a CTA
+        // per tile leaves at once (a persistent loop would have to agree
+        // on skipping them across its cross-tile pipeline).
+        if (*requested && **requested)
+          return std::string("a varlen kernel runs one tile per CTA");
+        persistent = false;
       } else if (*requested) {
         persistent = **requested;
       } else {

@@ -47,6 +47,13 @@ struct TmaStoreEpiloguePass
           return std::string("a split-KV kernel stores partial O in f32 from "
                              "registers");
         wanted = false;
+      } else if (op.getCuSeqlensQ()) {
+        // A TMA box of a tile's rows would write past its sequence into the
+        // next one's rows: O leaves from registers, row by row.
+        if (*requested && **requested)
+          return std::string("a varlen kernel stores O from registers (a TMA "
+                             "box would cross into the next sequence)");
+        wanted = false;
       } else if (*requested) {
         wanted = **requested;
       } else {

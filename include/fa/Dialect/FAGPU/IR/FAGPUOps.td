@@ -29,6 +29,9 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     (a block table `[B, max_pages]`, i32) K and V are a paged cache
     `[pages, Hkv, page_size, D]` and key `j` of sequence `b` is row
     `j mod page_size` of page `table[b, j / page_size]`.
+    A varlen batch, `varlen(%cu_q, %cu_k)`: Q, K, V, O (and LSE) hold the
+    sequences packed along N in one batch row; sequence `b` is query rows
+    `cu_q[b] ..` and key rows `cu_k[b] ..` up to the next prefix sum.
 
     ```mlir
     fagpu.attention %q, %k, %v outs(%o, %lse) {
@@ -49,6 +52,10 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
         [MemRead]>:$kv_lengths,
     Arg<Optional<MemRefRankOf<[I32], [2]>>, "block table [B, max_pages]",
         [MemRead]>:$block_table,
+    Arg<Optional<MemRefRankOf<[I32], [1]>>, "query prefix sums [B + 1]",
+        [MemRead]>:$cu_seqlens_q,
+    Arg<Optional<MemRefRankOf<[I32], [1]>>, "key prefix sums [B + 1]",
+        [MemRead]>:$cu_seqlens_k,
     FAGPU_TargetAttr:$target,
     F32Attr:$scale,
     UnitAttr:$causal,
@@ -63,6 +70,8 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     $query `,` $key `,` $value
     (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
     (`pages` `(` $block_table^ `:` type($block_table) `)`)?
+    (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q)
+     `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out)
     (`,` type($lse)^)?

@@ -64,6 +64,9 @@ struct KernelInputs {
   /// Rows per page of a paged K/V cache [pages, Hkv, page_size, D]
   /// addressed by a block table [B, max_pages] (i32); 0: contiguous K/V.
   int64_t pageSize = 0;
+  /// A varlen batch: Q, K, V, O packed along N in one batch row, with
+  /// cu_seqlens_q and cu_seqlens_k [B + 1] (i32).
+  bool varlen = false;
 };
 
 /// The parameters, in launch order, of the kernel `target` builds for

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Compiles the varlen kernels bench/varlen.py checks and times, next to the
+# contiguous kernels they are compared with, into a folder (default
+# .varlen/, git-ignored), with the ptxas report of each. Names follow
+# flashmlir._kernel_for (flash_attn_varlen_func finds them there).
+# Usage: bash bench/build_varlen_kernels.sh [out-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-.varlen}
+mkdir -p "$OUT"
+: > "$OUT/ptxas.txt"
+fc() { build/bin/fa-compile --arch sm_90a "$@" >> "$OUT/ptxas.txt"; }
+fc --head-dim 128 --varlen -o "$OUT/sm_90a_d128_f16_varlen"
+fc --head-dim 128 --causal --causal-align bottom-right --varlen \
+  -o "$OUT/sm_90a_d128_f16_causal_bralign_varlen"
+fc --head-dim 64 --dtype bf16 --causal --causal-align bottom-right --varlen \
+  -o "$OUT/sm_90a_d64_bf16_causal_bralign_varlen"
+fc --head-dim 256 --varlen -o "$OUT/sm_90a_d256_f16_varlen"
+# The contiguous kernels: as shipped, and with the varlen kernels' schedule
+# (one tile per CTA, O from registers).
+fc --head-dim 128 -o "$OUT/sm_90a_d128_f16"
+fc --head-dim 128 --causal -o "$OUT/sm_90a_d128_f16_causal"
+fc --head-dim 128 --persistent=false --epilogue direct \
+  -o "$OUT/sm_90a_d128_f16_single_direct"
+fc --head-dim 128 --causal --persistent=false --epilogue direct \
+  -o "$OUT/sm_90a_d128_f16_causal_single_direct"
+grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt"

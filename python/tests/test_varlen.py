@@ -1,0 +1,92 @@
+"""Varlen batches from Python (issue 17): the kernel's metadata and launch
+parameters, the argument checks of the runtime and of
+flash_attn_varlen_func, and (marked gpu) numerics against a per-sequence
+fp32 reference."""
+import math
+
+import pytest
+
+
+def test_varlen_kernel_metadata(flashmlir):
+    from flashmlir import runtime
+    k = flashmlir.compile(head_dim=128, causal=True, bottom_right=True,
+                          varlen=True)
+    m = k.metadata
+    assert m["varlen"] is True and "_varlen" in m["kernel"]
+    assert m["tile_scheduler"] == "one tile per CTA"
+    assert m["tma_box_rows_o"] == 0  # O from registers
+    names = [p["name"] for p in m["params"]]
+    i = names.index("cu_seqlens_q")
+    assert names[i - 1] == "o_stride_n"
+    assert names[i:i + 3] == ["cu_seqlens_q", "cu_seqlens_k", "total_q"]
+    params = {p["name"]: p for p in m["params"]}
+    assert params["q"]["shape"] == ["1", "Hq", "total_q", "D"]
+    kernel = runtime.Kernel(k.cubin, m)
+    assert kernel.varlen
+    bad = dict(m)
+    bad["varlen"] = False
+    with pytest.raises(runtime.MetadataError, match="does not match"):
+        runtime.validate_metadata(bad)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(varlen=True, arch="sm_80"), "sm_90a \\(wgmma\\) only"),
+    (dict(varlen=True, persistent=True), "a varlen kernel runs one tile per "
+                                         "CTA")])
+def test_bad_varlen_options(flashmlir, kwargs, message):
+    with pytest.raises(flashmlir.CompileError, match=message):
+        flashmlir.compile(head_dim=128, **kwargs)
+
+
+def test_varlen_func_refuses_bad_sums(flashmlir):
+    from flashmlir import runtime
+    torch = pytest.importorskip("torch")
+    q = torch.zeros(10, 2, 128, dtype=torch.float16)
+    good = torch.tensor([0, 4, 10], dtype=torch.int32)
+    for sums, message in [
+            (torch.tensor([1, 4, 10], dtype=torch.int32), "must start at 0"),
+            (torch.tensor([0, 6, 4], dtype=torch.int32), "not decrease"),
+            (torch.tensor([0, 4, 11], dtype=torch.int32), "within the 10"),
+            (good.long(), "int32 tensor")]:
+        with pytest.raises(runtime.KernelArgumentError, match=message):
+            flashmlir.flash_attn_varlen_func(q, q, q, sums, good, 6, 6)
+    with pytest.raises(runtime.KernelArgumentError, match="window_size"):
+        flashmlir.flash_attn_varlen_func(q, q, q, good, good, 6, 6,
+                                         window_size=(2, 2))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_matches_reference(cuda_flashmlir, causal):
+    import os
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(3)
+    lq, lk = [200, 1, 0, 513], [200, 77, 3, 600]
+    hq, hkv, d = 8, 2, 128
+    cuq = torch.tensor([0, 200, 201, 201, 714], dtype=torch.int32,
+                       device="cuda")
+    cuk = torch.tensor([0, 200, 277, 280, 880], dtype=torch.int32,
+                       device="cuda")
+    q = torch.randn(sum(lq), hq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(sum(lk), hkv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn_like(k)
+    out = flashmlir.flash_attn_varlen_func(
+        q, k, v, cuq, cuk, max(lq), max(lk), causal=causal,
+        kernel_dir=os.environ.get("FLASHMLIR_VARLEN_KERNEL_DIR", ".varlen"))
+    cq, ck = cuq.tolist(), cuk.tolist()
+    for i in range(len(lq)):
+        if lq[i] == 0:
+            continue
+        qi = q[cq[i]:cq[i + 1]].transpose(0, 1).float()
+        ki = k[ck[i]:ck[i + 1]].transpose(0, 1).float().repeat_interleave(
+            hq // hkv, 0)
+        vi = v[ck[i]:ck[i + 1]].transpose(0, 1).float().repeat_interleave(
+            hq // hkv, 0)
+        s = qi @ ki.transpose(-1, -2) / math.sqrt(d)
+        if causal:
+            r = torch.arange(lq[i], device="cuda")[:, None] + lk[i] - lq[i]
+            c = torch.arange(lk[i], device="cuda")[None, :]
+            s = s.masked_fill(c > r, float("-inf"))
+        ref = torch.softmax(s, -1).nan_to_num(0.0) @ vi
+        got = out[cq[i]:cq[i + 1]].transpose(0, 1).float()
+        assert (got - ref).abs().max().item() < 2e-3, i

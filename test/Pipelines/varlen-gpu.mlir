@@ -1,0 +1,35 @@
+// A varlen batch through the sm_90a path: the tile level reads each
+// sequence's rows from the prefix sums (loads marked fa.kv_cache),
+// fa-map-to-gpu carries them to fagpu.attention, the schedule passes keep
+// one tile per CTA and the register epilogue (a tile past its sequence's end
+// leaves at once; a TMA box of O would cross into the next sequence), and
+// the kernel reads the sums per tile: TMA rows from the sequence's first
+// row, batch coordinate 0, O and LSE stored up to its last row. The other
+// targets refuse, and so does an explicit persistent schedule.
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
+// RUN: fa-opt %s --fa-sm90-kernel-pipeline | FileCheck %s --check-prefix=SM90
+// RUN: not fa-opt %s --fa-sm90-kernel-pipeline="persistent=true" 2>&1 | FileCheck %s --check-prefix=PERSIST
+// RUN: not fa-opt %s --fa-sm80-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=SM80
+
+func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
+                  %v: memref<1x?x?x128xf16>, %o: memref<1x?x?x128xf16>,
+                  %lse: memref<1x?x?xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>) {
+  fa.attention %q, %k, %v varlen(%cuq, %cuk : memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<1x?x?x128xf16>, memref<1x?x?xf32>) {causal, bottom_right}
+      : memref<1x?x?x128xf16>, memref<1x?x?x128xf16>, memref<1x?x?x128xf16>
+  return
+}
+// TILE: scf.for
+// TILE: memref.load %{{.*}} : memref<?xi32>
+// TILE: scf.forall
+// TILE-COUNT-2: memref.load %{{.*}} {fa.kv_cache = "cu_seqlens_q"}
+// TILE-COUNT-2: memref.load %{{.*}} {fa.kv_cache = "cu_seqlens_k"}
+// TILE: scf.if
+// MAP: fagpu.attention %{{.*}}, %{{.*}}, %{{.*}} varlen(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32>) outs(
+// SM90: llvm.func @fa3_sm90_d128_{{.*}}_varlen
+// SM90-NOT: persistent
+// SM90-SAME: scheduler = single
+// SM90-SAME: epilogue = registers
+// PERSIST: a varlen kernel runs one tile per CTA
+// SM80: fa-tile: sm_80: varlen batches have a GPU kernel on sm_90a only (and run on the CPU path)
