@@ -162,8 +162,9 @@ def speed(folder):
     ragged = [rng.randrange(256, 4096) for _ in range(12)]
     for causal in (False, True):
         tag = "_causal" if causal else ""
-        varlen = k_[f"sm_90a_d128_f16{'_causal_bralign' if causal else ''}"
-                    f"_varlen"]
+        vname = f"sm_90a_d128_f16{'_causal_bralign' if causal else ''}_varlen"
+        varlen = k_[vname]
+        single = k_.get(vname + "_persistent")
         contiguous = {n: k_[n] for n in (f"sm_90a_d128_f16{tag}",
                                          f"sm_90a_d128_f16{tag}_single_direct")}
         for label, lengths in (("uniform", [2048] * 8), ("ragged", ragged)):
@@ -179,6 +180,11 @@ def speed(folder):
                                             cu_seqlens_q=cuq, cu_seqlens_k=cuk,
                                             max_seqlen_q=max(lengths))) /
                        1e3) / 1e12}
+            if single:
+                row["varlen_persistent_TFLOPs"] = work / (bench(
+                    lambda: single(q, k, v, out=out, lse=lse, cu_seqlens_q=cuq,
+                                   cu_seqlens_k=cuk,
+                                   max_seqlen_q=max(lengths))) / 1e3) / 1e12
             # The uniform batch of the same work: B sequences of the length
             # whose work matches (L^2 B = sum L_i^2, rounded to 64).
             n = len(lengths)
@@ -196,6 +202,9 @@ def speed(folder):
                     lambda: kern(qb, kb, vb, out=ob, lse=lb)) / 1e3) / 1e12
                 row[f"varlen_vs_{name}"] = (row["varlen_TFLOPs"] /
                                             row[f"{name}_TFLOPs"])
+                if single:
+                    row[f"varlen_persistent_vs_{name}"] = (
+                        row["varlen_persistent_TFLOPs"] / row[f"{name}_TFLOPs"])
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows

@@ -31,8 +31,7 @@ def test_varlen_kernel_metadata(flashmlir):
 
 @pytest.mark.parametrize("kwargs,message", [
     (dict(varlen=True, arch="sm_80"), "sm_90a \\(wgmma\\) only"),
-    (dict(varlen=True, persistent=True), "a varlen kernel runs one tile per "
-                                         "CTA")])
+    (dict(varlen=True, kv_lengths=True), "not supported together")])
 def test_bad_varlen_options(flashmlir, kwargs, message):
     with pytest.raises(flashmlir.CompileError, match=message):
         flashmlir.compile(head_dim=128, **kwargs)

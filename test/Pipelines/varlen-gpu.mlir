@@ -1,15 +1,18 @@
 // A varlen batch through the sm_90a path: the tile level reads each
 // sequence's rows from the prefix sums (loads marked fa.kv_cache),
 // fa-map-to-gpu carries them to fagpu.attention, the schedule passes keep
-// one tile per CTA and the register epilogue (a tile past its sequence's end
-// leaves at once; a TMA box of O would cross into the next sequence), and
-// the kernel reads the sums per tile: TMA rows from the sequence's first
-// row, batch coordinate 0, O and LSE stored up to its last row. The other
-// targets refuse, and so does an explicit persistent schedule.
+// the register epilogue (a TMA box of O would cross into the next sequence)
+// and one tile per CTA (a tile past its sequence's end leaves at once;
+// persistent on request, where such a tile runs one masked block and
+// stores nothing), and the kernel reads the
+// sums per tile: TMA rows from the sequence's first row, batch coordinate
+// 0, O and LSE stored up to its last row. The other targets refuse, and so
+// does an explicit TMA-store epilogue.
 // RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
 // RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline | FileCheck %s --check-prefix=SM90
-// RUN: not fa-opt %s --fa-sm90-kernel-pipeline="persistent=true" 2>&1 | FileCheck %s --check-prefix=PERSIST
+// RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=true" | FileCheck %s --check-prefix=PERSIST
+// RUN: not fa-opt %s --fa-sm90-kernel-pipeline="epilogue=tma" 2>&1 | FileCheck %s --check-prefix=TMA
 // RUN: not fa-opt %s --fa-sm80-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=SM80
 
 func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
@@ -31,5 +34,8 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // SM90-NOT: persistent
 // SM90-SAME: scheduler = single
 // SM90-SAME: epilogue = registers
-// PERSIST: a varlen kernel runs one tile per CTA
+// PERSIST: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_varlen
+// PERSIST-SAME: scheduler = dynamic
+// PERSIST: arith.cmpi uge
+// TMA: a varlen kernel stores O from registers (a TMA box would cross into the next sequence)
 // SM80: fa-tile: sm_80: varlen batches have a GPU kernel on sm_90a only (and run on the CPU path)

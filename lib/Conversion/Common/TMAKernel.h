@@ -318,6 +318,17 @@ protected:
         fagpu::unmaskedBlocksEnd(ir, range, qStart, tile.nq, tile.nk, blockC,
                                  config.causal, config.window,
                                  config.bottomRight);
+    if (cuSeqlensQPtr) {
+      // A varlen tile past its sequence's end (the grid covers the longest
+      // sequence's query blocks): one masked block, nothing stored, so that
+      // a persistent loop's roles agree on it without a branch.
+      Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                          qStart, tile.nq);
+      tile.numBlocks = select(
+          empty, minu(tile.numBlocks, add(tile.firstBlock, c32(1))),
+          tile.numBlocks);
+      tile.unmaskedEnd = select(empty, tile.firstBlock, tile.unmaskedEnd);
+    }
     return tile;
   }
 

@@ -272,6 +272,8 @@ private:
     RowState state;
     BlockStep last;
     Value vStage, vParity, row0, qMatrix;
+    // Varlen: where its rows end and its LSE starts (storeTile's).
+    Value rowEnd, lse;
   };
   SmallVector<Value> packPending(const PendingTile &tile);
   PendingTile unpackPending(ValueRange values);
@@ -520,6 +522,10 @@ SmallVector<Value> KernelBuilder::packPending(const PendingTile &tile) {
   if (tile.last.moved)
     v.push_back(tile.last.moved);
   v.append({tile.vStage, tile.vParity, tile.row0, tile.qMatrix});
+  if (tile.rowEnd)
+    v.push_back(tile.rowEnd);
+  if (tile.lse)
+    v.push_back(tile.lse);
   return v;
 }
 
@@ -535,6 +541,11 @@ KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
   tile.vParity = v[i + 1];
   tile.row0 = v[i + 2];
   tile.qMatrix = v[i + 3];
+  if (cuSeqlensQPtr) {
+    tile.rowEnd = v[i + 4];
+    if (spec.writesLse)
+      tile.lse = v[i + 5];
+  }
   return tile;
 }
 
@@ -572,7 +583,7 @@ void KernelBuilder::finishPendingTile(const PendingTile &tile) {
   o = pin(o);
   release(kvPipe, tile.vStage, kValue);
   storeTile({o, tile.state.m, tile.state.l}, tile.row0, tile.qMatrix,
-            stagingRows(c32(0)));
+            stagingRows(c32(0)), tile.rowEnd, tile.lse);
 }
 
 std::optional<KernelBuilder::PendingTile>
@@ -620,7 +631,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     previousO = pin(previousO);
     release(kvPipe, previous->vStage, kValue);
     storeTile({previousO, previous->state.m, previous->state.l},
-              previous->row0, previous->qMatrix, stagingRows(c32(0)));
+              previous->row0, previous->qMatrix, stagingRows(c32(0)),
+              previous->rowEnd, previous->lse);
   }
 
   // Loop state: O, m, l, P of the previous block, and its alpha (+ moved).
@@ -685,14 +697,30 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   release(qPipe, qBuffer, 0);
   Value lastJ = sub(numBlocks, c32(1));
   Value lastStage = stageOf(lastJ);
+  // Where the tile's rows go: in a varlen batch the sequence's rows of
+  // batch row 0, up to its end; its LSE is [Hq, total_q], row qBase + r of
+  // head h at h * total_q + qBase + r, which the store addresses as matrix
+  // h of rowEnd rows from an LSE pointer moved by h * (total_q - rowEnd)
+  // (>= 0: rowEnd <= total_q).
+  Value storeRow0 = row0, storeMatrix = qMatrix, rowEnd, lse;
+  if (cuSeqlensQPtr) {
+    storeRow0 = add(tile.qBase, row0);
+    storeMatrix = tile.qHead;
+    rowEnd = add(tile.qBase, tile.nq);
+    if (spec.writesLse)
+      lse = gep(globalPtr, f32, lsePtr,
+                ext64(mul(tile.qHead, sub(totalQ, rowEnd))));
+  }
   if (spec.qBuffers == 2) {
     PendingTile pending;
     pending.state = state;
     pending.last = last;
     pending.vStage = lastStage;
     pending.vParity = parityOf(lastJ);
-    pending.row0 = row0;
-    pending.qMatrix = qMatrix;
+    pending.row0 = storeRow0;
+    pending.qMatrix = storeMatrix;
+    pending.rowEnd = rowEnd;
+    pending.lse = lse;
     return pending;
   }
   Value o = pin(rescale(state.o, last));
@@ -703,20 +731,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   mmaWait(0);
   o = pin(o);
   release(kvPipe, lastStage, kValue);
-  if (!cuSeqlensQPtr) {
-    storeTile({o, state.m, state.l}, row0, qMatrix, stagingRows(qBuffer));
-    return std::nullopt;
-  }
-  // A varlen batch: the sequence's rows of batch row 0, up to its end; the
-  // LSE is [Hq, total_q], row qBase + r of head h at h * total_q + qBase + r,
-  // which the store addresses as matrix h of rowEnd rows from an LSE
-  // pointer moved by h * (total_q - rowEnd) (>= 0: rowEnd <= total_q).
-  Value rowEnd = add(tile.qBase, tile.nq);
-  Value lse;
-  if (spec.writesLse)
-    lse = gep(globalPtr, f32, lsePtr,
-              ext64(mul(tile.qHead, sub(totalQ, rowEnd))));
-  storeTile({o, state.m, state.l}, add(tile.qBase, row0), tile.qHead,
+  storeTile({o, state.m, state.l}, storeRow0, storeMatrix,
             stagingRows(qBuffer), rowEnd, lse);
   return std::nullopt;
 }
@@ -1031,10 +1046,9 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
   spec.inputs.pageSize = op.getPageSize();
   spec.inputs.varlen = static_cast<bool>(op.getCuSeqlensQ());
-  if (spec.inputs.varlen && (spec.persistent || spec.tmaStore || s.kvSplits))
-    return fail("a varlen kernel runs one tile per CTA and stores O from "
-                "registers (no persistent scheduler, TMA-store epilogue or "
-                "split-KV)");
+  if (spec.inputs.varlen && (spec.tmaStore || s.kvSplits))
+    return fail("a varlen kernel stores O from registers (no TMA-store "
+                "epilogue, no split-KV)");
   if (int64_t page = spec.inputs.pageSize;
       page && page % s.blockC != 0 && (s.blockC % page != 0 || page % 8 != 0))
     return fail("a K/V block (block_c = " + Twine(s.blockC) +

@@ -44,15 +44,14 @@ struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
           return std::string("a split-KV kernel runs one tile per CTA (the "
                              "tile's last CTA merges the chunks)");
         persistent = false;
-      } else if (op.getCuSeqlensQ()) {
-        // A varlen batch's tiles past a sequence's end have no work; a CTA
-        // per tile leaves at once (a persistent loop would have to agree
-        // on skipping them across its cross-tile pipeline).
-        if (*requested && **requested)
-          return std::string("a varlen kernel runs one tile per CTA");
-        persistent = false;
       } else if (*requested) {
         persistent = **requested;
+      } else if (op.getCuSeqlensQ()) {
+        // A varlen batch: the grid covers the longest sequence's query
+        // blocks; a CTA per tile leaves at once past its sequence, where a
+        // persistent CTA runs one masked block (ragged lengths measured
+        // slower persistent, docs/gpu-kernels.md#varlen-batches).
+        persistent = false;
       } else {
         // Where the table measured it faster, at the table's tiles.
         const KernelDefaults *row =
