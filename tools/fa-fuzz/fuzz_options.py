@@ -81,6 +81,20 @@ def fa_run_vector(rng):
     if rng.random() < 0.2:
         opts["--split-kv"] = pick(rng, ["2", "7", "auto"],
                                   ["0", "1025", "-3", "x"])
+    # KV caches and varlen batches: each sequence's lengths as lists.
+    if rng.random() < 0.15:
+        opts["--page-size"] = pick(rng, [8, 16, 32], [0, -4, 2**21, INT64_MAX])
+    if rng.random() < 0.15:
+        opts["--kv-lens"] = ",".join(
+            str(pick(rng, [0, 1, 7, 33], [-1, 2**40], 0.1))
+            for _ in range(rng.choice([1, 1, 2])))
+    if rng.random() < 0.15:
+        n = rng.choice([1, 2, 3])
+        opts["--varlen-q"] = ",".join(
+            str(pick(rng, [0, 1, 9, 40], [-2, 2**21], 0.1)) for _ in range(n))
+        opts["--varlen-kv"] = ",".join(
+            str(pick(rng, [0, 1, 9, 40], [-2, 2**21], 0.1))
+            for _ in range(pick(rng, [n], [n + 1], 0.1)))
     return opts
 
 
@@ -110,6 +124,12 @@ def fa_compile_vector(rng):
     if rng.random() < 0.15:
         opts["--split-kv"] = pick(rng, ["2", "16", "auto"],
                                   ["0", "1", "1025", "many"])
+    if rng.random() < 0.1:
+        opts["--kv-lengths"] = None
+    if rng.random() < 0.1:
+        opts["--page-size"] = pick(rng, [16, 64, 256], [-1, 40, 2**21])
+    if rng.random() < 0.1:
+        opts["--varlen"] = None
     return opts
 
 
@@ -149,6 +169,19 @@ def out_of_range(opts, max_window=INT64_MAX):
     # Bottom-right aligns a mask: without causal or a window it is refused.
     if a == "bottom-right" and "--causal" not in opts and not w:
         bad.append("causal-align")
+    # A page of 1 to 2^20 rows (0 or absent: contiguous); lengths in range.
+    p = opts.get("--page-size")
+    if p is not None and p != 0 and not 1 <= p <= 2**20:
+        bad.append("page-size")
+    for key in ("--kv-lens", "--varlen-q", "--varlen-kv"):
+        v = opts.get(key)
+        if v is not None and any(not 0 <= int(x) <= 2**20
+                                 for x in str(v).split(",")):
+            bad.append(key.lstrip("-"))
+    if opts.get("--varlen-q") is not None and \
+            len(str(opts["--varlen-q"]).split(",")) != \
+            len(str(opts["--varlen-kv"]).split(",")):
+        bad.append("varlen-kv")
     # Split-KV: auto or a count in [1, 1024] (fa-compile: at least 2).
     k = opts.get("--split-kv")
     if k is not None and k != "auto":
