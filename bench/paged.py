@@ -34,6 +34,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Kernel, dtypes, kernel_names  # noqa: E402
+from common import median_ms as bench  # noqa: E402
 from masks import reference  # noqa: E402
 import flashmlir  # noqa: E402
 
@@ -221,12 +222,6 @@ def check_api(folder):
               f"max_err={err:.2e} torch_low={base:.2e} "
               f"{'PASS' if ok else 'FAIL'}", flush=True)
     return failures, checks
-
-
-def bench(fn):
-    import triton.testing
-    return triton.testing.do_bench(fn, warmup=25, rep=200,
-                                   return_mode="median")
 
 
 def speed(folder):

@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Kernel, dtypes, kernel_names  # noqa: E402
+from common import median_ms as bench  # noqa: E402
 from masks import reference  # noqa: E402
 import flashmlir  # noqa: E402
 
@@ -137,12 +138,6 @@ def check(folder):
           f" torch_low={base:.2e} {'PASS' if ok else 'FAIL'}", flush=True)
     print(f"varlen check: {checks - failures} passed, {failures} failed")
     return failures
-
-
-def bench(fn):
-    import triton.testing
-    return triton.testing.do_bench(fn, warmup=25, rep=200,
-                                   return_mode="median")
 
 
 def flops(lq, lk, d, hq, causal):

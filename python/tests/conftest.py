@@ -41,6 +41,28 @@ def cuda_flashmlir():
     return torch, flashmlir
 
 
+def load_c_runtime():
+    """The build's libFARuntime.so (no MLIR inside: the H200 runs carry
+    build/lib/libFARuntime.so) with faRuntimeLastError typed, and a
+    function giving a [B, N, H, D] tensor's FaStrides (as [B, H, N, D])."""
+    import ctypes
+    shared = pathlib.Path(os.environ.get("FA_BUILD_DIR", ROOT / "build")) / \
+        "lib" / "libFARuntime.so"
+    assert shared.exists(), f"no {shared}: carry the build's runtime library"
+    lib = ctypes.CDLL(str(shared))
+    lib.faRuntimeLastError.restype = ctypes.c_char_p
+
+    class Strides(ctypes.Structure):
+        _fields_ = [("batch", ctypes.c_longlong), ("head", ctypes.c_longlong),
+                    ("row", ctypes.c_longlong)]
+
+    def bnhd_strides(t):
+        sb, sn, sh, _ = t.stride()
+        return Strides(sb, sh, sn)
+
+    return lib, Strides, bnhd_strides
+
+
 @pytest.fixture(scope="session")
 def fa_run(build_dir):
     return str(build_dir / "bin" / "fa-run")

@@ -171,20 +171,10 @@ def test_c_runtime_kv_cache_launch(cuda_flashmlir):
     its refusals (no table for a paged kernel, the wrong page size)."""
     import ctypes
     import os
-    import pathlib
-    from conftest import ROOT
+    from conftest import load_c_runtime
     torch, flashmlir = cuda_flashmlir
-    shared = pathlib.Path(os.environ.get("FA_BUILD_DIR", ROOT / "build")) / \
-        "lib" / "libFARuntime.so"
-    assert shared.exists(), f"no {shared}: carry the build's runtime library"
+    lib, _, strides = load_c_runtime()
     kdir = os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR", ".paged")
-    lib = ctypes.CDLL(str(shared))
-    lib.faRuntimeLastError.restype = ctypes.c_char_p
-
-    class Strides(ctypes.Structure):
-        _fields_ = [("batch", ctypes.c_longlong), ("head", ctypes.c_longlong),
-                    ("row", ctypes.c_longlong)]
-
     kernel = ctypes.c_void_p()
     prefix = f"{kdir}/sm_90a_d128_f16_causal_bralign_splitkv_kvlens_paged16"
     assert lib.faKernelLoadFiles(prefix.encode(), 0,
@@ -204,10 +194,6 @@ def test_c_runtime_kv_cache_launch(cuda_flashmlir):
     q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
     out = torch.full_like(q, float("nan"))
     lse = torch.empty(b, hq, 1, device="cuda")
-
-    def strides(t):  # [B, N, H, D] as [B, H, N, D]
-        sb, sn, sh, _ = t.stride()
-        return Strides(sb, sh, sn)
 
     lib.faKernelLaunchKVCache.restype = ctypes.c_int
     tensors = []

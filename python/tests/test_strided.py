@@ -172,18 +172,10 @@ def test_c_runtime_strided_launch(cuda_flashmlir):
     build/lib/libFARuntime.so."""
     torch, flashmlir = cuda_flashmlir
     import os
-    import pathlib
-    shared = pathlib.Path(os.environ.get("FA_BUILD_DIR", ROOT / "build")) / \
-        "lib" / "libFARuntime.so"
-    assert shared.exists(), f"no {shared}: carry the build's runtime library"
+    from conftest import load_c_runtime
+    lib, Strides, strides = load_c_runtime()
     kdir = os.environ.get("FLASHMLIR_KERNEL_DIR")
     assert kdir, "set FLASHMLIR_KERNEL_DIR (bench/build_kernels.sh output)"
-    lib = ctypes.CDLL(str(shared))
-    lib.faRuntimeLastError.restype = ctypes.c_char_p
-
-    class Strides(ctypes.Structure):
-        _fields_ = [("batch", ctypes.c_longlong), ("head", ctypes.c_longlong),
-                    ("row", ctypes.c_longlong)]
 
     kernel = ctypes.c_void_p()
     assert lib.faKernelLoadFiles(
@@ -196,10 +188,6 @@ def test_c_runtime_strided_launch(cuda_flashmlir):
     v = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
     out = torch.full_like(q, float("nan"))
     lse = torch.empty(b, hq, nq, device="cuda")
-
-    def strides(t):  # [B, N, H, D] as [B, H, N, D]
-        sb, sn, sh, _ = t.stride()
-        return Strides(sb, sh, sn)
 
     lib.faKernelLaunchStrided.restype = ctypes.c_int
     args = []

@@ -555,52 +555,66 @@ struct PipelineAcquireLowering
   }
 };
 
+/// What every TMA load into a pipeline stage does around its boxes: one
+/// arrival on the stage's full barrier announcing the whole tile's bytes,
+/// then `issue(emitter, tileOffset, barrier, tile)` writes the boxes into
+/// the stage's buffer.
+template <typename Op, typename Adaptor>
+static LogicalResult lowerStageLoad(
+    Op op, Adaptor adaptor, ConversionPatternRewriter &rewriter,
+    llvm::function_ref<void(OpEmitter &, Value, Value, fagpu::SharedTileType)>
+        issue) {
+  PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+  fagpu::SharedTileType tile = p.type.getTile();
+  OpEmitter e(rewriter, op.getLoc(), elementOf(p.type), SoftmaxConfig(),
+              tile.getCols());
+  Value stage = adaptor.getStage().front();
+  Value full = p.full(e, stage, op.getBuffer());
+  e.expectBytes(full, tile.getBytes());
+  issue(e, p.tile(e, stage, op.getBuffer()), full, tile);
+  rewriter.eraseOp(op);
+  return success();
+}
+
 struct TmaLoadLowering : OpConversionPattern<fagpu::TmaLoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(fagpu::TmaLoadOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
-    fagpu::SharedTileType tile = p.type.getTile();
-    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type), SoftmaxConfig(),
-                tile.getCols());
-    Value stage = adaptor.getStage().front();
-    Value full = p.full(e, stage, op.getBuffer());
-    e.expectBytes(full, tile.getBytes());
-    e.loadTile(adaptor.getMap().front(), p.tile(e, stage, op.getBuffer()),
-               tile.getRows(), adaptor.getRow().front(),
-               llvm::to_vector(llvm::map_range(
-                   adaptor.getMatrixCoords(),
-                   [](ValueRange v) { return v.front(); })),
-               full);
-    rewriter.eraseOp(op);
-    return success();
+    return lowerStageLoad(
+        op, adaptor, rewriter,
+        [&](OpEmitter &e, Value tileOffset, Value full,
+            fagpu::SharedTileType tile) {
+          e.loadTile(adaptor.getMap().front(), tileOffset, tile.getRows(),
+                     adaptor.getRow().front(),
+                     llvm::to_vector(llvm::map_range(
+                         adaptor.getMatrixCoords(),
+                         [](ValueRange v) { return v.front(); })),
+                     full);
+        });
   }
 };
 
+/// One box of `page_rows` rows per page and column block, page i's at
+/// tile row i * page_rows.
 struct TmaLoadPagesLowering : OpConversionPattern<fagpu::TmaLoadPagesOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(fagpu::TmaLoadPagesOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
-    fagpu::SharedTileType tile = p.type.getTile();
-    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type), SoftmaxConfig(),
-                tile.getCols());
-    Value stage = adaptor.getStage().front();
-    Value full = p.full(e, stage, op.getBuffer());
-    e.expectBytes(full, tile.getBytes());
-    Value tileOffset = p.tile(e, stage, op.getBuffer());
     int64_t pageRows = op.getPageRows();
-    for (auto [i, page] : llvm::enumerate(adaptor.getPages()))
-      e.loadTile(adaptor.getMap().front(), tileOffset, pageRows,
-                 adaptor.getRow().front(),
-                 SmallVector<Value>{adaptor.getHead().front(), page.front()},
-                 full,
-                 /*firstRow=*/int64_t(i) * pageRows,
-                 /*tileRows=*/tile.getRows());
-    rewriter.eraseOp(op);
-    return success();
+    return lowerStageLoad(
+        op, adaptor, rewriter,
+        [&](OpEmitter &e, Value tileOffset, Value full,
+            fagpu::SharedTileType tile) {
+          for (auto [i, page] : llvm::enumerate(adaptor.getPages()))
+            e.loadTile(adaptor.getMap().front(), tileOffset, pageRows,
+                       adaptor.getRow().front(),
+                       SmallVector<Value>{adaptor.getHead().front(),
+                                          page.front()},
+                       full, /*firstRow=*/int64_t(i) * pageRows,
+                       /*tileRows=*/tile.getRows());
+        });
   }
 };
 
