@@ -125,6 +125,24 @@ int faKernelLaunchKVCache(FaKernel *kernel, const void *q,
                           int maxPages, float scale, int kvSplits,
                           void *stream);
 
+/** faKernelLaunchStrided for a kernel compiled for a varlen batch
+ *  (fa-compile --varlen; metadata "varlen"): q and o are [1, Hq, totalQ, D],
+ *  k and v [1, Hkv, totalK, D] holding `sequences` sequences packed along N
+ *  (strides as in faKernelLaunchStrided; flash-attn's [total, H, D] is
+ *  {0, D, H*D} with any batch stride); cuSeqlensQ and cuSeqlensK are their
+ *  [sequences + 1] int32 prefix sums on the device (from 0, not
+ *  decreasing, within the totals: the kernel reads them as given) and
+ *  maxSeqlenQ the longest sequence's queries (the grid). The LSE is
+ *  [1, Hq, totalQ]. */
+int faKernelLaunchVarlen(FaKernel *kernel, const void *q,
+                         const FaStrides *qStrides, const void *k,
+                         const FaStrides *kStrides, const void *v,
+                         const FaStrides *vStrides, void *o,
+                         const FaStrides *oStrides, float *lse, int sequences,
+                         int qHeads, int kvHeads, int totalQ, int totalK,
+                         int maxSeqlenQ, const int *cuSeqlensQ,
+                         const int *cuSeqlensK, float scale, void *stream);
+
 /** Split-KV's auto chunk count (fa::autoKVSplits, fa/Dialect/FA/IR/KVChunk.h)
  *  for `tiles` (query block, head) tiles of `kvBlocks` K/V blocks each on
  *  `sms` SMs: the fewest chunks that fill whole waves of one CTA per SM to

@@ -944,6 +944,11 @@ struct KVCache {
   const int *lengths = nullptr;
   const int *table = nullptr;
   int maxPages = 0;
+  // A varlen batch: q, o are [1, Hq, qRows, D] (qRows the packed total)
+  // and the prefix sums [B + 1] on the device; the kernel's B and Nq are
+  // the sequences and the longest one's queries.
+  const int *cuQ = nullptr, *cuK = nullptr;
+  int qRows = 0;
 };
 
 /// faKernelLaunchStrided and faKernelLaunchKVCache: `cache` gives K/V's
@@ -957,7 +962,12 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   // The kernel's Nk: a paged sequence's capacity, else K/V's rows.
   int kvLen = cache.table ? cache.maxPages * cache.rows : cache.rows;
   const int *kvLengths = cache.lengths, *blockTable = cache.table;
+  const int *cuQ = cache.cuQ, *cuK = cache.cuK;
   int maxPages = cache.maxPages;
+  // Q's and O's outer extent and rows: the batch and Nq, or one batch row
+  // of the packed queries.
+  int qRows = cache.cuQ ? cache.qRows : qLen;
+  long long qEntries = cache.cuQ ? 1 : batch;
   if (kvSplits < -1 || kvSplits > 1024)
     return fail("faKernelLaunch: kv_splits must be -1 (the metadata's "
                 "default), 0 (auto) or a chunk count up to 1024, got " +
@@ -1001,8 +1011,9 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   const long long d = k->meta.headDim;
   const FaStrides *given[4] = {qStrides, kStrides, vStrides, oStrides};
   const long long heads[4] = {qHeads, kvHeads, kvHeads, qHeads};
-  const long long rows[4] = {qLen, cache.rows, cache.rows, qLen};
-  const long long batches[4] = {batch, cache.entries, cache.entries, batch};
+  const long long rows[4] = {qRows, cache.rows, cache.rows, qRows};
+  const long long batches[4] = {qEntries, cache.entries, cache.entries,
+                                qEntries};
   FaStrides strides[4];
   for (int i = 0; i < 4; ++i) {
     FaStrides contiguous = {heads[i] * rows[i] * d, rows[i] * d, d};
@@ -1147,6 +1158,9 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 : name == "kv_lengths"     ? (void *)&kvLengths
                 : name == "block_table"    ? (void *)&blockTable
                 : name == "max_pages"      ? (void *)&maxPages
+                : name == "cu_seqlens_q"   ? (void *)&cuQ
+                : name == "cu_seqlens_k"   ? (void *)&cuK
+                : name == "total_q"        ? (void *)&qRows
                                            : nullptr;
     if (!arg) // validate() admits only the names above
       return fail("faKernelLaunch: unknown kernel parameter '" + name + "'");
@@ -1170,10 +1184,8 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
                           float scale, int kvSplits, void *stream) {
   if (k && k->meta.varlen)
     return fail("faKernelLaunch: " + k->meta.kernel +
-                " runs a varlen batch (cu_seqlens), which this C launcher "
-                "does not pass yet: launch it through the Python runtime "
-                "(flashmlir.runtime.Kernel) or the module's own "
-                "gpu.launch_func");
+                " runs a varlen batch (cu_seqlens): launch it with "
+                "faKernelLaunchVarlen");
   if (k && (k->meta.kvLengths || k->meta.pageSize))
     return fail("faKernelLaunch: " + k->meta.kernel +
                 " reads a KV cache (kv_lengths" +
@@ -1185,6 +1197,43 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
   return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
                       lse, batch, qHeads, kvHeads, qLen, cache, scale,
                       kvSplits, stream);
+}
+
+int faKernelLaunchVarlen(FaKernel *k, const void *q,
+                         const FaStrides *qStrides, const void *kp,
+                         const FaStrides *kStrides, const void *v,
+                         const FaStrides *vStrides, void *o,
+                         const FaStrides *oStrides, float *lse, int sequences,
+                         int qHeads, int kvHeads, int totalQ, int totalK,
+                         int maxSeqlenQ, const int *cuSeqlensQ,
+                         const int *cuSeqlensK, float scale, void *stream) {
+  if (!k)
+    return fail("faKernelLaunchVarlen: kernel must not be null");
+  if (!k->meta.varlen)
+    return fail("faKernelLaunchVarlen: " + k->meta.kernel +
+                " runs no varlen batch (compile one with --varlen); launch "
+                "it with faKernelLaunchStrided");
+  for (const int *p : {cuSeqlensQ, cuSeqlensK})
+    if (!p || reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail("faKernelLaunchVarlen: cu_seqlens_q and cu_seqlens_k must "
+                  "be 4-byte aligned int32 arrays [B + 1] on the device");
+  if (sequences <= 0 || totalQ <= 0 || totalK <= 0 || maxSeqlenQ <= 0 ||
+      maxSeqlenQ > totalQ)
+    return fail("faKernelLaunchVarlen: the sequences, the packed totals and "
+                "the longest sequence's queries (at most the total) must be "
+                "positive, got " +
+                std::to_string(sequences) + ", " + std::to_string(totalQ) +
+                ", " + std::to_string(totalK) + ", " +
+                std::to_string(maxSeqlenQ));
+  KVCache cache;
+  cache.entries = 1;
+  cache.rows = totalK;
+  cache.cuQ = cuSeqlensQ;
+  cache.cuK = cuSeqlensK;
+  cache.qRows = totalQ;
+  return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
+                      lse, sequences, qHeads, kvHeads, maxSeqlenQ, cache,
+                      scale, /*kvSplits=*/-1, stream);
 }
 
 int faKernelLaunchKVCache(FaKernel *k, const void *q,

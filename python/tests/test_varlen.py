@@ -89,3 +89,65 @@ def test_varlen_matches_reference(cuda_flashmlir, causal):
         ref = torch.softmax(s, -1).nan_to_num(0.0) @ vi
         got = out[cq[i]:cq[i + 1]].transpose(0, 1).float()
         assert (got - ref).abs().max().item() < 2e-3, i
+
+
+@pytest.mark.gpu
+def test_c_runtime_varlen_launch(cuda_flashmlir):
+    """faKernelLaunchVarlen on flash-attn's [total, H, D] tensors against the
+    Python runtime's launch of the same kernel, and its refusals."""
+    import ctypes
+    import os
+    from conftest import load_c_runtime
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir.runtime import Kernel
+    lib, Strides, _ = load_c_runtime()
+    kdir = os.environ.get("FLASHMLIR_VARLEN_KERNEL_DIR", ".varlen")
+    prefix = f"{kdir}/sm_90a_d128_f16_causal_bralign_varlen"
+    kernel = ctypes.c_void_p()
+    assert lib.faKernelLoadFiles(prefix.encode(), 0,
+                                 ctypes.byref(kernel)) == 0, \
+        lib.faRuntimeLastError()
+    lq, lk, hq, hkv, d = [300, 1, 0, 129], [300, 50, 7, 400], 8, 2, 128
+    cuq = torch.tensor([0, 300, 301, 301, 430], dtype=torch.int32,
+                       device="cuda")
+    cuk = torch.tensor([0, 300, 350, 357, 757], dtype=torch.int32,
+                       device="cuda")
+    torch.manual_seed(9)
+    q = torch.randn(sum(lq), hq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(sum(lk), hkv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn_like(k)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.empty(1, hq, sum(lq), device="cuda")
+
+    def strides(t):  # [total, H, D] as [1, H, total, D]
+        sn, sh, _ = t.stride()
+        return Strides(0, sh, sn)
+
+    args = []
+    for t in (q, k, v, out):
+        args += [ctypes.c_void_p(t.data_ptr()), ctypes.byref(strides(t))]
+    lib.faKernelLaunchVarlen.restype = ctypes.c_int
+
+    def launch(cu_q, max_q):
+        return lib.faKernelLaunchVarlen(
+            kernel, *args, ctypes.c_void_p(lse.data_ptr()), len(lq), hq, hkv,
+            sum(lq), sum(lk), max_q, cu_q, ctypes.c_void_p(cuk.data_ptr()),
+            ctypes.c_float(1 / math.sqrt(d)),
+            ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+
+    assert launch(ctypes.c_void_p(cuq.data_ptr()), max(lq)) == 0, \
+        lib.faRuntimeLastError()
+    torch.cuda.synchronize()
+    ref = torch.empty_like(q)
+    Kernel.load(prefix)(*(t.unsqueeze(0).transpose(1, 2) for t in (q, k, v)),
+                        out=ref.unsqueeze(0).transpose(1, 2),
+                        scale=1 / math.sqrt(d), discard_lse=True,
+                        cu_seqlens_q=cuq, cu_seqlens_k=cuk,
+                        max_seqlen_q=max(lq))
+    torch.cuda.synchronize()
+    assert torch.equal(out, ref)
+    assert launch(None, max(lq)) == 1
+    assert b"must be 4-byte aligned int32 arrays" in lib.faRuntimeLastError()
+    assert launch(ctypes.c_void_p(cuq.data_ptr()), sum(lq) + 1) == 1
+    assert b"at most the total" in lib.faRuntimeLastError()
+    lib.faKernelDestroy(kernel)

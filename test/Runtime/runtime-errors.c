@@ -237,6 +237,9 @@ int main(int argc, char **argv) {
   report("kv_lengths as a number",
          faKernelMetadataCheck(CACHE_HEAD "\"kv_lengths\": 1, "
                                CACHE_PARAMS("4", "")));
+  report("varlen launch without kernel",
+         faKernelLaunchVarlen(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
+                              1, 0, 0, 1.0f, NULL));
   report("KV-cache launch without kernel",
          faKernelLaunchKVCache(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                                64, 0, 0, 1, 1.0f, -1, NULL));
