@@ -1385,8 +1385,9 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
                 "'arch' (compiled before the prediction existed)");
   if (m.kvLengths || m.pageSize || m.varlen)
     return fail("faMetadataPredictedBytes: " + m.kernel +
-                " reads a KV cache (per-sequence lengths or pages), whose "
-                "traffic depends on the lengths: not modelled yet");
+                (m.varlen ? " runs a varlen batch"
+                          : " reads a KV cache (per-sequence lengths or pages)") +
+                ", whose traffic depends on the lengths: not modelled yet");
   // Shapes within the kernels' 32-bit positions, heads dividing evenly.
   const long limit = 0x7fffffffL;
   for (long v : {batch, queryHeads, kvHeads, queryLen, keyLen})

@@ -971,6 +971,8 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
                << " Dv=" << spec.dv << (spec.causal ? " causal" : "");
   if (spec.window)
     llvm::outs() << " window=" << *spec.window;
+  if (spec.bottomRight)
+    llvm::outs() << " bottom_right";
   if (spec.softcap)
     llvm::outs() << " softcap=" << *spec.softcap;
   if (!c.label.empty())
