@@ -113,8 +113,10 @@ inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
                             << why;
   };
   int64_t d = op.getHeadDim();
-  if (d != 64 && d != 128 && d != 256)
-    return fail("head dim must be 64, 128 or 256, got " + Twine(d));
+  if (d == 192 && !target.starts_with("sm_90a"))
+    return fail("head dim 192 has a kernel on sm_90a only");
+  if (d != 64 && d != 128 && d != 192 && d != 256)
+    return fail("head dim must be 64, 128, 192 or 256, got " + Twine(d));
   if (op.getValueHeadDim() != d)
     return fail("value head dim must equal the head dim (" + Twine(d) +
                 "), got " + Twine(op.getValueHeadDim()));

@@ -137,8 +137,9 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
         return op.emitOpError()
                << "fa-tile: no " << fagpu::targetName(gpu)
                << " kernel for head dim " << d
-               << " (supported: 64, 128, 256); give block-r and block-c to "
-                  "tile it anyway";
+               << " (the table has 64, 128"
+               << (gpu == fagpu::Target::sm_90a ? ", 192" : "")
+               << " and 256); give block-r and block-c to tile it anyway";
       br = row->blockR;
     }
     int64_t bc = op.getBlockC().value_or(blockC);

@@ -146,8 +146,11 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
     return "element type must be f16 or bf16, got " +
            llvm::formatv("{0}", elt).str();
   int64_t d = q.getDimSize(3);
-  if (d != 64 && d != 128 && d != 256)
-    return "head dim must be 64, 128 or 256, got " + std::to_string(d);
+  // D = 192 (three 64-column blocks) on the wgmma kernel only.
+  if (d == 192 && target != Target::sm_90a)
+    return "head dim 192 has a kernel on sm_90a only";
+  if (d != 64 && d != 128 && d != 192 && d != 256)
+    return "head dim must be 64, 128, 192 or 256, got " + std::to_string(d);
   if (v.getDimSize(3) != d)
     return "value head dim must equal the head dim (" + std::to_string(d) +
            "), got " + std::to_string(v.getDimSize(3));
