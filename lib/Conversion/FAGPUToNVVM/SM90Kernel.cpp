@@ -910,21 +910,9 @@ Value KernelBuilder::nextTile(Value tileIndex) {
     Value buffer = qBufferOf(tileIndex);
     fagpu::PipelineWaitOp::create(b, loc, qPipe, buffer, qRoundOf(tileIndex),
                                   0);
-    return LLVM::LoadOp::create(b, loc, i32, tileSlot(buffer), /*alignment=*/4,
-                                /*isVolatile=*/true);
+    return fagpu::ReceiveTileOp::create(b, loc, i32, tileSlot(buffer));
   }
-  Value taken =
-      LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, tileCounterPtr,
-                                c32(1), LLVM::AtomicOrdering::monotonic);
-  Value last = eq(taken, sub(tileCount(), c32(1)));
-  auto ifLast = scf::IfOp::create(b, loc, last, false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifLast.thenBlock());
-    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::xchg, tileCounterPtr,
-                              c32(0), LLVM::AtomicOrdering::monotonic);
-  }
-  return add(NVVM::GridDimXOp::create(b, loc, i32), taken);
+  return fagpu::FetchTileOp::create(b, loc, i32, tileCounterPtr, tileCount());
 }
 
 Value KernelBuilder::claimQBuffer(Value tileIndex, Value id) {
@@ -934,8 +922,7 @@ Value KernelBuilder::claimQBuffer(Value tileIndex, Value id) {
       b, loc, qPipe, buffer,
       arith::XOrIOp::create(b, loc, qRoundOf(tileIndex), c32(1)), 0);
   if (spec.dynamicTiles)
-    LLVM::StoreOp::create(b, loc, id, tileSlot(buffer), /*alignment=*/4,
-                          /*isVolatile=*/true);
+    fagpu::PublishTileOp::create(b, loc, id, tileSlot(buffer));
   return buffer;
 }
 

@@ -1567,6 +1567,66 @@ struct StoreWaitLowering : OpConversionPattern<fagpu::StoreWaitOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// Tile scheduler
+//===----------------------------------------------------------------------===//
+
+/// gridDim.x + atomicAdd(counter, 1); the fetch that takes the last count
+/// (tiles - 1) swaps the counter back to 0 for the next launch.
+struct FetchTileLowering : OpConversionPattern<fagpu::FetchTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::FetchTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    Value counter = adaptor.getCounter().front();
+    Value taken = LLVM::AtomicRMWOp::create(rewriter, loc,
+                                            LLVM::AtomicBinOp::add, counter,
+                                            e.c32(1),
+                                            LLVM::AtomicOrdering::monotonic);
+    Value last = e.eq(taken, e.sub(adaptor.getTiles().front(), e.c32(1)));
+    auto ifLast = scf::IfOp::create(rewriter, loc, last, false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifLast.thenBlock());
+      LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::xchg,
+                                counter, e.c32(0),
+                                LLVM::AtomicOrdering::monotonic);
+    }
+    Value grid = NVVM::GridDimXOp::create(rewriter, loc, e.i32);
+    rewriter.replaceOp(op, e.add(grid, taken));
+    return success();
+  }
+};
+
+/// A volatile store: the consumers' read follows the mbarrier wait, which
+/// the compiler cannot see as ordering plain shared-memory accesses.
+struct PublishTileLowering : OpConversionPattern<fagpu::PublishTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PublishTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    LLVM::StoreOp::create(rewriter, op.getLoc(), adaptor.getId().front(),
+                          adaptor.getSlot().front(), /*alignment=*/4,
+                          /*isVolatile=*/true);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ReceiveTileLowering : OpConversionPattern<fagpu::ReceiveTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::ReceiveTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(
+        op, rewriter.getI32Type(), adaptor.getSlot().front(), /*alignment=*/4,
+        /*isVolatile=*/true);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // Tensor memory and tcgen05 (sm_100a)
 //===----------------------------------------------------------------------===//
 
@@ -2098,6 +2158,7 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(
                CopyCommitLowering, CopyWaitLowering, MmaWaitLowering,
                PinLowering, SplatLowering, SoftmaxStepLowering, RescaleLowering,
                StoreOutputLowering, MergeSplitsLowering, StoreWaitLowering,
+               FetchTileLowering, PublishTileLowering, ReceiveTileLowering,
                TcgenRolesLowering, CreateBarriersLowering, InitBarriersLowering,
                BarrierWaitLowering, BarrierArriveLowering, MmaCommitLowering,
                TmemAllocLowering, TmemDeallocLowering, TmemSliceLowering,

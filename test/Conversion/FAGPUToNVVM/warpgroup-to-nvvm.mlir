@@ -85,6 +85,19 @@
 // CHECK: lg2.approx.ftz.f32
 // CHECK-NOT: fagpu.
 
+// CHECK-LABEL: llvm.func @scheduler(
+// CHECK-SAME: %[[CTR:.*]]: !llvm.ptr<1>, %[[TILES:.*]]: i32, %[[SLOT:.*]]: !llvm.ptr<3>)
+// CHECK: %[[TAKEN:.*]] = llvm.atomicrmw add %[[CTR]], %{{.*}} monotonic : !llvm.ptr<1>, i32
+// CHECK: %[[LASTID:.*]] = arith.subi %[[TILES]], %c1_i32
+// CHECK: %[[IS_LAST:.*]] = arith.cmpi eq, %[[TAKEN]], %[[LASTID]]
+// CHECK: scf.if %[[IS_LAST]] {
+// CHECK: llvm.atomicrmw xchg %[[CTR]], %{{.*}} monotonic
+// CHECK: %[[GRID:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[ID:.*]] = arith.addi %[[GRID]], %[[TAKEN]]
+// CHECK: llvm.store volatile %[[ID]], %[[SLOT]] {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// CHECK: llvm.load volatile %[[SLOT]] {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK-NOT: fagpu.
+
 // CHECK-LABEL: llvm.func @carried
 // CHECK: scf.for %{{.*}} = %{{.*}} to %arg0 step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK-COUNT-32: llvm.inline_asm has_side_effects "", "=f,0"
@@ -153,6 +166,17 @@ gpu.module @fa_kernels {
     %m = fagpu.splat %zero : !rows
     fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f32 lse %p : !llvm.ptr<1> : !o, !rows
     fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
+    llvm.return
+  }
+
+  // The dynamic tile scheduler: the producer's fetch is gridDim.x plus the
+  // counter's old value (relaxed), the fetch of the last count swaps the
+  // counter back to 0; the id reaches the consumers through a volatile
+  // shared-memory slot.
+  llvm.func @scheduler(%counter: !llvm.ptr<1>, %tiles: i32, %slot: !llvm.ptr<3>) {
+    %id = fagpu.fetch_tile %counter tiles %tiles : !llvm.ptr<1>
+    fagpu.publish_tile %id to %slot : !llvm.ptr<3>
+    %got = fagpu.receive_tile %slot : !llvm.ptr<3>
     llvm.return
   }
 

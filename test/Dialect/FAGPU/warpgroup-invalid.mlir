@@ -294,3 +294,27 @@ func.func @merge_strided_two_strides(%i: i32, %s: i64, %p: !llvm.ptr<1>) {
   fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 strided(%i, %s, %s) {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
   return
 }
+
+// -----
+
+func.func @fetch_tile_shared_counter(%c: !llvm.ptr<3>, %n: i32) {
+  // expected-error @+1 {{expected the tile counter in address space 1 (global memory), got 3}}
+  %id = fagpu.fetch_tile %c tiles %n : !llvm.ptr<3>
+  return
+}
+
+// -----
+
+func.func @publish_tile_global_slot(%s: !llvm.ptr<1>, %id: i32) {
+  // expected-error @+1 {{expected the tile slot in address space 3 (shared memory), got 1}}
+  fagpu.publish_tile %id to %s : !llvm.ptr<1>
+  return
+}
+
+// -----
+
+func.func @receive_tile_generic_slot(%s: !llvm.ptr) {
+  // expected-error @+1 {{expected the tile slot in address space 3 (shared memory), got 0}}
+  %id = fagpu.receive_tile %s : !llvm.ptr
+  return
+}

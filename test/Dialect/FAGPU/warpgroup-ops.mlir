@@ -167,3 +167,15 @@ gpu.module @fa_kernels {
 // CHECK: fagpu.softmax_step %{{.*}}, %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys(%{{.*}}, %{{.*}}) row %{{.*}} scale %{{.*}} {causal, masked}
 // CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major>, !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>
 // CHECK: fagpu.store_output {{.*}} : !fagpu.fragment<128x64xf32, accumulator>, <128xf32, rows>
+
+// The dynamic tile scheduler's ops.
+// CHECK-LABEL: func.func @scheduler
+// CHECK: %[[ID:.*]] = fagpu.fetch_tile %{{.*}} tiles %{{.*}} : !llvm.ptr<1>
+// CHECK: fagpu.publish_tile %[[ID]] to %{{.*}} : !llvm.ptr<3>
+// CHECK: fagpu.receive_tile %{{.*}} : !llvm.ptr<3>
+func.func @scheduler(%counter: !llvm.ptr<1>, %tiles: i32, %slot: !llvm.ptr<3>) -> i32 {
+  %id = fagpu.fetch_tile %counter tiles %tiles : !llvm.ptr<1>
+  fagpu.publish_tile %id to %slot : !llvm.ptr<3>
+  %got = fagpu.receive_tile %slot : !llvm.ptr<3>
+  return %got : i32
+}

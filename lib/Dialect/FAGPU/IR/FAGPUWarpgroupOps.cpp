@@ -358,3 +358,33 @@ LogicalResult MergeSplitsOp::verify() {
            << getStrides().size();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Tile scheduler
+//===----------------------------------------------------------------------===//
+
+/// Checks that `pointer` (operand `name` of `op`) is in `space`: 1 for the
+/// scheduler's counter, which every CTA shares; 3 for a CTA's tile slot.
+static LogicalResult checkAddressSpace(Operation *op, StringRef name,
+                                       Value pointer, unsigned space) {
+  unsigned actual = cast<LLVM::LLVMPointerType>(pointer.getType())
+                        .getAddressSpace();
+  if (actual != space)
+    return op->emitOpError("expected ")
+           << name << " in address space " << space << " ("
+           << (space == 1 ? "global" : "shared") << " memory), got "
+           << actual;
+  return success();
+}
+
+LogicalResult FetchTileOp::verify() {
+  return checkAddressSpace(*this, "the tile counter", getCounter(), 1);
+}
+
+LogicalResult PublishTileOp::verify() {
+  return checkAddressSpace(*this, "the tile slot", getSlot(), 3);
+}
+
+LogicalResult ReceiveTileOp::verify() {
+  return checkAddressSpace(*this, "the tile slot", getSlot(), 3);
+}

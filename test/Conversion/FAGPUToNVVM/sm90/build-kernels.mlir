@@ -108,10 +108,14 @@ func.func @no_overlap(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: 
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 1, 128x128xf16>
 // CHECK: producer {
 // CHECK: scf.while
-// CHECK: llvm.atomicrmw add
+// CHECK: fagpu.publish_tile
+// CHECK: fagpu.fetch_tile %{{.*}} tiles %{{.*}} : !llvm.ptr<1>
+// CHECK: fagpu.publish_tile
 // CHECK: fagpu.pipeline_commit
 // CHECK: } consumer {
+// CHECK: fagpu.receive_tile
 // CHECK: scf.while {{.*}} : (i32, i32, i32, !fagpu.fragment<64x128xf32, accumulator>
+// CHECK: fagpu.receive_tile
 // CHECK: fagpu.store_output
 
 

@@ -714,4 +714,77 @@ def FAGPU_StoreWaitOp : FAGPU_Op<"store_wait"> {
   let assemblyFormat = "attr-dict";
 }
 
+//===----------------------------------------------------------------------===//
+// Tile scheduler (persistent CTAs)
+//===----------------------------------------------------------------------===//
+//
+// Persistent CTAs loop over the (query block, head) tiles. Equal tiles are
+// dealt statically (CTA c runs c, c + gridDim.x, ...: an scf.for). Causal
+// tiles, whose lengths differ, are dealt dynamically to whichever CTA is
+// free next: CTA c's first tile is c; later ones come from a global counter
+// (fagpu.fetch_tile), fetched by the producer once the tile before is
+// loaded, and handed to the consumers through a shared-memory slot next to
+// the Q buffer the tile's Q goes to (fagpu.publish_tile, fagpu.receive_tile).
+
+def FAGPU_FetchTileOp : FAGPU_Op<"fetch_tile"> {
+  let summary = "dynamic tile scheduler: the next tile id from a global counter";
+  let description = [{
+    The id of the calling CTA's next tile: `gridDim.x + n`, where `n` is the
+    u32 `%counter`'s value before this fetch adds 1 to it (a relaxed
+    atomic: an id only has to be unique, the tile's data arrives through
+    the TMA and its barriers). First tiles (ids below gridDim.x) are never
+    fetched.
+
+    Every CTA with a tile fetches until it gets an id of at least `%tiles`,
+    so a launch of T tiles fetches exactly T times, and the fetch that
+    returns n = T - 1 is the last: it resets the counter to 0, which leaves
+    it zero for the next launch on the stream (the runtime zeroes it once,
+    when it allocates it).
+
+    ```mlir
+    %id = fagpu.fetch_tile %counter tiles %tiles : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$counter, I32:$tiles);
+  let results = (outs I32:$id);
+  let assemblyFormat = "$counter `tiles` $tiles attr-dict `:` qualified(type($counter))";
+  let hasVerifier = 1;
+}
+
+def FAGPU_PublishTileOp : FAGPU_Op<"publish_tile"> {
+  let summary = "dynamic tile scheduler: the producer hands a tile id on";
+  let description = [{
+    Stores `%id` in the shared-memory slot `%slot` of the Q buffer that the
+    tile's Q is about to be loaded into. The producer publishes before its
+    arrival on that buffer's full barrier, so a consumer that waited on the
+    barrier reads the id with fagpu.receive_tile (the mbarrier's
+    release/acquire orders the two). The id past the last tile is published
+    the same way, with an arrival that carries no bytes, to end the
+    consumers' loop.
+
+    ```mlir
+    fagpu.publish_tile %id to %slot : !llvm.ptr<3>
+    ```
+  }];
+  let arguments = (ins I32:$id, LLVM_AnyPointer:$slot);
+  let assemblyFormat = "$id `to` $slot attr-dict `:` qualified(type($slot))";
+  let hasVerifier = 1;
+}
+
+def FAGPU_ReceiveTileOp : FAGPU_Op<"receive_tile"> {
+  let summary = "dynamic tile scheduler: a consumer reads the tile id";
+  let description = [{
+    The tile id that fagpu.publish_tile left in the shared-memory slot
+    `%slot`, read once the slot's Q buffer's full barrier has completed.
+
+    ```mlir
+    %id = fagpu.receive_tile %slot : !llvm.ptr<3>
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$slot);
+  let results = (outs I32:$id);
+  let assemblyFormat = "$slot attr-dict `:` qualified(type($slot))";
+  let hasVerifier = 1;
+}
+
 #endif // FA_DIALECT_FAGPU_IR_FAGPUWARPGROUPOPS_TD
