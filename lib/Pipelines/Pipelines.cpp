@@ -190,8 +190,10 @@ void mlir::fa::buildSM100KernelPipeline(OpPassManager &pm,
                                         const SM100PipelineOptions &options) {
   buildTileLevelForGPU(pm, "sm_100a", options.rescaleThreshold,
                        options.polyExp2Degree, options.polyExp2Period);
-  pm.nest<func::FuncOp>().addPass(fagpu::createFAGPUPipelineKV(
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(fagpu::createFAGPUPipelineKV(
       fagpu::FAGPUPipelineKVOptions{options.stages}));
+  funcPm.addPass(fagpu::createFAGPUTmemAccumulators());
   pm.addPass(createFAGPUBuildKernels());
   pm.addPass(createConvertFAGPUToNVVM());
 }

@@ -76,13 +76,13 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM100Layout {
   /// The kernel's parameters, in launch order.
   SmallVector<fagpu::KernelParam> abi;
 
+  /// The accumulators in TMEM, and the columns fagpu-tmem-accumulators
+  /// allocated for them.
+  fagpu::TmemLayout tmem;
+  int64_t tmemColumns = 0;
+
   int64_t threads() const { return kThreads; }
-  int64_t oColumn() const { return 2 * blockC; }
-  /// TMEM columns to allocate: a power of two >= 32 holding both S/P
-  /// buffers and O (512 for the default tiles, all of the SM's TMEM).
-  int64_t tmemColumns() const {
-    return std::max<int64_t>(32, llvm::PowerOf2Ceil(oColumn() + headDim));
-  }
+  int64_t oColumn() const { return tmem.oColumn(); }
   std::string kernelName() const {
     return "fa4_sm100_d" + std::to_string(headDim) + "_br" +
            std::to_string(kBlockR) + "_bc" + std::to_string(blockC) + "_s" +
@@ -331,7 +331,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   // TMEM: the MMA warp allocates all the columns the kernel uses.
   tmem = fagpu::TmemAllocOp::create(
       b, loc,
-      fagpu::TmemType::get(ctx, {kBlockR, spec.tmemColumns()}, f32), warp,
+      fagpu::TmemType::get(ctx, {kBlockR, spec.tmemColumns}, f32), warp,
       kMmaWarp, spec.tmemSlotOffset());
   tile = decodeTile(NVVM::BlockIdXOp::create(b, loc, i32));
 
@@ -368,14 +368,18 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
     return fail("block_c must be 64, 128, 192 or 256 (whole tcgen05.ld "
                 "chunks of P pairs), got " +
                 Twine(s.blockC));
-  if (2 * s.blockC + d > 512)
-    return fail("two S buffers of " + Twine(s.blockC) + " columns and O of " +
-                Twine(d) + " exceed the 512 TMEM columns");
+  fagpu::TmemLayout tmem{d, s.blockC};
+  if (s.tmemColumns < tmem.usedColumns())
+    return fail("the accumulators need " + Twine(tmem.usedColumns()) +
+                " TMEM columns, the schedule allocates " +
+                Twine(s.tmemColumns) + ": run fagpu-tmem-accumulators");
   if (s.stages < 2 || s.stages > 4)
     return fail("the kernel needs a K/V ring of 2 to 4 stages, got " +
                 Twine(s.stages) + ": run fagpu-pipeline-kv");
   KernelSpec &spec = reader.spec;
   static_cast<fagpu::SM100Layout &>(spec) = fagpu::sm100Layout(d, s);
+  spec.tmem = tmem;
+  spec.tmemColumns = s.tmemColumns;
   spec.bf16 = op.isBF16();
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_100a, s,
                                  spec.bf16 ? "bf16" : "f16");

@@ -59,6 +59,7 @@ ScheduleFields mlir::fagpu::fieldsOf(ScheduleAttr s) {
   f.epilogue = s.getEpilogue();
   f.qInRegisters = s.getQInRegisters();
   f.kvSplits = s.getKvSplits();
+  f.tmemColumns = s.getTmemColumns();
   return f;
 }
 
@@ -68,7 +69,8 @@ ScheduleAttr mlir::fagpu::scheduleOf(MLIRContext *context,
                            f.ctasPerSm, f.producerRegisters,
                            f.consumerRegisters, f.stages, f.pingPong,
                            f.overlapSoftmax, f.scheduler, f.qBuffers,
-                           f.epilogue, f.qInRegisters, f.kvSplits);
+                           f.epilogue, f.qInRegisters, f.kvSplits,
+                           f.tmemColumns);
 }
 
 ScheduleAttr
@@ -111,6 +113,7 @@ const FieldInfo kFields[] = {
     FAGPU_FIELD("epilogue", Epilogue, epilogue),
     FAGPU_FIELD("q_in_registers", Bool, qInRegisters),
     FAGPU_OPTIONAL_FIELD("kv_splits", kvSplits),
+    FAGPU_OPTIONAL_FIELD("tmem_columns", tmemColumns),
 };
 #undef FAGPU_FIELD
 #undef FAGPU_OPTIONAL_FIELD
@@ -120,16 +123,36 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
   ScheduleFields fields;
   if (parser.parseLess())
     return {};
-  bool first = true;
-  for (const FieldInfo &field : kFields) {
-    if (field.omittedWhenZero) {
+  // The fields in order, then the optional ones (printed only when set) in
+  // any order.
+  SmallVector<const FieldInfo *> order;
+  for (const FieldInfo &field : kFields)
+    if (!field.omittedWhenZero)
+      order.push_back(&field);
+  size_t required = order.size();
+  for (size_t i = 0;; ++i) {
+    if (i >= required) {
       if (failed(parser.parseOptionalComma()))
-        continue;
-    } else if (!first && parser.parseComma()) {
+        break;
+      SMLoc at = parser.getCurrentLocation();
+      StringRef word;
+      if (parser.parseKeyword(&word))
+        return {};
+      const FieldInfo *optional = nullptr;
+      for (const FieldInfo &field : kFields)
+        if (field.omittedWhenZero && word == field.keyword)
+          optional = &field;
+      if (!optional) {
+        parser.emitError(at) << "unknown schedule field '" << word << "'";
+        return {};
+      }
+      order.push_back(optional);
+    } else if (i > 0 && parser.parseComma()) {
       return {};
     }
-    first = false;
-    if (parser.parseKeyword(field.keyword) || parser.parseEqual())
+    const FieldInfo &field = *order[i];
+    if ((i < required && parser.parseKeyword(field.keyword)) ||
+        parser.parseEqual())
       return {};
     void *slot = field.slot(fields);
     SMLoc loc = parser.getCurrentLocation();
@@ -249,6 +272,15 @@ LogicalResult AttentionOp::verify() {
   if (s.getKvSplits() < 0 || s.getKvSplits() > 1024)
     return emitOpError("expected kv_splits in [0, 1024] (0: no split), got ")
            << s.getKvSplits();
+  if (int64_t columns = s.getTmemColumns()) {
+    if (getTarget() != Target::sm_100a)
+      return emitOpError("tmem_columns places accumulators in tensor "
+                         "memory, which only sm_100a has");
+    if (columns < 32 || columns > 512 || !llvm::isPowerOf2_64(columns))
+      return emitOpError("expected tmem_columns a power of two in [32, 512] "
+                         "(what tcgen05.alloc takes), got ")
+             << columns;
+  }
   if (s.isSplitKV() && (s.isPersistent() ||
                         s.getEpilogue() != Epilogue::Registers))
     return emitOpError("a split-KV kernel runs one tile per CTA and stores "

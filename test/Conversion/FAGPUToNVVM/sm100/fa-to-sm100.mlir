@@ -7,7 +7,7 @@
 // TMEM, tcgen05.commit to the mbarriers), then the options.
 
 // RUN: fa-opt %s --fa-sm100-kernel-pipeline | FileCheck %s
-// RUN: fa-opt %s --fa-sm100-kernel-pipeline --mlir-print-ir-after=fagpu-pipeline-kv -o /dev/null 2>&1 | FileCheck %s --check-prefix=FAGPU
+// RUN: fa-opt %s --fa-sm100-kernel-pipeline --mlir-print-ir-after=fagpu-tmem-accumulators -o /dev/null 2>&1 | FileCheck %s --check-prefix=FAGPU
 // RUN: fa-opt %s --fa-sm100-kernel-pipeline="rescale-threshold=-1 poly-exp2-degree=0 stages=2" --mlir-print-ir-after=fagpu-pipeline-kv -o /dev/null 2>&1 | FileCheck %s --check-prefix=FAGPU-PLAIN
 // RUN: fa-opt %s --fa-sm100-kernel-pipeline="rescale-threshold=-1 poly-exp2-degree=0 stages=2" | FileCheck %s --check-prefix=PLAIN
 
@@ -23,9 +23,11 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // FA4's tricks come from the tile ops (conditional rescaling at 8, software
 // exp2 of degree 3 for one register in 8, Blackwell's defaults); B_r = 128
 // is the tcgen05.mma M (one TMEM lane per row); the ring has 3 stages; no
-// warpgroup roles (the tcgen05 kernel's warps have fixed jobs).
+// warpgroup roles (the tcgen05 kernel's warps have fixed jobs); the
+// accumulators in TMEM, two S/P buffers of 128 columns and O's 128 in 512.
 // FAGPU: fagpu.attention {{.*}} {causal, exp2_poly_degree = 3 : i64, exp2_poly_period = 8 : i64, rescale_threshold = 8.000000e+00 : f32, scale = 0.0883883461 : f32,
 // FAGPU-SAME: schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 3,
+// FAGPU-SAME: tmem_columns = 512>
 // FAGPU-SAME: target = #fagpu.target<sm_100a>}
 // (Printed in name order: nothing between causal and scale, so neither
 // FA4 attribute.)

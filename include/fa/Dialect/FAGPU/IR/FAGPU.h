@@ -29,6 +29,10 @@ struct ScheduleFields {
   /// keys; otherwise the K/V chunks per tile its IR launch uses (the
   /// kernel takes the count as a parameter).
   int64_t kvSplits = 0;
+  /// sm_100a: the tensor-memory columns the kernel allocates for its
+  /// accumulators (two S/P buffers of B_c columns, then O); 0 until
+  /// fagpu-tmem-accumulators places them, and on other targets.
+  int64_t tmemColumns = 0;
 };
 } // namespace mlir::fagpu
 

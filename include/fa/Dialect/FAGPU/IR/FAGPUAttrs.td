@@ -55,6 +55,7 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     | `scheduler`, `q_buffers` | tile scheduler; Q buffers (2: cross-tile pipeline) | `fagpu-persistent` (`q_buffers` may drop to 1 in `fagpu-pipeline-kv`) |
     | `epilogue` | O from registers, or through shared memory and a TMA store | `fagpu-tma-store-epilogue` |
     | `q_in_registers` | sm_80: Q fragments kept in registers | `fa-map-to-gpu` |
+    | `tmem_columns` | sm_100a: tensor-memory columns allocated for the accumulators, two S/P buffers of `block_c` columns then O (printed only when set) | `fagpu-tmem-accumulators` |
     | `kv_splits` | split-KV: K/V chunks per tile of the IR launch, each CTA one chunk, the last to finish merging (printed only when set; the kernel takes the count as a parameter) | `fa-map-to-gpu` (from `fa-split-kv`'s nest) |
 
     ```mlir
@@ -71,7 +72,8 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     "int64_t":$ctasPerSm, "int64_t":$producerRegisters,
     "int64_t":$consumerRegisters, "int64_t":$stages, "bool":$pingPong,
     "bool":$overlapSoftmax, "TileScheduler":$scheduler, "int64_t":$qBuffers,
-    "Epilogue":$epilogue, "bool":$qInRegisters, "int64_t":$kvSplits);
+    "Epilogue":$epilogue, "bool":$qInRegisters, "int64_t":$kvSplits,
+    "int64_t":$tmemColumns);
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     /// Whether the kernel has producer and consumer warp roles.

@@ -89,6 +89,27 @@ struct SM100Layout {
   int64_t sharedBytes() const { return tmemSlotOffset() + 8 + 1024; }
 };
 
+/// Tensor memory of an sm_100a SM: 128 lanes x 512 columns of 32 bits.
+inline constexpr int64_t kTmemColumns = 512;
+
+/// Where the sm_100a kernel keeps its accumulators in tensor memory (one
+/// lane per query row): S/P buffer b at columns [b B_c, (b + 1) B_c) -- two,
+/// so that S_{j+1} is computed while the softmax reads S_j and writes P_j
+/// over it -- then O at [2 B_c, 2 B_c + D).
+struct TmemLayout {
+  int64_t headDim = 0, blockC = 0;
+  static constexpr int64_t kScoreBuffers = 2;
+  int64_t oColumn() const { return kScoreBuffers * blockC; }
+  int64_t usedColumns() const { return oColumn() + headDim; }
+  /// What tcgen05.alloc must take: a power of two, at least 32.
+  int64_t allocatedColumns() const {
+    int64_t columns = 32;
+    while (columns < usedColumns())
+      columns *= 2;
+    return columns;
+  }
+};
+
 inline SM100Layout sm100Layout(int64_t headDim, const ScheduleFields &s) {
   SM100Layout layout;
   layout.headDim = headDim;

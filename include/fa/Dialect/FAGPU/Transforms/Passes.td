@@ -118,6 +118,20 @@ def FAGPUOverlapSoftmax : Pass<"fagpu-overlap-softmax", "func::FuncOp"> {
   }];
 }
 
+def FAGPUTmemAccumulators : Pass<"fagpu-tmem-accumulators", "func::FuncOp"> {
+  let summary = "Blackwell: the accumulators in tensor memory (S/P double buffer, O)";
+  let description = [{
+    sm_100a (FlashAttention-4): tcgen05.mma accumulates in tensor memory
+    (128 lanes, one per query row, x 512 columns of 32 bits). The kernel
+    keeps two S/P buffers of `block_c` columns -- S_{j+1} is computed into
+    one while the softmax reads S_j from the other and writes P_j over it as
+    16-bit pairs, which O += P_j V_j reads from there -- then O's `head_dim`
+    columns. Sets `tmem_columns` to the power of two (at least 32) that
+    tcgen05.alloc takes for them; tiles whose accumulators exceed 512
+    columns are refused. Other targets are left alone.
+  }];
+}
+
 def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
   let summary = "O leaves through shared memory and a TMA store";
   let description = [{
