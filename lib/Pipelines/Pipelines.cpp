@@ -107,6 +107,9 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
     pm.addPass(createFAConditionalRescale(
         FAConditionalRescaleOptions{rescaleThreshold, false}));
   OpPassManager &mapPm = pm.nest<func::FuncOp>();
+  // e4m3 inputs: P enters the e4m3 MMA scaled by 2^8 (fa-quantize-probs'
+  // default, checked against the rescale threshold); a no-op otherwise.
+  mapPm.addPass(createFAQuantizeProbs());
   if (polyDegree > 0)
     mapPm.addPass(
         createFAPolyExp2(FAPolyExp2Options{polyDegree, polyPeriod}));

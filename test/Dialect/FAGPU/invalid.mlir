@@ -56,3 +56,53 @@ func.func @bad_field(%q: memref<1x1x64x64xf16>) {
     : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
   return
 }
+
+// -----
+
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @fp8_without_descales(%q: memref<1x1x64x128xf8E4M3FN>, %o: memref<1x1x64x128xf16>) {
+  // expected-error @+1 {{e4m3 inputs need their descales: descale(%q_descale, %k_descale, %v_descale)}}
+  fagpu.attention %q, %q, %q outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #fp8s}
+    : memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @descales_on_f16(%q: memref<1x1x64x128xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{descales belong to e4m3 inputs}}
+  fagpu.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #fp8s}
+    : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 3, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @fp8_on_sm100(%q: memref<1x1x64x128xf8E4M3FN>, %o: memref<1x1x64x128xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{e4m3 inputs have a kernel on sm_90a only}}
+  fagpu.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_100a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
+    : memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @probs_scale_not_a_power_of_two(%q: memref<1x1x64x128xf8E4M3FN>, %o: memref<1x1x64x128xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{expected probs_scale a power of two in [1, 256], got 3}}
+  fagpu.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 3.0 : f32, schedule = #fp8s}
+    : memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @probs_scale_on_f16(%q: memref<1x1x64x128xf16>) {
+  // expected-error @+1 {{probs_scale scales e4m3 probabilities: it belongs to e4m3 inputs}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
+    : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
+  return
+}

@@ -35,3 +35,19 @@ func.func @sm80(%q: memref<1x2x100x128xbf16>, %o: memref<1x2x100x128xbf16>) {
     : memref<1x2x100x128xbf16>, memref<1x2x100x128xbf16>, memref<1x2x100x128xbf16>, memref<1x2x100x128xbf16>
   return
 }
+
+// FP8: e4m3 Q/K/V with per-tensor descales, a bf16 O, P scaled by 2^8
+// before its e4m3 cast.
+// CHECK-LABEL: func.func @fp8
+// CHECK: fagpu.attention %{{.*}}, %{{.*}}, %{{.*}} descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<f32>, memref<f32>, memref<f32>) outs(%{{.*}}) {probs_scale = 2.560000e+02 : f32,
+// CHECK-SAME: : memref<1x2x100x128xf8E4M3FN>, memref<1x2x100x128xf8E4M3FN>, memref<1x2x100x128xf8E4M3FN>, memref<1x2x100x128xbf16>
+func.func @fp8(%q: memref<1x2x100x128xf8E4M3FN>, %o: memref<1x2x100x128xbf16>, %d: memref<f32>) {
+  fagpu.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o) {
+      target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32,
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1,
+                                 producer_registers = 0, consumer_registers = 0, stages = 0,
+                                 ping_pong = false, overlap_softmax = false, scheduler = single,
+                                 q_buffers = 1, epilogue = registers, q_in_registers = false>}
+    : memref<1x2x100x128xf8E4M3FN>, memref<1x2x100x128xf8E4M3FN>, memref<1x2x100x128xf8E4M3FN>, memref<1x2x100x128xbf16>
+  return
+}

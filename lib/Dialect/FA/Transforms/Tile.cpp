@@ -123,9 +123,13 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
                 "on sm_90a only (and run on the CPU path)";
     std::string elt;
     llvm::raw_string_ostream(elt) << op.getQueryType().getElementType();
-    if (std::optional<std::string> why =
-            checkTargetElementType(fagpu::targetName(gpu), elt))
-      return op.emitOpError() << "fa-tile: " << *why;
+    // sm_90a tiles e4m3 for its fagpu level (fa-map-to-gpu), where
+    // fagpu-build-kernels refuses it until the e4m3 kernel exists.
+    bool fp8 = op.isFP8();
+    if (gpu != fagpu::Target::sm_90a)
+      if (std::optional<std::string> why =
+              checkTargetElementType(fagpu::targetName(gpu), elt))
+        return op.emitOpError() << "fa-tile: " << *why;
     int64_t d = op.getHeadDim();
     const fagpu::KernelDefaults *row =
         fagpu::defaultsFor(gpu, d, op.getCausal());
@@ -145,7 +149,7 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     int64_t bc = op.getBlockC().value_or(blockC);
     bool explicitBlockC = bc != 0;
     if (bc == 0)
-      bc = fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
+      bc = fp8 ? fagpu::kFP8BlockC : fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
     // A paged cache: a K/V block lies in one page (one TMA box) or spans
     // whole pages (one box each, gathered into the block's tile); B_c stays
     // a multiple of the MMA's k = 16, and so does the page.

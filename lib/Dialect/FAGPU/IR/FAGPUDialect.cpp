@@ -3,6 +3,7 @@
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 
 #include "mlir/IR/Builders.h"
+#include <cmath>
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -241,8 +242,27 @@ LogicalResult AttentionOp::verify() {
              v = getValue().getType(), o = getOut().getType();
   if (q.getElementType() != k.getElementType() ||
       q.getElementType() != v.getElementType() ||
-      q.getElementType() != o.getElementType())
-    return emitOpError("expected q, k, v and out of one element type");
+      (!isFP8() && q.getElementType() != o.getElementType()))
+    return emitOpError("expected q, k, v and out of one element type (out "
+                       "f16 or bf16 with e4m3 inputs)");
+  bool descales = getQDescale() != nullptr;
+  if (isFP8() != descales)
+    return emitOpError(isFP8() ? "e4m3 inputs need their descales: "
+                                 "descale(%q_descale, %k_descale, %v_descale)"
+                               : "descales belong to e4m3 inputs");
+  if (isFP8() && getTarget() != Target::sm_90a)
+    return emitOpError("e4m3 inputs have a kernel on sm_90a only");
+  if (auto probsScale = getProbsScale()) {
+    double p = probsScale->convertToDouble();
+    if (!isFP8())
+      return emitOpError("probs_scale scales e4m3 probabilities: it belongs "
+                         "to e4m3 inputs");
+    int exponent = 0;
+    if (!(p >= 1.0 && p <= 256.0) || std::frexp(p, &exponent) != 0.5)
+      return emitOpError("expected probs_scale a power of two in [1, 256], "
+                         "got ")
+             << p;
+  }
   if (ShapedType::isDynamic(getHeadDim()) ||
       ShapedType::isDynamic(getValueHeadDim()))
     return emitOpError("expected static head dims");

@@ -41,6 +41,10 @@ struct Nest {
   Value q, k, v, o, lse;
   Value kvLengths, blockTable; // a KV cache's, else null
   Value cuQ, cuK;              // a varlen batch's prefix sums, else null
+  // e4m3 inputs: the per-tensor descales (rank-0 memrefs) and the scale of
+  // P before its e4m3 cast; null otherwise.
+  Value qDescale, kDescale, vDescale;
+  FloatAttr probsScale;
   fa::ScoreTileOp score;
   Operation *softmax = nullptr;
   int64_t blockR = 0, blockC = 0;
@@ -127,6 +131,32 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
              << "(identity layout), got " << type
              << "; copy strided views into contiguous buffers first";
   }
+  // e4m3: the score tile's descale is q_descale * k_descale and the P V's
+  // is v_descale, each loaded from a descale memref. The kernel reads one
+  // factor per tensor.
+  auto pvOp = cast<fa::PVAccumulateOp>(pv.front());
+  if (Value scoreDescale = nest.score.getDescale()) {
+    auto perTensor = [](Value factor) -> Value {
+      auto load = factor.getDefiningOp<memref::LoadOp>();
+      if (!load || load.getMemRefType().getRank() != 0)
+        return {};
+      return rootOf(load.getMemRef());
+    };
+    auto product = scoreDescale.getDefiningOp<arith::MulFOp>();
+    if (product) {
+      nest.qDescale = perTensor(product.getLhs());
+      nest.kDescale = perTensor(product.getRhs());
+    }
+    if (pvOp.getDescale())
+      nest.vDescale = perTensor(pvOp.getDescale());
+    if (!nest.qDescale || !nest.kDescale || !nest.vDescale)
+      return fail("e4m3 kernels take per-tensor descales (rank-0 memrefs); "
+                  "per-head or per-block descales run on the CPU path");
+    nest.probsScale = pvOp.getProbsScaleAttr();
+    if (!nest.probsScale)
+      return fail("the e4m3 P V product needs P cast to e4m3 with its "
+                  "scale: run fa-quantize-probs");
+  }
   auto scoreType = cast<MemRefType>(nest.score.getScores().getType());
   nest.blockR = scoreType.getDimSize(0);
   nest.blockC = scoreType.getDimSize(1);
@@ -138,13 +168,32 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
   auto q = cast<MemRefType>(nest.q.getType());
   auto v = cast<MemRefType>(nest.v.getType());
   Type elt = q.getElementType();
-  // e4m3 with its reason (no kernel yet), not as an unknown type.
-  if (std::optional<std::string> why = fa::checkTargetElementType(
-          targetName(target), llvm::formatv("{0}", elt).str()))
-    return why;
-  if (!elt.isF16() && !elt.isBF16())
-    return "element type must be f16 or bf16, got " +
-           llvm::formatv("{0}", elt).str();
+  // e4m3 with its reason, not as an unknown type. sm_90a maps it to its
+  // fagpu level, where fagpu-build-kernels gives the same reason until its
+  // kernel exists.
+  if (target != Target::sm_90a)
+    if (std::optional<std::string> why = fa::checkTargetElementType(
+            targetName(target), llvm::formatv("{0}", elt).str()))
+      return why;
+  bool fp8 = isa<Float8E4M3FNType>(elt);
+  if (!elt.isF16() && !elt.isBF16() && !fp8)
+    return std::string("element type must be f16") +
+           (target == Target::sm_90a ? ", bf16 or e4m3" : " or bf16") +
+           ", got " + llvm::formatv("{0}", elt).str();
+  if (fp8) {
+    // The e4m3 kernel reads 128-column (128-byte) blocks and takes P in
+    // k-steps of 32 keys.
+    int64_t d = q.getDimSize(3);
+    if (d != 128 && d != 256)
+      return "e4m3 kernels take head dim 128 or 256, got " +
+             std::to_string(d);
+    if (nest.blockC % 32 != 0)
+      return "e4m3 kernels take block_c a multiple of 32 (the e4m3 MMA's "
+             "k-step), got " +
+             std::to_string(nest.blockC);
+    if (nest.kvLengths || nest.blockTable || nest.cuQ)
+      return "e4m3 kernels do not take KV caches or varlen batches yet";
+  }
   int64_t d = q.getDimSize(3);
   // D = 192 (three 64-column blocks) on the wgmma kernel only.
   if (d == 192 && target != Target::sm_90a)
@@ -316,15 +365,14 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
     auto op = AttentionOp::create(
         b, forall.getLoc(), nest->q, nest->k, nest->v, nest->o, nest->lse,
         nest->kvLengths, nest->blockTable, nest->cuQ, nest->cuK,
+        nest->qDescale, nest->kDescale, nest->vDescale,
         TargetAttr::get(ctx, target), score.getScaleAttr(),
         score.getCausalAttr(), score.getWindowAttr(), score.getSoftcapAttr(),
         threshold ? b.getF32FloatAttr(threshold->convertToFloat())
                   : FloatAttr(),
         degree ? b.getI64IntegerAttr(*degree) : IntegerAttr(),
         degree && period ? b.getI64IntegerAttr(*period) : IntegerAttr(),
-        scheduleOf(ctx, fields));
-    if (score.getBottomRight())
-      op.setBottomRight(true);
+        scheduleOf(ctx, fields), score.getBottomRightAttr(), nest->probsScale);
     forall.erase();
     for (Operation *scratch : scratchToErase)
       scratch->erase();

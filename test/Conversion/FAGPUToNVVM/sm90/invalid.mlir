@@ -1,7 +1,7 @@
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline --verify-diagnostics
 
 func.func @f32(%q: memref<1x1x64x64xf32>, %o: memref<1x1x64x64xf32>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{fa-map-to-gpu: cannot be mapped to sm_90a: element type must be f16 or bf16, got f32}}
+  // expected-error @+1 {{fa-map-to-gpu: cannot be mapped to sm_90a: element type must be f16, bf16 or e4m3, got f32}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x64xf32>, memref<1x1x64xf32>)
       : memref<1x1x64x64xf32>, memref<1x1x64x64xf32>, memref<1x1x64x64xf32>
   return

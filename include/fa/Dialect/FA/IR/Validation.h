@@ -120,7 +120,8 @@ std::optional<llvm::StringRef> mlirElementTypeName(llvm::StringRef dtype);
 /// Whether a GPU target has a kernel for inputs of `elementType` (MLIR
 /// name): f8E4M3FN has none yet on any target (sm_90a's e4m3 wgmma kernel is
 /// issue 18's next step; sm_80 has no fp8 tensor cores). Never fall back to
-/// an f16 kernel silently.
+/// an f16 kernel silently. sm_90a's tile and fagpu levels take e4m3
+/// (fa-tile, fa-map-to-gpu); its fagpu-build-kernels gives this reason.
 std::optional<std::string> checkTargetElementType(llvm::StringRef arch,
                                                   llvm::StringRef elementType);
 /// `name`: "q_descale", "k_descale" or "v_descale".

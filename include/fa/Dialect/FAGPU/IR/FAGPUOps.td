@@ -33,6 +33,14 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     sequences packed along N in one batch row; sequence `b` is query rows
     `cu_q[b] ..` and key rows `cu_k[b] ..` up to the next prefix sum.
 
+    FP8 (FlashAttention-3's e4m3 path, sm_90a): Q, K, V in f8E4M3FN with
+    per-tensor `descale(%q_descale, %k_descale, %v_descale)` (rank-0 f32),
+    O in f16 or bf16: `S = scale q_descale k_descale Q K^T`,
+    `O = v_descale softmax(S) V`. P enters the second MMA as e4m3, scaled by
+    `probs_scale` (a power of two) before the cast so that small
+    probabilities stay above e4m3's subnormals; O and the sum are divided
+    by it after, as `fa.pv_accumulate ... probs_scale` does on the CPU.
+
     ```mlir
     fagpu.attention %q, %k, %v outs(%o, %lse) {
         target = #fagpu.target<sm_90a>, scale = 0.0883883461 : f32, causal,
@@ -43,9 +51,9 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins
-    Arg<MemRefRankOf<[F16, BF16], [4]>, "Q", [MemRead]>:$query,
-    Arg<MemRefRankOf<[F16, BF16], [4]>, "K", [MemRead]>:$key,
-    Arg<MemRefRankOf<[F16, BF16], [4]>, "V", [MemRead]>:$value,
+    Arg<MemRefRankOf<[F16, BF16, F8E4M3FN], [4]>, "Q", [MemRead]>:$query,
+    Arg<MemRefRankOf<[F16, BF16, F8E4M3FN], [4]>, "K", [MemRead]>:$key,
+    Arg<MemRefRankOf<[F16, BF16, F8E4M3FN], [4]>, "V", [MemRead]>:$value,
     Arg<MemRefRankOf<[F16, BF16], [4]>, "O", [MemWrite]>:$out,
     Arg<Optional<MemRefRankOf<[F32], [3]>>, "LSE", [MemWrite]>:$lse,
     Arg<Optional<MemRefRankOf<[I32], [1]>>, "key lengths [B]",
@@ -56,6 +64,9 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
         [MemRead]>:$cu_seqlens_q,
     Arg<Optional<MemRefRankOf<[I32], [1]>>, "key prefix sums [B + 1]",
         [MemRead]>:$cu_seqlens_k,
+    Arg<Optional<MemRefRankOf<[F32], [0]>>, "Q's descale", [MemRead]>:$q_descale,
+    Arg<Optional<MemRefRankOf<[F32], [0]>>, "K's descale", [MemRead]>:$k_descale,
+    Arg<Optional<MemRefRankOf<[F32], [0]>>, "V's descale", [MemRead]>:$v_descale,
     FAGPU_TargetAttr:$target,
     F32Attr:$scale,
     UnitAttr:$causal,
@@ -65,13 +76,16 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     OptionalAttr<I64Attr>:$exp2_poly_degree,
     OptionalAttr<I64Attr>:$exp2_poly_period,
     FAGPU_ScheduleAttr:$schedule,
-    UnitAttr:$bottom_right);
+    UnitAttr:$bottom_right,
+    OptionalAttr<F32Attr>:$probs_scale);
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
     (`pages` `(` $block_table^ `:` type($block_table) `)`)?
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q)
      `,` type($cu_seqlens_k) `)`)?
+    (`descale` `(` $q_descale^ `,` $k_descale `,` $v_descale `:`
+     type($q_descale) `,` type($k_descale) `,` type($v_descale) `)`)?
     `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out)
     (`,` type($lse)^)?
@@ -80,7 +94,12 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
   let extraClassDeclaration = [{
     int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
     int64_t getValueHeadDim() { return getValue().getType().getDimSize(3); }
-    bool isBF16() { return getQuery().getType().getElementType().isBF16(); }
+    /// Whether O is bf16 (else f16); e4m3 inputs take either.
+    bool isBF16() { return getOut().getType().getElementType().isBF16(); }
+    /// Whether Q, K and V are e4m3 (FP8).
+    bool isFP8() {
+      return isa<Float8E4M3FNType>(getQuery().getType().getElementType());
+    }
     /// Rows per page of a paged K/V cache; 0 when K/V are contiguous.
     int64_t getPageSize() {
       return getBlockTable() ? getKey().getType().getDimSize(2) : 0;

@@ -41,6 +41,12 @@ const KernelDefaults *defaultsFor(Target target, int64_t headDim, bool causal);
 int64_t defaultBlockC(Target target, int64_t headDim, bool causal,
                       int64_t blockR);
 
+/// B_c of an e4m3 (FP8) sm_90a kernel: the e4m3 MMA takes V as the
+/// K-major B operand of O += P V, a V^T tile of B_c keys per row, and one
+/// 128-byte swizzled row holds 128 e4m3 keys. A layout rule, not a
+/// measurement: no e4m3 kernel has been timed yet.
+inline constexpr int64_t kFP8BlockC = 128;
+
 /// B_r of a split-KV (decode) kernel where nothing is asked: decode has one
 /// query row per sequence, so B_r is MMA work on padding; one consumer
 /// (B_r = 64, two CTAs per SM) where the head dim allows it, else the
