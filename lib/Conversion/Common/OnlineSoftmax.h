@@ -41,6 +41,9 @@ struct SoftmaxConfig {
   bool writesLse = true; // an LSE destination was given
   /// Masks aligned to the last key: query i at key position i + Nk - Nq.
   bool bottomRight = false;
+  /// e4m3 P (FP8): P is computed scaled by this power of two (an exp2
+  /// offset of its log2) and packed to e4m3; 0 keeps P in 16 bits.
+  double probsScale = 0.0;
 
   /// Kernel-name suffix of the FA4 options and the window/softcap mask.
   /// Every value is named exactly, so different kernels never share a name.
@@ -51,7 +54,8 @@ struct SoftmaxConfig {
                        : "") +
            (window ? "_w" + std::to_string(window) : "") +
            (softcap > 0 ? "_sc" + nameOf(softcap) : "") +
-           (bottomRight ? "_bralign" : "") + (writesLse ? "" : "_nolse");
+           (bottomRight ? "_bralign" : "") + (writesLse ? "" : "_nolse") +
+           (probsScale > 0 ? "_ps" + nameOf(probsScale) : "");
   }
 
   /// A whole value as its digits (8, 30); any other as the hex of its f32
@@ -100,7 +104,8 @@ createSoftmaxStep(OpBuilder &b, Location loc, const SoftmaxConfig &config,
       config.softcap > 0 ? f32(config.softcap) : FloatAttr(),
       conditional ? f32(config.rescaleThreshold) : FloatAttr(),
       config.polyDegree ? i64(config.polyDegree) : IntegerAttr(),
-      config.polyDegree ? i64(config.polyPeriod) : IntegerAttr());
+      config.polyDegree ? i64(config.polyPeriod) : IntegerAttr(),
+      config.probsScale > 0 ? f32(config.probsScale) : FloatAttr());
 }
 
 /// The first check of every tensor-core kernel: D = Dv in {64, 128, 256}.
@@ -289,6 +294,11 @@ protected:
     }
     std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
                                     arith::NegFOp::create(b, loc, base[1])};
+    // e4m3 P: exp2(y + log2 s) = s exp2(y), an exact power-of-two scale at
+    // the cost of one add per row (l carries s, which O / l cancels).
+    if (config.probsScale > 0)
+      for (Value &nb : negBase)
+        nb = fadd(nb, cf(std::log2(config.probsScale)));
     for (int64_t n = 0; n < tiles; ++n)
       for (int64_t e = 0; e < 4; ++e) {
         s[4 * n + e] =
@@ -356,6 +366,34 @@ protected:
       frags.append({packPair(p[i + 0], p[i + 1]), packPair(p[i + 2], p[i + 3]),
                     packPair(p[i + 4], p[i + 5]),
                     packPair(p[i + 6], p[i + 7])});
+    return frags;
+  }
+
+  /// Keys 32k .. 32k + 31 of P as e4m3 (FP8), the A fragment (a0..a3) of
+  /// k-step k of the e4m3 P V, four keys a register, lowest byte first:
+  /// a0 row g and a1 row g + 8 hold the thread's keys of n8 tiles 4k and
+  /// 4k + 1, a2 and a3 those of 4k + 2 and 4k + 3 (the A slots' key order
+  /// fagpu.softmax_step documents). Rounded to nearest, saturating.
+  SmallVector<Value> packProbabilitiesE4M3(ArrayRef<Value> p) {
+    Type fp8 = b.getType<Float8E4M3FNType>();
+    auto pair = [&](Value lo, Value hi) -> Value {
+      // cvt puts its first operand in the upper byte.
+      Value packed = NVVM::ConvertF32x2ToF8x2Op::create(
+          b, loc, b.getI16Type(), hi, lo, NVVM::FPRoundingMode::RN,
+          NVVM::SaturationMode::SATFINITE, /*relu=*/false, fp8);
+      return arith::ExtUIOp::create(b, loc, i32, packed);
+    };
+    auto quad = [&](Value p0, Value p1, Value p2, Value p3) -> Value {
+      Value high = arith::ShLIOp::create(b, loc, pair(p2, p3), c32(16));
+      return arith::OrIOp::create(b, loc, pair(p0, p1), high);
+    };
+    SmallVector<Value> frags;
+    for (size_t i = 0; i + 16 <= p.size(); i += 16)
+      for (size_t half : {0, 8})
+        for (size_t row : {0, 2})
+          frags.push_back(quad(p[i + half + row], p[i + half + row + 1],
+                               p[i + half + 4 + row],
+                               p[i + half + 4 + row + 1]));
     return frags;
   }
 

@@ -70,6 +70,7 @@ public:
   using TMAKernelEmitter::onlineSoftmax;
   using TMAKernelEmitter::packPair;
   using TMAKernelEmitter::packProbabilities;
+  using TMAKernelEmitter::packProbabilitiesE4M3;
   using TMAKernelEmitter::remu;
   using TMAKernelEmitter::rowTotal;
   using TMAKernelEmitter::RowTotal;
@@ -758,9 +759,9 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
             op, "shared-memory A: only S = A B^T into a fresh accumulator");
       acc = sharedSharedMma(e, op, adaptor.getA(), bTile);
     } else {
-      if (!op.getAcc() || !op.getMnMajor())
+      if (!op.getAcc())
         return rewriter.notifyMatchFailure(
-            op, "register A: only O += P V with V MN-major");
+            op, "register A: only O += P V into an accumulator");
       acc = registerSharedMma(e, op, adaptor.getA(), bTile,
                               adaptor.getAcc());
     }
@@ -877,10 +878,11 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
     SmallVector<Type> fields(n / 2, e.f32);
     auto accType = LLVM::LLVMStructType::getLiteral(ctx, fields);
     Value acc = LLVM::PoisonOp::create(b, loc, accType);
-    auto type = aType.getElementType().isBF16() ? NVVM::WGMMATypes::bf16
-                                                 : NVVM::WGMMATypes::f16;
+    NVVM::WGMMATypes type = wgmmaType(aType.getElementType());
+    // A k-step is 32 bytes of each row: 16 16-bit or 32 e4m3 elements.
+    int64_t kStep = kStepOf(aType.getElementType());
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    for (int64_t kk = 0; kk < k / 16; ++kk) {
+    for (int64_t kk = 0; kk < k / kStep; ++kk) {
       // The first k-step ignores the accumulator's input (scale-d = 0).
       acc = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, acc,
@@ -888,7 +890,7 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
                              kWgmmaSwizzle128),
           e.kMajorDescriptor(bTile[1], bType.getBlockRows(), kk,
                              kWgmmaSwizzle128),
-          NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+          NVVM::MMAShapeAttr::get(ctx, 64, n, kStep),
           NVVM::WGMMATypesAttr::get(ctx, type),
           NVVM::WGMMATypesAttr::get(ctx, type),
           NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
@@ -909,6 +911,18 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
     return s;
   }
 
+  static NVVM::WGMMATypes wgmmaType(Type element) {
+    if (isa<Float8E4M3FNType>(element))
+      return NVVM::WGMMATypes::e4m3;
+    return element.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  }
+  static int64_t kStepOf(Type element) {
+    return 256 / element.getIntOrFloatBitWidth();
+  }
+
+  /// O += P V with P in registers: V MN-major (16-bit, `mn_major`, the
+  /// transpose bit set), or K-major V^T (N x K: e4m3, whose wgmma has no
+  /// transpose) read with the K-major descriptors of S = Q K^T.
   static SmallVector<Value> registerSharedMma(OpEmitter &e, fagpu::MmaOp op,
                                               ValueRange p, ValueRange vTile,
                                               ValueRange o) {
@@ -916,18 +930,27 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
     fagpu::SharedTileType vType = op.getB().getType();
-    int64_t n = vType.getCols(), regs = n / 2;
-    std::string elt = vType.getElementType().isBF16() ? "bf16" : "f16";
+    Type element = vType.getElementType();
+    bool mnMajor = op.getMnMajor();
+    int64_t n = mnMajor ? vType.getCols() : vType.getRows(), regs = n / 2;
+    int64_t k = mnMajor ? vType.getRows() : vType.getCols();
+    int64_t kStep = kStepOf(element);
+    std::string elt = stringifyWGMMATypes(wgmmaType(element)).str();
     std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
                        "wgmma.mma_async.sync.aligned.m64n" +
-                       std::to_string(n) + "k16.f32." + elt + "." + elt + " {";
+                       std::to_string(n) + "k" + std::to_string(kStep) +
+                       ".f32." + elt + "." + elt + " {";
     for (int64_t i = 0; i < regs; ++i)
       text += (i ? ", $" : "$") + std::to_string(i);
     text += "}, {";
     for (int64_t i = 0; i < 4; ++i)
       text += (i ? ", $" : "$") + std::to_string(regs + i);
-    // scale-d, imm-scale-a, imm-scale-b, imm-trans-b (V is MN-major).
-    text += "}, $" + std::to_string(regs + 4) + ", p, 1, 1, 1;\n}";
+    // scale-d, imm-scale-a, imm-scale-b, and for 16-bit types imm-trans-b
+    // (1: V is MN-major).
+    text += "}, $" + std::to_string(regs + 4) + ", p, 1, 1";
+    if (kStep == 16)
+      text += mnMajor ? ", 1" : ", 0";
+    text += ";\n}";
     std::string constraints;
     for (int64_t i = 0; i < regs; ++i)
       constraints += "=f,";
@@ -939,9 +962,12 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
 
     SmallVector<Value> acc(o.begin(), o.end());
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    for (int64_t kk = 0; kk < vType.getRows() / 16; ++kk) {
+    for (int64_t kk = 0; kk < k / kStep; ++kk) {
       SmallVector<Value> operands(p.begin() + 4 * kk, p.begin() + 4 * kk + 4);
-      operands.push_back(e.valueDescriptor(vTile[1], kk, kWgmmaSwizzle128));
+      operands.push_back(
+          mnMajor ? e.valueDescriptor(vTile[1], kk, kWgmmaSwizzle128)
+                  : e.kMajorDescriptor(vTile[1], vType.getBlockRows(), kk,
+                                       kWgmmaSwizzle128));
       operands.append(acc.begin(), acc.end());
       auto asmOp = LLVM::InlineAsmOp::create(
           b, loc, accType, operands, text, constraints,
@@ -1122,6 +1148,8 @@ SoftmaxConfig configOf(fagpu::SoftmaxStepOp op) {
     config.rescaleThreshold = t->convertToDouble();
   config.polyDegree = op.getExp2PolyDegree().value_or(0);
   config.polyPeriod = op.getExp2PolyPeriod().value_or(8);
+  if (std::optional<APFloat> scale = op.getProbsScale())
+    config.probsScale = scale->convertToDouble();
   return config;
 }
 
@@ -1169,7 +1197,8 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
       mOut.append(m.begin(), m.end());
       lOut.append(l.begin(), l.end());
       alpha.append(step.alpha.begin(), step.alpha.end());
-      p.append(e.packProbabilities(tile));
+      p.append(config.probsScale > 0 ? e.packProbabilitiesE4M3(tile)
+                                     : e.packProbabilities(tile));
     }
     SmallVector<SmallVector<Value>> results = {p, mOut, lOut, alpha};
     if (op.getMoved())

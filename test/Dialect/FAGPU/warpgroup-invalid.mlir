@@ -318,3 +318,41 @@ func.func @receive_tile_generic_slot(%s: !llvm.ptr) {
   %id = fagpu.receive_tile %s : !llvm.ptr
   return
 }
+
+// -----
+
+func.func @e4m3_mn_major(%p: !fagpu.fragment<64x128xf8E4M3FN, operand_a>, %o: !fagpu.fragment<64x128xf32, accumulator>, %v: !fagpu.smem_tile<128x128xf8E4M3FN>) {
+  // expected-error @+1 {{an e4m3 MMA reads B K-major (wgmma has no transpose for 8-bit types): give V^T, not mn_major V}}
+  %r = fagpu.mma %p, %v acc(%o) {mn_major} : !fagpu.fragment<64x128xf8E4M3FN, operand_a>, !fagpu.smem_tile<128x128xf8E4M3FN>, !fagpu.fragment<64x128xf32, accumulator> -> !fagpu.fragment<64x128xf32, accumulator>
+  return
+}
+
+// -----
+
+func.func @e4m3_p_without_scale(%s: !fagpu.fragment<64x128xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %f: f32) {
+  // expected-error @+1 {{an e4m3 P is scaled before its cast: probs_scale present iff P is e4m3}}
+  %p, %m2, %l2, %a = fagpu.softmax_step %s, %m, %m keys(%i, %i) row %i scale %f : !fagpu.fragment<64x128xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x128xf8E4M3FN, operand_a>
+  return
+}
+
+// -----
+
+func.func @e4m3_scale_not_power_of_two(%s: !fagpu.fragment<64x128xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %f: f32) {
+  // expected-error @+1 {{expected probs_scale a power of two in [1, 256], got 100.00}}
+  %p, %m2, %l2, %a = fagpu.softmax_step %s, %m, %m keys(%i, %i) row %i scale %f {probs_scale = 100.0 : f32} : !fagpu.fragment<64x128xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x128xf8E4M3FN, operand_a>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{an e4m3 operand_a fragment is 64 x N with N a multiple of 32 (the e4m3 wgmma's k)}}
+func.func @e4m3_fragment_k16(%p: !fagpu.fragment<64x48xf8E4M3FN, operand_a>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected R x C with R a multiple of 8 (the swizzle atom) and C of 128 (a 128-byte column block)}}
+func.func @e4m3_tile_64_columns(%t: !fagpu.smem_tile<64x64xf8E4M3FN>) {
+  return
+}

@@ -3,6 +3,8 @@
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
+
 #include <cmath>
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -261,7 +263,7 @@ LogicalResult AttentionOp::verify() {
     if (!(p >= 1.0 && p <= 256.0) || std::frexp(p, &exponent) != 0.5)
       return emitOpError("expected probs_scale a power of two in [1, 256], "
                          "got ")
-             << p;
+             << llvm::formatv("{0}", p).str();
   }
   if (ShapedType::isDynamic(getHeadDim()) ||
       ShapedType::isDynamic(getValueHeadDim()))

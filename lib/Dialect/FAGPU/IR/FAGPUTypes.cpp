@@ -90,9 +90,15 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "expected 64 x N with N a positive multiple of 16";
     if (layout == FragmentLayout::Accumulator && !elementType.isF32())
       return emitError() << "an accumulator fragment holds f32";
-    if (layout == FragmentLayout::OperandA &&
-        !elementType.isF16() && !elementType.isBF16())
-      return emitError() << "an operand_a fragment holds f16 or bf16";
+    if (layout == FragmentLayout::OperandA) {
+      // e4m3: the A fragment of the k = 32 MMA, four keys per register.
+      bool fp8 = isa<Float8E4M3FNType>(elementType);
+      if (!elementType.isF16() && !elementType.isBF16() && !fp8)
+        return emitError() << "an operand_a fragment holds f16, bf16 or e4m3";
+      if (fp8 && (shape[0] != 64 || shape[1] % 32 != 0))
+        return emitError() << "an e4m3 operand_a fragment is 64 x N with N a "
+                              "multiple of 32 (the e4m3 wgmma's k)";
+    }
     return success();
   case FragmentLayout::Rows:
     if (shape.size() != 1 || !elementType.isF32())
@@ -110,7 +116,9 @@ int64_t FragmentType::getRegisters() const {
   case FragmentLayout::Accumulator:
     return elements / kWarpgroupThreads;
   case FragmentLayout::OperandA:
-    return elements / (2 * kWarpgroupThreads); // 16-bit pairs
+    // 16-bit pairs, or e4m3 quads, in 32-bit registers.
+    return elements * getElementType().getIntOrFloatBitWidth() /
+           (32 * kWarpgroupThreads);
   case FragmentLayout::Rows:
     return elements / 32; // rows g and g + 8 of each warp's 16
   case FragmentLayout::Lanes:
@@ -167,12 +175,18 @@ LogicalResult
 SharedTileType::verify(function_ref<InFlightDiagnostic()> emitError,
                        ArrayRef<int64_t> shape, Type elementType,
                        int64_t blockRows, TileLayout layout) {
+  bool fp8 = isa<Float8E4M3FNType>(elementType);
+  if (!elementType.isF16() && !elementType.isBF16() && !fp8)
+    return emitError() << "a swizzled tile holds f16, bf16 or e4m3";
+  if (fp8 && layout == TileLayout::RowMajor)
+    return emitError() << "an e4m3 tile is read by wgmma only: column blocks";
+  // A column block is 128 bytes of a row: 64 16-bit or 128 e4m3 elements.
+  int64_t blockCols = fp8 ? 128 : 64;
   if (shape.size() != 2 || shape[0] <= 0 || shape[0] % 8 != 0 ||
-      shape[1] <= 0 || shape[1] % 64 != 0)
+      shape[1] <= 0 || shape[1] % blockCols != 0)
     return emitError() << "expected R x C with R a multiple of 8 (the swizzle "
-                          "atom) and C of 64 (a 128-byte column block)";
-  if (!elementType.isF16() && !elementType.isBF16())
-    return emitError() << "a swizzled tile holds f16 or bf16";
+                          "atom) and C of "
+                       << blockCols << " (a 128-byte column block)";
   if (blockRows < shape[0] || blockRows % shape[0] != 0)
     return emitError() << "block_rows (" << blockRows
                        << ") must be a multiple of the rows (" << shape[0]

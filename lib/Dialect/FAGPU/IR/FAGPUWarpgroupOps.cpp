@@ -2,6 +2,10 @@
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::fagpu;
 
@@ -202,6 +206,10 @@ LogicalResult MmaOp::verify() {
   }
   if (elt != b.getElementType())
     return emitOpError("A and B element types differ");
+  // The 8-bit wgmma has no transpose: both operands K-major.
+  if (isa<Float8E4M3FNType>(elt) && getMnMajor())
+    return emitOpError("an e4m3 MMA reads B K-major (wgmma has no transpose "
+                       "for 8-bit types): give V^T, not mn_major V");
   // K-major B is N x K (a * b^T); MN-major B is K x N.
   int64_t bk = getMnMajor() ? b.getRows() : b.getCols();
   int64_t bn = getMnMajor() ? b.getCols() : b.getRows();
@@ -242,6 +250,19 @@ LogicalResult SoftmaxStepOp::verify() {
   if (lanes && getO())
     return emitOpError("rescale(%o) scales a register accumulator; lanes "
                        "scores rescale O in TMEM with fagpu.rescale");
+  bool fp8 = isa<Float8E4M3FNType>(p.getElementType());
+  if (fp8 != bool(getProbsScale()))
+    return emitOpError("an e4m3 P is scaled before its cast: probs_scale "
+                       "present iff P is e4m3");
+  if (auto scale = getProbsScale()) {
+    int exponent = 0;
+    double value = scale->convertToDouble();
+    if (!(value >= 1.0 && value <= 256.0) ||
+        std::frexp(value, &exponent) != 0.5)
+      return emitOpError("expected probs_scale a power of two in [1, 256], "
+                         "got ")
+             << llvm::formatv("{0}", value).str();
+  }
   if (bool(getMoved()) != bool(getRescaleThreshold()))
     return emitOpError("the moved flag is the result of conditional "
                        "rescaling: present iff rescale_threshold is");

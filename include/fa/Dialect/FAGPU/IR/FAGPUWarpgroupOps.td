@@ -538,6 +538,16 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     same step runs on the thread's own row, with no shuffles, and P is
     returned as f32 `lanes` (`fagpu.tmem_store` packs it into TMEM).
 
+    With `probs_scale = s` (a power of two) P is the e4m3 `operand_a`
+    fragment of the k = 32 e4m3 MMA: P is computed as exp2(s * scale - m' +
+    log2 s) = s P, so that small probabilities stay above e4m3's
+    subnormals, and l' sums s P too -- O / l' is unchanged, and LSE = m' +
+    log2(l') - log2(s) in log2 units. Thread t of a quad holds keys 2t,
+    2t + 1, 8 + 2t, 9 + 2t of each 16 (the accumulator's columns) in the A
+    slots 4t .. 4t + 3, so A's key order is sigma(k) = 8 ((k mod 4) / 2) +
+    2 (k / 4) + k mod 2 within each 16 keys: the B operand of P V must hold
+    V's keys in that order (a permutation, not a shuffle of P).
+
     With `rescale(%o)` (only without conditional rescaling) it also returns
     O * alpha, each row tile's multiplies issued as soon as its alpha is
     known, before its P is packed -- the mma.sync kernel's order, which
@@ -553,7 +563,8 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
                        OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<F32Attr>:$rescale_threshold,
                        OptionalAttr<I64Attr>:$exp2_poly_degree,
-                       OptionalAttr<I64Attr>:$exp2_poly_period);
+                       OptionalAttr<I64Attr>:$exp2_poly_period,
+                       OptionalAttr<F32Attr>:$probs_scale);
   let results = (outs FAGPU_Fragment:$p, FAGPU_Fragment:$new_m,
                       FAGPU_Fragment:$new_l, FAGPU_Fragment:$alpha,
                       Optional<I1>:$moved, Optional<FAGPU_Fragment>:$new_o);

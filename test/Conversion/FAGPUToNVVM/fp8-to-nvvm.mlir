@@ -1,0 +1,64 @@
+// RUN: fa-opt %s --convert-fagpu-to-nvvm | FileCheck %s
+
+// The e4m3 (FP8) forms of the kernel-body ops, each through its own
+// lowering pattern: the tensor-core pieces of FlashAttention-3's e4m3 path
+// (the kernel that uses them is issue 18's next step).
+
+// S = Q K^T on e4m3 tiles: k = 32 per wgmma (32 bytes of each row, as a
+// 16-bit k-step), so D = 128 takes 4 k-steps inside one 128-byte column
+// block.
+// CHECK-LABEL: llvm.func @scores
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+
+// The softmax step with an e4m3 P: exp2 offset by log2(256) = 8 (P scaled
+// by 2^8, l with it), then P packed four keys a register with cvt (nearest
+// even, saturating): 64 scores a thread -> 32 pairs -> 16 registers.
+// CHECK-LABEL: llvm.func @probabilities
+// CHECK: arith.addf %{{.*}}, %cst{{.*}} : f32
+// CHECK: ex2.approx.ftz.f32
+// CHECK-COUNT-32: nvvm.convert.f32x2.to.f8x2 {{.*}} {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : i16(f8E4M3FN)
+// CHECK-NOT: nvvm.convert.f32x2.to.f8x2
+
+// O += P V^T with P (e4m3) in registers and V^T K-major (the 8-bit wgmma
+// has no transpose): one asm per k-step of 32 keys, no trans-b immediate.
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}} p, 1, 1;
+// CHECK-NOT: wgmma.mma_async.sync
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT: fagpu.
+
+!rows = !fagpu.fragment<64xf32, rows>
+!s = !fagpu.fragment<64x128xf32, accumulator>
+!p = !fagpu.fragment<64x128xf8E4M3FN, operand_a>
+
+module attributes {gpu.container_module} {
+gpu.module @fa_kernels {
+  llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  llvm.func @scores() {
+    %qt = fagpu.shared_tile offset 0 : <64x128xf8E4M3FN>
+    %kt = fagpu.shared_tile offset 8192 : <128x128xf8E4M3FN>
+    %s = fagpu.mma %qt, %kt : !fagpu.smem_tile<64x128xf8E4M3FN>, !fagpu.smem_tile<128x128xf8E4M3FN> -> !s
+    fagpu.mma_wait pending 0
+    %pinned = fagpu.pin %s : !s
+    llvm.return
+  }
+  llvm.func @probabilities(%row: i32, %nk: i32, %scale: f32) {
+    %zero = arith.constant 0.0 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %s = fagpu.splat %zero : !s
+    %m0 = fagpu.splat %ninf : !rows
+    %l0 = fagpu.splat %zero : !rows
+    %p, %m, %l, %alpha = fagpu.softmax_step %s, %m0, %l0 keys(%row, %nk) row %row scale %scale {probs_scale = 256.0 : f32} : !s, !rows -> !p
+    // O += P V^T
+    %vt = fagpu.shared_tile offset 0 : <128x128xf8E4M3FN>
+    %r = fagpu.mma %p, %vt acc(%s) : !p, !fagpu.smem_tile<128x128xf8E4M3FN>, !s -> !s
+    fagpu.mma_wait pending 0
+    %pinned = fagpu.pin %r : !s
+    llvm.return
+  }
+}
+}
