@@ -15,8 +15,10 @@ Then flashmlir.flash_attn_varlen_func with flash-attn's [total, H, D].
 Speed (D 128, f16, Hq 32, Hkv 8, TFLOP/s of the useful work): (1) uniform
 lengths packed as a varlen batch against the same batch as [B, H, N, D]
 (the varlen machinery's own cost); (2) ragged lengths against a uniform
-batch of the same total work. The contiguous kernels run as shipped and with
-the varlen kernels' schedule (one tile per CTA, O from registers).
+batch of the same total work. The varlen kernels run as shipped (persistent
+at D 128, dealing the sequences' real tiles) and, where the folder has them
+(`_single`), with one tile per CTA; the contiguous kernels as shipped and
+with one tile per CTA and O from registers.
 triton's do_bench median; ptxas registers and spills in ptxas.txt.
 """
 import json
@@ -159,7 +161,7 @@ def speed(folder):
         tag = "_causal" if causal else ""
         vname = f"sm_90a_d128_f16{'_causal_bralign' if causal else ''}_varlen"
         varlen = k_[vname]
-        single = k_.get(vname + "_persistent")
+        single = k_.get(vname + "_single")
         contiguous = {n: k_[n] for n in (f"sm_90a_d128_f16{tag}",
                                          f"sm_90a_d128_f16{tag}_single_direct")}
         for label, lengths in (("uniform", [2048] * 8), ("ragged", ragged)):
@@ -176,7 +178,7 @@ def speed(folder):
                                             max_seqlen_q=max(lengths))) /
                        1e3) / 1e12}
             if single:
-                row["varlen_persistent_TFLOPs"] = work / (bench(
+                row["varlen_single_TFLOPs"] = work / (bench(
                     lambda: single(q, k, v, out=out, lse=lse, cu_seqlens_q=cuq,
                                    cu_seqlens_k=cuk,
                                    max_seqlen_q=max(lengths))) / 1e3) / 1e12
@@ -198,8 +200,8 @@ def speed(folder):
                 row[f"varlen_vs_{name}"] = (row["varlen_TFLOPs"] /
                                             row[f"{name}_TFLOPs"])
                 if single:
-                    row[f"varlen_persistent_vs_{name}"] = (
-                        row["varlen_persistent_TFLOPs"] / row[f"{name}_TFLOPs"])
+                    row[f"varlen_single_vs_{name}"] = (
+                        row["varlen_single_TFLOPs"] / row[f"{name}_TFLOPs"])
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows

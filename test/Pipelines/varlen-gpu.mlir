@@ -2,16 +2,16 @@
 // sequence's rows from the prefix sums (loads marked fa.kv_cache),
 // fa-map-to-gpu carries them to fagpu.attention, the schedule passes keep
 // the register epilogue (a TMA box of O would cross into the next sequence)
-// and one tile per CTA (a tile past its sequence's end leaves at once;
-// persistent on request, where such a tile runs one masked block and
-// stores nothing), and the kernel reads the
+// and the table's persistence (persistent CTAs deal only the sequences'
+// real tiles; with one tile per CTA a tile past its sequence's end leaves
+// at once), and the kernel reads the
 // sums per tile: TMA rows from the sequence's first row, batch coordinate
 // 0, O and LSE stored up to its last row. The other targets refuse, and so
 // does an explicit TMA-store epilogue.
 // RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
 // RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline | FileCheck %s --check-prefix=SM90
-// RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=true" | FileCheck %s --check-prefix=PERSIST
+// RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=false" | FileCheck %s --check-prefix=SINGLE
 // RUN: not fa-opt %s --fa-sm90-kernel-pipeline="epilogue=tma" 2>&1 | FileCheck %s --check-prefix=TMA
 // RUN: not fa-opt %s --fa-sm80-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=SM80
 
@@ -30,12 +30,23 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // TILE-COUNT-2: memref.load %{{.*}} {fa.kv_cache = "cu_seqlens_k"}
 // TILE: scf.if
 // MAP: fagpu.attention %{{.*}}, %{{.*}}, %{{.*}} varlen(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32>) outs(
-// SM90: llvm.func @fa3_sm90_d128_{{.*}}_varlen
-// SM90-NOT: persistent
-// SM90-SAME: scheduler = single
-// SM90-SAME: epilogue = registers
-// PERSIST: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_varlen
-// PERSIST-SAME: scheduler = dynamic
-// PERSIST: arith.cmpi uge
+// SINGLE: llvm.func @fa3_sm90_d128_{{.*}}_varlen
+// SINGLE-NOT: persistent
+// SINGLE-SAME: scheduler = single
+// SINGLE-SAME: epilogue = registers
+// By default (the table's row for causal D = 128) persistent CTAs, which
+// deal real tiles only: the tile count and each tile's
+// sequence come from one pass over the B prefix sums (ceil(len / B_r)
+// blocks x Hq heads per sequence), so no CTA draws a tile past its
+// sequence's end.
+// SM90: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_varlen
+// SM90-SAME: %[[B:arg10]]: i32
+// SM90-SAME: scheduler = dynamic
+// SM90: scf.for %{{.*}} = %{{.*}} to %[[B]] step %{{.*}} iter_args({{.*}}) -> (i32, i32, i32, i32)
+// SM90: llvm.load
+// SM90: llvm.load
+// SM90: arith.divui
+// SM90: arith.cmpi uge
+// SM90: llvm.atomicrmw add
 // TMA: a varlen kernel stores O from registers (a TMA box would cross into the next sequence)
 // SM80: fa-tile: sm_80: varlen batches have a GPU kernel on sm_90a only (and run on the CPU path)

@@ -148,7 +148,53 @@ protected:
 
   /// Query blocks per head, and (query block, head) tiles of the launch.
   Value queryBlocks() { return divu(add(nq, c32(blockR - 1)), c32(blockR)); }
-  Value tileCount() { return mul(queryBlocks(), mul(batches, hq)); }
+  Value tileCount() {
+    if (varlenRealTiles)
+      return varlenTiles(Value()).total;
+    return mul(queryBlocks(), mul(batches, hq));
+  }
+
+  /// A varlen batch dealt by real tiles (persistent CTAs): sequence b has
+  /// ceil(len_b / B_r) query blocks for each of the Hq heads, and its tiles
+  /// follow the sequences before it, so a CTA never draws a tile past its
+  /// sequence's end (the one-tile grid covers the longest sequence's
+  /// blocks for every sequence instead). `tileId` (null: only the total)
+  /// lies in sequence `batch`, at `local` of its `blocks` x Hq tiles.
+  /// One pass over the B + 1 prefix sums (O(B) loads, from L1 after the
+  /// first tile).
+  struct VarlenTile {
+    Value total, batch, local, blocks;
+  };
+  VarlenTile varlenTiles(Value tileId) {
+    Value zero = c32(0);
+    auto loop = scf::ForOp::create(b, loc, zero, batches, c32(1),
+                                   ValueRange{zero, zero, zero, c32(1)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value seq = loop.getInductionVar();
+      ValueRange carried = loop.getRegionIterArgs();
+      Value prefix = carried[0];
+      Value length = sub(loadGlobalI32(cuSeqlensQPtr, add(seq, c32(1))),
+                         loadGlobalI32(cuSeqlensQPtr, seq));
+      Value blocks = divu(add(length, c32(blockR - 1)), c32(blockR));
+      Value next = add(prefix, mul(blocks, hq));
+      SmallVector<Value> yielded = {next, carried[1], carried[2], carried[3]};
+      if (tileId) {
+        Value here = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tileId,
+                                  prefix),
+            ult(tileId, next));
+        yielded[1] = select(here, seq, carried[1]);
+        yielded[2] = select(here, sub(tileId, prefix), carried[2]);
+        yielded[3] = select(here, blocks, carried[3]);
+      }
+      scf::YieldOp::create(b, loc, yielded);
+    }
+    return {loop.getResult(0), loop.getResult(1), loop.getResult(2),
+            loop.getResult(3)};
+  }
 
   // Shared memory, all offsets from the 1 KiB-aligned base.
   Value sharedAt(Value byteOffset) {
@@ -270,16 +316,27 @@ protected:
   AttentionTile decodeTile(Value tileId) {
     AttentionTile tile;
     tile.id = tileId;
-    Value qBlocks = queryBlocks();
     // Query blocks of one head next to each other: they share K/V in L2
     // (a longest-first order across all heads measured slower,
     // docs/hopper.md). Causal: the longest of a head first, so the short
     // ones fill the gaps at the end.
-    Value qBlock = remu(tileId, qBlocks);
-    Value matrix = divu(tileId, qBlocks);
+    Value qBlocks, qBlock, batch, head, matrix;
+    if (varlenRealTiles) {
+      VarlenTile found = varlenTiles(tileId);
+      qBlocks = found.blocks;
+      qBlock = remu(found.local, qBlocks);
+      batch = found.batch;
+      head = divu(found.local, qBlocks);
+      matrix = add(mul(batch, hq), head);
+    } else {
+      qBlocks = queryBlocks();
+      qBlock = remu(tileId, qBlocks);
+      matrix = divu(tileId, qBlocks);
+      batch = divu(matrix, hq);
+      head = remu(matrix, hq);
+    }
     if (config.causal)
       qBlock = sub(sub(qBlocks, c32(1)), qBlock);
-    Value batch = divu(matrix, hq), head = remu(matrix, hq);
     Value kvHead = divu(head, divu(hq, hkv));
     // Third coordinate of the tensor maps: the [N, D] matrix of (batch,
     // head).
@@ -349,6 +406,8 @@ protected:
   Value kvLengthsPtr, blockTablePtr, maxPages;
   // A varlen batch: the prefix sums [B + 1] and the packed rows of Q.
   Value cuSeqlensQPtr, cuSeqlensKPtr, totalQ;
+  // Persistent varlen kernels deal real tiles only (varlenTiles).
+  bool varlenRealTiles = false;
 
   /// The tensor-map coordinates of a tile's query (or K/V) matrix.
   /// (A varlen batch's sequences are rows of batch row 0.)

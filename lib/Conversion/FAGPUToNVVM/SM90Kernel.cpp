@@ -937,6 +937,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   LLVM::LLVMFuncOp fn =
       beginKernel(module, spec.kernelName(), spec.threads(), spec.ctasPerSM,
                   spec.abi);
+  varlenRealTiles = spec.persistent && spec.inputs.varlen;
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   // Stating that the warpgroup index is warp-uniform (a shuffle from lane
   // 0) lets ptxas keep the consumer's Q descriptors in uniform registers

@@ -46,14 +46,10 @@ struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
         persistent = false;
       } else if (*requested) {
         persistent = **requested;
-      } else if (op.getCuSeqlensQ()) {
-        // A varlen batch: the grid covers the longest sequence's query
-        // blocks; a CTA per tile leaves at once past its sequence, where a
-        // persistent CTA runs one masked block (ragged lengths measured
-        // slower persistent, docs/gpu-kernels.md#varlen-batches).
-        persistent = false;
       } else {
-        // Where the table measured it faster, at the table's tiles.
+        // Where the table measured it faster, at the table's tiles. A
+        // varlen batch follows its head dim's row: persistent CTAs deal
+        // only the sequences' real tiles, like a uniform batch's.
         const KernelDefaults *row =
             defaultsFor(Target::sm_90a, op.getHeadDim(), op.getCausal());
         persistent = row && row->persistent && row->blockR == f.blockR;
