@@ -45,7 +45,6 @@
 namespace mlir::fa {
 
 constexpr int64_t kSwizzleBytes = 128;   // one swizzled row
-constexpr int64_t kColumnsPerBlock = 64; // f16 elements in 128 B
 
 /// The work of one CTA: B_r query rows of one (batch, head) and the K/V
 /// blocks they visit.
@@ -254,18 +253,24 @@ protected:
   /// firstRow is a multiple of 8, so that the 128-byte swizzle, whose
   /// pattern repeats every 8 rows (1 KiB), lands each row where the MMA's
   /// descriptors expect it.
+  /// `column` (default 0) is the map's first column: a V^T tile of e4m3
+  /// keys starts at its block's first key.
   void loadTile(Value map, Value tileOffset, int64_t rows, Value row,
                 ValueRange matrixCoords, Value bar, int64_t firstRow = 0,
-                int64_t tileRows = 0) {
+                int64_t tileRows = 0, Value column = Value()) {
     if (!tileRows)
       tileRows = rows;
-    for (int64_t cb = 0; cb < headDim / kColumnsPerBlock; ++cb) {
+    int64_t blockColumns = columnsPerBlock();
+    for (int64_t cb = 0; cb < headDim / blockColumns; ++cb) {
       Value dst = sharedAt(add(
           tileOffset,
           c32((cb * tileRows + firstRow) * kSwizzleBytes)));
+      SmallVector<Value> coords =
+          mapCoordinates(cb * blockColumns, row, matrixCoords);
+      if (column)
+        coords[0] = add(column, coords[0]);
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, loc, dst, map,
-          mapCoordinates(cb * kColumnsPerBlock, row, matrixCoords), bar,
+          b, loc, dst, map, coords, bar,
           ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
           /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
     }
@@ -277,11 +282,12 @@ protected:
   /// rows past Nq are clipped by the tensor map.
   void storeRowBlock(Value tileOffset, int64_t blockStride, Value row,
                      ValueRange matrixCoords) {
-    for (int64_t cb = 0; cb < headDim / kColumnsPerBlock; ++cb) {
+    int64_t blockColumns = columnsPerBlock();
+    for (int64_t cb = 0; cb < headDim / blockColumns; ++cb) {
       Value src = sharedAt(add(tileOffset, c32(cb * blockStride)));
       NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
           b, loc, oMap, src,
-          mapCoordinates(cb * kColumnsPerBlock, row, matrixCoords),
+          mapCoordinates(cb * blockColumns, row, matrixCoords),
           /*l2CacheHint=*/Value(),
           NVVM::TMAStoreModeAttr::get(b.getContext(), NVVM::TMAStoreMode::TILE),
           /*predicate=*/Value());
@@ -320,23 +326,26 @@ protected:
     // (a longest-first order across all heads measured slower,
     // docs/hopper.md). Causal: the longest of a head first, so the short
     // ones fill the gaps at the end.
-    Value qBlocks, qBlock, batch, head, matrix;
+    Value qBlock, batch, head, matrix;
+    auto longestFirst = [&](Value qBlocks) {
+      if (config.causal)
+        qBlock = sub(sub(qBlocks, c32(1)), qBlock);
+    };
     if (varlenRealTiles) {
       VarlenTile found = varlenTiles(tileId);
-      qBlocks = found.blocks;
-      qBlock = remu(found.local, qBlocks);
+      qBlock = remu(found.local, found.blocks);
+      longestFirst(found.blocks);
       batch = found.batch;
-      head = divu(found.local, qBlocks);
+      head = divu(found.local, found.blocks);
       matrix = add(mul(batch, hq), head);
     } else {
-      qBlocks = queryBlocks();
+      Value qBlocks = queryBlocks();
       qBlock = remu(tileId, qBlocks);
       matrix = divu(tileId, qBlocks);
+      longestFirst(qBlocks);
       batch = divu(matrix, hq);
       head = remu(matrix, hq);
     }
-    if (config.causal)
-      qBlock = sub(sub(qBlocks, c32(1)), qBlock);
     Value kvHead = divu(head, divu(hq, hkv));
     // Third coordinate of the tensor maps: the [N, D] matrix of (batch,
     // head).
@@ -390,6 +399,10 @@ protected:
   }
 
   int64_t headDim, blockR, blockC;
+  /// Bytes of the elements the tiles hold: 2 (f16, bf16) or 1 (e4m3).
+  int64_t elementBytes = 2;
+  /// Elements in a 128-byte row of a swizzled column block.
+  int64_t columnsPerBlock() const { return kSwizzleBytes / elementBytes; }
   Value smem; // aligned base, !llvm.ptr<3>
   Value qMap, kMap, vMap, oMap, oPtr, lsePtr, scaleLog2;
   Value nq, nk, hq, hkv, batches;

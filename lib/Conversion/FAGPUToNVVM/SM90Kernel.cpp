@@ -93,7 +93,7 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   SmallVector<fagpu::KernelParam> abi;
 
   int64_t threads() const { return 128 * (1 + consumers); }
-  int64_t columnBlocks() const { return headDim / kColumnsPerBlock; }
+  int64_t columnBlocks() const { return headDim * elementBytes / 128; }
   std::string kernelName() const {
     return "fa3_sm90_d" + std::to_string(headDim) + "_br" +
            std::to_string(blockR()) + "_bc" + std::to_string(blockC) + "_s" +

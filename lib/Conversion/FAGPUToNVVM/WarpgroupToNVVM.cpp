@@ -38,7 +38,10 @@ public:
             const SoftmaxConfig &config = SoftmaxConfig(), int64_t headDim = 0,
             int64_t blockC = 0)
       : TMAKernelEmitter(b, loc, element.isBF16(), config, headDim,
-                         /*blockR=*/0, blockC) {}
+                         /*blockR=*/0, blockC) {
+    if (isa<Float8E4M3FNType>(element))
+      elementBytes = 1;
+  }
 
   OpBuilder &builder() { return b; }
 

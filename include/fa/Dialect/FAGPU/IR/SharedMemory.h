@@ -32,10 +32,12 @@ inline int64_t maxSharedBytes(int64_t ctasPerSM = 1) {
 struct SM90Layout {
   int64_t headDim = 0, consumers = 2, qBuffers = 1, blockC = 0, stages = 0;
   bool tmaStore = false, stageInQ = false, dynamicTiles = false;
+  /// Bytes of a Q, K or V element: 2 (f16, bf16) or 1 (e4m3). O is 16-bit.
+  int64_t elementBytes = 2;
 
   int64_t blockR() const { return consumers * kRowsPerConsumer; }
-  int64_t qBytes() const { return blockR() * headDim * 2; }
-  int64_t kvTileBytes() const { return blockC * headDim * 2; }
+  int64_t qBytes() const { return blockR() * headDim * elementBytes; }
+  int64_t kvTileBytes() const { return blockC * headDim * elementBytes; }
   int64_t kOffset(int64_t stage) const {
     return qBuffers * qBytes() + stage * 2 * kvTileBytes();
   }
@@ -43,7 +45,9 @@ struct SM90Layout {
     return kOffset(stage) + kvTileBytes();
   }
   int64_t oStageOffset() const { return kOffset(stages); }
-  int64_t oStageBytes() const { return tmaStore && !stageInQ ? qBytes() : 0; }
+  int64_t oStageBytes() const {
+    return tmaStore && !stageInQ ? blockR() * headDim * 2 : 0;
+  }
   int64_t barrierOffset() const { return oStageOffset() + oStageBytes(); }
   /// q_full, q_empty per Q buffer, then per stage k_full, v_full, k_empty,
   /// v_empty.
