@@ -413,7 +413,7 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
   Value buffer = claimQBuffer(tileIndex, tile.id);
   fagpu::TmaLoadOp::create(b, loc, qMap, queryMapRow(tile, tile.qStart),
-                           queryMatrix(tile), qPipe, buffer, 0);
+                           queryMatrix(tile), qPipe, buffer, 0, Value());
   OpBuilder::InsertionGuard guard(b);
   auto loop =
       scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
@@ -457,7 +457,7 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   for (int64_t buffer : {kKey, kValue}) {
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
     fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
-                             matrix, kvPipe, stage, buffer);
+                             matrix, kvPipe, stage, buffer, Value());
   }
 }
 

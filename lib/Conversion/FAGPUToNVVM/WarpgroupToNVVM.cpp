@@ -594,7 +594,8 @@ struct TmaLoadLowering : OpConversionPattern<fagpu::TmaLoadOp> {
                      llvm::to_vector(llvm::map_range(
                          adaptor.getMatrixCoords(),
                          [](ValueRange v) { return v.front(); })),
-                     full);
+                     full, /*firstRow=*/0, /*tileRows=*/0,
+                     op.getColumn() ? adaptor.getColumn().front() : Value());
         });
   }
 };

@@ -4,6 +4,13 @@
 // lowering pattern: the tensor-core pieces of FlashAttention-3's e4m3 path
 // (the kernel that uses them is issue 18's next step).
 
+// CHECK-LABEL: llvm.func @value_tile(
+// CHECK-SAME: %[[D:arg2]]: i32, %[[H:arg3]]: i32, %[[B:arg4]]: i32, %[[KEY:arg5]]: i32)
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+// CHECK: %[[COL:.*]] = arith.addi %[[KEY]], %c0_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %{{.*}}, box[%[[COL]], %[[D]], %[[H]], %[[B]]]
+// CHECK-NOT: nvvm.cp.async.bulk.tensor
+
 // S = Q K^T on e4m3 tiles: k = 32 per wgmma (32 bytes of each row, as a
 // 16-bit k-step), so D = 128 takes 4 k-steps inside one 128-byte column
 // block.
@@ -31,6 +38,7 @@
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NOT: fagpu.
 
+!kv8 = !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf8E4M3FN>
 !rows = !fagpu.fragment<64xf32, rows>
 !s = !fagpu.fragment<64x128xf32, accumulator>
 !p = !fagpu.fragment<64x128xf8E4M3FN, operand_a>
@@ -38,6 +46,14 @@
 module attributes {gpu.container_module} {
 gpu.module @fa_kernels {
   llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  // A V^T tile of e4m3 ([Dv = 128, 128 keys]) by TMA: 16 KiB announced,
+  // one box (128 e4m3 columns fill one 128-byte column block) at column
+  // %key, the block's first key.
+  llvm.func @value_tile(%vmap: !llvm.ptr, %stage: i32, %d: i32, %head: i32, %batch: i32, %key: i32) {
+    %kv = fagpu.create_pipeline {barrier_offset = 65536 : i64, tile_offset = 0 : i64} : !kv8
+    fagpu.tma_load %vmap[%d, %head, %batch] column %key into %kv[%stage] buffer 1 : !llvm.ptr, !kv8
+    llvm.return
+  }
   llvm.func @scores() {
     %qt = fagpu.shared_tile offset 0 : <64x128xf8E4M3FN>
     %kt = fagpu.shared_tile offset 8192 : <128x128xf8E4M3FN>

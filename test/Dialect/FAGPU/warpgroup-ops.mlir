@@ -179,3 +179,16 @@ func.func @scheduler(%counter: !llvm.ptr<1>, %tiles: i32, %slot: !llvm.ptr<3>) -
   %got = fagpu.receive_tile %slot : !llvm.ptr<3>
   return %got : i32
 }
+
+// A TMA load from a first column (an e4m3 V^T tile's first key).
+// CHECK-LABEL: llvm.func @column_load
+// CHECK: fagpu.tma_load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] column %{{.*}} into %{{.*}}[%{{.*}}] buffer 1 : !llvm.ptr, <stages = 2, buffers = 2, 128x128xf8E4M3FN>
+module attributes {gpu.container_module} {
+gpu.module @column_kernels {
+  llvm.func @column_load(%map: !llvm.ptr, %s: i32, %d: i32, %h: i32, %b: i32, %key: i32) {
+    %kv = fagpu.create_pipeline {barrier_offset = 65536 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf8E4M3FN>
+    fagpu.tma_load %map[%d, %h, %b] column %key into %kv[%s] buffer 1 : !llvm.ptr, !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf8E4M3FN>
+    llvm.return
+  }
+}
+}

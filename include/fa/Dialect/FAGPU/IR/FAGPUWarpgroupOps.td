@@ -168,7 +168,8 @@ def FAGPU_PipelineAcquireOp : FAGPU_PipelineStageOp<"pipeline_acquire"> {
   }];
 }
 
-def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load"> {
+def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load",
+    [AttrSizedOperandSegments]> {
   let summary = "producer: load a tile into a stage's buffer by TMA and commit it";
   let description = [{
     Arrives on the buffer's full barrier announcing the tile's bytes, then
@@ -180,13 +181,17 @@ def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load"> {
       tensor (any batch, head and row strides, unit stride on D), so
       [B, N, H, D] views load without a copy;
     * `[%row, %matrix]`: a rank-3 map over contiguous [B * H, N, D].
+    With `column %c` the boxes start at column `%c` instead of 0: an e4m3
+    V^T tile ([Dv, keys], rows the head dim) starts at its block's first
+    key.
   }];
   let arguments = (ins LLVM_AnyPointer:$map, I32:$row,
                        Variadic<I32>:$matrix_coords,
-                       FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer);
+                       FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer,
+                       Optional<I32>:$column);
   let assemblyFormat = [{
-    $map `[` $row `,` $matrix_coords `]` `into` $pipeline `[` $stage `]`
-    `buffer` $buffer attr-dict `:` type($map) `,` type($pipeline)
+    $map `[` $row `,` $matrix_coords `]` (`column` $column^)? `into` $pipeline
+    `[` $stage `]` `buffer` $buffer attr-dict `:` type($map) `,` type($pipeline)
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
