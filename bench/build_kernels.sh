@@ -33,5 +33,13 @@ if [ "$ARCH" = sm_90a ]; then
   done
   build/bin/fa-compile --arch "$ARCH" --head-dim 128 --dtype bf16 --split-kv auto -o "$OUT/sm_90a_d128_bf16_splitkv" >> "$OUT/ptxas.txt"
   fc --causal --causal-align=bottom-right --split-kv auto -o "$OUT/sm_90a_d128_f16_causal_bralign_splitkv"
+  # Head dim 192 (three 64-column blocks; sm_90a only), for
+  # python/tests/test_gpu.py.
+  for dtype in f16 bf16; do
+    for causal in "" "--causal"; do
+      build/bin/fa-compile --arch "$ARCH" --head-dim 192 --dtype "$dtype" $causal \
+        -o "$OUT/sm_90a_d192_${dtype}${causal:+_causal}" >> "$OUT/ptxas.txt"
+    done
+  done
 fi
 grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt"
