@@ -1909,3 +1909,137 @@ func.func @dynamic_lengths_constant_mask(%q: tensor<1x4x?x64xf32>, %k: tensor<1x
   } -> tensor<1x4x?x64xf32>
   return %out : tensor<1x4x?x64xf32>
 }
+
+// -----
+
+// A softcap (Gemma 2's attn_logit_softcapping, c * tanh(s / c) on the scaled
+// scores) before the mask: raised to fa.attention's softcap with the scale
+// inside it (test/Inputs/gemma_softcap.mlir; fa-run --raise
+// --compare-unraised checks the numbers in Integration/CPU/raise-softcap.test).
+// CHECK-LABEL: func @gemma_softcap
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 1.250000e-01 : f32, softcap = 2.000000e+00 : f32} : tensor<1x4x48x64xf32>
+// CHECK-NOT: math.tanh
+func.func @gemma_softcap(%q: tensor<4x48x64xf32>, %k: tensor<4x48x64xf32>, %v: tensor<4x48x64xf32>) -> tensor<4x48x64xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<4x48x48xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<4x48x64xf32>, tensor<4x48x64xf32>) outs(%z0 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %e1 = tensor.empty() : tensor<4x48x48xf32>
+  // scores * 1/8, / 2, tanh, * 2
+  %capped = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<4x48x48xf32>) outs(%e1 : tensor<4x48x48xf32>) {
+    ^bb0(%x: f32, %out: f32):
+      %scale = arith.constant 0.125 : f32
+      %cap = arith.constant 2.0 : f32
+      %a = arith.mulf %x, %scale : f32
+      %b = arith.divf %a, %cap : f32
+      %t = math.tanh %b : f32
+      %c = arith.mulf %t, %cap : f32
+      linalg.yield %c : f32
+    } -> tensor<4x48x48xf32>
+  %e2 = tensor.empty() : tensor<4x48x48xf32>
+  %masked = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%capped : tensor<4x48x48xf32>) outs(%e2 : tensor<4x48x48xf32>) {
+    ^bb0(%x: f32, %out: f32):
+      %i = linalg.index 1 : index
+      %j = linalg.index 2 : index
+      %hidden = arith.cmpi ugt, %j, %i : index
+      %ninf = arith.constant 0xFF800000 : f32
+      %m = arith.select %hidden, %ninf, %x : f32
+      linalg.yield %m : f32
+    } -> tensor<4x48x48xf32>
+  %e3 = tensor.empty() : tensor<4x48x48xf32>
+  %p = linalg.softmax dimension(2) ins(%masked : tensor<4x48x48xf32>) outs(%e3 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %e4 = tensor.empty() : tensor<4x48x64xf32>
+  %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<4x48x48xf32>, tensor<4x48x64xf32>) outs(%z4 : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
+  return %o : tensor<4x48x64xf32>
+}
+
+// -----
+
+// Must not fire: the mask comes before the tanh, which would turn hidden
+// scores into -c instead of -inf.
+// CHECK-LABEL: func @softcap_after_mask
+// CHECK-NOT: fa.attention
+func.func @softcap_after_mask(%q: tensor<4x48x64xf32>, %k: tensor<4x48x64xf32>, %v: tensor<4x48x64xf32>) -> tensor<4x48x64xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<4x48x48xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<4x48x64xf32>, tensor<4x48x64xf32>) outs(%z0 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %e2 = tensor.empty() : tensor<4x48x48xf32>
+  %masked = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<4x48x48xf32>) outs(%e2 : tensor<4x48x48xf32>) {
+    ^bb0(%x: f32, %out: f32):
+      %i = linalg.index 1 : index
+      %j = linalg.index 2 : index
+      %hidden = arith.cmpi ugt, %j, %i : index
+      %ninf = arith.constant 0xFF800000 : f32
+      %m = arith.select %hidden, %ninf, %x : f32
+      linalg.yield %m : f32
+    } -> tensor<4x48x48xf32>
+  %e1 = tensor.empty() : tensor<4x48x48xf32>
+  // scores * 1/8, / 2, tanh, * 2
+  %capped = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%masked : tensor<4x48x48xf32>) outs(%e1 : tensor<4x48x48xf32>) {
+    ^bb0(%x: f32, %out: f32):
+      %scale = arith.constant 0.125 : f32
+      %cap = arith.constant 2.0 : f32
+      %a = arith.mulf %x, %scale : f32
+      %b = arith.divf %a, %cap : f32
+      %t = math.tanh %b : f32
+      %c = arith.mulf %t, %cap : f32
+      linalg.yield %c : f32
+    } -> tensor<4x48x48xf32>
+  %e3 = tensor.empty() : tensor<4x48x48xf32>
+  %p = linalg.softmax dimension(2) ins(%capped : tensor<4x48x48xf32>) outs(%e3 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %e4 = tensor.empty() : tensor<4x48x64xf32>
+  %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
+  // expected-remark @+1 {{not raised: a mask before the softcap's tanh (hidden scores would become -c, not -inf)}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<4x48x48xf32>, tensor<4x48x64xf32>) outs(%z4 : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
+  return %o : tensor<4x48x64xf32>
+}
+
+// -----
+
+// Must not fire: tanh twice is not a softcap.
+// CHECK-LABEL: func @softcap_twice
+// CHECK-NOT: fa.attention
+func.func @softcap_twice(%q: tensor<4x48x64xf32>, %k: tensor<4x48x64xf32>, %v: tensor<4x48x64xf32>) -> tensor<4x48x64xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<4x48x48xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<4x48x64xf32>, tensor<4x48x64xf32>) outs(%z0 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %e1 = tensor.empty() : tensor<4x48x48xf32>
+  // scores * 1/8, / 2, tanh, * 2
+  %capped = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<4x48x48xf32>) outs(%e1 : tensor<4x48x48xf32>) {
+    ^bb0(%x: f32, %out: f32):
+      %scale = arith.constant 0.125 : f32
+      %cap = arith.constant 2.0 : f32
+      %a = arith.mulf %x, %scale : f32
+      %b = arith.divf %a, %cap : f32
+      %t = math.tanh %b : f32
+      %t2 = math.tanh %t : f32
+      %c = arith.mulf %t2, %cap : f32
+      linalg.yield %c : f32
+    } -> tensor<4x48x48xf32>
+  %e2 = tensor.empty() : tensor<4x48x48xf32>
+  %masked = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%capped : tensor<4x48x48xf32>) outs(%e2 : tensor<4x48x48xf32>) {
+    ^bb0(%x: f32, %out: f32):
+      %i = linalg.index 1 : index
+      %j = linalg.index 2 : index
+      %hidden = arith.cmpi ugt, %j, %i : index
+      %ninf = arith.constant 0xFF800000 : f32
+      %m = arith.select %hidden, %ninf, %x : f32
+      linalg.yield %m : f32
+    } -> tensor<4x48x48xf32>
+  %e3 = tensor.empty() : tensor<4x48x48xf32>
+  %p = linalg.softmax dimension(2) ins(%masked : tensor<4x48x48xf32>) outs(%e3 : tensor<4x48x48xf32>) -> tensor<4x48x48xf32>
+  %e4 = tensor.empty() : tensor<4x48x64xf32>
+  %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
+  // expected-remark @+1 {{not raised: between Q K^T and the softmax: the scores pass through tanh twice}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<4x48x48xf32>, tensor<4x48x64xf32>) outs(%z4 : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
+  return %o : tensor<4x48x64xf32>
+}

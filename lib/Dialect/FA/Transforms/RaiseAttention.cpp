@@ -184,6 +184,10 @@ struct Sym {
   Lin lin;                     // Int: an integer linear in i and j
   Band band;                   // Pred, Select: where it holds; Data: visible
   double scale = 1;            // Data: scale * data
+  // Data through a softcap's tanh: scale * tanh(inner * data) (`scale` is
+  // then the cap c and inner * c the attention's scale).
+  bool capped = false;
+  double inner = 1;
   std::string why;             // Unknown: why
 
   static Sym unknown(const Twine &why) {
@@ -619,6 +623,23 @@ Sym SymbolicBody::evalOp(Operation *op, ArrayRef<Sym> in, const Env &loops) {
   // Float conversions keep what a value is.
   if (isa<arith::ExtFOp, arith::TruncFOp>(op))
     return in[0];
+  // A softcap's tanh (Gemma 2, Grok: c * tanh(s / c)): the scores so far
+  // are its argument. A mask before it would map hidden scores to -c, not
+  // -inf, so they would not be hidden.
+  if (isa<math::TanhOp>(op)) {
+    if (in[0].kind != Sym::Data)
+      return Sym::unknown("a tanh of a mask");
+    if (in[0].capped)
+      return Sym::unknown("the scores pass through tanh twice");
+    if (!in[0].band.empty())
+      return Sym::unknown("a mask before the softcap's tanh (hidden scores "
+                          "would become -c, not -inf)");
+    Sym r = in[0];
+    r.capped = true;
+    r.inner = in[0].scale;
+    r.scale = 1;
+    return r;
+  }
   if (isa<arith::UIToFPOp, arith::SIToFPOp>(op)) {
     if (in[0].kind == Sym::Int && in[0].lin.isConstant())
       return Sym::floating(double(in[0].lin.c));
@@ -1710,6 +1731,7 @@ struct Match {
   Perm outPerm;  // O's order in the root (rank 4)
   int64_t rank;  // of the softmax: 2, 3 or 4
   double scale = 1.0;
+  double softcap = 0.0; // c of c * tanh(s / c); 0: none
   MaskAttrs mask;
   Type elt;
 };
@@ -1733,6 +1755,20 @@ Lift liftOf(Value lhs3) {
 LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
                           Lift &lift, Contraction &qk, Why &why) {
   Value cur = x;
+  // Walking back from the softmax: the scales seen before a softcap's tanh
+  // multiply the cap (outside the tanh), those after it the scores inside.
+  double outside = 1.0, inside = 1.0;
+  bool capped = false;
+  auto finish = [&]() {
+    if (!capped) {
+      m.scale *= outside;
+      return;
+    }
+    // c * tanh(inside * qk / c) with c = outside * the tanh's factor:
+    // fa.attention's softcap c over scale inside * c.
+    m.softcap = outside;
+    m.scale *= inside * outside;
+  };
   for (int step = 0; step < 16; ++step) {
     Operation *def = cur.getDefiningOp();
     if (!def)
@@ -1757,6 +1793,7 @@ LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
       if (failed(c))
         return failure();
       qk = *c;
+      finish();
       return success();
     }
     if (!isElementwise(g))
@@ -1790,7 +1827,21 @@ LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
         return why(result.why);
       return why("between Q K^T and the softmax: " + result.why);
     }
-    m.scale *= result.scale;
+    if (capped && (result.capped || !result.band.empty()))
+      return why(result.capped ? "the scores pass through two softcaps"
+                               : "a mask before the softcap's tanh (hidden "
+                                 "scores would become -c, not -inf)");
+    if (capped) {
+      inside *= result.scale;
+    } else if (result.capped) {
+      capped = true;
+      outside *= result.scale;
+      inside = result.inner;
+      if (!(outside > 0.0) || !std::isfinite(outside))
+        return why("the softcap's factor is not a positive finite constant");
+    } else {
+      outside *= result.scale;
+    }
     llvm::append_range(visible, result.band);
     cur = next;
   }
@@ -2054,6 +2105,9 @@ void raise(RewriterBase &rewriter, const Match &m) {
     attention.setWindowAttr(rewriter.getI64IntegerAttr(*m.mask.window));
   if (m.mask.bottomRight)
     attention.setBottomRight(true);
+  if (m.softcap > 0)
+    attention.setSoftcapAttr(
+        rewriter.getF32FloatAttr(static_cast<float>(m.softcap)));
   Value o = attention.getResults()[0];
   if (!isIdentity(m.outPerm)) {
     // Root dim outPerm[k] holds logical dim k.
