@@ -23,6 +23,12 @@ config.substitutions.append(("%cmake", config.cmake_command))
 # libFlashMLIRCAPI.so (not built under the sanitizers).
 if config.fa_capi_shared:
     config.available_features.add("capi-shared")
+# How MLIR is linked (FA_MLIR_DYLIB): libMLIR.so, or its component libraries.
+config.substitutions.append(
+    ("%fa_mlir_link", "DYLIB" if config.fa_mlir_dylib else "COMPONENTS"))
+config.substitutions.append(
+    ("%fa_no_libmlir",
+     "" if config.fa_mlir_dylib else "--implicit-check-not=libMLIR.so"))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
