@@ -91,7 +91,7 @@ func.func @fp8_on_sm100(%q: memref<1x1x64x128xf8E4M3FN>, %o: memref<1x1x64x128xf
 
 #fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
 func.func @probs_scale_not_a_power_of_two(%q: memref<1x1x64x128xf8E4M3FN>, %o: memref<1x1x64x128xf16>, %d: memref<f32>) {
-  // expected-error @+1 {{expected probs_scale a power of two in [1, 256], got 3.00}}
+  // expected-error @+1 {{expected probs scale to be a power of two in [1, 256], got 3 (P is scaled before its e4m3 cast and unscaled after: a power of two keeps both exact)}}
   fagpu.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 3.0 : f32, schedule = #fp8s}
     : memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf16>
   return

@@ -338,7 +338,7 @@ func.func @e4m3_p_without_scale(%s: !fagpu.fragment<64x128xf32, accumulator>, %m
 // -----
 
 func.func @e4m3_scale_not_power_of_two(%s: !fagpu.fragment<64x128xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %f: f32) {
-  // expected-error @+1 {{expected probs_scale a power of two in [1, 256], got 100.00}}
+  // expected-error @+1 {{expected probs scale to be a power of two in [1, 256], got 100 (P is scaled before its e4m3 cast and unscaled after: a power of two keeps both exact)}}
   %p, %m2, %l2, %a = fagpu.softmax_step %s, %m, %m keys(%i, %i) row %i scale %f {probs_scale = 100.0 : f32} : !fagpu.fragment<64x128xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x128xf8E4M3FN, operand_a>
   return
 }

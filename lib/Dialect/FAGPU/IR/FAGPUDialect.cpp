@@ -1,13 +1,13 @@
 //===- FAGPUDialect.cpp - The fagpu dialect -------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/Support/FormatVariadic.h"
-
-#include <cmath>
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::fagpu;
@@ -255,15 +255,14 @@ LogicalResult AttentionOp::verify() {
   if (isFP8() && getTarget() != Target::sm_90a)
     return emitOpError("e4m3 inputs have a kernel on sm_90a only");
   if (auto probsScale = getProbsScale()) {
-    double p = probsScale->convertToDouble();
     if (!isFP8())
       return emitOpError("probs_scale scales e4m3 probabilities: it belongs "
                          "to e4m3 inputs");
-    int exponent = 0;
-    if (!(p >= 1.0 && p <= 256.0) || std::frexp(p, &exponent) != 0.5)
-      return emitOpError("expected probs_scale a power of two in [1, 256], "
-                         "got ")
-             << llvm::formatv("{0}", p).str();
+    // P reaches 2^threshold under conditional rescaling.
+    double threshold = std::max(getRescaleThresholdOrOff(), 0.0);
+    if (std::optional<std::string> why =
+            fa::checkProbsScale(probsScale->convertToDouble(), threshold))
+      return emitOpError(*why);
   }
   if (ShapedType::isDynamic(getHeadDim()) ||
       ShapedType::isDynamic(getValueHeadDim()))

@@ -1,10 +1,9 @@
 //===- FAGPUWarpgroupOps.cpp - verifiers of the kernel-body ops -----------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Dialect/FA/IR/Validation.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
-#include <cmath>
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::fagpu;
@@ -255,13 +254,11 @@ LogicalResult SoftmaxStepOp::verify() {
     return emitOpError("an e4m3 P is scaled before its cast: probs_scale "
                        "present iff P is e4m3");
   if (auto scale = getProbsScale()) {
-    int exponent = 0;
-    double value = scale->convertToDouble();
-    if (!(value >= 1.0 && value <= 256.0) ||
-        std::frexp(value, &exponent) != 0.5)
-      return emitOpError("expected probs_scale a power of two in [1, 256], "
-                         "got ")
-             << llvm::formatv("{0}", value).str();
+    double threshold =
+        getRescaleThreshold() ? getRescaleThreshold()->convertToDouble() : 0.0;
+    if (std::optional<std::string> why =
+            fa::checkProbsScale(scale->convertToDouble(), std::max(threshold, 0.0)))
+      return emitOpError(*why);
   }
   if (bool(getMoved()) != bool(getRescaleThreshold()))
     return emitOpError("the moved flag is the result of conditional "
