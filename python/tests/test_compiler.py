@@ -63,7 +63,7 @@ def test_fa4_options_reach_the_kernel(flashmlir):
     (dict(head_dim=64, block_r=32), "block_r must be 64, 128 or 192 .*, got 32"),
     (dict(head_dim=64, stages=7), "stages must be 2, 3 or 4, got 7"),
     (dict(head_dim=64, arch="sm_100a", block_c=256),
-     "exceed the 512 TMEM columns"),
+     "need 576 tensor-memory columns, more than the SM.s 512"),
     (dict(head_dim=64, sm90_kernel="tcgen05"),
      "the sm_90a kernel must be 'wgmma' or 'mma-sync'"),
 ])
