@@ -379,6 +379,22 @@ def _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank, strides):
     return buf, addr
 
 
+def _signature(tensors):
+    """What the argument checks of a launch depend on, for torch tensors
+    (None entries kept as None): shape, strides, dtype, device; None when
+    one is not a torch tensor (checked in full every time)."""
+    import torch
+    sig = []
+    for t in tensors:
+        if t is None:
+            sig.append(None)
+        elif type(t) is torch.Tensor:
+            sig.append((t.shape, t.stride(), t.dtype, t.device))
+        else:
+            return None
+    return tuple(sig)
+
+
 def tensor_strides(name, t):
     """The (batch, head, row) element strides of [B, H, N, D] tensor `t` as
     a strided kernel reads it, by the C runtime's rule (checkStrides in
@@ -427,6 +443,9 @@ class Kernel:
         self.cubin = bytes(cubin)
         self._functions = {}  # device index -> (module, function)
         self._param_names = frozenset(p["name"] for p in self.meta["params"])
+        # The signature of the last arguments that passed _check, and its
+        # result.
+        self._checked = (None, None)
 
     @classmethod
     def load(cls, prefix):
@@ -562,7 +581,28 @@ class Kernel:
                block_table=None):
         """check_arguments, plus the (batch, head, row) element strides of
         q, k, v and out a strided kernel reads them with (tensor_strides;
-        None for contiguous-only kernels and an absent out)."""
+        None for contiguous-only kernels and an absent out).
+
+        A call whose tensors have the shapes, strides, dtypes and device of
+        the last call that passed (and no KV cache, whose values are
+        checked) reuses its result: only the data pointers' 16-byte
+        alignment, which changes with every allocation, is checked again.
+        At tiny shapes the full check was about half of a call's host time
+        (bench/results/2026-12-02-host-cost.md)."""
+        signature = None
+        if cache_seqlens is None and block_table is None:
+            signature = _signature((q, k, v, out, lse))
+            if signature is not None and signature == self._checked[0]:
+                if (q.data_ptr() | k.data_ptr() | v.data_ptr()) % 16 == 0:
+                    dims, strides = self._checked[1]
+                    return dims, list(strides)
+        dims, strides = self._check_all(q, k, v, out, lse, cache_seqlens,
+                                        block_table)
+        if signature is not None:
+            self._checked = (signature, (dims, tuple(strides)))
+        return dims, strides
+
+    def _check_all(self, q, k, v, out, lse, cache_seqlens, block_table):
         meta = self.meta
         want = _DTYPE_NAMES[meta["dtype"]]
         d = meta["head_dim"]

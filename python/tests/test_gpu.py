@@ -81,6 +81,36 @@ def test_bad_inputs(cuda_flashmlir):
         flashmlir.attention(f32, f32, f32)
 
 
+def test_repeated_calls_are_still_checked(cuda_flashmlir):
+    """A call like the last one that passed reuses its checks
+    (Kernel._check's signature), but not its data pointers' alignment, and
+    any change of shape, stride or dtype is checked in full."""
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir.runtime import KernelArgumentError
+    kernel = flashmlir._kernel_for("sm_90a", 64, "f16", False,
+                                   os.environ.get("FLASHMLIR_KERNEL_DIR"))
+    q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16)
+    out = torch.empty_like(q)
+    ref = reference(torch, q, q, q, False, 1 / math.sqrt(64))
+    for _ in range(3):
+        kernel(q, q, q, out=out)
+        assert (out.float() - ref).norm() / ref.norm() < TOL["f16"]
+    # The same shape and strides at an address 2 bytes off 16.
+    flat = torch.empty(q.numel() + 8, device="cuda", dtype=torch.float16)
+    shifted = flat[1:1 + q.numel()].view_as(q)
+    assert shifted.shape == q.shape and shifted.stride() == q.stride()
+    with pytest.raises(KernelArgumentError, match="16-byte aligned"):
+        kernel(shifted, q, q, out=out)
+    # Another dtype, then another head dim, after a passing call each.
+    kernel(q, q, q, out=out)
+    with pytest.raises(KernelArgumentError, match="float16"):
+        kernel(q.bfloat16(), q.bfloat16(), q.bfloat16(), out=out)
+    kernel(q, q, q, out=out)
+    wide = torch.randn(1, 2, 64, 128, device="cuda", dtype=torch.float16)
+    with pytest.raises(KernelArgumentError, match="head dim must be 64"):
+        kernel(wide, wide, wide)
+
+
 def test_dynamic_scheduler_on_two_streams(cuda_flashmlir):
     # Causal D = 128 is persistent with the dynamic tile scheduler: each
     # stream gets its own counter, so launches on two streams may overlap,
