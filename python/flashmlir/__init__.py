@@ -141,6 +141,9 @@ def _arch_and_dtype(q):
     return arch, dtype
 
 
+_auto_split_memo = {}
+
+
 def _split_kv(arch, q, k, num_splits, keys=None):
     """Whether the launch takes a split-KV kernel: asked for (num_splits >
     1), or, with num_splits 0, where the auto rule splits -- on the split
@@ -165,13 +168,22 @@ def _split_kv(arch, q, k, num_splits, keys=None):
         return False
     if num_splits > 1:
         return True
-    b, hq, nq, d = q.shape
-    tiles = b * hq * math.ceil(nq / (64 if d <= 128 else 128))
     index = q.device.index if q.device.index is not None else \
         torch.cuda.current_device()
-    sms = runtime.device_facts(index)[1]
     keys = k.shape[2] if keys is None else keys
-    return runtime.auto_kv_splits(tiles, math.ceil(keys / 128), sms) > 1
+    # The auto rule's answer for these sizes on this device, remembered: a
+    # serving loop asks it for the same shapes every call.
+    memo = (tuple(q.shape), keys, index)
+    split = _auto_split_memo.get(memo)
+    if split is None:
+        b, hq, nq, d = q.shape
+        tiles = b * hq * math.ceil(nq / (64 if d <= 128 else 128))
+        sms = runtime.device_facts(index)[1]
+        split = runtime.auto_kv_splits(tiles, math.ceil(keys / 128), sms) > 1
+        if len(_auto_split_memo) > 4096:
+            _auto_split_memo.clear()
+        _auto_split_memo[memo] = split
+    return split
 
 
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,

@@ -446,6 +446,8 @@ class Kernel:
         # The signature of the last arguments that passed _check, and its
         # result.
         self._checked = (None, None)
+        self._strided = any(p.get("kind") == "tensormap" and
+                            p.get("rank") == 4 for p in self.meta["params"])
 
     @classmethod
     def load(cls, prefix):
@@ -467,8 +469,7 @@ class Kernel:
     def strided(self):
         """Whether the kernel reads and writes strided [B, H, N, D] tensors
         (rank-4 tensor maps: sm_90a) rather than contiguous ones only."""
-        return any(p.get("kind") == "tensormap" and p.get("rank") == 4
-                   for p in self.meta["params"])
+        return self._strided
 
     # -- argument checking (pure Python: works on anything tensor-like) --
 
