@@ -162,10 +162,12 @@ int faEncodeTensorMap(void *map, const void *base, long long matrices,
                       int boxRows, int dtype);
 
 /** The rank-4 tensor map of the sm_90a kernels over a strided
- *  [B, H, N, D] tensor of 16-bit elements (dtype 0 f16, 1 bf16): strides in
- *  elements (faKernelLaunchStrided's rule), boxes of 64 columns by
- *  `boxRows` rows of one (batch, head), 128-byte swizzle, zeros past the
- *  last row. */
+ *  [B, H, N, D] tensor (dtype 0 f16, 1 bf16, 2 e4m3): strides in elements
+ *  (faKernelLaunchStrided's rule: multiples of 16 bytes), boxes of one
+ *  128-byte row (64 16-bit or 128 e4m3 columns) by `boxRows` rows of one
+ *  (batch, head), 128-byte swizzle, zeros past the last row. e4m3 tensors
+ *  take any D that is a multiple of 16 (an e4m3 kernel's V^T has the keys
+ *  there). */
 int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
                              long long heads, long long rows,
                              long long headDim, long long strideB,

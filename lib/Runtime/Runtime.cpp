@@ -798,11 +798,14 @@ int encodeTiledMap(void *map, const void *base, unsigned rank,
                    const unsigned long long *dims,
                    const unsigned long long *byteStrides, int boxRows,
                    int dtype) {
-  unsigned boxDims[4] = {64, (unsigned)boxRows, 1, 1};
+  // A box row is 128 bytes, the swizzle span: 64 16-bit or 128 e4m3
+  // elements (e4m3 is encoded as bytes: the TMA only moves them).
+  unsigned boxDims[4] = {dtype == 2 ? 128u : 64u, (unsigned)boxRows, 1, 1};
   unsigned unit[4] = {1, 1, 1, 1};
-  const int f16 = 6, bf16 = 9, swizzle128B = 3, l2Promotion256B = 3;
+  const int u8 = 0, f16 = 6, bf16 = 9, swizzle128B = 3, l2Promotion256B = 3;
+  const int type = dtype == 2 ? u8 : dtype == 1 ? bf16 : f16;
   return check(driver.cuTensorMapEncodeTiled(
-                   map, dtype ? bf16 : f16, rank, const_cast<void *>(base),
+                   map, type, rank, const_cast<void *>(base),
                    const_cast<unsigned long long *>(dims),
                    const_cast<unsigned long long *>(byteStrides), boxDims,
                    unit, /*interleave=*/0, swizzle128B, l2Promotion256B,
@@ -819,7 +822,10 @@ int encodeTiledMap(void *map, const void *base, unsigned rank,
 /// use to `out`.
 int checkStrides(const char *where, const char *name, const FaStrides &given,
                  long long batch, long long heads, long long rows,
-                 long long headDim, FaStrides &out) {
+                 long long headDim, FaStrides &out,
+                 long long elementBytes = 2) {
+  // 16 bytes: 8 16-bit or 16 e4m3 elements.
+  const long long unit = 16 / elementBytes;
   const long long sizes[3] = {batch, heads, rows};
   const long long strides[3] = {given.batch, given.head, given.row};
   const long long contiguous[3] = {heads * rows * headDim, rows * headDim,
@@ -832,11 +838,12 @@ int checkStrides(const char *where, const char *name, const FaStrides &given,
       used[i] = contiguous[i];
       continue;
     }
-    if (strides[i] <= 0 || strides[i] % 8 != 0 ||
-        strides[i] >= (1LL << 39))
+    if (strides[i] <= 0 || strides[i] % unit != 0 ||
+        strides[i] * elementBytes >= (1LL << 40))
       return fail(std::string(where) + ": " + name + "'s " + dims[i] +
-                  " stride must be a positive multiple of 8 elements (16 "
-                  "bytes) below 2^39, got " +
+                  " stride must be a positive multiple of " +
+                  std::to_string(unit) +
+                  " elements (16 bytes) below 2^40 bytes, got " +
                   std::to_string(strides[i]));
   }
   out = {used[0], used[1], used[2]};
@@ -885,11 +892,15 @@ int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
   if (!base || reinterpret_cast<uintptr_t>(base) % 16 != 0)
     return fail("faEncodeStridedTensorMap: the tensor must be 16-byte "
                 "aligned");
-  if (dtype != 0 && dtype != 1)
-    return fail("faEncodeStridedTensorMap: only f16 (dtype 0) and bf16 (1) "
-                "tensors");
+  if (dtype != 0 && dtype != 1 && dtype != 2)
+    return fail("faEncodeStridedTensorMap: only f16 (dtype 0), bf16 (1) and "
+                "e4m3 (2) tensors");
+  // e4m3: the innermost dimension is D, or the keys of a V^T (a multiple
+  // of 16, whole 16-byte chunks).
+  const long long elementBytes = dtype == 2 ? 1 : 2;
   if (batch <= 0 || heads <= 0 || rows <= 0 || headDim <= 0 ||
-      headDim % 64 != 0 || headDim > (1LL << 16) || boxRows <= 0 ||
+      headDim % (dtype == 2 ? 16 : 64) != 0 || headDim > (1LL << 16) ||
+      boxRows <= 0 ||
       boxRows > 256 || batch > (1LL << 32) || heads > (1LL << 32) ||
       rows > (1LL << 32))
     return fail("faEncodeStridedTensorMap: bad shape (batch " +
@@ -900,15 +911,16 @@ int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
   FaStrides strides;
   if (checkStrides("faEncodeStridedTensorMap", "the tensor",
                    {strideB, strideH, strideN}, batch, heads, rows, headDim,
-                   strides))
+                   strides, elementBytes))
     return 1;
   // Innermost first: D, N, H, B.
   unsigned long long dims[4] = {
       (unsigned long long)headDim, (unsigned long long)rows,
       (unsigned long long)heads, (unsigned long long)batch};
-  unsigned long long byteStrides[3] = {(unsigned long long)strides.row * 2,
-                                       (unsigned long long)strides.head * 2,
-                                       (unsigned long long)strides.batch * 2};
+  unsigned long long byteStrides[3] = {
+      (unsigned long long)(strides.row * elementBytes),
+      (unsigned long long)(strides.head * elementBytes),
+      (unsigned long long)(strides.batch * elementBytes)};
   if (loadDriver())
     return 1;
   return encodeTiledMap(map, base, 4, dims, byteStrides, boxRows, dtype);

@@ -62,8 +62,12 @@ OwningOpRef<ModuleOp>
 mlir::fa::buildAttentionModule(MLIRContext &context,
                                const KernelOptions &options) {
   std::string d = std::to_string(options.headDim);
-  std::string elt = options.dtype;
+  bool fp8 = options.dtype == "e4m3";
+  std::string elt = fp8 ? "f8E4M3FN" : options.dtype;
   std::string t = "memref<?x?x?x" + d + "x" + elt + ">";
+  // e4m3: O in f16/bf16, and the three per-tensor descales.
+  std::string ot = fp8 ? "memref<?x?x?x" + d + "x" + outputDtype(options) + ">"
+                       : t;
   // A paged cache [pages, Hkv, page_size, D] (the page size is static).
   std::string kv = options.pageSize ? "memref<?x?x" +
                                           std::to_string(options.pageSize) +
@@ -96,7 +100,8 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
         " : i64");
   // Without LSE the kernel writes O only (what inference needs).
   std::string lseArg = options.lse ? ", %lse: " + lse : "";
-  std::string outs = options.lse ? "%o, %lse : " + t + ", " + lse : "%o : " + t;
+  std::string outs =
+      options.lse ? "%o, %lse : " + ot + ", " + lse : "%o : " + ot;
   // The KV cache's operands after the outputs, in the op's order.
   std::string cacheArgs, cacheOperands;
   if (options.kvLengths) {
@@ -111,13 +116,26 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     cacheArgs += ", %cuq: memref<?xi32>, %cuk: memref<?xi32>";
     cacheOperands += "varlen(%cuq, %cuk : memref<?xi32>, memref<?xi32>) ";
   }
+  if (fp8) {
+    cacheArgs += ", %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>";
+    cacheOperands += "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, "
+                     "memref<f32>) ";
+  }
   std::string text = "func.func @attention(%q: " + t + ", %k: " + kv +
-                     ", %v: " + kv + ", %o: " + t + lseArg + cacheArgs +
+                     ", %v: " + kv + ", %o: " + ot + lseArg + cacheArgs +
                      ") {\n  fa.attention %q, %k, %v " + cacheOperands +
                      "outs(" + outs + ")" +
                      (attrs.empty() ? "" : " {" + attrs + "}") + " : " + t +
                      ", " + kv + ", " + kv + "\n  return\n}\n";
   return parseSourceString<ModuleOp>(text, &context, "<fa-compile options>");
+}
+
+/// O's element type: the inputs' for f16/bf16, f16 or bf16 (default) for
+/// e4m3.
+std::string mlir::fa::outputDtype(const KernelOptions &options) {
+  if (options.dtype != "e4m3")
+    return options.dtype;
+  return options.outDtype.empty() ? "bf16" : options.outDtype;
 }
 
 static FailureOr<std::string> findPtxas(const KernelOptions &options) {
@@ -163,6 +181,8 @@ struct BuiltKernel {
   int64_t threads = 0, sharedBytes = 0;
   bool writesLse = true;
   float scale = 0.0f; // the attention's softmax scale
+  /// e4m3: the V layout kernel the launch runs first (empty otherwise).
+  std::string valueLayout;
 };
 } // namespace
 
@@ -174,8 +194,11 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   if (!target || !schedule || !threads || !bytes)
     return failure();
   auto writesLse = kernel->getAttrOfType<BoolAttr>("fagpu.writes_lse");
-  return BuiltKernel{target.getValue(), schedule, threads.getInt(),
-                     bytes.getInt(), !writesLse || writesLse.getValue()};
+  BuiltKernel built{target.getValue(), schedule, threads.getInt(),
+                    bytes.getInt(), !writesLse || writesLse.getValue()};
+  if (auto layout = kernel->getAttrOfType<StringAttr>("fagpu.value_layout"))
+    built.valueLayout = layout.str();
+  return built;
 }
 
 static std::string metadataJson(StringRef kernelName,
@@ -205,37 +228,47 @@ static std::string metadataJson(StringRef kernelName,
                          : 0;
   // The parameters, from the one description the kernel and its host
   // launch are built from.
-  llvm::json::Array params;
-  for (const fagpu::KernelParam &p :
-       fagpu::kernelParams(built.target, fagpu::fieldsOf(schedule),
-                           options.dtype,
-                           {options.kvLengths, options.pageSize,
-                            options.varlen})) {
-    llvm::json::Object param{{"name", p.name},
-                             {"kind", fagpu::paramKindName(p.kind)}};
-    if (!p.dtype.empty())
-      param["dtype"] = p.dtype;
-    if (!p.shape.empty()) {
-      llvm::json::Array shape;
-      for (const std::string &dim : p.shape)
-        shape.push_back(dim);
-      param["shape"] = std::move(shape);
-    }
-    if (!p.meaning.empty())
-      param["meaning"] = p.meaning;
-    if (p.kind == fagpu::ParamKind::TensorMap) {
-      param["box"] = llvm::json::Array{fagpu::kTmaBoxColumns, p.boxRows};
-      param["swizzle"] = "128B";
-      param["rank"] = p.rank;
-    }
-    params.push_back(std::move(param));
+  fagpu::KernelInputs inputs{options.kvLengths, options.pageSize,
+                             options.varlen};
+  bool fp8 = options.dtype == "e4m3";
+  if (fp8) {
+    inputs.outputDtype = outputDtype(options);
+    inputs.headDim = options.headDim;
   }
+  auto paramsJson = [](ArrayRef<fagpu::KernelParam> list) {
+    llvm::json::Array params;
+    for (const fagpu::KernelParam &p : list) {
+      llvm::json::Object param{{"name", p.name},
+                               {"kind", fagpu::paramKindName(p.kind)}};
+      if (!p.dtype.empty())
+        param["dtype"] = p.dtype;
+      if (!p.shape.empty()) {
+        llvm::json::Array shape;
+        for (const std::string &dim : p.shape)
+          shape.push_back(dim);
+        param["shape"] = std::move(shape);
+      }
+      if (!p.meaning.empty())
+        param["meaning"] = p.meaning;
+      if (p.kind == fagpu::ParamKind::TensorMap) {
+        param["box"] =
+            llvm::json::Array{fagpu::tmaBoxColumns(p.dtype), p.boxRows};
+        param["swizzle"] = "128B";
+        param["rank"] = p.rank;
+      }
+      params.push_back(std::move(param));
+    }
+    return params;
+  };
+  llvm::json::Array params = paramsJson(fagpu::kernelParams(
+      built.target, fagpu::fieldsOf(schedule), options.dtype, inputs));
   llvm::json::Object root{
       {"format", "flash-mlir-kernel-1"},
       {"kernel", kernelName},
       {"arch", options.arch},
       {"head_dim", options.headDim},
       {"dtype", options.dtype},
+      {"out_dtype", outputDtype(options)},
       {"causal", options.causal},
       {"bottom_right", options.bottomRight},
       {"window", options.window},
@@ -272,7 +305,7 @@ static std::string metadataJson(StringRef kernelName,
       {"block_c", blockC},
       {"kv_stages", schedule.getStages()},
       {"shared_memory_bytes", built.sharedBytes},
-      {"tma_box_cols", tensorMaps ? fagpu::kTmaBoxColumns : 0},
+      {"tma_box_cols", tensorMaps ? fagpu::tmaBoxColumns(options.dtype) : 0},
       // A paged cache's pages shorter than a block: one box per page.
       {"tma_box_rows_kv",
        !tensorMaps        ? 0
@@ -292,6 +325,21 @@ static std::string metadataJson(StringRef kernelName,
       {"scale", double(built.scale)},
       {"params", std::move(params)},
   };
+  if (!built.valueLayout.empty()) {
+    // e4m3: V^T for the P V product, written by a kernel of the same cubin
+    // on the launch's stream before the attention (v_t, a workspace of
+    // B * Hkv * D * Nk_16 bytes, Nk_16 = 16 ceil(Nk / 16)).
+    root["value_layout"] = llvm::json::Object{
+        {"kernel", built.valueLayout},
+        {"block", llvm::json::Array{fagpu::kValueLayoutThreads, 1, 1}},
+        {"grid", llvm::json::Object{{"x", "ceil(B * Hkv * (Nk_16 / 16) * D / " +
+                                              std::to_string(
+                                                  fagpu::kValueLayoutThreads) +
+                                              ")"},
+                                    {"y", 1},
+                                    {"z", 1}}},
+        {"params", paramsJson(fagpu::valueLayoutParams())}};
+  }
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
@@ -313,9 +361,26 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
     if (std::optional<std::string> why =
             checkTargetElementType(options.arch, *elt))
       return emitError(loc) << "fa-compile: " << *why;
-  if (options.dtype != "f16" && options.dtype != "bf16")
-    return emitError(loc) << "fa-compile: dtype must be f16 or bf16 on "
+  if (options.dtype == "e4m3") {
+    if (!usesWgmma(options))
+      return emitError(loc) << "fa-compile: FP8 (e4m3) has a kernel on sm_90a "
+                               "wgmma only, not "
+                            << options.arch
+                            << (options.arch == "sm_90a" ? " mma-sync" : "");
+    std::string out = outputDtype(options);
+    if (out != "f16" && out != "bf16")
+      return emitError(loc) << "fa-compile: an e4m3 kernel writes O in f16 or "
+                               "bf16, got '"
+                            << out << "'";
+  } else if (!options.outDtype.empty() && options.outDtype != options.dtype) {
+    return emitError(loc) << "fa-compile: --out-dtype is for e4m3 inputs; "
+                          << options.dtype << " kernels write O in "
+                          << options.dtype;
+  } else if (options.dtype != "f16" && options.dtype != "bf16") {
+    return emitError(loc) << "fa-compile: dtype must be f16, bf16 or e4m3 "
+                             "(sm_90a) on "
                           << options.arch << ", got '" << options.dtype << "'";
+  }
   if (options.varlen && !usesWgmma(options))
     return emitError(loc) << "fa-compile: varlen batches have a GPU kernel on "
                              "sm_90a (wgmma) only, not "
@@ -375,9 +440,17 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     KernelOptions options = requested;
     options.headDim = attention.getHeadDim();
     Type elt = attention.getQueryType().getElementType();
-    options.dtype = elt.isF16()    ? "f16"
-                    : elt.isBF16() ? "bf16"
-                                   : llvm::formatv("{0}", elt).str();
+    options.dtype = elt.isF16()                 ? "f16"
+                    : elt.isBF16()              ? "bf16"
+                    : isa<Float8E4M3FNType>(elt) ? "e4m3"
+                                                : llvm::formatv("{0}", elt).str();
+    if (options.dtype == "e4m3") {
+      Type out = cast<ShapedType>(attention.hasBufferSemantics()
+                                      ? attention.getOuts().front().getType()
+                                      : attention->getResult(0).getType())
+                     .getElementType();
+      options.outDtype = out.isF16() ? "f16" : out.isBF16() ? "bf16" : "f32";
+    }
     options.causal = attention.getCausal();
     options.window = attention.getWindow().value_or(0);
     options.bottomRight = attention.getBottomRight();
@@ -403,6 +476,11 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
         fagpu::defaultsFor(target, options.headDim, options.causal);
     if (std::isnan(options.rescaleThreshold))
       options.rescaleThreshold = defaults ? defaults->rescaleThreshold : -1.0;
+    // e4m3: P is cast as 2^8 P, which conditional rescaling's P <= 2^tau
+    // must leave below 448: tau = 0 (fa-quantize-probs checks a given one).
+    if (options.dtype == "e4m3" && options.rescaleThreshold > 0 &&
+        std::isnan(requested.rescaleThreshold))
+      options.rescaleThreshold = 0.0;
     if (options.polyExp2Degree < 0)
       options.polyExp2Degree = defaults ? defaults->polyExp2Degree : 0;
     // The scale the launch metadata carries, so that a runtime driven by
@@ -469,8 +547,14 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     return emitError(loc) << "fa-compile: the back end built no kernel";
   // Each attention became one launch, in program order: its kernel's
   // schedule and sizes, read before the emission replaces the gpu.module.
+  // (An e4m3 attention's V layout launch comes with it; the metadata
+  // describes it under its attention's kernel.)
   SmallVector<gpu::LaunchFuncOp> launchOps;
-  module.walk([&](gpu::LaunchFuncOp op) { launchOps.push_back(op); });
+  module.walk([&](gpu::LaunchFuncOp op) {
+    auto callee = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(op.getKernelName());
+    if (!callee || callee->hasAttr("fagpu.schedule"))
+      launchOps.push_back(op);
+  });
   if (launchOps.size() != launches.size())
     return emitError(loc) << "fa-compile: " << launches.size()
                           << " attentions became " << launchOps.size()

@@ -25,10 +25,13 @@ __all__ = ["CudaError", "KernelArgumentError", "MetadataError", "Kernel"]
 METADATA_FORMAT = "flash-mlir-kernel-1"
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 # cuTensorMapEncodeTiled enums (cuda.h).
-_CU_TENSOR_MAP_DATA_TYPE = {"f16": 6, "bf16": 9}
+# e4m3 is encoded as bytes (UINT8): the TMA only moves it.
+_CU_TENSOR_MAP_DATA_TYPE = {"f16": 6, "bf16": 9, "e4m3": 0}
 _CU_TENSOR_MAP_SWIZZLE_128B = 3
 _CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3
 _DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+# e4m3 tensors: torch's float8_e4m3fn, or their codes as uint8.
+_E4M3_DTYPE_NAMES = ("float8_e4m3fn", "uint8")
 
 
 class CudaError(RuntimeError):
@@ -117,8 +120,26 @@ def validate_metadata(meta):
         if not isinstance(meta[key], typ):
             raise MetadataError(f"metadata {key!r} must be a "
                                 f"{typ.__name__}, got {meta[key]!r}")
-    if meta["dtype"] not in _DTYPE_NAMES:
+    fp8 = meta["dtype"] == "e4m3"
+    if meta["dtype"] not in _DTYPE_NAMES and not fp8:
         raise MetadataError(f"unsupported dtype {meta['dtype']!r}")
+    if fp8:
+        if meta.get("out_dtype") not in ("f16", "bf16"):
+            raise MetadataError("an e4m3 kernel's out_dtype must be f16 or "
+                                f"bf16, got {meta.get('out_dtype')!r}")
+        layout = meta.get("value_layout")
+        if not isinstance(layout, dict) or \
+                not isinstance(layout.get("kernel"), str) or \
+                [p.get("name") for p in layout.get("params", [])] != \
+                _VALUE_LAYOUT_PARAMS:
+            raise MetadataError("an e4m3 kernel needs its value_layout "
+                                "kernel (name and parameters "
+                                f"{_VALUE_LAYOUT_PARAMS})")
+        if meta.get("split_kv") or meta.get("varlen") or \
+                meta.get("kv_lengths") or meta.get("page_size"):
+            raise MetadataError("e4m3 kernels take contiguous-batch "
+                                "attention only (no split-KV, KV cache or "
+                                "varlen)")
     # The scale the kernel was compiled for: the launch default.
     if "scale" in meta:
         scale = meta["scale"]
@@ -129,8 +150,8 @@ def validate_metadata(meta):
     if not all(isinstance(p, dict) for p in meta["params"]):
         raise MetadataError("metadata 'params' must hold objects")
     names = [p.get("name") for p in meta["params"]]
-    expected = ["q", "k", "v", "o", "lse", "Nq", "Nk", "Hq", "Hkv",
-                "scale_log2"]
+    expected = ["q", "k", "v_t" if fp8 else "v", "o", "lse", "Nq", "Nk",
+                "Hq", "Hkv", "scale_log2"]
     if meta.get("tile_grid"):
         expected.append("B")
     ranks = {p.get("rank") for p in meta["params"]
@@ -153,6 +174,8 @@ def validate_metadata(meta):
             raise MetadataError("a paged kernel reads K/V through rank-4 "
                                 "tensor maps over the pages")
         expected += ["block_table", "max_pages"]
+    if fp8:
+        expected += ["q_descale", "k_descale", "v_descale"]
     if meta.get("split_kv"):
         if not meta.get("tile_grid"):
             raise MetadataError("split-KV needs a tile-grid (wgmma) kernel")
@@ -194,6 +217,10 @@ def validate_metadata(meta):
                             f"at most 1024 threads in all")
     return meta
 
+
+# The e4m3 kernels' V layout kernel (fagpu::valueLayoutParams).
+_VALUE_LAYOUT_PARAMS = ["v", "v_t", "B", "Hkv", "Nk", "v_stride_b",
+                        "v_stride_h", "v_stride_n"]
 
 # Split-KV chunk counts: fa::checkKVSplits (fa/Dialect/FA/IR/Validation.h).
 _MAX_KV_SPLITS = 1024
@@ -399,8 +426,10 @@ def tensor_strides(name, t):
     """The (batch, head, row) element strides of [B, H, N, D] tensor `t` as
     a strided kernel reads it, by the C runtime's rule (checkStrides in
     lib/Runtime/Runtime.cpp): unit stride on D; a dimension longer than 1
-    needs a positive multiple of 8 elements (16 bytes) below 2^39; a
-    dimension of length 1 is never stepped and gets its contiguous stride."""
+    needs a positive multiple of 16 bytes (8 16-bit or 16 e4m3 elements)
+    below 2^40 bytes; a dimension of length 1 is never stepped and gets its
+    contiguous stride."""
+    unit = 16 // t.element_size()
     b, h, n, d = t.shape
     stride = t.stride()
     if d > 1 and stride[3] != 1:
@@ -413,11 +442,11 @@ def tensor_strides(name, t):
         if size == 1:
             out.append(packed)
             continue
-        if given <= 0 or given % 8 or given >= 2**39:
+        if given <= 0 or given % unit or given * t.element_size() >= 2**40:
             raise KernelArgumentError(
-                f"{name}'s {dim} stride must be a positive multiple of 8 "
-                f"elements (16 bytes) below 2^39, got {given} (strides "
-                f"{tuple(stride)})")
+                f"{name}'s {dim} stride must be a positive multiple of "
+                f"{unit} elements (16 bytes) below 2^40 bytes, got {given} "
+                f"(strides {tuple(stride)})")
         out.append(given)
     return tuple(out)
 
@@ -709,6 +738,208 @@ class Kernel:
 
     # -- launching (needs torch and a driver) --
 
+    def _check_e4m3(self, q, k, v, descales, out, lse):
+        """The e4m3 kernel's argument checks; returns ((B, Hq, Hkv, Nq, Nk,
+        D), the strides of q, k, v, out, the three descale tensors)."""
+        import torch
+        meta = self.meta
+        d = meta["head_dim"]
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if not isinstance(t, torch.Tensor):
+                raise KernelArgumentError(f"{name} must be a tensor, got "
+                                          f"{type(t).__name__}")
+            if t.dim() != 4:
+                raise KernelArgumentError(
+                    f"{name} must have rank 4 [B, H, N, D], got shape "
+                    f"{tuple(t.shape)}")
+            if _dtype_name(t) not in _E4M3_DTYPE_NAMES:
+                raise KernelArgumentError(
+                    f"{name} must hold e4m3 values (float8_e4m3fn, or their "
+                    f"codes as uint8) for kernel {meta['kernel']}, got "
+                    f"{_dtype_name(t)}")
+            if t.device.type != "cuda" or t.device != q.device:
+                raise KernelArgumentError(
+                    f"{name} must be on q's CUDA device, got {t.device}")
+            if t.shape[3] != d:
+                raise KernelArgumentError(
+                    f"{name} head dim must be {d} for kernel "
+                    f"{meta['kernel']}, got {t.shape[3]}")
+            if t.data_ptr() % 16 != 0:
+                raise KernelArgumentError(
+                    f"{name} must be 16-byte aligned, got address "
+                    f"{t.data_ptr():#x}")
+        b, hq, nq, _ = q.shape
+        bk, hkv, nk, _ = k.shape
+        if bk != b or v.shape[0] != b:
+            raise KernelArgumentError(f"batch sizes differ: q {b}, k {bk}, "
+                                      f"v {v.shape[0]}")
+        if tuple(v.shape[1:3]) != (hkv, nk):
+            raise KernelArgumentError(
+                f"v must have the key's heads and length {(hkv, nk)}, got "
+                f"{tuple(v.shape[1:3])}")
+        if hkv == 0 or hq % hkv != 0:
+            raise KernelArgumentError(f"query heads ({hq}) must be a multiple"
+                                      f" of key/value heads ({hkv})")
+        if nq == 0 or nk == 0:
+            raise KernelArgumentError("sequence lengths must be positive")
+        if max(nq, nk) >= 2**31 or b >= 2**16 or hq >= 2**16 or \
+                b * hkv * d * (nk + 15) >= 2**40:
+            raise KernelArgumentError("sizes exceed the kernel's 32-bit grid")
+        want = _DTYPE_NAMES[meta["out_dtype"]]
+        for name, t, shape, dt in (("out", out, (b, hq, nq, d), want),
+                                   ("lse", lse, (b, hq, nq), "float32")):
+            if t is None:
+                continue
+            if not isinstance(t, torch.Tensor) or tuple(t.shape) != shape:
+                raise KernelArgumentError(f"{name} must be a tensor of shape "
+                                          f"{shape}")
+            if _dtype_name(t) != dt:
+                raise KernelArgumentError(f"{name} must be {dt}, got "
+                                          f"{_dtype_name(t)}")
+            if t.device != q.device:
+                raise KernelArgumentError(f"{name} must be on {q.device}, got"
+                                          f" {t.device}")
+            if name == "lse" and not t.is_contiguous():
+                raise KernelArgumentError("lse must be contiguous")
+        strides = [tensor_strides(n, t) if t is not None else None
+                   for n, t in zip("qkvo", (q, k, v, out))]
+        scalars = []
+        for name, x in zip(("q_descale", "k_descale", "v_descale"), descales):
+            if x is None:
+                raise KernelArgumentError(
+                    f"an e4m3 kernel needs {name} (the factor its codes are "
+                    f"multiplied by: amax / 448 of a per-tensor quantisation;"
+                    f" 1.0 for unscaled codes)")
+            if isinstance(x, torch.Tensor):
+                if x.numel() != 1 or x.dtype != torch.float32 or \
+                        x.device != q.device:
+                    raise KernelArgumentError(
+                        f"{name} must be a float32 tensor of one element on "
+                        f"{q.device}, got {x.dtype} of shape "
+                        f"{tuple(x.shape)} on {x.device}")
+                # One element of any rank: the kernel reads its first.
+                scalars.append(x if x.is_contiguous() else x.contiguous())
+                continue
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or \
+                    not 2.0 ** -126 <= float(x) <= 2.0 ** 127:
+                raise KernelArgumentError(
+                    f"{name} must be in [2^-126, 2^127] (a descale factor "
+                    f"must be finite, positive and a normal f32), got {x!r}")
+            scalars.append(torch.full((1,), float(x), dtype=torch.float32,
+                                      device=q.device))
+        return (b, hq, hkv, nq, nk, d), strides, scalars
+
+    def _call_e4m3(self, q, k, v, descales, out, lse, scale, discard_lse):
+        """An e4m3 launch: the V layout kernel writes V^T [B, Hkv, D,
+        Nk_16] (keys permuted in 16s for P's register layout) to a
+        workspace, then the attention reads q, k and it by TMA, scales the
+        scores by q_descale * k_descale and O by v_descale."""
+        import torch
+        (b, hq, hkv, nq, nk, d), strides, scalars = self._check_e4m3(
+            q, k, v, descales, out, lse)
+        device_index = q.device.index if q.device.index is not None else \
+            torch.cuda.current_device()
+        stream = torch.cuda.current_stream(device_index).cuda_stream
+        if out is None:
+            out = torch.empty((b, hq, nq, d),
+                              dtype=getattr(torch, _DTYPE_NAMES[
+                                  self.meta["out_dtype"]]),
+                              device=q.device)
+            strides[3] = (hq * nq * d, nq * d, d)
+        lse_ptr = None
+        if lse is None and discard_lse:
+            lse_ptr = lse_scratch(device_index, stream, b * hq * nq)
+        elif lse is None:
+            lse = torch.empty((b, hq, nq), dtype=torch.float32,
+                              device=q.device)
+        if scale is None:
+            scale = self.meta.get("scale", 1.0 / math.sqrt(d))
+        if not _MIN_SCALE <= scale <= _MAX_SCALE:
+            raise KernelArgumentError(
+                f"scale must be in [2^-64, 2^64], got {scale!r}")
+        nk16 = (nk + 15) // 16 * 16
+        guard = (contextlib.nullcontext()
+                 if torch.cuda.current_device() == device_index
+                 else torch.cuda.device(device_index))
+        drv = _get_driver()
+        with guard:
+            fn = self._function(device_index)
+            v_t = self._value_layout(v, strides[2], device_index, stream)
+            params = self.meta["params"]
+            maps = [encode_tensor_map(t, int(p["box"][1]), "e4m3",
+                                      int(p["box"][0]), 4, st)
+                    for t, p, st in ((q, params[0], strides[0]),
+                                     (k, params[1], strides[1]),
+                                     (v_t, params[2],
+                                      (hkv * d * nk16, d * nk16, nk16)))]
+            values = [ctypes.c_void_p(out.data_ptr()),
+                      ctypes.c_void_p(lse_ptr.data_ptr() if lse is None
+                                      else lse.data_ptr()),
+                      ctypes.c_int32(nq), ctypes.c_int32(nk),
+                      ctypes.c_int32(hq), ctypes.c_int32(hkv),
+                      ctypes.c_float(scale * 1.4426950408889634),
+                      ctypes.c_int32(b)]
+            values += [ctypes.c_int64(x) for x in strides[3]]
+            values += [ctypes.c_void_p(x.data_ptr()) for x in scalars]
+            if self.meta.get("tile_scheduler") == "dynamic":
+                values.append(ctypes.c_void_p(
+                    tile_counter(device_index, stream).data_ptr()))
+            addresses = [addr for _, addr in maps] + \
+                [ctypes.addressof(x) for x in values]
+            launch_params = (ctypes.c_void_p * len(addresses))(*addresses)
+            sms = (device_facts(device_index)[1]
+                   if self.meta.get("persistent") else None)
+            gx, gy, gz = self.grid(b, hq, nq, sms)
+            bx, by, bz = self.meta["block"]
+            drv.check(drv.lib.cuLaunchKernel(
+                fn, gx, gy, gz, bx, by, bz, self.meta["shared_memory_bytes"],
+                ctypes.c_void_p(stream), launch_params, None), "cuLaunchKernel")
+        # v_t and the descale scalars are freed on return: torch's caching
+        # allocator hands their memory out again only to work ordered after
+        # these kernels on this stream.
+        return out, (lse if self.meta.get("writes_lse", True) else None)
+
+    def _value_layout(self, v, v_strides, device_index, stream):
+        """Launches the V layout kernel on `stream`: returns V^T [B, Hkv,
+        D, Nk_16] (uint8 codes), keys permuted in 16s."""
+        import torch
+        b, hkv, nk, d = v.shape
+        nk16 = (nk + 15) // 16 * 16
+        v_t = torch.empty((b, hkv, d, nk16), dtype=torch.uint8,
+                          device=v.device)
+        sb, sh, sn = v_strides
+        values = [ctypes.c_void_p(v.data_ptr()),
+                  ctypes.c_void_p(v_t.data_ptr()), ctypes.c_int32(b),
+                  ctypes.c_int32(hkv), ctypes.c_int32(nk), ctypes.c_int64(sb),
+                  ctypes.c_int64(sh), ctypes.c_int64(sn)]
+        params = (ctypes.c_void_p * len(values))(
+            *[ctypes.addressof(x) for x in values])
+        threads = self.meta["value_layout"]["block"][0]
+        blocks = -(-(b * hkv * (nk16 // 16) * d) // threads)
+        drv = _get_driver()
+        drv.check(drv.lib.cuLaunchKernel(
+            self._layout_function(device_index), blocks, 1, 1, threads, 1, 1,
+            0, ctypes.c_void_p(stream), params, None),
+            "cuLaunchKernel(V layout)")
+        return v_t
+
+    def _layout_function(self, device_index):
+        """The e4m3 kernel's V layout kernel, from the same cubin."""
+        self._function(device_index)
+        module, _, layout = self._functions[device_index]
+        if layout is None:
+            drv = _get_driver()
+            layout = ctypes.c_void_p()
+            name = self.meta["value_layout"]["kernel"]
+            status = drv.lib.cuModuleGetFunction(ctypes.byref(layout),
+                                                 module, name.encode())
+            if status != 0:
+                raise MetadataError(
+                    f"the cubin has no kernel named {name!r} (the metadata's "
+                    f"value_layout): {drv.error_text(status)}")
+            self._functions[device_index] = (module, _, layout)
+        return layout
+
     def _function(self, device_index):
         if device_index in self._functions:
             return self._functions[device_index][1]
@@ -730,13 +961,14 @@ class Kernel:
             drv.check(drv.lib.cuFuncSetAttribute(
                 fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 ctypes.c_int(smem)), "cuFuncSetAttribute(max dynamic smem)")
-        self._functions[device_index] = (module, fn)
+        self._functions[device_index] = (module, fn, None)
         return fn
 
     def __call__(self, q, k, v, out=None, lse=None, scale=None,
                  num_splits=None, discard_lse=False, cache_seqlens=None,
                  block_table=None, cu_seqlens_q=None, cu_seqlens_k=None,
-                 max_seqlen_q=None):
+                 max_seqlen_q=None, q_descale=None, k_descale=None,
+                 v_descale=None):
         """Runs the kernel; returns (out, lse or None). num_splits: the
         K/V chunk count of a split-KV kernel (None or 0: the metadata's
         default, or the auto rule); refused for other kernels. discard_lse:
@@ -748,8 +980,30 @@ class Kernel:
         cu_seqlens_q, cu_seqlens_k ([B + 1] int32) and max_seqlen_q: a
         varlen batch, for kernels compiled for one (q, k, v, out [1, H,
         total, D] with the sequences packed along N; the prefix sums must
-        start at 0, not decrease and end within the tensors' N)."""
+        start at 0, not decrease and end within the tensors' N).
+        q_descale, k_descale, v_descale: an e4m3 kernel's per-tensor
+        descales (float32 device tensors of one element, or numbers), the
+        factors its e4m3 codes are multiplied by (_call_e4m3)."""
         import torch
+
+        descales = (q_descale, k_descale, v_descale)
+        if self.meta["dtype"] == "e4m3":
+            extras = {"num_splits": num_splits, "cache_seqlens": cache_seqlens,
+                      "block_table": block_table,
+                      "cu_seqlens_q": cu_seqlens_q,
+                      "cu_seqlens_k": cu_seqlens_k,
+                      "max_seqlen_q": max_seqlen_q}
+            given = [name for name, x in extras.items() if x is not None]
+            if given:
+                raise KernelArgumentError(
+                    f"e4m3 kernels take no {', '.join(given)} (no split-KV, "
+                    f"KV cache or varlen form yet)")
+            return self._call_e4m3(q, k, v, descales, out, lse, scale,
+                                   discard_lse)
+        if any(x is not None for x in descales):
+            raise KernelArgumentError(
+                f"descales are for e4m3 kernels; {self.name} takes "
+                f"{self.meta['dtype']} inputs")
 
         (b, hq, hkv, nq, nk, d), strides = self._check(
             q, k, v, out, lse, cache_seqlens, block_table)

@@ -35,9 +35,14 @@ static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim",
                                 cl::desc("64 | 128 | 256"), cl::init(128));
 static cl::opt<std::string>
     dtype(cl::cat(toolOptions), "dtype",
-          cl::desc("f16 | bf16 (e4m3: refused until its kernel exists; the "
-                   "CPU path runs it, fa-run --dtype e4m3)"),
+          cl::desc("f16 | bf16 | e4m3 (sm_90a wgmma, D 128: FP8 Q/K/V with "
+                   "per-tensor descales, O in --out-dtype)"),
           cl::init("f16"));
+static cl::opt<std::string>
+    outDtype(cl::cat(toolOptions), "out-dtype",
+             cl::desc("O's element type for --dtype e4m3: f16 | bf16 "
+                      "(default bf16)"),
+             cl::init(""));
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal",
                             cl::desc("Causal (top-left) mask"),
                             cl::init(false));
@@ -247,6 +252,7 @@ int main(int argc, char **argv) {
   options.arch = arch;
   options.headDim = headDim;
   options.dtype = dtype;
+  options.outDtype = outDtype;
   options.causal = causal;
   options.window = window;
   options.bottomRight = causalAlign == "bottom-right";

@@ -15,10 +15,18 @@
 namespace mlir {
 namespace fa {
 
+struct KernelOptions;
+/// O's element type: the inputs' for f16/bf16, KernelOptions::outDtype (f16
+/// or bf16, default bf16) for e4m3.
+std::string outputDtype(const KernelOptions &options);
+
 struct KernelOptions {
   std::string arch = "sm_90a"; // sm_80 | sm_90a | sm_100a (compile only)
   int64_t headDim = 128;
-  std::string dtype = "f16"; // f16 | bf16
+  std::string dtype = "f16"; // f16 | bf16 | e4m3 (sm_90a wgmma)
+  /// O's element type for e4m3 inputs: f16 or bf16 (empty: bf16, as
+  /// FlashAttention-3's FP8 path); 16-bit inputs write O in their own.
+  std::string outDtype;
   bool causal = false;
   int64_t window = 0;   // sliding window |i - j| < window (0: none)
   /// Causal/window masks aligned to the last key (query i at key position

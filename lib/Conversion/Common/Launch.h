@@ -121,7 +121,10 @@ public:
                {"kv_lengths", op.getKvLengths()},
                {"block_table", op.getBlockTable()},
                {"cu_seqlens_q", op.getCuSeqlensQ()},
-               {"cu_seqlens_k", op.getCuSeqlensK()}};
+               {"cu_seqlens_k", op.getCuSeqlensK()},
+               {"q_descale", op.getQDescale()},
+               {"k_descale", op.getKDescale()},
+               {"v_descale", op.getVDescale()}};
     sizes = {{"Nq", dim(q, 2)},
              {"Nk", dim(k, 2)},
              {"Hq", dim(q, 1)},

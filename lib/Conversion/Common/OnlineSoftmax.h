@@ -82,6 +82,8 @@ inline SoftmaxConfig softmaxConfigOf(fagpu::AttentionOp op) {
   config.polyPeriod = op.getExp2PolyPeriod().value_or(8);
   config.writesLse = bool(op.getLse());
   config.bottomRight = op.getBottomRight();
+  if (std::optional<APFloat> s = op.getProbsScale())
+    config.probsScale = s->convertToDouble();
   return config;
 }
 
@@ -397,8 +399,8 @@ protected:
     return frags;
   }
 
-  /// A row's total: l summed over the quad, and its reciprocal (0 for a
-  /// row that saw no key: O = 0 there).
+  /// A row's total: l summed over the quad, and the factor O is stored
+  /// with, outputScale / l (0 for a row that saw no key: O = 0 there).
   struct RowTotal {
     Value sum, positive, inverse;
   };
@@ -408,14 +410,17 @@ protected:
     total.sum = fadd(total.sum, shflXor(total.sum, 2));
     total.positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                            total.sum, cf(0.0));
-    total.inverse =
-        select(total.positive,
-               arith::DivFOp::create(b, loc, cf(1.0), total.sum), cf(0.0));
+    total.inverse = select(
+        total.positive,
+        arith::DivFOp::create(b, loc, outputScale ? outputScale : cf(1.0),
+                              total.sum),
+        cf(0.0));
     return total;
   }
 
-  /// LSE = (m + log2 l) ln 2 of `row` (-inf for a row that saw no key),
-  /// stored by the quad's lane 0 if the row is below Nq.
+  /// LSE = (m + log2 l − log2 probsScale) ln 2 of `row` (-inf for a row
+  /// that saw no key; l carries the probs scale of an e4m3 P), stored by
+  /// the quad's lane 0 if the row is below Nq.
   void storeLse(const RowTotal &total, Value m, Value row, Value nq,
                 Value lseBase, Value quadLane) {
     if (!config.writesLse)
@@ -426,7 +431,10 @@ protected:
         false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifLead.thenBlock());
-    Value lse = select(total.positive, fmul(fadd(m, lg2(total.sum)), cf(kLn2)),
+    Value log2Sum = lg2(total.sum);
+    if (config.probsScale > 0)
+      log2Sum = fadd(log2Sum, cf(-std::log2(config.probsScale)));
+    Value lse = select(total.positive, fmul(fadd(m, log2Sum), cf(kLn2)),
                        cf(-std::numeric_limits<double>::infinity()));
     LLVM::StoreOp::create(b, loc, lse, gep(globalPtr, f32, lseBase, ext64(row)),
                           4);
@@ -470,6 +478,8 @@ protected:
   }
 
   const SoftmaxConfig &config;
+  /// e4m3 kernels: V's descale, folded into the epilogue's 1 / l (null: 1).
+  Value outputScale;
 };
 
 } // namespace mlir::fa

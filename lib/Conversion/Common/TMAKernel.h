@@ -91,7 +91,8 @@ protected:
     auto arg = [&](StringRef param) { return kernelArgument(fn, abi, param); };
     qMap = arg("q");
     kMap = arg("k");
-    vMap = arg("v");
+    // e4m3 kernels read V as the layout kernel's V^T.
+    vMap = arg("v") ? arg("v") : arg("v_t");
     oMap = oPtr = Value();
     (abi[3].kind == fagpu::ParamKind::TensorMap ? oMap : oPtr) = arg("o");
     lsePtr = arg("lse");
@@ -462,6 +463,9 @@ struct TensorMapLaunch {
   ArrayRef<fagpu::KernelParam> abi;
   /// Split-KV: the K/V chunks per tile (the grid's y); 0 without.
   int64_t kvSplits = 0;
+  /// e4m3: the kernel of the same module that writes the attention's v_t
+  /// from V (fagpu::valueLayoutParams); empty otherwise.
+  StringRef valueLayoutKernel;
 };
 
 /// fa.attention -> the host side of the launch: the three tensor maps
@@ -509,12 +513,19 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
     return arith::ConstantIntOp::create(b, loc, v, 64);
   };
   // Rank 4: faEncodeStridedTensorMap(map, base, B, H, N, D, batch, head and
-  // row strides, boxRows, dtype (0 f16, 1 bf16)); rank 3:
+  // row strides, boxRows, dtype (0 f16, 1 bf16, 2 e4m3)); rank 3:
   // faEncodeTensorMap(map, base, B * H, N, D, elemBits, boxRows, dtype).
   // Each writes the 128-B CUtensorMap.
-  auto encodeMap = [&](Value memref, const fagpu::KernelParam &p) -> Value {
+  auto mapSlot = [&] {
     Value one = arith::ConstantIntOp::create(b, loc, 1, 64);
-    Value slot = LLVM::AllocaOp::create(b, loc, hostPtr, mapType, one, 64);
+    return LLVM::AllocaOp::create(b, loc, hostPtr, mapType, one, 64)
+        .getResult();
+  };
+  auto dtypeCode = [&](const fagpu::KernelParam &p) {
+    return c32(p.dtype == "e4m3" ? 2 : launch.bf16 ? 1 : 0);
+  };
+  auto encodeMap = [&](Value memref, const fagpu::KernelParam &p) -> Value {
+    Value slot = mapSlot();
     Value base = alignedPointer(b, loc, memref, hostPtr);
     if (p.rank == 4) {
       std::array<Value, 3> strides = stridesOf(memref);
@@ -523,8 +534,7 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
           runtimeFunction("faEncodeStridedTensorMap", stridedEncodeType),
           ValueRange{slot, base, toI64(dim(memref, 0)), toI64(dim(memref, 1)),
                      toI64(dim(memref, 2)), c64(launch.headDim), strides[0],
-                     strides[1], strides[2], c32(p.boxRows),
-                     c32(launch.bf16 ? 1 : 0)});
+                     strides[1], strides[2], c32(p.boxRows), dtypeCode(p)});
     } else {
       Value matrices = arith::MulIOp::create(b, loc, toI64(dim(memref, 0)),
                                              toI64(dim(memref, 1)));
@@ -583,10 +593,73 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
                   .getResult(0);
     scratch[p.name] = alloc.getMemref();
   }
+  // e4m3: V^T [B, Hkv, D, Nk_16] in a workspace of this launch, written by
+  // the layout kernel on the launch's stream before the attention reads it.
+  Value valueT, nk16, kvHeads;
+  if (!launch.valueLayoutKernel.empty()) {
+    auto index = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v).getResult();
+    };
+    auto mul = [&](Value x, Value y) {
+      return arith::MulIOp::create(b, loc, x, y).getResult();
+    };
+    Value batches = operands.size("B");
+    kvHeads = operands.size("Hkv");
+    Value groups = b.createOrFold<arith::CeilDivUIOp>(loc, operands.size("Nk"),
+                                                      index(16));
+    nk16 = mul(groups, index(16));
+    Value bytes = mul(mul(mul(batches, kvHeads), index(launch.headDim)), nk16);
+    if (!token)
+      token =
+          gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getResult(0);
+    auto alloc = gpu::AllocOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()),
+        tokenType, ValueRange{token}, ValueRange{bytes}, ValueRange{});
+    valueT = alloc.getMemref();
+    scratch["v_t"] = valueT;
+    Value v = operands.tensor("v");
+    std::array<Value, 3> vStrides = stridesOf(v);
+    Value threads = index(fagpu::kValueLayoutThreads);
+    Value one = index(1);
+    Value blocks = b.createOrFold<arith::CeilDivUIOp>(
+        loc, mul(mul(mul(batches, kvHeads), groups), index(launch.headDim)),
+        threads);
+    auto layoutSym = SymbolRefAttr::get(
+        b.getStringAttr("fa_kernels"),
+        {FlatSymbolRefAttr::get(b.getStringAttr(launch.valueLayoutKernel))});
+    token = gpu::LaunchFuncOp::create(
+                b, loc, layoutSym, gpu::KernelDim3{blocks, one, one},
+                gpu::KernelDim3{threads, one, one}, Value(),
+                ValueRange{alignedPointer(b, loc, v, globalPtr),
+                           alignedPointer(b, loc, valueT, globalPtr),
+                           operands.i32("B"), operands.i32("Hkv"),
+                           operands.i32("Nk"), vStrides[0], vStrides[1],
+                           vStrides[2]},
+                tokenType, ValueRange{alloc.getAsyncToken()})
+                .getAsyncToken();
+  }
+  // V^T's map: rows D, columns Nk_16 of each (batch, head), contiguous.
+  auto encodeValueT = [&](const fagpu::KernelParam &p) -> Value {
+    Value slot = mapSlot();
+    Value rowBytes = toI64(nk16);
+    Value d = c64(launch.headDim);
+    Value headStride = arith::MulIOp::create(b, loc, d, rowBytes);
+    Value batchStride =
+        arith::MulIOp::create(b, loc, toI64(kvHeads), headStride);
+    LLVM::CallOp::create(
+        b, loc, runtimeFunction("faEncodeStridedTensorMap", stridedEncodeType),
+        ValueRange{slot, alignedPointer(b, loc, valueT, hostPtr),
+                   toI64(operands.size("B")), toI64(kvHeads), d, rowBytes,
+                   batchStride, headStride, rowBytes, c32(p.boxRows),
+                   dtypeCode(p)});
+    return LLVM::LoadOp::create(b, loc, mapType, slot);
+  };
   SmallVector<Value> args =
       launchArguments(launch.abi, [&](const fagpu::KernelParam &p) -> Value {
         switch (p.kind) {
         case fagpu::ParamKind::TensorMap:
+          if (p.name == "v_t")
+            return encodeValueT(p);
           return encodeMap(operands.tensor(p.name), p);
         case fagpu::ParamKind::Pointer:
           return operands.pointer(p.name, globalPtr);

@@ -296,7 +296,8 @@ void KernelBuilder::emitSoftmax() {
                                tile.qMatrix, nq, oPtr, half,
                                /*heads=*/Value(), /*strides=*/ValueRange(),
                                spec.writesLse ? lsePtr : Value(), Value(),
-                               Value());
+                               Value(), /*descale=*/Value(),
+                               /*probs_scale=*/FloatAttr());
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {

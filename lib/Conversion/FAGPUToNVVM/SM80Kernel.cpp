@@ -258,7 +258,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
       b, loc, state[0], state[1], state[2],
       add(add(qStart, mul(warp, c32(16 * spec.rowTiles()))), g), c32(0), nq,
       oBase, TypeAttr::get(half), /*heads=*/Value(), /*strides=*/ValueRange(),
-      spec.writesLse ? lseBase : Value(), Value(), Value());
+      spec.writesLse ? lseBase : Value(), Value(), Value(),
+      /*descale=*/Value(), /*probs_scale=*/FloatAttr());
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
 }

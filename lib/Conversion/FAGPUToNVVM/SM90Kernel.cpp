@@ -47,6 +47,7 @@
 
 #include "../Common/TMAKernel.h"
 #include "fa/Dialect/FA/IR/KVChunk.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -78,7 +79,11 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   // and shared memory leave room for a second CTA; its prologue and
   // epilogue then run under the other's GEMMs.
   int64_t ctasPerSM = 1;
+  /// O (and, but for e4m3, Q/K/V) in bf16, else f16.
   bool bf16 = false;
+  /// e4m3 Q, K and V (elementBytes 1) with per-tensor descales; V read as
+  /// the V^T the layout kernel writes.
+  bool fp8 = false;
   bool pingPong = true;
   bool intraOverlap = true;
   bool persistent = false;
@@ -97,7 +102,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   std::string kernelName() const {
     return "fa3_sm90_d" + std::to_string(headDim) + "_br" +
            std::to_string(blockR()) + "_bc" + std::to_string(blockC) + "_s" +
-           std::to_string(stages) + (bf16 ? "_bf16" : "_f16") +
+           std::to_string(stages) + (fp8 ? "_e4m3" : "") +
+           (bf16 ? "_bf16" : "_f16") +
            (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
@@ -154,20 +160,25 @@ public:
         spec(spec) {
     MLIRContext *ctx = b.getContext();
     using fagpu::FragmentLayout;
+    elementBytes = spec.elementBytes;
+    // Q, K, V and P: the tensor cores' operands.
+    Type input = spec.fp8 ? Type(Float8E4M3FNType::get(ctx)) : half;
     scoresType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.blockC},
                                           f32, FragmentLayout::Accumulator);
     outType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.headDim},
                                        f32, FragmentLayout::Accumulator);
     probsType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.blockC},
-                                         half, FragmentLayout::OperandA);
+                                         input, FragmentLayout::OperandA);
     rowsType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer}, f32,
                                         FragmentLayout::Rows);
     qTileType = fagpu::SharedTileType::get(ctx, {spec.blockR(), spec.headDim},
-                                           half, spec.blockR());
+                                           input, spec.blockR());
     consumerRowsType = fagpu::SharedTileType::get(
-        ctx, {kRowsPerConsumer, spec.headDim}, half, spec.blockR());
+        ctx, {kRowsPerConsumer, spec.headDim}, input, spec.blockR());
+    // e4m3: the V buffer holds a V^T tile [D, B_c], of this type at
+    // D = B_c = 128 (specOf).
     kvTileType = fagpu::SharedTileType::get(ctx, {spec.blockC, spec.headDim},
-                                            half, spec.blockC);
+                                            input, spec.blockC);
   }
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
@@ -219,10 +230,11 @@ private:
                                 Value(), /*mn_major=*/false)
         .getResult();
   }
-  /// O += P V.
+  /// O += P V: V MN-major (transposed by the MMA), or for e4m3, whose
+  /// wgmma has no transpose, the K-major V^T tile.
   Value issueValues(Value p, Value o, Value vTile) {
     return fagpu::MmaOp::create(b, loc, outType, p, vTile, o, Value(),
-                                /*mn_major=*/true)
+                                /*mn_major=*/!spec.fp8)
         .getResult();
   }
 
@@ -369,6 +381,8 @@ private:
   Value ownTurn, otherTurn;   // ping-pong named barriers
   Value epilogueBarrier; // named barrier of this consumer's four warps
   Value qTile;           // this consumer's Q rows in the current tile
+  // e4m3: the descales' device scalars, and V's in the consumer.
+  Value qDescalePtr, kDescalePtr, vDescalePtr, vDescale;
   Value tileFirst;       // the current tile's first K/V block
   Value phaseBits;       // persistent only: see parityOf
   bool inProducer = false; // while emitting the producer's tile loop
@@ -456,6 +470,12 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   auto [row, matrix] = keyValueRow(tile, firstKey, pageSize);
   for (int64_t buffer : {kKey, kValue}) {
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
+    if (spec.fp8 && buffer == kValue) {
+      // V^T [D, Nk_16]: all D rows, the block's keys as columns.
+      fagpu::TmaLoadOp::create(b, loc, vMap, c32(0), matrix, kvPipe, stage,
+                               buffer, /*column=*/firstKey);
+      continue;
+    }
     fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
                              matrix, kvPipe, stage, buffer, Value());
   }
@@ -473,6 +493,18 @@ Value KernelBuilder::stagingRows(Value qBuffer) {
 void KernelBuilder::emitConsumer(Value consumerIndex) {
   consumer = consumerIndex;
   epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
+  if (spec.fp8) {
+    // S = q_descale k_descale (Q8 K8^T): the scores' scale takes both
+    // descales; V's scales O in the epilogue (O = v_descale P V8).
+    auto load = [&](Value ptr) -> Value {
+      return LLVM::LoadOp::create(b, loc, f32, ptr, /*alignment=*/4,
+                                  /*isVolatile=*/false,
+                                  /*isNonTemporal=*/false,
+                                  /*isInvariant=*/true);
+    };
+    scaleLog2 = fmul(scaleLog2, fmul(load(qDescalePtr), load(kDescalePtr)));
+    vDescale = load(vDescalePtr);
+  }
 
   // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
   // tensor cores and hands the turn over on the other's after issuing.
@@ -563,7 +595,9 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
     fagpu::StoreOutputOp::create(b, loc, state.o, state.m, state.l, row0,
                                  partialMatrix, nq, oPartialPtr, f32,
                                  /*heads=*/Value(), /*strides=*/ValueRange(),
-                                 lsePartialPtr, Value(), Value());
+                                 lsePartialPtr, Value(), Value(),
+                                 /*descale=*/Value(),
+                                 /*probs_scale=*/FloatAttr());
     return;
   }
   fagpu::StoreOutputOp::create(
@@ -571,7 +605,8 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
       spec.tmaStore ? oMap : oPtr, half, stridedMaps ? hq : Value(),
       stridedMaps && !spec.tmaStore ? ValueRange(oStrides) : ValueRange(),
       spec.writesLse ? lse : Value(), spec.tmaStore ? staging : Value(),
-      spec.tmaStore ? epilogueBarrier : Value());
+      spec.tmaStore ? epilogueBarrier : Value(), vDescale,
+      spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr());
 }
 
 void KernelBuilder::finishPendingTile(const PendingTile &tile) {
@@ -938,6 +973,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
       beginKernel(module, spec.kernelName(), spec.threads(), spec.ctasPerSM,
                   spec.abi);
   varlenRealTiles = spec.persistent && spec.inputs.varlen;
+  qDescalePtr = kernelArgument(fn, spec.abi, "q_descale");
+  kDescalePtr = kernelArgument(fn, spec.abi, "k_descale");
+  vDescalePtr = kernelArgument(fn, spec.abi, "v_descale");
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   // Stating that the warpgroup index is warp-uniform (a shuffle from lane
   // 0) lets ptxas keep the consumer's Q descriptors in uniform registers
@@ -983,6 +1021,109 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   return fn;
 }
 
+/// The e4m3 kernels' V layout kernel (fagpu::valueLayoutParams): V^T
+/// [B, Hkv, D, Nk_16], keys permuted by σ in each 16, from a strided V.
+/// Thread (b, h, g, d), d fastest: a warp reads 32 adjacent bytes of each of
+/// the group's 16 key rows of V and writes 16 bytes (its column d of the
+/// group) of V^T; keys past Nk are zero.
+class ValueLayoutBuilder : public NVVMEmitter {
+public:
+  ValueLayoutBuilder(OpBuilder &b, Location loc, int64_t headDim)
+      : NVVMEmitter(b, loc, /*bf16=*/false), headDim(headDim) {}
+
+  LLVM::LLVMFuncOp build(gpu::GPUModuleOp module, StringRef name) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    SmallVector<fagpu::KernelParam> abi = fagpu::valueLayoutParams();
+    LLVM::LLVMFuncOp fn = declareKernel(b, loc, module, name,
+                                        fagpu::kValueLayoutThreads, 1, abi);
+    auto arg = [&](StringRef param) { return kernelArgument(fn, abi, param); };
+    Value v = arg("v"), vt = arg("v_t"), nk = ext64(arg("Nk"));
+    Value d64 = c64(headDim);
+    Value groups = arith::DivUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, nk, c64(15)), c64(16));
+    Value matrices = arith::MulIOp::create(b, loc, ext64(arg("B")),
+                                           ext64(arg("Hkv")));
+    Value total = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, matrices, groups), d64);
+    Value thread = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc,
+                              ext64(NVVM::BlockIdXOp::create(b, loc, i32)),
+                              c64(fagpu::kValueLayoutThreads)),
+        ext64(NVVM::ThreadIdXOp::create(b, loc, i32)));
+    auto inRange = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, thread,
+                              total),
+        false);
+    b.setInsertionPointToStart(inRange.thenBlock());
+    auto div = [&](Value x, Value y) {
+      return arith::DivUIOp::create(b, loc, x, y).getResult();
+    };
+    auto rem = [&](Value x, Value y) {
+      return arith::RemUIOp::create(b, loc, x, y).getResult();
+    };
+    auto mul64 = [&](Value x, Value y) {
+      return arith::MulIOp::create(b, loc, x, y).getResult();
+    };
+    auto add64 = [&](Value x, Value y) {
+      return arith::AddIOp::create(b, loc, x, y).getResult();
+    };
+    Value d = rem(thread, d64);
+    Value rest = div(thread, d64);
+    Value g = rem(rest, groups);
+    Value matrix = div(rest, groups);
+    Value heads = ext64(arg("Hkv"));
+    Value column =
+        add64(add64(mul64(div(matrix, heads), arg("v_stride_b")),
+                    mul64(rem(matrix, heads), arg("v_stride_h"))),
+              d);
+    Type i8 = b.getI8Type();
+    Value lastKey = arith::SubIOp::create(b, loc, nk, c64(1));
+    SmallVector<Value> words(4, c32(0));
+    for (int64_t kappa = 0; kappa < 16; ++kappa) {
+      Value key = add64(mul64(g, c64(16)), c64(fagpu::valueLayoutKey(kappa)));
+      Value inKeys =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, nk);
+      Value row = arith::MinUIOp::create(b, loc, key, lastKey);
+      Value byte = LLVM::LoadOp::create(
+          b, loc, i8,
+          gep(globalPtr, i8, v, add64(column, mul64(row, arg("v_stride_n")))),
+          /*alignment=*/1, false, false, /*isInvariant=*/true);
+      Value widened = select(inKeys, arith::ExtUIOp::create(b, loc, i32, byte),
+                             c32(0));
+      // Little-endian: key slot κ is byte κ mod 4 of word κ / 4.
+      Value shifted =
+          arith::ShLIOp::create(b, loc, widened, c32(8 * (kappa % 4)));
+      words[kappa / 4] =
+          arith::OrIOp::create(b, loc, words[kappa / 4], shifted);
+    }
+    auto vecType = VectorType::get({4}, i32);
+    Value packed = LLVM::PoisonOp::create(b, loc, vecType);
+    for (int64_t w = 0; w < 4; ++w)
+      packed =
+          LLVM::InsertElementOp::create(b, loc, packed, words[w], c32(w));
+    // V^T row (matrix, d) has Nk_16 = 16 groups bytes.
+    Value dst = add64(mul64(add64(mul64(matrix, d64), d), mul64(groups, c64(16))),
+                      mul64(g, c64(16)));
+    LLVM::StoreOp::create(b, loc, packed, gep(globalPtr, i8, vt, dst),
+                          /*alignment=*/16);
+    b.setInsertionPointAfter(inRange);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+    return fn;
+  }
+
+private:
+  int64_t headDim;
+};
+
+/// The name of the V layout kernel the e4m3 kernels of head dim `headDim`
+/// share.
+std::string valueLayoutKernelName(int64_t headDim) {
+  return "fa_e4m3_v_layout_d" + std::to_string(headDim);
+}
+
 /// The kernel `op`'s schedule describes, or a diagnostic naming what the
 /// sm_90a kernel cannot do and which pass sets the missing piece.
 FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
@@ -991,14 +1132,25 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   if (failed(reader.begin()))
     return failure();
   auto fail = [&](const Twine &why) { return reader.fail(why); };
-  // e4m3 reaches this level (its descales and probs_scale on the op) but
-  // has no kernel yet.
-  if (op.isFP8())
-    return fail(*fa::checkTargetElementType("sm_90a", "f8E4M3FN"));
   KernelSpec &spec = reader.spec;
   const fagpu::ScheduleFields &s = reader.schedule;
   int64_t d = op.getHeadDim();
-  static_cast<fagpu::SM90Layout &>(spec) = fagpu::sm90Layout(d, s);
+  spec.fp8 = op.isFP8();
+  if (spec.fp8) {
+    if (d != fagpu::kFP8BlockC || s.blockC != fagpu::kFP8BlockC)
+      return fail("e4m3 kernels take D = 128 and block_c = 128 for now (the "
+                  "K tile [B_c, D] and the V^T tile [D, B_c] then share the "
+                  "ring's tile type; D = 256 needs a ring of two tile "
+                  "types), got D = " +
+                  Twine(d) + ", block_c = " + Twine(s.blockC));
+    if (s.epilogue != fagpu::Epilogue::Registers)
+      return fail("e4m3 kernels store O from registers: run "
+                  "fagpu-tma-store-epilogue");
+    if (s.kvSplits)
+      return fail("e4m3 kernels have no split-KV form yet");
+  }
+  static_cast<fagpu::SM90Layout &>(spec) =
+      fagpu::sm90Layout(d, s, spec.fp8 ? 1 : 2);
   if (s.blockR != s.consumers * kRowsPerConsumer || s.consumers < 1 ||
       s.consumers > 3)
     return fail("block_r must be 64, 128 or 192 (one, two or three consumer "
@@ -1047,8 +1199,13 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
     return fail("a K/V block (block_c = " + Twine(s.blockC) +
                 ") must lie in one page of " + Twine(page) +
                 " rows or span whole pages of a multiple of 8 rows");
+  StringRef outDtype = spec.bf16 ? "bf16" : "f16";
+  if (spec.fp8) {
+    spec.inputs.outputDtype = outDtype.str();
+    spec.inputs.headDim = d;
+  }
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
-                                 spec.bf16 ? "bf16" : "f16", spec.inputs);
+                                 spec.fp8 ? "e4m3" : outDtype, spec.inputs);
   return spec;
 }
 
@@ -1057,14 +1214,28 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
 LogicalResult mlir::fa::buildSM90Kernels(ModuleOp module) {
   auto build = [](OpBuilder &b, Location loc, const KernelSpec &spec,
                   gpu::GPUModuleOp kernels) {
-    return KernelBuilder(b, loc, spec).build(kernels);
+    LLVM::LLVMFuncOp kernel = KernelBuilder(b, loc, spec).build(kernels);
+    if (spec.fp8) {
+      // V^T for the P V product, made before the attention by a kernel of
+      // the same module; the launch metadata names it.
+      std::string layout = valueLayoutKernelName(spec.headDim);
+      if (!kernels.lookupSymbol(layout))
+        ValueLayoutBuilder(b, loc, spec.headDim).build(kernels, layout);
+      kernel->setAttr("fagpu.value_layout", b.getStringAttr(layout));
+    }
+    return kernel;
   };
   auto launch = [](fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
                    const KernelSpec &spec) {
-    replaceWithTensorMapLaunch(
-        op, kernel,
-        TensorMapLaunch{spec.headDim, spec.blockR(), spec.bf16, spec.threads(),
-                        spec.sharedBytes(), spec.abi, spec.kvSplits});
+    TensorMapLaunch launch{spec.headDim, spec.blockR(), spec.bf16,
+                           spec.threads(), spec.sharedBytes(), spec.abi,
+                           spec.kvSplits};
+    std::string layout;
+    if (spec.fp8) {
+      layout = valueLayoutKernelName(spec.headDim);
+      launch.valueLayoutKernel = layout;
+    }
+    replaceWithTensorMapLaunch(op, kernel, launch);
   };
   return lowerEachKernel<KernelSpec>(module, fagpu::Target::sm_90a, specOf,
                                      build, launch);

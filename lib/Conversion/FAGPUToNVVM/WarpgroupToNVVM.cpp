@@ -71,6 +71,7 @@ public:
   using TMAKernelEmitter::mul;
   using TMAKernelEmitter::oMap;
   using TMAKernelEmitter::onlineSoftmax;
+  using TMAKernelEmitter::outputScale;
   using TMAKernelEmitter::packPair;
   using TMAKernelEmitter::packProbabilities;
   using TMAKernelEmitter::packProbabilitiesE4M3;
@@ -1297,7 +1298,11 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     Type element = op.getOutElement();
     SoftmaxConfig config;
     config.writesLse = bool(op.getLse());
+    if (std::optional<APFloat> s = op.getProbsScale())
+      config.probsScale = s->convertToDouble();
     OpEmitter e(rewriter, op.getLoc(), element, config, headDim);
+    if (op.getDescale())
+      e.outputScale = adaptor.getDescale().front();
     ValueRange o = adaptor.getO();
     ValueRange mIn = adaptor.getM(), lIn = adaptor.getL();
     std::array<Value, 2> m = {mIn[0], mIn[1]};

@@ -198,13 +198,15 @@ std::optional<std::string>
 fa::checkTargetElementType(llvm::StringRef arch, llvm::StringRef elementType) {
   if (elementType != "f8E4M3FN")
     return std::nullopt;
+  if (arch == "sm_90a")
+    return std::nullopt;
   if (arch == "sm_80")
     return std::string("FP8 (e4m3) inputs need fp8 tensor cores, which "
                        "sm_80 does not have; run them on the CPU path "
                        "(fa-run --dtype e4m3)");
-  return "FP8 (e4m3) kernels are not built yet for " + arch.str() +
-         " (issue 18: the e4m3 wgmma kernel); the CPU path runs e4m3 "
-         "(fa-run --dtype e4m3, flashmlir.run_cpu(dtype=\"e4m3\"))";
+  return "FP8 (e4m3) kernels are built for sm_90a only, not " + arch.str() +
+         "; the CPU path runs e4m3 (fa-run --dtype e4m3, "
+         "flashmlir.run_cpu(dtype=\"e4m3\"))";
 }
 
 std::optional<std::string> fa::checkDescale(llvm::StringRef name,

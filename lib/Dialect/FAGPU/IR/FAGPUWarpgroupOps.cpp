@@ -4,6 +4,7 @@
 #include "fa/Dialect/FA/IR/Validation.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::fagpu;
@@ -309,7 +310,17 @@ LogicalResult RescaleOp::verify() {
 }
 
 LogicalResult StoreOutputOp::verify() {
+  if (std::optional<APFloat> s = getProbsScale()) {
+    double scale = s->convertToDouble();
+    int exponent;
+    if (!(scale > 0) || std::frexp(scale, &exponent) != 0.5)
+      return emitOpError("probs_scale must be a positive power of two, got ")
+             << scale;
+  }
   if (auto tmem = dyn_cast<TmemType>(getO().getType())) {
+    if (getDescale() || getProbsScale())
+      return emitOpError("descale and probs_scale belong to the e4m3 "
+                         "fragment epilogue, not to O in TMEM");
     if (getM().getType().getLayout() != FragmentLayout::Lanes ||
         getM().getType().getShape().size() != 1)
       return emitOpError("O in TMEM is stored with the lanes m and l of its "

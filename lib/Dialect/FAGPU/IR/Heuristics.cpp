@@ -108,10 +108,11 @@ int64_t mlir::fagpu::defaultBlockC(Target target, int64_t headDim, bool causal,
 }
 
 int64_t mlir::fagpu::sharedBytesOf(Target target, int64_t headDim,
-                                   const ScheduleFields &schedule) {
+                                   const ScheduleFields &schedule,
+                                   int64_t elementBytes) {
   switch (target) {
   case Target::sm_90a:
-    return sm90Layout(headDim, schedule).sharedBytes();
+    return sm90Layout(headDim, schedule, elementBytes).sharedBytes();
   case Target::sm_100a:
     return sm100Layout(headDim, schedule).sharedBytes();
   case Target::sm_80:

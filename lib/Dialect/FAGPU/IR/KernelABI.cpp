@@ -53,11 +53,15 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     lseShape = {"1", "Hq", "total_q"};
     kvShape = {"1", "Hkv", "total_k", "D"};
   }
+  bool fp8 = dtype == "e4m3";
+  StringRef outDtype =
+      in.outputDtype.empty() ? dtype : StringRef(in.outputDtype);
   SmallVector<KernelParam> params = {
       tensor("q", dtype, qShape, tma ? s.blockR : 0),
       tensor("k", dtype, kvShape, tma ? kvBoxRows : 0),
-      tensor("v", dtype, kvShape, tma ? kvBoxRows : 0),
-      tensor("o", dtype, qShape, oBoxRows),
+      fp8 ? tensor("v_t", dtype, {"B", "Hkv", "D", "Nk_16"}, in.headDim)
+          : tensor("v", dtype, kvShape, tma ? kvBoxRows : 0),
+      tensor("o", outDtype, qShape, oBoxRows),
       tensor("lse", "f32", lseShape, 0),
       scalar("Nq", ParamKind::I32,
              in.varlen ? "the longest sequence's queries (max_seqlen_q): "
@@ -97,6 +101,13 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
                             "pages per sequence: the block table's row "
                             "length"));
   }
+  if (fp8)
+    for (StringRef name : {"q_descale", "k_descale", "v_descale"}) {
+      KernelParam descale = tensor(name, "f32", {}, 0);
+      descale.meaning = "per-tensor descale (a device scalar): the tensor's "
+                        "values are its e4m3 codes times it";
+      params.push_back(descale);
+    }
   if (s.kvSplits) {
     // Split-KV: CTA (tile, chunk) writes its chunk's normalised O and LSE
     // as row block chunk * B * Hq + matrix of the scratch; the last CTA of
@@ -124,6 +135,31 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     params.push_back(counter);
   }
   return params;
+}
+
+SmallVector<KernelParam> mlir::fagpu::valueLayoutParams() {
+  auto param = [](StringRef name, ParamKind kind, StringRef dtype,
+                  ArrayRef<StringRef> dims, StringRef meaning) {
+    KernelParam p;
+    p.name = name.str();
+    p.kind = kind;
+    p.dtype = dtype.str();
+    for (StringRef dim : dims)
+      p.shape.push_back(dim.str());
+    p.meaning = meaning.str();
+    return p;
+  };
+  return {
+      param("v", ParamKind::Pointer, "e4m3", {"B", "Hkv", "Nk", "D"},
+            "V, strided as its strides say"),
+      param("v_t", ParamKind::Workspace, "e4m3", {"B", "Hkv", "D", "Nk_16"},
+            "V^T with keys permuted in 16s, the attention kernel's v_t"),
+      param("B", ParamKind::I32, "", {}, "batch"),
+      param("Hkv", ParamKind::I32, "", {}, "key/value heads"),
+      param("Nk", ParamKind::I32, "", {}, "key length"),
+      param("v_stride_b", ParamKind::I64, "", {}, "elements between V's batches"),
+      param("v_stride_h", ParamKind::I64, "", {}, "elements between V's heads"),
+      param("v_stride_n", ParamKind::I64, "", {}, "elements between V's rows")};
 }
 
 StringRef mlir::fagpu::paramKindName(ParamKind kind) {

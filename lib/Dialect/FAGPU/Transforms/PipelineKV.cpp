@@ -25,15 +25,16 @@ namespace {
 
 /// Sets `f.stages` to `requested`, or the preferred depth where it fits,
 /// else 2; returns why the tiles do not fit, or nothing.
-std::optional<std::string> chooseStages(Target target, int64_t headDim,
+std::optional<std::string> chooseStages(Target target, AttentionOp op,
                                         ScheduleFields &f, int64_t requested) {
+  int64_t headDim = op.getHeadDim(), elementBytes = op.isFP8() ? 1 : 2;
   const int64_t limit = maxSharedBytes(f.ctasPerSm);
   f.stages = requested ? requested : kPreferredStages;
-  if (!requested && sharedBytesOf(target, headDim, f) > limit)
+  if (!requested && sharedBytesOf(target, headDim, f, elementBytes) > limit)
     f.stages = 2;
   if (f.stages < 2 || f.stages > 4)
     return "stages must be 2, 3 or 4, got " + std::to_string(f.stages);
-  int64_t bytes = sharedBytesOf(target, headDim, f);
+  int64_t bytes = sharedBytesOf(target, headDim, f, elementBytes);
   if (bytes > limit)
     return "the tiles need " + std::to_string(bytes) +
            " bytes of shared memory, more than " +
@@ -51,12 +52,12 @@ struct PipelineKVPass : fagpu::impl::FAGPUPipelineKVBase<PipelineKVPass> {
     for (Target target : {Target::sm_90a, Target::sm_100a}) {
       auto update = [&](AttentionOp op, ScheduleFields &f) {
         std::optional<std::string> why =
-            chooseStages(target, op.getHeadDim(), f, stages);
+            chooseStages(target, op, f, stages);
         // A persistent kernel whose second Q buffer leaves no room for the
         // ring keeps one and drains between tiles.
         if (why && f.qBuffers == 2) {
           f.qBuffers = 1;
-          why = chooseStages(target, op.getHeadDim(), f, stages);
+          why = chooseStages(target, op, f, stages);
         }
         return why;
       };

@@ -54,6 +54,13 @@ struct TmaStoreEpiloguePass
           return std::string("a varlen kernel stores O from registers (a TMA "
                              "box would cross into the next sequence)");
         wanted = false;
+      } else if (op.isFP8()) {
+        // The staging tiles hold 1-byte elements, half of a 16-bit O's
+        // rows; O leaves from registers.
+        if (*requested && **requested)
+          return std::string("an e4m3 kernel stores its f16/bf16 O from "
+                             "registers (its tiles hold 1-byte elements)");
+        wanted = false;
       } else if (*requested) {
         wanted = **requested;
       } else {
@@ -62,7 +69,8 @@ struct TmaStoreEpiloguePass
         wanted = row && row->tmaStoreEpilogue;
       }
       f.epilogue = wanted ? Epilogue::TmaStore : Epilogue::Registers;
-      if (wanted && sharedBytesOf(Target::sm_90a, op.getHeadDim(), f) >
+      if (wanted && sharedBytesOf(Target::sm_90a, op.getHeadDim(), f,
+                                      op.isFP8() ? 1 : 2) >
                         maxSharedBytes(f.ctasPerSm))
         // No room for a staging tile: a one-tile CTA stages O in its Q
         // buffer; a persistent one reloads that buffer and keeps the

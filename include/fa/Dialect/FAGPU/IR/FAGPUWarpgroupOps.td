@@ -636,6 +636,11 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
     `out_element` f32 (from registers only) writes a split-KV chunk's
     partial O.
 
+    e4m3 kernels: with `descale %vd` (an f32, V's descale) O is stored as
+    vd · O / l, the factor folded into the row's 1 / l; with `probs_scale =
+    s` l carries s (P was cast to e4m3 as s · P, `fagpu.softmax_step`'s exp2
+    offset, so O / l cancels it), and the LSE is (m + log2 l − log2 s) ln 2.
+
     O's layout: without `strided`, contiguous [B * H, N, D]. With
     `strided(%heads)`, matrix `%matrix` is (batch, head) = (%matrix / %heads,
     %matrix % %heads) of a strided [B, H, N, D] O: from registers, row r
@@ -655,13 +660,15 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
                        Optional<I32>:$heads, Variadic<I64>:$strides,
                        Optional<LLVM_AnyPointer>:$lse,
                        Optional<FAGPU_SharedTile>:$staging,
-                       Optional<I32>:$sync_barrier);
+                       Optional<I32>:$sync_barrier, Optional<F32>:$descale,
+                       OptionalAttr<F32Attr>:$probs_scale);
   let assemblyFormat = [{
     $o `,` $m `,` $l `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out `:`
     type($out) `as` $out_element
     (`strided` `(` $heads^ (`,` $strides^)? `)`)?
     (`lse` $lse^ `:` type($lse))?
     (`staging` $staging^ `:` type($staging))? (`sync` $sync_barrier^)?
+    (`descale` $descale^)?
     attr-dict `:` type($o) `,` type($m)
   }];
   let hasVerifier = 1;

@@ -67,14 +67,38 @@ struct KernelInputs {
   /// A varlen batch: Q, K, V, O packed along N in one batch row, with
   /// cu_seqlens_q and cu_seqlens_k [B + 1] (i32).
   bool varlen = false;
+  /// O's element type where it differs from Q/K/V's: f16 or bf16 for e4m3
+  /// inputs (empty: the inputs').
+  std::string outputDtype;
+  /// The head dim: the rows of an e4m3 kernel's V^T boxes.
+  int64_t headDim = 0;
 };
 
 /// The parameters, in launch order, of the kernel `target` builds for
-/// `schedule` on `dtype` (f16 or bf16) inputs.
+/// `schedule` on `dtype` (f16, bf16, or e4m3 on sm_90a) inputs.
+///
+/// e4m3 (sm_90a): q and k are e4m3 tensor maps; V comes as `v_t`, the
+/// tensor map of the layout kernel's output (valueLayoutParams) [B, Hkv, D,
+/// Nk_16] with boxes of D rows; o is `inputs.outputDtype`; `q_descale`,
+/// `k_descale`, `v_descale` are f32 device scalars (per-tensor descales).
 SmallVector<KernelParam> kernelParams(Target target,
                                       const ScheduleFields &schedule,
                                       StringRef dtype,
                                       const KernelInputs &inputs = {});
+
+/// The e4m3 kernels' V layout kernel: V [B, Hkv, Nk, D] (strided, unit
+/// stride on D) -> V^T [B, Hkv, D, Nk_16] (contiguous, Nk_16 = Nk rounded up
+/// to 16, the padding zero), keys permuted within each 16 by σ(κ) =
+/// 8 ((κ mod 4) / 2) + 2 (κ / 4) + κ mod 2 so that P's e4m3 A fragment,
+/// packed from the S accumulator without a shuffle, meets its keys:
+/// V^T[b, h, d, 16 g + κ] = V[b, h, 16 g + σ(κ), d]. One thread a
+/// (b, h, g, d), d fastest; kValueLayoutThreads threads a CTA.
+SmallVector<KernelParam> valueLayoutParams();
+inline constexpr int64_t kValueLayoutThreads = 256;
+/// The key of V that column κ of each 16 of V^T holds (see above).
+inline constexpr int64_t valueLayoutKey(int64_t kappa) {
+  return 8 * ((kappa % 4) / 2) + 2 * (kappa / 4) + kappa % 2;
+}
 
 /// Whether `target`'s kernels read and write q, k, v, o as strided
 /// [B, H, N, D] tensors (any batch, head and row strides in 16-byte
@@ -89,6 +113,10 @@ StringRef paramKindName(ParamKind kind);
 
 /// Columns of a TMA box: 64 f16/bf16 = 128 bytes, the swizzle span.
 inline constexpr int64_t kTmaBoxColumns = 64;
+/// ... of `dtype`'s elements: 128 e4m3, 64 of a 16-bit type.
+inline int64_t tmaBoxColumns(StringRef dtype) {
+  return dtype == "e4m3" ? 2 * kTmaBoxColumns : kTmaBoxColumns;
+}
 
 } // namespace mlir::fagpu
 

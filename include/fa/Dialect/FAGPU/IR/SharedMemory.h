@@ -61,10 +61,13 @@ struct SM90Layout {
   }
 };
 
-/// The layout a schedule describes for an sm_90a kernel of `headDim`.
-inline SM90Layout sm90Layout(int64_t headDim, const ScheduleFields &s) {
+/// The layout a schedule describes for an sm_90a kernel of `headDim` and
+/// Q/K/V elements of `elementBytes`.
+inline SM90Layout sm90Layout(int64_t headDim, const ScheduleFields &s,
+                             int64_t elementBytes = 2) {
   SM90Layout layout;
   layout.headDim = headDim;
+  layout.elementBytes = elementBytes;
   layout.consumers = s.consumers;
   layout.qBuffers = s.qBuffers;
   layout.blockC = s.blockC;
@@ -122,9 +125,10 @@ inline SM100Layout sm100Layout(int64_t headDim, const ScheduleFields &s) {
   return layout;
 }
 
-/// Bytes of shared memory the kernel of `schedule` needs on `target`.
+/// Bytes of shared memory the kernel of `schedule` needs on `target`, for
+/// Q/K/V elements of `elementBytes` (1: e4m3 on sm_90a).
 int64_t sharedBytesOf(Target target, int64_t headDim,
-                      const ScheduleFields &schedule);
+                      const ScheduleFields &schedule, int64_t elementBytes = 2);
 
 } // namespace mlir::fagpu
 

@@ -1,0 +1,261 @@
+"""FP8 (e4m3) attention on the sm_90a kernel (issue 18): numerics and speed.
+
+    bash bench/build_fp8_kernels.sh .fp8               # on the build machine
+    python3 bench/fp8.py check .fp8                    # numerics
+    python3 bench/fp8.py bench .fp8 .cubins            # speed
+    python3 bench/fp8.py rmse .fp8                     # FA3-style RMSE table
+
+Inputs are float32 N(0, 1) (or with outliers), quantised per tensor as
+FlashAttention-3's baseline does: scale = 448 / amax, x8 = e4m3(x * scale),
+descale = 1 / scale.
+
+Numerics (flash-attention's 2x rule, adapted to FP8): the reference is the
+exact attention of the dequantised inputs (float64); the baseline is an
+independent torch emulation of the kernel's arithmetic -- the online
+softmax over blocks of 128 keys with its running max, P cast to e4m3 as
+2^8 P, P V in float32, l from the unrounded P -- whose error is what FP8
+costs. The kernel passes when its max error is at most twice the
+emulation's (+ 1e-3), and its LSE is within 1e-2 of the reference. A wrong
+register layout (P's keys against the wrong V rows) gives errors of the
+size of O itself.
+
+Speed: TFLOP/s at 16k tokens (B 1 x 16384 and B 4 x 4096, H 16, D 128),
+causal or not: the e4m3 call (V layout + attention), the layout alone, our
+f16 kernel (from the harness folder) and torch SDPA's cuDNN backend in f16,
+same run; triton's do_bench median.
+"""
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Kernel, kernel_names  # noqa: E402
+from common import median_ms  # noqa: E402
+
+E4M3 = torch.float8_e4m3fn
+
+
+def quantize(x):
+    """Per-tensor e4m3 quantisation: (codes, descale)."""
+    amax = x.abs().max().clamp(min=1e-12)
+    scale = 448.0 / amax
+    codes = (x * scale).clamp(-448, 448).to(E4M3)
+    return codes, (1.0 / scale).float().reshape(1)
+
+
+def hadamard(d, seed, device):
+    """FA3's incoherent processing: M = diag(s) H_D / sqrt(D), M M^T = I."""
+    h = torch.ones(1, 1, dtype=torch.float64)
+    while h.shape[0] < d:
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+    g = torch.Generator().manual_seed(seed)
+    signs = torch.randint(0, 2, (d,), generator=g).double() * 2 - 1
+    return (signs[:, None] * h / math.sqrt(d)).float().to(device)
+
+
+def mask_of(nq, nk, causal, device):
+    if not causal:
+        return None
+    return torch.ones(nq, nk, dtype=torch.bool, device=device).triu(1)
+
+
+def exact(q, k, v, scale, causal):
+    """float64 attention of [B, H, N, D] inputs (GQA by repetition): O, LSE."""
+    g = q.shape[1] // k.shape[1]
+    k = k.double().repeat_interleave(g, 1)
+    v = v.double().repeat_interleave(g, 1)
+    s = torch.matmul(q.double(), k.transpose(-1, -2)) * scale
+    m = mask_of(q.shape[2], k.shape[2], causal, q.device)
+    if m is not None:
+        s = s.masked_fill(m, float("-inf"))
+    return torch.matmul(torch.softmax(s, -1), v), torch.logsumexp(s, -1)
+
+
+def emulate(q, k, v, scale, causal, block=128, probs_scale=256.0):
+    """The kernel's FP8 arithmetic in torch: online softmax over `block`-key
+    blocks (base = running max: threshold 0), P cast to e4m3 as
+    probs_scale * P, P V and l in float32. Inputs dequantised float32."""
+    g = q.shape[1] // k.shape[1]
+    k = k.float().repeat_interleave(g, 1)
+    v = v.float().repeat_interleave(g, 1)
+    nq, nk = q.shape[2], k.shape[2]
+    m = torch.full(q.shape[:3], float("-inf"), device=q.device)
+    l = torch.zeros(q.shape[:3], device=q.device)
+    o = torch.zeros(*q.shape[:3], v.shape[3], device=q.device)
+    full = mask_of(nq, nk, causal, q.device)
+    for j in range(0, nk, block):
+        s = torch.matmul(q.float(), k[:, :, j:j + block].transpose(-1, -2)) \
+            * scale
+        if full is not None:
+            s = s.masked_fill(full[:, j:j + block], float("-inf"))
+        m_new = torch.maximum(m, s.amax(-1))
+        base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        alpha = torch.exp(m - base)
+        p = torch.exp(s - base[..., None]) * probs_scale
+        p8 = p.to(E4M3).float()
+        o = o * alpha[..., None] + torch.matmul(p8, v[:, :, j:j + block])
+        l = l * alpha + p.sum(-1)
+        m = m_new
+    return o / l[..., None]
+
+
+def inputs(b, hq, hkv, nq, nk, d, seed, outliers=False):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, hq, nq, d, device="cuda", generator=g)
+    k = torch.randn(b, hkv, nk, d, device="cuda", generator=g)
+    v = torch.randn(b, hkv, nk, d, device="cuda", generator=g)
+    if outliers:
+        # FA3's test: N(0, 1) + N(0, 100) on 0.1% of the entries.
+        for t in (q, k, v):
+            pick = torch.rand(t.shape, device="cuda", generator=g) < 1e-3
+            t += pick * torch.randn(t.shape, device="cuda", generator=g) * 10
+    return q, k, v
+
+
+def run(kernel, q, k, v, scale, incoherent=False):
+    """Quantises (optionally after FA3's Hadamard on Q and K), runs the
+    kernel; returns (O, LSE, dequantised q, k, v)."""
+    if incoherent:
+        mat = hadamard(q.shape[-1], 7, q.device)
+        q, k = q @ mat, k @ mat
+    (q8, qd), (k8, kd), (v8, vd) = quantize(q), quantize(k), quantize(v)
+    out, lse = kernel(q8, k8, v8, scale=scale, q_descale=qd, k_descale=kd,
+                      v_descale=vd)
+    torch.cuda.synchronize()
+    deq = (q8.float() * qd, k8.float() * kd, v8.float() * vd)
+    return out, lse, deq
+
+
+def check(folder):
+    failures = checks = 0
+    for name in kernel_names(folder):
+        kernel = Kernel.load(os.path.join(folder, name))
+        causal = kernel.meta["causal"]
+        shapes = [(2, 8, 2, 333, 333), (1, 4, 4, 1000, 1000),
+                  (3, 6, 3, 77, 77), (1, 16, 16, 2048, 2048),
+                  (2, 4, 1, 129, 129)]
+        if not causal:
+            shapes += [(2, 4, 4, 200, 700), (1, 2, 2, 1, 4099)]
+        for (b, hq, hkv, nq, nk) in shapes:
+            checks += 1
+            q, k, v = inputs(b, hq, hkv, nq, nk, 128, seed=nq + nk + hq)
+            scale = 1 / math.sqrt(128)
+            out, lse, (qf, kf, vf) = run(kernel, q, k, v, scale)
+            ref, ref_lse = exact(qf, kf, vf, scale, causal)
+            emu = emulate(qf, kf, vf, scale, causal)
+            err = (out.double() - ref).abs().max().item()
+            base = (emu.double() - ref).abs().max().item()
+            lse_err = (lse.double() - ref_lse).abs().max().item()
+            finite = bool(torch.isfinite(out).all())
+            ok = finite and err <= 2 * base + 1e-3 and lse_err <= 1e-2
+            failures += not ok
+            print(f"{name} B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk}: "
+                  f"max_err={err:.2e} emulation={base:.2e} "
+                  f"lse_err={lse_err:.2e} {'ok' if ok else 'FAIL'}")
+    print(f"fp8 check: {checks - failures}/{checks} passed")
+    return failures
+
+
+def rmse(folder):
+    """RMSE of O against float64 attention of the unquantised inputs."""
+    kernel = Kernel.load(os.path.join(folder, "sm_90a_d128_e4m3_bf16"))
+    scale = 1 / math.sqrt(128)
+    print("| inputs | per tensor | + incoherent processing |")
+    print("|---|---|---|")
+    for label, kw in (("N(0,1)", {}), ("outliers", {"outliers": True})):
+        q, k, v = inputs(1, 16, 16, 4096, 4096, 128, seed=11, **kw)
+        ref, _ = exact(q, k, v, scale, False)
+        row = []
+        for incoherent in (False, True):
+            out, _, _ = run(kernel, q, k, v, scale, incoherent)
+            row.append(((out.double() - ref) ** 2).mean().sqrt().item())
+        print(f"| {label} B 1 H 16 N 4096 | {row[0]:.2e} | {row[1]:.2e} |")
+    # Attention sink: query dim 0 set to 1, the first 4 keys' dim 0 to
+    # 8 / scale, so their scores are 8 (natural log units) above the rest
+    # for every query, their values 0. Every other key's P relative to the
+    # sinks' max is ~e^-8 < 2^-10, which e4m3 flushes to zero without the
+    # 2^8 probs scale: O would lose most of itself.
+    q, k, v = inputs(1, 16, 16, 4096, 4096, 128, seed=12)
+    q[..., 0] = 1.0
+    k[..., 0] = 0.0
+    k[:, :, :4, 0] = 8.0 / scale
+    v[:, :, :4] = 0
+    ref, _ = exact(q, k, v, scale, False)
+    out, _, _ = run(kernel, q, k, v, scale)
+    rel = ((out.double() - ref).norm() / ref.norm()).item()
+    q, k, v = inputs(1, 16, 16, 4096, 4096, 128, seed=12)
+    ref0, _ = exact(q, k, v, scale, False)
+    out0, _, _ = run(kernel, q, k, v, scale)
+    rel0 = ((out0.double() - ref0).norm() / ref0.norm()).item()
+    print(f"attention sink (4 keys +8 in log units, V 0): relative error of "
+          f"O {rel:.2e} (same inputs without the sink: {rel0:.2e})")
+
+
+def tflops(b, h, n, d, causal, ms):
+    flops = 4 * b * h * n * n * d / (2 if causal else 1)
+    return flops / ms / 1e9
+
+
+def bench(folder, f16_folder):
+    print("| shape | causal | e4m3 call | V layout | e4m3 attention | f16 ours "
+          "| cuDNN f16 | e4m3/f16 (attention) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (b, n) in ((1, 16384), (4, 4096)):
+        for causal in (False, True):
+            h, d = 16, 128
+            suffix = "_causal" if causal else ""
+            k8 = Kernel.load(os.path.join(folder,
+                                          f"sm_90a_d128_e4m3_bf16{suffix}"))
+            k16 = Kernel.load(os.path.join(f16_folder,
+                                           f"sm_90a_d128_f16{suffix}"))
+            q, k, v = inputs(b, h, h, n, n, d, seed=3)
+            (q8, qd), (kk8, kd), (v8, vd) = quantize(q), quantize(k), \
+                quantize(v)
+            qh, kh, vh = q.half(), k.half(), v.half()
+            out8 = torch.empty(b, h, n, d, dtype=torch.bfloat16,
+                               device="cuda")
+            lse = torch.empty(b, h, n, device="cuda")
+            call = median_ms(lambda: k8(q8, kk8, v8, out=out8, lse=lse,
+                                        q_descale=qd, k_descale=kd,
+                                        v_descale=vd))
+            stream = torch.cuda.current_stream().cuda_stream
+            strides = (h * n * d, n * d, d)
+            layout = median_ms(lambda: k8._value_layout(v8, strides, 0,
+                                                        stream))
+            out16 = torch.empty_like(qh)
+            lse16 = torch.empty(b, h, n, device="cuda")
+            f16 = median_ms(lambda: k16(qh, kh, vh, out=out16, lse=lse16))
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                cudnn = median_ms(lambda: F.scaled_dot_product_attention(
+                    qh, kh, vh, is_causal=causal))
+            attention = call - layout
+            print(f"| B {b} H {h} N {n} D {d} | {causal} "
+                  f"| {tflops(b, h, n, d, causal, call):.0f} "
+                  f"| {layout * 1e3:.0f} us "
+                  f"| {tflops(b, h, n, d, causal, attention):.0f} "
+                  f"| {tflops(b, h, n, d, causal, f16):.0f} "
+                  f"| {tflops(b, h, n, d, causal, cudnn):.0f} "
+                  f"| {f16 / attention:.2f}x |")
+    # Does torch expose an FP8 SDPA? (cuDNN has one; torch may not.)
+    try:
+        q8 = torch.randn(1, 2, 256, 128, device="cuda").to(E4M3)
+        F.scaled_dot_product_attention(q8, q8, q8)
+        print("torch SDPA accepted float8_e4m3fn inputs")
+    except Exception as e:  # noqa: BLE001
+        print(f"torch SDPA refuses float8_e4m3fn inputs: "
+              f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
+    print(f"torch {torch.__version__}")
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "check":
+        sys.exit(1 if check(sys.argv[2]) else 0)
+    if mode == "rmse":
+        rmse(sys.argv[2])
+    elif mode == "bench":
+        bench(sys.argv[2], sys.argv[3])
