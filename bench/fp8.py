@@ -251,6 +251,40 @@ def bench(folder, f16_folder):
     print(f"torch {torch.__version__}")
 
 
+def variants(folder, rounds=3):
+    """Each e4m3 kernel of `folder` (schedule and FA4 variants): one
+    numerics check, then TFLOP/s of the whole call at B 1 H 16 N 16k D 128,
+    `rounds` interleaved rounds, the median."""
+    kernels = {n: Kernel.load(os.path.join(folder, n))
+               for n in kernel_names(folder)}
+    scale = 1 / math.sqrt(128)
+    for name, kernel in kernels.items():
+        causal = kernel.meta["causal"]
+        q, k, v = inputs(2, 8, 2, 333, 333, 128, seed=5)
+        out, _, (qf, kf, vf) = run(kernel, q, k, v, scale)
+        ref, _ = exact(qf, kf, vf, scale, causal)
+        emu = emulate(qf, kf, vf, scale, causal)
+        err = (out.double() - ref).abs().max().item()
+        base = (emu.double() - ref).abs().max().item()
+        print(f"{name}: max_err={err:.2e} emulation={base:.2e} "
+              f"{'ok' if err <= 2 * base + 1e-3 else 'FAIL'}")
+    b, h, n, d = 1, 16, 16384, 128
+    q, k, v = inputs(b, h, h, n, n, d, seed=3)
+    (q8, qd), (k8, kd), (v8, vd) = quantize(q), quantize(k), quantize(v)
+    out = torch.empty(b, h, n, d, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(b, h, n, device="cuda")
+    times = {name: [] for name in kernels}
+    for _ in range(rounds):
+        for name, kernel in kernels.items():
+            times[name].append(median_ms(lambda: kernel(
+                q8, k8, v8, out=out, lse=lse, q_descale=qd, k_descale=kd,
+                v_descale=vd)))
+    for name, kernel in kernels.items():
+        ms = sorted(times[name])[len(times[name]) // 2]
+        print(f"{name}: {tflops(b, h, n, d, kernel.meta['causal'], ms):.0f} "
+              f"TFLOP/s ({kernel.name})")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "check":
@@ -259,3 +293,5 @@ if __name__ == "__main__":
         rmse(sys.argv[2])
     elif mode == "bench":
         bench(sys.argv[2], sys.argv[3])
+    elif mode == "variants":
+        variants(sys.argv[2])

@@ -507,6 +507,11 @@ int validate(const Metadata &m) {
                 "', expected 'flash-mlir-kernel-1'");
   if (m.kernel.empty())
     return fail("launch metadata: no 'kernel' name");
+  if (m.dtype == "e4m3")
+    return fail("launch metadata: e4m3 kernels (a V layout kernel, then the "
+                "attention with device descales) are launched by the Python "
+                "runtime (flashmlir.runtime.Kernel) and the IR host launch; "
+                "this C launcher takes f16 and bf16 kernels");
   if (m.dtype != "f16" && m.dtype != "bf16")
     return fail("launch metadata: unsupported dtype '" + m.dtype + "'");
   if (m.headDim <= 0 || m.blockR <= 0 || m.sharedBytes < 0)
@@ -790,7 +795,7 @@ float faKernelScale(const FaKernel *k) {
 }
 
 namespace {
-/// A 128-byte swizzled tiled map of 16-bit elements (dtype 0 f16, 1 bf16)
+/// A 128-byte swizzled tiled map (dtype 0 f16, 1 bf16, 2 e4m3)
 /// with boxes of 64 columns (128 B, the swizzle span) by `boxRows` rows of
 /// one matrix; rows past the last read as zeros. `dims` innermost first,
 /// `byteStrides` of the outer dimensions.

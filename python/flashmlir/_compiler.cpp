@@ -160,11 +160,12 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  bool intraOverlap, int persistent,
                  const std::string &sm90Kernel, int64_t kvSplits,
                  bool kvLengths, int64_t pageSize, bool varlen,
-                 bool runPtxas) {
+                 const std::string &outDtype, bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
   options.dtype = dtype;
+  options.outDtype = outDtype;
   options.causal = causal;
   options.window = window;
   options.bottomRight = bottomRight;
@@ -502,7 +503,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("intra_overlap") = true, py::arg("persistent") = -1,
         py::arg("sm90_kernel") = "wgmma", py::arg("kv_splits") = 0,
         py::arg("kv_lengths") = false, py::arg("page_size") = 0,
-        py::arg("varlen") = false,
+        py::arg("varlen") = false, py::arg("out_dtype") = "",
         py::arg("run_ptxas") = true);
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),

@@ -396,7 +396,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             poly_exp2_degree=None, poly_exp2_period=8, stages=0,
             ping_pong=True, intra_overlap=True, persistent=None,
             sm90_kernel="wgmma", kv_splits=None, kv_lengths=False,
-            page_size=0, varlen=False, cache_dir=None):
+            page_size=0, varlen=False, out_dtype=None, cache_dir=None):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -424,6 +424,10 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     table [B, max_pages] (int32). varlen: a varlen batch on sm_90a
     (flash-attn's flash_attn_varlen_func): the sequences packed along N,
     described by cu_seqlens_q and cu_seqlens_k [B + 1] (int32).
+    dtype="e4m3" (sm_90a, head_dim 128): FlashAttention-3's FP8 kernel;
+    its launch takes e4m3 q, k, v (torch.float8_e4m3fn or uint8 codes) and
+    their per-tensor descales, and writes O in out_dtype ("bf16" by
+    default, or "f16").
     """
     if kv_splits is None:
         splits = 0
@@ -460,6 +464,8 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
         options["page_size"] = page_size
     if varlen:
         options["varlen"] = True
+    if out_dtype is not None:
+        options["out_dtype"] = out_dtype
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))

@@ -235,29 +235,71 @@ def test_run_cpu_rejects_unknown_modes(flashmlir):
 
 
 @pytest.mark.parametrize("arch,message", [
-    ("sm_90a", "FP8 (e4m3) kernels are not built yet for sm_90a"),
-    ("sm_100a", "FP8 (e4m3) kernels are not built yet for sm_100a"),
+    ("sm_100a", "FP8 (e4m3) kernels are built for sm_90a only, not sm_100a"),
     ("sm_80", "which sm_80 does not have"),
 ])
-def test_compile_refuses_e4m3(flashmlir, arch, message):
-    """No e4m3 kernel yet: refused with the reason, never an f16 kernel."""
+def test_compile_refuses_e4m3_off_sm90a(flashmlir, arch, message):
+    """e4m3 has a kernel on sm_90a only: refused elsewhere with the reason,
+    never compiled as an f16 kernel."""
     with pytest.raises(flashmlir.CompileError, match=re.escape(message)):
         flashmlir.compile(head_dim=128, dtype="e4m3", arch=arch,
                           cache_dir="")
 
 
-def test_compile_module_refuses_e4m3(flashmlir):
-    """An e4m3 fa.attention in a caller's module: refused the same way."""
+@pytest.mark.parametrize("out_dtype", [None, "f16"])
+def test_compile_e4m3_kernel(flashmlir, out_dtype):
+    """The sm_90a FP8 kernel: e4m3 wgmma, its V layout kernel in the same
+    cubin, O in bf16 (FA3's default) or f16, tau = 0 for the 2^8 P cast."""
+    kernel = flashmlir.compile(head_dim=128, dtype="e4m3", arch="sm_90a",
+                               out_dtype=out_dtype, cache_dir="")
+    meta = kernel.metadata
+    assert meta["dtype"] == "e4m3"
+    assert meta["out_dtype"] == (out_dtype or "bf16")
+    assert meta["rescale_threshold"] == 0
+    assert "e4m3" in kernel.name
+    assert meta["value_layout"]["kernel"] in kernel.ptx
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in \
+        kernel.ptx
+    names = [p["name"] for p in meta["params"]]
+    assert names[:5] == ["q", "k", "v_t", "o", "lse"]
+    # The descales after the scalars; the dynamic scheduler's counter, if
+    # any, last.
+    descales = names.index("q_descale")
+    assert names[descales:descales + 3] == ["q_descale", "k_descale",
+                                            "v_descale"]
+    # The runtime accepts the metadata it will launch from.
+    from flashmlir.runtime import validate_metadata
+    validate_metadata(meta)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(head_dim=256), "e4m3 kernels take D = 128 and block_c = 128"),
+    (dict(head_dim=128, rescale_threshold=8.0),
+     "expected probs scale * 2^threshold to be at most 448"),
+    (dict(head_dim=128, out_dtype="f32"),
+     "an e4m3 kernel writes O in f16 or bf16, got 'f32'"),
+])
+def test_compile_e4m3_refusals(flashmlir, kwargs, message):
+    with pytest.raises(flashmlir.CompileError, match=re.escape(message)):
+        flashmlir.compile(dtype="e4m3", arch="sm_90a", cache_dir="",
+                          **kwargs)
+
+
+def test_compile_module_e4m3(flashmlir):
+    """An e4m3 fa.attention in a caller's module: one launch of the e4m3
+    kernel (its V layout kernel in the same cubin, not a launch of its
+    own)."""
     t = "memref<?x?x?x128xf8E4M3FN>"
     text = (f"func.func @f(%q: {t}, %k: {t}, %v: {t}, "
             "%o: memref<?x?x?x128xbf16>, %d: memref<f32>) {\n"
             "  fa.attention %q, %k, %v descale(%d, %d, %d : memref<f32>, "
             "memref<f32>, memref<f32>) outs(%o : memref<?x?x?x128xbf16>) : "
             f"{t}, {t}, {t}\n  return\n}}\n")
-    with pytest.raises(flashmlir.CompileError,
-                       match=re.escape("FP8 (e4m3) kernels are not built yet "
-                                       "for sm_90a")):
-        flashmlir.compile_module(text, arch="sm_90a", cache_dir="")
+    module = flashmlir.compile_module(text, arch="sm_90a", cache_dir="")
+    assert len(module.launches) == 1
+    name, meta = module.launches[0]
+    assert meta["dtype"] == "e4m3" and meta["out_dtype"] == "bf16"
+    assert meta["value_layout"]["kernel"] in module.ptx
 
 
 def test_fa_run_e4m3_random(fa_run):

@@ -1,0 +1,154 @@
+"""The sm_90a FP8 (e4m3) kernel through the Python runtime: numerics on
+the H200 against an independent torch emulation of FP8 attention
+(flash-attention's 2x rule, adapted: the emulation's error is what FP8
+costs), argument checks, and the C launcher's refusal.
+
+GPU tests read the kernels of bench/build_fp8_kernels.sh from
+FLASHMLIR_FP8_KERNEL_DIR (default .fp8)."""
+import ctypes
+import math
+import os
+
+import pytest
+
+
+def _kernel_dir():
+    return os.environ.get("FLASHMLIR_FP8_KERNEL_DIR", ".fp8")
+
+
+def test_c_launcher_refuses_e4m3_metadata(flashmlir, tmp_path):
+    """The C launcher does not run the V layout kernel: it refuses e4m3
+    metadata at load with the reason, before touching the driver."""
+    from conftest import load_c_runtime
+    kernel = flashmlir.compile(head_dim=128, dtype="e4m3", arch="sm_90a",
+                               cache_dir="")
+    prefix = tmp_path / "k"
+    (tmp_path / "k.cubin").write_bytes(kernel.cubin)
+    import json
+    (tmp_path / "k.json").write_text(json.dumps(kernel.metadata))
+    lib, _, _ = load_c_runtime()
+    handle = ctypes.c_void_p()
+    assert lib.faKernelLoadFiles(str(prefix).encode(), 0,
+                                 ctypes.byref(handle)) != 0
+    assert b"e4m3 kernels" in lib.faRuntimeLastError()
+
+
+def _quantize(torch, x):
+    scale = 448.0 / x.abs().max().clamp(min=1e-12)
+    return (x * scale).to(torch.float8_e4m3fn), (1.0 / scale).reshape(1)
+
+
+def _exact(torch, q, k, v, scale, causal):
+    g = q.shape[1] // k.shape[1]
+    k = k.double().repeat_interleave(g, 1)
+    v = v.double().repeat_interleave(g, 1)
+    s = q.double() @ k.transpose(-1, -2) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool,
+                                     device=s.device).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1)
+
+
+def _emulate(torch, q, k, v, scale, causal, block=128):
+    """FP8 attention as the kernel computes it: online softmax over blocks
+    of 128 keys against the running max, P cast to e4m3 as 2^8 P, P V and
+    l in float32."""
+    g = q.shape[1] // k.shape[1]
+    k = k.float().repeat_interleave(g, 1)
+    v = v.float().repeat_interleave(g, 1)
+    nq, nk = q.shape[2], k.shape[2]
+    m = torch.full(q.shape[:3], float("-inf"), device=q.device)
+    l = torch.zeros(q.shape[:3], device=q.device)
+    o = torch.zeros(*q.shape[:3], v.shape[-1], device=q.device)
+    mask = torch.ones(nq, nk, dtype=torch.bool, device=q.device).triu(1)
+    for j in range(0, nk, block):
+        s = q.float() @ k[:, :, j:j + block].transpose(-1, -2) * scale
+        if causal:
+            s = s.masked_fill(mask[:, j:j + block], float("-inf"))
+        m_new = torch.maximum(m, s.amax(-1))
+        base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        alpha = torch.exp(m - base)
+        p = torch.exp(s - base[..., None]) * 256
+        o = o * alpha[..., None] + p.to(torch.float8_e4m3fn).float() @ \
+            v[:, :, j:j + block]
+        l = l * alpha + p.sum(-1)
+        m = m_new
+    return o / l[..., None]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,causal", [
+    ("sm_90a_d128_e4m3_bf16", False), ("sm_90a_d128_e4m3_bf16_causal", True),
+    ("sm_90a_d128_e4m3_f16", False), ("sm_90a_d128_e4m3_f16_causal", True)])
+@pytest.mark.parametrize("shape", [(2, 8, 2, 333, 333), (3, 6, 3, 77, 77),
+                                   (1, 4, 4, 1000, 1000), (2, 4, 1, 129, 129)])
+def test_e4m3_kernel_matches_emulation(cuda_flashmlir, name, causal, shape):
+    torch, _ = cuda_flashmlir
+    from flashmlir.runtime import Kernel
+    kernel = Kernel.load(os.path.join(_kernel_dir(), name))
+    b, hq, hkv, nq, nk = shape
+    g = torch.Generator(device="cuda").manual_seed(nq + hq)
+    q = torch.randn(b, hq, nq, 128, device="cuda", generator=g)
+    k = torch.randn(b, hkv, nk, 128, device="cuda", generator=g)
+    v = torch.randn(b, hkv, nk, 128, device="cuda", generator=g)
+    (q8, qd), (k8, kd), (v8, vd) = (_quantize(torch, t) for t in (q, k, v))
+    # uint8 codes are accepted as well as float8_e4m3fn.
+    out, lse = kernel(q8, k8.view(torch.uint8), v8, q_descale=qd,
+                      k_descale=kd, v_descale=float(vd))
+    torch.cuda.synchronize()
+    assert out.dtype == (torch.bfloat16 if "bf16" in name else torch.float16)
+    qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
+    scale = 1 / math.sqrt(128)
+    ref, ref_lse = _exact(torch, qf, kf, vf, scale, causal)
+    emu = _emulate(torch, qf, kf, vf, scale, causal)
+    err = (out.double() - ref).abs().max().item()
+    base = (emu.double() - ref).abs().max().item()
+    assert torch.isfinite(out).all()
+    assert err <= 2 * base + 1e-3, (err, base)
+    assert (lse.double() - ref_lse).abs().max().item() < 1e-2
+
+
+@pytest.mark.gpu
+def test_e4m3_strided_inputs(cuda_flashmlir):
+    """[B, N, H, D] views (flash-attn's layout) run without a copy: the
+    tensor maps take q's and k's strides, the layout kernel V's."""
+    torch, _ = cuda_flashmlir
+    from flashmlir.runtime import Kernel
+    kernel = Kernel.load(os.path.join(_kernel_dir(), "sm_90a_d128_e4m3_bf16"))
+    g = torch.Generator(device="cuda").manual_seed(4)
+    x = [torch.randn(2, 300, 4, 128, device="cuda", generator=g)
+         for _ in range(3)]
+    (q8, qd), (k8, kd), (v8, vd) = (_quantize(torch, t) for t in x)
+    view = [t.transpose(1, 2) for t in (q8, k8, v8)]
+    out, _ = kernel(*view, q_descale=qd, k_descale=kd, v_descale=vd)
+    contiguous, _ = kernel(*[t.contiguous() for t in view], q_descale=qd,
+                           k_descale=kd, v_descale=vd)
+    torch.cuda.synchronize()
+    assert torch.equal(out, contiguous)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("change,message", [
+    (dict(q_descale=None), "needs q_descale"),
+    (dict(v_descale=0.0), "v_descale must be in [2^-126, 2^127]"),
+    (dict(k_descale="half"), "k_descale must be a float32 tensor of one"),
+    (dict(q="f16"), "q must hold e4m3 values"),
+    (dict(num_splits=2), "e4m3 kernels take no num_splits"),
+])
+def test_e4m3_kernel_refuses(cuda_flashmlir, change, message):
+    torch, _ = cuda_flashmlir
+    from flashmlir.runtime import Kernel, KernelArgumentError
+    kernel = Kernel.load(os.path.join(_kernel_dir(), "sm_90a_d128_e4m3_bf16"))
+    x = torch.randn(1, 2, 64, 128, device="cuda")
+    codes, descale = _quantize(torch, x)
+    args = dict(q=codes, k=codes, v=codes, q_descale=descale,
+                k_descale=descale, v_descale=descale)
+    for key, value in change.items():
+        if value == "half":
+            value = descale.half()
+        elif value == "f16":
+            value = x.half()
+        args[key] = value
+    with pytest.raises(KernelArgumentError, match=__import__("re").escape(
+            message)):
+        kernel(**args)

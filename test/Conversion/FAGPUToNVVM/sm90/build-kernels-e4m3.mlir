@@ -1,0 +1,57 @@
+// RUN: fa-opt %s --fagpu-build-kernels | FileCheck %s
+// RUN: fa-opt %s --fagpu-build-kernels --convert-fagpu-to-nvvm | FileCheck %s --check-prefix=NVVM
+
+// The FP8 (e4m3) kernel of FlashAttention-3 in warpgroup-level ops: e4m3 Q
+// and K tiles, the V buffer holding a V^T tile (the 8-bit wgmma has no
+// transpose) loaded at its block's first key, P V on the K-major V^T, the
+// softmax step casting 2^8 P to e4m3, O stored with V's descale and the LSE
+// less log2 of the probs scale. V^T comes from the layout kernel of the
+// same module, which the host launch runs first on a workspace of its own.
+
+// CHECK-LABEL: func.func @e4m3
+// The layout kernel (V [B, Hkv, Nk, D] -> V^T [B, Hkv, D, Nk_16]) on the
+// launch's stream, then the attention.
+// CHECK: %[[VT:.*]], %[[T0:.*]] = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xi8>
+// CHECK: %[[T1:.*]] = gpu.launch_func async [%[[T0]]] @fa_kernels::@fa_e4m3_v_layout_d128 blocks in ({{.*}}) threads in (%c256,
+// q, k and V^T: e4m3 maps (dtype code 2); V^T's rows are D, its columns
+// the keys.
+// CHECK-COUNT-3: llvm.call @faEncodeStridedTensorMap({{.*}}, %c2_i32{{.*}})
+// CHECK: gpu.launch_func async [%[[T1]]] @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
+// CHECK: gpu.dealloc async {{.*}} %[[VT]]
+// CHECK: llvm.func @fa_e4m3_v_layout_d128(
+// CHECK-COUNT-16: llvm.load {{.*}} invariant {alignment = 1 : i64} : !llvm.ptr<1> -> i8
+// CHECK: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256(
+// CHECK-SAME: fagpu.value_layout = "fa_e4m3_v_layout_d128"
+// CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 1, 128x128xf8E4M3FN>
+// CHECK: %[[KV:.*]] = fagpu.create_pipeline {{.*}} : <stages = 3, buffers = 2, 128x128xf8E4M3FN>
+// CHECK: producer {
+// CHECK: fagpu.tma_load %arg1[{{.*}}] into %[[KV]][%{{.*}}] buffer 0
+// CHECK: fagpu.tma_load %arg2[%c0_i32{{.*}}] column %{{.*}} into %[[KV]][%{{.*}}] buffer 1
+// CHECK: } consumer {
+// Both descales scale the scores; V's scales O.
+// CHECK: %[[QD:.*]] = llvm.load %arg14 {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
+// CHECK: %[[KD:.*]] = llvm.load %arg15 {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
+// CHECK: %[[QK:.*]] = arith.mulf %[[QD]], %[[KD]]
+// CHECK: %[[SCALE:.*]] = arith.mulf %arg9, %[[QK]]
+// CHECK: %[[VD:.*]] = llvm.load %arg16
+// CHECK: fagpu.mma {{.*}} : !fagpu.smem_tile<64x128xf8E4M3FN, block_rows = 128>, <128x128xf8E4M3FN> -> !fagpu.fragment<64x128xf32, accumulator>
+// CHECK: fagpu.softmax_step {{.*}} scale %[[SCALE]] {{.*}}probs_scale = 2.560000e+02 : f32{{.*}} -> {{.*}}<64x128xf8E4M3FN, operand_a>
+// CHECK-NOT: mn_major
+// CHECK: fagpu.mma {{.*}} : !fagpu.fragment<64x128xf8E4M3FN, operand_a>, <128x128xf8E4M3FN>, !fagpu.fragment<64x128xf32, accumulator> -> !fagpu.fragment<64x128xf32, accumulator>
+// CHECK: fagpu.store_output {{.*}} descale %[[VD]] {probs_scale = 2.560000e+02 : f32}
+
+// The epilogue's arithmetic: V's descale over l, and log2(256) = 8 off
+// the LSE's log2 sum.
+// NVVM-LABEL: llvm.func @fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256(
+// NVVM: %[[VDESCALE:.*]] = llvm.load %arg16
+// NVVM: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// NVVM: arith.divf %[[VDESCALE]], %{{.*}} : f32
+// NVVM: lg2.approx.ftz.f32
+// NVVM-NEXT: arith.constant -8.000000e+00 : f32
+// NVVM-NEXT: arith.addf
+
+func.func @e4m3(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %v: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xbf16>, %lse: memref<2x4x300xf32>, %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>) {
+  fagpu.attention %q, %k, %v descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) outs(%o, %lse) {causal, probs_scale = 2.560000e+02 : f32, rescale_threshold = 0.000000e+00 : f32, scale = 0.0883883461 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 3, ping_pong = true, overlap_softmax = true, scheduler = dynamic, q_buffers = 2, epilogue = registers, q_in_registers = false>, target = #fagpu.target<sm_90a>} : memref<2x4x300x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x4x300x128xbf16>, memref<2x4x300xf32>
+  return
+}
