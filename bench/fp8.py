@@ -19,7 +19,8 @@ emulation's (+ 1e-3), and its LSE is within 1e-2 of the reference. A wrong
 register layout (P's keys against the wrong V rows) gives errors of the
 size of O itself.
 
-Speed: TFLOP/s at 16k tokens (B 1 x 16384 and B 4 x 4096, H 16, D 128),
+Speed: TFLOP/s at 16k tokens (B 1 x 16384 and B 4 x 4096, H 16, D 128 and
+256),
 causal or not: the e4m3 call (V layout + attention), the layout alone, our
 f16 kernel (from the harness folder) and torch SDPA's cuDNN backend in f16,
 same run; triton's do_bench median.
@@ -134,6 +135,7 @@ def check(folder):
     for name in kernel_names(folder):
         kernel = Kernel.load(os.path.join(folder, name))
         causal = kernel.meta["causal"]
+        d = kernel.meta["head_dim"]
         shapes = [(2, 8, 2, 333, 333), (1, 4, 4, 1000, 1000),
                   (3, 6, 3, 77, 77), (1, 16, 16, 2048, 2048),
                   (2, 4, 1, 129, 129)]
@@ -141,8 +143,8 @@ def check(folder):
             shapes += [(2, 4, 4, 200, 700), (1, 2, 2, 1, 4099)]
         for (b, hq, hkv, nq, nk) in shapes:
             checks += 1
-            q, k, v = inputs(b, hq, hkv, nq, nk, 128, seed=nq + nk + hq)
-            scale = 1 / math.sqrt(128)
+            q, k, v = inputs(b, hq, hkv, nq, nk, d, seed=nq + nk + hq)
+            scale = 1 / math.sqrt(d)
             out, lse, (qf, kf, vf) = run(kernel, q, k, v, scale)
             ref, ref_lse = exact(qf, kf, vf, scale, causal)
             emu = emulate(qf, kf, vf, scale, causal)
@@ -203,14 +205,15 @@ def bench(folder, f16_folder):
     print("| shape | causal | e4m3 call | V layout | e4m3 attention | f16 ours "
           "| cuDNN f16 | e4m3/f16 (attention) |")
     print("|---|---|---|---|---|---|---|---|")
-    for (b, n) in ((1, 16384), (4, 4096)):
+    for (d, b, n) in ((128, 1, 16384), (128, 4, 4096), (256, 1, 16384),
+                      (256, 4, 4096)):
         for causal in (False, True):
-            h, d = 16, 128
+            h = 16
             suffix = "_causal" if causal else ""
-            k8 = Kernel.load(os.path.join(folder,
-                                          f"sm_90a_d128_e4m3_bf16{suffix}"))
+            k8 = Kernel.load(os.path.join(
+                folder, f"sm_90a_d{d}_e4m3_bf16{suffix}"))
             k16 = Kernel.load(os.path.join(f16_folder,
-                                           f"sm_90a_d128_f16{suffix}"))
+                                           f"sm_90a_d{d}_f16{suffix}"))
             q, k, v = inputs(b, h, h, n, n, d, seed=3)
             (q8, qd), (kk8, kd), (v8, vd) = quantize(q), quantize(k), \
                 quantize(v)
@@ -251,16 +254,27 @@ def bench(folder, f16_folder):
     print(f"torch {torch.__version__}")
 
 
-def variants(folder, rounds=3):
-    """Each e4m3 kernel of `folder` (schedule and FA4 variants): one
-    numerics check, then TFLOP/s of the whole call at B 1 H 16 N 16k D 128,
-    `rounds` interleaved rounds, the median."""
+def variants(folder, f16_folder=None, rounds=3):
+    """Each e4m3 kernel of `folder` (schedule and FA4 variants, any head
+    dim): one numerics check, then TFLOP/s of the whole call at B 1 H 16
+    N 16k, `rounds` interleaved rounds, the median; beside our f16 kernel
+    of the same head dim and mask from `f16_folder` (the harness's)."""
     kernels = {n: Kernel.load(os.path.join(folder, n))
                for n in kernel_names(folder)}
-    scale = 1 / math.sqrt(128)
+    if f16_folder:
+        for d in sorted({k.meta["head_dim"] for k in kernels.values()}):
+            for causal in sorted({k.meta["causal"]
+                                  for k in kernels.values()}):
+                name = f"sm_90a_d{d}_f16{'_causal' if causal else ''}"
+                kernels["f16 " + name] = Kernel.load(
+                    os.path.join(f16_folder, name))
     for name, kernel in kernels.items():
+        if kernel.meta["dtype"] != "e4m3":
+            continue
+        d = kernel.meta["head_dim"]
+        scale = 1 / math.sqrt(d)
         causal = kernel.meta["causal"]
-        q, k, v = inputs(2, 8, 2, 333, 333, 128, seed=5)
+        q, k, v = inputs(2, 8, 2, 333, 333, d, seed=5)
         out, _, (qf, kf, vf) = run(kernel, q, k, v, scale)
         ref, _ = exact(qf, kf, vf, scale, causal)
         emu = emulate(qf, kf, vf, scale, causal)
@@ -268,21 +282,35 @@ def variants(folder, rounds=3):
         base = (emu.double() - ref).abs().max().item()
         print(f"{name}: max_err={err:.2e} emulation={base:.2e} "
               f"{'ok' if err <= 2 * base + 1e-3 else 'FAIL'}")
-    b, h, n, d = 1, 16, 16384, 128
-    q, k, v = inputs(b, h, h, n, n, d, seed=3)
-    (q8, qd), (k8, kd), (v8, vd) = quantize(q), quantize(k), quantize(v)
-    out = torch.empty(b, h, n, d, dtype=torch.bfloat16, device="cuda")
-    lse = torch.empty(b, h, n, device="cuda")
+    b, h, n = 1, 16, 16384
+    data = {}
+    for d in sorted({k.meta["head_dim"] for k in kernels.values()}):
+        q, k, v = inputs(b, h, h, n, n, d, seed=3)
+        (q8, qd), (k8, kd), (v8, vd) = quantize(q), quantize(k), quantize(v)
+        data[d] = (q8, k8, v8, qd, kd, vd, q.half(), k.half(), v.half(),
+                   torch.empty(b, h, n, d, dtype=torch.bfloat16,
+                               device="cuda"),
+                   torch.empty(b, h, n, d, dtype=torch.float16,
+                               device="cuda"),
+                   torch.empty(b, h, n, device="cuda"))
+
+    def call(kernel):
+        q8, k8, v8, qd, kd, vd, qh, kh, vh, o8, o16, lse = \
+            data[kernel.meta["head_dim"]]
+        if kernel.meta["dtype"] == "e4m3":
+            return lambda: kernel(q8, k8, v8, out=o8, lse=lse, q_descale=qd,
+                                  k_descale=kd, v_descale=vd)
+        return lambda: kernel(qh, kh, vh, out=o16, lse=lse)
+
     times = {name: [] for name in kernels}
     for _ in range(rounds):
         for name, kernel in kernels.items():
-            times[name].append(median_ms(lambda: kernel(
-                q8, k8, v8, out=out, lse=lse, q_descale=qd, k_descale=kd,
-                v_descale=vd)))
+            times[name].append(median_ms(call(kernel)))
     for name, kernel in kernels.items():
         ms = sorted(times[name])[len(times[name]) // 2]
-        print(f"{name}: {tflops(b, h, n, d, kernel.meta['causal'], ms):.0f} "
-              f"TFLOP/s ({kernel.name})")
+        d = kernel.meta["head_dim"]
+        rate = tflops(b, h, n, d, kernel.meta["causal"], ms)
+        print(f"{name}: D {d} {rate:.0f} TFLOP/s ({kernel.name})")
 
 
 if __name__ == "__main__":
@@ -294,4 +322,4 @@ if __name__ == "__main__":
     elif mode == "bench":
         bench(sys.argv[2], sys.argv[3])
     elif mode == "variants":
-        variants(sys.argv[2])
+        variants(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)

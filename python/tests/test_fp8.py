@@ -273,7 +273,9 @@ def test_compile_e4m3_kernel(flashmlir, out_dtype):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(head_dim=256), "e4m3 kernels take D = 128 and block_c = 128"),
+    (dict(head_dim=128, block_c=64),
+     "e4m3 kernels take D and block_c of 128 or 256"),
+    (dict(head_dim=64), "e4m3 kernels take head dim 128 or 256, got 64"),
     (dict(head_dim=128, rescale_threshold=8.0),
      "expected probs scale * 2^threshold to be at most 448"),
     (dict(head_dim=128, out_dtype="f32"),

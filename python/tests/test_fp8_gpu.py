@@ -79,7 +79,8 @@ def _emulate(torch, q, k, v, scale, causal, block=128):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name,causal", [
     ("sm_90a_d128_e4m3_bf16", False), ("sm_90a_d128_e4m3_bf16_causal", True),
-    ("sm_90a_d128_e4m3_f16", False), ("sm_90a_d128_e4m3_f16_causal", True)])
+    ("sm_90a_d128_e4m3_f16", False), ("sm_90a_d128_e4m3_f16_causal", True),
+    ("sm_90a_d256_e4m3_bf16", False), ("sm_90a_d256_e4m3_f16_causal", True)])
 @pytest.mark.parametrize("shape", [(2, 8, 2, 333, 333), (3, 6, 3, 77, 77),
                                    (1, 4, 4, 1000, 1000), (2, 4, 1, 129, 129)])
 def test_e4m3_kernel_matches_emulation(cuda_flashmlir, name, causal, shape):
@@ -87,10 +88,11 @@ def test_e4m3_kernel_matches_emulation(cuda_flashmlir, name, causal, shape):
     from flashmlir.runtime import Kernel
     kernel = Kernel.load(os.path.join(_kernel_dir(), name))
     b, hq, hkv, nq, nk = shape
+    d = kernel.meta["head_dim"]
     g = torch.Generator(device="cuda").manual_seed(nq + hq)
-    q = torch.randn(b, hq, nq, 128, device="cuda", generator=g)
-    k = torch.randn(b, hkv, nk, 128, device="cuda", generator=g)
-    v = torch.randn(b, hkv, nk, 128, device="cuda", generator=g)
+    q = torch.randn(b, hq, nq, d, device="cuda", generator=g)
+    k = torch.randn(b, hkv, nk, d, device="cuda", generator=g)
+    v = torch.randn(b, hkv, nk, d, device="cuda", generator=g)
     (q8, qd), (k8, kd), (v8, vd) = (_quantize(torch, t) for t in (q, k, v))
     # uint8 codes are accepted as well as float8_e4m3fn.
     out, lse = kernel(q8, k8.view(torch.uint8), v8, q_descale=qd,
@@ -98,7 +100,7 @@ def test_e4m3_kernel_matches_emulation(cuda_flashmlir, name, causal, shape):
     torch.cuda.synchronize()
     assert out.dtype == (torch.bfloat16 if "bf16" in name else torch.float16)
     qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
-    scale = 1 / math.sqrt(128)
+    scale = 1 / math.sqrt(d)
     ref, ref_lse = _exact(torch, qf, kf, vf, scale, causal)
     emu = _emulate(torch, qf, kf, vf, scale, causal)
     err = (out.double() - ref).abs().max().item()

@@ -175,10 +175,13 @@ public:
                                            input, spec.blockR());
     consumerRowsType = fagpu::SharedTileType::get(
         ctx, {kRowsPerConsumer, spec.headDim}, input, spec.blockR());
-    // e4m3: the V buffer holds a V^T tile [D, B_c], of this type at
-    // D = B_c = 128 (specOf).
     kvTileType = fagpu::SharedTileType::get(ctx, {spec.blockC, spec.headDim},
                                             input, spec.blockC);
+    // e4m3: the V buffer holds a V^T tile [D, B_c] (as many bytes as K's).
+    valueTileType = spec.fp8 ? fagpu::SharedTileType::get(
+                                   ctx, {spec.headDim, spec.blockC}, input,
+                                   spec.headDim)
+                             : kvTileType;
   }
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
@@ -207,15 +210,17 @@ private:
   Value waitStage(Value pipeline, Value stage, Value parity, int64_t buffer) {
     fagpu::PipelineWaitOp::create(b, loc, pipeline, stage, parity, buffer);
     return fagpu::PipelineTileOp::create(
-        b, loc, cast<fagpu::PipelineType>(pipeline.getType()).getTile(),
+        b, loc,
+        cast<fagpu::PipelineType>(pipeline.getType()).getBufferTile(buffer),
         pipeline, stage, buffer);
   }
   void release(Value pipeline, Value stage, int64_t buffer) {
     fagpu::PipelineReleaseOp::create(b, loc, pipeline, stage, buffer);
   }
   Value kvTile(Value stage, int64_t buffer) {
-    return fagpu::PipelineTileOp::create(b, loc, kvTileType, kvPipe, stage,
-                                         buffer);
+    return fagpu::PipelineTileOp::create(
+        b, loc, buffer == kValue ? valueTileType : kvTileType, kvPipe, stage,
+        buffer);
   }
   Value pin(Value fragment) {
     return fagpu::PinOp::create(b, loc, fragment.getType(), fragment);
@@ -373,7 +378,7 @@ private:
 
   const KernelSpec &spec;
   fagpu::FragmentType scoresType, outType, probsType, rowsType;
-  fagpu::SharedTileType qTileType, consumerRowsType, kvTileType;
+  fagpu::SharedTileType qTileType, consumerRowsType, kvTileType, valueTileType;
   Value qPipe, kvPipe;   // the Q buffers and the K/V ring
   Value stagingTile;     // the O staging tile (TMA store, not in Q)
   Value tid, warpInGroup, g;
@@ -998,7 +1003,12 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
       b, loc, fagpu::PipelineType::get(ctx, spec.qBuffers, 1, qTileType),
       spec.barrierOffset(), /*tile_offset=*/0);
   kvPipe = fagpu::CreatePipelineOp::create(
-      b, loc, fagpu::PipelineType::get(ctx, spec.stages, 2, kvTileType),
+      b, loc,
+      fagpu::PipelineType::get(ctx, spec.stages, 2, kvTileType,
+                               /*fillOnce=*/false,
+                               valueTileType != kvTileType
+                                   ? valueTileType
+                                   : fagpu::SharedTileType()),
       spec.barrierOffset() + 8 * 2 * spec.qBuffers, spec.kOffset(0));
   if (spec.tmaStore && !spec.stageInQ)
     stagingTile = fagpu::SharedTileOp::create(b, loc, qTileType,
@@ -1137,11 +1147,12 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   int64_t d = op.getHeadDim();
   spec.fp8 = op.isFP8();
   if (spec.fp8) {
-    if (d != fagpu::kFP8BlockC || s.blockC != fagpu::kFP8BlockC)
-      return fail("e4m3 kernels take D = 128 and block_c = 128 for now (the "
-                  "K tile [B_c, D] and the V^T tile [D, B_c] then share the "
-                  "ring's tile type; D = 256 needs a ring of two tile "
-                  "types), got D = " +
+    // The K tile [B_c, D] and the V^T tile [D, B_c] are 128-byte swizzled
+    // rows of e4m3: D and B_c whole rows.
+    if ((d != 128 && d != 256) || (s.blockC != 128 && s.blockC != 256))
+      return fail("e4m3 kernels take D and block_c of 128 or 256 (the K "
+                  "tile [B_c, D] and the V^T tile [D, B_c] are whole "
+                  "128-byte rows of e4m3), got D = " +
                   Twine(d) + ", block_c = " + Twine(s.blockC));
     if (s.epilogue != fagpu::Epilogue::Registers)
       return fail("e4m3 kernels store O from registers: run "

@@ -394,7 +394,8 @@ struct PipelineValues {
     int64_t first = (type.getBuffers() + buffer) * type.getStages();
     return barrier(e, e.add(e.c32(first), stage));
   }
-  /// Byte offset of buffer `buffer` of `stage`.
+  /// Byte offset of buffer `buffer` of `stage` (both buffers' tiles have
+  /// the same bytes).
   Value tile(OpEmitter &e, Value stage, int64_t buffer) const {
     int64_t bytes = type.getTile().getBytes();
     Value offset =
@@ -570,7 +571,7 @@ static LogicalResult lowerStageLoad(
     llvm::function_ref<void(OpEmitter &, Value, Value, fagpu::SharedTileType)>
         issue) {
   PipelineValues p(op.getPipeline(), adaptor.getPipeline());
-  fagpu::SharedTileType tile = p.type.getTile();
+  fagpu::SharedTileType tile = p.type.getBufferTile(op.getBuffer());
   OpEmitter e(rewriter, op.getLoc(), elementOf(p.type), SoftmaxConfig(),
               tile.getCols());
   Value stage = adaptor.getStage().front();

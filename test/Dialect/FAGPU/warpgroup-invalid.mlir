@@ -30,6 +30,26 @@ func.func private @buffers(!fagpu.pipeline<stages = 2, buffers = 3, 64x64xf16>)
 
 // -----
 
+// Buffer 1's own tile type holds as many bytes as buffer 0's.
+// expected-error @+1 {{buffer 1's tile must be whole, of buffer 0's element type and bytes, got '!fagpu.smem_tile<128x128xf8E4M3FN>' beside '!fagpu.smem_tile<256x128xf8E4M3FN>'}}
+func.func private @second_tile_bytes(!fagpu.pipeline<stages = 2, buffers = 2, 256x128xf8E4M3FN, 128x128xf8E4M3FN>)
+
+// -----
+
+// expected-error @+1 {{a second tile type is buffer 1's, of a pipeline of 2 buffers, and differs from buffer 0's}}
+func.func private @second_tile_one_buffer(!fagpu.pipeline<stages = 2, buffers = 1, 256x128xf8E4M3FN, 128x256xf8E4M3FN>)
+
+// -----
+
+func.func @second_tile_view(%s: i32) {
+  %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 256x128xf8E4M3FN, 128x256xf8E4M3FN>
+  // expected-error @+1 {{result must be the tile type of the pipeline's buffer '!fagpu.smem_tile<128x256xf8E4M3FN>'}}
+  %t = fagpu.pipeline_tile %kv[%s] buffer 1 : !fagpu.pipeline<stages = 2, buffers = 2, 256x128xf8E4M3FN, 128x256xf8E4M3FN> -> !fagpu.smem_tile<256x128xf8E4M3FN>
+  return
+}
+
+// -----
+
 func.func @buffer_out_of_range(%s: i32) {
   %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 2, buffers = 1, 64x64xf16>
   // expected-error @+1 {{buffer 1 is not one of the 1 buffers of the pipeline}}

@@ -192,3 +192,19 @@ gpu.module @column_kernels {
   }
 }
 }
+
+// A ring whose two buffers have their own tile types (the e4m3 kernel's K
+// [B_c, D] and V^T [D, B_c] at D = 256, B_c = 128): each buffer's tile.
+// CHECK-LABEL: llvm.func @two_tile_types
+// CHECK: fagpu.pipeline_tile %{{.*}}[%{{.*}}] buffer 0 : <stages = 3, buffers = 2, 128x256xf8E4M3FN, 256x128xf8E4M3FN> -> <128x256xf8E4M3FN>
+// CHECK: fagpu.pipeline_tile %{{.*}}[%{{.*}}] buffer 1 : <stages = 3, buffers = 2, 128x256xf8E4M3FN, 256x128xf8E4M3FN> -> <256x128xf8E4M3FN>
+module attributes {gpu.container_module} {
+gpu.module @two_tile_kernels {
+  llvm.func @two_tile_types(%s: i32) {
+    %kv = fagpu.create_pipeline {barrier_offset = 196608 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 3, buffers = 2, 128x256xf8E4M3FN, 256x128xf8E4M3FN>
+    %k = fagpu.pipeline_tile %kv[%s] buffer 0 : !fagpu.pipeline<stages = 3, buffers = 2, 128x256xf8E4M3FN, 256x128xf8E4M3FN> -> !fagpu.smem_tile<128x256xf8E4M3FN>
+    %vt = fagpu.pipeline_tile %kv[%s] buffer 1 : !fagpu.pipeline<stages = 3, buffers = 2, 128x256xf8E4M3FN, 256x128xf8E4M3FN> -> !fagpu.smem_tile<256x128xf8E4M3FN>
+    llvm.return
+  }
+}
+}

@@ -215,14 +215,21 @@ Type PipelineType::parse(AsmParser &parser) {
     return {};
   TileLayout layout = TileLayout::ColumnBlocks;
   bool fillOnce = false;
+  SmallVector<int64_t> secondShape;
+  Type secondElement;
   while (succeeded(parser.parseOptionalComma())) {
     if (succeeded(parser.parseOptionalKeyword("fill_once"))) {
       fillOnce = true;
       continue;
     }
-    if (parser.parseKeyword("row_major"))
+    if (succeeded(parser.parseOptionalKeyword("row_major"))) {
+      layout = TileLayout::RowMajor;
+      continue;
+    }
+    // Buffer 1's own tile type.
+    if (!secondShape.empty() ||
+        parseShapedElement(parser, secondShape, secondElement))
       return {};
-    layout = TileLayout::RowMajor;
   }
   if (parser.parseGreater())
     return {};
@@ -232,8 +239,14 @@ Type PipelineType::parse(AsmParser &parser) {
                                          shape.empty() ? 0 : shape[0], layout);
   if (!tile)
     return {};
+  SharedTileType second;
+  if (!secondShape.empty() &&
+      !(second = SharedTileType::getChecked(emitError, parser.getContext(),
+                                            secondShape, secondElement,
+                                            secondShape[0], layout)))
+    return {};
   return getChecked(emitError, parser.getContext(), stages, buffers, tile,
-                    fillOnce);
+                    fillOnce, second);
 }
 
 void PipelineType::print(AsmPrinter &printer) const {
@@ -241,6 +254,10 @@ void PipelineType::print(AsmPrinter &printer) const {
           << ", ";
   printShapedElement(printer, getTile().getShape(),
                      getTile().getElementType());
+  if (SharedTileType second = getSecondTile()) {
+    printer << ", ";
+    printShapedElement(printer, second.getShape(), second.getElementType());
+  }
   if (getTile().isRowMajor())
     printer << ", row_major";
   if (getFillOnce())
@@ -251,7 +268,7 @@ void PipelineType::print(AsmPrinter &printer) const {
 LogicalResult
 PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
                      int64_t stages, int64_t buffers, SharedTileType tile,
-                     bool fillOnce) {
+                     bool fillOnce, SharedTileType second) {
   if (fillOnce && tile.isRowMajor())
     return emitError() << "a fill_once pipeline is filled by TMA: its tiles "
                           "cannot be row_major";
@@ -261,6 +278,19 @@ PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expected 1 or 2 buffers per stage, got " << buffers;
   if (tile.getBlockRows() != tile.getRows())
     return emitError() << "a pipeline holds whole tiles";
+  if (second) {
+    // Both buffers of a stage hold the same bytes: the stage stride stays
+    // buffers * bytes.
+    if (buffers != 2 || second == tile)
+      return emitError() << "a second tile type is buffer 1's, of a pipeline "
+                            "of 2 buffers, and differs from buffer 0's";
+    if (second.getElementType() != tile.getElementType() ||
+        second.getBytes() != tile.getBytes() || second.isRowMajor() ||
+        second.getBlockRows() != second.getRows())
+      return emitError() << "buffer 1's tile must be whole, of buffer 0's "
+                            "element type and bytes, got "
+                         << second << " beside " << tile;
+  }
   return success();
 }
 

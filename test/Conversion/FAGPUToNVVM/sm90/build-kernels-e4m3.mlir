@@ -1,5 +1,5 @@
-// RUN: fa-opt %s --fagpu-build-kernels | FileCheck %s
-// RUN: fa-opt %s --fagpu-build-kernels --convert-fagpu-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: fa-opt %s --split-input-file --fagpu-build-kernels | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fagpu-build-kernels --convert-fagpu-to-nvvm | FileCheck %s --check-prefix=NVVM
 
 // The FP8 (e4m3) kernel of FlashAttention-3 in warpgroup-level ops: e4m3 Q
 // and K tiles, the V buffer holding a V^T tile (the 8-bit wgmma has no
@@ -53,5 +53,22 @@
 
 func.func @e4m3(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %v: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xbf16>, %lse: memref<2x4x300xf32>, %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>) {
   fagpu.attention %q, %k, %v descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) outs(%o, %lse) {causal, probs_scale = 2.560000e+02 : f32, rescale_threshold = 0.000000e+00 : f32, scale = 0.0883883461 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 3, ping_pong = true, overlap_softmax = true, scheduler = dynamic, q_buffers = 2, epilogue = registers, q_in_registers = false>, target = #fagpu.target<sm_90a>} : memref<2x4x300x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x4x300x128xbf16>, memref<2x4x300xf32>
+  return
+}
+
+// -----
+
+// D = 256: the ring's two buffers have their own tile types, K [B_c, D] and
+// V^T [D, B_c] (as many bytes); the layout kernel of this head dim.
+// CHECK-LABEL: func.func @e4m3_d256
+// CHECK: gpu.launch_func async {{.*}} @fa_kernels::@fa_e4m3_v_layout_d256
+// CHECK: llvm.func @fa3_sm90_d256_br128_bc128_s2_e4m3_f16_stg_cr0_nolse_ps256(
+// CHECK: %[[KV:.*]] = fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 128x256xf8E4M3FN, 256x128xf8E4M3FN>
+// CHECK: fagpu.tma_load %arg2[%c0_i32{{.*}}] column %{{.*}} into %[[KV]][%{{.*}}] buffer 1
+// CHECK: fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 0 : {{.*}} -> <128x256xf8E4M3FN>
+// CHECK: fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 1 : {{.*}} -> <256x128xf8E4M3FN>
+// CHECK: fagpu.mma {{.*}} : !fagpu.fragment<64x128xf8E4M3FN, operand_a>, <256x128xf8E4M3FN>, !fagpu.fragment<64x256xf32, accumulator> -> !fagpu.fragment<64x256xf32, accumulator>
+func.func @e4m3_d256(%q: memref<1x2x200x256xf8E4M3FN>, %k: memref<1x2x300x256xf8E4M3FN>, %v: memref<1x2x300x256xf8E4M3FN>, %o: memref<1x2x200x256xf16>, %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>) {
+  fagpu.attention %q, %k, %v descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) outs(%o) {probs_scale = 2.560000e+02 : f32, rescale_threshold = 0.000000e+00 : f32, scale = 0.0625 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>, target = #fagpu.target<sm_90a>} : memref<1x2x200x256xf8E4M3FN>, memref<1x2x300x256xf8E4M3FN>, memref<1x2x300x256xf8E4M3FN>, memref<1x2x200x256xf16>
   return
 }

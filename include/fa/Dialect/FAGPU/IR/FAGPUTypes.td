@@ -148,19 +148,27 @@ def FAGPU_PipelineType : FAGPU_Type<"Pipeline", "pipeline"> {
     A `fill_once` pipeline has full barriers only: its buffers are loaded
     once per CTA and never given back (sm_100a's Q, one tile per CTA), so
     `fagpu.pipeline_acquire` and `fagpu.pipeline_release` do not apply.
+    A second tile type gives buffer 1 its own (of the same element type and
+    bytes): the e4m3 kernel's V^T tile [D, B_c] beside its K tile [B_c, D].
 
     ```mlir
     !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf16>
     !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
     !fagpu.pipeline<stages = 1, buffers = 1, 128x128xf16, fill_once>
+    !fagpu.pipeline<stages = 3, buffers = 2, 256x128xf8E4M3FN, 128x256xf8E4M3FN>
     ```
   }];
   let parameters = (ins "int64_t":$stages, "int64_t":$buffers,
-                        FAGPU_SharedTileType:$tile, "bool":$fillOnce);
+                        FAGPU_SharedTileType:$tile, "bool":$fillOnce,
+                        OptionalParameter<"SharedTileType">:$secondTile);
   let builders = [
     TypeBuilder<(ins "int64_t":$stages, "int64_t":$buffers,
                      "SharedTileType":$tile), [{
-      return $_get($_ctxt, stages, buffers, tile, false);
+      return $_get($_ctxt, stages, buffers, tile, false, SharedTileType());
+    }]>,
+    TypeBuilder<(ins "int64_t":$stages, "int64_t":$buffers,
+                     "SharedTileType":$tile, "bool":$fillOnce), [{
+      return $_get($_ctxt, stages, buffers, tile, fillOnce, SharedTileType());
     }]>
   ];
   let hasCustomAssemblyFormat = 1;
@@ -168,6 +176,10 @@ def FAGPU_PipelineType : FAGPU_Type<"Pipeline", "pipeline"> {
   let extraClassDeclaration = [{
     /// Filled by cp.async groups (sm_80): no mbarriers.
     bool isCpAsync() const { return getTile().isRowMajor(); }
+    /// The tile type of buffer `buffer` of every stage.
+    SharedTileType getBufferTile(int64_t buffer) const {
+      return buffer == 1 && getSecondTile() ? getSecondTile() : getTile();
+    }
   }];
 }
 

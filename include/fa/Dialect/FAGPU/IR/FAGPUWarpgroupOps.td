@@ -233,7 +233,7 @@ def FAGPU_TmaLoadPagesOp : FAGPU_PipelineStageOp<"tma_load_pages"> {
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::verify() {
       int64_t rows = ::llvm::cast<PipelineType>(getPipeline().getType())
-                         .getTile().getRows();
+                         .getBufferTile(getBuffer()).getRows();
       int64_t pageRows = getPageRows();
       if (pageRows < 8 || pageRows % 8 != 0)
         return emitOpError("expected page_rows to be a positive multiple of "
@@ -318,10 +318,16 @@ def FAGPU_PipelineTileOp : FAGPU_PipelineStageOp<"pipeline_tile", [Pure]> {
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
-    ::llvm::LogicalResult $cppClass::verify() { }] # stageVerifier # [{
-      if (getTile().getType() != type.getTile())
-        return emitOpError("result must be the pipeline's tile type ")
-               << type.getTile();
+    ::llvm::LogicalResult $cppClass::verify() {
+      auto type = ::llvm::cast<PipelineType>(getPipeline().getType());
+      int64_t buffer = getBufferAttr().getInt();
+      if (buffer < 0 || buffer >= type.getBuffers())
+        return emitOpError("buffer ") << buffer << " is not one of the "
+               << type.getBuffers() << " buffers of the pipeline";
+      if (getTile().getType() != type.getBufferTile(buffer))
+        return emitOpError("result must be the tile type of the pipeline's "
+                           "buffer ")
+               << type.getBufferTile(buffer);
       return ::mlir::success();
     }
   }];
