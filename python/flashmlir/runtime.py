@@ -422,14 +422,14 @@ def _signature(tensors):
     return tuple(sig)
 
 
-def tensor_strides(name, t):
+def tensor_strides(name, t, element_bytes=2):
     """The (batch, head, row) element strides of [B, H, N, D] tensor `t` as
     a strided kernel reads it, by the C runtime's rule (checkStrides in
     lib/Runtime/Runtime.cpp): unit stride on D; a dimension longer than 1
     needs a positive multiple of 16 bytes (8 16-bit or 16 e4m3 elements)
     below 2^40 bytes; a dimension of length 1 is never stepped and gets its
-    contiguous stride."""
-    unit = 16 // t.element_size()
+    contiguous stride. `element_bytes`: 2, or 1 for e4m3 tensors."""
+    unit = 16 // element_bytes
     b, h, n, d = t.shape
     stride = t.stride()
     if d > 1 and stride[3] != 1:
@@ -442,7 +442,7 @@ def tensor_strides(name, t):
         if size == 1:
             out.append(packed)
             continue
-        if given <= 0 or given % unit or given * t.element_size() >= 2**40:
+        if given <= 0 or given % unit or given * element_bytes >= 2**40:
             raise KernelArgumentError(
                 f"{name}'s {dim} stride must be a positive multiple of "
                 f"{unit} elements (16 bytes) below 2^40 bytes, got {given} "
@@ -801,8 +801,9 @@ class Kernel:
                                           f" {t.device}")
             if name == "lse" and not t.is_contiguous():
                 raise KernelArgumentError("lse must be contiguous")
-        strides = [tensor_strides(n, t) if t is not None else None
-                   for n, t in zip("qkvo", (q, k, v, out))]
+        strides = [tensor_strides(n, t, 1) for n, t in zip("qkv", (q, k, v))]
+        strides.append(tensor_strides("out", out) if out is not None
+                       else None)
         scalars = []
         for name, x in zip(("q_descale", "k_descale", "v_descale"), descales):
             if x is None:

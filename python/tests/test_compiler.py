@@ -56,7 +56,7 @@ def test_fa4_options_reach_the_kernel(flashmlir):
 
 @pytest.mark.parametrize("kwargs,message", [
     (dict(head_dim=96), "head dim must be 64, 128, 192 or 256 on sm_90a, got 96"),
-    (dict(head_dim=64, dtype="f32"), "dtype must be f16 or bf16"),
+    (dict(head_dim=64, dtype="f32"), "dtype must be f16, bf16 or e4m3"),
     (dict(head_dim=64, arch="sm_75"), "unknown target 'sm_75'"),
     (dict(head_dim=64, block_r=32, arch="sm_80"),
      "block_r must be 64 or 128, got 32"),
