@@ -2,6 +2,9 @@
 kernel, then the attention kernel named on the command line's folder.
 
     ncu -k regex:fa3_sm90 -c 1 --metrics ... python3 bench/probes/fp8_once.py .fp8 sm_90a_d128_e4m3_bf16
+    compute-sanitizer --tool memcheck python3 bench/probes/fp8_once.py .fp8 NAME 333
+
+An optional third argument is N (ragged sizes for the sanitizer).
 """
 import os
 import sys
@@ -14,7 +17,8 @@ from common import Kernel  # noqa: E402
 
 folder, name = sys.argv[1], sys.argv[2]
 kernel = Kernel.load(os.path.join(folder, name))
-b, h, n, d = 1, 16, 8192, 128
+n = int(sys.argv[3]) if len(sys.argv) > 3 else 8192
+b, h, d = 1, 16, kernel.meta["head_dim"]
 x = torch.randn(3, b, h, n, d, device="cuda")
 codes = (x * 448 / x.abs().max()).to(torch.float8_e4m3fn)
 one = torch.ones(1, device="cuda")
