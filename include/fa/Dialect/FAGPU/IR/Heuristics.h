@@ -43,8 +43,9 @@ int64_t defaultBlockC(Target target, int64_t headDim, bool causal,
 
 /// B_c of an e4m3 (FP8) sm_90a kernel: the e4m3 MMA takes V as the
 /// K-major B operand of O += P V, a V^T tile of B_c keys per row, and one
-/// 128-byte swizzled row holds 128 e4m3 keys. A layout rule, not a
-/// measurement: no e4m3 kernel has been timed yet.
+/// 128-byte swizzled row holds 128 e4m3 keys, so B_c is 128 or 256; 256
+/// spills at D = 128 (its S takes 128 registers a thread) and measured
+/// slower (bench/results/2026-12-02-fp8.md).
 inline constexpr int64_t kFP8BlockC = 128;
 
 /// B_r of a split-KV (decode) kernel where nothing is asked: decode has one
