@@ -507,13 +507,12 @@ int validate(const Metadata &m) {
                 "', expected 'flash-mlir-kernel-1'");
   if (m.kernel.empty())
     return fail("launch metadata: no 'kernel' name");
-  if (m.dtype == "e4m3")
-    return fail("launch metadata: e4m3 kernels (a V layout kernel, then the "
-                "attention with device descales) are launched by the Python "
-                "runtime (flashmlir.runtime.Kernel) and the IR host launch; "
-                "this C launcher takes f16 and bf16 kernels");
-  if (m.dtype != "f16" && m.dtype != "bf16")
+  bool fp8 = m.dtype == "e4m3";
+  if (m.dtype != "f16" && m.dtype != "bf16" && !fp8)
     return fail("launch metadata: unsupported dtype '" + m.dtype + "'");
+  if (fp8 && (m.varlen || m.kvLengths || m.pageSize || m.splitKV))
+    return fail("launch metadata: e4m3 kernels have no KV-cache, varlen or "
+                "split-KV form");
   if (m.headDim <= 0 || m.blockR <= 0 || m.sharedBytes < 0)
     return fail("launch metadata: 'head_dim', 'block_r' and "
                 "'shared_memory_bytes' must be given and positive");
@@ -526,12 +525,17 @@ int validate(const Metadata &m) {
                 std::to_string(m.block[0] * m.block[1] * m.block[2]));
   if (m.ctasPerSM < 1 || m.ctasPerSM > 32)
     return fail("launch metadata: 'ctas_per_sm' must be in [1, 32]");
-  std::vector<std::string> expected = {"q",  "k",  "v",  "o",   "lse",
-                                       "Nq", "Nk", "Hq", "Hkv", "scale_log2"};
+  // e4m3: V comes as the layout kernel's V^T, and the descales follow.
+  std::vector<std::string> expected = {
+      "q",  "k",  fp8 ? "v_t" : "v", "o",   "lse",
+      "Nq", "Nk", "Hq",              "Hkv", "scale_log2"};
   if (m.tileGrid)
     expected.push_back("B");
   if (m.strided() && !m.tmaBoxRowsO)
     for (const char *name : {"o_stride_b", "o_stride_h", "o_stride_n"})
+      expected.push_back(name);
+  if (fp8)
+    for (const char *name : {"q_descale", "k_descale", "v_descale"})
       expected.push_back(name);
   if (m.varlen)
     for (const char *name : {"cu_seqlens_q", "cu_seqlens_k", "total_q"})
@@ -567,8 +571,8 @@ int validate(const Metadata &m) {
   }
   if (m.params != expected)
     return fail(std::string("launch metadata: the parameter list does not "
-                            "match this runtime's (q, k, v, o, lse, Nq, Nk, "
-                            "Hq, Hkv, scale_log2") +
+                            "match this runtime's (q, k, ") +
+                (fp8 ? "v_t" : "v") + ", o, lse, Nq, Nk, Hq, Hkv, scale_log2" +
                 (m.tileGrid ? ", B" : "") +
                 (m.strided() && !m.tmaBoxRowsO
                      ? ", o_stride_b, o_stride_h, o_stride_n"
@@ -580,11 +584,13 @@ int validate(const Metadata &m) {
                              "split_arrivals"
                            : "") +
                 (sched == "dynamic" ? ", tile_counter)" : ")"));
+  // A box row is 128 bytes: 64 16-bit or 128 e4m3 columns.
   if (m.tmaBoxCols &&
-      (m.tmaBoxCols != 64 || m.tmaBoxRowsKV <= 0 || m.tmaBoxRowsKV > 256 ||
+      (m.tmaBoxCols != (fp8 ? 128 : 64) || m.tmaBoxRowsKV <= 0 ||
+       m.tmaBoxRowsKV > 256 ||
        m.tmaBoxRowsO < 0 || m.tmaBoxRowsO > 256 || !m.tileGrid))
-    return fail("launch metadata: tensor-map boxes must be 64 columns by 1 "
-                "to 256 rows, on a tile grid");
+    return fail("launch metadata: tensor-map boxes must be 64 columns (128 "
+                "for e4m3) by 1 to 256 rows, on a tile grid");
   if (m.mapRank && !m.tmaBoxCols)
     return fail("launch metadata: a 'rank' is given, but the kernel takes "
                 "no tensor maps");
@@ -725,8 +731,18 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
     return fail("faKernelLoad: the metadata is null");
   auto k = new FaKernel();
   std::string text(metadataJson);
-  if (JsonScanner(text).parse(k->meta) || validate(k->meta) ||
-      checkImage(cubin, cubinSize) || faDeviceInit(device) ||
+  if (JsonScanner(text).parse(k->meta) || validate(k->meta)) {
+    delete k;
+    return 1;
+  }
+  if (k->meta.dtype == "e4m3") {
+    delete k;
+    return fail("faKernelLoad: e4m3 kernels (a V layout kernel, then the "
+                "attention with device descales) are launched by the Python "
+                "runtime (flashmlir.runtime.Kernel) and the IR host launch; "
+                "this C launcher takes f16 and bf16 kernels");
+  }
+  if (checkImage(cubin, cubinSize) || faDeviceInit(device) ||
       check(driver.cuModuleLoadData(&k->module, cubin), "cuModuleLoadData")) {
     delete k;
     return 1;
@@ -1419,7 +1435,9 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
   kernel.blockC = m.blockC;
   kernel.headDim = m.headDim;
   kernel.valueHeadDim = m.headDim;
-  kernel.elementBytes = 2; // f16 and bf16
+  // Q/K/V of 2 bytes (f16, bf16) or 1 (e4m3); O is 16-bit either way.
+  kernel.elementBytes = m.dtype == "e4m3" ? 1 : 2;
+  kernel.outputBytes = 2;
   kernel.causal = m.causal;
   kernel.bottomRight = m.bottomRight;
   kernel.window = m.window;

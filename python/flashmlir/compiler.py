@@ -589,7 +589,9 @@ def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
         raise ValueError("predicted_bytes: kv_splits for a kernel that does "
                          "not split")
     return tuple(_extension().predicted_bytes(
-        m["block_r"], m["block_c"], m["head_dim"], 2, bool(m["causal"]),
+        # Q/K/V bytes: 1 for e4m3 (O is 16-bit either way).
+        m["block_r"], m["block_c"], m["head_dim"],
+        1 if m.get("dtype") == "e4m3" else 2, bool(m["causal"]),
         bool(m.get("bottom_right", False)), int(m.get("window", 0)),
         int(m.get("tma_box_cols", 0)) > 0,
         m.get("tile_scheduler") == "dynamic", bool(m.get("writes_lse", True)),

@@ -272,6 +272,24 @@ def test_compile_e4m3_kernel(flashmlir, out_dtype):
     validate_metadata(meta)
 
 
+def test_e4m3_predicted_bytes(flashmlir):
+    """The traffic prediction of an e4m3 kernel: Q, K, V of one byte (half
+    the f16 kernel's reads for the same tiles, but for the tile counter's
+    atomics), O of two (the same writes)."""
+    e4m3 = flashmlir.compile(head_dim=128, dtype="e4m3", causal=True,
+                             arch="sm_90a", cache_dir="").metadata
+    f16 = flashmlir.compile(head_dim=128, dtype="f16", causal=True,
+                            arch="sm_90a", cache_dir="").metadata
+    assert (e4m3["block_r"], e4m3["block_c"], e4m3["tile_scheduler"]) == \
+        (f16["block_r"], f16["block_c"], f16["tile_scheduler"])
+    shape = (2, 8, 2, 1000, 1000)
+    read8, write8 = flashmlir.predicted_bytes(e4m3, *shape)
+    read16, write16 = flashmlir.predicted_bytes(f16, *shape)
+    counter = (8 * 2 * 8 + 1) * 32  # one 32-byte atomic per tile, one reset
+    assert read8 - counter == (read16 - counter) // 2
+    assert write8 == write16
+
+
 @pytest.mark.parametrize("kwargs,message", [
     (dict(head_dim=128, block_c=64),
      "e4m3 kernels take D and block_c of 128 or 256"),

@@ -71,6 +71,8 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     kernel.headDim = d;
     kernel.valueHeadDim = dv;
     kernel.elementBytes = elt;
+    kernel.outputBytes =
+        op.getOut().getType().getElementTypeBitWidth() / 8;
     kernel.causal = causal;
     kernel.bottomRight = op.getBottomRight();
     kernel.window = window;

@@ -25,7 +25,9 @@ namespace mlir::fagpu {
 /// What of a kernel decides its traffic.
 struct TrafficKernel {
   int64_t blockR = 0, blockC = 0, headDim = 0, valueHeadDim = 0;
-  int64_t elementBytes = 2;
+  /// Bytes of a Q, K, V element, and of an O element (2 for e4m3 inputs'
+  /// f16/bf16 O).
+  int64_t elementBytes = 2, outputBytes = 2;
   bool causal = false, bottomRight = false;
   int64_t window = 0;
   /// TMA kernels move whole boxes: a ragged tail's rows past N cross from
@@ -148,7 +150,7 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
   total.partialWrites *= heads;
   total.mergeReads *= heads;
   total.arrivals *= heads;
-  total.o = heads * nq * dv * elt;
+  total.o = heads * nq * dv * kernel.outputBytes;
   total.lse = kernel.writesLse ? heads * nq * 4 : 0;
   total.scheduler =
       kernel.dynamicScheduler ? (head.tilesPerHead * heads + 1) * 32 : 0;
@@ -266,7 +268,8 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
     t.partials = partials > machine.l2Bytes ? partials : 0;
   }
   t.reads = t.q + t.kv + t.partials;
-  t.writes = heads * nq * dv * elt + (kernel.writesLse ? heads * nq * 4 : 0) +
+  t.writes = heads * nq * dv * kernel.outputBytes +
+             (kernel.writesLse ? heads * nq * 4 : 0) +
              t.partials;
   return t;
 }
