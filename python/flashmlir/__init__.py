@@ -44,7 +44,9 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
     `kernel_dir` if one is given)."""
     from . import runtime
 
-    name = (f"{arch}_d{head_dim}_{dtype}{'_causal' if causal else ''}"
+    # e4m3 kernels are named by their O too (bench/build_fp8_kernels.sh).
+    name = (f"{arch}_d{head_dim}_{dtype}{'_bf16' if dtype == 'e4m3' else ''}"
+            f"{'_causal' if causal else ''}"
             f"{f'_w{window}' if window else ''}"
             f"{'_bralign' if bottom_right else ''}"
             f"{'_splitkv' if split_kv else ''}"
@@ -63,6 +65,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
         want["page_size"] = page_size
     if varlen:
         want["varlen"] = True
+    if dtype == "e4m3":
+        want["out_dtype"] = "bf16"
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
@@ -77,7 +81,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                        arch=arch, window=window, bottom_right=bottom_right,
                        kv_splits="auto" if split_kv else None,
                        kv_lengths=kv_lengths, page_size=page_size,
-                       varlen=varlen)
+                       varlen=varlen,
+                       out_dtype="bf16" if dtype == "e4m3" else None)
     if kernel_dir:
         import json
         import tempfile
@@ -96,7 +101,7 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
 
 
 def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
-              num_splits=0):
+              num_splits=0, q_descale=None, k_descale=None, v_descale=None):
     """softmax(scale * q k^T) v on CUDA tensors [B, H, N, D] (f16/bf16, D in
     {64, 128, 256}, and 192 on sm_90a; k and v may have fewer heads than q: grouped-query
     attention), with torch SDPA's calling convention; causal is top-left
@@ -109,9 +114,14 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
 
     num_splits (flash-attention's name): split-KV chunks on sm_90a. 0
     (default): split where the query blocks leave SMs idle (decode; the
-    auto rule, runtime.auto_kv_splits, picks the count), 1: never, N: N."""
+    auto rule, runtime.auto_kv_splits, picks the count), 1: never, N: N.
+
+    float8_e4m3fn q, k, v (sm_90a, D 128 or 256): FlashAttention-3's FP8
+    kernel with per-tensor descales (float32 tensors of one element, or
+    numbers; None: 1.0, as in FA3), O in bfloat16; no split-KV."""
     out, _ = _launch(q, k, v, causal, scale, kernel_dir,
-                     num_splits=num_splits)
+                     num_splits=num_splits,
+                     descales=(q_descale, k_descale, v_descale))
     return out
 
 
@@ -135,9 +145,17 @@ def _arch_and_dtype(q):
             f"no verified flash-mlir kernel for compute capability "
             f"{major}.{minor} (sm_80 and sm_90a are; sm_100a is compile-only)")
     dtype = {torch.float16: "f16", torch.bfloat16: "bf16"}.get(q.dtype)
+    if q.dtype == getattr(torch, "float8_e4m3fn", None):
+        # FP8: FlashAttention-3's e4m3 kernel, O in bf16 as FA3 writes it.
+        if arch != "sm_90a":
+            raise runtime.KernelArgumentError(
+                f"float8_e4m3fn inputs have a kernel on sm_90a only, not "
+                f"{arch}")
+        dtype = "e4m3"
     if dtype is None:
         raise runtime.KernelArgumentError(
-            f"q must be float16 or bfloat16, got {q.dtype}")
+            f"q must be float16, bfloat16 or (sm_90a) float8_e4m3fn, got "
+            f"{q.dtype}")
     return arch, dtype
 
 
@@ -195,6 +213,14 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
     arch, dtype = _arch_and_dtype(q)
     kernel_dir = kernel_dir or _os.environ.get("FLASHMLIR_KERNEL_DIR")
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
+    if dtype == "e4m3":
+        # The e4m3 kernel has no split-KV, KV-cache or varlen form.
+        if num_splits not in (0, 1) or kv_lengths or page_size or varlen:
+            from . import runtime
+            raise runtime.KernelArgumentError(
+                "float8_e4m3fn inputs: the e4m3 kernel has no split-KV, "
+                "KV-cache or varlen form")
+        num_splits = 1
     split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
     if kv_lengths or page_size or varlen:
@@ -207,10 +233,21 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
 
 
 def _launch(q, k, v, causal, scale, kernel_dir, window=0,
-            bottom_right=False, num_splits=0, out=None):
-    """(O, LSE) of [B, H, N, D] tensors through the cached launcher."""
+            bottom_right=False, num_splits=0, out=None, descales=None):
+    """(O, LSE) of [B, H, N, D] tensors through the cached launcher.
+    `descales`: (q, k, v) descales of float8_e4m3fn inputs."""
     kernel, split = _launcher(q, k, causal, kernel_dir, window, bottom_right,
                               num_splits)
+    if kernel.meta["dtype"] == "e4m3":
+        qd, kd, vd = descales or (None, None, None)
+        return kernel(q, k, v, out=out, scale=scale, discard_lse=True,
+                      q_descale=1.0 if qd is None else qd,
+                      k_descale=1.0 if kd is None else kd,
+                      v_descale=1.0 if vd is None else vd)
+    if descales is not None and any(x is not None for x in descales):
+        from . import runtime
+        raise runtime.KernelArgumentError(
+            "q_descale, k_descale, v_descale are for float8_e4m3fn inputs")
     if not kernel.strided:
         # The sm_80 kernel reads contiguous tensors only (no-ops when they
         # are); the sm_90a kernels take any view.
@@ -225,7 +262,8 @@ def _launch(q, k, v, causal, scale, kernel_dir, window=0,
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                     deterministic=False, return_attn_probs=False,
-                    kernel_dir=None, num_splits=0):
+                    kernel_dir=None, num_splits=0, q_descale=None,
+                    k_descale=None, v_descale=None):
     """flash-attention's `flash_attn_func` on flash-mlir's kernels, for
     inference: q [B, Nq, Hq, D], k and v [B, Nk, Hkv, D] (Hkv dividing Hq),
     f16/bf16 CUDA tensors; returns O [B, Nq, Hq, D].
@@ -241,7 +279,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     tensor maps (no copy: [B, N, H, D] is a strided [B, H, N, D] view); the
     sm_80 kernel takes contiguous [B, H, N, D] tensors, so there q, k and v
     are copied into that layout and O back. num_splits: as in
-    flashmlir.attention (split-KV decode)."""
+    flashmlir.attention (split-KV decode). float8_e4m3fn inputs with
+    q_descale, k_descale, v_descale (FA3's arguments; per tensor here: one
+    element each, None meaning 1.0) run the FP8 kernel; O is bfloat16."""
     import torch
     from . import runtime
 
@@ -272,15 +312,19 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     # top-left kernels (the ones bench/build_kernels.sh precompiles) serve.
     bottom_right = (causal or window > 0) and nq != nk
     bhnd = [t.transpose(1, 2) for t in (q, k, v)]
+    descales = (q_descale, k_descale, v_descale)
     kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, window,
                           bottom_right, num_splits)
     if not kernel.strided:
         out, _ = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
-                         bottom_right, num_splits)
+                         bottom_right, num_splits, descales=descales)
         return out.transpose(1, 2).contiguous()
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    # O in the inputs' type, or bf16 for e4m3 inputs (FA3's FP8 output).
+    out = torch.empty(q.shape, device=q.device,
+                      dtype=torch.bfloat16 if kernel.meta["dtype"] == "e4m3"
+                      else q.dtype)
     _launch(*bhnd, causal, softmax_scale, kernel_dir, window, bottom_right,
-            num_splits, out=out.transpose(1, 2))
+            num_splits, out=out.transpose(1, 2), descales=descales)
     return out
 
 

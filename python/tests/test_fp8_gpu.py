@@ -154,3 +154,34 @@ def test_e4m3_kernel_refuses(cuda_flashmlir, change, message):
     with pytest.raises(KernelArgumentError, match=__import__("re").escape(
             message)):
         kernel(**args)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attn_func_e4m3(cuda_flashmlir, causal):
+    """flash_attn_func / attention on float8_e4m3fn tensors (FA3's FP8
+    call: [B, N, H, D], per-tensor descales) run the e4m3 kernel in place:
+    the same O as the kernel called on [B, H, N, D] views; O is bf16."""
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir.runtime import Kernel, KernelArgumentError
+    g = torch.Generator(device="cuda").manual_seed(21)
+    x = [torch.randn(2, 300, h, 128, device="cuda", generator=g)
+         for h in (8, 2, 2)]
+    (q8, qd), (k8, kd), (v8, vd) = (_quantize(torch, t) for t in x)
+    out = flashmlir.flash_attn_func(q8, k8, v8, causal=causal,
+                                    kernel_dir=_kernel_dir(), q_descale=qd,
+                                    k_descale=kd, v_descale=vd)
+    assert out.dtype == torch.bfloat16 and out.shape == q8.shape
+    name = "sm_90a_d128_e4m3_bf16" + ("_causal" if causal else "")
+    kernel = Kernel.load(os.path.join(_kernel_dir(), name))
+    direct, _ = kernel(*[t.transpose(1, 2) for t in (q8, k8, v8)],
+                       q_descale=qd, k_descale=kd, v_descale=vd)
+    via = flashmlir.attention(*[t.transpose(1, 2) for t in (q8, k8, v8)],
+                              causal=causal, kernel_dir=_kernel_dir(),
+                              q_descale=qd, k_descale=kd, v_descale=vd)
+    torch.cuda.synchronize()
+    assert torch.equal(out.transpose(1, 2), direct)
+    assert torch.equal(via, direct)
+    with pytest.raises(KernelArgumentError, match="no split-KV"):
+        flashmlir.flash_attn_func(q8, k8, v8, kernel_dir=_kernel_dir(),
+                                  num_splits=2)
