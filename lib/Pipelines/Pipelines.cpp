@@ -55,6 +55,14 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
                             pm, llvm::errs())))
     llvm::report_fatal_error("fa: the built-in CPU pipeline does not parse");
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  // Context parallelism: the attention as every rank's ring steps (its
+  // partial attentions are then tiled and lowered each).
+  if (options.ringWorld > 0) {
+    FARingAttentionOptions ring;
+    ring.world = options.ringWorld;
+    ring.layout = options.ringLayout;
+    funcPm.addPass(createFARingAttention(ring));
+  }
   if (!options.kvSplits.empty())
     funcPm.addPass(createFASplitKV(FASplitKVOptions{options.kvSplits}));
   // FP8: inputs quantised where they become e4m3 (before the tiles), the

@@ -108,6 +108,63 @@ def test_plan_covers_the_mask_exactly_once(world, layout, causal):
     assert torch.equal(count, want)
 
 
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+@pytest.mark.parametrize("layout", fd.LAYOUTS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_compiler_ring_schedule_is_the_runtimes(fa_opt, world, layout,
+                                                causal):
+    """fa-ring-attention (the ring as IR) and ring_plan / block_pieces (the
+    ring on torch.distributed) schedule the same work: for every rank, the
+    same (step, source rank, global query chunk, global key chunk,
+    diagonal) pairs -- the compiler's pieces as its fa.ring_step
+    attributes, the runtime's expanded from local rows to chunks."""
+    import re
+    import subprocess
+    chunks = 2 * world if layout == "zigzag" else world
+    c = 2
+    n = chunks * c
+    mlir = (f"func.func @f(%q: memref<1x1x{n}x8xf32>, "
+            f"%o: memref<1x1x{n}x8xf32>) {{\n"
+            f"  fa.attention %q, %q, %q outs(%o : memref<1x1x{n}x8xf32>) "
+            f"{{{'causal' if causal else ''}}} : memref<1x1x{n}x8xf32>, "
+            f"memref<1x1x{n}x8xf32>, memref<1x1x{n}x8xf32>\n  return\n}}\n")
+    out = subprocess.run(
+        [fa_opt, "-", "--pass-pipeline=builtin.module(func.func("
+         f"fa-ring-attention{{world={world} layout={layout}}}))"],
+        input=mlir, capture_output=True, text=True, check=True).stdout
+    compiler = set()
+    for m in re.finditer(r"\{(causal, )?fa\.ring_step = \{key_chunk = (\d+) "
+                         r": i64, query_chunk = (\d+) : i64, rank = (\d+) "
+                         r": i64, source = (\d+) : i64, step = (\d+)", out):
+        compiler.add((int(m[4]), int(m[6]), int(m[5]), int(m[3]), int(m[2]),
+                      bool(m[1])))
+
+    def chunk_of(rank, local_row, n_local):
+        # The global chunk of a rank's local row (chunks of c rows).
+        if layout == "contiguous":
+            return rank
+        return rank if local_row < n_local // 2 else 2 * world - 1 - rank
+
+    runtime = set()
+    n_local = n // world
+    for r in range(world):
+        for step in fd.ring_plan(r, world, causal, layout):
+            for q_lo, q_hi, k_lo, k_hi, diag in fd.block_pieces(
+                    r, step["src"], world, n_local, causal, layout):
+                for qr in range(q_lo, q_hi, c):
+                    for kr in range(k_lo, k_hi, c):
+                        qc = chunk_of(r, qr, n_local)
+                        kc = chunk_of(step["src"], kr, n_local)
+                        # A diagonal piece of the runtime spans chunk pairs
+                        # the mask treats alike: masked ones drop out.
+                        if causal and kc > qc:
+                            continue
+                        runtime.add((r, step["step"], step["src"], qc, kc,
+                                     causal and kc == qc))
+    assert compiler == runtime
+    assert compiler
+
+
 def test_contiguous_causal_never_uses_the_wrapping_link():
     world = 4
     plans = [fd.ring_plan(r, world, True, "contiguous") for r in range(world)]

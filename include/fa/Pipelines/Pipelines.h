@@ -23,6 +23,16 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "FlashAttention-1: K/V outer, state in memory"),
           clEnumValN(LoopOrder::FA2, "fa2",
                      "FlashAttention-2: Q outer and parallel"))};
+  PassOptions::Option<int64_t> ringWorld{
+      *this, "ring-world",
+      llvm::cl::desc("Run fa-ring-attention over this many ranks (0: no "
+                     "ring): every rank's ring steps and merges, the whole "
+                     "attention computed as context parallelism would"),
+      llvm::cl::init(0)};
+  PassOptions::Option<std::string> ringLayout{
+      *this, "ring-layout",
+      llvm::cl::desc("fa-ring-attention's sharding: zigzag or contiguous"),
+      llvm::cl::init("zigzag")};
   PassOptions::Option<std::string> kvSplits{
       *this, "kv-splits",
       llvm::cl::desc("Run fa-split-kv with this chunk count (auto or N; "

@@ -173,6 +173,51 @@ def FASplitKV : Pass<"fa-split-kv", "func::FuncOp"> {
   ];
 }
 
+def FARingAttention : Pass<"fa-ring-attention", "func::FuncOp"> {
+  let summary = "Context parallelism: an attention as the ring steps of its sequence shards";
+  let description = [{
+    Rewrites every memref-form self-attention (`Nq = Nk = N`, static shapes)
+    into the work of ring (context-parallel) attention over `world` ranks,
+    as ordinary IR: each rank holds a shard of the sequence's rows of Q, K,
+    V and O; at step `s` (0 .. world - 1) rank `r` attends its queries to
+    the K/V shard of rank `(r - s) mod world` (the ring passes K/V on), and
+    the partial results merge by log-sum-exp (`fa.merge_partials`).
+
+    The sequence is cut into chunks of `c` rows: `layout=contiguous` gives
+    rank `r` chunk `r` of `world` (`c = N / world`); `layout=zigzag`
+    (causal load balancing) chunks `r` and `2 world - 1 - r` of `2 world`
+    (`c = N / (2 world)`). Each (query chunk, key chunk) pair of a step is a
+    partial `fa.attention` on `memref.subview`s with the attention's scale
+    and softcap: without `causal` every pair is whole; with it a key chunk
+    before the query chunk is whole, the chunk itself is top-left causal
+    (its diagonal block), and a key chunk after it is fully masked and
+    skipped. Under `zigzag` every rank then does the same work at every
+    step (two chunk pairs' worth); under `contiguous` rank `r` works at
+    steps 0 .. r only. Each partial O is rounded to O's element type (as a
+    kernel writes it) and widened to f32 for the merge; each query chunk's
+    partials merge in step order into O's and LSE's rows. Every partial
+    attention carries `fa.ring_step = {rank, step, source, query_chunk,
+    key_chunk}`.
+
+    `rank=-1` (default) writes every rank's work, so the function computes
+    the whole attention (the ring simulated in one function: fa-run checks
+    it against the reference); `rank=R` writes rank R's only (its rows of O
+    and LSE), what one device of the ring runs. Windows, bottom-right
+    alignment with Nq != Nk, KV caches and varlen batches are refused.
+  }];
+  let options = [
+    Option<"world", "world", "int64_t", /*default=*/"2",
+           "Ranks of the ring, in [1, 1024]">,
+    Option<"rank", "rank", "int64_t", /*default=*/"-1",
+           "The rank whose work to write (-1: every rank's)">,
+    Option<"layout", "layout", "std::string", /*default=*/"\"zigzag\"",
+           "Sequence sharding: zigzag or contiguous">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FAPolyExp2 : Pass<"fa-poly-exp2", "func::FuncOp"> {
   let summary = "FlashAttention-4 partial software exp2 on FMA units";
   let description = [{
