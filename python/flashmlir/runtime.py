@@ -634,7 +634,11 @@ class Kernel:
 
     def _check_all(self, q, k, v, out, lse, cache_seqlens, block_table):
         meta = self.meta
-        want = _DTYPE_NAMES[meta["dtype"]]
+        # e4m3 kernels: q, k, v as float8_e4m3fn or its uint8 codes, O in
+        # the kernel's out_dtype.
+        fp8 = meta["dtype"] == "e4m3"
+        inputs = _E4M3_DTYPE_NAMES if fp8 else (_DTYPE_NAMES[meta["dtype"]],)
+        want = _DTYPE_NAMES[meta["out_dtype"] if fp8 else meta["dtype"]]
         d = meta["head_dim"]
         for name, t in (("q", q), ("k", k), ("v", v)):
             if not hasattr(t, "shape") or not hasattr(t, "data_ptr"):
@@ -644,10 +648,10 @@ class Kernel:
                 raise KernelArgumentError(
                     f"{name} must have rank 4 [B, H, N, D], got shape "
                     f"{tuple(t.shape)}")
-            if _dtype_name(t) != want:
+            if _dtype_name(t) not in inputs:
                 raise KernelArgumentError(
-                    f"{name} must be {want} for kernel {meta['kernel']}, got "
-                    f"{_dtype_name(t)}")
+                    f"{name} must be {' or '.join(inputs)} for kernel "
+                    f"{meta['kernel']}, got {_dtype_name(t)}")
             if str(getattr(t.device, "type", t.device)) != "cuda":
                 raise KernelArgumentError(
                     f"{name} must be on a CUDA device, got {t.device}")
@@ -704,7 +708,8 @@ class Kernel:
                 raise KernelArgumentError(f"{name} must be contiguous")
         strides = [None] * 4
         if self.strided:
-            strides = [tensor_strides(n, t) if t is not None else None
+            strides = [tensor_strides(n, t, 1 if fp8 and n != "o" else 2)
+                       if t is not None else None
                        for n, t in zip("qkvo", (q, k, v, out))]
         return (b, hq, hkv, nq, nk, d), strides
 
@@ -738,72 +743,27 @@ class Kernel:
 
     # -- launching (needs torch and a driver) --
 
-    def _check_e4m3(self, q, k, v, descales, out, lse):
-        """The e4m3 kernel's argument checks; returns ((B, Hq, Hkv, Nq, Nk,
-        D), the strides of q, k, v, out, the three descale tensors)."""
-        import torch
-        meta = self.meta
-        d = meta["head_dim"]
-        for name, t in (("q", q), ("k", k), ("v", v)):
-            if not isinstance(t, torch.Tensor):
-                raise KernelArgumentError(f"{name} must be a tensor, got "
-                                          f"{type(t).__name__}")
-            if t.dim() != 4:
-                raise KernelArgumentError(
-                    f"{name} must have rank 4 [B, H, N, D], got shape "
-                    f"{tuple(t.shape)}")
-            if _dtype_name(t) not in _E4M3_DTYPE_NAMES:
-                raise KernelArgumentError(
-                    f"{name} must hold e4m3 values (float8_e4m3fn, or their "
-                    f"codes as uint8) for kernel {meta['kernel']}, got "
-                    f"{_dtype_name(t)}")
-            if t.device.type != "cuda" or t.device != q.device:
-                raise KernelArgumentError(
-                    f"{name} must be on q's CUDA device, got {t.device}")
-            if t.shape[3] != d:
-                raise KernelArgumentError(
-                    f"{name} head dim must be {d} for kernel "
-                    f"{meta['kernel']}, got {t.shape[3]}")
-            if t.data_ptr() % 16 != 0:
-                raise KernelArgumentError(
-                    f"{name} must be 16-byte aligned, got address "
-                    f"{t.data_ptr():#x}")
-        b, hq, nq, _ = q.shape
-        bk, hkv, nk, _ = k.shape
-        if bk != b or v.shape[0] != b:
-            raise KernelArgumentError(f"batch sizes differ: q {b}, k {bk}, "
-                                      f"v {v.shape[0]}")
-        if tuple(v.shape[1:3]) != (hkv, nk):
+    def _scale(self, scale, d):
+        """The launch's softmax scale: `scale`, or the one the kernel was
+        compiled for (the attention's own), in [2^-64, 2^64]."""
+        if scale is None:
+            scale = self.meta.get("scale", 1.0 / math.sqrt(d))
+        if not _MIN_SCALE <= scale <= _MAX_SCALE:
             raise KernelArgumentError(
-                f"v must have the key's heads and length {(hkv, nk)}, got "
-                f"{tuple(v.shape[1:3])}")
-        if hkv == 0 or hq % hkv != 0:
-            raise KernelArgumentError(f"query heads ({hq}) must be a multiple"
-                                      f" of key/value heads ({hkv})")
-        if nq == 0 or nk == 0:
-            raise KernelArgumentError("sequence lengths must be positive")
-        if max(nq, nk) >= 2**31 or b >= 2**16 or hq >= 2**16 or \
-                b * hkv * d * (nk + 15) >= 2**40:
-            raise KernelArgumentError("sizes exceed the kernel's 32-bit grid")
-        want = _DTYPE_NAMES[meta["out_dtype"]]
-        for name, t, shape, dt in (("out", out, (b, hq, nq, d), want),
-                                   ("lse", lse, (b, hq, nq), "float32")):
-            if t is None:
-                continue
-            if not isinstance(t, torch.Tensor) or tuple(t.shape) != shape:
-                raise KernelArgumentError(f"{name} must be a tensor of shape "
-                                          f"{shape}")
-            if _dtype_name(t) != dt:
-                raise KernelArgumentError(f"{name} must be {dt}, got "
-                                          f"{_dtype_name(t)}")
-            if t.device != q.device:
-                raise KernelArgumentError(f"{name} must be on {q.device}, got"
-                                          f" {t.device}")
-            if name == "lse" and not t.is_contiguous():
-                raise KernelArgumentError("lse must be contiguous")
-        strides = [tensor_strides(n, t, 1) for n, t in zip("qkv", (q, k, v))]
-        strides.append(tensor_strides("out", out) if out is not None
-                       else None)
+                f"scale must be in [2^-64, 2^64], got {scale!r}")
+        return scale
+
+    def _check_e4m3(self, q, k, v, descales, out, lse):
+        """The e4m3 kernel's argument checks: _check's, then the descales;
+        returns ((B, Hq, Hkv, Nq, Nk, D), the strides of q, k, v, out, the
+        three descale tensors)."""
+        import torch
+        dims, strides = self._check(q, k, v, out, lse)
+        b, _, hkv, _, nk, d = dims
+        # The layout kernel's grid: one thread per 16 keys of a V^T row.
+        if b * hkv * ((nk + 15) // 16) * d >= 2**31 * 128:
+            raise KernelArgumentError(
+                "sizes exceed the V layout kernel's 32-bit grid")
         scalars = []
         for name, x in zip(("q_descale", "k_descale", "v_descale"), descales):
             if x is None:
@@ -828,7 +788,7 @@ class Kernel:
                     f"must be finite, positive and a normal f32), got {x!r}")
             scalars.append(torch.full((1,), float(x), dtype=torch.float32,
                                       device=q.device))
-        return (b, hq, hkv, nq, nk, d), strides, scalars
+        return dims, strides, scalars
 
     def _call_e4m3(self, q, k, v, descales, out, lse, scale, discard_lse):
         """An e4m3 launch: the V layout kernel writes V^T [B, Hkv, D,
@@ -853,12 +813,7 @@ class Kernel:
         elif lse is None:
             lse = torch.empty((b, hq, nq), dtype=torch.float32,
                               device=q.device)
-        if scale is None:
-            scale = self.meta.get("scale", 1.0 / math.sqrt(d))
-        if not _MIN_SCALE <= scale <= _MAX_SCALE:
-            raise KernelArgumentError(
-                f"scale must be in [2^-64, 2^64], got {scale!r}")
-        nk16 = (nk + 15) // 16 * 16
+        scale = self._scale(scale, d)
         guard = (contextlib.nullcontext()
                  if torch.cuda.current_device() == device_index
                  else torch.cuda.device(device_index))
@@ -871,8 +826,7 @@ class Kernel:
                                       int(p["box"][0]), 4, st)
                     for t, p, st in ((q, params[0], strides[0]),
                                      (k, params[1], strides[1]),
-                                     (v_t, params[2],
-                                      (hkv * d * nk16, d * nk16, nk16)))]
+                                     (v_t, params[2], v_t.stride()[:3]))]
             values = [ctypes.c_void_p(out.data_ptr()),
                       ctypes.c_void_p(lse_ptr.data_ptr() if lse is None
                                       else lse.data_ptr()),
@@ -1030,12 +984,7 @@ class Kernel:
         if lse is None and not discard_lse:
             lse = torch.empty(lse_shape, dtype=torch.float32,
                               device=q.device)
-        if scale is None:
-            # The scale the kernel was compiled for (the attention's own).
-            scale = self.meta.get("scale", 1.0 / math.sqrt(d))
-        if not _MIN_SCALE <= scale <= _MAX_SCALE:
-            raise KernelArgumentError(
-                f"scale must be in [2^-64, 2^64], got {scale!r}")
+        scale = self._scale(scale, d)
         # The tensors' device made current for the launch (a no-op guard
         # when it already is: entering one costs microseconds).
         guard = (contextlib.nullcontext()

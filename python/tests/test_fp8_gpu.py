@@ -134,7 +134,7 @@ def test_e4m3_strided_inputs(cuda_flashmlir):
     (dict(q_descale=None), "needs q_descale"),
     (dict(v_descale=0.0), "v_descale must be in [2^-126, 2^127]"),
     (dict(k_descale="half"), "k_descale must be a float32 tensor of one"),
-    (dict(q="f16"), "q must hold e4m3 values"),
+    (dict(q="f16"), "q must be float8_e4m3fn or uint8"),
     (dict(num_splits=2), "e4m3 kernels take no num_splits"),
 ])
 def test_e4m3_kernel_refuses(cuda_flashmlir, change, message):
