@@ -150,8 +150,15 @@ protected:
   Value queryBlocks() { return divu(add(nq, c32(blockR - 1)), c32(blockR)); }
   Value tileCount() {
     if (varlenRealTiles)
-      return varlenTiles(Value()).total;
+      return varlenTileCount;
     return mul(queryBlocks(), mul(batches, hq));
+  }
+  /// Persistent varlen kernels: deal real tiles only, their count summed
+  /// once at the kernel's start (one pass over the prefix sums), not at
+  /// every use (the loop bounds, each fetch of the dynamic scheduler).
+  void dealVarlenRealTiles() {
+    varlenRealTiles = true;
+    varlenTileCount = varlenTiles(Value()).total;
   }
 
   /// A varlen batch dealt by real tiles (persistent CTAs): sequence b has
@@ -420,8 +427,10 @@ protected:
   Value kvLengthsPtr, blockTablePtr, maxPages;
   // A varlen batch: the prefix sums [B + 1] and the packed rows of Q.
   Value cuSeqlensQPtr, cuSeqlensKPtr, totalQ;
-  // Persistent varlen kernels deal real tiles only (varlenTiles).
+  // Persistent varlen kernels deal real tiles only (varlenTiles), of which
+  // there are varlenTileCount.
   bool varlenRealTiles = false;
+  Value varlenTileCount;
 
   /// The tensor-map coordinates of a tile's query (or K/V) matrix.
   /// (A varlen batch's sequences are rows of batch row 0.)

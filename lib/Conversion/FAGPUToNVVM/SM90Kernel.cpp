@@ -977,7 +977,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   LLVM::LLVMFuncOp fn =
       beginKernel(module, spec.kernelName(), spec.threads(), spec.ctasPerSM,
                   spec.abi);
-  varlenRealTiles = spec.persistent && spec.inputs.varlen;
+  if (spec.persistent && spec.inputs.varlen)
+    dealVarlenRealTiles();
   qDescalePtr = kernelArgument(fn, spec.abi, "q_descale");
   kDescalePtr = kernelArgument(fn, spec.abi, "k_descale");
   vDescalePtr = kernelArgument(fn, spec.abi, "v_descale");
