@@ -109,3 +109,12 @@ func.func @rescale(%o: !fagpu.tmem<128x64xf32>, %a: !fagpu.fragment<64xf32, rows
   fagpu.rescale %o, %a : !fagpu.tmem<128x64xf32>, !fagpu.fragment<64xf32, rows>
   return
 }
+
+// -----
+
+// The e4m3 epilogue (V's descale, the probs scale) is the fragment one's.
+func.func @store_descale(%o: !fagpu.tmem<128x64xf32>, %m: !fagpu.fragment<128xf32, lanes>, %i: i32, %out: !llvm.ptr<1>, %vd: f32) {
+  // expected-error @+1 {{descale and probs_scale belong to the e4m3 fragment epilogue, not to O in TMEM}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %out : !llvm.ptr<1> as f16 descale %vd : !fagpu.tmem<128x64xf32>, !fagpu.fragment<128xf32, lanes>
+  return
+}

@@ -123,6 +123,16 @@ func.func @staging_without_sync(%o: !fagpu.fragment<64x64xf32, accumulator>, %m:
 
 // -----
 
+// The e4m3 epilogue's probs scale is an exact power of two (l carries it,
+// the LSE takes its log2 off).
+func.func @store_probs_scale(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>, %vd: f32) {
+  // expected-error @+1 {{probs_scale must be a positive power of two, got 3.000000e+00}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as bf16 descale %vd {probs_scale = 3.0 : f32} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
 func.func @store_element(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr) {
   // expected-error @+1 {{O holds f16, bf16 or (split-KV partials) f32, got 'i32'}}
   fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as i32 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
