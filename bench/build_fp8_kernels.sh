@@ -18,3 +18,8 @@ for d in 128 256; do
     done
   done
 done
+# Bottom-right masks (flash_attn_func's causal with Nq != Nk, a KV cache's
+# chunked prefill) and a window, named as flashmlir._kernel_for names them.
+fc() { build/bin/fa-compile --arch sm_90a --head-dim 128 --dtype e4m3 "$@" >> "$OUT/ptxas.txt"; }
+fc --causal --causal-align bottom-right -o "$OUT/sm_90a_d128_e4m3_bf16_causal_bralign"
+fc --window 17 --causal-align bottom-right -o "$OUT/sm_90a_d128_e4m3_bf16_w17_bralign"

@@ -38,18 +38,33 @@ def _quantize(torch, x):
     return (x * scale).to(torch.float8_e4m3fn), (1.0 / scale).reshape(1)
 
 
-def _exact(torch, q, k, v, scale, causal):
+def _mask(torch, nq, nk, causal, window=0, shift=0):
+    """Masked (True) positions: query i at key position i + shift
+    (bottom-right: shift = Nk - Nq) sees key j if j <= i + shift (causal)
+    and |i + shift - j| < window."""
+    i = torch.arange(nq, device="cuda")[:, None] + shift
+    j = torch.arange(nk, device="cuda")[None, :]
+    masked = torch.zeros(nq, nk, dtype=torch.bool, device="cuda")
+    if causal:
+        masked |= j > i
+    if window:
+        masked |= (i - j).abs() >= window
+    return masked
+
+
+def _exact(torch, q, k, v, scale, causal, mask=None):
     g = q.shape[1] // k.shape[1]
     k = k.double().repeat_interleave(g, 1)
     v = v.double().repeat_interleave(g, 1)
     s = q.double() @ k.transpose(-1, -2) * scale
-    if causal:
-        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool,
-                                     device=s.device).triu(1), float("-inf"))
+    if mask is None and causal:
+        mask = _mask(torch, s.shape[-2], s.shape[-1], True)
+    if mask is not None:
+        s = s.masked_fill(mask, float("-inf"))
     return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1)
 
 
-def _emulate(torch, q, k, v, scale, causal, block=128):
+def _emulate(torch, q, k, v, scale, causal, block=128, mask=None):
     """FP8 attention as the kernel computes it: online softmax over blocks
     of 128 keys against the running max, P cast to e4m3 as 2^8 P, P V and
     l in float32."""
@@ -60,10 +75,11 @@ def _emulate(torch, q, k, v, scale, causal, block=128):
     m = torch.full(q.shape[:3], float("-inf"), device=q.device)
     l = torch.zeros(q.shape[:3], device=q.device)
     o = torch.zeros(*q.shape[:3], v.shape[-1], device=q.device)
-    mask = torch.ones(nq, nk, dtype=torch.bool, device=q.device).triu(1)
+    if mask is None and causal:
+        mask = _mask(torch, nq, nk, True)
     for j in range(0, nk, block):
         s = q.float() @ k[:, :, j:j + block].transpose(-1, -2) * scale
-        if causal:
+        if mask is not None:
             s = s.masked_fill(mask[:, j:j + block], float("-inf"))
         m_new = torch.maximum(m, s.amax(-1))
         base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
@@ -185,3 +201,36 @@ def test_flash_attn_func_e4m3(cuda_flashmlir, causal):
     with pytest.raises(KernelArgumentError, match="no split-KV"):
         flashmlir.flash_attn_func(q8, k8, v8, kernel_dir=_kernel_dir(),
                                   num_splits=2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal,window_size,nq,nk", [
+    (True, (-1, -1), 100, 700), (True, (-1, -1), 333, 333),
+    (False, (16, 16), 200, 500)])
+def test_flash_attn_func_e4m3_bottom_right(cuda_flashmlir, causal,
+                                           window_size, nq, nk):
+    """flash-attention's masks on FP8 inputs: causal and windows aligned to
+    the bottom-right corner when Nq != Nk (chunked prefill against a
+    cache), through flash_attn_func; the 2x rule against the emulation."""
+    torch, flashmlir = cuda_flashmlir
+    g = torch.Generator(device="cuda").manual_seed(nq + nk)
+    x = [torch.randn(2, n, h, 128, device="cuda", generator=g)
+         for n, h in ((nq, 4), (nk, 2), (nk, 2))]
+    (q8, qd), (k8, kd), (v8, vd) = (_quantize(torch, t) for t in x)
+    out = flashmlir.flash_attn_func(q8, k8, v8, causal=causal,
+                                    window_size=window_size,
+                                    kernel_dir=_kernel_dir(), q_descale=qd,
+                                    k_descale=kd, v_descale=vd)
+    torch.cuda.synchronize()
+    window = window_size[0] + 1 if window_size != (-1, -1) else 0
+    mask = _mask(torch, nq, nk, causal, window, shift=nk - nq)
+    qf, kf, vf = [(t.float() * s).transpose(1, 2)
+                  for t, s in ((q8, qd), (k8, kd), (v8, vd))]
+    scale = 1 / math.sqrt(128)
+    ref, _ = _exact(torch, qf, kf, vf, scale, causal, mask)
+    emu = _emulate(torch, qf, kf, vf, scale, causal, mask=mask)
+    got = out.transpose(1, 2).double()
+    err = (got - ref).abs().max().item()
+    base = (emu.double() - ref).abs().max().item()
+    assert torch.isfinite(out).all()
+    assert err <= 2 * base + 1e-3, (err, base)
