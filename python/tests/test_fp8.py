@@ -293,7 +293,7 @@ def test_e4m3_predicted_bytes(flashmlir):
 @pytest.mark.parametrize("kwargs,message", [
     (dict(head_dim=128, block_c=64),
      "e4m3 kernels take D and block_c of 128 or 256"),
-    (dict(head_dim=64), "e4m3 kernels take head dim 128 or 256, got 64"),
+    (dict(head_dim=64), "e4m3 kernels take D and block_c of 128 or 256"),
     (dict(head_dim=128, rescale_threshold=8.0),
      "expected probs scale * 2^threshold to be at most 448"),
     (dict(head_dim=128, out_dtype="f32"),

@@ -1148,13 +1148,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   int64_t d = op.getHeadDim();
   spec.fp8 = op.isFP8();
   if (spec.fp8) {
-    // The K tile [B_c, D] and the V^T tile [D, B_c] are 128-byte swizzled
-    // rows of e4m3: D and B_c whole rows.
-    if ((d != 128 && d != 256) || (s.blockC != 128 && s.blockC != 256))
-      return fail("e4m3 kernels take D and block_c of 128 or 256 (the K "
-                  "tile [B_c, D] and the V^T tile [D, B_c] are whole "
-                  "128-byte rows of e4m3), got D = " +
-                  Twine(d) + ", block_c = " + Twine(s.blockC));
+    if (std::optional<std::string> why = fagpu::checkFP8Tiles(d, s.blockC))
+      return fail(*why);
     if (s.epilogue != fagpu::Epilogue::Registers)
       return fail("e4m3 kernels store O from registers: run "
                   "fagpu-tma-store-epilogue");

@@ -13,6 +13,7 @@
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -181,16 +182,9 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
            (target == Target::sm_90a ? ", bf16 or e4m3" : " or bf16") +
            ", got " + llvm::formatv("{0}", elt).str();
   if (fp8) {
-    // The e4m3 kernel reads 128-column (128-byte) blocks and takes P in
-    // k-steps of 32 keys.
-    int64_t d = q.getDimSize(3);
-    if (d != 128 && d != 256)
-      return "e4m3 kernels take head dim 128 or 256, got " +
-             std::to_string(d);
-    if (nest.blockC % 32 != 0)
-      return "e4m3 kernels take block_c a multiple of 32 (the e4m3 MMA's "
-             "k-step), got " +
-             std::to_string(nest.blockC);
+    if (std::optional<std::string> why =
+            checkFP8Tiles(q.getDimSize(3), nest.blockC))
+      return why;
     if (nest.kvLengths || nest.blockTable || nest.cuQ)
       return "e4m3 kernels do not take KV caches or varlen batches yet";
   }

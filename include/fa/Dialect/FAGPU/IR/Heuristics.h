@@ -12,6 +12,9 @@
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 
+#include <optional>
+#include <string>
+
 namespace mlir::fagpu {
 
 struct KernelDefaults {
@@ -47,6 +50,20 @@ int64_t defaultBlockC(Target target, int64_t headDim, bool causal,
 /// spills at D = 128 (its S takes 128 registers a thread) and measured
 /// slower (bench/results/2026-12-02-fp8.md).
 inline constexpr int64_t kFP8BlockC = 128;
+
+/// The e4m3 sm_90a kernel's tiles: its K tile [B_c, D] and V^T tile
+/// [D, B_c] are whole 128-byte rows of e4m3, so D and B_c are 128 or 256.
+/// The reason when they are not (the mapping and the kernel builder both
+/// ask here).
+inline std::optional<std::string> checkFP8Tiles(int64_t headDim,
+                                                int64_t blockC) {
+  if ((headDim == 128 || headDim == 256) && (blockC == 128 || blockC == 256))
+    return std::nullopt;
+  return "e4m3 kernels take D and block_c of 128 or 256 (the K tile [B_c, "
+         "D] and the V^T tile [D, B_c] are whole 128-byte rows of e4m3), "
+         "got D = " +
+         std::to_string(headDim) + ", block_c = " + std::to_string(blockC);
+}
 
 /// B_r of a split-KV (decode) kernel where nothing is asked: decode has one
 /// query row per sequence, so B_r is MMA work on padding; one consumer
