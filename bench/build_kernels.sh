@@ -25,6 +25,9 @@ if [ "$ARCH" = sm_90a ]; then
   fc --causal --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_bralign"
   fc --window 17 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_w17_bralign"
   fc --causal --window 17 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_w17_bralign"
+  # flash_attn_func's softcap (python/tests/test_flash_attn_combinations.py).
+  fc --causal --softcap 5 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_sc5_bralign"
+  fc --window 17 --softcap 5 -o "$OUT/sm_90a_d128_f16_w17_sc5"
   # Split-KV (decode), the count picked per launch: what flashmlir.attention
   # and flash_attn_func take where the query blocks leave SMs idle.
   for d in 64 128 256; do

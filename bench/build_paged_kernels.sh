@@ -34,6 +34,17 @@ fc --head-dim 64 --dtype bf16 --causal --causal-align bottom-right \
   -o "$OUT/sm_90a_d64_bf16_causal_bralign_splitkv_kvlens_paged128"
 fc --head-dim 256 --split-kv auto --kv-lengths --page-size 128 \
   -o "$OUT/sm_90a_d256_f16_splitkv_kvlens_paged128"
+# flash_attn_with_kvcache's windows and softcap (python/tests/
+# test_flash_attn_combinations.py): split decode and unsplit chunks.
+for split in "--split-kv auto" ""; do
+  suffix=${split:+_splitkv}
+  fc --head-dim 128 --causal --window 65 --causal-align bottom-right $split \
+    --kv-lengths --page-size 64 \
+    -o "$OUT/sm_90a_d128_f16_causal_w65_bralign${suffix}_kvlens_paged64"
+  fc --head-dim 128 --causal --softcap 5 --causal-align bottom-right $split \
+    --kv-lengths --page-size 64 \
+    -o "$OUT/sm_90a_d128_f16_causal_sc5_bralign${suffix}_kvlens_paged64"
+done
 # Chunked prefill: a paged cache against the contiguous kernel.
 fc --head-dim 128 --causal --causal-align bottom-right \
   -o "$OUT/sm_90a_d128_f16_causal_bralign"

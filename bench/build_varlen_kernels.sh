@@ -16,6 +16,14 @@ fc --head-dim 128 --causal --causal-align bottom-right --varlen \
 fc --head-dim 64 --dtype bf16 --causal --causal-align bottom-right --varlen \
   -o "$OUT/sm_90a_d64_bf16_causal_bralign_varlen"
 fc --head-dim 256 --varlen -o "$OUT/sm_90a_d256_f16_varlen"
+# flash_attn_varlen_func's windows and softcap (python/tests/
+# test_flash_attn_combinations.py): a symmetric and a causal window, softcap.
+fc --head-dim 128 --window 17 --causal-align bottom-right --varlen \
+  -o "$OUT/sm_90a_d128_f16_w17_bralign_varlen"
+fc --head-dim 128 --causal --window 17 --causal-align bottom-right --varlen \
+  -o "$OUT/sm_90a_d128_f16_causal_w17_bralign_varlen"
+fc --head-dim 128 --causal --softcap 5 --causal-align bottom-right --varlen \
+  -o "$OUT/sm_90a_d128_f16_causal_sc5_bralign_varlen"
 # The varlen kernels with the persistent scheduler (on request: not the
 # default, see docs/gpu-kernels.md#varlen-batches).
 # One tile per CTA, beside the default (persistent at D 128: real tiles).

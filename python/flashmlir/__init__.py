@@ -35,26 +35,27 @@ _launchers = {}
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
-                page_size=0, varlen=False):
+                page_size=0, varlen=False, softcap=0.0):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
-    .{cubin,json}, with _w<window>, _bralign and _splitkv suffixes for those
-    masks and split-KV, _kvlens and _paged<P> for a KV cache's lengths
-    and pages) when it is there, else compiled in-process (and saved to
-    `kernel_dir` if one is given)."""
+    .{cubin,json}, with _w<window>, _sc<softcap>, _bralign and _splitkv
+    suffixes for those masks and split-KV, _kvlens and _paged<P> for a KV
+    cache's lengths and pages) when it is there, else compiled in-process
+    (and saved to `kernel_dir` if one is given)."""
     from . import runtime
 
     # e4m3 kernels are named by their O too (bench/build_fp8_kernels.sh).
     name = (f"{arch}_d{head_dim}_{dtype}{'_bf16' if dtype == 'e4m3' else ''}"
             f"{'_causal' if causal else ''}"
             f"{f'_w{window}' if window else ''}"
+            f"{f'_sc{softcap:g}' if softcap else ''}"
             f"{'_bralign' if bottom_right else ''}"
             f"{'_splitkv' if split_kv else ''}"
             f"{'_kvlens' if kv_lengths else ''}"
             f"{f'_paged{page_size}' if page_size else ''}"
             f"{'_varlen' if varlen else ''}")
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
-            "causal": causal, "window": window, "softcap": 0.0}
+            "causal": causal, "window": window, "softcap": softcap}
     if bottom_right:
         want["bottom_right"] = True
     if split_kv:
@@ -78,7 +79,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                     f"{path}.json describes {got}, not the requested {want}")
             return kernel
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
-                       arch=arch, window=window, bottom_right=bottom_right,
+                       arch=arch, window=window, softcap=softcap,
+                       bottom_right=bottom_right,
                        kv_splits="auto" if split_kv else None,
                        kv_lengths=kv_lengths, page_size=page_size,
                        varlen=varlen,
@@ -206,7 +208,7 @@ def _split_kv(arch, q, k, num_splits, keys=None):
 
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
               num_splits=0, kv_lengths=False, page_size=0, keys=None,
-              varlen=False):
+              varlen=False, softcap=0.0):
     """The cached runtime.Kernel for these tensors and options, and whether
     it splits K/V. `keys`: the keys of a sequence (default k's rows; a
     paged cache's capacity)."""
@@ -223,8 +225,9 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
         num_splits = 1
     split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
-    if kv_lengths or page_size or varlen:
-        extra += (bool(kv_lengths), int(page_size), bool(varlen))
+    if kv_lengths or page_size or varlen or softcap:
+        extra += (bool(kv_lengths), int(page_size), bool(varlen),
+                  float(softcap))
     # Plain kernels keep the short key (arch, D, dtype, causal).
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
@@ -233,11 +236,12 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
 
 
 def _launch(q, k, v, causal, scale, kernel_dir, window=0,
-            bottom_right=False, num_splits=0, out=None, descales=None):
+            bottom_right=False, num_splits=0, out=None, descales=None,
+            softcap=0.0):
     """(O, LSE) of [B, H, N, D] tensors through the cached launcher.
     `descales`: (q, k, v) descales of float8_e4m3fn inputs."""
     kernel, split = _launcher(q, k, causal, kernel_dir, window, bottom_right,
-                              num_splits)
+                              num_splits, softcap=softcap)
     if kernel.meta["dtype"] == "e4m3":
         qd, kd, vd = descales or (None, None, None)
         return kernel(q, k, v, out=out, scale=scale, discard_lse=True,
@@ -259,6 +263,44 @@ def _launch(q, k, v, causal, scale, kernel_dir, window=0,
     return kernel(q, k, v, out=out, scale=scale, discard_lse=True)
 
 
+def _flash_window(api, causal, window_size, softcap):
+    """flash-attention's (causal, window_size, softcap) as the kernels'
+    (causal, window, softcap): the kernels' window w keeps keys with
+    |j - i'| < w (i' the query's bottom-right position), so (w - 1, w - 1),
+    and with causal (w - 1, 0), are theirs; causal makes right 0, as in
+    flash-attention, and (-1, 0) is causal. Other windows are refused."""
+    from . import runtime
+
+    try:
+        left, right = (int(w) for w in window_size)
+    except (TypeError, ValueError):
+        raise runtime.KernelArgumentError(
+            f"{api}: window_size must be a pair (left, right), got "
+            f"{window_size!r}") from None
+    if left < -1 or right < -1:
+        raise runtime.KernelArgumentError(
+            f"{api}: window_size {window_size!r}: each side is -1 "
+            f"(unbounded) or a key count >= 0")
+    if causal:
+        right = 0
+    causal = right == 0
+    window = 0
+    if (left, right) not in ((-1, -1), (-1, 0)):
+        if left >= 0 and right in (left, 0):
+            window = left + 1
+        else:
+            raise runtime.KernelArgumentError(
+                f"{api}: window_size {window_size!r}: the kernels' window is "
+                f"symmetric: give (w, w), or (w, 0) with causal")
+    try:
+        softcap = float(softcap)
+    except (TypeError, ValueError):
+        raise runtime.KernelArgumentError(
+            f"{api}: softcap must be a number, got {softcap!r}") from None
+    # Its range is the compiler's to check (fa::checkSoftcap), once.
+    return causal, window, softcap
+
+
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                     deterministic=False, return_attn_probs=False,
@@ -272,8 +314,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     (query i sees keys j <= i + Nk - Nq: a KV cache, chunked prefill), and
     `window_size = (left, right)` keeps keys with -left <= j - (i + Nk - Nq)
     <= right (-1: unbounded). The kernels' window is symmetric, so
-    (w, w), and (w, 0) with causal, are supported; other windows, dropout,
-    softcap, ALiBi and returning the probabilities are refused.
+    (w, w), and (w, 0) with causal, are supported; softcap c gives scores
+    c * tanh(s / c) (0: none). Other windows, dropout, ALiBi and returning
+    the probabilities are refused.
 
     The sm_90a kernels read q, k, v and write O in place through strided
     tensor maps (no copy: [B, N, H, D] is a strided [B, H, N, D] view); the
@@ -288,21 +331,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     if dropout_p:
         raise runtime.KernelArgumentError(
             "flash_attn_func: dropout is not supported (inference only)")
-    if softcap or alibi_slopes is not None or return_attn_probs:
+    if alibi_slopes is not None or return_attn_probs:
         raise runtime.KernelArgumentError(
-            "flash_attn_func: softcap, alibi_slopes and return_attn_probs "
-            "are not supported")
-    left, right = (int(w) for w in window_size)
-    window = 0
-    if (left, right) != (-1, -1):
-        if causal and right in (0, -1) and left >= 0:
-            window = left + 1
-        elif not causal and left == right and left >= 0:
-            window = left + 1
-        else:
-            raise runtime.KernelArgumentError(
-                f"flash_attn_func: window_size {window_size!r}: the kernels' "
-                f"window is symmetric: give (w, w), or (w, 0) with causal")
+            "flash_attn_func: alibi_slopes and return_attn_probs are not "
+            "supported")
+    causal, window, softcap = _flash_window("flash_attn_func", causal,
+                                            window_size, softcap)
     for name, t in (("q", q), ("k", k), ("v", v)):
         if getattr(t, "dim", lambda: 0)() != 4:
             raise runtime.KernelArgumentError(
@@ -314,17 +348,19 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     bhnd = [t.transpose(1, 2) for t in (q, k, v)]
     descales = (q_descale, k_descale, v_descale)
     kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, window,
-                          bottom_right, num_splits)
+                          bottom_right, num_splits, softcap=softcap)
     if not kernel.strided:
         out, _ = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
-                         bottom_right, num_splits, descales=descales)
+                         bottom_right, num_splits, descales=descales,
+                         softcap=softcap)
         return out.transpose(1, 2).contiguous()
     # O in the inputs' type, or bf16 for e4m3 inputs (FA3's FP8 output).
     out = torch.empty(q.shape, device=q.device,
                       dtype=torch.bfloat16 if kernel.meta["dtype"] == "e4m3"
                       else q.dtype)
     _launch(*bhnd, causal, softmax_scale, kernel_dir, window, bottom_right,
-            num_splits, out=out.transpose(1, 2), descales=descales)
+            num_splits, out=out.transpose(1, 2), descales=descales,
+            softcap=softcap)
     return out
 
 
@@ -351,8 +387,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
 
     The kernels read the cache in place through strided tensor maps (the
     pages' rows, heads and page strides); cache_seqlens and block_table
-    are read by the kernel on the GPU. Refused (as not supported): rotary
-    embeddings, cache_batch_idx, cache_leftpad, windows, softcap, ALiBi."""
+    are read by the kernel on the GPU. window_size and softcap as in
+    flash_attn_func (the window is bottom-right aligned with each
+    sequence's length). Refused (as not supported): rotary embeddings,
+    cache_batch_idx, cache_leftpad, ALiBi and asymmetric windows."""
     import torch
     from . import runtime
 
@@ -364,10 +402,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         raise runtime.KernelArgumentError(
             "flash_attn_with_kvcache: cache_batch_idx and cache_leftpad are "
             "not supported")
-    if tuple(window_size) != (-1, -1) or softcap or alibi_slopes is not None:
+    if alibi_slopes is not None:
         raise runtime.KernelArgumentError(
-            "flash_attn_with_kvcache: window_size, softcap and alibi_slopes "
-            "are not supported with a KV cache")
+            "flash_attn_with_kvcache: alibi_slopes are not supported")
+    causal, window, softcap = _flash_window("flash_attn_with_kvcache", causal,
+                                            window_size, softcap)
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(t, torch.Tensor) or t.dim() != 4:
             raise runtime.KernelArgumentError(
@@ -427,9 +466,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                 f"[{low}, {high}]")
     qh = q.transpose(1, 2)
     kh, vh = k_cache.transpose(1, 2), v_cache.transpose(1, 2)
-    kernel, split = _launcher(qh, kh, causal, kernel_dir, 0, bool(causal),
-                              num_splits, kv_lengths=lengths is not None,
-                              page_size=page_size, keys=capacity)
+    kernel, split = _launcher(qh, kh, causal, kernel_dir, window,
+                              causal or window > 0, num_splits,
+                              kv_lengths=lengths is not None,
+                              page_size=page_size, keys=capacity,
+                              softcap=softcap)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             "flash_attn_with_kvcache: KV caches need an sm_90a kernel")
@@ -487,16 +528,18 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     sequence; causal is bottom-right aligned with each sequence's lengths
     (flash-attention's convention). The kernel reads the packed tensors in
     place (a [1, H, total, D] strided view) and takes the prefix sums on
-    the GPU. Refused (as not supported): dropout, windows, softcap, ALiBi,
-    returning the probabilities."""
+    the GPU. window_size and softcap as in flash_attn_func (windows
+    bottom-right aligned per sequence). Refused (as not supported):
+    dropout, ALiBi, asymmetric windows, returning the probabilities."""
     import torch
     from . import runtime
 
-    if dropout_p or softcap or alibi_slopes is not None or \
-            return_attn_probs or tuple(window_size) != (-1, -1):
+    if dropout_p or alibi_slopes is not None or return_attn_probs:
         raise runtime.KernelArgumentError(
-            "flash_attn_varlen_func: dropout, window_size, softcap, "
-            "alibi_slopes and return_attn_probs are not supported")
+            "flash_attn_varlen_func: dropout, alibi_slopes and "
+            "return_attn_probs are not supported")
+    causal, window, softcap = _flash_window("flash_attn_varlen_func", causal,
+                                            window_size, softcap)
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() != 3:
             raise runtime.KernelArgumentError(
@@ -524,8 +567,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             f"flash_attn_varlen_func: max_seqlen_q must be in [1, "
             f"{q.shape[0]}], got {max_seqlen_q}")
     qh, kh, vh = (t.unsqueeze(0).transpose(1, 2) for t in (q, k, v))
-    kernel, _ = _launcher(qh, kh, causal, kernel_dir, 0, bool(causal), 1,
-                          varlen=True)
+    kernel, _ = _launcher(qh, kh, causal, kernel_dir, window,
+                          causal or window > 0, 1, varlen=True,
+                          softcap=softcap)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             "flash_attn_varlen_func: varlen batches need an sm_90a kernel")
