@@ -52,11 +52,13 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
 /** Loads `prefix.cubin` and `prefix.json`. */
 int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel);
 
-/** The kernel's name, head dim and element type ("f16" or "bf16"). */
+/** The kernel's name, head dim, inputs' element type ("f16", "bf16" or
+ *  "e4m3") and O's ("f16" or "bf16"). */
 const char *faKernelName(const FaKernel *kernel);
 int faKernelHeadDim(const FaKernel *kernel);
 int faKernelIsCausal(const FaKernel *kernel);
 const char *faKernelDType(const FaKernel *kernel);
+const char *faKernelOutDType(const FaKernel *kernel);
 /* The softmax scale the kernel was compiled for (the attention's `scale`,
  * else 1/sqrt(D)): what faKernelLaunch should get unless the caller means
  * another; 0 for NULL. */
@@ -100,6 +102,27 @@ int faKernelLaunchStrided(FaKernel *kernel, const void *q,
                           const FaStrides *oStrides, float *lse, int batch,
                           int qHeads, int kvHeads, int qLen, int kvLen,
                           float scale, int kvSplits, void *stream);
+
+/** faKernelLaunchStrided for an e4m3 kernel (fa-compile --dtype e4m3;
+ *  metadata "dtype": "e4m3"): q [B, Hq, Nq, D], k and v [B, Hkv, Nk, D] of
+ *  one-byte e4m3 codes with element strides (NULL: contiguous; multiples of
+ *  16 elements), o [B, Hq, Nq, D] in the kernel's "out_dtype" (f16 or bf16,
+ *  strides in multiples of 8), LSE as in faKernelLaunch. qDescale,
+ *  kDescale, vDescale: f32 scalars on the device, FlashAttention-3's
+ *  per-tensor descales (the factor the codes are multiplied by; 1.0 for
+ *  unscaled codes). On `stream` the runtime first runs the kernel's V
+ *  layout kernel (metadata "value_layout") into a V^T workspace of
+ *  B * Hkv * D * ceil16(Nk) bytes it keeps per stream, then the attention.
+ *  Other launchers refuse e4m3 kernels, and this one the others. */
+int faKernelLaunchE4M3(FaKernel *kernel, const void *q,
+                       const FaStrides *qStrides, const void *k,
+                       const FaStrides *kStrides, const void *v,
+                       const FaStrides *vStrides, void *o,
+                       const FaStrides *oStrides, float *lse, int batch,
+                       int qHeads, int kvHeads, int qLen, int kvLen,
+                       float scale, const float *qDescale,
+                       const float *kDescale, const float *vDescale,
+                       void *stream);
 
 /** faKernelLaunchStrided for a kernel that reads a KV cache (fa-compile
  *  --kv-lengths, --page-size; metadata "kv_lengths", "page_size"): k and v

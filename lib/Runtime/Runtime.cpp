@@ -202,6 +202,8 @@ const IntField *intField(const std::string &key) {
 
 struct Metadata {
   std::string format, kernel, dtype;
+  // O's element type: the inputs' for f16/bf16, f16 or bf16 for e4m3.
+  std::string outDtype;
   // How the CTAs find their tiles: "grid", "one tile per CTA", "static"
   // (persistent, fixed stride) or "dynamic" (persistent, from a counter the
   // runtime passes as the last parameter).
@@ -232,6 +234,14 @@ struct Metadata {
   bool varlen = false;
   std::vector<long> block;
   std::vector<std::string> params;
+  // Each parameter's tensor-map box rows ("box": [cols, rows]), 0 where
+  // it has none; in the order of `params`.
+  std::vector<long> paramBoxRows;
+  // e4m3: the V layout kernel of the same cubin ("value_layout"): its name,
+  // threads per block and parameter names.
+  std::string valueLayoutKernel;
+  std::vector<long> valueLayoutBlock;
+  std::vector<std::string> valueLayoutParams;
   // The rank of the tensor maps (every "tensormap" parameter's "rank"): 4
   // reads strided [B, H, N, D] tensors, 3 (or absent) contiguous ones.
   long mapRank = 0;
@@ -261,15 +271,16 @@ public:
       seen.push_back(key);
       skipSpace();
       if (key == "format" || key == "kernel" || key == "dtype" ||
-          key == "tile_scheduler" || key == "arch") {
+          key == "tile_scheduler" || key == "arch" || key == "out_dtype") {
         std::string v;
         if (readString(v))
           return fail("launch metadata: '" + key + "' must be a string");
-        (key == "format"   ? m.format
-         : key == "kernel" ? m.kernel
-         : key == "dtype"  ? m.dtype
-         : key == "arch"   ? m.arch
-                           : m.tileScheduler) = v;
+        (key == "format"      ? m.format
+         : key == "kernel"    ? m.kernel
+         : key == "dtype"     ? m.dtype
+         : key == "arch"      ? m.arch
+         : key == "out_dtype" ? m.outDtype
+                              : m.tileScheduler) = v;
       } else if (key == "scale") {
         if (readScale(m.scale))
           return 1;
@@ -332,6 +343,9 @@ public:
         }
       } else if (key == "params") {
         if (readParams(m))
+          return 1;
+      } else if (key == "value_layout") {
+        if (readValueLayout(m))
           return 1;
       } else if (skipValue()) {
         return fail("launch metadata: malformed value of '" + key + "'");
@@ -465,19 +479,36 @@ private:
         return 0;
       if (!eat('{'))
         return fail("launch metadata: 'params' must hold objects");
+      std::string name;
+      bool named = false;
+      long boxRows = 0;
       while (true) {
         skipSpace();
-        if (eat('}'))
+        if (eat('}')) {
+          if (!named)
+            return fail("launch metadata: a parameter has no 'name'");
+          names.push_back(name);
+          m.paramBoxRows.push_back(boxRows);
           break;
+        }
         std::string key;
         if (readString(key) || (skipSpace(), !eat(':')))
           return fail("launch metadata: malformed 'params'");
         skipSpace();
         if (key == "name") {
-          std::string v;
-          if (readString(v))
+          if (readString(name))
             return fail("launch metadata: a parameter name must be a string");
-          names.push_back(v);
+          named = true;
+        } else if (key == "box") {
+          // [cols, rows], cuTensorMapEncodeTiled's box.
+          static constexpr IntField kBox = {"box", 1, 256};
+          long cols, rows;
+          if (!eat('[') || (skipSpace(), readInt(kBox, cols)) ||
+              (skipSpace(), !eat(',')) ||
+              (skipSpace(), readInt(kBox, rows)) || (skipSpace(), !eat(']')))
+            return fail("launch metadata: a parameter's 'box' must be two "
+                        "integers in [1, 256]");
+          boxRows = rows;
         } else if (key == "rank") {
           static constexpr IntField kRank = {"rank", 3, 4};
           long rank;
@@ -497,6 +528,54 @@ private:
     }
   }
 
+  /// "value_layout": {"kernel": name, "block": [x, y, z], "params":
+  /// [{"name": ...}, ...], "grid": ...}: the e4m3 kernels' V layout kernel.
+  int readValueLayout(Metadata &m) {
+    if (!eat('{'))
+      return fail("launch metadata: 'value_layout' must be an object");
+    while (true) {
+      skipSpace();
+      if (eat('}'))
+        return 0;
+      std::string key;
+      if (readString(key) || (skipSpace(), !eat(':')))
+        return fail("launch metadata: malformed 'value_layout'");
+      skipSpace();
+      if (key == "kernel") {
+        if (readString(m.valueLayoutKernel))
+          return fail("launch metadata: 'value_layout''s kernel must be a "
+                      "string");
+      } else if (key == "block") {
+        if (!eat('['))
+          return fail("launch metadata: 'value_layout''s block must be an "
+                      "array");
+        while (true) {
+          skipSpace();
+          if (eat(']'))
+            break;
+          long v;
+          if (readInt(*intField("block"), v))
+            return 1;
+          if (m.valueLayoutBlock.size() == 3)
+            return fail("launch metadata: 'value_layout''s block must be "
+                        "three integers");
+          m.valueLayoutBlock.push_back(v);
+          skipSpace();
+          eat(',');
+        }
+      } else if (key == "params") {
+        Metadata layout;
+        if (readParams(layout))
+          return 1;
+        m.valueLayoutParams = layout.params;
+      } else if (skipValue()) {
+        return fail("launch metadata: malformed 'value_layout'");
+      }
+      skipSpace();
+      eat(',');
+    }
+  }
+
   const std::string &s;
   size_t pos = 0;
 };
@@ -510,6 +589,14 @@ int validate(const Metadata &m) {
   bool fp8 = m.dtype == "e4m3";
   if (m.dtype != "f16" && m.dtype != "bf16" && !fp8)
     return fail("launch metadata: unsupported dtype '" + m.dtype + "'");
+  // O: 16-bit; an f16/bf16 kernel's is its inputs' type (metadata that
+  // predates the field gives none).
+  if (fp8 ? m.outDtype != "f16" && m.outDtype != "bf16"
+          : !m.outDtype.empty() && m.outDtype != m.dtype)
+    return fail("launch metadata: 'out_dtype' must be " +
+                std::string(fp8 ? "f16 or bf16 for an e4m3 kernel"
+                                : "the inputs' dtype") +
+                ", got '" + m.outDtype + "'");
   if (fp8 && (m.varlen || m.kvLengths || m.pageSize || m.splitKV))
     return fail("launch metadata: e4m3 kernels have no KV-cache, varlen or "
                 "split-KV form");
@@ -597,6 +684,23 @@ int validate(const Metadata &m) {
   if (m.tmaBoxRowsO && !m.tmaBoxCols)
     return fail("launch metadata: 'tma_box_rows_o' needs the tensor maps of "
                 "q, k and v");
+  // e4m3: the V layout kernel writes the attention's v_t (fagpu's
+  // valueLayout ABI: V, V^T, B, Hkv, Nk, V's strides), one thread per
+  // 16 keys of a V^T row.
+  const std::vector<std::string> layoutParams = {
+      "v", "v_t", "B", "Hkv", "Nk", "v_stride_b", "v_stride_h", "v_stride_n"};
+  if (fp8 != !m.valueLayoutKernel.empty())
+    return fail(fp8 ? "launch metadata: an e4m3 kernel needs its "
+                      "'value_layout' kernel (V^T for the P V product)"
+                    : "launch metadata: 'value_layout' is for e4m3 kernels");
+  if (fp8 && (m.valueLayoutBlock.size() != 3 || m.valueLayoutBlock[1] != 1 ||
+              m.valueLayoutBlock[2] != 1 ||
+              m.valueLayoutParams != layoutParams || !m.tmaBoxCols ||
+              !m.strided() || m.paramBoxRows[2] <= 0))
+    return fail("launch metadata: the e4m3 'value_layout' must have a block "
+                "[threads, 1, 1], the parameters (v, v_t, B, Hkv, Nk, "
+                "v_stride_b, v_stride_h, v_stride_n), and an attention "
+                "reading rank-4 tensor maps (v_t's with a box)");
   return 0;
 }
 
@@ -658,6 +762,15 @@ struct FaKernel {
     size_t partialBytes = 0, arrivalBytes = 0;
   };
   std::map<void *, SplitScratch> splitScratch;
+  // e4m3: the V layout kernel, and its V^T workspace per stream (the
+  // attention of a launch reads it after the layout kernel, in stream
+  // order; another stream's launch may overlap).
+  void *layoutFunction = nullptr;
+  struct Workspace {
+    CUdeviceptr ptr = 0;
+    size_t bytes = 0;
+  };
+  std::map<void *, Workspace> valueWorkspace;
 };
 
 namespace {
@@ -735,13 +848,6 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
     delete k;
     return 1;
   }
-  if (k->meta.dtype == "e4m3") {
-    delete k;
-    return fail("faKernelLoad: e4m3 kernels (a V layout kernel, then the "
-                "attention with device descales) are launched by the Python "
-                "runtime (flashmlir.runtime.Kernel) and the IR host launch; "
-                "this C launcher takes f16 and bf16 kernels");
-  }
   if (checkImage(cubin, cubinSize) || faDeviceInit(device) ||
       check(driver.cuModuleLoadData(&k->module, cubin), "cuModuleLoadData")) {
     delete k;
@@ -757,6 +863,20 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
     driver.cuModuleUnload(k->module);
     delete k;
     return fail(message);
+  }
+  if (!k->meta.valueLayoutKernel.empty()) {
+    status = driver.cuModuleGetFunction(&k->layoutFunction, k->module,
+                                        k->meta.valueLayoutKernel.c_str());
+    if (status != 0) {
+      std::string message = "the cubin has no kernel named '" +
+                            k->meta.valueLayoutKernel +
+                            "' (the metadata's value_layout): "
+                            "cuModuleGetFunction failed: " +
+                            driver.describe(status);
+      driver.cuModuleUnload(k->module);
+      delete k;
+      return fail(message);
+    }
   }
   // Above 48 KiB, dynamic shared memory must be opted into per function.
   if (k->meta.sharedBytes > 48 * 1024 &&
@@ -800,6 +920,12 @@ int faKernelHeadDim(const FaKernel *k) { return k ? (int)k->meta.headDim : 0; }
 int faKernelIsCausal(const FaKernel *k) { return k && k->meta.causal; }
 const char *faKernelDType(const FaKernel *k) {
   return k ? k->meta.dtype.c_str() : "";
+}
+const char *faKernelOutDType(const FaKernel *k) {
+  if (!k)
+    return "";
+  return k->meta.outDtype.empty() ? k->meta.dtype.c_str()
+                                  : k->meta.outDtype.c_str();
 }
 
 float faKernelScale(const FaKernel *k) {
@@ -982,7 +1108,42 @@ struct KVCache {
   // the sequences and the longest one's queries.
   const int *cuQ = nullptr, *cuK = nullptr;
   int qRows = 0;
+  // An e4m3 launch: the per-tensor descales, f32 scalars on the device.
+  const float *qDescale = nullptr, *kDescale = nullptr, *vDescale = nullptr;
 };
+
+/// Runs an e4m3 kernel's V layout kernel on `stream`: V [B, Hkv, Nk, D]
+/// (strided) to V^T [B, Hkv, D, Nk_16] in the stream's workspace, keys
+/// permuted in 16s for P's register layout; the workspace in `valueT`.
+int runValueLayout(FaKernel *k, const void *v, const FaStrides &vStrides,
+                   int batch, int kvHeads, int kvLen, void *stream,
+                   CUdeviceptr &valueT) {
+  const long long d = k->meta.headDim, keys16 = (kvLen + 15) / 16 * 16;
+  // One thread per 16 keys of a V^T row, on a 32-bit grid.
+  const long long threads = (long long)batch * kvHeads * (keys16 / 16) * d;
+  const long long perBlock = k->meta.valueLayoutBlock[0];
+  if ((threads + perBlock - 1) / perBlock > 0x7fffffffLL)
+    return fail("faKernelLaunchE4M3: sizes exceed the V layout kernel's "
+                "32-bit grid");
+  {
+    std::lock_guard<std::mutex> lock(k->countersLock);
+    FaKernel::Workspace &space = k->valueWorkspace[stream];
+    if (ensureDeviceBytes(space.ptr, space.bytes,
+                          (size_t)batch * kvHeads * d * keys16, false,
+                          "cuMemAlloc(V^T workspace)"))
+      return 1;
+    valueT = space.ptr;
+  }
+  long long strideB = vStrides.batch, strideH = vStrides.head,
+            strideN = vStrides.row;
+  void *args[] = {&v,      &valueT,  &batch,   &kvHeads,
+                  &kvLen,  &strideB, &strideH, &strideN};
+  return check(driver.cuLaunchKernel(
+                   k->layoutFunction,
+                   (unsigned)((threads + perBlock - 1) / perBlock), 1, 1,
+                   (unsigned)perBlock, 1, 1, 0, stream, args, nullptr),
+               "cuLaunchKernel(V layout)");
+}
 
 /// faKernelLaunchStrided and faKernelLaunchKVCache: `cache` gives K/V's
 /// outer and row extents and the cache's operands.
@@ -1042,6 +1203,12 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   // The tensors' strides (faKernelLaunchStrided's rule); contiguous ones
   // where none are given. Kernels without rank-4 maps take only those.
   const long long d = k->meta.headDim;
+  const bool fp8 = k->meta.dtype == "e4m3";
+  if (fp8 != (cache.qDescale != nullptr))
+    return fail("faKernelLaunch: " + k->meta.kernel +
+                (fp8 ? " is an e4m3 kernel: launch it with faKernelLaunchE4M3"
+                     : " takes 16-bit inputs: faKernelLaunchE4M3 is for "
+                       "e4m3 kernels"));
   const FaStrides *given[4] = {qStrides, kStrides, vStrides, oStrides};
   const long long heads[4] = {qHeads, kvHeads, kvHeads, qHeads};
   const long long rows[4] = {qRows, cache.rows, cache.rows, qRows};
@@ -1050,9 +1217,10 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   FaStrides strides[4];
   for (int i = 0; i < 4; ++i) {
     FaStrides contiguous = {heads[i] * rows[i] * d, rows[i] * d, d};
+    // e4m3 q, k, v are one byte; O is 16-bit.
     if (checkStrides("faKernelLaunch", names[i],
                      given[i] ? *given[i] : contiguous, batches[i], heads[i],
-                     rows[i], d, strides[i]))
+                     rows[i], d, strides[i], fp8 && i < 3 ? 1 : 2))
       return 1;
     if (!k->meta.strided() &&
         (strides[i].batch != contiguous.batch ||
@@ -1109,11 +1277,26 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   alignas(64) unsigned char maps[4][128];
   const void *bases[] = {q, kp, v, o};
   void *tensorArgs[4] = {&q, &kp, &v, &o};
+  CUdeviceptr valueT = 0;
+  long long keys16 = (kvLen + 15) / 16 * 16;
+  if (fp8 && runValueLayout(k, v, strides[2], batch, kvHeads, kvLen, stream,
+                            valueT))
+    return 1;
   if (k->meta.tmaBoxCols) {
-    int dtype = k->meta.dtype == "bf16" ? 1 : 0;
+    int dtype = fp8 ? 2 : k->meta.dtype == "bf16" ? 1 : 0;
     long box[] = {k->meta.blockR, k->meta.tmaBoxRowsKV, k->meta.tmaBoxRowsKV,
                   k->meta.tmaBoxRowsO};
     for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
+      if (fp8 && i == 2) {
+        // V^T [B, Hkv, D, Nk_16], contiguous: rows of D, keys innermost.
+        if (faEncodeStridedTensorMap(maps[2], (const void *)valueT, batch,
+                                     kvHeads, d, keys16, kvHeads * d * keys16,
+                                     d * keys16, keys16,
+                                     (int)k->meta.paramBoxRows[2], dtype))
+          return 1;
+        tensorArgs[2] = maps[2];
+        continue;
+      }
       if (k->meta.strided()
               ? faEncodeStridedTensorMap(maps[i], bases[i], batches[i],
                                          heads[i],
@@ -1194,6 +1377,10 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 : name == "cu_seqlens_q"   ? (void *)&cuQ
                 : name == "cu_seqlens_k"   ? (void *)&cuK
                 : name == "total_q"        ? (void *)&qRows
+                : name == "v_t"            ? tensorArgs[2]
+                : name == "q_descale"      ? (void *)&cache.qDescale
+                : name == "k_descale"      ? (void *)&cache.kDescale
+                : name == "v_descale"      ? (void *)&cache.vDescale
                                            : nullptr;
     if (!arg) // validate() admits only the names above
       return fail("faKernelLaunch: unknown kernel parameter '" + name + "'");
@@ -1230,6 +1417,36 @@ int faKernelLaunchStrided(FaKernel *k, const void *q,
   return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
                       lse, batch, qHeads, kvHeads, qLen, cache, scale,
                       kvSplits, stream);
+}
+
+int faKernelLaunchE4M3(FaKernel *k, const void *q, const FaStrides *qStrides,
+                       const void *kp, const FaStrides *kStrides,
+                       const void *v, const FaStrides *vStrides, void *o,
+                       const FaStrides *oStrides, float *lse, int batch,
+                       int qHeads, int kvHeads, int qLen, int kvLen,
+                       float scale, const float *qDescale,
+                       const float *kDescale, const float *vDescale,
+                       void *stream) {
+  if (!k)
+    return fail("faKernelLaunchE4M3: kernel must not be null");
+  if (k->meta.dtype != "e4m3")
+    return fail("faKernelLaunchE4M3: " + k->meta.kernel + " takes " +
+                k->meta.dtype + " inputs: launch it with "
+                "faKernelLaunchStrided");
+  for (const float *p : {qDescale, kDescale, vDescale})
+    if (!p || reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail("faKernelLaunchE4M3: q_descale, k_descale and v_descale "
+                  "must be 4-byte aligned f32 scalars on the device (1.0 "
+                  "for unscaled codes)");
+  KVCache cache;
+  cache.entries = batch;
+  cache.rows = kvLen;
+  cache.qDescale = qDescale;
+  cache.kDescale = kDescale;
+  cache.vDescale = vDescale;
+  return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
+                      lse, batch, qHeads, kvHeads, qLen, cache, scale,
+                      /*kvSplits=*/-1, stream);
 }
 
 int faKernelLaunchVarlen(FaKernel *k, const void *q,
@@ -1348,6 +1565,9 @@ void faKernelDestroy(FaKernel *k) {
       if (entry.second.arrivals)
         driver.cuMemFree(entry.second.arrivals);
     }
+    for (auto &entry : k->valueWorkspace)
+      if (entry.second.ptr)
+        driver.cuMemFree(entry.second.ptr);
     if (k->module)
       driver.cuModuleUnload(k->module);
   }

@@ -1,7 +1,8 @@
 """The sm_90a FP8 (e4m3) kernel through the Python runtime: numerics on
 the H200 against an independent torch emulation of FP8 attention
 (flash-attention's 2x rule, adapted: the emulation's error is what FP8
-costs) and argument checks. (The C launcher's refusal of e4m3 kernels is
+costs) and argument checks; the C launcher (faKernelLaunchE4M3) against
+the Python runtime. (The C reader's refusals of bad e4m3 metadata are
 test/Target/fa-compile-e4m3.test's.)
 
 GPU tests read the kernels of bench/build_fp8_kernels.sh from
@@ -217,3 +218,65 @@ def test_flash_attn_func_e4m3_bottom_right(cuda_flashmlir, causal,
     base = (emu.double() - ref).abs().max().item()
     assert torch.isfinite(out).all()
     assert err <= 2 * base + 1e-3, (err, base)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["sm_90a_d128_e4m3_bf16_causal",
+                                  "sm_90a_d256_e4m3_f16"])
+def test_c_runtime_e4m3_launch(cuda_flashmlir, name):
+    """faKernelLaunchE4M3 on flash-attn's [B, N, H, D] views: the V layout
+    kernel into the runtime's workspace, then the attention; O and LSE equal
+    the Python runtime's launch of the same kernel bit for bit, twice (the
+    workspace reused). And the launchers' refusals."""
+    import ctypes
+    from conftest import load_c_runtime
+    torch, _ = cuda_flashmlir
+    from flashmlir.runtime import Kernel
+    lib, Strides, bnhd = load_c_runtime()
+    prefix = os.path.join(_kernel_dir(), name)
+    kernel = ctypes.c_void_p()
+    assert lib.faKernelLoadFiles(prefix.encode(), 0,
+                                 ctypes.byref(kernel)) == 0, \
+        lib.faRuntimeLastError()
+    lib.faKernelOutDType.restype = ctypes.c_char_p
+    out_dtype = lib.faKernelOutDType(kernel).decode()
+    b, hq, hkv, nq, nk = 2, 6, 2, 333, 1000
+    d = int(name.split("_d")[1].split("_")[0])
+    g = torch.Generator(device="cuda").manual_seed(11)
+    x = [torch.randn(b, n, h, d, device="cuda", generator=g)
+         for n, h in ((nq, hq), (nk, hkv), (nk, hkv))]
+    (q8, qd), (k8, kd), (v8, vd) = (_quantize(torch, t) for t in x)
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[out_dtype]
+    out = torch.full((b, nq, hq, d), float("nan"), device="cuda", dtype=dt)
+    lse = torch.empty(b, hq, nq, device="cuda")
+    scale = 1 / math.sqrt(d)
+    c = ctypes.c_void_p
+
+    def launch(launcher, descales):
+        args = []
+        for t in (q8, k8, v8, out):
+            args += [c(t.data_ptr()), ctypes.byref(bnhd(t))]
+        return launcher(kernel, *args, c(lse.data_ptr()), b, hq, hkv, nq, nk,
+                        ctypes.c_float(scale), *descales,
+                        c(torch.cuda.current_stream().cuda_stream))
+
+    descales = [c(t.data_ptr()) for t in (qd, kd, vd)]
+    for _ in range(2):
+        out.fill_(float("nan"))
+        assert launch(lib.faKernelLaunchE4M3, descales) == 0, \
+            lib.faRuntimeLastError()
+    torch.cuda.synchronize()
+    ref, ref_lse = Kernel.load(prefix)(
+        *(t.transpose(1, 2) for t in (q8, k8, v8)), scale=scale,
+        q_descale=qd, k_descale=kd, v_descale=vd)
+    torch.cuda.synchronize()
+    assert torch.equal(out.transpose(1, 2), ref)
+    assert torch.equal(lse, ref_lse)
+    # A missing descale, and the 16-bit launcher, are refused.
+    assert launch(lib.faKernelLaunchE4M3, [descales[0], None,
+                                            descales[2]]) == 1
+    assert b"must be 4-byte aligned f32 scalars" in lib.faRuntimeLastError()
+    assert launch(lib.faKernelLaunchStrided, [ctypes.c_int(1)]) == 1
+    assert b"is an e4m3 kernel: launch it with faKernelLaunchE4M3" in \
+        lib.faRuntimeLastError()
+    lib.faKernelDestroy(kernel)

@@ -77,7 +77,8 @@ def test_bad_inputs(cuda_flashmlir):
     with pytest.raises(KernelArgumentError, match="CUDA tensor"):
         flashmlir.attention(cpu, cpu, cpu)
     f32 = torch.randn(1, 1, 16, 64, device="cuda")
-    with pytest.raises(KernelArgumentError, match="float16 or bfloat16"):
+    with pytest.raises(KernelArgumentError,
+                       match="float16, bfloat16 or \\(sm_90a\\) float8_e4m3fn"):
         flashmlir.attention(f32, f32, f32)
 
 
