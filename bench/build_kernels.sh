@@ -30,18 +30,21 @@ if [ "$ARCH" = sm_90a ]; then
   fc --window 17 --softcap 5 -o "$OUT/sm_90a_d128_f16_w17_sc5"
   # Split-KV (decode), the count picked per launch: what flashmlir.attention
   # and flash_attn_func take where the query blocks leave SMs idle.
-  for d in 64 128 256; do
+  for d in 64 96 128 256; do
     build/bin/fa-compile --arch "$ARCH" --head-dim "$d" --dtype f16 --split-kv auto \
       -o "$OUT/sm_90a_d${d}_f16_splitkv" >> "$OUT/ptxas.txt"
   done
   build/bin/fa-compile --arch "$ARCH" --head-dim 128 --dtype bf16 --split-kv auto -o "$OUT/sm_90a_d128_bf16_splitkv" >> "$OUT/ptxas.txt"
   fc --causal --causal-align=bottom-right --split-kv auto -o "$OUT/sm_90a_d128_f16_causal_bralign_splitkv"
-  # Head dim 192 (three 64-column blocks; sm_90a only), for
+  # Head dim 192 (three 64-column blocks), and 32, 96, 160 on the tiles of
+  # the next multiple of 64 (sm_90a's wgmma kernel only), for
   # python/tests/test_gpu.py.
-  for dtype in f16 bf16; do
-    for causal in "" "--causal"; do
-      build/bin/fa-compile --arch "$ARCH" --head-dim 192 --dtype "$dtype" $causal \
-        -o "$OUT/sm_90a_d192_${dtype}${causal:+_causal}" >> "$OUT/ptxas.txt"
+  for d in 32 96 160 192; do
+    for dtype in f16 bf16; do
+      for causal in "" "--causal"; do
+        build/bin/fa-compile --arch "$ARCH" --head-dim "$d" --dtype "$dtype" $causal \
+          -o "$OUT/sm_90a_d${d}_${dtype}${causal:+_causal}" >> "$OUT/ptxas.txt"
+      done
     done
   done
 fi

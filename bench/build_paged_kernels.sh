@@ -34,6 +34,10 @@ fc --head-dim 64 --dtype bf16 --causal --causal-align bottom-right \
   -o "$OUT/sm_90a_d64_bf16_causal_bralign_splitkv_kvlens_paged128"
 fc --head-dim 256 --split-kv auto --kv-lengths --page-size 128 \
   -o "$OUT/sm_90a_d256_f16_splitkv_kvlens_paged128"
+# Head dim 96 (on D = 128's tiles): paged decode.
+fc --head-dim 96 --causal --causal-align bottom-right --split-kv auto \
+  --kv-lengths --page-size 64 \
+  -o "$OUT/sm_90a_d96_f16_causal_bralign_splitkv_kvlens_paged64"
 # flash_attn_with_kvcache's windows and softcap (python/tests/
 # test_flash_attn_combinations.py): split decode and unsplit chunks.
 for split in "--split-kv auto" ""; do

@@ -16,6 +16,10 @@ fc --head-dim 128 --causal --causal-align bottom-right --varlen \
 fc --head-dim 64 --dtype bf16 --causal --causal-align bottom-right --varlen \
   -o "$OUT/sm_90a_d64_bf16_causal_bralign_varlen"
 fc --head-dim 256 --varlen -o "$OUT/sm_90a_d256_f16_varlen"
+# Head dim 96 (on D = 128's tiles).
+fc --head-dim 96 --varlen -o "$OUT/sm_90a_d96_f16_varlen"
+fc --head-dim 96 --causal --causal-align bottom-right --varlen \
+  -o "$OUT/sm_90a_d96_f16_causal_bralign_varlen"
 # flash_attn_varlen_func's windows and softcap (python/tests/
 # test_flash_attn_combinations.py): a symmetric and a causal window, softcap.
 fc --head-dim 128 --window 17 --causal-align bottom-right --varlen \

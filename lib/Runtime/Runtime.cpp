@@ -1011,7 +1011,9 @@ int faEncodeTensorMap(void *map, const void *base, long long matrices,
     return fail("faEncodeTensorMap: only f16 (dtype 0) and bf16 (1) tensors");
   // cuTensorMapEncodeTiled: every dimension at most 2^32, strides below
   // 2^40 bytes.
-  if (matrices <= 0 || rows <= 0 || headDim <= 0 || headDim % 64 != 0 ||
+  // D: whole 16-byte rows (the TMA's stride unit); the boxes of 64
+  // columns may run past it (a padded head dim), the TMA fills zeros.
+  if (matrices <= 0 || rows <= 0 || headDim <= 0 || headDim % 8 != 0 ||
       boxRows <= 0 || boxRows > 256 || matrices > (1LL << 32) ||
       rows > (1LL << 32) || headDim > (1LL << 16) ||
       rows * headDim * 2 >= (1LL << 40))
@@ -1042,11 +1044,11 @@ int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
   if (dtype != 0 && dtype != 1 && dtype != 2)
     return fail("faEncodeStridedTensorMap: only f16 (dtype 0), bf16 (1) and "
                 "e4m3 (2) tensors");
-  // e4m3: the innermost dimension is D, or the keys of a V^T (a multiple
-  // of 16, whole 16-byte chunks).
+  // The innermost dimension (D, or the keys of an e4m3 V^T) in whole
+  // 16-byte chunks; boxes past it (a padded head dim) read zeros.
   const long long elementBytes = dtype == 2 ? 1 : 2;
   if (batch <= 0 || heads <= 0 || rows <= 0 || headDim <= 0 ||
-      headDim % (dtype == 2 ? 16 : 64) != 0 || headDim > (1LL << 16) ||
+      headDim % (16 / elementBytes) != 0 || headDim > (1LL << 16) ||
       boxRows <= 0 ||
       boxRows > 256 || batch > (1LL << 32) || heads > (1LL << 32) ||
       rows > (1LL << 32))

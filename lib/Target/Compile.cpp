@@ -394,16 +394,11 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.pageSize < 0)
     return emitError(loc) << "fa-compile: the page size must be positive, got "
                           << options.pageSize;
-  if (options.headDim == 192 && !usesWgmma(options))
-    return emitError(loc) << "fa-compile: head dim 192 has a kernel on sm_90a "
-                             "(wgmma) only, not "
-                          << options.arch;
-  if (options.headDim != 64 && options.headDim != 128 &&
-      options.headDim != 192 && options.headDim != 256)
-    return emitError(loc) << "fa-compile: head dim must be 64, 128"
-                          << (usesWgmma(options) ? ", 192" : "")
-                          << " or 256 on " << options.arch << ", got "
-                          << options.headDim;
+  fagpu::Target target =
+      fagpu::symbolizeTarget(options.arch).value_or(fagpu::Target::sm_80);
+  if (std::optional<std::string> why =
+          fagpu::checkHeadDim(target, usesWgmma(options), options.headDim))
+    return emitError(loc) << "fa-compile: " << *why;
   return success();
 }
 

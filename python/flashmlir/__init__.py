@@ -105,8 +105,9 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
 def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
               num_splits=0, q_descale=None, k_descale=None, v_descale=None):
     """softmax(scale * q k^T) v on CUDA tensors [B, H, N, D] (f16/bf16, D in
-    {64, 128, 256}, and 192 on sm_90a; k and v may have fewer heads than q: grouped-query
-    attention), with torch SDPA's calling convention; causal is top-left
+    {64, 128, 256}, and any multiple of 32 up to 256 on sm_90a; k and v may
+    have fewer heads than q: grouped-query attention), with torch SDPA's
+    calling convention; causal is top-left
     aligned. Views are read in place by the sm_90a kernels (unit stride on
     D, other strides in multiples of 8 elements) and copied for sm_80; O is
     contiguous. The kernel for the tensors' GPU (sm_90a FlashAttention-3 on

@@ -134,14 +134,13 @@ def _reference(torch, q, k_cache, v_cache, table, lengths, page, causal):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("page", [16, 64])
+@pytest.mark.parametrize("page,d", [(16, 128), (64, 128), (64, 96)])
 @pytest.mark.parametrize("b,hq,hkv,nq,lengths", [
     (3, 8, 2, 1, [700, 1, 64]), (2, 4, 4, 9, [300, 1000])])
-def test_paged_decode_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
-                                        lengths):
+def test_paged_decode_matches_reference(cuda_flashmlir, page, d, b, hq, hkv,
+                                        nq, lengths):
     torch, flashmlir = cuda_flashmlir
     torch.manual_seed(page + nq)
-    d = 128
     max_pages = math.ceil(max(lengths) / page)
     pages = b * max_pages + 3
     k_cache = torch.randn(pages, page, hkv, d, device="cuda",

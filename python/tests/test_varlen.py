@@ -59,12 +59,13 @@ def test_varlen_func_refuses_bad_sums(flashmlir):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
-def test_varlen_matches_reference(cuda_flashmlir, causal):
+@pytest.mark.parametrize("d", [96, 128])
+def test_varlen_matches_reference(cuda_flashmlir, causal, d):
     import os
     torch, flashmlir = cuda_flashmlir
     torch.manual_seed(3)
     lq, lk = [200, 1, 0, 513], [200, 77, 3, 600]
-    hq, hkv, d = 8, 2, 128
+    hq, hkv = 8, 2
     cuq = torch.tensor([0, 200, 201, 201, 714], dtype=torch.int32,
                        device="cuda")
     cuk = torch.tensor([0, 200, 277, 280, 880], dtype=torch.int32,

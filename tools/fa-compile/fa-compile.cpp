@@ -32,7 +32,9 @@ static cl::opt<std::string> arch(cl::cat(toolOptions), "arch",
                                  cl::desc("sm_80 | sm_90a | sm_100a"),
                                  cl::init("sm_90a"));
 static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim",
-                                cl::desc("64 | 128 | 256"), cl::init(128));
+                                cl::desc("64 | 128 | 256; on sm_90a (wgmma) any "
+                                         "multiple of 32 up to 256"),
+                                cl::init(128));
 static cl::opt<std::string>
     dtype(cl::cat(toolOptions), "dtype",
           cl::desc("f16 | bf16 | e4m3 (sm_90a wgmma, D 128: FP8 Q/K/V with "

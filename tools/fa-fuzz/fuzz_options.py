@@ -101,7 +101,7 @@ def fa_run_vector(rng):
 def fa_compile_vector(rng):
     opts = {
         "--arch": pick(rng, ["sm_80", "sm_90a", "sm_100a"], ["sm_75", ""], 0.05),
-        "--head-dim": pick(rng, [64, 128, 256], [0, 96, 2**32 + 64], 0.15),
+        "--head-dim": pick(rng, [64, 96, 128, 256], [0, 80, 2**32 + 64], 0.15),
         "--dtype": pick(rng, ["f16", "bf16"], ["f32"], 0.05),
         "--no-cubin": None,
         "--emit": "ptx",
@@ -248,7 +248,7 @@ for line in sys.stdin:
 
 
 def python_vector(rng):
-    kw = {"head_dim": pick(rng, [64, 128], [0, 96, 2**40], 0.15),
+    kw = {"head_dim": pick(rng, [64, 96, 128], [0, 80, 2**40], 0.15),
           "arch": pick(rng, ["sm_80", "sm_90a", "sm_100a"], ["sm_75"], 0.05)}
     if rng.random() < 0.3:
         kw["window"] = pick(rng, [0, 128], [-5, 2**31, 2**32 + 1])

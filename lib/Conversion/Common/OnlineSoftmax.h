@@ -18,6 +18,7 @@
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -110,7 +111,8 @@ createSoftmaxStep(OpBuilder &b, Location loc, const SoftmaxConfig &config,
       config.probsScale > 0 ? f32(config.probsScale) : FloatAttr());
 }
 
-/// The first check of every tensor-core kernel: D = Dv in {64, 128, 256}.
+/// The first check of every tensor-core kernel: D = Dv, a head dim of the
+/// kernel's (fagpu::checkHeadDim; `target` is "<arch> <kernel>").
 /// Returns the mask and FA4 config of `op`, or the
 /// error "cannot be lowered to <target>: <why>" on the op.
 inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
@@ -120,10 +122,12 @@ inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
                             << why;
   };
   int64_t d = op.getHeadDim();
-  if (d == 192 && !target.starts_with("sm_90a"))
-    return fail("head dim 192 has a kernel on sm_90a only");
-  if (d != 64 && d != 128 && d != 192 && d != 256)
-    return fail("head dim must be 64, 128, 192 or 256, got " + Twine(d));
+  fagpu::Target arch = target.starts_with("sm_90a")    ? fagpu::Target::sm_90a
+                       : target.starts_with("sm_100a") ? fagpu::Target::sm_100a
+                                                       : fagpu::Target::sm_80;
+  if (std::optional<std::string> why =
+          fagpu::checkHeadDim(arch, target.ends_with("wgmma"), d))
+    return fail(*why);
   if (op.getValueHeadDim() != d)
     return fail("value head dim must equal the head dim (" + Twine(d) +
                 "), got " + Twine(op.getValueHeadDim()));

@@ -297,7 +297,8 @@ void KernelBuilder::emitSoftmax() {
                                /*heads=*/Value(), /*strides=*/ValueRange(),
                                spec.writesLse ? lsePtr : Value(), Value(),
                                Value(), /*descale=*/Value(),
-                               /*probs_scale=*/FloatAttr());
+                               /*probs_scale=*/FloatAttr(),
+                               /*columns=*/IntegerAttr());
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {

@@ -96,11 +96,14 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   fagpu::KernelInputs inputs;
   /// The kernel's parameters, in launch order.
   SmallVector<fagpu::KernelParam> abi;
+  /// The attention's head dim: O's columns and the tensor maps' (headDim,
+  /// the tiles', is it padded to whole 64-column blocks).
+  int64_t outputColumns = 0;
 
   int64_t threads() const { return 128 * (1 + consumers); }
   int64_t columnBlocks() const { return headDim * elementBytes / 128; }
   std::string kernelName() const {
-    return "fa3_sm90_d" + std::to_string(headDim) + "_br" +
+    return "fa3_sm90_d" + std::to_string(outputColumns) + "_br" +
            std::to_string(blockR()) + "_bc" + std::to_string(blockC) + "_s" +
            std::to_string(stages) + (fp8 ? "_e4m3" : "") +
            (bf16 ? "_bf16" : "_f16") +
@@ -301,6 +304,9 @@ private:
   /// matrix 0 starts.
   void storeTile(const RowState &state, Value row0, Value qMatrix,
                  Value staging, Value rowEnd = Value(), Value lse = Value());
+  /// fagpu.store_output's `columns` where O has fewer columns than the
+  /// tiles (a padded head dim), else none.
+  IntegerAttr paddedColumns();
   /// The consumer's rows of the staging tile for the tile in `qBuffer`.
   Value stagingRows(Value qBuffer);
 
@@ -602,7 +608,7 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
                                  /*heads=*/Value(), /*strides=*/ValueRange(),
                                  lsePartialPtr, Value(), Value(),
                                  /*descale=*/Value(),
-                                 /*probs_scale=*/FloatAttr());
+                                 /*probs_scale=*/FloatAttr(), paddedColumns());
     return;
   }
   fagpu::StoreOutputOp::create(
@@ -611,7 +617,14 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
       stridedMaps && !spec.tmaStore ? ValueRange(oStrides) : ValueRange(),
       spec.writesLse ? lse : Value(), spec.tmaStore ? staging : Value(),
       spec.tmaStore ? epilogueBarrier : Value(), vDescale,
-      spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr());
+      spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr(),
+      spec.tmaStore ? IntegerAttr() : paddedColumns());
+}
+
+IntegerAttr KernelBuilder::paddedColumns() {
+  return spec.outputColumns < spec.headDim
+             ? b.getI64IntegerAttr(spec.outputColumns)
+             : IntegerAttr();
 }
 
 void KernelBuilder::finishPendingTile(const PendingTile &tile) {
@@ -805,7 +818,7 @@ void KernelBuilder::emitSplitConsumerTile(const AttentionTile &tile,
   fagpu::MergeSplitsOp::create(
       b, loc, add(tile.qStart, mul(consumer, c32(kRowsPerConsumer))),
       tile.qMatrix, nq, kvSplits, mul(batches, hq), splitArrivalsPtr,
-      oPartialPtr, lsePartialPtr, oPtr, half, spec.headDim,
+      oPartialPtr, lsePartialPtr, oPtr, half, spec.outputColumns,
       stridedMaps ? hq : Value(),
       stridedMaps ? ValueRange(oStrides) : ValueRange(),
       spec.writesLse ? lsePtr : Value());
@@ -1156,17 +1169,20 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
     if (s.kvSplits)
       return fail("e4m3 kernels have no split-KV form yet");
   }
+  // The tiles' head dim, D padded to whole 64-column blocks (the layout's
+  // headDim); the tensor maps and the stores keep D.
   static_cast<fagpu::SM90Layout &>(spec) =
       fagpu::sm90Layout(d, s, spec.fp8 ? 1 : 2);
+  spec.outputColumns = d;
   if (s.blockR != s.consumers * kRowsPerConsumer || s.consumers < 1 ||
       s.consumers > 3)
     return fail("block_r must be 64, 128 or 192 (one, two or three consumer "
                 "warpgroups of 64 rows), got " +
                 Twine(s.blockR));
-  if (s.consumers == 3 && d != 64)
+  if (s.consumers == 3 && spec.headDim != 64)
     return fail("block_r = 192 needs D = 64 (three consumers get 160 "
                 "registers each; at D = 128 their S, O and P spill)");
-  if (s.consumers == 1 && d > 128)
+  if (s.consumers == 1 && spec.headDim > 128)
     return fail("block_r = 64 needs D <= 128 (with two CTAs per SM the "
                 "kernel launches with 128 registers per thread, and ptxas "
                 "cannot fit D = 256's 128 accumulators of P V)");
@@ -1234,7 +1250,7 @@ LogicalResult mlir::fa::buildSM90Kernels(ModuleOp module) {
   };
   auto launch = [](fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
                    const KernelSpec &spec) {
-    TensorMapLaunch launch{spec.headDim, spec.blockR(), spec.bf16,
+    TensorMapLaunch launch{spec.outputColumns, spec.blockR(), spec.bf16,
                            spec.threads(), spec.sharedBytes(), spec.abi,
                            spec.kvSplits};
     std::string layout;

@@ -1318,10 +1318,12 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     OpEmitter::ThreadPosition pos = e.position();
     if (!op.getStaging()) {
       // O / l and LSE straight from registers: each quad writes 16 B of a
-      // row per 8 columns (32 B for f32 partials).
+      // row per 8 columns (32 B for f32 partials), of O's `columns` where
+      // the fragment has padding columns past them.
       bool f32Out = element.isF32();
+      int64_t columns = op.getColumns().value_or(headDim);
       OutputRows rows =
-          outputRows(e, op.getHeads(), op.getStrides(), matrix, nq, headDim);
+          outputRows(e, op.getHeads(), op.getStrides(), matrix, nq, columns);
       Value oBase = e.gep(e.globalPtr, f32Out ? e.f32 : e.half,
                           adaptor.getOut().front(), rows.first);
       // Row tile r holds rows row0 + 16 r (+ 8).
@@ -1331,7 +1333,7 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
         e.storeRows(SmallVector<Value>(o.slice(r * perTile, perTile)),
                     {mIn[2 * r], mIn[2 * r + 1]}, {lIn[2 * r], lIn[2 * r + 1]},
                     r ? e.add(row0, e.c32(16 * r)) : row0, nq, oBase, lseBase,
-                    rows.stride, headDim, pos.quadLane, f32Out);
+                    rows.stride, columns, pos.quadLane, f32Out);
       rewriter.eraseOp(op);
       return success();
     }
@@ -1530,14 +1532,15 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
           e.globalPtr, e.f32, oPartial,
           e.add(e.mul(partialRow(chunk), e.c64(headDim)),
                 e.ext64(e.mul(pos.lane, e.c32(columns)))));
-      // The lane's columns as vectors of up to four, so that the warp's
-      // loads cover whole 32-byte sectors. Not volatile (NVPTX would split
-      // a volatile vector into scalar loads, each moving a sector for 4
-      // bytes): a partial O row fills whole 128-byte lines of its own, read
-      // once per launch by this warp alone, so this SM's L1 holds no stale
-      // copy of them (L1 starts each launch empty).
-      for (int64_t c = 0; c < columns; c += 4) {
-        int64_t width = std::min<int64_t>(4, columns - c);
+      // The lane's columns as vectors of four (two, one where its columns
+      // are not a multiple: D = 96 gives a lane three, 12 bytes apart), so
+      // that the warp's loads cover whole 32-byte sectors. Not volatile
+      // (NVPTX would split a volatile vector into scalar loads, each moving
+      // a sector for 4 bytes): a partial O row fills whole 128-byte lines
+      // of its own, read once per launch by this warp alone, so this SM's
+      // L1 holds no stale copy of them (L1 starts each launch empty).
+      int64_t width = columns % 4 == 0 ? 4 : columns % 2 == 0 ? 2 : 1;
+      for (int64_t c = 0; c < columns; c += width) {
         auto vectorType = VectorType::get({width}, e.f32);
         Value x = LLVM::LoadOp::create(
             b, loc, vectorType, e.gep(e.globalPtr, e.f32, oRow, e.c64(c)),
@@ -1566,12 +1569,20 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
         e.gep(e.globalPtr, e.half, out,
               e.add(e.add(outRows.first, e.mul(e.ext64(row), outRows.stride)),
                     e.ext64(e.mul(pos.lane, e.c32(columns)))));
-    for (int64_t c = 0; c < columns; c += 2) {
-      Value packed = e.packPair(e.fmul(sumLoop.getResult(1 + c), inverse),
-                                e.fmul(sumLoop.getResult(2 + c), inverse));
-      LLVM::StoreOp::create(b, loc, packed,
-                            e.gep(e.globalPtr, e.half, oRow, e.c64(c)),
-                            /*alignment=*/4);
+    // Pairs of 16-bit columns, or single ones where a lane's columns are
+    // odd (and so its pairs would not be 4-byte aligned).
+    for (int64_t c = 0; c < columns; c += columns % 2 == 0 ? 2 : 1) {
+      Value first = e.fmul(sumLoop.getResult(1 + c), inverse);
+      Value ptr = e.gep(e.globalPtr, e.half, oRow, e.c64(c));
+      if (columns % 2 != 0) {
+        LLVM::StoreOp::create(
+            b, loc, arith::TruncFOp::create(b, loc, e.half, first), ptr,
+            /*alignment=*/2);
+        continue;
+      }
+      Value packed =
+          e.packPair(first, e.fmul(sumLoop.getResult(2 + c), inverse));
+      LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
     }
     if (lse) {
       auto ifLane0 = scf::IfOp::create(b, loc, e.eq(pos.lane, e.c32(0)), false);

@@ -103,6 +103,28 @@
 // CHECK-COUNT-32: llvm.inline_asm has_side_effects "", "=f,0"
 // CHECK-NEXT: scf.yield
 
+// A head dim padded to the tiles' (D = 96 on D = 128 tiles): O has 32 of
+// the fragment's 64 columns, so its rows are 32 elements apart and each
+// row of a thread stores 4 pairs (one per 8 columns), not 8.
+// CHECK-LABEL: llvm.func @padded_columns
+// CHECK: arith.constant 32 : i64
+// CHECK: scf.if
+// CHECK-COUNT-4: llvm.store {{.*}} : i32, !llvm.ptr<1>
+// CHECK-NEXT: }
+
+// Its split-KV merge: head_dim 96 gives each lane 3 columns, 12 bytes apart
+// in the f32 partials and 6 in O, so they move one at a time (vectors and
+// pairs would be misaligned): three f32 loads per chunk, three 2-byte
+// stores.
+// CHECK-LABEL: llvm.func @padded_merge
+// CHECK-COUNT-3: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<1xf32>
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NEXT: llvm.store %{{.*}} {alignment = 2 : i64} : bf16, !llvm.ptr<1>
+// CHECK: arith.truncf
+// CHECK-NEXT: llvm.store %{{.*}} {alignment = 2 : i64} : bf16, !llvm.ptr<1>
+// CHECK: arith.truncf
+// CHECK-NEXT: llvm.store %{{.*}} {alignment = 2 : i64} : bf16, !llvm.ptr<1>
+
 !q = !fagpu.pipeline<stages = 1, buffers = 1, 128x64xf16>
 !kv = !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
 !rows = !fagpu.fragment<64xf32, rows>
@@ -190,6 +212,19 @@ gpu.module @fa_kernels {
       %p = fagpu.pin %o : !o
       scf.yield %p : !o
     }
+    llvm.return
+  }
+
+  llvm.func @padded_columns(%i: i32, %p: !llvm.ptr<1>) {
+    %zero = arith.constant 0.0 : f32
+    %o = fagpu.splat %zero : !o
+    %m = fagpu.splat %zero : !rows
+    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f16 {columns = 32 : i64} : !o, !rows
+    llvm.return
+  }
+
+  llvm.func @padded_merge(%i: i32, %p: !llvm.ptr<1>) {
+    fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as bf16 {head_dim = 96 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
     llvm.return
   }
 }

@@ -149,6 +149,24 @@ func.func @partial_through_staging(%o: !fagpu.fragment<64x64xf32, accumulator>, 
 
 // -----
 
+// O's columns (a padded head dim): whole 8-column groups of the fragment,
+// stored from registers.
+func.func @store_columns(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
+  // expected-error @+1 {{columns must be a multiple of 8 in [8, 64] (O's columns, at most the fragment's), got 72}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 {columns = 72 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
+func.func @store_columns_staged(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{columns belong to a store from registers (a TMA store's map has O's columns)}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f16 staging %t : !fagpu.smem_tile<64x64xf16> sync %i {columns = 32 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
 func.func @merge_head_dim(%i: i32, %p: !llvm.ptr<1>) {
   // expected-error @+1 {{head_dim must be a multiple of 32 in [32, 256] (each lane merges head_dim / 32 columns), got 48}}
   fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 {head_dim = 48 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>

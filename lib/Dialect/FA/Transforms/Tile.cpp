@@ -140,10 +140,12 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
       if (!row)
         return op.emitOpError()
                << "fa-tile: no " << fagpu::targetName(gpu)
-               << " kernel for head dim " << d
-               << " (the table has 64, 128"
-               << (gpu == fagpu::Target::sm_90a ? ", 192" : "")
-               << " and 256); give block-r and block-c to tile it anyway";
+               << " kernel for head dim " << d << " (the table has 64, 128"
+               << (gpu == fagpu::Target::sm_90a
+                       ? ", 192 and 256, and multiples of 32 up to 256 on "
+                         "their tiles"
+                       : " and 256")
+               << "); give block-r and block-c to tile it anyway";
       br = row->blockR;
     }
     int64_t bc = op.getBlockC().value_or(blockC);

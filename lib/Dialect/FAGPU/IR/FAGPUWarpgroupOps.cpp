@@ -346,6 +346,16 @@ LogicalResult StoreOutputOp::verify() {
   if (element.isF32() && getStaging())
     return emitOpError("f32 partial O is stored from registers, not through "
                        "a staging tile");
+  if (std::optional<int64_t> columns = getColumns()) {
+    // Whole quads' 8-column groups of the fragment, from registers.
+    if (getStaging())
+      return emitOpError("columns belong to a store from registers (a TMA "
+                         "store's map has O's columns)");
+    if (*columns < 8 || *columns % 8 != 0 || *columns > o.getShape()[1])
+      return emitOpError("columns must be a multiple of 8 in [8, ")
+             << o.getShape()[1] << "] (O's columns, at most the fragment's), "
+             << "got " << *columns;
+  }
   if (bool(getStaging()) != bool(getSyncBarrier()))
     return emitOpError("a TMA store through `staging` synchronises the "
                        "warpgroup on `sync`: both or neither");

@@ -76,8 +76,30 @@ const KernelDefaults kTable[] = {
 
 } // namespace
 
+std::optional<std::string> mlir::fagpu::checkHeadDim(Target target, bool wgmma,
+                                                     int64_t headDim) {
+  if (headDim == 64 || headDim == 128 || headDim == 256)
+    return std::nullopt;
+  // The wgmma kernel pads D to whole 64-column blocks; a multiple of 32
+  // keeps the split-KV merge's columns a whole number per lane.
+  if (target == Target::sm_90a && wgmma && headDim % 32 == 0 &&
+      headDim > 0 && headDim <= 256)
+    return std::nullopt;
+  if (target == Target::sm_90a && wgmma)
+    return "head dim must be a multiple of 32 up to 256 on sm_90a (wgmma), "
+           "got " +
+           std::to_string(headDim);
+  return "head dim must be 64, 128 or 256 on " + targetName(target).str() +
+         (target == Target::sm_90a ? " (mma.sync; the wgmma kernel takes "
+                                     "any multiple of 32 up to 256)"
+                                   : std::string()) +
+         ", got " + std::to_string(headDim);
+}
+
 const KernelDefaults *mlir::fagpu::defaultsFor(Target target, int64_t headDim,
                                                bool causal) {
+  if (target == Target::sm_90a)
+    headDim = sm90TileHeadDim(headDim);
   for (const KernelDefaults &row : kTable)
     if (row.target == target && row.headDim == headDim && row.causal == causal)
       return &row;
@@ -101,7 +123,7 @@ int64_t mlir::fagpu::defaultBlockC(Target target, int64_t headDim, bool causal,
   // One consumer warpgroup (B_r = 64) shares the SM with a second CTA: its
   // 113 KiB hold B_c = 128 at D = 64 (three stages), 64 at D = 128 (two).
   if (target == Target::sm_90a && blockR == kRowsPerConsumer)
-    return 8192 / headDim;
+    return 8192 / sm90TileHeadDim(headDim);
   if (const KernelDefaults *row = defaultsFor(target, headDim, causal))
     return row->blockC;
   return 64;

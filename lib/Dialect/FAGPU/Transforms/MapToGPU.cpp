@@ -189,11 +189,11 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
       return "e4m3 kernels do not take KV caches or varlen batches yet";
   }
   int64_t d = q.getDimSize(3);
-  // D = 192 (three 64-column blocks) on the wgmma kernel only.
-  if (d == 192 && target != Target::sm_90a)
-    return "head dim 192 has a kernel on sm_90a only";
-  if (d != 64 && d != 128 && d != 192 && d != 256)
-    return "head dim must be 64, 128, 192 or 256, got " + std::to_string(d);
+  // sm_90a's kernels: the wgmma kernel's rule (the mma.sync kernel's
+  // builder asks for its own).
+  if (std::optional<std::string> why =
+          checkHeadDim(target, /*wgmma=*/true, d))
+    return why;
   if (v.getDimSize(3) != d)
     return "value head dim must equal the head dim (" + std::to_string(d) +
            "), got " + std::to_string(v.getDimSize(3));

@@ -227,3 +227,27 @@ func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: me
     : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
   return
 }
+
+// -----
+
+// D = 96 on D = 128 tiles (sm90TileHeadDim): the pipelines, fragments and
+// MMAs are D = 128's (the TMA fills columns 96 to 127 with zeros); the
+// tensor maps have D = 96 columns, the partial and final O 96 columns
+// (`columns`, and the merge's head_dim), the split scratch 96 per row.
+// CHECK-LABEL: func.func @padded_head_dim
+// CHECK: arith.constant 96 : index
+// CHECK: gpu.alloc async {{.*}} : memref<?xf32>
+// CHECK: llvm.call @faEncodeStridedTensorMap({{.*}}, %c96_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32) -> i32
+// CHECK: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d96_br64_bc64_s2_f16_stg_splitkv
+// CHECK: llvm.func @fa3_sm90_d96_br64_bc64_s2_f16_stg_splitkv(
+// CHECK: fagpu.create_pipeline {{.*}} : <stages = 1, buffers = 1, 64x128xf16>
+// CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 64x128xf16>
+// CHECK: fagpu.store_output {{.*}} as f32 lse {{.*}} {columns = 96 : i64} : !fagpu.fragment<64x128xf32, accumulator>
+// CHECK: fagpu.merge_splits {{.*}} {head_dim = 96 : i64}
+func.func @padded_head_dim(%q: memref<?x?x?x96xf16>, %k: memref<?x?x?x96xf16>, %v: memref<?x?x?x96xf16>,
+    %o: memref<?x?x?x96xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32,
+      schedule = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, kv_splits = 4>}
+    : memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?xf32>
+  return
+}

@@ -9,10 +9,21 @@ func.func @f32(%q: memref<1x1x64x64xf32>, %o: memref<1x1x64x64xf32>, %l: memref<
 
 // -----
 
-func.func @d96(%q: memref<1x1x64x96xf16>, %o: memref<1x1x64x96xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{fa-tile: no sm_90a kernel for head dim 96 (the table has 64, 128, 192 and 256); give block-r and block-c to tile it anyway}}
-  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x96xf16>, memref<1x1x64xf32>)
-      : memref<1x1x64x96xf16>, memref<1x1x64x96xf16>, memref<1x1x64x96xf16>
+// D = 96 runs on D = 128's tiles (sm90/build-kernels.mlir); D = 80 is not
+// a multiple of 32, and D = 320 has no tiles at all.
+func.func @d80(%q: memref<1x1x64x80xf16>, %o: memref<1x1x64x80xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{fa-map-to-gpu: cannot be mapped to sm_90a: head dim must be a multiple of 32 up to 256 on sm_90a (wgmma), got 80}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x80xf16>, memref<1x1x64xf32>)
+      : memref<1x1x64x80xf16>, memref<1x1x64x80xf16>, memref<1x1x64x80xf16>
+  return
+}
+
+// -----
+
+func.func @d320(%q: memref<1x1x64x320xf16>, %o: memref<1x1x64x320xf16>, %l: memref<1x1x64xf32>) {
+  // expected-error @+1 {{fa-tile: no sm_90a kernel for head dim 320 (the table has 64, 128, 192 and 256, and multiples of 32 up to 256 on their tiles); give block-r and block-c to tile it anyway}}
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x320xf16>, memref<1x1x64xf32>)
+      : memref<1x1x64x320xf16>, memref<1x1x64x320xf16>, memref<1x1x64x320xf16>
   return
 }
 

@@ -642,6 +642,12 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
     `out_element` f32 (from registers only) writes a split-KV chunk's
     partial O.
 
+    `columns = c` (from registers): O has c columns, fewer than the
+    fragment's, which are the tiles' head dim padded to whole 64-column
+    blocks (D = 96 on D = 128 tiles: sm90TileHeadDim). Only the first c
+    are stored, and contiguous rows are c apart. A TMA store needs none:
+    O's tensor map has c columns and the TMA clips the box to them.
+
     e4m3 kernels: with `descale %vd` (an f32, V's descale) O is stored as
     vd · O / l, the factor folded into the row's 1 / l; with `probs_scale =
     s` l carries s (P was cast to e4m3 as s · P, `fagpu.softmax_step`'s exp2
@@ -667,7 +673,8 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
                        Optional<LLVM_AnyPointer>:$lse,
                        Optional<FAGPU_SharedTile>:$staging,
                        Optional<I32>:$sync_barrier, Optional<F32>:$descale,
-                       OptionalAttr<F32Attr>:$probs_scale);
+                       OptionalAttr<F32Attr>:$probs_scale,
+                       OptionalAttr<I64Attr>:$columns);
   let assemblyFormat = [{
     $o `,` $m `,` $l `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out `:`
     type($out) `as` $out_element

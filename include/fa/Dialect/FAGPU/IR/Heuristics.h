@@ -35,8 +35,16 @@ struct KernelDefaults {
   const char *evidence;
 };
 
-/// The row for `target`, `headDim`, `causal`, or null where the target has
-/// no kernel for that head dim.
+/// The head dims each target's kernels take, the one rule fa-compile,
+/// fa-tile, fa-map-to-gpu and the kernel builders ask: 64, 128 and 256
+/// everywhere; on sm_90a's wgmma kernel (`wgmma`) any multiple of 32 up to
+/// 256, run on tiles of whole 64-column blocks (sm90TileHeadDim: 96 on
+/// 128, 160 on 192). The reason when `headDim` is not one.
+std::optional<std::string> checkHeadDim(Target target, bool wgmma,
+                                        int64_t headDim);
+
+/// The row for `target`, `headDim`, `causal` (sm_90a: of the head dim its
+/// tiles have, sm90TileHeadDim), or null where the table has none.
 const KernelDefaults *defaultsFor(Target target, int64_t headDim, bool causal);
 
 /// B_c when only B_r = `blockR` is given (sm_90a with one consumer runs two

@@ -61,12 +61,23 @@ struct SM90Layout {
   }
 };
 
-/// The layout a schedule describes for an sm_90a kernel of `headDim` and
-/// Q/K/V elements of `elementBytes`.
+/// The head dim of an sm_90a kernel's tiles for an attention of `headDim`:
+/// whole 128-byte rows of the swizzle (64 16-bit or 128 e4m3 columns, the
+/// TMA box and the wgmma descriptor's atom). D = 96 runs on D = 128 tiles:
+/// the TMA fills columns 96 to 127 of Q, K and V with zeros, which add
+/// nothing to Q K^T and make O's columns 96 to 127 zero, and the epilogue
+/// stores O's 96 columns only.
+inline int64_t sm90TileHeadDim(int64_t headDim, int64_t elementBytes = 2) {
+  int64_t columns = 128 / elementBytes;
+  return (headDim + columns - 1) / columns * columns;
+}
+
+/// The layout a schedule describes for an sm_90a kernel of `headDim` (its
+/// tiles' sm90TileHeadDim) and Q/K/V elements of `elementBytes`.
 inline SM90Layout sm90Layout(int64_t headDim, const ScheduleFields &s,
                              int64_t elementBytes = 2) {
   SM90Layout layout;
-  layout.headDim = headDim;
+  layout.headDim = sm90TileHeadDim(headDim, elementBytes);
   layout.elementBytes = elementBytes;
   layout.consumers = s.consumers;
   layout.qBuffers = s.qBuffers;
