@@ -6,6 +6,7 @@
 #   table's kernel (persistent, TMA store), and O from registers;
 # * D = 192 (three 64-column blocks, B_c 64): the table's kernel, and one
 #   tile per CTA;
+# * D = 192 with V and O of 128 columns (DeepSeek's), on D = 192's tiles;
 # * D = 128's table kernels, the speed class D = 96 is compared with.
 # Usage: bash bench/build_head_dim_kernels.sh [out-dir]
 set -euo pipefail
@@ -21,6 +22,8 @@ for mask in "" "--causal"; do
   fc --head-dim 192 $mask -o "$OUT/sm_90a_d192_f16${tag}"
   fc --head-dim 192 $mask --persistent=false \
     -o "$OUT/sm_90a_d192_f16${tag}_single"
+  fc --head-dim 192 --value-head-dim 128 $mask \
+    -o "$OUT/sm_90a_d192_dv128_f16${tag}"
   fc --head-dim 128 $mask -o "$OUT/sm_90a_d128_f16${tag}"
 done
 grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt"

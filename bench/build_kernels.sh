@@ -39,6 +39,11 @@ if [ "$ARCH" = sm_90a ]; then
   # Head dim 192 (three 64-column blocks), and 32, 96, 160 on the tiles of
   # the next multiple of 64 (sm_90a's wgmma kernel only), for
   # python/tests/test_gpu.py.
+  # V and O narrower than Q and K: DeepSeek's 192 / 128.
+  fc --head-dim 192 --value-head-dim 128 -o "$OUT/sm_90a_d192_dv128_f16"
+  fc --head-dim 192 --value-head-dim 128 --causal -o "$OUT/sm_90a_d192_dv128_f16_causal"
+  fc --head-dim 192 --value-head-dim 128 --causal --causal-align=bottom-right \
+    -o "$OUT/sm_90a_d192_dv128_f16_causal_bralign"
   for d in 32 96 160 192; do
     for dtype in f16 bf16; do
       for causal in "" "--causal"; do

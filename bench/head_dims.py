@@ -33,7 +33,7 @@ def check(folder):
     for name in kernel_names(folder):
         kernel = Kernel.load(os.path.join(folder, name))
         causal = kernel.meta["causal"]
-        d = kernel.meta["head_dim"]
+        d, dv = kernel.meta["head_dim"], kernel.value_head_dim
         for (b, hq, hkv, nq, nk) in [(2, 8, 2, 333, 333), (1, 4, 4, 1000, 1000),
                                      (3, 6, 3, 77, 77), (1, 16, 16, 2048,
                                                          2048)]:
@@ -41,7 +41,8 @@ def check(folder):
             torch.manual_seed(nq + hq)
             q = torch.randn(b, hq, nq, d, device="cuda", dtype=torch.float16)
             k = torch.randn(b, hkv, nk, d, device="cuda", dtype=torch.float16)
-            v = torch.randn_like(k)
+            v = torch.randn(b, hkv, nk, dv, device="cuda",
+                            dtype=torch.float16)
             scale = 1 / math.sqrt(d)
             out, lse = kernel(q, k, v, scale=scale)
             torch.cuda.synchronize()
@@ -70,52 +71,58 @@ def check(folder):
 def speed(folder):
     kernels = {n: Kernel.load(os.path.join(folder, n))
                for n in kernel_names(folder)}
-    dims = sorted({k.meta["head_dim"] for k in kernels.values()} - {128})
+    dims = sorted({(k.meta["head_dim"], k.value_head_dim)
+                   for k in kernels.values()} - {(128, 128)})
     rows = []
-    for d in dims:
+    for d, dv in dims:
         for causal in (False, True):
             for (b, n) in [(4, 4096), (1, 16384)]:
-                rows.append(speed_row(kernels, d, causal, b, n))
+                rows.append(speed_row(kernels, d, dv, causal, b, n))
     return rows
 
 
-def speed_row(kernels, d, causal, b, n, h=16):
+def speed_row(kernels, d, dv, causal, b, n, h=16):
     torch.manual_seed(0)
-    row = {"causal": causal, "B": b, "N": n, "H": h, "D": d}
+    row = {"causal": causal, "B": b, "N": n, "H": h, "D": d, "Dv": dv}
 
-    def tensors(dim):
+    def tensors(dim, value_dim):
         q = torch.randn(b, h, n, dim, device="cuda", dtype=torch.float16)
-        return (q, torch.randn_like(q), torch.randn_like(q), torch.empty_like(q),
+        v = torch.randn(b, h, n, value_dim, device="cuda",
+                        dtype=torch.float16)
+        return (q, torch.randn_like(q), v, torch.empty_like(v),
                 torch.empty(b, h, n, device="cuda"))
 
-    def tflops(dim, ms):
-        return 4 * b * h * dim * n * n / (2 if causal else 1) / (ms / 1e3) / 1e12
+    def tflops(dim, value_dim, ms):
+        # Q K^T and P V: 2 N^2 (D + Dv) per (batch, head).
+        return (2 * b * h * (dim + value_dim) * n * n / (2 if causal else 1)
+                / (ms / 1e3) / 1e12)
 
-    q, k, v, out, lse = tensors(d)
+    q, k, v, out, lse = tensors(d, dv)
     for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
                            ("fa2", SDPBackend.FLASH_ATTENTION)):
         try:
             with sdpa_kernel([backend]):
-                row[f"{label}_TFLOPs"] = tflops(d, bench(
+                row[f"{label}_TFLOPs"] = tflops(d, dv, bench(
                     lambda: F.scaled_dot_product_attention(
                         q, k, v, is_causal=causal)))
         except RuntimeError as e:
             row[f"{label}_error"] = str(e).splitlines()[0]
     for name, kern in kernels.items():
-        if kern.meta["causal"] != causal or kern.meta["head_dim"] != d:
+        if kern.meta["causal"] != causal or kern.meta["head_dim"] != d or \
+                kern.value_head_dim != dv:
             continue
         ms = bench(lambda: kern(q, k, v, out=out, lse=lse))
         row[f"{name}_ms"] = ms
-        row[f"{name}_TFLOPs"] = tflops(d, ms)
+        row[f"{name}_TFLOPs"] = tflops(d, dv, ms)
         if "cudnn_TFLOPs" in row:
             row[f"{name}_vs_cudnn"] = row[f"{name}_TFLOPs"] / row["cudnn_TFLOPs"]
     # The speed class: our D = 128 kernel on the same tokens.
-    q, k, v, out, lse = tensors(128)
+    q, k, v, out, lse = tensors(128, 128)
     for name, kern in kernels.items():
         if kern.meta["causal"] == causal and kern.meta["head_dim"] == 128:
             ms = bench(lambda: kern(q, k, v, out=out, lse=lse))
             row[f"d128:{name}_ms"] = ms
-            row[f"d128:{name}_TFLOPs"] = tflops(128, ms)
+            row[f"d128:{name}_TFLOPs"] = tflops(128, 128, ms)
     print(json.dumps(row), flush=True)
     return row
 

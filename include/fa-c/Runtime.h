@@ -52,12 +52,20 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
 /** Loads `prefix.cubin` and `prefix.json`. */
 int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel);
 
-/** The kernel's name, head dim, inputs' element type ("f16", "bf16" or
- *  "e4m3") and O's ("f16" or "bf16"). */
+/** The kernel's name, head dim (Q's and K's), value head dim (V's and
+ *  O's: the head dim, or fewer columns on sm_90a), inputs' element type
+ *  ("f16", "bf16" or "e4m3") and O's ("f16" or "bf16"). */
 const char *faKernelName(const FaKernel *kernel);
 int faKernelHeadDim(const FaKernel *kernel);
+int faKernelValueHeadDim(const FaKernel *kernel);
 int faKernelIsCausal(const FaKernel *kernel);
 const char *faKernelDType(const FaKernel *kernel);
+/** The kernel's masks besides causal: whether the causal/window diagonal is
+ *  bottom-right aligned (query i at key position i + Nk - Nq), the window
+ *  (|i - j| < window; 0: none) and the softcap (scores c tanh(s / c); 0:
+ *  none); any pointer may be NULL. Returns 0, or 1 for a NULL kernel. */
+int faKernelMasks(const FaKernel *kernel, int *bottomRight,
+                  long long *window, float *softcap);
 const char *faKernelOutDType(const FaKernel *kernel);
 /* The softmax scale the kernel was compiled for (the attention's `scale`,
  * else 1/sqrt(D)): what faKernelLaunch should get unless the caller means

@@ -178,6 +178,7 @@ struct IntField {
 // again as a product below).
 constexpr IntField kIntFields[] = {
     {"head_dim", 1, 1 << 16},
+    {"value_head_dim", 1, 1 << 16},
     {"block_r", 1, 1 << 20},
     {"block_c", 1, 1 << 20},
     {"window", 0, 0xffffffffLL},
@@ -209,6 +210,9 @@ struct Metadata {
   // runtime passes as the last parameter).
   std::string tileScheduler;
   long headDim = -1, blockR = -1, sharedBytes = -1;
+  // V's and O's head dim (0: absent, the head dim's).
+  long valueHeadDim = 0;
+  long valueColumns() const { return valueHeadDim ? valueHeadDim : headDim; }
   long ctasPerSM = 1; // resident CTAs per SM; a persistent grid is SMs x this
   long tmaBoxCols = 0, tmaBoxRowsKV = 0; // sm_90a: q, k, v as tensor maps
   long tmaBoxRowsO = 0;                  // > 0: o as a tensor map too
@@ -221,6 +225,8 @@ struct Metadata {
   // The softmax scale the kernel was compiled for (the attention's own, or
   // 1/sqrt(D)); 0 in metadata that predates it.
   float scale = 0.0f;
+  // Scores c tanh(s / c) (0: none).
+  float softcap = 0.0f;
   bool tileGrid = false;   // one CTA per (query block, head) tile, B param
   bool persistent = false; // at most one CTA per SM strides the tiles
   // Split-KV: grid y = chunks; the launch default (0: fa::autoKVSplits).
@@ -284,7 +290,11 @@ public:
       } else if (key == "scale") {
         if (readScale(m.scale))
           return 1;
-      } else if (key == "head_dim" || key == "block_r" ||
+      } else if (key == "softcap") {
+        if (readSoftcap(m.softcap))
+          return 1;
+      } else if (key == "head_dim" || key == "value_head_dim" ||
+                 key == "block_r" ||
                  key == "block_c" || key == "window" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
                  key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
@@ -294,6 +304,7 @@ public:
         if (readInt(*intField(key), v))
           return 1;
         (key == "head_dim"          ? m.headDim
+         : key == "value_head_dim"  ? m.valueHeadDim
          : key == "block_r"         ? m.blockR
          : key == "block_c"         ? m.blockC
          : key == "window"          ? m.window
@@ -402,6 +413,25 @@ private:
         !(value >= 0x1p-64 && value <= 0x1p64))
       return fail("launch metadata: 'scale' must be a number in "
                   "[2^-64, 2^64], got '" +
+                  token.substr(0, 40) + "'");
+    out = static_cast<float>(value);
+    return 0;
+  }
+
+  /// A JSON number: 0 (no softcap) or fa::checkSoftcap's (0, 2^24].
+  int readSoftcap(float &out) {
+    size_t start = pos;
+    while (pos < s.size() && pos - start < 64 &&
+           (std::isdigit((unsigned char)s[pos]) || s[pos] == '-' ||
+            s[pos] == '+' || s[pos] == '.' || s[pos] == 'e' || s[pos] == 'E'))
+      ++pos;
+    std::string token = s.substr(start, pos - start);
+    char *end = nullptr;
+    double value = token.empty() ? -1.0 : std::strtod(token.c_str(), &end);
+    if (token.empty() || end != token.c_str() + token.size() ||
+        !(value >= 0 && value <= 0x1p24))
+      return fail("launch metadata: 'softcap' must be 0 or a number in "
+                  "(0, 2^24], got '" +
                   token.substr(0, 40) + "'");
     out = static_cast<float>(value);
     return 0;
@@ -603,6 +633,12 @@ int validate(const Metadata &m) {
   if (m.headDim <= 0 || m.blockR <= 0 || m.sharedBytes < 0)
     return fail("launch metadata: 'head_dim', 'block_r' and "
                 "'shared_memory_bytes' must be given and positive");
+  // V and O may be narrower than Q and K (sm_90a pads their tiles).
+  if (m.valueColumns() > m.headDim)
+    return fail("launch metadata: 'value_head_dim' (" +
+                std::to_string(m.valueHeadDim) +
+                ") must be at most 'head_dim' (" + std::to_string(m.headDim) +
+                ")");
   if (m.block.size() != 3 || m.block[0] <= 0 || m.block[1] <= 0 ||
       m.block[2] <= 0)
     return fail("launch metadata: 'block' must be three positive integers");
@@ -917,10 +953,26 @@ const char *faKernelName(const FaKernel *k) {
   return k ? k->meta.kernel.c_str() : "";
 }
 int faKernelHeadDim(const FaKernel *k) { return k ? (int)k->meta.headDim : 0; }
+int faKernelValueHeadDim(const FaKernel *k) {
+  return k ? (int)k->meta.valueColumns() : 0;
+}
 int faKernelIsCausal(const FaKernel *k) { return k && k->meta.causal; }
 const char *faKernelDType(const FaKernel *k) {
   return k ? k->meta.dtype.c_str() : "";
 }
+int faKernelMasks(const FaKernel *k, int *bottomRight, long long *window,
+                  float *softcap) {
+  if (!k)
+    return fail("faKernelMasks: kernel must not be null");
+  if (bottomRight)
+    *bottomRight = k->meta.bottomRight;
+  if (window)
+    *window = k->meta.window;
+  if (softcap)
+    *softcap = k->meta.softcap;
+  return 0;
+}
+
 const char *faKernelOutDType(const FaKernel *k) {
   if (!k)
     return "";
@@ -1204,7 +1256,8 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   }
   // The tensors' strides (faKernelLaunchStrided's rule); contiguous ones
   // where none are given. Kernels without rank-4 maps take only those.
-  const long long d = k->meta.headDim;
+  // Q's and K's columns, and V's and O's (fewer where the kernel pads V).
+  const long long d = k->meta.headDim, dv = k->meta.valueColumns();
   const bool fp8 = k->meta.dtype == "e4m3";
   if (fp8 != (cache.qDescale != nullptr))
     return fail("faKernelLaunch: " + k->meta.kernel +
@@ -1216,17 +1269,19 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   const long long rows[4] = {qRows, cache.rows, cache.rows, qRows};
   const long long batches[4] = {qEntries, cache.entries, cache.entries,
                                 qEntries};
+  const long long columns[4] = {d, d, dv, dv};
   FaStrides strides[4];
   for (int i = 0; i < 4; ++i) {
-    FaStrides contiguous = {heads[i] * rows[i] * d, rows[i] * d, d};
+    FaStrides contiguous = {heads[i] * rows[i] * columns[i],
+                            rows[i] * columns[i], columns[i]};
     // e4m3 q, k, v are one byte; O is 16-bit.
     if (checkStrides("faKernelLaunch", names[i],
                      given[i] ? *given[i] : contiguous, batches[i], heads[i],
-                     rows[i], d, strides[i], fp8 && i < 3 ? 1 : 2))
+                     rows[i], columns[i], strides[i], fp8 && i < 3 ? 1 : 2))
       return 1;
     if (!k->meta.strided() &&
         (strides[i].batch != contiguous.batch ||
-         strides[i].head != contiguous.head || strides[i].row != d))
+         strides[i].head != contiguous.head || strides[i].row != columns[i]))
       return fail(std::string("faKernelLaunch: ") + k->meta.kernel +
                   " takes contiguous [B, H, N, D] tensors (its tensor maps "
                   "are not rank 4: strided tensors need an sm_90a kernel); " +
@@ -1260,7 +1315,7 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
     // Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in f32; an
     // arrival counter per query row.
     size_t rows = (size_t)batch * (size_t)qHeads * (size_t)qLen;
-    size_t partialBytes = 4 * (size_t)splits * rows * (k->meta.headDim + 1);
+    size_t partialBytes = 4 * (size_t)splits * rows * (dv + 1);
     std::lock_guard<std::mutex> lock(k->countersLock);
     FaKernel::SplitScratch &scratch = k->splitScratch[stream];
     if (ensureDeviceBytes(scratch.partials, scratch.partialBytes, partialBytes,
@@ -1269,7 +1324,7 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                           true, "cuMemAlloc(split-KV arrivals)"))
       return 1;
     oPartial = scratch.partials;
-    lsePartial = scratch.partials + 4 * (size_t)splits * rows * k->meta.headDim;
+    lsePartial = scratch.partials + 4 * (size_t)splits * rows * dv;
     arrivals = scratch.arrivals;
   }
   unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
@@ -1301,13 +1356,12 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
       }
       if (k->meta.strided()
               ? faEncodeStridedTensorMap(maps[i], bases[i], batches[i],
-                                         heads[i],
-                                         rows[i], d, strides[i].batch,
-                                         strides[i].head, strides[i].row,
-                                         (int)box[i], dtype)
+                                         heads[i], rows[i], columns[i],
+                                         strides[i].batch, strides[i].head,
+                                         strides[i].row, (int)box[i], dtype)
               : faEncodeTensorMap(maps[i], bases[i],
-                                  batches[i] * heads[i], rows[i], d, 16,
-                                  (int)box[i], dtype))
+                                  batches[i] * heads[i], rows[i], columns[i],
+                                  16, (int)box[i], dtype))
         return 1;
       tensorArgs[i] = maps[i];
     }
@@ -1656,7 +1710,7 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
   kernel.blockR = m.blockR;
   kernel.blockC = m.blockC;
   kernel.headDim = m.headDim;
-  kernel.valueHeadDim = m.headDim;
+  kernel.valueHeadDim = m.valueColumns();
   // Q/K/V of 2 bytes (f16, bf16) or 1 (e4m3); O is 16-bit either way.
   kernel.elementBytes = m.dtype == "e4m3" ? 1 : 2;
   kernel.outputBytes = 2;

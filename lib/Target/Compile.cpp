@@ -62,17 +62,23 @@ OwningOpRef<ModuleOp>
 mlir::fa::buildAttentionModule(MLIRContext &context,
                                const KernelOptions &options) {
   std::string d = std::to_string(options.headDim);
+  // V and O: Dv columns.
+  std::string dv = std::to_string(
+      options.valueHeadDim ? options.valueHeadDim : options.headDim);
   bool fp8 = options.dtype == "e4m3";
   std::string elt = fp8 ? "f8E4M3FN" : options.dtype;
   std::string t = "memref<?x?x?x" + d + "x" + elt + ">";
   // e4m3: O in f16/bf16, and the three per-tensor descales.
-  std::string ot = fp8 ? "memref<?x?x?x" + d + "x" + outputDtype(options) + ">"
-                       : t;
+  std::string ot = "memref<?x?x?x" + dv + "x" +
+                   (fp8 ? outputDtype(options) : elt) + ">";
   // A paged cache [pages, Hkv, page_size, D] (the page size is static).
-  std::string kv = options.pageSize ? "memref<?x?x" +
-                                          std::to_string(options.pageSize) +
-                                          "x" + d + "x" + elt + ">"
-                                    : t;
+  auto kvType = [&](const std::string &columns) {
+    return options.pageSize
+               ? "memref<?x?x" + std::to_string(options.pageSize) + "x" +
+                     columns + "x" + elt + ">"
+               : "memref<?x?x?x" + columns + "x" + elt + ">";
+  };
+  std::string kv = kvType(d), vt = kvType(dv);
   std::string lse = "memref<?x?x?xf32>";
   std::string attrs;
   auto add = [&](const std::string &a) {
@@ -122,11 +128,11 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
                      "memref<f32>) ";
   }
   std::string text = "func.func @attention(%q: " + t + ", %k: " + kv +
-                     ", %v: " + kv + ", %o: " + ot + lseArg + cacheArgs +
+                     ", %v: " + vt + ", %o: " + ot + lseArg + cacheArgs +
                      ") {\n  fa.attention %q, %k, %v " + cacheOperands +
                      "outs(" + outs + ")" +
                      (attrs.empty() ? "" : " {" + attrs + "}") + " : " + t +
-                     ", " + kv + ", " + kv + "\n  return\n}\n";
+                     ", " + kv + ", " + vt + "\n  return\n}\n";
   return parseSourceString<ModuleOp>(text, &context, "<fa-compile options>");
 }
 
@@ -230,6 +236,8 @@ static std::string metadataJson(StringRef kernelName,
   // launch are built from.
   fagpu::KernelInputs inputs{options.kvLengths, options.pageSize,
                              options.varlen};
+  inputs.narrowValues =
+      options.valueHeadDim && options.valueHeadDim != options.headDim;
   bool fp8 = options.dtype == "e4m3";
   if (fp8) {
     inputs.outputDtype = outputDtype(options);
@@ -267,6 +275,8 @@ static std::string metadataJson(StringRef kernelName,
       {"kernel", kernelName},
       {"arch", options.arch},
       {"head_dim", options.headDim},
+      {"value_head_dim",
+       options.valueHeadDim ? options.valueHeadDim : options.headDim},
       {"dtype", options.dtype},
       {"out_dtype", outputDtype(options)},
       {"causal", options.causal},
@@ -396,8 +406,9 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
                           << options.pageSize;
   fagpu::Target target =
       fagpu::symbolizeTarget(options.arch).value_or(fagpu::Target::sm_80);
-  if (std::optional<std::string> why =
-          fagpu::checkHeadDim(target, usesWgmma(options), options.headDim))
+  if (std::optional<std::string> why = fagpu::checkHeadDims(
+          target, usesWgmma(options), options.headDim,
+          options.valueHeadDim ? options.valueHeadDim : options.headDim))
     return emitError(loc) << "fa-compile: " << *why;
   return success();
 }
@@ -434,6 +445,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     Location opLoc = attention.getLoc();
     KernelOptions options = requested;
     options.headDim = attention.getHeadDim();
+    options.valueHeadDim = attention.getValueHeadDim();
     Type elt = attention.getQueryType().getElementType();
     options.dtype = elt.isF16()                 ? "f16"
                     : elt.isBF16()              ? "bf16"

@@ -35,7 +35,7 @@ _launchers = {}
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
-                page_size=0, varlen=False, softcap=0.0):
+                page_size=0, varlen=False, softcap=0.0, value_head_dim=None):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
     .{cubin,json}, with _w<window>, _sc<softcap>, _bralign and _splitkv
@@ -45,7 +45,9 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
     from . import runtime
 
     # e4m3 kernels are named by their O too (bench/build_fp8_kernels.sh).
-    name = (f"{arch}_d{head_dim}_{dtype}{'_bf16' if dtype == 'e4m3' else ''}"
+    dv = head_dim if value_head_dim is None else value_head_dim
+    name = (f"{arch}_d{head_dim}{f'_dv{dv}' if dv != head_dim else ''}"
+            f"_{dtype}{'_bf16' if dtype == 'e4m3' else ''}"
             f"{'_causal' if causal else ''}"
             f"{f'_w{window}' if window else ''}"
             f"{f'_sc{softcap:g}' if softcap else ''}"
@@ -56,6 +58,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             f"{'_varlen' if varlen else ''}")
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
             "causal": causal, "window": window, "softcap": softcap}
+    if dv != head_dim:
+        want["value_head_dim"] = dv
     if bottom_right:
         want["bottom_right"] = True
     if split_kv:
@@ -84,7 +88,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                        kv_splits="auto" if split_kv else None,
                        kv_lengths=kv_lengths, page_size=page_size,
                        varlen=varlen,
-                       out_dtype="bf16" if dtype == "e4m3" else None)
+                       out_dtype="bf16" if dtype == "e4m3" else None,
+                       value_head_dim=dv)
     if kernel_dir:
         import json
         import tempfile
@@ -209,13 +214,16 @@ def _split_kv(arch, q, k, num_splits, keys=None):
 
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
               num_splits=0, kv_lengths=False, page_size=0, keys=None,
-              varlen=False, softcap=0.0):
+              varlen=False, softcap=0.0, v=None):
     """The cached runtime.Kernel for these tensors and options, and whether
     it splits K/V. `keys`: the keys of a sequence (default k's rows; a
-    paged cache's capacity)."""
+    paged cache's capacity); `v` (default: of k's head dim) decides the
+    value head dim."""
     arch, dtype = _arch_and_dtype(q)
     kernel_dir = kernel_dir or _os.environ.get("FLASHMLIR_KERNEL_DIR")
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
+    # V narrower than Q and K (sm_90a): a kernel of its own.
+    dv = key[1] if v is None else int(v.shape[-1])
     if dtype == "e4m3":
         # The e4m3 kernel has no split-KV, KV-cache or varlen form.
         if num_splits not in (0, 1) or kv_lengths or page_size or varlen:
@@ -226,9 +234,11 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
         num_splits = 1
     split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
-    if kv_lengths or page_size or varlen or softcap:
+    if kv_lengths or page_size or varlen or softcap or dv != key[1]:
         extra += (bool(kv_lengths), int(page_size), bool(varlen),
                   float(softcap))
+        if dv != key[1]:
+            extra += (dv,)
     # Plain kernels keep the short key (arch, D, dtype, causal).
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
@@ -242,7 +252,7 @@ def _launch(q, k, v, causal, scale, kernel_dir, window=0,
     """(O, LSE) of [B, H, N, D] tensors through the cached launcher.
     `descales`: (q, k, v) descales of float8_e4m3fn inputs."""
     kernel, split = _launcher(q, k, causal, kernel_dir, window, bottom_right,
-                              num_splits, softcap=softcap)
+                              num_splits, softcap=softcap, v=v)
     if kernel.meta["dtype"] == "e4m3":
         qd, kd, vd = descales or (None, None, None)
         return kernel(q, k, v, out=out, scale=scale, discard_lse=True,
@@ -349,14 +359,16 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     bhnd = [t.transpose(1, 2) for t in (q, k, v)]
     descales = (q_descale, k_descale, v_descale)
     kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, window,
-                          bottom_right, num_splits, softcap=softcap)
+                          bottom_right, num_splits, softcap=softcap,
+                          v=bhnd[2])
     if not kernel.strided:
         out, _ = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
                          bottom_right, num_splits, descales=descales,
                          softcap=softcap)
         return out.transpose(1, 2).contiguous()
-    # O in the inputs' type, or bf16 for e4m3 inputs (FA3's FP8 output).
-    out = torch.empty(q.shape, device=q.device,
+    # O in the inputs' type, or bf16 for e4m3 inputs (FA3's FP8 output),
+    # of V's head dim.
+    out = torch.empty(q.shape[:3] + v.shape[3:], device=q.device,
                       dtype=torch.bfloat16 if kernel.meta["dtype"] == "e4m3"
                       else q.dtype)
     _launch(*bhnd, causal, softmax_scale, kernel_dir, window, bottom_right,

@@ -103,6 +103,8 @@ struct Diagnostics {
 void checkOptions(const fa::KernelOptions &o) {
   std::optional<std::string> error;
   if ((error = fa::checkHeadDim("head_dim", o.headDim)) ||
+      (o.valueHeadDim != 0 &&
+       (error = fa::checkHeadDim("value_head_dim", o.valueHeadDim))) ||
       (o.window != 0 && (error = fa::checkWindow(o.window, 32))) ||
       (o.softcap != 0 && (error = fa::checkSoftcap(o.softcap))) ||
       (o.blockR != 0 && (error = fa::checkTileSize("block_r", o.blockR))) ||
@@ -160,10 +162,12 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  bool intraOverlap, int persistent,
                  const std::string &sm90Kernel, int64_t kvSplits,
                  bool kvLengths, int64_t pageSize, bool varlen,
-                 const std::string &outDtype, bool runPtxas) {
+                 const std::string &outDtype, int64_t valueHeadDim,
+                 bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
+  options.valueHeadDim = valueHeadDim;
   options.dtype = dtype;
   options.outDtype = outDtype;
   options.causal = causal;
@@ -504,7 +508,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("sm90_kernel") = "wgmma", py::arg("kv_splits") = 0,
         py::arg("kv_lengths") = false, py::arg("page_size") = 0,
         py::arg("varlen") = false, py::arg("out_dtype") = "",
-        py::arg("run_ptxas") = true);
+        py::arg("value_head_dim") = 0, py::arg("run_ptxas") = true);
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,

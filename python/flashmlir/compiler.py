@@ -396,7 +396,8 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             poly_exp2_degree=None, poly_exp2_period=8, stages=0,
             ping_pong=True, intra_overlap=True, persistent=None,
             sm90_kernel="wgmma", kv_splits=None, kv_lengths=False,
-            page_size=0, varlen=False, out_dtype=None, cache_dir=None):
+            page_size=0, varlen=False, out_dtype=None, value_head_dim=None,
+            cache_dir=None):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -427,7 +428,9 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     dtype="e4m3" (sm_90a, head_dim 128): FlashAttention-3's FP8 kernel;
     its launch takes e4m3 q, k, v (torch.float8_e4m3fn or uint8 codes) and
     their per-tensor descales, and writes O in out_dtype ("bf16" by
-    default, or "f16").
+    default, or "f16"). value_head_dim (None: head_dim): V's and O's head
+    dim; on sm_90a also a multiple of 32 below head_dim (Q/K 192 with V
+    128, DeepSeek's).
     """
     if kv_splits is None:
         splits = 0
@@ -466,6 +469,12 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
         options["varlen"] = True
     if out_dtype is not None:
         options["out_dtype"] = out_dtype
+    if value_head_dim is not None and value_head_dim != head_dim:
+        if isinstance(value_head_dim, bool) or \
+                not isinstance(value_head_dim, int):
+            raise CompileError(f"value_head_dim must be an integer, got "
+                               f"{value_head_dim!r}")
+        options["value_head_dim"] = value_head_dim
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))

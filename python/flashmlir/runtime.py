@@ -215,6 +215,10 @@ def validate_metadata(meta):
            for x in block) or block[0] * block[1] * block[2] > 1024:
         raise MetadataError(f"bad block {block}: three positive integers of "
                             f"at most 1024 threads in all")
+    # V's and O's head dim: the head dim's, or (sm_90a) fewer columns.
+    if meta.get("value_head_dim", meta["head_dim"]) > meta["head_dim"]:
+        raise MetadataError(f"value_head_dim ({meta['value_head_dim']}) must "
+                            f"be at most head_dim ({meta['head_dim']})")
     return meta
 
 
@@ -225,7 +229,8 @@ _VALUE_LAYOUT_PARAMS = ["v", "v_t", "B", "Hkv", "Nk", "v_stride_b",
 # Split-KV chunk counts: fa::checkKVSplits (fa/Dialect/FA/IR/Validation.h).
 _MAX_KV_SPLITS = 1024
 
-_INT_RANGES = {"head_dim": (1, 1 << 16), "block_r": (1, 1 << 20),
+_INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
+               "block_r": (1, 1 << 20),
                "shared_memory_bytes": (0, 2**31 - 1), "ctas_per_sm": (1, 32),
                "tma_box_cols": (0, 256), "tma_box_rows_kv": (0, 256),
                "tma_box_rows_o": (0, 256), "kv_splits": (0, _MAX_KV_SPLITS),
@@ -477,6 +482,9 @@ class Kernel:
         self._checked = (None, None)
         self._strided = any(p.get("kind") == "tensormap" and
                             p.get("rank") == 4 for p in self.meta["params"])
+        # V's and O's columns (Dv), the head dim's where they are not fewer.
+        self.value_head_dim = self.meta.get("value_head_dim",
+                                            self.meta["head_dim"])
 
     @classmethod
     def load(cls, prefix):
@@ -639,7 +647,7 @@ class Kernel:
         fp8 = meta["dtype"] == "e4m3"
         inputs = _E4M3_DTYPE_NAMES if fp8 else (_DTYPE_NAMES[meta["dtype"]],)
         want = _DTYPE_NAMES[meta["out_dtype"] if fp8 else meta["dtype"]]
-        d = meta["head_dim"]
+        d, dv = meta["head_dim"], self.value_head_dim
         for name, t in (("q", q), ("k", k), ("v", v)):
             if not hasattr(t, "shape") or not hasattr(t, "data_ptr"):
                 raise KernelArgumentError(f"{name} must be a tensor, got "
@@ -661,10 +669,10 @@ class Kernel:
                     f"strides {tuple(t.stride())}) for kernel "
                     f"{meta['kernel']}: strided tensors need an sm_90a "
                     f"kernel; call .contiguous()")
-            if t.shape[3] != d:
+            if t.shape[3] != (dv if name == "v" else d):
                 raise KernelArgumentError(
-                    f"{name} head dim must be {d} for kernel "
-                    f"{meta['kernel']}, got {t.shape[3]}")
+                    f"{name} head dim must be {dv if name == 'v' else d} for "
+                    f"kernel {meta['kernel']}, got {t.shape[3]}")
             if t.data_ptr() % 16 != 0:
                 raise KernelArgumentError(
                     f"{name} must be 16-byte aligned (cp.async), got address "
@@ -691,7 +699,7 @@ class Kernel:
             raise KernelArgumentError("sequence lengths must be positive")
         if max(nq, nk) >= 2**31 or b >= 2**16 or hq >= 2**16:
             raise KernelArgumentError("sizes exceed the kernel's 32-bit grid")
-        for name, t, shape, dt in (("out", out, (b, hq, nq, d), want),
+        for name, t, shape, dt in (("out", out, (b, hq, nq, dv), want),
                                    ("lse", lse, (b, hq, nq), "float32")):
             if t is None:
                 continue
@@ -971,10 +979,12 @@ class Kernel:
         device_index = q.device.index if q.device.index is not None else \
             torch.cuda.current_device()
         stream = torch.cuda.current_stream(device_index).cuda_stream
+        dv = self.value_head_dim
         if out is None:
-            out = torch.empty_like(q, memory_format=torch.contiguous_format)
+            out = torch.empty(q.shape[:3] + (dv,), dtype=q.dtype,
+                              device=q.device)
             if self.strided:
-                strides[3] = (hq * nq * d, nq * d, d)
+                strides[3] = (hq * q.shape[2] * dv, q.shape[2] * dv, dv)
         lse_shape = (q.shape[0], hq, total_q)
         if lse is None and discard_lse:
             lse_ptr = lse_scratch(device_index, stream, hq * q.shape[0] *
@@ -1022,13 +1032,13 @@ class Kernel:
                 splits = self.kv_splits_for(b, hq, nq, nk, sms, num_splits)
                 # Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in
                 # f32, and one arrival counter per query row.
-                workspace = torch.empty(splits * b * hq * nq * (d + 1),
+                workspace = torch.empty(splits * b * hq * nq * (dv + 1),
                                         dtype=torch.float32, device=q.device)
                 arrivals = split_arrivals(device_index, stream, b * hq * nq)
                 values += [ctypes.c_int32(splits),
                            ctypes.c_void_p(workspace.data_ptr()),
                            ctypes.c_void_p(workspace.data_ptr() +
-                                           4 * splits * b * hq * nq * d),
+                                           4 * splits * b * hq * nq * dv),
                            ctypes.c_void_p(arrivals.data_ptr())]
             elif num_splits not in (None, 0, 1):
                 raise KernelArgumentError(

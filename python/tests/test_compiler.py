@@ -301,3 +301,26 @@ def test_predicted_bytes_is_the_runtime_s_and_the_report_s(flashmlir, tmp_path):
     assert r == 1090519040
     with pytest.raises(ValueError, match="multiple of the K/V heads"):
         flashmlir.predicted_bytes(k.metadata, 2, 8, 3, 1000, 1000)
+
+
+def test_value_head_dim(flashmlir):
+    """V and O narrower than Q and K (sm_90a): both head dims in the
+    metadata, "Dv" in v's and o's shapes, the runtime's checks, the C and
+    Python readers' range, and the other targets' refusal."""
+    from flashmlir import runtime
+    k = flashmlir.compile(head_dim=192, value_head_dim=128, causal=True)
+    m = k.metadata
+    assert (m["head_dim"], m["value_head_dim"]) == (192, 128)
+    assert "_d192_dv128_" in m["kernel"]
+    shapes = {p["name"]: p.get("shape") for p in m["params"]}
+    assert shapes["v"][-1] == "Dv" and shapes["o"][-1] == "Dv"
+    assert shapes["q"][-1] == shapes["k"][-1] == "D"
+    assert runtime.Kernel(k.cubin, m).value_head_dim == 128
+    with pytest.raises(runtime.MetadataError, match="at most head_dim"):
+        runtime.validate_metadata(dict(m, value_head_dim=256))
+    with pytest.raises(flashmlir.CompileError,
+                       match="value head dim must equal the head dim "
+                             "\\(128\\) on sm_80"):
+        flashmlir.compile(head_dim=128, value_head_dim=64, arch="sm_80")
+    plain = flashmlir.compile(head_dim=192, causal=True).metadata
+    assert plain["value_head_dim"] == 192 and "_dv" not in plain["kernel"]

@@ -196,3 +196,47 @@ def test_flash_attn_func_refuses(cuda_flashmlir):
         flashmlir.flash_attn_func(q, q, q, dropout_p=0.1)
     with pytest.raises(KernelArgumentError, match="symmetric"):
         flashmlir.flash_attn_func(q, q, q, window_size=(4, 8))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("b,hq,hkv,nq,nk", [(2, 8, 2, 333, 333),
+                                            (1, 4, 4, 77, 77)])
+def test_narrow_values(cuda_flashmlir, causal, b, hq, hkv, nq, nk):
+    """V and O of 128 columns against Q and K of 192 (DeepSeek's): the
+    kernel of bench/build_kernels.sh (sm_90a_d192_dv128_f16*), by
+    flash-attention's 2x rule against fp32, measured with torch's f16
+    math; O has V's head dim."""
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(nq + causal)
+    q = torch.randn(b, hq, nq, 192, device="cuda", dtype=torch.float16)
+    k = torch.randn(b, hkv, nk, 192, device="cuda", dtype=torch.float16)
+    v = torch.randn(b, hkv, nk, 128, device="cuda", dtype=torch.float16)
+    out = flashmlir.attention(q, k, v, causal=causal, num_splits=1)
+    assert out.shape == (b, hq, nq, 128)
+    scale = 1 / math.sqrt(192)
+    exact = reference(torch, q, k, v, causal, scale)
+    group = hq // hkv
+    s = (q @ k.repeat_interleave(group, 1).transpose(-1, -2)) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(nq, nk, dtype=torch.bool,
+                                     device="cuda").triu(1), float("-inf"))
+    f16 = (torch.softmax(s, -1) @ v.repeat_interleave(group, 1)).float()
+    ours = (out.float() - exact).abs().max().item()
+    assert ours <= 2 * (f16 - exact).abs().max().item() + 1e-4, ours
+
+
+def test_narrow_values_flash_attn_func(cuda_flashmlir):
+    """flash_attn_func with [B, N, H, D] views and V of 128 columns,
+    bottom-right causal (Nq < Nk)."""
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(5)
+    b, hq, hkv, nq, nk = 2, 8, 2, 77, 300
+    q = torch.randn(b, nq, hq, 192, device="cuda", dtype=torch.float16)
+    k = torch.randn(b, nk, hkv, 192, device="cuda", dtype=torch.float16)
+    v = torch.randn(b, nk, hkv, 128, device="cuda", dtype=torch.float16)
+    out = flashmlir.flash_attn_func(q, k, v, causal=True, num_splits=1)
+    assert out.shape == (b, nq, hq, 128)
+    ref = masked_reference(torch, *(t.transpose(1, 2) for t in (q, k, v)),
+                           1 / math.sqrt(192), True, 0).transpose(1, 2)
+    err = ((out.float() - ref).norm() / ref.norm()).item()
+    assert err <= TOL["f16"], err

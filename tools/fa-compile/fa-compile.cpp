@@ -31,6 +31,12 @@ static cl::OptionCategory toolOptions("fa-compile options");
 static cl::opt<std::string> arch(cl::cat(toolOptions), "arch",
                                  cl::desc("sm_80 | sm_90a | sm_100a"),
                                  cl::init("sm_90a"));
+static cl::opt<int64_t>
+    valueHeadDim(cl::cat(toolOptions), "value-head-dim",
+                 cl::desc("V's and O's head dim (0: the head dim); on sm_90a "
+                          "(wgmma) also a multiple of 32 below it, e.g. Q/K "
+                          "192 with V 128"),
+                 cl::init(0));
 static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim",
                                 cl::desc("64 | 128 | 256; on sm_90a (wgmma) any "
                                          "multiple of 32 up to 256"),
@@ -197,6 +203,9 @@ int main(int argc, char **argv) {
   };
   if (auto why = fa::checkHeadDim("head dim", headDim))
     return refuse("head-dim", *why);
+  if (valueHeadDim != 0)
+    if (auto why = fa::checkHeadDim("value head dim", valueHeadDim))
+      return refuse("value-head-dim", *why);
   if (causalAlign != "top-left" && causalAlign != "bottom-right")
     return refuse("causal-align", "expected top-left or bottom-right, got '" +
                                       causalAlign + "'");
@@ -253,6 +262,7 @@ int main(int argc, char **argv) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
+  options.valueHeadDim = valueHeadDim;
   options.dtype = dtype;
   options.outDtype = outDtype;
   options.causal = causal;

@@ -118,19 +118,21 @@ int main(int argc, char **argv) {
   FaKernel *kernel = nullptr;
   if (faKernelLoadFiles(argv[1], 0, &kernel))
     return die("loading the kernel");
-  int d = faKernelHeadDim(kernel);
+  int d = faKernelHeadDim(kernel), dv = faKernelValueHeadDim(kernel);
   bool fp8 = std::string(faKernelDType(kernel)) == "e4m3";
   // O's type: the inputs', or an e4m3 kernel's out_dtype.
   bool bf16 = std::string(faKernelOutDType(kernel)) == "bf16";
   bool causal = faKernelIsCausal(kernel);
 
   size_t nQ = size_t(b) * hq * nq * d, nK = size_t(b) * hkv * nk * d;
+  // V and O: Dv columns.
+  size_t nV = size_t(b) * hkv * nk * dv, nO = size_t(b) * hq * nq * dv;
   // Inputs as their decoded values (the reference's) and their device
   // bytes: 16-bit values, or e4m3 codes.
   std::vector<double> inputs[3] = {std::vector<double>(nQ),
                                    std::vector<double>(nK),
-                                   std::vector<double>(nK)};
-  std::vector<uint16_t> o(nQ);
+                                   std::vector<double>(nV)};
+  std::vector<uint16_t> o(nO);
   std::vector<float> lse(size_t(b) * hq * nq);
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
@@ -158,9 +160,9 @@ int main(int argc, char **argv) {
         faCopyToDevice(devInputs[t], raw.data(), bytes))
       return die("copying inputs");
   }
-  void *dq = devInputs[0], *dk = devInputs[1], *dv = devInputs[2];
+  void *dq = devInputs[0], *dk = devInputs[1], *dV = devInputs[2];
   void *dout, *dlse, *dDescales = nullptr;
-  if (faDeviceAlloc(nQ * 2, &dout) || faDeviceAlloc(lse.size() * 4, &dlse) ||
+  if (faDeviceAlloc(nO * 2, &dout) || faDeviceAlloc(lse.size() * 4, &dlse) ||
       (fp8 && (faDeviceAlloc(sizeof(descales), &dDescales) ||
                faCopyToDevice(dDescales, descales, sizeof(descales)))))
     return die("allocating device memory");
@@ -171,58 +173,77 @@ int main(int argc, char **argv) {
   // scheduler's counter, split-KV's arrival counters) must leave it as the
   // next launch needs it.
   const int launches = 3;
-  std::vector<uint16_t> poison(nQ, 0xFFFF);
+  std::vector<uint16_t> poison(nO, 0xFFFF);
   for (int i = 0; i < launches; ++i)
-    if (faCopyToDevice(dout, poison.data(), nQ * 2) ||
-        (fp8 ? faKernelLaunchE4M3(kernel, dq, nullptr, dk, nullptr, dv,
+    if (faCopyToDevice(dout, poison.data(), nO * 2) ||
+        (fp8 ? faKernelLaunchE4M3(kernel, dq, nullptr, dk, nullptr, dV,
                                   nullptr, dout, nullptr,
                                   static_cast<float *>(dlse), b, hq, hkv, nq,
                                   nk, scale, descaleArgs, descaleArgs + 1,
                                   descaleArgs + 2, nullptr)
-             : faKernelLaunchSplit(kernel, dq, dk, dv, dout,
+             : faKernelLaunchSplit(kernel, dq, dk, dV, dout,
                                    static_cast<float *>(dlse), b, hq, hkv, nq,
                                    nk, scale, kvSplits, nullptr)) ||
         faDeviceSynchronize())
       return die("launching");
-  if (faCopyToHost(o.data(), dout, nQ * 2) ||
+  if (faCopyToHost(o.data(), dout, nO * 2) ||
       faCopyToHost(lse.data(), dlse, lse.size() * 4))
     return die("copying outputs");
 
-  // Reference in double.
+  // Reference in double, with the kernel's masks: query i at key
+  // position i (+ Nk - Nq bottom-right) sees key j if j is not past it
+  // (causal) and within the window; scores c tanh(s / c) with a softcap.
+  int bottomRight = 0;
+  long long window = 0;
+  float softcap = 0;
+  faKernelMasks(kernel, &bottomRight, &window, &softcap);
   double errSq = 0, refSq = 0, lseErr = 0;
-  std::vector<double> s(nk), acc(d);
+  std::vector<double> s(nk), acc(dv);
+  std::vector<char> seen(nk);
   for (int bi = 0; bi < b; ++bi)
     for (int h = 0; h < hq; ++h) {
       int kh = h / (hq / hkv);
       for (int i = 0; i < nq; ++i) {
         double mx = -INFINITY;
-        int last = causal ? std::min(i, nk - 1) : nk - 1;
-        for (int j = 0; j <= last; ++j) {
+        long long at = i + (bottomRight ? nk - nq : 0);
+        for (int j = 0; j < nk; ++j) {
+          seen[j] = (!causal || j <= at) &&
+                    (!window || std::llabs(at - j) < window);
+          if (!seen[j])
+            continue;
           double dot = 0;
           for (int c = 0; c < d; ++c)
             dot += inputs[0][((size_t(bi) * hq + h) * nq + i) * d + c] *
                    inputs[1][((size_t(bi) * hkv + kh) * nk + j) * d + c];
           s[j] = dot * scale;
+          if (softcap > 0)
+            s[j] = softcap * std::tanh(s[j] / softcap);
           mx = std::max(mx, s[j]);
         }
         double l = 0;
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int j = 0; j <= last; ++j) {
+        for (int j = 0; j < nk; ++j) {
+          if (!seen[j])
+            continue;
           double p = std::exp(s[j] - mx);
           l += p;
-          for (int c = 0; c < d; ++c)
-            acc[c] += p * inputs[2][((size_t(bi) * hkv + kh) * nk + j) * d + c];
+          for (int c = 0; c < dv; ++c)
+            acc[c] +=
+                p * inputs[2][((size_t(bi) * hkv + kh) * nk + j) * dv + c];
         }
-        for (int c = 0; c < d; ++c) {
-          double want = acc[c] / l;
+        // A query that sees no key: O = 0, LSE = -inf.
+        for (int c = 0; c < dv; ++c) {
+          double want = l > 0 ? acc[c] / l : 0.0;
           double got =
-              fromHalf(o[((size_t(bi) * hq + h) * nq + i) * d + c], bf16);
+              fromHalf(o[((size_t(bi) * hq + h) * nq + i) * dv + c], bf16);
           errSq += (got - want) * (got - want);
           refSq += want * want;
         }
-        double wantLse = mx + std::log(l);
-        lseErr = std::max(
-            lseErr, std::fabs(lse[(size_t(bi) * hq + h) * nq + i] - wantLse));
+        double gotLse = lse[(size_t(bi) * hq + h) * nq + i];
+        if (l > 0)
+          lseErr = std::max(lseErr, std::fabs(gotLse - (mx + std::log(l))));
+        else if (!(std::isinf(gotLse) && gotLse < 0))
+          lseErr = INFINITY;
       }
     }
   double rel = std::sqrt(errSq / refSq);
@@ -242,7 +263,7 @@ int main(int argc, char **argv) {
               tol, lseErr, lseTol, ok ? "PASS" : "FAIL");
   faDeviceFree(dq);
   faDeviceFree(dk);
-  faDeviceFree(dv);
+  faDeviceFree(dV);
   faDeviceFree(dDescales);
   faDeviceFree(dout);
   faDeviceFree(dlse);

@@ -23,6 +23,8 @@ std::string outputDtype(const KernelOptions &options);
 struct KernelOptions {
   std::string arch = "sm_90a"; // sm_80 | sm_90a | sm_100a (compile only)
   int64_t headDim = 128;
+  /// V's and O's head dim (0: headDim); below it on sm_90a wgmma only.
+  int64_t valueHeadDim = 0;
   std::string dtype = "f16"; // f16 | bf16 | e4m3 (sm_90a wgmma)
   /// O's element type for e4m3 inputs: f16 or bf16 (empty: bf16, as
   /// FlashAttention-3's FP8 path); 16-bit inputs write O in their own.

@@ -111,8 +111,8 @@ createSoftmaxStep(OpBuilder &b, Location loc, const SoftmaxConfig &config,
       config.probsScale > 0 ? f32(config.probsScale) : FloatAttr());
 }
 
-/// The first check of every tensor-core kernel: D = Dv, a head dim of the
-/// kernel's (fagpu::checkHeadDim; `target` is "<arch> <kernel>").
+/// The first check of every tensor-core kernel: D and Dv are head dims of
+/// the kernel's (fagpu::checkHeadDims; `target` is "<arch> <kernel>").
 /// Returns the mask and FA4 config of `op`, or the
 /// error "cannot be lowered to <target>: <why>" on the op.
 inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
@@ -125,12 +125,9 @@ inline FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
   fagpu::Target arch = target.starts_with("sm_90a")    ? fagpu::Target::sm_90a
                        : target.starts_with("sm_100a") ? fagpu::Target::sm_100a
                                                        : fagpu::Target::sm_80;
-  if (std::optional<std::string> why =
-          fagpu::checkHeadDim(arch, target.ends_with("wgmma"), d))
+  if (std::optional<std::string> why = fagpu::checkHeadDims(
+          arch, target.ends_with("wgmma"), d, op.getValueHeadDim()))
     return fail(*why);
-  if (op.getValueHeadDim() != d)
-    return fail("value head dim must equal the head dim (" + Twine(d) +
-                "), got " + Twine(op.getValueHeadDim()));
   return softmaxConfigOf(op);
 }
 

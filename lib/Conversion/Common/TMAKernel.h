@@ -464,7 +464,11 @@ protected:
 
 /// What the host side of a TMA kernel's launch needs to know.
 struct TensorMapLaunch {
-  int64_t headDim, blockR;
+  /// V's and O's head dim (Dv): the "D" and "Dv" of the workspaces' shapes
+  /// (split-KV's partial O, an e4m3 kernel's V^T). The tensor maps take
+  /// each tensor's own.
+  int64_t valueHeadDim;
+  int64_t blockR;
   bool bf16;
   int64_t threads, sharedBytes;
   /// The kernel's parameters (fagpu::kernelParams): the launch passes one
@@ -536,13 +540,16 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   auto encodeMap = [&](Value memref, const fagpu::KernelParam &p) -> Value {
     Value slot = mapSlot();
     Value base = alignedPointer(b, loc, memref, hostPtr);
+    // The tensor's own columns (D for q and k, Dv for v and o): boxes past
+    // them (a head dim padded to the tiles') read zeros.
+    Value columns = c64(cast<MemRefType>(memref.getType()).getDimSize(3));
     if (p.rank == 4) {
       std::array<Value, 3> strides = stridesOf(memref);
       LLVM::CallOp::create(
           b, loc,
           runtimeFunction("faEncodeStridedTensorMap", stridedEncodeType),
           ValueRange{slot, base, toI64(dim(memref, 0)), toI64(dim(memref, 1)),
-                     toI64(dim(memref, 2)), c64(launch.headDim), strides[0],
+                     toI64(dim(memref, 2)), columns, strides[0],
                      strides[1], strides[2], c32(p.boxRows), dtypeCode(p)});
     } else {
       Value matrices = arith::MulIOp::create(b, loc, toI64(dim(memref, 0)),
@@ -550,7 +557,7 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
       LLVM::CallOp::create(
           b, loc, runtimeFunction("faEncodeTensorMap", encodeType),
           ValueRange{slot, base, matrices, toI64(dim(memref, 2)),
-                     c64(launch.headDim), c64(16), c32(p.boxRows),
+                     columns, c64(16), c32(p.boxRows),
                      c32(launch.bf16 ? 1 : 0)});
     }
     return LLVM::LoadOp::create(b, loc, mapType, slot);
@@ -567,9 +574,10 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
       Value size = dim == "S"   ? arith::ConstantIndexOp::create(
                                       b, loc, launch.kvSplits)
                                       .getResult()
-                   : dim == "D" ? arith::ConstantIndexOp::create(
-                                      b, loc, launch.headDim)
-                                      .getResult()
+                   : dim == "D" || dim == "Dv"
+                       ? arith::ConstantIndexOp::create(b, loc,
+                                                        launch.valueHeadDim)
+                             .getResult()
                                 : operands.size(dim);
       n = arith::MulIOp::create(b, loc, n, size);
     }
@@ -617,7 +625,8 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
     Value groups = b.createOrFold<arith::CeilDivUIOp>(loc, operands.size("Nk"),
                                                       index(16));
     nk16 = mul(groups, index(16));
-    Value bytes = mul(mul(mul(batches, kvHeads), index(launch.headDim)), nk16);
+    Value bytes =
+        mul(mul(mul(batches, kvHeads), index(launch.valueHeadDim)), nk16);
     if (!token)
       token =
           gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getResult(0);
@@ -631,7 +640,8 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
     Value threads = index(fagpu::kValueLayoutThreads);
     Value one = index(1);
     Value blocks = b.createOrFold<arith::CeilDivUIOp>(
-        loc, mul(mul(mul(batches, kvHeads), groups), index(launch.headDim)),
+        loc, mul(mul(mul(batches, kvHeads), groups),
+                 index(launch.valueHeadDim)),
         threads);
     auto layoutSym = SymbolRefAttr::get(
         b.getStringAttr("fa_kernels"),
@@ -651,7 +661,7 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   auto encodeValueT = [&](const fagpu::KernelParam &p) -> Value {
     Value slot = mapSlot();
     Value rowBytes = toI64(nk16);
-    Value d = c64(launch.headDim);
+    Value d = c64(launch.valueHeadDim);
     Value headStride = arith::MulIOp::create(b, loc, d, rowBytes);
     Value batchStride =
         arith::MulIOp::create(b, loc, toI64(kvHeads), headStride);

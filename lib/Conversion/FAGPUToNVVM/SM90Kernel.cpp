@@ -96,14 +96,19 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   fagpu::KernelInputs inputs;
   /// The kernel's parameters, in launch order.
   SmallVector<fagpu::KernelParam> abi;
-  /// The attention's head dim: O's columns and the tensor maps' (headDim,
-  /// the tiles', is it padded to whole 64-column blocks).
-  int64_t outputColumns = 0;
+  /// The attention's head dims: Q's and K's columns (D), and V's and O's
+  /// (Dv, at most D). headDim, the tiles', is D padded to whole 64-column
+  /// blocks; the TMA zero-fills the columns past each tensor's own.
+  int64_t keyColumns = 0, outputColumns = 0;
 
   int64_t threads() const { return 128 * (1 + consumers); }
   int64_t columnBlocks() const { return headDim * elementBytes / 128; }
   std::string kernelName() const {
-    return "fa3_sm90_d" + std::to_string(outputColumns) + "_br" +
+    return "fa3_sm90_d" + std::to_string(keyColumns) +
+           (outputColumns != keyColumns
+                ? "_dv" + std::to_string(outputColumns)
+                : std::string()) +
+           "_br" +
            std::to_string(blockR()) + "_bc" + std::to_string(blockC) + "_s" +
            std::to_string(stages) + (fp8 ? "_e4m3" : "") +
            (bf16 ? "_bf16" : "_f16") +
@@ -1173,7 +1178,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   // headDim); the tensor maps and the stores keep D.
   static_cast<fagpu::SM90Layout &>(spec) =
       fagpu::sm90Layout(d, s, spec.fp8 ? 1 : 2);
-  spec.outputColumns = d;
+  spec.keyColumns = d;
+  spec.outputColumns = op.getValueHeadDim();
   if (s.blockR != s.consumers * kRowsPerConsumer || s.consumers < 1 ||
       s.consumers > 3)
     return fail("block_r must be 64, 128 or 192 (one, two or three consumer "
@@ -1214,6 +1220,7 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
   spec.inputs.pageSize = op.getPageSize();
   spec.inputs.varlen = static_cast<bool>(op.getCuSeqlensQ());
+  spec.inputs.narrowValues = spec.outputColumns != spec.keyColumns;
   if (spec.inputs.varlen && (spec.tmaStore || s.kvSplits))
     return fail("a varlen kernel stores O from registers (no TMA-store "
                 "epilogue, no split-KV)");

@@ -96,6 +96,27 @@ std::optional<std::string> mlir::fagpu::checkHeadDim(Target target, bool wgmma,
          ", got " + std::to_string(headDim);
 }
 
+std::optional<std::string>
+mlir::fagpu::checkHeadDims(Target target, bool wgmma, int64_t headDim,
+                           int64_t valueHeadDim) {
+  if (std::optional<std::string> why = checkHeadDim(target, wgmma, headDim))
+    return why;
+  if (valueHeadDim == headDim)
+    return std::nullopt;
+  bool padded = target == Target::sm_90a && wgmma;
+  if (padded && valueHeadDim % 32 == 0 && valueHeadDim > 0 &&
+      valueHeadDim < headDim)
+    return std::nullopt;
+  return "value head dim must equal the head dim (" + std::to_string(headDim) +
+         ")" +
+         (padded ? std::string(" or be a multiple of 32 below it")
+                 : " on " + targetName(target).str() +
+                       (target == Target::sm_90a ? " (mma.sync)" : "") +
+                       " (sm_90a's wgmma kernel also takes a multiple of 32 "
+                       "below it)") +
+         ", got " + std::to_string(valueHeadDim);
+}
+
 const KernelDefaults *mlir::fagpu::defaultsFor(Target target, int64_t headDim,
                                                bool causal) {
   if (target == Target::sm_90a)

@@ -53,6 +53,10 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     lseShape = {"1", "Hq", "total_q"};
     kvShape = {"1", "Hkv", "total_k", "D"};
   }
+  // V and O of Dv columns where they are narrower than Q and K.
+  SmallVector<StringRef> vShape = kvShape, oShape = qShape;
+  if (in.narrowValues)
+    vShape.back() = oShape.back() = "Dv";
   bool fp8 = dtype == "e4m3";
   StringRef outDtype =
       in.outputDtype.empty() ? dtype : StringRef(in.outputDtype);
@@ -60,8 +64,8 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
       tensor("q", dtype, qShape, tma ? s.blockR : 0),
       tensor("k", dtype, kvShape, tma ? kvBoxRows : 0),
       fp8 ? tensor("v_t", dtype, {"B", "Hkv", "D", "Nk_16"}, in.headDim)
-          : tensor("v", dtype, kvShape, tma ? kvBoxRows : 0),
-      tensor("o", outDtype, qShape, oBoxRows),
+          : tensor("v", dtype, vShape, tma ? kvBoxRows : 0),
+      tensor("o", outDtype, oShape, oBoxRows),
       tensor("lse", "f32", lseShape, 0),
       scalar("Nq", ParamKind::I32,
              in.varlen ? "the longest sequence's queries (max_seqlen_q): "
@@ -115,7 +119,9 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     params.push_back(scalar("kv_splits", ParamKind::I32,
                             "K/V chunks per (query block, head): the grid's "
                             "y dimension, in [1, 1024]"));
-    params.push_back(tensor("o_partial", "f32", {"S", "B", "Hq", "Nq", "D"}, 0));
+    params.push_back(tensor("o_partial", "f32",
+                            {"S", "B", "Hq", "Nq", in.narrowValues ? "Dv" : "D"},
+                            0));
     params.back().kind = ParamKind::Workspace;
     params.push_back(tensor("lse_partial", "f32", {"S", "B", "Hq", "Nq"}, 0));
     params.back().kind = ParamKind::Workspace;

@@ -187,16 +187,15 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
       return why;
     if (nest.kvLengths || nest.blockTable || nest.cuQ)
       return "e4m3 kernels do not take KV caches or varlen batches yet";
+    if (v.getDimSize(3) != q.getDimSize(3))
+      return "e4m3 kernels take V of Q's head dim (V^T's rows are D)";
   }
   int64_t d = q.getDimSize(3);
   // sm_90a's kernels: the wgmma kernel's rule (the mma.sync kernel's
   // builder asks for its own).
   if (std::optional<std::string> why =
-          checkHeadDim(target, /*wgmma=*/true, d))
+          checkHeadDims(target, /*wgmma=*/true, d, v.getDimSize(3)))
     return why;
-  if (v.getDimSize(3) != d)
-    return "value head dim must equal the head dim (" + std::to_string(d) +
-           "), got " + std::to_string(v.getDimSize(3));
   // The kernels compare 32-bit positions.
   fa::ScoreTileOp score = nest.score;
   if (std::optional<int64_t> window = score.getWindow())

@@ -251,3 +251,23 @@ func.func @padded_head_dim(%q: memref<?x?x?x96xf16>, %k: memref<?x?x?x96xf16>, %
     : memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?xf32>
   return
 }
+
+// -----
+
+// V and O narrower than Q and K (DeepSeek's Q/K 192, V 128): V's tiles are
+// K's (D = 192), its map has 128 columns (the TMA zero-fills 128 to 191,
+// so O's columns 128 to 191 are zero), and O's 128 columns are stored.
+// CHECK-LABEL: func.func @narrow_values
+// CHECK: llvm.call @faEncodeStridedTensorMap({{.*}}, %c192_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32) -> i32
+// CHECK: llvm.call @faEncodeStridedTensorMap({{.*}}, %c192_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32) -> i32
+// CHECK: llvm.call @faEncodeStridedTensorMap({{.*}}, %c128_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32) -> i32
+// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d192_dv128_br128_bc64_s2_f16_stg
+// CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 64x192xf16>
+// CHECK: fagpu.store_output {{.*}} as f16 {{.*}} {columns = 128 : i64} : !fagpu.fragment<64x192xf32, accumulator>
+func.func @narrow_values(%q: memref<?x?x?x192xf16>, %k: memref<?x?x?x192xf16>, %v: memref<?x?x?x128xf16>,
+    %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.072 : f32,
+      schedule = #fagpu.schedule<block_r = 128, block_c = 64, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, kv_splits = 0>}
+    : memref<?x?x?x192xf16>, memref<?x?x?x192xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}

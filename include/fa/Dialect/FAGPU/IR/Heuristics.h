@@ -43,6 +43,14 @@ struct KernelDefaults {
 std::optional<std::string> checkHeadDim(Target target, bool wgmma,
                                         int64_t headDim);
 
+/// checkHeadDim, and V's head dim: Dv = D everywhere; on sm_90a's wgmma
+/// kernel also a multiple of 32 below D (V's tiles are D's, its columns
+/// past Dv zero-filled by the TMA, and O has Dv: DeepSeek's Q/K 192 with
+/// V 128).
+std::optional<std::string> checkHeadDims(Target target, bool wgmma,
+                                         int64_t headDim,
+                                         int64_t valueHeadDim);
+
 /// The row for `target`, `headDim`, `causal` (sm_90a: of the head dim its
 /// tiles have, sm90TileHeadDim), or null where the table has none.
 const KernelDefaults *defaultsFor(Target target, int64_t headDim, bool causal);

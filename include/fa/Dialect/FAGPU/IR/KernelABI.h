@@ -72,6 +72,9 @@ struct KernelInputs {
   std::string outputDtype;
   /// The head dim: the rows of an e4m3 kernel's V^T boxes.
   int64_t headDim = 0;
+  /// V and O have Dv columns, fewer than Q's and K's D (sm_90a wgmma: V's
+  /// tiles are D's, zero-filled past Dv): their shapes say "Dv".
+  bool narrowValues = false;
 };
 
 /// The parameters, in launch order, of the kernel `target` builds for
