@@ -38,23 +38,33 @@ def launch(folder, rows):
         torch.cuda.synchronize()
 
 
+def profile(command, launches, name="io_check"):
+    """METRICS of each attention kernel `command` (a Python script's argv)
+    launches, under Nsight Compute: one dict per launch (metric -> text),
+    or None (with ncu's output printed) when they are not `launches`."""
+    out = subprocess.run(
+        ["ncu", "--clock-control", "none", "--csv", "--page", "raw",
+         "-k", "regex:^fa", "--metrics", ",".join(METRICS),
+         sys.executable] + command, capture_output=True, text=True)
+    lines = [l for l in out.stdout.splitlines() if l.startswith('"')]
+    table = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    # The first data row is units.
+    table = [t for t in table if t.get("ID", "").isdigit()]
+    if len(table) != launches:
+        print(out.stdout[-3000:], out.stderr[-3000:])
+        print(f"{name}: {len(table)} profiled launches for {launches} rows")
+        return None
+    return table
+
+
 def main():
     folder, expected = sys.argv[1], sys.argv[2]
     rows = json.load(open(expected))
     if len(sys.argv) > 3 and sys.argv[3] == "--launch":
         return launch(folder, rows)
-    out = subprocess.run(
-        ["ncu", "--clock-control", "none", "--csv", "--page", "raw",
-         "-k", "regex:^fa", "--metrics", ",".join(METRICS),
-         sys.executable, os.path.abspath(__file__), folder, expected,
-         "--launch"], capture_output=True, text=True)
-    lines = [l for l in out.stdout.splitlines() if l.startswith('"')]
-    table = list(csv.DictReader(io.StringIO("\n".join(lines))))
-    # The first data row is units.
-    table = [t for t in table if t.get("ID", "").isdigit()]
-    if len(table) != len(rows):
-        print(out.stdout[-3000:], out.stderr[-3000:])
-        print(f"io_check: {len(table)} profiled launches for {len(rows)} rows")
+    table = profile([os.path.abspath(__file__), folder, expected, "--launch"],
+                    len(rows))
+    if table is None:
         return 1
     worst = worst_dram = 0.0
     print("| kernel | B Hq Hkv Nq Nk | predicted L2->SM | measured | diff | "

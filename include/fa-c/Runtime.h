@@ -49,6 +49,20 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
                              long keyLen, unsigned long long *readBytes,
                              unsigned long long *writeBytes);
 
+/** faMetadataPredictedBytes for a batch whose sequences have lengths of
+ *  their own: a KV cache's kernel (queryLens all Nq, keyLens the
+ *  kv_lengths, or a paged sequence's capacity without them) or a varlen
+ *  kernel's (the differences of cu_seqlens_q and cu_seqlens_k). Each
+ *  sequence counts as a batch of one: whole boxes of its tiles (a varlen
+ *  sequence's Q box reaches into the next sequence's rows), the blocks its
+ *  masks leave; the dynamic scheduler's atomics once. */
+int faMetadataPredictedSequenceBytes(const char *metadataJson,
+                                     long queryHeads, long kvHeads,
+                                     long sequences, const long *queryLens,
+                                     const long *keyLens,
+                                     unsigned long long *readBytes,
+                                     unsigned long long *writeBytes);
+
 /** Loads `prefix.cubin` and `prefix.json`. */
 int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel);
 

@@ -37,6 +37,7 @@
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cmath>
 #include <mutex>
@@ -520,12 +521,14 @@ PYBIND11_MODULE(_compiler, m) {
       [](int64_t blockR, int64_t blockC, int64_t headDim, int64_t elementBytes,
          bool causal, bool bottomRight, int64_t window, bool wholeBoxes,
          bool dynamicScheduler, bool writesLse, int64_t b, int64_t hq,
-         int64_t hkv, int64_t nq, int64_t nk, int64_t kvSplits) {
+         int64_t hkv, int64_t nq, int64_t nk, int64_t kvSplits,
+         int64_t valueHeadDim,
+         std::vector<std::pair<int64_t, int64_t>> sequences) {
         if (kvSplits < 0 || kvSplits > 1024)
           throw py::value_error("predicted_bytes: kv_splits must be in "
                                 "[0, 1024] (0: not a split kernel)");
-        for (int64_t v : {blockR, blockC, headDim, elementBytes, b, hq, hkv,
-                          nq, nk})
+        for (int64_t v : {blockR, blockC, headDim, valueHeadDim, elementBytes,
+                          b, hq, hkv, nq, nk})
           if (v < 1 || v > 0x7fffffff)
             throw py::value_error("predicted_bytes: sizes and shapes must be "
                                   "in [1, 2^31 - 1]");
@@ -535,7 +538,8 @@ PYBIND11_MODULE(_compiler, m) {
         fagpu::TrafficKernel kernel;
         kernel.blockR = blockR;
         kernel.blockC = blockC;
-        kernel.headDim = kernel.valueHeadDim = headDim;
+        kernel.headDim = headDim;
+        kernel.valueHeadDim = valueHeadDim;
         kernel.elementBytes = elementBytes;
         kernel.causal = causal;
         kernel.bottomRight = bottomRight;
@@ -544,7 +548,20 @@ PYBIND11_MODULE(_compiler, m) {
         kernel.dynamicScheduler = dynamicScheduler;
         kernel.writesLse = writesLse;
         kernel.kvSplits = kvSplits;
-        fagpu::Traffic t = fagpu::kernelTraffic(kernel, {b, hq, hkv, nq, nk});
+        // Sequences of their own lengths (a KV cache's, a varlen batch's).
+        std::vector<fagpu::SequenceLengths> lengths;
+        for (auto [queries, keys] : sequences) {
+          if (queries < 0 || keys < 0 || queries > 0x7fffffff ||
+              keys > 0x7fffffff)
+            throw py::value_error("predicted_bytes: each sequence's lengths "
+                                  "must be in [0, 2^31 - 1]");
+          lengths.push_back({queries, keys});
+        }
+        fagpu::Traffic t =
+            lengths.empty()
+                ? fagpu::kernelTraffic(kernel, {b, hq, hkv, nq, nk})
+                : fagpu::sequencesTraffic(kernel, hq, hkv, lengths.data(),
+                                          int64_t(lengths.size()));
         return py::make_tuple(t.reads(), t.writes());
       });
   m.def("run_cpu", &runCpu, py::arg("q"), py::arg("k"), py::arg("v"),

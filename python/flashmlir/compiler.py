@@ -577,13 +577,21 @@ def quantize_e4m3(x):
 
 
 def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
-                    key_len, kv_splits=None):
+                    key_len, kv_splits=None, kv_lengths=None,
+                    cu_seqlens_q=None, cu_seqlens_k=None):
     """(L2 -> SM read bytes, SM -> L2 write bytes) that the kernel of
     `metadata` (a CompiledKernel's .metadata or a fa-compile .json, loaded)
     moves for this shape: the counting rule of fagpu-io-report and of the C
     runtime's faMetadataPredictedBytes, checked against ncu on the H200.
     kv_splits: a split-KV kernel's chunk count for the launch (None: the
-    metadata's default, which "auto" kernels lack)."""
+    metadata's default, which "auto" kernels lack).
+
+    Kernels whose sequences have lengths of their own count each sequence
+    on its own (faMetadataPredictedSequenceBytes): a KV cache's kernel with
+    kv_lengths (B ints; a paged kernel without them: key_len, the
+    capacity, each), a varlen kernel with cu_seqlens_q and cu_seqlens_k
+    (B + 1 prefix sums each; batch, query_len and key_len are then
+    ignored)."""
     m = metadata
     if "block_c" not in m or "arch" not in m:
         raise ValueError("predicted_bytes: the metadata has no 'block_c' or "
@@ -597,6 +605,33 @@ def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
     elif kv_splits not in (None, 0):
         raise ValueError("predicted_bytes: kv_splits for a kernel that does "
                          "not split")
+    sequences = []
+    if m.get("varlen"):
+        if cu_seqlens_q is None or cu_seqlens_k is None:
+            raise ValueError("predicted_bytes: a varlen kernel's traffic "
+                             "needs cu_seqlens_q and cu_seqlens_k")
+        cq, ck = [int(x) for x in cu_seqlens_q], [int(x) for x in cu_seqlens_k]
+        if len(cq) != len(ck) or len(cq) < 2:
+            raise ValueError("predicted_bytes: cu_seqlens_q and cu_seqlens_k "
+                             "must be B + 1 prefix sums each")
+        sequences = [(cq[i + 1] - cq[i], ck[i + 1] - ck[i])
+                     for i in range(len(cq) - 1)]
+        # The uniform shape is unused: any valid one.
+        batch, query_len, key_len = 1, 1, 1
+    elif m.get("kv_lengths") or m.get("page_size"):
+        if kv_lengths is None and m.get("kv_lengths"):
+            raise ValueError("predicted_bytes: a KV-cache kernel with "
+                             "kv_lengths needs them (B ints)")
+        lengths = [key_len] * batch if kv_lengths is None else \
+            [int(x) for x in kv_lengths]
+        if len(lengths) != batch:
+            raise ValueError(f"predicted_bytes: kv_lengths must have B = "
+                             f"{batch} entries, got {len(lengths)}")
+        sequences = [(query_len, n) for n in lengths]
+    elif kv_lengths is not None or cu_seqlens_q is not None or \
+            cu_seqlens_k is not None:
+        raise ValueError("predicted_bytes: kv_lengths and cu_seqlens are for "
+                         "KV-cache and varlen kernels")
     return tuple(_extension().predicted_bytes(
         # Q/K/V bytes: 1 for e4m3 (O is 16-bit either way).
         m["block_r"], m["block_c"], m["head_dim"],
@@ -604,4 +639,5 @@ def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
         bool(m.get("bottom_right", False)), int(m.get("window", 0)),
         int(m.get("tma_box_cols", 0)) > 0,
         m.get("tile_scheduler") == "dynamic", bool(m.get("writes_lse", True)),
-        batch, query_heads, kv_heads, query_len, key_len, splits))
+        batch, query_heads, kv_heads, query_len, key_len, splits,
+        m.get("value_head_dim", m["head_dim"]), sequences))

@@ -324,3 +324,33 @@ def test_value_head_dim(flashmlir):
         flashmlir.compile(head_dim=128, value_head_dim=64, arch="sm_80")
     plain = flashmlir.compile(head_dim=192, causal=True).metadata
     assert plain["value_head_dim"] == 192 and "_dv" not in plain["kernel"]
+
+
+def test_predicted_bytes_per_sequence(flashmlir):
+    """Sequences of their own lengths count one by one (the rule of
+    faMetadataPredictedSequenceBytes; test/Runtime/predicted-bytes.test has
+    the hand count of the same case): a varlen batch from its prefix sums,
+    a KV cache from its lengths, and the arguments each needs."""
+    m = flashmlir.compile(head_dim=128, varlen=True).metadata
+    got = flashmlir.predicted_bytes(m, 1, 2, 1, 0, 0,
+                                    cu_seqlens_q=[0, 200, 201, 201],
+                                    cu_seqlens_k=[0, 300, 377, 382])
+    assert got == (1114112, 104520)
+    with pytest.raises(ValueError, match="needs cu_seqlens_q"):
+        flashmlir.predicted_bytes(m, 1, 2, 1, 200, 300)
+    kv = flashmlir.compile(head_dim=128, causal=True, bottom_right=True,
+                           kv_splits=4, kv_lengths=True, page_size=64).metadata
+    split = flashmlir.compile(head_dim=128, causal=True, bottom_right=True,
+                              kv_splits=4).metadata
+    # Equal lengths: the contiguous kernel's batch; one shorter sequence
+    # moves less.
+    same = flashmlir.predicted_bytes(kv, 3, 8, 2, 1, 1024,
+                                     kv_lengths=[700, 700, 700])
+    assert same == flashmlir.predicted_bytes(split, 3, 8, 2, 1, 700)
+    shorter = flashmlir.predicted_bytes(kv, 3, 8, 2, 1, 1024,
+                                        kv_lengths=[700, 64, 700])
+    assert shorter[0] < same[0]
+    with pytest.raises(ValueError, match="needs them"):
+        flashmlir.predicted_bytes(kv, 3, 8, 2, 1, 1024)
+    with pytest.raises(ValueError, match="for KV-cache and varlen kernels"):
+        flashmlir.predicted_bytes(split, 3, 8, 2, 1, 700, kv_lengths=[1] * 3)

@@ -43,6 +43,19 @@ struct TrafficKernel {
   int64_t kvSplits = 0;
 };
 
+/// The bytes a row of Q, K or V moves from L2: with whole TMA boxes, the
+/// columns of the tiles (a head dim padded to whole 128-byte box rows: D =
+/// 96 moves D = 128's, measured on the H200, like a ragged tail's rows;
+/// V's tiles are K's, so V narrower than K moves K's row too, which is
+/// assumed, not measured), else the tensor's own.
+inline int64_t rowBytes(const TrafficKernel &kernel, int64_t columns) {
+  int64_t bytes = columns * kernel.elementBytes;
+  if (!kernel.wholeBoxes)
+    return bytes;
+  int64_t tile = std::max(kernel.headDim, columns) * kernel.elementBytes;
+  return (tile + 127) / 128 * 128;
+}
+
 /// An attention's shape.
 struct TrafficShape {
   int64_t batch = 0, queryHeads = 0, kvHeads = 0, queryLen = 0, keyLen = 0;
@@ -77,7 +90,7 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
                              int64_t rows, int64_t nq, int64_t nk,
                              KVRange<IntegerArithmetic> range, Traffic &head) {
   IntegerArithmetic ints;
-  int64_t br = kernel.blockR, bc = kernel.blockC, elt = kernel.elementBytes;
+  int64_t br = kernel.blockR, bc = kernel.blockC;
   int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
   int64_t splits = kernel.kvSplits;
   // Row i's visible keys [lo, hi), as the kernel masks them.
@@ -101,11 +114,11 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
     head.mergeReads += rows * 2 * 32;
     if (begin >= end)
       continue;
-    head.q += (kernel.wholeBoxes ? br : rows) * d * elt;
+    head.q += (kernel.wholeBoxes ? br : rows) * rowBytes(kernel, d);
     for (int64_t j = begin; j < end; ++j) {
       int64_t cols = kernel.wholeBoxes ? bc : std::min(bc, nk - j * bc);
-      head.k += cols * d * elt;
-      head.v += cols * dv * elt;
+      head.k += cols * rowBytes(kernel, d);
+      head.v += cols * rowBytes(kernel, dv);
       ++head.blocksVisitedPerHead;
     }
     for (int64_t i = qStart; i < qStart + rows; ++i)
@@ -134,11 +147,11 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
                        range, head);
       continue;
     }
-    head.q += rows * d * elt;
+    head.q += rows * rowBytes(kernel, d);
     for (int64_t j = range.first; j < range.end; ++j) {
       int64_t cols = kernel.wholeBoxes ? bc : std::min(bc, nk - j * bc);
-      head.k += cols * d * elt;
-      head.v += cols * dv * elt;
+      head.k += cols * rowBytes(kernel, d);
+      head.v += cols * rowBytes(kernel, dv);
       ++head.blocksVisitedPerHead;
     }
   }
@@ -156,6 +169,50 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
       kernel.dynamicScheduler ? (head.tilesPerHead * heads + 1) * 32 : 0;
   total.fa2Model =
       heads * (nq * d + (nk * d + nk * dv) * head.tilesPerHead) * elt;
+  return total;
+}
+
+/// One sequence of a batch whose sequences have lengths of their own: a KV
+/// cache's (kv_lengths: every sequence's Nq queries, its own keys) or a
+/// varlen batch's (cu_seqlens_q / cu_seqlens_k).
+struct SequenceLengths {
+  int64_t queryLen = 0, keyLen = 0;
+};
+
+/// The traffic of such a batch: each sequence as a batch of one of its own
+/// lengths, since the kernels tile, mask and box each sequence on its own
+/// (a varlen sequence's Q box still moves whole B_r rows, reaching into
+/// the next sequence's; a KV cache's last block moves whole B_c rows of
+/// the cache, or whole pages), and the dynamic scheduler's atomics once for
+/// all the tiles taken. A sequence with no queries moves nothing; one with
+/// no keys loads its tiles' Q (split-KV: none) and writes O and LSE.
+inline Traffic sequencesTraffic(const TrafficKernel &kernel,
+                                int64_t queryHeads, int64_t kvHeads,
+                                const SequenceLengths *sequences,
+                                int64_t count) {
+  TrafficKernel perSequence = kernel;
+  perSequence.dynamicScheduler = false;
+  Traffic total;
+  int64_t tiles = 0;
+  for (int64_t s = 0; s < count; ++s) {
+    if (sequences[s].queryLen == 0)
+      continue;
+    Traffic t = kernelTraffic(perSequence, {1, queryHeads, kvHeads,
+                                            sequences[s].queryLen,
+                                            sequences[s].keyLen});
+    total.q += t.q;
+    total.k += t.k;
+    total.v += t.v;
+    total.o += t.o;
+    total.lse += t.lse;
+    total.partialWrites += t.partialWrites;
+    total.mergeReads += t.mergeReads;
+    total.arrivals += t.arrivals;
+    total.fa2Model += t.fa2Model;
+    total.blocksVisitedPerHead += t.blocksVisitedPerHead;
+    tiles += t.tilesPerHead * queryHeads;
+  }
+  total.scheduler = kernel.dynamicScheduler ? (tiles + 1) * 32 : 0;
   return total;
 }
 
