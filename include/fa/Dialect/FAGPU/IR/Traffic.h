@@ -45,9 +45,10 @@ struct TrafficKernel {
 
 /// The bytes a row of Q, K or V moves from L2: with whole TMA boxes, the
 /// columns of the tiles (a head dim padded to whole 128-byte box rows: D =
-/// 96 moves D = 128's, measured on the H200, like a ragged tail's rows;
-/// V's tiles are K's, so V narrower than K moves K's row too, which is
-/// assumed, not measured), else the tensor's own.
+/// 96 moves D = 128's, like a ragged tail's rows; V's tiles are K's, so V
+/// narrower than K moves K's row too, its boxes past Dv included: both
+/// measured on the H200, bench/results/2026-12-02-io-check-runtime.md),
+/// else the tensor's own.
 inline int64_t rowBytes(const TrafficKernel &kernel, int64_t columns) {
   int64_t bytes = columns * kernel.elementBytes;
   if (!kernel.wholeBoxes)

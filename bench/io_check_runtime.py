@@ -1,10 +1,12 @@
-"""The traffic rule for sequences of their own lengths (KV caches, varlen
-batches: flashmlir.predicted_bytes with kv_lengths or cu_seqlens, the C
-runtime's faMetadataPredictedSequenceBytes) against Nsight Compute's L2 ->
-SM reads and SM -> L2 writes on the H200 (bench/io_check.py's metrics).
+"""The runtime's traffic prediction (flashmlir.predicted_bytes, the C
+runtime's faMetadataPredictedBytes / faMetadataPredictedSequenceBytes) for
+what bench/io_predict.py's static modules cannot spell: sequences of their
+own lengths (KV caches, varlen batches) and V narrower than K, against
+Nsight Compute's L2 -> SM reads and SM -> L2 writes on the H200
+(bench/io_check.py's metrics).
 
-    python3 bench/io_check_sequences.py predict .varlen .paged > expected.json
-    python3 bench/io_check_sequences.py check expected.json     # on the H200
+    python3 bench/io_check_runtime.py predict .varlen .paged .cubins > expected.json
+    python3 bench/io_check_runtime.py check expected.json     # on the H200
 """
 import json
 import math
@@ -17,7 +19,8 @@ from io_check import METRICS, profile  # noqa: E402
 # (kernel, Hq, Hkv, Nq or None for varlen, lengths, kv_splits): ragged
 # varlen batches (an empty sequence, a one-query one), decode over paged and
 # contiguous caches with ragged lengths (one of 1 key), a chunk of queries
-# after a cache, pages shorter than a block.
+# after a cache, pages shorter than a block; then plain batches (lengths
+# (B, Nk)) of a padded head dim and of V narrower than K.
 LENGTHS_Q = [200, 1, 0, 513, 1000]
 LENGTHS_K = [200, 77, 3, 600, 1000]
 CASES = [
@@ -31,6 +34,9 @@ CASES = [
      4),
     ("sm_90a_d128_f16_causal_bralign_kvlens_paged128", 8, 2, 300,
      [300, 1000, 2000], 0),
+    ("sm_90a_d96_f16_causal", 16, 4, 2048, (2, 2048), 0),
+    ("sm_90a_d192_dv128_f16", 16, 4, 2048, (2, 2048), 0),
+    ("sm_90a_d192_f16", 16, 4, 2048, (2, 2048), 0),
 ]
 CAPACITY = 4096  # keys a sequence's cache holds
 
@@ -45,8 +51,15 @@ def predict(folders):
                       if os.path.exists(os.path.join(f, name + ".json")))
         meta = json.load(open(os.path.join(folder, name + ".json")))
         row = dict(kernel=os.path.join(folder, name), Hq=hq, Hkv=hkv,
-                   D=meta["head_dim"], kv_splits=splits)
-        if meta.get("varlen"):
+                   D=meta["head_dim"],
+                   Dv=meta.get("value_head_dim", meta["head_dim"]),
+                   kv_splits=splits)
+        if isinstance(lengths, tuple):
+            b, nk = lengths
+            row.update(B=b, Nq=nq, Nk=nk)
+            reads, writes = flashmlir.predicted_bytes(meta, b, hq, hkv, nq,
+                                                      nk)
+        elif meta.get("varlen"):
             cq = [0]
             ck = [0]
             for a, b in zip(LENGTHS_Q, LENGTHS_K):
@@ -72,9 +85,14 @@ def launch(rows):
     for r in rows:
         kernel = Kernel.load(r["kernel"])
         torch.manual_seed(0)
-        d, hq, hkv = r["D"], r["Hq"], r["Hkv"]
+        d, dv, hq, hkv = r["D"], r["Dv"], r["Hq"], r["Hkv"]
         f16 = dict(device="cuda", dtype=torch.float16)
-        if "cu_seqlens_q" in r:
+        if "Nk" in r:
+            q = torch.randn(r["B"], hq, r["Nq"], d, **f16)
+            k = torch.randn(r["B"], hkv, r["Nk"], d, **f16)
+            v = torch.randn(r["B"], hkv, r["Nk"], dv, **f16)
+            kernel(q, k, v)
+        elif "cu_seqlens_q" in r:
             cq, ck = r["cu_seqlens_q"], r["cu_seqlens_k"]
             # flash-attn's packed [total, H, D], as [1, H, total, D] views.
             q = torch.randn(cq[-1], hq, d, **f16).unsqueeze(0).transpose(1, 2)
@@ -109,7 +127,7 @@ def launch(rows):
 def check(expected):
     rows = json.load(open(expected))
     table = profile([os.path.abspath(__file__), "launch", expected],
-                    len(rows), "io_check_sequences")
+                    len(rows), "io_check_runtime")
     if table is None:
         return 1
     print("| kernel | lengths | predicted L2->SM | measured | diff | "
@@ -124,7 +142,9 @@ def check(expected):
         diff_write = write / r["predicted_write"] - 1
         worst, worst_write = max(worst, abs(diff)), max(worst_write,
                                                         abs(diff_write))
-        lengths = (f"q {LENGTHS_Q} k {LENGTHS_K}" if "cu_seqlens_q" in r
+        lengths = (f"B {r['B']} Hq {r['Hq']} Hkv {r['Hkv']} N {r['Nk']}"
+                   if "Nk" in r else
+                   f"q {LENGTHS_Q} k {LENGTHS_K}" if "cu_seqlens_q" in r
                    else f"Nq {r['Nq']} k {r['kv_lengths']}"
                    f"{' S=' + str(r['kv_splits']) if r['kv_splits'] else ''}")
         print(f"| {os.path.basename(r['kernel'])} | {lengths} | "
@@ -133,9 +153,9 @@ def check(expected):
               f"{diff_write * 100:+.2f}% |")
         results.append(dict(r, measured_read=read, measured_write=write))
     json.dump(results, open(os.path.join(os.environ.get("OUT", "."),
-                                         "io-check-sequences.json"), "w"),
+                                         "io-check-runtime.json"), "w"),
               indent=1)
-    print(f"io_check_sequences: {len(rows)} launches, largest L2->SM "
+    print(f"io_check_runtime: {len(rows)} launches, largest L2->SM "
           f"difference {worst * 100:.3f}%, largest write difference "
           f"{worst_write * 100:.2f}%")
     return 0
