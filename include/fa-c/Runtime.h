@@ -130,9 +130,10 @@ int faKernelLaunchStrided(FaKernel *kernel, const void *q,
  *  one-byte e4m3 codes with element strides (NULL: contiguous; multiples of
  *  16 elements), o [B, Hq, Nq, D] in the kernel's "out_dtype" (f16 or bf16,
  *  strides in multiples of 8), LSE as in faKernelLaunch. qDescale,
- *  kDescale, vDescale: f32 scalars on the device, FlashAttention-3's
- *  per-tensor descales (the factor the codes are multiplied by; 1.0 for
- *  unscaled codes). On `stream` the runtime first runs the kernel's V
+ *  kDescale, vDescale: FlashAttention-3's descales (the factor the codes
+ *  are multiplied by; 1.0 for unscaled codes), f32 on the device: one each
+ *  (descalesPerHead 0), or [B, Hkv] contiguous each, a (batch, K/V head)'s
+ *  for its query heads too (descalesPerHead 1, FA3's shape). On `stream` the runtime first runs the kernel's V
  *  layout kernel (metadata "value_layout") into a V^T workspace of
  *  B * Hkv * D * ceil16(Nk) bytes it keeps per stream, then the attention.
  *  Other launchers refuse e4m3 kernels, and this one the others. */
@@ -144,7 +145,7 @@ int faKernelLaunchE4M3(FaKernel *kernel, const void *q,
                        int qHeads, int kvHeads, int qLen, int kvLen,
                        float scale, const float *qDescale,
                        const float *kDescale, const float *vDescale,
-                       void *stream);
+                       int descalesPerHead, void *stream);
 
 /** faKernelLaunchStrided for a kernel that reads a KV cache (fa-compile
  *  --kv-lengths, --page-size; metadata "kv_lengths", "page_size"): k and v

@@ -658,7 +658,8 @@ int validate(const Metadata &m) {
     for (const char *name : {"o_stride_b", "o_stride_h", "o_stride_n"})
       expected.push_back(name);
   if (fp8)
-    for (const char *name : {"q_descale", "k_descale", "v_descale"})
+    for (const char *name :
+         {"q_descale", "k_descale", "v_descale", "descale_stride"})
       expected.push_back(name);
   if (m.varlen)
     for (const char *name : {"cu_seqlens_q", "cu_seqlens_k", "total_q"})
@@ -1162,8 +1163,10 @@ struct KVCache {
   // the sequences and the longest one's queries.
   const int *cuQ = nullptr, *cuK = nullptr;
   int qRows = 0;
-  // An e4m3 launch: the per-tensor descales, f32 scalars on the device.
+  // An e4m3 launch: the descales, f32 on the device, one per tensor
+  // (stride 0) or [B, Hkv] (stride 1).
   const float *qDescale = nullptr, *kDescale = nullptr, *vDescale = nullptr;
+  int descaleStride = 0;
 };
 
 /// Runs an e4m3 kernel's V layout kernel on `stream`: V [B, Hkv, Nk, D]
@@ -1437,6 +1440,7 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 : name == "q_descale"      ? (void *)&cache.qDescale
                 : name == "k_descale"      ? (void *)&cache.kDescale
                 : name == "v_descale"      ? (void *)&cache.vDescale
+                : name == "descale_stride" ? (void *)&cache.descaleStride
                                            : nullptr;
     if (!arg) // validate() admits only the names above
       return fail("faKernelLaunch: unknown kernel parameter '" + name + "'");
@@ -1482,9 +1486,13 @@ int faKernelLaunchE4M3(FaKernel *k, const void *q, const FaStrides *qStrides,
                        int qHeads, int kvHeads, int qLen, int kvLen,
                        float scale, const float *qDescale,
                        const float *kDescale, const float *vDescale,
-                       void *stream) {
+                       int descalesPerHead, void *stream) {
   if (!k)
     return fail("faKernelLaunchE4M3: kernel must not be null");
+  if (descalesPerHead != 0 && descalesPerHead != 1)
+    return fail("faKernelLaunchE4M3: descalesPerHead must be 0 (one descale "
+                "per tensor) or 1 ([B, Hkv]), got " +
+                std::to_string(descalesPerHead));
   if (k->meta.dtype != "e4m3")
     return fail("faKernelLaunchE4M3: " + k->meta.kernel + " takes " +
                 k->meta.dtype + " inputs: launch it with "
@@ -1500,6 +1508,7 @@ int faKernelLaunchE4M3(FaKernel *k, const void *q, const FaStrides *qStrides,
   cache.qDescale = qDescale;
   cache.kDescale = kDescale;
   cache.vDescale = vDescale;
+  cache.descaleStride = descalesPerHead;
   return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
                       lse, batch, qHeads, kvHeads, qLen, cache, scale,
                       /*kvSplits=*/-1, stream);

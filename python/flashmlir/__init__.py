@@ -125,8 +125,10 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
     auto rule, runtime.auto_kv_splits, picks the count), 1: never, N: N.
 
     float8_e4m3fn q, k, v (sm_90a, D 128 or 256): FlashAttention-3's FP8
-    kernel with per-tensor descales (float32 tensors of one element, or
-    numbers; None: 1.0, as in FA3), O in bfloat16; no split-KV."""
+    kernel with its descales: float32 tensors of one element or numbers
+    (per tensor), or FA3's [B, Hkv] (per batch and K/V head; a query head
+    takes its K/V head's q_descale); None: 1.0, as in FA3. O in bfloat16;
+    no split-KV."""
     out, _ = _launch(q, k, v, causal, scale, kernel_dir,
                      num_splits=num_splits,
                      descales=(q_descale, k_descale, v_descale))
@@ -334,8 +336,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     sm_80 kernel takes contiguous [B, H, N, D] tensors, so there q, k and v
     are copied into that layout and O back. num_splits: as in
     flashmlir.attention (split-KV decode). float8_e4m3fn inputs with
-    q_descale, k_descale, v_descale (FA3's arguments; per tensor here: one
-    element each, None meaning 1.0) run the FP8 kernel; O is bfloat16."""
+    q_descale, k_descale, v_descale (FA3's arguments: one element each or
+    [B, Hkv], None meaning 1.0) run the FP8 kernel; O is bfloat16."""
     import torch
     from . import runtime
 

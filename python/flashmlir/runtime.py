@@ -175,7 +175,7 @@ def validate_metadata(meta):
                                 "tensor maps over the pages")
         expected += ["block_table", "max_pages"]
     if fp8:
-        expected += ["q_descale", "k_descale", "v_descale"]
+        expected += ["q_descale", "k_descale", "v_descale", "descale_stride"]
     if meta.get("split_kv"):
         if not meta.get("tile_grid"):
             raise MetadataError("split-KV needs a tile-grid (wgmma) kernel")
@@ -762,9 +762,12 @@ class Kernel:
         return scale
 
     def _check_e4m3(self, q, k, v, descales, out, lse):
-        """The e4m3 kernel's argument checks: _check's, then the descales;
-        returns ((B, Hq, Hkv, Nq, Nk, D), the strides of q, k, v, out, the
-        three descale tensors)."""
+        """The e4m3 kernel's argument checks: _check's, then the descales:
+        each a number or a float32 tensor of one element (per tensor), or
+        FA3's [B, Hkv] (per batch and K/V head; the others are then
+        broadcast to it); returns ((B, Hq, Hkv, Nq, Nk, D), the strides of
+        q, k, v, out, the three descale tensors, their stride: 0 per
+        tensor, 1 [B, Hkv])."""
         import torch
         dims, strides = self._check(q, k, v, out, lse)
         b, _, hkv, _, nk, d = dims
@@ -773,6 +776,8 @@ class Kernel:
             raise KernelArgumentError(
                 "sizes exceed the V layout kernel's 32-bit grid")
         scalars = []
+        per_head = any(isinstance(x, torch.Tensor) and x.numel() != 1
+                       for x in descales)
         for name, x in zip(("q_descale", "k_descale", "v_descale"), descales):
             if x is None:
                 raise KernelArgumentError(
@@ -780,23 +785,30 @@ class Kernel:
                     f"multiplied by: amax / 448 of a per-tensor quantisation;"
                     f" 1.0 for unscaled codes)")
             if isinstance(x, torch.Tensor):
-                if x.numel() != 1 or x.dtype != torch.float32 or \
-                        x.device != q.device:
+                if x.dtype != torch.float32 or x.device != q.device or \
+                        (x.numel() != 1 and tuple(x.shape) != (b, hkv)):
                     raise KernelArgumentError(
-                        f"{name} must be a float32 tensor of one element on "
+                        f"{name} must be a float32 tensor of one element or "
+                        f"of shape [B, Hkv] = {(b, hkv)} (FA3's) on "
                         f"{q.device}, got {x.dtype} of shape "
                         f"{tuple(x.shape)} on {x.device}")
-                # One element of any rank: the kernel reads its first.
-                scalars.append(x if x.is_contiguous() else x.contiguous())
+                if per_head:
+                    # [B, Hkv], a single descale broadcast to it.
+                    x = x.reshape(()).expand(b, hkv) if x.numel() == 1 \
+                        else x
+                    scalars.append(x.contiguous())
+                else:
+                    # One element of any rank: the kernel reads its first.
+                    scalars.append(x if x.is_contiguous() else x.contiguous())
                 continue
             if isinstance(x, bool) or not isinstance(x, (int, float)) or \
                     not 2.0 ** -126 <= float(x) <= 2.0 ** 127:
                 raise KernelArgumentError(
                     f"{name} must be in [2^-126, 2^127] (a descale factor "
                     f"must be finite, positive and a normal f32), got {x!r}")
-            scalars.append(torch.full((1,), float(x), dtype=torch.float32,
-                                      device=q.device))
-        return dims, strides, scalars
+            scalars.append(torch.full((b, hkv) if per_head else (1,), float(x),
+                                      dtype=torch.float32, device=q.device))
+        return dims, strides, scalars, int(per_head)
 
     def _call_e4m3(self, q, k, v, descales, out, lse, scale, discard_lse):
         """An e4m3 launch: the V layout kernel writes V^T [B, Hkv, D,
@@ -804,7 +816,7 @@ class Kernel:
         workspace, then the attention reads q, k and it by TMA, scales the
         scores by q_descale * k_descale and O by v_descale."""
         import torch
-        (b, hq, hkv, nq, nk, d), strides, scalars = self._check_e4m3(
+        (b, hq, hkv, nq, nk, d), strides, scalars, stride = self._check_e4m3(
             q, k, v, descales, out, lse)
         device_index = q.device.index if q.device.index is not None else \
             torch.cuda.current_device()
@@ -844,6 +856,7 @@ class Kernel:
                       ctypes.c_int32(b)]
             values += [ctypes.c_int64(x) for x in strides[3]]
             values += [ctypes.c_void_p(x.data_ptr()) for x in scalars]
+            values.append(ctypes.c_int32(stride))
             if self.meta.get("tile_scheduler") == "dynamic":
                 values.append(ctypes.c_void_p(
                     tile_counter(device_index, stream).data_ptr()))

@@ -260,7 +260,8 @@ def test_c_runtime_e4m3_launch(cuda_flashmlir, name):
                         ctypes.c_float(scale), *descales,
                         c(torch.cuda.current_stream().cuda_stream))
 
-    descales = [c(t.data_ptr()) for t in (qd, kd, vd)]
+    # One descale per tensor (descalesPerHead 0).
+    descales = [c(t.data_ptr()) for t in (qd, kd, vd)] + [0]
     for _ in range(2):
         out.fill_(float("nan"))
         assert launch(lib.faKernelLaunchE4M3, descales) == 0, \
@@ -274,9 +275,63 @@ def test_c_runtime_e4m3_launch(cuda_flashmlir, name):
     assert torch.equal(lse, ref_lse)
     # A missing descale, and the 16-bit launcher, are refused.
     assert launch(lib.faKernelLaunchE4M3, [descales[0], None,
-                                            descales[2]]) == 1
+                                            descales[2], 0]) == 1
     assert b"must be 4-byte aligned f32 scalars" in lib.faRuntimeLastError()
     assert launch(lib.faKernelLaunchStrided, [ctypes.c_int(1)]) == 1
     assert b"is an e4m3 kernel: launch it with faKernelLaunchE4M3" in \
         lib.faRuntimeLastError()
     lib.faKernelDestroy(kernel)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_e4m3_per_head_descales(cuda_flashmlir, causal):
+    """FA3's descales of shape [B, Hkv]: each (batch, K/V head) quantised on
+    its own (a head of 8x the others' range among them), a query head taking
+    its K/V head's q_descale; against the emulation of the same codes and
+    descales by the 2x rule."""
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir.runtime import Kernel
+    name = "sm_90a_d128_e4m3_bf16" + ("_causal" if causal else "")
+    kernel = Kernel.load(os.path.join(_kernel_dir(), name))
+    b, hq, hkv, n, d = 2, 8, 2, 333, 128
+    g = torch.Generator(device="cuda").manual_seed(21)
+    x = [torch.randn(b, h, n, d, device="cuda", generator=g)
+         for h in (hq, hkv, hkv)]
+    for t in x:
+        t[:, -1] *= 8  # the last head's range: 8x
+    group = hq // hkv
+
+    def per_head(t):
+        heads = t.shape[1]
+        amax = t.abs().amax(dim=(2, 3)).clamp(min=1e-12)  # [B, H]
+        if heads == hq:  # Q: one descale per (batch, K/V head)
+            amax = amax.view(b, hkv, group).amax(-1)
+        scale = 448.0 / amax
+        expanded = scale.repeat_interleave(heads // hkv, 1)[..., None, None]
+        return (t * expanded).to(torch.float8_e4m3fn), 1.0 / scale
+    (q8, qd), (k8, kd), (v8, vd) = (per_head(t) for t in x)
+    out, _ = kernel(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+    torch.cuda.synchronize()
+
+    def decode(t8, descale):
+        return t8.float() * descale.repeat_interleave(
+            t8.shape[1] // hkv, 1)[..., None, None]
+    qf, kf, vf = decode(q8, qd), decode(k8, kd), decode(v8, vd)
+    scale = 1 / math.sqrt(d)
+    ref, _ = _exact(torch, qf, kf, vf, scale, causal)
+    emu = _emulate(torch, qf, kf, vf, scale, causal)
+    err = (out.double() - ref).abs().max().item()
+    base = (emu.double() - ref).abs().max().item()
+    assert err <= 2 * base + 1e-3, (err, base)
+    # Teeth: the first (batch, K/V head)'s descales for every head (a
+    # kernel ignoring the layout) would be far off: the last head's range
+    # is 8x the others'.
+    first = [t[:, :1].expand(b, hkv) for t in (qd, kd, vd)]
+    wrong, _ = _exact(torch, decode(q8, first[0]), decode(k8, first[1]),
+                      decode(v8, first[2]), scale, causal)
+    assert (wrong - ref).abs().max().item() > 20 * (base + 1e-3)
+    # [B, Hkv] of another shape is refused.
+    from flashmlir.runtime import KernelArgumentError
+    with pytest.raises(KernelArgumentError, match="\\[B, Hkv\\]"):
+        kernel(q8, k8, v8, q_descale=qd[:1], k_descale=kd, v_descale=vd)

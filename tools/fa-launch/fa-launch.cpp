@@ -180,7 +180,8 @@ int main(int argc, char **argv) {
                                   nullptr, dout, nullptr,
                                   static_cast<float *>(dlse), b, hq, hkv, nq,
                                   nk, scale, descaleArgs, descaleArgs + 1,
-                                  descaleArgs + 2, nullptr)
+                                  descaleArgs + 2, /*descalesPerHead=*/0,
+                                  nullptr)
              : faKernelLaunchSplit(kernel, dq, dk, dV, dout,
                                    static_cast<float *>(dlse), b, hq, hkv, nq,
                                    nk, scale, kvSplits, nullptr)) ||

@@ -688,8 +688,10 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
         case fagpu::ParamKind::F32:
           return operands.scaleLog2;
         case fagpu::ParamKind::I32:
-          return p.name == "kv_splits" ? c32(launch.kvSplits).getResult()
-                                       : operands.i32(p.name);
+          // The IR's descales are per tensor (rank-0 memrefs).
+          return p.name == "kv_splits"        ? c32(launch.kvSplits).getResult()
+                 : p.name == "descale_stride" ? c32(0).getResult()
+                                              : operands.i32(p.name);
         case fagpu::ParamKind::I64: {
           std::array<Value, 3> strides = stridesOf(operands.tensor("o"));
           return p.name == "o_stride_b"   ? strides[0]

@@ -405,7 +405,9 @@ LogicalResult mlir::fa::buildSM100Kernels(ModuleOp module) {
     replaceWithTensorMapLaunch(op, kernel,
                                TensorMapLaunch{spec.headDim, kBlockR,
                                                spec.bf16, kThreads,
-                                               spec.sharedBytes(), spec.abi});
+                                               spec.sharedBytes(), spec.abi,
+                                               /*kvSplits=*/0,
+                                               /*valueLayoutKernel=*/{}});
   };
   return lowerEachKernel<KernelSpec>(module, fagpu::Target::sm_100a, specOf,
                                      build, launch);

@@ -300,6 +300,8 @@ private:
     Value vStage, vParity, row0, qMatrix;
     // Varlen: where its rows end and its LSE starts (storeTile's).
     Value rowEnd, lse;
+    // e4m3: V's descale of its (batch, K/V head).
+    Value vDescale;
   };
   SmallVector<Value> packPending(const PendingTile &tile);
   PendingTile unpackPending(ValueRange values);
@@ -308,7 +310,12 @@ private:
   /// bounds the rows, `lse` (default the kernel's) is where the LSE's
   /// matrix 0 starts.
   void storeTile(const RowState &state, Value row0, Value qMatrix,
-                 Value staging, Value rowEnd = Value(), Value lse = Value());
+                 Value staging, Value rowEnd = Value(), Value lse = Value(),
+                 Value vDescaleOfTile = Value());
+  /// e4m3: the scores' scale and V's descale of `tile`'s (batch, K/V head)
+  /// into scaleLog2 and vDescale: S = q_descale k_descale (Q8 K8^T) and
+  /// O = v_descale P V8. No-op for 16-bit kernels.
+  void useDescales(const AttentionTile &tile);
   /// fagpu.store_output's `columns` where O has fewer columns than the
   /// tiles (a padded head dim), else none.
   IntegerAttr paddedColumns();
@@ -397,8 +404,11 @@ private:
   Value ownTurn, otherTurn;   // ping-pong named barriers
   Value epilogueBarrier; // named barrier of this consumer's four warps
   Value qTile;           // this consumer's Q rows in the current tile
-  // e4m3: the descales' device scalars, and V's in the consumer.
-  Value qDescalePtr, kDescalePtr, vDescalePtr, vDescale;
+  // e4m3: the descales on the device (one per tensor, or per (batch, K/V
+  // head) `descaleStride` apart), the kernel's scale before them, and the
+  // scores' scale and V's descale of the consumer's current tile.
+  Value qDescalePtr, kDescalePtr, vDescalePtr, descaleStride;
+  Value kernelScaleLog2, vDescale;
   Value tileFirst;       // the current tile's first K/V block
   Value phaseBits;       // persistent only: see parityOf
   bool inProducer = false; // while emitting the producer's tile loop
@@ -509,18 +519,8 @@ Value KernelBuilder::stagingRows(Value qBuffer) {
 void KernelBuilder::emitConsumer(Value consumerIndex) {
   consumer = consumerIndex;
   epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
-  if (spec.fp8) {
-    // S = q_descale k_descale (Q8 K8^T): the scores' scale takes both
-    // descales; V's scales O in the epilogue (O = v_descale P V8).
-    auto load = [&](Value ptr) -> Value {
-      return LLVM::LoadOp::create(b, loc, f32, ptr, /*alignment=*/4,
-                                  /*isVolatile=*/false,
-                                  /*isNonTemporal=*/false,
-                                  /*isInvariant=*/true);
-    };
-    scaleLog2 = fmul(scaleLog2, fmul(load(qDescalePtr), load(kDescalePtr)));
-    vDescale = load(vDescalePtr);
-  }
+  // e4m3: each tile takes its (batch, K/V head)'s descales (useDescales).
+  kernelScaleLog2 = scaleLog2;
 
   // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
   // tensor cores and hands the turn over on the other's after issuing.
@@ -575,6 +575,8 @@ SmallVector<Value> KernelBuilder::packPending(const PendingTile &tile) {
     v.push_back(tile.rowEnd);
   if (tile.lse)
     v.push_back(tile.lse);
+  if (tile.vDescale)
+    v.push_back(tile.vDescale);
   return v;
 }
 
@@ -590,16 +592,38 @@ KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
   tile.vParity = v[i + 1];
   tile.row0 = v[i + 2];
   tile.qMatrix = v[i + 3];
+  i += 4;
   if (cuSeqlensQPtr) {
-    tile.rowEnd = v[i + 4];
+    tile.rowEnd = v[i++];
     if (spec.writesLse)
-      tile.lse = v[i + 5];
+      tile.lse = v[i++];
   }
+  if (spec.fp8)
+    tile.vDescale = v[i];
   return tile;
 }
 
+void KernelBuilder::useDescales(const AttentionTile &tile) {
+  if (!spec.fp8)
+    return;
+  Value index = ext64(mul(add(mul(tile.batch, hkv), tile.kvHead),
+                          descaleStride));
+  auto load = [&](Value ptr) -> Value {
+    return LLVM::LoadOp::create(b, loc, f32, gep(globalPtr, f32, ptr, index),
+                                /*alignment=*/4, /*isVolatile=*/false,
+                                /*isNonTemporal=*/false,
+                                /*isInvariant=*/true);
+  };
+  scaleLog2 =
+      fmul(kernelScaleLog2, fmul(load(qDescalePtr), load(kDescalePtr)));
+  vDescale = load(vDescalePtr);
+}
+
 void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
-                              Value staging, Value rowEnd, Value lse) {
+                              Value staging, Value rowEnd, Value lse,
+                              Value vDescaleOfTile) {
+  if (!vDescaleOfTile)
+    vDescaleOfTile = vDescale;
   if (!rowEnd)
     rowEnd = nq;
   if (!lse && spec.writesLse)
@@ -621,7 +645,7 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
       spec.tmaStore ? oMap : oPtr, half, stridedMaps ? hq : Value(),
       stridedMaps && !spec.tmaStore ? ValueRange(oStrides) : ValueRange(),
       spec.writesLse ? lse : Value(), spec.tmaStore ? staging : Value(),
-      spec.tmaStore ? epilogueBarrier : Value(), vDescale,
+      spec.tmaStore ? epilogueBarrier : Value(), vDescaleOfTile,
       spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr(),
       spec.tmaStore ? IntegerAttr() : paddedColumns());
 }
@@ -642,7 +666,7 @@ void KernelBuilder::finishPendingTile(const PendingTile &tile) {
   o = pin(o);
   release(kvPipe, tile.vStage, kValue);
   storeTile({o, tile.state.m, tile.state.l}, tile.row0, tile.qMatrix,
-            stagingRows(c32(0)), tile.rowEnd, tile.lse);
+            stagingRows(c32(0)), tile.rowEnd, tile.lse, tile.vDescale);
 }
 
 std::optional<KernelBuilder::PendingTile>
@@ -652,6 +676,9 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   Value firstBlock = tile.firstBlock, unmaskedEnd = tile.unmaskedEnd,
         numBlocks = tile.numBlocks;
   Value row0 = threadRow0(qStart);
+  // The previous tile (cross-tile pipeline) keeps its V descale; this
+  // tile's scores take its own.
+  useDescales(tile);
 
   Value qBuffer = qBufferOf(tileIndex);
   qTile = fagpu::TileRowsOp::create(
@@ -691,7 +718,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     release(kvPipe, previous->vStage, kValue);
     storeTile({previousO, previous->state.m, previous->state.l},
               previous->row0, previous->qMatrix, stagingRows(c32(0)),
-              previous->rowEnd, previous->lse);
+              previous->rowEnd, previous->lse, previous->vDescale);
   }
 
   // Loop state: O, m, l, P of the previous block, and its alpha (+ moved).
@@ -780,6 +807,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     pending.qMatrix = storeMatrix;
     pending.rowEnd = rowEnd;
     pending.lse = lse;
+    pending.vDescale = vDescale;
     return pending;
   }
   Value o = pin(rescale(state.o, last));
@@ -1000,6 +1028,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   qDescalePtr = kernelArgument(fn, spec.abi, "q_descale");
   kDescalePtr = kernelArgument(fn, spec.abi, "k_descale");
   vDescalePtr = kernelArgument(fn, spec.abi, "v_descale");
+  descaleStride = kernelArgument(fn, spec.abi, "descale_stride");
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   // Stating that the warpgroup index is warp-uniform (a shuffle from lane
   // 0) lets ptxas keep the consumer's Q descriptors in uniform registers
@@ -1259,7 +1288,7 @@ LogicalResult mlir::fa::buildSM90Kernels(ModuleOp module) {
                    const KernelSpec &spec) {
     TensorMapLaunch launch{spec.outputColumns, spec.blockR(), spec.bf16,
                            spec.threads(), spec.sharedBytes(), spec.abi,
-                           spec.kvSplits};
+                           spec.kvSplits, /*valueLayoutKernel=*/{}};
     std::string layout;
     if (spec.fp8) {
       layout = valueLayoutKernelName(spec.headDim);

@@ -105,13 +105,18 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
                             "pages per sequence: the block table's row "
                             "length"));
   }
-  if (fp8)
+  if (fp8) {
     for (StringRef name : {"q_descale", "k_descale", "v_descale"}) {
       KernelParam descale = tensor(name, "f32", {}, 0);
-      descale.meaning = "per-tensor descale (a device scalar): the tensor's "
-                        "values are its e4m3 codes times it";
+      descale.meaning = "descales (f32 on the device): the tensor's values "
+                        "are its e4m3 codes times them; one per tensor, or "
+                        "per (batch, K/V head) [B, Hkv] as in FA3";
       params.push_back(descale);
     }
+    params.push_back(scalar("descale_stride", ParamKind::I32,
+                            "0: one descale per tensor; 1: [B, Hkv], "
+                            "(batch, K/V head)'s at b * Hkv + h"));
+  }
   if (s.kvSplits) {
     // Split-KV: CTA (tile, chunk) writes its chunk's normalised O and LSE
     // as row block chunk * B * Hq + matrix of the scratch; the last CTA of
