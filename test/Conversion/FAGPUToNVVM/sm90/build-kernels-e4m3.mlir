@@ -29,24 +29,31 @@
 // CHECK: fagpu.tma_load %arg1[{{.*}}] into %[[KV]][%{{.*}}] buffer 0
 // CHECK: fagpu.tma_load %arg2[%c0_i32{{.*}}] column %{{.*}} into %[[KV]][%{{.*}}] buffer 1
 // CHECK: } consumer {
-// Both descales scale the scores; V's scales O.
-// CHECK: %[[QD:.*]] = llvm.load %arg14 {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
-// CHECK: %[[KD:.*]] = llvm.load %arg15 {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
+// Each tile's descales: its (batch, K/V head)'s, descale_stride (%arg17)
+// apart (0: one per tensor); both of Q and K scale the scores, V's O.
+// CHECK: arith.muli %{{.*}}, %arg17 : i32
+// CHECK: %[[QP:.*]] = llvm.getelementptr %arg14[%[[AT:.*]]]
+// CHECK: %[[QD:.*]] = llvm.load %[[QP]] {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
+// CHECK: %[[KP:.*]] = llvm.getelementptr %arg15[%[[AT]]]
+// CHECK: %[[KD:.*]] = llvm.load %[[KP]] {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
 // CHECK: %[[QK:.*]] = arith.mulf %[[QD]], %[[KD]]
 // CHECK: %[[SCALE:.*]] = arith.mulf %arg9, %[[QK]]
-// CHECK: %[[VD:.*]] = llvm.load %arg16
+// CHECK: llvm.getelementptr %arg16[%[[AT]]]
 // CHECK: fagpu.mma {{.*}} : !fagpu.smem_tile<64x128xf8E4M3FN, block_rows = 128>, <128x128xf8E4M3FN> -> !fagpu.fragment<64x128xf32, accumulator>
 // CHECK: fagpu.softmax_step {{.*}} scale %[[SCALE]] {{.*}}probs_scale = 2.560000e+02 : f32{{.*}} -> {{.*}}<64x128xf8E4M3FN, operand_a>
 // CHECK-NOT: mn_major
 // CHECK: fagpu.mma {{.*}} : !fagpu.fragment<64x128xf8E4M3FN, operand_a>, <128x128xf8E4M3FN>, !fagpu.fragment<64x128xf32, accumulator> -> !fagpu.fragment<64x128xf32, accumulator>
-// CHECK: fagpu.store_output {{.*}} descale %[[VD]] {probs_scale = 2.560000e+02 : f32}
+// The cross-tile pipeline carries a tile's V descale to its epilogue, in
+// the next tile's iteration and after the loop.
+// CHECK: fagpu.store_output {{.*}} descale %arg{{[0-9]+}} {probs_scale = 2.560000e+02 : f32}
+// CHECK: fagpu.store_output {{.*}} descale %{{[0-9]+}}#{{[0-9]+}} {probs_scale = 2.560000e+02 : f32}
 
 // The epilogue's arithmetic: V's descale over l, and log2(256) = 8 off
 // the LSE's log2 sum.
 // NVVM-LABEL: llvm.func @fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256(
-// NVVM: %[[VDESCALE:.*]] = llvm.load %arg16
+// NVVM: llvm.getelementptr %arg16[
 // NVVM: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
-// NVVM: arith.divf %[[VDESCALE]], %{{.*}} : f32
+// NVVM: arith.divf %arg{{[0-9]+}}, %{{.*}} : f32
 // NVVM: lg2.approx.ftz.f32
 // NVVM-NEXT: arith.constant -8.000000e+00 : f32
 // NVVM-NEXT: arith.addf
