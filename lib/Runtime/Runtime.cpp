@@ -394,42 +394,37 @@ private:
     }
     return eat('"') ? 0 : 1;
   }
-  /// Reads a decimal integer within `field`'s range; fails with a message
-  /// naming the field and the range on anything else (no digits, a lone
-  /// '-', a fraction or exponent, or a value past the range, however long).
-  /// A JSON number in the dialect's scale range [2^-64, 2^64] (what
-  /// fa/Dialect/FA/IR/Validation.h allows), read as the f32 it was written
-  /// from.
-  int readScale(float &out) {
+  /// A JSON number at the cursor (at most 64 characters): its text in
+  /// `token` and, when the whole text parses, its value; false otherwise.
+  bool readNumber(std::string &token, double &value) {
     size_t start = pos;
     while (pos < s.size() && pos - start < 64 &&
            (std::isdigit((unsigned char)s[pos]) || s[pos] == '-' ||
             s[pos] == '+' || s[pos] == '.' || s[pos] == 'e' || s[pos] == 'E'))
       ++pos;
-    std::string token = s.substr(start, pos - start);
+    token = s.substr(start, pos - start);
     char *end = nullptr;
-    double value = token.empty() ? 0.0 : std::strtod(token.c_str(), &end);
-    if (token.empty() || end != token.c_str() + token.size() ||
-        !(value >= 0x1p-64 && value <= 0x1p64))
+    value = token.empty() ? 0.0 : std::strtod(token.c_str(), &end);
+    return !token.empty() && end == token.c_str() + token.size();
+  }
+  /// A number in the dialect's scale range [2^-64, 2^64] (what
+  /// fa/Dialect/FA/IR/Validation.h allows), read as the f32 it was written
+  /// from.
+  int readScale(float &out) {
+    std::string token;
+    double value;
+    if (!readNumber(token, value) || !(value >= 0x1p-64 && value <= 0x1p64))
       return fail("launch metadata: 'scale' must be a number in "
                   "[2^-64, 2^64], got '" +
                   token.substr(0, 40) + "'");
     out = static_cast<float>(value);
     return 0;
   }
-
-  /// A JSON number: 0 (no softcap) or fa::checkSoftcap's (0, 2^24].
+  /// 0 (no softcap) or a number in fa::checkSoftcap's (0, 2^24].
   int readSoftcap(float &out) {
-    size_t start = pos;
-    while (pos < s.size() && pos - start < 64 &&
-           (std::isdigit((unsigned char)s[pos]) || s[pos] == '-' ||
-            s[pos] == '+' || s[pos] == '.' || s[pos] == 'e' || s[pos] == 'E'))
-      ++pos;
-    std::string token = s.substr(start, pos - start);
-    char *end = nullptr;
-    double value = token.empty() ? -1.0 : std::strtod(token.c_str(), &end);
-    if (token.empty() || end != token.c_str() + token.size() ||
-        !(value >= 0 && value <= 0x1p24))
+    std::string token;
+    double value;
+    if (!readNumber(token, value) || !(value >= 0 && value <= 0x1p24))
       return fail("launch metadata: 'softcap' must be 0 or a number in "
                   "(0, 2^24], got '" +
                   token.substr(0, 40) + "'");
@@ -437,6 +432,9 @@ private:
     return 0;
   }
 
+  /// Reads a decimal integer within `field`'s range; fails with a message
+  /// naming the field and the range on anything else (no digits, a lone
+  /// '-', a fraction or exponent, or a value past the range, however long).
   int readInt(const IntField &field, long &out) {
     std::string range = "[" + std::to_string(field.min) + ", " +
                         std::to_string(field.max) + "]";

@@ -41,6 +41,33 @@ def cuda_flashmlir():
     return torch, flashmlir
 
 
+def masked_reference(torch, q, k, v, scale, causal=False, window=0,
+                     softcap=0.0, dtype=None):
+    """Attention on [..., H, N, D] tensors (K/V heads dividing Q's: GQA), in
+    flash-attention's convention: query i at key position i + Nk - Nq (the
+    bottom-right diagonal), causal keeps keys j <= it, a window w keys with
+    |j - it| < w, softcap c scores c tanh(s / c); in `dtype` throughout
+    (default float32), a query that sees no key giving O = 0."""
+    dtype = dtype or torch.float32
+    group = q.shape[-3] // k.shape[-3]
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    k = k.repeat_interleave(group, -3)
+    v = v.repeat_interleave(group, -3)
+    s = (q @ k.transpose(-1, -2)) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    nq, nk = q.shape[-2], k.shape[-2]
+    i = torch.arange(nq, device=q.device)[:, None] + (nk - nq)
+    j = torch.arange(nk, device=q.device)[None, :]
+    visible = torch.ones(nq, nk, dtype=torch.bool, device=q.device)
+    if causal:
+        visible &= j <= i
+    if window:
+        visible &= (i - j).abs() < window
+    s = s.masked_fill(~visible, float("-inf"))
+    return torch.softmax(s, -1).nan_to_num(0.0) @ v
+
+
 def load_c_runtime():
     """The build's libFARuntime.so (no MLIR inside: the H200 runs carry
     build/lib/libFARuntime.so) with faRuntimeLastError typed, and a

@@ -11,6 +11,8 @@ import os
 
 import pytest
 
+from conftest import masked_reference
+
 SOFTCAP = 5.0
 
 
@@ -88,46 +90,22 @@ def test_kernel_names_carry_window_and_softcap(flashmlir, tmp_path):
 # -- on the GPU ---------------------------------------------------------------
 
 
-def reference(torch, q, k, v, causal, window, softcap, dtype):
-    """Attention of one sequence, q [Hq, Nq, D], k and v [Hkv, Nk, D], in
-    `dtype` throughout: query i at key position i + Nk - Nq (bottom-right),
-    causal keeps j <= that position, window w keeps |j - it| < w, softcap c
-    maps scores to c tanh(s / c)."""
-    group = q.shape[0] // k.shape[0]
-    q, k, v = (t.to(dtype) for t in (q, k, v))
-    k = k.repeat_interleave(group, 0)
-    v = v.repeat_interleave(group, 0)
-    s = (q @ k.transpose(-1, -2)) * (1 / math.sqrt(q.shape[-1]))
-    if softcap:
-        s = softcap * torch.tanh(s / softcap)
-    nq, nk = q.shape[1], k.shape[1]
-    i = torch.arange(nq, device=q.device)[:, None] + (nk - nq)
-    j = torch.arange(nk, device=q.device)[None, :]
-    visible = torch.ones(nq, nk, dtype=torch.bool, device=q.device)
-    if causal:
-        visible &= j <= i
-    if window:
-        visible &= (i - j).abs() < window
-    s = s.masked_fill(~visible, float("-inf"))
-    return torch.softmax(s, -1).nan_to_num(0.0) @ v
-
-
 def check_two_x(torch, got, seqs, causal, window, softcap):
     """flash-attention's 2x rule per sequence: `got` [Hq, Nq, D] tensors
     against the fp32 reference, within twice the f16 math's error."""
     worst, uncapped = 0.0, 0.0
     for n, (out, (q, k, v)) in enumerate(zip(got, seqs)):
-        exact = reference(torch, q, k, v, causal, window, softcap,
-                          torch.float32)
-        f16 = reference(torch, q, k, v, causal, window, softcap,
-                        torch.float16).float()
+        scale = 1 / math.sqrt(q.shape[-1])
+        exact = masked_reference(torch, q, k, v, scale, causal, window,
+                                 softcap)
+        f16 = masked_reference(torch, q, k, v, scale, causal, window, softcap,
+                               torch.float16).float()
         ours = (out.float() - exact).abs().max().item()
         math_f16 = (f16 - exact).abs().max().item()
         assert ours <= 2 * math_f16 + 1e-4, (n, ours, math_f16)
         worst = max(worst, ours)
         if softcap:
-            plain = reference(torch, q, k, v, causal, window, 0.0,
-                              torch.float32)
+            plain = masked_reference(torch, q, k, v, scale, causal, window)
             uncapped = max(uncapped, (plain - exact).abs().max().item())
     if softcap:
         # The inputs make the cap matter: a kernel dropping it would fail.

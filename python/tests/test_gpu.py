@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from conftest import masked_reference
+
 
 pytestmark = pytest.mark.gpu
 
@@ -142,25 +144,6 @@ def test_dynamic_scheduler_on_two_streams(cuda_flashmlir):
         for x in o:
             err = ((x.float() - ref).norm() / ref.norm()).item()
             assert err < TOL["f16"], err
-
-
-def masked_reference(torch, q, k, v, scale, causal, window):
-    """flash-attention's convention on [B, H, N, D]: the diagonal aligned to
-    the bottom-right corner (query i at key position i + Nk - Nq)."""
-    group = q.shape[1] // k.shape[1]
-    kf = k.float().repeat_interleave(group, 1)
-    vf = v.float().repeat_interleave(group, 1)
-    s = (q.float() @ kf.transpose(-1, -2)) * scale
-    nq, nk = q.shape[2], k.shape[2]
-    i = torch.arange(nq, device=q.device)[:, None] + (nk - nq)
-    j = torch.arange(nk, device=q.device)[None, :]
-    visible = torch.ones(nq, nk, dtype=torch.bool, device=q.device)
-    if causal:
-        visible &= j <= i
-    if window:
-        visible &= (i - j).abs() < window
-    s = s.masked_fill(~visible, float("-inf"))
-    return torch.softmax(s, -1).nan_to_num(0.0) @ vf
 
 
 # (causal, window_size, Nq, Nk): a chunk of queries after a KV cache, decode,
