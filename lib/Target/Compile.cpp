@@ -200,8 +200,12 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   if (!target || !schedule || !threads || !bytes)
     return failure();
   auto writesLse = kernel->getAttrOfType<BoolAttr>("fagpu.writes_lse");
-  BuiltKernel built{target.getValue(), schedule, threads.getInt(),
-                    bytes.getInt(), !writesLse || writesLse.getValue()};
+  BuiltKernel built;
+  built.target = target.getValue();
+  built.schedule = schedule;
+  built.threads = threads.getInt();
+  built.sharedBytes = bytes.getInt();
+  built.writesLse = !writesLse || writesLse.getValue();
   if (auto layout = kernel->getAttrOfType<StringAttr>("fagpu.value_layout"))
     built.valueLayout = layout.str();
   return built;
@@ -234,8 +238,10 @@ static std::string metadataJson(StringRef kernelName,
                          : 0;
   // The parameters, from the one description the kernel and its host
   // launch are built from.
-  fagpu::KernelInputs inputs{options.kvLengths, options.pageSize,
-                             options.varlen};
+  fagpu::KernelInputs inputs;
+  inputs.keyLengths = options.kvLengths;
+  inputs.pageSize = options.pageSize;
+  inputs.varlen = options.varlen;
   inputs.narrowValues =
       options.valueHeadDim && options.valueHeadDim != options.headDim;
   bool fp8 = options.dtype == "e4m3";

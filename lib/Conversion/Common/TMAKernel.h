@@ -688,10 +688,13 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
         case fagpu::ParamKind::F32:
           return operands.scaleLog2;
         case fagpu::ParamKind::I32:
-          // The IR's descales are per tensor (rank-0 memrefs).
-          return p.name == "kv_splits"        ? c32(launch.kvSplits).getResult()
-                 : p.name == "descale_stride" ? c32(0).getResult()
-                                              : operands.i32(p.name);
+          // Descales per tensor (rank 0) or [B, Hkv] (rank 2, contiguous).
+          if (p.name == "descale_stride")
+            return c32(cast<MemRefType>(op.getQDescale().getType())
+                               .getRank() == 2)
+                .getResult();
+          return p.name == "kv_splits" ? c32(launch.kvSplits).getResult()
+                                       : operands.i32(p.name);
         case fagpu::ParamKind::I64: {
           std::array<Value, 3> strides = stridesOf(operands.tensor("o"));
           return p.name == "o_stride_b"   ? strides[0]

@@ -70,6 +70,26 @@ func.func @fp8_without_descales(%q: memref<1x1x64x128xf8E4M3FN>, %o: memref<1x1x
 // -----
 
 #fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @descales_of_two_layouts(%q: memref<2x4x64x128xf8E4M3FN>, %k: memref<2x2x64x128xf8E4M3FN>, %o: memref<2x4x64x128xf16>, %d: memref<f32>, %h: memref<2x2xf32>) {
+  // expected-error @+1 {{the three descales must be of one layout: one per tensor (rank 0) or [B, Hkv] (rank 2)}}
+  fagpu.attention %q, %k, %k descale(%h, %d, %d : memref<2x2xf32>, memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
+    : memref<2x4x64x128xf8E4M3FN>, memref<2x2x64x128xf8E4M3FN>, memref<2x2x64x128xf8E4M3FN>, memref<2x4x64x128xf16>
+  return
+}
+
+// -----
+
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @descales_of_query_heads(%q: memref<2x4x64x128xf8E4M3FN>, %k: memref<2x2x64x128xf8E4M3FN>, %o: memref<2x4x64x128xf16>, %h: memref<2x4xf32>) {
+  // expected-error @+1 {{[B, Hkv] descales must be contiguous of shape [2, 2], got 'memref<2x4xf32>'}}
+  fagpu.attention %q, %k, %k descale(%h, %h, %h : memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
+    : memref<2x4x64x128xf8E4M3FN>, memref<2x2x64x128xf8E4M3FN>, memref<2x2x64x128xf8E4M3FN>, memref<2x4x64x128xf16>
+  return
+}
+
+// -----
+
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
 func.func @descales_on_f16(%q: memref<1x1x64x128xf16>, %d: memref<f32>) {
   // expected-error @+1 {{descales belong to e4m3 inputs}}
   fagpu.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #fp8s}

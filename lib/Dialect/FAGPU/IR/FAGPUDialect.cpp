@@ -254,6 +254,25 @@ LogicalResult AttentionOp::verify() {
                                : "descales belong to e4m3 inputs");
   if (isFP8() && getTarget() != Target::sm_90a)
     return emitOpError("e4m3 inputs have a kernel on sm_90a only");
+  if (descales) {
+    // One layout for the three: per tensor, or [B, Hkv] contiguous.
+    auto qd = cast<MemRefType>(getQDescale().getType());
+    for (Value descale : {getKDescale(), getVDescale()})
+      if (cast<MemRefType>(descale.getType()).getRank() != qd.getRank())
+        return emitOpError("the three descales must be of one layout: one "
+                           "per tensor (rank 0) or [B, Hkv] (rank 2)");
+    if (qd.getRank() == 2)
+      for (Value descale : {getQDescale(), getKDescale(), getVDescale()}) {
+        auto type = cast<MemRefType>(descale.getType());
+        if (!type.getLayout().isIdentity() ||
+            failed(verifyCompatibleShape(
+                type.getShape(), {q.getDimSize(0), k.getDimSize(1)})))
+          return emitOpError("[B, Hkv] descales must be contiguous of shape "
+                             "[")
+                 << q.getDimSize(0) << ", " << k.getDimSize(1) << "], got "
+                 << type;
+      }
+  }
   if (auto probsScale = getProbsScale()) {
     if (!isFP8())
       return emitOpError("probs_scale scales e4m3 probabilities: it belongs "

@@ -133,13 +133,27 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
              << "; copy strided views into contiguous buffers first";
   }
   // e4m3: the score tile's descale is q_descale * k_descale and the P V's
-  // is v_descale, each loaded from a descale memref. The kernel reads one
-  // factor per tensor.
+  // is v_descale, each loaded from a descale memref: one factor per tensor
+  // (rank 0), or the tile's (batch, K/V head)'s of a [B, Hkv] one, loaded
+  // at the nest's batch and its head's group (fa-lower-fa2's indices).
   auto pvOp = cast<fa::PVAccumulateOp>(pv.front());
   if (Value scoreDescale = nest.score.getDescale()) {
-    auto perTensor = [](Value factor) -> Value {
+    SmallVector<Value> ivs(forall.getInductionVars());
+    auto isKVHead = [&](Value index) {
+      if (index == ivs[1])
+        return true;
+      auto group = index.getDefiningOp<arith::DivUIOp>();
+      return group && group.getLhs() == ivs[1];
+    };
+    auto perTensor = [&](Value factor) -> Value {
       auto load = factor.getDefiningOp<memref::LoadOp>();
-      if (!load || load.getMemRefType().getRank() != 0)
+      if (!load)
+        return {};
+      if (load.getMemRefType().getRank() == 2 &&
+          (load.getIndices()[0] != ivs[0] || !isKVHead(load.getIndices()[1])))
+        return {};
+      if (load.getMemRefType().getRank() != 0 &&
+          load.getMemRefType().getRank() != 2)
         return {};
       return rootOf(load.getMemRef());
     };
@@ -151,8 +165,9 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
     if (pvOp.getDescale())
       nest.vDescale = perTensor(pvOp.getDescale());
     if (!nest.qDescale || !nest.kDescale || !nest.vDescale)
-      return fail("e4m3 kernels take per-tensor descales (rank-0 memrefs); "
-                  "per-head or per-block descales run on the CPU path");
+      return fail("e4m3 kernels take descales per tensor (rank 0) or per "
+                  "(batch, K/V head) ([B, Hkv]); per-block descales run on "
+                  "the CPU path");
     nest.probsScale = pvOp.getProbsScaleAttr();
     if (!nest.probsScale)
       return fail("the e4m3 P V product needs P cast to e4m3 with its "
@@ -355,7 +370,7 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       degree = plain.getExp2PolyDegree();
       period = plain.getExp2PolyPeriod();
     }
-    auto op = AttentionOp::create(
+    AttentionOp::create(
         b, forall.getLoc(), nest->q, nest->k, nest->v, nest->o, nest->lse,
         nest->kvLengths, nest->blockTable, nest->cuQ, nest->cuK,
         nest->qDescale, nest->kDescale, nest->vDescale,
