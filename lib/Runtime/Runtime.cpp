@@ -337,21 +337,8 @@ public:
           return fail("launch metadata: '" + key + "' must be true or false");
         }
       } else if (key == "block") {
-        if (!eat('['))
-          return fail("launch metadata: 'block' must be an array");
-        while (true) {
-          skipSpace();
-          if (eat(']'))
-            break;
-          long v;
-          if (readInt(*intField("block"), v))
-            return 1;
-          if (m.block.size() == 3)
-            return fail("launch metadata: 'block' must be three integers");
-          m.block.push_back(v);
-          skipSpace();
-          eat(',');
-        }
+        if (readBlock("'block'", m.block))
+          return 1;
       } else if (key == "params") {
         if (readParams(m))
           return 1;
@@ -394,6 +381,26 @@ private:
     }
     return eat('"') ? 0 : 1;
   }
+  /// A launch's block: an array of at most three integers in the "block"
+  /// field's range; `what` names it in messages.
+  int readBlock(const std::string &what, std::vector<long> &block) {
+    if (!eat('['))
+      return fail("launch metadata: " + what + " must be an array");
+    while (true) {
+      skipSpace();
+      if (eat(']'))
+        return 0;
+      long v;
+      if (readInt(*intField("block"), v))
+        return 1;
+      if (block.size() == 3)
+        return fail("launch metadata: " + what + " must be three integers");
+      block.push_back(v);
+      skipSpace();
+      eat(',');
+    }
+  }
+
   /// A JSON number at the cursor (at most 64 characters): its text in
   /// `token` and, when the whole text parses, its value; false otherwise.
   bool readNumber(std::string &token, double &value) {
@@ -574,23 +581,8 @@ private:
           return fail("launch metadata: 'value_layout''s kernel must be a "
                       "string");
       } else if (key == "block") {
-        if (!eat('['))
-          return fail("launch metadata: 'value_layout''s block must be an "
-                      "array");
-        while (true) {
-          skipSpace();
-          if (eat(']'))
-            break;
-          long v;
-          if (readInt(*intField("block"), v))
-            return 1;
-          if (m.valueLayoutBlock.size() == 3)
-            return fail("launch metadata: 'value_layout''s block must be "
-                        "three integers");
-          m.valueLayoutBlock.push_back(v);
-          skipSpace();
-          eat(',');
-        }
+        if (readBlock("'value_layout''s block", m.valueLayoutBlock))
+          return 1;
       } else if (key == "params") {
         Metadata layout;
         if (readParams(layout))
