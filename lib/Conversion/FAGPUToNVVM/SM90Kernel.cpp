@@ -308,7 +308,8 @@ private:
   /// O / l and LSE of a tile's rows: by TMA through the consumer's rows of
   /// the staging tile `staging`, or from registers. `rowEnd` (default Nq)
   /// bounds the rows, `lse` (default the kernel's) is where the LSE's
-  /// matrix 0 starts.
+  /// matrix 0 starts; `vDescaleOfTile` (e4m3; default the current tile's)
+  /// is V's descale of the tile stored.
   void storeTile(const RowState &state, Value row0, Value qMatrix,
                  Value staging, Value rowEnd = Value(), Value lse = Value(),
                  Value vDescaleOfTile = Value());
