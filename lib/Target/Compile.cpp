@@ -232,8 +232,9 @@ static std::string metadataJson(StringRef kernelName,
                             : fagpu::stringifyTileScheduler(
                                   schedule.getScheduler());
   // O leaves the sm_90a kernel by TMA stores of boxes of one consumer's
-  // rows (0: st.global from registers): o is a tensor map then.
-  int64_t oBoxRows = schedule.getEpilogue() != fagpu::Epilogue::Registers
+  // rows (0: o is a pointer, written from registers or, in a varlen
+  // kernel, by whole rows copied from the staging tile): a tensor map then.
+  int64_t oBoxRows = fagpu::storesOutputByTma(schedule.getEpilogue())
                          ? fagpu::kRowsPerConsumer
                          : 0;
   // The parameters, from the one description the kernel and its host

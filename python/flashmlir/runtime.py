@@ -631,7 +631,8 @@ class Kernel:
         if cache_seqlens is None and block_table is None:
             signature = _signature((q, k, v, out, lse))
             if signature is not None and signature == self._checked[0]:
-                if (q.data_ptr() | k.data_ptr() | v.data_ptr()) % 16 == 0:
+                if (q.data_ptr() | k.data_ptr() | v.data_ptr() |
+                        (out.data_ptr() if out is not None else 0)) % 16 == 0:
                     dims, strides = self._checked[1]
                     return dims, list(strides)
         dims, strides = self._check_all(q, k, v, out, lse, cache_seqlens,
@@ -714,6 +715,12 @@ class Kernel:
                                           f" {t.device}")
             if (not self.strided or name == "lse") and not t.is_contiguous():
                 raise KernelArgumentError(f"{name} must be contiguous")
+            # O leaves by TMA or in 16-byte pieces (a varlen kernel's copied
+            # rows).
+            if name == "out" and t.data_ptr() % 16 != 0:
+                raise KernelArgumentError(
+                    f"out must be 16-byte aligned, got address "
+                    f"{t.data_ptr():#x}")
         strides = [None] * 4
         if self.strided:
             strides = [tensor_strides(n, t, 1 if fp8 and n != "o" else 2)

@@ -227,6 +227,11 @@ def test_bad_outputs_are_named(compiled):
         k.check_arguments(q, kk, v, out=FakeTensor((2, 8, 100, 32)))
     with pytest.raises(KernelArgumentError, match="lse must be float32"):
         k.check_arguments(q, kk, v, lse=FakeTensor((2, 8, 100)))
+    # O leaves by TMA or 16-byte copies: a misaligned O is refused, also on
+    # a repeated call whose shapes passed before.
+    k.check_arguments(q, kk, v, out=FakeTensor((2, 8, 100, 64)))
+    with pytest.raises(KernelArgumentError, match="out must be 16-byte aligned"):
+        k.check_arguments(q, kk, v, out=FakeTensor((2, 8, 100, 64), ptr=4104))
 
 
 @pytest.mark.parametrize("edit, message", [

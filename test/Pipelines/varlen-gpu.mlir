@@ -1,18 +1,18 @@
 // A varlen batch through the sm_90a path: the tile level reads each
 // sequence's rows from the prefix sums (loads marked fa.kv_cache),
-// fa-map-to-gpu carries them to fagpu.attention, the schedule passes keep
-// the register epilogue (a TMA box of O would cross into the next sequence)
-// and the table's persistence (persistent CTAs deal only the sequences'
+// fa-map-to-gpu carries them to fagpu.attention, the schedule passes stage
+// O in shared memory and copy its rows up to the sequence's end (a TMA box
+// of O would cross into the next sequence; the register epilogue where no
+// staging tile fits next to the K/V ring) and keep the table's persistence (persistent CTAs deal only the sequences'
 // real tiles; with one tile per CTA a tile past its sequence's end leaves
 // at once), and the kernel reads the
 // sums per tile: TMA rows from the sequence's first row, batch coordinate
-// 0, O and LSE stored up to its last row. The other targets refuse, and so
-// does an explicit TMA-store epilogue.
+// 0, O and LSE stored up to its last row. The other targets refuse.
 // RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
 // RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=false" | FileCheck %s --check-prefix=SINGLE
-// RUN: not fa-opt %s --fa-sm90-kernel-pipeline="epilogue=tma" 2>&1 | FileCheck %s --check-prefix=TMA
+// RUN: fa-opt %s --fa-sm90-kernel-pipeline="epilogue=direct" | FileCheck %s --check-prefix=DIRECT
 // RUN: not fa-opt %s --fa-sm80-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=SM80
 
 func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
@@ -42,11 +42,18 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // SM90: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_varlen
 // SM90-SAME: %[[B:arg10]]: i32
 // SM90-SAME: scheduler = dynamic
+// SM90-SAME: epilogue = staged_copy
 // SM90: scf.for %{{.*}} = %{{.*}} to %[[B]] step %{{.*}} iter_args({{.*}}) -> (i32, i32, i32, i32)
 // SM90: llvm.load
 // SM90: llvm.load
 // SM90: arith.divui
 // SM90: arith.cmpi uge
 // SM90: llvm.atomicrmw add
-// TMA: a varlen kernel stores O from registers (a TMA box would cross into the next sequence)
+// The copy: each thread loads 16 B of a staged row and stores them to O
+// (the pending tile's and the last tile's epilogues: 8 pieces each).
+// SM90-COUNT-8: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// SM90: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// DIRECT: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_stg_varlen
+// DIRECT-SAME: epilogue = registers
+// DIRECT-NOT: vector<4xi32>
 // SM80: fa-tile: sm_80: varlen batches have a GPU kernel on sm_90a only (and run on the CPU path)

@@ -148,7 +148,8 @@ static cl::opt<bool>
 static cl::opt<std::string>
     epilogue(cl::cat(toolOptions), "epilogue",
              cl::desc("wgmma: how O leaves the kernel: tma (stmatrix + TMA "
-                      "store), direct (st.global) or auto (tma for D >= 128)"),
+                      "store; varlen: + a copy of whole rows), direct "
+                      "(st.global) or auto (tma for D >= 128)"),
              cl::init("auto"));
 static cl::opt<cl::boolOrDefault> persistent(
     cl::cat(toolOptions), "persistent",

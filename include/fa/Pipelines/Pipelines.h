@@ -159,8 +159,9 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       llvm::cl::init(24)};
   PassOptions::Option<std::string> epilogue{
       *this, "epilogue",
-      llvm::cl::desc("How O leaves the kernel: tma (stmatrix + TMA store), "
-                     "direct (st.global from registers) or auto"),
+      llvm::cl::desc("How O leaves the kernel: tma (stmatrix + TMA store; "
+                     "varlen: + a copy of whole rows), direct (st.global "
+                     "from registers) or auto"),
       llvm::cl::init("auto")};
   PassOptions::Option<int64_t> consumerRegisters{
       *this, "consumer-registers",

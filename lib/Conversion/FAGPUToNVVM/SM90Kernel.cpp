@@ -130,11 +130,14 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// kernels of different shared-memory layouts never share a name.
   std::string epilogueSuffix() const {
     std::string name;
-    if (tmaStore != (headDim >= 128))
-      name = tmaStore ? "_tma" : "_stg";
-    if (stageInQ) {
+    bool staged = fagpu::stagesOutput(epilogue);
+    if (staged != (headDim >= 128))
+      name = !staged ? "_stg"
+             : fagpu::storesOutputByTma(epilogue) ? "_tma"
+                                                  : "_copy";
+    if (epilogue == fagpu::Epilogue::TmaStoreInQ) {
       fagpu::SM90Layout separate = *this;
-      separate.stageInQ = false;
+      separate.epilogue = fagpu::Epilogue::TmaStore;
       if (separate.sharedBytes() <= fagpu::maxSharedBytes(ctasPerSM))
         name += "_oinq";
     }
@@ -509,10 +512,10 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
 }
 
 Value KernelBuilder::stagingRows(Value qBuffer) {
-  if (!spec.tmaStore)
+  if (!fagpu::stagesOutput(spec.epilogue))
     return Value();
   Value tile = stagingTile;
-  if (spec.stageInQ)
+  if (!spec.hasStagingTile())
     tile = fagpu::PipelineTileOp::create(b, loc, qTileType, qPipe, qBuffer, 0);
   return fagpu::TileRowsOp::create(b, loc, consumerRowsType, tile, consumer);
 }
@@ -562,7 +565,7 @@ void KernelBuilder::emitConsumer(Value consumerIndex) {
         [&](ValueRange last) { finishPendingTile(unpackPending(last)); });
   }
   // The shared memory the TMA stores read must outlive them.
-  if (spec.tmaStore)
+  if (fagpu::storesOutputByTma(spec.epilogue))
     fagpu::StoreWaitOp::create(b, loc);
 }
 
@@ -641,14 +644,18 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
                                  /*probs_scale=*/FloatAttr(), paddedColumns());
     return;
   }
-  fagpu::StoreOutputOp::create(
+  bool byTma = fagpu::storesOutputByTma(spec.epilogue);
+  bool staged = fagpu::stagesOutput(spec.epilogue);
+  auto store = fagpu::StoreOutputOp::create(
       b, loc, state.o, state.m, state.l, row0, qMatrix, rowEnd,
-      spec.tmaStore ? oMap : oPtr, half, stridedMaps ? hq : Value(),
-      stridedMaps && !spec.tmaStore ? ValueRange(oStrides) : ValueRange(),
-      spec.writesLse ? lse : Value(), spec.tmaStore ? staging : Value(),
-      spec.tmaStore ? epilogueBarrier : Value(), vDescaleOfTile,
+      byTma ? oMap : oPtr, half, stridedMaps ? hq : Value(),
+      stridedMaps && !byTma ? ValueRange(oStrides) : ValueRange(),
+      spec.writesLse ? lse : Value(), staged ? staging : Value(),
+      staged ? epilogueBarrier : Value(), vDescaleOfTile,
       spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr(),
-      spec.tmaStore ? IntegerAttr() : paddedColumns());
+      byTma ? IntegerAttr() : paddedColumns());
+  if (spec.epilogue == fagpu::Epilogue::StagedCopy)
+    store.setCopyRows(true);
 }
 
 IntegerAttr KernelBuilder::paddedColumns() {
@@ -1059,7 +1066,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
                                    ? valueTileType
                                    : fagpu::SharedTileType()),
       spec.barrierOffset() + 8 * 2 * spec.qBuffers, spec.kOffset(0));
-  if (spec.tmaStore && !spec.stageInQ)
+  if (spec.hasStagingTile())
     stagingTile = fagpu::SharedTileOp::create(b, loc, qTileType,
                                               spec.oStageOffset());
   fagpu::InitPipelinesOp::create(b, loc, ValueRange{qPipe, kvPipe},
@@ -1242,7 +1249,7 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.persistent = s.scheduler != fagpu::TileScheduler::Single;
   spec.producerRegisters = s.producerRegisters;
   spec.consumerRegisters = s.consumerRegisters;
-  if (s.kvSplits && (spec.persistent || spec.tmaStore))
+  if (s.kvSplits && (spec.persistent || fagpu::stagesOutput(spec.epilogue)))
     return fail("a split-KV kernel runs one tile per CTA and stores its "
                 "partial O from registers (no persistent scheduler, no TMA "
                 "store)");
@@ -1251,9 +1258,10 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.inputs.pageSize = op.getPageSize();
   spec.inputs.varlen = static_cast<bool>(op.getCuSeqlensQ());
   spec.inputs.narrowValues = spec.outputColumns != spec.keyColumns;
-  if (spec.inputs.varlen && (spec.tmaStore || s.kvSplits))
-    return fail("a varlen kernel stores O from registers (no TMA-store "
-                "epilogue, no split-KV)");
+  if (spec.inputs.varlen &&
+      (fagpu::storesOutputByTma(spec.epilogue) || s.kvSplits))
+    return fail("a varlen kernel stores O from registers or by rows copied "
+                "from a staging tile (no TMA store, no split-KV)");
   if (int64_t page = spec.inputs.pageSize;
       page && page % s.blockC != 0 && (s.blockC % page != 0 || page % 8 != 0))
     return fail("a K/V block (block_c = " + Twine(s.blockC) +

@@ -1365,10 +1365,13 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     };
     std::array<OpEmitter::RowTotal, 2> total = {e.rowTotal(l[0]),
                                                 e.rowTotal(l[1])};
-    // The staging tile is free once the previous TMA store has read it.
-    e.onFirstThread(pos, [&] {
-      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
-    });
+    // The staging tile is free once the previous TMA store (or every
+    // thread's copy) has read it.
+    bool copyRows = op.getCopyRows();
+    if (!copyRows)
+      e.onFirstThread(pos, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+      });
     syncWarps();
     // stmatrix.x4 writes four 8 x 8 blocks of f16 pairs, laid out as the
     // accumulator (thread t: row t / 4, columns 2 (t % 4) ..): column
@@ -1401,6 +1404,16 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
           NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
           NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
     }
+    if (copyRows) {
+      // The copy reads what other warps' stmatrix wrote (both generic
+      // proxy): the barrier orders them.
+      syncWarps();
+      copyStagedRows(e, op, adaptor, stage, blockStride, pos);
+      for (int64_t h = 0; h < 2; ++h)
+        e.storeLse(total[h], m[h], e.add(row0, e.c32(8 * h)),
+                   adaptor.getNq().front(), lseBase, pos.quadLane);
+      return;
+    }
     // The generic-proxy writes become visible to the TMA (async proxy),
     // then one thread stores the 64 rows.
     NVVM::FenceProxyOp::create(
@@ -1419,6 +1432,63 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     for (int64_t h = 0; h < 2; ++h)
       e.storeLse(total[h], m[h], e.add(row0, e.c32(8 * h)),
                  adaptor.getNq().front(), lseBase, pos.quadLane);
+  }
+
+  /// copy_rows: the warpgroup's 64 staged rows to O, 16-byte pieces of
+  /// `columns` per row, piece p of the tile (row p / pieces, its piece
+  /// p % pieces) by thread p mod 128: the pieces of a row, and of the
+  /// rows after it, go to adjacent lanes, so a warp's store writes whole
+  /// 32-byte sectors. A piece of row r, column block c, chunk k of its
+  /// 128-byte line lies at chunk k XOR (r mod 8) (the 128-B swizzle
+  /// stmatrix wrote). Rows at or past Nq are skipped.
+  static void copyStagedRows(OpEmitter &e, fagpu::StoreOutputOp op,
+                             OneToNOpAdaptor adaptor, Value stage,
+                             int64_t blockStride,
+                             OpEmitter::ThreadPosition pos) {
+    OpBuilder &b = e.builder();
+    Location loc = op.getLoc();
+    auto stagingType = cast<fagpu::SharedTileType>(op.getStaging().getType());
+    int64_t columns = op.getColumns().value_or(stagingType.getCols());
+    constexpr int64_t kPieceBytes = 16, kPiecesPerLine = kSwizzleBytes / 16;
+    int64_t pieces = columns * 2 / kPieceBytes; // per row, 16-bit O
+    Value matrix = adaptor.getMatrix().front();
+    Value nq = adaptor.getNq().front();
+    OutputRows rows = outputRows(e, op.getHeads(), op.getStrides(), matrix,
+                                 nq, columns);
+    Value oBase =
+        e.gep(e.globalPtr, e.half, adaptor.getOut().front(), rows.first);
+    // The warpgroup's first row: the thread's row0 is row 16 w + lane / 4
+    // of it (w its warp).
+    Value thread = e.add(e.mul(pos.warpInGroup, e.c32(32)), pos.lane);
+    Value firstRow = e.sub(
+        adaptor.getRow0().front(),
+        e.add(e.mul(pos.warpInGroup, e.c32(16)), e.divu(pos.lane, e.c32(4))));
+    Type pieceType = VectorType::get({4}, e.i32);
+    for (int64_t first = 0; first < fagpu::kRowsPerConsumer * pieces;
+         first += 128) {
+      Value linear = e.add(thread, e.c32(first));
+      Value row = e.divu(linear, e.c32(pieces));
+      Value piece = e.remu(linear, e.c32(pieces));
+      Value chunk = arith::XOrIOp::create(
+          b, loc, e.remu(piece, e.c32(kPiecesPerLine)),
+          e.remu(row, e.c32(8)));
+      Value offset = e.add(
+          e.add(stage, e.mul(e.divu(piece, e.c32(kPiecesPerLine)),
+                             e.c32(blockStride))),
+          e.add(e.mul(row, e.c32(kSwizzleBytes)),
+                e.mul(chunk, e.c32(kPieceBytes))));
+      Value outRow = e.add(firstRow, row);
+      auto ifRow = scf::IfOp::create(b, loc, e.ult(outRow, nq), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifRow.thenBlock());
+      Value values = LLVM::LoadOp::create(b, loc, pieceType,
+                                          e.sharedAt(offset), kPieceBytes);
+      Value element = e.add(e.mul(e.ext64(outRow), rows.stride),
+                            e.ext64(e.mul(piece, e.c32(8))));
+      LLVM::StoreOp::create(b, loc, values,
+                            e.gep(e.globalPtr, e.half, oBase, element),
+                            kPieceBytes);
+    }
   }
 };
 

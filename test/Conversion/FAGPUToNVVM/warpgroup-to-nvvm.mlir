@@ -112,6 +112,26 @@
 // CHECK-COUNT-4: llvm.store {{.*}} : i32, !llvm.ptr<1>
 // CHECK-NEXT: }
 
+// CHECK-LABEL: llvm.func @copy_rows
+// CHECK-NOT: nvvm.cp.async.bulk.wait_group
+// CHECK: nvvm.barrier id
+// CHECK-COUNT-4: nvvm.stmatrix
+// CHECK-NOT: nvvm.fence.proxy
+// CHECK: nvvm.barrier id
+// CHECK: arith.divui %{{.*}}, %c4_i32
+// CHECK: arith.remui %{{.*}}, %c4_i32
+// CHECK: arith.xori
+// CHECK: arith.cmpi ult
+// CHECK: scf.if
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: scf.if
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> vector<4xi32>
+// CHECK: llvm.store %{{.*}} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-NOT: vector<4xi32>
+// CHECK-NOT: nvvm.cp.async.bulk
+// CHECK: llvm.return
+
 // Its split-KV merge: head_dim 96 gives each lane 3 columns, 12 bytes apart
 // in the f32 partials and 6 in O, so they move one at a time (vectors and
 // pairs would be misaligned): three f32 loads per chunk, three 2-byte
@@ -220,6 +240,22 @@ gpu.module @fa_kernels {
     %o = fagpu.splat %zero : !o
     %m = fagpu.splat %zero : !rows
     fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f16 {columns = 32 : i64} : !o, !rows
+    llvm.return
+  }
+
+  // copy_rows, strided, O of 32 columns: 4 pieces of 16 B a row, 64 rows
+  // by 128 threads in 2 rounds; each thread's piece lies at its swizzled
+  // chunk (XOR row mod 8), loads 16 B of shared memory and stores them
+  // where row < Nq, at batch * stride_b + head * stride_h + row * stride_n
+  // + 8 piece. The tile needs no proxy fence and no TMA wait.
+  llvm.func @copy_rows(%c: i32, %i: i32, %heads: i32, %sb: i64, %sh: i64,
+                       %sn: i64, %p: !llvm.ptr<1>) {
+    %zero = arith.constant 0.0 : f32
+    %o = fagpu.splat %zero : !o
+    %m = fagpu.splat %zero : !rows
+    %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
+    %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
+    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as bf16 strided(%heads, %sb, %sh, %sn) staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> copy_rows sync %c {columns = 32 : i64} : !o, !rows
     llvm.return
   }
 

@@ -116,7 +116,7 @@ func.func @moved_without_threshold(%s: !fagpu.fragment<64x64xf32, accumulator>, 
 // -----
 
 func.func @staging_without_sync(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
-  // expected-error @+1 {{a TMA store through `staging` synchronises the warpgroup on `sync`: both or neither}}
+  // expected-error @+1 {{a store through `staging` synchronises the warpgroup on `sync`: both or neither}}
   fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f16 staging %t : !fagpu.smem_tile<64x64xf16> : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
   return
 }
@@ -149,6 +149,24 @@ func.func @partial_through_staging(%o: !fagpu.fragment<64x64xf32, accumulator>, 
 
 // -----
 
+// copy_rows copies from a staging tile.
+func.func @copy_rows_without_staging(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
+  // expected-error @+1 {{copy_rows copies O's rows from a staging tile: give `staging`}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 copy_rows : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
+// Copied rows move whole pairs of 16-byte pieces.
+func.func @copy_rows_odd_pieces(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{copied rows move 16-byte pieces, an even number a row: columns must be a multiple of 16, got 40}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 staging %t : !fagpu.smem_tile<64x64xf16> copy_rows sync %i {columns = 40 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
 // O's columns (a padded head dim): whole 8-column groups of the fragment,
 // stored from registers.
 func.func @store_columns(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
@@ -160,7 +178,7 @@ func.func @store_columns(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu
 // -----
 
 func.func @store_columns_staged(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
-  // expected-error @+1 {{columns belong to a store from registers (a TMA store's map has O's columns)}}
+  // expected-error @+1 {{columns belong to a store from registers or by copied rows (a TMA store's map has O's columns)}}
   fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f16 staging %t : !fagpu.smem_tile<64x64xf16> sync %i {columns = 32 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
   return
 }
@@ -322,7 +340,7 @@ func.func @tma_load_pages_rows(%map: !llvm.ptr, %i: i32, %kv: !kvp) {
 // -----
 
 func.func @strided_store_without_strides(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
-  // expected-error @+1 {{a strided O stored from registers needs its batch, head and row strides, got 0}}
+  // expected-error @+1 {{a strided O stored through a pointer needs its batch, head and row strides, got 0}}
   fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 strided(%i) : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
   return
 }

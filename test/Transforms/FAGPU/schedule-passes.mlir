@@ -6,6 +6,7 @@
 // RUN: fa-opt %s --split-input-file --fagpu-ping-pong | FileCheck %s --check-prefix=PP
 // RUN: fa-opt %s --split-input-file --fagpu-overlap-softmax | FileCheck %s --check-prefix=OVL
 // RUN: fa-opt %s --split-input-file --fagpu-pipeline-kv --fagpu-tma-store-epilogue | FileCheck %s --check-prefix=EPI
+// RUN: fa-opt %s --split-input-file --fagpu-persistent --fagpu-pipeline-kv --fagpu-tma-store-epilogue | FileCheck %s --check-prefix=PERSEPI
 // RUN: not fa-opt %s --split-input-file --fagpu-tma-store-epilogue 2>&1 | FileCheck %s --check-prefix=ORDER
 
 #none = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
@@ -34,6 +35,24 @@
 func.func @causal_d128(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %l: memref<?x?x?xf32>) {
   fagpu.attention %q, %q, %q outs(%o, %l) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, causal, schedule = #none}
     : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+#none = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+
+// A varlen batch: a TMA box would write into the next sequence's rows, so
+// O is staged and its rows copied (persistent: a staging tile of its own
+// fits next to two stages); with one tile per CTA no staging tile fits
+// next to three stages, and the copy has no Q-buffer form: registers.
+// EPI-LABEL: func.func @varlen_d128
+// EPI: stages = 3, {{.*}} scheduler = single, q_buffers = 1, epilogue = registers
+// PERSEPI-LABEL: func.func @varlen_d128
+// PERSEPI: stages = 2, {{.*}} scheduler = dynamic, q_buffers = 2, epilogue = staged_copy
+func.func @varlen_d128(%q: memref<1x?x?x128xf16>, %o: memref<1x?x?x128xf16>, %l: memref<1x?x?xf32>, %cu: memref<?xi32>) {
+  fagpu.attention %q, %q, %q varlen(%cu, %cu : memref<?xi32>, memref<?xi32>) outs(%o, %l) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, causal, bottom_right, schedule = #none}
+    : memref<1x?x?x128xf16>, memref<1x?x?x128xf16>, memref<1x?x?x128xf16>, memref<1x?x?x128xf16>, memref<1x?x?xf32>
   return
 }
 

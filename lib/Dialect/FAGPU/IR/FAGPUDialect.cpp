@@ -192,8 +192,9 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
       } else {
         std::optional<Epilogue> e = symbolizeEpilogue(word);
         if (!e) {
-          parser.emitError(loc) << "expected registers, tma_store or "
-                                   "tma_store_in_q for 'epilogue'";
+          parser.emitError(loc) << "expected registers, tma_store, "
+                                   "tma_store_in_q or staged_copy for "
+                                   "'epilogue'";
           return {};
         }
         *static_cast<Epilogue *>(slot) = *e;

@@ -346,34 +346,43 @@ LogicalResult StoreOutputOp::verify() {
   if (element.isF32() && getStaging())
     return emitOpError("f32 partial O is stored from registers, not through "
                        "a staging tile");
+  bool byTma = getStaging() && !getCopyRows();
+  if (getCopyRows() && !getStaging())
+    return emitOpError("copy_rows copies O's rows from a staging tile: give "
+                       "`staging`");
   if (std::optional<int64_t> columns = getColumns()) {
-    // Whole quads' 8-column groups of the fragment, from registers.
-    if (getStaging())
-      return emitOpError("columns belong to a store from registers (a TMA "
-                         "store's map has O's columns)");
+    // Whole quads' 8-column groups of the fragment, from registers; whole
+    // 16-byte pieces of the staging tile's rows, copied.
+    if (byTma)
+      return emitOpError("columns belong to a store from registers or by "
+                         "copied rows (a TMA store's map has O's columns)");
     if (*columns < 8 || *columns % 8 != 0 || *columns > o.getShape()[1])
       return emitOpError("columns must be a multiple of 8 in [8, ")
              << o.getShape()[1] << "] (O's columns, at most the fragment's), "
              << "got " << *columns;
+    // 16-byte pieces, an even number a row: 128 threads cover 64 rows.
+    if (getCopyRows() && *columns % 16 != 0)
+      return emitOpError("copied rows move 16-byte pieces, an even number "
+                         "a row: columns must be a multiple of 16, got ")
+             << *columns;
   }
   if (bool(getStaging()) != bool(getSyncBarrier()))
-    return emitOpError("a TMA store through `staging` synchronises the "
+    return emitOpError("a store through `staging` synchronises the "
                        "warpgroup on `sync`: both or neither");
   // A strided O needs its heads (to split the matrix into batch and head)
-  // and, from registers, the three strides; a TMA store's map has them.
+  // and, through a pointer, the three strides; a TMA store's map has them.
   size_t strides = getStrides().size();
   if (!getHeads() && strides)
     return emitOpError("strides need `strided(heads, ...)`");
-  if (getHeads() && strides != (getStaging() ? 0u : 3u))
+  if (getHeads() && strides != (byTma ? 0u : 3u))
     return emitOpError("a strided O stored ")
-           << (getStaging() ? "by TMA takes no strides (the tensor map has "
-                              "them)"
-                            : "from registers needs its batch, head and row "
-                              "strides")
+           << (byTma ? "by TMA takes no strides (the tensor map has them)"
+                     : "through a pointer needs its batch, head and row "
+                       "strides")
            << ", got " << strides;
   if (auto staging = getStaging()) {
     if (o.getRowTiles() != 1)
-      return emitOpError("a TMA store stages one warpgroup's 64 rows");
+      return emitOpError("a staging tile holds one warpgroup's 64 rows");
     auto tile = cast<SharedTileType>(staging.getType());
     if (tile.getRows() != 64 || tile.getCols() != o.getShape()[1])
       return emitOpError("the staging tile must hold the warpgroup's 64 rows "

@@ -35,7 +35,7 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     return p;
   };
   int64_t oBoxRows =
-      s.epilogue != Epilogue::Registers ? kRowsPerConsumer : 0;
+      storesOutputByTma(s.epilogue) ? kRowsPerConsumer : 0;
   // A paged cache's K and V are [pages, Hkv, page_size, D]: their tensor
   // maps' outer coordinate is a page, found in the block table.
   // Pages shorter than a block are loaded one box (page) at a time.

@@ -1,9 +1,12 @@
 //===- TmaStoreEpilogue.cpp - O through shared memory and a TMA store -----===//
 //
 // From registers, each thread writes O with D / 4 stores of 4 bytes in the
-// softmax's issue slots; through shared memory, stmatrix writes 16 bytes a
-// lane and one thread hands the whole tile to the TMA engine. It needs a
-// B_r x D staging tile, or a Q buffer that is dead by then.
+// softmax's issue slots, a quad's 16 bytes half of a 32-byte sector;
+// through shared memory, stmatrix writes 16 bytes a lane and one thread
+// hands the whole tile to the TMA engine. It needs a B_r x D staging tile,
+// or a Q buffer that is dead by then. A varlen tile's box would write into
+// the next sequence's rows, so there the warpgroup copies its staged rows
+// up to the sequence's end, whole sectors at a time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,13 +50,6 @@ struct TmaStoreEpiloguePass
           return std::string("a split-KV kernel stores partial O in f32 from "
                              "registers");
         wanted = false;
-      } else if (op.getCuSeqlensQ()) {
-        // A TMA box of a tile's rows would write past its sequence into the
-        // next one's rows: O leaves from registers, row by row.
-        if (*requested && **requested)
-          return std::string("a varlen kernel stores O from registers (a TMA "
-                             "box would cross into the next sequence)");
-        wanted = false;
       } else if (op.isFP8()) {
         // The staging tiles hold 1-byte elements, half of a 16-bit O's
         // rows; O leaves from registers.
@@ -68,16 +64,22 @@ struct TmaStoreEpiloguePass
             defaultsFor(Target::sm_90a, op.getHeadDim(), op.getCausal());
         wanted = row && row->tmaStoreEpilogue;
       }
-      f.epilogue = wanted ? Epilogue::TmaStore : Epilogue::Registers;
+      // A TMA box of a varlen tile's rows would write past its sequence
+      // into the next one's rows: the staged rows are copied up to its end.
+      bool varlen = static_cast<bool>(op.getCuSeqlensQ());
+      f.epilogue = !wanted  ? Epilogue::Registers
+                   : varlen ? Epilogue::StagedCopy
+                            : Epilogue::TmaStore;
       if (wanted && sharedBytesOf(Target::sm_90a, op.getHeadDim(), f,
                                       op.isFP8() ? 1 : 2) >
                         maxSharedBytes(f.ctasPerSm))
         // No room for a staging tile: a one-tile CTA stages O in its Q
-        // buffer; a persistent one reloads that buffer and keeps the
+        // buffer for the TMA; a persistent one reloads that buffer, and a
+        // varlen one copies from a tile of its own: both keep the
         // register epilogue.
-        f.epilogue = f.scheduler != TileScheduler::Single
-                                  ? Epilogue::Registers
-                                      : Epilogue::TmaStoreInQ;
+        f.epilogue = f.scheduler != TileScheduler::Single || varlen
+                         ? Epilogue::Registers
+                         : Epilogue::TmaStoreInQ;
       return std::nullopt;
     };
     if (failed(updateSchedules(getOperation(), Target::sm_90a,

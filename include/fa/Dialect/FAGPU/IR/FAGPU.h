@@ -50,6 +50,13 @@ namespace mlir::fagpu {
 ScheduleFields fieldsOf(ScheduleAttr schedule);
 /// The attribute holding `fields`.
 ScheduleAttr scheduleOf(MLIRContext *context, const ScheduleFields &fields);
+/// Whether O leaves through a shared-memory tile (any epilogue but
+/// registers).
+inline bool stagesOutput(Epilogue e) { return e != Epilogue::Registers; }
+/// Whether O leaves by TMA stores, so the kernel takes O as a tensor map.
+inline bool storesOutputByTma(Epilogue e) {
+  return e == Epilogue::TmaStore || e == Epilogue::TmaStoreInQ;
+}
 /// "sm_80", "sm_90a" or "sm_100a".
 inline StringRef targetName(Target target) { return stringifyTarget(target); }
 } // namespace mlir::fagpu

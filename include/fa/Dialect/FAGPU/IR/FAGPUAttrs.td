@@ -31,7 +31,8 @@ def FAGPU_TileScheduler : I32EnumAttr<"TileScheduler",
 def FAGPU_Epilogue : I32EnumAttr<"Epilogue", "how O leaves the kernel", [
     I32EnumAttrCase<"Registers", 0, "registers">,
     I32EnumAttrCase<"TmaStore", 1, "tma_store">,
-    I32EnumAttrCase<"TmaStoreInQ", 2, "tma_store_in_q">]> {
+    I32EnumAttrCase<"TmaStoreInQ", 2, "tma_store_in_q">,
+    I32EnumAttrCase<"StagedCopy", 3, "staged_copy">]> {
   let cppNamespace = "::mlir::fagpu";
 }
 
@@ -53,7 +54,7 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     | `ping_pong` | consumer warpgroups take turns on the tensor cores | `fagpu-ping-pong` |
     | `overlap_softmax` | softmax of block j under P V of block j - 1 | `fagpu-overlap-softmax` |
     | `scheduler`, `q_buffers` | tile scheduler; Q buffers (2: cross-tile pipeline) | `fagpu-persistent` (`q_buffers` may drop to 1 in `fagpu-pipeline-kv`) |
-    | `epilogue` | O from registers, or through shared memory and a TMA store | `fagpu-tma-store-epilogue` |
+    | `epilogue` | O from registers, or through shared memory: a TMA store (of a staging tile or the dead Q buffer), or for a varlen batch a copy of whole rows by the consumer's threads | `fagpu-tma-store-epilogue` |
     | `q_in_registers` | sm_80: Q fragments kept in registers | `fa-map-to-gpu` |
     | `tmem_columns` | sm_100a: tensor-memory columns allocated for the accumulators, two S/P buffers of `block_c` columns then O (printed only when set) | `fagpu-tmem-accumulators` |
     | `kv_splits` | split-KV: K/V chunks per tile of the IR launch, each CTA one chunk, the last to finish merging (printed only when set; the kernel takes the count as a parameter) | `fa-map-to-gpu` (from `fa-split-kv`'s nest) |

@@ -636,17 +636,25 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
       through it: stmatrix into the swizzled tile, a proxy fence, and one
       TMA store by the warpgroup's first thread, `%out` being O's tensor
       map; the warpgroup's four warps synchronise on named barrier
-      `%sync_barrier` around it.
+      `%sync_barrier` around it;
+    * with `%staging` and `copy_rows`, `%out` a pointer: the same stmatrix,
+      then the warpgroup's 128 threads copy the tile's rows below `%nq` to
+      O in 16-byte pieces, a row's pieces from adjacent threads, so every
+      32-byte sector of O is written whole by one warp's store (a varlen
+      batch, where a TMA box would write into the next sequence's rows,
+      and whose quads' 16-byte stores from registers leave each sector to
+      two partial writes).
     With `%lse`, LSE = (m + log2 l) ln 2 (-inf for an empty row), at
     element `%matrix * %nq + row` (contiguous [B * H, N]).
     `out_element` f32 (from registers only) writes a split-KV chunk's
     partial O.
 
-    `columns = c` (from registers): O has c columns, fewer than the
-    fragment's, which are the tiles' head dim padded to whole 64-column
-    blocks (D = 96 on D = 128 tiles: sm90TileHeadDim). Only the first c
-    are stored, and contiguous rows are c apart. A TMA store needs none:
-    O's tensor map has c columns and the TMA clips the box to them.
+    `columns = c` (from registers or by copied rows): O has c columns,
+    fewer than the fragment's, which are the tiles' head dim padded to
+    whole 64-column blocks (D = 96 on D = 128 tiles: sm90TileHeadDim). Only
+    the first c are stored, and contiguous rows are c apart. A TMA store
+    needs none: O's tensor map has c columns and the TMA clips the box to
+    them.
 
     e4m3 kernels: with `descale %vd` (an f32, V's descale) O is stored as
     vd · O / l, the factor folded into the row's 1 / l; with `probs_scale =
@@ -657,8 +665,9 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
     `strided(%heads)`, matrix `%matrix` is (batch, head) = (%matrix / %heads,
     %matrix % %heads) of a strided [B, H, N, D] O: from registers, row r
     of it starts at element batch * %stride_b + head * %stride_h +
-    r * %stride_n (`strides`, i64); through staging, `%out` is a rank-4
-    tensor map whose coordinates are (column, row, head, batch).
+    r * %stride_n (`strides`, i64; also for `copy_rows`); by TMA, `%out`
+    is a rank-4 tensor map whose coordinates are (column, row, head,
+    batch).
 
     With O in tensor memory (sm_100a, `%o` a `!fagpu.tmem` region, `m` and
     `l` `lanes` fragments, `%row0` the thread's own row) each thread reads
@@ -674,13 +683,15 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
                        Optional<FAGPU_SharedTile>:$staging,
                        Optional<I32>:$sync_barrier, Optional<F32>:$descale,
                        OptionalAttr<F32Attr>:$probs_scale,
-                       OptionalAttr<I64Attr>:$columns);
+                       OptionalAttr<I64Attr>:$columns,
+                       UnitAttr:$copy_rows);
   let assemblyFormat = [{
     $o `,` $m `,` $l `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out `:`
     type($out) `as` $out_element
     (`strided` `(` $heads^ (`,` $strides^)? `)`)?
     (`lse` $lse^ `:` type($lse))?
-    (`staging` $staging^ `:` type($staging))? (`sync` $sync_barrier^)?
+    (`staging` $staging^ `:` type($staging))? (`copy_rows` $copy_rows^)?
+    (`sync` $sync_barrier^)?
     (`descale` $descale^)?
     attr-dict `:` type($o) `,` type($m)
   }];

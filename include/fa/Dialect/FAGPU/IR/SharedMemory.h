@@ -28,10 +28,13 @@ inline int64_t maxSharedBytes(int64_t ctasPerSM = 1) {
 }
 
 /// The sm_90a kernel: Q buffers, the K/V ring, the O staging tile of the
-/// TMA-store epilogue, the mbarriers, the dynamic scheduler's tile slots.
+/// shared-memory epilogues, the mbarriers, the dynamic scheduler's tile slots.
 struct SM90Layout {
   int64_t headDim = 0, consumers = 2, qBuffers = 1, blockC = 0, stages = 0;
-  bool tmaStore = false, stageInQ = false, dynamicTiles = false;
+  /// How O leaves: through a staging tile of its own, the dead Q buffer
+  /// (TmaStoreInQ) or from registers.
+  Epilogue epilogue = Epilogue::Registers;
+  bool dynamicTiles = false;
   /// Bytes of a Q, K or V element: 2 (f16, bf16) or 1 (e4m3). O is 16-bit.
   int64_t elementBytes = 2;
 
@@ -44,9 +47,13 @@ struct SM90Layout {
   int64_t vOffset(int64_t stage) const {
     return kOffset(stage) + kvTileBytes();
   }
+  /// Whether O is staged in a tile of its own, after the K/V ring.
+  bool hasStagingTile() const {
+    return stagesOutput(epilogue) && epilogue != Epilogue::TmaStoreInQ;
+  }
   int64_t oStageOffset() const { return kOffset(stages); }
   int64_t oStageBytes() const {
-    return tmaStore && !stageInQ ? blockR() * headDim * 2 : 0;
+    return hasStagingTile() ? blockR() * headDim * 2 : 0;
   }
   int64_t barrierOffset() const { return oStageOffset() + oStageBytes(); }
   /// q_full, q_empty per Q buffer, then per stage k_full, v_full, k_empty,
@@ -83,8 +90,7 @@ inline SM90Layout sm90Layout(int64_t headDim, const ScheduleFields &s,
   layout.qBuffers = s.qBuffers;
   layout.blockC = s.blockC;
   layout.stages = s.stages;
-  layout.tmaStore = s.epilogue != Epilogue::Registers;
-  layout.stageInQ = s.epilogue == Epilogue::TmaStoreInQ;
+  layout.epilogue = s.epilogue;
   layout.dynamicTiles = s.scheduler == TileScheduler::Dynamic;
   return layout;
 }

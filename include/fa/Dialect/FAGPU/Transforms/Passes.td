@@ -140,8 +140,13 @@ def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
     st.global from registers. The staging tile is its own buffer where it
     fits next to the K/V ring, else the Q buffer of a one-tile CTA (dead
     once the last S retired); a persistent kernel without room keeps the
-    register epilogue. `mode=auto` follows the heuristics table (on for
-    D >= 128). Run it after `fagpu-pipeline-kv`.
+    register epilogue. A varlen kernel's box would write into the next
+    sequence's rows: its staged rows are copied to O by the warpgroup's
+    threads up to the sequence's end (`staged_copy`, whole 32-byte sectors
+    where the register epilogue writes halves), with a staging tile of its
+    own or not at all. `mode=on` asks for O through shared memory,
+    `mode=auto` follows the heuristics table (on for D >= 128). Run it
+    after `fagpu-pipeline-kv`.
   }];
   let options = [
     Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
