@@ -18,12 +18,17 @@ DT = dtypes()
 TOL = {"f16": 2e-3, "bf16": 1.6e-2}
 
 
-def reference(q, k, v, scale, causal, window, softcap, bottom_right=False):
+def reference(q, k, v, scale, causal, window, softcap, bottom_right=False,
+              upcast=True):
+    """O, LSE and the rows that see no key, of attention with the masks, in
+    fp32 or (upcast=False) in q's dtype: torch's low-precision math, the
+    2x rule's yardstick."""
     b, hq, nq, d = q.shape
     hkv, nk = k.shape[1], k.shape[2]
-    kk = k.float().repeat_interleave(hq // hkv, 1)
-    vv = v.float().repeat_interleave(hq // hkv, 1)
-    s = torch.matmul(q.float(), kk.transpose(-1, -2)) * scale
+    cast = (lambda t: t.float()) if upcast else (lambda t: t)
+    kk = cast(k).repeat_interleave(hq // hkv, 1)
+    vv = cast(v).repeat_interleave(hq // hkv, 1)
+    s = torch.matmul(cast(q), kk.transpose(-1, -2)) * scale
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     # Bottom-right alignment: query i at key position i + Nk - Nq.
@@ -36,7 +41,7 @@ def reference(q, k, v, scale, causal, window, softcap, bottom_right=False):
     if window:
         visible &= (i - j).abs() < window
     s = s.masked_fill(~visible, float("-inf"))
-    lse = torch.logsumexp(s, -1)
+    lse = torch.logsumexp(s.float(), -1)
     p = torch.softmax(s, -1).nan_to_num(0.0)
     return torch.matmul(p, vv), lse, ~visible.any(-1)
 

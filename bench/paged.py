@@ -69,9 +69,11 @@ def gather(cache, table, b, length, page_size):
 
 
 def per_sequence_reference(q, k_cache, v_cache, table, lengths, page_size,
-                           causal, scale, bottom_right, upcast):
+                           causal, scale, bottom_right, upcast, window=0,
+                           softcap=0.0):
     """O, LSE in fp32 (upcast) or in q's dtype (torch's low-precision math,
-    the 2x rule's yardstick), sequence by sequence."""
+    the 2x rule's yardstick), sequence by sequence, with the kernel's
+    masks."""
     outs, lses = [], []
     for b, length in enumerate(lengths):
         qb = q[b:b + 1]
@@ -82,22 +84,8 @@ def per_sequence_reference(q, k_cache, v_cache, table, lengths, page_size,
             continue
         kb = gather(k_cache, table, b, length, page_size)[None]
         vb = gather(v_cache, table, b, length, page_size)[None]
-        if upcast:
-            o, lse, _ = reference(qb, kb, vb, scale, causal, 0, 0.0,
-                                  bottom_right)
-        else:
-            hq, hkv = qb.shape[1], kb.shape[1]
-            kk = kb.repeat_interleave(hq // hkv, 1)
-            vv = vb.repeat_interleave(hq // hkv, 1)
-            s = torch.matmul(qb, kk.transpose(-1, -2)) * scale
-            nq = qb.shape[2]
-            i = torch.arange(nq, device="cuda")[:, None] + (
-                length - nq if bottom_right else 0)
-            j = torch.arange(length, device="cuda")[None, :]
-            if causal:
-                s = s.masked_fill(j > i, float("-inf"))
-            lse = torch.logsumexp(s.float(), -1)
-            o = torch.matmul(torch.softmax(s, -1).nan_to_num(0.0), vv)
+        o, lse, _ = reference(qb, kb, vb, scale, causal, window, softcap,
+                              bottom_right, upcast)
         outs.append(o.float())
         lses.append(lse.float())
     return torch.cat(outs), torch.cat(lses)
@@ -147,12 +135,14 @@ def check(folder):
                     k[i, :, :n] = gather(k_cache, table, i, n, ps)
                     v[i, :, :n] = gather(v_cache, table, i, n, ps)
                 tab = None
+            masks = dict(window=m.get("window", 0),
+                         softcap=m.get("softcap", 0.0))
             ref, ref_lse = per_sequence_reference(
                 q, k_cache, v_cache, table, lengths, ps, causal, scale,
-                bottom_right, upcast=True)
+                bottom_right, upcast=True, **masks)
             low, _ = per_sequence_reference(
                 q, k_cache, v_cache, table, lengths, ps, causal, scale,
-                bottom_right, upcast=False)
+                bottom_right, upcast=False, **masks)
             for splits in ([1, 3, 0] if m.get("split_kv") else [None]):
                 checks += 1
                 out = torch.full_like(q, float("nan"))

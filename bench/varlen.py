@@ -47,9 +47,11 @@ def packed(b_lengths, h, d, dtype):
     return t, torch.tensor(sums, dtype=torch.int32, device="cuda")
 
 
-def per_sequence(q, k, v, cuq, cuk, scale, causal, upcast):
-    """O [1, Hq, total_q, D] (fp32) and LSE, each sequence alone; rows of an
-    empty sequence do not exist."""
+def per_sequence(q, k, v, cuq, cuk, scale, causal, upcast, window=0,
+                 softcap=0.0):
+    """O [1, Hq, total_q, D] (fp32) and LSE, each sequence alone, with the
+    kernel's causal, window and softcap masks bottom-right aligned with its
+    own lengths; rows of an empty sequence do not exist."""
     cq, ck = cuq.tolist(), cuk.tolist()
     o = torch.zeros(q.shape[:3] + (v.shape[3],), device="cuda")
     lse = torch.full(q.shape[:3], float("-inf"), device="cuda")
@@ -60,19 +62,8 @@ def per_sequence(q, k, v, cuq, cuk, scale, causal, upcast):
         if ck[i + 1] == ck[i]:
             continue  # no key: O = 0, LSE = -inf
         qi, ki, vi = q[:, :, qs], k[:, :, ks], v[:, :, ks]
-        if upcast:
-            oi, li, _ = reference(qi, ki, vi, scale, causal, 0, 0.0, True)
-        else:
-            g = qi.shape[1] // ki.shape[1]
-            kk, vv = ki.repeat_interleave(g, 1), vi.repeat_interleave(g, 1)
-            s = torch.matmul(qi, kk.transpose(-1, -2)) * scale
-            nq, nk = qi.shape[2], ki.shape[2]
-            if causal:
-                r = torch.arange(nq, device="cuda")[:, None] + nk - nq
-                c = torch.arange(nk, device="cuda")[None, :]
-                s = s.masked_fill(c > r, float("-inf"))
-            li = torch.logsumexp(s.float(), -1)
-            oi = torch.matmul(torch.softmax(s, -1).nan_to_num(0.0), vv)
+        oi, li, _ = reference(qi, ki, vi, scale, causal, window, softcap,
+                              True, upcast)
         o[:, :, qs] = oi.float()
         lse[:, :, qs] = li.float()
     return o, lse
@@ -103,10 +94,12 @@ def check(folder):
             kernel(q, k, v, out=out, lse=lse, scale=scale, cu_seqlens_q=cuq,
                    cu_seqlens_k=cuk, max_seqlen_q=max(lq))
             torch.cuda.synchronize()
+            masks = dict(window=m.get("window", 0),
+                         softcap=m.get("softcap", 0.0))
             ref, ref_lse = per_sequence(q, k, v, cuq, cuk, scale,
-                                        m["causal"], True)
+                                        m["causal"], True, **masks)
             low, _ = per_sequence(q, k, v, cuq, cuk, scale, m["causal"],
-                                  False)
+                                  False, **masks)
             err = (out.float() - ref).abs().max().item()
             base = (low - ref).abs().max().item()
             ok = err <= 2 * base + 1e-5 and bool(torch.isfinite(out).all())
