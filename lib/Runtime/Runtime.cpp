@@ -1477,12 +1477,13 @@ int faKernelLaunchE4M3(FaKernel *k, const void *q, const FaStrides *qStrides,
                        float scale, const float *qDescale,
                        const float *kDescale, const float *vDescale,
                        int descalesPerHead, void *stream) {
-  if (!k)
-    return fail("faKernelLaunchE4M3: kernel must not be null");
+  // The flag first: a bad value is refused without a kernel or a driver.
   if (descalesPerHead != 0 && descalesPerHead != 1)
     return fail("faKernelLaunchE4M3: descalesPerHead must be 0 (one descale "
                 "per tensor) or 1 ([B, Hkv]), got " +
                 std::to_string(descalesPerHead));
+  if (!k)
+    return fail("faKernelLaunchE4M3: kernel must not be null");
   if (k->meta.dtype != "e4m3")
     return fail("faKernelLaunchE4M3: " + k->meta.kernel + " takes " +
                 k->meta.dtype + " inputs: launch it with "

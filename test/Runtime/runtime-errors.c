@@ -243,6 +243,12 @@ int main(int argc, char **argv) {
   report("KV-cache launch without kernel",
          faKernelLaunchKVCache(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                                64, 0, 0, 1, 1.0f, -1, NULL));
+  report("e4m3 launch, descalesPerHead 2",
+         faKernelLaunchE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
+                            1.0f, 0, 0, 0, 2, NULL));
+  report("e4m3 launch without kernel",
+         faKernelLaunchE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
+                            1.0f, 0, 0, 0, 1, NULL));
   /* The auto rule (fa::autoKVSplits) on the issue's decode rows, 132 SMs:
    * B 1 H 32 (32 tiles of 256 blocks), B 1 H 8 (8 of 1024), B 4 H 32 (128
    * tiles: a wave already), one tile of 3 blocks (no chunk of 2). */

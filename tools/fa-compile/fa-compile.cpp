@@ -43,8 +43,9 @@ static cl::opt<int64_t> headDim(cl::cat(toolOptions), "head-dim",
                                 cl::init(128));
 static cl::opt<std::string>
     dtype(cl::cat(toolOptions), "dtype",
-          cl::desc("f16 | bf16 | e4m3 (sm_90a wgmma, D 128: FP8 Q/K/V with "
-                   "per-tensor descales, O in --out-dtype)"),
+          cl::desc("f16 | bf16 | e4m3 (sm_90a wgmma, D 128 or 256: FP8 "
+                   "Q/K/V with per-tensor or per-(batch, K/V head) descales, "
+                   "O in --out-dtype)"),
           cl::init("f16"));
 static cl::opt<std::string>
     outDtype(cl::cat(toolOptions), "out-dtype",
