@@ -305,6 +305,9 @@ private:
     Value rowEnd, lse;
     // e4m3: V's descale of its (batch, K/V head).
     Value vDescale;
+    // O staged in the Q buffer: the tile's buffer, released after its
+    // store has read it.
+    Value qBuffer;
   };
   SmallVector<Value> packPending(const PendingTile &tile);
   PendingTile unpackPending(ValueRange values);
@@ -356,6 +359,20 @@ private:
   emitConsumerTile(const AttentionTile &tile, Value tileIndex,
                    const PendingTile *previous);
   void finishPendingTile(const PendingTile &tile);
+  /// Whether a persistent kernel stages O in the tile's Q buffer: the
+  /// producer may load a later tile's Q there only once the TMA store has
+  /// read it, so the buffer is released after the store, not after the
+  /// tile's last S.
+  bool releasesQAfterStore() const {
+    return spec.persistent && spec.epilogue == fagpu::Epilogue::TmaStoreInQ;
+  }
+  /// After a store staged in Q buffer `qBuffer`: its reads done, the
+  /// buffer goes back to the producer (one arrival per warp; the storing
+  /// thread's warp arrives after its wait).
+  void releaseQAfterStore(Value qBuffer) {
+    fagpu::StoreWaitOp::create(b, loc);
+    release(qPipe, qBuffer, 0);
+  }
   void emitConsumer(Value consumer);
   /// Ping-pong: this consumer's turn on the tensor cores, and its hand-over.
   void waitTurn() {
@@ -581,6 +598,8 @@ SmallVector<Value> KernelBuilder::packPending(const PendingTile &tile) {
     v.push_back(tile.lse);
   if (tile.vDescale)
     v.push_back(tile.vDescale);
+  if (tile.qBuffer)
+    v.push_back(tile.qBuffer);
   return v;
 }
 
@@ -603,7 +622,9 @@ KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
       tile.lse = v[i++];
   }
   if (spec.fp8)
-    tile.vDescale = v[i];
+    tile.vDescale = v[i++];
+  if (releasesQAfterStore())
+    tile.qBuffer = v[i];
   return tile;
 }
 
@@ -674,7 +695,8 @@ void KernelBuilder::finishPendingTile(const PendingTile &tile) {
   o = pin(o);
   release(kvPipe, tile.vStage, kValue);
   storeTile({o, tile.state.m, tile.state.l}, tile.row0, tile.qMatrix,
-            stagingRows(c32(0)), tile.rowEnd, tile.lse, tile.vDescale);
+            stagingRows(tile.qBuffer ? tile.qBuffer : c32(0)), tile.rowEnd,
+            tile.lse, tile.vDescale);
 }
 
 std::optional<KernelBuilder::PendingTile>
@@ -725,8 +747,11 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     previousO = pin(previousO);
     release(kvPipe, previous->vStage, kValue);
     storeTile({previousO, previous->state.m, previous->state.l},
-              previous->row0, previous->qMatrix, stagingRows(c32(0)),
+              previous->row0, previous->qMatrix,
+              stagingRows(previous->qBuffer ? previous->qBuffer : c32(0)),
               previous->rowEnd, previous->lse, previous->vDescale);
+    if (previous->qBuffer)
+      releaseQAfterStore(previous->qBuffer);
   }
 
   // Loop state: O, m, l, P of the previous block, and its alpha (+ moved).
@@ -787,8 +812,10 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   unpack(after, state, last);
   // Every S of the tile has retired (each loop iteration ends with
   // wait_group 0): Q is free, and a persistent producer loads the next
-  // tile's Q under this tile's last P V and epilogue.
-  release(qPipe, qBuffer, 0);
+  // tile's Q under this tile's last P V and epilogue; unless O is staged
+  // there (then after the store).
+  if (!releasesQAfterStore())
+    release(qPipe, qBuffer, 0);
   Value lastJ = sub(numBlocks, c32(1));
   Value lastStage = stageOf(lastJ);
   // Where the tile's rows go: in a varlen batch the sequence's rows of
@@ -816,6 +843,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     pending.rowEnd = rowEnd;
     pending.lse = lse;
     pending.vDescale = vDescale;
+    if (releasesQAfterStore())
+      pending.qBuffer = qBuffer;
     return pending;
   }
   Value o = pin(rescale(state.o, last));
@@ -828,6 +857,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   release(kvPipe, lastStage, kValue);
   storeTile({o, state.m, state.l}, storeRow0, storeMatrix,
             stagingRows(qBuffer), rowEnd, lse);
+  if (releasesQAfterStore())
+    releaseQAfterStore(qBuffer);
   return std::nullopt;
 }
 

@@ -1677,9 +1677,11 @@ struct StoreWaitLowering : OpConversionPattern<fagpu::StoreWaitOp> {
   matchAndRewrite(fagpu::StoreWaitOp op, OneToNOpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
     OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    // `.read`: the shared memory is free once the stores have read it; their
+    // global writes complete on their own.
     e.onFirstThread(e.position(), [&] {
       NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, op.getLoc(), 0,
-                                           UnitAttr());
+                                           rewriter.getUnitAttr());
     });
     rewriter.eraseOp(op);
     return success();

@@ -73,13 +73,12 @@ struct TmaStoreEpiloguePass
       if (wanted && sharedBytesOf(Target::sm_90a, op.getHeadDim(), f,
                                       op.isFP8() ? 1 : 2) >
                         maxSharedBytes(f.ctasPerSm))
-        // No room for a staging tile: a one-tile CTA stages O in its Q
-        // buffer for the TMA; a persistent one reloads that buffer, and a
-        // varlen one copies from a tile of its own: both keep the
+        // No room for a staging tile: O is staged in the tile's Q buffer,
+        // dead once its last S retired (a persistent kernel hands the
+        // buffer back to the producer after the store has read it); a
+        // varlen kernel copies from a tile of its own and keeps the
         // register epilogue.
-        f.epilogue = f.scheduler != TileScheduler::Single || varlen
-                         ? Epilogue::Registers
-                         : Epilogue::TmaStoreInQ;
+        f.epilogue = varlen ? Epilogue::Registers : Epilogue::TmaStoreInQ;
       return std::nullopt;
     };
     if (failed(updateSchedules(getOperation(), Target::sm_90a,

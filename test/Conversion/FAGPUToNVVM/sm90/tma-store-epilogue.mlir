@@ -9,6 +9,7 @@
 // the consumer's four warps (id 4 + consumer, 128 threads) orders the
 // writes and the store (with fence.proxy.async in between).
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline | grep -B3 "llvm.return" | FileCheck %s --check-prefix=END
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=direct | FileCheck %s --check-prefix=DIRECT
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=tma | FileCheck %s --check-prefix=TMA
 // RUN: not fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=fast 2>&1 | FileCheck %s --check-prefix=BAD
@@ -47,12 +48,14 @@ func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %arg3, %{{.*}}, box[%c64_i32
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // No O stores from registers (the LSE still is); before the consumer
-// leaves, its stores complete.
+// leaves, its stores have read the staging tile (the END prefix: the lines
+// before the first kernel's return).
 // CHECK-NOT: llvm.store {{.*}} : i32, !llvm.ptr<1>
-// CHECK: nvvm.cp.async.bulk.wait_group 0{{$}}
-// CHECK-NEXT: }
-// CHECK-NEXT: }
-// CHECK-NEXT: llvm.return
+// CHECK: llvm.return
+// END: nvvm.cp.async.bulk.wait_group 0 {read}
+// END-NEXT: }
+// END-NEXT: }
+// END-NEXT: llvm.return
 // DIRECT-LABEL: func.func @d128
 // DIRECT: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_persistent_q2_stg blocks
 // DIRECT-SAME: dynamic_shared_memory_size %c197728_i32
@@ -80,9 +83,37 @@ func.func @d256(%q: memref<?x?x?x256xf16>, %k: memref<?x?x?x256xf16>,
 // CHECK: epilogue = tma_store_in_q
 // CHECK-COUNT-16: nvvm.stmatrix
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.global.shared.cta
-// A persistent D = 256 kernel reloads its Q buffer: direct stores.
 // TMA-LABEL: func.func @d256
 // TMA: @fa3_sm90_d256_br128_bc64_s2_f16 blocks
+
+// -----
+
+// A persistent D = 192 kernel has no room for a staging tile either: on
+// request (the table's row keeps registers) it stages O in the tile's Q
+// buffer and hands the buffer back to the producer only once the TMA
+// store has read it. The buffer is not released after the tile's last S:
+// the pending tile's store (in the next tile's prologue) is followed by
+// the read wait and then the release (one arrival per warp).
+func.func @d192(%q: memref<?x?x?x192xf16>, %k: memref<?x?x?x192xf16>,
+                %v: memref<?x?x?x192xf16>, %o: memref<?x?x?x192xf16>,
+                %lse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v outs(%o, %lse : memref<?x?x?x192xf16>, memref<?x?x?xf32>)
+      : memref<?x?x?x192xf16>, memref<?x?x?x192xf16>, memref<?x?x?x192xf16>
+  return
+}
+// CHECK-LABEL: func.func @d192
+// CHECK: epilogue = registers
+// TMA-LABEL: func.func @d192
+// TMA: @fa3_sm90_d192_br128_bc64_s2_f16_persistent_q2 blocks
+// TMA-SAME: dynamic_shared_memory_size %c197728_i32
+// TMA: epilogue = tma_store_in_q
+// TMA: nvvm.cp.async.bulk.wait_group 0 {read}
+// TMA-COUNT-12: nvvm.stmatrix
+// TMA-COUNT-3: nvvm.cp.async.bulk.tensor.global.shared.cta
+// TMA-NEXT: nvvm.cp.async.bulk.commit.group
+// TMA: nvvm.cp.async.bulk.wait_group 0 {read}
+// TMA-NOT: nvvm.stmatrix
+// TMA: nvvm.mbarrier.arrive
 
 // -----
 

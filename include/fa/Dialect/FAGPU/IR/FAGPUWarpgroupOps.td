@@ -755,8 +755,10 @@ def FAGPU_MergeSplitsOp : FAGPU_Op<"merge_splits",
 def FAGPU_StoreWaitOp : FAGPU_Op<"store_wait"> {
   let summary = "wait until the warpgroup's TMA stores have read shared memory";
   let description = [{
-    The first thread of the warpgroup waits for its bulk stores (the shared
-    memory they read must outlive them).
+    The first thread of the warpgroup waits until its bulk stores have read
+    their shared memory (`cp.async.bulk.wait_group.read 0`): the memory must
+    outlive those reads, at the kernel's end or before a Q buffer that
+    staged O is handed back to the producer.
   }];
   let assemblyFormat = "attr-dict";
 }

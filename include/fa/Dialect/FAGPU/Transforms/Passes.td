@@ -138,9 +138,9 @@ def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
     sm_90a: O / l is written with stmatrix into a 128B-swizzled staging
     tile and stored by one thread with cp.async.bulk.tensor, instead of
     st.global from registers. The staging tile is its own buffer where it
-    fits next to the K/V ring, else the Q buffer of a one-tile CTA (dead
-    once the last S retired); a persistent kernel without room keeps the
-    register epilogue. A varlen kernel's box would write into the next
+    fits next to the K/V ring, else the tile's Q buffer (dead once its last
+    S retired; a persistent kernel hands it back to the producer only after
+    the store has read it). A varlen kernel's box would write into the next
     sequence's rows: its staged rows are copied to O by the warpgroup's
     threads up to the sequence's end (`staged_copy`, whole 32-byte sectors
     where the register epilogue writes halves), with a staging tile of its
