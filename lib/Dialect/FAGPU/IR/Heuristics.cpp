@@ -34,13 +34,15 @@ const KernelDefaults kTable[] = {
   {Target::sm_90a, 128, true, 128, 128, true, true, 8.0, 0, 8,
    "dynamic scheduler +8-11/+4-8/-3-0%: 2026-11-30-sm90-v15-dynamic-sweep; TMA store "
    "+7/+3/+1%: v17-epilogue-sweep"},
-  {Target::sm_90a, 192, false, 128, 64, true, false, 8.0, 0, 8,
+  {Target::sm_90a, 192, false, 128, 64, true, true, 8.0, 0, 8,
    "B_c 64 (B_c 128 needs 241 KiB of shared memory); persistent 0.93-0.95x "
-   "cuDNN vs one tile per CTA 0.87-0.92x; the persistent kernel has no room "
-   "for a staging tile (registers): 2026-12-01-d192"},
-  {Target::sm_90a, 192, true, 128, 64, true, false, 8.0, 0, 8,
+   "cuDNN vs one tile per CTA 0.87-0.92x: 2026-12-01-d192; no room for a "
+   "staging tile, O staged in the Q buffer vs registers 1.01-1.10x (D 160 "
+   "1.00-1.08x): 2026-12-02-d192-stage-in-q"},
+  {Target::sm_90a, 192, true, 128, 64, true, true, 8.0, 0, 8,
    "as non-causal D 192; dynamic scheduler 0.93/1.00x cuDNN vs 0.90-0.98x "
-   "one tile per CTA: 2026-12-01-d192"},
+   "one tile per CTA: 2026-12-01-d192; O staged in the Q buffer 1.00-1.12x "
+   "registers: 2026-12-02-d192-stage-in-q"},
   {Target::sm_90a, 256, false, 128, 64, false, true, 8.0, 0, 8,
    "B_c 64 (80 spills): 2026-11-29-sm90-v2-variants; no room for a second Q buffer, "
    "persistent no gain: v16; TMA store in the dead Q buffer +9/-6/0%: v17-epilogue-sweep"},

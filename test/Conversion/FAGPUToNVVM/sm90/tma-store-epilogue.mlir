@@ -88,10 +88,10 @@ func.func @d256(%q: memref<?x?x?x256xf16>, %k: memref<?x?x?x256xf16>,
 
 // -----
 
-// A persistent D = 192 kernel has no room for a staging tile either: on
-// request (the table's row keeps registers) it stages O in the tile's Q
-// buffer and hands the buffer back to the producer only once the TMA
-// store has read it. The buffer is not released after the tile's last S:
+// A persistent D = 192 kernel has no room for a staging tile either: it
+// stages O in the tile's Q buffer (the table's row, by default and on
+// request) and hands the buffer back to the producer only once the TMA
+// store has read it; on request, registers. The buffer is not released after the tile's last S:
 // the pending tile's store (in the next tile's prologue) is followed by
 // the read wait and then the release (one arrival per warp).
 func.func @d192(%q: memref<?x?x?x192xf16>, %k: memref<?x?x?x192xf16>,
@@ -102,7 +102,10 @@ func.func @d192(%q: memref<?x?x?x192xf16>, %k: memref<?x?x?x192xf16>,
   return
 }
 // CHECK-LABEL: func.func @d192
-// CHECK: epilogue = registers
+// CHECK: epilogue = tma_store_in_q
+// DIRECT-LABEL: func.func @d192
+// DIRECT: @fa3_sm90_d192_br128_bc64_s2_f16_persistent_q2_stg blocks
+// DIRECT: epilogue = registers
 // TMA-LABEL: func.func @d192
 // TMA: @fa3_sm90_d192_br128_bc64_s2_f16_persistent_q2 blocks
 // TMA-SAME: dynamic_shared_memory_size %c197728_i32
