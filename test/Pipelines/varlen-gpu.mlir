@@ -2,8 +2,9 @@
 // sequence's rows from the prefix sums (loads marked fa.kv_cache),
 // fa-map-to-gpu carries them to fagpu.attention, the schedule passes stage
 // O in shared memory and copy its rows up to the sequence's end (a TMA box
-// of O would cross into the next sequence; the register epilogue where no
-// staging tile fits next to the K/V ring) and keep the table's persistence (persistent CTAs deal only the sequences'
+// of O would cross into the next sequence; a one-tile CTA without room for
+// a staging tile stages them in its dead Q buffer) and keep the table's
+// persistence (persistent CTAs deal only the sequences'
 // real tiles; with one tile per CTA a tile past its sequence's end leaves
 // at once), and the kernel reads the
 // sums per tile: TMA rows from the sequence's first row, batch coordinate
@@ -33,7 +34,10 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // SINGLE: llvm.func @fa3_sm90_d128_{{.*}}_varlen
 // SINGLE-NOT: persistent
 // SINGLE-SAME: scheduler = single
-// SINGLE-SAME: epilogue = registers
+// SINGLE-SAME: epilogue = staged_copy_in_q
+// SINGLE: nvvm.stmatrix
+// SINGLE: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// SINGLE-NOT: cp.async.bulk.tensor.global.shared
 // By default (the table's row for causal D = 128) persistent CTAs, which
 // deal real tiles only: the tile count and each tile's
 // sequence come from one pass over the B prefix sums (ceil(len / B_r)

@@ -135,9 +135,11 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
       name = !staged ? "_stg"
              : fagpu::storesOutputByTma(epilogue) ? "_tma"
                                                   : "_copy";
-    if (epilogue == fagpu::Epilogue::TmaStoreInQ) {
+    if (fagpu::stagesOutputInQ(epilogue)) {
       fagpu::SM90Layout separate = *this;
-      separate.epilogue = fagpu::Epilogue::TmaStore;
+      separate.epilogue = fagpu::storesOutputByTma(epilogue)
+                              ? fagpu::Epilogue::TmaStore
+                              : fagpu::Epilogue::StagedCopy;
       if (separate.sharedBytes() <= fagpu::maxSharedBytes(ctasPerSM))
         name += "_oinq";
     }
@@ -675,7 +677,7 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
       staged ? epilogueBarrier : Value(), vDescaleOfTile,
       spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr(),
       byTma ? IntegerAttr() : paddedColumns());
-  if (spec.epilogue == fagpu::Epilogue::StagedCopy)
+  if (staged && !byTma)
     store.setCopyRows(true);
 }
 
@@ -1293,6 +1295,9 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
       (fagpu::storesOutputByTma(spec.epilogue) || s.kvSplits))
     return fail("a varlen kernel stores O from registers or by rows copied "
                 "from a staging tile (no TMA store, no split-KV)");
+  if (spec.persistent && s.epilogue == fagpu::Epilogue::StagedCopyInQ)
+    return fail("rows copied from the Q buffer need a one-tile CTA (a "
+                "persistent producer refills the buffer)");
   if (int64_t page = spec.inputs.pageSize;
       page && page % s.blockC != 0 && (s.blockC % page != 0 || page % 8 != 0))
     return fail("a K/V block (block_c = " + Twine(s.blockC) +

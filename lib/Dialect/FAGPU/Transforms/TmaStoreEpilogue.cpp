@@ -72,13 +72,18 @@ struct TmaStoreEpiloguePass
                             : Epilogue::TmaStore;
       if (wanted && sharedBytesOf(Target::sm_90a, op.getHeadDim(), f,
                                       op.isFP8() ? 1 : 2) >
-                        maxSharedBytes(f.ctasPerSm))
+                        maxSharedBytes(f.ctasPerSm)) {
         // No room for a staging tile: O is staged in the tile's Q buffer,
         // dead once its last S retired (a persistent kernel hands the
-        // buffer back to the producer after the store has read it); a
-        // varlen kernel copies from a tile of its own and keeps the
-        // register epilogue.
-        f.epilogue = varlen ? Epilogue::Registers : Epilogue::TmaStoreInQ;
+        // buffer back to the producer after the TMA store has read it). A
+        // varlen one-tile CTA copies its rows from there; a persistent
+        // varlen kernel keeps the register epilogue (the producer's next
+        // TMA load would follow the threads' reads of the buffer).
+        bool single = f.scheduler == TileScheduler::Single;
+        f.epilogue = !varlen  ? Epilogue::TmaStoreInQ
+                     : single ? Epilogue::StagedCopyInQ
+                              : Epilogue::Registers;
+      }
       return std::nullopt;
     };
     if (failed(updateSchedules(getOperation(), Target::sm_90a,

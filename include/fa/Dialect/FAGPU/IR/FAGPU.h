@@ -53,6 +53,11 @@ ScheduleAttr scheduleOf(MLIRContext *context, const ScheduleFields &fields);
 /// Whether O leaves through a shared-memory tile (any epilogue but
 /// registers).
 inline bool stagesOutput(Epilogue e) { return e != Epilogue::Registers; }
+/// Whether O is staged in the tile's Q buffer (dead once its last S
+/// retired) rather than a tile of its own.
+inline bool stagesOutputInQ(Epilogue e) {
+  return e == Epilogue::TmaStoreInQ || e == Epilogue::StagedCopyInQ;
+}
 /// Whether O leaves by TMA stores, so the kernel takes O as a tensor map.
 inline bool storesOutputByTma(Epilogue e) {
   return e == Epilogue::TmaStore || e == Epilogue::TmaStoreInQ;

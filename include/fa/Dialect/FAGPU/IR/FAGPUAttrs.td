@@ -32,7 +32,8 @@ def FAGPU_Epilogue : I32EnumAttr<"Epilogue", "how O leaves the kernel", [
     I32EnumAttrCase<"Registers", 0, "registers">,
     I32EnumAttrCase<"TmaStore", 1, "tma_store">,
     I32EnumAttrCase<"TmaStoreInQ", 2, "tma_store_in_q">,
-    I32EnumAttrCase<"StagedCopy", 3, "staged_copy">]> {
+    I32EnumAttrCase<"StagedCopy", 3, "staged_copy">,
+    I32EnumAttrCase<"StagedCopyInQ", 4, "staged_copy_in_q">]> {
   let cppNamespace = "::mlir::fagpu";
 }
 

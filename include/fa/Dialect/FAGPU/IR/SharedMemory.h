@@ -32,7 +32,7 @@ inline int64_t maxSharedBytes(int64_t ctasPerSM = 1) {
 struct SM90Layout {
   int64_t headDim = 0, consumers = 2, qBuffers = 1, blockC = 0, stages = 0;
   /// How O leaves: through a staging tile of its own, the dead Q buffer
-  /// (TmaStoreInQ) or from registers.
+  /// (TmaStoreInQ, StagedCopyInQ) or from registers.
   Epilogue epilogue = Epilogue::Registers;
   bool dynamicTiles = false;
   /// Bytes of a Q, K or V element: 2 (f16, bf16) or 1 (e4m3). O is 16-bit.
@@ -49,7 +49,7 @@ struct SM90Layout {
   }
   /// Whether O is staged in a tile of its own, after the K/V ring.
   bool hasStagingTile() const {
-    return stagesOutput(epilogue) && epilogue != Epilogue::TmaStoreInQ;
+    return stagesOutput(epilogue) && !stagesOutputInQ(epilogue);
   }
   int64_t oStageOffset() const { return kOffset(stages); }
   int64_t oStageBytes() const {
