@@ -143,8 +143,9 @@ def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
     the store has read it). A varlen kernel's box would write into the next
     sequence's rows: its staged rows are copied to O by the warpgroup's
     threads up to the sequence's end (`staged_copy`, whole 32-byte sectors
-    where the register epilogue writes halves), with a staging tile of its
-    own or not at all. `mode=on` asks for O through shared memory,
+    where the register epilogue writes halves), from a staging tile of its
+    own or, in a one-tile CTA, the dead Q buffer (`staged_copy_in_q`); a
+    persistent varlen kernel without room keeps the register epilogue. `mode=on` asks for O through shared memory,
     `mode=auto` follows the heuristics table (on for D >= 128). Run it
     after `fagpu-pipeline-kv`.
   }];
