@@ -126,3 +126,9 @@ func.func @probs_scale_on_f16(%q: memref<1x1x64x128xf16>) {
     : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
   return
 }
+
+// -----
+
+// The schedule's epilogue names one of the five.
+// expected-error @+1 {{expected registers, tma_store, tma_store_in_q, staged_copy or staged_copy_in_q for 'epilogue', got 'tma'}}
+#bad_epilogue = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = tma, q_in_registers = false>

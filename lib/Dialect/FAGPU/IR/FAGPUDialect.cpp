@@ -193,8 +193,9 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
         std::optional<Epilogue> e = symbolizeEpilogue(word);
         if (!e) {
           parser.emitError(loc) << "expected registers, tma_store, "
-                                   "tma_store_in_q or staged_copy for "
-                                   "'epilogue'";
+                                   "tma_store_in_q, staged_copy or "
+                                   "staged_copy_in_q for 'epilogue', got '"
+                                << word << "'";
           return {};
         }
         *static_cast<Epilogue *>(slot) = *e;
