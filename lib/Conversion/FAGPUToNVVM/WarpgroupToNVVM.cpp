@@ -1409,26 +1409,23 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
       // proxy): the barrier orders them.
       syncWarps();
       copyStagedRows(e, op, adaptor, stage, blockStride, pos);
-      for (int64_t h = 0; h < 2; ++h)
-        e.storeLse(total[h], m[h], e.add(row0, e.c32(8 * h)),
-                   adaptor.getNq().front(), lseBase, pos.quadLane);
-      return;
+    } else {
+      // The generic-proxy writes become visible to the TMA (async proxy),
+      // then one thread stores the 64 rows.
+      NVVM::FenceProxyOp::create(
+          b, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      syncWarps();
+      e.onFirstThread(pos, [&] {
+        // The issuer is warp 0, lane 0: its row0 is the block's first row.
+        Value matrix = adaptor.getMatrix().front();
+        SmallVector<Value> coords = {matrix};
+        if (Value heads = op.getHeads())
+          coords = {e.remu(matrix, heads), e.divu(matrix, heads)};
+        e.storeRowBlock(stage, blockStride, row0, coords);
+        NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+      });
     }
-    // The generic-proxy writes become visible to the TMA (async proxy),
-    // then one thread stores the 64 rows.
-    NVVM::FenceProxyOp::create(
-        b, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    syncWarps();
-    e.onFirstThread(pos, [&] {
-      // The issuer is warp 0, lane 0: its row0 is the block's first row.
-      Value matrix = adaptor.getMatrix().front();
-      SmallVector<Value> coords = {matrix};
-      if (Value heads = op.getHeads())
-        coords = {e.remu(matrix, heads), e.divu(matrix, heads)};
-      e.storeRowBlock(stage, blockStride, row0, coords);
-      NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-    });
     for (int64_t h = 0; h < 2; ++h)
       e.storeLse(total[h], m[h], e.add(row0, e.c32(8 * h)),
                  adaptor.getNq().front(), lseBase, pos.quadLane);
