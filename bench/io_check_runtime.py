@@ -23,6 +23,8 @@ from io_check import METRICS, profile  # noqa: E402
 # (B, Nk)) of a padded head dim and of V narrower than K.
 LENGTHS_Q = [200, 1, 0, 513, 1000]
 LENGTHS_K = [200, 77, 3, 600, 1000]
+OTHER_Q = [37, 300, 129, 1, 555, 64]
+OTHER_K = [37, 1000, 129, 5, 555, 64]
 CASES = [
     ("sm_90a_d128_f16_varlen", 8, 2, None, None, 0),
     ("sm_90a_d128_f16_causal_bralign_varlen", 8, 2, None, None, 0),
@@ -37,6 +39,18 @@ CASES = [
     ("sm_90a_d96_f16_causal", 16, 4, 2048, (2, 2048), 0),
     ("sm_90a_d192_dv128_f16", 16, 4, 2048, (2, 2048), 0),
     ("sm_90a_d192_f16", 16, 4, 2048, (2, 2048), 0),
+    # Added after the LSE sector rule (lseStoreBytes) was set from the
+    # rows above: other sequence starts, a split merge of 5 rows a
+    # sequence, heads of 333 rows.
+    ("sm_90a_d128_f16_varlen", 8, 2, None, (OTHER_Q, OTHER_K), 0),
+    ("sm_90a_d128_f16_causal_bralign_varlen", 8, 2, None, (OTHER_Q, OTHER_K),
+     0),
+    ("sm_90a_d96_f16_causal_bralign_varlen", 8, 2, None, (OTHER_Q, OTHER_K),
+     0),
+    ("sm_90a_d128_f16_splitkv_kvlens", 32, 8, 5, [700, 1, 64, 3000], 4),
+    ("sm_90a_d128_f16_splitkv_kvlens", 32, 8, 1, [4096, 4096], 8),
+    ("sm_90a_d128_f16", 8, 8, 333, (3, 333), 0),
+    ("sm_90a_d128_f16_causal", 12, 4, 333, (2, 1000), 0),
 ]
 CAPACITY = 4096  # keys a sequence's cache holds
 
@@ -54,7 +68,7 @@ def predict(folders):
                    D=meta["head_dim"],
                    Dv=meta.get("value_head_dim", meta["head_dim"]),
                    kv_splits=splits)
-        if isinstance(lengths, tuple):
+        if isinstance(lengths, tuple) and isinstance(lengths[0], int):
             b, nk = lengths
             row.update(B=b, Nq=nq, Nk=nk)
             reads, writes = flashmlir.predicted_bytes(meta, b, hq, hkv, nq,
@@ -62,7 +76,7 @@ def predict(folders):
         elif meta.get("varlen"):
             cq = [0]
             ck = [0]
-            for a, b in zip(LENGTHS_Q, LENGTHS_K):
+            for a, b in zip(*(lengths or (LENGTHS_Q, LENGTHS_K))):
                 cq.append(cq[-1] + a)
                 ck.append(ck[-1] + b)
             row.update(cu_seqlens_q=cq, cu_seqlens_k=ck)

@@ -1701,6 +1701,7 @@ int trafficKernelOf(const Metadata &m, const char *where,
   kernel.wholeBoxes = m.tmaBoxCols > 0;
   kernel.dynamicScheduler = m.tileScheduler == "dynamic";
   kernel.writesLse = m.writesLse;
+  kernel.packedSequences = m.varlen;
   if (m.splitKV) {
     // The chunk count is the launch's: the metadata's default, if it has one.
     if (m.kvSplits < 1)

@@ -523,7 +523,8 @@ PYBIND11_MODULE(_compiler, m) {
          bool dynamicScheduler, bool writesLse, int64_t b, int64_t hq,
          int64_t hkv, int64_t nq, int64_t nk, int64_t kvSplits,
          int64_t valueHeadDim,
-         std::vector<std::pair<int64_t, int64_t>> sequences) {
+         std::vector<std::pair<int64_t, int64_t>> sequences,
+         bool packedSequences) {
         if (kvSplits < 0 || kvSplits > 1024)
           throw py::value_error("predicted_bytes: kv_splits must be in "
                                 "[0, 1024] (0: not a split kernel)");
@@ -548,6 +549,7 @@ PYBIND11_MODULE(_compiler, m) {
         kernel.dynamicScheduler = dynamicScheduler;
         kernel.writesLse = writesLse;
         kernel.kvSplits = kvSplits;
+        kernel.packedSequences = packedSequences;
         // Sequences of their own lengths (a KV cache's, a varlen batch's).
         std::vector<fagpu::SequenceLengths> lengths;
         for (auto [queries, keys] : sequences) {

@@ -640,4 +640,5 @@ def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
         int(m.get("tma_box_cols", 0)) > 0,
         m.get("tile_scheduler") == "dynamic", bool(m.get("writes_lse", True)),
         batch, query_heads, kv_heads, query_len, key_len, splits,
-        m.get("value_head_dim", m["head_dim"]), sequences))
+        m.get("value_head_dim", m["head_dim"]), sequences,
+        bool(m.get("varlen"))))

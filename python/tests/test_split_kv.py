@@ -183,7 +183,7 @@ def test_predicted_bytes(flashmlir, c_runtime):
     H200 (bench/results/2026-12-01-io-check-splitkv.md)."""
     import json
     m = flashmlir.compile(head_dim=128, kv_splits=4).metadata
-    assert flashmlir.predicted_bytes(m, 1, 8, 8, 1, 4096) == (17321216, 19872)
+    assert flashmlir.predicted_bytes(m, 1, 8, 8, 1, 4096) == (17321216, 20992)
     reads, writes = ctypes.c_ulonglong(), ctypes.c_ulonglong()
     c_runtime.faMetadataPredictedBytes.argtypes = [
         ctypes.c_char_p] + [ctypes.c_long] * 5 + [
@@ -191,12 +191,12 @@ def test_predicted_bytes(flashmlir, c_runtime):
     assert c_runtime.faMetadataPredictedBytes(
         json.dumps(m).encode(), 1, 8, 8, 1, 4096, ctypes.byref(reads),
         ctypes.byref(writes)) == 0
-    assert (reads.value, writes.value) == (17321216, 19872)
+    assert (reads.value, writes.value) == (17321216, 20992)
     auto = flashmlir.compile(head_dim=128, kv_splits="auto").metadata
     with pytest.raises(ValueError, match="give kv_splits"):
         flashmlir.predicted_bytes(auto, 1, 8, 8, 1, 4096)
     assert flashmlir.predicted_bytes(auto, 1, 8, 8, 1, 4096, kv_splits=4) \
-        == (17321216, 19872)
+        == (17321216, 20992)
     assert c_runtime.faMetadataPredictedBytes(
         json.dumps(auto).encode(), 1, 8, 8, 1, 4096, ctypes.byref(reads),
         ctypes.byref(writes)) == 1

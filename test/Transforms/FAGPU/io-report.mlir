@@ -96,14 +96,15 @@ func.func @window(%q: memref<1x1x512x64xf16>, %o: memref<1x1x512x64xf16>, %l: me
 
 // Split-KV (S = 4), decode: each of the 4 chunks reloads the tile's Q box
 // (64 rows) and reads its 16 of the 64 blocks once (K and V as unsplit);
-// every chunk writes its row's partial O and LSE in f32 (4 x 129 x 4 B),
-// the merge reads the 4 LSE twice (a 32-byte sector per warp-wide load)
+// every chunk writes its row's partial O in f32 (4 x 512 B) and its LSE
+// (4 bytes, a whole 32-byte sector: 4 x 32 B), as the merge writes O and
+// the LSE (another sector), the merge reads the 4 LSE twice (a 32-byte sector per warp-wide load)
 // and the 4 O rows back (4 x (64 + 512) B),
 // one warp counts in 4 times and resets its counter (5 x 32 B).
 // CHECK-LABEL: fagpu-io-report:
 // CHECK: kernel: target=sm_90a B_r=64 B_c=64 window=0 kv_splits=4
 // CHECK: l2_to_sm_read_bytes: 17321216 (q 524288, k 8388608, v 8388608, tile counter 0, merge 18432, arrivals 1280)
-// CHECK: sm_to_l2_write_bytes: 19872 (o 2048, lse 32, tile counter 0, partials 16512, arrivals 1280)
+// CHECK: sm_to_l2_write_bytes: 20992 (o 2048, lse 256, tile counter 0, partials 17408, arrivals 1280)
 func.func @split_decode(%q: memref<1x8x1x128xf16>, %k: memref<1x8x4096x128xf16>, %o: memref<1x8x1x128xf16>, %l: memref<1x8x1xf32>) {
   fa.attention %q, %k, %k outs(%o, %l : memref<1x8x1x128xf16>, memref<1x8x1xf32>) {kv_splits = 4 : i64}
       : memref<1x8x1x128xf16>, memref<1x8x4096x128xf16>, memref<1x8x4096x128xf16>
@@ -119,11 +120,14 @@ func.func @split_decode(%q: memref<1x8x1x128xf16>, %k: memref<1x8x4096x128xf16>,
 // in chunk 2 (keys 256..299): the merge reads O of 64 + 64 + 38 rows there,
 // and all 3 chunks of tile 1's 6 rows: 184 x 256 B, plus 8 x 70 x 64 B of
 // LSE sectors. 4 + 1 warps count in 8 times and reset (9 x 32 B each).
+// The chunks write their 70 rows' partial LSE a warp's 16 rows at a time in
+// whole sectors, chunk c's first at element 70 c (8 x 400 B); the merge
+// writes the final LSE a row at a time, a sector each (70 x 32 B).
 // CHECK-LABEL: fagpu-io-report:
 // CHECK: kernel: target=sm_90a B_r=64 B_c=128 causal window=0 kv_splits=8
 // CHECK: query tiles per head: 2, K/V blocks visited per head: 6
 // CHECK: l2_to_sm_read_bytes: 330144 (q 49152, k 98304, v 98304, tile counter 0, merge 82944, arrivals 1440)
-// CHECK: sm_to_l2_write_bytes: 156280 (o 8960, lse 280, tile counter 0, partials 145600, arrivals 1440)
+// CHECK: sm_to_l2_write_bytes: 159200 (o 8960, lse 2240, tile counter 0, partials 146560, arrivals 1440)
 func.func @split_ragged(%q: memref<1x1x70x64xf16>, %k: memref<1x1x300x64xf16>, %o: memref<1x1x70x64xf16>, %l: memref<1x1x70xf32>) {
   fa.attention %q, %k, %k outs(%o, %l : memref<1x1x70x64xf16>, memref<1x1x70xf32>) {causal, bottom_right, kv_splits = 8 : i64}
       : memref<1x1x70x64xf16>, memref<1x1x300x64xf16>, memref<1x1x300x64xf16>

@@ -103,8 +103,7 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     if (kernel.kvSplits)
       os << ", merge " << total.mergeReads << ", arrivals " << total.arrivals;
     os << ")\n";
-    // Payload bytes; the register epilogue's 4-byte stores write partial
-    // sectors, which the hardware counts whole (D = 64 kernels).
+    // O as payload, the LSE in whole sectors (Traffic::writes).
     os << "  sm_to_l2_write_bytes: " << total.writes() << " (o "
        << total.o << ", lse " << total.lse << ", tile counter " << scheduler;
     if (kernel.kvSplits)

@@ -36,6 +36,9 @@ struct TrafficKernel {
   bool wholeBoxes = true;
   bool dynamicScheduler = false;
   bool writesLse = true;
+  /// A varlen kernel: the sequences' rows are packed, LSE [H, total_q]
+  /// (else [B, H, Nq]); decides where each LSE store lands.
+  bool packedSequences = false;
   /// Split-KV: the launch's chunk count (0: not a split kernel). Each
   /// non-empty chunk (fa::kvChunk) loads the tile's Q and its own blocks;
   /// every chunk writes its rows' partial O and LSE in f32; the last chunk
@@ -57,9 +60,53 @@ inline int64_t rowBytes(const TrafficKernel &kernel, int64_t columns) {
   return (tile + 127) / 128 * 128;
 }
 
+/// The bytes the SM -> L2 path moves for the 4-byte LSE stores of `rows`
+/// consecutive rows, the first at element `first` of the LSE, written
+/// `perStore` consecutive rows at a time: each 32-byte sector such a write
+/// touches crosses whole. A warp writes its 16 rows (rows 16w .. 16w + 15
+/// of a head) as two 8-row stores issued back to back, which L1 merges
+/// where they share a sector, so perStore is 16 there; split-KV's merge
+/// writes one row at a time. A head whose rows start off a sector boundary
+/// (Nq not a multiple of 8, a varlen sequence anywhere in the batch) moves
+/// a sector more per write than its payload.
+inline int64_t lseStoreBytes(int64_t first, int64_t rows, int64_t perStore) {
+  constexpr int64_t kSector = 32, kLse = 4;
+  int64_t bytes = 0;
+  for (int64_t r = 0; r < rows; r += perStore) {
+    int64_t lo = (first + r) * kLse;
+    int64_t hi = (first + std::min(r + perStore, rows)) * kLse;
+    bytes += ((hi + kSector - 1) / kSector - lo / kSector) * kSector;
+  }
+  return bytes;
+}
+
+/// lseStoreBytes over `heads` heads of `rows` rows each, head h's first
+/// row at element first + h * stride: the heads fall into eight classes by
+/// their first row's offset in its sector.
+inline int64_t lseHeadsStoreBytes(int64_t first, int64_t heads, int64_t stride,
+                                  int64_t rows, int64_t perStore) {
+  constexpr int64_t kRowsPerSector = 8;
+  int64_t bytes = 0;
+  for (int64_t h = 0; h < std::min(heads, kRowsPerSector); ++h) {
+    // Heads h, h + 8, ... start at the same offset in their sectors.
+    int64_t count = (heads - h + kRowsPerSector - 1) / kRowsPerSector;
+    bytes += count * lseStoreBytes((first + h * stride) % kRowsPerSector,
+                                   rows, perStore);
+  }
+  return bytes;
+}
+
 /// An attention's shape.
 struct TrafficShape {
   int64_t batch = 0, queryHeads = 0, kvHeads = 0, queryLen = 0, keyLen = 0;
+};
+
+/// Where a launch's LSE rows lie, in elements: (batch, head) matrix m's row
+/// 0 at first + m * headStride; split-KV's partial LSE of chunk c at
+/// partialFirst + c * chunkStride + m * headStride. Default (headStride 0):
+/// a batch of its own, LSE [B, H, Nq], partials [S, B, H, Nq].
+struct LsePlacement {
+  int64_t first = 0, headStride = 0, partialFirst = 0, chunkStride = 0;
 };
 
 struct Traffic {
@@ -78,8 +125,10 @@ struct Traffic {
   /// warp).
   int64_t partialWrites = 0, mergeReads = 0, arrivals = 0;
   int64_t reads() const { return q + k + v + scheduler + mergeReads + arrivals; }
-  /// Payload bytes; the register epilogue's 4-byte stores write partial
-  /// sectors, which the hardware counts whole (D = 64 kernels).
+  /// O as payload (the TMA store and the staged copy write whole sectors;
+  /// the register epilogue's 4-byte stores leave half-written sectors,
+  /// which the hardware moves whole: not modelled), the LSE in the sectors
+  /// its stores touch (lseStoreBytes).
   int64_t writes() const {
     return o + lse + scheduler + partialWrites + arrivals;
   }
@@ -111,7 +160,9 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
   head.arrivals += warps * (splits + 1) * 32;
   for (int64_t c = 0; c < splits; ++c) {
     auto [begin, end] = fa::kvChunk(ints, range.first, range.end, c, splits);
-    head.partialWrites += rows * (dv + 1) * 4;
+    // Partial O rows in f32 pairs, a quad's 32 bytes a sector; their LSE
+    // in kernelTraffic (lseStoreBytes).
+    head.partialWrites += rows * dv * 4;
     head.mergeReads += rows * 2 * 32;
     if (begin >= end)
       continue;
@@ -129,7 +180,8 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
 }
 
 inline Traffic kernelTraffic(const TrafficKernel &kernel,
-                             const TrafficShape &shape) {
+                             const TrafficShape &shape,
+                             LsePlacement lse = {}) {
   int64_t br = kernel.blockR, bc = kernel.blockC, elt = kernel.elementBytes;
   int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
   int64_t nq = shape.queryLen, nk = shape.keyLen;
@@ -165,7 +217,19 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
   total.mergeReads *= heads;
   total.arrivals *= heads;
   total.o = heads * nq * dv * kernel.outputBytes;
-  total.lse = kernel.writesLse ? heads * nq * 4 : 0;
+  if (!lse.headStride)
+    lse = {0, nq, 0, heads * nq};
+  // Split-KV's merge stores a row's LSE at a time; the other epilogues a
+  // warp's 16 rows at a time (lseStoreBytes).
+  int64_t perStore = kernel.kvSplits ? 1 : 16;
+  total.lse = kernel.writesLse ? lseHeadsStoreBytes(lse.first, heads,
+                                                    lse.headStride, nq,
+                                                    perStore)
+                               : 0;
+  for (int64_t c = 0; c < kernel.kvSplits; ++c)
+    total.partialWrites +=
+        lseHeadsStoreBytes(lse.partialFirst + c * lse.chunkStride, heads,
+                           lse.headStride, nq, 16);
   total.scheduler =
       kernel.dynamicScheduler ? (head.tilesPerHead * heads + 1) * 32 : 0;
   total.fa2Model =
@@ -194,13 +258,26 @@ inline Traffic sequencesTraffic(const TrafficKernel &kernel,
   TrafficKernel perSequence = kernel;
   perSequence.dynamicScheduler = false;
   Traffic total;
-  int64_t tiles = 0;
-  for (int64_t s = 0; s < count; ++s) {
+  int64_t tiles = 0, totalQueries = 0;
+  for (int64_t s = 0; s < count; ++s)
+    totalQueries += sequences[s].queryLen;
+  for (int64_t s = 0, rowsBefore = 0; s < count;
+       rowsBefore += sequences[s].queryLen, ++s) {
     if (sequences[s].queryLen == 0)
       continue;
-    Traffic t = kernelTraffic(perSequence, {1, queryHeads, kvHeads,
-                                            sequences[s].queryLen,
-                                            sequences[s].keyLen});
+    // Varlen: LSE [H, total_q]; a KV cache's sequences: [B, H, Nq], its
+    // partials [S, B, H, Nq].
+    int64_t nq = sequences[s].queryLen;
+    LsePlacement lse =
+        kernel.packedSequences
+            ? LsePlacement{rowsBefore, totalQueries, rowsBefore,
+                           queryHeads * totalQueries}
+            : LsePlacement{s * queryHeads * nq, nq, s * queryHeads * nq,
+                           count * queryHeads * nq};
+    Traffic t = kernelTraffic(perSequence,
+                              {1, queryHeads, kvHeads, nq,
+                               sequences[s].keyLen},
+                              lse);
     total.q += t.q;
     total.k += t.k;
     total.v += t.v;
