@@ -4,6 +4,7 @@ static module per (kernel, shape), the same tiles as the kernel's metadata.
 Writes the list bench/io_check.py compares with ncu on the H200.
 
     python3 bench/io_predict.py .cubins > .io/expected.json
+    python3 bench/io_predict.py .cubins --only KERNEL:B,Hq,Hkv,Nq,Nk[,S];...
 """
 import json
 import os
@@ -26,15 +27,25 @@ SPLIT_SHAPES = [(1, 32, 32, 1, 32768, 4), (1, 8, 8, 1, 131072, 16),
                 (2, 4, 4, 1000, 1100, 2)]
 
 
-# The DRAM model's L2 (0: the target's; FA_IO_L2_BYTES to try others).
+# The DRAM model's L2 (0: the target's; FA_IO_L2_BYTES to try others). The
+# kernel's code is the metadata's code_bytes (fa-compile reads it from the
+# cubin; absent from metadata older than that: not counted).
 L2_BYTES = int(os.environ.get("FA_IO_L2_BYTES", "0"))
 
 
 def main():
     folder = sys.argv[1]
+    # --only: a list of (kernel, shape) points instead of the grids.
+    only = {}
+    if "--only" in sys.argv:
+        for point in sys.argv[sys.argv.index("--only") + 1].split(";"):
+            name, shape = point.split(":")
+            values = [int(x) for x in shape.split(",")]
+            only.setdefault(name, []).append(tuple(values + [0] * (6 - len(
+                values))))
     rows = []
     for f in sorted(os.listdir(folder)):
-        if not f.endswith(".json"):
+        if not f.endswith(".json") or (only and f[:-5] not in only):
             continue
         meta = json.load(open(os.path.join(folder, f)))
         if meta.get("arch") != "sm_90a" or meta["dtype"] != "f16" or \
@@ -45,6 +56,8 @@ def main():
         shapes = SPLIT_SHAPES if split else [s + (0,) for s in SHAPES]
         if d == 128 and not split and not meta.get("bottom_right"):
             shapes += [s + (0,) for s in DRAM_SHAPES]
+        if only:
+            shapes = only[f[:-5]]
         for b, hq, hkv, nq, nk, splits in shapes:
             extra = (", bottom_right" if meta.get("bottom_right") else "") + \
                 (f", kv_splits = {splits} : i64" if splits else "")
@@ -65,7 +78,8 @@ def main():
                  "fa-map-to-gpu{target=sm_90a},fagpu-warp-specialize,"
                  "fagpu-persistent,fagpu-pipeline-kv,fagpu-ping-pong,"
                  "fagpu-overlap-softmax,fagpu-tma-store-epilogue,"
-                 f"fagpu-io-report{{l2-bytes={L2_BYTES}}}))"],
+                 f"fagpu-io-report{{l2-bytes={L2_BYTES} "
+                 f"code-bytes={meta.get('code_bytes', 0)}}}))"],
                 input=text, capture_output=True, text=True, check=True).stdout
             reads = int(re.search(r"l2_to_sm_read_bytes: (\d+)", out)[1])
             writes = int(re.search(r"sm_to_l2_write_bytes: (\d+)", out)[1])

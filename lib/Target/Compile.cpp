@@ -25,6 +25,7 @@
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -209,6 +210,40 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   if (auto layout = kernel->getAttrOfType<StringAttr>("fagpu.value_layout"))
     built.valueLayout = layout.str();
   return built;
+}
+
+/// Adds `code_bytes` to each launch's metadata: the size of its kernel's
+/// .text in the cubin. A launch reads its code from DRAM once, which the
+/// DRAM model counts (fagpu::TrafficKernel::codeBytes).
+static void recordCodeBytes(CompiledKernel &result) {
+  llvm::Expected<std::unique_ptr<llvm::object::ObjectFile>> elf =
+      llvm::object::ObjectFile::createObjectFile(
+          llvm::MemoryBufferRef(result.cubin, "cubin"));
+  if (!elf) {
+    llvm::consumeError(elf.takeError());
+    return;
+  }
+  for (CompiledKernel::Launch &launch : result.launches) {
+    uint64_t bytes = 0;
+    for (const llvm::object::SectionRef &section : (*elf)->sections()) {
+      llvm::Expected<StringRef> name = section.getName();
+      if (name && *name == (".text." + launch.name))
+        bytes = section.getSize();
+      else if (!name)
+        llvm::consumeError(name.takeError());
+    }
+    llvm::Expected<llvm::json::Value> json = llvm::json::parse(launch.metadata);
+    if (!bytes || !json || !json->getAsObject()) {
+      if (!json)
+        llvm::consumeError(json.takeError());
+      continue;
+    }
+    (*json->getAsObject())["code_bytes"] = int64_t(bytes);
+    launch.metadata.clear();
+    llvm::raw_string_ostream os(launch.metadata);
+    os << llvm::formatv("{0:2}", *json) << "\n";
+  }
+  result.metadata = result.launches.front().metadata;
 }
 
 static std::string metadataJson(StringRef kernelName,
@@ -668,5 +703,6 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   if (!cubin)
     return emitError(loc) << "fa-compile: ptxas wrote no cubin";
   result.cubin = (*cubin)->getBuffer().str();
+  recordCodeBytes(result);
   return result;
 }

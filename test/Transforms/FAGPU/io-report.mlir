@@ -2,6 +2,7 @@
 // RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-persistent,fagpu-io-report))" -o /dev/null | FileCheck %s --check-prefix=DYN
 // RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{sms=2 l2-bytes=1048576}))" -o /dev/null | FileCheck %s --check-prefix=FITS
 // RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{sms=2 l2-bytes=65536}))" -o /dev/null | FileCheck %s --check-prefix=SPILL
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{code-bytes=79488}))" -o /dev/null | FileCheck %s --check-prefix=CODE
 
 // With the dynamic scheduler (causal, persistent), the counter's atomics:
 // 32 bytes per tile taken plus one reset, (2 + 1) * 32 at N = 256 (matches
@@ -21,11 +22,13 @@
 // CHECK: sm_to_l2_write_bytes: 17039360 (o 16777216, lse 262144, tile counter 0)
 // CHECK: fa2_model_read_bytes: 1090519040
 // The H200's DRAM reads at this size (ncu, shared/GPU.md: 50.4 MB) are the
-// compulsory Q + K + V: 32 tiles per head, 132 at a time, the K/V in
-// flight (5.125 heads, 10.25 MiB) are below a quarter of the 60 MiB L2:
-// read once.
-// CHECK: dram model: 132 SMs x 1 CTAs = 132 tiles at a time, L2 62914560 bytes; 32 tiles per K/V head of 2097152 bytes; working set 10747904, miss fraction 0.000
-// CHECK: dram_read_bytes: 50331648 (q 16777216, k+v 33554432, split-KV partials 0)
+// compulsory Q + K + V: 512 tiles, 132 at a time; a wave's tiles read
+// each block together, and a head's 2 MiB of K/V is read again by its next
+// wave long before 33 MiB of other data evicts it: read once.
+// CHECK: dram model: 132 SMs x 1 CTAs = 132 of 512 work items at a time (the next item to the CTA that frees), LRU over 34603008 of the L2's 62914560 bytes; K/V distinct 33554432, from DRAM 33554432 over 16384 block reads
+// CHECK: dram_read_bytes: 50331648 (q 16777216, k+v 33554432, split-KV partials 0, code 0: not given, see code-bytes)
+// The kernel's code (fa-compile's code_bytes) is read once per launch.
+// CODE: dram_read_bytes: 50411136 (q 16777216, k+v 33554432, split-KV partials 0, code 79488)
 func.func @full(%q: memref<1x16x4096x128xf16>, %o: memref<1x16x4096x128xf16>, %l: memref<1x16x4096xf32>) {
   fa.attention %q, %q, %q outs(%o, %l : memref<1x16x4096x128xf16>, memref<1x16x4096xf32>)
       : memref<1x16x4096x128xf16>, memref<1x16x4096x128xf16>, memref<1x16x4096x128xf16>
@@ -137,19 +140,22 @@ func.func @split_ragged(%q: memref<1x1x70x64xf16>, %k: memref<1x1x300x64xf16>, %
 // -----
 
 // The DRAM model (fagpu::dramTraffic). Q 512 x 64 f16 = 65,536 bytes; a
-// K/V head 512 x (64 + 64) x 2 = 131,072 bytes; 4 query tiles of 128 rows,
-// two at a time on 2 SMs (one CTA each at B_r = 128). With 1 MiB of L2 the
-// head is below a quarter of it: each block from DRAM once. With 64 KiB it
-// is past half: each wave (tiles 0-1, tiles 2-3) brings every block again.
-// FITS: dram model: 2 SMs x 1 CTAs = 2 tiles at a time, L2 1048576 bytes; 4 tiles per K/V head of 131072 bytes; working set 131072, miss fraction 0.000 between K/V once 131072 and once per wave 262144
-// FITS: dram_read_bytes: 196608 (q 65536, k+v 131072, split-KV partials 0)
+// K/V block 128 x (64 + 64) x 2 = 32,768 bytes, 4 of them; 4 query tiles
+// of 128 rows, two at a time on 2 SMs (one CTA each at B_r = 128), each
+// reading blocks 0-3 in step with the other. With 1 MiB of L2 (an LRU of
+// 55%, 576,716 bytes) every block stays: each from DRAM once. With 64 KiB
+// (36,044 bytes) one block fits: tiles 0-1 bring blocks 0-3, tiles 2-3
+// bring them again.
+// FITS: dram model: 2 SMs x 1 CTAs = 2 of 4 work items at a time (the next item to the CTA that frees), LRU over 576716 of the L2's 1048576 bytes; K/V distinct 131072, from DRAM 131072 over 16 block reads
+// FITS: dram_read_bytes: 196608 (q 65536, k+v 131072, split-KV partials 0, code 0: not given, see code-bytes)
 // FITS: dram_write_bytes: 67584 (o and lse, split-KV partials 0)
-// SPILL: working set 131072, miss fraction 1.000 between K/V once 131072 and once per wave 262144
-// SPILL: dram_read_bytes: 327680 (q 65536, k+v 262144, split-KV partials 0)
-// Causal, spilled: the longest query block runs first, so wave 0 (query
-// blocks 3 and 2) visits blocks 0-3 and wave 1 (blocks 1 and 0) blocks 0-1.
-// SPILL: working set 98304, miss fraction 1.000 between K/V once 131072 and once per wave 196608
-// SPILL: dram_read_bytes: 262144 (q 65536, k+v 196608, split-KV partials 0)
+// SPILL: LRU over 36044 of the L2's 65536 bytes; K/V distinct 131072, from DRAM 262144 over 16 block reads
+// SPILL: dram_read_bytes: 327680 (q 65536, k+v 262144, split-KV partials 0, code 0: not given, see code-bytes)
+// Causal, spilled: the longest query block runs first, so tiles 3 and 2
+// visit blocks 0-3 and 0-2, then tiles 1 and 0 blocks 0-1 and 0: blocks 0
+// and 1 come back once more (10 block reads, 6 from DRAM).
+// SPILL: K/V distinct 131072, from DRAM 196608 over 10 block reads
+// SPILL: dram_read_bytes: 262144 (q 65536, k+v 196608, split-KV partials 0, code 0: not given, see code-bytes)
 func.func @dram(%q: memref<1x1x512x64xf16>, %o: memref<1x1x512x64xf16>, %l: memref<1x1x512xf32>) {
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x512x64xf16>, memref<1x1x512xf32>)
       {block_r = 128 : i64, block_c = 128 : i64}

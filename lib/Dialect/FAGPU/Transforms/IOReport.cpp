@@ -78,6 +78,7 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     kernel.window = window;
     kernel.wholeBoxes = op.getTarget() != Target::sm_80;
     kernel.dynamicScheduler = s.getScheduler() == TileScheduler::Dynamic;
+    kernel.staticPersistent = s.getScheduler() == TileScheduler::Static;
     kernel.writesLse = bool(op.getLse());
     kernel.kvSplits = s.getKvSplits();
     Traffic total = kernelTraffic(kernel, {b, hq, hkv, nq, nk});
@@ -117,21 +118,30 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     TrafficMachine machine{sms > 0 ? int64_t(sms) : defaults.sms,
                            s.getCtasPerSm(),
                            l2Bytes > 0 ? int64_t(l2Bytes) : defaults.l2Bytes};
+    if (codeBytes < 0)
+      return op.emitOpError("fagpu-io-report: code-bytes must not be "
+                            "negative");
+    kernel.codeBytes = codeBytes;
     if (machine.sms <= 0 || machine.l2Bytes <= 0)
       return op.emitOpError("fagpu-io-report: sms and l2-bytes must be "
                             "positive");
     DramTraffic dram =
         dramTraffic(kernel, {b, hq, hkv, nq, nk}, machine);
     os << "  dram model: " << machine.sms << " SMs x " << machine.ctasPerSM
-       << " CTAs = " << dram.residentCTAs << " tiles at a time, L2 "
-       << machine.l2Bytes << " bytes; " << dram.tilesPerGroup
-       << " tiles per K/V head of " << dram.kvBytesPerGroup
-       << " bytes; working set " << dram.workingSet << ", miss fraction "
-       << llvm::format("%.3f", dram.missFraction) << " between K/V once "
-       << dram.kvOnce << " and once per wave " << dram.kvEveryWave << "\n";
+       << " CTAs = " << dram.residentCTAs << " of " << dram.workItems
+       << " work items at a time"
+       << (kernel.staticPersistent ? " (every " +
+                                         std::to_string(dram.residentCTAs) +
+                                         "th item per CTA)"
+                                   : " (the next item to the CTA that frees)")
+       << ", LRU over " << dram.capacity << " of the L2's "
+       << machine.l2Bytes << " bytes; K/V distinct " << dram.kvOnce
+       << ", from DRAM " << dram.kv << " over " << dram.blockReads
+       << " block reads\n";
     os << "  dram_read_bytes: " << dram.reads << " (q " << dram.q
        << ", k+v " << dram.kv << ", split-KV partials " << dram.partials
-       << ")\n";
+       << ", code " << dram.code
+       << (dram.code ? "" : ": not given, see code-bytes") << ")\n";
     os << "  dram_write_bytes: " << dram.writes << " (o and lse, split-KV "
        << "partials " << dram.partials << ")\n";
     return success();

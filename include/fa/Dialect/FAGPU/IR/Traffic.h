@@ -19,6 +19,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <list>
+#include <queue>
+#include <unordered_map>
+#include <vector>
 
 namespace mlir::fagpu {
 
@@ -35,6 +39,13 @@ struct TrafficKernel {
   /// The sm_80 kernel's cp.async zero-fills them instead (not measured).
   bool wholeBoxes = true;
   bool dynamicScheduler = false;
+  /// Persistent CTAs that take every R-th tile (R CTAs at once); else each
+  /// CTA's next tile is whichever comes next when it frees (the dynamic
+  /// scheduler, or a grid of one tile per CTA). For the DRAM model.
+  bool staticPersistent = false;
+  /// The kernel's code (the cubin's .text), read from DRAM once per
+  /// launch; 0 when not known. For the DRAM model.
+  int64_t codeBytes = 0;
   bool writesLse = true;
   /// A varlen kernel: the sequences' rows are packed, LSE [H, total_q]
   /// (else [B, H, Nq]); decides where each LSE store lands.
@@ -302,41 +313,73 @@ struct TrafficMachine {
   int64_t l2Bytes = 0;
 };
 
+/// The part of the L2 that holds K/V blocks shared by all SMs: the H200's
+/// L2 is two partitions, and a line read by SMs on both sides is held in
+/// both, so shared data sees about half of it. Fitted, with the fraction a
+/// little above one half, on the H200's ncu DRAM counts
+/// (bench/results/2026-12-02-io-check-dram-lru.md).
+inline constexpr double kSharedL2Fraction = 0.55;
+
 /// DRAM bytes of a launch under the L2 model below.
 struct DramTraffic {
   int64_t reads = 0, writes = 0;
-  /// Of the reads: Q, K and V, split-KV partials (each way).
-  int64_t q = 0, kv = 0, partials = 0;
-  int64_t residentCTAs = 0, tilesPerGroup = 0;
-  int64_t kvBytesPerGroup = 0, workingSet = 0;
-  /// K/V bytes if every re-read across waves hits, and if none does; the
-  /// fraction of the difference that comes from DRAM.
-  int64_t kvOnce = 0, kvEveryWave = 0;
-  double missFraction = 0;
+  /// Of the reads: Q, K and V, split-KV partials (each way), the code.
+  int64_t q = 0, kv = 0, partials = 0, code = 0;
+  int64_t residentCTAs = 0, workItems = 0, capacity = 0;
+  /// Distinct K/V bytes the launch touches (each from DRAM once at best),
+  /// and the K/V block reads the simulation replayed.
+  int64_t kvOnce = 0, blockReads = 0;
 };
 
-/// The L2-aware DRAM model. The launch's tiles run in their decoder's order
-/// (a K/V head's query heads next to each other, each head's query blocks
-/// next to each other), R = SMs x CTAs per SM at a time, so tile t runs in
-/// wave t / R. The T = T_r x (Hq / Hkv) tiles that read one K/V head (a
-/// "group") are consecutive.
-///   * Compulsory: Q, read by its one tile; O and LSE written once.
-///   * K/V: the tiles of one wave read a block at about the same time, so
-///     the first brings it from DRAM and the others hit in L2. Across waves
-///     a group's blocks hit or miss: between kvOnce (each visited block of
-///     a group from DRAM once) and kvEveryWave (every wave that reads the
-///     group brings its blocks again) by the miss fraction
-///       m = clamp((W - L2 / 4) / (L2 / 4), 0, 1),
-///     W the K/V bytes in flight: min(groups, 1 + R / T) groups of
-///     Nk (D + Dv) bytes, three quarters of it under a causal mask (its
-///     tiles stop at the diagonal). Fitted on the H200 (60 MiB of L2):
-///     working sets to 15 MiB are read once, from 30 MiB every wave (the
-///     L2 is two partitions, and lines are not all kept to the last).
-///   * Split-KV partials stay in L2 when they fit (written, read back and
-///     overwritten before eviction), else they cross twice.
-/// DRAM moves only the real rows: a TMA box's rows past N are zero-filled
-/// by the TMA unit, not read. The dynamic scheduler's counter and the
-/// arrival counters are a few sectors: not counted.
+/// A least-recently-used cache of `capacity` bytes over keyed entries:
+/// access() says whether the entry was held, and holds it.
+class LruBytes {
+public:
+  explicit LruBytes(int64_t capacity) : capacity(capacity) {}
+  bool access(int64_t key, int64_t bytes) {
+    auto it = where.find(key);
+    bool held = it != where.end();
+    if (held)
+      order.splice(order.begin(), order, it->second);
+    else {
+      order.push_front({key, bytes});
+      where[key] = order.begin();
+      used += bytes;
+    }
+    while (used > capacity && order.size() > 1) {
+      used -= order.back().second;
+      where.erase(order.back().first);
+      order.pop_back();
+    }
+    return held;
+  }
+
+private:
+  int64_t capacity, used = 0;
+  std::list<std::pair<int64_t, int64_t>> order;
+  std::unordered_map<int64_t, std::list<std::pair<int64_t, int64_t>>::iterator>
+      where;
+};
+
+/// The L2-aware DRAM model: the launch replayed on an LRU cache of the
+/// shared L2 (kSharedL2Fraction of it).
+///   * Work items (a query tile, or a tile's K/V chunk with split-KV) in
+///     the kernels' order: a K/V head's query heads next to each other,
+///     each head's query blocks next to each other (causal: longest
+///     first), chunk-major for a split grid (its y dimension).
+///   * R = SMs x CTAs per SM run at once. A static persistent CTA r takes
+///     items r, r + R, ...; the dynamic scheduler and a grid of one item
+///     per CTA give the next item to the CTA that frees first.
+///   * Time advances one step per K/V block: each CTA reads its item's Q
+///     when it starts, one block per step, and writes its O when done.
+///     CTAs reading the same block at about the same time share one DRAM
+///     read; a block comes back from DRAM when more than the cache's bytes
+///     of other blocks, Q and O were touched since its last read.
+///   * DRAM moves only real rows (a TMA box's rows past N are zero-filled
+///     by the TMA unit, not read). Split-KV partials stay in L2 when they
+///     fit (written, read back and overwritten before eviction), else they
+///     cross twice. The kernel's code is read once (`codeBytes`, when the
+///     cubin is known). The tile and arrival counters are a few sectors.
 inline DramTraffic dramTraffic(const TrafficKernel &kernel,
                                const TrafficShape &shape,
                                const TrafficMachine &machine) {
@@ -346,66 +389,102 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
   int64_t group = shape.queryHeads / shape.kvHeads;
   int64_t groups = shape.batch * shape.kvHeads;
   int64_t tilesPerHead = (nq + br - 1) / br;
-  DramTraffic t;
-  t.tilesPerGroup = tilesPerHead * group;
-  int64_t tiles = t.tilesPerGroup * groups;
-  t.residentCTAs =
-      std::max<int64_t>(1, std::min(tiles, machine.sms * machine.ctasPerSM));
-  t.kvBytesPerGroup = nk * (d + dv) * elt;
-  double inFlight =
-      std::min<double>(groups, 1.0 + double(t.residentCTAs) / t.tilesPerGroup);
-  t.workingSet =
-      int64_t(inFlight * t.kvBytesPerGroup * (kernel.causal ? 0.75 : 1.0));
-  double quarter = machine.l2Bytes / 4.0;
-  t.missFraction =
-      std::clamp((double(t.workingSet) - quarter) / quarter, 0.0, 1.0);
-
-  // The K/V bytes of blocks [first, end).
-  auto blockBytes = [&](int64_t first, int64_t end) {
-    int64_t rows = std::max<int64_t>(0, std::min(end * bc, nk) - first * bc);
-    return rows * (d + dv) * elt;
-  };
+  int64_t blocksPerHead = (nk + bc - 1) / bc;
+  int64_t chunks = std::max<int64_t>(1, kernel.kvSplits);
   IntegerArithmetic ints;
-  // Tile i of the group (the decoder's order: causal runs a head's longest
-  // query block first) visits blocks range.first .. range.end - 1.
-  auto rangeOf = [&](int64_t i) {
-    int64_t qBlock = i % tilesPerHead;
+  DramTraffic t;
+
+  // Work item i: chunk-major, then K/V head group, query head, query block.
+  int64_t tilesPerChunk = groups * group * tilesPerHead;
+  t.workItems = tilesPerChunk * chunks;
+  struct Item {
+    int64_t group, first, end, rows;
+  };
+  auto item = [&](int64_t i) {
+    int64_t chunk = i / tilesPerChunk, tile = i % tilesPerChunk;
+    int64_t g = tile / (group * tilesPerHead);
+    int64_t qBlock = tile % tilesPerHead;
     if (kernel.causal)
       qBlock = tilesPerHead - 1 - qBlock;
-    return kvBlockRange(ints, qBlock * br, nq, nk, br, bc, kernel.causal,
-                        kernel.window, kernel.bottomRight);
+    KVRange<IntegerArithmetic> r =
+        kvBlockRange(ints, qBlock * br, nq, nk, br, bc, kernel.causal,
+                     kernel.window, kernel.bottomRight);
+    if (kernel.kvSplits) {
+      auto [begin, end] = fa::kvChunk(ints, r.first, r.end, chunk, chunks);
+      r = {begin, end};
+    }
+    return Item{g, r.first, r.end, std::min(br, nq - qBlock * br)};
   };
-  for (int64_t g = 0; g < groups; ++g) {
-    int64_t begin = g * t.tilesPerGroup, end = begin + t.tilesPerGroup;
-    // The union of the blocks visited by the tiles of [from, to) (each
-    // tile's range is an interval; the masks make them overlap).
-    auto unionBytes = [&](int64_t from, int64_t to) {
-      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
-      for (int64_t tile = from; tile < to; ++tile) {
-        KVRange<IntegerArithmetic> r = rangeOf(tile - begin);
-        if (r.first < r.end) {
-          lo = std::min(lo, r.first);
-          hi = std::max(hi, r.end);
-        }
+  t.residentCTAs = std::max<int64_t>(
+      1, std::min(t.workItems, machine.sms * machine.ctasPerSM));
+  t.capacity = int64_t(kSharedL2Fraction * double(machine.l2Bytes));
+  LruBytes cache(t.capacity);
+  // Q and O entries are touched once: keys past the K/V blocks'.
+  int64_t onceKey = groups * blocksPerHead;
+  std::vector<bool> seen(onceKey, false);
+
+  // A CTA's state: its item, the next block, the time of its next step.
+  struct Cta {
+    int64_t time = 0, item = -1, block = 0;
+    Item work{};
+  };
+  std::vector<Cta> ctas(t.residentCTAs);
+  int64_t nextItem = 0;
+  using Event = std::pair<int64_t, int64_t>; // (time, CTA)
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  auto start = [&](int64_t c, int64_t i) {
+    Cta &cta = ctas[c];
+    cta.item = i;
+    cta.work = item(i);
+    cta.block = cta.work.first;
+    int64_t qBytes = cta.work.rows * d * elt;
+    t.q += qBytes;
+    cache.access(onceKey++, qBytes);
+    events.push({cta.time, c});
+  };
+  for (int64_t c = 0; c < t.residentCTAs; ++c)
+    start(c, nextItem++);
+  while (!events.empty()) {
+    auto [time, c] = events.top();
+    events.pop();
+    Cta &cta = ctas[c];
+    cta.time = time + 1;
+    if (cta.block < cta.work.end) {
+      int64_t j = cta.block++;
+      int64_t rows = std::min(bc, nk - j * bc);
+      int64_t bytes = rows * (d + dv) * elt;
+      int64_t key = cta.work.group * blocksPerHead + j;
+      ++t.blockReads;
+      if (!seen[key]) {
+        seen[key] = true;
+        t.kvOnce += bytes;
       }
-      return lo < hi ? blockBytes(lo, hi) : 0;
-    };
-    t.kvOnce += unionBytes(begin, end);
-    for (int64_t w = begin / t.residentCTAs; w * t.residentCTAs < end; ++w)
-      t.kvEveryWave += unionBytes(std::max(begin, w * t.residentCTAs),
-                                  std::min(end, (w + 1) * t.residentCTAs));
+      if (!cache.access(key, bytes))
+        t.kv += bytes;
+      events.push({cta.time, c});
+      continue;
+    }
+    // The item is done: its O, then the CTA's next item.
+    cache.access(onceKey++, cta.work.rows * dv * kernel.outputBytes);
+    int64_t next = kernel.staticPersistent ? cta.item + t.residentCTAs
+                                           : nextItem;
+    if (next < t.workItems) {
+      if (!kernel.staticPersistent)
+        ++nextItem;
+      start(c, next);
+    }
   }
-  t.kv = t.kvOnce + int64_t(t.missFraction * (t.kvEveryWave - t.kvOnce));
   int64_t heads = shape.batch * shape.queryHeads;
-  t.q = heads * nq * d * elt;
+  // Split-KV reloads a tile's Q per chunk through L2: from DRAM once.
+  t.q = std::min(t.q, heads * nq * d * elt);
   if (kernel.kvSplits) {
     int64_t partials = kernel.kvSplits * heads * nq * (dv + 1) * 4;
     t.partials = partials > machine.l2Bytes ? partials : 0;
   }
-  t.reads = t.q + t.kv + t.partials;
+  t.code = kernel.codeBytes;
+  t.reads = t.q + t.kv + t.partials + t.code;
   t.writes = heads * nq * dv * kernel.outputBytes +
-             (kernel.writesLse ? heads * nq * 4 : 0) +
-             t.partials;
+             (kernel.writesLse ? heads * nq * 4 : 0) + t.partials;
   return t;
 }
 

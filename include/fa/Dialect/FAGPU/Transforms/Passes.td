@@ -169,19 +169,20 @@ def FAGPUIOReport : Pass<"fagpu-io-report", "func::FuncOp"> {
       heads each read their K/V head's blocks: no sharing between CTAs);
     * the dynamic tile scheduler's counter: one 32-byte atomic per tile
       taken and one that resets it;
-    * SM -> L2 writes: O once, and LSE when the kernel writes it (payload
-      bytes: a register epilogue's partial-sector stores count more on the
-      hardware);
+    * SM -> L2 writes: O once, and LSE when the kernel writes it (O as
+      payload: a register epilogue's partial-sector stores count more on
+      the hardware; the LSE's 4-byte stores in the 32-byte sectors they
+      touch);
 
     with the FlashAttention-2 model Q + (K + V) T_r beside them. Schedules
     (persistent tiles, ping-pong, ring depth) do not change these counts.
 
-    DRAM reads and writes follow an L2 model (fagpu::dramTraffic, stated
-    with its assumptions in the report): Q, O and LSE cross once; the
-    tiles of one wave (SMs x CTAs per SM running at once) share each K/V
-    block through L2; across waves a K/V head's blocks hit in L2 while the
-    K/V heads in flight fit in it, else each wave brings its blocks again.
-    The machine (SMs, L2 bytes) is the target's measured GPU
+    DRAM reads and writes follow an L2 model (fagpu::dramTraffic): the
+    launch's tiles replayed in the kernel's order on SMs x CTAs per SM
+    CTAs, one K/V block per step, over an LRU cache of the part of L2 that
+    holds data all SMs share; Q, O and LSE cross once, and the kernel's
+    code (`code-bytes`, the metadata's `code_bytes`) is read once. The
+    machine (SMs, L2 bytes) is the target's measured GPU
     (fagpu::machineDefaults) unless given.
     The IR is left unchanged.
   }];
@@ -191,7 +192,10 @@ def FAGPUIOReport : Pass<"fagpu-io-report", "func::FuncOp"> {
     Option<"sms", "sms", "int64_t", /*default=*/"0",
            "SMs of the GPU for the DRAM model (0: the target's)">,
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"0",
-           "L2 bytes of the GPU for the DRAM model (0: the target's)">
+           "L2 bytes of the GPU for the DRAM model (0: the target's)">,
+    Option<"codeBytes", "code-bytes", "int64_t", /*default=*/"0",
+           "The kernel's code bytes (fa-compile's code_bytes), read from "
+           "DRAM once per launch (0: not counted)">
   ];
 }
 
