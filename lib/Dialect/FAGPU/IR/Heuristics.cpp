@@ -23,11 +23,13 @@ const KernelDefaults kTable[] = {
   {Target::sm_90a, 64, false, 192, 128, true, false, 8.0, 0, 8,
    "B_r 192 (three consumers) +4/+10/+14% over 128: 2026-11-29-sm90-v6-br192-sweep; "
    "persistent + cross-tile +13/+5/+1%: v13-cross-tile-sweep; TMA store +1/-2/-3%, "
-   "so registers: v17-epilogue-sweep; conditional rescaling +2-7%: v4-variants"},
+   "so registers: v17-epilogue-sweep, again +1/-1/-1% (f16), 0/-1/-3% (bf16): "
+   "2026-12-02-d64-epilogue-ab; conditional rescaling +2-7%: v4-variants"},
   {Target::sm_90a, 64, true, 128, 128, true, false, 8.0, 0, 8,
    "B_r 128 with the dynamic scheduler 320/422/436 TFLOP/s vs 64 (two CTAs/SM) "
    "316/392/416 and 192 291/424/482: 2026-11-30-sm90-v15-dynamic-sweep; TMA store "
-   "+1/-1/-3%: v17-epilogue-sweep"},
+   "+1/-1/-3%: v17-epilogue-sweep, again +1/-1/-1% (f16), +2/-1/-1% (bf16): "
+   "2026-12-02-d64-epilogue-ab"},
   {Target::sm_90a, 128, false, 128, 128, true, true, 8.0, 0, 8,
    "B_c 128: 2026-11-29-sm90-v2-variants; persistent +9/0/0%: v13-cross-tile-sweep; "
    "TMA store +8/+3/+4%: 2026-11-30-sm90-v17-epilogue-sweep"},
