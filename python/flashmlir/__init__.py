@@ -472,13 +472,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                                    block_table, page_size, capacity)
     if lengths is not None:
         # The kernel reads lengths as given; out-of-range ones are refused
-        # here rather than read past a sequence's pages.
-        low, high = int(lengths.min()), int(lengths.max())
-        if low < 0 or high > capacity:
-            raise runtime.KernelArgumentError(
-                f"flash_attn_with_kvcache: cache_seqlens must be in [0, "
-                f"{capacity}] (the cache's keys per sequence), got "
-                f"[{low}, {high}]")
+        # rather than read past a sequence's pages.
+        _check_lengths(lengths, capacity, "flash_attn_with_kvcache: "
+                       "cache_seqlens must be in [0, {capacity}] (the cache's "
+                       "keys per sequence), got [{low}, {high}]")
     qh = q.transpose(1, 2)
     kh, vh = k_cache.transpose(1, 2), v_cache.transpose(1, 2)
     kernel, split = _launcher(qh, kh, causal, kernel_dir, window,
@@ -497,6 +494,28 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     return (out, lse) if return_softmax_lse else out
 
 
+def _check_lengths(lengths, capacity, message):
+    """Refuses per-sequence key counts outside [0, capacity]. Eagerly on the
+    host: KernelArgumentError with `message` ({capacity}, {low} and {high}
+    filled in), at the cost of one device-to-host read. Inside a CUDA graph
+    capture, where a host read is an error and the values a replay will see
+    are not known yet, as an asynchronous device assertion that every replay
+    checks before the kernel (a failed one stops the CUDA context, as
+    torch's device-side asserts do)."""
+    import torch
+    from . import runtime
+
+    if runtime.capturing():
+        valid = ((lengths >= 0) & (lengths <= capacity)).all()
+        torch._assert_async(valid, message.format(
+            capacity=capacity, low="?", high="?"))
+        return
+    low, high = int(lengths.min()), int(lengths.max())
+    if low < 0 or high > capacity:
+        raise runtime.KernelArgumentError(
+            message.format(capacity=capacity, low=low, high=high))
+
+
 def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table, page_size,
                      capacity):
     """Writes k and v [B, Nnew, Hkv, D] into the cache after each sequence's
@@ -513,10 +532,10 @@ def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table, page_size,
             f"with the cache's heads and head dim, got {tuple(k.shape)} and "
             f"{tuple(v.shape)}")
     new_lengths = lengths + n_new
-    if int(new_lengths.max()) > capacity:
-        raise runtime.KernelArgumentError(
-            f"flash_attn_with_kvcache: appending {n_new} keys overflows the "
-            f"cache ({capacity} keys per sequence)")
+    _check_lengths(new_lengths, capacity, f"flash_attn_with_kvcache: "
+                   f"appending {n_new} keys overflows the cache "
+                   "({capacity} keys per sequence): the lengths would be "
+                   "[{low}, {high}]")
     positions = lengths.long()[:, None] + torch.arange(
         n_new, device=k.device)[None, :]
     if block_table is None:

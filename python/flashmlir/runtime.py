@@ -281,6 +281,16 @@ _TILE_COUNTERS = {}
 _TILE_COUNTER_LOCK = threading.Lock()
 
 
+def capturing():
+    """Whether the current CUDA stream is being captured into a CUDA graph.
+    The launch path then neither synchronizes nor reads device values on
+    the host (both are errors during a capture): a buffer made during the
+    capture is zeroed by the graph itself, before its kernels, at every
+    replay."""
+    import torch
+    return torch.cuda.is_current_stream_capturing()
+
+
 def _stream_buffer(cache, device_index, stream, count, dtype, zeroed):
     """A device buffer of at least `count` elements kept per (device,
     stream), grown on demand: launches on one stream are ordered, so they
@@ -294,7 +304,7 @@ def _stream_buffer(cache, device_index, stream, count, dtype, zeroed):
             make = torch.zeros if zeroed else torch.empty
             buffer = make(max(count, 4096), dtype=dtype,
                           device=f"cuda:{device_index}")
-            if zeroed:
+            if zeroed and not capturing():
                 torch.cuda.current_stream(device_index).synchronize()
             cache[key] = buffer
         return buffer
@@ -348,7 +358,8 @@ def tile_counter(device_index, stream):
                                   device=f"cuda:{device_index}")
             # zeros() runs on the current stream: the counter is zero
             # before any launch on `stream` that follows.
-            torch.cuda.current_stream(device_index).synchronize()
+            if not capturing():
+                torch.cuda.current_stream(device_index).synchronize()
             _TILE_COUNTERS[key] = counter
         return counter
 

@@ -1,0 +1,209 @@
+"""CUDA graphs (issue 17): serving frameworks capture a decode step once and
+replay it, so the launch path's host work runs once. The runtime's calls
+must capture (no host synchronisation, no device-to-host reads, per-stream
+buffers zeroed inside the graph) and a replay must compute with the values
+the static tensors hold at replay time: each test replays three times with
+new queries, caches and lengths, against an fp32 reference of those values.
+
+Kernel folders as the other gpu tests (FLASHMLIR_PAGED_KERNEL_DIR,
+FLASHMLIR_KERNEL_DIR)."""
+import os
+
+import pytest
+
+from conftest import masked_reference
+
+
+def _capture(torch, step):
+    """`step` warmed up on a side stream (as torch's CUDA graph docs ask),
+    then captured; returns the graph."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph
+
+
+def _kv_reference(torch, q, k_cache, v_cache, lengths, table, causal):
+    """O [B, Nq, Hq, D] of each sequence over its first lengths[b] keys,
+    gathered through the block table when there is one."""
+    outs = []
+    for b, n in enumerate(lengths.tolist()):
+        if table is None:
+            k, v = k_cache[b, :n], v_cache[b, :n]
+        else:
+            page = k_cache.shape[1]
+            rows = torch.arange(n, device=q.device)
+            pages = table[b].long()[rows // page]
+            k = k_cache[pages, rows % page]
+            v = v_cache[pages, rows % page]
+        o = masked_reference(torch, q[b].transpose(0, 1), k.transpose(0, 1),
+                             v.transpose(0, 1), q.shape[-1] ** -0.5,
+                             causal=causal)
+        outs.append(o.transpose(0, 1))
+    return torch.stack(outs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paged", [False, True])
+def test_kvcache_decode_replays(cuda_flashmlir, paged):
+    """flash_attn_with_kvcache, split-KV decode (Nq = 1, GQA 4:1), over a
+    contiguous cache and a paged one (pages of 64, shuffled; causal, which
+    one query at the end sees every key through): captured once, replayed
+    with new q, cache contents, lengths (one sequence empty) and, paged, a
+    new block table."""
+    torch, flashmlir = cuda_flashmlir
+    kernel_dir = os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR", ".paged")
+    b, hq, hkv, d, capacity, page = 3, 8, 2, 128, 2048, 64
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    f16 = dict(device="cuda", dtype=torch.float16)
+    q = torch.empty(b, 1, hq, d, **f16)
+    if paged:
+        pages = b * capacity // page + 5
+        k_cache = torch.empty(pages, page, hkv, d, **f16)
+        table = torch.empty(b, capacity // page, device="cuda",
+                            dtype=torch.int32)
+    else:
+        k_cache = torch.empty(b, capacity, hkv, d, **f16)
+        table = None
+    v_cache = torch.empty_like(k_cache)
+    lengths = torch.empty(b, device="cuda", dtype=torch.int32)
+
+    def fill(step_lengths):
+        q.normal_(generator=gen)
+        k_cache.normal_(generator=gen)
+        v_cache.normal_(generator=gen)
+        lengths.copy_(torch.tensor(step_lengths, dtype=torch.int32))
+        if paged:
+            perm = torch.randperm(k_cache.shape[0], device="cuda",
+                                  generator=gen)
+            table.copy_(perm[:table.numel()].view_as(table))
+
+    out = torch.empty(b, 1, hq, d, **f16)
+
+    def step():
+        out.copy_(flashmlir.flash_attn_with_kvcache(
+            q, k_cache, v_cache, cache_seqlens=lengths, block_table=table,
+            causal=paged, kernel_dir=kernel_dir))
+
+    fill([1000, 37, 2048])
+    graph = _capture(torch, step)
+    previous = None
+    for step_lengths in ([700, 0, 1531], [2048, 1, 64], [5, 999, 1200]):
+        fill(step_lengths)
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = _kv_reference(torch, q, k_cache, v_cache, lengths, table,
+                            paged)
+        err = (out.float() - ref).abs().max().item()
+        assert err < 2e-3, (step_lengths, err)
+        # The empty sequence: O = 0 (no key to attend).
+        if 0 in step_lengths:
+            assert out[step_lengths.index(0)].abs().max().item() == 0
+        assert previous is None or not torch.equal(previous, out)
+        previous = out.clone()
+
+
+@pytest.mark.gpu
+def test_kvcache_append_replays(cuda_flashmlir):
+    """flash_attn_with_kvcache with k and v to append: each replay writes
+    the step's new keys at cache_seqlens (as the static lengths say) and
+    attends them; the graph's lengths check passes."""
+    torch, flashmlir = cuda_flashmlir
+    kernel_dir = os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR", ".paged")
+    b, hq, hkv, d, capacity = 2, 4, 4, 128, 1024
+    f16 = dict(device="cuda", dtype=torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    q = torch.empty(b, 1, hq, d, **f16)
+    k_new = torch.empty(b, 1, hkv, d, **f16)
+    v_new = torch.empty_like(k_new)
+    k_cache = torch.zeros(b, capacity, hkv, d, **f16)
+    v_cache = torch.zeros_like(k_cache)
+    lengths = torch.tensor([10, 500], device="cuda", dtype=torch.int32)
+    out = torch.empty(b, 1, hq, d, **f16)
+
+    def step():
+        out.copy_(flashmlir.flash_attn_with_kvcache(
+            q, k_cache, v_cache, k=k_new, v=v_new, cache_seqlens=lengths,
+            kernel_dir=kernel_dir))
+
+    for t in (q, k_new, v_new):
+        t.normal_(generator=gen)
+    k_cache[:, :600].normal_(generator=gen)
+    v_cache[:, :600].normal_(generator=gen)
+    graph = _capture(torch, step)
+    for _ in range(3):
+        for t in (q, k_new, v_new):
+            t.normal_(generator=gen)
+        lengths.add_(1)  # the next decode position, as a server advances it
+        graph.replay()
+        torch.cuda.synchronize()
+        total = lengths + 1
+        for i in range(b):
+            pos = int(lengths[i])
+            assert torch.equal(k_cache[i, pos], k_new[i, 0])
+            assert torch.equal(v_cache[i, pos], v_new[i, 0])
+        ref = _kv_reference(torch, q, k_cache, v_cache, total, None, False)
+        err = (out.float() - ref).abs().max().item()
+        assert err < 2e-3, err
+
+
+@pytest.mark.gpu
+def test_prefill_with_tile_counter_replays(cuda_flashmlir):
+    """flashmlir.attention on a causal kernel with the dynamic tile
+    scheduler (its counter made inside the capture when the capture
+    stream has none): replays give the attention of each step's inputs."""
+    torch, flashmlir = cuda_flashmlir
+    kernel_dir = os.environ.get("FLASHMLIR_KERNEL_DIR", ".cubins")
+    f16 = dict(device="cuda", dtype=torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    q = torch.empty(2, 8, 1000, 128, **f16)
+    k = torch.empty_like(q)
+    v = torch.empty_like(q)
+    out = torch.empty_like(q)
+
+    def step():
+        out.copy_(flashmlir.attention(q, k, v, causal=True,
+                                      kernel_dir=kernel_dir))
+
+    for t in (q, k, v):
+        t.normal_(generator=gen)
+    graph = _capture(torch, step)
+    for _ in range(3):
+        for t in (q, k, v):
+            t.normal_(generator=gen)
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = masked_reference(torch, q, k, v, 128 ** -0.5, causal=True)
+        err = (out.float() - ref).abs().max().item()
+        assert err < 2e-3, err
+
+
+@pytest.mark.gpu
+def test_kvcache_lengths_refused_eagerly(cuda_flashmlir):
+    """Out-of-range cache_seqlens, and an append past the cache's end, are
+    refused on the host with the range, outside a capture."""
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir import runtime
+    kernel_dir = os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR", ".paged")
+    f16 = dict(device="cuda", dtype=torch.float16)
+    q = torch.randn(2, 1, 4, 128, **f16)
+    cache = torch.randn(2, 256, 4, 128, **f16)
+    bad = torch.tensor([10, 257], device="cuda", dtype=torch.int32)
+    with pytest.raises(runtime.KernelArgumentError,
+                       match=r"must be in \[0, 256\].*got \[10, 257\]"):
+        flashmlir.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=bad,
+                                          kernel_dir=kernel_dir)
+    full = torch.tensor([10, 256], device="cuda", dtype=torch.int32)
+    new = torch.randn(2, 1, 4, 128, **f16)
+    with pytest.raises(runtime.KernelArgumentError,
+                       match=r"appending 1 keys overflows the cache \(256 "
+                             r"keys per sequence\).*\[11, 257\]"):
+        flashmlir.flash_attn_with_kvcache(q, cache, cache, k=new, v=new,
+                                          cache_seqlens=full,
+                                          kernel_dir=kernel_dir)
