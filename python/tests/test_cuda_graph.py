@@ -207,3 +207,34 @@ def test_kvcache_lengths_refused_eagerly(cuda_flashmlir):
         flashmlir.flash_attn_with_kvcache(q, cache, cache, k=new, v=new,
                                           cache_seqlens=full,
                                           kernel_dir=kernel_dir)
+
+
+@pytest.mark.gpu
+def test_flash_attn_func_replays(cuda_flashmlir):
+    """flash_attn_func on flash-attn's [B, N, H, D] tensors (strided views
+    into the kernel, no copy), causal, GQA 2:1: replays follow the inputs."""
+    torch, flashmlir = cuda_flashmlir
+    kernel_dir = os.environ.get("FLASHMLIR_KERNEL_DIR", ".cubins")
+    f16 = dict(device="cuda", dtype=torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    q = torch.empty(2, 777, 8, 128, **f16)
+    k = torch.empty(2, 777, 4, 128, **f16)
+    v = torch.empty_like(k)
+    out = torch.empty_like(q)
+
+    def step():
+        out.copy_(flashmlir.flash_attn_func(q, k, v, causal=True,
+                                            kernel_dir=kernel_dir))
+
+    for t in (q, k, v):
+        t.normal_(generator=gen)
+    graph = _capture(torch, step)
+    for _ in range(3):
+        for t in (q, k, v):
+            t.normal_(generator=gen)
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = masked_reference(torch, q.transpose(1, 2), k.transpose(1, 2),
+                               v.transpose(1, 2), 128 ** -0.5, causal=True)
+        err = (out.transpose(1, 2).float() - ref).abs().max().item()
+        assert err < 2e-3, err
