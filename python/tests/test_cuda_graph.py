@@ -29,6 +29,21 @@ def _capture(torch, step):
     return graph
 
 
+def _check_replays(torch, step, inputs, gen, reference, out):
+    """Fills `inputs` at random, captures `step`, then three times: new
+    random inputs, a replay, `out` against `reference()` (2e-3)."""
+    for t in inputs:
+        t.normal_(generator=gen)
+    graph = _capture(torch, step)
+    for _ in range(3):
+        for t in inputs:
+            t.normal_(generator=gen)
+        graph.replay()
+        torch.cuda.synchronize()
+        err = (out.float() - reference()).abs().max().item()
+        assert err < 2e-3, err
+
+
 def _kv_reference(torch, q, k_cache, v_cache, lengths, table, causal):
     """O [B, Nq, Hq, D] of each sequence over its first lengths[b] keys,
     gathered through the block table when there is one."""
@@ -171,17 +186,8 @@ def test_prefill_with_tile_counter_replays(cuda_flashmlir):
         out.copy_(flashmlir.attention(q, k, v, causal=True,
                                       kernel_dir=kernel_dir))
 
-    for t in (q, k, v):
-        t.normal_(generator=gen)
-    graph = _capture(torch, step)
-    for _ in range(3):
-        for t in (q, k, v):
-            t.normal_(generator=gen)
-        graph.replay()
-        torch.cuda.synchronize()
-        ref = masked_reference(torch, q, k, v, 128 ** -0.5, causal=True)
-        err = (out.float() - ref).abs().max().item()
-        assert err < 2e-3, err
+    _check_replays(torch, step, (q, k, v), gen, lambda: masked_reference(
+        torch, q, k, v, 128 ** -0.5, causal=True), out)
 
 
 @pytest.mark.gpu
@@ -226,15 +232,7 @@ def test_flash_attn_func_replays(cuda_flashmlir):
         out.copy_(flashmlir.flash_attn_func(q, k, v, causal=True,
                                             kernel_dir=kernel_dir))
 
-    for t in (q, k, v):
-        t.normal_(generator=gen)
-    graph = _capture(torch, step)
-    for _ in range(3):
-        for t in (q, k, v):
-            t.normal_(generator=gen)
-        graph.replay()
-        torch.cuda.synchronize()
-        ref = masked_reference(torch, q.transpose(1, 2), k.transpose(1, 2),
-                               v.transpose(1, 2), 128 ** -0.5, causal=True)
-        err = (out.transpose(1, 2).float() - ref).abs().max().item()
-        assert err < 2e-3, err
+    # O [B, N, H, D] against the reference on [B, H, N, D] views.
+    _check_replays(torch, step, (q, k, v), gen, lambda: masked_reference(
+        torch, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+        128 ** -0.5, causal=True).transpose(1, 2), out)
