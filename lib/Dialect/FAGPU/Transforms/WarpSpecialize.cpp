@@ -29,10 +29,15 @@ struct WarpSpecializePass
     auto update = [&](AttentionOp, ScheduleFields &f)
         -> std::optional<std::string> {
       // An SM has 64K 32-bit registers, shared by its resident CTAs; each
-      // warpgroup has 128 threads.
-      const int64_t perCTA = 65536 / f.ctasPerSm;
+      // warpgroup has 128 threads. A CTA launches with the same count per
+      // thread, rounded down to ptxas's granule of 8 (168 for three
+      // warpgroups), and setmaxnreg only moves registers within that
+      // allocation: an increase that does not fit waits forever.
+      const int64_t threads = 128 * (f.consumers + 1);
+      const int64_t launchPerThread = 65536 / f.ctasPerSm / threads / 8 * 8;
+      const int64_t pool = launchPerThread * threads;
       f.producerRegisters = producerRegisters;
-      int64_t fair = (perCTA / 128 - f.producerRegisters) / f.consumers / 8 * 8;
+      int64_t fair = (pool / 128 - f.producerRegisters) / f.consumers / 8 * 8;
       f.consumerRegisters =
           consumerRegisters ? int64_t(consumerRegisters)
                             : std::min<int64_t>(fair, 240);
@@ -43,12 +48,14 @@ struct WarpSpecializePass
                  std::to_string(r);
       int64_t total = 128 * (f.producerRegisters +
                              f.consumers * f.consumerRegisters);
-      if (total > perCTA)
+      if (total > pool)
         return "producer and consumer registers (" +
                std::to_string(f.producerRegisters) + ", " +
-               std::to_string(f.consumerRegisters) + ") exceed the " +
-               std::to_string(perCTA / 1024) + "K registers of " +
-               (f.ctasPerSm > 1 ? "a CTA (two per SM)" : "an SM");
+               std::to_string(f.consumerRegisters) + ") need " +
+               std::to_string(total) + " registers, more than the " +
+               std::to_string(pool) + " a CTA of " + std::to_string(threads) +
+               " threads launches with (" + std::to_string(launchPerThread) +
+               " each" + (f.ctasPerSm > 1 ? ", two CTAs per SM" : "") + ")";
       return std::nullopt;
     };
     if (failed(updateSchedules(getOperation(), Target::sm_90a,

@@ -51,10 +51,12 @@ def FAGPUWarpSpecialize : Pass<"fagpu-warp-specialize", "func::FuncOp"> {
     sm_90a: warpgroup 0 becomes the producer (one thread issues every TMA
     load) and gives up registers with `setmaxnreg.dec` to
     `producer-registers`; the `consumers` warpgroups of 64 rows take
-    `consumer-registers` with `setmaxnreg.inc` (0: what the register file
-    leaves them, `(64K / ctas_per_sm / 128 - producer) / consumers`, rounded
-    down to 8, at most 240). Budgets must be multiples of 8 in [24, 256]
-    and fit the CTA's share of the 64K registers. Other targets are left
+    `consumer-registers` with `setmaxnreg.inc` (0: what the CTA's registers
+    leave them, `(R / 128 - producer) / consumers` rounded down to 8, at
+    most 240, where the CTA launches with R = 64K / ctas_per_sm / threads
+    rounded down to 8, times its threads: setmaxnreg only moves registers
+    within that allocation, and an increase that does not fit waits
+    forever). Budgets must be multiples of 8 in [24, 256] and fit R. Other targets are left
     alone (sm_80 has no warp roles; sm_100a's are fixed by tcgen05).
   }];
   let options = [
