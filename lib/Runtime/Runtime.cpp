@@ -1700,7 +1700,6 @@ int trafficKernelOf(const Metadata &m, const char *where,
   kernel.window = m.window;
   kernel.wholeBoxes = m.tmaBoxCols > 0;
   kernel.dynamicScheduler = m.tileScheduler == "dynamic";
-  kernel.staticPersistent = m.tileScheduler == "static";
   kernel.writesLse = m.writesLse;
   kernel.packedSequences = m.varlen;
   if (m.splitKV) {

@@ -11,7 +11,6 @@
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
 
 #include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir::fagpu {
@@ -130,10 +129,10 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     os << "  dram model: " << machine.sms << " SMs x " << machine.ctasPerSM
        << " CTAs = " << dram.residentCTAs << " of " << dram.workItems
        << " work items at a time"
-       << (kernel.staticPersistent ? " (every " +
-                                         std::to_string(dram.residentCTAs) +
-                                         "th item per CTA)"
-                                   : " (the next item to the CTA that frees)")
+       << (kernel.staticPersistent
+               ? " (CTA r takes items r, r + " +
+                     std::to_string(dram.residentCTAs) + ", ...)"
+               : " (the next item to the CTA that frees)")
        << ", LRU over " << dram.capacity << " of the L2's "
        << machine.l2Bytes << " bytes; K/V distinct " << dram.kvOnce
        << ", from DRAM " << dram.kv << " over " << dram.blockReads

@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <list>
 #include <queue>
 #include <unordered_map>
