@@ -28,6 +28,18 @@ if [ "$ARCH" = sm_90a ]; then
   # flash_attn_func's softcap (python/tests/test_flash_attn_combinations.py).
   fc --causal --softcap 5 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_sc5_bralign"
   fc --window 17 --softcap 5 -o "$OUT/sm_90a_d128_f16_w17_sc5"
+  # Separate left and right window reaches (a diagonal offset): what
+  # flash_attn_func looks up for window_size (16, 5), (-1, 7) and (9, 3)
+  # (python/tests/test_gpu.py), and the same masks on each schedule
+  # (test_diagonal_offset_schedules).
+  fc --causal --window 22 --diagonal-offset 5 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_w22_bralign_do5"
+  fc --causal --diagonal-offset 7 -o "$OUT/sm_90a_d128_f16_causal_do7"
+  fc --causal --window 13 --diagonal-offset 3 -o "$OUT/sm_90a_d128_f16_causal_w13_do3"
+  fc --causal --window 13 --diagonal-offset 3 --persistent=false -o "$OUT/offset_w13_do3_single"
+  fc --causal --window 13 --diagonal-offset 3 --sm90-kernel mma-sync -o "$OUT/offset_w13_do3_mmasync"
+  fc --causal --window 22 --diagonal-offset 5 --causal-align=bottom-right --sm90-kernel mma-sync -o "$OUT/offset_w22_do5_bralign_mmasync"
+  fc --causal --window 22 --diagonal-offset 5 --causal-align=bottom-right --split-kv auto -o "$OUT/offset_w22_do5_bralign_splitkv"
+  fc --head-dim 64 --causal --diagonal-offset 7 --causal-align=bottom-right -o "$OUT/offset_do7_bralign_d64"
   # Split-KV (decode), the count picked per launch: what flashmlir.attention
   # and flash_attn_func take where the query blocks leave SMs idle.
   for d in 64 96 128 256; do

@@ -48,6 +48,10 @@ for split in "--split-kv auto" ""; do
   fc --head-dim 128 --causal --softcap 5 --causal-align bottom-right $split \
     --kv-lengths --page-size 64 \
     -o "$OUT/sm_90a_d128_f16_causal_sc5_bralign${suffix}_kvlens_paged64"
+  # window_size (40, 7): separate left and right reaches.
+  fc --head-dim 128 --causal --window 48 --diagonal-offset 7 \
+    --causal-align bottom-right $split --kv-lengths --page-size 64 \
+    -o "$OUT/sm_90a_d128_f16_causal_w48_bralign_do7${suffix}_kvlens_paged64"
 done
 # Chunked prefill: a paged cache against the contiguous kernel.
 fc --head-dim 128 --causal --causal-align bottom-right \

@@ -26,6 +26,10 @@ fc --head-dim 128 --window 17 --causal-align bottom-right --varlen \
   -o "$OUT/sm_90a_d128_f16_w17_bralign_varlen"
 fc --head-dim 128 --causal --window 17 --causal-align bottom-right --varlen \
   -o "$OUT/sm_90a_d128_f16_causal_w17_bralign_varlen"
+# window_size (16, 5): separate left and right reaches.
+fc --head-dim 128 --causal --window 22 --diagonal-offset 5 \
+  --causal-align bottom-right --varlen \
+  -o "$OUT/sm_90a_d128_f16_causal_w22_bralign_do5_varlen"
 fc --head-dim 128 --causal --softcap 5 --causal-align bottom-right --varlen \
   -o "$OUT/sm_90a_d128_f16_causal_sc5_bralign_varlen"
 # The varlen kernels with the persistent scheduler (on request: not the

@@ -80,6 +80,10 @@ const char *faKernelDType(const FaKernel *kernel);
  *  none); any pointer may be NULL. Returns 0, or 1 for a NULL kernel. */
 int faKernelMasks(const FaKernel *kernel, int *bottomRight,
                   long long *window, float *softcap);
+/** How many keys the causal/window diagonal is moved right (query i at key
+ *  position i + offset, plus Nk - Nq when bottom-right); 0 for none or for
+ *  NULL. */
+long long faKernelDiagonalOffset(const FaKernel *kernel);
 const char *faKernelOutDType(const FaKernel *kernel);
 /* The softmax scale the kernel was compiled for (the attention's `scale`,
  * else 1/sqrt(D)): what faKernelLaunch should get unless the caller means

@@ -182,6 +182,7 @@ constexpr IntField kIntFields[] = {
     {"block_r", 1, 1 << 20},
     {"block_c", 1, 1 << 20},
     {"window", 0, 0xffffffffLL},
+    {"diagonal_offset", 0, 0x7fffffffLL},
     {"shared_memory_bytes", 0, 0x7fffffff},
     {"tma_box_cols", 0, 256},
     {"tma_box_rows_kv", 0, 256},
@@ -220,7 +221,7 @@ struct Metadata {
   // What the traffic prediction needs (faMetadataPredictedBytes); absent in
   // metadata that predates them.
   std::string arch;
-  long blockC = 0, window = 0;
+  long blockC = 0, window = 0, diagonalOffset = 0;
   bool bottomRight = false, writesLse = true;
   // The softmax scale the kernel was compiled for (the attention's own, or
   // 1/sqrt(D)); 0 in metadata that predates it.
@@ -296,6 +297,7 @@ public:
       } else if (key == "head_dim" || key == "value_head_dim" ||
                  key == "block_r" ||
                  key == "block_c" || key == "window" ||
+                 key == "diagonal_offset" ||
                  key == "shared_memory_bytes" || key == "tma_box_cols" ||
                  key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
                  key == "ctas_per_sm" || key == "kv_splits" ||
@@ -308,6 +310,7 @@ public:
          : key == "block_r"         ? m.blockR
          : key == "block_c"         ? m.blockC
          : key == "window"          ? m.window
+         : key == "diagonal_offset" ? m.diagonalOffset
          : key == "tma_box_cols"    ? m.tmaBoxCols
          : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
          : key == "tma_box_rows_o"  ? m.tmaBoxRowsO
@@ -962,6 +965,9 @@ int faKernelMasks(const FaKernel *k, int *bottomRight, long long *window,
   if (softcap)
     *softcap = k->meta.softcap;
   return 0;
+}
+long long faKernelDiagonalOffset(const FaKernel *k) {
+  return k ? k->meta.diagonalOffset : 0;
 }
 
 const char *faKernelOutDType(const FaKernel *k) {
@@ -1698,6 +1704,7 @@ int trafficKernelOf(const Metadata &m, const char *where,
   kernel.causal = m.causal;
   kernel.bottomRight = m.bottomRight;
   kernel.window = m.window;
+  kernel.diagonalOffset = m.diagonalOffset;
   kernel.wholeBoxes = m.tmaBoxCols > 0;
   kernel.dynamicScheduler = m.tileScheduler == "dynamic";
   kernel.writesLse = m.writesLse;

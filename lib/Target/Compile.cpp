@@ -91,6 +91,9 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     add("window = " + std::to_string(options.window) + " : i64");
   if (options.bottomRight)
     add("bottom_right");
+  if (options.diagonalOffset)
+    add("diagonal_offset = " + std::to_string(options.diagonalOffset) +
+        " : i64");
   if (options.softcap > 0)
     add("softcap = " + formatF32(float(options.softcap)) + " : f32");
   if (options.scale > 0)
@@ -324,6 +327,7 @@ static std::string metadataJson(StringRef kernelName,
       {"causal", options.causal},
       {"bottom_right", options.bottomRight},
       {"window", options.window},
+      {"diagonal_offset", options.diagonalOffset},
       {"softcap", options.softcap},
       {"rescale_threshold", options.rescaleThreshold},
       {"exp2_poly_degree", options.polyExp2Degree},
@@ -503,6 +507,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     options.causal = attention.getCausal();
     options.window = attention.getWindow().value_or(0);
     options.bottomRight = attention.getBottomRight();
+    options.diagonalOffset = attention.getDiagonalOffset().value_or(0);
     options.kvLengths = static_cast<bool>(attention.getKvLengths());
     options.pageSize = attention.isPaged() ? attention.getPageSize() : 0;
     options.varlen = attention.isVarlen();

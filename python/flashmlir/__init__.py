@@ -35,11 +35,12 @@ _launchers = {}
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
-                page_size=0, varlen=False, softcap=0.0, value_head_dim=None):
+                page_size=0, varlen=False, softcap=0.0, value_head_dim=None,
+                diagonal_offset=0):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
-    .{cubin,json}, with _w<window>, _sc<softcap>, _bralign and _splitkv
-    suffixes for those masks and split-KV, _kvlens and _paged<P> for a KV
+    .{cubin,json}, with _w<window>, _sc<softcap>, _bralign, _do<offset> and
+    _splitkv suffixes for those masks and split-KV, _kvlens and _paged<P> for a KV
     cache's lengths and pages) when it is there, else compiled in-process
     (and saved to `kernel_dir` if one is given)."""
     from . import runtime
@@ -52,6 +53,7 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             f"{f'_w{window}' if window else ''}"
             f"{f'_sc{softcap:g}' if softcap else ''}"
             f"{'_bralign' if bottom_right else ''}"
+            f"{f'_do{diagonal_offset}' if diagonal_offset else ''}"
             f"{'_splitkv' if split_kv else ''}"
             f"{'_kvlens' if kv_lengths else ''}"
             f"{f'_paged{page_size}' if page_size else ''}"
@@ -62,6 +64,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
         want["value_head_dim"] = dv
     if bottom_right:
         want["bottom_right"] = True
+    if diagonal_offset:
+        want["diagonal_offset"] = diagonal_offset
     if split_kv:
         want["split_kv"] = True
     if kv_lengths:
@@ -89,7 +93,7 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                        kv_lengths=kv_lengths, page_size=page_size,
                        varlen=varlen,
                        out_dtype="bf16" if dtype == "e4m3" else None,
-                       value_head_dim=dv)
+                       value_head_dim=dv, diagonal_offset=diagonal_offset)
     if kernel_dir:
         import json
         import tempfile
@@ -216,7 +220,7 @@ def _split_kv(arch, q, k, num_splits, keys=None):
 
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
               num_splits=0, kv_lengths=False, page_size=0, keys=None,
-              varlen=False, softcap=0.0, v=None):
+              varlen=False, softcap=0.0, v=None, diagonal_offset=0):
     """The cached runtime.Kernel for these tensors and options, and whether
     it splits K/V. `keys`: the keys of a sequence (default k's rows; a
     paged cache's capacity); `v` (default: of k's head dim) decides the
@@ -236,11 +240,10 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
         num_splits = 1
     split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
-    if kv_lengths or page_size or varlen or softcap or dv != key[1]:
+    if kv_lengths or page_size or varlen or softcap or dv != key[1] or \
+            diagonal_offset:
         extra += (bool(kv_lengths), int(page_size), bool(varlen),
-                  float(softcap))
-        if dv != key[1]:
-            extra += (dv,)
+                  float(softcap), dv, int(diagonal_offset))
     # Plain kernels keep the short key (arch, D, dtype, causal).
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
@@ -250,11 +253,12 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
 
 def _launch(q, k, v, causal, scale, kernel_dir, window=0,
             bottom_right=False, num_splits=0, out=None, descales=None,
-            softcap=0.0):
+            softcap=0.0, diagonal_offset=0):
     """(O, LSE) of [B, H, N, D] tensors through the cached launcher.
     `descales`: (q, k, v) descales of float8_e4m3fn inputs."""
     kernel, split = _launcher(q, k, causal, kernel_dir, window, bottom_right,
-                              num_splits, softcap=softcap, v=v)
+                              num_splits, softcap=softcap, v=v,
+                              diagonal_offset=diagonal_offset)
     if kernel.meta["dtype"] == "e4m3":
         qd, kd, vd = descales or (None, None, None)
         return kernel(q, k, v, out=out, scale=scale, discard_lse=True,
@@ -278,10 +282,13 @@ def _launch(q, k, v, causal, scale, kernel_dir, window=0,
 
 def _flash_window(api, causal, window_size, softcap):
     """flash-attention's (causal, window_size, softcap) as the kernels'
-    (causal, window, softcap): the kernels' window w keeps keys with
-    |j - i'| < w (i' the query's bottom-right position), so (w - 1, w - 1),
-    and with causal (w - 1, 0), are theirs; causal makes right 0, as in
-    flash-attention, and (-1, 0) is causal. Other windows are refused."""
+    (causal, window, diagonal_offset, softcap). Query i' (its bottom-right
+    position) keeps keys i' - left <= j <= i' + right. The kernels keep
+    j <= p (causal) and |p - j| < w (window) around p = i' + offset, so
+    (left, right) is causal, w = left + right + 1, offset = right: (w - 1,
+    w - 1) is the symmetric window w alone, (w - 1, 0) causal with window
+    w, (-1, r) causal with offset r. causal makes right 0, as in
+    flash-attention. A left bound with right unbounded is refused."""
     from . import runtime
 
     try:
@@ -297,21 +304,25 @@ def _flash_window(api, causal, window_size, softcap):
     if causal:
         right = 0
     causal = right == 0
-    window = 0
-    if (left, right) not in ((-1, -1), (-1, 0)):
-        if left >= 0 and right in (left, 0):
-            window = left + 1
-        else:
-            raise runtime.KernelArgumentError(
-                f"{api}: window_size {window_size!r}: the kernels' window is "
-                f"symmetric: give (w, w), or (w, 0) with causal")
+    window, offset = 0, 0
+    if left >= 0 and right in (left, 0):
+        # The symmetric window, or causal with a window: no offset.
+        window = left + 1
+    elif left >= 0 and right == -1:
+        raise runtime.KernelArgumentError(
+            f"{api}: window_size {window_size!r}: a window bounded on the "
+            f"left only is not supported; give right >= 0 (a right reach "
+            f"of Nk - 1 sees every later key)")
+    elif right > 0:
+        causal, offset = True, right
+        window = left + right + 1 if left >= 0 else 0
     try:
         softcap = float(softcap)
     except (TypeError, ValueError):
         raise runtime.KernelArgumentError(
             f"{api}: softcap must be a number, got {softcap!r}") from None
     # Its range is the compiler's to check (fa::checkSoftcap), once.
-    return causal, window, softcap
+    return causal, window, offset, softcap
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -326,10 +337,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     As in flash-attention, `causal` is aligned to the bottom-right corner
     (query i sees keys j <= i + Nk - Nq: a KV cache, chunked prefill), and
     `window_size = (left, right)` keeps keys with -left <= j - (i + Nk - Nq)
-    <= right (-1: unbounded). The kernels' window is symmetric, so
-    (w, w), and (w, 0) with causal, are supported; softcap c gives scores
-    c * tanh(s / c) (0: none). Other windows, dropout, ALiBi and returning
-    the probabilities are refused.
+    <= right (-1: unbounded; a left bound with right unbounded is refused);
+    softcap c gives scores c * tanh(s / c) (0: none). Dropout, ALiBi and
+    returning the probabilities are refused.
 
     The sm_90a kernels read q, k, v and write O in place through strided
     tensor maps (no copy: [B, N, H, D] is a strided [B, H, N, D] view); the
@@ -348,7 +358,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         raise runtime.KernelArgumentError(
             "flash_attn_func: alibi_slopes and return_attn_probs are not "
             "supported")
-    causal, window, softcap = _flash_window("flash_attn_func", causal,
+    causal, window, offset, softcap = _flash_window(
+        "flash_attn_func", causal,
                                             window_size, softcap)
     for name, t in (("q", q), ("k", k), ("v", v)):
         if getattr(t, "dim", lambda: 0)() != 4:
@@ -362,11 +373,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     descales = (q_descale, k_descale, v_descale)
     kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, window,
                           bottom_right, num_splits, softcap=softcap,
-                          v=bhnd[2])
+                          v=bhnd[2], diagonal_offset=offset)
     if not kernel.strided:
         out, _ = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
                          bottom_right, num_splits, descales=descales,
-                         softcap=softcap)
+                         softcap=softcap, diagonal_offset=offset)
         return out.transpose(1, 2).contiguous()
     # O in the inputs' type, or bf16 for e4m3 inputs (FA3's FP8 output),
     # of V's head dim.
@@ -375,7 +386,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                       else q.dtype)
     _launch(*bhnd, causal, softmax_scale, kernel_dir, window, bottom_right,
             num_splits, out=out.transpose(1, 2), descales=descales,
-            softcap=softcap)
+            softcap=softcap, diagonal_offset=offset)
     return out
 
 
@@ -405,7 +416,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     are read by the kernel on the GPU. window_size and softcap as in
     flash_attn_func (the window is bottom-right aligned with each
     sequence's length). Refused (as not supported): rotary embeddings,
-    cache_batch_idx, cache_leftpad, ALiBi and asymmetric windows."""
+    cache_batch_idx, cache_leftpad and ALiBi."""
     import torch
     from . import runtime
 
@@ -420,7 +431,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     if alibi_slopes is not None:
         raise runtime.KernelArgumentError(
             "flash_attn_with_kvcache: alibi_slopes are not supported")
-    causal, window, softcap = _flash_window("flash_attn_with_kvcache", causal,
+    causal, window, offset, softcap = _flash_window(
+        "flash_attn_with_kvcache", causal,
                                             window_size, softcap)
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(t, torch.Tensor) or t.dim() != 4:
@@ -482,7 +494,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                               causal or window > 0, num_splits,
                               kv_lengths=lengths is not None,
                               page_size=page_size, keys=capacity,
-                              softcap=softcap)
+                              softcap=softcap, diagonal_offset=offset)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             "flash_attn_with_kvcache: KV caches need an sm_90a kernel")
@@ -564,7 +576,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     place (a [1, H, total, D] strided view) and takes the prefix sums on
     the GPU. window_size and softcap as in flash_attn_func (windows
     bottom-right aligned per sequence). Refused (as not supported):
-    dropout, ALiBi, asymmetric windows, returning the probabilities."""
+    dropout, ALiBi, returning the probabilities."""
     import torch
     from . import runtime
 
@@ -572,7 +584,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         raise runtime.KernelArgumentError(
             "flash_attn_varlen_func: dropout, alibi_slopes and "
             "return_attn_probs are not supported")
-    causal, window, softcap = _flash_window("flash_attn_varlen_func", causal,
+    causal, window, offset, softcap = _flash_window(
+        "flash_attn_varlen_func", causal,
                                             window_size, softcap)
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() != 3:
@@ -603,7 +616,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     qh, kh, vh = (t.unsqueeze(0).transpose(1, 2) for t in (q, k, v))
     kernel, _ = _launcher(qh, kh, causal, kernel_dir, window,
                           causal or window > 0, 1, varlen=True,
-                          softcap=softcap)
+                          softcap=softcap, diagonal_offset=offset)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             "flash_attn_varlen_func: varlen batches need an sm_90a kernel")

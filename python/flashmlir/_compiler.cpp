@@ -107,6 +107,8 @@ void checkOptions(const fa::KernelOptions &o) {
       (o.valueHeadDim != 0 &&
        (error = fa::checkHeadDim("value_head_dim", o.valueHeadDim))) ||
       (o.window != 0 && (error = fa::checkWindow(o.window, 32))) ||
+      (o.diagonalOffset != 0 &&
+       (error = fa::checkDiagonalOffset(o.diagonalOffset, 32))) ||
       (o.softcap != 0 && (error = fa::checkSoftcap(o.softcap))) ||
       (o.blockR != 0 && (error = fa::checkTileSize("block_r", o.blockR))) ||
       (o.blockC != 0 && (error = fa::checkTileSize("block_c", o.blockC))) ||
@@ -164,7 +166,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  const std::string &sm90Kernel, int64_t kvSplits,
                  bool kvLengths, int64_t pageSize, bool varlen,
                  const std::string &outDtype, int64_t valueHeadDim,
-                 bool runPtxas) {
+                 int64_t diagonalOffset, bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
@@ -174,6 +176,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.causal = causal;
   options.window = window;
   options.bottomRight = bottomRight;
+  options.diagonalOffset = diagonalOffset;
   options.softcap = softcap;
   options.blockR = blockR;
   options.blockC = blockC;
@@ -509,7 +512,8 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("sm90_kernel") = "wgmma", py::arg("kv_splits") = 0,
         py::arg("kv_lengths") = false, py::arg("page_size") = 0,
         py::arg("varlen") = false, py::arg("out_dtype") = "",
-        py::arg("value_head_dim") = 0, py::arg("run_ptxas") = true);
+        py::arg("value_head_dim") = 0, py::arg("diagonal_offset") = 0,
+        py::arg("run_ptxas") = true);
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
@@ -519,7 +523,8 @@ PYBIND11_MODULE(_compiler, m) {
   m.def(
       "predicted_bytes",
       [](int64_t blockR, int64_t blockC, int64_t headDim, int64_t elementBytes,
-         bool causal, bool bottomRight, int64_t window, bool wholeBoxes,
+         bool causal, bool bottomRight, int64_t window,
+         int64_t diagonalOffset, bool wholeBoxes,
          bool dynamicScheduler, bool writesLse, int64_t b, int64_t hq,
          int64_t hkv, int64_t nq, int64_t nk, int64_t kvSplits,
          int64_t valueHeadDim,
@@ -545,6 +550,7 @@ PYBIND11_MODULE(_compiler, m) {
         kernel.causal = causal;
         kernel.bottomRight = bottomRight;
         kernel.window = window;
+        kernel.diagonalOffset = diagonalOffset;
         kernel.wholeBoxes = wholeBoxes;
         kernel.dynamicScheduler = dynamicScheduler;
         kernel.writesLse = writesLse;

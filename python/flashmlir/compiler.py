@@ -78,6 +78,9 @@ class CompiledKernel:
         t = f"memref<?x?x?x{o['head_dim']}x{o['dtype']}>"
         attrs = (["causal"] if o["causal"] else []) + \
             ([f"window = {o['window']} : i64"] if o["window"] else []) + \
+            (["bottom_right"] if o["bottom_right"] else []) + \
+            ([f"diagonal_offset = {o['diagonal_offset']} : i64"]
+             if o.get("diagonal_offset") else []) + \
             ([f"softcap = {_f32_text(o['softcap'])} : f32"]
              if o["softcap"] else []) + \
             ([f"kv_splits = {2 if o['kv_splits'] < 0 else o['kv_splits']}"
@@ -397,7 +400,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             ping_pong=True, intra_overlap=True, persistent=None,
             sm90_kernel="wgmma", kv_splits=None, kv_lengths=False,
             page_size=0, varlen=False, out_dtype=None, value_head_dim=None,
-            cache_dir=None):
+            diagonal_offset=0, cache_dir=None):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -407,7 +410,10 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     that kind has run it). window / softcap: sliding-window mask |i - j| <
     window and scores c * tanh(s / c). bottom_right: those masks aligned to
     the last key (query i at key position i + Nk - Nq, as with a KV cache
-    or flash-attention's causal=True when Nq != Nk). block_r / block_c: tile overrides
+    or flash-attention's causal=True when Nq != Nk). diagonal_offset: those
+    masks' diagonal moved that many keys right (flash-attention's
+    window_size = (left, right) is causal, window = left + right + 1,
+    diagonal_offset = right). block_r / block_c: tile overrides
     (0: the back end's measured default). rescale_threshold (None: measured
     default, < 0 off) and poly_exp2_degree / poly_exp2_period (None: the
     target's default) are FlashAttention-4's tricks. stages, ping_pong,
@@ -475,6 +481,12 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             raise CompileError(f"value_head_dim must be an integer, got "
                                f"{value_head_dim!r}")
         options["value_head_dim"] = value_head_dim
+    if diagonal_offset:
+        if isinstance(diagonal_offset, bool) or \
+                not isinstance(diagonal_offset, int):
+            raise CompileError(f"diagonal_offset must be an integer, got "
+                               f"{diagonal_offset!r}")
+        options["diagonal_offset"] = diagonal_offset
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))
@@ -637,6 +649,7 @@ def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
         m["block_r"], m["block_c"], m["head_dim"],
         1 if m.get("dtype") == "e4m3" else 2, bool(m["causal"]),
         bool(m.get("bottom_right", False)), int(m.get("window", 0)),
+        int(m.get("diagonal_offset", 0)),
         int(m.get("tma_box_cols", 0)) > 0,
         m.get("tile_scheduler") == "dynamic", bool(m.get("writes_lse", True)),
         batch, query_heads, kv_heads, query_len, key_len, splits,

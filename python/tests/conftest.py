@@ -42,12 +42,14 @@ def cuda_flashmlir():
 
 
 def masked_reference(torch, q, k, v, scale, causal=False, window=0,
-                     softcap=0.0, dtype=None):
+                     softcap=0.0, dtype=None, window_size=(-1, -1)):
     """Attention on [..., H, N, D] tensors (K/V heads dividing Q's: GQA), in
-    flash-attention's convention: query i at key position i + Nk - Nq (the
-    bottom-right diagonal), causal keeps keys j <= it, a window w keys with
-    |j - it| < w, softcap c scores c tanh(s / c); in `dtype` throughout
-    (default float32), a query that sees no key giving O = 0."""
+    flash-attention's convention: query i at key position i' = i + Nk - Nq
+    (the bottom-right diagonal), causal keeps keys j <= i', a window w keys
+    with |j - i'| < w, window_size (left, right) keys with i' - left <= j
+    <= i' + right (-1: unbounded), softcap c scores c tanh(s / c); in
+    `dtype` throughout (default float32), a query that sees no key giving
+    O = 0."""
     dtype = dtype or torch.float32
     group = q.shape[-3] // k.shape[-3]
     q, k, v = (t.to(dtype) for t in (q, k, v))
@@ -64,6 +66,11 @@ def masked_reference(torch, q, k, v, scale, causal=False, window=0,
         visible &= j <= i
     if window:
         visible &= (i - j).abs() < window
+    left, right = window_size
+    if left >= 0:
+        visible &= j >= i - left
+    if right >= 0:
+        visible &= j <= i + right
     s = s.masked_fill(~visible, float("-inf"))
     return torch.softmax(s, -1).nan_to_num(0.0) @ v
 

@@ -19,23 +19,48 @@ SOFTCAP = 5.0
 # -- the argument mapping (no GPU) ------------------------------------------
 
 
+# (causal, window, diagonal_offset): the kernels keep j <= p (causal) and
+# |p - j| < window around p = i' + diagonal_offset.
 @pytest.mark.parametrize("causal,window_size,expected", [
-    (False, (-1, -1), (False, 0)),
-    (True, (-1, -1), (True, 0)),
-    (False, (-1, 0), (True, 0)),        # flash-attn's causal spelling
-    (False, (16, 16), (False, 17)),
-    (True, (16, 16), (True, 17)),       # causal makes right 0
-    (True, (16, -1), (True, 17)),
-    (False, (16, 0), (True, 17)),
-    (False, (0, 0), (True, 1))])
+    (False, (-1, -1), (False, 0, 0)),
+    (True, (-1, -1), (True, 0, 0)),
+    (False, (-1, 0), (True, 0, 0)),        # flash-attn's causal spelling
+    (False, (16, 16), (False, 17, 0)),
+    (True, (16, 16), (True, 17, 0)),       # causal makes right 0
+    (True, (16, -1), (True, 17, 0)),
+    (False, (16, 0), (True, 17, 0)),
+    (False, (0, 0), (True, 1, 0)),
+    (False, (4, 8), (True, 13, 8)),        # separate left and right reaches
+    (False, (8, 4), (True, 13, 4)),
+    (False, (0, 3), (True, 4, 3)),
+    (False, (-1, 3), (True, 0, 3))])       # causal, 3 keys ahead
 def test_window_size_maps_to_the_kernels(flashmlir, causal, window_size,
                                          expected):
     got = flashmlir._flash_window("api", causal, window_size, 0.0)
     assert got == expected + (0.0,)
 
 
+def test_window_size_mapping_keeps_the_same_keys(flashmlir):
+    """Every (left, right) the mapping takes keeps exactly flash-attention's
+    keys i' - left <= j <= i' + right, by the kernels' own rule."""
+    for left in range(-1, 7):
+        for right in range(-1, 7):
+            if left >= 0 and right == -1:
+                continue
+            causal, window, offset, _ = flashmlir._flash_window(
+                "api", False, (left, right), 0.0)
+            for i in range(-4, 12):
+                for j in range(0, 16):
+                    p = i + offset
+                    kept = (not causal or j <= p) and \
+                        (not window or abs(p - j) < window)
+                    want = (left < 0 or j >= i - left) and \
+                        (right < 0 or j <= i + right)
+                    assert kept == want, (left, right, i, j)
+
+
 @pytest.mark.parametrize("window_size,message", [
-    ((4, 8), "symmetric"), ((-1, 3), "symmetric"), ((4, -1), "symmetric"),
+    ((4, -1), "left only"),
     ((-2, 0), "-1 \\(unbounded\\)"), ((4,), "a pair"), ("ab", "a pair")])
 def test_windows_the_kernels_lack_are_refused(flashmlir, window_size,
                                               message):
@@ -44,7 +69,7 @@ def test_windows_the_kernels_lack_are_refused(flashmlir, window_size,
         flashmlir._flash_window("api", False, window_size, 0.0)
 
 
-def test_every_entry_point_refuses_an_asymmetric_window(flashmlir):
+def test_every_entry_point_refuses_a_left_only_window(flashmlir):
     """The three entry points share the mapping: each names itself."""
     from flashmlir import runtime
     torch = pytest.importorskip("torch")
@@ -53,11 +78,11 @@ def test_every_entry_point_refuses_an_asymmetric_window(flashmlir):
     sums = torch.tensor([0, 4], dtype=torch.int32)
     calls = [
         ("flash_attn_func", lambda: flashmlir.flash_attn_func(
-            q4, q4, q4, window_size=(2, 5))),
+            q4, q4, q4, window_size=(2, -1))),
         ("flash_attn_varlen_func", lambda: flashmlir.flash_attn_varlen_func(
-            q3, q3, q3, sums, sums, 4, 4, window_size=(2, 5))),
+            q3, q3, q3, sums, sums, 4, 4, window_size=(2, -1))),
         ("flash_attn_with_kvcache", lambda: flashmlir.flash_attn_with_kvcache(
-            q4, q4, q4, window_size=(2, 5)))]
+            q4, q4, q4, window_size=(2, -1)))]
     for name, call in calls:
         with pytest.raises(runtime.KernelArgumentError,
                            match=f"{name}: window_size"):
@@ -90,22 +115,25 @@ def test_kernel_names_carry_window_and_softcap(flashmlir, tmp_path):
 # -- on the GPU ---------------------------------------------------------------
 
 
-def check_two_x(torch, got, seqs, causal, window, softcap):
+def check_two_x(torch, got, seqs, causal, window_size, softcap):
     """flash-attention's 2x rule per sequence: `got` [Hq, Nq, D] tensors
-    against the fp32 reference, within twice the f16 math's error."""
+    against the fp32 reference (flash-attention's causal and window_size,
+    applied directly), within twice the f16 math's error."""
     worst, uncapped = 0.0, 0.0
     for n, (out, (q, k, v)) in enumerate(zip(got, seqs)):
         scale = 1 / math.sqrt(q.shape[-1])
-        exact = masked_reference(torch, q, k, v, scale, causal, window,
-                                 softcap)
-        f16 = masked_reference(torch, q, k, v, scale, causal, window, softcap,
-                               torch.float16).float()
+        exact = masked_reference(torch, q, k, v, scale, causal,
+                                 softcap=softcap, window_size=window_size)
+        f16 = masked_reference(torch, q, k, v, scale, causal,
+                               softcap=softcap, dtype=torch.float16,
+                               window_size=window_size).float()
         ours = (out.float() - exact).abs().max().item()
         math_f16 = (f16 - exact).abs().max().item()
         assert ours <= 2 * math_f16 + 1e-4, (n, ours, math_f16)
         worst = max(worst, ours)
         if softcap:
-            plain = masked_reference(torch, q, k, v, scale, causal, window)
+            plain = masked_reference(torch, q, k, v, scale, causal,
+                                     window_size=window_size)
             uncapped = max(uncapped, (plain - exact).abs().max().item())
     if softcap:
         # The inputs make the cap matter: a kernel dropping it would fail.
@@ -128,15 +156,15 @@ def test_flash_attn_func_softcap(cuda_flashmlir, causal, window_size, softcap,
     out = flashmlir.flash_attn_func(q, k, v, causal=causal,
                                     window_size=window_size, softcap=softcap,
                                     num_splits=1)
-    window = window_size[0] + 1 if window_size != (-1, -1) else 0
     seqs = [tuple(t[i].transpose(0, 1) for t in (q, k, v)) for i in range(b)]
     check_two_x(torch, [out[i].transpose(0, 1) for i in range(b)], seqs,
-                causal, window, softcap)
+                causal, window_size, softcap)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal,window_size,softcap", [
-    (False, (16, 16), 0.0), (True, (16, 0), 0.0), (True, (-1, -1), SOFTCAP)])
+    (False, (16, 16), 0.0), (True, (16, 0), 0.0), (True, (-1, -1), SOFTCAP),
+    (False, (16, 5), 0.0)])
 def test_varlen_with_window_or_softcap(cuda_flashmlir, causal, window_size,
                                        softcap):
     torch, flashmlir = cuda_flashmlir
@@ -158,19 +186,17 @@ def test_varlen_with_window_or_softcap(cuda_flashmlir, causal, window_size,
              k[ck[i]:ck[i + 1]].transpose(0, 1),
              v[ck[i]:ck[i + 1]].transpose(0, 1)) for i in keep]
     got = [out[cq[i]:cq[i + 1]].transpose(0, 1) for i in keep]
-    window = window_size[0] + 1 if window_size != (-1, -1) else 0
-    check_two_x(torch, got, seqs, causal or window_size[1] == 0, window,
-                softcap)
+    check_two_x(torch, got, seqs, causal, window_size, softcap)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("window_size,softcap", [((64, 0), 0.0),
-                                                 ((-1, -1), SOFTCAP)])
+@pytest.mark.parametrize("causal,window_size,softcap", [
+    (True, (64, 0), 0.0), (True, (-1, -1), SOFTCAP), (False, (40, 7), 0.0)])
 @pytest.mark.parametrize("nq,lengths,num_splits", [
     (1, [700, 1, 64], 0),    # decode: split-KV, one sequence of one key
     (9, [300, 1000, 9], 1)])  # a chunk after the cache, one CTA per block
-def test_kvcache_with_window_or_softcap(cuda_flashmlir, window_size, softcap,
-                                        nq, lengths, num_splits):
+def test_kvcache_with_window_or_softcap(cuda_flashmlir, causal, window_size,
+                                        softcap, nq, lengths, num_splits):
     torch, flashmlir = cuda_flashmlir
     torch.manual_seed(nq + len(lengths))
     page, hq, hkv, d = 64, 8, 2, 128
@@ -186,7 +212,7 @@ def test_kvcache_with_window_or_softcap(cuda_flashmlir, window_size, softcap,
     out = flashmlir.flash_attn_with_kvcache(
         q, k_cache, v_cache,
         cache_seqlens=torch.tensor(lengths, dtype=torch.int32, device="cuda"),
-        block_table=table, causal=True, window_size=window_size,
+        block_table=table, causal=causal, window_size=window_size,
         softcap=softcap, num_splits=num_splits,
         kernel_dir=os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR", ".paged"))
     seqs = []
@@ -195,6 +221,5 @@ def test_kvcache_with_window_or_softcap(cuda_flashmlir, window_size, softcap,
         rows = table[i].long()[j // page], j % page
         seqs.append((q[i].transpose(0, 1), k_cache[rows].transpose(0, 1),
                      v_cache[rows].transpose(0, 1)))
-    window = window_size[0] + 1 if window_size != (-1, -1) else 0
     check_two_x(torch, [out[i].transpose(0, 1) for i in range(b)], seqs,
-                True, window, softcap)
+                causal, window_size, softcap)

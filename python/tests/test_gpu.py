@@ -147,11 +147,14 @@ def test_dynamic_scheduler_on_two_streams(cuda_flashmlir):
 
 
 # (causal, window_size, Nq, Nk): a chunk of queries after a KV cache, decode,
-# equal lengths (the top-left kernel serves), a symmetric and a causal window.
+# equal lengths (the top-left kernel serves), a symmetric and a causal window,
+# and separate left and right reaches (a diagonal offset: bottom-right, and
+# top-left where the lengths are equal).
 @pytest.mark.parametrize("causal,window_size,nq,nk", [
     (True, (-1, -1), 77, 300), (True, (-1, -1), 1, 1531),
     (True, (-1, -1), 256, 256), (False, (16, 16), 77, 300),
-    (True, (16, 0), 77, 300)])
+    (True, (16, 0), 77, 300), (False, (16, 5), 77, 300),
+    (False, (-1, 7), 256, 256), (False, (9, 3), 333, 333)])
 def test_flash_attn_func(cuda_flashmlir, causal, window_size, nq, nk):
     """flashmlir.flash_attn_func on flash-attention's [B, N, H, D] tensors
     and bottom-right masks, against an explicit-mask reference."""
@@ -164,11 +167,59 @@ def test_flash_attn_func(cuda_flashmlir, causal, window_size, nq, nk):
     out = flashmlir.flash_attn_func(q, k, v, causal=causal,
                                     window_size=window_size)
     assert out.shape == q.shape
-    window = window_size[0] + 1 if window_size != (-1, -1) else 0
     ref = masked_reference(torch, *(t.transpose(1, 2) for t in (q, k, v)),
-                           1 / math.sqrt(d), causal, window).transpose(1, 2)
+                           1 / math.sqrt(d), causal,
+                           window_size=window_size).transpose(1, 2)
     err = ((out.float() - ref).norm() / ref.norm()).item()
     assert err <= TOL["f16"], err
+
+
+# Kernels of bench/build_kernels.sh with a diagonal offset on each schedule:
+# (file, flash-attention's window_size, head dim, shapes (Nq, Nk)). Top-left
+# kernels run on equal lengths (where flash-attention's bottom-right
+# convention, the reference's, is theirs).
+@pytest.mark.parametrize("name,window_size,d,shapes", [
+    ("sm_90a_d128_f16_causal_w13_do3", (9, 3), 128, [(333, 333), (1000, 1000)]),
+    ("offset_w13_do3_single", (9, 3), 128, [(333, 333)]),
+    ("offset_w13_do3_mmasync", (9, 3), 128, [(333, 333)]),
+    ("sm_90a_d128_f16_causal_w22_bralign_do5", (16, 5), 128,
+     [(77, 300), (300, 77), (1, 1531)]),
+    ("offset_w22_do5_bralign_mmasync", (16, 5), 128, [(77, 300), (300, 77)]),
+    ("offset_w22_do5_bralign_splitkv", (16, 5), 128, [(1, 1531), (3, 4099)]),
+    ("offset_do7_bralign_d64", (-1, 7), 64, [(77, 300), (300, 77)])])
+def test_diagonal_offset_schedules(cuda_flashmlir, name, window_size, d,
+                                   shapes):
+    """Separate left and right window reaches (causal, a window and a
+    diagonal offset) on the persistent, one-tile, mma.sync and split-KV
+    kernels, against the reference's flash-attention masks; the LSE too."""
+    torch, _ = cuda_flashmlir
+    from flashmlir import runtime
+    kernel = runtime.Kernel.load(
+        os.path.join(os.environ.get("FLASHMLIR_KERNEL_DIR", ".cubins"), name))
+    assert kernel.meta["diagonal_offset"] == window_size[1]
+    for nq, nk in shapes:
+        torch.manual_seed(nq + nk)
+        b, hq, hkv = 2, 8, 2
+        q = torch.randn(b, hq, nq, d, device="cuda", dtype=torch.float16)
+        k = torch.randn(b, hkv, nk, d, device="cuda", dtype=torch.float16)
+        v = torch.randn(b, hkv, nk, d, device="cuda", dtype=torch.float16)
+        out, lse = kernel(q, k, v)
+        ref = masked_reference(torch, q, k, v, 1 / math.sqrt(d), True,
+                               window_size=window_size)
+        err = ((out.float() - ref).norm() / ref.norm()).item()
+        assert err <= TOL["f16"], (nq, nk, err)
+        # Rows that see no key (Nq > Nk, before the band) give O = 0 and
+        # LSE = -inf, as flash-attention's.
+        seen = ref.abs().sum(-1) > 0
+        assert torch.isneginf(lse[~seen]).all()
+        s = (q.float() @ k.float().repeat_interleave(hq // hkv, 1)
+             .transpose(-1, -2)) / math.sqrt(d)
+        i = torch.arange(nq, device="cuda")[:, None] + (nk - nq)
+        j = torch.arange(nk, device="cuda")[None, :]
+        left, right = window_size
+        keep = (j <= i + right) & ((j >= i - left) if left >= 0 else True)
+        want = s.masked_fill(~keep, float("-inf")).logsumexp(-1)
+        assert (lse[seen] - want[seen]).abs().max().item() < 1e-2
 
 
 def test_flash_attn_func_refuses(cuda_flashmlir):
@@ -177,8 +228,8 @@ def test_flash_attn_func_refuses(cuda_flashmlir):
     from flashmlir.runtime import KernelArgumentError
     with pytest.raises(KernelArgumentError, match="dropout"):
         flashmlir.flash_attn_func(q, q, q, dropout_p=0.1)
-    with pytest.raises(KernelArgumentError, match="symmetric"):
-        flashmlir.flash_attn_func(q, q, q, window_size=(4, 8))
+    with pytest.raises(KernelArgumentError, match="left only"):
+        flashmlir.flash_attn_func(q, q, q, window_size=(4, -1))
 
 
 @pytest.mark.parametrize("causal", [False, True])

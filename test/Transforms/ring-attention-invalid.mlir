@@ -8,8 +8,16 @@
 
 // What a ring step cannot express yet is refused with the reason.
 func.func @window(%q: memref<1x1x64x16xf32>, %o: memref<1x1x64x16xf32>) {
-  // expected-error @+1 {{fa-ring-attention: sliding windows have no ring form yet}}
+  // expected-error @+1 {{fa-ring-attention: sliding windows and diagonal offsets have no ring form yet}}
   fa.attention %q, %q, %q outs(%o : memref<1x1x64x16xf32>) {window = 8 : i64} : memref<1x1x64x16xf32>, memref<1x1x64x16xf32>, memref<1x1x64x16xf32>
+  return
+}
+
+// -----
+
+func.func @offset(%q: memref<1x1x64x16xf32>, %o: memref<1x1x64x16xf32>) {
+  // expected-error @+1 {{fa-ring-attention: sliding windows and diagonal offsets have no ring form yet}}
+  fa.attention %q, %q, %q outs(%o : memref<1x1x64x16xf32>) {causal, diagonal_offset = 3 : i64} : memref<1x1x64x16xf32>, memref<1x1x64x16xf32>, memref<1x1x64x16xf32>
   return
 }
 

@@ -64,6 +64,12 @@ static cl::opt<std::string> causalAlign(
              "keys j <= i) or bottom-right (query i at key position "
              "i + Nk - Nq, as with a KV cache)"),
     cl::init("top-left"));
+static cl::opt<int64_t> diagonalOffset(
+    cl::cat(toolOptions), "diagonal-offset",
+    cl::desc("Move the causal/window diagonal d keys right (query i at key "
+             "position i + d); flash-attention's window_size (left, right) "
+             "is --causal --window left+right+1 --diagonal-offset right"),
+    cl::init(0));
 static cl::opt<double> softcap(cl::cat(toolOptions), "softcap",
                                cl::desc("Scores c * tanh(s / c)"),
                                cl::init(0.0));
@@ -214,6 +220,10 @@ int main(int argc, char **argv) {
   if (window != 0)
     if (auto why = fa::checkWindow(window, /*positionBits=*/32))
       return refuse("window", *why);
+  if (diagonalOffset != 0)
+    if (auto why = fa::checkDiagonalOffset(diagonalOffset,
+                                           /*positionBits=*/32))
+      return refuse("diagonal-offset", *why);
   if (scale != 0.0) // NaN too
     if (auto why = fa::checkScale(scale))
       return refuse("scale", *why);
@@ -270,6 +280,7 @@ int main(int argc, char **argv) {
   options.causal = causal;
   options.window = window;
   options.bottomRight = causalAlign == "bottom-right";
+  options.diagonalOffset = diagonalOffset;
   options.softcap = softcap;
   options.scale = scale;
   options.lse = !noLse;

@@ -198,6 +198,7 @@ int main(int argc, char **argv) {
   long long window = 0;
   float softcap = 0;
   faKernelMasks(kernel, &bottomRight, &window, &softcap);
+  long long offset = faKernelDiagonalOffset(kernel);
   double errSq = 0, refSq = 0, lseErr = 0;
   std::vector<double> s(nk), acc(dv);
   std::vector<char> seen(nk);
@@ -206,7 +207,7 @@ int main(int argc, char **argv) {
       int kh = h / (hq / hkv);
       for (int i = 0; i < nq; ++i) {
         double mx = -INFINITY;
-        long long at = i + (bottomRight ? nk - nq : 0);
+        long long at = i + (bottomRight ? nk - nq : 0) + offset;
         for (int j = 0; j < nk; ++j) {
           seen[j] = (!causal || j <= at) &&
                     (!window || std::llabs(at - j) < window);

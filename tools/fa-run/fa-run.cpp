@@ -188,6 +188,10 @@ static cl::opt<std::string> causalAlign(
              "keys j <= i) or bottom-right (query i at key position "
              "i + Nk - Nq, as with a KV cache)"),
     cl::init("top-left"));
+static cl::opt<int64_t> diagonalOffset(
+    cl::cat(toolOptions), "diagonal-offset", cl::init(0),
+    cl::desc("Move the causal/window diagonal d keys right (query i at key "
+             "position i + d; 0: none)"));
 static cl::opt<double> softcap(cl::cat(toolOptions), "softcap", cl::init(0.0),
                                cl::desc("c * tanh(s / c) (0: none)"));
 static cl::opt<double> scale(cl::cat(toolOptions), "scale", cl::init(0.0),
@@ -436,6 +440,8 @@ std::string buildModuleText() {
     add("window = " + std::to_string(window) + " : i64");
   if (causalAlign == "bottom-right")
     add("bottom_right");
+  if (diagonalOffset != 0)
+    add("diagonal_offset = " + std::to_string(diagonalOffset) + " : i64");
   if (softcap != 0)
     add("softcap = " + fa::formatF32(static_cast<float>(softcap)) + " : f32");
   if (scale != 0)
@@ -485,6 +491,7 @@ struct Spec {
   bool causal;
   std::optional<int64_t> window;
   bool bottomRight; // query i at key position i + nk - nq
+  int64_t diagonalOffset; // ... plus this
   std::optional<float> softcap;
   bool lse;
   Elt elt;    // of the inputs
@@ -549,7 +556,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
       int64_t kh = h / group, nk = s.keysOf(bi), nq = s.queriesOf(bi);
       for (int64_t i = 0; i < nq; ++i) {
         double mx = -std::numeric_limits<double>::infinity();
-        int64_t pos = s.bottomRight ? i + nk - nq : i;
+        int64_t pos = (s.bottomRight ? i + nk - nq : i) + s.diagonalOffset;
         int64_t row = s.queryRow(bi, h, i);
         for (int64_t j = 0; j < nk; ++j) {
           bool vis = true;
@@ -622,6 +629,8 @@ std::optional<std::string> checkOptions() {
   };
   if (window != 0 && (error = fa::checkWindow(window)))
     return flag("window", *error);
+  if (diagonalOffset != 0 && (error = fa::checkDiagonalOffset(diagonalOffset)))
+    return flag("diagonal-offset", *error);
   if (causalAlign != "top-left" && causalAlign != "bottom-right")
     return flag("causal-align", "expected top-left or bottom-right, got '" +
                                     causalAlign + "'");
@@ -735,6 +744,7 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
   spec.causal = attention.getCausal();
   spec.window = attention.getWindow();
   spec.bottomRight = attention.getBottomRight();
+  spec.diagonalOffset = attention.getDiagonalOffset().value_or(0);
   if (auto cap = attention.getSoftcap())
     spec.softcap = cap->convertToFloat();
   spec.lse = attention.hasLse();
@@ -973,6 +983,8 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     llvm::outs() << " window=" << *spec.window;
   if (spec.bottomRight)
     llvm::outs() << " bottom_right";
+  if (spec.diagonalOffset)
+    llvm::outs() << " diagonal_offset=" << spec.diagonalOffset;
   if (spec.softcap)
     llvm::outs() << " softcap=" << *spec.softcap;
   if (!c.label.empty())

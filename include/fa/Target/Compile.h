@@ -34,6 +34,10 @@ struct KernelOptions {
   /// Causal/window masks aligned to the last key (query i at key position
   /// i + Nk - Nq, as a KV cache needs); false: top-left.
   bool bottomRight = false;
+  /// The causal/window diagonal moved this many keys right (query i at key
+  /// position i + diagonalOffset): flash-attention's window_size = (left,
+  /// right) is causal, window left + right + 1, offset right.
+  int64_t diagonalOffset = 0;
   double softcap = 0.0; // c * tanh(s / c) (0: none)
   double scale = 0.0;   // softmax scale (0: 1/sqrt(D))
   bool lse = true;      // write LSE (false: O only)

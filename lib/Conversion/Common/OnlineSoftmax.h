@@ -42,6 +42,9 @@ struct SoftmaxConfig {
   bool writesLse = true; // an LSE destination was given
   /// Masks aligned to the last key: query i at key position i + Nk - Nq.
   bool bottomRight = false;
+  /// The diagonal moved this many keys right (query i at key position
+  /// i + diagonalOffset, plus Nk - Nq when bottom-right).
+  int64_t diagonalOffset = 0;
   /// e4m3 P (FP8): P is computed scaled by this power of two (an exp2
   /// offset of its log2) and packed to e4m3; 0 keeps P in 16 bits.
   double probsScale = 0.0;
@@ -55,7 +58,9 @@ struct SoftmaxConfig {
                        : "") +
            (window ? "_w" + std::to_string(window) : "") +
            (softcap > 0 ? "_sc" + nameOf(softcap) : "") +
-           (bottomRight ? "_bralign" : "") + (writesLse ? "" : "_nolse") +
+           (bottomRight ? "_bralign" : "") +
+           (diagonalOffset ? "_do" + std::to_string(diagonalOffset) : "") +
+           (writesLse ? "" : "_nolse") +
            (probsScale > 0 ? "_ps" + nameOf(probsScale) : "");
   }
 
@@ -83,6 +88,7 @@ inline SoftmaxConfig softmaxConfigOf(fagpu::AttentionOp op) {
   config.polyPeriod = op.getExp2PolyPeriod().value_or(8);
   config.writesLse = bool(op.getLse());
   config.bottomRight = op.getBottomRight();
+  config.diagonalOffset = op.getDiagonalOffset().value_or(0);
   if (std::optional<APFloat> s = op.getProbsScale())
     config.probsScale = s->convertToDouble();
   return config;
@@ -183,8 +189,9 @@ protected:
 
   /// Keys past the end and, if causal, above the diagonal or, with a
   /// window, outside the band get -inf. `row0` is the thread's first row,
-  /// `quadLane` = lane % 4; with bottom-right masks `shift` = Nk - Nq moves
-  /// the diagonal (rows then compare as signed positions).
+  /// `quadLane` = lane % 4; `shift` (bottom-right masks' Nk - Nq, plus the
+  /// diagonal offset) moves the diagonal (rows then compare as signed
+  /// positions).
   void applyMask(MutableArrayRef<Value> s, Value kStart, Value row0, Value nk,
                  Value quadLane, Value shift = Value()) {
     Value negInf = cf(-std::numeric_limits<double>::infinity());

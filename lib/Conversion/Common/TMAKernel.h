@@ -133,9 +133,17 @@ protected:
     return arith::AndIOp::create(b, loc, sub(c32(0), address), c32(1023));
   }
 
-  /// Nk - Nq: how far bottom-right masks move the diagonal (signed), for
-  /// a tile of `keys` keys and `queries` queries.
-  Value diagonalShift(Value keys, Value queries) { return sub(keys, queries); }
+  /// How far `config`'s masks move the diagonal (signed; null when they do
+  /// not): Nk - Nq for bottom-right masks of a tile of `keys` keys and
+  /// `queries` queries, plus the diagonal offset.
+  Value diagonalShift(const SoftmaxConfig &config, Value keys,
+                      Value queries) {
+    Value shift = config.bottomRight ? sub(keys, queries) : Value();
+    if (config.diagonalOffset)
+      shift = shift ? add(shift, c32(config.diagonalOffset))
+                    : c32(config.diagonalOffset);
+    return shift;
+  }
 
   /// Element `index` of the i32 array at global pointer `base` (kv_lengths,
   /// the block table): read-only for the kernel's lifetime.
@@ -383,15 +391,14 @@ protected:
     IRArithmetic ir{b, loc};
     fagpu::KVRange<IRArithmetic> range = fagpu::kvBlockRange(
         ir, qStart, tile.nq, tile.nk, blockR, blockC, config.causal,
-        config.window,
-        config.bottomRight,
+        config.window, config.bottomRight, config.diagonalOffset,
         /*keyLengths=*/static_cast<bool>(kvLengthsPtr || cuSeqlensQPtr));
     tile.firstBlock = range.first;
     tile.numBlocks = range.end;
     tile.unmaskedEnd =
         fagpu::unmaskedBlocksEnd(ir, range, qStart, tile.nq, tile.nk, blockC,
                                  config.causal, config.window,
-                                 config.bottomRight);
+                                 config.bottomRight, config.diagonalOffset);
     if (cuSeqlensQPtr) {
       // A varlen tile past its sequence's end (the grid covers the longest
       // sequence's query blocks): one masked block, nothing stored, so that

@@ -262,7 +262,7 @@ void KernelBuilder::emitSoftmax() {
                                         tmemSlice(scoresTmem, sColumn));
     auto step = createSoftmaxStep(
         b, loc, spec, scoresType, rowType, s, m, l, mul(j, c32(bc)), row, nk,
-        scaleLog2, masked && spec.bottomRight ? diagonalShift(nk, nq) : Value(),
+        scaleLog2, masked ? diagonalShift(spec, nk, nq) : Value(),
         Value(), masked);
     // O of blocks before j moves to the new base once P_{j-1} V_{j-1} has
     // landed in it (FA4: only if a row of the warp moved).

@@ -201,12 +201,17 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 
   // The K/V blocks visited (fagpu::kvBlockRange: causal stops at the block
   // holding the last query row's diagonal, a window bounds both sides;
-  // bottom-right masks move the diagonal by Nk - Nq).
+  // bottom-right masks move the diagonal by Nk - Nq, a diagonal offset by
+  // its keys).
   diagonalShift = spec.bottomRight ? sub(nk, nq) : Value();
+  if (spec.diagonalOffset)
+    diagonalShift = diagonalShift ? add(diagonalShift, c32(spec.diagonalOffset))
+                                  : c32(spec.diagonalOffset);
   IRArithmetic ir{b, loc};
   fagpu::KVRange<IRArithmetic> range =
       fagpu::kvBlockRange(ir, qStart, nq, nk, spec.blockR, spec.blockC,
-                          spec.causal, spec.window, spec.bottomRight);
+                          spec.causal, spec.window, spec.bottomRight,
+                          spec.diagonalOffset);
   Value firstBlock = range.first;
   numBlocks = range.end;
 
@@ -231,7 +236,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   // live across the Q loads (register pressure at D = 256, causal).
   Value unmaskedEnd = fagpu::unmaskedBlocksEnd(
       ir, range, qStart, nq, nk, spec.blockC, spec.causal, spec.window,
-      spec.bottomRight);
+      spec.bottomRight, spec.diagonalOffset);
 
   SmallVector<Value> init = {
       fagpu::SplatOp::create(b, loc, outType, cf(0.0)),

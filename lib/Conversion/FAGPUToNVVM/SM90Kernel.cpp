@@ -443,7 +443,7 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
   auto step = createSoftmaxStep(
       b, loc, spec, probsType, rowsType, s, state.m, state.l, kStart, row0,
       keys, scaleLog2,
-      spec.bottomRight ? diagonalShift(keys, queries) : Value(), Value(),
+      diagonalShift(spec, keys, queries), Value(),
       masked);
   state.m = step.getNewM();
   state.l = step.getNewL();

@@ -113,6 +113,24 @@ func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x
 
 // -----
 
+// A negative diagonal offset: the first rows would see no key.
+func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>) {
+  // expected-error @+1 {{expected diagonal_offset in [0, 9223372036854775807], got -2}}
+  %r = fa.attention %q, %k, %v {causal, diagonal_offset = -2 : i64} : tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16> -> tensor<1x2x16x64xf16>
+  return
+}
+
+// -----
+
+// A diagonal offset with no mask to move.
+func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>) {
+  // expected-error @+1 {{diagonal_offset moves the causal or window mask: give causal or a window}}
+  %r = fa.attention %q, %k, %v {diagonal_offset = 2 : i64} : tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16> -> tensor<1x2x16x64xf16>
+  return
+}
+
+// -----
+
 // block_r past the largest tile: tile footprints overflowed int64.
 func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>) {
   // expected-error @+1 {{expected block_r in [1, 1048576], got 1048577}}

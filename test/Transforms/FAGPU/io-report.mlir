@@ -102,6 +102,23 @@ func.func @window(%q: memref<1x1x512x64xf16>, %o: memref<1x1x512x64xf16>, %l: me
 
 // -----
 
+// Separate left and right reaches (flash-attention's window_size (29, 70):
+// causal, window 100, diagonal offset 70): row i sees keys [i - 29, i + 70].
+// Tiles of 128 rows at 0, 128, 256, 384 visit blocks [0, 2), [0, 3),
+// [1, 4), [2, 4) of 128 keys: 10, where without the offset ([i - 99, i])
+// they visit [0, 1), [0, 2), [1, 3), [2, 4): 7.
+// CHECK-LABEL: fagpu-io-report:
+// CHECK: B_r=128 B_c=128 causal window=100 diagonal_offset=70
+// CHECK: query tiles per head: 4, K/V blocks visited per head: 10
+// CHECK: l2_to_sm_read_bytes: 393216 (q 65536, k 163840, v 163840, tile counter 0)
+func.func @band(%q: memref<1x1x512x64xf16>, %o: memref<1x1x512x64xf16>, %l: memref<1x1x512xf32>) {
+  fa.attention %q, %q, %q outs(%o, %l : memref<1x1x512x64xf16>, memref<1x1x512xf32>) {causal, window = 100 : i64, diagonal_offset = 70 : i64}
+      : memref<1x1x512x64xf16>, memref<1x1x512x64xf16>, memref<1x1x512x64xf16>
+  return
+}
+
+// -----
+
 // Split-KV (S = 4), decode: each of the 4 chunks reloads the tile's Q box
 // (64 rows) and reads its 16 of the 64 blocks once (K and V as unsplit);
 // every chunk writes its row's partial O in f32 (4 x 512 B) and its LSE

@@ -310,6 +310,9 @@ LogicalResult AttentionOp::verify() {
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");
+  if (getDiagonalOffset() && !getCausal() && !getWindow())
+    return emitOpError("diagonal_offset moves the causal or window mask: "
+                       "give causal or a window");
   if (std::optional<int64_t> splits = getKvSplits())
     if (failed(checkRange(op, checkKVSplits(*splits))))
       return failure();
@@ -392,6 +395,7 @@ LogicalResult AttentionOp::verify() {
   if (std::optional<APFloat> cap = getSoftcap())
     params.softcap = cap->convertToDouble();
   params.window = getWindow();
+  params.diagonalOffset = getDiagonalOffset();
   params.blockR = getBlockR();
   params.blockC = getBlockC();
   return checkRange(op, validateAttentionParams(params));
@@ -465,6 +469,9 @@ LogicalResult ScoreTileOp::verify() {
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");
+  if (getDiagonalOffset() && !getCausal() && !getWindow())
+    return emitOpError("diagonal_offset moves the causal or window mask: "
+                       "give causal or a window");
   if (getDescale() && !isa<Float8E4M3FNType>(q.getElementType()))
     return emitOpError() << "expected descale only with e4m3 inputs, got "
                          << q.getElementType();
@@ -473,6 +480,7 @@ LogicalResult ScoreTileOp::verify() {
   if (std::optional<APFloat> cap = getSoftcap())
     params.softcap = cap->convertToDouble();
   params.window = getWindow();
+  params.diagonalOffset = getDiagonalOffset();
   return checkRange(*this, validateAttentionParams(params));
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -102,6 +103,19 @@ std::optional<std::string> fa::checkWindow(int64_t window,
   return std::nullopt;
 }
 
+std::optional<std::string> fa::checkDiagonalOffset(int64_t offset,
+                                                   unsigned positionBits) {
+  int64_t max = positionBits < 64
+                    ? (int64_t(1) << (positionBits - 1)) - 1
+                    : std::numeric_limits<int64_t>::max();
+  if (offset >= 0 && offset <= max)
+    return std::nullopt;
+  return "expected diagonal_offset in [0, " + str(max) + "], got " +
+         str(offset) +
+         " (query i sits at key position i + offset; a window's right reach "
+         "beyond its left one)";
+}
+
 std::optional<std::string> fa::checkRescaleThreshold(double threshold,
                                                      llvm::StringRef name) {
   if (threshold >= 0 && threshold <= kMaxRescaleThreshold)
@@ -136,6 +150,9 @@ fa::validateAttentionParams(const AttentionParams &p) {
   if (p.softcap && (error = checkSoftcap(*p.softcap)))
     return error;
   if (p.window && (error = checkWindow(*p.window, p.positionBits)))
+    return error;
+  if (p.diagonalOffset &&
+      (error = checkDiagonalOffset(*p.diagonalOffset, p.positionBits)))
     return error;
   if (p.blockR && (error = checkTileSize("block_r", *p.blockR)))
     return error;

@@ -346,11 +346,15 @@ private:
       row0 = arith::AddIOp::create(b, loc, row0, keyLen);
       col0 = arith::AddIOp::create(b, loc, col0, queryLen);
     }
+    // A diagonal offset d: row i at key position i + d.
+    if (std::optional<int64_t> offset = op.getDiagonalOffset())
+      row0 = arith::AddIOp::create(b, loc, row0, index(*offset));
     auto tile = ScoreTileOp::create(
         b, loc, q, k, s, row0, col0, descale,
         b.getF32FloatAttr(op.getEffectiveScale()),
         op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
-        op.getSoftcapAttr(), op.getBottomRightAttr());
+        op.getSoftcapAttr(), op.getBottomRightAttr(),
+        op.getDiagonalOffsetAttr());
     return tile;
   }
 
@@ -382,6 +386,11 @@ AttentionLowering::visibleKeyBlocks(Value qStart, Value rows,
                             index(1));
   if (op.getBottomRight())
     return visibleKeyBlocksBottomRight(qStart, lastRow, numBlocks);
+  // A diagonal offset d: rows at key positions i + d (never negative).
+  if (std::optional<int64_t> offset = op.getDiagonalOffset()) {
+    qStart = arith::AddIOp::create(b, loc, qStart, index(*offset));
+    lastRow = arith::AddIOp::create(b, loc, lastRow, index(*offset));
+  }
   // Causal (top-left): the last row sees keys up to its own position.
   if (op.getCausal()) {
     Value lastKeyBlock =
@@ -418,6 +427,10 @@ AttentionLowering::visibleKeyBlocksBottomRight(Value qStart, Value lastRow,
   Value begin = index(0), end = numBlocks;
   Value firstRowPos = arith::AddIOp::create(b, loc, qStart, keyLen);
   Value lastRowPos = arith::AddIOp::create(b, loc, lastRow, keyLen);
+  if (std::optional<int64_t> offset = op.getDiagonalOffset()) {
+    firstRowPos = arith::AddIOp::create(b, loc, firstRowPos, index(*offset));
+    lastRowPos = arith::AddIOp::create(b, loc, lastRowPos, index(*offset));
+  }
   auto minus = [&](Value x, Value y) { // max(x - y, 0)
     return arith::SubIOp::create(b, loc, arith::MaxUIOp::create(b, loc, x, y),
                                  y);

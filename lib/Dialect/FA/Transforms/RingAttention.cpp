@@ -105,8 +105,9 @@ struct FARingAttentionPass
                   "first)");
     if (op.getKvLengths() || op.getBlockTable() || op.getCuSeqlensQ())
       return fail("KV caches and varlen batches have no ring form");
-    if (op.getWindow())
-      return fail("sliding windows have no ring form yet");
+    if (op.getWindow() || op.getDiagonalOffset())
+      return fail("sliding windows and diagonal offsets have no ring form "
+                  "yet");
     if (op.getKvSplits() || op.getBlockR() || op.getBlockC())
       return fail("runs before fa-tile and fa-split-kv (the ring steps are "
                   "tiled each)");

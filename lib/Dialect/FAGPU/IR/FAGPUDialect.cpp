@@ -331,6 +331,13 @@ LogicalResult AttentionOp::verify() {
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");
+  if (getDiagonalOffset() && !getCausal() && !getWindow())
+    return emitOpError("diagonal_offset moves the causal or window mask: "
+                       "give causal or a window");
+  if (std::optional<int64_t> offset = getDiagonalOffset())
+    if (std::optional<std::string> why =
+            fa::checkDiagonalOffset(*offset, /*positionBits=*/32))
+      return emitOpError(*why);
   // A KV cache: one length and one table row per sequence; pages of a
   // static size (the kernel's TMA boxes lie within a page).
   auto sameBatch = [&](StringRef name, MemRefType type) -> LogicalResult {

@@ -75,6 +75,7 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     kernel.causal = causal;
     kernel.bottomRight = op.getBottomRight();
     kernel.window = window;
+    kernel.diagonalOffset = op.getDiagonalOffset().value_or(0);
     kernel.wholeBoxes = op.getTarget() != Target::sm_80;
     kernel.dynamicScheduler = s.getScheduler() == TileScheduler::Dynamic;
     kernel.staticPersistent = s.getScheduler() == TileScheduler::Static;
@@ -89,6 +90,8 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     os << "fagpu-io-report: " << op.getLoc() << "\n";
     os << "  kernel: target=" << targetName(op.getTarget()) << " B_r=" << br
        << " B_c=" << bc << (causal ? " causal" : "") << " window=" << window;
+    if (kernel.diagonalOffset)
+      os << " diagonal_offset=" << kernel.diagonalOffset;
     if (kernel.kvSplits)
       os << " kv_splits=" << kernel.kvSplits;
     os << "\n";

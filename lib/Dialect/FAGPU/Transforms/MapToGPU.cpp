@@ -217,6 +217,10 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
     if (std::optional<std::string> why =
             fa::checkWindow(*window, /*positionBits=*/32))
       return *why;
+  if (std::optional<int64_t> offset = score.getDiagonalOffset())
+    if (std::optional<std::string> why =
+            fa::checkDiagonalOffset(*offset, /*positionBits=*/32))
+      return *why;
   if (nest.cuQ && target != Target::sm_90a)
     return "varlen batches have a GPU kernel on sm_90a only";
   if ((nest.kvLengths || nest.blockTable) && target != Target::sm_90a)
@@ -380,7 +384,8 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
                   : FloatAttr(),
         degree ? b.getI64IntegerAttr(*degree) : IntegerAttr(),
         degree && period ? b.getI64IntegerAttr(*period) : IntegerAttr(),
-        scheduleOf(ctx, fields), score.getBottomRightAttr(), nest->probsScale);
+        scheduleOf(ctx, fields), score.getBottomRightAttr(), nest->probsScale,
+        score.getDiagonalOffsetAttr());
     forall.erase();
     for (Operation *scratch : scratchToErase)
       scratch->erase();

@@ -48,6 +48,14 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
       sees key `j` only if `j <= i + Nk - Nq` (causal) and
       `|i + Nk - Nq - j| < w` (window). A query before every key (Nq > Nk)
       sees none. Without it the masks are top-left aligned.
+    * `diagonal_offset = d` (with `causal` or `window`; d in [0, 2^31 - 1]):
+      the diagonal moves `d` keys to the right, as `torch.tril`'s
+      `diagonal`: query `i` sits at key position `p = i + d` (plus
+      `Nk - Nq` with `bottom_right`), sees key `j` only if `j <= p`
+      (causal) and `|p - j| < w` (window). A window with separate left and
+      right reaches, flash-attention's `window_size = (left, right)`, is
+      `causal`, `window = left + right + 1`, `diagonal_offset = right`:
+      `p_0 - left <= j <= p_0 + right` around the unshifted position `p_0`.
     * `softcap = c` (c in (0, 2^24]): scores become `c * tanh(S / c)` before
       masking.
     * `block_r`, `block_c` (in [1, 2^20]): the tile sizes chosen by
@@ -147,7 +155,8 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                        OptionalAttr<I64Attr>:$block_r,
                        OptionalAttr<I64Attr>:$block_c,
                        UnitAttr:$bottom_right,
-                       OptionalAttr<I64Attr>:$kv_splits);
+                       OptionalAttr<I64Attr>:$kv_splits,
+                       OptionalAttr<I64Attr>:$diagonal_offset);
   let results = (outs Variadic<RankedTensorOf<[F16, BF16, F32]>>:$results);
   let assemblyFormat = [{
     $query `,` $key `,` $value
@@ -264,7 +273,8 @@ def FA_ScoreTileOp : FA_Op<"score_tile"> {
     `j <= i`, window `|i - j| < w`. With `bottom_right` the offsets are
     shifted by the lengths (`row_offset = i0 + Nk`, `col_offset = j0 + Nq`),
     so the same compares realise the bottom-right diagonal without negative
-    positions; the attribute records it for the GPU mapping. Ragged tails
+    positions; with `diagonal_offset = d` the row offset holds `+ d` too.
+    The attributes record both for the GPU mapping. Ragged tails
     (query or key tiles shorter than the tile) and the causal/window masks
     are thus one mechanism: a masked score contributes `exp2(-inf) = 0`.
     Products are accumulated in f32 whatever the input type.
@@ -289,7 +299,8 @@ def FA_ScoreTileOp : FA_Op<"score_tile"> {
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
-                       UnitAttr:$bottom_right);
+                       UnitAttr:$bottom_right,
+                       OptionalAttr<I64Attr>:$diagonal_offset);
   let assemblyFormat = [{
     $query `,` $key `->` $scores `at` ` ` `[` $row_offset `,` $col_offset `]`
     (`descale` $descale^)? attr-dict `:` type($query) `,` type($key) `->` type($scores)

@@ -94,6 +94,11 @@ std::optional<std::string> checkSoftcap(double softcap);
 /// would be silently truncated.
 std::optional<std::string> checkWindow(int64_t window,
                                        unsigned positionBits = 64);
+/// How far the causal/window diagonal moves right (query i at key position
+/// i + offset): in [0, 2^(positionBits - 1) - 1], as a window; a negative
+/// offset would leave the first rows without any key.
+std::optional<std::string> checkDiagonalOffset(int64_t offset,
+                                               unsigned positionBits = 64);
 /// Split-KV chunk count, in [1, 1024] (more splits than that only add
 /// merge work: a chunk of a 2^20-key row is already 1024 keys).
 std::optional<std::string> checkKVSplits(int64_t splits);
@@ -141,7 +146,7 @@ std::optional<std::string> checkHadamardDim(int64_t dim);
 struct AttentionParams {
   std::optional<int64_t> headDim, valueHeadDim;
   std::optional<double> scale, softcap;
-  std::optional<int64_t> window;
+  std::optional<int64_t> window, diagonalOffset;
   std::optional<int64_t> blockR, blockC;
   std::optional<double> rescaleThreshold;
   std::optional<int64_t> polyExp2Degree, polyExp2Period;

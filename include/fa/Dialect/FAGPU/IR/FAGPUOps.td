@@ -17,7 +17,8 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     The numerics are the tile ops' (`fa.score_tile`, `fa.softmax_update` or
     `fa.conditional_softmax_update`), carried over unchanged: `scale`,
     `causal` and `window` (top-left aligned, or with `bottom_right` aligned
-    to the last key: query `i` at position `i + Nk - Nq`), `softcap`, and
+    to the last key: query `i` at position `i + Nk - Nq`; `diagonal_offset`
+    adds its keys to that position), `softcap`, and
     FA4's
     `rescale_threshold` (conditional rescaling, log2 units) and
     `exp2_poly_degree` / `exp2_poly_period` (software exp2 for one element
@@ -79,7 +80,8 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     OptionalAttr<I64Attr>:$exp2_poly_period,
     FAGPU_ScheduleAttr:$schedule,
     UnitAttr:$bottom_right,
-    OptionalAttr<F32Attr>:$probs_scale);
+    OptionalAttr<F32Attr>:$probs_scale,
+    OptionalAttr<I64Attr>:$diagonal_offset);
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?

@@ -28,7 +28,9 @@ namespace mlir::fagpu {
 /// window tile does: the producer and the consumers of a kernel then agree
 /// on a non-empty range (a fully masked block gives O = 0, LSE = -inf).
 /// So does a tile whose keys come from per-sequence lengths
-/// (`keyLengths`), where a sequence may have none.
+/// (`keyLengths`), where a sequence may have none. A `diagonalOffset` d
+/// (>= 0) moves every row's key position d keys right (so top-left
+/// positions stay non-negative).
 template <typename A> struct KVRange {
   typename A::Value first, end;
 };
@@ -37,10 +39,13 @@ template <typename A>
 KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
                         typename A::Value nk, int64_t blockR, int64_t blockC,
                         bool causal, int64_t window, bool bottomRight,
-                        bool keyLengths = false) {
+                        int64_t diagonalOffset, bool keyLengths = false) {
   using V = typename A::Value;
   V shift = bottomRight ? a.sub(nk, nq) : V();
-  auto atKey = [&](V row) { return bottomRight ? a.add(row, shift) : row; };
+  if (diagonalOffset)
+    shift = bottomRight ? a.add(shift, a.c(diagonalOffset))
+                        : a.c(diagonalOffset);
+  auto atKey = [&](V row) { return shift ? a.add(row, shift) : row; };
   auto nonNegative = [&](V x) { return bottomRight ? a.maxs(x, a.c(0)) : x; };
   V end = a.divu(a.add(nk, a.c(blockC - 1)), a.c(blockC));
   V lastRow = a.minu(a.add(qStart, a.c(blockR)), nq); // exclusive
@@ -53,8 +58,9 @@ KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
   V first = a.c(0);
   if (window) {
     V reach = a.c(window - 1);
-    V firstKey = bottomRight ? nonNegative(a.sub(atKey(qStart), reach))
-                             : a.sub(a.maxu(qStart, reach), reach);
+    V firstKey = bottomRight
+                     ? nonNegative(a.sub(atKey(qStart), reach))
+                     : a.sub(a.maxu(atKey(qStart), reach), reach);
     first = a.divu(firstKey, a.c(blockC));
     if (!causal)
       end = a.minu(
@@ -80,13 +86,15 @@ typename A::Value unmaskedBlocksEnd(A &a, const KVRange<A> &range,
                                     typename A::Value nq,
                                     typename A::Value nk, int64_t blockC,
                                     bool causal, int64_t window,
-                                    bool bottomRight) {
+                                    bool bottomRight,
+                                    int64_t diagonalOffset) {
   using V = typename A::Value;
   if (window)
     return range.first;
   V unmaskedEnd = a.divu(nk, a.c(blockC));
   if (causal) {
-    V firstKeyPos = a.add(qStart, a.c(1)); // first row, one past its key
+    // The first row, one past its key.
+    V firstKeyPos = a.add(qStart, a.c(1 + diagonalOffset));
     if (bottomRight)
       firstKeyPos = a.maxs(a.add(firstKeyPos, a.sub(nk, nq)), a.c(0));
     unmaskedEnd = a.minu(unmaskedEnd, a.divu(firstKeyPos, a.c(blockC)));

@@ -32,7 +32,7 @@ struct TrafficKernel {
   /// f16/bf16 O).
   int64_t elementBytes = 2, outputBytes = 2;
   bool causal = false, bottomRight = false;
-  int64_t window = 0;
+  int64_t window = 0, diagonalOffset = 0;
   /// TMA kernels move whole boxes: a ragged tail's rows past N cross from
   /// L2 too (measured on the H200: N = 1000 moves the bytes of N = 1024).
   /// The sm_80 kernel's cp.async zero-fills them instead (not measured).
@@ -154,7 +154,7 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
   int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
   int64_t splits = kernel.kvSplits;
   // Row i's visible keys [lo, hi), as the kernel masks them.
-  int64_t shift = kernel.bottomRight ? nk - nq : 0;
+  int64_t shift = (kernel.bottomRight ? nk - nq : 0) + kernel.diagonalOffset;
   auto visible = [&](int64_t i, int64_t first, int64_t end) {
     int64_t at = i + shift, lo = 0, hi = nk;
     if (kernel.causal)
@@ -204,7 +204,7 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
     int64_t rows = kernel.wholeBoxes ? br : std::min(br, nq - qStart);
     KVRange<IntegerArithmetic> range =
         kvBlockRange(ints, qStart, nq, nk, br, bc, kernel.causal,
-                     kernel.window, kernel.bottomRight);
+                     kernel.window, kernel.bottomRight, kernel.diagonalOffset);
     if (kernel.kvSplits) {
       splitTileTraffic(kernel, qStart, std::min(br, nq - qStart), nq, nk,
                        range, head);
@@ -407,7 +407,7 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
       qBlock = tilesPerHead - 1 - qBlock;
     KVRange<IntegerArithmetic> r =
         kvBlockRange(ints, qBlock * br, nq, nk, br, bc, kernel.causal,
-                     kernel.window, kernel.bottomRight);
+                     kernel.window, kernel.bottomRight, kernel.diagonalOffset);
     if (kernel.kvSplits) {
       auto [begin, end] = fa::kvChunk(ints, r.first, r.end, chunk, chunks);
       r = {begin, end};
