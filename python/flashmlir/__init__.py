@@ -599,16 +599,24 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                 f"flash_attn_varlen_func: {name} must be an int32 tensor "
                 f"[B + 1]")
     # Every sequence's lengths from its sums, checked once here rather than
-    # read past the tensors by the kernel.
+    # read past the tensors by the kernel: eagerly on the host, inside a
+    # CUDA graph capture (no host reads there) as a device assertion that
+    # every replay checks, as flash_attn_with_kvcache's lengths.
     for name, sums, total in (("cu_seqlens_q", cu_seqlens_q, q.shape[0]),
                               ("cu_seqlens_k", cu_seqlens_k, k.shape[0])):
+        message = (f"flash_attn_varlen_func: {name} must start at 0, not "
+                   f"decrease and end within the {total} packed rows, got "
+                   "{got}")
+        if runtime.capturing():
+            valid = (sums[0] == 0) & (sums[1:] >= sums[:-1]).all() & \
+                (sums[-1] <= total)
+            torch._assert_async(valid, message.format(got="?"))
+            continue
         host = sums.tolist()
         if host[0] != 0 or any(b < a for a, b in zip(host, host[1:])) or \
                 host[-1] > total:
-            raise runtime.KernelArgumentError(
-                f"flash_attn_varlen_func: {name} must start at 0, not "
-                f"decrease and end within the {total} packed rows, got "
-                f"{host[:4]}{'...' if len(host) > 4 else ''}")
+            raise runtime.KernelArgumentError(message.format(
+                got=f"{host[:4]}{'...' if len(host) > 4 else ''}"))
     if int(max_seqlen_q) < 1 or int(max_seqlen_q) > q.shape[0]:
         raise runtime.KernelArgumentError(
             f"flash_attn_varlen_func: max_seqlen_q must be in [1, "
