@@ -56,7 +56,8 @@ def check(folder):
             ref, ref_lse, empty = reference(q, k, v, scale, m["causal"],
                                             m.get("window", 0),
                                             m.get("softcap", 0.0),
-                                            m.get("bottom_right", False))
+                                            m.get("bottom_right", False),
+                                            diagonal_offset=m.get("diagonal_offset", 0))
             for splits in splits_list:
                 checks += 1
                 out = torch.full_like(q, float("nan"))

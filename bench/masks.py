@@ -19,10 +19,11 @@ TOL = {"f16": 2e-3, "bf16": 1.6e-2}
 
 
 def reference(q, k, v, scale, causal, window, softcap, bottom_right=False,
-              upcast=True):
+              upcast=True, diagonal_offset=0):
     """O, LSE and the rows that see no key, of attention with the masks, in
     fp32 or (upcast=False) in q's dtype: torch's low-precision math, the
-    2x rule's yardstick."""
+    2x rule's yardstick. diagonal_offset d: query i at key position i + d
+    (plus Nk - Nq when bottom-right)."""
     b, hq, nq, d = q.shape
     hkv, nk = k.shape[1], k.shape[2]
     cast = (lambda t: t.float()) if upcast else (lambda t: t)
@@ -33,7 +34,7 @@ def reference(q, k, v, scale, causal, window, softcap, bottom_right=False,
         s = softcap * torch.tanh(s / softcap)
     # Bottom-right alignment: query i at key position i + Nk - Nq.
     i = torch.arange(nq, device=q.device)[:, None] + (
-        nk - nq if bottom_right else 0)
+        nk - nq if bottom_right else 0) + diagonal_offset
     j = torch.arange(nk, device=q.device)[None, :]
     visible = torch.ones(nq, nk, dtype=torch.bool, device=q.device)
     if causal:
@@ -77,7 +78,8 @@ def main():
             ref, ref_lse, empty = reference(q, kk, v, scale, m["causal"],
                                             m.get("window", 0),
                                             m.get("softcap", 0.0),
-                                            m.get("bottom_right", False))
+                                            m.get("bottom_right", False),
+                                            diagonal_offset=m.get("diagonal_offset", 0))
             err = ((out.float() - ref).norm() / ref.norm()).item()
             finite = torch.isfinite(ref_lse)
             lse_err = ((lse[finite] - ref_lse[finite]).abs().max().item()

@@ -70,7 +70,7 @@ def gather(cache, table, b, length, page_size):
 
 def per_sequence_reference(q, k_cache, v_cache, table, lengths, page_size,
                            causal, scale, bottom_right, upcast, window=0,
-                           softcap=0.0):
+                           softcap=0.0, diagonal_offset=0):
     """O, LSE in fp32 (upcast) or in q's dtype (torch's low-precision math,
     the 2x rule's yardstick), sequence by sequence, with the kernel's
     masks."""
@@ -85,7 +85,7 @@ def per_sequence_reference(q, k_cache, v_cache, table, lengths, page_size,
         kb = gather(k_cache, table, b, length, page_size)[None]
         vb = gather(v_cache, table, b, length, page_size)[None]
         o, lse, _ = reference(qb, kb, vb, scale, causal, window, softcap,
-                              bottom_right, upcast)
+                              bottom_right, upcast, diagonal_offset)
         outs.append(o.float())
         lses.append(lse.float())
     return torch.cat(outs), torch.cat(lses)
@@ -136,7 +136,8 @@ def check(folder):
                     v[i, :, :n] = gather(v_cache, table, i, n, ps)
                 tab = None
             masks = dict(window=m.get("window", 0),
-                         softcap=m.get("softcap", 0.0))
+                         softcap=m.get("softcap", 0.0),
+                         diagonal_offset=m.get("diagonal_offset", 0))
             ref, ref_lse = per_sequence_reference(
                 q, k_cache, v_cache, table, lengths, ps, causal, scale,
                 bottom_right, upcast=True, **masks)

@@ -80,7 +80,8 @@ def check(folder):
                 scale = 1 / math.sqrt(d)
                 ref, ref_lse, _ = reference(
                     q, k, v, scale, m["causal"], m.get("window", 0),
-                    m.get("softcap", 0.0), m.get("bottom_right", False))
+                    m.get("softcap", 0.0), m.get("bottom_right", False),
+                    diagonal_offset=m.get("diagonal_offset", 0))
                 out.fill_(float("nan"))
                 o, lse = kern(q, k, v, out=out, scale=scale)
                 assert o.data_ptr() == out.data_ptr()

@@ -48,7 +48,7 @@ def packed(b_lengths, h, d, dtype):
 
 
 def per_sequence(q, k, v, cuq, cuk, scale, causal, upcast, window=0,
-                 softcap=0.0):
+                 softcap=0.0, diagonal_offset=0):
     """O [1, Hq, total_q, D] (fp32) and LSE, each sequence alone, with the
     kernel's causal, window and softcap masks bottom-right aligned with its
     own lengths; rows of an empty sequence do not exist."""
@@ -63,7 +63,7 @@ def per_sequence(q, k, v, cuq, cuk, scale, causal, upcast, window=0,
             continue  # no key: O = 0, LSE = -inf
         qi, ki, vi = q[:, :, qs], k[:, :, ks], v[:, :, ks]
         oi, li, _ = reference(qi, ki, vi, scale, causal, window, softcap,
-                              True, upcast)
+                              True, upcast, diagonal_offset)
         o[:, :, qs] = oi.float()
         lse[:, :, qs] = li.float()
     return o, lse
@@ -95,7 +95,8 @@ def check(folder):
                    cu_seqlens_k=cuk, max_seqlen_q=max(lq))
             torch.cuda.synchronize()
             masks = dict(window=m.get("window", 0),
-                         softcap=m.get("softcap", 0.0))
+                         softcap=m.get("softcap", 0.0),
+                         diagonal_offset=m.get("diagonal_offset", 0))
             ref, ref_lse = per_sequence(q, k, v, cuq, cuk, scale,
                                         m["causal"], True, **masks)
             low, _ = per_sequence(q, k, v, cuq, cuk, scale, m["causal"],

@@ -223,6 +223,14 @@ int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
                              long long headDim, long long strideB,
                              long long strideH, long long strideN,
                              int boxRows, int dtype);
+/** The same with the bytes L2 fetches from DRAM when a box misses (0, 64,
+ *  128 or 256; the function above takes 256): a kernel's metadata gives
+ *  each tensor map's as its parameter's "l2_promotion". */
+int faEncodeStridedTensorMapL2(void *map, const void *base, long long batch,
+                               long long heads, long long rows,
+                               long long headDim, long long strideB,
+                               long long strideH, long long strideN,
+                               int boxRows, int dtype, int l2PromotionBytes);
 
 /** Device memory helpers for embedders and tests (device of the current
  *  context, retained by faKernelLoad or faDeviceInit). Null pointers are

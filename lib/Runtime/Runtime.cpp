@@ -244,6 +244,9 @@ struct Metadata {
   // Each parameter's tensor-map box rows ("box": [cols, rows]), 0 where
   // it has none; in the order of `params`.
   std::vector<long> paramBoxRows;
+  // Each parameter's tensor-map L2 promotion in bytes ("l2_promotion": 0,
+  // 64, 128 or 256; 256 where absent, as before the key existed).
+  std::vector<long> paramL2Promotion;
   // e4m3: the V layout kernel of the same cubin ("value_layout"): its name,
   // threads per block and parameter names.
   std::string valueLayoutKernel;
@@ -519,7 +522,7 @@ private:
         return fail("launch metadata: 'params' must hold objects");
       std::string name;
       bool named = false;
-      long boxRows = 0;
+      long boxRows = 0, l2Promotion = 256;
       while (true) {
         skipSpace();
         if (eat('}')) {
@@ -527,6 +530,7 @@ private:
             return fail("launch metadata: a parameter has no 'name'");
           names.push_back(name);
           m.paramBoxRows.push_back(boxRows);
+          m.paramL2Promotion.push_back(l2Promotion);
           break;
         }
         std::string key;
@@ -547,6 +551,15 @@ private:
             return fail("launch metadata: a parameter's 'box' must be two "
                         "integers in [1, 256]");
           boxRows = rows;
+        } else if (key == "l2_promotion") {
+          static constexpr IntField kPromotion = {"l2_promotion", 0, 256};
+          if (readInt(kPromotion, l2Promotion))
+            return 1;
+          if (l2Promotion != 0 && l2Promotion != 64 && l2Promotion != 128 &&
+              l2Promotion != 256)
+            return fail("launch metadata: a parameter's 'l2_promotion' must "
+                        "be 0, 64, 128 or 256 (bytes), got " +
+                        std::to_string(l2Promotion));
         } else if (key == "rank") {
           static constexpr IntField kRank = {"rank", 3, 4};
           long rank;
@@ -731,6 +744,13 @@ int validate(const Metadata &m) {
                 "[threads, 1, 1], the parameters (v, v_t, B, Hkv, Nk, "
                 "v_stride_b, v_stride_h, v_stride_n), and an attention "
                 "reading rank-4 tensor maps (v_t's with a box)");
+  // faEncodeTensorMap (rank 3) encodes the 256-byte promotion only.
+  if (!m.strided())
+    for (long promotion : m.paramL2Promotion)
+      if (promotion != 256)
+        return fail("launch metadata: rank-3 tensor maps take an "
+                    "'l2_promotion' of 256 only, got " +
+                    std::to_string(promotion));
   return 0;
 }
 
@@ -993,18 +1013,23 @@ namespace {
 int encodeTiledMap(void *map, const void *base, unsigned rank,
                    const unsigned long long *dims,
                    const unsigned long long *byteStrides, int boxRows,
-                   int dtype) {
+                   int dtype, int l2PromotionBytes) {
   // A box row is 128 bytes, the swizzle span: 64 16-bit or 128 e4m3
   // elements (e4m3 is encoded as bytes: the TMA only moves them).
   unsigned boxDims[4] = {dtype == 2 ? 128u : 64u, (unsigned)boxRows, 1, 1};
   unsigned unit[4] = {1, 1, 1, 1};
-  const int u8 = 0, f16 = 6, bf16 = 9, swizzle128B = 3, l2Promotion256B = 3;
+  const int u8 = 0, f16 = 6, bf16 = 9, swizzle128B = 3;
   const int type = dtype == 2 ? u8 : dtype == 1 ? bf16 : f16;
+  // CU_TENSOR_MAP_L2_PROMOTION_{NONE, L2_64B, L2_128B, L2_256B}.
+  const int l2Promotion = l2PromotionBytes == 64    ? 1
+                          : l2PromotionBytes == 128 ? 2
+                          : l2PromotionBytes == 256 ? 3
+                                                    : 0;
   return check(driver.cuTensorMapEncodeTiled(
                    map, type, rank, const_cast<void *>(base),
                    const_cast<unsigned long long *>(dims),
                    const_cast<unsigned long long *>(byteStrides), boxDims,
-                   unit, /*interleave=*/0, swizzle128B, l2Promotion256B,
+                   unit, /*interleave=*/0, swizzle128B, l2Promotion,
                    /*oobFill=*/0),
                "cuTensorMapEncodeTiled");
 }
@@ -1076,7 +1101,8 @@ int faEncodeTensorMap(void *map, const void *base, long long matrices,
                                 (unsigned long long)matrices};
   unsigned long long strides[2] = {(unsigned long long)headDim * 2,
                                    (unsigned long long)(rows * headDim * 2)};
-  return encodeTiledMap(map, base, 3, dims, strides, boxRows, dtype);
+  return encodeTiledMap(map, base, 3, dims, strides, boxRows, dtype,
+                        /*l2PromotionBytes=*/256);
 }
 
 
@@ -1085,6 +1111,20 @@ int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
                              long long headDim, long long strideB,
                              long long strideH, long long strideN,
                              int boxRows, int dtype) {
+  return faEncodeStridedTensorMapL2(map, base, batch, heads, rows, headDim,
+                                    strideB, strideH, strideN, boxRows, dtype,
+                                    256);
+}
+
+int faEncodeStridedTensorMapL2(void *map, const void *base, long long batch,
+                               long long heads, long long rows,
+                               long long headDim, long long strideB,
+                               long long strideH, long long strideN,
+                               int boxRows, int dtype, int l2PromotionBytes) {
+  if (l2PromotionBytes != 0 && l2PromotionBytes != 64 &&
+      l2PromotionBytes != 128 && l2PromotionBytes != 256)
+    return fail("faEncodeStridedTensorMap: the L2 promotion must be 0, 64, "
+                "128 or 256 bytes, got " + std::to_string(l2PromotionBytes));
   if (!map || reinterpret_cast<uintptr_t>(map) % 64 != 0)
     return fail("faEncodeStridedTensorMap: the map must be 64-byte aligned");
   if (!base || reinterpret_cast<uintptr_t>(base) % 16 != 0)
@@ -1121,7 +1161,8 @@ int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
       (unsigned long long)(strides.batch * elementBytes)};
   if (loadDriver())
     return 1;
-  return encodeTiledMap(map, base, 4, dims, byteStrides, boxRows, dtype);
+  return encodeTiledMap(map, base, 4, dims, byteStrides, boxRows, dtype,
+                        l2PromotionBytes);
 }
 
 int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
@@ -1345,19 +1386,21 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
     for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
       if (fp8 && i == 2) {
         // V^T [B, Hkv, D, Nk_16], contiguous: rows of D, keys innermost.
-        if (faEncodeStridedTensorMap(maps[2], (const void *)valueT, batch,
-                                     kvHeads, d, keys16, kvHeads * d * keys16,
-                                     d * keys16, keys16,
-                                     (int)k->meta.paramBoxRows[2], dtype))
+        if (faEncodeStridedTensorMapL2(
+                maps[2], (const void *)valueT, batch, kvHeads, d, keys16,
+                kvHeads * d * keys16, d * keys16, keys16,
+                (int)k->meta.paramBoxRows[2], dtype,
+                (int)k->meta.paramL2Promotion[2]))
           return 1;
         tensorArgs[2] = maps[2];
         continue;
       }
       if (k->meta.strided()
-              ? faEncodeStridedTensorMap(maps[i], bases[i], batches[i],
-                                         heads[i], rows[i], columns[i],
-                                         strides[i].batch, strides[i].head,
-                                         strides[i].row, (int)box[i], dtype)
+              ? faEncodeStridedTensorMapL2(
+                    maps[i], bases[i], batches[i], heads[i], rows[i],
+                    columns[i], strides[i].batch, strides[i].head,
+                    strides[i].row, (int)box[i], dtype,
+                    (int)k->meta.paramL2Promotion[i])
               : faEncodeTensorMap(maps[i], bases[i],
                                   batches[i] * heads[i], rows[i], columns[i],
                                   16, (int)box[i], dtype))

@@ -308,6 +308,7 @@ static std::string metadataJson(StringRef kernelName,
             llvm::json::Array{fagpu::tmaBoxColumns(p.dtype), p.boxRows};
         param["swizzle"] = "128B";
         param["rank"] = p.rank;
+        param["l2_promotion"] = p.l2Promotion;
       }
       params.push_back(std::move(param));
     }

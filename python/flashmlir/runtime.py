@@ -28,7 +28,9 @@ _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 # e4m3 is encoded as bytes (UINT8): the TMA only moves it.
 _CU_TENSOR_MAP_DATA_TYPE = {"f16": 6, "bf16": 9, "e4m3": 0}
 _CU_TENSOR_MAP_SWIZZLE_128B = 3
-_CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3
+# CU_TENSOR_MAP_L2_PROMOTION_* by the bytes L2 fetches on a box's miss (a
+# parameter's metadata "l2_promotion"; 256 where absent).
+_CU_TENSOR_MAP_L2_PROMOTION = {0: 0, 64: 1, 128: 2, 256: 3}
 _DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 # e4m3 tensors: torch's float8_e4m3fn, or their codes as uint8.
 _E4M3_DTYPE_NAMES = ("float8_e4m3fn", "uint8")
@@ -159,6 +161,13 @@ def validate_metadata(meta):
     if len(ranks) > 1 or not ranks <= {None, 3, 4}:
         raise MetadataError(f"the tensor maps' ranks must be one of 3 or 4, "
                             f"got {sorted(ranks, key=str)}")
+    for p in meta["params"]:
+        promotion = p.get("l2_promotion", 256)
+        if isinstance(promotion, bool) or \
+                promotion not in _CU_TENSOR_MAP_L2_PROMOTION:
+            raise MetadataError(f"parameter {p.get('name')!r}: "
+                                f"'l2_promotion' must be 0, 64, 128 or 256 "
+                                f"(bytes), got {promotion!r}")
     if ranks == {4} and not meta.get("tma_box_rows_o"):
         expected += ["o_stride_b", "o_stride_h", "o_stride_n"]
     # A KV cache: per-sequence key lengths, a paged cache's block table.
@@ -373,30 +382,32 @@ _TENSOR_MAP_LOCK = threading.Lock()
 
 
 def encode_tensor_map(tensor, box_rows, dtype, box_cols=64, rank=3,
-                      strides=None):
+                      strides=None, l2_promotion=256):
     """A CUtensorMap (128 bytes, 64-byte aligned) over [B, H, N, D]
     `tensor`: boxes of `box_cols` columns x `box_rows` rows of one (batch,
-    head), 128-byte swizzle, zeros past N. Rank 3: the contiguous tensor as
+    head), 128-byte swizzle, zeros past N, L2 fetching `l2_promotion` bytes
+    (0, 64, 128, 256) on a box's miss. Rank 3: the contiguous tensor as
     B * H matrices of N x D; rank 4: a strided one, `strides` its (batch,
     head, row) element strides (tensor_strides). Returns (buffer, address);
     the buffer stays valid while cached, and the launch copies the parameter
     anyway."""
     key = (tensor.data_ptr(), tuple(tensor.shape), tensor.element_size(),
-           dtype, box_rows, box_cols, rank, strides)
+           dtype, box_rows, box_cols, rank, strides, l2_promotion)
     with _TENSOR_MAP_LOCK:
         hit = _TENSOR_MAPS.get(key)
         if hit is not None:
             _TENSOR_MAPS.move_to_end(key)
             return hit
         encoded = _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank,
-                                     strides)
+                                     strides, l2_promotion)
         _TENSOR_MAPS[key] = encoded
         if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
             _TENSOR_MAPS.popitem(last=False)
         return encoded
 
 
-def _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank, strides):
+def _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank, strides,
+                       l2_promotion):
     b, h, n, d = tensor.shape
     buf = ctypes.create_string_buffer(128 + 64)
     addr = (ctypes.addressof(buf) + 63) & ~63
@@ -417,7 +428,8 @@ def _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank, strides):
         ctypes.c_uint32(rank), ctypes.c_void_p(tensor.data_ptr()), dims,
         byte_strides, box, unit, ctypes.c_int(0),
         ctypes.c_int(_CU_TENSOR_MAP_SWIZZLE_128B),
-        ctypes.c_int(_CU_TENSOR_MAP_L2_PROMOTION_L2_256B), ctypes.c_int(0)),
+        ctypes.c_int(_CU_TENSOR_MAP_L2_PROMOTION[l2_promotion]),
+        ctypes.c_int(0)),
         "cuTensorMapEncodeTiled")
     return buf, addr
 
@@ -861,7 +873,8 @@ class Kernel:
             v_t = self._value_layout(v, strides[2], device_index, stream)
             params = self.meta["params"]
             maps = [encode_tensor_map(t, int(p["box"][1]), "e4m3",
-                                      int(p["box"][0]), 4, st)
+                                      int(p["box"][0]), 4, st,
+                                      p.get("l2_promotion", 256))
                     for t, p, st in ((q, params[0], strides[0]),
                                      (k, params[1], strides[1]),
                                      (v_t, params[2], v_t.stride()[:3]))]
@@ -1086,7 +1099,8 @@ class Kernel:
                 if p.get("kind") == "tensormap":
                     buf, addr = encode_tensor_map(
                         tensors[i], int(p["box"][1]), self.meta["dtype"],
-                        int(p["box"][0]), int(p.get("rank", 3)), strides[i])
+                        int(p["box"][0]), int(p.get("rank", 3)), strides[i],
+                        p.get("l2_promotion", 256))
                     maps.append(buf)
                     addresses[i] = addr
             params = (ctypes.c_void_p * len(values))(*addresses)

@@ -255,6 +255,12 @@ def test_bad_outputs_are_named(compiled):
     (lambda m: m.__setitem__("scale", -0.5),
      r"'scale' must be a number in \[2\^-64, 2\^64\], got -0.5"),
     (lambda m: m.__setitem__("scale", "0.5"), "'scale' must be a number"),
+    # A tensor map's L2 promotion: one of cuTensorMapEncodeTiled's.
+    (lambda m: m["params"][1].__setitem__("l2_promotion", 32),
+     r"parameter 'k': 'l2_promotion' must be 0, 64, 128 or 256 \(bytes\), "
+     r"got 32"),
+    (lambda m: m["params"][1].__setitem__("l2_promotion", True),
+     "'l2_promotion' must be 0, 64, 128 or 256"),
 ])
 def test_bad_metadata_is_refused(compiled, edit, message):
     meta = json.load(open(compiled + ".json"))
@@ -286,7 +292,8 @@ def test_tensor_maps_are_cached_on_what_they_encode(monkeypatch):
     and box: the same ones reuse the encoding, any difference re-encodes."""
     calls = []
 
-    def fake_encode(tensor, box_rows, dtype, box_cols, rank, strides):
+    def fake_encode(tensor, box_rows, dtype, box_cols, rank, strides,
+                    l2_promotion):
         calls.append((tensor.data_ptr(), box_rows))
         return (object(), len(calls))
 
@@ -308,6 +315,9 @@ def test_tensor_maps_are_cached_on_what_they_encode(monkeypatch):
         t, 128, "f16", rank=4, strides=(8192, 64, 128)) is not None
     runtime.encode_tensor_map(t, 128, "f16", rank=4, strides=(8192, 4096, 64))
     assert len(calls) == 5
+    # So is the L2 promotion (a split-KV kernel's K and V take 64 bytes).
+    runtime.encode_tensor_map(t, 128, "f16", l2_promotion=64)
+    assert len(calls) == 6
 
 
 def test_compiled_scale_is_in_the_metadata(compiled):

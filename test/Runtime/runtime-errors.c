@@ -118,6 +118,9 @@ int main(int argc, char **argv) {
     report("strided map, unaligned base",
            faEncodeStridedTensorMap(map, (const void *)(unsigned long)0x1008,
                                     1, 1, 1, 64, 64, 64, 64, 128, 0));
+    report("strided map, L2 promotion of 100 bytes",
+           faEncodeStridedTensorMapL2(map, base, 2, 4, 100, 64, 25600, 6400,
+                                      64, 128, 0, 100));
   }
 #define TMA_KERNEL(params)                                                     \
   META_HEAD "\"block_r\": 128, \"shared_memory_bytes\": 0, "                \
@@ -144,6 +147,16 @@ int main(int argc, char **argv) {
          faKernelLoad(cubin, 4,
                       TMA_KERNEL(MAP("q", "5") MAP("k", "5") MAP("v", "5")
                                      SCALARS),
+                      0, &k));
+  report("tensor map of an L2 promotion of 32 bytes",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL(MAP("q", "4") MAP("k", "4 , \"l2_promotion\": 32")
+                                     MAP("v", "4") SCALARS),
+                      0, &k));
+  report("rank-3 tensor map with a 64-byte L2 promotion",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL(MAP("q", "3") MAP("k", "3 , \"l2_promotion\": 64")
+                                     MAP("v", "3") SCALARS),
                       0, &k));
   report("launch without kernel",
          faKernelLaunch(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, NULL));

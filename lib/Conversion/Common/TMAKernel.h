@@ -506,7 +506,8 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   auto encodeType = LLVM::LLVMFunctionType::get(
       i32, {hostPtr, hostPtr, i64, i64, i64, i64, i32, i32});
   auto stridedEncodeType = LLVM::LLVMFunctionType::get(
-      i32, {hostPtr, hostPtr, i64, i64, i64, i64, i64, i64, i64, i32, i32});
+      i32,
+      {hostPtr, hostPtr, i64, i64, i64, i64, i64, i64, i64, i32, i32, i32});
   auto runtimeFunction = [&](StringRef name, LLVM::LLVMFunctionType type) {
     auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
     if (!fn) {
@@ -532,8 +533,9 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
   auto c64 = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(b, loc, v, 64);
   };
-  // Rank 4: faEncodeStridedTensorMap(map, base, B, H, N, D, batch, head and
-  // row strides, boxRows, dtype (0 f16, 1 bf16, 2 e4m3)); rank 3:
+  // Rank 4: faEncodeStridedTensorMapL2(map, base, B, H, N, D, batch, head
+  // and row strides, boxRows, dtype (0 f16, 1 bf16, 2 e4m3), the map's L2
+  // promotion in bytes); rank 3 (the 256-byte promotion only):
   // faEncodeTensorMap(map, base, B * H, N, D, elemBits, boxRows, dtype).
   // Each writes the 128-B CUtensorMap.
   auto mapSlot = [&] {
@@ -554,10 +556,11 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
       std::array<Value, 3> strides = stridesOf(memref);
       LLVM::CallOp::create(
           b, loc,
-          runtimeFunction("faEncodeStridedTensorMap", stridedEncodeType),
+          runtimeFunction("faEncodeStridedTensorMapL2", stridedEncodeType),
           ValueRange{slot, base, toI64(dim(memref, 0)), toI64(dim(memref, 1)),
                      toI64(dim(memref, 2)), columns, strides[0],
-                     strides[1], strides[2], c32(p.boxRows), dtypeCode(p)});
+                     strides[1], strides[2], c32(p.boxRows), dtypeCode(p),
+                     c32(p.l2Promotion)});
     } else {
       Value matrices = arith::MulIOp::create(b, loc, toI64(dim(memref, 0)),
                                              toI64(dim(memref, 1)));
@@ -673,11 +676,12 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
     Value batchStride =
         arith::MulIOp::create(b, loc, toI64(kvHeads), headStride);
     LLVM::CallOp::create(
-        b, loc, runtimeFunction("faEncodeStridedTensorMap", stridedEncodeType),
+        b, loc,
+        runtimeFunction("faEncodeStridedTensorMapL2", stridedEncodeType),
         ValueRange{slot, alignedPointer(b, loc, valueT, hostPtr),
                    toI64(operands.size("B")), toI64(kvHeads), d, rowBytes,
                    batchStride, headStride, rowBytes, c32(p.boxRows),
-                   dtypeCode(p)});
+                   dtypeCode(p), c32(p.l2Promotion)});
     return LLVM::LoadOp::create(b, loc, mapType, slot);
   };
   SmallVector<Value> args =

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/Heuristics.h"
+#include "fa/Dialect/FAGPU/IR/KernelABI.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 
 using namespace mlir;
@@ -141,6 +142,21 @@ SplitKVDefaults mlir::fagpu::splitKVDefaults(Target target, int64_t headDim,
             "2026-12-01-decode-splitkv-v1"};
   const KernelDefaults *row = defaultsFor(target, headDim, causal);
   return {row ? row->blockR : 0, nullptr};
+}
+
+L2PromotionDefaults mlir::fagpu::kvL2Promotion(Target target, bool splitKV) {
+  // Decode streams each K/V row from DRAM once, in two 128-byte boxes (the
+  // swizzle span) of a 256-byte row: a miss of the first need not fetch the
+  // second's bytes ahead of it.
+  if (target == Target::sm_90a && splitKV)
+    return {64,
+            "split-KV decode D 128 f16, kernel time against cuDNN's, 3 "
+            "rounds, 256B -> 64B: B 1 H 32 Nk 32k 0.976-0.981 -> "
+            "0.994-0.997, B 1 H 8 Nk 128k 0.964-0.968 -> 0.984-0.987, B 4 H "
+            "32 Nk 8k 0.965-0.969 -> 0.989-0.994 (prefill kernels within "
+            "do_bench's noise either way, kept at 256B): "
+            "2026-12-02-decode-l2-promotion"};
+  return {kDefaultL2Promotion, nullptr};
 }
 
 int64_t mlir::fagpu::defaultBlockC(Target target, int64_t headDim, bool causal,

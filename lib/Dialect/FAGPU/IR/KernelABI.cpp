@@ -1,6 +1,7 @@
 //===- KernelABI.cpp - the launch interface of the attention kernels ------===//
 
 #include "fa/Dialect/FAGPU/IR/KernelABI.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 
 using namespace mlir;
@@ -137,6 +138,10 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
                        "zero by it";
     params.push_back(arrivals);
   }
+  // The K and V maps' L2 promotion (the heuristics table's).
+  for (KernelParam &p : MutableArrayRef<KernelParam>(params).slice(1, 2))
+    if (p.kind == ParamKind::TensorMap && p.name != "v_t")
+      p.l2Promotion = kvL2Promotion(target, s.kvSplits != 0).bytes;
   if (s.scheduler == TileScheduler::Dynamic) {
     KernelParam counter =
         scalar("tile_counter", ParamKind::Counter,

@@ -15,7 +15,7 @@
 // CHECK: %[[T1:.*]] = gpu.launch_func async [%[[T0]]] @fa_kernels::@fa_e4m3_v_layout_d128 blocks in ({{.*}}) threads in (%c256,
 // q, k and V^T: e4m3 maps (dtype code 2); V^T's rows are D, its columns
 // the keys.
-// CHECK-COUNT-3: llvm.call @faEncodeStridedTensorMap({{.*}}, %c2_i32{{.*}})
+// CHECK-COUNT-3: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c2_i32{{.*}})
 // CHECK: gpu.launch_func async [%[[T1]]] @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
 // CHECK: gpu.dealloc async {{.*}} %[[VT]]
 // CHECK: llvm.func @fa_e4m3_v_layout_d128(

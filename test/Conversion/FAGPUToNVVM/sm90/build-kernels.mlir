@@ -237,7 +237,11 @@ func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: me
 // CHECK-LABEL: func.func @padded_head_dim
 // CHECK: arith.constant 96 : index
 // CHECK: gpu.alloc async {{.*}} : memref<?xf32>
-// CHECK: llvm.call @faEncodeStridedTensorMap({{.*}}, %c96_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32) -> i32
+// Q's map takes the default L2 promotion (256 bytes), K's and V's the
+// split-KV kernels' 64 (fagpu::kvL2Promotion).
+// CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c96_i64{{.*}}, %c0_i32{{[_0-9]*}}, %c256_i32{{[_0-9]*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32, i32) -> i32
+// CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c0_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}})
+// CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c0_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}})
 // CHECK: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d96_br64_bc64_s2_f16_stg_splitkv
 // CHECK: llvm.func @fa3_sm90_d96_br64_bc64_s2_f16_stg_splitkv(
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 1, buffers = 1, 64x128xf16>
@@ -258,9 +262,9 @@ func.func @padded_head_dim(%q: memref<?x?x?x96xf16>, %k: memref<?x?x?x96xf16>, %
 // K's (D = 192), its map has 128 columns (the TMA zero-fills 128 to 191,
 // so O's columns 128 to 191 are zero), and O's 128 columns are stored.
 // CHECK-LABEL: func.func @narrow_values
-// CHECK: llvm.call @faEncodeStridedTensorMap({{.*}}, %c192_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32) -> i32
-// CHECK: llvm.call @faEncodeStridedTensorMap({{.*}}, %c192_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32) -> i32
-// CHECK: llvm.call @faEncodeStridedTensorMap({{.*}}, %c128_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32) -> i32
+// CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c192_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32, i32) -> i32
+// CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c192_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32, i32) -> i32
+// CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c128_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32, i32) -> i32
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d192_dv128_br128_bc64_s2_f16_stg
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 64x192xf16>
 // CHECK: fagpu.store_output {{.*}} as f16 {{.*}} {columns = 128 : i64} : !fagpu.fragment<64x192xf32, accumulator>

@@ -17,7 +17,7 @@ func.func @d64_causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 // CHECK-LABEL: func.func @d64_causal
 // Q tensor map boxes of 64 rows, 256 threads, 107,632 bytes of shared
 // memory (Q 8 KiB + 3 stages of 32 KiB + barriers + alignment slack).
-// CHECK: llvm.call @faEncodeStridedTensorMap(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i64, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i32,
+// CHECK: llvm.call @faEncodeStridedTensorMapL2(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i64, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i32,
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br64_bc128_s3_f16_causal
 // CHECK-SAME: threads in (%c256,
 // CHECK-SAME: dynamic_shared_memory_size %c107632_i32

@@ -14,7 +14,7 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 }
 // CHECK-LABEL: func.func @d64
 // Q tensor map boxes of 192 rows, 512 threads.
-// CHECK: llvm.call @faEncodeStridedTensorMap(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i64, %{{.*}}, %{{.*}}, %{{.*}}, %c192_i32,
+// CHECK: llvm.call @faEncodeStridedTensorMapL2(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i64, %{{.*}}, %{{.*}}, %{{.*}}, %c192_i32,
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16
 // CHECK-SAME: threads in (%c512,
 // CHECK: consumers = 3, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 160

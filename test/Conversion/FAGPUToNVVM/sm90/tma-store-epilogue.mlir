@@ -25,7 +25,7 @@ func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // Host: four tensor maps; o's boxes are 64 rows.
 // CHECK-LABEL: func.func @d128
 // CHECK-COUNT-3: llvm.call @faEncodeStridedTensorMap
-// CHECK: llvm.call @faEncodeStridedTensorMap(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c128_i64{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i32
+// CHECK: llvm.call @faEncodeStridedTensorMapL2(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c128_i64{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c64_i32
 // Q (2 x 32 KiB) + 2 stages (2 x 64 KiB) + the 32 KiB staging tile +
 // barriers + alignment slack.
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_persistent_q2 blocks

@@ -91,6 +91,15 @@ struct SplitKVDefaults {
 };
 SplitKVDefaults splitKVDefaults(Target target, int64_t headDim, bool causal);
 
+/// The L2 promotion of the K and V tensor maps (bytes L2 fetches from DRAM
+/// when a box misses; kDefaultL2Promotion elsewhere). Null evidence where
+/// the default is kept.
+struct L2PromotionDefaults {
+  int64_t bytes;
+  const char *evidence;
+};
+L2PromotionDefaults kvL2Promotion(Target target, bool splitKV);
+
 /// The machine a target's traffic model assumes where nobody gives one
 /// (fagpu-io-report's DRAM model): SMs, and the L2 bytes a working set can
 /// reuse, of the GPU the target's kernels were measured on; null evidence

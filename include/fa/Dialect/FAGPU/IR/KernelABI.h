@@ -17,6 +17,10 @@
 
 namespace mlir::fagpu {
 
+/// The L2 promotion of a tensor map where nothing else is chosen: 256 bytes
+/// (a box row is 128 bytes; a 256-byte row of D 128 f16 is two of them).
+inline constexpr int64_t kDefaultL2Promotion = 256;
+
 enum class ParamKind {
   /// A CUtensorMap the runtime encodes with cuTensorMapEncodeTiled, passed
   /// by value as a __grid_constant__ parameter: boxes of 64 columns x
@@ -54,6 +58,9 @@ struct KernelParam {
   /// [B, H, N, D]; 3: contiguous [B * H, N, D]).
   int64_t boxRows = 0;
   int64_t rank = 0;
+  /// Tensor maps: the bytes L2 fetches from DRAM when one of the map's
+  /// boxes misses (CU_TENSOR_MAP_L2_PROMOTION_L2_{64,128,256}B; 0: none).
+  int64_t l2Promotion = kDefaultL2Promotion;
 };
 
 /// What the attention's operands add to a kernel's inputs beyond Q, K, V:
