@@ -297,7 +297,9 @@ def capturing():
     capture is zeroed by the graph itself, before its kernels, at every
     replay."""
     import torch
-    return torch.cuda.is_current_stream_capturing()
+    # A build without CUDA (or no GPU) has no stream to capture.
+    return torch.cuda.is_available() and \
+        torch.cuda.is_current_stream_capturing()
 
 
 def _stream_buffer(cache, device_index, stream, count, dtype, zeroed):
