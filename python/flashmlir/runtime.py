@@ -243,7 +243,8 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
                "shared_memory_bytes": (0, 2**31 - 1), "ctas_per_sm": (1, 32),
                "tma_box_cols": (0, 256), "tma_box_rows_kv": (0, 256),
                "tma_box_rows_o": (0, 256), "kv_splits": (0, _MAX_KV_SPLITS),
-               "block_c": (1, 1 << 20), "page_size": (0, 1 << 20)}
+               "block_c": (1, 1 << 20), "page_size": (0, 1 << 20),
+               "window": (0, 2**32 - 1), "diagonal_offset": (0, 2**31 - 1)}
 
 def auto_kv_splits(tiles, kv_blocks, sms):
     """The split-KV chunk count a launch picks when the caller leaves it to

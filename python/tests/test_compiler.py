@@ -147,6 +147,33 @@ def test_bottom_right_reaches_every_target(flashmlir):
         flashmlir.compile(head_dim=64, bottom_right=True)
 
 
+def test_diagonal_offset_reaches_every_target(flashmlir):
+    """A diagonal offset (windows with separate left and right reaches): in
+    the kernel name, the metadata and the attention; bad values and an
+    offset with no mask to move are refused."""
+    for arch in ("sm_90a", "sm_80", "sm_100a"):
+        k = flashmlir.compile(head_dim=64, causal=True, window=13,
+                              diagonal_offset=3, arch=arch)
+        assert k.name.endswith("_w13_do3"), k.name
+        assert k.metadata["diagonal_offset"] == 3
+        assert "diagonal_offset = 3 : i64" in k.mlir("attention")
+        plain = flashmlir.compile(head_dim=64, causal=True, window=13,
+                                  arch=arch)
+        assert plain.metadata["diagonal_offset"] == 0
+        assert k.ptx != plain.ptx
+    for offset, message in [
+            (-1, r"expected diagonal_offset in \[0, 2147483647\], got -1"),
+            (2**31, r"expected diagonal_offset in \[0, 2147483647\]"),
+            (1.5, "diagonal_offset must be an integer"),
+            (True, "diagonal_offset must be an integer")]:
+        with pytest.raises(flashmlir.CompileError, match=message):
+            flashmlir.compile(head_dim=64, causal=True,
+                              diagonal_offset=offset)
+    with pytest.raises(flashmlir.CompileError,
+                       match="diagonal_offset moves the causal or window"):
+        flashmlir.compile(head_dim=64, diagonal_offset=2)
+
+
 def test_sm100a_is_compile_only_but_real(flashmlir):
     """The Blackwell kernel: ptxas-assembled tcgen05 code with FA4's
     defaults (conditional rescaling, partial software exp2)."""

@@ -255,6 +255,8 @@ def test_bad_outputs_are_named(compiled):
     (lambda m: m.__setitem__("scale", -0.5),
      r"'scale' must be a number in \[2\^-64, 2\^64\], got -0.5"),
     (lambda m: m.__setitem__("scale", "0.5"), "'scale' must be a number"),
+    (lambda m: m.__setitem__("diagonal_offset", -1),
+     r"'diagonal_offset' must be an integer in \[0, 2147483647\], got -1"),
     # A tensor map's L2 promotion: one of cuTensorMapEncodeTiled's.
     (lambda m: m["params"][1].__setitem__("l2_promotion", 32),
      r"parameter 'k': 'l2_promotion' must be 0, 64, 128 or 256 \(bytes\), "
