@@ -133,16 +133,13 @@ protected:
     return arith::AndIOp::create(b, loc, sub(c32(0), address), c32(1023));
   }
 
-  /// How far `config`'s masks move the diagonal (signed; null when they do
-  /// not): Nk - Nq for bottom-right masks of a tile of `keys` keys and
-  /// `queries` queries, plus the diagonal offset.
+  /// How far `config`'s masks move the diagonal for a tile of `keys` keys
+  /// and `queries` queries (fagpu::diagonalShift; null when they do not).
   Value diagonalShift(const SoftmaxConfig &config, Value keys,
                       Value queries) {
-    Value shift = config.bottomRight ? sub(keys, queries) : Value();
-    if (config.diagonalOffset)
-      shift = shift ? add(shift, c32(config.diagonalOffset))
-                    : c32(config.diagonalOffset);
-    return shift;
+    IRArithmetic ir{b, loc};
+    return fagpu::diagonalShift(ir, queries, keys, config.bottomRight,
+                                config.diagonalOffset);
   }
 
   /// Element `index` of the i32 array at global pointer `base` (kv_lengths,

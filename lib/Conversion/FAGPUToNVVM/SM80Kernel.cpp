@@ -203,11 +203,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   // holding the last query row's diagonal, a window bounds both sides;
   // bottom-right masks move the diagonal by Nk - Nq, a diagonal offset by
   // its keys).
-  diagonalShift = spec.bottomRight ? sub(nk, nq) : Value();
-  if (spec.diagonalOffset)
-    diagonalShift = diagonalShift ? add(diagonalShift, c32(spec.diagonalOffset))
-                                  : c32(spec.diagonalOffset);
   IRArithmetic ir{b, loc};
+  diagonalShift = fagpu::diagonalShift(ir, nq, nk, spec.bottomRight,
+                                       spec.diagonalOffset);
   fagpu::KVRange<IRArithmetic> range =
       fagpu::kvBlockRange(ir, qStart, nq, nk, spec.blockR, spec.blockC,
                           spec.causal, spec.window, spec.bottomRight,

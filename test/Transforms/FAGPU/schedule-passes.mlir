@@ -66,6 +66,31 @@ func.func @varlen_d128(%q: memref<1x?x?x128xf16>, %o: memref<1x?x?x128xf16>, %l:
 
 // -----
 
+#none = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+
+// A paged cache of 16-row pages: each 128-key block is gathered from 8
+// pages, and one tile per CTA (three stages, no spilled producer) beat the
+// persistent kernel (fagpu::shortPagePersistence); 128-row pages keep the
+// D 128 row's persistence.
+// PERS-LABEL: func.func @pages_of_16
+// PERS: scheduler = single, q_buffers = 1
+// RING-LABEL: func.func @pages_of_16
+// RING: stages = 3, {{.*}} scheduler = single, q_buffers = 1
+// PERS-LABEL: func.func @pages_of_128
+// PERS: scheduler = dynamic, q_buffers = 2
+func.func @pages_of_16(%q: memref<?x?x?x128xf16>, %kv: memref<?x?x16x128xf16>, %o: memref<?x?x?x128xf16>, %l: memref<?x?x?xf32>, %lens: memref<?xi32>, %table: memref<?x?xi32>) {
+  fagpu.attention %q, %kv, %kv kv_lengths(%lens : memref<?xi32>) pages(%table : memref<?x?xi32>) outs(%o, %l) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, causal, bottom_right, schedule = #none}
+    : memref<?x?x?x128xf16>, memref<?x?x16x128xf16>, memref<?x?x16x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+func.func @pages_of_128(%q: memref<?x?x?x128xf16>, %kv: memref<?x?x128x128xf16>, %o: memref<?x?x?x128xf16>, %l: memref<?x?x?xf32>, %lens: memref<?xi32>, %table: memref<?x?xi32>) {
+  fagpu.attention %q, %kv, %kv kv_lengths(%lens : memref<?xi32>) pages(%table : memref<?x?xi32>) outs(%o, %l) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, causal, bottom_right, schedule = #none}
+    : memref<?x?x?x128xf16>, memref<?x?x128x128xf16>, memref<?x?x128x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
 #one = #fagpu.schedule<block_r = 64, block_c = 128, consumers = 1, ctas_per_sm = 2, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
 
 // One consumer, two CTAs per SM: each CTA has 32K registers,

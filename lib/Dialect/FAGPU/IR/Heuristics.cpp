@@ -144,6 +144,21 @@ SplitKVDefaults mlir::fagpu::splitKVDefaults(Target target, int64_t headDim,
   return {row ? row->blockR : 0, nullptr};
 }
 
+ShortPagePersistence mlir::fagpu::shortPagePersistence(Target target) {
+  // A persistent CTA's producer keeps its tile loop's state beside a
+  // block's page numbers in 24 registers (it spills); one tile per CTA
+  // needs no second Q buffer, so its ring takes a third stage.
+  if (target == Target::sm_90a)
+    return {false,
+            "chunked prefill D 128 f16 causal bottom-right, pages of 16 rows, "
+            "TFLOP/s against the contiguous kernel (B 4 Nq 2k Nk 8k; B 1 Nq "
+            "4k Nk 16k): persistent (2 stages, 20 bytes spilled) 0.759 / "
+            "0.752, persistent with 3 stages and one Q buffer 0.718 / 0.710, "
+            "one tile per CTA (3 stages, no spill) 0.859 / 0.841: "
+            "2026-12-02-paged16-schedule"};
+  return {true, nullptr};
+}
+
 L2PromotionDefaults mlir::fagpu::kvL2Promotion(Target target, bool splitKV) {
   // Decode streams each K/V row from DRAM once, in two 128-byte boxes (the
   // swizzle span) of a 256-byte row: a miss of the first need not fetch the

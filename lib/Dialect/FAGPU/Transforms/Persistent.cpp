@@ -46,6 +46,9 @@ struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
         persistent = false;
       } else if (*requested) {
         persistent = **requested;
+      } else if (int64_t page = op.getPageSize(); page && page < f.blockC) {
+        // Each K/V block gathered from several pages.
+        persistent = shortPagePersistence(Target::sm_90a).persistent;
       } else {
         // Where the table measured it faster, at the table's tiles. A
         // varlen batch follows its head dim's row: persistent CTAs deal

@@ -91,6 +91,15 @@ struct SplitKVDefaults {
 };
 SplitKVDefaults splitKVDefaults(Target target, int64_t headDim, bool causal);
 
+/// Whether a kernel that gathers each K/V block from several pages (a paged
+/// cache's pages shorter than B_c) runs persistent CTAs, against its head
+/// dim's row. Null evidence where the row is kept.
+struct ShortPagePersistence {
+  bool persistent;
+  const char *evidence;
+};
+ShortPagePersistence shortPagePersistence(Target target);
+
 /// The L2 promotion of the K and V tensor maps (bytes L2 fetches from DRAM
 /// when a box misses; kDefaultL2Promotion elsewhere). Null evidence where
 /// the default is kept.

@@ -31,6 +31,22 @@ namespace mlir::fagpu {
 /// (`keyLengths`), where a sequence may have none. A `diagonalOffset` d
 /// (>= 0) moves every row's key position d keys right (so top-left
 /// positions stay non-negative).
+template <typename A> struct KVRange;
+
+/// How far the causal/window masks move a row's key position (row i at
+/// i + shift): Nk - Nq when `bottomRight` (signed), plus `diagonalOffset`;
+/// A's null Value() when neither moves it.
+template <typename A>
+typename A::Value diagonalShift(A &a, typename A::Value nq,
+                                typename A::Value nk, bool bottomRight,
+                                int64_t diagonalOffset) {
+  using V = typename A::Value;
+  V shift = bottomRight ? a.sub(nk, nq) : V();
+  if (diagonalOffset)
+    shift = shift ? a.add(shift, a.c(diagonalOffset)) : a.c(diagonalOffset);
+  return shift;
+}
+
 template <typename A> struct KVRange {
   typename A::Value first, end;
 };
@@ -41,10 +57,7 @@ KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
                         bool causal, int64_t window, bool bottomRight,
                         int64_t diagonalOffset, bool keyLengths = false) {
   using V = typename A::Value;
-  V shift = bottomRight ? a.sub(nk, nq) : V();
-  if (diagonalOffset)
-    shift = bottomRight ? a.add(shift, a.c(diagonalOffset))
-                        : a.c(diagonalOffset);
+  V shift = diagonalShift(a, nq, nk, bottomRight, diagonalOffset);
   auto atKey = [&](V row) { return shift ? a.add(row, shift) : row; };
   auto nonNegative = [&](V x) { return bottomRight ? a.maxs(x, a.c(0)) : x; };
   V end = a.divu(a.add(nk, a.c(blockC - 1)), a.c(blockC));

@@ -154,7 +154,8 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
   int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
   int64_t splits = kernel.kvSplits;
   // Row i's visible keys [lo, hi), as the kernel masks them.
-  int64_t shift = (kernel.bottomRight ? nk - nq : 0) + kernel.diagonalOffset;
+  int64_t shift = diagonalShift(ints, nq, nk, kernel.bottomRight,
+                                kernel.diagonalOffset);
   auto visible = [&](int64_t i, int64_t first, int64_t end) {
     int64_t at = i + shift, lo = 0, hi = nk;
     if (kernel.causal)
