@@ -40,9 +40,9 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
     .{cubin,json}, with _w<window>, _sc<softcap>, _bralign, _do<offset> and
-    _splitkv suffixes for those masks and split-KV, _kvlens and _paged<P> for a KV
-    cache's lengths and pages) when it is there, else compiled in-process
-    (and saved to `kernel_dir` if one is given)."""
+    _splitkv suffixes for those masks and split-KV, _kvlens and _paged<P>
+    for a KV cache's lengths and pages) when it is there, else compiled
+    in-process (and saved to `kernel_dir` if one is given)."""
     from . import runtime
 
     # e4m3 kernels are named by their O too (bench/build_fp8_kernels.sh).
