@@ -59,5 +59,6 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // SM90: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // DIRECT: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_stg_varlen
 // DIRECT-SAME: epilogue = registers
-// DIRECT-NOT: vector<4xi32>
+// DIRECT-NOT: nvvm.stmatrix
+// DIRECT-NOT: !llvm.ptr<3> -> vector<4xi32>
 // SM80: fa-tile: sm_80: varlen batches have a GPU kernel on sm_90a only (and run on the CPU path)

@@ -117,7 +117,7 @@ protected:
   /// Butterfly shuffle across the lanes of a warp.
   Value shflXor(Value v, int64_t mask) {
     return NVVM::ShflOp::create(
-        b, loc, f32, c32(-1), v, c32(mask), c32(0x1f),
+        b, loc, v.getType(), c32(-1), v, c32(mask), c32(0x1f),
         NVVM::ShflKindAttr::get(b.getContext(), NVVM::ShflKind::bfly),
         UnitAttr());
   }

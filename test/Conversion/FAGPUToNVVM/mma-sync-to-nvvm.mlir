@@ -39,7 +39,8 @@
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4
 // CHECK-COUNT-4: nvvm.mma.sync
 // store_output: rows of both row tiles.
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+// CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c3_i32{{.*}} : i32 -> i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // CHECK: llvm.inline_asm "lg2.approx.ftz.f32 $0, $1;"
 // CHECK-NOT: fagpu.
 module attributes {gpu.container_module} {

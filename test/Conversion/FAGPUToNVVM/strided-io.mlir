@@ -19,7 +19,8 @@
 // CHECK: %[[BASE:.*]] = llvm.getelementptr %arg7[%[[FIRST]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
 // CHECK: scf.if
 // CHECK: arith.muli %{{.*}}, %arg6 : i64
-// CHECK-COUNT-8: llvm.getelementptr %[[BASE]]
+// CHECK-COUNT-2: llvm.getelementptr %[[BASE]]
+// CHECK-NEXT: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 
 // A TMA store through a rank-4 map: the matrix split into (head, batch).
 // CHECK-LABEL: llvm.func @tma(

@@ -105,11 +105,29 @@
 
 // A head dim padded to the tiles' (D = 96 on D = 128 tiles): O has 32 of
 // the fragment's 64 columns, so its rows are 32 elements apart and each
-// row of a thread stores 4 pairs (one per 8 columns), not 8.
+// row of a thread is one run of 32 columns, not two. The quad transposes
+// the run's 4 x 4 words (lane c gets n8 block c: word j from lane j) along
+// its diagonals: selects on the lane's bits, one butterfly shuffle by 1,
+// 2 and 3, selects back; then one 16-byte store a lane and row, at column
+// 8 c.
 // CHECK-LABEL: llvm.func @padded_columns
 // CHECK: arith.constant 32 : i64
+// CHECK: %[[BIT0:.*]] = arith.trunci %[[LANE:.*]] : i32 to i1
+// CHECK: %[[HIGH:.*]] = arith.shrui %[[LANE]], %c1_i32
+// CHECK: %[[BIT1:.*]] = arith.trunci %[[HIGH]] : i32 to i1
+// CHECK-COUNT-3: arith.select
+// CHECK: arith.select %[[BIT0]]
+// CHECK: arith.select %[[BIT0]]
+// CHECK: arith.select %[[BIT1]]
+// CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c1_i32{{.*}} : i32 -> i32
+// CHECK-COUNT-3: arith.select
+// CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c2_i32{{.*}} : i32 -> i32
+// CHECK-COUNT-3: arith.select
+// CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c3_i32{{.*}} : i32 -> i32
+// CHECK-COUNT-12: arith.select
 // CHECK: scf.if
-// CHECK-COUNT-4: llvm.store {{.*}} : i32, !llvm.ptr<1>
+// CHECK: arith.muli %[[LANE]], %c8_i32
+// CHECK: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // CHECK-NEXT: }
 
 // CHECK-LABEL: llvm.func @copy_rows

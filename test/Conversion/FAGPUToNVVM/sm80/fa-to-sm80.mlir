@@ -51,9 +51,11 @@
 // CHECK: scf.for
 // CHECK:   arith.cmpi ult
 // CHECK: } {fa.kv_loop = "masked"}
-// Epilogue: the quad's partial sums reduced once, O / l stored, LSE.
+// Epilogue: the quad's partial sums reduced once, O / l transposed within
+// the quad (three shuffles a run of 32 columns) and stored 16 B a lane, LSE.
 // CHECK: nvvm.shfl.sync  bfly
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+// CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c3_i32{{.*}} : i32 -> i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // CHECK: llvm.inline_asm "lg2.approx.ftz.f32 $0, $1;"
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
 func.func @attention(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,

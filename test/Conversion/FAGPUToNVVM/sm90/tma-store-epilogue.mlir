@@ -62,7 +62,7 @@ func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // DIRECT: epilogue = registers
 // DIRECT-NOT: nvvm.stmatrix
 // DIRECT-NOT: cp.async.bulk.tensor.global.shared.cta
-// DIRECT: llvm.store {{.*}} : i32, !llvm.ptr<1>
+// DIRECT: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr<1>
 // DIRECT: llvm.return
 
 // -----
