@@ -44,7 +44,9 @@ def profile(command, launches, name="io_check"):
     or None (with ncu's output printed) when they are not `launches`."""
     out = subprocess.run(
         ["ncu", "--clock-control", "none", "--csv", "--page", "raw",
-         "-k", "regex:^fa", "--metrics", ",".join(METRICS),
+         # The attention kernels (fa2_, fa3_, ...), not an e4m3 launch's
+         # V layout kernel (fa_e4m3_v_layout_*).
+         "-k", "regex:^fa[0-9]", "--metrics", ",".join(METRICS),
          sys.executable] + command, capture_output=True, text=True)
     lines = [l for l in out.stdout.splitlines() if l.startswith('"')]
     table = list(csv.DictReader(io.StringIO("\n".join(lines))))

@@ -544,8 +544,14 @@ protected:
                 /*alignment=*/f32Out ? 8 : 4);
         }
       }
-      storeLse(totals[h], m[h], row, nq, lseBase, quadLane);
     }
+    // The LSE of rows row0 and row0 + 8 (a warp's 16 rows) back to back,
+    // as the staged epilogues store them, so that L1 can merge the two
+    // 8-row stores where they share a sector (fagpu::lseStoreBytes counts
+    // 16 rows a store); row0 + 8's O stores no longer come between them.
+    for (int64_t h = 0; h < 2; ++h)
+      storeLse(totals[h], m[h], add(row0, c32(8 * h)), nq, lseBase,
+               quadLane);
   }
 
   const SoftmaxConfig &config;

@@ -631,7 +631,10 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
     row that saw no key) and writes rows `%row0`, `%row0 + 8` (the thread's)
     of matrix `%matrix` of O (elements `out_element`), skipping rows past
     `%nq`:
-    * from registers when `%out` is a pointer (16 B of a row per quad);
+    * from registers when `%out` is a pointer: each run of 32 columns
+      transposed within the quad (three butterfly shuffles), so that each
+      lane stores 8 columns in one 16-byte store and a quad 64 contiguous
+      bytes of a row (f32 partials: 8 bytes a lane, 32 a quad);
     * with `%staging` (a shared-memory tile of the warpgroup's rows),
       through it: stmatrix into the swizzled tile, a proxy fence, and one
       TMA store by the warpgroup's first thread, `%out` being O's tensor

@@ -144,8 +144,7 @@ def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
     S retired; a persistent kernel hands it back to the producer only after
     the store has read it). A varlen kernel's box would write into the next
     sequence's rows: its staged rows are copied to O by the warpgroup's
-    threads up to the sequence's end (`staged_copy`, whole 32-byte sectors
-    where the register epilogue writes halves), from a staging tile of its
+    threads up to the sequence's end (`staged_copy`), from a staging tile of its
     own or, in a one-tile CTA, the dead Q buffer (`staged_copy_in_q`); a
     persistent varlen kernel without room keeps the register epilogue. `mode=on` asks for O through shared memory,
     `mode=auto` follows the heuristics table (on for D >= 128). Run it
@@ -171,10 +170,9 @@ def FAGPUIOReport : Pass<"fagpu-io-report", "func::FuncOp"> {
       heads each read their K/V head's blocks: no sharing between CTAs);
     * the dynamic tile scheduler's counter: one 32-byte atomic per tile
       taken and one that resets it;
-    * SM -> L2 writes: O once, and LSE when the kernel writes it (O as
-      payload: a register epilogue's partial-sector stores count more on
-      the hardware; the LSE's 4-byte stores in the 32-byte sectors they
-      touch);
+    * SM -> L2 writes: O once, as payload (every epilogue writes whole
+      32-byte sectors), and LSE when the kernel writes it (its 4-byte
+      stores in the 32-byte sectors they touch);
 
     with the FlashAttention-2 model Q + (K + V) T_r beside them. Schedules
     (persistent tiles, ping-pong, ring depth) do not change these counts.
