@@ -4,6 +4,7 @@
     python3 bench/fp8.py check .fp8                    # numerics
     python3 bench/fp8.py bench .fp8 .cubins            # speed
     python3 bench/fp8.py rmse .fp8                     # FA3-style RMSE table
+    python3 bench/fp8.py variants FOLDER [F16_FOLDER] [B,H,N]  # an A/B
 
 Inputs are float32 N(0, 1) (or with outliers), quantised per tensor as
 FlashAttention-3's baseline does: scale = 448 / amax, x8 = e4m3(x * scale),
@@ -254,11 +255,12 @@ def bench(folder, f16_folder):
     print(f"torch {torch.__version__}")
 
 
-def variants(folder, f16_folder=None, rounds=3):
+def variants(folder, f16_folder=None, shape=(1, 16, 16384), rounds=3):
     """Each e4m3 kernel of `folder` (schedule and FA4 variants, any head
-    dim): one numerics check, then TFLOP/s of the whole call at B 1 H 16
-    N 16k, `rounds` interleaved rounds, the median; beside our f16 kernel
-    of the same head dim and mask from `f16_folder` (the harness's)."""
+    dim): one numerics check, then TFLOP/s of the whole call at `shape`
+    (B, H, N; B 1 H 16 N 16k by default), `rounds` interleaved rounds, the
+    median; beside our f16 kernel of the same head dim and mask from
+    `f16_folder` (the harness's)."""
     kernels = {n: Kernel.load(os.path.join(folder, n))
                for n in kernel_names(folder)}
     if f16_folder:
@@ -282,7 +284,7 @@ def variants(folder, f16_folder=None, rounds=3):
         base = (emu.double() - ref).abs().max().item()
         print(f"{name}: max_err={err:.2e} emulation={base:.2e} "
               f"{'ok' if err <= 2 * base + 1e-3 else 'FAIL'}")
-    b, h, n = 1, 16, 16384
+    b, h, n = shape
     data = {}
     for d in sorted({k.meta["head_dim"] for k in kernels.values()}):
         q, k, v = inputs(b, h, h, n, n, d, seed=3)
@@ -310,7 +312,8 @@ def variants(folder, f16_folder=None, rounds=3):
         ms = sorted(times[name])[len(times[name]) // 2]
         d = kernel.meta["head_dim"]
         rate = tflops(b, h, n, d, kernel.meta["causal"], ms)
-        print(f"{name}: D {d} {rate:.0f} TFLOP/s ({kernel.name})")
+        print(f"{name}: D {d} B {b} H {h} N {n} {rate:.0f} TFLOP/s "
+              f"({kernel.name})")
 
 
 if __name__ == "__main__":
@@ -322,4 +325,7 @@ if __name__ == "__main__":
     elif mode == "bench":
         bench(sys.argv[2], sys.argv[3])
     elif mode == "variants":
-        variants(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+        variants(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 and
+                 sys.argv[3] != "-" else None,
+                 tuple(int(x) for x in sys.argv[4].split(","))
+                 if len(sys.argv) > 4 else (1, 16, 16384))

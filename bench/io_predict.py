@@ -71,13 +71,18 @@ def main():
                     f"{extra}}}"
                     f" : {t(hq, nq, d)}, {t(hkv, nk, d)}, {t(hkv, nk, d)}\n"
                     f"  return\n}}\n")
+            # The mma.sync kernel (no TMA boxes: cp.async moves the rows in
+            # bounds only) is sm_80's pipeline, whichever arch it runs on.
+            tile_target = "sm_90a" if meta.get("tma_box_cols") else "sm_80"
+            schedule = ("fagpu-warp-specialize,fagpu-persistent,"
+                        "fagpu-pipeline-kv,fagpu-ping-pong,"
+                        "fagpu-overlap-softmax,fagpu-tma-store-epilogue,"
+                        if tile_target == "sm_90a" else "")
             out = subprocess.run(
                 ["build/bin/fa-opt", "-", "-o", "/dev/null", "--pass-pipeline="
                  "builtin.module(func.func(fa-attention-to-buffers,"
-                 "fa-tile{target=sm_90a},fa-lower-fa2,"
-                 "fa-map-to-gpu{target=sm_90a},fagpu-warp-specialize,"
-                 "fagpu-persistent,fagpu-pipeline-kv,fagpu-ping-pong,"
-                 "fagpu-overlap-softmax,fagpu-tma-store-epilogue,"
+                 f"fa-tile{{target={tile_target}}},fa-lower-fa2,"
+                 f"fa-map-to-gpu{{target={tile_target}}},{schedule}"
                  f"fagpu-io-report{{l2-bytes={L2_BYTES} "
                  f"code-bytes={meta.get('code_bytes', 0)}}}))"],
                 input=text, capture_output=True, text=True, check=True).stdout

@@ -252,6 +252,10 @@ struct Metadata {
   std::string valueLayoutKernel;
   std::vector<long> valueLayoutBlock;
   std::vector<std::string> valueLayoutParams;
+  // The keys of a V^T row, padded to a multiple of this ("key_alignment":
+  // 16 or 128; 16 where absent, as the layout kernels wrote before the key
+  // existed).
+  long valueLayoutKeyAlign = 16;
   // The rank of the tensor maps (every "tensormap" parameter's "rank"): 4
   // reads strided [B, H, N, D] tensors, 3 (or absent) contiguous ones.
   long mapRank = 0;
@@ -604,6 +608,14 @@ private:
         if (readParams(layout))
           return 1;
         m.valueLayoutParams = layout.params;
+      } else if (key == "key_alignment") {
+        static constexpr IntField kAlign = {"key_alignment", 16, 128};
+        if (readInt(kAlign, m.valueLayoutKeyAlign))
+          return 1;
+        if (m.valueLayoutKeyAlign != 16 && m.valueLayoutKeyAlign != 128)
+          return fail("launch metadata: 'value_layout''s 'key_alignment' "
+                      "must be 16 or 128, got " +
+                      std::to_string(m.valueLayoutKeyAlign));
       } else if (skipValue()) {
         return fail("launch metadata: malformed 'value_layout'");
       }
@@ -1206,15 +1218,23 @@ struct KVCache {
   int descaleStride = 0;
 };
 
+/// The keys of each row of an e4m3 kernel's V^T: Nk rounded up to the
+/// metadata's key alignment (the layout kernel writes the padding as zero).
+long long valueTransposedKeys(const FaKernel *k, long long kvLen) {
+  const long long align = k->meta.valueLayoutKeyAlign;
+  return (kvLen + align - 1) / align * align;
+}
+
 /// Runs an e4m3 kernel's V layout kernel on `stream`: V [B, Hkv, Nk, D]
-/// (strided) to V^T [B, Hkv, D, Nk_16] in the stream's workspace, keys
-/// permuted in 16s for P's register layout; the workspace in `valueT`.
+/// (strided) to V^T [B, Hkv, D, keys] in the stream's workspace (keys:
+/// valueTransposedKeys), permuted in 16s for P's register layout; the
+/// workspace in `valueT`.
 int runValueLayout(FaKernel *k, const void *v, const FaStrides &vStrides,
                    int batch, int kvHeads, int kvLen, void *stream,
                    CUdeviceptr &valueT) {
-  const long long d = k->meta.headDim, keys16 = (kvLen + 15) / 16 * 16;
+  const long long d = k->meta.headDim, keys = valueTransposedKeys(k, kvLen);
   // One thread per 16 keys of a V^T row, on a 32-bit grid.
-  const long long threads = (long long)batch * kvHeads * (keys16 / 16) * d;
+  const long long threads = (long long)batch * kvHeads * (keys / 16) * d;
   const long long perBlock = k->meta.valueLayoutBlock[0];
   if ((threads + perBlock - 1) / perBlock > 0x7fffffffLL)
     return fail("faKernelLaunchE4M3: sizes exceed the V layout kernel's "
@@ -1223,7 +1243,7 @@ int runValueLayout(FaKernel *k, const void *v, const FaStrides &vStrides,
     std::lock_guard<std::mutex> lock(k->countersLock);
     FaKernel::Workspace &space = k->valueWorkspace[stream];
     if (ensureDeviceBytes(space.ptr, space.bytes,
-                          (size_t)batch * kvHeads * d * keys16, false,
+                          (size_t)batch * kvHeads * d * keys, false,
                           "cuMemAlloc(V^T workspace)"))
       return 1;
     valueT = space.ptr;
@@ -1375,7 +1395,7 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   const void *bases[] = {q, kp, v, o};
   void *tensorArgs[4] = {&q, &kp, &v, &o};
   CUdeviceptr valueT = 0;
-  long long keys16 = (kvLen + 15) / 16 * 16;
+  long long keys = fp8 ? valueTransposedKeys(k, kvLen) : 0;
   if (fp8 && runValueLayout(k, v, strides[2], batch, kvHeads, kvLen, stream,
                             valueT))
     return 1;
@@ -1385,10 +1405,10 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                   k->meta.tmaBoxRowsO};
     for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
       if (fp8 && i == 2) {
-        // V^T [B, Hkv, D, Nk_16], contiguous: rows of D, keys innermost.
+        // V^T [B, Hkv, D, keys], contiguous: rows of D, keys innermost.
         if (faEncodeStridedTensorMapL2(
-                maps[2], (const void *)valueT, batch, kvHeads, d, keys16,
-                kvHeads * d * keys16, d * keys16, keys16,
+                maps[2], (const void *)valueT, batch, kvHeads, d, keys,
+                kvHeads * d * keys, d * keys, keys,
                 (int)k->meta.paramBoxRows[2], dtype,
                 (int)k->meta.paramL2Promotion[2]))
           return 1;

@@ -385,11 +385,15 @@ static std::string metadataJson(StringRef kernelName,
   if (!built.valueLayout.empty()) {
     // e4m3: V^T for the P V product, written by a kernel of the same cubin
     // on the launch's stream before the attention (v_t, a workspace of
-    // B * Hkv * D * Nk_16 bytes, Nk_16 = 16 ceil(Nk / 16)).
+    // B * Hkv * D * Nk_128 bytes, Nk_128 = Nk rounded up to the key
+    // alignment, 128).
+    std::string keys = "Nk_" + std::to_string(fagpu::kValueLayoutKeyAlign);
     root["value_layout"] = llvm::json::Object{
         {"kernel", built.valueLayout},
         {"block", llvm::json::Array{fagpu::kValueLayoutThreads, 1, 1}},
-        {"grid", llvm::json::Object{{"x", "ceil(B * Hkv * (Nk_16 / 16) * D / " +
+        {"key_alignment", fagpu::kValueLayoutKeyAlign},
+        {"grid", llvm::json::Object{{"x", "ceil(B * Hkv * (" + keys +
+                                              " / 16) * D / " +
                                               std::to_string(
                                                   fagpu::kValueLayoutThreads) +
                                               ")"},

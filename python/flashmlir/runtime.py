@@ -137,6 +137,10 @@ def validate_metadata(meta):
             raise MetadataError("an e4m3 kernel needs its value_layout "
                                 "kernel (name and parameters "
                                 f"{_VALUE_LAYOUT_PARAMS})")
+        align = layout.get("key_alignment", 16)
+        if type(align) is not int or align not in (16, 128):
+            raise MetadataError("value_layout's key_alignment must be 16 or "
+                                f"128, got {layout.get('key_alignment')!r}")
         if meta.get("split_kv") or meta.get("varlen") or \
                 meta.get("kv_lengths") or meta.get("page_size"):
             raise MetadataError("e4m3 kernels take contiguous-batch "
@@ -805,7 +809,7 @@ class Kernel:
         dims, strides = self._check(q, k, v, out, lse)
         b, _, hkv, _, nk, d = dims
         # The layout kernel's grid: one thread per 16 keys of a V^T row.
-        if b * hkv * ((nk + 15) // 16) * d >= 2**31 * 128:
+        if b * hkv * (self._value_keys(nk) // 16) * d >= 2**31 * 128:
             raise KernelArgumentError(
                 "sizes exceed the V layout kernel's 32-bit grid")
         scalars = []
@@ -845,7 +849,7 @@ class Kernel:
 
     def _call_e4m3(self, q, k, v, descales, out, lse, scale, discard_lse):
         """An e4m3 launch: the V layout kernel writes V^T [B, Hkv, D,
-        Nk_16] (keys permuted in 16s for P's register layout) to a
+        _value_keys(Nk)] (keys permuted in 16s for P's register layout) to a
         workspace, then the attention reads q, k and it by TMA, scales the
         scores by q_descale * k_descale and O by v_descale."""
         import torch
@@ -909,13 +913,19 @@ class Kernel:
         # these kernels on this stream.
         return out, (lse if self.meta.get("writes_lse", True) else None)
 
+    def _value_keys(self, nk):
+        """The keys of a V^T row: Nk rounded up to the metadata's
+        key_alignment (16 for kernels built before the key existed)."""
+        align = self.meta["value_layout"].get("key_alignment", 16)
+        return (nk + align - 1) // align * align
+
     def _value_layout(self, v, v_strides, device_index, stream):
         """Launches the V layout kernel on `stream`: returns V^T [B, Hkv,
-        D, Nk_16] (uint8 codes), keys permuted in 16s."""
+        D, _value_keys(Nk)] (uint8 codes), keys permuted in 16s."""
         import torch
         b, hkv, nk, d = v.shape
-        nk16 = (nk + 15) // 16 * 16
-        v_t = torch.empty((b, hkv, d, nk16), dtype=torch.uint8,
+        keys = self._value_keys(nk)
+        v_t = torch.empty((b, hkv, d, keys), dtype=torch.uint8,
                           device=v.device)
         sb, sh, sn = v_strides
         values = [ctypes.c_void_p(v.data_ptr()),
@@ -925,7 +935,7 @@ class Kernel:
         params = (ctypes.c_void_p * len(values))(
             *[ctypes.addressof(x) for x in values])
         threads = self.meta["value_layout"]["block"][0]
-        blocks = -(-(b * hkv * (nk16 // 16) * d) // threads)
+        blocks = -(-(b * hkv * (keys // 16) * d) // threads)
         drv = _get_driver()
         drv.check(drv.lib.cuLaunchKernel(
             self._layout_function(device_index), blocks, 1, 1, threads, 1, 1,

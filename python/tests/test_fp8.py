@@ -267,9 +267,19 @@ def test_compile_e4m3_kernel(flashmlir, out_dtype):
     descales = names.index("q_descale")
     assert names[descales:descales + 3] == ["q_descale", "k_descale",
                                             "v_descale"]
-    # The runtime accepts the metadata it will launch from.
-    from flashmlir.runtime import validate_metadata
+    # V^T's rows padded to whole 128-byte lines (the runtime allocates and
+    # maps them so).
+    assert meta["value_layout"]["key_alignment"] == 128
+    # The runtime accepts the metadata it will launch from, and refuses a
+    # key alignment no layout kernel writes.
+    from flashmlir.runtime import MetadataError, validate_metadata
     validate_metadata(meta)
+    for bad in (32, 0, True, "128", 128.0):
+        edited = dict(meta, value_layout=dict(meta["value_layout"],
+                                              key_alignment=bad))
+        with pytest.raises(MetadataError,
+                           match="key_alignment must be 16 or 128"):
+            validate_metadata(edited)
 
 
 def test_e4m3_predicted_bytes(flashmlir):

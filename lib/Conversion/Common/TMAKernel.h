@@ -617,9 +617,9 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
                   .getResult(0);
     scratch[p.name] = alloc.getMemref();
   }
-  // e4m3: V^T [B, Hkv, D, Nk_16] in a workspace of this launch, written by
+  // e4m3: V^T [B, Hkv, D, Nk_128] in a workspace of this launch, written by
   // the layout kernel on the launch's stream before the attention reads it.
-  Value valueT, nk16, kvHeads;
+  Value valueT, keysPadded, kvHeads;
   if (!launch.valueLayoutKernel.empty()) {
     auto index = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, loc, v).getResult();
@@ -629,11 +629,14 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
     };
     Value batches = operands.size("B");
     kvHeads = operands.size("Hkv");
-    Value groups = b.createOrFold<arith::CeilDivUIOp>(loc, operands.size("Nk"),
-                                                      index(16));
-    nk16 = mul(groups, index(16));
-    Value bytes =
-        mul(mul(mul(batches, kvHeads), index(launch.valueHeadDim)), nk16);
+    // The layout kernel's 16-key groups of a V^T row.
+    Value groups =
+        mul(b.createOrFold<arith::CeilDivUIOp>(
+                loc, operands.size("Nk"), index(fagpu::kValueLayoutKeyAlign)),
+            index(fagpu::kValueLayoutKeyAlign / 16));
+    keysPadded = mul(groups, index(16));
+    Value bytes = mul(mul(mul(batches, kvHeads), index(launch.valueHeadDim)),
+                      keysPadded);
     if (!token)
       token =
           gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getResult(0);
@@ -664,10 +667,10 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
                 tokenType, ValueRange{alloc.getAsyncToken()})
                 .getAsyncToken();
   }
-  // V^T's map: rows D, columns Nk_16 of each (batch, head), contiguous.
+  // V^T's map: rows D, columns Nk_128 of each (batch, head), contiguous.
   auto encodeValueT = [&](const fagpu::KernelParam &p) -> Value {
     Value slot = mapSlot();
-    Value rowBytes = toI64(nk16);
+    Value rowBytes = toI64(keysPadded);
     Value d = c64(launch.valueHeadDim);
     Value headStride = arith::MulIOp::create(b, loc, d, rowBytes);
     Value batchStride =

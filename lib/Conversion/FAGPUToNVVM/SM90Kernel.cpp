@@ -1121,7 +1121,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 }
 
 /// The e4m3 kernels' V layout kernel (fagpu::valueLayoutParams): V^T
-/// [B, Hkv, D, Nk_16], keys permuted by σ in each 16, from a strided V.
+/// [B, Hkv, D, Nk_128], keys permuted by σ in each 16, from a strided V.
 /// Thread (b, h, g, d), d fastest: a warp reads 32 adjacent bytes of each of
 /// the group's 16 key rows of V and writes 16 bytes (its column d of the
 /// group) of V^T; keys past Nk are zero.
@@ -1139,8 +1139,14 @@ public:
     auto arg = [&](StringRef param) { return kernelArgument(fn, abi, param); };
     Value v = arg("v"), vt = arg("v_t"), nk = ext64(arg("Nk"));
     Value d64 = c64(headDim);
-    Value groups = arith::DivUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, nk, c64(15)), c64(16));
+    // 16-key groups of a V^T row: Nk rounded up to whole key alignments.
+    constexpr int64_t align = fagpu::kValueLayoutKeyAlign;
+    Value groups = arith::MulIOp::create(
+        b, loc,
+        arith::DivUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, nk, c64(align - 1)),
+            c64(align)),
+        c64(align / 16));
     Value matrices = arith::MulIOp::create(b, loc, ext64(arg("B")),
                                            ext64(arg("Hkv")));
     Value total = arith::MulIOp::create(
@@ -1203,7 +1209,7 @@ public:
     for (int64_t w = 0; w < 4; ++w)
       packed =
           LLVM::InsertElementOp::create(b, loc, packed, words[w], c32(w));
-    // V^T row (matrix, d) has Nk_16 = 16 groups bytes.
+    // V^T row (matrix, d) has Nk_128 = 16 groups bytes.
     Value dst = add64(mul64(add64(mul64(matrix, d64), d), mul64(groups, c64(16))),
                       mul64(g, c64(16)));
     LLVM::StoreOp::create(b, loc, packed, gep(globalPtr, i8, vt, dst),

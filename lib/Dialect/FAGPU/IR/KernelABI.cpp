@@ -64,7 +64,7 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
   SmallVector<KernelParam> params = {
       tensor("q", dtype, qShape, tma ? s.blockR : 0),
       tensor("k", dtype, kvShape, tma ? kvBoxRows : 0),
-      fp8 ? tensor("v_t", dtype, {"B", "Hkv", "D", "Nk_16"}, in.headDim)
+      fp8 ? tensor("v_t", dtype, {"B", "Hkv", "D", "Nk_128"}, in.headDim)
           : tensor("v", dtype, vShape, tma ? kvBoxRows : 0),
       tensor("o", outDtype, oShape, oBoxRows),
       tensor("lse", "f32", lseShape, 0),
@@ -168,7 +168,7 @@ SmallVector<KernelParam> mlir::fagpu::valueLayoutParams() {
   return {
       param("v", ParamKind::Pointer, "e4m3", {"B", "Hkv", "Nk", "D"},
             "V, strided as its strides say"),
-      param("v_t", ParamKind::Workspace, "e4m3", {"B", "Hkv", "D", "Nk_16"},
+      param("v_t", ParamKind::Workspace, "e4m3", {"B", "Hkv", "D", "Nk_128"},
             "V^T with keys permuted in 16s, the attention kernel's v_t"),
       param("B", ParamKind::I32, "", {}, "batch"),
       param("Hkv", ParamKind::I32, "", {}, "key/value heads"),

@@ -9,9 +9,17 @@
 // same module, which the host launch runs first on a workspace of its own.
 
 // CHECK-LABEL: func.func @e4m3
-// The layout kernel (V [B, Hkv, Nk, D] -> V^T [B, Hkv, D, Nk_16]) on the
-// launch's stream, then the attention.
-// CHECK: %[[VT:.*]], %[[T0:.*]] = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xi8>
+// The layout kernel (V [B, Hkv, Nk, D] -> V^T [B, Hkv, D, Nk_128]) on the
+// launch's stream, then the attention: V^T's rows are the keys rounded up
+// to 128 (Nk = 500 here: 512), whole 128-byte lines.
+// CHECK: arith.constant 128 : index
+// CHECK-NEXT: %[[BLOCKS:.*]] = arith.constant 4 : index
+// CHECK-NEXT: %[[PER:.*]] = arith.constant 8 : index
+// CHECK-NEXT: %[[GROUPS:.*]] = arith.muli %[[BLOCKS]], %[[PER]] : index
+// CHECK-NEXT: %[[C16:.*]] = arith.constant 16 : index
+// CHECK-NEXT: %[[KEYS:.*]] = arith.muli %[[GROUPS]], %[[C16]] : index
+// CHECK: %[[BYTES:.*]] = arith.muli %{{.*}}, %[[KEYS]] : index
+// CHECK: %[[VT:.*]], %[[T0:.*]] = gpu.alloc async [%{{.*}}] (%[[BYTES]]) : memref<?xi8>
 // CHECK: %[[T1:.*]] = gpu.launch_func async [%[[T0]]] @fa_kernels::@fa_e4m3_v_layout_d128 blocks in ({{.*}}) threads in (%c256,
 // q, k and V^T: e4m3 maps (dtype code 2); V^T's rows are D, its columns
 // the keys.
@@ -19,6 +27,11 @@
 // CHECK: gpu.launch_func async [%[[T1]]] @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
 // CHECK: gpu.dealloc async {{.*}} %[[VT]]
 // CHECK: llvm.func @fa_e4m3_v_layout_d128(
+// A V^T row's 16-key groups: 8 for every 128 keys, ceil(Nk / 128) times.
+// CHECK: %[[NK:.*]] = arith.extui %arg4 : i32 to i64
+// CHECK: %[[UP:.*]] = arith.addi %[[NK]], %c127_i64 : i64
+// CHECK: %[[ALIGNED:.*]] = arith.divui %[[UP]], %c128_i64{{.*}} : i64
+// CHECK: arith.muli %[[ALIGNED]], %c8_i64 : i64
 // CHECK-COUNT-16: llvm.load {{.*}} invariant {alignment = 1 : i64} : !llvm.ptr<1> -> i8
 // CHECK: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256(

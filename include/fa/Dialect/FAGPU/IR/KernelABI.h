@@ -89,7 +89,7 @@ struct KernelInputs {
 ///
 /// e4m3 (sm_90a): q and k are e4m3 tensor maps; V comes as `v_t`, the
 /// tensor map of the layout kernel's output (valueLayoutParams) [B, Hkv, D,
-/// Nk_16] with boxes of D rows; o is `inputs.outputDtype`; `q_descale`,
+/// Nk_128] with boxes of D rows; o is `inputs.outputDtype`; `q_descale`,
 /// `k_descale`, `v_descale` are f32 device scalars (per-tensor descales).
 SmallVector<KernelParam> kernelParams(Target target,
                                       const ScheduleFields &schedule,
@@ -97,14 +97,21 @@ SmallVector<KernelParam> kernelParams(Target target,
                                       const KernelInputs &inputs = {});
 
 /// The e4m3 kernels' V layout kernel: V [B, Hkv, Nk, D] (strided, unit
-/// stride on D) -> V^T [B, Hkv, D, Nk_16] (contiguous, Nk_16 = Nk rounded up
-/// to 16, the padding zero), keys permuted within each 16 by σ(κ) =
+/// stride on D) -> V^T [B, Hkv, D, Nk_128] (contiguous, Nk_128 = Nk rounded
+/// up to kValueLayoutKeyAlign, the padding zero), keys permuted within each 16 by σ(κ) =
 /// 8 ((κ mod 4) / 2) + 2 (κ / 4) + κ mod 2 so that P's e4m3 A fragment,
 /// packed from the S accumulator without a shuffle, meets its keys:
 /// V^T[b, h, d, 16 g + κ] = V[b, h, 16 g + σ(κ), d]. One thread a
 /// (b, h, g, d), d fastest; kValueLayoutThreads threads a CTA.
 SmallVector<KernelParam> valueLayoutParams();
 inline constexpr int64_t kValueLayoutThreads = 256;
+/// V^T's rows are padded to whole 128-key (128-byte) box rows: each row
+/// then starts on an L2 line, and every box of the P V product lies in
+/// bounds. A row pitch of 16 mod 32 bytes (Nk = 1000 rounded to 16) makes
+/// every other box row straddle one 32-byte sector more than it carries.
+/// The launch metadata states it (value_layout's "key_alignment"), so that
+/// the runtimes allocate and map V^T as the layout kernel writes it.
+inline constexpr int64_t kValueLayoutKeyAlign = 128;
 /// The key of V that column κ of each 16 of V^T holds (see above).
 inline constexpr int64_t valueLayoutKey(int64_t kappa) {
   return 8 * ((kappa % 4) / 2) + 2 * (kappa / 4) + kappa % 2;

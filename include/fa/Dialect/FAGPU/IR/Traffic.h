@@ -35,7 +35,8 @@ struct TrafficKernel {
   int64_t window = 0, diagonalOffset = 0;
   /// TMA kernels move whole boxes: a ragged tail's rows past N cross from
   /// L2 too (measured on the H200: N = 1000 moves the bytes of N = 1024).
-  /// The sm_80 kernel's cp.async zero-fills them instead (not measured).
+  /// The mma.sync kernel's cp.async zero-fills them instead (src-size 0),
+  /// moving the rows in bounds only (measured: exact at Nq = 333 and 1000).
   bool wholeBoxes = true;
   bool dynamicScheduler = false;
   /// Persistent CTAs that take every R-th tile (R CTAs at once); else each
@@ -135,10 +136,10 @@ struct Traffic {
   /// warp).
   int64_t partialWrites = 0, mergeReads = 0, arrivals = 0;
   int64_t reads() const { return q + k + v + scheduler + mergeReads + arrivals; }
-  /// O as payload (the TMA store and the staged copy write whole sectors;
-  /// the register epilogue's 4-byte stores leave half-written sectors,
-  /// which the hardware moves whole: not modelled), the LSE in the sectors
-  /// its stores touch (lseStoreBytes).
+  /// O as payload: every epilogue writes whole 32-byte sectors (the TMA
+  /// store, the staged copy's 16-byte pieces of rows, the register
+  /// epilogue's quad-transposed 16-byte stores, split-KV's f32 pairs); the
+  /// LSE in the sectors its stores touch (lseStoreBytes).
   int64_t writes() const {
     return o + lse + scheduler + partialWrites + arrivals;
   }
