@@ -57,6 +57,30 @@ def test_varlen_func_refuses_bad_sums(flashmlir):
                                          window_size=(2, -1))
 
 
+def _check_per_sequence(torch, q, k, v, out, cq, ck, causal):
+    """O of a packed [total, H, D] batch (prefix sums cq, ck) against each
+    sequence's attention in f32 (bottom-right causal); an empty sequence
+    has no rows to check."""
+    hq, hkv, d = q.shape[1], k.shape[1], q.shape[2]
+    for i in range(len(cq) - 1):
+        nq, nk = cq[i + 1] - cq[i], ck[i + 1] - ck[i]
+        if nq == 0:
+            continue
+        qi = q[cq[i]:cq[i + 1]].transpose(0, 1).float()
+        ki = k[ck[i]:ck[i + 1]].transpose(0, 1).float().repeat_interleave(
+            hq // hkv, 0)
+        vi = v[ck[i]:ck[i + 1]].transpose(0, 1).float().repeat_interleave(
+            hq // hkv, 0)
+        s = qi @ ki.transpose(-1, -2) / math.sqrt(d)
+        if causal:
+            r = torch.arange(nq, device="cuda")[:, None] + nk - nq
+            c = torch.arange(nk, device="cuda")[None, :]
+            s = s.masked_fill(c > r, float("-inf"))
+        ref = torch.softmax(s, -1).nan_to_num(0.0) @ vi
+        got = out[cq[i]:cq[i + 1]].transpose(0, 1).float()
+        assert (got - ref).abs().max().item() < 2e-3, i
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [96, 128])
@@ -76,23 +100,37 @@ def test_varlen_matches_reference(cuda_flashmlir, causal, d):
     out = flashmlir.flash_attn_varlen_func(
         q, k, v, cuq, cuk, max(lq), max(lk), causal=causal,
         kernel_dir=os.environ.get("FLASHMLIR_VARLEN_KERNEL_DIR", ".varlen"))
-    cq, ck = cuq.tolist(), cuk.tolist()
-    for i in range(len(lq)):
-        if lq[i] == 0:
-            continue
-        qi = q[cq[i]:cq[i + 1]].transpose(0, 1).float()
-        ki = k[ck[i]:ck[i + 1]].transpose(0, 1).float().repeat_interleave(
-            hq // hkv, 0)
-        vi = v[ck[i]:ck[i + 1]].transpose(0, 1).float().repeat_interleave(
-            hq // hkv, 0)
-        s = qi @ ki.transpose(-1, -2) / math.sqrt(d)
-        if causal:
-            r = torch.arange(lq[i], device="cuda")[:, None] + lk[i] - lq[i]
-            c = torch.arange(lk[i], device="cuda")[None, :]
-            s = s.masked_fill(c > r, float("-inf"))
-        ref = torch.softmax(s, -1).nan_to_num(0.0) @ vi
-        got = out[cq[i]:cq[i + 1]].transpose(0, 1).float()
-        assert (got - ref).abs().max().item() < 2e-3, i
+    _check_per_sequence(torch, q, k, v, out, cuq.tolist(), cuk.tolist(),
+                        causal)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_many_sequences(cuda_flashmlir, causal):
+    """70 sequences, some empty: a persistent kernel deals the real tiles
+    of the whole batch from one counter, so each tile must find its own
+    sequence among many (and an empty one owns no tile)."""
+    import os
+    import random
+    torch, flashmlir = cuda_flashmlir
+    rng = random.Random(5)
+    lq = [0 if i % 9 == 4 else rng.randrange(1, 300) for i in range(70)]
+    lk = [n + rng.randrange(0, 60) for n in lq]
+    hq, hkv, d = 4, 2, 128
+    cq, ck = [0], [0]
+    for a, c in zip(lq, lk):
+        cq.append(cq[-1] + a)
+        ck.append(ck[-1] + c)
+    cuq = torch.tensor(cq, dtype=torch.int32, device="cuda")
+    cuk = torch.tensor(ck, dtype=torch.int32, device="cuda")
+    torch.manual_seed(4)
+    q = torch.randn(cq[-1], hq, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(ck[-1], hkv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn_like(k)
+    out = flashmlir.flash_attn_varlen_func(
+        q, k, v, cuq, cuk, max(lq), max(lk), causal=causal,
+        kernel_dir=os.environ.get("FLASHMLIR_VARLEN_KERNEL_DIR", ".varlen"))
+    _check_per_sequence(torch, q, k, v, out, cq, ck, causal)
 
 
 @pytest.mark.gpu

@@ -1,4 +1,4 @@
-//===- KernelABI.h - the launch interface of the attention kernels -*- C++ -*-===//
+//===- KernelABI.h - launch interface of the attention kernels --*- C++ -*-===//
 //
 // One description of a kernel's parameters, derived from its target and
 // schedule: the kernel's LLVM signature (convert-fagpu-to-nvvm), the
@@ -98,10 +98,10 @@ SmallVector<KernelParam> kernelParams(Target target,
 
 /// The e4m3 kernels' V layout kernel: V [B, Hkv, Nk, D] (strided, unit
 /// stride on D) -> V^T [B, Hkv, D, Nk_128] (contiguous, Nk_128 = Nk rounded
-/// up to kValueLayoutKeyAlign, the padding zero), keys permuted within each 16 by σ(κ) =
-/// 8 ((κ mod 4) / 2) + 2 (κ / 4) + κ mod 2 so that P's e4m3 A fragment,
-/// packed from the S accumulator without a shuffle, meets its keys:
-/// V^T[b, h, d, 16 g + κ] = V[b, h, 16 g + σ(κ), d]. One thread a
+/// up to kValueLayoutKeyAlign, the padding zero), keys permuted within each
+/// 16 by σ(κ) = 8 ((κ mod 4) / 2) + 2 (κ / 4) + κ mod 2 so that P's e4m3 A
+/// fragment, packed from the S accumulator without a shuffle, meets its
+/// keys: V^T[b, h, d, 16 g + κ] = V[b, h, 16 g + σ(κ), d]. One thread a
 /// (b, h, g, d), d fastest; kValueLayoutThreads threads a CTA.
 SmallVector<KernelParam> valueLayoutParams();
 inline constexpr int64_t kValueLayoutThreads = 256;
