@@ -24,11 +24,7 @@ cd "$(dirname "$0")/.."
 SECONDS_TO_RUN=${1:-60}
 JOBS=${2:-1}
 RUNS=${3:-0}
-cmake -G Ninja -S . -B build-asan \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DFA_ENABLE_SANITIZERS=ON -DFA_BUILD_FUZZER=ON > /dev/null || exit 1
+bash scripts/configure-asan.sh || exit 1
 TARGETS=${FA_FUZZ_TARGETS:-fa-fuzz fa-fuzz-metadata fa-options}
 status=0
 if [[ " $TARGETS " == *" fa-options "* ]]; then

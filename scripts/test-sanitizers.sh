@@ -6,11 +6,7 @@
 # inside fa-run uninstrumented.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-cmake -G Ninja -S . -B build-asan \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DFA_ENABLE_SANITIZERS=ON -DFA_BUILD_FUZZER=ON > /dev/null || exit 1
+bash scripts/configure-asan.sh || exit 1
 cmake --build build-asan || exit 1
 # allow_user_poisoning=0: see scripts/fuzz.sh (instrumented project code and
 # uninstrumented libMLIR share allocators).
