@@ -4,11 +4,15 @@
     python3 bench/fp8.py check .fp8                    # numerics
     python3 bench/fp8.py bench .fp8 .cubins            # speed
     python3 bench/fp8.py rmse .fp8                     # FA3-style RMSE table
+                                                       # (per tensor, per block,
+                                                       # incoherent processing)
     python3 bench/fp8.py variants FOLDER [F16_FOLDER] [B,H,N]  # an A/B
 
 Inputs are float32 N(0, 1) (or with outliers), quantised per tensor as
 FlashAttention-3's baseline does: scale = 448 / amax, x8 = e4m3(x * scale),
-descale = 1 / scale.
+descale = 1 / scale; and (check, rmse) with FA3's block quantisation: Q and
+K per tile of the kernel (one descale per 128 rows of each (batch, head)),
+V per tensor.
 
 Numerics (flash-attention's 2x rule, adapted to FP8): the reference is the
 exact attention of the dequantised inputs (float64); the baseline is an
@@ -46,6 +50,24 @@ def quantize(x):
     scale = 448.0 / amax
     codes = (x * scale).clamp(-448, 448).to(E4M3)
     return codes, (1.0 / scale).float().reshape(1)
+
+
+def quantize_blocks(x, rows):
+    """Block quantisation (FA3's, fa-block-quantize's): one descale per
+    `rows` rows of each (batch, head) of x [B, H, N, D]; (codes, descale
+    [B, H, ceil(N / rows)])."""
+    b, h, n, d = x.shape
+    blocks = -(-n // rows)
+    padded = F.pad(x, (0, 0, 0, blocks * rows - n))
+    amax = padded.view(b, h, blocks, rows, d).abs().amax(dim=(3, 4))
+    descale = amax.clamp(min=1e-12) / 448.0
+    per_row = descale.repeat_interleave(rows, 2)[:, :, :n, None]
+    return (x / per_row).clamp(-448, 448).to(E4M3), descale
+
+
+def dequantize_blocks(codes, descale, rows):
+    return codes.float() * descale.repeat_interleave(rows, 2)[
+        :, :, :codes.shape[2], None]
 
 
 def hadamard(d, seed, device):
@@ -117,18 +139,25 @@ def inputs(b, hq, hkv, nq, nk, d, seed, outliers=False):
     return q, k, v
 
 
-def run(kernel, q, k, v, scale, incoherent=False):
-    """Quantises (optionally after FA3's Hadamard on Q and K), runs the
+def run(kernel, q, k, v, scale, incoherent=False, blocks=False):
+    """Quantises (optionally after FA3's Hadamard on Q and K; per tensor, or
+    with `blocks` Q and K per tile of the kernel and V per tensor), runs the
     kernel; returns (O, LSE, dequantised q, k, v)."""
     if incoherent:
         mat = hadamard(q.shape[-1], 7, q.device)
         q, k = q @ mat, k @ mat
-    (q8, qd), (k8, kd), (v8, vd) = quantize(q), quantize(k), quantize(v)
+    (v8, vd) = quantize(v)
+    if blocks:
+        br, bc = kernel.meta["block_r"], kernel.meta["block_c"]
+        (q8, qd), (k8, kd) = quantize_blocks(q, br), quantize_blocks(k, bc)
+        qf, kf = dequantize_blocks(q8, qd, br), dequantize_blocks(k8, kd, bc)
+    else:
+        (q8, qd), (k8, kd) = quantize(q), quantize(k)
+        qf, kf = q8.float() * qd, k8.float() * kd
     out, lse = kernel(q8, k8, v8, scale=scale, q_descale=qd, k_descale=kd,
                       v_descale=vd)
     torch.cuda.synchronize()
-    deq = (q8.float() * qd, k8.float() * kd, v8.float() * vd)
-    return out, lse, deq
+    return out, lse, (qf, kf, v8.float() * vd)
 
 
 def check(folder):
@@ -142,11 +171,14 @@ def check(folder):
                   (2, 4, 1, 129, 129)]
         if not causal:
             shapes += [(2, 4, 4, 200, 700), (1, 2, 2, 1, 4099)]
-        for (b, hq, hkv, nq, nk) in shapes:
+        for (b, hq, hkv, nq, nk), blocks in [
+                (shape, blocks) for shape in shapes
+                for blocks in (False, True)]:
             checks += 1
             q, k, v = inputs(b, hq, hkv, nq, nk, d, seed=nq + nk + hq)
             scale = 1 / math.sqrt(d)
-            out, lse, (qf, kf, vf) = run(kernel, q, k, v, scale)
+            out, lse, (qf, kf, vf) = run(kernel, q, k, v, scale,
+                                         blocks=blocks)
             ref, ref_lse = exact(qf, kf, vf, scale, causal)
             emu = emulate(qf, kf, vf, scale, causal)
             err = (out.double() - ref).abs().max().item()
@@ -155,7 +187,8 @@ def check(folder):
             finite = bool(torch.isfinite(out).all())
             ok = finite and err <= 2 * base + 1e-3 and lse_err <= 1e-2
             failures += not ok
-            print(f"{name} B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk}: "
+            print(f"{name} B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk}"
+                  f"{' per-block' if blocks else ''}: "
                   f"max_err={err:.2e} emulation={base:.2e} "
                   f"lse_err={lse_err:.2e} {'ok' if ok else 'FAIL'}")
     print(f"fp8 check: {checks - failures}/{checks} passed")
@@ -166,16 +199,19 @@ def rmse(folder):
     """RMSE of O against float64 attention of the unquantised inputs."""
     kernel = Kernel.load(os.path.join(folder, "sm_90a_d128_e4m3_bf16"))
     scale = 1 / math.sqrt(128)
-    print("| inputs | per tensor | + incoherent processing |")
-    print("|---|---|---|")
+    print("| inputs | per tensor | + incoherent processing | per block "
+          "(Q, K) | per block + incoherent |")
+    print("|---|---|---|---|---|")
     for label, kw in (("N(0,1)", {}), ("outliers", {"outliers": True})):
         q, k, v = inputs(1, 16, 16, 4096, 4096, 128, seed=11, **kw)
         ref, _ = exact(q, k, v, scale, False)
         row = []
-        for incoherent in (False, True):
-            out, _, _ = run(kernel, q, k, v, scale, incoherent)
-            row.append(((out.double() - ref) ** 2).mean().sqrt().item())
-        print(f"| {label} B 1 H 16 N 4096 | {row[0]:.2e} | {row[1]:.2e} |")
+        for blocks in (False, True):
+            for incoherent in (False, True):
+                out, _, _ = run(kernel, q, k, v, scale, incoherent, blocks)
+                row.append(((out.double() - ref) ** 2).mean().sqrt().item())
+        print(f"| {label} B 1 H 16 N 4096 | " +
+              " | ".join(f"{x:.2e}" for x in row) + " |")
     # Attention sink: query dim 0 set to 1, the first 4 keys' dim 0 to
     # 8 / scale, so their scores are 8 (natural log units) above the rest
     # for every query, their values 0. Every other key's P relative to the

@@ -129,18 +129,35 @@ int faKernelLaunchStrided(FaKernel *kernel, const void *q,
                           int qHeads, int kvHeads, int qLen, int kvLen,
                           float scale, int kvSplits, void *stream);
 
+/** The query rows (blockR) and keys (blockC) of the kernel's tiles; either
+ *  pointer may be NULL. Returns 0, or 1 for a NULL kernel. */
+int faKernelTiles(const FaKernel *kernel, int *blockR, int *blockC);
+
+/** How faKernelLaunchE4M3's three descale arrays (f32 on the device,
+ *  contiguous) are laid out. */
+enum {
+  /** One each, for the whole tensor. */
+  FA_DESCALE_PER_TENSOR = 0,
+  /** [B, Hkv] each (FlashAttention-3's shape): a (batch, K/V head)'s, which
+   *  its query heads take too. */
+  FA_DESCALE_PER_HEAD = 1,
+  /** Block quantisation: q's [B, Hq, ceil(Nq / blockR)], one per query
+   *  tile; k's [B, Hkv, ceil(Nk / blockC)], one per K/V tile (the tiles of
+   *  faKernelTiles); v's one for the tensor. */
+  FA_DESCALE_PER_BLOCK = 2,
+};
+
 /** faKernelLaunchStrided for an e4m3 kernel (fa-compile --dtype e4m3;
  *  metadata "dtype": "e4m3"): q [B, Hq, Nq, D], k and v [B, Hkv, Nk, D] of
  *  one-byte e4m3 codes with element strides (NULL: contiguous; multiples of
  *  16 elements), o [B, Hq, Nq, D] in the kernel's "out_dtype" (f16 or bf16,
  *  strides in multiples of 8), LSE as in faKernelLaunch. qDescale,
  *  kDescale, vDescale: FlashAttention-3's descales (the factor the codes
- *  are multiplied by; 1.0 for unscaled codes), f32 on the device: one each
- *  (descalesPerHead 0), or [B, Hkv] contiguous each, a (batch, K/V head)'s
- *  for its query heads too (descalesPerHead 1, FA3's shape). On `stream` the runtime first runs the kernel's V
- *  layout kernel (metadata "value_layout") into a V^T workspace of
- *  B * Hkv * D * ceil16(Nk) bytes it keeps per stream, then the attention.
- *  Other launchers refuse e4m3 kernels, and this one the others. */
+ *  are multiplied by; 1.0 for unscaled codes), f32 on the device, laid out
+ *  as descaleLayout (an FA_DESCALE_* value) says. On `stream` the runtime
+ *  first runs the kernel's V layout kernel (metadata "value_layout") into a
+ *  V^T workspace it keeps per stream, then the attention. Other launchers
+ *  refuse e4m3 kernels, and this one the others. */
 int faKernelLaunchE4M3(FaKernel *kernel, const void *q,
                        const FaStrides *qStrides, const void *k,
                        const FaStrides *kStrides, const void *v,
@@ -149,7 +166,7 @@ int faKernelLaunchE4M3(FaKernel *kernel, const void *q,
                        int qHeads, int kvHeads, int qLen, int kvLen,
                        float scale, const float *qDescale,
                        const float *kDescale, const float *vDescale,
-                       int descalesPerHead, void *stream);
+                       int descaleLayout, void *stream);
 
 /** faKernelLaunchStrided for a kernel that reads a KV cache (fa-compile
  *  --kv-lengths, --page-size; metadata "kv_lengths", "page_size"): k and v

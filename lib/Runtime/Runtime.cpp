@@ -677,7 +677,7 @@ int validate(const Metadata &m) {
       expected.push_back(name);
   if (fp8)
     for (const char *name :
-         {"q_descale", "k_descale", "v_descale", "descale_stride"})
+         {"q_descale", "k_descale", "v_descale", "descale_layout"})
       expected.push_back(name);
   if (m.varlen)
     for (const char *name : {"cu_seqlens_q", "cu_seqlens_k", "total_q"})
@@ -998,6 +998,15 @@ int faKernelMasks(const FaKernel *k, int *bottomRight, long long *window,
     *softcap = k->meta.softcap;
   return 0;
 }
+int faKernelTiles(const FaKernel *k, int *blockR, int *blockC) {
+  if (!k)
+    return fail("faKernelTiles: kernel must not be null");
+  if (blockR)
+    *blockR = static_cast<int>(k->meta.blockR);
+  if (blockC)
+    *blockC = static_cast<int>(k->meta.blockC);
+  return 0;
+}
 long long faKernelDiagonalOffset(const FaKernel *k) {
   return k ? k->meta.diagonalOffset : 0;
 }
@@ -1212,10 +1221,10 @@ struct KVCache {
   // the sequences and the longest one's queries.
   const int *cuQ = nullptr, *cuK = nullptr;
   int qRows = 0;
-  // An e4m3 launch: the descales, f32 on the device, one per tensor
-  // (stride 0) or [B, Hkv] (stride 1).
+  // An e4m3 launch: the descales, f32 on the device, laid out as
+  // descaleLayout (FA_DESCALE_*) says.
   const float *qDescale = nullptr, *kDescale = nullptr, *vDescale = nullptr;
-  int descaleStride = 0;
+  int descaleLayout = FA_DESCALE_PER_TENSOR;
 };
 
 /// The keys of each row of an e4m3 kernel's V^T: Nk rounded up to the
@@ -1499,7 +1508,7 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 : name == "q_descale"      ? (void *)&cache.qDescale
                 : name == "k_descale"      ? (void *)&cache.kDescale
                 : name == "v_descale"      ? (void *)&cache.vDescale
-                : name == "descale_stride" ? (void *)&cache.descaleStride
+                : name == "descale_layout" ? (void *)&cache.descaleLayout
                                            : nullptr;
     if (!arg) // validate() admits only the names above
       return fail("faKernelLaunch: unknown kernel parameter '" + name + "'");
@@ -1545,12 +1554,15 @@ int faKernelLaunchE4M3(FaKernel *k, const void *q, const FaStrides *qStrides,
                        int qHeads, int kvHeads, int qLen, int kvLen,
                        float scale, const float *qDescale,
                        const float *kDescale, const float *vDescale,
-                       int descalesPerHead, void *stream) {
-  // The flag first: a bad value is refused without a kernel or a driver.
-  if (descalesPerHead != 0 && descalesPerHead != 1)
-    return fail("faKernelLaunchE4M3: descalesPerHead must be 0 (one descale "
-                "per tensor) or 1 ([B, Hkv]), got " +
-                std::to_string(descalesPerHead));
+                       int descaleLayout, void *stream) {
+  // The layout first: a bad value is refused without a kernel or a driver.
+  if (descaleLayout != FA_DESCALE_PER_TENSOR &&
+      descaleLayout != FA_DESCALE_PER_HEAD &&
+      descaleLayout != FA_DESCALE_PER_BLOCK)
+    return fail("faKernelLaunchE4M3: descaleLayout must be "
+                "FA_DESCALE_PER_TENSOR (0), FA_DESCALE_PER_HEAD (1, [B, Hkv]) "
+                "or FA_DESCALE_PER_BLOCK (2, per tile), got " +
+                std::to_string(descaleLayout));
   if (!k)
     return fail("faKernelLaunchE4M3: kernel must not be null");
   if (k->meta.dtype != "e4m3")
@@ -1568,7 +1580,7 @@ int faKernelLaunchE4M3(FaKernel *k, const void *q, const FaStrides *qStrides,
   cache.qDescale = qDescale;
   cache.kDescale = kDescale;
   cache.vDescale = vDescale;
-  cache.descaleStride = descalesPerHead;
+  cache.descaleLayout = descaleLayout;
   return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
                       lse, batch, qHeads, kvHeads, qLen, cache, scale,
                       /*kvSplits=*/-1, stream);

@@ -130,9 +130,11 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
 
     float8_e4m3fn q, k, v (sm_90a, D 128 or 256): FlashAttention-3's FP8
     kernel with its descales: float32 tensors of one element or numbers
-    (per tensor), or FA3's [B, Hkv] (per batch and K/V head; a query head
-    takes its K/V head's q_descale); None: 1.0, as in FA3. O in bfloat16;
-    no split-KV."""
+    (per tensor), FA3's [B, Hkv] (per batch and K/V head; a query head
+    takes its K/V head's q_descale), or per block (block quantisation: q's
+    [B, Hq, ceil(Nq / 128)] and k's [B, Hkv, ceil(Nk / 128)], one per
+    tile of the kernel, runtime.Kernel.descale_blocks; v's one); None: 1.0,
+    as in FA3. O in bfloat16; no split-KV."""
     out, _ = _launch(q, k, v, causal, scale, kernel_dir,
                      num_splits=num_splits,
                      descales=(q_descale, k_descale, v_descale))

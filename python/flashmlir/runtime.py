@@ -188,7 +188,7 @@ def validate_metadata(meta):
                                 "tensor maps over the pages")
         expected += ["block_table", "max_pages"]
     if fp8:
-        expected += ["q_descale", "k_descale", "v_descale", "descale_stride"]
+        expected += ["q_descale", "k_descale", "v_descale", "descale_layout"]
     if meta.get("split_kv"):
         if not meta.get("tile_grid"):
             raise MetadataError("split-KV needs a tile-grid (wgmma) kernel")
@@ -798,29 +798,49 @@ class Kernel:
                 f"scale must be in [2^-64, 2^64], got {scale!r}")
         return scale
 
+    # The kernels' descale_layout argument (fagpu::DescaleLayout, the C
+    # API's FA_DESCALE_*).
+    DESCALE_PER_TENSOR, DESCALE_PER_HEAD, DESCALE_PER_BLOCK = 0, 1, 2
+
+    def descale_blocks(self, nq, nk):
+        """The per-block descales' tiles for Nq queries and Nk keys:
+        (ceil(Nq / block_r), ceil(Nk / block_c)), the last dims of q's
+        [B, Hq, .] and k's [B, Hkv, .] descales (block quantisation)."""
+        br, bc = self.meta["block_r"], self.meta.get("block_c", 0)
+        if bc <= 0:
+            raise MetadataError("per-block descales need the kernel's "
+                                "block_c (metadata that predates it)")
+        return -(-nq // br), -(-nk // bc)
+
     def _check_e4m3(self, q, k, v, descales, out, lse):
         """The e4m3 kernel's argument checks: _check's, then the descales:
-        each a number or a float32 tensor of one element (per tensor), or
+        each a number or a float32 tensor of one element (per tensor);
         FA3's [B, Hkv] (per batch and K/V head; the others are then
-        broadcast to it); returns ((B, Hq, Hkv, Nq, Nk, D), the strides of
-        q, k, v, out, the three descale tensors, their stride: 0 per
-        tensor, 1 [B, Hkv])."""
+        broadcast to it); or per block: q's [B, Hq, ceil(Nq / block_r)] and
+        k's [B, Hkv, ceil(Nk / block_c)] (descale_blocks), v's one for the
+        tensor. Returns ((B, Hq, Hkv, Nq, Nk, D), the strides of q, k, v,
+        out, the three descale tensors, their DESCALE_* layout)."""
         import torch
         dims, strides = self._check(q, k, v, out, lse)
-        b, _, hkv, _, nk, d = dims
+        b, hq, hkv, nq, nk, d = dims
         # The layout kernel's grid: one thread per 16 keys of a V^T row.
         if b * hkv * (self._value_keys(nk) // 16) * d >= 2**31 * 128:
             raise KernelArgumentError(
                 "sizes exceed the V layout kernel's 32-bit grid")
-        scalars = []
-        per_head = any(isinstance(x, torch.Tensor) and x.numel() != 1
-                       for x in descales)
         for name, x in zip(("q_descale", "k_descale", "v_descale"), descales):
             if x is None:
                 raise KernelArgumentError(
                     f"an e4m3 kernel needs {name} (the factor its codes are "
                     f"multiplied by: amax / 448 of a per-tensor quantisation;"
                     f" 1.0 for unscaled codes)")
+        tensors = [isinstance(x, torch.Tensor) for x in descales]
+        if any(t and x.dim() == 3 for t, x in zip(tensors, descales)):
+            return dims, strides, self._block_descales(
+                q, dims, descales), self.DESCALE_PER_BLOCK
+        scalars = []
+        per_head = any(t and x.numel() != 1
+                       for t, x in zip(tensors, descales))
+        for name, x in zip(("q_descale", "k_descale", "v_descale"), descales):
             if isinstance(x, torch.Tensor):
                 if x.dtype != torch.float32 or x.device != q.device or \
                         (x.numel() != 1 and tuple(x.shape) != (b, hkv)):
@@ -838,14 +858,56 @@ class Kernel:
                     # One element of any rank: the kernel reads its first.
                     scalars.append(x if x.is_contiguous() else x.contiguous())
                 continue
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or \
-                    not 2.0 ** -126 <= float(x) <= 2.0 ** 127:
-                raise KernelArgumentError(
-                    f"{name} must be in [2^-126, 2^127] (a descale factor "
-                    f"must be finite, positive and a normal f32), got {x!r}")
-            scalars.append(torch.full((b, hkv) if per_head else (1,), float(x),
+            scalars.append(torch.full((b, hkv) if per_head else (1,),
+                                      self._descale_number(name, x),
                                       dtype=torch.float32, device=q.device))
-        return dims, strides, scalars, int(per_head)
+        return dims, strides, scalars, \
+            self.DESCALE_PER_HEAD if per_head else self.DESCALE_PER_TENSOR
+
+    @staticmethod
+    def _descale_number(name, x):
+        """A descale given as a number: a normal, positive f32."""
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or \
+                not 2.0 ** -126 <= float(x) <= 2.0 ** 127:
+            raise KernelArgumentError(
+                f"{name} must be in [2^-126, 2^127] (a descale factor "
+                f"must be finite, positive and a normal f32), got {x!r}")
+        return float(x)
+
+    def _block_descales(self, q, dims, descales):
+        """Per-block descales (block quantisation): q's and k's float32
+        tensors of the kernel's tiles (descale_blocks), v's one for the
+        tensor (a number or one element); returns the three, contiguous."""
+        import torch
+        b, hq, hkv, nq, nk, _ = dims
+        q_blocks, k_blocks = self.descale_blocks(nq, nk)
+        out = []
+        for name, x, shape in (("q_descale", descales[0], (b, hq, q_blocks)),
+                               ("k_descale", descales[1], (b, hkv, k_blocks))):
+            if not isinstance(x, torch.Tensor) or \
+                    x.dtype != torch.float32 or x.device != q.device or \
+                    tuple(x.shape) != shape:
+                got = (f"{x.dtype} of shape {tuple(x.shape)} on {x.device}"
+                       if isinstance(x, torch.Tensor) else repr(x))
+                raise KernelArgumentError(
+                    f"per-block descales: {name} must be a float32 tensor of "
+                    f"shape {shape} ([B, H, ceil(N / tile)], the kernel's "
+                    f"{self.meta['block_r']} x {self.meta['block_c']} tiles)"
+                    f" on {q.device}, got {got}")
+            out.append(x.contiguous())
+        v = descales[2]
+        if isinstance(v, torch.Tensor):
+            if v.dtype != torch.float32 or v.device != q.device or \
+                    v.numel() != 1:
+                raise KernelArgumentError(
+                    f"per-block descales: v_descale must be one float32 "
+                    f"value on {q.device} (V is quantised per tensor), got "
+                    f"{v.dtype} of shape {tuple(v.shape)} on {v.device}")
+            out.append(v.reshape(1).contiguous())
+        else:
+            out.append(torch.full((1,), self._descale_number("v_descale", v),
+                                  dtype=torch.float32, device=q.device))
+        return out
 
     def _call_e4m3(self, q, k, v, descales, out, lse, scale, discard_lse):
         """An e4m3 launch: the V layout kernel writes V^T [B, Hkv, D,
@@ -853,7 +915,7 @@ class Kernel:
         workspace, then the attention reads q, k and it by TMA, scales the
         scores by q_descale * k_descale and O by v_descale."""
         import torch
-        (b, hq, hkv, nq, nk, d), strides, scalars, stride = self._check_e4m3(
+        (b, hq, hkv, nq, nk, d), strides, scalars, layout = self._check_e4m3(
             q, k, v, descales, out, lse)
         device_index = q.device.index if q.device.index is not None else \
             torch.cuda.current_device()
@@ -894,7 +956,7 @@ class Kernel:
                       ctypes.c_int32(b)]
             values += [ctypes.c_int64(x) for x in strides[3]]
             values += [ctypes.c_void_p(x.data_ptr()) for x in scalars]
-            values.append(ctypes.c_int32(stride))
+            values.append(ctypes.c_int32(layout))
             if self.meta.get("tile_scheduler") == "dynamic":
                 values.append(ctypes.c_void_p(
                     tile_counter(device_index, stream).data_ptr()))
@@ -1001,9 +1063,11 @@ class Kernel:
         varlen batch, for kernels compiled for one (q, k, v, out [1, H,
         total, D] with the sequences packed along N; the prefix sums must
         start at 0, not decrease and end within the tensors' N).
-        q_descale, k_descale, v_descale: an e4m3 kernel's per-tensor
-        descales (float32 device tensors of one element, or numbers), the
-        factors its e4m3 codes are multiplied by (_call_e4m3)."""
+        q_descale, k_descale, v_descale: an e4m3 kernel's descales, the
+        factors its e4m3 codes are multiplied by (_call_e4m3): per tensor
+        (float32 device tensors of one element, or numbers), FA3's [B, Hkv],
+        or per block (block quantisation): q's [B, Hq, ceil(Nq / block_r)],
+        k's [B, Hkv, ceil(Nk / block_c)] (descale_blocks), v's one."""
         import torch
 
         descales = (q_descale, k_descale, v_descale)

@@ -265,8 +265,11 @@ def test_compile_e4m3_kernel(flashmlir, out_dtype):
     # The descales after the scalars; the dynamic scheduler's counter, if
     # any, last.
     descales = names.index("q_descale")
-    assert names[descales:descales + 3] == ["q_descale", "k_descale",
-                                            "v_descale"]
+    assert names[descales:descales + 4] == ["q_descale", "k_descale",
+                                            "v_descale", "descale_layout"]
+    # Per-block descales are the kernel's tiles: ceil(N / 128) each.
+    from flashmlir.runtime import Kernel
+    assert Kernel(b"\x7fELF", meta).descale_blocks(333, 500) == (3, 4)
     # V^T's rows padded to whole 128-byte lines (the runtime allocates and
     # maps them so).
     assert meta["value_layout"]["key_alignment"] == 128

@@ -335,3 +335,103 @@ def test_e4m3_per_head_descales(cuda_flashmlir, causal):
     from flashmlir.runtime import KernelArgumentError
     with pytest.raises(KernelArgumentError, match="\\[B, Hkv\\]"):
         kernel(q8, k8, v8, q_descale=qd[:1], k_descale=kd, v_descale=vd)
+
+
+def _per_block(torch, t, rows, heads_of_descale=None):
+    """Block quantisation of t [B, H, N, D]: one descale per `rows` rows of
+    each (batch, head), [B, H, ceil(N / rows)]; codes = e4m3(t / descale)."""
+    b, h, n, d = t.shape
+    blocks = -(-n // rows)
+    padded = torch.nn.functional.pad(t, (0, 0, 0, blocks * rows - n))
+    amax = padded.view(b, h, blocks, rows, d).abs().amax(dim=(3, 4))
+    descale = amax.clamp(min=1e-12) / 448.0
+    expanded = descale.repeat_interleave(rows, 2)[:, :, :n, None]
+    return (t / expanded).to(torch.float8_e4m3fn), descale
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,causal", [("sm_90a_d128_e4m3_bf16", False),
+                                         ("sm_90a_d128_e4m3_bf16_causal",
+                                          True),
+                                         ("sm_90a_d256_e4m3_bf16", False)])
+def test_e4m3_per_block_descales(cuda_flashmlir, name, causal):
+    """FlashAttention-3's block quantisation on the kernel: Q's descales per
+    (batch, head, 128-row block), K's per (batch, K/V head, 128-key block),
+    V's one; some blocks 16x the others' range, ragged N (a last block of
+    77 queries, 116 keys). Against the emulation of the same codes and
+    descales by the 2x rule; the C launcher (FA_DESCALE_PER_BLOCK) gives
+    the Python runtime's O."""
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir.runtime import Kernel, KernelArgumentError
+    kernel = Kernel.load(os.path.join(_kernel_dir(), name))
+    b, hq, hkv, nq, nk = 2, 4, 2, 333, 500
+    d = kernel.meta["head_dim"]
+    assert kernel.descale_blocks(nq, nk) == (3, 4)
+    g = torch.Generator(device="cuda").manual_seed(23)
+    q = torch.randn(b, hq, nq, d, device="cuda", generator=g)
+    k = torch.randn(b, hkv, nk, d, device="cuda", generator=g)
+    v = torch.randn(b, hkv, nk, d, device="cuda", generator=g)
+    q[:, 1, 128:256] *= 16  # a query block of 16x the range
+    k[1, 0, 256:384] *= 16  # a key block of 16x the range
+    q8, qd = _per_block(torch, q, 128)
+    k8, kd = _per_block(torch, k, 128)
+    v8, vd = _quantize(torch, v)
+    out, _ = kernel(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+    torch.cuda.synchronize()
+
+    def decode(t8, descale):
+        return t8.float() * descale.repeat_interleave(128, 2)[
+            :, :, :t8.shape[2], None]
+    qf, kf, vf = decode(q8, qd), decode(k8, kd), v8.float() * vd
+    scale = 1 / math.sqrt(d)
+    shift = nk - nq
+    mask = _mask(torch, nq, nk, True, shift=shift) if causal else None
+    ref, _ = _exact(torch, qf, kf, vf, scale, causal, mask)
+    emu = _emulate(torch, qf, kf, vf, scale, causal, mask=mask)
+    err = (out.double() - ref).abs().max().item()
+    base = (emu.double() - ref).abs().max().item()
+    assert err <= 2 * base + 1e-3, (err, base)
+    # Teeth: block 0's descales for every block (a kernel reading one per
+    # head) would be far off: two blocks have 16x the range.
+    wrong, _ = _exact(torch, decode(q8, qd[:, :, :1].expand_as(qd)),
+                      decode(k8, kd[:, :, :1].expand_as(kd)), vf, scale,
+                      causal, mask)
+    assert (wrong - ref).abs().max().item() > 20 * (base + 1e-3)
+    # Block counts other than the kernel's tiles, and a V descale per
+    # block, are refused.
+    with pytest.raises(KernelArgumentError, match="q_descale must be a "
+                       "float32 tensor of shape \\(2, 4, 3\\)"):
+        kernel(q8, k8, v8, q_descale=qd[:, :, :2], k_descale=kd,
+               v_descale=vd)
+    with pytest.raises(KernelArgumentError, match="v_descale must be one"):
+        kernel(q8, k8, v8, q_descale=qd, k_descale=kd,
+               v_descale=torch.ones(b, hkv, 4, device="cuda"))
+
+    # The C launcher, descale layout FA_DESCALE_PER_BLOCK (2): the same O.
+    import ctypes
+    from conftest import load_c_runtime
+    lib, _, _ = load_c_runtime()
+    handle = ctypes.c_void_p()
+    prefix = os.path.join(_kernel_dir(), name)
+    assert lib.faKernelLoadFiles(prefix.encode(), 0,
+                                 ctypes.byref(handle)) == 0, \
+        lib.faRuntimeLastError()
+    block_r, block_c = ctypes.c_int(), ctypes.c_int()
+    assert lib.faKernelTiles(handle, ctypes.byref(block_r),
+                             ctypes.byref(block_c)) == 0
+    assert (block_r.value, block_c.value) == (128, 128)
+    c_out = torch.full_like(out, float("nan"))
+    lse = torch.empty(b, hq, nq, device="cuda")
+    c = ctypes.c_void_p
+    vd1 = vd.reshape(1).contiguous()
+    rc = lib.faKernelLaunchE4M3(
+        handle, c(q8.data_ptr()), None, c(k8.data_ptr()), None,
+        c(v8.data_ptr()), None, c(c_out.data_ptr()), None,
+        c(lse.data_ptr()), b, hq, hkv, nq, nk, ctypes.c_float(scale),
+        c(qd.data_ptr()), c(kd.data_ptr()), c(vd1.data_ptr()), 2,
+        c(torch.cuda.current_stream().cuda_stream))
+    assert rc == 0, lib.faRuntimeLastError()
+    torch.cuda.synchronize()
+    assert torch.equal(c_out, out)
+    lib.faKernelDestroy(handle)
+

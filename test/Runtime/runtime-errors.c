@@ -256,9 +256,16 @@ int main(int argc, char **argv) {
   report("KV-cache launch without kernel",
          faKernelLaunchKVCache(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                                64, 0, 0, 1, 1.0f, -1, NULL));
-  report("e4m3 launch, descalesPerHead 2",
+  report("e4m3 launch, descale layout 3",
          faKernelLaunchE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
-                            1.0f, 0, 0, 0, 2, NULL));
+                            1.0f, 0, 0, 0, 3, NULL));
+  report("e4m3 launch, descale layout -1",
+         faKernelLaunchE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
+                            1.0f, 0, 0, 0, -1, NULL));
+  report("e4m3 launch per block without kernel",
+         faKernelLaunchE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
+                            1.0f, 0, 0, 0, FA_DESCALE_PER_BLOCK, NULL));
+  report("tiles of no kernel", faKernelTiles(NULL, NULL, NULL));
   report("e4m3 launch without kernel",
          faKernelLaunchE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                             1.0f, 0, 0, 0, 1, NULL));

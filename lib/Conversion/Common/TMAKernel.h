@@ -699,10 +699,11 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
         case fagpu::ParamKind::F32:
           return operands.scaleLog2;
         case fagpu::ParamKind::I32:
-          // Descales per tensor (rank 0) or [B, Hkv] (rank 2, contiguous).
-          if (p.name == "descale_stride")
-            return c32(cast<MemRefType>(op.getQDescale().getType())
-                               .getRank() == 2)
+          // Descales per tensor (rank 0), [B, Hkv] (rank 2, contiguous) or
+          // per block (Q's and K's of rank 3).
+          if (p.name == "descale_layout")
+            return c32(int64_t(fagpu::descaleLayoutOf(cast<MemRefType>(
+                           op.getQDescale().getType()))))
                 .getResult();
           return p.name == "kv_splits" ? c32(launch.kvSplits).getResult()
                                        : operands.i32(p.name);

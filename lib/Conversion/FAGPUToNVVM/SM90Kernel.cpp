@@ -259,8 +259,10 @@ private:
   /// Softcap, mask and the online softmax of one block of scores of a tile
   /// of `keys` keys and `queries` queries: updates the base and sum in
   /// `state` (O untouched); returns P and alpha.
-  BlockStep softmax(Value s, RowState &state, bool masked, Value kStart,
-                    Value row0, Value keys, Value queries);
+  /// The online-softmax step of block `block`'s scores `s`, scaled by
+  /// `effScale` (scoresScale's).
+  BlockStep softmax(Value s, RowState &state, bool masked, Value block,
+                    Value effScale, Value row0, Value keys, Value queries);
   /// O *= alpha (under a warp vote with conditional rescaling).
   Value rescale(Value o, const BlockStep &step) {
     return fagpu::RescaleOp::create(b, loc, o.getType(), o, step.alpha,
@@ -321,10 +323,18 @@ private:
   void storeTile(const RowState &state, Value row0, Value qMatrix,
                  Value staging, Value rowEnd = Value(), Value lse = Value(),
                  Value vDescaleOfTile = Value());
-  /// e4m3: the scores' scale and V's descale of `tile`'s (batch, K/V head)
-  /// into scaleLog2 and vDescale: S = q_descale k_descale (Q8 K8^T) and
+  /// e4m3: the descales of `tile` (descaleLayout: per tensor, its (batch,
+  /// K/V head)'s, or its query block's and, per K/V block, the block's):
+  /// Q's into tileScaleLog2, where the first K descale is then found, and
+  /// V's into vDescale: S = q_descale k_descale (Q8 K8^T) and
   /// O = v_descale P V8. No-op for 16-bit kernels.
   void useDescales(const AttentionTile &tile);
+  /// The scale of block `block`'s scores in log2 units: the kernel's for
+  /// 16-bit kernels; e4m3: the tile's times K's descale of the block (a
+  /// load issued where this is called, ahead of the MMA it waits for).
+  Value scoresScale(Value block);
+  /// Element `index` of a descale array (f32, read-only for the kernel).
+  Value loadDescale(Value ptr, Value index);
   /// fagpu.store_output's `columns` where O has fewer columns than the
   /// tiles (a padded head dim), else none.
   IntegerAttr paddedColumns();
@@ -427,22 +437,23 @@ private:
   Value ownTurn, otherTurn;   // ping-pong named barriers
   Value epilogueBarrier; // named barrier of this consumer's four warps
   Value qTile;           // this consumer's Q rows in the current tile
-  // e4m3: the descales on the device (one per tensor, or per (batch, K/V
-  // head) `descaleStride` apart), the kernel's scale before them, and the
-  // scores' scale and V's descale of the consumer's current tile.
-  Value qDescalePtr, kDescalePtr, vDescalePtr, descaleStride;
-  Value kernelScaleLog2, vDescale;
+  // e4m3: the descales on the device and their layout (fagpu::DescaleLayout),
+  // the kernel's scale before them; of the consumer's current tile, the
+  // scores' scale before K's descale, where its K descales start and how
+  // far apart its blocks' are (0: one for all), and V's descale.
+  Value qDescalePtr, kDescalePtr, vDescalePtr, descaleLayout;
+  Value kernelScaleLog2, tileScaleLog2, kDescaleBase, kDescaleStep, vDescale;
   Value tileFirst;       // the current tile's first K/V block
   Value phaseBits;       // persistent only: see parityOf
   bool inProducer = false; // while emitting the producer's tile loop
 };
 
 BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
-                                 Value kStart, Value row0, Value keys,
-                                 Value queries) {
+                                 Value block, Value effScale, Value row0,
+                                 Value keys, Value queries) {
   auto step = createSoftmaxStep(
-      b, loc, spec, probsType, rowsType, s, state.m, state.l, kStart, row0,
-      keys, scaleLog2,
+      b, loc, spec, probsType, rowsType, s, state.m, state.l,
+      mul(block, c32(spec.blockC)), row0, keys, effScale,
       diagonalShift(spec, keys, queries), Value(),
       masked);
   state.m = step.getNewM();
@@ -542,7 +553,7 @@ Value KernelBuilder::stagingRows(Value qBuffer) {
 void KernelBuilder::emitConsumer(Value consumerIndex) {
   consumer = consumerIndex;
   epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
-  // e4m3: each tile takes its (batch, K/V head)'s descales (useDescales).
+  // e4m3: each tile takes its descales (useDescales).
   kernelScaleLog2 = scaleLog2;
 
   // Ping-pong: consumer c waits on barrier 1 + c for its turn on the
@@ -630,20 +641,44 @@ KernelBuilder::PendingTile KernelBuilder::unpackPending(ValueRange v) {
   return tile;
 }
 
+Value KernelBuilder::loadDescale(Value ptr, Value index) {
+  return LLVM::LoadOp::create(b, loc, f32,
+                              gep(globalPtr, f32, ptr, ext64(index)),
+                              /*alignment=*/4, /*isVolatile=*/false,
+                              /*isNonTemporal=*/false, /*isInvariant=*/true);
+}
+
 void KernelBuilder::useDescales(const AttentionTile &tile) {
   if (!spec.fp8)
     return;
-  Value index = ext64(mul(add(mul(tile.batch, hkv), tile.kvHead),
-                          descaleStride));
-  auto load = [&](Value ptr) -> Value {
-    return LLVM::LoadOp::create(b, loc, f32, gep(globalPtr, f32, ptr, index),
-                                /*alignment=*/4, /*isVolatile=*/false,
-                                /*isNonTemporal=*/false,
-                                /*isInvariant=*/true);
-  };
-  scaleLog2 =
-      fmul(kernelScaleLog2, fmul(load(qDescalePtr), load(kDescalePtr)));
-  vDescale = load(vDescalePtr);
+  // Per (batch, K/V head): all three at b Hkv + h_kv. Per block: Q's at
+  // its query block of its (batch, query head), [B, Hq, ceil(Nq / B_r)];
+  // K's at block j of its (batch, K/V head), [B, Hkv, ceil(Nk / B_c)]; V's
+  // one per tensor. Per tensor: all at 0.
+  Value perHead = eq(descaleLayout, c32(int64_t(fagpu::DescaleLayout::Head)));
+  Value perBlock =
+      eq(descaleLayout, c32(int64_t(fagpu::DescaleLayout::Block)));
+  Value zero = c32(0);
+  Value kvMatrix = add(mul(tile.batch, hkv), tile.kvHead);
+  Value headIndex = select(perHead, kvMatrix, zero);
+  Value keyBlocks = divu(add(nk, c32(blockC - 1)), c32(blockC));
+  Value qBlockIndex =
+      add(mul(add(mul(tile.batch, hq), tile.qHead), queryBlocks()),
+          divu(tile.qStart, c32(blockR)));
+  tileScaleLog2 = fmul(kernelScaleLog2,
+                       loadDescale(qDescalePtr,
+                                   select(perBlock, qBlockIndex, headIndex)));
+  kDescaleBase = select(perBlock, mul(kvMatrix, keyBlocks), headIndex);
+  kDescaleStep = arith::ExtUIOp::create(b, loc, i32, perBlock);
+  vDescale = loadDescale(vDescalePtr, headIndex);
+}
+
+Value KernelBuilder::scoresScale(Value block) {
+  if (!spec.fp8)
+    return scaleLog2;
+  return fmul(tileScaleLog2,
+              loadDescale(kDescalePtr,
+                          add(kDescaleBase, mul(block, kDescaleStep))));
 }
 
 void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
@@ -722,6 +757,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   // cores behind it, as in the loop below.
   RowState state = initialState();
   Value stage0 = stageOf(firstBlock);
+  Value firstScale = scoresScale(firstBlock);
   fagpu::PipelineWaitOp::create(b, loc, kvPipe, stage0, parityOf(firstBlock),
                                 kKey);
   waitTurn();
@@ -741,9 +777,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   mmaWait(previous && spec.intraOverlap ? 1 : 0);
   s = pin(s);
   release(kvPipe, stage0, kKey);
-  BlockStep first = softmax(s, state, /*masked=*/true,
-                            mul(firstBlock, c32(spec.blockC)), row0, tile.nk,
-                            tile.nq);
+  BlockStep first = softmax(s, state, /*masked=*/true, firstBlock,
+                            firstScale, row0, tile.nk, tile.nq);
   if (previous) {
     mmaWait(0);
     previousO = pin(previousO);
@@ -779,6 +814,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     Value stage = stageOf(j);
     Value prevJ = sub(j, c32(1));
     Value prevStage = stageOf(prevJ);
+    Value scale = scoresScale(j);
     fagpu::PipelineWaitOp::create(b, loc, kvPipe, stage, parityOf(j), kKey);
     waitTurn();
     Value sj = issueScores(kvTile(stage, kKey));
@@ -793,8 +829,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     sj = pin(sj);
     release(kvPipe, stage, kKey);
     BlockStep step =
-        softmax(sj, st, masked, mul(j, c32(spec.blockC)), row0, tile.nk,
-                tile.nq);
+        softmax(sj, st, masked, j, scale, row0, tile.nk, tile.nq);
     mmaWait(0);
     st.o = pin(o);
     release(kvPipe, prevStage, kValue);
@@ -1069,7 +1104,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   qDescalePtr = kernelArgument(fn, spec.abi, "q_descale");
   kDescalePtr = kernelArgument(fn, spec.abi, "k_descale");
   vDescalePtr = kernelArgument(fn, spec.abi, "v_descale");
-  descaleStride = kernelArgument(fn, spec.abi, "descale_stride");
+  descaleLayout = kernelArgument(fn, spec.abi, "descale_layout");
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   // Stating that the warpgroup index is warp-uniform (a shuffle from lane
   // 0) lets ptxas keep the consumer's Q descriptors in uniform registers

@@ -71,9 +71,42 @@ func.func @fp8_without_descales(%q: memref<1x1x64x128xf8E4M3FN>, %o: memref<1x1x
 
 #fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
 func.func @descales_of_two_layouts(%q: memref<2x4x64x128xf8E4M3FN>, %k: memref<2x2x64x128xf8E4M3FN>, %o: memref<2x4x64x128xf16>, %d: memref<f32>, %h: memref<2x2xf32>) {
-  // expected-error @+1 {{the three descales must be of one layout: one per tensor (rank 0) or [B, Hkv] (rank 2)}}
+  // expected-error @+1 {{the three descales must be of one layout: one per tensor (rank 0), [B, Hkv] (rank 2), or per block (Q's and K's of rank 3, V's of rank 0)}}
   fagpu.attention %q, %k, %k descale(%h, %d, %d : memref<2x2xf32>, memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
     : memref<2x4x64x128xf8E4M3FN>, memref<2x2x64x128xf8E4M3FN>, memref<2x2x64x128xf8E4M3FN>, memref<2x4x64x128xf16>
+  return
+}
+
+// -----
+
+// Per block, V's descale is one per tensor (FA3 quantises V per tensor).
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @per_block_v(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xf16>, %qd: memref<2x4x3xf32>, %kd: memref<2x2x4xf32>, %vd: memref<2x2xf32>) {
+  // expected-error @+1 {{the three descales must be of one layout}}
+  fagpu.attention %q, %k, %k descale(%qd, %kd, %vd : memref<2x4x3xf32>, memref<2x2x4xf32>, memref<2x2xf32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
+    : memref<2x4x300x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x4x300x128xf16>
+  return
+}
+
+// -----
+
+// Per-block descales are the schedule's tiles: 300 queries are 3 blocks of
+// 128, 500 keys 4.
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @per_block_query_tiles(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xf16>, %qd: memref<2x4x5xf32>, %kd: memref<2x2x4xf32>, %vd: memref<f32>) {
+  // expected-error @+1 {{per-block Q descales must be contiguous of shape [2, 4, 3] (the schedule's 128 x 128 tiles), got 'memref<2x4x5xf32>'}}
+  fagpu.attention %q, %k, %k descale(%qd, %kd, %vd : memref<2x4x5xf32>, memref<2x2x4xf32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
+    : memref<2x4x300x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x4x300x128xf16>
+  return
+}
+
+// -----
+
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @per_block_key_heads(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xf16>, %qd: memref<2x4x3xf32>, %kd: memref<2x4x4xf32>, %vd: memref<f32>) {
+  // expected-error @+1 {{per-block K descales must be contiguous of shape [2, 2, 4] (the schedule's 128 x 128 tiles), got 'memref<2x4x4xf32>'}}
+  fagpu.attention %q, %k, %k descale(%qd, %kd, %vd : memref<2x4x3xf32>, memref<2x4x4xf32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
+    : memref<2x4x300x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x4x300x128xf16>
   return
 }
 

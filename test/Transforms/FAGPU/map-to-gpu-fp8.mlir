@@ -33,7 +33,7 @@ func.func @fp8(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN
 
 // FA3's [B, Hkv] descales: the nest loads them at (batch, K/V head), which
 // the mapping recognises; the kernel then reads a (batch, K/V head)'s each
-// tile, and the launch passes descale_stride 1 (the last i32 before the
+// tile, and the launch passes descale_layout 1 (the last i32 before the
 // dynamic scheduler's counter).
 // CHECK-LABEL: func.func @per_head
 // CHECK: fagpu.attention {{.*}} descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>)
@@ -44,6 +44,25 @@ func.func @fp8(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN
 func.func @per_head(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %v: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xbf16>, %qd: memref<2x2xf32>, %kd: memref<2x2xf32>, %vd: memref<2x2xf32>) {
   %lse = memref.alloc() : memref<2x4x300xf32>
   fa.attention %q, %k, %v descale(%qd, %kd, %vd : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>) outs(%o, %lse : memref<2x4x300x128xbf16>, memref<2x4x300xf32>) {causal} : memref<2x4x300x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>
+  memref.dealloc %lse : memref<2x4x300xf32>
+  return
+}
+
+// -----
+
+// Block quantisation (fa-block-quantize's layout, the attention's tiles the
+// kernel's 128 x 128): Q's descales per (batch, head, query block), K's per
+// (batch, K/V head, K/V block), V's one; the nest loads Q's at its tile and
+// K's at the K/V loop's block, which the mapping recognises; the launch
+// passes descale_layout 2.
+// CHECK-LABEL: func.func @per_block
+// CHECK: fagpu.attention {{.*}} descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x4x3xf32>, memref<2x2x4xf32>, memref<f32>)
+// KERNEL-LABEL: func.func @per_block
+// KERNEL: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
+// KERNEL-SAME: %c2_i32{{[_0-9]*}} : i32, %{{.*}} : !llvm.ptr<1>)
+func.func @per_block(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %v: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xbf16>, %qd: memref<2x4x3xf32>, %kd: memref<2x2x4xf32>, %vd: memref<f32>) {
+  %lse = memref.alloc() : memref<2x4x300xf32>
+  fa.attention %q, %k, %v descale(%qd, %kd, %vd : memref<2x4x3xf32>, memref<2x2x4xf32>, memref<f32>) outs(%o, %lse : memref<2x4x300x128xbf16>, memref<2x4x300xf32>) {causal, block_r = 128 : i64, block_c = 128 : i64} : memref<2x4x300x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>
   memref.dealloc %lse : memref<2x4x300xf32>
   return
 }

@@ -257,12 +257,48 @@ LogicalResult AttentionOp::verify() {
   if (isFP8() && getTarget() != Target::sm_90a)
     return emitOpError("e4m3 inputs have a kernel on sm_90a only");
   if (descales) {
-    // One layout for the three: per tensor, or [B, Hkv] contiguous.
+    // One layout for the three: per tensor, [B, Hkv] contiguous, or per
+    // block (Q's and K's per tile, V's per tensor).
     auto qd = cast<MemRefType>(getQDescale().getType());
-    for (Value descale : {getKDescale(), getVDescale()})
-      if (cast<MemRefType>(descale.getType()).getRank() != qd.getRank())
-        return emitOpError("the three descales must be of one layout: one "
-                           "per tensor (rank 0) or [B, Hkv] (rank 2)");
+    auto kd = cast<MemRefType>(getKDescale().getType());
+    auto vd = cast<MemRefType>(getVDescale().getType());
+    bool perBlock = qd.getRank() == 3;
+    if (kd.getRank() != qd.getRank() ||
+        vd.getRank() != (perBlock ? 0 : qd.getRank()))
+      return emitOpError("the three descales must be of one layout: one "
+                         "per tensor (rank 0), [B, Hkv] (rank 2), or per "
+                         "block (Q's and K's of rank 3, V's of rank 0)");
+    if (perBlock) {
+      ScheduleAttr s = getSchedule();
+      auto blocks = [](int64_t n, int64_t tile) {
+        return ShapedType::isDynamic(n) || tile <= 0
+                   ? ShapedType::kDynamic
+                   : (n + tile - 1) / tile;
+      };
+      auto check = [&](MemRefType type, StringRef name,
+                       ArrayRef<int64_t> expected) -> LogicalResult {
+        if (type.getLayout().isIdentity() &&
+            succeeded(verifyCompatibleShape(type.getShape(), expected)))
+          return success();
+        auto diag = emitOpError("per-block ")
+                    << name << " descales must be contiguous of shape [";
+        llvm::interleaveComma(expected, diag, [&](int64_t d) {
+          if (ShapedType::isDynamic(d))
+            diag << "?";
+          else
+            diag << d;
+        });
+        return diag << "] (the schedule's " << s.getBlockR() << " x "
+                    << s.getBlockC() << " tiles), got " << type;
+      };
+      if (failed(check(qd, "Q",
+                       {q.getDimSize(0), q.getDimSize(1),
+                        blocks(q.getDimSize(2), s.getBlockR())})) ||
+          failed(check(kd, "K",
+                       {q.getDimSize(0), k.getDimSize(1),
+                        blocks(k.getDimSize(2), s.getBlockC())})))
+        return failure();
+    }
     if (qd.getRank() == 2)
       for (Value descale : {getQDescale(), getKDescale(), getVDescale()}) {
         auto type = cast<MemRefType>(descale.getType());

@@ -110,13 +110,15 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     for (StringRef name : {"q_descale", "k_descale", "v_descale"}) {
       KernelParam descale = tensor(name, "f32", {}, 0);
       descale.meaning = "descales (f32 on the device): the tensor's values "
-                        "are its e4m3 codes times them; one per tensor, or "
-                        "per (batch, K/V head) [B, Hkv] as in FA3";
+                        "are its e4m3 codes times them; laid out as "
+                        "descale_layout says";
       params.push_back(descale);
     }
-    params.push_back(scalar("descale_stride", ParamKind::I32,
-                            "0: one descale per tensor; 1: [B, Hkv], "
-                            "(batch, K/V head)'s at b * Hkv + h"));
+    params.push_back(scalar(
+        "descale_layout", ParamKind::I32,
+        "0: one descale per tensor; 1: [B, Hkv] each (FA3's), (batch, K/V "
+        "head)'s at b * Hkv + h; 2: per block, q [B, Hq, ceil(Nq / "
+        "block_r)], k [B, Hkv, ceil(Nk / block_c)], v one"));
   }
   if (s.kvSplits) {
     // Split-KV: CTA (tile, chunk) writes its chunk's normalised O and LSE

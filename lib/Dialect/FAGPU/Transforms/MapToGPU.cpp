@@ -42,8 +42,8 @@ struct Nest {
   Value q, k, v, o, lse;
   Value kvLengths, blockTable; // a KV cache's, else null
   Value cuQ, cuK;              // a varlen batch's prefix sums, else null
-  // e4m3 inputs: the per-tensor descales (rank-0 memrefs) and the scale of
-  // P before its e4m3 cast; null otherwise.
+  // e4m3 inputs: the descale memrefs (fagpu::DescaleLayout's) and the
+  // scale of P before its e4m3 cast; null otherwise.
   Value qDescale, kDescale, vDescale;
   FloatAttr probsScale;
   fa::ScoreTileOp score;
@@ -133,9 +133,11 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
              << "; copy strided views into contiguous buffers first";
   }
   // e4m3: the score tile's descale is q_descale * k_descale and the P V's
-  // is v_descale, each loaded from a descale memref: one factor per tensor
-  // (rank 0), or the tile's (batch, K/V head)'s of a [B, Hkv] one, loaded
-  // at the nest's batch and its head's group (fa-lower-fa2's indices).
+  // is v_descale, each loaded from a descale memref (fa-lower-fa2's
+  // indices): one factor per tensor (rank 0); the tile's (batch, K/V
+  // head)'s of a [B, Hkv] one, at the nest's batch and its head's group; or
+  // per block (fa-block-quantize), Q's at the nest's (batch, head, query
+  // block) and K's at (batch, K/V head, the K/V loop's block).
   auto pvOp = cast<fa::PVAccumulateOp>(pv.front());
   if (Value scoreDescale = nest.score.getDescale()) {
     SmallVector<Value> ivs(forall.getInductionVars());
@@ -145,29 +147,52 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
       auto group = index.getDefiningOp<arith::DivUIOp>();
       return group && group.getLhs() == ivs[1];
     };
-    auto perTensor = [&](Value factor) -> Value {
+    auto kvLoop = nest.score->getParentOfType<scf::ForOp>();
+    // `blockIndex`: the index a per-block descale is read at (null: no
+    // per-block layout for this factor).
+    auto descaleArray = [&](Value factor, Value blockIndex,
+                            bool keyHeads) -> Value {
       auto load = factor.getDefiningOp<memref::LoadOp>();
       if (!load)
         return {};
-      if (load.getMemRefType().getRank() == 2 &&
-          (load.getIndices()[0] != ivs[0] || !isKVHead(load.getIndices()[1])))
+      ValueRange at = load.getIndices();
+      auto isHead = [&](Value index) {
+        return keyHeads ? isKVHead(index) : index == ivs[1];
+      };
+      switch (load.getMemRefType().getRank()) {
+      case 0:
+        break;
+      case 2:
+        if (at[0] != ivs[0] || !isKVHead(at[1]))
+          return {};
+        break;
+      case 3:
+        if (!blockIndex || at[0] != ivs[0] || !isHead(at[1]) ||
+            at[2] != blockIndex)
+          return {};
+        break;
+      default:
         return {};
-      if (load.getMemRefType().getRank() != 0 &&
-          load.getMemRefType().getRank() != 2)
-        return {};
+      }
       return rootOf(load.getMemRef());
     };
     auto product = scoreDescale.getDefiningOp<arith::MulFOp>();
     if (product) {
-      nest.qDescale = perTensor(product.getLhs());
-      nest.kDescale = perTensor(product.getRhs());
+      nest.qDescale = descaleArray(product.getLhs(),
+                                   ivs.size() > 2 ? ivs[2] : Value(),
+                                   /*keyHeads=*/false);
+      nest.kDescale = descaleArray(
+          product.getRhs(), kvLoop ? kvLoop.getInductionVar() : Value(),
+          /*keyHeads=*/true);
     }
     if (pvOp.getDescale())
-      nest.vDescale = perTensor(pvOp.getDescale());
+      nest.vDescale = descaleArray(pvOp.getDescale(), Value(),
+                                   /*keyHeads=*/true);
     if (!nest.qDescale || !nest.kDescale || !nest.vDescale)
-      return fail("e4m3 kernels take descales per tensor (rank 0) or per "
-                  "(batch, K/V head) ([B, Hkv]); per-block descales run on "
-                  "the CPU path");
+      return fail("e4m3 kernels take descales per tensor (rank 0), per "
+                  "(batch, K/V head) ([B, Hkv]), or per block (Q's per "
+                  "query tile, K's per K/V tile, V's per tensor), read at "
+                  "fa-lower-fa2's indices");
     nest.probsScale = pvOp.getProbsScaleAttr();
     if (!nest.probsScale)
       return fail("the e4m3 P V product needs P cast to e4m3 with its "

@@ -42,18 +42,31 @@
 // CHECK: fagpu.tma_load %arg1[{{.*}}] into %[[KV]][%{{.*}}] buffer 0
 // CHECK: fagpu.tma_load %arg2[%c0_i32{{.*}}] column %{{.*}} into %[[KV]][%{{.*}}] buffer 1
 // CHECK: } consumer {
-// Each tile's descales: its (batch, K/V head)'s, descale_stride (%arg17)
-// apart (0: one per tensor); both of Q and K scale the scores, V's O.
-// CHECK: arith.muli %{{.*}}, %arg17 : i32
-// CHECK: %[[QP:.*]] = llvm.getelementptr %arg14[%[[AT:.*]]]
+// Each tile's descales, as descale_layout (%arg17) lays them out: 0 one per
+// tensor, 1 its (batch, K/V head)'s, 2 per block. Q's scales the tile's
+// scores and V's its O; K's is read for every K/V block (the block's own
+// per block, else one for all: a step of 0), ahead of the block's wait.
+// CHECK: %[[PERHEAD:.*]] = arith.cmpi eq, %arg17, %c1_i32
+// CHECK: %[[PERBLOCK:.*]] = arith.cmpi eq, %arg17, %c2_i32
+// CHECK: %[[QP:.*]] = llvm.getelementptr %arg14[
 // CHECK: %[[QD:.*]] = llvm.load %[[QP]] {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
-// CHECK: %[[KP:.*]] = llvm.getelementptr %arg15[%[[AT]]]
+// CHECK: %[[TILE:.*]] = arith.mulf %arg9, %[[QD]]
+// CHECK: %[[STEP:.*]] = arith.extui %[[PERBLOCK]] : i1 to i32
+// CHECK: llvm.getelementptr %arg16[
+// CHECK: arith.muli %{{.*}}, %[[STEP]]
+// CHECK: %[[KP:.*]] = llvm.getelementptr %arg15[
 // CHECK: %[[KD:.*]] = llvm.load %[[KP]] {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
-// CHECK: %[[QK:.*]] = arith.mulf %[[QD]], %[[KD]]
-// CHECK: %[[SCALE:.*]] = arith.mulf %arg9, %[[QK]]
-// CHECK: llvm.getelementptr %arg16[%[[AT]]]
+// CHECK: %[[SCALE:.*]] = arith.mulf %[[TILE]], %[[KD]]
+// CHECK: fagpu.pipeline_wait
 // CHECK: fagpu.mma {{.*}} : !fagpu.smem_tile<64x128xf8E4M3FN, block_rows = 128>, <128x128xf8E4M3FN> -> !fagpu.fragment<64x128xf32, accumulator>
 // CHECK: fagpu.softmax_step {{.*}} scale %[[SCALE]] {{.*}}probs_scale = 2.560000e+02 : f32{{.*}} -> {{.*}}<64x128xf8E4M3FN, operand_a>
+// CHECK: scf.for %[[J:[^ ]*]] =
+// CHECK: arith.muli %[[J]], %[[STEP]]
+// CHECK: %[[KJP:.*]] = llvm.getelementptr %arg15[
+// CHECK: %[[KJ:.*]] = llvm.load %[[KJP]] {{.*}}invariant{{.*}} : !llvm.ptr<1> -> f32
+// CHECK: %[[SJ:.*]] = arith.mulf %[[TILE]], %[[KJ]]
+// CHECK: fagpu.pipeline_wait
+// CHECK: fagpu.softmax_step {{.*}} scale %[[SJ]]
 // CHECK-NOT: mn_major
 // CHECK: fagpu.mma {{.*}} : !fagpu.fragment<64x128xf8E4M3FN, operand_a>, <128x128xf8E4M3FN>, !fagpu.fragment<64x128xf32, accumulator> -> !fagpu.fragment<64x128xf32, accumulator>
 // The cross-tile pipeline carries a tile's V descale to its epilogue, in

@@ -36,8 +36,11 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
 
     FP8 (FlashAttention-3's e4m3 path, sm_90a): Q, K, V in f8E4M3FN with
     `descale(%q_descale, %k_descale, %v_descale)`: f32, one per tensor
-    (rank 0), or FA3's `[B, Hkv]` each (rank 2, contiguous: a (batch, K/V
-    head)'s, which its query heads take too), O in f16 or bf16:
+    (rank 0), FA3's `[B, Hkv]` each (rank 2, contiguous: a (batch, K/V
+    head)'s, which its query heads take too), or per block (FA3's block
+    quantisation, `fa-block-quantize`): Q's `[B, Hq, ceil(Nq / block_r)]`
+    and K's `[B, Hkv, ceil(Nk / block_c)]` (rank 3, contiguous, the
+    schedule's tiles) with V's one per tensor; O in f16 or bf16:
     `S = scale q_descale k_descale Q K^T`,
     `O = v_descale softmax(S) V`. P enters the second MMA as e4m3, scaled by
     `probs_scale` (a power of two) before the cast so that small
@@ -67,8 +70,8 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
         [MemRead]>:$cu_seqlens_q,
     Arg<Optional<MemRefRankOf<[I32], [1]>>, "key prefix sums [B + 1]",
         [MemRead]>:$cu_seqlens_k,
-    Arg<Optional<MemRefRankOf<[F32], [0, 2]>>, "Q's descale", [MemRead]>:$q_descale,
-    Arg<Optional<MemRefRankOf<[F32], [0, 2]>>, "K's descale", [MemRead]>:$k_descale,
+    Arg<Optional<MemRefRankOf<[F32], [0, 2, 3]>>, "Q's descale", [MemRead]>:$q_descale,
+    Arg<Optional<MemRefRankOf<[F32], [0, 2, 3]>>, "K's descale", [MemRead]>:$k_descale,
     Arg<Optional<MemRefRankOf<[F32], [0, 2]>>, "V's descale", [MemRead]>:$v_descale,
     FAGPU_TargetAttr:$target,
     F32Attr:$scale,

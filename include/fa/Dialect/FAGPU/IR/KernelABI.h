@@ -84,13 +84,42 @@ struct KernelInputs {
   bool narrowValues = false;
 };
 
+/// How an e4m3 launch's three descale arrays are laid out (the kernel's
+/// `descale_layout` argument; the C API's FA_DESCALE_* values). The values
+/// of the tensor are its e4m3 codes times them.
+enum class DescaleLayout : int64_t {
+  /// One each, for the whole tensor.
+  Tensor = 0,
+  /// [B, Hkv] each (FlashAttention-3's): a (batch, K/V head)'s, which its
+  /// query heads take too.
+  Head = 1,
+  /// FlashAttention-3's block quantisation (fa-block-quantize): Q's per
+  /// query block, [B, Hq, ceil(Nq / block_r)]; K's per K/V block, [B, Hkv,
+  /// ceil(Nk / block_c)]; V's one for the tensor. The blocks are the
+  /// kernel's tiles, so a score tile's descale is one product.
+  Block = 2,
+};
+/// The layout of a fagpu.attention's descales, by Q's descale: rank 0, 2
+/// ([B, Hkv]) or 3 (per block; the verifier checks the three agree).
+inline DescaleLayout descaleLayoutOf(MemRefType qDescale) {
+  switch (qDescale.getRank()) {
+  case 2:
+    return DescaleLayout::Head;
+  case 3:
+    return DescaleLayout::Block;
+  default:
+    return DescaleLayout::Tensor;
+  }
+}
+
 /// The parameters, in launch order, of the kernel `target` builds for
 /// `schedule` on `dtype` (f16, bf16, or e4m3 on sm_90a) inputs.
 ///
 /// e4m3 (sm_90a): q and k are e4m3 tensor maps; V comes as `v_t`, the
 /// tensor map of the layout kernel's output (valueLayoutParams) [B, Hkv, D,
 /// Nk_128] with boxes of D rows; o is `inputs.outputDtype`; `q_descale`,
-/// `k_descale`, `v_descale` are f32 device scalars (per-tensor descales).
+/// `k_descale`, `v_descale` are f32 device arrays laid out as the launch's
+/// `descale_layout` (a DescaleLayout) says.
 SmallVector<KernelParam> kernelParams(Target target,
                                       const ScheduleFields &schedule,
                                       StringRef dtype,
