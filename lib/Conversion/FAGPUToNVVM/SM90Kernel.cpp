@@ -256,11 +256,10 @@ private:
         .getResult();
   }
 
-  /// Softcap, mask and the online softmax of one block of scores of a tile
-  /// of `keys` keys and `queries` queries: updates the base and sum in
-  /// `state` (O untouched); returns P and alpha.
-  /// The online-softmax step of block `block`'s scores `s`, scaled by
-  /// `effScale` (scoresScale's).
+  /// Softcap, mask and the online softmax of block `block`'s scores `s`
+  /// (scaled by `effScale`, scoresScale's) of a tile of `keys` keys and
+  /// `queries` queries: updates the base and sum in `state` (O untouched);
+  /// returns P and alpha.
   BlockStep softmax(Value s, RowState &state, bool masked, Value block,
                     Value effScale, Value row0, Value keys, Value queries);
   /// O *= alpha (under a warp vote with conditional rescaling).
@@ -323,10 +322,11 @@ private:
   void storeTile(const RowState &state, Value row0, Value qMatrix,
                  Value staging, Value rowEnd = Value(), Value lse = Value(),
                  Value vDescaleOfTile = Value());
-  /// e4m3: the descales of `tile` (descaleLayout: per tensor, its (batch,
-  /// K/V head)'s, or its query block's and, per K/V block, the block's):
-  /// Q's into tileScaleLog2, where the first K descale is then found, and
-  /// V's into vDescale: S = q_descale k_descale (Q8 K8^T) and
+  /// e4m3: the descales of `tile` as descaleLayout lays them out (per
+  /// tensor, its (batch, K/V head)'s, or per block): the kernel's scale
+  /// times Q's into tileScaleLog2, where K's start and how far apart its
+  /// blocks' are into kDescaleBase and kDescaleStep (scoresScale reads
+  /// them), and V's into vDescale: S = q_descale k_descale (Q8 K8^T) and
   /// O = v_descale P V8. No-op for 16-bit kernels.
   void useDescales(const AttentionTile &tile);
   /// The scale of block `block`'s scores in log2 units: the kernel's for
