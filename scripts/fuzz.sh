@@ -76,7 +76,7 @@ fi
 if [[ " $TARGETS " != *" fa-fuzz "* ]]; then exit $status; fi
 SEEDS=build-asan/fuzz-seeds
 CORPUS=build-asan/fuzz-corpus
-mkdir -p "$SEEDS" "$CORPUS"
+mkdir -p "$CORPUS"
 # One seed per `// -----` case of every lit test under FA_FUZZ_SEED_DIRS
 # (default: all of test/).
 rm -rf "$SEEDS" && mkdir -p "$SEEDS"

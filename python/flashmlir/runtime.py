@@ -822,7 +822,7 @@ class Kernel:
         out, the three descale tensors, their DESCALE_* layout)."""
         import torch
         dims, strides = self._check(q, k, v, out, lse)
-        b, hq, hkv, nq, nk, d = dims
+        b, _, hkv, _, nk, d = dims
         # The layout kernel's grid: one thread per 16 keys of a V^T row.
         if b * hkv * (self._value_keys(nk) // 16) * d >= 2**31 * 128:
             raise KernelArgumentError(
