@@ -277,6 +277,13 @@ def test_compile_e4m3_kernel(flashmlir, out_dtype):
     # key alignment no layout kernel writes.
     from flashmlir.runtime import MetadataError, validate_metadata
     validate_metadata(meta)
+    # An e4m3 kernel built before the descale layouts names its last
+    # descale parameter descale_stride: refused, not launched with a layout.
+    stale = dict(meta, params=[dict(p, name="descale_stride")
+                               if p["name"] == "descale_layout" else p
+                               for p in meta["params"]])
+    with pytest.raises(MetadataError, match="descale_layout"):
+        validate_metadata(stale)
     for bad in (32, 0, True, "128", 128.0):
         edited = dict(meta, value_layout=dict(meta["value_layout"],
                                               key_alignment=bad))
