@@ -23,3 +23,8 @@ done
 fc() { build/bin/fa-compile --arch sm_90a --head-dim 128 --dtype e4m3 "$@" >> "$OUT/ptxas.txt"; }
 fc --causal --causal-align bottom-right -o "$OUT/sm_90a_d128_e4m3_bf16_causal_bralign"
 fc --window 17 --causal-align bottom-right -o "$OUT/sm_90a_d128_e4m3_bf16_w17_bralign"
+# The D = 128 kernels above take B_c = 224 (V^T's rows in 32-byte swizzled
+# column blocks, fagpu::valueTileSwizzle); these keep the 64- and 128-byte
+# swizzles of B_c = 192 and 128 under the checks.
+fc --block-c 192 -o "$OUT/sm_90a_d128_e4m3_bf16_bc192"
+fc --block-c 128 -o "$OUT/sm_90a_d128_e4m3_bf16_bc128"

@@ -200,7 +200,8 @@ def check(folder):
                                          blocks=blocks)
             mask = masks(kernel.meta, nq, nk)
             ref, ref_lse = exact(qf, kf, vf, scale, causal, **mask)
-            emu = emulate(qf, kf, vf, scale, causal, **mask)
+            emu = emulate(qf, kf, vf, scale, causal,
+                          block=kernel.meta.get("block_c", 128), **mask)
             err = (out.double() - ref).abs().max().item()
             base = (emu.double() - ref).abs().max().item()
             seen = torch.isfinite(ref_lse)  # rows a window leaves no key
@@ -337,7 +338,8 @@ def variants(folder, f16_folder=None, shape=(1, 16, 16384), rounds=3):
         out, _, (qf, kf, vf) = run(kernel, q, k, v, scale)
         mask = masks(kernel.meta, 333, 333)
         ref, _ = exact(qf, kf, vf, scale, causal, **mask)
-        emu = emulate(qf, kf, vf, scale, causal, **mask)
+        emu = emulate(qf, kf, vf, scale, causal,
+                          block=kernel.meta.get("block_c", 128), **mask)
         err = (out.double() - ref).abs().max().item()
         base = (emu.double() - ref).abs().max().item()
         print(f"{name}: max_err={err:.2e} emulation={base:.2e} "
@@ -358,7 +360,8 @@ def variants(folder, f16_folder=None, shape=(1, 16, 16384), rounds=3):
         q8, k8, v8, qd, kd, vd, qh, kh, vh, o8, o16, lse = \
             data[kernel.meta["head_dim"]]
         if kernel.meta["dtype"] == "e4m3":
-            return lambda: kernel(q8, k8, v8, out=o8, lse=lse, q_descale=qd,
+            out = o16 if kernel.meta.get("out_dtype") == "f16" else o8
+            return lambda: kernel(q8, k8, v8, out=out, lse=lse, q_descale=qd,
                                   k_descale=kd, v_descale=vd)
         return lambda: kernel(qh, kh, vh, out=o16, lse=lse)
 

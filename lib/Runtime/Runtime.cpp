@@ -244,6 +244,10 @@ struct Metadata {
   // Each parameter's tensor-map box rows ("box": [cols, rows]), 0 where
   // it has none; in the order of `params`.
   std::vector<long> paramBoxRows;
+  // Each parameter's tensor-map box row in bytes, the map's swizzle span
+  // ("swizzle": "128B", "64B" or "32B"; 128 where absent). An e4m3 V^T of
+  // B_c = 192 or 224 keys comes in boxes of 64 or 32 keys.
+  std::vector<long> paramSwizzle;
   // Each parameter's tensor-map L2 promotion in bytes ("l2_promotion": 0,
   // 64, 128 or 256; 256 where absent, as before the key existed).
   std::vector<long> paramL2Promotion;
@@ -526,14 +530,23 @@ private:
         return fail("launch metadata: 'params' must hold objects");
       std::string name;
       bool named = false;
-      long boxRows = 0, l2Promotion = 256;
+      long boxRows = 0, boxCols = 0, l2Promotion = 256, swizzle = 128;
+      std::string dtype;
       while (true) {
         skipSpace();
         if (eat('}')) {
           if (!named)
             return fail("launch metadata: a parameter has no 'name'");
+          // A box row is the swizzle span: the kernel's shared-memory
+          // layout is the one the TMA writes.
+          if (boxCols && boxCols * (dtype == "e4m3" ? 1 : 2) != swizzle)
+            return fail("launch metadata: parameter '" + name +
+                        "''s box rows (" + std::to_string(boxCols) +
+                        " columns) are not its " + std::to_string(swizzle) +
+                        "-byte swizzle");
           names.push_back(name);
           m.paramBoxRows.push_back(boxRows);
+          m.paramSwizzle.push_back(swizzle);
           m.paramL2Promotion.push_back(l2Promotion);
           break;
         }
@@ -555,6 +568,20 @@ private:
             return fail("launch metadata: a parameter's 'box' must be two "
                         "integers in [1, 256]");
           boxRows = rows;
+          boxCols = cols;
+        } else if (key == "swizzle") {
+          std::string span;
+          if (readString(span))
+            return fail("launch metadata: a parameter's 'swizzle' must be a "
+                        "string");
+          if (span != "128B" && span != "64B" && span != "32B")
+            return fail("launch metadata: a parameter's 'swizzle' must be "
+                        "\"128B\", \"64B\" or \"32B\", got \"" + span + "\"");
+          swizzle = std::stol(span);
+        } else if (key == "dtype") {
+          if (readString(dtype))
+            return fail("launch metadata: a parameter's 'dtype' must be a "
+                        "string");
         } else if (key == "l2_promotion") {
           static constexpr IntField kPromotion = {"l2_promotion", 0, 256};
           if (readInt(kPromotion, l2Promotion))
@@ -1027,19 +1054,23 @@ float faKernelScale(const FaKernel *k) {
 }
 
 namespace {
-/// A 128-byte swizzled tiled map (dtype 0 f16, 1 bf16, 2 e4m3)
-/// with boxes of 64 columns (128 B, the swizzle span) by `boxRows` rows of
-/// one matrix; rows past the last read as zeros. `dims` innermost first,
+/// A swizzled tiled map (dtype 0 f16, 1 bf16, 2 e4m3) with boxes of
+/// `boxBytes` (128, 64 or 32: the swizzle span) by `boxRows` rows of one
+/// matrix; rows past the last read as zeros. `dims` innermost first,
 /// `byteStrides` of the outer dimensions.
 int encodeTiledMap(void *map, const void *base, unsigned rank,
                    const unsigned long long *dims,
                    const unsigned long long *byteStrides, int boxRows,
-                   int dtype, int l2PromotionBytes) {
-  // A box row is 128 bytes, the swizzle span: 64 16-bit or 128 e4m3
+                   int dtype, int l2PromotionBytes, int boxBytes = 128) {
+  // A box row is the swizzle span: at 128 bytes 64 16-bit or 128 e4m3
   // elements (e4m3 is encoded as bytes: the TMA only moves them).
-  unsigned boxDims[4] = {dtype == 2 ? 128u : 64u, (unsigned)boxRows, 1, 1};
+  const unsigned elementBytes = dtype == 2 ? 1 : 2;
+  unsigned boxDims[4] = {(unsigned)boxBytes / elementBytes, (unsigned)boxRows,
+                         1, 1};
   unsigned unit[4] = {1, 1, 1, 1};
-  const int u8 = 0, f16 = 6, bf16 = 9, swizzle128B = 3;
+  const int u8 = 0, f16 = 6, bf16 = 9;
+  // CU_TENSOR_MAP_SWIZZLE_{32B, 64B, 128B}.
+  const int swizzle = boxBytes == 32 ? 1 : boxBytes == 64 ? 2 : 3;
   const int type = dtype == 2 ? u8 : dtype == 1 ? bf16 : f16;
   // CU_TENSOR_MAP_L2_PROMOTION_{NONE, L2_64B, L2_128B, L2_256B}.
   const int l2Promotion = l2PromotionBytes == 64    ? 1
@@ -1050,7 +1081,7 @@ int encodeTiledMap(void *map, const void *base, unsigned rank,
                    map, type, rank, const_cast<void *>(base),
                    const_cast<unsigned long long *>(dims),
                    const_cast<unsigned long long *>(byteStrides), boxDims,
-                   unit, /*interleave=*/0, swizzle128B, l2Promotion,
+                   unit, /*interleave=*/0, swizzle, l2Promotion,
                    /*oobFill=*/0),
                "cuTensorMapEncodeTiled");
 }
@@ -1137,11 +1168,13 @@ int faEncodeStridedTensorMap(void *map, const void *base, long long batch,
                                     256);
 }
 
-int faEncodeStridedTensorMapL2(void *map, const void *base, long long batch,
-                               long long heads, long long rows,
-                               long long headDim, long long strideB,
-                               long long strideH, long long strideN,
-                               int boxRows, int dtype, int l2PromotionBytes) {
+namespace {
+/// faEncodeStridedTensorMapL2 with boxes of `boxBytes` (the swizzle span).
+int encodeStridedMap(void *map, const void *base, long long batch,
+                     long long heads, long long rows, long long headDim,
+                     long long strideB, long long strideH, long long strideN,
+                     int boxRows, int dtype, int l2PromotionBytes,
+                     int boxBytes) {
   if (l2PromotionBytes != 0 && l2PromotionBytes != 64 &&
       l2PromotionBytes != 128 && l2PromotionBytes != 256)
     return fail("faEncodeStridedTensorMap: the L2 promotion must be 0, 64, "
@@ -1183,7 +1216,18 @@ int faEncodeStridedTensorMapL2(void *map, const void *base, long long batch,
   if (loadDriver())
     return 1;
   return encodeTiledMap(map, base, 4, dims, byteStrides, boxRows, dtype,
-                        l2PromotionBytes);
+                        l2PromotionBytes, boxBytes);
+}
+} // namespace
+
+int faEncodeStridedTensorMapL2(void *map, const void *base, long long batch,
+                               long long heads, long long rows,
+                               long long headDim, long long strideB,
+                               long long strideH, long long strideN,
+                               int boxRows, int dtype, int l2PromotionBytes) {
+  return encodeStridedMap(map, base, batch, heads, rows, headDim, strideB,
+                          strideH, strideN, boxRows, dtype, l2PromotionBytes,
+                          /*boxBytes=*/128);
 }
 
 int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
@@ -1415,11 +1459,11 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
     for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
       if (fp8 && i == 2) {
         // V^T [B, Hkv, D, keys], contiguous: rows of D, keys innermost.
-        if (faEncodeStridedTensorMapL2(
-                maps[2], (const void *)valueT, batch, kvHeads, d, keys,
-                kvHeads * d * keys, d * keys, keys,
-                (int)k->meta.paramBoxRows[2], dtype,
-                (int)k->meta.paramL2Promotion[2]))
+        if (encodeStridedMap(maps[2], (const void *)valueT, batch, kvHeads,
+                             d, keys, kvHeads * d * keys, d * keys, keys,
+                             (int)k->meta.paramBoxRows[2], dtype,
+                             (int)k->meta.paramL2Promotion[2],
+                             (int)k->meta.paramSwizzle[2]))
           return 1;
         tensorArgs[2] = maps[2];
         continue;

@@ -304,9 +304,11 @@ static std::string metadataJson(StringRef kernelName,
       if (!p.meaning.empty())
         param["meaning"] = p.meaning;
       if (p.kind == fagpu::ParamKind::TensorMap) {
+        // A box row is the swizzle span.
+        int64_t elementBytes = p.dtype == "e4m3" ? 1 : 2;
         param["box"] =
-            llvm::json::Array{fagpu::tmaBoxColumns(p.dtype), p.boxRows};
-        param["swizzle"] = "128B";
+            llvm::json::Array{p.swizzleBytes / elementBytes, p.boxRows};
+        param["swizzle"] = std::to_string(p.swizzleBytes) + "B";
         param["rank"] = p.rank;
         param["l2_promotion"] = p.l2Promotion;
       }

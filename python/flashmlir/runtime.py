@@ -27,7 +27,9 @@ _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 # cuTensorMapEncodeTiled enums (cuda.h).
 # e4m3 is encoded as bytes (UINT8): the TMA only moves it.
 _CU_TENSOR_MAP_DATA_TYPE = {"f16": 6, "bf16": 9, "e4m3": 0}
-_CU_TENSOR_MAP_SWIZZLE_128B = 3
+# CU_TENSOR_MAP_SWIZZLE_{32B, 64B, 128B} by the bytes of a box row (the
+# swizzle span).
+_CU_TENSOR_MAP_SWIZZLE = {32: 1, 64: 2, 128: 3}
 # CU_TENSOR_MAP_L2_PROMOTION_* by the bytes L2 fetches on a box's miss (a
 # parameter's metadata "l2_promotion"; 256 where absent).
 _CU_TENSOR_MAP_L2_PROMOTION = {0: 0, 64: 1, 128: 2, 256: 3}
@@ -172,6 +174,8 @@ def validate_metadata(meta):
             raise MetadataError(f"parameter {p.get('name')!r}: "
                                 f"'l2_promotion' must be 0, 64, 128 or 256 "
                                 f"(bytes), got {promotion!r}")
+        if p.get("kind") == "tensormap":
+            _check_box(p)
     if ranks == {4} and not meta.get("tma_box_rows_o"):
         expected += ["o_stride_b", "o_stride_h", "o_stride_n"]
     # A KV cache: per-sequence key lengths, a paged cache's block table.
@@ -388,11 +392,32 @@ _TENSOR_MAP_CACHE_SIZE = 256
 _TENSOR_MAP_LOCK = threading.Lock()
 
 
+def _check_box(param):
+    """A tensor map's "box" [cols, rows] and "swizzle": a box row is the
+    swizzle span (128, 64 or 32 bytes), the kernel's shared-memory layout."""
+    box, swizzle = param.get("box"), param.get("swizzle", "128B")
+    span = {"128B": 128, "64B": 64, "32B": 32}.get(swizzle)
+    if span is None:
+        raise MetadataError(f"parameter {param.get('name')!r}: 'swizzle' "
+                            f"must be '128B', '64B' or '32B', got {swizzle!r}")
+    if (not isinstance(box, list) or len(box) != 2 or
+            not all(isinstance(x, int) and not isinstance(x, bool)
+                    and 1 <= x <= 256 for x in box)):
+        raise MetadataError(f"parameter {param.get('name')!r}: 'box' must be "
+                            f"two integers in [1, 256], got {box!r}")
+    element = 1 if param.get("dtype") == "e4m3" else 2
+    if box[0] * element != span:
+        raise MetadataError(f"parameter {param.get('name')!r}: box rows of "
+                            f"{box[0]} columns are not its {span}-byte "
+                            f"swizzle")
+
+
 def encode_tensor_map(tensor, box_rows, dtype, box_cols=64, rank=3,
                       strides=None, l2_promotion=256):
     """A CUtensorMap (128 bytes, 64-byte aligned) over [B, H, N, D]
     `tensor`: boxes of `box_cols` columns x `box_rows` rows of one (batch,
-    head), 128-byte swizzle, zeros past N, L2 fetching `l2_promotion` bytes
+    head), swizzled by the box row's bytes (128, 64 or 32: the swizzle
+    span), zeros past N, L2 fetching `l2_promotion` bytes
     (0, 64, 128, 256) on a box's miss. Rank 3: the contiguous tensor as
     B * H matrices of N x D; rank 4: a strided one, `strides` its (batch,
     head, row) element strides (tensor_strides). Returns (buffer, address);
@@ -434,7 +459,7 @@ def _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank, strides,
         ctypes.c_void_p(addr), ctypes.c_int(_CU_TENSOR_MAP_DATA_TYPE[dtype]),
         ctypes.c_uint32(rank), ctypes.c_void_p(tensor.data_ptr()), dims,
         byte_strides, box, unit, ctypes.c_int(0),
-        ctypes.c_int(_CU_TENSOR_MAP_SWIZZLE_128B),
+        ctypes.c_int(_CU_TENSOR_MAP_SWIZZLE[box_cols * elem]),
         ctypes.c_int(_CU_TENSOR_MAP_L2_PROMOTION[l2_promotion]),
         ctypes.c_int(0)),
         "cuTensorMapEncodeTiled")

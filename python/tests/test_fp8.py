@@ -267,9 +267,15 @@ def test_compile_e4m3_kernel(flashmlir, out_dtype):
     descales = names.index("q_descale")
     assert names[descales:descales + 4] == ["q_descale", "k_descale",
                                             "v_descale", "descale_layout"]
-    # Per-block descales are the kernel's tiles: ceil(N / 128) each.
+    # Per-block descales are the kernel's tiles: ceil(Nq / 128) and
+    # ceil(Nk / 224) (B_c = 224 at D = 128).
     from flashmlir.runtime import Kernel
-    assert Kernel(b"\x7fELF", meta).descale_blocks(333, 500) == (3, 4)
+    assert meta["block_c"] == 224
+    assert Kernel(b"\x7fELF", meta).descale_blocks(333, 500) == (3, 3)
+    # V^T's boxes are 32 keys by D rows, the 32-byte swizzle of its
+    # 224-byte rows; a box row that is not the swizzle span is refused.
+    v_t = next(p for p in meta["params"] if p["name"] == "v_t")
+    assert v_t["box"] == [32, 128] and v_t["swizzle"] == "32B"
     # V^T's rows padded to whole 128-byte lines (the runtime allocates and
     # maps them so).
     assert meta["value_layout"]["key_alignment"] == 128
@@ -277,6 +283,11 @@ def test_compile_e4m3_kernel(flashmlir, out_dtype):
     # key alignment no layout kernel writes.
     from flashmlir.runtime import MetadataError, validate_metadata
     validate_metadata(meta)
+    for bad in (dict(v_t, swizzle="64B"), dict(v_t, swizzle="16B"),
+                dict(v_t, box=[32])):
+        with pytest.raises(MetadataError, match="'v_t'"):
+            validate_metadata(dict(meta, params=[
+                bad if p["name"] == "v_t" else p for p in meta["params"]]))
     # An e4m3 kernel built before the descale layouts names its last
     # descale parameter descale_stride: refused, not launched with a layout.
     stale = dict(meta, params=[dict(p, name="descale_stride")
@@ -297,7 +308,8 @@ def test_e4m3_predicted_bytes(flashmlir):
     the f16 kernel's reads for the same tiles, but for the tile counter's
     atomics), O of two (the same writes)."""
     e4m3 = flashmlir.compile(head_dim=128, dtype="e4m3", causal=True,
-                             arch="sm_90a", cache_dir="").metadata
+                             block_c=128, arch="sm_90a",
+                             cache_dir="").metadata
     f16 = flashmlir.compile(head_dim=128, dtype="f16", causal=True,
                             arch="sm_90a", cache_dir="").metadata
     assert (e4m3["block_r"], e4m3["block_c"], e4m3["tile_scheduler"]) == \
@@ -311,9 +323,10 @@ def test_e4m3_predicted_bytes(flashmlir):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(head_dim=128, block_c=64),
-     "e4m3 kernels take D and block_c of 128 or 256"),
-    (dict(head_dim=64), "e4m3 kernels take D and block_c of 128 or 256"),
+    (dict(head_dim=128, block_c=80),
+     "block_c a multiple of 32 from 64 to 256 (P's k-steps of 32 keys), "
+     "got D = 128, block_c = 80"),
+    (dict(head_dim=64), "e4m3 kernels take D of 128 or 256"),
     (dict(head_dim=128, rescale_threshold=8.0),
      "expected probs scale * 2^threshold to be at most 448"),
     (dict(head_dim=128, out_dtype="f32"),

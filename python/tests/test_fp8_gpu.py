@@ -102,7 +102,8 @@ def test_e4m3_kernel_matches_emulation(cuda_flashmlir, name, causal, shape):
     qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
     scale = 1 / math.sqrt(d)
     ref, ref_lse = _exact(torch, qf, kf, vf, scale, causal)
-    emu = _emulate(torch, qf, kf, vf, scale, causal)
+    emu = _emulate(torch, qf, kf, vf, scale, causal,
+                   block=kernel.meta["block_c"])
     err = (out.double() - ref).abs().max().item()
     base = (emu.double() - ref).abs().max().item()
     assert torch.isfinite(out).all()
@@ -222,7 +223,8 @@ def test_flash_attn_func_e4m3_bottom_right(cuda_flashmlir, causal,
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["sm_90a_d128_e4m3_bf16_causal",
-                                  "sm_90a_d256_e4m3_f16"])
+                                  "sm_90a_d256_e4m3_f16",
+                                  "sm_90a_d128_e4m3_bf16_bc192"])
 def test_c_runtime_e4m3_launch(cuda_flashmlir, name):
     """faKernelLaunchE4M3 on flash-attn's [B, N, H, D] views: the V layout
     kernel into the runtime's workspace, then the attention; O and LSE equal
@@ -320,7 +322,8 @@ def test_e4m3_per_head_descales(cuda_flashmlir, causal):
     qf, kf, vf = decode(q8, qd), decode(k8, kd), decode(v8, vd)
     scale = 1 / math.sqrt(d)
     ref, _ = _exact(torch, qf, kf, vf, scale, causal)
-    emu = _emulate(torch, qf, kf, vf, scale, causal)
+    emu = _emulate(torch, qf, kf, vf, scale, causal,
+                   block=kernel.meta["block_c"])
     err = (out.double() - ref).abs().max().item()
     base = (emu.double() - ref).abs().max().item()
     assert err <= 2 * base + 1e-3, (err, base)
@@ -389,7 +392,8 @@ def test_e4m3_per_block_descales(cuda_flashmlir, name, causal):
     shift = nk - nq if kernel.meta["bottom_right"] else 0
     mask = _mask(torch, nq, nk, True, shift=shift) if causal else None
     ref, _ = _exact(torch, qf, kf, vf, scale, causal, mask)
-    emu = _emulate(torch, qf, kf, vf, scale, causal, mask=mask)
+    emu = _emulate(torch, qf, kf, vf, scale, causal,
+                   block=kernel.meta["block_c"], mask=mask)
     err = (out.double() - ref).abs().max().item()
     base = (emu.double() - ref).abs().max().item()
     assert err <= 2 * base + 1e-3, (err, base)

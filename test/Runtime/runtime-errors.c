@@ -158,6 +158,21 @@ int main(int argc, char **argv) {
                       TMA_KERNEL(MAP("q", "3") MAP("k", "3 , \"l2_promotion\": 64")
                                      MAP("v", "3") SCALARS),
                       0, &k));
+  /* A box row is the swizzle span: an e4m3 V^T map of 32-key boxes comes
+     with the 32-byte swizzle, not the 64-byte one. */
+  report("tensor map whose box row is not its swizzle",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL(MAP("q", "4") MAP("k", "4 , \"dtype\": "
+                                                   "\"e4m3\", \"box\": [32, "
+                                                   "128], \"swizzle\": \"64B\"")
+                                     MAP("v", "4") SCALARS),
+                      0, &k));
+  report("tensor map of a 16-byte swizzle",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL(MAP("q", "4") MAP("k", "4 , \"swizzle\": "
+                                                   "\"16B\"")
+                                     MAP("v", "4") SCALARS),
+                      0, &k));
   report("launch without kernel",
          faKernelLaunch(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, NULL));
   report("device alloc, no driver", faDeviceAlloc(16, (void **)&k));

@@ -267,17 +267,18 @@ protected:
   /// pattern repeats every 8 rows (1 KiB), lands each row where the MMA's
   /// descriptors expect it.
   /// `column` (default 0) is the map's first column: a V^T tile of e4m3
-  /// keys starts at its block's first key.
+  /// keys starts at its block's first key. A tile of a narrower `swizzle`
+  /// (bytes) takes boxes that wide, one per column block.
   void loadTile(Value map, Value tileOffset, int64_t rows, Value row,
                 ValueRange matrixCoords, Value bar, int64_t firstRow = 0,
-                int64_t tileRows = 0, Value column = Value()) {
+                int64_t tileRows = 0, Value column = Value(),
+                int64_t swizzle = kSwizzleBytes) {
     if (!tileRows)
       tileRows = rows;
-    int64_t blockColumns = columnsPerBlock();
+    int64_t blockColumns = swizzle / elementBytes;
     for (int64_t cb = 0; cb < headDim / blockColumns; ++cb) {
       Value dst = sharedAt(add(
-          tileOffset,
-          c32((cb * tileRows + firstRow) * kSwizzleBytes)));
+          tileOffset, c32((cb * tileRows + firstRow) * swizzle)));
       SmallVector<Value> coords =
           mapCoordinates(cb * blockColumns, row, matrixCoords);
       if (column)
@@ -317,12 +318,15 @@ protected:
                     ((strideBytes >> 4) & 0x3FFF) << 32 | format;
     return arith::OrIOp::create(b, loc, encoded, c64(fixed));
   }
-  /// K-major operand (Q or K) of `rows` rows: the k-step `kk` of 16
-  /// elements.
+  /// K-major operand (Q, K, or e4m3's V^T) of `rows` rows whose column
+  /// blocks are `swizzle` bytes wide: the k-step `kk` of 32 bytes (16
+  /// 16-bit or 32 e4m3 elements), swizzle / 32 of them per column block;
+  /// 8-row groups are 8 * swizzle bytes apart (the stride).
   Value kMajorDescriptor(Value tileOffset, int64_t rows, int64_t kk,
-                         int64_t format) {
-    int64_t offset = (kk / 4) * rows * kSwizzleBytes + (kk % 4) * 32;
-    return descriptor(add(tileOffset, c32(offset)), 16, 1024, format);
+                         int64_t format, int64_t swizzle = kSwizzleBytes) {
+    int64_t steps = swizzle / 32;
+    int64_t offset = (kk / steps) * rows * swizzle + (kk % steps) * 32;
+    return descriptor(add(tileOffset, c32(offset)), 16, 8 * swizzle, format);
   }
   /// MN-major V tile: keys 16 kk .. 16 kk + 15, all D columns.
   Value valueDescriptor(Value tileOffset, int64_t kk, int64_t format) {

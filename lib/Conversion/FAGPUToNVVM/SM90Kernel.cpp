@@ -190,10 +190,13 @@ public:
         ctx, {kRowsPerConsumer, spec.headDim}, input, spec.blockR());
     kvTileType = fagpu::SharedTileType::get(ctx, {spec.blockC, spec.headDim},
                                             input, spec.blockC);
-    // e4m3: the V buffer holds a V^T tile [D, B_c] (as many bytes as K's).
+    // e4m3: the V buffer holds a V^T tile [D, B_c] (as many bytes as K's),
+    // its rows of B_c keys in column blocks of the widest swizzle dividing
+    // them.
     valueTileType = spec.fp8 ? fagpu::SharedTileType::get(
                                    ctx, {spec.headDim, spec.blockC}, input,
-                                   spec.headDim)
+                                   spec.headDim,
+                                   fagpu::valueTileSwizzle(spec.blockC))
                              : kvTileType;
   }
 

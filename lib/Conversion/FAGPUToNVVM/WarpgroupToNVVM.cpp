@@ -30,6 +30,13 @@ namespace {
 
 constexpr int64_t kWgmmaSwizzle128 = int64_t(1) << 62; // descriptor bits
 
+/// A wgmma matrix descriptor's layout bits (62-63) for a tile of `swizzle`
+/// bytes: 1 for the 128-byte swizzle, 2 for 64, 3 for 32.
+static int64_t wgmmaSwizzleBits(int64_t swizzle) {
+  int64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+  return mode << 62;
+}
+
 /// The emitter helpers, for one pattern's op: the element type, mask and
 /// FA4 config, and tile sizes are the op's.
 class OpEmitter : public TMAKernelEmitter {
@@ -597,7 +604,8 @@ struct TmaLoadLowering : OpConversionPattern<fagpu::TmaLoadOp> {
                          adaptor.getMatrixCoords(),
                          [](ValueRange v) { return v.front(); })),
                      full, /*firstRow=*/0, /*tileRows=*/0,
-                     op.getColumn() ? adaptor.getColumn().front() : Value());
+                     op.getColumn() ? adaptor.getColumn().front() : Value(),
+                     tile.getSwizzle());
         });
   }
 };
@@ -715,7 +723,7 @@ struct TileRowsLowering : OpConversionPattern<fagpu::TileRowsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     OpEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
     ValueRange tile = adaptor.getTile();
-    int64_t rowBytes = op.getType().getRows() * kSwizzleBytes;
+    int64_t rowBytes = op.getType().getRows() * op.getType().getSwizzle();
     // The rows' offset depends on the index alone (a consumer's): computed
     // once, where the index is defined, not per tile.
     Value index = adaptor.getIndex().front();
@@ -893,9 +901,11 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
       acc = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, acc,
           e.kMajorDescriptor(aTile[1], aType.getBlockRows(), kk,
-                             kWgmmaSwizzle128),
+                             wgmmaSwizzleBits(aType.getSwizzle()),
+                             aType.getSwizzle()),
           e.kMajorDescriptor(bTile[1], bType.getBlockRows(), kk,
-                             kWgmmaSwizzle128),
+                             wgmmaSwizzleBits(bType.getSwizzle()),
+                             bType.getSwizzle()),
           NVVM::MMAShapeAttr::get(ctx, 64, n, kStep),
           NVVM::WGMMATypesAttr::get(ctx, type),
           NVVM::WGMMATypesAttr::get(ctx, type),
@@ -973,7 +983,8 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
       operands.push_back(
           mnMajor ? e.valueDescriptor(vTile[1], kk, kWgmmaSwizzle128)
                   : e.kMajorDescriptor(vTile[1], vType.getBlockRows(), kk,
-                                       kWgmmaSwizzle128));
+                                       wgmmaSwizzleBits(vType.getSwizzle()),
+                                       vType.getSwizzle()));
       operands.append(acc.begin(), acc.end());
       auto asmOp = LLVM::InlineAsmOp::create(
           b, loc, accType, operands, text, constraints,

@@ -38,10 +38,39 @@
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NOT: fagpu.
 
+// B_c = 224 (FlashAttention-3's FP8 tile at D = 128): V^T's rows are 224
+// bytes, in 32-byte swizzled column blocks (!fagpu.smem_tile<128x224x
+// f8E4M3FN, swizzle = 32>). Its TMA load is 7 boxes of 32 keys, 4 KiB
+// apart (128 rows x 32 bytes), at columns key + 32 i; 28 KiB announced.
+// CHECK-LABEL: llvm.func @narrow_value_tile(
+// CHECK-SAME: %[[KEY2:arg5]]: i32)
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c28672_i32
+// CHECK: arith.addi %[[KEY2]], %c0_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: arith.addi %[[KEY2]], %c32_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: arith.addi %[[KEY2]], %c192_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK-NOT: nvvm.cp.async.bulk.tensor
+// O += P V^T over 224 keys: 7 k-steps of 32, each a whole 32-byte column
+// block; the descriptor's layout bits are 3 (32-byte swizzle) << 62, its
+// stride 8 rows x 32 bytes = 256 (16 << 32), its leading offset 16 (1 <<
+// 16): -4611685949707845632.
+// CHECK-LABEL: llvm.func @narrow_value_mma
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: arith.constant -4611685949707845632 : i64
+// CHECK-COUNT-7: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}} p, 1, 1;
+// CHECK-NOT: wgmma.mma_async.sync
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+
 !kv8 = !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf8E4M3FN>
 !rows = !fagpu.fragment<64xf32, rows>
 !s = !fagpu.fragment<64x128xf32, accumulator>
 !p = !fagpu.fragment<64x128xf8E4M3FN, operand_a>
+!kv224 = !fagpu.pipeline<stages = 2, buffers = 2, 224x128xf8E4M3FN, 128x224xf8E4M3FN, swizzle = 32>
+!s224 = !fagpu.fragment<64x224xf32, accumulator>
+!p224 = !fagpu.fragment<64x224xf8E4M3FN, operand_a>
+!o = !fagpu.fragment<64x128xf32, accumulator>
 
 module attributes {gpu.container_module} {
 gpu.module @fa_kernels {
@@ -74,6 +103,25 @@ gpu.module @fa_kernels {
     %r = fagpu.mma %p, %vt acc(%s) : !p, !fagpu.smem_tile<128x128xf8E4M3FN>, !s -> !s
     fagpu.mma_wait pending 0
     %pinned = fagpu.pin %r : !s
+    llvm.return
+  }
+  llvm.func @narrow_value_tile(%vmap: !llvm.ptr, %stage: i32, %d: i32, %head: i32, %batch: i32, %key: i32) {
+    %kv = fagpu.create_pipeline {barrier_offset = 131072 : i64, tile_offset = 0 : i64} : !kv224
+    fagpu.tma_load %vmap[%d, %head, %batch] column %key into %kv[%stage] buffer 1 : !llvm.ptr, !kv224
+    llvm.return
+  }
+  llvm.func @narrow_value_mma(%row: i32, %nk: i32, %scale: f32) {
+    %zero = arith.constant 0.0 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %s = fagpu.splat %zero : !s224
+    %m0 = fagpu.splat %ninf : !fagpu.fragment<64xf32, rows>
+    %l0 = fagpu.splat %zero : !fagpu.fragment<64xf32, rows>
+    %p, %m, %l, %alpha = fagpu.softmax_step %s, %m0, %l0 keys(%row, %nk) row %row scale %scale {probs_scale = 256.0 : f32} : !s224, !fagpu.fragment<64xf32, rows> -> !p224
+    %o = fagpu.splat %zero : !o
+    %vt = fagpu.shared_tile offset 0 : <128x224xf8E4M3FN, swizzle = 32>
+    %r = fagpu.mma %p, %vt acc(%o) : !p224, !fagpu.smem_tile<128x224xf8E4M3FN, swizzle = 32>, !o -> !o
+    fagpu.mma_wait pending 0
+    %pinned = fagpu.pin %r : !o
     llvm.return
   }
 }

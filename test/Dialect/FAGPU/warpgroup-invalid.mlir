@@ -422,3 +422,37 @@ func.func @e4m3_fragment_k16(%p: !fagpu.fragment<64x48xf8E4M3FN, operand_a>) {
 func.func @e4m3_tile_64_columns(%t: !fagpu.smem_tile<64x64xf8E4M3FN>) {
   return
 }
+
+// -----
+
+// expected-error @+1 {{swizzle must be 128, 64 or 32 (bytes), got 16}}
+func.func private @swizzle_16(!fagpu.smem_tile<128x64xf8E4M3FN, swizzle = 16>)
+
+// -----
+
+// A 64-byte swizzle cuts rows into 64-byte column blocks: 224 e4m3 columns
+// are not whole blocks (224 takes the 32-byte swizzle).
+// expected-error @+1 {{expected R x C with R a multiple of 8 (the swizzle atom) and C of 64 (a 64-byte column block)}}
+func.func private @swizzle_64_ragged(!fagpu.smem_tile<128x224xf8E4M3FN, swizzle = 64>)
+
+// -----
+
+// expected-error @+1 {{a row_major tile swizzles 16-byte chunks within 128 bytes: no swizzle width}}
+func.func private @row_major_swizzle(!fagpu.smem_tile<64x64xf16, row_major, swizzle = 64>)
+
+// -----
+
+// wgmma's transposed (MN-major) B steps whole 128-byte rows of keys.
+func.func @mn_major_narrow(%p: !fagpu.fragment<64x64xf16, operand_a>, %v: !fagpu.smem_tile<64x64xf16, swizzle = 64>, %o: !fagpu.fragment<64x64xf32, accumulator>) {
+  // expected-error @+1 {{an mn_major B is 128-byte swizzled}}
+  %r = fagpu.mma %p, %v acc(%o) {mn_major} : !fagpu.fragment<64x64xf16, operand_a>, !fagpu.smem_tile<64x64xf16, swizzle = 64>, !fagpu.fragment<64x64xf32, accumulator> -> !fagpu.fragment<64x64xf32, accumulator>
+  return
+}
+
+// -----
+
+func.func @tile_rows_swizzle(%t: !fagpu.smem_tile<128x64xf8E4M3FN, swizzle = 64>, %i: i32) {
+  // expected-error @+1 {{expected a block of rows of '!fagpu.smem_tile<128x64xf8E4M3FN, swizzle = 64>' keeping its columns, block_rows and swizzle}}
+  %r = fagpu.tile_rows %t[%i] : !fagpu.smem_tile<128x64xf8E4M3FN, swizzle = 64> -> !fagpu.smem_tile<64x64xf8E4M3FN, block_rows = 128, swizzle = 32>
+  return
+}

@@ -208,3 +208,18 @@ gpu.module @two_tile_kernels {
   }
 }
 }
+
+// B_c = 224 on e4m3 (D = 128): V^T's 224-byte rows in 32-byte swizzled
+// column blocks; the swizzle is printed where it is not 128 bytes, on the
+// tile and on the pipeline's buffer-1 tile.
+// CHECK-LABEL: llvm.func @narrow_swizzle
+// CHECK: fagpu.pipeline_tile %{{.*}}[%{{.*}}] buffer 1 : <stages = 2, buffers = 2, 224x128xf8E4M3FN, 128x224xf8E4M3FN, swizzle = 32> -> <128x224xf8E4M3FN, swizzle = 32>
+module attributes {gpu.container_module} {
+gpu.module @narrow_swizzle_kernels {
+  llvm.func @narrow_swizzle(%s: i32) {
+    %kv = fagpu.create_pipeline {barrier_offset = 131072 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 224x128xf8E4M3FN, 128x224xf8E4M3FN, swizzle = 32>
+    %vt = fagpu.pipeline_tile %kv[%s] buffer 1 : !fagpu.pipeline<stages = 2, buffers = 2, 224x128xf8E4M3FN, 128x224xf8E4M3FN, swizzle = 32> -> !fagpu.smem_tile<128x224xf8E4M3FN, swizzle = 32>
+    llvm.return
+  }
+}
+}

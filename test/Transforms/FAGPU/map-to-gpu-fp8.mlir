@@ -1,5 +1,5 @@
 // e4m3 (FP8) through the GPU path's first half on sm_90a: fa-tile (B_c =
-// 128, the e4m3 V^T tile's 128-byte row), the FA2 nest, fa-quantize-probs
+// 224 at D = 128, FlashAttention-3's FP8 tile), the FA2 nest, fa-quantize-probs
 // (P scaled by 2^8 before its e4m3 cast), then fa-map-to-gpu carries the
 // per-tensor descales and the probs scale onto fagpu.attention; the kernel
 // pipeline then builds the e4m3 wgmma kernel and its V layout kernel
@@ -13,13 +13,13 @@
 // CHECK: fagpu.attention %[[Q]], %[[K]], %[[V]] descale(%[[QD]], %[[KD]], %[[VD]] : memref<f32>, memref<f32>, memref<f32>) outs(%[[O]], %{{.*}})
 // CHECK-SAME: causal
 // CHECK-SAME: probs_scale = 2.560000e+02 : f32
-// CHECK-SAME: schedule = #fagpu.schedule<block_r = 128, block_c = 128,
+// CHECK-SAME: schedule = #fagpu.schedule<block_r = 128, block_c = 224,
 // CHECK-SAME: : memref<2x4x300x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x2x500x128xf8E4M3FN>, memref<2x4x300x128xbf16>
 // CHECK-NOT: scf.forall
 // KERNEL: gpu.launch_func async {{.*}} @fa_kernels::@fa_e4m3_v_layout_d128
-// KERNEL: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
+// KERNEL: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d128_br128_bc224_s2_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
 // KERNEL: llvm.func @fa_e4m3_v_layout_d128(
-// KERNEL: llvm.func @fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256(
+// KERNEL: llvm.func @fa3_sm90_d128_br128_bc224_s2_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256(
 // Conditional rescaling leaves P up to 2^8, which 2^8 more would saturate.
 // THRESHOLD: error: fa-quantize-probs: expected probs scale * 2^threshold to be at most 448
 func.func @fp8(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %v: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xbf16>, %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>) {
@@ -39,7 +39,7 @@ func.func @fp8(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN
 // CHECK: fagpu.attention {{.*}} descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>)
 // KERNEL-LABEL: func.func @per_head
 // KERNEL: %[[STRIDE:.*]] = arith.constant 1 : i32
-// KERNEL: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
+// KERNEL: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d128_br128_bc224_s2_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
 // KERNEL-SAME: %[[STRIDE]] : i32, %{{.*}} : !llvm.ptr<1>)
 func.func @per_head(%q: memref<2x4x300x128xf8E4M3FN>, %k: memref<2x2x500x128xf8E4M3FN>, %v: memref<2x2x500x128xf8E4M3FN>, %o: memref<2x4x300x128xbf16>, %qd: memref<2x2xf32>, %kd: memref<2x2xf32>, %vd: memref<2x2xf32>) {
   %lse = memref.alloc() : memref<2x4x300xf32>

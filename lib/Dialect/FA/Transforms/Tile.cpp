@@ -151,7 +151,8 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     int64_t bc = op.getBlockC().value_or(blockC);
     bool explicitBlockC = bc != 0;
     if (bc == 0)
-      bc = fp8 ? fagpu::kFP8BlockC : fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
+      bc = fp8 ? fagpu::fp8DefaultBlockC(d)
+               : fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
     // A paged cache: a K/V block lies in one page (one TMA box) or spans
     // whole pages (one box each, gathered into the block's tile); B_c stays
     // a multiple of the MMA's k = 16, and so does the page.

@@ -145,10 +145,16 @@ Type SharedTileType::parse(AsmParser &parser) {
   if (parser.parseLess() || parseShapedElement(parser, shape, elementType))
     return {};
   int64_t blockRows = shape.empty() ? 0 : shape[0];
+  int64_t swizzle = kMaxSwizzleBytes;
   TileLayout layout = TileLayout::ColumnBlocks;
   while (succeeded(parser.parseOptionalComma())) {
     if (succeeded(parser.parseOptionalKeyword("row_major"))) {
       layout = TileLayout::RowMajor;
+      continue;
+    }
+    if (succeeded(parser.parseOptionalKeyword("swizzle"))) {
+      if (parser.parseEqual() || parser.parseInteger(swizzle))
+        return {};
       continue;
     }
     if (parser.parseKeyword("block_rows") || parser.parseEqual() ||
@@ -158,7 +164,7 @@ Type SharedTileType::parse(AsmParser &parser) {
   if (parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
-                    shape, elementType, blockRows, layout);
+                    shape, elementType, blockRows, layout, swizzle);
 }
 
 void SharedTileType::print(AsmPrinter &printer) const {
@@ -168,25 +174,36 @@ void SharedTileType::print(AsmPrinter &printer) const {
     printer << ", block_rows = " << getBlockRows();
   if (isRowMajor())
     printer << ", row_major";
+  if (getSwizzle() != kMaxSwizzleBytes)
+    printer << ", swizzle = " << getSwizzle();
   printer << ">";
 }
 
 LogicalResult
 SharedTileType::verify(function_ref<InFlightDiagnostic()> emitError,
                        ArrayRef<int64_t> shape, Type elementType,
-                       int64_t blockRows, TileLayout layout) {
+                       int64_t blockRows, TileLayout layout, int64_t swizzle) {
   bool fp8 = isa<Float8E4M3FNType>(elementType);
   if (!elementType.isF16() && !elementType.isBF16() && !fp8)
     return emitError() << "a swizzled tile holds f16, bf16 or e4m3";
   if (fp8 && layout == TileLayout::RowMajor)
     return emitError() << "an e4m3 tile is read by wgmma only: column blocks";
-  // A column block is 128 bytes of a row: 64 16-bit or 128 e4m3 elements.
-  int64_t blockCols = fp8 ? 128 : 64;
+  // The TMA's and wgmma's swizzle modes: 128, 64 or 32-byte rows.
+  if (swizzle != 128 && swizzle != 64 && swizzle != 32)
+    return emitError() << "swizzle must be 128, 64 or 32 (bytes), got "
+                       << swizzle;
+  if (layout == TileLayout::RowMajor && swizzle != kMaxSwizzleBytes)
+    return emitError() << "a row_major tile swizzles 16-byte chunks within "
+                          "128 bytes: no swizzle width";
+  // A column block is `swizzle` bytes of a row: at 128 bytes 64 16-bit or
+  // 128 e4m3 elements.
+  int64_t blockCols = swizzle * 8 / elementType.getIntOrFloatBitWidth();
   if (shape.size() != 2 || shape[0] <= 0 || shape[0] % 8 != 0 ||
       shape[1] <= 0 || shape[1] % blockCols != 0)
     return emitError() << "expected R x C with R a multiple of 8 (the swizzle "
                           "atom) and C of "
-                       << blockCols << " (a 128-byte column block)";
+                       << blockCols << " (a " << swizzle
+                       << "-byte column block)";
   if (blockRows < shape[0] || blockRows % shape[0] != 0)
     return emitError() << "block_rows (" << blockRows
                        << ") must be a multiple of the rows (" << shape[0]
@@ -217,6 +234,8 @@ Type PipelineType::parse(AsmParser &parser) {
   bool fillOnce = false;
   SmallVector<int64_t> secondShape;
   Type secondElement;
+  // `swizzle = N` after a tile's shape is that tile's.
+  int64_t swizzle = kMaxSwizzleBytes, secondSwizzle = kMaxSwizzleBytes;
   while (succeeded(parser.parseOptionalComma())) {
     if (succeeded(parser.parseOptionalKeyword("fill_once"))) {
       fillOnce = true;
@@ -224,6 +243,12 @@ Type PipelineType::parse(AsmParser &parser) {
     }
     if (succeeded(parser.parseOptionalKeyword("row_major"))) {
       layout = TileLayout::RowMajor;
+      continue;
+    }
+    if (succeeded(parser.parseOptionalKeyword("swizzle"))) {
+      if (parser.parseEqual() ||
+          parser.parseInteger(secondShape.empty() ? swizzle : secondSwizzle))
+        return {};
       continue;
     }
     // Buffer 1's own tile type.
@@ -234,16 +259,16 @@ Type PipelineType::parse(AsmParser &parser) {
   if (parser.parseGreater())
     return {};
   auto emitError = [&] { return parser.emitError(loc); };
-  auto tile = SharedTileType::getChecked(emitError, parser.getContext(), shape,
-                                         elementType,
-                                         shape.empty() ? 0 : shape[0], layout);
+  auto tile = SharedTileType::getChecked(
+      emitError, parser.getContext(), shape, elementType,
+      shape.empty() ? 0 : shape[0], layout, swizzle);
   if (!tile)
     return {};
   SharedTileType second;
   if (!secondShape.empty() &&
-      !(second = SharedTileType::getChecked(emitError, parser.getContext(),
-                                            secondShape, secondElement,
-                                            secondShape[0], layout)))
+      !(second = SharedTileType::getChecked(
+            emitError, parser.getContext(), secondShape, secondElement,
+            secondShape[0], layout, secondSwizzle)))
     return {};
   return getChecked(emitError, parser.getContext(), stages, buffers, tile,
                     fillOnce, second);
@@ -252,11 +277,15 @@ Type PipelineType::parse(AsmParser &parser) {
 void PipelineType::print(AsmPrinter &printer) const {
   printer << "<stages = " << getStages() << ", buffers = " << getBuffers()
           << ", ";
-  printShapedElement(printer, getTile().getShape(),
-                     getTile().getElementType());
+  auto printTile = [&](SharedTileType tile) {
+    printShapedElement(printer, tile.getShape(), tile.getElementType());
+    if (tile.getSwizzle() != kMaxSwizzleBytes)
+      printer << ", swizzle = " << tile.getSwizzle();
+  };
+  printTile(getTile());
   if (SharedTileType second = getSecondTile()) {
     printer << ", ";
-    printShapedElement(printer, second.getShape(), second.getElementType());
+    printTile(second);
   }
   if (getTile().isRowMajor())
     printer << ", row_major";

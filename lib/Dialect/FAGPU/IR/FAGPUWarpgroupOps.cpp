@@ -118,9 +118,11 @@ LogicalResult TileRowsOp::verify() {
   if (from.getCols() != to.getCols() ||
       from.getElementType() != to.getElementType() ||
       to.getBlockRows() != from.getBlockRows() ||
+      to.getSwizzle() != from.getSwizzle() ||
       from.getRows() % to.getRows() != 0)
     return emitOpError("expected a block of rows of ")
-           << from << " keeping its columns and block_rows, got " << to;
+           << from << " keeping its columns, block_rows and swizzle, got "
+           << to;
   return success();
 }
 
@@ -134,6 +136,10 @@ static LogicalResult verifyTcgen05Mma(MmaOp op, TmemType acc) {
   SharedTileType b = op.getB().getType();
   if (b.isRowMajor())
     return op.emitOpError("tcgen05.mma reads column_blocks tiles");
+  auto sharedA = dyn_cast<SharedTileType>(op.getA().getType());
+  if (b.getSwizzle() != kMaxSwizzleBytes ||
+      (sharedA && sharedA.getSwizzle() != kMaxSwizzleBytes))
+    return op.emitOpError("tcgen05.mma reads 128-byte swizzled tiles");
   int64_t k;
   Type elt;
   if (auto a = dyn_cast<SharedTileType>(op.getA().getType())) {
@@ -210,6 +216,9 @@ LogicalResult MmaOp::verify() {
   if (isa<Float8E4M3FNType>(elt) && getMnMajor())
     return emitOpError("an e4m3 MMA reads B K-major (wgmma has no transpose "
                        "for 8-bit types): give V^T, not mn_major V");
+  // An MN-major B's descriptor steps whole 128-byte rows of keys.
+  if (getMnMajor() && b.getSwizzle() != kMaxSwizzleBytes)
+    return emitOpError("an mn_major B is 128-byte swizzled");
   // K-major B is N x K (a * b^T); MN-major B is K x N.
   int64_t bk = getMnMajor() ? b.getRows() : b.getCols();
   int64_t bn = getMnMajor() ? b.getCols() : b.getRows();

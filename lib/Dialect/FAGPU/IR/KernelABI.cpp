@@ -61,10 +61,15 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
   bool fp8 = dtype == "e4m3";
   StringRef outDtype =
       in.outputDtype.empty() ? dtype : StringRef(in.outputDtype);
+  // e4m3: V^T [B, Hkv, D, Nk_128], boxes of D rows by the V^T tile's
+  // swizzle span of keys.
+  KernelParam valueTransposed =
+      tensor("v_t", dtype, {"B", "Hkv", "D", "Nk_128"}, in.headDim);
+  valueTransposed.swizzleBytes = valueTileSwizzle(s.blockC);
   SmallVector<KernelParam> params = {
       tensor("q", dtype, qShape, tma ? s.blockR : 0),
       tensor("k", dtype, kvShape, tma ? kvBoxRows : 0),
-      fp8 ? tensor("v_t", dtype, {"B", "Hkv", "D", "Nk_128"}, in.headDim)
+      fp8 ? valueTransposed
           : tensor("v", dtype, vShape, tma ? kvBoxRows : 0),
       tensor("o", outDtype, oShape, oBoxRows),
       tensor("lse", "f32", lseShape, 0),

@@ -29,7 +29,9 @@ std::optional<std::string> chooseStages(Target target, AttentionOp op,
                                         ScheduleFields &f, int64_t requested) {
   int64_t headDim = op.getHeadDim(), elementBytes = op.isFP8() ? 1 : 2;
   const int64_t limit = maxSharedBytes(f.ctasPerSm);
-  f.stages = requested ? requested : kPreferredStages;
+  int64_t preferred = op.isFP8() ? fp8PreferredStages(headDim, f.blockC)
+                                 : kPreferredStages;
+  f.stages = requested ? requested : preferred;
   if (!requested && sharedBytesOf(target, headDim, f, elementBytes) > limit)
     f.stages = 2;
   if (f.stages < 2 || f.stages > 4)

@@ -3,9 +3,9 @@
 // What the sm_90a e4m3 kernel does not take yet, refused with the reason
 // and the pass that would set the missing piece.
 
-func.func @block_c_64(%q: memref<1x2x64x256xf8E4M3FN>, %k: memref<1x2x64x256xf8E4M3FN>, %v: memref<1x2x64x256xf8E4M3FN>, %o: memref<1x2x64x256xbf16>, %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>) {
-  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: e4m3 kernels take D and block_c of 128 or 256 (the K tile [B_c, D] and the V^T tile [D, B_c] are whole 128-byte rows of e4m3), got D = 256, block_c = 64}}
-  fagpu.attention %q, %k, %v descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) outs(%o) {probs_scale = 2.560000e+02 : f32, rescale_threshold = 0.000000e+00 : f32, scale = 0.0625 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 64, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>, target = #fagpu.target<sm_90a>} : memref<1x2x64x256xf8E4M3FN>, memref<1x2x64x256xf8E4M3FN>, memref<1x2x64x256xf8E4M3FN>, memref<1x2x64x256xbf16>
+func.func @block_c_80(%q: memref<1x2x64x256xf8E4M3FN>, %k: memref<1x2x64x256xf8E4M3FN>, %v: memref<1x2x64x256xf8E4M3FN>, %o: memref<1x2x64x256xbf16>, %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: e4m3 kernels take D of 128 or 256 (the Q and K tiles are whole 128-byte rows of e4m3) and block_c a multiple of 32 from 64 to 256 (P's k-steps of 32 keys), got D = 256, block_c = 80}}
+  fagpu.attention %q, %k, %v descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) outs(%o) {probs_scale = 2.560000e+02 : f32, rescale_threshold = 0.000000e+00 : f32, scale = 0.0625 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 80, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>, target = #fagpu.target<sm_90a>} : memref<1x2x64x256xf8E4M3FN>, memref<1x2x64x256xf8E4M3FN>, memref<1x2x64x256xf8E4M3FN>, memref<1x2x64x256xbf16>
   return
 }
 

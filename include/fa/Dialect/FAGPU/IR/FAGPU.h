@@ -15,6 +15,11 @@
 #include "fa/Dialect/FAGPU/IR/FAGPUEnums.h.inc"
 
 namespace mlir::fagpu {
+/// The widest shared-memory swizzle (CU_TENSOR_MAP_SWIZZLE_128B, wgmma's
+/// 128-byte mode): a swizzled row of 128 bytes, an 8-row atom of 1 KiB.
+/// Narrower ones (64 and 32 bytes) divide it.
+inline constexpr int64_t kMaxSwizzleBytes = 128;
+
 /// The fields of a #fagpu.schedule, for passes that change some of them
 /// (ScheduleAttr::with).
 struct ScheduleFields {

@@ -89,17 +89,20 @@ def FAGPU_FragmentType : FAGPU_Type<"Fragment", "fragment"> {
 }
 
 def FAGPU_SharedTileType : FAGPU_Type<"SharedTile", "smem_tile"> {
-  let summary = "a tile in shared memory, 128-byte swizzled";
+  let summary = "a tile in shared memory, swizzled";
   let description = [{
     A `rows x cols` tile in one of two layouts, both with 16-byte chunks
     XORed with the row mod 8 so that the 8 rows one ldmatrix or wgmma
     reads at a logical column fall in 8 different bank groups:
 
-    * `column_blocks` (the default): cols / 64 column blocks of
-      `block_rows` rows of 128 bytes, each 8-row group a 1 KiB atom -- what
-      a TMA writes with the 128-byte swizzle and what wgmma reads. A tile
-      of the rows of a larger one (`fagpu.tile_rows`) keeps the larger
-      tile's `block_rows`; it is printed only when it differs from `rows`.
+    * `column_blocks` (the default): column blocks of `block_rows` rows
+      of `swizzle` bytes (128 unless given: 64 16-bit or 128 e4m3
+      columns), each 8-row group an atom of 8 * `swizzle` bytes -- what a
+      TMA writes with that swizzle and what wgmma reads. A narrower swizzle
+      (64 or 32 bytes) lets a tile's rows be 64 or 32 bytes long: the e4m3
+      V^T tile [D, B_c] of B_c = 192 or 224 keys. A tile of the rows of a
+      larger one (`fagpu.tile_rows`) keeps the larger tile's `block_rows`;
+      it is printed only when it differs from `rows`.
     * `row_major`: each row's cols * 2 bytes contiguous, chunk c of row r
       at chunk (c & ~7) | ((c ^ r) & 7) -- what cp.async writes 16 bytes
       per thread and ldmatrix reads on sm_80 (no 1 KiB atom, so the tile
@@ -109,16 +112,23 @@ def FAGPU_SharedTileType : FAGPU_Type<"SharedTile", "smem_tile"> {
     !fagpu.smem_tile<128x128xf16>
     !fagpu.smem_tile<64x128xf16, block_rows = 128>
     !fagpu.smem_tile<64x128xf16, row_major>
+    !fagpu.smem_tile<128x224xf8E4M3FN, swizzle = 32>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
                         "Type":$elementType, "int64_t":$blockRows,
-                        "TileLayout":$layout);
+                        "TileLayout":$layout, "int64_t":$swizzle);
   let builders = [
     TypeBuilder<(ins "ArrayRef<int64_t>":$shape, "Type":$elementType,
-                     "int64_t":$blockRows), [{
+                     "int64_t":$blockRows,
+                     CArg<"int64_t", "kMaxSwizzleBytes">:$swizzle), [{
       return $_get($_ctxt, shape, elementType, blockRows,
-                   TileLayout::ColumnBlocks);
+                   TileLayout::ColumnBlocks, swizzle);
+    }]>,
+    TypeBuilder<(ins "ArrayRef<int64_t>":$shape, "Type":$elementType,
+                     "int64_t":$blockRows, "TileLayout":$layout), [{
+      return $_get($_ctxt, shape, elementType, blockRows, layout,
+                   kMaxSwizzleBytes);
     }]>
   ];
   let hasCustomAssemblyFormat = 1;
@@ -127,6 +137,10 @@ def FAGPU_SharedTileType : FAGPU_Type<"SharedTile", "smem_tile"> {
     int64_t getRows() const { return getShape()[0]; }
     int64_t getCols() const { return getShape()[1]; }
     bool isRowMajor() const { return getLayout() == TileLayout::RowMajor; }
+    /// Elements in one swizzled row of a column block.
+    int64_t getBlockCols() const {
+      return getSwizzle() * 8 / getElementType().getIntOrFloatBitWidth();
+    }
     /// Bytes of the tile in shared memory.
     int64_t getBytes() const {
       return getBlockRows() * getCols() * getElementType().getIntOrFloatBitWidth() / 8;

@@ -60,24 +60,32 @@ const KernelDefaults *defaultsFor(Target target, int64_t headDim, bool causal);
 int64_t defaultBlockC(Target target, int64_t headDim, bool causal,
                       int64_t blockR);
 
-/// B_c of an e4m3 (FP8) sm_90a kernel: the e4m3 MMA takes V as the
-/// K-major B operand of O += P V, a V^T tile of B_c keys per row, and one
-/// 128-byte swizzled row holds 128 e4m3 keys, so B_c is 128 or 256; 256
-/// spills at D = 128 (its S takes 128 registers a thread) and measured
-/// slower (bench/results/2026-12-02-fp8.md).
-inline constexpr int64_t kFP8BlockC = 128;
+/// B_c of an e4m3 (FP8) sm_90a kernel where none is asked. With e4m3 the
+/// two GEMMs of a block take about as long as its softmax, so a wider
+/// block amortises each block's fixed softmax work (the row max's
+/// shuffles, O's rescale, the barrier handshakes) over more keys: at
+/// D = 128 FlashAttention-3's 224 (S 112 registers a thread, P 28, O 64;
+/// V^T in 32-byte swizzled column blocks); 256 spills there (S alone takes
+/// 128). At D = 256, O takes 128 registers and B_c stays 128
+/// (bench/results/2026-12-03-fp8-block-c.md).
+inline int64_t fp8DefaultBlockC(int64_t headDim) {
+  return headDim == 128 ? 224 : 128;
+}
 
-/// The e4m3 sm_90a kernel's tiles: its K tile [B_c, D] and V^T tile
-/// [D, B_c] are whole 128-byte rows of e4m3, so D and B_c are 128 or 256.
-/// The reason when they are not (the mapping and the kernel builder both
-/// ask here).
+/// The e4m3 sm_90a kernel's tiles: its Q and K tiles [B_r | B_c, D] are
+/// whole 128-byte rows of e4m3, so D is 128 or 256; P's k-steps are 32
+/// keys and V^T's rows [D, B_c] are cut into 32-, 64- or 128-byte
+/// swizzled column blocks (valueTileSwizzle), so B_c is a multiple of 32
+/// from 64 to 256. The reason when they are not (the mapping and the
+/// kernel builder both ask here).
 inline std::optional<std::string> checkFP8Tiles(int64_t headDim,
                                                 int64_t blockC) {
-  if ((headDim == 128 || headDim == 256) && (blockC == 128 || blockC == 256))
+  if ((headDim == 128 || headDim == 256) && blockC % 32 == 0 &&
+      blockC >= 64 && blockC <= 256)
     return std::nullopt;
-  return "e4m3 kernels take D and block_c of 128 or 256 (the K tile [B_c, "
-         "D] and the V^T tile [D, B_c] are whole 128-byte rows of e4m3), "
-         "got D = " +
+  return "e4m3 kernels take D of 128 or 256 (the Q and K tiles are whole "
+         "128-byte rows of e4m3) and block_c a multiple of 32 from 64 to "
+         "256 (P's k-steps of 32 keys), got D = " +
          std::to_string(headDim) + ", block_c = " + std::to_string(blockC);
 }
 
@@ -121,6 +129,13 @@ MachineDefaults machineDefaults(Target target);
 
 /// The K/V ring depth where nothing is asked: 3 where it fits, else 2.
 inline constexpr int64_t kPreferredStages = 3;
+/// ... of an e4m3 kernel with B_c = `blockC` at `headDim`: 2 for D = 128
+/// at B_c 224 (3 stages take 201 KiB of shared memory and measured 4-5%
+/// slower, bench/results/2026-12-03-fp8-block-c.md), else
+/// kPreferredStages.
+inline int64_t fp8PreferredStages(int64_t headDim, int64_t blockC) {
+  return headDim == 128 && blockC > 128 ? 2 : kPreferredStages;
+}
 /// The producer warpgroup's setmaxnreg budget on sm_90a (FA3's 24).
 inline constexpr int64_t kProducerRegisters = 24;
 

@@ -58,6 +58,9 @@ struct KernelParam {
   /// [B, H, N, D]; 3: contiguous [B * H, N, D]).
   int64_t boxRows = 0;
   int64_t rank = 0;
+  /// Tensor maps: the bytes of a box row, the map's swizzle span (128, or
+  /// 64 / 32 for an e4m3 V^T of B_c = 192 / 224 keys: valueTileSwizzle).
+  int64_t swizzleBytes = kMaxSwizzleBytes;
   /// Tensor maps: the bytes L2 fetches from DRAM when one of the map's
   /// boxes misses (CU_TENSOR_MAP_L2_PROMOTION_L2_{64,128,256}B; 0: none).
   int64_t l2Promotion = kDefaultL2Promotion;
@@ -156,6 +159,18 @@ inline bool stridedTensors(Target target) { return target == Target::sm_90a; }
 /// "tensormap", "pointer", "i32", "i64", "f32", "counter" or "workspace", as
 /// the metadata says.
 StringRef paramKindName(ParamKind kind);
+
+/// The swizzle of an e4m3 kernel's V^T tile [D, B_c]: its rows are B_c
+/// bytes, cut into column blocks of the widest swizzle span (128, 64 or 32
+/// bytes) that divides them -- B_c = 192 takes 64-byte blocks, 224 32-byte
+/// ones (FlashAttention-3's B_c for FP8 at D = 128). TMA boxes and wgmma
+/// descriptors follow the tile's swizzle.
+inline int64_t valueTileSwizzle(int64_t blockC) {
+  for (int64_t swizzle : {int64_t(128), int64_t(64), int64_t(32)})
+    if (blockC % swizzle == 0)
+      return swizzle;
+  return 0;
+}
 
 /// Columns of a TMA box: 64 f16/bf16 = 128 bytes, the swizzle span.
 inline constexpr int64_t kTmaBoxColumns = 64;
