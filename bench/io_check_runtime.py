@@ -67,6 +67,10 @@ CASES = [
     ("sm_90a_d128_e4m3_bf16_causal", 16, 4, 1000, (2, 1000), 0),
     ("sm_90a_d256_e4m3_bf16", 16, 4, 1000, (2, 1000), 0),
     ("sm_90a_d128_f16", 16, 4, 1000, (2, 1000), 0),
+    # B_c 224 (the D 128 e4m3 default since 550abd0) and 192: V^T in 32-
+    # and 64-byte swizzled boxes, the last block past Nk_128.
+    ("sm_90a_d128_e4m3_bf16_bc192", 16, 4, 1000, (2, 1000), 0),
+    ("sm_90a_d128_e4m3_bf16", 8, 8, 3000, (1, 3000), 0),
 ]
 CAPACITY = 4096  # keys a sequence's cache holds
 

@@ -359,11 +359,12 @@ def _per_block(torch, t, rows, heads_of_descale=None):
                                          ("sm_90a_d256_e4m3_bf16", False)])
 def test_e4m3_per_block_descales(cuda_flashmlir, name, causal):
     """FlashAttention-3's block quantisation on the kernel: Q's descales per
-    (batch, head, 128-row block), K's per (batch, K/V head, 128-key block),
-    V's one; a Q block and a K block of 4x the others' range (in different
-    batches: where both meet, scores 16x the usual magnify the fp8 MMA's
-    accumulation error past what the emulation models, per tensor as much),
-    ragged N (a last block of 77 queries, 116 keys). Against the emulation
+    (batch, head, B_r-row block), K's per (batch, K/V head, B_c-key block;
+    B_c 224 or 128), V's one; a Q block and a K block of 4x the others'
+    range (in different batches: where both meet, scores 16x the usual
+    magnify the fp8 MMA's accumulation error past what the emulation
+    models, per tensor as much), ragged N (a last block of 77 queries, 52
+    or 116 keys). Against the emulation
     of the same codes and descales by the 2x rule; the C launcher
     (FA_DESCALE_PER_BLOCK) gives the Python runtime's O."""
     torch, flashmlir = cuda_flashmlir
@@ -371,23 +372,24 @@ def test_e4m3_per_block_descales(cuda_flashmlir, name, causal):
     kernel = Kernel.load(os.path.join(_kernel_dir(), name))
     b, hq, hkv, nq, nk = 2, 4, 2, 333, 500
     d = kernel.meta["head_dim"]
-    assert kernel.descale_blocks(nq, nk) == (3, 4)
+    br, bc = kernel.meta["block_r"], kernel.meta["block_c"]
+    assert kernel.descale_blocks(nq, nk) == (-(-nq // br), -(-nk // bc))
     g = torch.Generator(device="cuda").manual_seed(23)
     q = torch.randn(b, hq, nq, d, device="cuda", generator=g)
     k = torch.randn(b, hkv, nk, d, device="cuda", generator=g)
     v = torch.randn(b, hkv, nk, d, device="cuda", generator=g)
-    q[0, 1, 128:256] *= 4  # a query block of 4x the range
-    k[1, 0, 256:384] *= 4  # a key block of 4x the range
-    q8, qd = _per_block(torch, q, 128)
-    k8, kd = _per_block(torch, k, 128)
+    q[0, 1, br:2 * br] *= 4  # a query block of 4x the range
+    k[1, 0, bc:2 * bc] *= 4  # a key block of 4x the range
+    q8, qd = _per_block(torch, q, br)
+    k8, kd = _per_block(torch, k, bc)
     v8, vd = _quantize(torch, v)
     out, _ = kernel(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
     torch.cuda.synchronize()
 
-    def decode(t8, descale):
-        return t8.float() * descale.repeat_interleave(128, 2)[
+    def decode(t8, descale, rows):
+        return t8.float() * descale.repeat_interleave(rows, 2)[
             :, :, :t8.shape[2], None]
-    qf, kf, vf = decode(q8, qd), decode(k8, kd), v8.float() * vd
+    qf, kf, vf = decode(q8, qd, br), decode(k8, kd, bc), v8.float() * vd
     scale = 1 / math.sqrt(d)
     shift = nk - nq if kernel.meta["bottom_right"] else 0
     mask = _mask(torch, nq, nk, True, shift=shift) if causal else None
@@ -399,8 +401,8 @@ def test_e4m3_per_block_descales(cuda_flashmlir, name, causal):
     assert err <= 2 * base + 1e-3, (err, base)
     # Teeth: block 0's descales for every block (a kernel reading one per
     # head) would be far off: two blocks have 4x the range.
-    wrong, _ = _exact(torch, decode(q8, qd[:, :, :1].expand_as(qd)),
-                      decode(k8, kd[:, :, :1].expand_as(kd)), vf, scale,
+    wrong, _ = _exact(torch, decode(q8, qd[:, :, :1].expand_as(qd), br),
+                      decode(k8, kd[:, :, :1].expand_as(kd), bc), vf, scale,
                       causal, mask)
     assert (wrong - ref).abs().max().item() > 10 * (base + 1e-3)
     # Block counts other than the kernel's tiles, and a V descale per
@@ -411,7 +413,7 @@ def test_e4m3_per_block_descales(cuda_flashmlir, name, causal):
                v_descale=vd)
     with pytest.raises(KernelArgumentError, match="v_descale must be one"):
         kernel(q8, k8, v8, q_descale=qd, k_descale=kd,
-               v_descale=torch.ones(b, hkv, 4, device="cuda"))
+               v_descale=torch.ones(b, hkv, kd.shape[2], device="cuda"))
 
     # The C launcher, descale layout FA_DESCALE_PER_BLOCK (2): the same O.
     import ctypes
@@ -425,7 +427,7 @@ def test_e4m3_per_block_descales(cuda_flashmlir, name, causal):
     block_r, block_c = ctypes.c_int(), ctypes.c_int()
     assert lib.faKernelTiles(handle, ctypes.byref(block_r),
                              ctypes.byref(block_c)) == 0
-    assert (block_r.value, block_c.value) == (128, 128)
+    assert (block_r.value, block_c.value) == (br, bc)
     c_out = torch.full_like(out, float("nan"))
     lse = torch.empty(b, hq, nq, device="cuda")
     c = ctypes.c_void_p
