@@ -260,6 +260,9 @@ struct Metadata {
   // 16 or 128; 16 where absent, as the layout kernels wrote before the key
   // existed).
   long valueLayoutKeyAlign = 16;
+  // V columns a layout thread transposes ("columns_per_thread": 16, or 1
+  // where absent -- kernels before it): the launch's thread count.
+  long valueLayoutColumns = 1;
   // The rank of the tensor maps (every "tensormap" parameter's "rank"): 4
   // reads strided [B, H, N, D] tensors, 3 (or absent) contiguous ones.
   long mapRank = 0;
@@ -643,6 +646,14 @@ private:
           return fail("launch metadata: 'value_layout''s 'key_alignment' "
                       "must be 16 or 128, got " +
                       std::to_string(m.valueLayoutKeyAlign));
+      } else if (key == "columns_per_thread") {
+        static constexpr IntField kColumns = {"columns_per_thread", 1, 16};
+        if (readInt(kColumns, m.valueLayoutColumns))
+          return 1;
+        if (m.valueLayoutColumns != 1 && m.valueLayoutColumns != 16)
+          return fail("launch metadata: 'value_layout''s "
+                      "'columns_per_thread' must be 1 or 16, got " +
+                      std::to_string(m.valueLayoutColumns));
       } else if (skipValue()) {
         return fail("launch metadata: malformed 'value_layout'");
       }
@@ -1286,8 +1297,10 @@ int runValueLayout(FaKernel *k, const void *v, const FaStrides &vStrides,
                    int batch, int kvHeads, int kvLen, void *stream,
                    CUdeviceptr &valueT) {
   const long long d = k->meta.headDim, keys = valueTransposedKeys(k, kvLen);
-  // One thread per 16 keys of a V^T row, on a 32-bit grid.
-  const long long threads = (long long)batch * kvHeads * (keys / 16) * d;
+  // One thread per 16 keys of columns_per_thread V^T rows, on a 32-bit
+  // grid.
+  const long long threads = (long long)batch * kvHeads * (keys / 16) *
+                            (d / k->meta.valueLayoutColumns);
   const long long perBlock = k->meta.valueLayoutBlock[0];
   if ((threads + perBlock - 1) / perBlock > 0x7fffffffLL)
     return fail("faKernelLaunchE4M3: sizes exceed the V layout kernel's "

@@ -394,8 +394,12 @@ static std::string metadataJson(StringRef kernelName,
         {"kernel", built.valueLayout},
         {"block", llvm::json::Array{fagpu::kValueLayoutThreads, 1, 1}},
         {"key_alignment", fagpu::kValueLayoutKeyAlign},
+        {"columns_per_thread", fagpu::kValueLayoutColumnsPerThread},
         {"grid", llvm::json::Object{{"x", "ceil(B * Hkv * (" + keys +
-                                              " / 16) * D / " +
+                                              " / 16) * (D / " +
+                                              std::to_string(
+                                                  fagpu::kValueLayoutColumnsPerThread) +
+                                              ") / " +
                                               std::to_string(
                                                   fagpu::kValueLayoutThreads) +
                                               ")"},

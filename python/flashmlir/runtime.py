@@ -143,6 +143,11 @@ def validate_metadata(meta):
         if type(align) is not int or align not in (16, 128):
             raise MetadataError("value_layout's key_alignment must be 16 or "
                                 f"128, got {layout.get('key_alignment')!r}")
+        columns = layout.get("columns_per_thread", 1)
+        if type(columns) is not int or columns not in (1, 16):
+            raise MetadataError("value_layout's columns_per_thread must be 1 "
+                                f"or 16, got "
+                                f"{layout.get('columns_per_thread')!r}")
         if meta.get("split_kv") or meta.get("varlen") or \
                 meta.get("kv_lengths") or meta.get("page_size"):
             raise MetadataError("e4m3 kernels take contiguous-batch "
@@ -1022,7 +1027,10 @@ class Kernel:
         params = (ctypes.c_void_p * len(values))(
             *[ctypes.addressof(x) for x in values])
         threads = self.meta["value_layout"]["block"][0]
-        blocks = -(-(b * hkv * (keys // 16) * d) // threads)
+        # One thread per 16 keys of columns_per_thread V^T rows (1 where
+        # the metadata predates the key).
+        columns = self.meta["value_layout"].get("columns_per_thread", 1)
+        blocks = -(-(b * hkv * (keys // 16) * (d // columns)) // threads)
         drv = _get_driver()
         drv.check(drv.lib.cuLaunchKernel(
             self._layout_function(device_index), blocks, 1, 1, threads, 1, 1,

@@ -301,6 +301,14 @@ def test_compile_e4m3_kernel(flashmlir, out_dtype):
         with pytest.raises(MetadataError,
                            match="key_alignment must be 16 or 128"):
             validate_metadata(edited)
+    # The layout kernel's grid counts columns_per_thread columns a thread.
+    assert meta["value_layout"]["columns_per_thread"] == 16
+    for bad in (8, 0, True, "16"):
+        edited = dict(meta, value_layout=dict(meta["value_layout"],
+                                              columns_per_thread=bad))
+        with pytest.raises(MetadataError,
+                           match="columns_per_thread must be 1 or 16"):
+            validate_metadata(edited)
 
 
 def test_e4m3_predicted_bytes(flashmlir):

@@ -653,9 +653,12 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
     std::array<Value, 3> vStrides = stridesOf(v);
     Value threads = index(fagpu::kValueLayoutThreads);
     Value one = index(1);
+    // One thread per group of 16 keys and kValueLayoutColumnsPerThread
+    // columns.
     Value blocks = b.createOrFold<arith::CeilDivUIOp>(
         loc, mul(mul(mul(batches, kvHeads), groups),
-                 index(launch.valueHeadDim)),
+                 index(launch.valueHeadDim /
+                       fagpu::kValueLayoutColumnsPerThread)),
         threads);
     auto layoutSym = SymbolRefAttr::get(
         b.getStringAttr("fa_kernels"),

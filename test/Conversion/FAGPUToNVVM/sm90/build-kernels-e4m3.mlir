@@ -31,9 +31,14 @@
 // CHECK: %[[NK:.*]] = arith.extui %arg4 : i32 to i64
 // CHECK: %[[UP:.*]] = arith.addi %[[NK]], %c127_i64 : i64
 // CHECK: %[[ALIGNED:.*]] = arith.divui %[[UP]], %c128_i64{{.*}} : i64
-// CHECK: arith.muli %[[ALIGNED]], %c8_i64 : i64
-// CHECK-COUNT-16: llvm.load {{.*}} invariant {alignment = 1 : i64} : !llvm.ptr<1> -> i8
-// CHECK: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: arith.muli %[[ALIGNED]], %c8_i64{{.*}} : i64
+// A thread's 16 x 16 byte block: 16 key rows of 16 columns loaded whole,
+// transposed by byte shuffles (two rounds of a 4 x 4 transpose for each of
+// the 16 word blocks), then 16 V^T rows of 16 keys stored.
+// CHECK-COUNT-16: llvm.load {{.*}} invariant {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK-COUNT-128: llvm.shufflevector {{.*}} : vector<4xi8>
+// CHECK-COUNT-16: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256(
 // CHECK-SAME: fagpu.value_layout = "fa_e4m3_v_layout_d128"
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 1, 128x128xf8E4M3FN>

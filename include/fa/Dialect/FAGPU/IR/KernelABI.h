@@ -134,9 +134,15 @@ SmallVector<KernelParam> kernelParams(Target target,
 /// 16 by σ(κ) = 8 ((κ mod 4) / 2) + 2 (κ / 4) + κ mod 2 so that P's e4m3 A
 /// fragment, packed from the S accumulator without a shuffle, meets its
 /// keys: V^T[b, h, d, 16 g + κ] = V[b, h, 16 g + σ(κ), d]. One thread a
-/// (b, h, g, d), d fastest; kValueLayoutThreads threads a CTA.
+/// (b, h, g, 16 columns of d), the columns fastest; kValueLayoutThreads
+/// threads a CTA.
 SmallVector<KernelParam> valueLayoutParams();
 inline constexpr int64_t kValueLayoutThreads = 256;
+/// Columns of V (D) one layout thread transposes, with a group's 16 keys:
+/// B * Hkv * (Nk_128 / 16) * (D / this) threads. The launch metadata states
+/// it (value_layout's "columns_per_thread"; 1 where absent, the kernels
+/// before it, one thread a column).
+inline constexpr int64_t kValueLayoutColumnsPerThread = 16;
 /// V^T's rows are padded to whole 128-key (128-byte) box rows: each row
 /// then starts on an L2 line, and every box of the P V product lies in
 /// bounds. A row pitch of 16 mod 32 bytes (Nk = 1000 rounded to 16) makes
