@@ -29,8 +29,9 @@ std::optional<std::string> chooseStages(Target target, AttentionOp op,
                                         ScheduleFields &f, int64_t requested) {
   int64_t headDim = op.getHeadDim(), elementBytes = op.isFP8() ? 1 : 2;
   const int64_t limit = maxSharedBytes(f.ctasPerSm);
-  int64_t preferred = op.isFP8() ? fp8PreferredStages(headDim, f.blockC)
-                                 : kPreferredStages;
+  int64_t preferred =
+      op.isFP8() ? fp8PreferredStages(headDim, f.blockC, op.getCausal())
+                 : kPreferredStages;
   f.stages = requested ? requested : preferred;
   if (!requested && sharedBytesOf(target, headDim, f, elementBytes) > limit)
     f.stages = 2;

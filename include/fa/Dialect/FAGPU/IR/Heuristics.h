@@ -131,10 +131,17 @@ MachineDefaults machineDefaults(Target target);
 inline constexpr int64_t kPreferredStages = 3;
 /// ... of an e4m3 kernel with B_c = `blockC` at `headDim`: 2 for D = 128
 /// at B_c 224 (3 stages take 201 KiB of shared memory and measured 4-5%
-/// slower, bench/results/2026-12-03-fp8-block-c.md), else
-/// kPreferredStages.
-inline int64_t fp8PreferredStages(int64_t headDim, int64_t blockC) {
-  return headDim == 128 && blockC > 128 ? 2 : kPreferredStages;
+/// slower, bench/results/2026-12-03-fp8-block-c.md) and for causal D = 256
+/// (3 stages take 225 KiB: 1,073-1,079 TFLOP/s against 1,107-1,109 at
+/// N 16k; non-causal D = 256 keeps 3, +2% at 16k and -1.5% at 4k,
+/// bench/results/2026-12-03-fp8-d256-stages.txt), else kPreferredStages.
+inline int64_t fp8PreferredStages(int64_t headDim, int64_t blockC,
+                                  bool causal) {
+  if (headDim == 128 && blockC > 128)
+    return 2;
+  if (headDim == 256 && causal)
+    return 2;
+  return kPreferredStages;
 }
 /// The producer warpgroup's setmaxnreg budget on sm_90a (FA3's 24).
 inline constexpr int64_t kProducerRegisters = 24;
