@@ -44,7 +44,7 @@
 
 namespace mlir::fa {
 
-constexpr int64_t kSwizzleBytes = 128;   // one swizzled row
+constexpr int64_t kSwizzleBytes = fagpu::kMaxSwizzleBytes; // one swizzled row
 
 /// The work of one CTA: B_r query rows of one (batch, head) and the K/V
 /// blocks they visit.

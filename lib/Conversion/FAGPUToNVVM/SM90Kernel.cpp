@@ -1185,12 +1185,12 @@ public:
     Value d64 = c64(headDim), chunks = c64(headDim / block);
     // 16-key groups of a V^T row: Nk rounded up to whole key alignments.
     constexpr int64_t align = fagpu::kValueLayoutKeyAlign;
-    Value groups = mul64(divu64(add64(nk, c64(align - 1)), c64(align)),
+    Value groups = mul(divu(add(nk, c64(align - 1)), c64(align)),
                          c64(align / 16));
-    Value matrices = mul64(ext64(arg("B")), ext64(arg("Hkv")));
-    Value total = mul64(mul64(matrices, groups), chunks);
+    Value matrices = mul(ext64(arg("B")), ext64(arg("Hkv")));
+    Value total = mul(mul(matrices, groups), chunks);
     Value thread =
-        add64(mul64(ext64(NVVM::BlockIdXOp::create(b, loc, i32)),
+        add(mul(ext64(NVVM::BlockIdXOp::create(b, loc, i32)),
                     c64(fagpu::kValueLayoutThreads)),
               ext64(NVVM::ThreadIdXOp::create(b, loc, i32)));
     auto inRange = scf::IfOp::create(
@@ -1199,14 +1199,14 @@ public:
                               total),
         false);
     b.setInsertionPointToStart(inRange.thenBlock());
-    Value firstColumn = mul64(remu64(thread, chunks), c64(block));
-    Value rest = divu64(thread, chunks);
-    Value g = remu64(rest, groups);
-    Value matrix = divu64(rest, groups);
+    Value firstColumn = mul(remu(thread, chunks), c64(block));
+    Value rest = divu(thread, chunks);
+    Value g = remu(rest, groups);
+    Value matrix = divu(rest, groups);
     Value heads = ext64(arg("Hkv"));
     Value column =
-        add64(add64(mul64(divu64(matrix, heads), arg("v_stride_b")),
-                    mul64(remu64(matrix, heads), arg("v_stride_h"))),
+        add(add(mul(divu(matrix, heads), arg("v_stride_b")),
+                    mul(remu(matrix, heads), arg("v_stride_h"))),
               firstColumn);
     Type i8 = b.getI8Type();
     auto words4 = VectorType::get({4}, i32);
@@ -1218,13 +1218,13 @@ public:
     // bytes of one word).
     SmallVector<SmallVector<Value>> in(16);
     for (int64_t kappa = 0; kappa < 16; ++kappa) {
-      Value key = add64(mul64(g, c64(16)), c64(fagpu::valueLayoutKey(kappa)));
+      Value key = add(mul(g, c64(16)), c64(fagpu::valueLayoutKey(kappa)));
       Value inKeys =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, nk);
       Value row = arith::MinUIOp::create(b, loc, key, lastKey);
       Value words = LLVM::LoadOp::create(
           b, loc, words4,
-          gep(globalPtr, i8, v, add64(column, mul64(row, arg("v_stride_n")))),
+          gep(globalPtr, i8, v, add(column, mul(row, arg("v_stride_n")))),
           /*alignment=*/16, false, false, /*isInvariant=*/true);
       words = select(inKeys, words, zero4);
       for (int64_t w = 0; w < 4; ++w)
@@ -1252,16 +1252,16 @@ public:
         out[4 * w + 3][u] = shuffle(hi01, hi23, {2, 3, 6, 7});
       }
     // V^T row (matrix, d) has Nk_128 = 16 groups bytes.
-    Value rowBytes = mul64(groups, c64(16));
-    Value firstRow = add64(mul64(matrix, d64), firstColumn);
+    Value rowBytes = mul(groups, c64(16));
+    Value firstRow = add(mul(matrix, d64), firstColumn);
     for (int64_t j = 0; j < block; ++j) {
       Value packed = LLVM::PoisonOp::create(b, loc, words4);
       for (int64_t u = 0; u < 4; ++u)
         packed = LLVM::InsertElementOp::create(
             b, loc, packed,
             LLVM::BitcastOp::create(b, loc, i32, out[j][u]), c32(u));
-      Value dst = add64(mul64(add64(firstRow, c64(j)), rowBytes),
-                        mul64(g, c64(16)));
+      Value dst = add(mul(add(firstRow, c64(j)), rowBytes),
+                        mul(g, c64(16)));
       LLVM::StoreOp::create(b, loc, packed, gep(globalPtr, i8, vt, dst),
                             /*alignment=*/16);
     }
@@ -1271,15 +1271,6 @@ public:
   }
 
 private:
-  Value add64(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul64(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value divu64(Value x, Value y) {
-    return arith::DivUIOp::create(b, loc, x, y);
-  }
-  Value remu64(Value x, Value y) {
-    return arith::RemUIOp::create(b, loc, x, y);
-  }
-
   int64_t headDim;
 };
 

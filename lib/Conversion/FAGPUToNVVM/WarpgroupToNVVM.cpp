@@ -28,14 +28,13 @@ using namespace mlir::fa;
 
 namespace {
 
-constexpr int64_t kWgmmaSwizzle128 = int64_t(1) << 62; // descriptor bits
-
 /// A wgmma matrix descriptor's layout bits (62-63) for a tile of `swizzle`
 /// bytes: 1 for the 128-byte swizzle, 2 for 64, 3 for 32.
-static int64_t wgmmaSwizzleBits(int64_t swizzle) {
+static constexpr int64_t wgmmaSwizzleBits(int64_t swizzle) {
   int64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
   return mode << 62;
 }
+constexpr int64_t kWgmmaSwizzle128 = wgmmaSwizzleBits(128);
 
 /// The emitter helpers, for one pattern's op: the element type, mask and
 /// FA4 config, and tile sizes are the op's.
@@ -74,6 +73,14 @@ public:
   using TMAKernelEmitter::halfPair;
   using TMAKernelEmitter::i32;
   using TMAKernelEmitter::kMajorDescriptor;
+  /// wgmma's descriptor of the K-major tile `type` at `tileOffset`, k-step
+  /// `kk`, in the tile's swizzle.
+  Value wgmmaKMajorDescriptor(Value tileOffset, fagpu::SharedTileType type,
+                              int64_t kk) {
+    return kMajorDescriptor(tileOffset, type.getBlockRows(), kk,
+                            wgmmaSwizzleBits(type.getSwizzle()),
+                            type.getSwizzle());
+  }
   using TMAKernelEmitter::loadTile;
   using TMAKernelEmitter::mul;
   using TMAKernelEmitter::oMap;
@@ -900,12 +907,8 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
       // The first k-step ignores the accumulator's input (scale-d = 0).
       acc = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, acc,
-          e.kMajorDescriptor(aTile[1], aType.getBlockRows(), kk,
-                             wgmmaSwizzleBits(aType.getSwizzle()),
-                             aType.getSwizzle()),
-          e.kMajorDescriptor(bTile[1], bType.getBlockRows(), kk,
-                             wgmmaSwizzleBits(bType.getSwizzle()),
-                             bType.getSwizzle()),
+          e.wgmmaKMajorDescriptor(aTile[1], aType, kk),
+          e.wgmmaKMajorDescriptor(bTile[1], bType, kk),
           NVVM::MMAShapeAttr::get(ctx, 64, n, kStep),
           NVVM::WGMMATypesAttr::get(ctx, type),
           NVVM::WGMMATypesAttr::get(ctx, type),
@@ -982,9 +985,7 @@ struct MmaLowering : OpConversionPattern<fagpu::MmaOp> {
       SmallVector<Value> operands(p.begin() + 4 * kk, p.begin() + 4 * kk + 4);
       operands.push_back(
           mnMajor ? e.valueDescriptor(vTile[1], kk, kWgmmaSwizzle128)
-                  : e.kMajorDescriptor(vTile[1], vType.getBlockRows(), kk,
-                                       wgmmaSwizzleBits(vType.getSwizzle()),
-                                       vType.getSwizzle()));
+                  : e.wgmmaKMajorDescriptor(vTile[1], vType, kk));
       operands.append(acc.begin(), acc.end());
       auto asmOp = LLVM::InlineAsmOp::create(
           b, loc, accType, operands, text, constraints,

@@ -137,10 +137,6 @@ def FAGPU_SharedTileType : FAGPU_Type<"SharedTile", "smem_tile"> {
     int64_t getRows() const { return getShape()[0]; }
     int64_t getCols() const { return getShape()[1]; }
     bool isRowMajor() const { return getLayout() == TileLayout::RowMajor; }
-    /// Elements in one swizzled row of a column block.
-    int64_t getBlockCols() const {
-      return getSwizzle() * 8 / getElementType().getIntOrFloatBitWidth();
-    }
     /// Bytes of the tile in shared memory.
     int64_t getBytes() const {
       return getBlockRows() * getCols() * getElementType().getIntOrFloatBitWidth() / 8;
