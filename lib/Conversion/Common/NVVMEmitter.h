@@ -85,7 +85,31 @@ protected:
 
   /// FA4 software exp2 on the FMA pipe (the tile level's polynomial).
   Value polyExp2(Value y, int64_t degree) {
-    return emitPolyExp2(b, loc, y, degree);
+    return emitPolyExp2(b, loc, y, degree, polyExp2Floor);
+  }
+
+  /// floor(y) for the software exp2 without the conversion pipe: y +
+  /// 1.5 * 2^23 rounded toward -inf is 1.5 * 2^23 + floor(y) (an f32 there
+  /// has unit steps), so its low mantissa bits hold floor(y) in two's
+  /// complement and (bits << 23) is floor(y) << 23 modulo 2^32 (the high
+  /// bits shift out). One FADD.RM, one FADD and a shift, all on the FMA
+  /// and ALU pipes; math.floor + fptosi would be FRND and F2I, conversion
+  /// instructions at the MUFU's rate (16 a clock an SM), which the software
+  /// exp2 is there to relieve.
+  static PolyExp2Floor polyExp2Floor(OpBuilder &b, Location loc,
+                                     Value clamped) {
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    Value magic = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0x1.8p23f));
+    Value shifted =
+        LLVM::CallIntrinsicOp::create(b, loc, f32,
+                                      b.getStringAttr("llvm.nvvm.add.rm.f"),
+                                      ValueRange{clamped, magic})
+            .getResult(0);
+    Value whole = arith::SubFOp::create(b, loc, shifted, magic);
+    Value step = arith::ShLIOp::create(
+        b, loc, arith::BitcastOp::create(b, loc, i32, shifted),
+        arith::ConstantIntOp::create(b, loc, 23, 32));
+    return {whole, step};
   }
 
   // Memory.

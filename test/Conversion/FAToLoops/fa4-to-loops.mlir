@@ -7,15 +7,16 @@
 // clamp to [-126, 127], split into integer and fraction
 // CHECK: arith.maximumf %{{.*}}, %cst{{.*}} : f32
 // CHECK: arith.minimumf
+// the integer part, as f32 and as an exponent-field step (the CPU's floor)
 // CHECK: %[[J:.*]] = math.floor
+// CHECK: %[[JI:.*]] = arith.fptosi %[[J]] : f32 to i32
+// CHECK: %[[SH:.*]] = arith.shli %[[JI]], %c23_i32
 // CHECK: %[[F:.*]] = arith.subf %{{.*}}, %[[J]]
 // degree 3 in Horner form: three FMAs
 // CHECK: math.fma %{{.*}}, %[[F]]
 // CHECK: math.fma %{{.*}}, %[[F]]
 // CHECK: math.fma %{{.*}}, %[[F]]
 // the integer part goes into the exponent bits
-// CHECK: %[[JI:.*]] = arith.fptosi %[[J]] : f32 to i32
-// CHECK: %[[SH:.*]] = arith.shli %[[JI]], %c23_i32
 // CHECK: arith.bitcast %{{.*}} : f32 to i32
 // CHECK: arith.addi %{{.*}}, %[[SH]] : i32
 // CHECK: arith.bitcast %{{.*}} : i32 to f32

@@ -80,10 +80,16 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 // CHECK-NEXT: %[[TAU:.*]] = arith.constant 8.000000e+00 : f32
 // CHECK-NEXT: %[[MOVED:.*]] = arith.cmpf ogt, %[[RISE]], %[[TAU]]
 // Software exp2 on the FMA pipe (floor, polynomial, exponent bits) for one
-// column in eight, the MUFU ex2 for the rest.
-// CHECK: math.floor
+// column in eight, the MUFU ex2 for the rest. The floor is y + 1.5 * 2^23
+// rounded down (no FRND/F2I conversion), its low bits the exponent step.
+// CHECK-NOT: math.floor
+// CHECK: %[[MAGIC:.*]] = arith.constant 0x4B400000 : f32
+// CHECK-NEXT: %[[SHIFTED:.*]] = llvm.call_intrinsic "llvm.nvvm.add.rm.f"(%{{.*}}, %[[MAGIC]]) : (f32, f32) -> f32
+// CHECK-NEXT: %[[WHOLE:.*]] = arith.subf %[[SHIFTED]], %[[MAGIC]]
+// CHECK-NEXT: %[[BITS:.*]] = arith.bitcast %[[SHIFTED]] : f32 to i32
+// CHECK: arith.shli %[[BITS]], %{{.*}} : i32
+// CHECK: arith.subf %{{.*}}, %[[WHOLE]]
 // CHECK: math.fma
-// CHECK: arith.shli
 // CHECK: ex2.approx.ftz.f32
 // O moves to the new base once P_{j-1} V_{j-1} landed, only if a row of the
 // warp moved its base: ld, scale, st of O, 32 columns at a time.

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir::fa {
 
@@ -32,14 +33,37 @@ inline const double *polyExp2Coefficients(int64_t degree) {
   return kPolyExp2Coefficients[degree - 2];
 }
 
+/// floor(y) of a clamped y in [-126, 127], two ways: `whole` as f32 (for
+/// the fraction y - whole) and `exponentStep` = whole << 23 as i32 (added to
+/// p's bits, it multiplies p by 2^whole).
+struct PolyExp2Floor {
+  Value whole, exponentStep;
+};
+using PolyExp2FloorFn =
+    llvm::function_ref<PolyExp2Floor(OpBuilder &, Location, Value)>;
+
+/// The floor by conversions (math.floor, then fptosi): the CPU loops'. On
+/// NVIDIA GPUs both are conversion-pipe instructions (FRND, F2I), which run
+/// at the MUFU's rate; the GPU lowerings pass a floor on the FMA pipe
+/// instead (NVVMEmitter::polyExp2Floor), equal bit for bit.
+inline PolyExp2Floor polyExp2FloorByConversion(OpBuilder &b, Location loc,
+                                               Value clamped) {
+  Value whole = math::FloorOp::create(b, loc, clamped);
+  Value step = arith::ShLIOp::create(
+      b, loc, arith::FPToSIOp::create(b, loc, b.getI32Type(), whole),
+      arith::ConstantIntOp::create(b, loc, 23, 32));
+  return {whole, step};
+}
+
 /// exp2(y) = 2^floor(y) * p(y - floor(y)) in f32 with FMAs and
 /// exponent-bit arithmetic (FlashAttention-4's software exp2), for every
 /// lowering of the softmax step (loops on the CPU, registers on the GPUs).
 /// y is clamped to [-126, 127] so the exponent field stays normal;
 /// y < -126 (including the -inf of masked scores) gives exactly 0, and NaN
-/// stays NaN.
-inline Value emitPolyExp2(OpBuilder &b, Location loc, Value y,
-                          int64_t degree) {
+/// stays NaN. `floorFn` takes floor(y) (any exact floor: the result is the
+/// same bit for bit).
+inline Value emitPolyExp2(OpBuilder &b, Location loc, Value y, int64_t degree,
+                          PolyExp2FloorFn floorFn = polyExp2FloorByConversion) {
   const double *c = polyExp2Coefficients(degree);
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   auto constant = [&](double v) -> Value {
@@ -48,16 +72,13 @@ inline Value emitPolyExp2(OpBuilder &b, Location loc, Value y,
   Value clamped = arith::MinimumFOp::create(
       b, loc, arith::MaximumFOp::create(b, loc, y, constant(-126.0)),
       constant(127.0));
-  Value whole = math::FloorOp::create(b, loc, clamped);
-  Value frac = arith::SubFOp::create(b, loc, clamped, whole);
+  PolyExp2Floor floor = floorFn(b, loc, clamped);
+  Value frac = arith::SubFOp::create(b, loc, clamped, floor.whole);
   Value p = constant(c[degree]);
   for (int64_t k = degree - 1; k >= 0; --k)
     p = math::FmaOp::create(b, loc, p, frac, constant(c[k]));
-  Value shift = arith::ShLIOp::create(
-      b, loc, arith::FPToSIOp::create(b, loc, i32, whole),
-      arith::ConstantIntOp::create(b, loc, 23, 32));
   Value bits = arith::AddIOp::create(
-      b, loc, arith::BitcastOp::create(b, loc, i32, p), shift);
+      b, loc, arith::BitcastOp::create(b, loc, i32, p), floor.exponentStep);
   Value r = arith::BitcastOp::create(b, loc, f32, bits);
   Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
                                      constant(-126.0));
