@@ -45,6 +45,9 @@ struct SoftmaxConfig {
   /// The diagonal moved this many keys right (query i at key position
   /// i + diagonalOffset, plus Nk - Nq when bottom-right).
   int64_t diagonalOffset = 0;
+  /// The row max as a balanced tree of maxima, not a chain (the mma.sync
+  /// kernel's choice: fagpu.softmax_step's `tree_row_max`).
+  bool treeRowMax = false;
   /// e4m3 P (FP8): P is computed scaled by this power of two (an exp2
   /// offset of its log2) and packed to e4m3; 0 keeps P in 16 bits.
   double probsScale = 0.0;
@@ -114,7 +117,8 @@ createSoftmaxStep(OpBuilder &b, Location loc, const SoftmaxConfig &config,
       conditional ? f32(config.rescaleThreshold) : FloatAttr(),
       config.polyDegree ? i64(config.polyDegree) : IntegerAttr(),
       config.polyDegree ? i64(config.polyPeriod) : IntegerAttr(),
-      config.probsScale > 0 ? f32(config.probsScale) : FloatAttr());
+      config.probsScale > 0 ? f32(config.probsScale) : FloatAttr(),
+      config.treeRowMax);
 }
 
 /// The first check of every tensor-core kernel: D and Dv are head dims of
@@ -269,6 +273,20 @@ protected:
     return visible;
   }
 
+  /// The max of `xs` as a balanced tree: depth log2 |xs| instead of |xs|.
+  Value treeMax(ArrayRef<Value> xs) {
+    SmallVector<Value> level(xs);
+    while (level.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2)
+        next.push_back(fmax(level[i], level[i + 1]));
+      if (level.size() % 2)
+        next.push_back(level.back());
+      level = std::move(next);
+    }
+    return level.front();
+  }
+
   struct SoftmaxStep {
     std::array<Value, 2> alpha; // O scale of rows g and g + 8
     Value moved; // FA4: some row of this thread moved its base (or null)
@@ -290,8 +308,15 @@ protected:
     std::array<Value, 2> base, rowSum;
     for (int64_t h = 0; h < 2; ++h) {
       Value mx = negInf;
-      for (int64_t n = 0; n < tiles; ++n)
-        mx = fmax(mx, fmax(s[4 * n + 2 * h], s[4 * n + 2 * h + 1]));
+      if (config.treeRowMax && tiles) {
+        SmallVector<Value> row;
+        for (int64_t n = 0; n < tiles; ++n)
+          row.append({s[4 * n + 2 * h], s[4 * n + 2 * h + 1]});
+        mx = treeMax(row);
+      } else {
+        for (int64_t n = 0; n < tiles; ++n)
+          mx = fmax(mx, fmax(s[4 * n + 2 * h], s[4 * n + 2 * h + 1]));
+      }
       mx = fmax(mx, shflXor(mx, 1));
       mx = fmax(mx, shflXor(mx, 2));
       RowUpdate update = moveBase(mx, m[h], effScale);

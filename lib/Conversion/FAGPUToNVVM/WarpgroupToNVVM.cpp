@@ -1168,6 +1168,7 @@ SoftmaxConfig configOf(fagpu::SoftmaxStepOp op) {
   config.polyPeriod = op.getExp2PolyPeriod().value_or(8);
   if (std::optional<APFloat> scale = op.getProbsScale())
     config.probsScale = scale->convertToDouble();
+  config.treeRowMax = op.getTreeRowMax();
   return config;
 }
 

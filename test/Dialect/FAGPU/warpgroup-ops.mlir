@@ -144,7 +144,7 @@ gpu.module @fa_kernels {
     %s2 = fagpu.mma %qt, %kt : !fagpu.smem_tile<128x64xf16, row_major>, !fagpu.smem_tile<64x64xf16, row_major> -> !o80
     %p, %m, %l, %alpha = fagpu.softmax_step %s, %m0, %m0 keys(%row, %nk) row %row scale %scale : !o80, !rows80 -> !p80
     %or = fagpu.rescale %o0, %alpha : !o80, !rows80
-    %p2, %m2, %l2, %alpha2, %os = fagpu.softmax_step %s2, %m0, %m0 rescale(%or : !o80 -> !o80) keys(%row, %nk) row %row scale %scale {masked, causal} : !o80, !rows80 -> !p80
+    %p2, %m2, %l2, %alpha2, %os = fagpu.softmax_step %s2, %m0, %m0 rescale(%or : !o80 -> !o80) keys(%row, %nk) row %row scale %scale {masked, causal, tree_row_max} : !o80, !rows80 -> !p80
     %o = fagpu.mma %p, %vt acc(%os) {mn_major} : !p80, !fagpu.smem_tile<64x64xf16, row_major>, !o80 -> !o80
     fagpu.store_output %o, %m, %l rows(%row, %matrix, %nk) to %optr : !llvm.ptr<1> as f16 : !o80, !rows80
     llvm.return
@@ -164,7 +164,7 @@ gpu.module @fa_kernels {
 // CHECK: fagpu.mma %[[QT]], %[[KT]] : !fagpu.smem_tile<128x64xf16, row_major>, <64x64xf16, row_major> -> !fagpu.fragment<128x64xf32, accumulator>
 // CHECK: fagpu.softmax_step {{.*}} : <128x64xf32, accumulator>, <128xf32, rows> -> <128x64xf16, operand_a>
 // CHECK: fagpu.rescale
-// CHECK: fagpu.softmax_step %{{.*}}, %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys(%{{.*}}, %{{.*}}) row %{{.*}} scale %{{.*}} {causal, masked}
+// CHECK: fagpu.softmax_step %{{.*}}, %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys(%{{.*}}, %{{.*}}) row %{{.*}} scale %{{.*}} {causal, masked, tree_row_max}
 // CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major>, !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>
 // CHECK: fagpu.store_output {{.*}} : !fagpu.fragment<128x64xf32, accumulator>, <128xf32, rows>
 

@@ -39,11 +39,11 @@
 // CHECK: %[[KT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 0
 // CHECK: %[[VT:.*]] = fagpu.pipeline_tile %[[KV]][%{{.*}}] buffer 1
 // CHECK: %[[S:.*]] = fagpu.mma %[[QF]], %[[KT]] : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major> -> !fagpu.fragment<128x64xf32, accumulator>
-// CHECK: %[[P:[^,]*]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[OR:[^ ]*]] = fagpu.softmax_step %[[S]], %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys({{.*}} scale %arg9 : <128x64xf32, accumulator>, <128xf32, rows> -> <128x64xf16, operand_a>
+// CHECK: %[[P:[^,]*]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[OR:[^ ]*]] = fagpu.softmax_step %[[S]], %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys({{.*}} scale %arg9 {tree_row_max} : <128x64xf32, accumulator>, <128xf32, rows> -> <128x64xf16, operand_a>
 // CHECK-NEXT: fagpu.mma %[[P]], %[[VT]] acc(%[[OR]]) {mn_major}
 // CHECK-NOT: fagpu.mma_wait
 // CHECK: } {fa.kv_loop = "unmasked"}
-// CHECK: fagpu.softmax_step {{.*}} {masked}
+// CHECK: fagpu.softmax_step {{.*}} {masked, tree_row_max}
 // CHECK: } {fa.kv_loop = "masked"}
 // The epilogue stores rows of matrix 0 from the (batch, head)'s O and LSE
 // bases, computed with the K/V bases.
@@ -65,10 +65,10 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x
 // CHECK: llvm.func @fa2_sm80_d256_br64_bc32_bf16_causal_cr8(
 // CHECK: fagpu.load_fragment %{{.*}} : <64x256xbf16, row_major> -> <64x256xbf16, operand_a>
 // CHECK: fagpu.mma {{.*}} -> !fagpu.fragment<64x32xf32, accumulator>
-// CHECK: %[[P:.*]], %{{.*}}, %{{.*}}, %[[ALPHA:.*]], %[[MOVED:.*]] = fagpu.softmax_step {{.*}} {causal, rescale_threshold = 8.000000e+00 : f32} : <64x32xf32, accumulator>, <64xf32, rows> -> <64x32xbf16, operand_a>, i1
+// CHECK: %[[P:.*]], %{{.*}}, %{{.*}}, %[[ALPHA:.*]], %[[MOVED:.*]] = fagpu.softmax_step {{.*}} {causal, rescale_threshold = 8.000000e+00 : f32, tree_row_max} : <64x32xf32, accumulator>, <64xf32, rows> -> <64x32xbf16, operand_a>, i1
 // CHECK-NEXT: fagpu.rescale %{{.*}}, %[[ALPHA]] if %[[MOVED]]
 // CHECK: } {fa.kv_loop = "unmasked"}
-// CHECK: fagpu.softmax_step {{.*}} {causal, masked, rescale_threshold = 8.000000e+00 : f32}
+// CHECK: fagpu.softmax_step {{.*}} {causal, masked, rescale_threshold = 8.000000e+00 : f32, tree_row_max}
 func.func @d256_causal(%q: memref<?x?x?x256xbf16>, %k: memref<?x?x?x256xbf16>, %v: memref<?x?x?x256xbf16>,
     %o: memref<?x?x?x256xbf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_80>, scale = 0.0625 : f32, causal, rescale_threshold = 8.0 : f32,

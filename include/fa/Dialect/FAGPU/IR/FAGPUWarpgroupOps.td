@@ -564,6 +564,11 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     known, before its P is packed -- the mma.sync kernel's order, which
     ptxas schedules as it always has; `fagpu.rescale` is the same product
     as an op of its own.
+
+    With `tree_row_max` each thread's part of a row max is a balanced tree
+    of maxima rather than a chain (the same value; a shallower dependency
+    and other live ranges for ptxas). The mma.sync kernel takes it: its
+    D = 128 loop then fits in 255 registers without a spill.
   }];
   let arguments = (ins FAGPU_Fragment:$s, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$key_start, I32:$row0, I32:$nk,
@@ -575,7 +580,8 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
                        OptionalAttr<F32Attr>:$rescale_threshold,
                        OptionalAttr<I64Attr>:$exp2_poly_degree,
                        OptionalAttr<I64Attr>:$exp2_poly_period,
-                       OptionalAttr<F32Attr>:$probs_scale);
+                       OptionalAttr<F32Attr>:$probs_scale,
+                       UnitAttr:$tree_row_max);
   let results = (outs FAGPU_Fragment:$p, FAGPU_Fragment:$new_m,
                       FAGPU_Fragment:$new_l, FAGPU_Fragment:$alpha,
                       Optional<I1>:$moved, Optional<FAGPU_Fragment>:$new_o);
