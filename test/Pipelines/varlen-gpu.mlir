@@ -42,17 +42,37 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // deal real tiles only: the tile count and each tile's
 // sequence come from one pass over the B prefix sums (ceil(len / B_r)
 // blocks x Hq heads per sequence), so no CTA draws a tile past its
-// sequence's end.
+// sequence's end. The count and the producer's search (one thread) loop
+// over the sequences.
 // SM90: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_varlen
 // SM90-SAME: %[[B:arg10]]: i32
 // SM90-SAME: scheduler = dynamic
 // SM90-SAME: epilogue = staged_copy
 // SM90: scf.for %{{.*}} = %{{.*}} to %[[B]] step %{{.*}} iter_args({{.*}}) -> (i32, i32, i32, i32)
+// The producer (one thread) carries a cursor through its tile loop (tile
+// id, phase bits, tile count, then the cursor's sequence and the tiles
+// before it) and steps it forward to each tile's sequence: its tile ids
+// only grow, so it reads each prefix sum once a launch.
+// SM90: scf.while (%{{.*}} = %{{.*}}, %{{.*}} = %c0_i32{{[_0-9]*}}, %{{.*}} = %c0_i32{{[_0-9]*}}, %{{.*}} = %c0_i32{{[_0-9]*}}, %{{.*}} = %c0_i32{{[_0-9]*}}) : (i32, i32, i32, i32, i32)
+// SM90: ^bb0(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[SEQ:.*]]: i32, %[[BEFORE:.*]]: i32):
+// SM90: scf.while (%{{.*}} = %[[SEQ]], %{{.*}} = %[[BEFORE]], %{{.*}}) : (i32, i32, i32, i32)
 // SM90: llvm.load
 // SM90: llvm.load
 // SM90: arith.divui
 // SM90: arith.cmpi uge
+// SM90: scf.condition
 // SM90: llvm.atomicrmw add
+// The consumers find a tile's sequence with the whole warp, 32 sequences a
+// pass (ceil(B / 32) passes): lane i's tile count, an inclusive scan over
+// the lanes (five shuffles), a ballot of the lane whose range holds the
+// tile, and its range start and block count from that lane.
+// SM90: %[[SUMB:.*]] = arith.addi %[[B]], %c31_i32
+// SM90: %[[PASSES:.*]] = arith.divui %[[SUMB]], %c32_i32
+// SM90: scf.for %{{.*}} = %{{.*}} to %[[PASSES]] step %{{.*}} iter_args({{.*}}) -> (i32, i32, i32, i32)
+// SM90-COUNT-2: llvm.load
+// SM90-COUNT-5: nvvm.shfl.sync  up
+// SM90: nvvm.vote.sync  ballot
+// SM90-COUNT-3: nvvm.shfl.sync  idx
 // The copy: each thread loads 16 B of a staged row and stores them to O
 // (the pending tile's and the last tile's epilogues: 8 pieces each).
 // SM90-COUNT-8: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>

@@ -208,6 +208,111 @@ protected:
             loop.getResult(3)};
   }
 
+  /// varlenTiles from a cursor (cursorSeq, cursorPrefix: a sequence at or
+  /// before `tileId`'s, and the tiles before it): it steps forward to the
+  /// sequence holding `tileId` and leaves the cursor there. O(1) a tile
+  /// amortised for a caller whose tile ids only grow.
+  VarlenTile cursorVarlenTiles(Value tileId) {
+    Type i32 = b.getI32Type();
+    SmallVector<Location> locs(4, loc);
+    auto loop = scf::WhileOp::create(b, loc, TypeRange{i32, i32, i32, i32},
+                                     ValueRange{cursorSeq, cursorPrefix,
+                                                c32(0), c32(1)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *before = b.createBlock(&loop.getBefore(), {},
+                                    TypeRange{i32, i32, i32, i32}, locs);
+      Value seq = before->getArgument(0), prefix = before->getArgument(1);
+      Value length = sub(loadGlobalI32(cuSeqlensQPtr, add(seq, c32(1))),
+                         loadGlobalI32(cuSeqlensQPtr, seq));
+      Value blocks = divu(add(length, c32(blockR - 1)), c32(blockR));
+      Value next = add(prefix, mul(blocks, hq));
+      // Past this sequence (and not the last): step on.
+      Value onward = arith::AndIOp::create(
+          b, loc, ult(add(seq, c32(1)), batches),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tileId,
+                                next));
+      scf::ConditionOp::create(b, loc, onward,
+                               ValueRange{seq, prefix, next, blocks});
+      Block *after = b.createBlock(&loop.getAfter(), {},
+                                   TypeRange{i32, i32, i32, i32}, locs);
+      scf::YieldOp::create(
+          b, loc, ValueRange{add(after->getArgument(0), c32(1)),
+                             after->getArgument(2), c32(0), c32(1)});
+    }
+    cursorSeq = loop.getResult(0);
+    cursorPrefix = loop.getResult(1);
+    return {Value(), loop.getResult(0), sub(tileId, loop.getResult(1)),
+            loop.getResult(3)};
+  }
+
+  /// varlenTiles by a whole warp (every lane converged; `lane` its lane
+  /// id), 32 sequences a pass: lane i loads sequence 32 c + i's length,
+  /// a warp scan (five shuffles) gives each lane its sequence's tile range,
+  /// and a ballot finds the lane whose range holds `tileId`. The B loads
+  /// are issued at once instead of one per iteration of a dependent loop,
+  /// which the consumers ran before every tile (O(B) dependent loads a
+  /// warp; bench/results/2026-12-03-varlen-warp-search.md).
+  VarlenTile warpVarlenTiles(Value tileId, Value lane) {
+    Value zero = c32(0);
+    auto shfl = [&](NVVM::ShflKind kind, Value v, Value offset, int64_t clamp) {
+      return NVVM::ShflOp::create(b, loc, i32, c32(-1), v, offset, c32(clamp),
+                                  NVVM::ShflKindAttr::get(b.getContext(), kind),
+                                  UnitAttr())
+          .getResult();
+    };
+    Value passes = divu(add(batches, c32(31)), c32(32));
+    auto loop = scf::ForOp::create(b, loc, zero, passes, c32(1),
+                                   ValueRange{zero, zero, zero, c32(1)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value first = mul(loop.getInductionVar(), c32(32));
+      ValueRange carried = loop.getRegionIterArgs();
+      Value seq = add(first, lane);
+      Value valid = ult(seq, batches);
+      Value safe = select(valid, seq, zero);
+      Value length = select(valid,
+                            sub(loadGlobalI32(cuSeqlensQPtr, add(safe, c32(1))),
+                                loadGlobalI32(cuSeqlensQPtr, safe)),
+                            zero);
+      Value blocks = divu(add(length, c32(blockR - 1)), c32(blockR));
+      Value tiles = mul(blocks, hq);
+      // Inclusive scan of the lanes' tile counts (lanes past B add 0).
+      Value end = tiles;
+      for (int64_t k = 1; k < 32; k *= 2) {
+        Value up = shfl(NVVM::ShflKind::up, end, c32(k), 0);
+        end = select(ult(lane, c32(k)), end, add(end, up));
+      }
+      end = add(end, carried[0]);
+      Value start = sub(end, tiles);
+      Value here = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tileId,
+                                start),
+          ult(tileId, end));
+      Value mask = NVVM::VoteSyncOp::create(
+                       b, loc, i32, c32(-1), here,
+                       NVVM::VoteSyncKindAttr::get(b.getContext(),
+                                                   NVVM::VoteSyncKind::ballot))
+                       .getResult();
+      Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          mask, zero);
+      Value owner = select(found, math::CountTrailingZerosOp::create(b, loc, mask),
+                           zero);
+      Value ownerStart = shfl(NVVM::ShflKind::idx, start, owner, 0x1f);
+      Value ownerBlocks = shfl(NVVM::ShflKind::idx, blocks, owner, 0x1f);
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{shfl(NVVM::ShflKind::idx, end, c32(31), 0x1f),
+                     select(found, add(first, owner), carried[1]),
+                     select(found, sub(tileId, ownerStart), carried[2]),
+                     select(found, ownerBlocks, carried[3])});
+    }
+    return {loop.getResult(0), loop.getResult(1), loop.getResult(2),
+            loop.getResult(3)};
+  }
+
   // Shared memory, all offsets from the 1 KiB-aligned base.
   Value sharedAt(Value byteOffset) {
     return gep(sharedPtr, b.getI8Type(), smem, byteOffset);
@@ -349,7 +454,9 @@ protected:
         qBlock = sub(sub(qBlocks, c32(1)), qBlock);
     };
     if (varlenRealTiles) {
-      VarlenTile found = varlenTiles(tileId);
+      VarlenTile found = collectiveLane ? warpVarlenTiles(tileId, collectiveLane)
+                         : cursorSeq    ? cursorVarlenTiles(tileId)
+                                        : varlenTiles(tileId);
       qBlock = remu(found.local, found.blocks);
       longestFirst(found.blocks);
       batch = found.batch;
@@ -439,6 +546,12 @@ protected:
   // there are varlenTileCount.
   bool varlenRealTiles = false;
   Value varlenTileCount;
+  /// Set (to the lane id) where whole warps decode tiles -- the consumers;
+  /// null where one thread does -- the producer.
+  Value collectiveLane;
+  /// The producer's search position (cursorVarlenTiles), carried by its
+  /// tile loop; null elsewhere.
+  Value cursorSeq, cursorPrefix;
 
   /// The tensor-map coordinates of a tile's query (or K/V) matrix.
   /// (A varlen batch's sequences are rows of batch row 0.)

@@ -449,6 +449,12 @@ private:
   Value tileFirst;       // the current tile's first K/V block
   Value phaseBits;       // persistent only: see parityOf
   bool inProducer = false; // while emitting the producer's tile loop
+  /// The producer's varlen search resumes where its last tile's sequence
+  /// began: its tiles come in increasing order (a stride of the grid, or
+  /// the dynamic scheduler's counter), so over the launch it reads each
+  /// prefix sum once instead of all B of them per tile (one thread, so no
+  /// warp search).
+  bool keepsVarlenCursor() const { return inProducer && varlenRealTiles; }
 };
 
 BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
@@ -575,6 +581,8 @@ void KernelBuilder::emitConsumer(Value consumerIndex) {
     b.setInsertionPointToStart(ifFirst.thenBlock());
     fagpu::PassTurnOp::create(b, loc, ownTurn, 2 * 128);
   }
+  // Consumer warps decode each tile with all their lanes.
+  collectiveLane = remu(tid, c32(32));
   if (spec.qBuffers == 1) {
     emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
       if (spec.kvSplits)
@@ -597,6 +605,7 @@ void KernelBuilder::emitConsumer(Value consumerIndex) {
         },
         [&](ValueRange last) { finishPendingTile(unpackPending(last)); });
   }
+  collectiveLane = Value();
   // The shared memory the TMA stores read must outlive them.
   if (fagpu::storesOutputByTma(spec.epilogue))
     fagpu::StoreWaitOp::create(b, loc);
@@ -967,9 +976,14 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
   Value tiles = tileCount();
   Value step = NVVM::GridDimXOp::create(b, loc, i32);
   OpBuilder::InsertionGuard guard(b);
-  // Loop state: the ring's phase bits, the tile count, the body's values.
+  // Loop state: the ring's phase bits, the tile count, the body's values
+  // (the producer's varlen cursor first, where it keeps one).
+  bool cursor = keepsVarlenCursor();
   SmallVector<Value> init = {c32(0), c32(0)};
+  if (cursor)
+    init.append({c32(0), c32(0)});
   if (finish) {
+    assert(!cursor && "the producer has no peeled tile");
     auto ifAny = scf::IfOp::create(b, loc, ult(first, tiles), false);
     b.setInsertionPointToStart(ifAny.thenBlock());
     phaseBits = c32(0);
@@ -982,16 +996,21 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
   {
     OpBuilder::InsertionGuard inLoop(b);
     b.setInsertionPointToStart(loop.getBody());
-    phaseBits = loop.getRegionIterArgs()[0];
-    Value tileIndex = loop.getRegionIterArgs()[1];
-    SmallVector<Value> after =
-        emitLoopTile(loop.getInductionVar(), tileIndex,
-                     loop.getRegionIterArgs().drop_front(2), body);
+    ValueRange args = loop.getRegionIterArgs();
+    phaseBits = args[0];
+    Value tileIndex = args[1];
+    if (cursor)
+      std::tie(cursorSeq, cursorPrefix) = std::make_pair(args[2], args[3]);
+    SmallVector<Value> after = emitLoopTile(
+        loop.getInductionVar(), tileIndex, args.drop_front(cursor ? 4 : 2),
+        body);
     SmallVector<Value> yielded = {after[0], add(tileIndex, c32(1))};
+    if (cursor)
+      yielded.append({cursorSeq, cursorPrefix});
     yielded.append(after.begin() + 1, after.end());
     scf::YieldOp::create(b, loc, yielded);
   }
-  phaseBits = Value();
+  phaseBits = cursorSeq = cursorPrefix = Value();
   if (finish)
     finish(loop.getResults().drop_front(2));
 }
@@ -1021,9 +1040,13 @@ void KernelBuilder::emitDynamicTileLoop(
   auto ifAny = scf::IfOp::create(b, loc, ult(first, tiles), false);
   b.setInsertionPointToStart(ifAny.thenBlock());
   // Loop state: the tile id, the ring's phase bits, the tile count, the
-  // body's values.
+  // body's values (the producer's varlen cursor first, where it keeps one).
+  bool cursor = keepsVarlenCursor();
   SmallVector<Value> init = {first, c32(0), c32(0)};
+  if (cursor)
+    init.append({c32(0), c32(0)});
   if (finish) {
+    assert(!cursor && "the producer has no peeled tile");
     phaseBits = c32(0);
     SmallVector<Value> after = emitLoopTile(first, c32(0), {}, body);
     init = {nextTile(c32(1)), after[0], c32(1)};
@@ -1042,15 +1065,20 @@ void KernelBuilder::emitDynamicTileLoop(
     Block *after = b.createBlock(&loop.getAfter(), {}, types, locs);
     phaseBits = after->getArgument(1);
     Value tileIndex = after->getArgument(2);
+    if (cursor)
+      std::tie(cursorSeq, cursorPrefix) =
+          std::make_pair(after->getArgument(3), after->getArgument(4));
     SmallVector<Value> done =
         emitLoopTile(after->getArgument(0), tileIndex,
-                     after->getArguments().drop_front(3), body);
+                     after->getArguments().drop_front(cursor ? 5 : 3), body);
     Value nextIndex = add(tileIndex, c32(1));
     SmallVector<Value> yielded = {nextTile(nextIndex), done[0], nextIndex};
+    if (cursor)
+      yielded.append({cursorSeq, cursorPrefix});
     yielded.append(done.begin() + 1, done.end());
     scf::YieldOp::create(b, loc, yielded);
   }
-  phaseBits = Value();
+  phaseBits = cursorSeq = cursorPrefix = Value();
   if (finish)
     finish(loop.getResults().drop_front(3));
   if (inProducer)
