@@ -99,7 +99,8 @@ protected:
   static PolyExp2Floor polyExp2Floor(OpBuilder &b, Location loc,
                                      Value clamped) {
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
-    Value magic = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0x1.8p23f));
+    Value magic =
+        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0x1.8p23f));
     Value shifted =
         LLVM::CallIntrinsicOp::create(b, loc, f32,
                                       b.getStringAttr("llvm.nvvm.add.rm.f"),

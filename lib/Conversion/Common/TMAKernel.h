@@ -213,7 +213,6 @@ protected:
   /// sequence holding `tileId` and leaves the cursor there. O(1) a tile
   /// amortised for a caller whose tile ids only grow.
   VarlenTile cursorVarlenTiles(Value tileId) {
-    Type i32 = b.getI32Type();
     SmallVector<Location> locs(4, loc);
     auto loop = scf::WhileOp::create(b, loc, TypeRange{i32, i32, i32, i32},
                                      ValueRange{cursorSeq, cursorPrefix,
@@ -298,8 +297,8 @@ protected:
                        .getResult();
       Value found = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                           mask, zero);
-      Value owner = select(found, math::CountTrailingZerosOp::create(b, loc, mask),
-                           zero);
+      Value owner = select(
+          found, math::CountTrailingZerosOp::create(b, loc, mask), zero);
       Value ownerStart = shfl(NVVM::ShflKind::idx, start, owner, 0x1f);
       Value ownerBlocks = shfl(NVVM::ShflKind::idx, blocks, owner, 0x1f);
       scf::YieldOp::create(
@@ -454,9 +453,10 @@ protected:
         qBlock = sub(sub(qBlocks, c32(1)), qBlock);
     };
     if (varlenRealTiles) {
-      VarlenTile found = collectiveLane ? warpVarlenTiles(tileId, collectiveLane)
-                         : cursorSeq    ? cursorVarlenTiles(tileId)
-                                        : varlenTiles(tileId);
+      VarlenTile found = collectiveLane
+                             ? warpVarlenTiles(tileId, collectiveLane)
+                         : cursorSeq ? cursorVarlenTiles(tileId)
+                                     : varlenTiles(tileId);
       qBlock = remu(found.local, found.blocks);
       longestFirst(found.blocks);
       batch = found.batch;

@@ -331,7 +331,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.bf16 = op.isBF16();
   spec.queryInRegisters = s.getQInRegisters();
   // The row max as a tree: with the chain, ptxas spills 16 bytes of the
-  // D = 128 loop at 255 registers (bench/results/2026-12-03-mma-sync-tree-max.md).
+  // D = 128 loop at 255 registers
+  // (bench/results/2026-12-03-mma-sync-tree-max.md).
   spec.treeRowMax = true;
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_80, fagpu::fieldsOf(s),
                                  spec.bf16 ? "bf16" : "f16");
