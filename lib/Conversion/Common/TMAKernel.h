@@ -151,8 +151,17 @@ protected:
                                 /*isNonTemporal=*/false, /*isInvariant=*/true);
   }
 
+  /// Query blocks of `rows` query rows (ceil(rows / B_r)).
+  Value queryBlocksOf(Value rows) {
+    return divu(add(rows, c32(blockR - 1)), c32(blockR));
+  }
+  /// Query rows of varlen sequence `seq`, from the prefix sums.
+  Value sequenceLength(Value seq) {
+    return sub(loadGlobalI32(cuSeqlensQPtr, add(seq, c32(1))),
+               loadGlobalI32(cuSeqlensQPtr, seq));
+  }
   /// Query blocks per head, and (query block, head) tiles of the launch.
-  Value queryBlocks() { return divu(add(nq, c32(blockR - 1)), c32(blockR)); }
+  Value queryBlocks() { return queryBlocksOf(nq); }
   Value tileCount() {
     if (varlenRealTiles)
       return varlenTileCount;
@@ -187,9 +196,7 @@ protected:
       Value seq = loop.getInductionVar();
       ValueRange carried = loop.getRegionIterArgs();
       Value prefix = carried[0];
-      Value length = sub(loadGlobalI32(cuSeqlensQPtr, add(seq, c32(1))),
-                         loadGlobalI32(cuSeqlensQPtr, seq));
-      Value blocks = divu(add(length, c32(blockR - 1)), c32(blockR));
+      Value blocks = queryBlocksOf(sequenceLength(seq));
       Value next = add(prefix, mul(blocks, hq));
       SmallVector<Value> yielded = {next, carried[1], carried[2], carried[3]};
       if (tileId) {
@@ -222,9 +229,7 @@ protected:
       Block *before = b.createBlock(&loop.getBefore(), {},
                                     TypeRange{i32, i32, i32, i32}, locs);
       Value seq = before->getArgument(0), prefix = before->getArgument(1);
-      Value length = sub(loadGlobalI32(cuSeqlensQPtr, add(seq, c32(1))),
-                         loadGlobalI32(cuSeqlensQPtr, seq));
-      Value blocks = divu(add(length, c32(blockR - 1)), c32(blockR));
+      Value blocks = queryBlocksOf(sequenceLength(seq));
       Value next = add(prefix, mul(blocks, hq));
       // Past this sequence (and not the last): step on.
       Value onward = arith::AndIOp::create(
@@ -271,11 +276,8 @@ protected:
       Value seq = add(first, lane);
       Value valid = ult(seq, batches);
       Value safe = select(valid, seq, zero);
-      Value length = select(valid,
-                            sub(loadGlobalI32(cuSeqlensQPtr, add(safe, c32(1))),
-                                loadGlobalI32(cuSeqlensQPtr, safe)),
-                            zero);
-      Value blocks = divu(add(length, c32(blockR - 1)), c32(blockR));
+      Value blocks =
+          queryBlocksOf(select(valid, sequenceLength(safe), zero));
       Value tiles = mul(blocks, hq);
       // Inclusive scan of the lanes' tile counts (lanes past B add 0).
       Value end = tiles;

@@ -1213,14 +1213,14 @@ public:
     Value d64 = c64(headDim), chunks = c64(headDim / block);
     // 16-key groups of a V^T row: Nk rounded up to whole key alignments.
     constexpr int64_t align = fagpu::kValueLayoutKeyAlign;
-    Value groups = mul(divu(add(nk, c64(align - 1)), c64(align)),
-                         c64(align / 16));
+    Value groups =
+        mul(divu(add(nk, c64(align - 1)), c64(align)), c64(align / 16));
     Value matrices = mul(ext64(arg("B")), ext64(arg("Hkv")));
     Value total = mul(mul(matrices, groups), chunks);
     Value thread =
         add(mul(ext64(NVVM::BlockIdXOp::create(b, loc, i32)),
-                    c64(fagpu::kValueLayoutThreads)),
-              ext64(NVVM::ThreadIdXOp::create(b, loc, i32)));
+                c64(fagpu::kValueLayoutThreads)),
+            ext64(NVVM::ThreadIdXOp::create(b, loc, i32)));
     auto inRange = scf::IfOp::create(
         b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, thread,
@@ -1234,8 +1234,8 @@ public:
     Value heads = ext64(arg("Hkv"));
     Value column =
         add(add(mul(divu(matrix, heads), arg("v_stride_b")),
-                    mul(remu(matrix, heads), arg("v_stride_h"))),
-              firstColumn);
+                mul(remu(matrix, heads), arg("v_stride_h"))),
+            firstColumn);
     Type i8 = b.getI8Type();
     auto words4 = VectorType::get({4}, i32);
     auto bytes4 = VectorType::get({4}, i8);
@@ -1288,8 +1288,7 @@ public:
         packed = LLVM::InsertElementOp::create(
             b, loc, packed,
             LLVM::BitcastOp::create(b, loc, i32, out[j][u]), c32(u));
-      Value dst = add(mul(add(firstRow, c64(j)), rowBytes),
-                        mul(g, c64(16)));
+      Value dst = add(mul(add(firstRow, c64(j)), rowBytes), mul(g, c64(16)));
       LLVM::StoreOp::create(b, loc, packed, gep(globalPtr, i8, vt, dst),
                             /*alignment=*/16);
     }
