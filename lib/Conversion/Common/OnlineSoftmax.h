@@ -413,14 +413,21 @@ protected:
     Type fp8 = b.getType<Float8E4M3FNType>();
     auto pair = [&](Value lo, Value hi) -> Value {
       // cvt puts its first operand in the upper byte.
-      Value packed = NVVM::ConvertF32x2ToF8x2Op::create(
+      return NVVM::ConvertF32x2ToF8x2Op::create(
           b, loc, b.getI16Type(), hi, lo, NVVM::FPRoundingMode::RN,
           NVVM::SaturationMode::SATFINITE, /*relu=*/false, fp8);
-      return arith::ExtUIOp::create(b, loc, i32, packed);
     };
+    // The two halves as one <2 x i16> (PTX mov.b32 {lo, hi}) rather than
+    // zext, shl and or: ptxas writes the second cvt's F2FP straight into
+    // the upper half of the first's register.
     auto quad = [&](Value p0, Value p1, Value p2, Value p3) -> Value {
-      Value high = arith::ShLIOp::create(b, loc, pair(p2, p3), c32(16));
-      return arith::OrIOp::create(b, loc, pair(p0, p1), high);
+      Value halves =
+          LLVM::PoisonOp::create(b, loc, VectorType::get({2}, b.getI16Type()));
+      halves = LLVM::InsertElementOp::create(b, loc, halves, pair(p0, p1),
+                                             c32(0));
+      halves = LLVM::InsertElementOp::create(b, loc, halves, pair(p2, p3),
+                                             c32(1));
+      return LLVM::BitcastOp::create(b, loc, i32, halves);
     };
     SmallVector<Value> frags;
     for (size_t i = 0; i + 16 <= p.size(); i += 16)
