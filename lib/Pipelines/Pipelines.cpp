@@ -170,6 +170,9 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
       persistent == "true" || persistent == "1"    ? "on"
       : persistent == "false" || persistent == "0" ? "off"
                                                    : persistent.str()}));
+  // The row-sum tile takes shared memory the ring's depth must leave.
+  funcPm.addPass(fagpu::createFAGPURowSumMma(
+      fagpu::FAGPURowSumMmaOptions{options.rowSumMma}));
   funcPm.addPass(fagpu::createFAGPUPipelineKV(
       fagpu::FAGPUPipelineKVOptions{options.stages}));
   if (options.pingPong)

@@ -422,6 +422,11 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
     return emitError(loc) << "fa-compile: the sm_90a kernel must be 'wgmma' "
                              "or 'mma-sync', got '"
                           << options.sm90Kernel << "'";
+  if (options.rowSumMma != "on" && options.rowSumMma != "off" &&
+      options.rowSumMma != "auto")
+    return emitError(loc) << "fa-compile: --row-sum-mma must be on, off or "
+                             "auto, got '"
+                          << options.rowSumMma << "'";
   // e4m3 ("e4m3" from the tools, f8E4M3FN from a module): refused with the
   // reason, never compiled as an f16 kernel.
   if (std::optional<StringRef> elt = mlirElementTypeName(options.dtype))
@@ -590,6 +595,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.stages = options.stages;
       pipeline.pingPong = options.pingPong;
       pipeline.intraOverlap = options.intraOverlap;
+      pipeline.rowSumMma = options.rowSumMma;
       pipeline.persistent = options.persistent < 0   ? "auto"
                             : options.persistent > 0 ? "true"
                                                      : "false";

@@ -153,6 +153,11 @@ static cl::opt<bool>
                  cl::desc("wgmma: softmax under the previous P V"),
                  cl::init(true));
 static cl::opt<std::string>
+    rowSumMma(cl::cat(toolOptions), "row-sum-mma",
+              cl::desc("wgmma e4m3: P's row sums by an MMA against a ones "
+                       "column (on, off or auto: the heuristics table)"),
+              cl::init("auto"));
+static cl::opt<std::string>
     epilogue(cl::cat(toolOptions), "epilogue",
              cl::desc("wgmma: how O leaves the kernel: tma (stmatrix + TMA "
                       "store; varlen: + a copy of whole rows), direct "
@@ -310,6 +315,7 @@ int main(int argc, char **argv) {
   options.stages = stages;
   options.pingPong = pingPong;
   options.intraOverlap = intraOverlap;
+  options.rowSumMma = rowSumMma;
   options.persistent = persistent == cl::BOU_UNSET  ? -1
                        : persistent == cl::BOU_TRUE ? 1
                                                     : 0;

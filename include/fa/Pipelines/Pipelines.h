@@ -148,6 +148,10 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       *this, "intra-overlap",
       llvm::cl::desc("Overlap the softmax of block j with P V of block j-1"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> rowSumMma{
+      *this, "row-sum-mma",
+      llvm::cl::desc("e4m3: P's row sums by MMA (on, off or auto)"),
+      llvm::cl::init("auto")};
   PassOptions::Option<std::string> persistent{
       *this, "persistent",
       llvm::cl::desc("Persistent CTAs striding over the tiles: true, false "
@@ -183,9 +187,10 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
 
 /// fa.attention -> the tile level (fa-tile{target=sm_90a}, fa-lower-fa2, FA4
 /// passes) -> fa-map-to-gpu -> fagpu-warp-specialize, fagpu-persistent,
-/// fagpu-pipeline-kv, fagpu-ping-pong, fagpu-overlap-softmax,
-/// fagpu-tma-store-epilogue -> convert-fagpu-to-nvvm (tensor maps +
-/// gpu.launch_func + NVVM kernel) -> NVVM target sm_90a -> LLVM dialect -> gpu-module-to-binary.
+/// fagpu-row-sum-mma, fagpu-pipeline-kv, fagpu-ping-pong,
+/// fagpu-overlap-softmax, fagpu-tma-store-epilogue -> convert-fagpu-to-nvvm
+/// (tensor maps + gpu.launch_func + NVVM kernel) -> NVVM target sm_90a ->
+/// LLVM dialect -> gpu-module-to-binary.
 void buildSM90Pipeline(OpPassManager &pm, const SM90PipelineOptions &options);
 void buildSM90KernelPipeline(OpPassManager &pm,
                              const SM90PipelineOptions &options);

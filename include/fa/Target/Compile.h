@@ -70,6 +70,7 @@ struct KernelOptions {
   int64_t stages = 0;            // wgmma: K/V ring depth (0: the pass's choice)
   bool pingPong = true;          // wgmma: consumer ping-pong
   bool intraOverlap = true;      // wgmma: softmax under the previous P V
+  std::string rowSumMma = "auto"; // wgmma e4m3: P's row sums by MMA
   std::string epilogue = "auto"; // wgmma: tma, direct or auto
   int persistent = -1;           // wgmma: CTAs stride over the tiles (-1: auto)
   std::string ptxas; // empty: $CUDA_HOME/bin, /usr/local/cuda/bin, PATH

@@ -48,6 +48,9 @@ struct SoftmaxConfig {
   /// The row max as a balanced tree of maxima, not a chain (the mma.sync
   /// kernel's choice: fagpu.softmax_step's `tree_row_max`).
   bool treeRowMax = false;
+  /// P's row sums left to the caller (fagpu.softmax_step's `no_row_sum`:
+  /// the e4m3 kernel sums P on the tensor cores): l' = alpha l.
+  bool noRowSum = false;
   /// e4m3 P (FP8): P is computed scaled by this power of two (an exp2
   /// offset of its log2) and packed to e4m3; 0 keeps P in 16 bits.
   double probsScale = 0.0;
@@ -118,7 +121,7 @@ createSoftmaxStep(OpBuilder &b, Location loc, const SoftmaxConfig &config,
       config.polyDegree ? i64(config.polyDegree) : IntegerAttr(),
       config.polyDegree ? i64(config.polyPeriod) : IntegerAttr(),
       config.probsScale > 0 ? f32(config.probsScale) : FloatAttr(),
-      config.treeRowMax);
+      config.treeRowMax, config.noRowSum);
 }
 
 /// The first check of every tensor-core kernel: D and Dv are head dims of
@@ -338,10 +341,12 @@ protected:
       for (int64_t e = 0; e < 4; ++e) {
         s[4 * n + e] =
             exp2Score(s[4 * n + e], effScale, negBase[e / 2], 4 * n + e);
-        rowSum[e / 2] = fadd(rowSum[e / 2], s[4 * n + e]);
+        if (!config.noRowSum)
+          rowSum[e / 2] = fadd(rowSum[e / 2], s[4 * n + e]);
       }
     for (int64_t h = 0; h < 2; ++h)
-      l[h] = fma(step.alpha[h], l[h], rowSum[h]);
+      l[h] = config.noRowSum ? fmul(step.alpha[h], l[h])
+                             : fma(step.alpha[h], l[h], rowSum[h]);
     return step;
   }
 

@@ -86,6 +86,9 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   bool fp8 = false;
   bool pingPong = true;
   bool intraOverlap = true;
+  /// e4m3: P's row sums by an MMA against a ones column (rowSumTiles is
+  /// the layout's side of it).
+  bool rowSumMma = false;
   bool persistent = false;
   int64_t producerRegisters = 24;
   int64_t consumerRegisters = 240;
@@ -115,7 +118,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
-           (qBuffers == 2 ? "_q2" : "") + epilogueSuffix() +
+           (qBuffers == 2 ? "_q2" : "") + (rowSumMma ? "_rsmma" : "") +
+           epilogueSuffix() +
            (kvSplits ? "_splitkv" : "") +
            (consumers == 1 && ctasPerSM == 1 ? "_1cta" : "") +
            (inputs.keyLengths ? "_kvlens" : "") +
@@ -184,6 +188,9 @@ public:
                                          input, FragmentLayout::OperandA);
     rowsType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer}, f32,
                                         FragmentLayout::Rows);
+    // Row sums by MMA: l is column 0 of an m64n8 accumulator.
+    sumsType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, 8}, f32,
+                                        FragmentLayout::Accumulator);
     qTileType = fagpu::SharedTileType::get(ctx, {spec.blockR(), spec.headDim},
                                            input, spec.blockR());
     consumerRowsType = fagpu::SharedTileType::get(
@@ -257,6 +264,38 @@ private:
     return fagpu::MmaOp::create(b, loc, outType, p, vTile, o, Value(),
                                 /*mn_major=*/!spec.fp8)
         .getResult();
+  }
+
+  /// Row sums by MMA: l's column 0 += P 1 (the consumer's row-sum tile).
+  Value issueRowSums(Value p, Value l) {
+    return fagpu::MmaOp::create(b, loc, sumsType, p, rowSumTile, l, Value(),
+                                /*mn_major=*/false)
+        .getResult();
+  }
+  /// The state a block's products accumulate into: O (and with row sums
+  /// by MMA, l) moved to the block's base, pinned ahead of the MMAs.
+  RowState rescaleState(const RowState &state, const BlockStep &step) {
+    RowState moved = state;
+    moved.o = pin(rescale(state.o, step));
+    if (spec.rowSumMma)
+      moved.l = pin(rescale(state.l, step));
+    return moved;
+  }
+  /// A block's products: with row sums by MMA first l += P 1, then
+  /// O += P V, each its own MMA group. The softmax after them waits for all
+  /// but the last group (wait_group 1): S_j's and the row sums' (issuing
+  /// the sums after P V and waiting for S_j alone measured slower,
+  /// bench/results/2026-12-03-e4m3-row-sum-mma.md).
+  void issueProducts(RowState &state, const BlockStep &step, Value vTile) {
+    if (spec.rowSumMma)
+      state.l = issueRowSums(step.p, state.l);
+    state.o = issueValues(step.p, state.o, vTile);
+  }
+  /// After their mma_wait: O (and l) may be read.
+  void pinProducts(RowState &state) {
+    state.o = pin(state.o);
+    if (spec.rowSumMma)
+      state.l = pin(state.l);
   }
 
   /// Softcap, mask and the online softmax of block `block`'s scores `s`
@@ -351,7 +390,8 @@ private:
     state.o = fagpu::SplatOp::create(b, loc, outType, cf(0.0));
     state.m = fagpu::SplatOp::create(
         b, loc, rowsType, cf(-std::numeric_limits<double>::infinity()));
-    state.l = fagpu::SplatOp::create(b, loc, rowsType, cf(0.0));
+    state.l = fagpu::SplatOp::create(
+        b, loc, spec.rowSumMma ? sumsType : rowsType, cf(0.0));
     return state;
   }
   /// The first of the two rows (g and g + 8 of its warp's 16) the thread
@@ -431,7 +471,7 @@ private:
   }
 
   const KernelSpec &spec;
-  fagpu::FragmentType scoresType, outType, probsType, rowsType;
+  fagpu::FragmentType scoresType, outType, probsType, rowsType, sumsType;
   fagpu::SharedTileType qTileType, consumerRowsType, kvTileType, valueTileType;
   Value qPipe, kvPipe;   // the Q buffers and the K/V ring
   Value stagingTile;     // the O staging tile (TMA store, not in Q)
@@ -439,6 +479,7 @@ private:
   Value consumer;        // this consumer's index
   Value ownTurn, otherTurn;   // ping-pong named barriers
   Value epilogueBarrier; // named barrier of this consumer's four warps
+  Value rowSumTile;      // row sums by MMA: this consumer's ones column
   Value qTile;           // this consumer's Q rows in the current tile
   // e4m3: the descales on the device and their layout (fagpu::DescaleLayout),
   // the kernel's scale before them; of the consumer's current tile, the
@@ -460,13 +501,18 @@ private:
 BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
                                  Value block, Value effScale, Value row0,
                                  Value keys, Value queries) {
+  // Row sums by MMA: the step leaves l alone (no_row_sum); it is given a
+  // zero l, whose alpha-scaled result nothing reads.
+  Value l = spec.rowSumMma ? fagpu::SplatOp::create(b, loc, rowsType, cf(0.0))
+                           : state.l;
   auto step = createSoftmaxStep(
-      b, loc, spec, probsType, rowsType, s, state.m, state.l,
+      b, loc, spec, probsType, rowsType, s, state.m, l,
       mul(block, c32(spec.blockC)), row0, keys, effScale,
       diagonalShift(spec, keys, queries), Value(),
       masked);
   state.m = step.getNewM();
-  state.l = step.getNewL();
+  if (!spec.rowSumMma)
+    state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};
 }
 
@@ -562,6 +608,23 @@ Value KernelBuilder::stagingRows(Value qBuffer) {
 void KernelBuilder::emitConsumer(Value consumerIndex) {
   consumer = consumerIndex;
   epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
+  if (spec.rowSumMma) {
+    // Each consumer's 8 rows of the row-sum tile, written once.
+    MLIRContext *ctx = b.getContext();
+    Type fp8 = Float8E4M3FNType::get(ctx);
+    int64_t rows = 8 * spec.consumers;
+    int64_t swizzle = fagpu::valueTileSwizzle(spec.blockC);
+    Value tiles = fagpu::SharedTileOp::create(
+        b, loc,
+        fagpu::SharedTileType::get(ctx, {rows, spec.blockC}, fp8, rows,
+                                   swizzle),
+        spec.rowSumTileOffset());
+    rowSumTile = fagpu::TileRowsOp::create(
+        b, loc,
+        fagpu::SharedTileType::get(ctx, {8, spec.blockC}, fp8, rows, swizzle),
+        tiles, consumer);
+    fagpu::InitRowSumTileOp::create(b, loc, rowSumTile, epilogueBarrier);
+  }
   // e4m3: each tile takes its descales (useDescales).
   kernelScaleLog2 = scaleLog2;
 
@@ -716,8 +779,11 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
   }
   bool byTma = fagpu::storesOutputByTma(spec.epilogue);
   bool staged = fagpu::stagesOutput(spec.epilogue);
+  Value l = spec.rowSumMma
+                ? fagpu::RowPartialsOp::create(b, loc, rowsType, state.l)
+                : state.l;
   auto store = fagpu::StoreOutputOp::create(
-      b, loc, state.o, state.m, state.l, row0, qMatrix, rowEnd,
+      b, loc, state.o, state.m, l, row0, qMatrix, rowEnd,
       byTma ? oMap : oPtr, half, stridedMaps ? hq : Value(),
       stridedMaps && !byTma ? ValueRange(oStrides) : ValueRange(),
       spec.writesLse ? lse : Value(), staged ? staging : Value(),
@@ -735,15 +801,15 @@ IntegerAttr KernelBuilder::paddedColumns() {
 }
 
 void KernelBuilder::finishPendingTile(const PendingTile &tile) {
-  Value o = pin(rescale(tile.state.o, tile.last));
+  RowState state = rescaleState(tile.state, tile.last);
   Value vTile = waitStage(kvPipe, tile.vStage, tile.vParity, kValue);
   waitTurn();
-  o = issueValues(tile.last.p, o, vTile);
+  issueProducts(state, tile.last, vTile);
   passTurn();
   mmaWait(0);
-  o = pin(o);
+  pinProducts(state);
   release(kvPipe, tile.vStage, kValue);
-  storeTile({o, tile.state.m, tile.state.l}, tile.row0, tile.qMatrix,
+  storeTile(state, tile.row0, tile.qMatrix,
             stagingRows(tile.qBuffer ? tile.qBuffer : c32(0)), tile.rowEnd,
             tile.lse, tile.vDescale);
 }
@@ -777,12 +843,12 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   // No branch may separate a wgmma from its wait: ptxas serializes every
   // wgmma of the kernel when other instructions (phi copies) touch the
   // accumulators in between. Hence the first tile is peeled.
-  Value previousO;
+  RowState previousState;
   if (previous) {
-    previousO = pin(rescale(previous->state.o, previous->last));
+    previousState = rescaleState(previous->state, previous->last);
     Value vTile =
         waitStage(kvPipe, previous->vStage, previous->vParity, kValue);
-    previousO = issueValues(previous->last.p, previousO, vTile);
+    issueProducts(previousState, previous->last, vTile);
   }
   passTurn();
   // Softmax of S_0 under the previous tile's last P V.
@@ -793,10 +859,9 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
                             firstScale, row0, tile.nk, tile.nq);
   if (previous) {
     mmaWait(0);
-    previousO = pin(previousO);
+    pinProducts(previousState);
     release(kvPipe, previous->vStage, kValue);
-    storeTile({previousO, previous->state.m, previous->state.l},
-              previous->row0, previous->qMatrix,
+    storeTile(previousState, previous->row0, previous->qMatrix,
               stagingRows(previous->qBuffer ? previous->qBuffer : c32(0)),
               previous->rowEnd, previous->lse, previous->vDescale);
     if (previous->qBuffer)
@@ -832,9 +897,9 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     Value sj = issueScores(kvTile(stage, kKey));
     // O of the blocks before j - 1 moves to block j - 1's base, then
     // O += P_{j-1} V_{j-1} goes to the tensor cores behind S_j.
-    Value o = pin(rescale(st.o, prev));
+    st = rescaleState(st, prev);
     Value vTile = waitStage(kvPipe, prevStage, parityOf(prevJ), kValue);
-    o = issueValues(prev.p, o, vTile);
+    issueProducts(st, prev, vTile);
     passTurn();
     // Softmax of S_j under P_{j-1} V_{j-1} (intra-warpgroup overlap).
     mmaWait(spec.intraOverlap ? 1 : 0);
@@ -843,7 +908,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     BlockStep step =
         softmax(sj, st, masked, j, scale, row0, tile.nk, tile.nq);
     mmaWait(0);
-    st.o = pin(o);
+    pinProducts(st);
     release(kvPipe, prevStage, kValue);
     scf::YieldOp::create(b, loc, pack(st, step));
     return SmallVector<Value>(loop.getResults());
@@ -896,15 +961,15 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
       pending.qBuffer = qBuffer;
     return pending;
   }
-  Value o = pin(rescale(state.o, last));
+  state = rescaleState(state, last);
   Value vTile = waitStage(kvPipe, lastStage, parityOf(lastJ), kValue);
   waitTurn();
-  o = issueValues(last.p, o, vTile);
+  issueProducts(state, last, vTile);
   passTurn();
   mmaWait(0);
-  o = pin(o);
+  pinProducts(state);
   release(kvPipe, lastStage, kValue);
-  storeTile({o, state.m, state.l}, storeRow0, storeMatrix,
+  storeTile(state, storeRow0, storeMatrix,
             stagingRows(qBuffer), rowEnd, lse);
   if (releasesQAfterStore())
     releaseQAfterStore(qBuffer);
@@ -1371,6 +1436,11 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
                 "partial O from registers (no persistent scheduler, no TMA "
                 "store)");
   spec.kvSplits = s.kvSplits;
+  if (s.rowSumMma && (!spec.fp8 || s.kvSplits))
+    return fail("row sums by MMA are for e4m3 kernels without split-KV "
+                "(an e4m3 P against an e4m3 ones column)");
+  spec.rowSumMma = s.rowSumMma;
+  spec.noRowSum = s.rowSumMma;
   spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
   spec.inputs.pageSize = op.getPageSize();
   spec.inputs.varlen = static_cast<bool>(op.getCuSeqlensQ());

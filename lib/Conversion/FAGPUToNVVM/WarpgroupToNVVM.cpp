@@ -492,6 +492,14 @@ struct PassTurnLowering : OpConversionPattern<fagpu::PassTurnOp> {
 /// The dynamic shared memory of the kernel containing `op`: aligned to the
 /// 1 KiB swizzle atom for column-block tiles; row-major tiles (cp.async,
 /// ldmatrix) need only the 16 bytes the global is declared with.
+/// Whether `op`'s module declares the kernel's shared memory (`fa_smem`,
+/// which fagpu-build-kernels emits): the patterns that address it fail to
+/// match without it rather than dereference a missing global.
+bool hasSharedMemory(Operation *op) {
+  return static_cast<bool>(SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
+      op, StringAttr::get(op->getContext(), "fa_smem")));
+}
+
 Value sharedBase(OpEmitter &e, Operation *op, bool rowMajor = false) {
   auto global =
       SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
@@ -508,8 +516,7 @@ struct CreatePipelineLowering
   matchAndRewrite(fagpu::CreatePipelineOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     OpEmitter e(rewriter, op.getLoc(), elementOf(op.getType()));
-    if (!SymbolTable::lookupNearestSymbolFrom(
-            op, StringAttr::get(op->getContext(), "fa_smem")))
+    if (!hasSharedMemory(op))
       return rewriter.notifyMatchFailure(op, "no fa_smem in the module");
     SmallVector<Value> values = {sharedBase(e, op, op.getType().isCpAsync()),
                                  e.c32(op.getBarrierOffset()),
@@ -714,6 +721,8 @@ struct SharedTileLowering : OpConversionPattern<fagpu::SharedTileOp> {
   LogicalResult
   matchAndRewrite(fagpu::SharedTileOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (!hasSharedMemory(op))
+      return rewriter.notifyMatchFailure(op, "no fa_smem in the module");
     OpEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
     SmallVector<Value> tile = {sharedBase(e, op, op.getType().isRowMajor()),
                                e.c32(op.getOffset())};
@@ -1169,6 +1178,7 @@ SoftmaxConfig configOf(fagpu::SoftmaxStepOp op) {
   if (std::optional<APFloat> scale = op.getProbsScale())
     config.probsScale = scale->convertToDouble();
   config.treeRowMax = op.getTreeRowMax();
+  config.noRowSum = op.getNoRowSum();
   return config;
 }
 
@@ -1225,6 +1235,86 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
     if (op.getNewO())
       results.push_back(newO);
     rewriter.replaceOpWithMultiple(op, std::move(results));
+    return success();
+  }
+};
+
+/// The row-sum tile: each of the warpgroup's threads writes 16-byte pieces
+/// (row 0 of every k-step's 8-row atom is e4m3 ones, the rest zero), then
+/// the writes are fenced for the async proxy that wgmma reads through and
+/// the warpgroup meets at its named barrier.
+struct InitRowSumTileLowering
+    : OpConversionPattern<fagpu::InitRowSumTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::InitRowSumTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    fagpu::SharedTileType type = op.getTile().getType();
+    if (!isa<Float8E4M3FNType>(type.getElementType()))
+      return rewriter.notifyMatchFailure(op, "the ones are e4m3 codes");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    OpEmitter e(rewriter, loc, type.getElementType());
+    ValueRange tile = adaptor.getTile();
+    e.smem = tile[0];
+    // Column block kk (`swizzle` keys) starts block_rows * swizzle bytes
+    // after block kk - 1; the tile's 8 rows are its first 8 * swizzle
+    // bytes, 16-byte piece c of them in row c / (swizzle / 16). The
+    // swizzle moves pieces within a row only, so row 0 is the ones row
+    // whatever it XORs.
+    int64_t swizzle = type.getSwizzle(), perBlock = swizzle / 2;
+    int64_t pieces = type.getCols() / swizzle * perBlock;
+    constexpr uint32_t kFourOnes = 0x38383838; // e4m3 1.0 = 0x38
+    auto vec = VectorType::get({4}, e.i32);
+    Value tid = e.remu(NVVM::ThreadIdXOp::create(rewriter, loc, e.i32),
+                       e.c32(128));
+    for (int64_t first = 0; first < pieces; first += 128) {
+      Value piece = e.add(tid, e.c32(first));
+      auto inTile = scf::IfOp::create(
+          rewriter, loc, e.ult(piece, e.c32(pieces)), false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(inTile.thenBlock());
+      Value chunk = e.remu(piece, e.c32(perBlock));
+      Value byte =
+          e.add(e.mul(e.divu(piece, e.c32(perBlock)),
+                      e.c32(type.getBlockRows() * swizzle)),
+                e.mul(chunk, e.c32(16)));
+      Value onesRow = e.ult(chunk, e.c32(swizzle / 16));
+      Value word = e.select(onesRow, e.c32(kFourOnes), e.c32(0));
+      Value value = LLVM::PoisonOp::create(rewriter, loc, vec);
+      for (int64_t i = 0; i < 4; ++i)
+        value = LLVM::InsertElementOp::create(rewriter, loc, value, word,
+                                              e.c32(i));
+      LLVM::StoreOp::create(rewriter, loc, value,
+                            e.sharedAt(e.add(tile[1], byte)), 16);
+    }
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(rewriter, loc, Type(), adaptor.getBarrier().front(),
+                            e.c32(128), NVVM::BarrierReductionAttr(), Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Per row, the sum of the accumulator columns the thread holds: register
+/// 4 i + e is in row g + 8 (e / 2) of the row tile.
+struct RowPartialsLowering : OpConversionPattern<fagpu::RowPartialsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::RowPartialsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
+    ValueRange acc = adaptor.getAcc();
+    int64_t rowTiles = op.getAcc().getType().getRowTiles();
+    int64_t perTile = acc.size() / rowTiles;
+    SmallVector<Value> rows(2 * rowTiles);
+    for (int64_t i = 0; i < int64_t(acc.size()); ++i) {
+      Value &row = rows[2 * (i / perTile) + (i % 4) / 2];
+      row = row ? e.fadd(row, acc[i]) : acc[i];
+    }
+    rewriter.replaceOpWithMultiple(op, {rows});
     return success();
   }
 };
@@ -1812,6 +1902,8 @@ struct CreateBarriersLowering
   LogicalResult
   matchAndRewrite(fagpu::CreateBarriersOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (!hasSharedMemory(op))
+      return rewriter.notifyMatchFailure(op, "no fa_smem in the module");
     OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type());
     SmallVector<Value> values = {sharedBase(e, op), e.c32(op.getOffset())};
     rewriter.replaceOpWithMultiple(op, {values});
@@ -1915,6 +2007,8 @@ struct TmemAllocLowering : OpConversionPattern<fagpu::TmemAllocOp> {
   LogicalResult
   matchAndRewrite(fagpu::TmemAllocOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (!hasSharedMemory(op))
+      return rewriter.notifyMatchFailure(op, "no fa_smem in the module");
     Location loc = op.getLoc();
     OpEmitter e(rewriter, loc, rewriter.getF16Type());
     e.smem = sharedBase(e, op);
@@ -2289,6 +2383,7 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(
                MmaLowering, LoadFragmentLowering, CopyAsyncLowering,
                CopyCommitLowering, CopyWaitLowering, MmaWaitLowering,
                PinLowering, SplatLowering, SoftmaxStepLowering, RescaleLowering,
+               InitRowSumTileLowering, RowPartialsLowering,
                StoreOutputLowering, MergeSplitsLowering, StoreWaitLowering,
                FetchTileLowering, PublishTileLowering, ReceiveTileLowering,
                TcgenRolesLowering, CreateBarriersLowering, InitBarriersLowering,

@@ -456,3 +456,29 @@ func.func @tile_rows_swizzle(%t: !fagpu.smem_tile<128x64xf8E4M3FN, swizzle = 64>
   %r = fagpu.tile_rows %t[%i] : !fagpu.smem_tile<128x64xf8E4M3FN, swizzle = 64> -> !fagpu.smem_tile<64x64xf8E4M3FN, block_rows = 128, swizzle = 32>
   return
 }
+
+// -----
+
+func.func @row_sum_tile_rows(%t: !fagpu.smem_tile<16x224xf8E4M3FN, swizzle = 32>, %b: i32) {
+  // expected-error @+1 {{expected an 8-row column_blocks tile (N = 8)}}
+  fagpu.init_row_sum_tile %t barrier %b : !fagpu.smem_tile<16x224xf8E4M3FN, swizzle = 32>
+  return
+}
+
+// -----
+
+func.func @row_partials_rows(%a: !fagpu.fragment<64x8xf32, accumulator>) {
+  // expected-error @+1 {{expected an accumulator and the rows fragment of its rows}}
+  %l = fagpu.row_partials %a : !fagpu.fragment<64x8xf32, accumulator> -> !fagpu.fragment<128xf32, rows>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected 64 x N with N a positive multiple of 8}}
+func.func private @acc_n12(!fagpu.fragment<64x12xf32, accumulator>)
+
+// -----
+
+// expected-error @+1 {{expected 64 x N with N a positive multiple of 16}}
+func.func private @operand_a_n8(!fagpu.fragment<64x8xf16, operand_a>)

@@ -223,3 +223,16 @@ gpu.module @narrow_swizzle_kernels {
   }
 }
 }
+
+// The e4m3 row sums by MMA: the ones-column tile, P against it, the
+// per-thread l, and the softmax step without its FADD sums.
+// CHECK-LABEL: func.func @row_sums
+// CHECK: fagpu.init_row_sum_tile %{{.*}} barrier %{{.*}} : <8x224xf8E4M3FN, block_rows = 16, swizzle = 32>
+// CHECK: fagpu.row_partials %{{.*}} : <64x8xf32, accumulator> -> <64xf32, rows>
+// CHECK: fagpu.softmax_step {{.*}} {no_row_sum, probs_scale = 2.560000e+02 : f32}
+func.func @row_sums(%ones: !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 16, swizzle = 32>, %b: i32, %acc: !fagpu.fragment<64x8xf32, accumulator>, %s: !fagpu.fragment<64x224xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %k: i32, %scale: f32) {
+  fagpu.init_row_sum_tile %ones barrier %b : !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 16, swizzle = 32>
+  %l = fagpu.row_partials %acc : !fagpu.fragment<64x8xf32, accumulator> -> !fagpu.fragment<64xf32, rows>
+  %p, %m2, %l2, %alpha = fagpu.softmax_step %s, %m, %l keys(%k, %k) row %k scale %scale {probs_scale = 2.560000e+02 : f32, no_row_sum} : !fagpu.fragment<64x224xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x224xf8E4M3FN, operand_a>
+  return
+}

@@ -63,6 +63,7 @@ ScheduleFields mlir::fagpu::fieldsOf(ScheduleAttr s) {
   f.qInRegisters = s.getQInRegisters();
   f.kvSplits = s.getKvSplits();
   f.tmemColumns = s.getTmemColumns();
+  f.rowSumMma = s.getRowSumMma();
   return f;
 }
 
@@ -73,7 +74,7 @@ ScheduleAttr mlir::fagpu::scheduleOf(MLIRContext *context,
                            f.consumerRegisters, f.stages, f.pingPong,
                            f.overlapSoftmax, f.scheduler, f.qBuffers,
                            f.epilogue, f.qInRegisters, f.kvSplits,
-                           f.tmemColumns);
+                           f.tmemColumns, f.rowSumMma);
 }
 
 ScheduleAttr
@@ -98,8 +99,8 @@ struct FieldInfo {
 #define FAGPU_FIELD(name, kind, member)                                        \
   FieldInfo{name, FieldKind::kind,                                             \
             [](ScheduleFields &f) -> void * { return &f.member; }}
-#define FAGPU_OPTIONAL_FIELD(name, member)                                     \
-  FieldInfo{name, FieldKind::Int,                                              \
+#define FAGPU_OPTIONAL_FIELD(name, kind, member)                               \
+  FieldInfo{name, FieldKind::kind,                                             \
             [](ScheduleFields &f) -> void * { return &f.member; }, true}
 const FieldInfo kFields[] = {
     FAGPU_FIELD("block_r", Int, blockR),
@@ -115,8 +116,9 @@ const FieldInfo kFields[] = {
     FAGPU_FIELD("q_buffers", Int, qBuffers),
     FAGPU_FIELD("epilogue", Epilogue, epilogue),
     FAGPU_FIELD("q_in_registers", Bool, qInRegisters),
-    FAGPU_OPTIONAL_FIELD("kv_splits", kvSplits),
-    FAGPU_OPTIONAL_FIELD("tmem_columns", tmemColumns),
+    FAGPU_OPTIONAL_FIELD("kv_splits", Int, kvSplits),
+    FAGPU_OPTIONAL_FIELD("tmem_columns", Int, tmemColumns),
+    FAGPU_OPTIONAL_FIELD("row_sum_mma", Bool, rowSumMma),
 };
 #undef FAGPU_FIELD
 #undef FAGPU_OPTIONAL_FIELD
@@ -213,8 +215,13 @@ void ScheduleAttr::print(AsmPrinter &printer) const {
   ScheduleFields fields = fieldsOf(*this);
   printer << "<";
   SmallVector<FieldInfo> printed;
+  auto isSet = [&](const FieldInfo &field) {
+    void *slot = field.slot(fields);
+    return field.kind == FieldKind::Bool ? *static_cast<bool *>(slot)
+                                         : *static_cast<int64_t *>(slot) != 0;
+  };
   for (const FieldInfo &field : kFields)
-    if (!field.omittedWhenZero || *static_cast<int64_t *>(field.slot(fields)))
+    if (!field.omittedWhenZero || isSet(field))
       printed.push_back(field);
   llvm::interleaveComma(printed, printer, [&](const FieldInfo &field) {
     printer << field.keyword << " = ";

@@ -85,9 +85,13 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
                             "a thread)";
     return success();
   case FragmentLayout::Accumulator:
-  case FragmentLayout::OperandA:
-    if (shape.size() != 2 || shape[1] <= 0 || shape[1] % 16 != 0)
-      return emitError() << "expected 64 x N with N a positive multiple of 16";
+  case FragmentLayout::OperandA: {
+    // An accumulator is whole n8 tiles (wgmma's N steps by 8: the e4m3
+    // row sums are 64 x 8); an A fragment whole 16-column k-steps.
+    int64_t step = layout == FragmentLayout::Accumulator ? 8 : 16;
+    if (shape.size() != 2 || shape[1] <= 0 || shape[1] % step != 0)
+      return emitError() << "expected 64 x N with N a positive multiple of "
+                         << step;
     if (layout == FragmentLayout::Accumulator && !elementType.isF32())
       return emitError() << "an accumulator fragment holds f32";
     if (layout == FragmentLayout::OperandA) {
@@ -100,6 +104,7 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
                               "multiple of 32 (the e4m3 wgmma's k)";
     }
     return success();
+  }
   case FragmentLayout::Rows:
     if (shape.size() != 1 || !elementType.isF32())
       return emitError() << "a rows fragment is 64xf32 or 128xf32";

@@ -292,6 +292,28 @@ LogicalResult SoftmaxStepOp::verify() {
     return emitOpError("window must be positive");
   if (std::optional<int64_t> d = getExp2PolyDegree(); d && (*d < 2 || *d > 5))
     return emitOpError("expected exp2_poly_degree in [2, 5]");
+  if (getNoRowSum() && lanes)
+    return emitOpError("no_row_sum leaves the sums to a register MMA; lanes "
+                       "scores sum their own row");
+  return success();
+}
+
+LogicalResult InitRowSumTileOp::verify() {
+  SharedTileType tile = getTile().getType();
+  // One 8-row group (wgmma's smallest N) of each column block.
+  if (tile.getRows() != 8 || tile.getBlockRows() % 8 != 0 ||
+      tile.isRowMajor())
+    return emitOpError("expected an 8-row column_blocks tile (N = 8)");
+  return success();
+}
+
+LogicalResult RowPartialsOp::verify() {
+  FragmentType acc = getAcc().getType(), rows = getResult().getType();
+  if (acc.getLayout() != FragmentLayout::Accumulator ||
+      acc.getShape().size() != 2 || rows.getLayout() != FragmentLayout::Rows ||
+      rows.getShape().size() != 1 || rows.getShape()[0] != acc.getShape()[0])
+    return emitOpError("expected an accumulator and the rows fragment of its "
+                       "rows");
   return success();
 }
 

@@ -38,6 +38,9 @@ struct ScheduleFields {
   /// accumulators (two S/P buffers of B_c columns, then O); 0 until
   /// fagpu-tmem-accumulators places them, and on other targets.
   int64_t tmemColumns = 0;
+  /// sm_90a e4m3: P's row sums by an MMA against a ones column rather
+  /// than an FADD per score (fagpu-row-sum-mma).
+  bool rowSumMma = false;
 };
 } // namespace mlir::fagpu
 

@@ -58,6 +58,7 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     | `epilogue` | O from registers, or through shared memory: a TMA store (of a staging tile or the dead Q buffer), or for a varlen batch a copy of whole rows by the consumer's threads | `fagpu-tma-store-epilogue` |
     | `q_in_registers` | sm_80: Q fragments kept in registers | `fa-map-to-gpu` |
     | `tmem_columns` | sm_100a: tensor-memory columns allocated for the accumulators, two S/P buffers of `block_c` columns then O (printed only when set) | `fagpu-tmem-accumulators` |
+    | `row_sum_mma` | e4m3: P's row sums on the tensor cores, an m64n8 MMA of P against a ones column per k-step instead of an FADD per score (printed only when set) | `fagpu-row-sum-mma` |
     | `kv_splits` | split-KV: K/V chunks per tile of the IR launch, each CTA one chunk, the last to finish merging (printed only when set; the kernel takes the count as a parameter) | `fa-map-to-gpu` (from `fa-split-kv`'s nest) |
 
     ```mlir
@@ -75,7 +76,7 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     "int64_t":$consumerRegisters, "int64_t":$stages, "bool":$pingPong,
     "bool":$overlapSoftmax, "TileScheduler":$scheduler, "int64_t":$qBuffers,
     "Epilogue":$epilogue, "bool":$qInRegisters, "int64_t":$kvSplits,
-    "int64_t":$tmemColumns);
+    "int64_t":$tmemColumns, "bool":$rowSumMma);
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     /// Whether the kernel has producer and consumer warp roles.

@@ -569,6 +569,11 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     of maxima rather than a chain (the same value; a shallower dependency
     and other live ranges for ptxas). The mma.sync kernel takes it: its
     D = 128 loop then fits in 255 registers without a spill.
+
+    With `no_row_sum` the step leaves P's row sums to the caller: l' =
+    alpha l. The e4m3 kernel sums P on the tensor cores instead
+    (`fagpu.mma` of P against `fagpu.init_row_sum_tile`'s tile), which
+    saves an FADD per score.
   }];
   let arguments = (ins FAGPU_Fragment:$s, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$key_start, I32:$row0, I32:$nk,
@@ -581,7 +586,7 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
                        OptionalAttr<I64Attr>:$exp2_poly_degree,
                        OptionalAttr<I64Attr>:$exp2_poly_period,
                        OptionalAttr<F32Attr>:$probs_scale,
-                       UnitAttr:$tree_row_max);
+                       UnitAttr:$tree_row_max, UnitAttr:$no_row_sum);
   let results = (outs FAGPU_Fragment:$p, FAGPU_Fragment:$new_m,
                       FAGPU_Fragment:$new_l, FAGPU_Fragment:$alpha,
                       Optional<I1>:$moved, Optional<FAGPU_Fragment>:$new_o);
@@ -591,6 +596,62 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     (`shift` $diagonal_shift^)? `scale` $scale_log2 attr-dict `:` type($s) `,` type($m) `->` type($p)
     (`,` type($moved)^)?
   }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_InitRowSumTileOp : FAGPU_Op<"init_row_sum_tile"> {
+  let summary = "the B operand whose MMA with P gives P's row sums";
+  let description = [{
+    Writes `%tile` (N = 8 rows of K keys, K-major; a consumer's
+    `fagpu.tile_rows` of a tile shared by several) as the operand that makes
+    `fagpu.mma %p, %tile acc(%l)` add each row's sum of P to column 0 of
+    `%l` (row 0 all ones, rows 1 .. 7 zero): column 0 of the result is
+    sum_k P[r, k] * 1, the other columns 0. In the accumulator layout, the
+    quad's thread 0 then holds the row's sum and threads 1 .. 3 hold 0, so
+    `fagpu.row_partials` of it is a valid per-thread l: summed over the
+    quad (as `fagpu.store_output` does) it is the row's total.
+
+    The tensor cores then sum P: an m64n8 MMA per k-step instead of an FADD
+    per score (on the e4m3 D = 128 kernel, where each score's exp already
+    takes a MUFU slot and the FADDs compete for the issue slots the
+    exponentials leave). The sum is of P as the P V MMA reads it (e4m3,
+    rounded), so O / l normalises exactly the weights O was built from.
+
+    The warpgroup's threads write the tile, fence the writes for the
+    async proxy (wgmma reads shared memory through it) and meet at named
+    barrier `%barrier` (128 threads) before any of them issues an MMA on it.
+
+    ```mlir
+    %ones = fagpu.tile_rows %sums[%consumer]
+        : !fagpu.smem_tile<16x224xf8E4M3FN, swizzle = 32>
+       -> !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 16, swizzle = 32>
+    fagpu.init_row_sum_tile %ones barrier %b
+        : !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 16, swizzle = 32>
+    ```
+  }];
+  let arguments = (ins FAGPU_SharedTile:$tile, I32:$barrier);
+  let assemblyFormat = "$tile `barrier` $barrier attr-dict `:` type($tile)";
+  let hasVerifier = 1;
+}
+
+def FAGPU_RowPartialsOp : FAGPU_Op<"row_partials", [Pure]> {
+  let summary = "each thread's part of its rows' sums, as a rows fragment";
+  let description = [{
+    For each of the thread's rows, the sum of the accumulator columns the
+    thread holds: the per-thread partial that, summed over the quad, is the
+    row's total (the form `l` takes in `fagpu.softmax_step` and
+    `fagpu.store_output`). Applied to the row-sum accumulator of
+    `fagpu.init_row_sum_tile`, it is the running l.
+
+    ```mlir
+    %l = fagpu.row_partials %lsum
+        : !fagpu.fragment<64x8xf32, accumulator>
+       -> !fagpu.fragment<64xf32, rows>
+    ```
+  }];
+  let arguments = (ins FAGPU_Fragment:$acc);
+  let results = (outs FAGPU_Fragment:$result);
+  let assemblyFormat = "$acc attr-dict `:` type($acc) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -72,6 +72,20 @@ inline int64_t fp8DefaultBlockC(int64_t headDim) {
   return headDim == 128 ? 224 : 128;
 }
 
+/// Whether an e4m3 sm_90a kernel sums P's rows on the tensor cores
+/// (fagpu-row-sum-mma) where nothing is asked. At e4m3 rates each score's
+/// exponential takes MUFU as long as its share of the two GEMMs takes the
+/// tensor cores (D = 128), and the FADD that sums it competes for the
+/// issue slots the exponentials leave; an m64n8 MMA per 32 keys frees them
+/// (712 FADD -> 44 in the D = 128 kernel's SASS) for 42 more wgmma. Off:
+/// on the H200 it ran 0.96-0.98x the FADD kernel at D = 128 and 0.98-1.02x
+/// causal (D 256 causal spills 8 bytes), two runs
+/// (bench/results/2026-12-03-e4m3-row-sum-mma.md).
+inline bool fp8RowSumMmaByDefault(int64_t headDim) {
+  (void)headDim;
+  return false;
+}
+
 /// The e4m3 sm_90a kernel's tiles: its Q and K tiles [B_r | B_c, D] are
 /// whole 128-byte rows of e4m3, so D is 128 or 256; P's k-steps are 32
 /// keys and V^T's rows [D, B_c] are cut into 32-, 64- or 128-byte

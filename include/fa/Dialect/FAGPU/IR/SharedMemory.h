@@ -37,6 +37,8 @@ struct SM90Layout {
   bool dynamicTiles = false;
   /// Bytes of a Q, K or V element: 2 (f16, bf16) or 1 (e4m3). O is 16-bit.
   int64_t elementBytes = 2;
+  /// e4m3 row sums by MMA: each consumer's 8 x B_c ones-column tile.
+  bool rowSumTiles = false;
 
   int64_t blockR() const { return consumers * kRowsPerConsumer; }
   int64_t qBytes() const { return blockR() * headDim * elementBytes; }
@@ -62,10 +64,21 @@ struct SM90Layout {
   /// The dynamic scheduler's tile index per Q buffer, after the barriers.
   int64_t tileSlotOffset() const { return barrierOffset() + barrierBytes(); }
   int64_t tileSlotBytes() const { return dynamicTiles ? 8 * qBuffers : 0; }
-  /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
-  int64_t sharedBytes() const {
-    return tileSlotOffset() + tileSlotBytes() + 1024;
+  /// The row-sum tile (fagpu.init_row_sum_tile): 8 rows of B_c e4m3 per
+  /// consumer (fagpu.tile_rows of it), after the tile slots, on a 1 KiB
+  /// boundary like every tile.
+  int64_t rowSumTileOffset() const {
+    return (tileSlotOffset() + tileSlotBytes() + 1023) / 1024 * 1024;
   }
+  int64_t rowSumTileBytes() const {
+    return rowSumTiles ? 8 * consumers * blockC : 0;
+  }
+  int64_t rowSumEnd() const {
+    return rowSumTiles ? rowSumTileOffset() + rowSumTileBytes()
+                       : tileSlotOffset() + tileSlotBytes();
+  }
+  /// Plus 1 KiB of slack to align the base to the 128-B swizzle atom.
+  int64_t sharedBytes() const { return rowSumEnd() + 1024; }
 };
 
 /// The head dim of an sm_90a kernel's tiles for an attention of `headDim`:
@@ -92,6 +105,7 @@ inline SM90Layout sm90Layout(int64_t headDim, const ScheduleFields &s,
   layout.stages = s.stages;
   layout.epilogue = s.epilogue;
   layout.dynamicTiles = s.scheduler == TileScheduler::Dynamic;
+  layout.rowSumTiles = s.rowSumMma;
   return layout;
 }
 

@@ -134,6 +134,24 @@ def FAGPUTmemAccumulators : Pass<"fagpu-tmem-accumulators", "func::FuncOp"> {
   }];
 }
 
+def FAGPURowSumMma : Pass<"fagpu-row-sum-mma", "func::FuncOp"> {
+  let summary = "e4m3: P's row sums on the tensor cores";
+  let description = [{
+    sm_90a e4m3 kernels: l, the running sum of P, is accumulated by an
+    m64n8k32 MMA of P (the registers the P V product reads) against a ones
+    column in shared memory, issued just before P V, instead of an FADD per
+    score. `mode=on` asks for it on every e4m3 kernel, `mode=auto` follows
+    the heuristics table (`fp8RowSumMmaByDefault`); 16-bit kernels are left
+    alone (their P is not e4m3), and so are split-KV kernels (refused: their
+    partial l is stored per chunk). Its tile (8 rows of B_c per consumer)
+    takes shared memory: run it before `fagpu-pipeline-kv`, which fits the
+    ring around it.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
+  ];
+}
+
 def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
   let summary = "O leaves through shared memory and a TMA store";
   let description = [{
