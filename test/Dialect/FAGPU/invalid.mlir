@@ -165,3 +165,12 @@ func.func @probs_scale_on_f16(%q: memref<1x1x64x128xf16>) {
 // The schedule's epilogue names one of the five.
 // expected-error @+1 {{expected registers, tma_store, tma_store_in_q, staged_copy or staged_copy_in_q for 'epilogue', got 'tma'}}
 #bad_epilogue = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = tma, q_in_registers = false>
+
+// -----
+
+func.func @bad_optional_bool(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{expected true or false for 'row_sum_mma'}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, row_sum_mma = maybe>}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}

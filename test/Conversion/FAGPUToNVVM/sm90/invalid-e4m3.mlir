@@ -16,3 +16,12 @@ func.func @tma_store(%q: memref<1x2x64x128xf8E4M3FN>, %k: memref<1x2x64x128xf8E4
   fagpu.attention %q, %k, %v descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) outs(%o) {probs_scale = 2.560000e+02 : f32, rescale_threshold = 0.000000e+00 : f32, scale = 0.0883883461 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = tma_store, q_in_registers = false>, target = #fagpu.target<sm_90a>} : memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xbf16>
   return
 }
+
+// -----
+
+// The row-sum tile is e4m3 ones against an e4m3 P: a 16-bit kernel has none.
+func.func @row_sums_f16(%q: memref<1x2x64x128xf16>) {
+  // expected-error @+1 {{cannot be lowered to sm_90a wgmma: row sums by MMA are for e4m3 kernels without split-KV (an e4m3 P against an e4m3 ones column)}}
+  fagpu.attention %q, %q, %q outs(%q) {scale = 0.0883883461 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, row_sum_mma = true>, target = #fagpu.target<sm_90a>} : memref<1x2x64x128xf16>, memref<1x2x64x128xf16>, memref<1x2x64x128xf16>, memref<1x2x64x128xf16>
+  return
+}
