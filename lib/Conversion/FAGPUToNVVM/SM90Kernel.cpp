@@ -86,9 +86,6 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   bool fp8 = false;
   bool pingPong = true;
   bool intraOverlap = true;
-  /// e4m3: P's row sums by an MMA against a ones column (rowSumTiles is
-  /// the layout's side of it).
-  bool rowSumMma = false;
   bool persistent = false;
   int64_t producerRegisters = 24;
   int64_t consumerRegisters = 240;
@@ -105,6 +102,9 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   int64_t keyColumns = 0, outputColumns = 0;
 
   int64_t threads() const { return 128 * (1 + consumers); }
+  /// e4m3: P's row sums by an MMA against the layout's ones-column tile
+  /// (the softmax step then skips them: SoftmaxConfig::noRowSum).
+  bool rowSumMma() const { return rowSumTiles; }
   int64_t columnBlocks() const { return headDim * elementBytes / 128; }
   std::string kernelName() const {
     return "fa3_sm90_d" + std::to_string(keyColumns) +
@@ -118,7 +118,7 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
-           (qBuffers == 2 ? "_q2" : "") + (rowSumMma ? "_rsmma" : "") +
+           (qBuffers == 2 ? "_q2" : "") + (rowSumMma() ? "_rsmma" : "") +
            epilogueSuffix() +
            (kvSplits ? "_splitkv" : "") +
            (consumers == 1 && ctasPerSM == 1 ? "_1cta" : "") +
@@ -277,7 +277,7 @@ private:
   RowState rescaleState(const RowState &state, const BlockStep &step) {
     RowState moved = state;
     moved.o = pin(rescale(state.o, step));
-    if (spec.rowSumMma)
+    if (spec.rowSumMma())
       moved.l = pin(rescale(state.l, step));
     return moved;
   }
@@ -287,14 +287,14 @@ private:
   /// the sums after P V and waiting for S_j alone measured slower,
   /// bench/results/2026-12-03-e4m3-row-sum-mma.md).
   void issueProducts(RowState &state, const BlockStep &step, Value vTile) {
-    if (spec.rowSumMma)
+    if (spec.rowSumMma())
       state.l = issueRowSums(step.p, state.l);
     state.o = issueValues(step.p, state.o, vTile);
   }
   /// After their mma_wait: O (and l) may be read.
   void pinProducts(RowState &state) {
     state.o = pin(state.o);
-    if (spec.rowSumMma)
+    if (spec.rowSumMma())
       state.l = pin(state.l);
   }
 
@@ -391,7 +391,7 @@ private:
     state.m = fagpu::SplatOp::create(
         b, loc, rowsType, cf(-std::numeric_limits<double>::infinity()));
     state.l = fagpu::SplatOp::create(
-        b, loc, spec.rowSumMma ? sumsType : rowsType, cf(0.0));
+        b, loc, spec.rowSumMma() ? sumsType : rowsType, cf(0.0));
     return state;
   }
   /// The first of the two rows (g and g + 8 of its warp's 16) the thread
@@ -503,15 +503,16 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
                                  Value keys, Value queries) {
   // Row sums by MMA: the step leaves l alone (no_row_sum); it is given a
   // zero l, whose alpha-scaled result nothing reads.
-  Value l = spec.rowSumMma ? fagpu::SplatOp::create(b, loc, rowsType, cf(0.0))
-                           : state.l;
+  Value l = spec.rowSumMma()
+                ? fagpu::SplatOp::create(b, loc, rowsType, cf(0.0))
+                : state.l;
   auto step = createSoftmaxStep(
       b, loc, spec, probsType, rowsType, s, state.m, l,
       mul(block, c32(spec.blockC)), row0, keys, effScale,
       diagonalShift(spec, keys, queries), Value(),
       masked);
   state.m = step.getNewM();
-  if (!spec.rowSumMma)
+  if (!spec.rowSumMma())
     state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};
 }
@@ -608,7 +609,7 @@ Value KernelBuilder::stagingRows(Value qBuffer) {
 void KernelBuilder::emitConsumer(Value consumerIndex) {
   consumer = consumerIndex;
   epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
-  if (spec.rowSumMma) {
+  if (spec.rowSumMma()) {
     // Each consumer's 8 rows of the row-sum tile, written once.
     MLIRContext *ctx = b.getContext();
     Type fp8 = Float8E4M3FNType::get(ctx);
@@ -779,7 +780,7 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
   }
   bool byTma = fagpu::storesOutputByTma(spec.epilogue);
   bool staged = fagpu::stagesOutput(spec.epilogue);
-  Value l = spec.rowSumMma
+  Value l = spec.rowSumMma()
                 ? fagpu::RowPartialsOp::create(b, loc, rowsType, state.l)
                 : state.l;
   auto store = fagpu::StoreOutputOp::create(
@@ -1439,8 +1440,7 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   if (s.rowSumMma && (!spec.fp8 || s.kvSplits))
     return fail("row sums by MMA are for e4m3 kernels without split-KV "
                 "(an e4m3 P against an e4m3 ones column)");
-  spec.rowSumMma = s.rowSumMma;
-  spec.noRowSum = s.rowSumMma;
+  spec.noRowSum = spec.rowSumMma();
   spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
   spec.inputs.pageSize = op.getPageSize();
   spec.inputs.varlen = static_cast<bool>(op.getCuSeqlensQ());

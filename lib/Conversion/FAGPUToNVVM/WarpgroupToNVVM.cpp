@@ -489,21 +489,23 @@ struct PassTurnLowering : OpConversionPattern<fagpu::PassTurnOp> {
 // Pipelines and shared-memory tiles
 //===----------------------------------------------------------------------===//
 
+/// The kernel's shared memory (`fa_smem`, which fagpu-build-kernels
+/// declares) as seen from `op`; null where the module has none.
+LLVM::GlobalOp sharedGlobal(Operation *op) {
+  return SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
+      op, StringAttr::get(op->getContext(), "fa_smem"));
+}
+/// Whether `op`'s module declares it: the patterns that address it fail to
+/// match without it rather than dereference a missing global.
+bool hasSharedMemory(Operation *op) {
+  return static_cast<bool>(sharedGlobal(op));
+}
+
 /// The dynamic shared memory of the kernel containing `op`: aligned to the
 /// 1 KiB swizzle atom for column-block tiles; row-major tiles (cp.async,
 /// ldmatrix) need only the 16 bytes the global is declared with.
-/// Whether `op`'s module declares the kernel's shared memory (`fa_smem`,
-/// which fagpu-build-kernels emits): the patterns that address it fail to
-/// match without it rather than dereference a missing global.
-bool hasSharedMemory(Operation *op) {
-  return static_cast<bool>(SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
-      op, StringAttr::get(op->getContext(), "fa_smem")));
-}
-
 Value sharedBase(OpEmitter &e, Operation *op, bool rowMajor = false) {
-  auto global =
-      SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
-          op, StringAttr::get(op->getContext(), "fa_smem"));
+  LLVM::GlobalOp global = sharedGlobal(op);
   if (rowMajor)
     return LLVM::AddressOfOp::create(e.builder(), op->getLoc(), global);
   return e.alignedSharedBase(global);
@@ -1239,6 +1241,13 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
   }
 };
 
+/// The thread's row (0 .. 2 R - 1, as in a rows fragment) that accumulator
+/// register `i` of a fragment with `perTile` registers a row tile lies in:
+/// register 4 i + e of row tile r is in its row g + 8 (e / 2).
+static int64_t accumulatorRow(int64_t i, int64_t perTile) {
+  return 2 * (i / perTile) + (i % 4) / 2;
+}
+
 /// The row-sum tile: each of the warpgroup's threads writes 16-byte pieces
 /// (row 0 of every k-step's 8-row atom is e4m3 ones, the rest zero), then
 /// the writes are fenced for the async proxy that wgmma reads through and
@@ -1298,8 +1307,7 @@ struct InitRowSumTileLowering
   }
 };
 
-/// Per row, the sum of the accumulator columns the thread holds: register
-/// 4 i + e is in row g + 8 (e / 2) of the row tile.
+/// Per row, the sum of the accumulator columns the thread holds.
 struct RowPartialsLowering : OpConversionPattern<fagpu::RowPartialsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1311,7 +1319,7 @@ struct RowPartialsLowering : OpConversionPattern<fagpu::RowPartialsOp> {
     int64_t perTile = acc.size() / rowTiles;
     SmallVector<Value> rows(2 * rowTiles);
     for (int64_t i = 0; i < int64_t(acc.size()); ++i) {
-      Value &row = rows[2 * (i / perTile) + (i % 4) / 2];
+      Value &row = rows[accumulatorRow(i, perTile)];
       row = row ? e.fadd(row, acc[i]) : acc[i];
     }
     rewriter.replaceOpWithMultiple(op, {rows});
@@ -1331,14 +1339,12 @@ struct RescaleLowering : OpConversionPattern<fagpu::RescaleOp> {
     Location loc = op.getLoc();
     OpEmitter e(rewriter, loc, rewriter.getF16Type());
     ValueRange o = adaptor.getO(), alpha = adaptor.getAlpha();
-    // Register 4 i + e of row tile r of the accumulator is in its row
-    // g + 8 (e / 2): alpha register 2 r + e / 2.
     size_t perTile =
         o.size() / cast<fagpu::FragmentType>(op.getO().getType()).getRowTiles();
     auto scaled = [&]() {
       SmallVector<Value> r;
       for (size_t i = 0; i < o.size(); ++i)
-        r.push_back(e.fmul(o[i], alpha[2 * (i / perTile) + (i % 4) / 2]));
+        r.push_back(e.fmul(o[i], alpha[accumulatorRow(i, perTile)]));
       return r;
     };
     if (!op.getMoved()) {
