@@ -86,6 +86,18 @@ inline bool fp8RowSumMmaByDefault(int64_t headDim) {
   return false;
 }
 
+/// How an e4m3 sm_90a kernel sums P's rows: an FADD per score, an MMA of
+/// their own against a ones column (fagpu-row-sum-mma{mode=on}), or as 8
+/// more columns of the P V MMA (`mode=pv`).
+enum class RowSums { Fadd, OwnMma, InValues };
+/// Whether P V's MMA can carry the row sums: N = D + 8 must not pass
+/// wgmma's largest N, 256.
+inline bool rowSumsFitInValues(int64_t headDim) { return headDim + 8 <= 256; }
+/// The default where nothing is asked (fagpu-row-sum-mma{mode=auto}).
+inline RowSums fp8RowSumsByDefault(int64_t headDim) {
+  return fp8RowSumMmaByDefault(headDim) ? RowSums::OwnMma : RowSums::Fadd;
+}
+
 /// The e4m3 sm_90a kernel's tiles: its Q and K tiles [B_r | B_c, D] are
 /// whole 128-byte rows of e4m3, so D is 128 or 256; P's k-steps are 32
 /// keys and V^T's rows [D, B_c] are cut into 32-, 64- or 128-byte
