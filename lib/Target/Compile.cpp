@@ -422,19 +422,16 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
     return emitError(loc) << "fa-compile: the sm_90a kernel must be 'wgmma' "
                              "or 'mma-sync', got '"
                           << options.sm90Kernel << "'";
-  if (options.rowSumMma != "on" && options.rowSumMma != "pv" &&
-      options.rowSumMma != "off" && options.rowSumMma != "auto")
-    return emitError(loc) << "fa-compile: --row-sum-mma must be on, pv, off "
-                             "or auto, got '"
+  if (options.rowSumMma != "on" && options.rowSumMma != "off" &&
+      options.rowSumMma != "auto")
+    return emitError(loc) << "fa-compile: --row-sum-mma must be on, off or "
+                             "auto, got '"
                           << options.rowSumMma << "'";
   // Asked for by name on a kernel whose P is not e4m3: refused, not
   // silently ignored (the pass leaves such kernels alone).
-  if ((options.rowSumMma == "on" || options.rowSumMma == "pv") &&
-      options.dtype != "e4m3")
-    return emitError(loc) << "fa-compile: --row-sum-mma "
-                          << options.rowSumMma
-                          << " sums an e4m3 P on the tensor cores: it needs "
-                             "--dtype e4m3";
+  if (options.rowSumMma == "on" && options.dtype != "e4m3")
+    return emitError(loc) << "fa-compile: --row-sum-mma on sums an e4m3 P "
+                             "on the tensor cores: it needs --dtype e4m3";
   // e4m3 ("e4m3" from the tools, f8E4M3FN from a module): refused with the
   // reason, never compiled as an f16 kernel.
   if (std::optional<StringRef> elt = mlirElementTypeName(options.dtype))

@@ -155,8 +155,7 @@ static cl::opt<bool>
 static cl::opt<std::string>
     rowSumMma(cl::cat(toolOptions), "row-sum-mma",
               cl::desc("wgmma e4m3: P's row sums by an MMA against a ones "
-                       "column (on), as 8 more columns of the P V MMA (pv), "
-                       "off, or auto: the heuristics table"),
+                       "column (on, off or auto: the heuristics table)"),
               cl::init("auto"));
 static cl::opt<std::string>
     epilogue(cl::cat(toolOptions), "epilogue",

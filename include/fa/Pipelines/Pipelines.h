@@ -150,7 +150,7 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       llvm::cl::init(true)};
   PassOptions::Option<std::string> rowSumMma{
       *this, "row-sum-mma",
-      llvm::cl::desc("e4m3: P's row sums by MMA (on, pv, off or auto)"),
+      llvm::cl::desc("e4m3: P's row sums by MMA (on, off or auto)"),
       llvm::cl::init("auto")};
   PassOptions::Option<std::string> persistent{
       *this, "persistent",

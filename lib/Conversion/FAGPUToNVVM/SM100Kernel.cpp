@@ -172,7 +172,7 @@ void KernelBuilder::emitLoads() {
   // parity 1.
   prefetchTensorMaps();
   fagpu::TmaLoadOp::create(b, loc, qMap, tile.qStart, queryMatrix(tile), qPipe,
-                           c32(0), 0, Value(), IntegerAttr());
+                           c32(0), 0, Value());
   OpBuilder::InsertionGuard guard(b);
   auto loop =
       scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
@@ -185,7 +185,7 @@ void KernelBuilder::emitLoads() {
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
     fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
                              keyValueMatrix(tile), kvPipe, stage, buffer,
-                             Value(), IntegerAttr());
+                             Value());
   }
 }
 

@@ -105,9 +105,6 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// e4m3: P's row sums by an MMA against the layout's ones-column tile
   /// (the softmax step then skips them: SoftmaxConfig::noRowSum).
   bool rowSumMma() const { return rowSumTiles; }
-  /// e4m3: P's row sums as columns D .. D + 7 of the P V MMA, against the
-  /// ones row each stage's V^T tile has under its D rows.
-  bool rowSumPv() const { return rowSumRows; }
   int64_t columnBlocks() const { return headDim * elementBytes / 128; }
   std::string kernelName() const {
     return "fa3_sm90_d" + std::to_string(keyColumns) +
@@ -121,7 +118,7 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
-           (qBuffers == 2 ? "_q2" : "") + (rowSumMma() ? "_rsmma" : "") + (rowSumPv() ? "_rspv" : "") +
+           (qBuffers == 2 ? "_q2" : "") + (rowSumMma() ? "_rsmma" : "") +
            epilogueSuffix() +
            (kvSplits ? "_splitkv" : "") +
            (consumers == 1 && ctasPerSM == 1 ? "_1cta" : "") +
@@ -185,11 +182,8 @@ public:
     Type input = spec.fp8 ? Type(Float8E4M3FNType::get(ctx)) : half;
     scoresType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.blockC},
                                           f32, FragmentLayout::Accumulator);
-    // With the row sums in P V, O's accumulator has their 8 columns after
-    // O's D (fagpu.fragment_columns splits them at the store).
-    outType = fagpu::FragmentType::get(
-        ctx, {kRowsPerConsumer, spec.headDim + (spec.rowSumPv() ? 8 : 0)}, f32,
-        FragmentLayout::Accumulator);
+    outType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.headDim},
+                                       f32, FragmentLayout::Accumulator);
     probsType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, spec.blockC},
                                          input, FragmentLayout::OperandA);
     rowsType = fagpu::FragmentType::get(ctx, {kRowsPerConsumer}, f32,
@@ -203,12 +197,12 @@ public:
         ctx, {kRowsPerConsumer, spec.headDim}, input, spec.blockR());
     kvTileType = fagpu::SharedTileType::get(ctx, {spec.blockC, spec.headDim},
                                             input, spec.blockC);
-    // e4m3: the V buffer holds a V^T tile [D, B_c] (as many bytes as K's;
-    // D + 8 rows with the row sums in P V), its rows of B_c keys in column
-    // blocks of the widest swizzle dividing them.
+    // e4m3: the V buffer holds a V^T tile [D, B_c] (as many bytes as K's),
+    // its rows of B_c keys in column blocks of the widest swizzle dividing
+    // them.
     valueTileType = spec.fp8 ? fagpu::SharedTileType::get(
-                                   ctx, {spec.valueTileRows(), spec.blockC},
-                                   input, spec.valueTileRows(),
+                                   ctx, {spec.headDim, spec.blockC}, input,
+                                   spec.headDim,
                                    fagpu::valueTileSwizzle(spec.blockC))
                              : kvTileType;
   }
@@ -507,10 +501,9 @@ private:
 BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
                                  Value block, Value effScale, Value row0,
                                  Value keys, Value queries) {
-  // Row sums by MMA (of their own, or in P V): the step leaves l alone
-  // (no_row_sum); it is given a zero l, whose alpha-scaled result nothing
-  // reads.
-  Value l = spec.noRowSum
+  // Row sums by MMA: the step leaves l alone (no_row_sum); it is given a
+  // zero l, whose alpha-scaled result nothing reads.
+  Value l = spec.rowSumMma()
                 ? fagpu::SplatOp::create(b, loc, rowsType, cf(0.0))
                 : state.l;
   auto step = createSoftmaxStep(
@@ -519,7 +512,7 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
       diagonalShift(spec, keys, queries), Value(),
       masked);
   state.m = step.getNewM();
-  if (!spec.noRowSum)
+  if (!spec.rowSumMma())
     state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};
 }
@@ -550,8 +543,7 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
   Value buffer = claimQBuffer(tileIndex, tile.id);
   fagpu::TmaLoadOp::create(b, loc, qMap, queryMapRow(tile, tile.qStart),
-                           queryMatrix(tile), qPipe, buffer, 0, Value(),
-                           IntegerAttr());
+                           queryMatrix(tile), qPipe, buffer, 0, Value());
   OpBuilder::InsertionGuard guard(b);
   auto loop =
       scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
@@ -595,17 +587,13 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   for (int64_t buffer : {kKey, kValue}) {
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
     if (spec.fp8 && buffer == kValue) {
-      // V^T [D, Nk_16]: all D rows, the block's keys as columns (with the
-      // row sums in P V, above the ones row of each column block).
-      fagpu::TmaLoadOp::create(
-          b, loc, vMap, c32(0), matrix, kvPipe, stage, buffer,
-          /*column=*/firstKey,
-          spec.rowSumPv() ? b.getI64IntegerAttr(spec.headDim) : IntegerAttr());
+      // V^T [D, Nk_16]: all D rows, the block's keys as columns.
+      fagpu::TmaLoadOp::create(b, loc, vMap, c32(0), matrix, kvPipe, stage,
+                               buffer, /*column=*/firstKey);
       continue;
     }
     fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
-                             matrix, kvPipe, stage, buffer, Value(),
-                             IntegerAttr());
+                             matrix, kvPipe, stage, buffer, Value());
   }
 }
 
@@ -792,23 +780,11 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
   }
   bool byTma = fagpu::storesOutputByTma(spec.epilogue);
   bool staged = fagpu::stagesOutput(spec.epilogue);
-  Value o = state.o, l = state.l;
-  if (spec.rowSumMma())
-    l = fagpu::RowPartialsOp::create(b, loc, rowsType, state.l);
-  if (spec.rowSumPv()) {
-    // O's D columns, and l from the row sums in column D.
-    MLIRContext *ctx = b.getContext();
-    auto columns = [&](int64_t first, int64_t count) {
-      auto type = fagpu::FragmentType::get(ctx, {kRowsPerConsumer, count}, f32,
-                                           fagpu::FragmentLayout::Accumulator);
-      return fagpu::FragmentColumnsOp::create(b, loc, type, state.o, first);
-    };
-    o = columns(0, spec.headDim);
-    l = fagpu::RowPartialsOp::create(b, loc, rowsType,
-                                     columns(spec.headDim, 8));
-  }
+  Value l = spec.rowSumMma()
+                ? fagpu::RowPartialsOp::create(b, loc, rowsType, state.l)
+                : state.l;
   auto store = fagpu::StoreOutputOp::create(
-      b, loc, o, state.m, l, row0, qMatrix, rowEnd,
+      b, loc, state.o, state.m, l, row0, qMatrix, rowEnd,
       byTma ? oMap : oPtr, half, stridedMaps ? hq : Value(),
       stridedMaps && !byTma ? ValueRange(oStrides) : ValueRange(),
       spec.writesLse ? lse : Value(), staged ? staging : Value(),
@@ -1258,22 +1234,6 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   if (spec.hasStagingTile())
     stagingTile = fagpu::SharedTileOp::create(b, loc, qTileType,
                                               spec.oStageOffset());
-  if (spec.rowSumPv()) {
-    // Row D of every stage's V^T tile is ones and D + 1 .. D + 7 zero,
-    // under each column block; the TMA never writes them. The whole CTA
-    // writes them once, before the barrier that ends the pipelines' init.
-    for (int64_t s = 0; s < spec.stages; ++s) {
-      Value vTile = kvTile(c32(s), kValue);
-      Value under = fagpu::TileRowsOp::create(
-          b, loc,
-          fagpu::SharedTileType::get(ctx, {8, spec.blockC},
-                                     valueTileType.getElementType(),
-                                     valueTileType.getBlockRows(),
-                                     valueTileType.getSwizzle()),
-          vTile, c32(spec.headDim / 8));
-      fagpu::InitRowSumTileOp::create(b, loc, under, Value());
-    }
-  }
   fagpu::InitPipelinesOp::create(b, loc, ValueRange{qPipe, kvPipe},
                                  warpArrivals);
 
@@ -1477,16 +1437,10 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
                 "partial O from registers (no persistent scheduler, no TMA "
                 "store)");
   spec.kvSplits = s.kvSplits;
-  if ((s.rowSumMma || s.rowSumPv) && (!spec.fp8 || s.kvSplits))
+  if (s.rowSumMma && (!spec.fp8 || s.kvSplits))
     return fail("row sums by MMA are for e4m3 kernels without split-KV "
                 "(an e4m3 P against an e4m3 ones column)");
-  if (s.rowSumPv && !fagpu::rowSumsFitInValues(spec.headDim))
-    return fail("the row sums in P V need D + 8 columns of one wgmma, at "
-                "most 256");
-  if (s.rowSumMma && s.rowSumPv)
-    return fail("P's row sums are summed once: by an MMA of their own "
-                "(row_sum_mma) or in P V (row_sum_pv), not both");
-  spec.noRowSum = spec.rowSumMma() || spec.rowSumPv();
+  spec.noRowSum = spec.rowSumMma();
   spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
   spec.inputs.pageSize = op.getPageSize();
   spec.inputs.varlen = static_cast<bool>(op.getCuSeqlensQ());

@@ -408,12 +408,13 @@ struct PipelineValues {
     int64_t first = (type.getBuffers() + buffer) * type.getStages();
     return barrier(e, e.add(e.c32(first), stage));
   }
-  /// Byte offset of buffer `buffer` of `stage`.
+  /// Byte offset of buffer `buffer` of `stage` (both buffers' tiles have
+  /// the same bytes).
   Value tile(OpEmitter &e, Value stage, int64_t buffer) const {
+    int64_t bytes = type.getTile().getBytes();
     Value offset =
-        e.add(tileOffset, e.mul(stage, e.c32(type.getStageBytes())));
-    return buffer ? e.add(offset, e.c32(type.getBufferOffset(buffer)))
-                  : offset;
+        e.add(tileOffset, e.mul(stage, e.c32(type.getBuffers() * bytes)));
+    return buffer ? e.add(offset, e.c32(buffer * bytes)) : offset;
   }
 };
 
@@ -586,23 +587,19 @@ struct PipelineAcquireLowering
 /// What every TMA load into a pipeline stage does around its boxes: one
 /// arrival on the stage's full barrier announcing the whole tile's bytes,
 /// then `issue(emitter, tileOffset, barrier, tile)` writes the boxes into
-/// the stage's buffer. `loadedRows` (default all) are the rows of each
-/// column block the boxes fill.
+/// the stage's buffer.
 template <typename Op, typename Adaptor>
 static LogicalResult lowerStageLoad(
     Op op, Adaptor adaptor, ConversionPatternRewriter &rewriter,
     llvm::function_ref<void(OpEmitter &, Value, Value, fagpu::SharedTileType)>
-        issue,
-    std::optional<int64_t> loadedRows = std::nullopt) {
+        issue) {
   PipelineValues p(op.getPipeline(), adaptor.getPipeline());
   fagpu::SharedTileType tile = p.type.getBufferTile(op.getBuffer());
   OpEmitter e(rewriter, op.getLoc(), elementOf(p.type), SoftmaxConfig(),
               tile.getCols());
   Value stage = adaptor.getStage().front();
   Value full = p.full(e, stage, op.getBuffer());
-  e.expectBytes(full, loadedRows ? tile.getBytes() / tile.getRows() *
-                                       *loadedRows
-                                 : tile.getBytes());
+  e.expectBytes(full, tile.getBytes());
   issue(e, p.tile(e, stage, op.getBuffer()), full, tile);
   rewriter.eraseOp(op);
   return success();
@@ -617,17 +614,15 @@ struct TmaLoadLowering : OpConversionPattern<fagpu::TmaLoadOp> {
         op, adaptor, rewriter,
         [&](OpEmitter &e, Value tileOffset, Value full,
             fagpu::SharedTileType tile) {
-          e.loadTile(adaptor.getMap().front(), tileOffset,
-                     op.getRows().value_or(tile.getRows()),
+          e.loadTile(adaptor.getMap().front(), tileOffset, tile.getRows(),
                      adaptor.getRow().front(),
                      llvm::to_vector(llvm::map_range(
                          adaptor.getMatrixCoords(),
                          [](ValueRange v) { return v.front(); })),
-                     full, /*firstRow=*/0, /*tileRows=*/tile.getRows(),
+                     full, /*firstRow=*/0, /*tileRows=*/0,
                      op.getColumn() ? adaptor.getColumn().front() : Value(),
                      tile.getSwizzle());
-        },
-        op.getRows());
+        });
   }
 };
 
@@ -1280,20 +1275,14 @@ struct InitRowSumTileLowering
     int64_t pieces = type.getCols() / swizzle * perBlock;
     constexpr uint32_t kFourOnes = 0x38383838; // e4m3 1.0 = 0x38
     auto vec = VectorType::get({4}, e.i32);
-    Value barrier = op.getBarrier() ? adaptor.getBarrier().front() : Value();
-    // The warpgroup's 128 threads, or without a barrier the whole CTA's.
-    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, e.i32);
-    Value threads = barrier
-                        ? e.c32(128)
-                        : NVVM::BlockDimXOp::create(rewriter, loc, e.i32);
-    if (barrier)
-      tid = e.remu(tid, e.c32(128));
-    auto pieceLoop =
-        scf::ForOp::create(rewriter, loc, tid, e.c32(pieces), threads);
-    {
+    Value tid = e.remu(NVVM::ThreadIdXOp::create(rewriter, loc, e.i32),
+                       e.c32(128));
+    for (int64_t first = 0; first < pieces; first += 128) {
+      Value piece = e.add(tid, e.c32(first));
+      auto inTile = scf::IfOp::create(
+          rewriter, loc, e.ult(piece, e.c32(pieces)), false);
       OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(pieceLoop.getBody());
-      Value piece = pieceLoop.getInductionVar();
+      rewriter.setInsertionPointToStart(inTile.thenBlock());
       Value chunk = e.remu(piece, e.c32(perBlock));
       Value byte =
           e.add(e.mul(e.divu(piece, e.c32(perBlock)),
@@ -1311,31 +1300,9 @@ struct InitRowSumTileLowering
     NVVM::FenceProxyOp::create(
         rewriter, loc, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    if (barrier)
-      NVVM::BarrierOp::create(rewriter, loc, Type(), barrier, e.c32(128),
-                              NVVM::BarrierReductionAttr(), Value());
+    NVVM::BarrierOp::create(rewriter, loc, Type(), adaptor.getBarrier().front(),
+                            e.c32(128), NVVM::BarrierReductionAttr(), Value());
     rewriter.eraseOp(op);
-    return success();
-  }
-};
-
-/// Accumulator register 4 n + e of a row tile is in n8 tile n: columns
-/// offset .. offset + N - 1 are registers offset / 2 .. of each row tile.
-struct FragmentColumnsLowering
-    : OpConversionPattern<fagpu::FragmentColumnsOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(fagpu::FragmentColumnsOp op, OneToNOpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ValueRange acc = adaptor.getAcc();
-    int64_t rowTiles = op.getAcc().getType().getRowTiles();
-    int64_t perTile = acc.size() / rowTiles;
-    int64_t first = op.getOffset() / 2, count = op.getResult().getType().getCols() / 2;
-    SmallVector<Value> regs;
-    for (int64_t r = 0; r < rowTiles; ++r)
-      regs.append(acc.begin() + r * perTile + first,
-                  acc.begin() + r * perTile + first + count);
-    rewriter.replaceOpWithMultiple(op, {regs});
     return success();
   }
 };
@@ -2423,7 +2390,6 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(
                CopyCommitLowering, CopyWaitLowering, MmaWaitLowering,
                PinLowering, SplatLowering, SoftmaxStepLowering, RescaleLowering,
                InitRowSumTileLowering, RowPartialsLowering,
-               FragmentColumnsLowering,
                StoreOutputLowering, MergeSplitsLowering, StoreWaitLowering,
                FetchTileLowering, PublishTileLowering, ReceiveTileLowering,
                TcgenRolesLowering, CreateBarriersLowering, InitBarriersLowering,

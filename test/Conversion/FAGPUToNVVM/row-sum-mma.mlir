@@ -15,9 +15,8 @@
 // ones (0x38383838), the rest zero; then the fence for the async proxy and
 // the warpgroup's barrier.
 // CHECK-LABEL: llvm.func @init_tile
-// CHECK-NOT: ntid
-// CHECK: %[[TID:.*]] = arith.remui %{{.*}}, %c128_i32
-// CHECK: scf.for %[[PIECE:.*]] = %[[TID]] to %c112_i32 step %c128_i32
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[PIECE:.*]], %c112_i32
+// CHECK: scf.if %[[IN]]
 // CHECK: %[[CHUNK:.*]] = arith.remui %[[PIECE]], %c16_i32
 // CHECK: %[[BLOCK:.*]] = arith.divui %[[PIECE]], %c16_i32
 // CHECK: arith.muli %[[BLOCK]], %c512_i32

@@ -64,7 +64,6 @@ ScheduleFields mlir::fagpu::fieldsOf(ScheduleAttr s) {
   f.kvSplits = s.getKvSplits();
   f.tmemColumns = s.getTmemColumns();
   f.rowSumMma = s.getRowSumMma();
-  f.rowSumPv = s.getRowSumPv();
   return f;
 }
 
@@ -75,7 +74,7 @@ ScheduleAttr mlir::fagpu::scheduleOf(MLIRContext *context,
                            f.consumerRegisters, f.stages, f.pingPong,
                            f.overlapSoftmax, f.scheduler, f.qBuffers,
                            f.epilogue, f.qInRegisters, f.kvSplits,
-                           f.tmemColumns, f.rowSumMma, f.rowSumPv);
+                           f.tmemColumns, f.rowSumMma);
 }
 
 ScheduleAttr
@@ -120,7 +119,6 @@ const FieldInfo kFields[] = {
     FAGPU_OPTIONAL_FIELD("kv_splits", Int, kvSplits),
     FAGPU_OPTIONAL_FIELD("tmem_columns", Int, tmemColumns),
     FAGPU_OPTIONAL_FIELD("row_sum_mma", Bool, rowSumMma),
-    FAGPU_OPTIONAL_FIELD("row_sum_pv", Bool, rowSumPv),
 };
 #undef FAGPU_FIELD
 #undef FAGPU_OPTIONAL_FIELD

@@ -313,18 +313,16 @@ PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (tile.getBlockRows() != tile.getRows())
     return emitError() << "a pipeline holds whole tiles";
   if (second) {
-    // Buffer 1 starts right after buffer 0, so buffer 0 must end on the
-    // 1 KiB the next tile's swizzle atom starts on; a larger buffer 1 pads
-    // the stage (getStageBytes).
+    // Both buffers of a stage hold the same bytes: the stage stride stays
+    // buffers * bytes.
     if (buffers != 2 || second == tile)
       return emitError() << "a second tile type is buffer 1's, of a pipeline "
                             "of 2 buffers, and differs from buffer 0's";
     if (second.getElementType() != tile.getElementType() ||
-        second.getBytes() < tile.getBytes() || tile.getBytes() % 1024 ||
-        second.isRowMajor() || second.getBlockRows() != second.getRows())
+        second.getBytes() != tile.getBytes() || second.isRowMajor() ||
+        second.getBlockRows() != second.getRows())
       return emitError() << "buffer 1's tile must be whole, of buffer 0's "
-                            "element type and at least its bytes, after a "
-                            "buffer 0 of whole KiB, got "
+                            "element type and bytes, got "
                          << second << " beside " << tile;
   }
   return success();

@@ -307,25 +307,6 @@ LogicalResult InitRowSumTileOp::verify() {
   return success();
 }
 
-LogicalResult FragmentColumnsOp::verify() {
-  FragmentType acc = getAcc().getType(), result = getResult().getType();
-  auto isAccumulator = [](FragmentType t) {
-    return t.getLayout() == FragmentLayout::Accumulator &&
-           t.getShape().size() == 2;
-  };
-  if (!isAccumulator(acc) || !isAccumulator(result) ||
-      result.getShape()[0] != acc.getShape()[0] ||
-      result.getElementType() != acc.getElementType())
-    return emitOpError("expected accumulators of the same rows and element "
-                       "type");
-  int64_t offset = getOffset(), cols = result.getCols();
-  if (offset < 0 || offset % 8 || cols % 8 || offset + cols > acc.getCols())
-    return emitOpError("expected whole n8 tiles of the source: columns ")
-           << offset << " .. " << offset + cols - 1 << " of "
-           << acc.getCols();
-  return success();
-}
-
 LogicalResult RowPartialsOp::verify() {
   FragmentType acc = getAcc().getType(), rows = getResult().getType();
   if (acc.getLayout() != FragmentLayout::Accumulator ||

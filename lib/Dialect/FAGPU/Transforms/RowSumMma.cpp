@@ -6,9 +6,7 @@
 // takes an issue slot beside them. The row sums of P are a product too:
 // P times a column of ones. This pass moves l onto the tensor cores, an
 // m64n8k32 MMA per 32 keys from the registers P V already reads, which
-// costs 8 / D of the P V product. `mode=pv` folds those 8 columns into the
-// P V MMA itself (m64n(D+8)): a ones row under each column block of V^T
-// gives column D of O's accumulator the row sums, with no MMA more.
+// costs 8 / D of the P V product.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,32 +28,22 @@ namespace {
 struct RowSumMmaPass : fagpu::impl::FAGPURowSumMmaBase<RowSumMmaPass> {
   using Base::Base;
   void runOnOperation() override {
-    bool inValues = mode == "pv";
-    std::optional<std::optional<bool>> asked =
-        inValues ? std::optional<std::optional<bool>>(true) : parseMode(mode);
+    std::optional<std::optional<bool>> asked = parseMode(mode);
     if (!asked) {
       getOperation().emitError()
-          << "fagpu-row-sum-mma: mode must be on, pv, off or auto, got '"
-          << mode << "'";
+          << "fagpu-row-sum-mma: mode must be on, off or auto, got '" << mode
+          << "'";
       return signalPassFailure();
     }
     auto update = [&](AttentionOp op, ScheduleFields &f)
         -> std::optional<std::string> {
       if (!op.isFP8())
         return std::nullopt;
-      RowSums sums = *asked ? (**asked ? (inValues ? RowSums::InValues
-                                                   : RowSums::OwnMma)
-                                       : RowSums::Fadd)
-                            : fp8RowSumsByDefault(op.getHeadDim());
-      if (sums != RowSums::Fadd && f.kvSplits)
+      bool on = asked->value_or(fp8RowSumMmaByDefault(op.getHeadDim()));
+      if (on && f.kvSplits)
         return std::string("a split-KV kernel stores each chunk's l; its "
                            "row sums stay FADDs");
-      if (sums == RowSums::InValues && !rowSumsFitInValues(op.getHeadDim()))
-        return std::string("the row sums in P V need D + 8 columns of one "
-                           "wgmma, at most 256: D = ") +
-               std::to_string(op.getHeadDim()) + " takes mode=on";
-      f.rowSumMma = sums == RowSums::OwnMma;
-      f.rowSumPv = sums == RowSums::InValues;
+      f.rowSumMma = on;
       return std::nullopt;
     };
     if (failed(updateSchedules(getOperation(), Target::sm_90a,

@@ -41,9 +41,6 @@ struct ScheduleFields {
   /// sm_90a e4m3: P's row sums by an MMA against a ones column rather
   /// than an FADD per score (fagpu-row-sum-mma).
   bool rowSumMma = false;
-  /// sm_90a e4m3: P's row sums as 8 more columns of the P V MMA itself, a
-  /// ones row under each column block of V^T (fagpu-row-sum-mma{mode=pv}).
-  bool rowSumPv = false;
 };
 } // namespace mlir::fagpu
 

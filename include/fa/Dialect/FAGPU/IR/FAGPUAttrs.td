@@ -59,7 +59,6 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     | `q_in_registers` | sm_80: Q fragments kept in registers | `fa-map-to-gpu` |
     | `tmem_columns` | sm_100a: tensor-memory columns allocated for the accumulators, two S/P buffers of `block_c` columns then O (printed only when set) | `fagpu-tmem-accumulators` |
     | `row_sum_mma` | e4m3: P's row sums on the tensor cores, an m64n8 MMA of P against a ones column per k-step instead of an FADD per score (printed only when set) | `fagpu-row-sum-mma` |
-    | `row_sum_pv` | e4m3: P's row sums as columns D .. D + 7 of the P V MMA (m64n(D+8)), the V^T tile of each stage carrying a ones row under each column block; no FADD per score and no MMA more (printed only when set) | `fagpu-row-sum-mma{mode=pv}` |
     | `kv_splits` | split-KV: K/V chunks per tile of the IR launch, each CTA one chunk, the last to finish merging (printed only when set; the kernel takes the count as a parameter) | `fa-map-to-gpu` (from `fa-split-kv`'s nest) |
 
     ```mlir
@@ -77,7 +76,7 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     "int64_t":$consumerRegisters, "int64_t":$stages, "bool":$pingPong,
     "bool":$overlapSoftmax, "TileScheduler":$scheduler, "int64_t":$qBuffers,
     "Epilogue":$epilogue, "bool":$qInRegisters, "int64_t":$kvSplits,
-    "int64_t":$tmemColumns, "bool":$rowSumMma, "bool":$rowSumPv);
+    "int64_t":$tmemColumns, "bool":$rowSumMma);
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     /// Whether the kernel has producer and consumer warp roles.

@@ -158,19 +158,14 @@ def FAGPU_PipelineType : FAGPU_Type<"Pipeline", "pipeline"> {
     A `fill_once` pipeline has full barriers only: its buffers are loaded
     once per CTA and never given back (sm_100a's Q, one tile per CTA), so
     `fagpu.pipeline_acquire` and `fagpu.pipeline_release` do not apply.
-    A second tile type gives buffer 1 its own (of the same element type):
-    the e4m3 kernel's V^T tile [D, B_c] beside its K tile [B_c, D], or with
-    the row sums in the P V MMA (fagpu-row-sum-mma's `pv` mode) the V^T
-    tile with 8 rows more under each column block, [D + 8, B_c]. A stage
-    then holds buffer 0's bytes, buffer 1's, and padding to the next 1 KiB
-    (the 128-byte swizzle atom every tile starts on).
+    A second tile type gives buffer 1 its own (of the same element type and
+    bytes): the e4m3 kernel's V^T tile [D, B_c] beside its K tile [B_c, D].
 
     ```mlir
     !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf16>
     !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
     !fagpu.pipeline<stages = 1, buffers = 1, 128x128xf16, fill_once>
     !fagpu.pipeline<stages = 3, buffers = 2, 256x128xf8E4M3FN, 128x256xf8E4M3FN>
-    !fagpu.pipeline<stages = 2, buffers = 2, 224x128xf8E4M3FN, 136x224xf8E4M3FN, swizzle = 32>
     ```
   }];
   let parameters = (ins "int64_t":$stages, "int64_t":$buffers,
@@ -194,18 +189,6 @@ def FAGPU_PipelineType : FAGPU_Type<"Pipeline", "pipeline"> {
     /// The tile type of buffer `buffer` of every stage.
     SharedTileType getBufferTile(int64_t buffer) const {
       return buffer == 1 && getSecondTile() ? getSecondTile() : getTile();
-    }
-    /// Bytes from one stage to the next: the buffers' tiles, rounded up to
-    /// 1 KiB where buffer 1 has a tile type of its own.
-    int64_t getStageBytes() const {
-      if (!getSecondTile())
-        return getBuffers() * getTile().getBytes();
-      int64_t bytes = getTile().getBytes() + getSecondTile().getBytes();
-      return (bytes + 1023) / 1024 * 1024;
-    }
-    /// Where buffer `buffer` starts in its stage.
-    int64_t getBufferOffset(int64_t buffer) const {
-      return buffer * getTile().getBytes();
     }
   }];
 }

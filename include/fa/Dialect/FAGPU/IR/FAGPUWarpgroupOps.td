@@ -183,15 +183,12 @@ def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load",
     * `[%row, %matrix]`: a rank-3 map over contiguous [B * H, N, D].
     With `column %c` the boxes start at column `%c` instead of 0: an e4m3
     V^T tile ([Dv, keys], rows the head dim) starts at its block's first
-    key. With `rows = R` the boxes fill the first R rows of each column
-    block and the barrier expects their bytes only: the rest of the tile
-    is not the tensor's (the ones row under V^T of fagpu-row-sum-mma's `pv`
-    mode, written once per CTA).
+    key.
   }];
   let arguments = (ins LLVM_AnyPointer:$map, I32:$row,
                        Variadic<I32>:$matrix_coords,
                        FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer,
-                       Optional<I32>:$column, OptionalAttr<I64Attr>:$rows);
+                       Optional<I32>:$column);
   let assemblyFormat = [{
     $map `[` $row `,` $matrix_coords `]` (`column` $column^)? `into` $pipeline
     `[` $stage `]` `buffer` $buffer attr-dict `:` type($map) `,` type($pipeline)
@@ -203,14 +200,6 @@ def FAGPU_TmaLoadOp : FAGPU_PipelineStageOp<"tma_load",
         return emitOpError("expected the matrix (rank-3 map) or head and "
                            "batch (rank-4 map) after the row, got ")
                << getMatrixCoords().size() << " coordinates";
-      if (std::optional<int64_t> rows = getRows()) {
-        int64_t tileRows = ::llvm::cast<PipelineType>(getPipeline().getType())
-                               .getBufferTile(getBuffer()).getRows();
-        if (*rows <= 0 || *rows % 8 || *rows > tileRows)
-          return emitOpError("rows must be a positive multiple of 8 (whole "
-                             "swizzle atoms) up to the tile's ")
-                 << tileRows << ", got " << *rows;
-      }
     }] # barrierVerifier # stageVerifier # [{ }
   }];
 }
@@ -631,11 +620,6 @@ def FAGPU_InitRowSumTileOp : FAGPU_Op<"init_row_sum_tile"> {
     The warpgroup's threads write the tile, fence the writes for the
     async proxy (wgmma reads shared memory through it) and meet at named
     barrier `%barrier` (128 threads) before any of them issues an MMA on it.
-    Without `barrier` every thread of the CTA writes its share (piece
-    `%tid.x`, `%tid.x + %ntid.x`, ...) and fences it; the CTA barrier that
-    follows (`fagpu.init_pipelines`') orders the writes before the MMAs.
-    That is the form for the rows under a ring stage's V^T tile
-    (fagpu-row-sum-mma's `pv` mode), which every consumer reads.
 
     ```mlir
     %ones = fagpu.tile_rows %sums[%consumer]
@@ -643,18 +627,10 @@ def FAGPU_InitRowSumTileOp : FAGPU_Op<"init_row_sum_tile"> {
        -> !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 16, swizzle = 32>
     fagpu.init_row_sum_tile %ones barrier %b
         : !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 16, swizzle = 32>
-    // Rows 128 .. 135 of a stage's [136, 224] V^T tile, before the CTA
-    // barrier.
-    %under = fagpu.tile_rows %vt[%c16]
-        : !fagpu.smem_tile<136x224xf8E4M3FN, swizzle = 32>
-       -> !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 136, swizzle = 32>
-    fagpu.init_row_sum_tile %under
-        : !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 136, swizzle = 32>
     ```
   }];
-  let arguments = (ins FAGPU_SharedTile:$tile, Optional<I32>:$barrier);
-  let assemblyFormat =
-      "$tile (`barrier` $barrier^)? attr-dict `:` type($tile)";
+  let arguments = (ins FAGPU_SharedTile:$tile, I32:$barrier);
+  let assemblyFormat = "$tile `barrier` $barrier attr-dict `:` type($tile)";
   let hasVerifier = 1;
 }
 
@@ -676,35 +652,6 @@ def FAGPU_RowPartialsOp : FAGPU_Op<"row_partials", [Pure]> {
   let arguments = (ins FAGPU_Fragment:$acc);
   let results = (outs FAGPU_Fragment:$result);
   let assemblyFormat = "$acc attr-dict `:` type($acc) `->` type($result)";
-  let hasVerifier = 1;
-}
-
-def FAGPU_FragmentColumnsOp : FAGPU_Op<"fragment_columns", [Pure]> {
-  let summary = "columns c .. c + N - 1 of an accumulator fragment";
-  let description = [{
-    The registers of `%acc` that hold columns `offset` .. `offset` + N - 1
-    (N the result's columns, both multiples of 8): accumulator register
-    4 n + e of each row tile is in n8 tile n, so the result is whole groups
-    of four registers and costs no instruction. With the row sums in the
-    P V MMA (fagpu-row-sum-mma's `pv` mode) the e4m3 kernel's
-    m64n(D + 8) accumulator is O in columns 0 .. D - 1 and P's row sums in
-    column D (the ones row under V^T; D + 1 .. D + 7 are zero), which
-    `fagpu.row_partials` turns into l.
-
-    ```mlir
-    %o = fagpu.fragment_columns %acc[0]
-        : !fagpu.fragment<64x136xf32, accumulator>
-       -> !fagpu.fragment<64x128xf32, accumulator>
-    %sums = fagpu.fragment_columns %acc[128]
-        : !fagpu.fragment<64x136xf32, accumulator>
-       -> !fagpu.fragment<64x8xf32, accumulator>
-    ```
-  }];
-  let arguments = (ins FAGPU_Fragment:$acc, I64Attr:$offset);
-  let results = (outs FAGPU_Fragment:$result);
-  let assemblyFormat = [{
-    $acc `[` $offset `]` attr-dict `:` type($acc) `->` type($result)
-  }];
   let hasVerifier = 1;
 }
 

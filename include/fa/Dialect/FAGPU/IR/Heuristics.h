@@ -80,22 +80,12 @@ inline int64_t fp8DefaultBlockC(int64_t headDim) {
 /// (712 FADD -> 44 in the D = 128 kernel's SASS) for 42 more wgmma. Off:
 /// on the H200 it ran 0.96-0.98x the FADD kernel at D = 128 and 0.98-1.02x
 /// causal (D 256 causal spills 8 bytes), two runs
-/// (bench/results/2026-12-03-e4m3-row-sum-mma.md).
+/// (bench/results/2026-12-03-e4m3-row-sum-mma.md). The sums as 8 more
+/// columns of P V itself (m64n136) ran 0.96-0.98x and lost the LSE to the
+/// e4m3 accumulator (bench/results/2026-12-04-e4m3-row-sums-in-pv.md).
 inline bool fp8RowSumMmaByDefault(int64_t headDim) {
   (void)headDim;
   return false;
-}
-
-/// How an e4m3 sm_90a kernel sums P's rows: an FADD per score, an MMA of
-/// their own against a ones column (fagpu-row-sum-mma{mode=on}), or as 8
-/// more columns of the P V MMA (`mode=pv`).
-enum class RowSums { Fadd, OwnMma, InValues };
-/// Whether P V's MMA can carry the row sums: N = D + 8 must not pass
-/// wgmma's largest N, 256.
-inline bool rowSumsFitInValues(int64_t headDim) { return headDim + 8 <= 256; }
-/// The default where nothing is asked (fagpu-row-sum-mma{mode=auto}).
-inline RowSums fp8RowSumsByDefault(int64_t headDim) {
-  return fp8RowSumMmaByDefault(headDim) ? RowSums::OwnMma : RowSums::Fadd;
 }
 
 /// The e4m3 sm_90a kernel's tiles: its Q and K tiles [B_r | B_c, D] are

@@ -39,27 +39,12 @@ struct SM90Layout {
   int64_t elementBytes = 2;
   /// e4m3 row sums by MMA: each consumer's 8 x B_c ones-column tile.
   bool rowSumTiles = false;
-  /// e4m3 row sums in the P V MMA: each stage's V^T tile has 8 rows more
-  /// under each column block (row D all ones, D + 1 .. D + 7 zero).
-  bool rowSumRows = false;
 
   int64_t blockR() const { return consumers * kRowsPerConsumer; }
   int64_t qBytes() const { return blockR() * headDim * elementBytes; }
   int64_t kvTileBytes() const { return blockC * headDim * elementBytes; }
-  /// Rows of the V buffer's tile: D (K-major V^T for e4m3: D rows of B_c
-  /// keys), 8 more with the row sums in the P V MMA.
-  int64_t valueTileRows() const { return headDim + (rowSumRows ? 8 : 0); }
-  int64_t valueTileBytes() const {
-    return rowSumRows ? valueTileRows() * blockC * elementBytes
-                      : kvTileBytes();
-  }
-  /// A stage: the K tile, the V tile, padded to the 1 KiB every tile's
-  /// swizzle atom starts on (!fagpu.pipeline's stage bytes).
-  int64_t stageBytes() const {
-    return (kvTileBytes() + valueTileBytes() + 1023) / 1024 * 1024;
-  }
   int64_t kOffset(int64_t stage) const {
-    return qBuffers * qBytes() + stage * stageBytes();
+    return qBuffers * qBytes() + stage * 2 * kvTileBytes();
   }
   int64_t vOffset(int64_t stage) const {
     return kOffset(stage) + kvTileBytes();
@@ -121,7 +106,6 @@ inline SM90Layout sm90Layout(int64_t headDim, const ScheduleFields &s,
   layout.epilogue = s.epilogue;
   layout.dynamicTiles = s.scheduler == TileScheduler::Dynamic;
   layout.rowSumTiles = s.rowSumMma;
-  layout.rowSumRows = s.rowSumPv;
   return layout;
 }
 

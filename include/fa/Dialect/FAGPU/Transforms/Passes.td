@@ -145,15 +145,10 @@ def FAGPURowSumMma : Pass<"fagpu-row-sum-mma", "func::FuncOp"> {
     alone (their P is not e4m3), and so are split-KV kernels (refused: their
     partial l is stored per chunk). Its tile (8 rows of B_c per consumer)
     takes shared memory: run it before `fagpu-pipeline-kv`, which fits the
-    ring around it. `mode=pv` instead sums P in the P V MMA itself: each
-    stage's V^T tile gets 8 rows under its D (a ones row and 7 zero rows
-    per column block, written once per CTA and never loaded), so the
-    m64n(D + 8) product leaves the row sums in column D of O's accumulator
-    (`row_sum_pv`): no FADD per score and no MMA more, for 8 / D more P V
-    work and 8 B_c bytes of shared memory per stage.
+    ring around it.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", "\"auto\"", "on, pv, off or auto">,
+    Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
   ];
 }
 
