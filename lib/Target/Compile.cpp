@@ -432,6 +432,9 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.rowSumMma == "on" && options.dtype != "e4m3")
     return emitError(loc) << "fa-compile: --row-sum-mma on sums an e4m3 P "
                              "on the tensor cores: it needs --dtype e4m3";
+  if (options.rowSumMma == "on" && options.lse)
+    return emitError(loc) << "fa-compile: --row-sum-mma on needs --no-lse: "
+                          << fagpu::kRowSumMmaLseWhy;
   // e4m3 ("e4m3" from the tools, f8E4M3FN from a module): refused with the
   // reason, never compiled as an f16 kernel.
   if (std::optional<StringRef> elt = mlirElementTypeName(options.dtype))

@@ -514,6 +514,7 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
   state.m = step.getNewM();
   if (!spec.rowSumMma())
     state.l = step.getNewL();
+
   return {step.getP(), step.getAlpha(), step.getMoved()};
 }
 
@@ -1440,6 +1441,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   if (s.rowSumMma && (!spec.fp8 || s.kvSplits))
     return fail("row sums by MMA are for e4m3 kernels without split-KV "
                 "(an e4m3 P against an e4m3 ones column)");
+  if (s.rowSumMma && spec.writesLse)
+    return fail(fagpu::kRowSumMmaLseWhy);
   spec.noRowSum = spec.rowSumMma();
   spec.inputs.keyLengths = static_cast<bool>(op.getKvLengths());
   spec.inputs.pageSize = op.getPageSize();

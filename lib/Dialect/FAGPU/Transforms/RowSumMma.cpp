@@ -43,6 +43,8 @@ struct RowSumMmaPass : fagpu::impl::FAGPURowSumMmaBase<RowSumMmaPass> {
       if (on && f.kvSplits)
         return std::string("a split-KV kernel stores each chunk's l; its "
                            "row sums stay FADDs");
+      if (on && op.getLse())
+        return std::string(kRowSumMmaLseWhy);
       f.rowSumMma = on;
       return std::nullopt;
     };

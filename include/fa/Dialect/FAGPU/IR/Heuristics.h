@@ -88,6 +88,17 @@ inline bool fp8RowSumMmaByDefault(int64_t headDim) {
   return false;
 }
 
+/// Why row sums by MMA take attentions without an LSE only: the MMA sums
+/// P as e4m3 (rounded, 2^-4 relative), so O / l is consistent but
+/// m + log l is the log-sum-exp of the rounded weights: on the H200 it was
+/// 1.2e-2 to 5.7e-2 off the attention's (growing with Nk), against
+/// fp8.py check's 1e-2; O passed
+/// (bench/results/2026-12-04-e4m3-row-sums-in-pv.md).
+inline constexpr const char *kRowSumMmaLseWhy =
+    "row sums by MMA add up the e4m3-rounded P: their log-sum-exp is off "
+    "the attention's by up to 6e-2, so they are for attentions without an "
+    "LSE";
+
 /// The e4m3 sm_90a kernel's tiles: its Q and K tiles [B_r | B_c, D] are
 /// whole 128-byte rows of e4m3, so D is 128 or 256; P's k-steps are 32
 /// keys and V^T's rows [D, B_c] are cut into 32-, 64- or 128-byte
