@@ -335,15 +335,22 @@ def variants(folder, f16_folder=None, shape=(1, 16, 16384), rounds=3):
         scale = 1 / math.sqrt(d)
         causal = kernel.meta["causal"]
         q, k, v = inputs(2, 8, 2, 333, 333, d, seed=5)
-        out, _, (qf, kf, vf) = run(kernel, q, k, v, scale)
+        out, lse, (qf, kf, vf) = run(kernel, q, k, v, scale)
         mask = masks(kernel.meta, 333, 333)
-        ref, _ = exact(qf, kf, vf, scale, causal, **mask)
+        ref, ref_lse = exact(qf, kf, vf, scale, causal, **mask)
         emu = emulate(qf, kf, vf, scale, causal,
                           block=kernel.meta.get("block_c", 128), **mask)
         err = (out.double() - ref).abs().max().item()
         base = (emu.double() - ref).abs().max().item()
+        # The LSE too, as check() judges it: an A/B that changes l (row
+        # sums on the tensor cores, 2026-12-04) can keep O and lose the LSE.
+        seen = torch.isfinite(ref_lse)
+        lse_err = ((lse.double() - ref_lse)[seen].abs().max().item()
+                   if lse is not None else 0.0)
+        ok = err <= 2 * base + 1e-3 and lse_err <= 1e-2
         print(f"{name}: max_err={err:.2e} emulation={base:.2e} "
-              f"{'ok' if err <= 2 * base + 1e-3 else 'FAIL'}")
+              f"lse_err={lse_err:.2e} {'ok' if ok else 'FAIL'}"
+              f"{'' if lse is not None else ' (no LSE)'}")
     b, h, n = shape
     data = {}
     for d in sorted({k.meta["head_dim"] for k in kernels.values()}):
