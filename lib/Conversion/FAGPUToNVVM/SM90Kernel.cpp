@@ -514,7 +514,6 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
   state.m = step.getNewM();
   if (!spec.rowSumMma())
     state.l = step.getNewL();
-
   return {step.getP(), step.getAlpha(), step.getMoved()};
 }
 

@@ -89,11 +89,11 @@ inline bool fp8RowSumMmaByDefault(int64_t headDim) {
 }
 
 /// Why row sums by MMA take attentions without an LSE only: the MMA sums
-/// P as e4m3 (rounded, 2^-4 relative), so O / l is consistent but
-/// m + log l is the log-sum-exp of the rounded weights: on the H200 it was
-/// 1.2e-2 to 5.7e-2 off the attention's (growing with Nk), against
-/// fp8.py check's 1e-2; O passed
-/// (bench/results/2026-12-04-e4m3-row-sums-in-pv.md).
+/// P as e4m3 (rounded, 2^-4 relative) in the e4m3 accumulator, so O / l is
+/// consistent but m + log l is not the attention's log-sum-exp: on the
+/// H200 this option's was 1.3e-2 to 2.8e-2 off it (fp8.py check 4/24, O
+/// passing everywhere) and the P V fold's up to 5.7e-2, against the
+/// check's 1e-2 (bench/results/2026-12-04-e4m3-row-sums-in-pv.md).
 inline constexpr const char *kRowSumMmaLseWhy =
     "row sums by MMA add up the e4m3-rounded P: their log-sum-exp is off "
     "the attention's by up to 6e-2, so they are for attentions without an "

@@ -145,9 +145,9 @@ def FAGPURowSumMma : Pass<"fagpu-row-sum-mma", "func::FuncOp"> {
     alone (their P is not e4m3), and so are split-KV kernels (refused: their
     partial l is stored per chunk) and attentions that write an LSE
     (refused: the MMA sums the e4m3-rounded P, whose log-sum-exp was up to
-    6e-2 off the attention's on the H200). Its tile (8 rows of B_c per consumer)
-    takes shared memory: run it before `fagpu-pipeline-kv`, which fits the
-    ring around it.
+    3e-2 off the attention's on the H200). Its tile (8 rows of B_c per
+    consumer) takes shared memory: run it before `fagpu-pipeline-kv`, which
+    fits the ring around it.
   }];
   let options = [
     Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
