@@ -710,7 +710,12 @@ int validate(const Metadata &m) {
       "Nq", "Nk", "Hq",              "Hkv", "scale_log2"};
   if (m.tileGrid)
     expected.push_back("B");
-  if (m.strided() && !m.tmaBoxRowsO)
+  // A varlen kernel's O map stores whole blocks; its threads copy a
+  // sequence's last, partial block to o_rows (fagpu::kernelParams).
+  bool copiesPartialBlocks = m.strided() && m.tmaBoxRowsO && m.varlen;
+  if (copiesPartialBlocks)
+    expected.push_back("o_rows");
+  if (m.strided() && (!m.tmaBoxRowsO || copiesPartialBlocks))
     for (const char *name : {"o_stride_b", "o_stride_h", "o_stride_n"})
       expected.push_back(name);
   if (fp8)
@@ -754,7 +759,8 @@ int validate(const Metadata &m) {
                             "match this runtime's (q, k, ") +
                 (fp8 ? "v_t" : "v") + ", o, lse, Nq, Nk, Hq, Hkv, scale_log2" +
                 (m.tileGrid ? ", B" : "") +
-                (m.strided() && !m.tmaBoxRowsO
+                (copiesPartialBlocks ? ", o_rows" : "") +
+                (m.strided() && (!m.tmaBoxRowsO || copiesPartialBlocks)
                      ? ", o_stride_b, o_stride_h, o_stride_n"
                      : "") +
                 (m.varlen ? ", cu_seqlens_q, cu_seqlens_k, total_q" : "") +
@@ -1547,6 +1553,7 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 : name == "Hkv"            ? (void *)&kvHeads
                 : name == "scale_log2"     ? (void *)&scaleLog2
                 : name == "B"              ? (void *)&batch
+                : name == "o_rows"         ? (void *)&o
                 : name == "o_stride_b"     ? (void *)&oStrideB
                 : name == "o_stride_h"     ? (void *)&oStrideH
                 : name == "o_stride_n"     ? (void *)&oStrideN

@@ -270,9 +270,10 @@ static std::string metadataJson(StringRef kernelName,
                             : fagpu::stringifyTileScheduler(
                                   schedule.getScheduler());
   // O leaves the sm_90a kernel by TMA stores of boxes of one consumer's
-  // rows (0: o is a pointer, written from registers or, in a varlen
-  // kernel, by whole rows copied from the staging tile): a tensor map then.
-  int64_t oBoxRows = fagpu::storesOutputByTma(schedule.getEpilogue())
+  // rows, in a varlen kernel those of whole blocks (0: o is a pointer,
+  // written from registers or by rows copied from the Q buffer): a tensor
+  // map then.
+  int64_t oBoxRows = fagpu::takesOutputMap(schedule.getEpilogue())
                          ? fagpu::kRowsPerConsumer
                          : 0;
   // The parameters, from the one description the kernel and its host

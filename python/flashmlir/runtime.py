@@ -181,7 +181,13 @@ def validate_metadata(meta):
                                 f"(bytes), got {promotion!r}")
         if p.get("kind") == "tensormap":
             _check_box(p)
-    if ranks == {4} and not meta.get("tma_box_rows_o"):
+    # A varlen kernel's O map stores whole blocks; its threads copy a
+    # sequence's last, partial block to o_rows.
+    copies = ranks == {4} and bool(meta.get("tma_box_rows_o")) and \
+        meta.get("varlen") is True
+    if copies:
+        expected.append("o_rows")
+    if ranks == {4} and (not meta.get("tma_box_rows_o") or copies):
         expected += ["o_stride_b", "o_stride_h", "o_stride_n"]
     # A KV cache: per-sequence key lengths, a paged cache's block table.
     for key in ("kv_lengths", "varlen"):
@@ -1168,6 +1174,8 @@ class Kernel:
                       ctypes.c_float(scale * 1.4426950408889634)]
             if self.meta.get("tile_grid"):
                 values.append(ctypes.c_int32(b))
+            if "o_rows" in self._param_names:
+                values.append(ctypes.c_void_p(out.data_ptr()))
             if "o_stride_b" in self._param_names:
                 values += [ctypes.c_int64(x) for x in strides[3]]
             if packed:

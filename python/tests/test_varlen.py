@@ -17,17 +17,28 @@ def test_varlen_kernel_metadata(flashmlir):
     # sequences' real tiles) with the dynamic scheduler.
     assert m["tile_scheduler"] == "dynamic"
     assert "_persistent" in m["kernel"]
-    assert m["tma_box_rows_o"] == 0  # O from registers
+    # O staged in shared memory: whole 64-row blocks leave by TMA stores
+    # (o is a tensor map), a sequence's last, partial block is copied by
+    # the threads to o_rows (its data) with o's strides.
+    assert m["tma_box_rows_o"] == 64
     names = [p["name"] for p in m["params"]]
-    i = names.index("cu_seqlens_q")
-    assert names[i - 1] == "o_stride_n"
-    assert names[i:i + 3] == ["cu_seqlens_q", "cu_seqlens_k", "total_q"]
     params = {p["name"]: p for p in m["params"]}
+    assert params["o"]["kind"] == "tensormap"
+    assert params["o"]["shape"] == ["1", "Hq", "total_q", "D"]
+    assert params["o_rows"]["kind"] == "pointer"
+    i = names.index("cu_seqlens_q")
+    assert names[i - 4:i] == ["o_rows", "o_stride_b", "o_stride_h",
+                              "o_stride_n"]
+    assert names[i:i + 3] == ["cu_seqlens_q", "cu_seqlens_k", "total_q"]
     assert params["q"]["shape"] == ["1", "Hq", "total_q", "D"]
     kernel = runtime.Kernel(k.cubin, m)
     assert kernel.varlen
     bad = dict(m)
     bad["varlen"] = False
+    with pytest.raises(runtime.MetadataError, match="does not match"):
+        runtime.validate_metadata(bad)
+    # Without o_rows the copy of a partial block would have no destination.
+    bad = dict(m, params=[p for p in m["params"] if p["name"] != "o_rows"])
     with pytest.raises(runtime.MetadataError, match="does not match"):
         runtime.validate_metadata(bad)
 

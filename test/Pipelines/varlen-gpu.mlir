@@ -1,9 +1,10 @@
 // A varlen batch through the sm_90a path: the tile level reads each
 // sequence's rows from the prefix sums (loads marked fa.kv_cache),
 // fa-map-to-gpu carries them to fagpu.attention, the schedule passes stage
-// O in shared memory and copy its rows up to the sequence's end (a TMA box
-// of O would cross into the next sequence; a one-tile CTA without room for
-// a staging tile stages them in its dead Q buffer) and keep the table's
+// O in shared memory, store each whole 64-row block by TMA and copy only a
+// sequence's last, partial block up to its end (its TMA box would cross
+// into the next sequence; a one-tile CTA without room for a staging tile
+// stages them in its dead Q buffer and copies them all) and keep the table's
 // persistence (persistent CTAs deal only the sequences'
 // real tiles; with one tile per CTA a tile past its sequence's end leaves
 // at once), and the kernel reads the
@@ -44,8 +45,11 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // blocks x Hq heads per sequence), so no CTA draws a tile past its
 // sequence's end. The count and the producer's search (one thread) loop
 // over the sequences.
+// O comes as a tensor map (for whole blocks) and as its data and strides
+// (o_rows, o_stride_b/h/n: for the copied rows).
 // SM90: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_varlen
-// SM90-SAME: %[[B:arg10]]: i32
+// SM90-SAME: %arg3: !llvm.ptr {{{.*}}nvvm.grid_constant}
+// SM90-SAME: %[[B:arg10]]: i32, %arg11: !llvm.ptr<1> {llvm.noalias}, %arg12: i64, %arg13: i64, %arg14: i64
 // SM90-SAME: scheduler = dynamic
 // SM90-SAME: epilogue = staged_copy
 // SM90: scf.for %{{.*}} = %{{.*}} to %[[B]] step %{{.*}} iter_args({{.*}}) -> (i32, i32, i32, i32)
@@ -73,8 +77,14 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // SM90-COUNT-5: nvvm.shfl.sync  up
 // SM90: nvvm.vote.sync  ballot
 // SM90-COUNT-3: nvvm.shfl.sync  idx
-// The copy: each thread loads 16 B of a staged row and stores them to O
-// (the pending tile's and the last tile's epilogues: 8 pieces each).
+// The epilogue: a consumer's 64 rows all before the sequence's end leave
+// by one TMA store through O's map; otherwise each thread loads 16 B of a
+// staged row and stores them to O (the pending tile's and the last tile's
+// epilogues: 8 pieces each).
+// SM90: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// SM90: arith.cmpi ule
+// SM90: nvvm.cp.async.bulk.tensor.global.shared.cta %arg3
+// SM90: } else {
 // SM90-COUNT-8: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
 // SM90: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // DIRECT: llvm.func @fa3_sm90_d128_{{.*}}_persistent{{.*}}_stg_varlen

@@ -265,6 +265,21 @@ int main(int argc, char **argv) {
   report("kv_lengths as a number",
          faKernelMetadataCheck(CACHE_HEAD "\"kv_lengths\": 1, "
                                CACHE_PARAMS("4", "")));
+  /* A varlen kernel whose O map stores whole blocks: o_rows (O's data) and
+   * o's strides for the rows its threads copy. */
+#define VARLEN_PARAMS(rows)                                                    \
+  "\"params\": [" MAP("q", "4") MAP("k", "4") MAP("v", "4") SCALARS rows   \
+  ", {\"name\": \"o_stride_b\"}, {\"name\": \"o_stride_h\"}, "              \
+  "{\"name\": \"o_stride_n\"}, {\"name\": \"cu_seqlens_q\"}, "              \
+  "{\"name\": \"cu_seqlens_k\"}, {\"name\": \"total_q\"}]}"
+  report("varlen, whole blocks by TMA",
+         faKernelMetadataCheck(CACHE_HEAD
+                               "\"varlen\": true, \"tma_box_rows_o\": 64, "
+                               VARLEN_PARAMS(", {\"name\": \"o_rows\"}")));
+  report("varlen, whole blocks by TMA without o_rows",
+         faKernelMetadataCheck(CACHE_HEAD
+                               "\"varlen\": true, \"tma_box_rows_o\": 64, "
+                               VARLEN_PARAMS("")));
   report("varlen launch without kernel",
          faKernelLaunchVarlen(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                               1, 0, 0, 1.0f, NULL));

@@ -160,7 +160,7 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     epilogue(cl::cat(toolOptions), "epilogue",
              cl::desc("wgmma: how O leaves the kernel: tma (stmatrix + TMA "
-                      "store; varlen: + a copy of whole rows), direct "
+                      "store; varlen: a partial block's rows copied), direct "
                       "(st.global) or auto (tma for D >= 128)"),
              cl::init("auto"));
 static cl::opt<cl::boolOrDefault> persistent(

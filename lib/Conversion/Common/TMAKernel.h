@@ -95,6 +95,9 @@ protected:
     vMap = arg("v") ? arg("v") : arg("v_t");
     oMap = oPtr = Value();
     (abi[3].kind == fagpu::ParamKind::TensorMap ? oMap : oPtr) = arg("o");
+    // O's data beside its map, where the threads copy a partial block.
+    if (Value rows = arg("o_rows"))
+      oPtr = rows;
     lsePtr = arg("lse");
     nq = arg("Nq");
     nk = arg("Nk");

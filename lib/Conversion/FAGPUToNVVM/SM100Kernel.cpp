@@ -297,6 +297,7 @@ void KernelBuilder::emitSoftmax() {
                                /*heads=*/Value(), /*strides=*/ValueRange(),
                                spec.writesLse ? lsePtr : Value(), Value(),
                                Value(), /*descale=*/Value(),
+                               /*block_map=*/Value(),
                                /*probs_scale=*/FloatAttr(),
                                /*columns=*/IntegerAttr());
 }

@@ -262,7 +262,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
       add(add(qStart, mul(warp, c32(16 * spec.rowTiles()))), g), c32(0), nq,
       oBase, TypeAttr::get(half), /*heads=*/Value(), /*strides=*/ValueRange(),
       spec.writesLse ? lseBase : Value(), Value(), Value(),
-      /*descale=*/Value(), /*probs_scale=*/FloatAttr(),
+      /*descale=*/Value(), /*block_map=*/Value(), /*probs_scale=*/FloatAttr(),
       /*columns=*/IntegerAttr());
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;

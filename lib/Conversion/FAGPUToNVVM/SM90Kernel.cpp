@@ -671,7 +671,7 @@ void KernelBuilder::emitConsumer(Value consumerIndex) {
   }
   collectiveLane = Value();
   // The shared memory the TMA stores read must outlive them.
-  if (fagpu::storesOutputByTma(spec.epilogue))
+  if (fagpu::takesOutputMap(spec.epilogue))
     fagpu::StoreWaitOp::create(b, loc);
 }
 
@@ -774,12 +774,15 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
                                  partialMatrix, nq, oPartialPtr, f32,
                                  /*heads=*/Value(), /*strides=*/ValueRange(),
                                  lsePartialPtr, Value(), Value(),
-                                 /*descale=*/Value(),
+                                 /*descale=*/Value(), /*block_map=*/Value(),
                                  /*probs_scale=*/FloatAttr(), paddedColumns());
     return;
   }
   bool byTma = fagpu::storesOutputByTma(spec.epilogue);
   bool staged = fagpu::stagesOutput(spec.epilogue);
+  // Staged rows copied where a block reaches past the sequence's end, the
+  // whole blocks stored by TMA (oMap: takesOutputMap).
+  Value blockMap = staged && !byTma ? oMap : Value();
   Value l = spec.rowSumMma()
                 ? fagpu::RowPartialsOp::create(b, loc, rowsType, state.l)
                 : state.l;
@@ -788,7 +791,7 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
       byTma ? oMap : oPtr, half, stridedMaps ? hq : Value(),
       stridedMaps && !byTma ? ValueRange(oStrides) : ValueRange(),
       spec.writesLse ? lse : Value(), staged ? staging : Value(),
-      staged ? epilogueBarrier : Value(), vDescaleOfTile,
+      staged ? epilogueBarrier : Value(), vDescaleOfTile, blockMap,
       spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr(),
       byTma ? IntegerAttr() : paddedColumns());
   if (staged && !byTma)

@@ -1477,7 +1477,9 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     // The staging tile is free once the previous TMA store (or every
     // thread's copy) has read it.
     bool copyRows = op.getCopyRows();
-    if (!copyRows)
+    Value blockMap =
+        op.getBlockMap() ? adaptor.getBlockMap().front() : Value();
+    if (!copyRows || blockMap)
       e.onFirstThread(pos, [&] {
         NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
       });
@@ -1513,7 +1515,7 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
           NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
           NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
     }
-    if (copyRows) {
+    if (copyRows && !blockMap) {
       // The copy reads what other warps' stmatrix wrote (both generic
       // proxy): the barrier orders them.
       syncWarps();
@@ -1525,15 +1527,39 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
           b, loc, NVVM::ProxyKind::async_shared,
           NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
       syncWarps();
-      e.onFirstThread(pos, [&] {
-        // The issuer is warp 0, lane 0: its row0 is the block's first row.
-        Value matrix = adaptor.getMatrix().front();
-        SmallVector<Value> coords = {matrix};
-        if (Value heads = op.getHeads())
-          coords = {e.remu(matrix, heads), e.divu(matrix, heads)};
-        e.storeRowBlock(stage, blockStride, row0, coords);
-        NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-      });
+      auto storeBlock = [&] {
+        e.onFirstThread(pos, [&] {
+          // The issuer is warp 0, lane 0: its row0 is the block's first
+          // row.
+          Value matrix = adaptor.getMatrix().front();
+          SmallVector<Value> coords = {matrix};
+          if (Value heads = op.getHeads())
+            coords = {e.remu(matrix, heads), e.divu(matrix, heads)};
+          e.storeRowBlock(stage, blockStride, row0, coords);
+          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+        });
+      };
+      if (!blockMap) {
+        storeBlock();
+      } else {
+        // A box of 64 rows that reach past Nq would write the next
+        // sequence's rows: only whole blocks leave by TMA. The warpgroup's
+        // first row is row0 - (16 w + lane / 4) of the thread's.
+        Value firstRow = e.sub(
+            row0, e.add(e.mul(pos.warpInGroup, e.c32(16)),
+                        e.divu(pos.lane, e.c32(4))));
+        Value whole = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ule,
+            e.add(firstRow, e.c32(fagpu::kRowsPerConsumer)),
+            adaptor.getNq().front());
+        auto ifWhole = scf::IfOp::create(b, loc, whole, /*withElse=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifWhole.thenBlock());
+        e.oMap = blockMap;
+        storeBlock();
+        b.setInsertionPointToStart(ifWhole.elseBlock());
+        copyStagedRows(e, op, adaptor, stage, blockStride, pos);
+      }
     }
     for (int64_t h = 0; h < 2; ++h)
       e.storeLse(total[h], m[h], e.add(row0, e.c32(8 * h)),

@@ -150,6 +150,24 @@
 // CHECK-NOT: nvvm.cp.async.bulk
 // CHECK: llvm.return
 
+// CHECK-LABEL: llvm.func @copy_rows_tma_blocks
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier id
+// CHECK-COUNT-4: nvvm.stmatrix
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// CHECK: nvvm.barrier id
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %c64_i32 : i32
+// CHECK: %[[WHOLE:.*]] = arith.cmpi ule, %[[END]], %arg1 : i32
+// CHECK: scf.if %[[WHOLE]] {
+// CHECK: scf.if
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %arg7, %{{.*}}, box[%c0_i32{{.*}}, %arg1, %{{.*}}, %{{.*}}]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK: } else {
+// CHECK-NOT: nvvm.cp.async.bulk
+// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-NOT: nvvm.cp.async.bulk
+// CHECK: llvm.return
+
 // Its split-KV merge: head_dim 96 gives each lane 3 columns, 12 bytes apart
 // in the f32 partials and 6 in O, so they move one at a time (vectors and
 // pairs would be misaligned): three f32 loads per chunk, three 2-byte
@@ -274,6 +292,23 @@ gpu.module @fa_kernels {
     %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
     %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
     fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as bf16 strided(%heads, %sb, %sh, %sn) staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> copy_rows sync %c {columns = 32 : i64} : !o, !rows
+    llvm.return
+  }
+
+  // copy_rows with tma_blocks (a varlen kernel's epilogue): the same
+  // stmatrix, after the previous TMA store has read the tile; a proxy
+  // fence; then a warpgroup whose 64 rows all lie below Nq (its first row,
+  // row0 - 16 w - lane / 4, plus 64 at most Nq) stores them by one TMA
+  // store, and only one reaching past Nq copies its rows.
+  llvm.func @copy_rows_tma_blocks(%c: i32, %i: i32, %heads: i32, %sb: i64,
+                                  %sh: i64, %sn: i64, %p: !llvm.ptr<1>,
+                                  %map: !llvm.ptr) {
+    %zero = arith.constant 0.0 : f32
+    %o = fagpu.splat %zero : !o
+    %m = fagpu.splat %zero : !rows
+    %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
+    %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
+    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f16 strided(%heads, %sb, %sh, %sn) staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> copy_rows tma_blocks(%map : !llvm.ptr) sync %c : !o, !rows
     llvm.return
   }
 

@@ -158,6 +158,15 @@ func.func @copy_rows_without_staging(%o: !fagpu.fragment<64x64xf32, accumulator>
 
 // -----
 
+// tma_blocks stores the whole blocks of copied rows.
+func.func @tma_blocks_without_copy_rows(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>, %map: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{tma_blocks stores the whole row blocks of a copy_rows store: give `copy_rows`}}
+  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 staging %t : !fagpu.smem_tile<64x64xf16> tma_blocks(%map : !llvm.ptr) sync %i : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  return
+}
+
+// -----
+
 // Copied rows move whole pairs of 16-byte pieces.
 func.func @copy_rows_odd_pieces(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>, %t: !fagpu.smem_tile<64x64xf16>) {
   // expected-error @+1 {{copied rows move 16-byte pieces, an even number a row: columns must be a multiple of 16, got 40}}

@@ -381,6 +381,9 @@ LogicalResult StoreOutputOp::verify() {
   if (getCopyRows() && !getStaging())
     return emitOpError("copy_rows copies O's rows from a staging tile: give "
                        "`staging`");
+  if (getBlockMap() && !getCopyRows())
+    return emitOpError("tma_blocks stores the whole row blocks of a "
+                       "copy_rows store: give `copy_rows`");
   if (std::optional<int64_t> columns = getColumns()) {
     // Whole quads' 8-column groups of the fragment, from registers; whole
     // 16-byte pieces of the staging tile's rows, copied.

@@ -35,8 +35,10 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     p.meaning = meaning.str();
     return p;
   };
-  int64_t oBoxRows =
-      storesOutputByTma(s.epilogue) ? kRowsPerConsumer : 0;
+  int64_t oBoxRows = takesOutputMap(s.epilogue) ? kRowsPerConsumer : 0;
+  // StagedCopy: O's map for whole blocks, and its data and strides for the
+  // rows of a partial block the threads copy.
+  bool copiesPartialBlocks = s.epilogue == Epilogue::StagedCopy;
   // A paged cache's K and V are [pages, Hkv, page_size, D]: their tensor
   // maps' outer coordinate is a page, found in the block table.
   // Pages shorter than a block are loaded one box (page) at a time.
@@ -87,9 +89,16 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
   if (tma)
     params.push_back(scalar("B", ParamKind::I32,
                             in.varlen ? "sequences" : "batch"));
-  // A strided o written from registers: its strides in elements (the
-  // tensor maps carry q's, k's and v's, and o's when a TMA store writes it).
-  if (stridedTensors(target) && !oBoxRows) {
+  // A strided o written from registers or copied rows: its strides in
+  // elements (the tensor maps carry q's, k's and v's, and o's when TMA
+  // stores write it).
+  if (stridedTensors(target) && copiesPartialBlocks) {
+    KernelParam rows = tensor("o_rows", outDtype, oShape, 0);
+    rows.meaning = "o's data (its tensor map's): the threads copy a "
+                   "sequence's last, partial block of rows there";
+    params.push_back(rows);
+  }
+  if (stridedTensors(target) && (!oBoxRows || copiesPartialBlocks)) {
     params.push_back(scalar("o_stride_b", ParamKind::I64,
                             "elements between o's batches"));
     params.push_back(scalar("o_stride_h", ParamKind::I64,

@@ -64,8 +64,9 @@ struct TmaStoreEpiloguePass
             defaultsFor(Target::sm_90a, op.getHeadDim(), op.getCausal());
         wanted = row && row->tmaStoreEpilogue;
       }
-      // A TMA box of a varlen tile's rows would write past its sequence
-      // into the next one's rows: the staged rows are copied up to its end.
+      // A TMA box of a varlen tile's rows that reaches past its sequence's
+      // end would write into the next one's rows: whole blocks leave by TMA
+      // stores, a sequence's last, partial block is copied up to its end.
       bool varlen = static_cast<bool>(op.getCuSeqlensQ());
       f.epilogue = !wanted  ? Epilogue::Registers
                    : varlen ? Epilogue::StagedCopy

@@ -70,6 +70,12 @@ inline bool stagesOutputInQ(Epilogue e) {
 inline bool storesOutputByTma(Epilogue e) {
   return e == Epilogue::TmaStore || e == Epilogue::TmaStoreInQ;
 }
+/// Whether the kernel takes O as a tensor map: TMA stores write it, or
+/// (StagedCopy) every whole 64-row block of it, the warpgroup's threads
+/// copying only a varlen sequence's last, partial block.
+inline bool takesOutputMap(Epilogue e) {
+  return storesOutputByTma(e) || e == Epilogue::StagedCopy;
+}
 /// "sm_80", "sm_90a" or "sm_100a".
 inline StringRef targetName(Target target) { return stringifyTarget(target); }
 } // namespace mlir::fagpu

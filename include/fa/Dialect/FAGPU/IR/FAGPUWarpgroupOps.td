@@ -713,7 +713,12 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
       32-byte sector of O is written whole by one warp's store (a varlen
       batch, where a TMA box would write into the next sequence's rows,
       and whose quads' 16-byte stores from registers leave each sector to
-      two partial writes).
+      two partial writes);
+    * with `copy_rows` and `tma_blocks(%map)`, `%map` O's tensor map: a
+      warpgroup whose 64 rows all lie below `%nq` stores them by one TMA
+      store through it (as above, after a proxy fence), and only a
+      warpgroup whose rows reach past `%nq` (a sequence's last query
+      block) copies them. The choice is uniform over the warpgroup.
     With `%lse`, LSE = (m + log2 l) ln 2 (-inf for an empty row), at
     element `%matrix * %nq + row` (contiguous [B * H, N]).
     `out_element` f32 (from registers only) writes a split-KV chunk's
@@ -752,6 +757,7 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
                        Optional<LLVM_AnyPointer>:$lse,
                        Optional<FAGPU_SharedTile>:$staging,
                        Optional<I32>:$sync_barrier, Optional<F32>:$descale,
+                       Optional<LLVM_AnyPointer>:$block_map,
                        OptionalAttr<F32Attr>:$probs_scale,
                        OptionalAttr<I64Attr>:$columns,
                        UnitAttr:$copy_rows);
@@ -761,6 +767,7 @@ def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
     (`strided` `(` $heads^ (`,` $strides^)? `)`)?
     (`lse` $lse^ `:` type($lse))?
     (`staging` $staging^ `:` type($staging))? (`copy_rows` $copy_rows^)?
+    (`tma_blocks` `(` $block_map^ `:` type($block_map) `)`)?
     (`sync` $sync_barrier^)?
     (`descale` $descale^)?
     attr-dict `:` type($o) `,` type($m)

@@ -162,11 +162,14 @@ def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
     st.global from registers. The staging tile is its own buffer where it
     fits next to the K/V ring, else the tile's Q buffer (dead once its last
     S retired; a persistent kernel hands it back to the producer only after
-    the store has read it). A varlen kernel's box would write into the next
-    sequence's rows: its staged rows are copied to O by the warpgroup's
-    threads up to the sequence's end (`staged_copy`), from a staging tile of its
-    own or, in a one-tile CTA, the dead Q buffer (`staged_copy_in_q`); a
-    persistent varlen kernel without room keeps the register epilogue. `mode=on` asks for O through shared memory,
+    the store has read it). In a varlen kernel a box that reaches past its
+    sequence's end would write into the next sequence's rows: its whole
+    64-row blocks leave by TMA stores and the warpgroup's threads copy a
+    sequence's last, partial block up to its end (`staged_copy`, from a
+    staging tile of its own); a one-tile CTA without room copies every block
+    from the dead Q buffer (`staged_copy_in_q`), and a persistent varlen
+    kernel without room keeps the register epilogue. `mode=on` asks for O
+    through shared memory,
     `mode=auto` follows the heuristics table (on for D >= 128). Run it
     after `fagpu-pipeline-kv`.
   }];
