@@ -1452,8 +1452,10 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.inputs.narrowValues = spec.outputColumns != spec.keyColumns;
   if (spec.inputs.varlen &&
       (fagpu::storesOutputByTma(spec.epilogue) || s.kvSplits))
-    return fail("a varlen kernel stores O from registers or by rows copied "
-                "from a staging tile (no TMA store, no split-KV)");
+    return fail("a varlen kernel stores O from registers or through a "
+                "staging tile (staged_copy: whole blocks by TMA, a sequence's "
+                "last block by copied rows), not by TMA boxes alone, and has "
+                "no split-KV");
   if (spec.persistent && s.epilogue == fagpu::Epilogue::StagedCopyInQ)
     return fail("rows copied from the Q buffer need a one-tile CTA (a "
                 "persistent producer refills the buffer)");
