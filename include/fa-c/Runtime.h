@@ -175,10 +175,12 @@ int faKernelLaunchE4M3(FaKernel *kernel, const void *q,
  *  cacheRows = its capacity) or paged (cacheEntries = the pages, cacheRows =
  *  the kernel's page size; flash-attn's [pages, page_size, Hkv, D] is
  *  strides {page_size*Hkv*D, D, Hkv*D}). kvLengths: [B] int32 on the device,
- *  each in [0, capacity] (the kernel clamps larger ones), for kernels that
- *  take lengths, else NULL; blockTable: [B, maxPages] int32 on the device,
- *  entries in [0, cacheEntries) (others read zeros), for paged kernels,
- *  else NULL. A sequence without lengths has maxPages * page_size keys
+ *  each in [0, capacity], for kernels that take lengths, else NULL;
+ *  blockTable: [B, maxPages] int32 on the device, the entries a sequence
+ *  reads in [0, cacheEntries), for paged kernels, else NULL. The kernel
+ *  checks both on the device (the launch reads nothing back): a length or
+ *  page outside them stops it with a device-side assert (the launch, and
+ *  the context, fail with CUDA_ERROR_ASSERT). A sequence without lengths has maxPages * page_size keys
  *  (paged) or cacheRows. Bottom-right masks align with each sequence's
  *  length. kvSplits as in faKernelLaunchSplit. */
 int faKernelLaunchKVCache(FaKernel *kernel, const void *q,
@@ -198,9 +200,10 @@ int faKernelLaunchKVCache(FaKernel *kernel, const void *q,
  *  (strides as in faKernelLaunchStrided; flash-attn's [total, H, D] is
  *  {0, D, H*D} with any batch stride); cuSeqlensQ and cuSeqlensK are their
  *  [sequences + 1] int32 prefix sums on the device (from 0, not
- *  decreasing, within the totals: the kernel reads them as given) and
- *  maxSeqlenQ the longest sequence's queries (the grid). The LSE is
- *  [1, Hq, totalQ]. */
+ *  decreasing, within the totals) and maxSeqlenQ the longest sequence's
+ *  queries (the grid). The kernel checks the sums and maxSeqlenQ on the
+ *  device: sums that break these rules stop it with a device-side assert
+ *  (CUDA_ERROR_ASSERT). The LSE is [1, Hq, totalQ]. */
 int faKernelLaunchVarlen(FaKernel *kernel, const void *q,
                          const FaStrides *qStrides, const void *k,
                          const FaStrides *kStrides, const void *v,
@@ -215,6 +218,18 @@ int faKernelLaunchVarlen(FaKernel *kernel, const void *q,
  *  `sms` SMs: the fewest chunks that fill whole waves of one CTA per SM to
  *  within 5%; 1 when the tiles fill 80% of a wave already. */
 int faAutoKVSplits(long long tiles, long long kvBlocks, int sms);
+
+/** Pack-GQA at decode (fa::model::decodeHeadsPerTile,
+ *  fa/Model/PackGQA.h): the query heads one tile's rows take, Hq / Hkv
+ *  where `queries` is 1, the heads are grouped and the kernel has no mask
+ *  (`masked` 0); else 1. faKernelLaunchStrided and faKernelLaunchKVCache
+ *  apply it to 16-bit sm_90a kernels: Q and O [B, Hq, 1, D] are read and
+ *  written as [B, Hkv, G, D] views and the LSE [B, Hq, 1] as [B, Hkv, G]
+ *  (the same memory), so each K/V block is read once per K/V head. A KV
+ *  cache's bottom-right causal mask hides nothing from its one query:
+ *  decode with the unmasked kernel to get the packing. */
+int faDecodeHeadsPerTile(long long queries, long long qHeads,
+                         long long kvHeads, int masked);
 
 void faKernelDestroy(FaKernel *kernel);
 

@@ -10,6 +10,7 @@
 #include "fa-c/Runtime.h"
 #include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
+#include "fa/Model/PackGQA.h"
 
 #include <dlfcn.h>
 
@@ -723,7 +724,8 @@ int validate(const Metadata &m) {
          {"q_descale", "k_descale", "v_descale", "descale_layout"})
       expected.push_back(name);
   if (m.varlen)
-    for (const char *name : {"cu_seqlens_q", "cu_seqlens_k", "total_q"})
+    for (const char *name :
+         {"cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k"})
       expected.push_back(name);
   if (m.kvLengths)
     expected.push_back("kv_lengths");
@@ -731,8 +733,8 @@ int validate(const Metadata &m) {
     if (!m.strided())
       return fail("launch metadata: a paged kernel reads K/V through rank-4 "
                   "tensor maps over the pages");
-    expected.push_back("block_table");
-    expected.push_back("max_pages");
+    for (const char *name : {"block_table", "max_pages", "num_pages"})
+      expected.push_back(name);
   }
   if (m.splitKV) {
     if (!m.tileGrid)
@@ -763,9 +765,10 @@ int validate(const Metadata &m) {
                 (m.strided() && (!m.tmaBoxRowsO || copiesPartialBlocks)
                      ? ", o_stride_b, o_stride_h, o_stride_n"
                      : "") +
-                (m.varlen ? ", cu_seqlens_q, cu_seqlens_k, total_q" : "") +
+                (m.varlen ? ", cu_seqlens_q, cu_seqlens_k, total_q, total_k"
+                          : "") +
                 (m.kvLengths ? ", kv_lengths" : "") +
-                (m.pageSize ? ", block_table, max_pages" : "") +
+                (m.pageSize ? ", block_table, max_pages, num_pages" : "") +
                 (m.splitKV ? ", kv_splits, o_partial, lse_partial, "
                              "split_arrivals"
                            : "") +
@@ -1251,6 +1254,12 @@ int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
   return (int)mlir::fa::autoKVSplits(tiles, kvBlocks, sms);
 }
 
+int faDecodeHeadsPerTile(long long queries, long long qHeads,
+                         long long kvHeads, int masked) {
+  return (int)fa::model::decodeHeadsPerTile(queries, qHeads, kvHeads,
+                                            masked != 0);
+}
+
 int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
                    void *o, float *lse, int batch, int qHeads, int kvHeads,
                    int qLen, int kvLen, float scale, void *stream) {
@@ -1344,6 +1353,10 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   const int *kvLengths = cache.lengths, *blockTable = cache.table;
   const int *cuQ = cache.cuQ, *cuK = cache.cuK;
   int maxPages = cache.maxPages;
+  // What the kernel asserts its device-side inputs against: K's packed rows
+  // (cu_seqlens_k ends within them) and the cache's pages (block-table
+  // entries are below it).
+  int keyRows = cache.rows, pages = (int)cache.entries;
   // Q's and O's outer extent and rows: the batch and Nq, or one batch row
   // of the packed queries.
   int qRows = cache.cuQ ? cache.qRows : qLen;
@@ -1396,6 +1409,29 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 (fp8 ? " is an e4m3 kernel: launch it with faKernelLaunchE4M3"
                      : " takes 16-bit inputs: faKernelLaunchE4M3 is for "
                        "e4m3 kernels"));
+  // Pack-GQA at decode (fa::model::decodeHeadsPerTile): one query a
+  // sequence and a kernel without masks read Q and O [B, Hq, 1, D] as the
+  // views [B, Hkv, G, D] and write the LSE [B, Hq, 1] as [B, Hkv, G], so
+  // every K/V block is read once per K/V head instead of once per query
+  // head.
+  FaStrides packed[2];
+  if (!cache.cuQ && !fp8 && k->meta.strided()) {
+    int64_t group = fa::model::decodeHeadsPerTile(
+        qLen, qHeads, kvHeads, k->meta.causal || k->meta.window > 0);
+    if (group > 1) {
+      const FaStrides *views[2] = {qStrides, oStrides};
+      const long long cols[2] = {d, dv};
+      for (int i = 0; i < 2; ++i) {
+        FaStrides view =
+            views[i] ? *views[i] : FaStrides{qHeads * cols[i], cols[i], cols[i]};
+        packed[i] = {view.batch, group * view.head, view.head};
+      }
+      qStrides = &packed[0];
+      oStrides = &packed[1];
+      qHeads = kvHeads;
+      qLen = qRows = (int)group;
+    }
+  }
   const FaStrides *given[4] = {qStrides, kStrides, vStrides, oStrides};
   const long long heads[4] = {qHeads, kvHeads, kvHeads, qHeads};
   const long long rows[4] = {qRows, cache.rows, cache.rows, qRows};
@@ -1568,6 +1604,8 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 : name == "cu_seqlens_q"   ? (void *)&cuQ
                 : name == "cu_seqlens_k"   ? (void *)&cuK
                 : name == "total_q"        ? (void *)&qRows
+                : name == "total_k"        ? (void *)&keyRows
+                : name == "num_pages"      ? (void *)&pages
                 : name == "v_t"            ? tensorArgs[2]
                 : name == "q_descale"      ? (void *)&cache.qDescale
                 : name == "k_descale"      ? (void *)&cache.kDescale

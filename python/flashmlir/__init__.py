@@ -28,7 +28,17 @@ __all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
            "CompileError", "attention", "cache_info", "clear_cache",
            "flash_attn_func", "flash_attn_varlen_func",
            "flash_attn_with_kvcache", "from_e4m3", "predicted_bytes", "quantize_e4m3",
-           "run_cpu", "runtime", "to_e4m3"]
+           "run_cpu", "runtime", "to_e4m3", "decode_heads_per_tile"]
+
+# torch.ops.flashmlir.* exist as soon as flashmlir is imported (where torch
+# is installed), so a torch.compile'd model finds them without a second
+# import.
+# A torch without torch.library (or none) leaves them out; importing
+# flashmlir.torch_ops then says why.
+try:
+    from . import torch_ops  # noqa: E402,F401
+except ImportError:
+    pass
 
 _launchers = {}
 
@@ -135,6 +145,20 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
     [B, Hq, ceil(Nq / 128)] and k's [B, Hkv, ceil(Nk / 128)], one per
     tile of the kernel, runtime.Kernel.descale_blocks; v's one); None: 1.0,
     as in FA3. O in bfloat16; no split-KV."""
+    import torch
+
+    if not causal and isinstance(q, torch.Tensor) and \
+            isinstance(k, torch.Tensor) and q.dim() == 4 and k.dim() == 4 \
+            and q.dtype in (torch.float16, torch.bfloat16) and \
+            all(x is None for x in (q_descale, k_descale, v_descale)):
+        # Pack-GQA at decode: [B, Hq, 1, D] as [B, Hkv, G, D], so each K/V
+        # block is read once per K/V head (fa::model::decodeHeadsPerTile).
+        group = decode_heads_per_tile(q.shape[2], q.shape[1], k.shape[1])
+        if group > 1 and _arch_and_dtype(q)[0] == "sm_90a":
+            packed = q[:, :, 0].unflatten(1, (k.shape[1], group))
+            out, _ = _launch(packed, k, v, False, scale, kernel_dir,
+                             num_splits=num_splits)
+            return out.view(q.shape[0], q.shape[1], 1, out.shape[-1])
     out, _ = _launch(q, k, v, causal, scale, kernel_dir,
                      num_splits=num_splits,
                      descales=(q_descale, k_descale, v_descale))
@@ -282,6 +306,25 @@ def _launch(q, k, v, causal, scale, kernel_dir, window=0,
     return kernel(q, k, v, out=out, scale=scale, discard_lse=True)
 
 
+def decode_heads_per_tile(queries, q_heads, kv_heads, masked=False):
+    """Pack-GQA at decode: the query heads one tile's rows take, G = Hq /
+    Hkv where one query a sequence, grouped heads and a kernel without
+    masks (`masked`: causal or a window, which would tell the rows apart);
+    else 1. fa::model::decodeHeadsPerTile (include/fa/Model/PackGQA.h) is
+    the rule and the reason; a test checks that they agree."""
+    if queries != 1 or masked or kv_heads <= 0 or q_heads <= kv_heads or \
+            q_heads % kv_heads:
+        return 1
+    return q_heads // kv_heads
+
+
+def _pack_decode_heads(q, out, kv_heads, group):
+    """q and out [B, 1, Hq, D] (flash-attention's layout) as the
+    [B, Hkv, G, D] views a packed decode launch reads and writes: query
+    head h * G + g of K/V head h is row g of matrix h."""
+    return tuple(t[:, 0].unflatten(1, (kv_heads, group)) for t in (q, out))
+
+
 def _flash_window(api, causal, window_size, softcap):
     """flash-attention's (causal, window_size, softcap) as the kernels'
     (causal, window, diagonal_offset, softcap). Query i' (its bottom-right
@@ -368,11 +411,32 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
             raise runtime.KernelArgumentError(
                 f"flash_attn_func: {name} must be [B, N, H, D]")
     nq, nk = q.shape[1], k.shape[1]
+    if nq == 1 and causal and window == 0:
+        # One query at the last key position sees every key: the mask is
+        # vacuous (fa::model::causalMaskIsVacuous).
+        causal, offset = False, 0
     # Nq == Nk: the bottom-right diagonal is the top-left one, and the
     # top-left kernels (the ones bench/build_kernels.sh precompiles) serve.
     bottom_right = (causal or window > 0) and nq != nk
     bhnd = [t.transpose(1, 2) for t in (q, k, v)]
     descales = (q_descale, k_descale, v_descale)
+    # Pack-GQA at decode, on the sm_90a kernels (strided views) with 16-bit
+    # inputs (an e4m3 kernel's descales may be per query block).
+    hq, hkv = q.shape[2], k.shape[2]
+    group = decode_heads_per_tile(nq, hq, hkv, causal or window > 0) \
+        if q.dtype in (torch.float16, torch.bfloat16) else 1
+    if group > 1 and _arch_and_dtype(q)[0] == "sm_90a":
+        if any(x is not None for x in descales):
+            raise runtime.KernelArgumentError(
+                "q_descale, k_descale, v_descale are for float8_e4m3fn "
+                "inputs")
+        out = torch.empty(q.shape[:3] + v.shape[3:], device=q.device,
+                          dtype=q.dtype)
+        qp, op = _pack_decode_heads(q, out, hkv, group)
+        _launch(qp, bhnd[1], bhnd[2], causal, softmax_scale, kernel_dir,
+                window, bottom_right, num_splits, out=op, softcap=softcap,
+                diagonal_offset=offset)
+        return out
     kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, window,
                           bottom_right, num_splits, softcap=softcap,
                           v=bhnd[2], diagonal_offset=offset)
@@ -484,14 +548,26 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                 "cache_seqlens (where each sequence's new keys go)")
         lengths = _append_to_cache(k_cache, v_cache, k, v, lengths,
                                    block_table, page_size, capacity)
-    if lengths is not None:
-        # The kernel reads lengths as given; out-of-range ones are refused
-        # rather than read past a sequence's pages.
-        _check_lengths(lengths, capacity, "flash_attn_with_kvcache: "
-                       "cache_seqlens must be in [0, {capacity}] (the cache's "
-                       "keys per sequence), got [{low}, {high}]")
-    qh = q.transpose(1, 2)
+    # The lengths and the block table stay on the device: the kernel asserts
+    # that each length is within the capacity and each page it reads is a
+    # page of the cache (a device-side assert, as torch's), so the call
+    # never waits for the GPU.
+    nq, hq, hkv = q.shape[1], q.shape[2], k_cache.shape[2]
+    if nq == 1 and causal and window == 0:
+        # One query a sequence, at its last key: the bottom-right causal
+        # mask (and a right reach) hides no key from it, and the unmasked
+        # kernel serves (fa::model::causalMaskIsVacuous).
+        causal, offset = False, 0
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
     kh, vh = k_cache.transpose(1, 2), v_cache.transpose(1, 2)
+    # Pack-GQA: the query heads of a K/V head as one tile's rows, so each
+    # K/V block is read once per K/V head, not once per query head.
+    group = decode_heads_per_tile(nq, hq, hkv, causal or window > 0) \
+        if q.dtype in (torch.float16, torch.bfloat16) else 1
+    if group > 1:
+        qh, oh = _pack_decode_heads(q, out, hkv, group)
+    else:
+        qh, oh = q.transpose(1, 2), out.transpose(1, 2)
     kernel, split = _launcher(qh, kh, causal, kernel_dir, window,
                               causal or window > 0, num_splits,
                               kv_lengths=lengths is not None,
@@ -500,34 +576,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             "flash_attn_with_kvcache: KV caches need an sm_90a kernel")
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    _, lse = kernel(qh, kh, vh, out=out.transpose(1, 2), scale=softmax_scale,
+    _, lse = kernel(qh, kh, vh, out=oh, scale=softmax_scale,
                     num_splits=num_splits if split else None,
                     discard_lse=not return_softmax_lse,
                     cache_seqlens=lengths, block_table=block_table)
-    return (out, lse) if return_softmax_lse else out
-
-
-def _check_lengths(lengths, capacity, message):
-    """Refuses per-sequence key counts outside [0, capacity]. Eagerly on the
-    host: KernelArgumentError with `message` ({capacity}, {low} and {high}
-    filled in), at the cost of one device-to-host read. Inside a CUDA graph
-    capture, where a host read is an error and the values a replay will see
-    are not known yet, as an asynchronous device assertion that every replay
-    checks before the kernel (a failed one stops the CUDA context, as
-    torch's device-side asserts do)."""
-    import torch
-    from . import runtime
-
-    if runtime.capturing():
-        valid = ((lengths >= 0) & (lengths <= capacity)).all()
-        torch._assert_async(valid, message.format(
-            capacity=capacity, low="?", high="?"))
-        return
-    low, high = int(lengths.min()), int(lengths.max())
-    if low < 0 or high > capacity:
-        raise runtime.KernelArgumentError(
-            message.format(capacity=capacity, low=low, high=high))
+    if not return_softmax_lse:
+        return out
+    # A packed launch's LSE [B, Hkv, G] is [B, Hq, 1] in the same memory.
+    return out, lse.view(q.shape[0], hq, nq)
 
 
 def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table, page_size,
@@ -545,22 +601,25 @@ def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table, page_size,
             f"flash_attn_with_kvcache: k and v must be [B, Nnew, Hkv, D] "
             f"with the cache's heads and head dim, got {tuple(k.shape)} and "
             f"{tuple(v.shape)}")
-    new_lengths = lengths + n_new
-    _check_lengths(new_lengths, capacity, f"flash_attn_with_kvcache: "
-                   f"appending {n_new} keys overflows the cache "
-                   "({capacity} keys per sequence): the lengths would be "
-                   "[{low}, {high}]")
-    positions = lengths.long()[:, None] + torch.arange(
+    # No host read of the lengths or the table: every index is read as an
+    # unsigned 32-bit number, so that a negative length or page is past
+    # any cache (2^32 - |x|) rather than an index torch wraps around from
+    # the end, and torch's device-side bounds assert stops the write, as it
+    # stops a position past the capacity (a block-table column past
+    # max_pages, a page past the cache). The kernel then asserts the new
+    # lengths against the capacity.
+    positions = (lengths.long() & 0xFFFFFFFF)[:, None] + torch.arange(
         n_new, device=k.device)[None, :]
     if block_table is None:
         rows = torch.arange(b, device=k.device)[:, None].expand(b, n_new)
         k_cache[rows, positions] = k
         v_cache[rows, positions] = v
     else:
-        pages = block_table.long().gather(1, positions // page_size)
+        pages = block_table.gather(1, positions // page_size).long() & \
+            0xFFFFFFFF
         k_cache[pages, positions % page_size] = k
         v_cache[pages, positions % page_size] = v
-    return new_lengths.to(torch.int32).contiguous()
+    return (lengths + n_new).contiguous()
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -600,25 +659,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             raise runtime.KernelArgumentError(
                 f"flash_attn_varlen_func: {name} must be an int32 tensor "
                 f"[B + 1]")
-    # Every sequence's lengths from its sums, checked once here rather than
-    # read past the tensors by the kernel: eagerly on the host, inside a
-    # CUDA graph capture (no host reads there) as a device assertion that
-    # every replay checks, as flash_attn_with_kvcache's lengths.
-    for name, sums, total in (("cu_seqlens_q", cu_seqlens_q, q.shape[0]),
-                              ("cu_seqlens_k", cu_seqlens_k, k.shape[0])):
-        message = (f"flash_attn_varlen_func: {name} must start at 0, not "
-                   f"decrease and end within the {total} packed rows, got "
-                   "{got}")
-        if runtime.capturing():
-            valid = (sums[0] == 0) & (sums[1:] >= sums[:-1]).all() & \
-                (sums[-1] <= total)
-            torch._assert_async(valid, message.format(got="?"))
-            continue
-        host = sums.tolist()
-        if host[0] != 0 or any(b < a for a, b in zip(host, host[1:])) or \
-                host[-1] > total:
-            raise runtime.KernelArgumentError(message.format(
-                got=f"{host[:4]}{'...' if len(host) > 4 else ''}"))
+    # The sums stay on the device: the kernel asserts that they start at 0,
+    # do not decrease, end within the packed rows and give no sequence more
+    # queries than max_seqlen_q (a device-side assert, as torch's), so the
+    # call never waits for the GPU.
     if int(max_seqlen_q) < 1 or int(max_seqlen_q) > q.shape[0]:
         raise runtime.KernelArgumentError(
             f"flash_attn_varlen_func: max_seqlen_q must be in [1, "

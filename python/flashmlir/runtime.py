@@ -194,14 +194,14 @@ def validate_metadata(meta):
         if not isinstance(meta.get(key, False), bool):
             raise MetadataError(f"metadata {key!r} must be a boolean")
     if meta.get("varlen"):
-        expected += ["cu_seqlens_q", "cu_seqlens_k", "total_q"]
+        expected += ["cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k"]
     if meta.get("kv_lengths"):
         expected.append("kv_lengths")
     if meta.get("page_size"):
         if ranks != {4}:
             raise MetadataError("a paged kernel reads K/V through rank-4 "
                                 "tensor maps over the pages")
-        expected += ["block_table", "max_pages"]
+        expected += ["block_table", "max_pages", "num_pages"]
     if fp8:
         expected += ["q_descale", "k_descale", "v_descale", "descale_layout"]
     if meta.get("split_kv"):
@@ -687,20 +687,20 @@ class Kernel:
         q, k, v and out a strided kernel reads them with (tensor_strides;
         None for contiguous-only kernels and an absent out).
 
-        A call whose tensors have the shapes, strides, dtypes and device of
-        the last call that passed (and no KV cache, whose values are
-        checked) reuses its result: only the data pointers' 16-byte
-        alignment, which changes with every allocation, is checked again.
-        At tiny shapes the full check was about half of a call's host time
-        (bench/results/2026-12-02-host-cost.md)."""
-        signature = None
-        if cache_seqlens is None and block_table is None:
-            signature = _signature((q, k, v, out, lse))
-            if signature is not None and signature == self._checked[0]:
-                if (q.data_ptr() | k.data_ptr() | v.data_ptr() |
-                        (out.data_ptr() if out is not None else 0)) % 16 == 0:
-                    dims, strides = self._checked[1]
-                    return dims, list(strides)
+        A call whose tensors (a KV cache's lengths and block table
+        included: only their shapes, dtypes and devices are checked here,
+        their values by the kernel) have the shapes, strides, dtypes and
+        device of the last call that passed reuses its result: only the data
+        pointers' 16-byte alignment, which changes with every allocation,
+        is checked again. At tiny shapes the full check was about half of a
+        call's host time (bench/results/2026-12-02-host-cost.md)."""
+        signature = _signature((q, k, v, out, lse, cache_seqlens,
+                                block_table))
+        if signature is not None and signature == self._checked[0]:
+            if (q.data_ptr() | k.data_ptr() | v.data_ptr() |
+                    (out.data_ptr() if out is not None else 0)) % 16 == 0:
+                dims, strides = self._checked[1]
+                return dims, list(strides)
         dims, strides = self._check_all(q, k, v, out, lse, cache_seqlens,
                                         block_table)
         if signature is not None:
@@ -1179,14 +1179,17 @@ class Kernel:
             if "o_stride_b" in self._param_names:
                 values += [ctypes.c_int64(x) for x in strides[3]]
             if packed:
+                # total_k and num_pages: what the kernel asserts the
+                # device-side sums and block table against.
                 values += [ctypes.c_void_p(cu_seqlens_q.data_ptr()),
                            ctypes.c_void_p(cu_seqlens_k.data_ptr()),
-                           ctypes.c_int32(total_q)]
+                           ctypes.c_int32(total_q), ctypes.c_int32(nk)]
             if cache_seqlens is not None:
                 values.append(ctypes.c_void_p(cache_seqlens.data_ptr()))
             if block_table is not None:
                 values += [ctypes.c_void_p(block_table.data_ptr()),
-                           ctypes.c_int32(block_table.shape[1])]
+                           ctypes.c_int32(block_table.shape[1]),
+                           ctypes.c_int32(k.shape[0])]
             splits = 1
             workspace = None
             if self.meta.get("split_kv"):

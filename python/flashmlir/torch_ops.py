@@ -49,7 +49,8 @@ else:
         f"torch.library.custom_op nor torch.library.Library; the operators "
         f"need torch >= 1.13 (torch.compile needs >= 2.0)")
 
-__all__ = ["REGISTRATION", "attention", "flash_attn"]
+__all__ = ["REGISTRATION", "attention", "flash_attn",
+           "flash_attn_with_kvcache"]
 
 _NAMESPACE = "flashmlir"
 # Given to both APIs, so the schemas are the same (custom_op would infer
@@ -60,7 +61,16 @@ _SCHEMAS = {
     "flash_attn": "(Tensor q, Tensor k, Tensor v, float? softmax_scale=None, "
                   "bool causal=False, int window_left=-1, "
                   "int window_right=-1) -> Tensor",
+    # The cache is written in place where k and v are appended.
+    "flash_attn_with_kvcache":
+        "(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor? k=None, "
+        "Tensor? v=None, Tensor? cache_seqlens=None, "
+        "Tensor? block_table=None, float? softmax_scale=None, "
+        "bool causal=False, int window_left=-1, int window_right=-1, "
+        "float softcap=0.0, int num_splits=0) -> Tensor",
 }
+# The arguments each operator writes in place (custom_op's mutates_args).
+_MUTATES = {"flash_attn_with_kvcache": ("k_cache", "v_cache")}
 
 
 def _check(op, q, k, v, head_axis):
@@ -124,15 +134,58 @@ def _flash_attn_fake(q, k, v, softmax_scale=None, causal=False,
     return q.new_empty(q.shape)
 
 
+def _flash_attn_with_kvcache(q: torch.Tensor, k_cache: torch.Tensor,
+                             v_cache: torch.Tensor,
+                             k: Optional[torch.Tensor] = None,
+                             v: Optional[torch.Tensor] = None,
+                             cache_seqlens: Optional[torch.Tensor] = None,
+                             block_table: Optional[torch.Tensor] = None,
+                             softmax_scale: Optional[float] = None,
+                             causal: bool = False, window_left: int = -1,
+                             window_right: int = -1, softcap: float = 0.0,
+                             num_splits: int = 0) -> torch.Tensor:
+    import flashmlir
+    return flashmlir.flash_attn_with_kvcache(
+        q, k_cache, v_cache, k=k, v=v, cache_seqlens=cache_seqlens,
+        block_table=block_table, softmax_scale=softmax_scale, causal=causal,
+        window_size=(window_left, window_right), softcap=softcap,
+        num_splits=num_splits)
+
+
+def _flash_attn_with_kvcache_fake(q, k_cache, v_cache, k=None, v=None,
+                                  cache_seqlens=None, block_table=None,
+                                  softmax_scale=None, causal=False,
+                                  window_left=-1, window_right=-1,
+                                  softcap=0.0, num_splits=0):
+    op = "flash_attn_with_kvcache"
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dim() != 4:
+            raise _runtime.KernelArgumentError(
+                f"flashmlir::{op}: {name} must have rank 4, got shape "
+                f"{tuple(t.shape)}")
+    if k_cache.shape != v_cache.shape or q.shape[3] != k_cache.shape[3]:
+        raise _runtime.KernelArgumentError(
+            f"flashmlir::{op}: k_cache {tuple(k_cache.shape)} and v_cache "
+            f"{tuple(v_cache.shape)} must have one shape, with q's head dim "
+            f"({q.shape[3]})")
+    if q.shape[2] % k_cache.shape[2]:
+        raise _runtime.KernelArgumentError(
+            f"flashmlir::{op}: query heads ({q.shape[2]}) must be a "
+            f"multiple of key/value heads ({k_cache.shape[2]})")
+    return torch.empty(q.shape, dtype=q.dtype, device=q.device)
+
+
 _IMPLS = {"attention": (_attention, _attention_fake),
-          "flash_attn": (_flash_attn, _flash_attn_fake)}
+          "flash_attn": (_flash_attn, _flash_attn_fake),
+          "flash_attn_with_kvcache": (_flash_attn_with_kvcache,
+                                      _flash_attn_with_kvcache_fake)}
 
 
 def _register_custom_op():
     ops = {}
     for name, (impl, fake) in _IMPLS.items():
         op = torch.library.custom_op(f"{_NAMESPACE}::{name}",
-                                     mutates_args=(),
+                                     mutates_args=_MUTATES.get(name, ()),
                                      schema=_SCHEMAS[name])(impl)
         op.register_fake(fake)
         ops[name] = op
@@ -171,3 +224,20 @@ def flash_attn(q, k, v, softmax_scale=None, causal=False,
     left, right = window_size
     return torch.ops.flashmlir.flash_attn(q, k, v, softmax_scale, causal,
                                           int(left), int(right))
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
+                            cache_seqlens=None, block_table=None,
+                            softmax_scale=None, causal=False,
+                            window_size=(-1, -1), softcap=0.0, num_splits=0):
+    """torch.ops.flashmlir.flash_attn_with_kvcache: flash-attention's KV-cache
+    call as flashmlir.flash_attn_with_kvcache (k and v, when given, written
+    into the cache in place), cache_seqlens an int32 tensor [B] (an int is
+    made one on q's device)."""
+    if isinstance(cache_seqlens, int) and not isinstance(cache_seqlens, bool):
+        cache_seqlens = torch.full((q.shape[0],), cache_seqlens,
+                                   dtype=torch.int32, device=q.device)
+    left, right = window_size
+    return torch.ops.flashmlir.flash_attn_with_kvcache(
+        q, k_cache, v_cache, k, v, cache_seqlens, block_table, softmax_scale,
+        causal, int(left), int(right), float(softcap), int(num_splits))

@@ -23,8 +23,8 @@ def test_paged_kernel_metadata(flashmlir):
     # The cache's parameters after B and o's strides, before split-KV's.
     i = names.index("kv_lengths")
     assert names[i - 1] == "o_stride_n"
-    assert names[i:i + 4] == ["kv_lengths", "block_table", "max_pages",
-                              "kv_splits"]
+    assert names[i:i + 5] == ["kv_lengths", "block_table", "max_pages",
+                              "num_pages", "kv_splits"]
     params = {p["name"]: p for p in m["params"]}
     assert params["k"]["shape"] == ["pages", "Hkv", "page_size", "D"]
     assert params["k"]["rank"] == 4 and params["k"]["box"][1] <= 64

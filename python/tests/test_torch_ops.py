@@ -45,6 +45,50 @@ def test_registration(ops):
         "softmax_scale=None, bool causal=False, int window_left=-1, "
         "int window_right=-1) -> Tensor")
 
+    assert str(torch.ops.flashmlir.flash_attn_with_kvcache.default._schema) \
+        == ("flashmlir::flash_attn_with_kvcache(Tensor q, Tensor(a!) "
+            "k_cache, Tensor(b!) v_cache, Tensor? k=None, Tensor? v=None, "
+            "Tensor? cache_seqlens=None, Tensor? block_table=None, float? "
+            "softmax_scale=None, bool causal=False, int window_left=-1, "
+            "int window_right=-1, float softcap=0., int num_splits=0) -> "
+            "Tensor")
+
+
+def test_import_flashmlir_registers_the_ops():
+    """`import flashmlir` alone makes torch.ops.flashmlir.* available (a
+    fresh interpreter, no import of flashmlir.torch_ops)."""
+    pytest.importorskip("torch")
+    code = ("import flashmlir, torch; "
+            "print(sorted(n for n in ('attention', 'flash_attn', "
+            "'flash_attn_with_kvcache') "
+            "if hasattr(torch.ops.flashmlir, n)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, cwd=str(ROOT / "python"), check=True)
+    assert out.stdout.strip() == \
+        "['attention', 'flash_attn', 'flash_attn_with_kvcache']"
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_kvcache_fake_shapes(ops, paged):
+    """The KV-cache operator's fake: O has q's shape; the cache shapes are
+    checked (k_cache and v_cache alike, q's head dim, heads dividing)."""
+    torch, t = ops
+    q = _meta(torch, (4, 1, 32, 128))                 # [B, Nq, Hq, D]
+    cache = _meta(torch, (40, 64, 8, 128) if paged else (4, 512, 8, 128))
+    lens = _meta(torch, (4,), "int32")
+    table = _meta(torch, (4, 10), "int32") if paged else None
+    with torch.inference_mode():
+        out = t.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=lens,
+                                        block_table=table, causal=True)
+        assert (out.shape, out.dtype, out.device.type) == \
+            (q.shape, q.dtype, "meta")
+        with pytest.raises(Exception, match="multiple of key/value heads"):
+            t.flash_attn_with_kvcache(_meta(torch, (4, 1, 12, 128)), cache,
+                                      cache, cache_seqlens=lens)
+        with pytest.raises(Exception, match="must have one shape"):
+            t.flash_attn_with_kvcache(q, cache, _meta(torch, (4, 512, 8, 64)),
+                                      cache_seqlens=lens)
+
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_fake_shapes(ops, dtype):
@@ -293,3 +337,42 @@ def test_opcheck(gpu):
     torch.library.opcheck(torch.ops.flashmlir.flash_attn.default,
                           (q.transpose(1, 2), kv.transpose(1, 2),
                            kv.transpose(1, 2), None, False, -1, -1))
+
+
+@pytest.mark.gpu
+def test_compiled_decode_step(gpu):
+    """A decode step (append the new k, v to a paged cache, attend) compiled
+    with fullgraph=True: one graph holding the KV-cache operator, the cache
+    written in place, O within flash-attention's 2x rule of the math
+    reference over the grown cache."""
+    torch, t = gpu
+    torch.manual_seed(5)
+    b, hq, hkv, d, page, pages = 2, 32, 8, 128, 64, 16
+    k_cache = torch.randn(pages * b, page, hkv, d, device="cuda",
+                          dtype=torch.float16)
+    v_cache = torch.randn_like(k_cache)
+    table = torch.arange(pages * b, device="cuda", dtype=torch.int32).view(
+        b, pages)
+    lens = torch.tensor([300, 517], device="cuda", dtype=torch.int32)
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
+    k_new = torch.randn(b, 1, hkv, d, device="cuda", dtype=torch.float16)
+    v_new = torch.randn_like(k_new)
+
+    def step(q, k_new, v_new, lens):
+        return torch.ops.flashmlir.flash_attn_with_kvcache(
+            q * 1.0, k_cache, v_cache, k_new, v_new, lens, table, None, True,
+            -1, -1, 0.0, 0)
+
+    compiled, graphs = _compiled(torch, step, "inductor")
+    out = compiled(q, k_new, v_new, lens)
+    assert len(graphs) == 1 and \
+        "flashmlir.flash_attn_with_kvcache" in str(graphs[0].graph)
+    rows = k_cache[table.long()].flatten(1, 2)
+    vrows = v_cache[table.long()].flatten(1, 2)
+    for i, n in enumerate((lens + 1).tolist()):
+        assert torch.equal(rows[i, n - 1], k_new[i, 0])
+        kb = rows[i:i + 1, :n].transpose(1, 2)
+        vb = vrows[i:i + 1, :n].transpose(1, 2)
+        _two_x_rule(torch, out[i:i + 1].transpose(1, 2),
+                    q[i:i + 1].transpose(1, 2), kb, vb, None,
+                    1 / math.sqrt(d))

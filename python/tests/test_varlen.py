@@ -52,15 +52,15 @@ def test_bad_varlen_options(flashmlir, kwargs, message):
 
 
 def test_varlen_func_refuses_bad_sums(flashmlir):
+    """What the host can see of the sums (their dtype, rank) is refused
+    before anything runs; their values stay on the device, where the
+    kernel asserts them (test_device_asserts.py, on the GPU)."""
     from flashmlir import runtime
     torch = pytest.importorskip("torch")
     q = torch.zeros(10, 2, 128, dtype=torch.float16)
     good = torch.tensor([0, 4, 10], dtype=torch.int32)
-    for sums, message in [
-            (torch.tensor([1, 4, 10], dtype=torch.int32), "must start at 0"),
-            (torch.tensor([0, 6, 4], dtype=torch.int32), "not decrease"),
-            (torch.tensor([0, 4, 11], dtype=torch.int32), "within the 10"),
-            (good.long(), "int32 tensor")]:
+    for sums, message in [(good.long(), "int32 tensor"),
+                          (good.view(1, 3), "int32 tensor")]:
         with pytest.raises(runtime.KernelArgumentError, match=message):
             flashmlir.flash_attn_varlen_func(q, q, q, sums, good, 6, 6)
     with pytest.raises(runtime.KernelArgumentError, match="left only"):

@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
          faKernelLaunchSplit(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, 2000,
                              NULL));
   /* A KV cache's kernel: kv_lengths, then a paged cache's block table and
-   * max_pages after o's strides; pages need rank-4 maps. */
+   * max_pages and num_pages after o's strides; pages need rank-4 maps. */
 #define CACHE_HEAD                                                             \
   META_HEAD "\"block_r\": 128, \"shared_memory_bytes\": 0, "                  \
             "\"block\": [384, 1, 1], \"tile_grid\": true, "                   \
@@ -254,7 +254,8 @@ int main(int argc, char **argv) {
                                "\"kv_lengths\": true, \"page_size\": 64, "
                                CACHE_PARAMS("4", ", {\"name\": \"kv_lengths\"}, "
                                                  "{\"name\": \"block_table\"}, "
-                                                 "{\"name\": \"max_pages\"}")));
+                                                 "{\"name\": \"max_pages\"}, "
+                                                 "{\"name\": \"num_pages\"}")));
   report("paged cache without its table",
          faKernelMetadataCheck(CACHE_HEAD
                                "\"kv_lengths\": true, \"page_size\": 64, "
@@ -271,7 +272,8 @@ int main(int argc, char **argv) {
   "\"params\": [" MAP("q", "4") MAP("k", "4") MAP("v", "4") SCALARS rows   \
   ", {\"name\": \"o_stride_b\"}, {\"name\": \"o_stride_h\"}, "              \
   "{\"name\": \"o_stride_n\"}, {\"name\": \"cu_seqlens_q\"}, "              \
-  "{\"name\": \"cu_seqlens_k\"}, {\"name\": \"total_q\"}]}"
+  "{\"name\": \"cu_seqlens_k\"}, {\"name\": \"total_q\"}, "              \
+  "{\"name\": \"total_k\"}]}"
   report("varlen, whole blocks by TMA",
          faKernelMetadataCheck(CACHE_HEAD
                                "\"varlen\": true, \"tma_box_rows_o\": 64, "

@@ -106,6 +106,7 @@ def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
                            "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
                            "::mlir::fagpu::FAGPUDialect"];
 }
 
@@ -148,7 +149,8 @@ def ConvertFAGPUToNVVM : Pass<"convert-fagpu-to-nvvm", "ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::cf::ControlFlowDialect"];
 }
 
 #endif // FA_CONVERSION_PASSES_TD

@@ -137,11 +137,13 @@ public:
       sizes["B"] = arith::SubIOp::create(
           b, loc, dim(sums, 0), arith::ConstantIndexOp::create(b, loc, 1));
       sizes["total_q"] = dim(q, 2);
+      sizes["total_k"] = dim(k, 2);
     }
     if (Value table = op.getBlockTable()) {
       // A paged cache: a sequence without kv_lengths has all its pages.
       Value maxPages = dim(table, 1);
       sizes["max_pages"] = maxPages;
+      sizes["num_pages"] = dim(k, 0);
       sizes["Nk"] = arith::MulIOp::create(
           b, loc, maxPages,
           arith::ConstantIndexOp::create(b, loc, op.getPageSize()));

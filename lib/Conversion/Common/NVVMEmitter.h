@@ -16,6 +16,7 @@
 #include "fa/Support/IRArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -55,8 +56,20 @@ protected:
   Value ult(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
   }
+  Value ule(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, x, y);
+  }
   Value eq(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
+  }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  /// Stops the kernel with `message` unless `ok`: cf.assert, which
+  /// convert-fagpu-to-nvvm lowers to CUDA's __assertfail (a device-side
+  /// assert, as torch's: the launch fails and the context with it). For
+  /// inputs that live on the device (KV lengths, block tables, prefix
+  /// sums), which the host could check only by synchronising.
+  void deviceAssert(Value ok, StringRef message) {
+    cf::AssertOp::create(b, loc, ok, message);
   }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);

@@ -117,6 +117,8 @@ protected:
     kvLengthsPtr = arg("kv_lengths");
     blockTablePtr = arg("block_table");
     maxPages = arg("max_pages");
+    numPages = arg("num_pages");
+    totalK = arg("total_k");
     stridedMaps = abi.front().rank == 4;
 
     smem = alignedSharedBase(smemGlobal);
@@ -484,9 +486,18 @@ protected:
     tile.qHead = head;
     tile.kvHead = kvHead;
     Value qStart = tile.qStart = mul(qBlock, c32(blockR));
-    // A KV cache: the sequence's own key count, at most the cache's (so
-    // that a bad length never reads past a sequence's pages).
-    tile.nk = kvLengthsPtr ? minu(loadGlobalI32(kvLengthsPtr, batch), nk) : nk;
+    // A KV cache: the sequence's own key count, asserted to be within the
+    // cache's capacity Nk (a negative one is a large unsigned one), so that
+    // a bad length never reads past a sequence's pages nor is silently
+    // clamped.
+    tile.nk = nk;
+    if (kvLengthsPtr) {
+      tile.nk = loadGlobalI32(kvLengthsPtr, batch);
+      if (assertsTileInputs)
+        deviceAssert(ule(tile.nk, nk),
+                     "flash-mlir: kv_lengths (cache_seqlens) must be in "
+                     "[0, capacity]");
+    }
     tile.nq = nq;
     tile.qBase = tile.kBase = c32(0);
     if (cuSeqlensQPtr) {
@@ -496,6 +507,23 @@ protected:
       tile.nq = sub(loadGlobalI32(cuSeqlensQPtr, next), tile.qBase);
       tile.kBase = loadGlobalI32(cuSeqlensKPtr, batch);
       tile.nk = sub(loadGlobalI32(cuSeqlensKPtr, next), tile.kBase);
+    }
+    if (cuSeqlensQPtr && assertsTileInputs) {
+      // The sums must describe sequences of the packed tensors: from 0, not
+      // decreasing, within total_q and total_k, and with no more queries
+      // than max_seqlen_q (the grid's query blocks).
+      Value qEnd = add(tile.qBase, tile.nq), kEnd = add(tile.kBase, tile.nk);
+      // Sequence 0 starts both sums at 0 (q | k == 0).
+      Value startsAtZero = arith::OrIOp::create(
+          b, loc, ult(c32(0), batch),
+          eq(arith::OrIOp::create(b, loc, tile.qBase, tile.kBase), c32(0)));
+      Value ok = andi(andi(ule(tile.qBase, qEnd), ule(qEnd, totalQ)),
+                      andi(ule(tile.kBase, kEnd), ule(kEnd, totalK)));
+      ok = andi(andi(ok, ule(tile.nq, nq)), startsAtZero);
+      deviceAssert(ok, "flash-mlir: cu_seqlens_q and cu_seqlens_k must start "
+                       "at 0, not decrease and end within the packed rows, "
+                       "and no sequence may have more queries than "
+                       "max_seqlen_q");
     }
 
     // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
@@ -545,8 +573,27 @@ protected:
   // [B, max_pages] (the K and V maps are then over [pages, Hkv, page_size,
   // D]). Null when absent.
   Value kvLengthsPtr, blockTablePtr, maxPages;
-  // A varlen batch: the prefix sums [B + 1] and the packed rows of Q.
-  Value cuSeqlensQPtr, cuSeqlensKPtr, totalQ;
+  /// The pages of a paged cache: the entries a sequence reads are asserted
+  /// below it.
+  Value numPages;
+  /// Whether decodeTile asserts a tile's device-side inputs (KV lengths,
+  /// prefix sums). Every role decodes every tile, so one role asserting is
+  /// enough; the kernel builder picks the one with registers to spare where
+  /// it decodes (see SM90Kernel.cpp's emitProducer).
+  bool assertsTileInputs = true;
+  // A varlen batch: the prefix sums [B + 1] and the packed rows of Q and K.
+  Value cuSeqlensQPtr, cuSeqlensKPtr, totalQ, totalK;
+  /// Asserts that block-table entry `page`, which holds key `key` of a
+  /// tile's sequence, is a page of the cache, where the sequence has that
+  /// key (entries past a sequence's keys are never read for data: their
+  /// blocks are masked).
+  void assertPage(const AttentionTile &tile, Value key, Value page) {
+    Value unused = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                         key, tile.nk);
+    deviceAssert(arith::OrIOp::create(b, loc, unused, ult(page, numPages)),
+                 "flash-mlir: block_table entries a sequence reads must be "
+                 "pages of the cache, in [0, num_pages)");
+  }
   // Persistent varlen kernels deal real tiles only (varlenTiles), of which
   // there are varlenTileCount.
   bool varlenRealTiles = false;
@@ -584,6 +631,7 @@ protected:
               keyValueMatrix(tile)};
     Value entry = add(mul(tile.batch, maxPages), divu(key, c32(pageSize)));
     Value page = loadGlobalI32(blockTablePtr, entry);
+    assertPage(tile, key, page);
     return {remu(key, c32(pageSize)), {tile.kvHead, page}};
   }
 };

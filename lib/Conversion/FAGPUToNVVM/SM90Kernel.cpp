@@ -524,6 +524,13 @@ void KernelBuilder::emitProducer() {
   b.setInsertionPointToStart(ifIssuer.thenBlock());
   prefetchTensorMaps();
   inProducer = true;
+  // One role asserts the tiles' lengths and prefix sums: under a dynamic
+  // scheduler the producer, which decodes each tile first and holds no
+  // tile state (the consumers decode the next tile with the previous one's
+  // O and P live, and spilled 8 bytes for the checks), else the consumers
+  // (the producer, cut to 24 registers, spilled 4-8). The producer alone
+  // reads, and asserts, the block-table entries.
+  assertsTileInputs = spec.dynamicTiles;
   emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
     if (!spec.kvSplits) {
       emitProducerTile(tile, tileIndex);
@@ -569,8 +576,9 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
       Value index = add(firstPage, c32(i));
       Value inRow = ult(index, maxPages);
       Value entry = add(rowStart, select(inRow, index, c32(0)));
-      pages.push_back(
-          select(inRow, loadGlobalI32(blockTablePtr, entry), c32(-1)));
+      Value page = loadGlobalI32(blockTablePtr, entry);
+      assertPage(tile, add(firstKey, c32(i * pageSize)), page);
+      pages.push_back(select(inRow, page, c32(-1)));
     }
     for (int64_t buffer : {kKey, kValue}) {
       fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
@@ -608,6 +616,9 @@ Value KernelBuilder::stagingRows(Value qBuffer) {
 
 void KernelBuilder::emitConsumer(Value consumerIndex) {
   consumer = consumerIndex;
+  // The consumers assert the tiles' inputs unless the producer does
+  // (emitProducer).
+  assertsTileInputs = !spec.dynamicTiles;
   epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
   if (spec.rowSumMma()) {
     // Each consumer's 8 rows of the row-sum tile, written once.

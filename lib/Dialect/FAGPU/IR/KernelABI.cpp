@@ -111,6 +111,10 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     params.push_back(tensor("cu_seqlens_k", "i32", {"B + 1"}, 0));
     params.push_back(scalar("total_q", ParamKind::I32,
                             "rows of the packed Q, O and LSE (their N)"));
+    params.push_back(scalar("total_k", ParamKind::I32,
+                            "rows of the packed K and V (their N): the "
+                            "kernel asserts that cu_seqlens_k ends within "
+                            "them"));
   }
   if (in.keyLengths)
     params.push_back(tensor("kv_lengths", "i32", {"B"}, 0));
@@ -119,6 +123,10 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
     params.push_back(scalar("max_pages", ParamKind::I32,
                             "pages per sequence: the block table's row "
                             "length"));
+    params.push_back(scalar("num_pages", ParamKind::I32,
+                            "pages in the cache (K's and V's outer "
+                            "dimension): the kernel asserts that the pages a "
+                            "sequence reads are below it"));
   }
   if (fp8) {
     for (StringRef name : {"q_descale", "k_descale", "v_descale"}) {

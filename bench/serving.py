@@ -1,0 +1,289 @@
+"""What a serving engine sees (issue 45): decode steps of a Llama-style
+layer stack through the public calls, eager and replayed from a CUDA graph,
+beside torch SDPA's cuDNN and FA2 backends in the same run on the same
+card; the decode-attention table of GB/s over the unique K + V bytes; the
+per-call host cost of a tiny causal call and of a decode step.
+
+* `steps`: for each (Hq/Hkv, B, Nk, page size), `layers` attentions a step
+  (each layer its own paged cache, lengths growing by one a step in place:
+  flash-mlir appends the new k, v itself; the SDPA peers attend a
+  contiguous cache's first Nk + s keys, written by index_copy_), timed over
+  `steps` steps; tokens/s = B / step time. Graphs: one captured step
+  replayed (flash-mlir's lengths advance in place between replays; the
+  peers' shapes are fixed at capture, so their graph replays attend Nk
+  keys).
+* `table`: one attention, Nq = 1, the issue's grid (32/32, 32/8, 64/8 x
+  B 1/8/64 x Nk 2k..128k where memory allows, contiguous and pages of 16
+  and 64), GB/s of K + V read once.
+* `host`: 2,000 back-to-back calls, one sync: the host's time per call.
+
+    FLASHMLIR_KERNEL_DIR=.cubins python3 bench/serving.py all --out r.json
+
+Kernels come from FLASHMLIR_KERNEL_DIR (and FLASHMLIR_PAGED_KERNEL_DIR for
+paged ones) or are compiled on first use where the extension is built.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+import flashmlir  # noqa: E402
+
+PEERS = {"cudnn": SDPBackend.CUDNN_ATTENTION,
+         "fa2": SDPBackend.FLASH_ATTENTION}
+
+
+def cuda_ms(fn, reps=50):
+    """Median of `reps` timed calls (CUDA events), after a warm-up."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def graphed(fn):
+    """fn captured once (warmed up on a side stream, as torch asks); the
+    returned callable replays it."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
+
+
+def sdpa(backend, q, k, v):
+    """torch SDPA on [B, H, N, D] views with grouped K/V heads."""
+    with sdpa_kernel([PEERS[backend]]):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
+class Layer:
+    """One attention layer's caches: a paged one for flash-mlir (pages of
+    `page`, or contiguous with page 0) and a contiguous [B, Hkv, cap, D] one
+    for the SDPA peers."""
+
+    def __init__(self, b, hkv, d, capacity, page, dtype):
+        self.page = page
+        if page:
+            per_seq = math.ceil(capacity / page)
+            self.k = torch.randn(b * per_seq, page, hkv, d, device="cuda",
+                                 dtype=dtype)
+            # Pages dealt at random, as an allocator would.
+            self.table = torch.randperm(b * per_seq, device="cuda").view(
+                b, per_seq).to(torch.int32)
+        else:
+            self.k = torch.randn(b, capacity, hkv, d, device="cuda",
+                                 dtype=dtype)
+            self.table = None
+        self.v = torch.randn_like(self.k)
+        self.kc = torch.randn(b, hkv, capacity, d, device="cuda", dtype=dtype)
+        self.vc = torch.randn_like(self.kc)
+
+
+def decode_steps(args, hq, hkv, b, nk, page, graphs):
+    d, dtype, layers = 128, torch.float16, args.layers
+    capacity = nk + args.steps + 8
+    stack = [Layer(b, hkv, d, capacity, page, dtype) for _ in range(layers)]
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=dtype)
+    k_new = torch.randn(b, 1, hkv, d, device="cuda", dtype=dtype)
+    v_new = torch.randn_like(k_new)
+    lens = torch.full((b,), nk, device="cuda", dtype=torch.int32)
+    pos = torch.tensor([nk], device="cuda")
+
+    def ours():
+        for layer in stack:
+            flashmlir.flash_attn_with_kvcache(
+                q, layer.k, layer.v, k=k_new, v=v_new, cache_seqlens=lens,
+                block_table=layer.table, causal=True)
+        lens.add_(1)
+
+    def peer(backend, keys):
+        qh = q.transpose(1, 2)
+
+        def step():
+            for layer in stack:
+                layer.kc.index_copy_(2, pos, k_new.transpose(1, 2))
+                layer.vc.index_copy_(2, pos, v_new.transpose(1, 2))
+                sdpa(backend, qh, layer.kc[:, :, :keys],
+                     layer.vc[:, :, :keys])
+        return step
+
+    out = {}
+    for name, fn in [("flash-mlir", ours)] + [
+            (p, peer(p, nk)) for p in PEERS]:
+        lens.fill_(nk)
+        try:
+            run = graphed(fn) if graphs else fn
+            ms = cuda_ms(run, reps=args.steps)
+            out[name] = {"step_ms": ms, "tokens_per_s": b / ms * 1e3}
+        except Exception as e:  # a peer without a kernel for the shape
+            out[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+    ours_tps = out["flash-mlir"].get("tokens_per_s")
+    for p in PEERS:
+        if ours_tps and out[p].get("tokens_per_s"):
+            out[f"vs_{p}"] = ours_tps / out[p]["tokens_per_s"]
+    return out
+
+
+def table_row(hq, hkv, b, nk, page, graphs):
+    d, dtype = 128, torch.float16
+    layer = Layer(b, hkv, d, nk, page, dtype)
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=dtype)
+    lens = torch.full((b,), nk, device="cuda", dtype=torch.int32)
+    qh = q.transpose(1, 2)
+    fns = {"flash-mlir": lambda: flashmlir.flash_attn_with_kvcache(
+        q, layer.k, layer.v, cache_seqlens=lens, block_table=layer.table,
+        causal=True)}
+    for p in PEERS:
+        fns[p] = (lambda p=p: sdpa(p, qh, layer.kc, layer.vc))
+    kv_bytes = 2 * b * hkv * nk * d * 2
+    row = {"kv_mb": kv_bytes / 1e6}
+    for name, fn in fns.items():
+        try:
+            ms = cuda_ms(graphed(fn) if graphs else fn)
+            row[name] = kv_bytes / ms / 1e6
+        except Exception as e:
+            row[name] = f"{type(e).__name__}: {e}"[:200]
+    for p in PEERS:
+        if isinstance(row.get(p), float):
+            row[f"vs_{p}"] = row["flash-mlir"] / row[p] \
+                if isinstance(row["flash-mlir"], float) else None
+    return row
+
+
+def per_call_us(fn, calls=2000):
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - t) / calls * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
+def host_costs():
+    torch.manual_seed(0)
+    out = {}
+    q = torch.randn(1, 128, 8, 64, device="cuda", dtype=torch.float16)
+    k, v = torch.randn_like(q), torch.randn_like(q)
+    bhnd = [x.transpose(1, 2) for x in (q, k, v)]
+    out["tiny causal (B1 H8 N128 D64)"] = {
+        "flash_attn_func": per_call_us(
+            lambda: flashmlir.flash_attn_func(q, k, v, causal=True)),
+        "attention": per_call_us(
+            lambda: flashmlir.attention(*bhnd, causal=True)),
+        **{p: per_call_us(lambda p=p: sdpa_causal(p, *bhnd)) for p in PEERS}}
+    b, hq, hkv, d, nk = 1, 32, 8, 128, 4096
+    qd = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
+    kc = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
+    vc = torch.randn_like(kc)
+    lens = torch.full((b,), nk, device="cuda", dtype=torch.int32)
+    kh, vh = kc.transpose(1, 2), vc.transpose(1, 2)
+    out["decode step (B1 32/8 Nk 4k)"] = {
+        "flash_attn_with_kvcache": per_call_us(
+            lambda: flashmlir.flash_attn_with_kvcache(
+                qd, kc, vc, cache_seqlens=lens, causal=True)),
+        **{p: per_call_us(lambda p=p: sdpa(p, qd.transpose(1, 2), kh, vh))
+           for p in PEERS}}
+    return out
+
+
+def sdpa_causal(backend, q, k, v):
+    with sdpa_kernel([PEERS[backend]]):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def fits(b, hkv, nk, page):
+    """K + V of one layer for ours and the peers (about 4x the cache)."""
+    return 4 * 2 * b * hkv * nk * 128 * 2 < 0.6 * \
+        torch.cuda.get_device_properties(0).total_memory
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["steps", "table", "host", "all"])
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--quick", action="store_true",
+                        help="a few rows of each, for a first look")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    props = torch.cuda.get_device_properties(0)
+    result = {"gpu": props.name, "torch": torch.__version__,
+              "cudnn": torch.backends.cudnn.version(),
+              "date": time.strftime("%Y-%m-%d"),
+              "commit": subprocess.run(
+                  ["git", "rev-parse", "--short", "HEAD"],
+                  capture_output=True, text=True).stdout.strip()}
+    heads = [(32, 32), (32, 8), (64, 8)]
+    if args.what in ("host", "all"):
+        result["host_us"] = host_costs()
+        print(json.dumps(result["host_us"], indent=1), flush=True)
+    if args.what in ("steps", "all"):
+        rows = []
+        grid = [(hq, hkv, b, nk, page) for hq, hkv in heads
+                for b in (1, 8, 64) for nk in (2048, 8192, 32768)
+                for page in (0, 64)]
+        if args.quick:
+            grid = [(32, 8, 8, 8192, 64), (64, 8, 1, 32768, 0)]
+        for hq, hkv, b, nk, page in grid:
+            if not fits(b * args.layers, hkv, nk, page):
+                continue
+            for graphs in (False, True):
+                r = decode_steps(args, hq, hkv, b, nk, page, graphs)
+                r.update(heads=f"{hq}/{hkv}", b=b, nk=nk, page=page,
+                         mode="graph" if graphs else "eager")
+                print(json.dumps(r), flush=True)
+                rows.append(r)
+        result["steps"] = rows
+    if args.what in ("table", "all"):
+        rows = []
+        grid = [(hq, hkv, b, nk, page) for hq, hkv in heads
+                for b in (1, 8, 64) for nk in (2048, 8192, 32768, 131072)
+                for page in (0, 16, 64)]
+        if args.quick:
+            grid = [(32, 8, 8, 4096, 0), (64, 8, 1, 65536, 0),
+                    (32, 8, 32, 8192, 64)]
+        for hq, hkv, b, nk, page in grid:
+            if not fits(b, hkv, nk, page):
+                continue
+            for graphs in (False, True):
+                r = table_row(hq, hkv, b, nk, page, graphs)
+                r.update(heads=f"{hq}/{hkv}", b=b, nk=nk, page=page,
+                         mode="graph" if graphs else "eager")
+                print(json.dumps(r), flush=True)
+                rows.append(r)
+        result["table"] = rows
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
