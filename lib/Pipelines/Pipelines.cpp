@@ -63,6 +63,9 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
     ring.layout = options.ringLayout;
     funcPm.addPass(createFARingAttention(ring));
   }
+  // Grouped query heads of a decode as one matrix's rows (before split-KV,
+  // whose chunk count sees the packed tiles).
+  funcPm.addPass(createFAPackGQA());
   if (!options.kvSplits.empty())
     funcPm.addPass(createFASplitKV(FASplitKVOptions{options.kvSplits}));
   // FP8: inputs quantised where they become e4m3 (before the tiles), the
@@ -105,6 +108,7 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
                                  int64_t ctasPerSm = 0) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createFAAttentionToBuffers());
+  funcPm.addPass(createFAPackGQA());
   if (!kvSplits.empty())
     funcPm.addPass(createFASplitKV(FASplitKVOptions{kvSplits.str()}));
   FATileOptions tile;

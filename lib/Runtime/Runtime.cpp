@@ -1256,7 +1256,7 @@ int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
 
 int faDecodeHeadsPerTile(long long queries, long long qHeads,
                          long long kvHeads, int masked) {
-  return (int)fa::model::decodeHeadsPerTile(queries, qHeads, kvHeads,
+  return (int)mlir::fa::model::decodeHeadsPerTile(queries, qHeads, kvHeads,
                                             masked != 0);
 }
 
@@ -1416,7 +1416,7 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   // head.
   FaStrides packed[2];
   if (!cache.cuQ && !fp8 && k->meta.strided()) {
-    int64_t group = fa::model::decodeHeadsPerTile(
+    int64_t group = mlir::fa::model::decodeHeadsPerTile(
         qLen, qHeads, kvHeads, k->meta.causal || k->meta.window > 0);
     if (group > 1) {
       const FaStrides *views[2] = {qStrides, oStrides};

@@ -29,7 +29,7 @@
 
 #include <cstdint>
 
-namespace fa::model {
+namespace mlir::fa::model {
 
 /// Whether a causal mask hides nothing from a launch of `queries` queries
 /// a sequence: one query at the last key position (`bottomRight`, a KV
@@ -54,6 +54,6 @@ inline int64_t decodeHeadsPerTile(int64_t queries, int64_t qHeads,
   return qHeads / kvHeads;
 }
 
-} // namespace fa::model
+} // namespace mlir::fa::model
 
 #endif // FA_MODEL_PACKGQA_H

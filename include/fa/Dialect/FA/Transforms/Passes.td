@@ -149,6 +149,36 @@ def FAConditionalRescale : Pass<"fa-conditional-rescale", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FAPackGQA : Pass<"fa-pack-gqa", "func::FuncOp"> {
+  let summary = "Pack the query heads that share a K/V head into one matrix's rows at decode";
+  let description = [{
+    Grouped-query decode (one query per sequence, `G = Hq / Hkv > 1`) gives
+    each query head its own tile, so every K/V block is read `G` times and
+    a tile has one useful row. This pass rewrites a memref-form
+    `fa.attention` whose Q is `[B, Hq, 1, D]` (static `Nq = 1`, `Hq` and
+    `Hkv`) into the same attention over views of the same memory:
+
+    ```
+    Q [B, Hq, 1, D]   -> [B, Hkv, G, D]    (query head h G + g: row g of matrix h)
+    O [B, Hq, 1, Dv]  -> [B, Hkv, G, Dv]
+    LSE [B, Hq, 1]    -> [B, Hkv, G]
+    ```
+
+    (`memref.expand_shape` then `memref.collapse_shape`), a multi-head
+    attention of `G` queries: each K/V block is then read once per K/V
+    head, which `fa-io-report` counts, and a tile holds `G` rows. The rule
+    is `fa::model::decodeHeadsPerTile` (`fa/Model/PackGQA.h`), which the
+    runtimes apply to launches of precompiled kernels.
+
+    Exact where no mask tells the rows apart: a bottom-right causal mask
+    (with any `diagonal_offset`) hides nothing from the one query, the last
+    key position, and is dropped; a window, a top-left causal mask, varlen
+    batches and per-block descales leave the attention as it is. Runs
+    before `fa-split-kv`, whose chunk count then sees the packed tiles.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def FASplitKV : Pass<"fa-split-kv", "func::FuncOp"> {
   let summary = "Split-KV (flash-decoding): cut each attention's keys into chunks";
   let description = [{
