@@ -60,7 +60,21 @@ out=$(cmake -S test/ConsumerVersion -B build/consumer-version/0.2 \
 echo "$out" | grep "found flash-mlir" | sed 's/^-- /version: /'
 passed=$((passed + 1))
 
-PYTHONPATH=build/install/lib/python3/dist-packages FLASHMLIR_BUILD_DIR=/nonexistent \
-  /usr/bin/python3 -c "import flashmlir; k = flashmlir.compile(head_dim=64); print('installed python package:', k.name)"
+# 4. The Python package that cmake --install wrote (where the build's
+#    FA_PYTHON_INSTALL_DIR says), importable from there alone.
+site=$(sed -n 's/^FA_PYTHON_INSTALL_DIR:STRING=//p' build/CMakeCache.txt)
+PYTHONPATH="$prefix/$site" FLASHMLIR_BUILD_DIR=/nonexistent \
+  /usr/bin/python3 -c "import flashmlir; k = flashmlir.compile(head_dim=64); print('installed python package:', flashmlir.__version__, k.name)"
+passed=$((passed + 1))
+
+# 5. pip install ./python (offline: the system's setuptools, the build
+#    tree's CMake configuration, only the extension's target built), into a
+#    target folder: importable with its version and its compiler.
+rm -rf build/pip-target
+FLASHMLIR_CMAKE_BUILD_DIR="$PWD/build" /usr/bin/python3 -m pip install -q \
+  --no-build-isolation --no-deps --no-index --root-user-action=ignore \
+  --target build/pip-target ./python
+PYTHONPATH=build/pip-target FLASHMLIR_BUILD_DIR=/nonexistent \
+  /usr/bin/python3 -c "import flashmlir; assert flashmlir.__version__ == '$(sed -n 's/^project(flash-mlir VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)', flashmlir.__version__; k = flashmlir.compile(head_dim=64); print('pip-installed python package:', flashmlir.__version__, k.name)"
 passed=$((passed + 1))
 echo "install: $passed passed, 0 failed"

@@ -19,12 +19,13 @@ for _candidate in (_os.environ.get("FLASHMLIR_BUILD_DIR"),
         if _os.path.isdir(_ext) and _ext not in __path__:
             __path__.append(_ext)
 
+from ._version import __version__  # noqa: E402
 from .errors import CompileError  # noqa: E402
 from .compiler import (CompiledKernel, CompiledModule, cache_info,  # noqa: E402
                        clear_cache, compile, compile_module, from_e4m3,
                        predicted_bytes, quantize_e4m3, run_cpu, to_e4m3)
 
-__all__ = ["compile", "compile_module", "CompiledModule", "CompiledKernel",
+__all__ = ["__version__", "compile", "compile_module", "CompiledModule", "CompiledKernel",
            "CompileError", "attention", "cache_info", "clear_cache",
            "flash_attn_func", "flash_attn_varlen_func",
            "flash_attn_with_kvcache", "from_e4m3", "predicted_bytes", "quantize_e4m3",

@@ -8,8 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fa/Pipelines/Pipelines.h"
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Pipelines/Pipelines.h"
+#include "fa/Support/ToolVersion.h"
 #include "fa/Target/Compile.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -196,6 +197,7 @@ static bool writeFile(const std::string &path, StringRef data) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  fa::setToolVersionPrinter("fa-compile");
   cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "flash-mlir ahead-of-time kernel compiler\n");
@@ -328,6 +330,15 @@ int main(int argc, char **argv) {
                     "host-mlir or ptx, got '"
                  << emit << "'\n";
     return 1;
+  }
+  if (emit == "all") {
+    // The output's folder first: a missing one is made, and one that cannot
+    // be is refused before the compile, not after it.
+    StringRef folder = llvm::sys::path::parent_path(output);
+    if (!folder.empty())
+      if (std::error_code ec = llvm::sys::fs::create_directories(folder))
+        return refuse("o", "cannot create the folder '" + folder.str() +
+                               "': " + ec.message());
   }
   FailureOr<fa::CompiledKernel> kernel = fa::compileKernel(context, options);
   if (failed(kernel))

@@ -1,6 +1,7 @@
 //===- fa-launch.cpp - run a compiled kernel through the C runtime --------===//
 //
-//   fa-launch <prefix> [B Hq Hkv Nq Nk] [seed]
+//   fa-launch <prefix> [--batch B] [--q-heads Hq] [--kv-heads Hkv]
+//             [--q-len Nq] [--kv-len Nk] [--seed S] [--kv-splits N]
 //
 // Loads prefix.{cubin,json} with libFARuntime (no MLIR needed), runs the
 // kernel on random N(0,1) inputs, and compares O and LSE with a naive
@@ -11,6 +12,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa-c/Runtime.h"
+#include "fa-c/Version.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
@@ -98,25 +103,54 @@ int die(const char *what) {
   return 1;
 }
 
+
+namespace cl = llvm::cl;
+
+cl::OptionCategory toolOptions("fa-launch options");
+cl::opt<std::string> prefix(cl::Positional, cl::Required, cl::cat(toolOptions),
+                            cl::desc("<kernel prefix: prefix.{cubin,json}>"));
+cl::opt<int> batchOpt("batch", cl::cat(toolOptions), cl::init(2),
+                      cl::desc("B (sequences)"));
+cl::opt<int> qHeadsOpt("q-heads", cl::cat(toolOptions), cl::init(4),
+                       cl::desc("Hq"));
+cl::opt<int> kvHeadsOpt("kv-heads", cl::cat(toolOptions), cl::init(2),
+                        cl::desc("Hkv (dividing Hq)"));
+cl::opt<int> qLenOpt("q-len", cl::cat(toolOptions), cl::init(200),
+                     cl::desc("Nq"));
+cl::opt<int> kvLenOpt("kv-len", cl::cat(toolOptions), cl::init(333),
+                      cl::desc("Nk"));
+cl::opt<unsigned> seedOpt("seed", cl::cat(toolOptions), cl::init(1),
+                          cl::desc("Random seed of the inputs"));
+cl::opt<int> kvSplitsOpt(
+    "kv-splits", cl::cat(toolOptions), cl::init(-1),
+    cl::desc("Split-KV kernels' chunk count: -1 the metadata's default, 0 "
+             "auto, else the count"));
+
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: fa-launch <prefix> [B Hq Hkv Nq Nk] [seed] "
-                         "[kv_splits]\n");
-    return 2;
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "fa-launch (flash-mlir " FA_VERSION_STRING ")\n";
+  });
+  cl::HideUnrelatedOptions(toolOptions);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "flash-mlir: run a compiled kernel through the C runtime on random "
+      "inputs and check O and the LSE against a host reference\n");
+  // The sizes as the runtime takes them; it checks their ranges.
+  int b = batchOpt, hq = qHeadsOpt, hkv = kvHeadsOpt, nq = qLenOpt,
+      nk = kvLenOpt;
+  unsigned seed = seedOpt;
+  int kvSplits = kvSplitsOpt;
+  if (b <= 0 || hq <= 0 || hkv <= 0 || nq <= 0 || nk <= 0 || hq % hkv) {
+    std::fprintf(stderr, "fa-launch: error: --batch, --q-heads, --kv-heads, "
+                         "--q-len and --kv-len must be positive, with "
+                         "--kv-heads dividing --q-heads\n");
+    return 1;
   }
-  int b = argc > 6 ? std::atoi(argv[2]) : 2;
-  int hq = argc > 6 ? std::atoi(argv[3]) : 4;
-  int hkv = argc > 6 ? std::atoi(argv[4]) : 2;
-  int nq = argc > 6 ? std::atoi(argv[5]) : 200;
-  int nk = argc > 6 ? std::atoi(argv[6]) : 333;
-  unsigned seed = argc > 7 ? std::atoi(argv[7]) : 1;
-  // Split-KV kernels: -1 the metadata's default, 0 auto, else the count.
-  int kvSplits = argc > 8 ? std::atoi(argv[8]) : -1;
 
   FaKernel *kernel = nullptr;
-  if (faKernelLoadFiles(argv[1], 0, &kernel))
+  if (faKernelLoadFiles(prefix.c_str(), 0, &kernel))
     return die("loading the kernel");
   int d = faKernelHeadDim(kernel), dv = faKernelValueHeadDim(kernel);
   bool fp8 = std::string(faKernelDType(kernel)) == "e4m3";

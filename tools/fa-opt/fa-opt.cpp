@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Pipelines/Pipelines.h"
+#include "fa/Support/ToolVersion.h"
 #include "fa/Support/UpstreamParserGuard.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::fa::registerAllFADialects(registry);
   mlir::fa::registerAllFAPasses();
+  mlir::fa::setToolVersionPrinter("fa-opt");
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "flash-mlir optimizer driver\n", registry);
   mlir::MlirOptMainConfig config =

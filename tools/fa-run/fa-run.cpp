@@ -21,6 +21,7 @@
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Support/Float8.h"
+#include "fa/Support/ToolVersion.h"
 #include "fa/Support/UpstreamParserGuard.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -1281,6 +1282,7 @@ LogicalResult decomposeSoftmaxes(ModuleOp module) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::HideUnrelatedOptions(toolOptions);
+  fa::setToolVersionPrinter("fa-run");
   cl::ParseCommandLineOptions(argc, argv,
                               "flash-mlir: compile fa.attention for the host, "
                               "run it on random inputs and check it against "
