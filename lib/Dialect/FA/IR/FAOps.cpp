@@ -666,3 +666,243 @@ LogicalResult HadamardOp::verify() {
                          << getSigns().size();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Backward (FABackwardOps.td)
+//===----------------------------------------------------------------------===//
+
+float AttentionBackwardOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToFloat();
+  return 1.0f / std::sqrt(static_cast<float>(getQueryType().getDimSize(3)));
+}
+
+void AttentionBackwardOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand *input : {&getQueryMutable(), &getKeyMutable(),
+                           &getValueMutable(), &getOutMutable(),
+                           &getLseMutable(), &getGradOutMutable()})
+    effects.emplace_back(MemoryEffects::Read::get(), input,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand *grad :
+       {&getGradQueryMutable(), &getGradKeyMutable(), &getGradValueMutable()})
+    effects.emplace_back(MemoryEffects::Write::get(), grad,
+                         SideEffects::DefaultResource::get());
+}
+
+LogicalResult AttentionBackwardOp::verify() {
+  Operation *op = getOperation();
+  MemRefType q = getQueryType(), k = getKeyType(), v = getValueType();
+  auto o = cast<MemRefType>(getOut().getType());
+  auto lse = cast<MemRefType>(getLse().getType());
+  auto dO = cast<MemRefType>(getGradOut().getType());
+  auto dq = cast<MemRefType>(getGradQuery().getType());
+  auto dk = cast<MemRefType>(getGradKey().getType());
+  auto dv = cast<MemRefType>(getGradValue().getType());
+  if (failed(checkRank(op, "query", q, 4, "[B, Hq, Nq, D]")) ||
+      failed(checkRank(op, "key", k, 4, "[B, Hkv, Nk, D]")) ||
+      failed(checkRank(op, "value", v, 4, "[B, Hkv, Nk, Dv]")) ||
+      failed(checkRank(op, "out", o, 4, "[B, Hq, Nq, Dv]")) ||
+      failed(checkRank(op, "lse", lse, 3, "[B, Hq, Nq]")) ||
+      failed(checkRank(op, "grad_out", dO, 4, "[B, Hq, Nq, Dv]")) ||
+      failed(checkRank(op, "grad_query", dq, 4, "[B, Hq, Nq, D]")) ||
+      failed(checkRank(op, "grad_key", dk, 4, "[B, Hkv, Nk, D]")) ||
+      failed(checkRank(op, "grad_value", dv, 4, "[B, Hkv, Nk, Dv]")))
+    return failure();
+  Type elt = q.getElementType();
+  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"key", k},
+                            {"value", v},
+                            {"out", o},
+                            {"grad_out", dO}})
+    if (failed(checkElementType(op, name, elt, "the query's",
+                                type.getElementType())))
+      return failure();
+  if (q.isDynamicDim(3) || v.isDynamicDim(3))
+    return emitOpError("expected the head dims D and Dv to be static");
+  if (failed(checkRange(op, checkHeadDim("query head dim D",
+                                         q.getDimSize(3)))) ||
+      failed(checkRange(op, checkHeadDim("value head dim Dv",
+                                         v.getDimSize(3)))))
+    return failure();
+  // Every shape against the one its rule names: Q's for the query-side
+  // tensors, K's for the key-side ones, the head dims D and Dv.
+  struct Same {
+    const char *what;
+    MemRefType type;
+    int64_t dim;
+    MemRefType like;
+    int64_t likeDim;
+    const char *whose;
+  };
+  const Same rules[] = {
+      {"key batch size", k, 0, q, 0, "the query's"},
+      {"key head dim", k, 3, q, 3, "the query's"},
+      {"value batch size", v, 0, q, 0, "the query's"},
+      {"value head count", v, 1, k, 1, "the key's"},
+      {"value sequence length", v, 2, k, 2, "the key's"},
+      {"out batch size", o, 0, q, 0, "the query's"},
+      {"out head count", o, 1, q, 1, "the query's"},
+      {"out sequence length", o, 2, q, 2, "the query's"},
+      {"out head dim", o, 3, v, 3, "the value's"},
+      {"lse batch size", lse, 0, q, 0, "the query's"},
+      {"lse head count", lse, 1, q, 1, "the query's"},
+      {"lse sequence length", lse, 2, q, 2, "the query's"},
+      {"grad_out batch size", dO, 0, q, 0, "the query's"},
+      {"grad_out head count", dO, 1, q, 1, "the query's"},
+      {"grad_out sequence length", dO, 2, q, 2, "the query's"},
+      {"grad_out head dim", dO, 3, v, 3, "the value's"},
+      {"grad_query batch size", dq, 0, q, 0, "the query's"},
+      {"grad_query head count", dq, 1, q, 1, "the query's"},
+      {"grad_query sequence length", dq, 2, q, 2, "the query's"},
+      {"grad_query head dim", dq, 3, q, 3, "the query's"},
+      {"grad_key batch size", dk, 0, k, 0, "the key's"},
+      {"grad_key head count", dk, 1, k, 1, "the key's"},
+      {"grad_key sequence length", dk, 2, k, 2, "the key's"},
+      {"grad_key head dim", dk, 3, k, 3, "the key's"},
+      {"grad_value batch size", dv, 0, v, 0, "the value's"},
+      {"grad_value head count", dv, 1, v, 1, "the value's"},
+      {"grad_value sequence length", dv, 2, v, 2, "the value's"},
+      {"grad_value head dim", dv, 3, v, 3, "the value's"}};
+  for (const Same &rule : rules)
+    if (failed(checkSameDim(op, rule.what, rule.like.getDimSize(rule.likeDim),
+                            rule.whose, rule.type.getDimSize(rule.dim))))
+      return failure();
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "expected query heads (" << hq
+                         << ") to be a multiple of key/value heads (" << hkv
+                         << ")";
+  if (getBottomRight() && !getCausal() && !getWindow())
+    return emitOpError("bottom_right aligns the causal or window mask: give "
+                       "causal or a window");
+  if (getDiagonalOffset() && !getCausal() && !getWindow())
+    return emitOpError("diagonal_offset moves the causal or window mask: "
+                       "give causal or a window");
+  AttentionParams params;
+  if (std::optional<APFloat> scale = getScale())
+    params.scale = scale->convertToDouble();
+  if (std::optional<APFloat> cap = getSoftcap())
+    params.softcap = cap->convertToDouble();
+  params.window = getWindow();
+  params.diagonalOffset = getDiagonalOffset();
+  params.blockR = getBlockR();
+  params.blockC = getBlockC();
+  return checkRange(op, validateAttentionParams(params));
+}
+
+LogicalResult RowDotOp::verify() {
+  auto dO = cast<ShapedType>(getGradOut().getType());
+  auto o = cast<ShapedType>(getOut().getType());
+  auto dot = cast<ShapedType>(getDot().getType());
+  return failure(
+      failed(checkSameDim(*this, "out columns", dO.getDimSize(1),
+                          "the grad_out's", o.getDimSize(1))) ||
+      failed(checkSameDim(*this, "out rows", dO.getDimSize(0),
+                          "the grad_out's", o.getDimSize(0))) ||
+      failed(checkSameDim(*this, "dot length", dO.getDimSize(0),
+                          "the grad_out's rows", dot.getDimSize(0))));
+}
+
+LogicalResult RecomputeProbsOp::verify() {
+  auto s = cast<ShapedType>(getScores().getType());
+  if (failed(checkStatic(*this, "scores", s)))
+    return failure();
+  return checkAtMostRows(*this, "lse", cast<ShapedType>(getLse().getType()),
+                         s.getDimSize(0), "the scores' B_r");
+}
+
+LogicalResult GradValuesOp::verify() {
+  auto p = cast<ShapedType>(getProbs().getType());
+  auto dO = cast<ShapedType>(getGradOut().getType());
+  auto acc = cast<ShapedType>(getAcc().getType());
+  if (failed(checkStatic(*this, "probs", p)) ||
+      failed(checkStatic(*this, "acc", acc)))
+    return failure();
+  return failure(
+      failed(checkSameDim(*this, "acc rows", p.getDimSize(1), "the probs' B_c",
+                          acc.getDimSize(0))) ||
+      failed(checkSameDim(*this, "acc columns", dO.getDimSize(1),
+                          "the grad_out's", acc.getDimSize(1))) ||
+      failed(checkAtMostRows(*this, "grad_out", dO, p.getDimSize(0),
+                             "the probs' B_r")));
+}
+
+LogicalResult GradProbsOp::verify() {
+  auto dO = cast<ShapedType>(getGradOut().getType());
+  auto v = cast<ShapedType>(getValue().getType());
+  auto dp = cast<ShapedType>(getGradProbs().getType());
+  if (failed(checkStatic(*this, "grad_probs", dp)))
+    return failure();
+  return failure(
+      failed(checkSameDim(*this, "value columns", dO.getDimSize(1),
+                          "the grad_out's", v.getDimSize(1))) ||
+      failed(checkAtMostRows(*this, "grad_out", dO, dp.getDimSize(0),
+                             "the grad_probs' B_r")) ||
+      failed(checkAtMostRows(*this, "value", v, dp.getDimSize(1),
+                             "the grad_probs' B_c")));
+}
+
+LogicalResult GradScoresOp::verify() {
+  auto p = cast<ShapedType>(getProbs().getType());
+  auto grad = cast<ShapedType>(getGrad().getType());
+  if (failed(checkStatic(*this, "probs", p)) ||
+      failed(checkStatic(*this, "grad", grad)))
+    return failure();
+  if (p != grad)
+    return emitOpError() << "expected grad to have the probs' type " << p
+                         << ", got " << grad;
+  if (getSoftcap().has_value() != static_cast<bool>(getScores()))
+    return emitOpError("expected the score tile exactly with softcap (its "
+                       "derivative reads the capped scores)");
+  if (Value s = getScores())
+    if (s.getType() != p)
+      return emitOpError() << "expected scores to have the probs' type " << p
+                           << ", got " << s.getType();
+  if (std::optional<APFloat> cap = getSoftcap())
+    if (failed(checkRange(*this, checkSoftcap(cap->convertToDouble()))))
+      return failure();
+  return checkAtMostRows(*this, "dot", cast<ShapedType>(getDot().getType()),
+                         p.getDimSize(0), "the probs' B_r");
+}
+
+/// dK += scale dS^T Q and dQ += scale dS K: `rows` (Q or K) against dS's
+/// B_r or B_c, the accumulator's columns against the rows' head dim.
+static LogicalResult verifyGradProduct(Operation *op, ShapedType ds,
+                                       ShapedType rows, StringRef rowsName,
+                                       int64_t bound, StringRef boundName,
+                                       ShapedType acc, float scale) {
+  if (failed(checkStatic(op, "grad_scores", ds)))
+    return failure();
+  if (failed(checkRange(op, checkScale(scale))))
+    return failure();
+  return failure(
+      failed(checkAtMostRows(op, rowsName, rows, bound, boundName)) ||
+      failed(checkSameDim(op, "acc columns", rows.getDimSize(1),
+                          ("the " + rowsName + "'s head dim").str(),
+                          acc.getDimSize(1))));
+}
+
+LogicalResult GradKeysOp::verify() {
+  auto ds = cast<ShapedType>(getGradScores().getType());
+  auto acc = cast<ShapedType>(getAcc().getType());
+  if (failed(checkStatic(*this, "acc", acc)) ||
+      failed(checkSameDim(*this, "acc rows", ds.getDimSize(1),
+                          "the grad_scores' B_c", acc.getDimSize(0))))
+    return failure();
+  return verifyGradProduct(*this, ds, cast<ShapedType>(getQuery().getType()),
+                           "query", ds.getDimSize(0), "the grad_scores' B_r",
+                           acc, getScale().convertToFloat());
+}
+
+LogicalResult GradQueriesOp::verify() {
+  auto ds = cast<ShapedType>(getGradScores().getType());
+  auto acc = cast<ShapedType>(getAcc().getType());
+  if (failed(checkAtMostRows(*this, "acc", acc, ds.getDimSize(0),
+                             "the grad_scores' B_r")))
+    return failure();
+  return verifyGradProduct(*this, ds, cast<ShapedType>(getKey().getType()),
+                           "key", ds.getDimSize(1), "the grad_scores' B_c",
+                           acc, getScale().convertToFloat());
+}

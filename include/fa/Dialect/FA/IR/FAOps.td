@@ -596,4 +596,6 @@ def FA_HadamardOp : FA_Op<"hadamard"> {
   let hasVerifier = 1;
 }
 
+include "fa/Dialect/FA/IR/FABackwardOps.td"
+
 #endif // FA_DIALECT_FA_IR_FAOPS_TD

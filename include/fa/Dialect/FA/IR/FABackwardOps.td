@@ -1,0 +1,269 @@
+//===- FABackwardOps.td - the attention's gradients ---------*- tablegen -*-===//
+//
+// The backward of fa.attention (FlashAttention-2's, as FlashAttention-3
+// keeps it): the forward saves O and its log-sum-exp L, never the N x N
+// probabilities; the backward recomputes them block by block from L. At the
+// op level one op; at the tile level one op per step of the per-block
+// recurrence, which fa-lower-fa2-backward arranges in loops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FA_IR_FABACKWARDOPS_TD
+#define FA_DIALECT_FA_IR_FABACKWARDOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Op level
+//===----------------------------------------------------------------------===//
+
+def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "gradients dQ, dK, dV of fa.attention from O, its LSE and dO";
+  let description = [{
+    The backward of `fa.attention` with the same scale, masks and softcap:
+    given its inputs `Q [B, Hq, Nq, D]`, `K [B, Hkv, Nk, D]`,
+    `V [B, Hkv, Nk, Dv]`, its output `O [B, Hq, Nq, Dv]` and log-sum-exp
+    `LSE [B, Hq, Nq]` (natural log, as `fa.attention` writes it), and the
+    gradient of a loss with respect to `O`, `dO [B, Hq, Nq, Dv]`, writes to
+    `outs(dQ, dK, dV)`, for every batch `b` and query head `h` (K/V head
+    `h / (Hq / Hkv)`):
+
+    ```
+    X = scale * Q K^T,  S = mask(cap(X))        cap(x) = c tanh(x / c), or x
+    P = exp(S - LSE)                            (masked entries 0)
+    D_i = sum_d dO[i, d] O[i, d]
+    dV += P^T dO                                 dP = dO V^T
+    dS = P o (dP - D) o cap'(X)                  cap'(x) = 1 - tanh^2(x / c), or 1
+    dQ = scale dS K                              dK += scale dS^T Q
+    ```
+
+    `dK` and `dV` of a K/V head sum the contributions of its `Hq / Hkv`
+    query heads (grouped-query attention). A row with `LSE = -inf` (every
+    key masked) has `P = 0` and contributes nothing; its `dQ` is 0. The
+    masks are `fa.attention`'s: `causal`, `window`, `bottom_right`,
+    `diagonal_offset`. Products accumulate in f32; the gradients are
+    rounded once, to their own element type (f16, bf16 or f32, each may
+    differ from the inputs'). Inputs are f16, bf16 or f32, one type for Q,
+    K, V, O and dO; `LSE` is f32. Memref form only (`outs` are written);
+    KV lengths, pages, varlen batches and e4m3 inputs have no backward
+    yet.
+
+    ```mlir
+    fa.attention_backward %q, %k, %v, %o, %lse, %do
+        outs(%dq, %dk, %dv : memref<1x8x77x64xf32>, memref<1x2x131x64xf32>,
+                             memref<1x2x131x64xf32>) {causal}
+        : memref<1x8x77x64xf32>, memref<1x2x131x64xf32>,
+          memref<1x2x131x64xf32>, memref<1x8x77x64xf32>, memref<1x8x77xf32>,
+          memref<1x8x77x64xf32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[F16, BF16, F32]>:$query,
+                       MemRefOf<[F16, BF16, F32]>:$key,
+                       MemRefOf<[F16, BF16, F32]>:$value,
+                       MemRefOf<[F16, BF16, F32]>:$out,
+                       MemRefOf<[F32]>:$lse,
+                       MemRefOf<[F16, BF16, F32]>:$grad_out,
+                       MemRefOf<[F16, BF16, F32]>:$grad_query,
+                       MemRefOf<[F16, BF16, F32]>:$grad_key,
+                       MemRefOf<[F16, BF16, F32]>:$grad_value,
+                       OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$softcap,
+                       UnitAttr:$bottom_right,
+                       OptionalAttr<I64Attr>:$diagonal_offset,
+                       OptionalAttr<I64Attr>:$block_r,
+                       OptionalAttr<I64Attr>:$block_c);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad_out
+    `outs` `(` $grad_query `,` $grad_key `,` $grad_value `:`
+    type($grad_query) `,` type($grad_key) `,` type($grad_value) `)`
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
+    type($out) `,` type($lse) `,` type($grad_out)
+  }];
+  let extraClassDeclaration = [{
+    /// The scale to apply: the attribute, or 1/sqrt(D) when absent.
+    float getEffectiveScale();
+    ::mlir::MemRefType getQueryType() {
+      return ::llvm::cast<::mlir::MemRefType>(getQuery().getType());
+    }
+    ::mlir::MemRefType getKeyType() {
+      return ::llvm::cast<::mlir::MemRefType>(getKey().getType());
+    }
+    ::mlir::MemRefType getValueType() {
+      return ::llvm::cast<::mlir::MemRefType>(getValue().getType());
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level: one block pair (B_r query rows, B_c keys) of the backward.
+//===----------------------------------------------------------------------===//
+
+def FA_RowDotOp : FA_Op<"row_dot"> {
+  let summary = "the backward's preprocess: D[r] = sum_d dO[r, d] * O[r, d]";
+  let description = [{
+    For `r < rows(grad_out)`: `D[r] = sum_d dO[r, d] * O[r, d]` in f32
+    (`rowsum(dO o O)`, which equals `rowsum(P o dP)`: the term every
+    `dS` of the row subtracts).
+
+    ```mlir
+    fa.row_dot %do, %o -> %d
+        : memref<?x64xf16, strided<[64, 1], offset: ?>>,
+          memref<?x64xf16, strided<[64, 1], offset: ?>> -> memref<?xf32, strided<[1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins Arg<FA_InputTile, "dO rows", [MemRead]>:$grad_out,
+                       Arg<FA_InputTile, "O rows", [MemRead]>:$out,
+                       Arg<FA_RowVector, "D", [MemWrite]>:$dot);
+  let assemblyFormat = [{
+    $grad_out `,` $out `->` $dot attr-dict `:` type($grad_out) `,` type($out)
+    `->` type($dot)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_RecomputeProbsOp : FA_Op<"recompute_probs"> {
+  let summary = "the forward's probabilities from its log-sum-exp: P = exp(S - LSE)";
+  let description = [{
+    `S` holds a score tile in base 2 as `fa.score_tile` writes it
+    (`log2(e) * cap(scale * Q K^T)`, `-inf` where masked). For
+    `r < size(lse)`, `P[r, c] = exp2(S[r, c] - log2(e) * lse[r])`, written
+    in place; masked scores and rows with `lse = -inf` (no visible key) give
+    0. Rows past `size(lse)` (a ragged last query block) are set to 0.
+
+    ```mlir
+    fa.recompute_probs %s, %lse : memref<64x64xf32>, memref<?xf32, strided<[1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "S, then P", [MemRead, MemWrite]>:$scores,
+                       Arg<FA_RowVector, "LSE of the rows", [MemRead]>:$lse);
+  let assemblyFormat = [{
+    $scores `,` $lse attr-dict `:` type($scores) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_GradValuesOp : FA_Op<"grad_values"> {
+  let summary = "accumulate the values' gradient: dV += P^T dO";
+  let description = [{
+    `dV[c, d] += sum_{r < rows(grad_out)} P[r, c] * dO[r, d]` in f32 for
+    every row `c` of the `[B_c, Dv]` accumulator.
+
+    ```mlir
+    fa.grad_values %p, %do -> %dv
+        : memref<64x64xf32>, memref<?x64xf16, strided<[64, 1], offset: ?>> -> memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "P [B_r, B_c]", [MemRead]>:$probs,
+                       Arg<FA_InputTile, "dO rows", [MemRead]>:$grad_out,
+                       Arg<FA_F32Tile, "dV [B_c, Dv]", [MemRead, MemWrite]>:$acc);
+  let assemblyFormat = [{
+    $probs `,` $grad_out `->` $acc attr-dict `:` type($probs) `,`
+    type($grad_out) `->` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_GradProbsOp : FA_Op<"grad_probs"> {
+  let summary = "the probabilities' gradient: dP = dO V^T";
+  let description = [{
+    `dP[r, c] = sum_d dO[r, d] * V[c, d]` in f32 for `r < rows(grad_out)`,
+    `c < rows(value)`; 0 elsewhere in the static `[B_r, B_c]` tile.
+
+    ```mlir
+    fa.grad_probs %do, %v -> %dp
+        : memref<?x64xf16, strided<[64, 1], offset: ?>>,
+          memref<?x64xf16, strided<[64, 1], offset: ?>> -> memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_InputTile, "dO rows", [MemRead]>:$grad_out,
+                       Arg<FA_InputTile, "value rows", [MemRead]>:$value,
+                       Arg<FA_F32Tile, "dP", [MemWrite]>:$grad_probs);
+  let assemblyFormat = [{
+    $grad_out `,` $value `->` $grad_probs attr-dict `:` type($grad_out) `,`
+    type($value) `->` type($grad_probs)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_GradScoresOp : FA_Op<"grad_scores"> {
+  let summary = "the scores' gradient: dS = P o (dP - D) o cap'";
+  let description = [{
+    For the `[B_r, B_c]` tiles and `r < size(dot)`:
+
+    ```
+    dS[r, c] = P[r, c] * (dP[r, c] - D[r]) * cap'
+    cap' = 1 - (ln(2) * S[r, c] / softcap)^2     (1 without softcap)
+    ```
+
+    written over `dP`. `S` is the score tile in base 2 before
+    `fa.recompute_probs` (`log2(e) * softcap * tanh(x / softcap)`), kept
+    for the softcap's derivative `1 - tanh^2(x / c)`; it is read only with
+    `softcap`. Where `P = 0` (masked, or beyond the ragged tails) `dS = 0`.
+
+    ```mlir
+    fa.grad_scores %p, %d -> %dp : memref<64x64xf32>, memref<?xf32, strided<[1], offset: ?>> -> memref<64x64xf32>
+    fa.grad_scores %p, %d, %s -> %dp {softcap = 30.0 : f32}
+        : memref<64x64xf32>, memref<?xf32, strided<[1], offset: ?>>, memref<64x64xf32> -> memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "P", [MemRead]>:$probs,
+                       Arg<FA_RowVector, "D", [MemRead]>:$dot,
+                       Arg<Optional<FA_F32Tile>, "S (softcap)", [MemRead]>:$scores,
+                       Arg<FA_F32Tile, "dP, then dS", [MemRead, MemWrite]>:$grad,
+                       OptionalAttr<F32Attr>:$softcap);
+  let assemblyFormat = [{
+    $probs `,` $dot (`,` $scores^)? `->` $grad attr-dict `:` type($probs) `,`
+    type($dot) (`,` type($scores)^)? `->` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_GradKeysOp : FA_Op<"grad_keys"> {
+  let summary = "accumulate the keys' gradient: dK += scale dS^T Q";
+  let description = [{
+    `dK[c, d] += scale * sum_{r < rows(query)} dS[r, c] * Q[r, d]` in f32
+    for every row `c` of the `[B_c, D]` accumulator.
+
+    ```mlir
+    fa.grad_keys %ds, %q -> %dk {scale = 0.125 : f32}
+        : memref<64x64xf32>, memref<?x64xf16, strided<[64, 1], offset: ?>> -> memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "dS [B_r, B_c]", [MemRead]>:$grad_scores,
+                       Arg<FA_InputTile, "query rows", [MemRead]>:$query,
+                       Arg<FA_F32Tile, "dK [B_c, D]", [MemRead, MemWrite]>:$acc,
+                       F32Attr:$scale);
+  let assemblyFormat = [{
+    $grad_scores `,` $query `->` $acc attr-dict `:` type($grad_scores) `,`
+    type($query) `->` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_GradQueriesOp : FA_Op<"grad_queries"> {
+  let summary = "accumulate the queries' gradient: dQ += scale dS K";
+  let description = [{
+    `dQ[r, d] += scale * sum_{c < rows(key)} dS[r, c] * K[c, d]` in f32 for
+    `r < rows(acc)` (the query block's rows, which may be fewer than
+    `B_r`).
+
+    ```mlir
+    fa.grad_queries %ds, %k -> %dq {scale = 0.125 : f32}
+        : memref<64x64xf32>, memref<?x64xf16, strided<[64, 1], offset: ?>>
+          -> memref<?x64xf32, strided<[64, 1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "dS [B_r, B_c]", [MemRead]>:$grad_scores,
+                       Arg<FA_InputTile, "key rows", [MemRead]>:$key,
+                       Arg<FA_F32Tile, "dQ rows", [MemRead, MemWrite]>:$acc,
+                       F32Attr:$scale);
+  let assemblyFormat = [{
+    $grad_scores `,` $key `->` $acc attr-dict `:` type($grad_scores) `,`
+    type($key) `->` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FA_DIALECT_FA_IR_FABACKWARDOPS_TD
