@@ -151,8 +151,46 @@ void mlir::fa::buildGPUEmissionPipeline(OpPassManager &pm, StringRef chip,
                              "not parse");
 }
 
+namespace {
+/// A pipeline whose options cannot be honoured: one pass that says why at
+/// the module and fails, in place of the pipeline (the registration's
+/// builder has no way to fail itself).
+struct RefusePipelinePass
+    : PassWrapper<RefusePipelinePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RefusePipelinePass)
+  explicit RefusePipelinePass(std::string why) : why(std::move(why)) {}
+  StringRef getArgument() const override { return "fa-refuse-pipeline"; }
+  void runOnOperation() override {
+    getOperation().emitError(why);
+    signalPassFailure();
+  }
+  std::string why;
+};
+} // namespace
+
+/// The chips the mma.sync kernel compiles for: sm_80 and later (its
+/// ldmatrix, cp.async and mma.sync m16n8k16 are Ampere's), named sm_<NN>
+/// or sm_<NN>a.
+static std::optional<std::string> checkMmaSyncChip(StringRef chip) {
+  StringRef digits = chip;
+  unsigned version = 0;
+  if (digits.consume_front("sm_")) {
+    digits.consume_back("a");
+    if (!digits.getAsInteger(10, version) && version >= 80)
+      return std::nullopt;
+  }
+  return "fa-sm80-pipeline: chip must name an sm_80 or later GPU "
+         "(sm_80, sm_86, sm_89, sm_90a, ...): the mma.sync kernel uses "
+         "Ampere's ldmatrix, cp.async and mma.sync; got '" +
+         chip.str() + "'";
+}
+
 void mlir::fa::buildSM80EmissionPipeline(OpPassManager &pm,
                                          const SM80PipelineOptions &options) {
+  if (std::optional<std::string> why = checkMmaSyncChip(options.chip)) {
+    pm.addPass(std::make_unique<RefusePipelinePass>(*why));
+    return;
+  }
   buildGPUEmissionPipeline(pm, options.chip.getValue(), "ptx80");
 }
 

@@ -11,6 +11,7 @@
 #include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
 #include "fa/Model/PackGQA.h"
+#include "fa/Model/Positions.h"
 
 #include <dlfcn.h>
 
@@ -182,8 +183,9 @@ constexpr IntField kIntFields[] = {
     {"value_head_dim", 1, 1 << 16},
     {"block_r", 1, 1 << 20},
     {"block_c", 1, 1 << 20},
-    {"window", 0, 0xffffffffLL},
-    {"diagonal_offset", 0, 0x7fffffffLL},
+    // The kernels' positions (fa/Model/Positions.h): 2^30 at most.
+    {"window", 0, mlir::fa::model::kMaxKernelPosition},
+    {"diagonal_offset", 0, mlir::fa::model::kMaxKernelPosition},
     {"shared_memory_bytes", 0, 0x7fffffff},
     {"tma_box_cols", 0, 256},
     {"tma_box_rows_kv", 0, 256},
@@ -1383,6 +1385,13 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   }
   if (batch <= 0 || qHeads <= 0 || kvHeads <= 0 || qLen <= 0 || kvLen <= 0)
     return fail("faKernelLaunch: batch, heads and lengths must be positive");
+  // The kernels add positions in 32 bits (fa/Model/Positions.h).
+  if (qLen > mlir::fa::model::kMaxKernelPosition ||
+      kvLen > mlir::fa::model::kMaxKernelPosition ||
+      qRows > mlir::fa::model::kMaxKernelPosition)
+    return fail("faKernelLaunch: sequence lengths must be at most 2^30 (the "
+                "kernels' 32-bit positions), got Nq " +
+                std::to_string(qLen) + ", Nk " + std::to_string(kvLen));
   if (qHeads % kvHeads != 0)
     return fail("faKernelLaunch: query heads (" + std::to_string(qHeads) +
                 ") must be a multiple of key/value heads (" +
@@ -1937,6 +1946,9 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
                   "[1, 2^31 - 1]");
   if (checkHeads(where, queryHeads, kvHeads))
     return 1;
+  if (std::optional<std::string> why = mlir::fagpu::checkTrafficShape(
+          kernel, {batch, queryHeads, kvHeads, queryLen, keyLen}))
+    return fail("faMetadataPredictedBytes: " + *why);
   mlir::fagpu::Traffic traffic = mlir::fagpu::kernelTraffic(
       kernel, {batch, queryHeads, kvHeads, queryLen, keyLen});
   *readBytes = static_cast<unsigned long long>(traffic.reads());
@@ -1976,6 +1988,9 @@ int faMetadataPredictedSequenceBytes(const char *metadataJson,
                   std::to_string(keyLens[s]) + " keys");
     lengths[s] = {queryLens[s], keyLens[s]};
   }
+  if (std::optional<std::string> why = mlir::fagpu::checkSequencesTraffic(
+          kernel, queryHeads, kvHeads, lengths.data(), sequences))
+    return fail("faMetadataPredictedSequenceBytes: " + *why);
   mlir::fagpu::Traffic traffic = mlir::fagpu::sequencesTraffic(
       kernel, queryHeads, kvHeads, lengths.data(), sequences);
   *readBytes = static_cast<unsigned long long>(traffic.reads());

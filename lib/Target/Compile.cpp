@@ -462,6 +462,44 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
                              "(sm_90a) on "
                           << options.arch << ", got '" << options.dtype << "'";
   }
+  // The FA3 kernel's schedule choices (fagpu-* passes of the sm_90a wgmma
+  // pipeline): refused where no pass would read them, not ignored.
+  if (!usesWgmma(options)) {
+    std::string where =
+        options.arch + (options.arch == "sm_90a" ? " mma-sync" : "");
+    struct Choice {
+      bool given;
+      const char *what;
+    };
+    // sm_100a's pipeline reads the K/V ring's depth too.
+    const Choice wgmmaOnly[] = {
+        {options.stages != 0 && options.arch != "sm_100a", "--stages"},
+        {!options.pingPong, "--ping-pong"},
+        {!options.intraOverlap, "--intra-overlap"},
+        {options.rowSumMma != "auto", "--row-sum-mma"},
+        {options.epilogue != "auto", "--epilogue"},
+        {options.persistent != -1, "--persistent"},
+        {options.ctasPerSM != 0, "--ctas-per-sm"}};
+    for (const Choice &choice : wgmmaOnly)
+      if (choice.given)
+        return emitError(loc)
+               << "fa-compile: " << choice.what
+               << " is a choice of the sm_90a wgmma (FlashAttention-3) "
+                  "kernel; the "
+               << where << " kernel has none";
+  }
+  if (!options.queryInRegisters && options.arch != "sm_80" &&
+      !(options.arch == "sm_90a" && options.sm90Kernel == "mma-sync"))
+    return emitError(loc) << "fa-compile: --q-in-registers is a choice of the "
+                             "mma.sync kernel; the "
+                          << options.arch
+                          << " kernel reads Q from shared memory";
+  if (options.dtype == "e4m3" &&
+      (options.kvLengths || options.pageSize || options.varlen ||
+       options.kvSplits != 0))
+    return emitError(loc) << "fa-compile: FP8 (e4m3) kernels have no "
+                             "split-KV, KV-cache (--kv-lengths, --page-size) "
+                             "or varlen form yet";
   if (options.varlen && !usesWgmma(options))
     return emitError(loc) << "fa-compile: varlen batches have a GPU kernel on "
                              "sm_90a (wgmma) only, not "

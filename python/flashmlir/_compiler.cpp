@@ -565,6 +565,16 @@ PYBIND11_MODULE(_compiler, m) {
                                   "must be in [0, 2^31 - 1]");
           lengths.push_back({queries, keys});
         }
+        // The model's own check of its inputs (the window, the offset and
+        // the products included), as fagpu-io-report and the C runtime.
+        std::optional<std::string> why =
+            lengths.empty()
+                ? fagpu::checkTrafficShape(kernel, {b, hq, hkv, nq, nk})
+                : fagpu::checkSequencesTraffic(kernel, hq, hkv,
+                                               lengths.data(),
+                                               int64_t(lengths.size()));
+        if (why)
+          throw py::value_error("predicted_bytes: " + *why);
         fagpu::Traffic t =
             lengths.empty()
                 ? fagpu::kernelTraffic(kernel, {b, hq, hkv, nq, nk})

@@ -46,6 +46,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -355,6 +356,12 @@ struct Buffer {
       return float(i32[i]);
     }
     return 0;
+  }
+  /// An i32 operand's element (lengths, prefix sums, page numbers), exact:
+  /// through `set`'s float it would round above 2^24.
+  void setInt(int64_t i, int64_t v) {
+    assert(elt == Elt::I32 && "an integer operand");
+    i32[i] = static_cast<int32_t>(v);
   }
   void set(int64_t i, float v) {
     switch (elt) {
@@ -690,9 +697,6 @@ std::optional<std::string> checkOptions() {
       if (n < 0 || n > (int64_t(1) << 20))
         return flag(name, "expected sequence lengths in [0, 2^20], got " +
                               std::to_string(n));
-    if (!inputFile.empty())
-      return flag(name, "packs the attention fa-run generates; a file's "
-                        "attention takes its own cu_seqlens");
     if (batch.getNumOccurrences() && batch != int64_t(varlenQ.size()))
       return flag(name, "the lists give the batch (" +
                             std::to_string(varlenQ.size()) +
@@ -830,19 +834,34 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
 std::optional<std::string> makeKVCache(Spec &spec, std::vector<Buffer> &buffers,
                                        std::mt19937 &rng) {
   if (spec.cuArg) {
-    // A varlen batch: the prefix sums of --varlen-q and --varlen-kv.
+    // A varlen batch: the prefix sums of --varlen-q and --varlen-kv, for
+    // the attention fa-run generates or a file's (whose packed rows and
+    // sequence count they must fit).
     if (varlenQ.empty())
       return std::string("a varlen attention's prefix sums come from "
-                         "--varlen-q and --varlen-kv");
+                         "--varlen-q and --varlen-kv (each sequence's query "
+                         "and key count)");
     spec.cuQ = {0};
     spec.cuK = {0};
     for (auto [nq, nk] : llvm::zip(varlenQ, varlenKV)) {
       spec.cuQ.push_back(spec.cuQ.back() + nq);
       spec.cuK.push_back(spec.cuK.back() + nk);
     }
+    int64_t sequences = buffers[*spec.cuArg].size() - 1;
+    if (int64_t(varlenQ.size()) != sequences)
+      return "--varlen-q: the attention's cu_seqlens hold " +
+             std::to_string(sequences) + " sequences, got " +
+             std::to_string(varlenQ.size()) + " lengths";
+    int64_t keyRows = spec.nk;
+    if (spec.cuQ.back() > spec.nq || spec.cuK.back() > keyRows)
+      return "--varlen-q, --varlen-kv: the sequences need " +
+             std::to_string(spec.cuQ.back()) + " query and " +
+             std::to_string(spec.cuK.back()) +
+             " key rows, the attention's tensors hold " +
+             std::to_string(spec.nq) + " and " + std::to_string(keyRows);
     for (size_t i = 0; i < spec.cuQ.size(); ++i) {
-      buffers[*spec.cuArg].set(i, float(spec.cuQ[i]));
-      buffers[*spec.cuArg + 1].set(i, float(spec.cuK[i]));
+      buffers[*spec.cuArg].setInt(i, spec.cuQ[i]);
+      buffers[*spec.cuArg + 1].setInt(i, spec.cuK[i]);
     }
   }
   if (spec.lengthsArg) {
@@ -862,7 +881,7 @@ std::optional<std::string> makeKVCache(Spec &spec, std::vector<Buffer> &buffers,
                std::to_string(n) + " is outside [0, " +
                std::to_string(spec.nk) + "] (the keys each sequence has)";
       spec.lengths.push_back(n);
-      buffers[*spec.lengthsArg].set(bi, float(n));
+      buffers[*spec.lengthsArg].setInt(bi, n);
     }
   } else if (!kvLens.empty()) {
     return std::string("--kv-lens: the attention takes no kv_lengths");
@@ -877,7 +896,7 @@ std::optional<std::string> makeKVCache(Spec &spec, std::vector<Buffer> &buffers,
   for (int64_t e = 0; e < spec.b * spec.maxPages; ++e) {
     int64_t page = e < spec.numPages ? pages[e] : pages[e % spec.numPages];
     spec.table.push_back(page);
-    buffers[*spec.tableArg].set(e, float(page));
+    buffers[*spec.tableArg].setInt(e, page);
   }
   return std::nullopt;
 }

@@ -42,11 +42,22 @@ inline size_t findUpstreamLinalgParserCrash(llvm::StringRef text) {
           (llvm::isAlnum(text[pos]) || text[pos] == '_'))
         continue;
       // Comments and string literals are not parsed as attributes: skip
-      // when the line so far holds `//` or an odd number of quotes.
+      // when the keyword is inside a string or after a `//` that is not
+      // itself inside one (scanned from the line's start, escapes
+      // honoured: a string may hold "//").
       size_t lineStart = text.take_front(start).rfind('\n');
       lineStart = lineStart == llvm::StringRef::npos ? 0 : lineStart + 1;
-      llvm::StringRef line = text.slice(lineStart, start);
-      if (line.contains("//") || line.count('"') % 2 == 1)
+      bool inString = false, inComment = false;
+      for (size_t i = lineStart; i < start && !inComment; ++i) {
+        char c = text[i];
+        if (inString && c == '\\')
+          ++i;
+        else if (c == '"')
+          inString = !inString;
+        else if (!inString && c == '/' && i + 1 < start && text[i + 1] == '/')
+          inComment = true;
+      }
+      if (inString || inComment)
         continue;
       llvm::StringRef rest = text.drop_front(pos).ltrim();
       if (!rest.consume_front("="))

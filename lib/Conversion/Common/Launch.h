@@ -224,6 +224,16 @@ LogicalResult lowerEachKernel(ModuleOp module, fagpu::Target target,
     if (failed(spec))
       return failure();
     auto kernel = kernels.lookupSymbol<LLVM::LLVMFuncOp>(spec->kernelName());
+    // A kernel is reused only for the schedule it was built for: a name
+    // that does not tell two schedules apart would launch one attention
+    // with the other's kernel (and its parameter list).
+    if (kernel && (kernel->getAttr("fagpu.schedule") != op.getSchedule() ||
+                   kernel->getAttr("fagpu.writes_lse") !=
+                       b.getBoolAttr(spec->writesLse)))
+      return op.emitOpError("two attentions of different schedules need "
+                            "kernels of one name, ")
+             << spec->kernelName()
+             << ": the kernel's name must tell them apart";
     if (!kernel) {
       kernel = build(b, op.getLoc(), *spec, kernels);
       // What the kernel is, typed, for the launch metadata.

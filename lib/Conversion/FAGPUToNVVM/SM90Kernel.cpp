@@ -118,6 +118,11 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
+           // The scheduler where it is not the mask's default (dynamic for
+           // causal tiles of unequal length, static for equal ones).
+           (persistent && dynamicTiles != causal
+                ? (dynamicTiles ? "_dynamic" : "_static")
+                : "") +
            (qBuffers == 2 ? "_q2" : "") + (rowSumMma() ? "_rsmma" : "") +
            epilogueSuffix() +
            (kvSplits ? "_splitkv" : "") +

@@ -115,7 +115,7 @@ func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x
 
 // A negative diagonal offset: the first rows would see no key.
 func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>) {
-  // expected-error @+1 {{expected diagonal_offset in [0, 9223372036854775807], got -2}}
+  // expected-error @+1 {{expected diagonal_offset in [0, 4611686018427387904] (2^62), got -2}}
   %r = fa.attention %q, %k, %v {causal, diagonal_offset = -2 : i64} : tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16> -> tensor<1x2x16x64xf16>
   return
 }

@@ -42,7 +42,7 @@ func.func @value_dim(%q: memref<1x1x64x64xf16>, %o: memref<1x1x64x128xf16>) {
 
 #s = #fagpu.schedule<block_r = 0, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
 func.func @tiles(%q: memref<1x1x64x64xf16>) {
-  // expected-error @+1 {{expected positive block_r and block_c in the schedule, got 0 and 128}}
+  // expected-error @+1 {{schedule: expected block_r in [1, 1048576], got 0}}
   fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
     : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
   return
@@ -172,5 +172,129 @@ func.func @bad_optional_bool(%q: memref<1x1x64x64xf16>) {
   // expected-error @+1 {{expected true or false for 'row_sum_mma'}}
   fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, row_sum_mma = maybe>}
     : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+// Each schedule field's range and target (ScheduleValidation.h): fields a
+// target's kernel does not read are refused there, not ignored.
+
+#s = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, kv_splits = 4>
+func.func @split_on_sm80(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{schedule: kv_splits (split-KV): only the sm_90a kernel has it; the sm_80 kernel would ignore it}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_80>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = dynamic, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @scheduler_on_sm80(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{schedule: a persistent scheduler: only the sm_90a kernel has it; the sm_80 kernel would ignore it}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_80>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 3, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = tma_store, q_in_registers = false, tmem_columns = 512>
+func.func @epilogue_on_sm100(%q: memref<1x1x64x128xf16>) {
+  // expected-error @+1 {{schedule: a shared-memory epilogue: only the sm_90a kernel has it; the sm_100a kernel would ignore it}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_100a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 0, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @no_ctas(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{schedule: ctas_per_sm must be 1 or 2 on sm_90a, got 0}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = -1, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @negative_consumers(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{schedule: consumers must be 0 (not chosen yet) to 3 (64 query rows each), got -1}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 144115188075855871, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @huge_consumers(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{schedule: consumers must be 0 (not chosen yet) to 3 (64 query rows each), got 144115188075855871}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+// Two CTAs of 256 threads launch with 128 registers a thread: 240 for the
+// consumer does not fit (the increase would wait forever).
+#s = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @budget(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{schedule: producer and consumer registers (24, 240) need 33792 registers, more than the 32768 a CTA of 256 threads launches with (128 each, 2 CTAs per SM)}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 1152921504606846976, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @huge_block(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{schedule: expected block_c in [1, 1048576], got 1152921504606846976}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = true>
+func.func @q_registers_on_sm90(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{schedule: q_in_registers: only the sm_80 kernel keeps Q in registers; the sm_90a kernel would ignore it}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @window_past_32_bits(%q: memref<1x1x64x64xf16>) {
+  // expected-error @+1 {{window}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s, window = 4294967297 : i64}
+    : memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>, memref<1x1x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @heads(%q: memref<1x4x64x64xf16>, %k: memref<1x3x64x64xf16>) {
+  // expected-error @+1 {{expected query heads (4) to be a multiple of key/value heads (3)}}
+  fagpu.attention %q, %k, %k outs(%q) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x4x64x64xf16>, memref<1x3x64x64xf16>, memref<1x3x64x64xf16>, memref<1x4x64x64xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @varlen_on_sm80(%q: memref<1x2x64x64xf16>, %cu: memref<3xi32>) {
+  // expected-error @+1 {{per-sequence key lengths, pages and varlen batches have a kernel on sm_90a only, not sm_80}}
+  fagpu.attention %q, %q, %q varlen(%cu, %cu : memref<3xi32>, memref<3xi32>) outs(%q) {target = #fagpu.target<sm_80>, scale = 1.0 : f32, schedule = #s}
+    : memref<1x2x64x64xf16>, memref<1x2x64x64xf16>, memref<1x2x64x64xf16>, memref<1x2x64x64xf16>
   return
 }

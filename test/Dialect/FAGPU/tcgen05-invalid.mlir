@@ -118,3 +118,9 @@ func.func @store_descale(%o: !fagpu.tmem<128x64xf32>, %m: !fagpu.fragment<128xf3
   fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %out : !llvm.ptr<1> as f16 descale %vd : !fagpu.tmem<128x64xf32>, !fagpu.fragment<128xf32, lanes>
   return
 }
+
+// -----
+
+// 2^62 columns: the width check may not wrap around.
+// expected-error @+1 {{a region spans whole 32-bit columns, at most 512}}
+func.func private @wraps(!fagpu.tmem<128x4611686018427387904xf32>)

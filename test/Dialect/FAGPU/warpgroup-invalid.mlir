@@ -491,3 +491,32 @@ func.func private @acc_n12(!fagpu.fragment<64x12xf32, accumulator>)
 
 // expected-error @+1 {{expected 64 x N with N a positive multiple of 16}}
 func.func private @operand_a_n8(!fagpu.fragment<64x8xf16, operand_a>)
+
+// -----
+
+// expected-error @+1 {{a warpgroup fragment has at most 512 columns, got 1099511627776}}
+func.func private @huge(!fagpu.fragment<64x1099511627776xf32, accumulator>)
+
+// -----
+
+func.func @wait_negative() {
+  // expected-error @+1 {{expected pending in [0, 7], got -1}}
+  fagpu.mma_wait pending -1
+  return
+}
+
+// -----
+
+func.func @turn_threads(%b: i32) {
+  // expected-error @+1 {{expected threads to be a positive multiple of 32 up to 1024 (whole warps), got 100}}
+  fagpu.wait_turn %b threads 100
+  return
+}
+
+// -----
+
+func.func @pass_threads(%b: i32) {
+  // expected-error @+1 {{expected threads to be a positive multiple of 32 up to 1024 (whole warps), got -128}}
+  fagpu.pass_turn %b threads -128
+  return
+}

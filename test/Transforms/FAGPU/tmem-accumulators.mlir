@@ -71,13 +71,13 @@ func.func @tmem_on_hopper(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, 
 
 // -----
 
-// The optional fields parse in either order.
+// The optional fields parse in either order (the attribute alone: no
+// target has both a split and tensor memory, which the op's verifier
+// refuses).
 #both = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 3, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, tmem_columns = 512, kv_splits = 4>
 // CHECK-LABEL: func.func @optional_order
-// CHECK: q_in_registers = false, kv_splits = 4, tmem_columns = 512>
-func.func @optional_order(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %l: memref<?x?x?xf32>) {
-  fagpu.attention %q, %q, %q outs(%o, %l) {target = #fagpu.target<sm_100a>, scale = 0.125 : f32, schedule = #both}
-    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+// CHECK-SAME: q_in_registers = false, kv_splits = 4, tmem_columns = 512>
+func.func @optional_order() attributes {schedule = #both} {
   return
 }
 

@@ -1,6 +1,7 @@
 //===- Validation.cpp - valid ranges of fa.attention's values -------------===//
 
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Model/Positions.h"
 
 #include <cmath>
 #include <cstdio>
@@ -92,28 +93,31 @@ std::optional<std::string> fa::checkWindow(int64_t window,
     return "expected window to be at least 1, got " + str(window) +
            " (keys with |i - j| < window are visible); leave window out for "
            "no sliding window";
-  if (positionBits < 64) {
-    int64_t max = (int64_t(1) << (positionBits - 1)) - 1;
-    if (window > max)
-      return "expected window to be at most " + str(max) + ", got " +
-             str(window) + " (this back end compares " + str(int64_t(positionBits)) +
-             "-bit positions); a window of at least the key length masks "
-             "nothing: leave it out";
-  }
+  int64_t max = model::maxPosition(positionBits);
+  if (window > max)
+    return "expected window to be at most " + str(max) + " (2^" +
+           str(int64_t(positionBits) - 2) + "), got " + str(window) +
+           " (positions, lengths and offsets are " +
+           str(int64_t(positionBits)) +
+           "-bit integers kept below 2^" + str(int64_t(positionBits) - 2) +
+           ", so that no sum of two wraps); a window of at least the key "
+           "length masks nothing: leave it out";
   return std::nullopt;
 }
 
 std::optional<std::string> fa::checkDiagonalOffset(int64_t offset,
                                                    unsigned positionBits) {
-  int64_t max = positionBits < 64
-                    ? (int64_t(1) << (positionBits - 1)) - 1
-                    : std::numeric_limits<int64_t>::max();
+  int64_t max = model::maxPosition(positionBits);
   if (offset >= 0 && offset <= max)
     return std::nullopt;
-  return "expected diagonal_offset in [0, " + str(max) + "], got " +
-         str(offset) +
-         " (query i sits at key position i + offset; a window's right reach "
-         "beyond its left one)";
+  return "expected diagonal_offset in [0, " + str(max) + "] (2^" +
+         str(int64_t(positionBits) - 2) + "), got " + str(offset) +
+         " (query i sits at key position i + offset; positions, lengths and "
+         "offsets are " +
+         str(int64_t(positionBits)) + "-bit integers kept below 2^" +
+         str(int64_t(positionBits) - 2) +
+         " so that no sum of two wraps; a window's right reach beyond its "
+         "left one)";
 }
 
 std::optional<std::string> fa::checkRescaleThreshold(double threshold,

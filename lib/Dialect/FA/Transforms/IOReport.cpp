@@ -219,6 +219,16 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
     int64_t bh = batch * hq;
     bool lse = op.hasLse();
 
+    // The largest count below -- the standard algorithm's N^2 term over
+    // every head -- in 128 bits first: a shape whose counts do not fit in
+    // 64 bits is refused rather than reported wrapped.
+    __int128 largest = (__int128)batch * hq *
+                       ((__int128)nq * (d + dv + 4 * (__int128)nk) +
+                        (__int128)nk * (d + dv) * (tr + tc + 1) +
+                        (__int128)tc * nq * (d + 2 * dv + 8));
+    if (largest >= ((__int128)1 << 62))
+      return op.emitOpError("fa-io-report: the shape's element counts do "
+                            "not fit in 64 bits");
     // Per (batch, query head), in elements.
     int64_t standard = nq * d + nk * (d + dv) + 4 * nq * nk + nq * dv;
     int64_t fa1 = nk * (d + dv) + (nq * dv + 2 * nq) +

@@ -1,6 +1,7 @@
 //===- FAGPUDialect.cpp - The fagpu dialect -------------------------------===//
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Dialect/FAGPU/IR/ScheduleValidation.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 
 #include "mlir/IR/Builders.h"
@@ -338,12 +339,9 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("expected out's head dim to be v's (")
            << getValueHeadDim() << "), got " << o.getDimSize(3);
   ScheduleAttr s = getSchedule();
-  if (s.getBlockR() <= 0 || s.getBlockC() <= 0)
-    return emitOpError("expected positive block_r and block_c in the "
-                       "schedule, got ")
-           << s.getBlockR() << " and " << s.getBlockC();
-  if (s.getQBuffers() != 1 && s.getQBuffers() != 2)
-    return emitOpError("expected 1 or 2 q_buffers, got ") << s.getQBuffers();
+  // Each field's range and target, once (ScheduleValidation.h).
+  if (std::optional<std::string> why = checkSchedule(getTarget(), fieldsOf(s)))
+    return emitOpError("schedule: ") << *why;
   if (s.getQBuffers() == 2 && !s.isPersistent())
     return emitOpError("a second Q buffer (cross-tile pipeline) needs a "
                        "persistent tile scheduler");
@@ -351,21 +349,6 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("ping-pong needs at least two consumer warpgroups, "
                        "got ")
            << s.getConsumers();
-  if (s.getConsumerRegisters() != 0 && !s.isWarpSpecialized())
-    return emitOpError("consumer_registers without producer_registers: "
-                       "register budgets belong to warp-specialised kernels");
-  if (s.getKvSplits() < 0 || s.getKvSplits() > 1024)
-    return emitOpError("expected kv_splits in [0, 1024] (0: no split), got ")
-           << s.getKvSplits();
-  if (int64_t columns = s.getTmemColumns()) {
-    if (getTarget() != Target::sm_100a)
-      return emitOpError("tmem_columns places accumulators in tensor "
-                         "memory, which only sm_100a has");
-    if (columns < 32 || columns > 512 || !llvm::isPowerOf2_64(columns))
-      return emitOpError("expected tmem_columns a power of two in [32, 512] "
-                         "(what tcgen05.alloc takes), got ")
-             << columns;
-  }
   if (s.isSplitKV() && (s.isPersistent() ||
                         s.getEpilogue() != Epilogue::Registers))
     return emitOpError("a split-KV kernel runs one tile per CTA and stores "
@@ -381,6 +364,23 @@ LogicalResult AttentionOp::verify() {
     if (std::optional<std::string> why =
             fa::checkDiagonalOffset(*offset, /*positionBits=*/32))
       return emitOpError(*why);
+  if (std::optional<int64_t> window = getWindow())
+    if (std::optional<std::string> why =
+            fa::checkWindow(*window, /*positionBits=*/32))
+      return emitOpError(*why);
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      (hkv < 1 || hq % hkv != 0))
+    return emitOpError() << "expected query heads (" << hq
+                         << ") to be a multiple of key/value heads (" << hkv
+                         << ")";
+  // KV caches and varlen batches have a kernel on sm_90a alone; another
+  // target's would read the tensors as a plain batch.
+  if ((getKvLengths() || getBlockTable() || getCuSeqlensQ()) &&
+      getTarget() != Target::sm_90a)
+    return emitOpError("per-sequence key lengths, pages and varlen batches "
+                       "have a kernel on sm_90a only, not ")
+           << targetName(getTarget());
   // A KV cache: one length and one table row per sequence; pages of a
   // static size (the kernel's TMA boxes lie within a page).
   auto sameBatch = [&](StringRef name, MemRefType type) -> LogicalResult {

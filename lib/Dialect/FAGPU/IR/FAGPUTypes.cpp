@@ -76,6 +76,11 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (shape.empty() || (shape[0] != 64 && shape[0] != 128))
     return emitError() << "a warpgroup fragment has 64 rows (128: two row "
                           "tiles per warp)";
+  // A thread holds rows x columns / 128 of it, in registers: past 512
+  // columns no kernel could.
+  if (shape.size() == 2 && shape[1] > 512)
+    return emitError() << "a warpgroup fragment has at most 512 columns, got "
+                       << shape[1];
   switch (layout) {
   case FragmentLayout::Lanes:
     // tcgen05.ld 32x32b: thread t of the warpgroup reads TMEM lane t.
@@ -360,7 +365,7 @@ LogicalResult TmemType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!elementType.isF32() && !elementType.isF16() && !elementType.isBF16())
     return emitError() << "TMEM holds f32 accumulators or f16/bf16 pairs";
   int64_t bits = elementType.getIntOrFloatBitWidth();
-  if (shape[1] * bits % 32 != 0 || shape[1] * bits / 32 > kTmemColumns)
+  if (shape[1] > kTmemColumns * 32 / bits || shape[1] * bits % 32 != 0)
     return emitError() << "a region spans whole 32-bit columns, at most "
                        << kTmemColumns;
   return success();

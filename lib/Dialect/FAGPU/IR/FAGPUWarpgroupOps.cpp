@@ -470,3 +470,28 @@ LogicalResult PublishTileOp::verify() {
 LogicalResult ReceiveTileOp::verify() {
   return checkAddressSpace(*this, "the tile slot", getSlot(), 3);
 }
+
+/// A named barrier's thread count: whole warps of a CTA (bar.sync,
+/// bar.arrive).
+static LogicalResult verifyBarrierThreads(Operation *op, int64_t threads) {
+  if (threads >= 32 && threads <= 1024 && threads % 32 == 0)
+    return success();
+  return op->emitOpError() << "expected threads to be a positive multiple of "
+                              "32 up to 1024 (whole warps), got "
+                           << threads;
+}
+
+LogicalResult WaitTurnOp::verify() {
+  return verifyBarrierThreads(*this, getThreadsAttr().getInt());
+}
+
+LogicalResult PassTurnOp::verify() {
+  return verifyBarrierThreads(*this, getThreadsAttr().getInt());
+}
+
+LogicalResult MmaWaitOp::verify() {
+  int64_t pending = getPendingAttr().getInt();
+  if (pending < 0 || pending > 7)
+    return emitOpError() << "expected pending in [0, 7], got " << pending;
+  return success();
+}

@@ -81,6 +81,9 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     kernel.staticPersistent = s.getScheduler() == TileScheduler::Static;
     kernel.writesLse = bool(op.getLse());
     kernel.kvSplits = s.getKvSplits();
+    if (std::optional<std::string> why =
+            checkTrafficShape(kernel, {b, hq, hkv, nq, nk}))
+      return op.emitOpError("fagpu-io-report: ") << *why;
     Traffic total = kernelTraffic(kernel, {b, hq, hkv, nq, nk});
     int64_t tiles = total.tilesPerHead, blocksVisited =
                                             total.blocksVisitedPerHead;
@@ -129,6 +132,13 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
                             "positive");
     DramTraffic dram =
         dramTraffic(kernel, {b, hq, hkv, nq, nk}, machine);
+    if (!dram.modelled) {
+      os << "  dram model: not replayed: " << dram.workItems
+         << " work items reading up to " << (nk + bc - 1) / bc
+         << " K/V blocks each are past the replay's "
+         << kMaxReplayedBlockReads << " block reads\n";
+      return success();
+    }
     os << "  dram model: " << machine.sms << " SMs x " << machine.ctasPerSM
        << " CTAs = " << dram.residentCTAs << " of " << dram.workItems
        << " work items at a time"

@@ -223,7 +223,7 @@ func.func @bottom_right(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v
 func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
     %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32,
-      schedule = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, kv_splits = 4>}
+      schedule = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 232, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, kv_splits = 4>}
     : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
   return
 }
@@ -251,7 +251,7 @@ func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: me
 func.func @padded_head_dim(%q: memref<?x?x?x96xf16>, %k: memref<?x?x?x96xf16>, %v: memref<?x?x?x96xf16>,
     %o: memref<?x?x?x96xf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32,
-      schedule = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, kv_splits = 4>}
+      schedule = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 232, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, kv_splits = 4>}
     : memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?x96xf16>, memref<?x?x?xf32>
   return
 }

@@ -88,15 +88,14 @@ std::optional<std::string> checkHeadDim(llvm::StringRef name, int64_t dim);
 std::optional<std::string> checkTileSize(llvm::StringRef name, int64_t rows);
 std::optional<std::string> checkScale(double scale);
 std::optional<std::string> checkSoftcap(double softcap);
-/// A sliding window |i - j| < window: at least 1. `positionBits` < 64 is for
-/// back ends that compare positions in that many bits (the GPU kernels use
-/// 32): the window must then fit a signed integer of that width, else it
-/// would be silently truncated.
+/// A sliding window |i - j| < window: in [1, model::maxPosition(
+/// positionBits)] (fa/Model/Positions.h: 2^30 for the GPU kernels' 32-bit
+/// positions, 2^62 for the CPU path's).
 std::optional<std::string> checkWindow(int64_t window,
                                        unsigned positionBits = 64);
 /// How far the causal/window diagonal moves right (query i at key position
-/// i + offset): in [0, 2^(positionBits - 1) - 1], as a window; a negative
-/// offset would leave the first rows without any key.
+/// i + offset): in [0, model::maxPosition(positionBits)]; a negative offset would
+/// leave the first rows without any key.
 std::optional<std::string> checkDiagonalOffset(int64_t offset,
                                                unsigned positionBits = 64);
 /// Split-KV chunk count, in [1, 1024] (more splits than that only add

@@ -68,20 +68,25 @@ def FAGPU_WaitTurnOp : FAGPU_Op<"wait_turn"> {
   let summary = "ping-pong: wait until the other consumer hands over the tensor cores";
   let description = [{
     Named barrier `%barrier`, `threads` threads: this warpgroup's 128 wait,
-    the partner's 128 arrive with `fagpu.pass_turn`.
+    the partner's 128 arrive with `fagpu.pass_turn`. `threads` is a
+    positive multiple of 32 up to 1024 (bar.sync counts whole warps of a
+    CTA).
   }];
   let arguments = (ins I32:$barrier, I64Attr:$threads);
   let assemblyFormat = "$barrier `threads` $threads attr-dict";
+  let hasVerifier = 1;
 }
 
 def FAGPU_PassTurnOp : FAGPU_Op<"pass_turn"> {
   let summary = "ping-pong: hand the tensor cores to the partner consumer";
   let description = [{
     Arrives (without waiting) on the partner's named barrier `%barrier`,
-    once this warpgroup's MMAs of the step are issued.
+    once this warpgroup's MMAs of the step are issued. `threads` as
+    `fagpu.wait_turn`'s.
   }];
   let arguments = (ins I32:$barrier, I64Attr:$threads);
   let assemblyFormat = "$barrier `threads` $threads attr-dict";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -491,11 +496,12 @@ def FAGPU_MmaWaitOp : FAGPU_Op<"mma_wait"> {
   let summary = "wait until at most `pending` MMA groups are in flight";
   let description = [{
     The warpgroup's MMAs are committed in groups (one per `fagpu.mma`);
-    this waits for all but the newest `pending`. The fragments of the
-    retired groups may then be read (after `fagpu.pin`).
+    this waits for all but the newest `pending`, in [0, 7]. The fragments
+    of the retired groups may then be read (after `fagpu.pin`).
   }];
   let arguments = (ins I64Attr:$pending);
   let assemblyFormat = "`pending` $pending attr-dict";
+  let hasVerifier = 1;
 }
 
 def FAGPU_PinOp : FAGPU_Op<"pin", [AllTypesMatch<["input", "result"]>]> {

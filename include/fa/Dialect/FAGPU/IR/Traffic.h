@@ -19,7 +19,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <list>
+#include <optional>
 #include <queue>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -112,6 +114,45 @@ struct TrafficShape {
   int64_t batch = 0, queryHeads = 0, kvHeads = 0, queryLen = 0, keyLen = 0;
 };
 
+/// Why the model cannot count `shape` for `kernel` (nullopt if it can), the
+/// one check of its inputs that fagpu-io-report, the runtime's
+/// faMetadataPredictedBytes and Python's predicted_bytes make: sizes are
+/// not negative, K/V heads divide the query heads, tiles are [1, 2^20],
+/// windows and offsets the kernels' 2^30 at most, and every byte count it
+/// forms -- the FA2 model's Q + (K + V) T_r per head, the heads' products
+/// -- fits in 64 bits. Empty shapes (a zero size) are counted: zero.
+inline std::optional<std::string>
+checkTrafficShape(const TrafficKernel &kernel, const TrafficShape &shape) {
+  const TrafficShape &s = shape;
+  for (int64_t v : {s.batch, s.queryHeads, s.kvHeads, s.queryLen, s.keyLen})
+    if (v < 0)
+      return std::string("the shape's sizes must not be negative");
+  if (s.queryHeads > 0 && (s.kvHeads < 1 || s.queryHeads % s.kvHeads != 0))
+    return "query heads (" + std::to_string(s.queryHeads) +
+           ") must be a multiple of key/value heads (" +
+           std::to_string(s.kvHeads) + ")";
+  for (int64_t tile : {kernel.blockR, kernel.blockC})
+    if (tile < 1 || tile > (int64_t(1) << 20))
+      return "tiles must be 1 to 2^20 rows, got " + std::to_string(tile);
+  constexpr int64_t kMaxPosition = int64_t(1) << 30; // fa/Model/Positions.h
+  if (kernel.window < 0 || kernel.window > kMaxPosition ||
+      kernel.diagonalOffset < 0 || kernel.diagonalOffset > kMaxPosition)
+    return std::string("windows and diagonal offsets must be 0 to 2^30");
+  // The largest count the model forms, in 128-bit arithmetic.
+  __int128 rowBytes128 =
+      (__int128)(std::max(kernel.headDim, kernel.valueHeadDim) + 128) * 2 *
+      std::max<int64_t>(kernel.elementBytes, 4);
+  __int128 tiles = (s.queryLen + kernel.blockR - 1) / kernel.blockR;
+  __int128 perHead =
+      ((__int128)s.queryLen + (__int128)s.keyLen * (tiles + 1) +
+       (__int128)s.queryLen * std::max<int64_t>(kernel.kvSplits, 1)) *
+      rowBytes128;
+  __int128 total = perHead * s.batch * std::max<int64_t>(s.queryHeads, 1);
+  if (total >= ((__int128)1 << 62))
+    return std::string("the attention's byte counts do not fit in 64 bits");
+  return std::nullopt;
+}
+
 /// Where a launch's LSE rows lie, in elements: (batch, head) matrix m's row
 /// 0 at first + m * headStride; split-KV's partial LSE of chunk c at
 /// partialFirst + c * chunkStride + m * headStride. Default (headStride 0):
@@ -144,6 +185,25 @@ struct Traffic {
     return o + lse + scheduler + partialWrites + arrivals;
   }
 };
+
+/// The key rows blocks [first, end) move from L2: whole blocks of B_c with
+/// whole boxes, else each block's keys below nk (the last one ragged).
+/// Closed form of the sum over the blocks, so the count takes time in the
+/// tiles, not tiles x blocks.
+inline int64_t blockKeys(const TrafficKernel &kernel, int64_t nk,
+                         int64_t first, int64_t end) {
+  int64_t bc = kernel.blockC;
+  int64_t blocks = std::max<int64_t>(0, end - first);
+  if (kernel.wholeBoxes)
+    return blocks * bc;
+  // Blocks before nk / bc are full; block nk / bc holds the ragged rest
+  // (none when bc divides nk); none lies past it.
+  int64_t full = nk / bc;
+  int64_t keys = std::max<int64_t>(0, std::min(end, full) - first) * bc;
+  if (first <= full && full < end)
+    keys += nk - full * bc;
+  return keys;
+}
 
 /// Split-KV's part of one tile's traffic (rows [qStart, qStart + rows)):
 /// added to `head`.
@@ -179,12 +239,10 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
     if (begin >= end)
       continue;
     head.q += (kernel.wholeBoxes ? br : rows) * rowBytes(kernel, d);
-    for (int64_t j = begin; j < end; ++j) {
-      int64_t cols = kernel.wholeBoxes ? bc : std::min(bc, nk - j * bc);
-      head.k += cols * rowBytes(kernel, d);
-      head.v += cols * rowBytes(kernel, dv);
-      ++head.blocksVisitedPerHead;
-    }
+    int64_t keys = blockKeys(kernel, nk, begin, end);
+    head.k += keys * rowBytes(kernel, d);
+    head.v += keys * rowBytes(kernel, dv);
+    head.blocksVisitedPerHead += end - begin;
     for (int64_t i = qStart; i < qStart + rows; ++i)
       if (visible(i, begin * bc, std::min(end * bc, nk)))
         head.mergeReads += dv * 4;
@@ -213,12 +271,10 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
       continue;
     }
     head.q += rows * rowBytes(kernel, d);
-    for (int64_t j = range.first; j < range.end; ++j) {
-      int64_t cols = kernel.wholeBoxes ? bc : std::min(bc, nk - j * bc);
-      head.k += cols * rowBytes(kernel, d);
-      head.v += cols * rowBytes(kernel, dv);
-      ++head.blocksVisitedPerHead;
-    }
+    int64_t keys = blockKeys(kernel, nk, range.first, range.end);
+    head.k += keys * rowBytes(kernel, d);
+    head.v += keys * rowBytes(kernel, dv);
+    head.blocksVisitedPerHead += std::max<int64_t>(0, range.end - range.first);
   }
   int64_t heads = shape.batch * shape.queryHeads;
   Traffic total = head;
@@ -255,6 +311,32 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
 struct SequenceLengths {
   int64_t queryLen = 0, keyLen = 0;
 };
+
+/// checkTrafficShape for a batch of sequences of their own lengths
+/// (sequencesTraffic's input): each sequence, and their sum.
+inline std::optional<std::string>
+checkSequencesTraffic(const TrafficKernel &kernel, int64_t queryHeads,
+                      int64_t kvHeads, const SequenceLengths *sequences,
+                      int64_t count) {
+  if (count < 0)
+    return std::string("the sequence count must not be negative");
+  int64_t queries = 0, keys = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const SequenceLengths &seq = sequences[i];
+    if (std::optional<std::string> why = checkTrafficShape(
+            kernel, {1, queryHeads, kvHeads, seq.queryLen, seq.keyLen}))
+      return "sequence " + std::to_string(i) + ": " + *why;
+    // Past 2^40 rows, the sums below would be the first to wrap.
+    if (seq.queryLen > (int64_t(1) << 40) - queries ||
+        seq.keyLen > (int64_t(1) << 40) - keys)
+      return std::string("the sequences' lengths add up past 2^40 rows");
+    queries += seq.queryLen;
+    keys += seq.keyLen;
+  }
+  // Every sequence's counts at once: bounded by one sequence of the summed
+  // lengths, whose tiles visit at least as many blocks.
+  return checkTrafficShape(kernel, {1, queryHeads, kvHeads, queries, keys});
+}
 
 /// The traffic of such a batch: each sequence as a batch of one of its own
 /// lengths, since the kernels tile, mask and box each sequence on its own
@@ -330,7 +412,14 @@ struct DramTraffic {
   /// Distinct K/V bytes the launch touches (each from DRAM once at best),
   /// and the K/V block reads the simulation replayed.
   int64_t kvOnce = 0, blockReads = 0;
+  /// False where the launch is past the replay's budget
+  /// (kMaxReplayedBlockReads): no DRAM counts then.
+  bool modelled = true;
 };
+
+/// The most block reads (and K/V blocks) the DRAM model replays: its time
+/// and memory grow with them, about a second per 2^24 reads here.
+inline constexpr int64_t kMaxReplayedBlockReads = int64_t(1) << 26;
 
 /// A least-recently-used cache of `capacity` bytes over keyed entries:
 /// access() says whether the entry was held, and holds it.
@@ -398,6 +487,16 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
   // Work item i: chunk-major, then K/V head group, query head, query block.
   int64_t tilesPerChunk = groups * group * tilesPerHead;
   t.workItems = tilesPerChunk * chunks;
+  // Nothing to replay (an empty shape), or more than the replay's budget:
+  // it steps once per block read and keeps a flag per K/V block.
+  if (t.workItems == 0)
+    return t;
+  if ((__int128)t.workItems * std::max<int64_t>(1, blocksPerHead) >
+          kMaxReplayedBlockReads ||
+      (__int128)groups * blocksPerHead > kMaxReplayedBlockReads) {
+    t.modelled = false;
+    return t;
+  }
   struct Item {
     int64_t group, first, end, rows;
   };
