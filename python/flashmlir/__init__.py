@@ -44,6 +44,46 @@ except ImportError:
 _launchers = {}
 
 
+def _f32(x):
+    """x rounded to the f32 the metadata holds (the compiler's scale and
+    softcap are f32s)."""
+    import struct
+    return struct.unpack("f", struct.pack("f", float(x)))[0]
+
+
+def _flag(api, name, value):
+    """A boolean argument: True or False (or a numpy bool), never a value
+    read by its truth ('False' is a non-empty string)."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    from . import runtime
+    raise runtime.KernelArgumentError(
+        f"{api}: {name} must be True or False, got {value!r}")
+
+
+def _integer(api, name, value, low, high=None):
+    """An integer argument in [low, high] (an int or numpy integer, not a
+    bool, a float -- refused, not truncated -- or a tensor, whose value
+    would be a host read)."""
+    import numbers
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or value < low or (high is not None and value > high):
+        from . import runtime
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise runtime.KernelArgumentError(
+            f"{api}: {name} must be an integer {bound}, got {value!r}")
+    return int(value)
+
+
+def _kernel_dir(kernel_dir):
+    if kernel_dir is not None and \
+            not isinstance(kernel_dir, (str, _os.PathLike)):
+        from . import runtime
+        raise runtime.KernelArgumentError(
+            f"kernel_dir must be None or a path, got {kernel_dir!r}")
+    return kernel_dir
+
+
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
                 page_size=0, varlen=False, softcap=0.0, value_head_dim=None,
@@ -69,33 +109,42 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             f"{'_kvlens' if kv_lengths else ''}"
             f"{f'_paged{page_size}' if page_size else ''}"
             f"{'_varlen' if varlen else ''}")
+    # Every field of the metadata that changes what the kernel computes,
+    # with its default where the call leaves it (a field that predates the
+    # metadata reads as its default): a file named like the request but
+    # compiled with other options (a scale, a mask alignment, varlen, a KV
+    # cache, ...) is refused, not launched.
+    out_dtype = "bf16" if dtype == "e4m3" else dtype
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
-            "causal": causal, "window": window, "softcap": softcap}
-    if dv != head_dim:
-        want["value_head_dim"] = dv
-    if bottom_right:
-        want["bottom_right"] = True
-    if diagonal_offset:
-        want["diagonal_offset"] = diagonal_offset
-    if split_kv:
-        want["split_kv"] = True
-    if kv_lengths:
-        want["kv_lengths"] = True
-    if page_size:
-        want["page_size"] = page_size
-    if varlen:
-        want["varlen"] = True
-    if dtype == "e4m3":
-        want["out_dtype"] = "bf16"
+            "out_dtype": out_dtype, "value_head_dim": dv, "causal": causal,
+            "window": window, "softcap": _f32(softcap),
+            "bottom_right": bottom_right, "diagonal_offset": diagonal_offset,
+            "split_kv": split_kv, "kv_splits": 0, "kv_lengths": kv_lengths,
+            "page_size": page_size, "varlen": varlen,
+            # None: the launch's default scale, 1/sqrt(D) as compiled.
+            "scale": _f32(1.0 / head_dim ** 0.5), "writes_lse": True}
+    defaults = dict(want, out_dtype=dtype, value_head_dim=head_dim,
+                    window=0, softcap=0.0, bottom_right=False,
+                    diagonal_offset=0, split_kv=False, kv_lengths=False,
+                    page_size=0, varlen=False)
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
             kernel = runtime.Kernel.load(path)
             # The file name is a promise the metadata must keep.
-            got = {k: kernel.meta.get(k) for k in want}
-            if got != want:
+            got = {k: kernel.meta.get(k, defaults[k]) for k in want}
+            got["softcap"] = _f32(got["softcap"])
+            # The compiler rounds 1/sqrt(D) in f32 steps (a unit in the
+            # last place from the correctly rounded f32 at some D): the
+            # default scale within a few.
+            if abs(got["scale"] - want["scale"]) <= want["scale"] * 2**-20:
+                got["scale"] = want["scale"]
+            differ = sorted(k for k in want if got[k] != want[k])
+            if differ:
                 raise runtime.MetadataError(
-                    f"{path}.json describes {got}, not the requested {want}")
+                    f"{path}.json describes "
+                    f"{ {k: got[k] for k in differ} }, not the requested "
+                    f"{ {k: want[k] for k in differ} }")
             return kernel
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
                        arch=arch, window=window, softcap=softcap,
@@ -147,7 +196,11 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
     tile of the kernel, runtime.Kernel.descale_blocks; v's one); None: 1.0,
     as in FA3. O in bfloat16; no split-KV."""
     import torch
+    from . import runtime
 
+    causal = _flag("attention", "causal", causal)
+    scale = runtime.check_scale(scale)
+    num_splits = _integer("attention", "num_splits", num_splits, 0, 1024)
     if not causal and isinstance(q, torch.Tensor) and \
             isinstance(k, torch.Tensor) and q.dim() == 4 and k.dim() == 4 \
             and q.dtype in (torch.float16, torch.bfloat16) and \
@@ -253,7 +306,8 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
     paged cache's capacity); `v` (default: of k's head dim) decides the
     value head dim."""
     arch, dtype = _arch_and_dtype(q)
-    kernel_dir = kernel_dir or _os.environ.get("FLASHMLIR_KERNEL_DIR")
+    kernel_dir = _kernel_dir(kernel_dir) or \
+        _os.environ.get("FLASHMLIR_KERNEL_DIR")
     key = (arch, int(q.shape[-1]), dtype, bool(causal))
     # V narrower than Q and K (sm_90a): a kernel of its own.
     dv = key[1] if v is None else int(v.shape[-1])
@@ -335,14 +389,21 @@ def _flash_window(api, causal, window_size, softcap):
     w - 1) is the symmetric window w alone, (w - 1, 0) causal with window
     w, (-1, r) causal with offset r. causal makes right 0, as in
     flash-attention. A left bound with right unbounded is refused."""
+    import numbers
+
     from . import runtime
 
+    causal = _flag(api, "causal", causal)
     try:
-        left, right = (int(w) for w in window_size)
+        left, right = window_size
     except (TypeError, ValueError):
+        left = right = None
+    if not all(isinstance(w, numbers.Integral) and not isinstance(w, bool)
+               for w in (left, right)):
         raise runtime.KernelArgumentError(
-            f"{api}: window_size must be a pair (left, right), got "
-            f"{window_size!r}") from None
+            f"{api}: window_size must be a pair (left, right) of integers, "
+            f"got {window_size!r}") from None
+    left, right = int(left), int(right)
     if left < -1 or right < -1:
         raise runtime.KernelArgumentError(
             f"{api}: window_size {window_size!r}: each side is -1 "
@@ -362,13 +423,15 @@ def _flash_window(api, causal, window_size, softcap):
     elif right > 0:
         causal, offset = True, right
         window = left + right + 1 if left >= 0 else 0
-    try:
-        softcap = float(softcap)
-    except (TypeError, ValueError):
+    # fa::checkSoftcap's range, checked here too so that a bad value is the
+    # caller's error (KernelArgumentError) before anything runs or is
+    # written, not the compiler's.
+    if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real) \
+            or not 0 <= softcap <= 2.0 ** 24:
         raise runtime.KernelArgumentError(
-            f"{api}: softcap must be a number, got {softcap!r}") from None
-    # Its range is the compiler's to check (fa::checkSoftcap), once.
-    return causal, window, offset, softcap
+            f"{api}: softcap must be a number, 0 (none) or in (0, 2^24], "
+            f"got {softcap!r}")
+    return causal, window, offset, float(softcap)
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -405,8 +468,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
             "flash_attn_func: alibi_slopes and return_attn_probs are not "
             "supported")
     causal, window, offset, softcap = _flash_window(
-        "flash_attn_func", causal,
-                                            window_size, softcap)
+        "flash_attn_func", causal, window_size, softcap)
+    softmax_scale = runtime.check_scale(softmax_scale,
+                                        "flash_attn_func: softmax_scale")
+    num_splits = _integer("flash_attn_func", "num_splits", num_splits, 0,
+                          1024)
     for name, t in (("q", q), ("k", k), ("v", v)):
         if getattr(t, "dim", lambda: 0)() != 4:
             raise runtime.KernelArgumentError(
@@ -484,6 +550,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     flash_attn_func (the window is bottom-right aligned with each
     sequence's length). Refused (as not supported): rotary embeddings,
     cache_batch_idx, cache_leftpad and ALiBi."""
+    import numbers
+
     import torch
     from . import runtime
 
@@ -498,17 +566,30 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     if alibi_slopes is not None:
         raise runtime.KernelArgumentError(
             "flash_attn_with_kvcache: alibi_slopes are not supported")
+    # Every check comes before the first write into the caller's cache: a
+    # refused call leaves k_cache and v_cache as they were. The options
+    # first, then the tensors (types, devices, dtypes, shapes), then the
+    # kernel (looked up or compiled, which may refuse) and its own argument
+    # checks; only then are k and v appended.
+    api = "flash_attn_with_kvcache"
     causal, window, offset, softcap = _flash_window(
-        "flash_attn_with_kvcache", causal,
-                                            window_size, softcap)
+        api, causal, window_size, softcap)
+    softmax_scale = runtime.check_scale(softmax_scale,
+                                        f"{api}: softmax_scale")
+    num_splits = _integer(api, "num_splits", num_splits, 0, 1024)
+    return_softmax_lse = _flag(api, "return_softmax_lse", return_softmax_lse)
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(t, torch.Tensor) or t.dim() != 4:
             raise runtime.KernelArgumentError(
-                f"flash_attn_with_kvcache: {name} must be a 4-D tensor "
-                f"[B, N, H, D]")
+                f"{api}: {name} must be a 4-D tensor [B, N, H, D]")
     if (k is None) != (v is None):
         raise runtime.KernelArgumentError(
-            "flash_attn_with_kvcache: give both k and v, or neither")
+            f"{api}: give both k and v, or neither")
+    appended = () if k is None else (("k", k), ("v", v))
+    for name, t in appended:
+        if not isinstance(t, torch.Tensor) or t.dim() != 4:
+            raise runtime.KernelArgumentError(
+                f"{api}: {name} must be a 4-D tensor [B, Nnew, Hkv, D]")
     b = q.shape[0]
     paged = block_table is not None
     if paged:
@@ -516,9 +597,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                 block_table.dim() != 2 or block_table.shape[0] != b or \
                 block_table.dtype != torch.int32:
             raise runtime.KernelArgumentError(
-                f"flash_attn_with_kvcache: block_table must be an int32 "
-                f"tensor [B = {b}, max_pages]")
-        block_table = block_table.contiguous()
+                f"{api}: block_table must be an int32 tensor [B = {b}, "
+                f"max_pages]")
         page_size = int(k_cache.shape[1])
         capacity = block_table.shape[1] * page_size
     else:
@@ -526,29 +606,64 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         capacity = int(k_cache.shape[1])
         if k_cache.shape[0] != b:
             raise runtime.KernelArgumentError(
-                f"flash_attn_with_kvcache: k_cache must have q's batch "
-                f"({b}) without a block_table, got {k_cache.shape[0]}")
-    if cache_seqlens is None:
-        lengths = None
-    else:
-        if isinstance(cache_seqlens, int) and \
-                not isinstance(cache_seqlens, bool):
-            cache_seqlens = torch.full((b,), cache_seqlens,
-                                       dtype=torch.int32, device=q.device)
-        if not isinstance(cache_seqlens, torch.Tensor) or \
-                cache_seqlens.dtype != torch.int32 or \
-                tuple(cache_seqlens.shape) != (b,):
+                f"{api}: k_cache must have q's batch ({b}) without a "
+                f"block_table, got {k_cache.shape[0]}")
+    n_new = 0 if k is None else k.shape[1]
+    if n_new > capacity:
+        raise runtime.KernelArgumentError(
+            f"{api}: {n_new} new keys do not fit a cache of {capacity}")
+    if isinstance(cache_seqlens, numbers.Integral) and \
+            not isinstance(cache_seqlens, bool):
+        # A host number: checked here (a tensor's values stay on the
+        # device, asserted by the kernel and by torch's indexing).
+        cache_seqlens = _integer(api, "cache_seqlens", cache_seqlens, 0,
+                                 capacity - n_new)
+    elif cache_seqlens is not None and (
+            not isinstance(cache_seqlens, torch.Tensor) or
+            cache_seqlens.dtype != torch.int32 or
+            tuple(cache_seqlens.shape) != (b,)):
+        raise runtime.KernelArgumentError(
+            f"{api}: cache_seqlens must be an int or an int32 tensor "
+            f"[B = {b}]")
+    if k is not None and cache_seqlens is None:
+        raise runtime.KernelArgumentError(
+            f"{api}: appending k and v needs cache_seqlens (where each "
+            f"sequence's new keys go)")
+    # q on a GPU with a KV-cache kernel (sm_90a), in f16 or bf16.
+    arch, dtype = _arch_and_dtype(q)
+    if arch != "sm_90a":
+        raise runtime.KernelArgumentError(
+            f"{api}: KV caches need an sm_90a kernel, not {arch}")
+    others = (("k_cache", k_cache), ("v_cache", v_cache)) + appended
+    for name, t in others:
+        if t.dtype != q.dtype or t.device != q.device:
             raise runtime.KernelArgumentError(
-                f"flash_attn_with_kvcache: cache_seqlens must be an int or "
-                f"an int32 tensor [B = {b}]")
+                f"{api}: {name} must be {q.dtype} on {q.device} (q's), got "
+                f"{t.dtype} on {t.device}")
+    for name, t in (("cache_seqlens", cache_seqlens),
+                    ("block_table", block_table)):
+        if isinstance(t, torch.Tensor) and t.device != q.device:
+            raise runtime.KernelArgumentError(
+                f"{api}: {name} must be on {q.device} (q's), got {t.device}")
+    if v_cache.shape != k_cache.shape or q.shape[3] != k_cache.shape[3]:
+        raise runtime.KernelArgumentError(
+            f"{api}: k_cache {tuple(k_cache.shape)} and v_cache "
+            f"{tuple(v_cache.shape)} must have one shape, with q's head dim "
+            f"({q.shape[3]})")
+    if k is not None and (k.shape != v.shape or k.shape[0] != b or
+                          k.shape[2:] != k_cache.shape[2:]):
+        raise runtime.KernelArgumentError(
+            f"{api}: k and v must be [B, Nnew, Hkv, D] with q's batch and "
+            f"the cache's heads and head dim, got {tuple(k.shape)} and "
+            f"{tuple(v.shape)}")
+    if paged:
+        block_table = block_table.contiguous()
+    lengths = None
+    if isinstance(cache_seqlens, int):
+        lengths = torch.full((b,), cache_seqlens, dtype=torch.int32,
+                             device=q.device)
+    elif cache_seqlens is not None:
         lengths = cache_seqlens.contiguous()
-    if k is not None:
-        if lengths is None:
-            raise runtime.KernelArgumentError(
-                "flash_attn_with_kvcache: appending k and v needs "
-                "cache_seqlens (where each sequence's new keys go)")
-        lengths = _append_to_cache(k_cache, v_cache, k, v, lengths,
-                                   block_table, page_size, capacity)
     # The lengths and the block table stay on the device: the kernel asserts
     # that each length is within the capacity and each page it reads is a
     # page of the cache (a device-side assert, as torch's), so the call
@@ -576,32 +691,33 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                               softcap=softcap, diagonal_offset=offset)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
-            "flash_attn_with_kvcache: KV caches need an sm_90a kernel")
+            f"{api}: KV caches need an sm_90a kernel")
+    # The lengths the kernel will see (a device op, nothing written to the
+    # cache), and the kernel's own checks of every tensor it will read.
+    seen = lengths if k is None else (lengths + n_new).contiguous()
+    kernel.check_arguments(qh, kh, vh, out=oh, cache_seqlens=seen,
+                           block_table=block_table)
+    if k is not None:
+        _append_to_cache(k_cache, v_cache, k, v, lengths, block_table,
+                         page_size)
     _, lse = kernel(qh, kh, vh, out=oh, scale=softmax_scale,
                     num_splits=num_splits if split else None,
                     discard_lse=not return_softmax_lse,
-                    cache_seqlens=lengths, block_table=block_table)
+                    cache_seqlens=seen, block_table=block_table)
     if not return_softmax_lse:
         return out
     # A packed launch's LSE [B, Hkv, G] is [B, Hq, 1] in the same memory.
     return out, lse.view(q.shape[0], hq, nq)
 
 
-def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table, page_size,
-                     capacity):
+def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table,
+                     page_size):
     """Writes k and v [B, Nnew, Hkv, D] into the cache after each sequence's
-    `lengths` keys (through the block table when paged); returns the new
-    lengths."""
+    `lengths` keys (through the block table when paged). The caller has
+    checked every argument: this writes."""
     import torch
-    from . import runtime
 
     b, n_new = k.shape[0], k.shape[1]
-    if tuple(k.shape) != tuple(v.shape) or k.shape[0] != lengths.shape[0] \
-            or tuple(k.shape[2:]) != tuple(k_cache.shape[2:]):
-        raise runtime.KernelArgumentError(
-            f"flash_attn_with_kvcache: k and v must be [B, Nnew, Hkv, D] "
-            f"with the cache's heads and head dim, got {tuple(k.shape)} and "
-            f"{tuple(v.shape)}")
     # No host read of the lengths or the table: every index is read as an
     # unsigned 32-bit number, so that a negative length or page is past
     # any cache (2^32 - |x|) rather than an index torch wraps around from
@@ -620,7 +736,6 @@ def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table, page_size,
             0xFFFFFFFF
         k_cache[pages, positions % page_size] = k
         v_cache[pages, positions % page_size] = v
-    return (lengths + n_new).contiguous()
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -646,28 +761,32 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         raise runtime.KernelArgumentError(
             "flash_attn_varlen_func: dropout, alibi_slopes and "
             "return_attn_probs are not supported")
+    api = "flash_attn_varlen_func"
     causal, window, offset, softcap = _flash_window(
-        "flash_attn_varlen_func", causal,
-                                            window_size, softcap)
+        api, causal, window_size, softcap)
+    softmax_scale = runtime.check_scale(softmax_scale,
+                                        f"{api}: softmax_scale")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() != 3:
             raise runtime.KernelArgumentError(
-                f"flash_attn_varlen_func: {name} must be [total, H, D]")
+                f"{api}: {name} must be [total, H, D]")
     for name, t in (("cu_seqlens_q", cu_seqlens_q),
                     ("cu_seqlens_k", cu_seqlens_k)):
         if not isinstance(t, torch.Tensor) or t.dtype != torch.int32 or \
                 t.dim() != 1:
             raise runtime.KernelArgumentError(
-                f"flash_attn_varlen_func: {name} must be an int32 tensor "
-                f"[B + 1]")
+                f"{api}: {name} must be an int32 tensor [B + 1]")
     # The sums stay on the device: the kernel asserts that they start at 0,
     # do not decrease, end within the packed rows and give no sequence more
     # queries than max_seqlen_q (a device-side assert, as torch's), so the
-    # call never waits for the GPU.
-    if int(max_seqlen_q) < 1 or int(max_seqlen_q) > q.shape[0]:
+    # call never waits for the GPU. The longest sequences are the caller's
+    # numbers: integers (a fraction would give the grid too few blocks),
+    # within the packed rows.
+    max_seqlen_q = _integer(api, "max_seqlen_q", max_seqlen_q, 1, q.shape[0])
+    _integer(api, "max_seqlen_k", max_seqlen_k, 0, k.shape[0])
+    if _arch_and_dtype(q)[0] != "sm_90a":
         raise runtime.KernelArgumentError(
-            f"flash_attn_varlen_func: max_seqlen_q must be in [1, "
-            f"{q.shape[0]}], got {max_seqlen_q}")
+            f"{api}: varlen batches need an sm_90a kernel")
     qh, kh, vh = (t.unsqueeze(0).transpose(1, 2) for t in (q, k, v))
     kernel, _ = _launcher(qh, kh, causal, kernel_dir, window,
                           causal or window > 0, 1, varlen=True,
@@ -680,5 +799,5 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
            scale=softmax_scale, discard_lse=True,
            cu_seqlens_q=cu_seqlens_q.contiguous(),
            cu_seqlens_k=cu_seqlens_k.contiguous(),
-           max_seqlen_q=int(max_seqlen_q))
+           max_seqlen_q=max_seqlen_q)
     return out

@@ -357,6 +357,9 @@ def _cached(kind, options, build, directory):
 def _directory(argument):
     if argument is None:
         return cache_dir()
+    if not isinstance(argument, (str, os.PathLike)):
+        raise CompileError(f"cache_dir must be None, '' or a directory, got "
+                           f"{argument!r}")
     return os.path.abspath(os.path.expanduser(argument)) if argument \
         else None
 
@@ -392,6 +395,105 @@ def clear_cache(memory=True, disk=True, directory=None):
                 except FileNotFoundError:
                     pass
     return removed
+
+
+# Every keyword of compile(), compile_module() and run_cpu() that is not a
+# tensor: its type, checked strictly at one place (_checked_options) before
+# anything is cached or compiled, so that no value is read by its truth
+# ('False' is a non-empty string), truncated (128.9) or parsed ('128').
+# Ranges are the compiler's (the dialect's diagnostics), but for the few
+# values that would otherwise reach the metadata unchecked.
+_BOOL = "True or False"
+_INT = "an integer"
+_NUMBER = "a number"
+_STR = "a string"
+
+
+def _is_bool(x):
+    return isinstance(x, bool) or type(x).__name__ == "bool_"
+
+
+def _is_int(x):
+    import numbers
+    return isinstance(x, numbers.Integral) and not _is_bool(x)
+
+
+def _is_number(x):
+    import numbers
+    return isinstance(x, numbers.Real) and not _is_bool(x)
+
+
+_KINDS = {_BOOL: (_is_bool, bool), _INT: (_is_int, int),
+          _NUMBER: (_is_number, float), _STR: (lambda x: isinstance(x, str),
+                                               str)}
+
+
+def _finite(x):
+    import math
+    return math.isfinite(x)
+
+
+# name: (kind, None allowed, extra check, what the check says).
+_OPTIONS = {
+    "head_dim": (_INT, False, None, None),
+    "value_head_dim": (_INT, True, None, None),
+    "causal": (_BOOL, False, None, None),
+    "bottom_right": (_BOOL, False, None, None),
+    "kv_lengths": (_BOOL, False, None, None),
+    "varlen": (_BOOL, False, None, None),
+    "ping_pong": (_BOOL, False, None, None),
+    "intra_overlap": (_BOOL, False, None, None),
+    "persistent": (_BOOL, True, None, None),
+    "incoherent": (_BOOL, False, None, None),
+    "dtype": (_STR, False, None, None),
+    "out_dtype": (_STR, True, None, None),
+    "arch": (_STR, False, None, None),
+    "sm90_kernel": (_STR, False, None, None),
+    "loop_order": (_STR, False, None, None),
+    "fp8": (_STR, True, None, None),
+    "window": (_INT, False, None, None),
+    "diagonal_offset": (_INT, False, None, None),
+    "page_size": (_INT, False, None, None),
+    "block_r": (_INT, False, None, None),
+    "block_c": (_INT, False, None, None),
+    "stages": (_INT, False, None, None),
+    "sram_budget": (_INT, False, None, None),
+    "hadamard_seed": (_INT, False, None, None),
+    "poly_exp2_degree": (_INT, True, None, None),
+    # Written into the metadata whatever the degree (a degree of 0 leaves
+    # it unused): in the range the compiler takes for it.
+    "poly_exp2_period": (_INT, False, lambda x: 1 <= x <= 1 << 20,
+                         "expected exp2_poly_period in [1, 1048576]"),
+    "softcap": (_NUMBER, False, None, None),
+    "scale": (_NUMBER, True, None, None),
+    "probs_scale": (_NUMBER, False, None, None),
+    # None: the measured default; < 0: off; else [0, 64] (the compiler's
+    # check). -inf would reach the metadata as text that is not JSON.
+    "rescale_threshold": (_NUMBER, True, lambda x: x != float("-inf"),
+                          "expected a finite rescale_threshold (None for "
+                          "the measured default, < 0 for off)"),
+}
+
+
+def _checked_options(**given):
+    """`given` keywords, each of its _OPTIONS type (a numpy scalar taken as
+    the Python one), or CompileError naming the keyword."""
+    out = {}
+    for name, value in given.items():
+        kind, nullable, check, rule = _OPTIONS[name]
+        if value is None and nullable:
+            out[name] = None
+            continue
+        accepts, convert = _KINDS[kind]
+        if not accepts(value):
+            raise CompileError(f"{name} must be {kind}"
+                               f"{' or None' if nullable else ''}, got "
+                               f"{value!r}")
+        value = convert(value)
+        if check is not None and not check(value):
+            raise CompileError(f"{rule}, got {value!r}")
+        out[name] = value
+    return out
 
 
 def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
@@ -437,56 +539,57 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     default, or "f16"). value_head_dim (None: head_dim): V's and O's head
     dim; on sm_90a also a multiple of 32 below head_dim (Q/K 192 with V
     128, DeepSeek's).
+
+    Each option is taken at its type (_OPTIONS): a bool is True or False
+    (not 'False', which is truthy), an integer is not a float (128.9) or a
+    string ('128'); anything else is a CompileError naming the keyword.
     """
     if kv_splits is None:
         splits = 0
-    elif kv_splits == "auto":
+    elif isinstance(kv_splits, str) and kv_splits == "auto":
         splits = -1
-    elif isinstance(kv_splits, int) and not isinstance(kv_splits, bool):
-        splits = kv_splits
+    elif _is_int(kv_splits):
+        splits = int(kv_splits)
     else:
         raise CompileError(f"kv_splits must be None, 'auto' or a chunk count,"
                            f" got {kv_splits!r}")
-    options = dict(arch=arch, head_dim=int(head_dim), dtype=dtype,
-                   causal=bool(causal), window=int(window),
-                   bottom_right=bool(bottom_right),
-                   softcap=float(softcap), block_r=int(block_r),
-                   block_c=int(block_c),
-                   rescale_threshold=(None if rescale_threshold is None
-                                      else float(rescale_threshold)),
-                   poly_exp2_degree=(-1 if poly_exp2_degree is None
-                                     else int(poly_exp2_degree)),
-                   poly_exp2_period=int(poly_exp2_period),
-                   stages=int(stages), ping_pong=bool(ping_pong),
-                   intra_overlap=bool(intra_overlap),
-                   persistent=(-1 if persistent is None
-                               else int(bool(persistent))),
-                   sm90_kernel=sm90_kernel, kv_splits=splits)
+    o = _checked_options(
+        head_dim=head_dim, causal=causal, dtype=dtype, arch=arch,
+        window=window, softcap=softcap, bottom_right=bottom_right,
+        block_r=block_r, block_c=block_c, rescale_threshold=rescale_threshold,
+        poly_exp2_degree=poly_exp2_degree, poly_exp2_period=poly_exp2_period,
+        stages=stages, ping_pong=ping_pong, intra_overlap=intra_overlap,
+        persistent=persistent, sm90_kernel=sm90_kernel, kv_lengths=kv_lengths,
+        page_size=page_size, varlen=varlen, out_dtype=out_dtype,
+        value_head_dim=value_head_dim, diagonal_offset=diagonal_offset)
+    options = dict(arch=o["arch"], head_dim=o["head_dim"], dtype=o["dtype"],
+                   causal=o["causal"], window=o["window"],
+                   bottom_right=o["bottom_right"], softcap=o["softcap"],
+                   block_r=o["block_r"], block_c=o["block_c"],
+                   rescale_threshold=o["rescale_threshold"],
+                   poly_exp2_degree=(-1 if o["poly_exp2_degree"] is None
+                                     else o["poly_exp2_degree"]),
+                   poly_exp2_period=o["poly_exp2_period"],
+                   stages=o["stages"], ping_pong=o["ping_pong"],
+                   intra_overlap=o["intra_overlap"],
+                   persistent=(-1 if o["persistent"] is None
+                               else int(o["persistent"])),
+                   sm90_kernel=o["sm90_kernel"], kv_splits=splits)
     # KV-cache keys only where given, so that the disk cache's keys of the
     # other kernels stay what they were.
-    if kv_lengths:
+    if o["kv_lengths"]:
         options["kv_lengths"] = True
-    if page_size:
-        if isinstance(page_size, bool) or not isinstance(page_size, int):
-            raise CompileError(f"page_size must be an integer, got "
-                               f"{page_size!r}")
-        options["page_size"] = page_size
-    if varlen:
+    if o["page_size"]:
+        options["page_size"] = o["page_size"]
+    if o["varlen"]:
         options["varlen"] = True
-    if out_dtype is not None:
-        options["out_dtype"] = out_dtype
-    if value_head_dim is not None and value_head_dim != head_dim:
-        if isinstance(value_head_dim, bool) or \
-                not isinstance(value_head_dim, int):
-            raise CompileError(f"value_head_dim must be an integer, got "
-                               f"{value_head_dim!r}")
-        options["value_head_dim"] = value_head_dim
-    if diagonal_offset:
-        if isinstance(diagonal_offset, bool) or \
-                not isinstance(diagonal_offset, int):
-            raise CompileError(f"diagonal_offset must be an integer, got "
-                               f"{diagonal_offset!r}")
-        options["diagonal_offset"] = diagonal_offset
+    if o["out_dtype"] is not None:
+        options["out_dtype"] = o["out_dtype"]
+    if o["value_head_dim"] is not None and \
+            o["value_head_dim"] != o["head_dim"]:
+        options["value_head_dim"] = o["value_head_dim"]
+    if o["diagonal_offset"]:
+        options["diagonal_offset"] = o["diagonal_offset"]
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))
@@ -520,12 +623,17 @@ def compile_module(text, arch="sm_90a", rescale_threshold=None,
     after fa-raise-attention) for `arch`; every attention becomes a launch.
     Diagnostics are raised as CompileError. Cached as compile() is, keyed
     on the module's text (byte for byte) and the options."""
-    options = dict(text=str(text), arch=arch,
-                   rescale_threshold=(None if rescale_threshold is None
-                                      else float(rescale_threshold)),
-                   poly_exp2_degree=(-1 if poly_exp2_degree is None
-                                     else int(poly_exp2_degree)),
-                   poly_exp2_period=int(poly_exp2_period))
+    if not isinstance(text, str):
+        raise CompileError(f"the module must be MLIR text (a str), got "
+                           f"{type(text).__name__}")
+    o = _checked_options(arch=arch, rescale_threshold=rescale_threshold,
+                         poly_exp2_degree=poly_exp2_degree,
+                         poly_exp2_period=poly_exp2_period)
+    options = dict(text=text, arch=o["arch"],
+                   rescale_threshold=o["rescale_threshold"],
+                   poly_exp2_degree=(-1 if o["poly_exp2_degree"] is None
+                                     else o["poly_exp2_degree"]),
+                   poly_exp2_period=o["poly_exp2_period"])
     raw = _cached("module", options,
                   lambda: _extension().compile_module(**options),
                   _directory(cache_dir))
@@ -556,17 +664,18 @@ def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
     budget in bytes (0: the default, 160 KiB), which bounds block_r and
     block_c."""
     import numpy as np
-    if dtype == "e4m3":
+    o = _checked_options(causal=causal, scale=scale, loop_order=loop_order,
+                         block_r=block_r, block_c=block_c, dtype=dtype,
+                         fp8=fp8, incoherent=incoherent,
+                         hadamard_seed=hadamard_seed, probs_scale=probs_scale,
+                         sram_budget=sram_budget)
+    if o["dtype"] == "e4m3":
         q, k, v = (np.ascontiguousarray(x).view(np.uint8)
                    if np.asarray(x).dtype.itemsize == 1 else x
                    for x in (q, k, v))
     return _extension().run_cpu(
-        q, k, v, causal=causal, scale=scale, loop_order=loop_order,
-        block_r=block_r, block_c=block_c, sram_budget=sram_budget,
-        dtype=dtype, q_descale=q_descale,
-        k_descale=k_descale, v_descale=v_descale, fp8=fp8,
-        incoherent=incoherent, hadamard_seed=hadamard_seed,
-        probs_scale=probs_scale)
+        q, k, v, q_descale=q_descale, k_descale=k_descale,
+        v_descale=v_descale, **o)
 
 
 def to_e4m3(x):

@@ -17,6 +17,7 @@ import ctypes
 import ctypes.util
 import json
 import math
+import numbers
 import os
 import threading
 
@@ -33,7 +34,7 @@ _CU_TENSOR_MAP_SWIZZLE = {32: 1, 64: 2, 128: 3}
 # CU_TENSOR_MAP_L2_PROMOTION_* by the bytes L2 fetches on a box's miss (a
 # parameter's metadata "l2_promotion"; 256 where absent).
 _CU_TENSOR_MAP_L2_PROMOTION = {0: 0, 64: 1, 128: 2, 256: 3}
-_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16"}
 # e4m3 tensors: torch's float8_e4m3fn, or their codes as uint8.
 _E4M3_DTYPE_NAMES = ("float8_e4m3fn", "uint8")
 
@@ -108,109 +109,346 @@ def _get_driver():
     return _driver
 
 
+# -- launch metadata: the C runtime's check, and the same rules in Python ----
+#
+# One validation: where the C runtime (libFARuntime.so) can be found,
+# validate_metadata runs its faKernelMetadataCheck first, so the Python
+# launcher accepts no metadata the C launcher would refuse, with the C
+# message. The pure-Python checks below run after it (and alone where the
+# library is absent, e.g. a pip install without it): they refuse everything
+# the C check refuses (python/tests/test_metadata_agreement.py checks that on
+# a corpus of mutations), plus what the Python launcher needs beyond it.
+
+_RUNTIME_LIBRARY = "libFARuntime.so"
+_RUNTIME_LIBRARY_ENV = "FLASHMLIR_RUNTIME_LIB"
+_runtime_libraries = {}
+_runtime_library_lock = threading.Lock()
+
+
+def _runtime_library_candidates():
+    """Where libFARuntime.so is looked for, in order: the build trees of
+    $FA_BUILD_DIR and $FLASHMLIR_BUILD_DIR (lib/), a source checkout's
+    build/ next to python/ (where __init__ finds the extension), next to
+    this package, then the dynamic loader's path."""
+    for var in ("FA_BUILD_DIR", "FLASHMLIR_BUILD_DIR"):
+        root = os.environ.get(var)
+        if root:
+            yield os.path.join(root, "lib", _RUNTIME_LIBRARY)
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "..", "..", "build", "lib", _RUNTIME_LIBRARY)
+    yield os.path.join(here, _RUNTIME_LIBRARY)
+    yield _RUNTIME_LIBRARY
+    found = ctypes.util.find_library("FARuntime")
+    if found:
+        yield found
+
+
+def _open_runtime_library(path):
+    """The library at `path` with its metadata check typed; raises OSError or
+    AttributeError (no faKernelMetadataCheck in it)."""
+    lib = ctypes.CDLL(path)
+    lib.faKernelMetadataCheck.argtypes = [ctypes.c_char_p]
+    lib.faKernelMetadataCheck.restype = ctypes.c_int
+    lib.faRuntimeLastError.argtypes = []
+    lib.faRuntimeLastError.restype = ctypes.c_char_p
+    return lib
+
+
+def runtime_library():
+    """The C runtime (libFARuntime.so, a ctypes.CDLL) whose
+    faKernelMetadataCheck validate_metadata runs, or None where there is
+    none. $FLASHMLIR_RUNTIME_LIB names it explicitly (a path that cannot be
+    loaded is an error; set but empty: do not use one, the pure-Python checks
+    alone); otherwise the first of _runtime_library_candidates() that loads.
+    Found once per setting of the variables it reads."""
+    explicit = os.environ.get(_RUNTIME_LIBRARY_ENV)
+    key = (explicit, os.environ.get("FA_BUILD_DIR"),
+           os.environ.get("FLASHMLIR_BUILD_DIR"))
+    with _runtime_library_lock:
+        if key in _runtime_libraries:
+            return _runtime_libraries[key]
+        lib = None
+        if explicit:
+            try:
+                lib = _open_runtime_library(explicit)
+            except (OSError, AttributeError) as e:
+                raise MetadataError(
+                    f"${_RUNTIME_LIBRARY_ENV}={explicit!r}: cannot load the C "
+                    f"runtime's metadata check from it: {e}") from None
+        elif explicit is None:
+            for path in _runtime_library_candidates():
+                if os.path.sep in path and not os.path.isfile(path):
+                    continue
+                try:
+                    lib = _open_runtime_library(path)
+                    break
+                except (OSError, AttributeError):
+                    continue
+        _runtime_libraries[key] = lib
+        return lib
+
+
+def _metadata_text(meta):
+    try:
+        return json.dumps(meta)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise MetadataError(f"metadata is not JSON data: {e}") from None
+
+
+def c_check_metadata(meta):
+    """Runs the C runtime's faKernelMetadataCheck on `meta` (a dict, or its
+    JSON text); raises MetadataError with the C message where it refuses.
+    Returns False where there is no C runtime (runtime_library()), True
+    where it ran and passed."""
+    lib = runtime_library()
+    if lib is None:
+        return False
+    text = meta if isinstance(meta, str) else _metadata_text(meta)
+    if "\0" in text:
+        raise MetadataError("metadata holds a NUL character")
+    if lib.faKernelMetadataCheck(text.encode()) != 0:
+        message = lib.faRuntimeLastError() or b"refused"
+        raise MetadataError(message.decode(errors="replace"))
+    return True
+
+
 def validate_metadata(meta):
-    """Checks the fields the launcher relies on; returns the metadata."""
+    """Checks launch metadata (a dict, as fa-compile's JSON loads): the C
+    runtime's faKernelMetadataCheck where it is found (runtime_library()),
+    then the pure-Python checks of what the launcher relies on. Raises
+    MetadataError, nothing else; returns the metadata."""
     if not isinstance(meta, dict):
         raise MetadataError("metadata must be a JSON object")
+    c_check_metadata(meta)
+    _check_metadata(meta)
+    return meta
+
+
+# The kernels' input types (e4m3: FP8 codes; O then in out_dtype).
+_KERNEL_DTYPES = ("f16", "bf16", "e4m3")
+# Fields faKernelMetadataCheck reads as strings and booleans.
+_STRING_FIELDS = ("format", "kernel", "dtype", "tile_scheduler", "arch",
+                  "out_dtype")
+_BOOL_FIELDS = ("causal", "tile_grid", "persistent", "bottom_right",
+                "writes_lse", "split_kv", "kv_lengths", "varlen")
+# The fields the Python launcher needs (the C one defaults some of them).
+_REQUIRED_FIELDS = ("format", "kernel", "arch", "head_dim", "dtype", "causal",
+                    "block", "grid", "block_r", "shared_memory_bytes",
+                    "params")
+_SWIZZLE_SPANS = {"128B": 128, "64B": 64, "32B": 32}
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_block(what, block):
+    """A launch block: three integers in [1, 1024], at most 1024 threads."""
+    if not isinstance(block, list) or len(block) != 3 or \
+            not all(_is_int(x) and 1 <= x <= 1024 for x in block) or \
+            block[0] * block[1] * block[2] > 1024:
+        raise MetadataError(f"bad {what} {block!r}: three integers in "
+                            f"[1, 1024], at most 1024 threads in all")
+
+
+def _check_param(p):
+    """One entry of a 'params' list (faKernelMetadataCheck's readParams): a
+    named object whose tensor-map keys, where given, are valid."""
+    if not isinstance(p, dict):
+        raise MetadataError(f"metadata 'params' must hold objects, got {p!r}")
+    name = p.get("name")
+    if not isinstance(name, str):
+        raise MetadataError(f"a parameter's 'name' must be a string, got "
+                            f"{name!r}" if "name" in p else
+                            f"a parameter has no 'name': {p!r}")
+    for key in ("dtype", "kind"):
+        if key in p and not isinstance(p[key], str):
+            raise MetadataError(f"parameter {name!r}: {key!r} must be a "
+                                f"string, got {p[key]!r}")
+    swizzle = p.get("swizzle", "128B")
+    span = _SWIZZLE_SPANS.get(swizzle) if isinstance(swizzle, str) else None
+    if span is None:
+        raise MetadataError(f"parameter {name!r}: 'swizzle' must be '128B', "
+                            f"'64B' or '32B', got {swizzle!r}")
+    box = p.get("box")
+    if "box" in p:
+        if not isinstance(box, list) or len(box) != 2 or \
+                not all(_is_int(x) and 1 <= x <= 256 for x in box):
+            raise MetadataError(f"parameter {name!r}: 'box' must be two "
+                                f"integers in [1, 256], got {box!r}")
+        # A box row is the swizzle span: the kernel's shared-memory layout
+        # is the one the TMA writes.
+        element = 1 if p.get("dtype") == "e4m3" else 2
+        if box[0] * element != span:
+            raise MetadataError(f"parameter {name!r}: box rows of {box[0]} "
+                                f"columns are not its {span}-byte swizzle")
+    elif p.get("kind") == "tensormap":
+        # The C runtime reads a missing box as 0 rows; the Python launcher
+        # encodes the map from it.
+        raise MetadataError(f"parameter {name!r}: 'box' must be two integers "
+                            f"in [1, 256], got None")
+    promotion = p.get("l2_promotion", 256)
+    if not _is_int(promotion) or promotion not in _CU_TENSOR_MAP_L2_PROMOTION:
+        raise MetadataError(f"parameter {name!r}: 'l2_promotion' must be 0, "
+                            f"64, 128 or 256 (bytes), got {promotion!r}")
+    if "rank" in p and (not _is_int(p["rank"]) or p["rank"] not in (3, 4)):
+        raise MetadataError(f"parameter {name!r}: 'rank' must be 3 or 4, got "
+                            f"{p['rank']!r}")
+
+
+def _check_params(what, params):
+    """A 'params' list: returns its names and the tensor maps' rank (0:
+    none given). "rank" on any parameter counts, one for all, as in the C
+    reader."""
+    if not isinstance(params, list):
+        raise MetadataError(f"{what} must be a list, got {params!r}")
+    for p in params:
+        _check_param(p)
+    ranks = {p["rank"] for p in params if "rank" in p}
+    if len(ranks) > 1:
+        raise MetadataError(f"the tensor maps' ranks differ: "
+                            f"{sorted(ranks)}")
+    return [p["name"] for p in params], (ranks.pop() if ranks else 0)
+
+
+def _check_value_layout(layout):
+    """An e4m3 kernel's "value_layout" (its V layout kernel); None where
+    absent. Returns its kernel name ('' where it names none)."""
+    if not isinstance(layout, dict):
+        raise MetadataError(f"metadata 'value_layout' must be an object, got "
+                            f"{layout!r}")
+    kernel = layout.get("kernel", "")
+    if not isinstance(kernel, str):
+        raise MetadataError(f"value_layout's kernel must be a string, got "
+                            f"{kernel!r}")
+    if "block" in layout:
+        block = layout["block"]
+        if not isinstance(block, list) or len(block) > 3 or \
+                not all(_is_int(x) and 1 <= x <= 1024 for x in block):
+            raise MetadataError(f"value_layout's block must be at most three "
+                                f"integers in [1, 1024], got {block!r}")
+    if "params" in layout:
+        _check_params("value_layout's 'params'", layout["params"])
+    align = layout.get("key_alignment", 16)
+    if not _is_int(align) or align not in (16, 128):
+        raise MetadataError(f"value_layout's key_alignment must be 16 or 128, "
+                            f"got {align!r}")
+    columns = layout.get("columns_per_thread", 1)
+    if not _is_int(columns) or columns not in (1, 16):
+        raise MetadataError(f"value_layout's columns_per_thread must be 1 or "
+                            f"16, got {columns!r}")
+    return kernel
+
+
+def _check_metadata(meta):
+    """The pure-Python checks: every rule of faKernelMetadataCheck
+    (lib/Runtime/Runtime.cpp: its JSON reader's types and ranges, then
+    validate()), in the same order where it matters, and the fields the
+    Python launcher needs besides (arch, grid, causal, a tensor map's box,
+    the parameters' kinds)."""
+    if not all(isinstance(key, str) for key in meta):
+        raise MetadataError("metadata keys must be strings")
     if meta.get("format") != METADATA_FORMAT:
         raise MetadataError(f"unknown metadata format {meta.get('format')!r},"
                             f" expected {METADATA_FORMAT!r}")
-    required = {"kernel": str, "arch": str, "head_dim": int, "dtype": str,
-                "causal": bool, "block": list, "grid": dict, "block_r": int,
-                "shared_memory_bytes": int, "params": list}
-    for key, typ in required.items():
+    for key in _REQUIRED_FIELDS:
         if key not in meta:
             raise MetadataError(f"metadata lacks {key!r}")
-        if not isinstance(meta[key], typ):
-            raise MetadataError(f"metadata {key!r} must be a "
-                                f"{typ.__name__}, got {meta[key]!r}")
-    fp8 = meta["dtype"] == "e4m3"
-    if meta["dtype"] not in _DTYPE_NAMES and not fp8:
-        raise MetadataError(f"unsupported dtype {meta['dtype']!r}")
-    if fp8:
-        if meta.get("out_dtype") not in ("f16", "bf16"):
-            raise MetadataError("an e4m3 kernel's out_dtype must be f16 or "
-                                f"bf16, got {meta.get('out_dtype')!r}")
-        layout = meta.get("value_layout")
-        if not isinstance(layout, dict) or \
-                not isinstance(layout.get("kernel"), str) or \
-                [p.get("name") for p in layout.get("params", [])] != \
-                _VALUE_LAYOUT_PARAMS:
-            raise MetadataError("an e4m3 kernel needs its value_layout "
-                                "kernel (name and parameters "
-                                f"{_VALUE_LAYOUT_PARAMS})")
-        align = layout.get("key_alignment", 16)
-        if type(align) is not int or align not in (16, 128):
-            raise MetadataError("value_layout's key_alignment must be 16 or "
-                                f"128, got {layout.get('key_alignment')!r}")
-        columns = layout.get("columns_per_thread", 1)
-        if type(columns) is not int or columns not in (1, 16):
-            raise MetadataError("value_layout's columns_per_thread must be 1 "
-                                f"or 16, got "
-                                f"{layout.get('columns_per_thread')!r}")
-        if meta.get("split_kv") or meta.get("varlen") or \
-                meta.get("kv_lengths") or meta.get("page_size"):
-            raise MetadataError("e4m3 kernels take contiguous-batch "
-                                "attention only (no split-KV, KV cache or "
-                                "varlen)")
+    # The JSON reader's types and ranges.
+    for key in _STRING_FIELDS:
+        if key in meta and not isinstance(meta[key], str):
+            raise MetadataError(f"metadata {key!r} must be a string, got "
+                                f"{meta[key]!r}")
+    for key in _BOOL_FIELDS:
+        if key in meta and not isinstance(meta[key], bool):
+            raise MetadataError(f"metadata {key!r} must be true or false, got "
+                                f"{meta[key]!r}")
+    # The C runtime's ranges (kIntFields): nothing may narrow when it
+    # becomes a ctypes int or a launch dimension. JSON booleans are ints to
+    # Python: refused as numbers.
+    for key, (low, high) in _INT_RANGES.items():
+        if key in meta and (not _is_int(meta[key]) or
+                            not low <= meta[key] <= high):
+            raise MetadataError(f"metadata {key!r} must be an integer in "
+                                f"[{low}, {high}], got {meta[key]!r}")
     # The scale the kernel was compiled for: the launch default.
-    if "scale" in meta:
-        scale = meta["scale"]
-        if (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                or not 2.0 ** -64 <= scale <= 2.0 ** 64):
-            raise MetadataError("metadata 'scale' must be a number in "
-                                f"[2^-64, 2^64], got {scale!r}")
-    if not all(isinstance(p, dict) for p in meta["params"]):
-        raise MetadataError("metadata 'params' must hold objects")
-    names = [p.get("name") for p in meta["params"]]
+    scale = meta.get("scale", 1.0)
+    if not _is_number(scale) or not _MIN_SCALE <= scale <= _MAX_SCALE:
+        raise MetadataError(f"metadata 'scale' must be a number in "
+                            f"[2^-64, 2^64], got {scale!r}")
+    softcap = meta.get("softcap", 0)
+    if not _is_number(softcap) or not 0 <= softcap <= 2.0 ** 24:
+        raise MetadataError(f"metadata 'softcap' must be 0 or a number in "
+                            f"(0, 2^24], got {softcap!r}")
+    if not isinstance(meta["grid"], dict):
+        raise MetadataError(f"metadata 'grid' must be an object, got "
+                            f"{meta['grid']!r}")
+    names, rank = _check_params("metadata 'params'", meta["params"])
+    params = meta["params"]
+    layout_kernel = _check_value_layout(meta["value_layout"]) \
+        if "value_layout" in meta else ""
+    # validate(): what the fields say together.
+    if not meta["kernel"]:
+        raise MetadataError("metadata 'kernel' must name the kernel")
+    dtype = meta["dtype"]
+    if dtype not in _KERNEL_DTYPES:
+        raise MetadataError(f"unsupported dtype {dtype!r}: f16, bf16 or "
+                            f"e4m3")
+    fp8 = dtype == "e4m3"
+    out_dtype = meta.get("out_dtype")
+    if fp8 and out_dtype not in ("f16", "bf16"):
+        raise MetadataError("an e4m3 kernel's out_dtype must be f16 or bf16, "
+                            f"got {out_dtype!r}")
+    if not fp8 and out_dtype not in (None, "", dtype):
+        raise MetadataError(f"metadata 'out_dtype' must be the inputs' dtype "
+                            f"({dtype}), got {out_dtype!r}")
+    if fp8 and (meta.get("split_kv") or meta.get("varlen") or
+                meta.get("kv_lengths") or meta.get("page_size")):
+        raise MetadataError("e4m3 kernels take contiguous-batch attention "
+                            "only (no split-KV, KV cache or varlen)")
+    # V's and O's head dim: the head dim's, or (sm_90a) fewer columns.
+    if meta.get("value_head_dim", meta["head_dim"]) > meta["head_dim"]:
+        raise MetadataError(f"value_head_dim ({meta['value_head_dim']}) must "
+                            f"be at most head_dim ({meta['head_dim']})")
+    _check_block("block", meta["block"])
+    # Rank-4 tensor maps read strided tensors.
+    strided = rank == 4
     expected = ["q", "k", "v_t" if fp8 else "v", "o", "lse", "Nq", "Nk",
                 "Hq", "Hkv", "scale_log2"]
     if meta.get("tile_grid"):
         expected.append("B")
-    ranks = {p.get("rank") for p in meta["params"]
-             if isinstance(p, dict) and p.get("kind") == "tensormap"}
-    if len(ranks) > 1 or not ranks <= {None, 3, 4}:
-        raise MetadataError(f"the tensor maps' ranks must be one of 3 or 4, "
-                            f"got {sorted(ranks, key=str)}")
-    for p in meta["params"]:
-        promotion = p.get("l2_promotion", 256)
-        if isinstance(promotion, bool) or \
-                promotion not in _CU_TENSOR_MAP_L2_PROMOTION:
-            raise MetadataError(f"parameter {p.get('name')!r}: "
-                                f"'l2_promotion' must be 0, 64, 128 or 256 "
-                                f"(bytes), got {promotion!r}")
-        if p.get("kind") == "tensormap":
-            _check_box(p)
     # A varlen kernel's O map stores whole blocks; its threads copy a
     # sequence's last, partial block to o_rows.
-    copies = ranks == {4} and bool(meta.get("tma_box_rows_o")) and \
-        meta.get("varlen") is True
+    box_rows_o = meta.get("tma_box_rows_o", 0)
+    copies = strided and bool(box_rows_o) and meta.get("varlen") is True
     if copies:
         expected.append("o_rows")
-    if ranks == {4} and (not meta.get("tma_box_rows_o") or copies):
+    if strided and (not box_rows_o or copies):
         expected += ["o_stride_b", "o_stride_h", "o_stride_n"]
-    # A KV cache: per-sequence key lengths, a paged cache's block table.
-    for key in ("kv_lengths", "varlen"):
-        if not isinstance(meta.get(key, False), bool):
-            raise MetadataError(f"metadata {key!r} must be a boolean")
+    if fp8:
+        expected += ["q_descale", "k_descale", "v_descale", "descale_layout"]
+    # A varlen batch; a KV cache: per-sequence key lengths, a paged cache's
+    # block table.
     if meta.get("varlen"):
         expected += ["cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k"]
     if meta.get("kv_lengths"):
         expected.append("kv_lengths")
     if meta.get("page_size"):
-        if ranks != {4}:
+        if not strided:
             raise MetadataError("a paged kernel reads K/V through rank-4 "
                                 "tensor maps over the pages")
         expected += ["block_table", "max_pages", "num_pages"]
-    if fp8:
-        expected += ["q_descale", "k_descale", "v_descale", "descale_layout"]
     if meta.get("split_kv"):
         if not meta.get("tile_grid"):
             raise MetadataError("split-KV needs a tile-grid (wgmma) kernel")
         expected += ["kv_splits", "o_partial", "lse_partial",
                      "split_arrivals"]
     scheduler = meta.get("tile_scheduler")
-    if scheduler not in (None, "grid", "one tile per CTA", "static",
+    if scheduler not in (None, "", "grid", "one tile per CTA", "static",
                          "dynamic"):
         raise MetadataError(f"unknown tile_scheduler {scheduler!r}")
     if scheduler == "dynamic":
@@ -223,31 +461,58 @@ def validate_metadata(meta):
     if names != expected:
         raise MetadataError(f"parameter list {names} does not match the "
                             f"launcher's {expected}")
-    if len(meta["block"]) != 3 or any(int(b) <= 0 for b in meta["block"]):
-        raise MetadataError(f"bad block {meta['block']}")
-    if meta["block_r"] <= 0 or meta["shared_memory_bytes"] < 0:
-        raise MetadataError("block_r and shared_memory_bytes must be positive")
-    # The C runtime's ranges (lib/Runtime/Runtime.cpp, kIntFields): nothing
-    # may narrow when it becomes a ctypes int or a launch dimension. JSON
-    # booleans are ints to Python: refused as numbers.
-    for key, (low, high) in _INT_RANGES.items():
-        if key not in meta:
-            continue
-        value = meta[key]
-        if isinstance(value, bool) or not isinstance(value, int) or \
-                not low <= value <= high:
-            raise MetadataError(f"metadata {key!r} must be an integer in "
-                                f"[{low}, {high}], got {value!r}")
-    block = meta["block"]
-    if any(isinstance(x, bool) or not isinstance(x, int) or not 1 <= x <= 1024
-           for x in block) or block[0] * block[1] * block[2] > 1024:
-        raise MetadataError(f"bad block {block}: three positive integers of "
-                            f"at most 1024 threads in all")
-    # V's and O's head dim: the head dim's, or (sm_90a) fewer columns.
-    if meta.get("value_head_dim", meta["head_dim"]) > meta["head_dim"]:
-        raise MetadataError(f"value_head_dim ({meta['value_head_dim']}) must "
-                            f"be at most head_dim ({meta['head_dim']})")
-    return meta
+    # Tensor-map boxes: a box row is 128 bytes (64 16-bit or 128 e4m3
+    # columns), on a tile grid.
+    box_cols = meta.get("tma_box_cols", 0)
+    box_rows_kv = meta.get("tma_box_rows_kv", 0)
+    if box_cols and (box_cols != (128 if fp8 else 64) or
+                     not 1 <= box_rows_kv <= 256 or
+                     not meta.get("tile_grid")):
+        raise MetadataError(f"tensor-map boxes must be {128 if fp8 else 64} "
+                            f"columns by 1 to 256 rows, on a tile grid: got "
+                            f"tma_box_cols {box_cols}, tma_box_rows_kv "
+                            f"{box_rows_kv}")
+    if rank and not box_cols:
+        raise MetadataError("a parameter's 'rank' is given, but the kernel "
+                            "takes no tensor maps (tma_box_cols 0)")
+    if box_rows_o and not box_cols:
+        raise MetadataError("'tma_box_rows_o' needs the tensor maps of q, k "
+                            "and v (tma_box_cols)")
+    # The parameters the launcher encodes as tensor maps: q, k and v (v_t),
+    # and o where it is stored by TMA -- the ones the boxes describe.
+    if "tma_box_cols" in meta:
+        maps = [p["name"] for p in params if p.get("kind") == "tensormap"]
+        want = (expected[:3] + (["o"] if box_rows_o else [])) \
+            if box_cols else []
+        if maps != want:
+            raise MetadataError(f"the parameters of kind 'tensormap' are "
+                                f"{maps}; tma_box_cols {box_cols} and "
+                                f"tma_box_rows_o {box_rows_o} give {want}")
+    # e4m3: the V layout kernel writes the attention's v_t.
+    if fp8 != bool(layout_kernel):
+        raise MetadataError(
+            "an e4m3 kernel needs its value_layout kernel (name and "
+            f"parameters {_VALUE_LAYOUT_PARAMS})" if fp8 else
+            "metadata 'value_layout' is for e4m3 kernels")
+    if fp8:
+        layout = meta["value_layout"]
+        block = layout.get("block", [])
+        layout_names = [p["name"] for p in layout.get("params", [])]
+        if len(block) != 3 or block[1:] != [1, 1] or \
+                layout_names != _VALUE_LAYOUT_PARAMS or not box_cols or \
+                not strided or "box" not in params[2]:
+            raise MetadataError(
+                f"the e4m3 value_layout must have a block [threads, 1, 1] and "
+                f"the parameters {_VALUE_LAYOUT_PARAMS}, and the attention "
+                f"must read rank-4 tensor maps (v_t's with a box); got block "
+                f"{block}, parameters {layout_names}")
+    # faEncodeTensorMap (rank 3) encodes the 256-byte promotion only.
+    if not strided:
+        for p in params:
+            if p.get("l2_promotion", 256) != 256:
+                raise MetadataError(
+                    f"parameter {p['name']!r}: rank-3 tensor maps take an "
+                    f"'l2_promotion' of 256 only, got {p['l2_promotion']}")
 
 
 # The e4m3 kernels' V layout kernel (fagpu::valueLayoutParams).
@@ -263,7 +528,9 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
                "tma_box_cols": (0, 256), "tma_box_rows_kv": (0, 256),
                "tma_box_rows_o": (0, 256), "kv_splits": (0, _MAX_KV_SPLITS),
                "block_c": (1, 1 << 20), "page_size": (0, 1 << 20),
-               "window": (0, 2**32 - 1), "diagonal_offset": (0, 2**31 - 1)}
+               # The kernels' positions (fa/Model/Positions.h): 2^30 at
+               # most.
+               "window": (0, 1 << 30), "diagonal_offset": (0, 1 << 30)}
 
 def auto_kv_splits(tiles, kv_blocks, sms):
     """The split-KV chunk count a launch picks when the caller leaves it to
@@ -403,26 +670,6 @@ _TENSOR_MAP_CACHE_SIZE = 256
 _TENSOR_MAP_LOCK = threading.Lock()
 
 
-def _check_box(param):
-    """A tensor map's "box" [cols, rows] and "swizzle": a box row is the
-    swizzle span (128, 64 or 32 bytes), the kernel's shared-memory layout."""
-    box, swizzle = param.get("box"), param.get("swizzle", "128B")
-    span = {"128B": 128, "64B": 64, "32B": 32}.get(swizzle)
-    if span is None:
-        raise MetadataError(f"parameter {param.get('name')!r}: 'swizzle' "
-                            f"must be '128B', '64B' or '32B', got {swizzle!r}")
-    if (not isinstance(box, list) or len(box) != 2 or
-            not all(isinstance(x, int) and not isinstance(x, bool)
-                    and 1 <= x <= 256 for x in box)):
-        raise MetadataError(f"parameter {param.get('name')!r}: 'box' must be "
-                            f"two integers in [1, 256], got {box!r}")
-    element = 1 if param.get("dtype") == "e4m3" else 2
-    if box[0] * element != span:
-        raise MetadataError(f"parameter {param.get('name')!r}: box rows of "
-                            f"{box[0]} columns are not its {span}-byte "
-                            f"swizzle")
-
-
 def encode_tensor_map(tensor, box_rows, dtype, box_cols=64, rank=3,
                       strides=None, l2_promotion=256):
     """A CUtensorMap (128 bytes, 64-byte aligned) over [B, H, N, D]
@@ -533,14 +780,92 @@ def _dtype_name(t):
     return name
 
 
+def check_scale(scale, what="scale"):
+    """A launch's softmax scale: None (the kernel's default) or a real
+    number in [2^-64, 2^64] (not a bool, a string or a tensor); returns it
+    as a float (or None), else raises KernelArgumentError."""
+    if scale is None:
+        return None
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or \
+            not _MIN_SCALE <= scale <= _MAX_SCALE:
+        raise KernelArgumentError(
+            f"{what} must be None or a number in [2^-64, 2^64], got "
+            f"{scale!r}")
+    return float(scale)
+
+
+def _refuse_duplicates(pairs):
+    meta = {}
+    for key, value in pairs:
+        if key in meta:
+            raise MetadataError(f"duplicate key {key!r}")
+        meta[key] = value
+    return meta
+
+
+def _refuse_constant(name):
+    raise MetadataError(f"{name} is not a JSON number")
+
+
+def load_metadata(text, what="the metadata"):
+    """Launch metadata from JSON text (str or bytes): strict JSON, as the C
+    runtime reads it -- a duplicate key (json's default keeps the last one)
+    and NaN or Infinity (not JSON) are refused, as MetadataError."""
+    try:
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8")
+        return json.loads(text, object_pairs_hook=_refuse_duplicates,
+                          parse_constant=_refuse_constant)
+    except MetadataError as e:
+        raise MetadataError(f"{what} is not valid JSON: {e}") from None
+    except (ValueError, RecursionError) as e:
+        # json.JSONDecodeError and UnicodeDecodeError are ValueErrors.
+        raise MetadataError(f"{what} is not valid JSON: {e}") from None
+
+
+def check_image(image):
+    """A kernel image as cuModuleLoadData takes it (it reads the image
+    without a size), by the C runtime's rule (checkImage in
+    lib/Runtime/Runtime.cpp): a 64-bit little-endian ELF cubin whose header
+    tables lie inside the bytes, or PTX text with a NUL byte within them.
+    Returns the image as bytes; raises MetadataError."""
+    if not isinstance(image, (bytes, bytearray, memoryview)):
+        raise MetadataError(f"the cubin must be bytes, got "
+                            f"{type(image).__name__}")
+    image = bytes(image)
+    size = len(image)
+    if size == 0:
+        raise MetadataError("the cubin is empty")
+    if image[:4] == b"\x7fELF":
+        if size < 64 or image[4] != 2 or image[5] != 1:
+            raise MetadataError(
+                f"the cubin is truncated or not a 64-bit little-endian ELF "
+                f"image ({size} bytes)")
+        phoff, shoff = (int.from_bytes(image[at:at + 8], "little")
+                        for at in (32, 40))
+        phentsize, phnum, shentsize, shnum = (
+            int.from_bytes(image[at:at + 2], "little")
+            for at in (54, 56, 58, 60))
+        for offset, entry, count in ((phoff, phentsize, phnum),
+                                     (shoff, shentsize, shnum)):
+            if offset > size or count > (size - offset) // (entry or 1):
+                raise MetadataError(
+                    f"the cubin's header tables lie past its {size} bytes: "
+                    f"truncated image")
+        return image
+    if b"\0" not in image:
+        raise MetadataError("the cubin is neither an ELF image (it does not "
+                            "start with \\x7fELF) nor PTX text ending in a NUL "
+                            "byte")
+    return image
+
+
 class Kernel:
     """A compiled attention kernel: cubin bytes plus launch metadata."""
 
     def __init__(self, cubin, metadata):
         self.meta = validate_metadata(metadata)
-        if not isinstance(cubin, (bytes, bytearray)) or len(cubin) == 0:
-            raise MetadataError("the cubin is empty")
-        self.cubin = bytes(cubin)
+        self.cubin = check_image(cubin)
         self._functions = {}  # device index -> (module, function)
         self._param_names = frozenset(p["name"] for p in self.meta["params"])
         # The signature of the last arguments that passed _check, and its
@@ -555,11 +880,8 @@ class Kernel:
     @classmethod
     def load(cls, prefix):
         """Loads ``prefix.json`` and ``prefix.cubin``."""
-        try:
-            with open(prefix + ".json") as f:
-                meta = json.load(f)
-        except json.JSONDecodeError as e:
-            raise MetadataError(f"{prefix}.json is not valid JSON: {e}")
+        with open(prefix + ".json", "rb") as f:
+            meta = load_metadata(f.read(), prefix + ".json")
         with open(prefix + ".cubin", "rb") as f:
             cubin = f.read()
         return cls(cubin, meta)
@@ -828,11 +1150,8 @@ class Kernel:
         """The launch's softmax scale: `scale`, or the one the kernel was
         compiled for (the attention's own), in [2^-64, 2^64]."""
         if scale is None:
-            scale = self.meta.get("scale", 1.0 / math.sqrt(d))
-        if not _MIN_SCALE <= scale <= _MAX_SCALE:
-            raise KernelArgumentError(
-                f"scale must be in [2^-64, 2^64], got {scale!r}")
-        return scale
+            return self.meta.get("scale", 1.0 / math.sqrt(d))
+        return check_scale(scale)
 
     # The kernels' descale_layout argument (fagpu::DescaleLayout, the C
     # API's FA_DESCALE_*).

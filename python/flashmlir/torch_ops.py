@@ -24,10 +24,14 @@ shape, dtype and device, which is all torch.compile needs to trace through.
 
 On torch >= 2.4 they are torch.library.custom_op's with register_fake; on
 older torch (back to Debian's 1.13) a torch.library.Library with CPU, CUDA
-and Meta kernels: eager calls and meta/fake tensors work there, and
-torch.compile (torch >= 2.0) traces the Meta kernel. REGISTRATION says
+and Meta kernels, and an Autograd one that dispatches below autograd (and
+refuses inputs that require grad): eager calls and meta/fake tensors work
+there, in and outside inference_mode, and torch.compile (torch >= 2.0)
+traces the Meta kernel. REGISTRATION says
 which was used.
 """
+import contextlib
+import numbers
 from typing import Optional
 
 try:
@@ -192,6 +196,42 @@ def _register_custom_op():
     return ops
 
 
+@contextlib.contextmanager
+def _below_autograd():
+    """Dispatch below the autograd keys for the calls inside (torch's
+    AutoDispatchBelowAutograd guard: a context manager on newer torch, an
+    object whose lifetime is the guard on 1.13)."""
+    guard = torch._C._AutoDispatchBelowAutograd()
+    if hasattr(guard, "__enter__"):
+        with guard:
+            yield
+    else:
+        try:
+            yield
+        finally:
+            del guard
+
+
+def _autograd_kernel(name):
+    """The operator's kernel for the Autograd keys (torch.library.Library
+    registration): the operators have no autograd formula, so a call with
+    inputs that require grad is refused with a clear message; any other
+    call (meta tensors outside inference_mode included, which the
+    dispatcher otherwise refuses for want of an AutogradMeta kernel) is
+    redispatched below autograd, to the CPU, CUDA or Meta kernel."""
+    def kernel(*args, **kwargs):
+        if torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad
+                for a in (*args, *kwargs.values())):
+            raise _runtime.KernelArgumentError(
+                f"flashmlir::{name} is inference only (no autograd formula):"
+                f" call it under torch.no_grad() or torch.inference_mode(), "
+                f"or on tensors that do not require grad")
+        with _below_autograd():
+            return getattr(torch.ops.flashmlir, name)(*args, **kwargs)
+    return kernel
+
+
 def _register_library():
     # Kept alive for the process: the registrations go with the object.
     global _LIBRARY
@@ -203,6 +243,11 @@ def _register_library():
         for key in ("CPU", "CUDA"):
             _LIBRARY.impl(name, impl, key)
         _LIBRARY.impl(name, fake, "Meta")
+        # The Autograd alias key (AutogradCPU, AutogradCUDA, AutogradMeta,
+        # ...): without it a meta tensor outside inference_mode fails in the
+        # dispatcher ("Could not run ... with arguments from the
+        # 'AutogradMeta' backend").
+        _LIBRARY.impl(name, _autograd_kernel(name), "Autograd")
     return {}
 
 
@@ -221,9 +266,9 @@ def flash_attn(q, k, v, softmax_scale=None, causal=False,
                window_size=(-1, -1)):
     """torch.ops.flashmlir.flash_attn: [B, N, H, D] tensors, bottom-right
     causal and window, as flashmlir.flash_attn_func."""
-    left, right = window_size
+    left, right = _window("flash_attn", window_size)
     return torch.ops.flashmlir.flash_attn(q, k, v, softmax_scale, causal,
-                                          int(left), int(right))
+                                          left, right)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
@@ -234,10 +279,36 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     call as flashmlir.flash_attn_with_kvcache (k and v, when given, written
     into the cache in place), cache_seqlens an int32 tensor [B] (an int is
     made one on q's device)."""
-    if isinstance(cache_seqlens, int) and not isinstance(cache_seqlens, bool):
-        cache_seqlens = torch.full((q.shape[0],), cache_seqlens,
+    op = "flash_attn_with_kvcache"
+    if isinstance(cache_seqlens, numbers.Integral) and \
+            not isinstance(cache_seqlens, bool):
+        cache_seqlens = torch.full((q.shape[0],), int(cache_seqlens),
                                    dtype=torch.int32, device=q.device)
-    left, right = window_size
+    left, right = _window(op, window_size)
+    if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
+        raise _runtime.KernelArgumentError(
+            f"flashmlir::{op}: softcap must be a number, got {softcap!r}")
     return torch.ops.flashmlir.flash_attn_with_kvcache(
         q, k_cache, v_cache, k, v, cache_seqlens, block_table, softmax_scale,
-        causal, int(left), int(right), float(softcap), int(num_splits))
+        causal, left, right, float(softcap),
+        _integer(op, "num_splits", num_splits))
+
+
+def _integer(op, name, value):
+    """An int argument of an operator: an integer, never a truncated float
+    or a bool."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _runtime.KernelArgumentError(
+            f"flashmlir::{op}: {name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _window(op, window_size):
+    try:
+        left, right = window_size
+    except (TypeError, ValueError):
+        raise _runtime.KernelArgumentError(
+            f"flashmlir::{op}: window_size must be a pair (left, right) of "
+            f"integers, got {window_size!r}") from None
+    return (_integer(op, "window_size", left),
+            _integer(op, "window_size", right))

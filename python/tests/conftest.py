@@ -97,6 +97,29 @@ def load_c_runtime():
     return lib, Strides, bnhd_strides
 
 
+# The smallest image the runtime takes for a cubin (runtime.check_image, as
+# the C runtime's checkImage): a 64-bit little-endian ELF header without
+# program or section headers. A stand-in for tests that never launch.
+ELF_HEADER = b"\x7fELF" + bytes([2, 1, 1]) + bytes(57)
+
+
+@pytest.fixture(params=["c", "python"])
+def metadata_check(request, monkeypatch, build_dir):
+    """Which check flashmlir.runtime.validate_metadata runs: "c": the C
+    runtime's faKernelMetadataCheck (the build's libFARuntime.so, named by
+    FLASHMLIR_RUNTIME_LIB), then the pure-Python checks; "python": the
+    pure-Python checks alone (FLASHMLIR_RUNTIME_LIB set but empty), as
+    where the library is absent."""
+    if request.param == "c":
+        shared = build_dir / "lib" / "libFARuntime.so"
+        if not shared.exists():
+            pytest.skip("no shared libFARuntime in this (sanitizer) build")
+        monkeypatch.setenv("FLASHMLIR_RUNTIME_LIB", str(shared))
+    else:
+        monkeypatch.setenv("FLASHMLIR_RUNTIME_LIB", "")
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def fa_run(build_dir):
     return str(build_dir / "bin" / "fa-run")

@@ -13,8 +13,9 @@ from test_compiler import _naive
     # Before: accepted; the kernel compared 32-bit positions, so window
     # 2^32 + 1 gave the PTX of window 1 while the metadata said 2^32 + 1.
     (dict(head_dim=64, window=2**32 + 1),
-     r"expected window to be at most 2147483647, got 4294967297 \(this back "
-     r"end compares 32-bit positions\)"),
+     r"expected window to be at most 1073741824 \(2\^30\), got 4294967297 "
+     r"\(positions, lengths and offsets are 32-bit integers kept below "
+     r"2\^30"),
     (dict(head_dim=64, window=-5), "expected window to be at least 1, got -5"),
     # Before: NaN and negative caps meant "off" without a word; 1e30 reached
     # the kernel name as an overflowed integer and LLVM aborted the process.

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ELF_HEADER, ROOT
 from test_gpu import TOL, reference  # the fp32 softmax(QK^T)V reference
 
 
@@ -36,7 +36,7 @@ def test_sm90_metadata_is_strided(flashmlir):
     assert params["o_stride_n"]["kind"] == "i64"
     assert k.metadata["layout"].startswith("strided [B, H, N, D]")
     from flashmlir import runtime
-    assert runtime.Kernel(b"\x7fELF", k.metadata).strided
+    assert runtime.Kernel(ELF_HEADER, k.metadata).strided
     # D = 128 stores O by TMA: o is a rank-4 map too, no stride parameters.
     k = flashmlir.compile(arch="sm_90a", head_dim=128)
     params = {p["name"]: p for p in k.metadata["params"]}
@@ -50,7 +50,7 @@ def test_sm80_metadata_is_contiguous(flashmlir):
     assert not any(n.startswith("o_stride") for n in names)
     assert k.metadata["layout"].startswith("contiguous")
     from flashmlir import runtime
-    assert not runtime.Kernel(b"\x7fELF", k.metadata).strided
+    assert not runtime.Kernel(ELF_HEADER, k.metadata).strided
 
 
 def test_metadata_rank_checks(flashmlir):

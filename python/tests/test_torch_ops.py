@@ -95,8 +95,7 @@ def test_fake_shapes(ops, dtype):
     torch, t = ops
     q = _meta(torch, (2, 8, 100, 128), dtype)     # [B, Hq, Nq, D]
     kv = _meta(torch, (2, 2, 77, 128), dtype)     # [B, Hkv, Nk, D]
-    # Meta tensors carry no autograd state; torch 1.13 has no autograd
-    # fallthrough for them, hence inference mode.
+    # In inference mode (outside it: test_strict_options.py).
     with torch.inference_mode():
         out = torch.ops.flashmlir.attention(q, kv, kv, True, None)
         assert (out.shape, out.dtype, out.device.type) == \
