@@ -25,6 +25,7 @@
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
+#include "mlir/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -2147,12 +2148,32 @@ bool isCandidate(Operation *op) {
 
 struct FARaiseAttentionPass
     : fa::impl::FARaiseAttentionBase<FARaiseAttentionPass> {
-  void runOnOperation() override {
+  using FARaiseAttentionBase::FARaiseAttentionBase;
+
+  SmallVector<Operation *> collectCandidates() {
     SmallVector<Operation *> candidates;
     getOperation().walk([&](Operation *op) {
       if (isCandidate(op))
         candidates.push_back(op);
     });
+    return candidates;
+  }
+
+  void runOnOperation() override {
+    SmallVector<Operation *> candidates = collectCandidates();
+    if (candidates.empty())
+      return;
+    if (canonicalize) {
+      // Fold what front ends wrap the pattern in (torch-mlir's alpha
+      // multiplies by a converted 1, a scale computed from constants)
+      // before matching; functions without candidates are left untouched.
+      OpPassManager cleanup(func::FuncOp::getOperationName());
+      cleanup.addPass(createCanonicalizerPass());
+      cleanup.addPass(createCSEPass());
+      if (failed(runPipeline(cleanup, getOperation())))
+        return signalPassFailure();
+      candidates = collectCandidates();
+    }
     IRRewriter rewriter(&getContext());
     bool raised = false;
     for (Operation *op : candidates) {

@@ -346,10 +346,26 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     gets a remark at its location naming the first condition that failed,
     e.g. `not raised: the mask is not causal or a window: visible where
     j - i <= -1`.
+
+    Front ends emit the pattern wrapped in arithmetic the matcher would have
+    to see through: torch-mlir lowers `aten.sub`/`aten.add` with their
+    `alpha` operand as a multiply by a converted constant 1 (`x - m *
+    sitofp(1)`) and may compute the scale by scalar arithmetic
+    (`1 / sqrt(D)` on constants). With `canonicalize` (the default), a
+    function holding candidates is first canonicalised and CSE'd (MLIR's
+    `canonicalize` and `cse`), which folds both, so such IR raises as
+    emitted.
   }];
+  let options = [
+    Option<"canonicalize", "canonicalize", "bool", /*default=*/"true",
+           "Canonicalise and CSE a function with candidates before matching "
+           "(folds front ends' constant multiplies and scalar arithmetic)">
+  ];
   let dependentDialects = ["::mlir::fa::FADialect",
                            "::mlir::linalg::LinalgDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 //===----------------------------------------------------------------------===//
