@@ -2163,14 +2163,34 @@ struct FARaiseAttentionPass
     SmallVector<Operation *> candidates = collectCandidates();
     if (candidates.empty())
       return;
+    // Every candidate as written gets a remark or is raised, also one that
+    // the cleanup below turns into something no longer softmax-like.
+    SmallVector<Location> written;
+    for (Operation *op : candidates)
+      written.push_back(op->getLoc());
+    llvm::SmallDenseSet<Location> answered;
     if (canonicalize) {
       // Fold what front ends wrap the pattern in (torch-mlir's alpha
       // multiplies by a converted 1, a scale computed from constants)
-      // before matching; functions without candidates are left untouched.
-      OpPassManager cleanup(func::FuncOp::getOperationName());
-      cleanup.addPass(createCanonicalizerPass());
-      cleanup.addPass(createCSEPass());
-      if (failed(runPipeline(cleanup, getOperation())))
+      // before matching: the scalar (arith, math) canonicalisations and
+      // folds, then CSE. Not linalg's own canonicalisations, which infer
+      // static shapes from constants and would change what the remarks
+      // say of a candidate. Functions without candidates are untouched.
+      MLIRContext *ctx = &getContext();
+      RewritePatternSet scalar(ctx);
+      for (Dialect *dialect : {ctx->getLoadedDialect("arith"),
+                               ctx->getLoadedDialect("math")})
+        if (dialect)
+          dialect->getCanonicalizationPatterns(scalar);
+      for (RegisteredOperationName name : ctx->getRegisteredOperations())
+        if (name.getDialectNamespace() == "arith" ||
+            name.getDialectNamespace() == "math")
+          name.getCanonicalizationPatterns(scalar, ctx);
+      if (failed(applyPatternsGreedily(getOperation(), std::move(scalar))))
+        return signalPassFailure();
+      OpPassManager cse(func::FuncOp::getOperationName());
+      cse.addPass(createCSEPass());
+      if (failed(runPipeline(cse, getOperation())))
         return signalPassFailure();
       candidates = collectCandidates();
     }
@@ -2179,6 +2199,7 @@ struct FARaiseAttentionPass
     for (Operation *op : candidates) {
       Match m;
       Why why;
+      answered.insert(op->getLoc());
       if (failed(matchAttention(op, m, why))) {
         op->emitRemark("not raised: ") << why.text;
         continue;
@@ -2186,6 +2207,11 @@ struct FARaiseAttentionPass
       raise(rewriter, m);
       raised = true;
     }
+    for (Location loc : written)
+      if (!answered.contains(loc))
+        emitRemark(loc, "not raised: P is not a softmax over the keys "
+                        "(linalg.softmax or max/sub/exp/sum/div over the "
+                        "last dim) once canonicalised");
     if (!raised)
       return;
     // Erase what the attentions replaced (now dead).

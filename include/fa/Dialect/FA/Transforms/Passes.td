@@ -352,14 +352,15 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     `alpha` operand as a multiply by a converted constant 1 (`x - m *
     sitofp(1)`) and may compute the scale by scalar arithmetic
     (`1 / sqrt(D)` on constants). With `canonicalize` (the default), a
-    function holding candidates is first canonicalised and CSE'd (MLIR's
-    `canonicalize` and `cse`), which folds both, so such IR raises as
-    emitted.
+    function holding candidates first gets the arith and math dialects'
+    canonicalisations and folds, then `cse`, which fold both, so such IR
+    raises as emitted (linalg's own canonicalisations are not run: they
+    infer static shapes from constants and would change what a remark says).
   }];
   let options = [
     Option<"canonicalize", "canonicalize", "bool", /*default=*/"true",
-           "Canonicalise and CSE a function with candidates before matching "
-           "(folds front ends' constant multiplies and scalar arithmetic)">
+           "Fold scalar arithmetic (arith/math canonicalisations) and CSE a "
+           "function with candidates before matching">
   ];
   let dependentDialects = ["::mlir::fa::FADialect",
                            "::mlir::linalg::LinalgDialect",
