@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FAGPU/IR/Traffic.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Support/Float8.h"
@@ -215,7 +216,8 @@ py::dict compile(const std::string &arch, int64_t headDim,
 /// compiled for a GPU target: one binary, one launch per attention.
 py::dict compileModule(const std::string &text, const std::string &arch,
                        py::object rescaleThreshold, int64_t polyDegree,
-                       int64_t polyPeriod, bool runPtxas) {
+                       int64_t polyPeriod, bool runPtxas,
+                       bool raiseAttention) {
   // Inputs known to crash MLIR 22's own parser are refused, as the tools do.
   if (fa::findUpstreamLinalgParserCrash(text) != StringRef::npos)
     raiseCompileError("the module holds a form that crashes MLIR 22's "
@@ -234,7 +236,15 @@ py::dict compileModule(const std::string &text, const std::string &arch,
     Diagnostics diagnostics(ctx);
     OwningOpRef<ModuleOp> module =
         parseSourceString<ModuleOp>(text, &ctx, "flashmlir.compile_module");
-    if (module)
+    // Raising first (fa-compile-module --raise): a candidate left as it is
+    // has its remark, which an attention-less module then reports.
+    bool raised = true;
+    if (module && raiseAttention) {
+      PassManager pm(&ctx);
+      pm.nest<func::FuncOp>().addPass(fa::createFARaiseAttention());
+      raised = succeeded(pm.run(*module));
+    }
+    if (module && raised)
       kernel = fa::compileModule(*module, options);
     errors = std::move(diagnostics.text);
   }
@@ -517,7 +527,7 @@ PYBIND11_MODULE(_compiler, m) {
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
-        py::arg("run_ptxas") = true);
+        py::arg("run_ptxas") = true, py::arg("raise_attention") = false);
   // The traffic rule of fagpu-io-report and faMetadataPredictedBytes
   // (fa/Dialect/FAGPU/IR/Traffic.h) on a kernel's fields.
   m.def(

@@ -445,6 +445,7 @@ _OPTIONS = {
     "intra_overlap": (_BOOL, False, None, None),
     "persistent": (_BOOL, True, None, None),
     "incoherent": (_BOOL, False, None, None),
+    "raise_attention": (_BOOL, False, None, None),
     "dtype": (_STR, False, None, None),
     "out_dtype": (_STR, True, None, None),
     "arch": (_STR, False, None, None),
@@ -618,22 +619,28 @@ class CompiledModule:
 
 def compile_module(text, arch="sm_90a", rescale_threshold=None,
                    poly_exp2_degree=None, poly_exp2_period=8,
-                   cache_dir=None):
-    """Compiles a user's MLIR module (fa.attention ops in func.funcs, e.g.
-    after fa-raise-attention) for `arch`; every attention becomes a launch.
-    Diagnostics are raised as CompileError. Cached as compile() is, keyed
-    on the module's text (byte for byte) and the options."""
+                   cache_dir=None, raise_attention=False):
+    """Compiles a user's MLIR module (fa.attention ops in func.funcs) for
+    `arch`; every attention becomes a launch. With raise_attention, the
+    attention a front end spelled in linalg is raised first
+    (fa-raise-attention, as fa-compile-module --raise: torch-mlir's and
+    others' forms; a candidate it cannot raise is a CompileError naming the
+    first check that failed). Diagnostics are raised as CompileError.
+    Cached as compile() is, keyed on the module's text (byte for byte) and
+    the options."""
     if not isinstance(text, str):
         raise CompileError(f"the module must be MLIR text (a str), got "
                            f"{type(text).__name__}")
     o = _checked_options(arch=arch, rescale_threshold=rescale_threshold,
                          poly_exp2_degree=poly_exp2_degree,
-                         poly_exp2_period=poly_exp2_period)
+                         poly_exp2_period=poly_exp2_period,
+                         raise_attention=raise_attention)
     options = dict(text=text, arch=o["arch"],
                    rescale_threshold=o["rescale_threshold"],
                    poly_exp2_degree=(-1 if o["poly_exp2_degree"] is None
                                      else o["poly_exp2_degree"]),
-                   poly_exp2_period=o["poly_exp2_period"])
+                   poly_exp2_period=o["poly_exp2_period"],
+                   raise_attention=o["raise_attention"])
     raw = _cached("module", options,
                   lambda: _extension().compile_module(**options),
                   _directory(cache_dir))

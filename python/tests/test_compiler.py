@@ -383,3 +383,24 @@ def test_predicted_bytes_per_sequence(flashmlir):
         flashmlir.predicted_bytes(kv, 3, 8, 2, 1, 1024)
     with pytest.raises(ValueError, match="for KV-cache and varlen kernels"):
         flashmlir.predicted_bytes(split, 3, 8, 2, 1, 700, kv_lengths=[1] * 3)
+
+
+def test_compile_module_raises_torch_mlir_output(flashmlir):
+    """compile_module(raise_attention=True) raises the attention of
+    torch-mlir's SDPA decomposition as emitted (alpha multiplies, a scale
+    from scalar arithmetic) and compiles it; without raising, the module
+    holds no fa.attention, which it says."""
+    from conftest import ROOT
+    text = (ROOT / "test" / "Inputs" / "torch_mlir_sdpa_f16.mlir").read_text()
+    with pytest.raises(flashmlir.CompileError,
+                       match="the module holds no fa.attention"):
+        flashmlir.compile_module(text, cache_dir="")
+    module = flashmlir.compile_module(text, raise_attention=True,
+                                      cache_dir="")
+    assert len(module.launches) == 1
+    name, meta = module.launches[0]
+    # The raised attention's scale: 1/sqrt(32), from the scalar arithmetic.
+    assert meta["head_dim"] == 32 and not meta["causal"]
+    assert abs(meta["scale"] - 32 ** -0.5) < 1e-6, meta["scale"]
+    with pytest.raises(flashmlir.CompileError, match="raise_attention"):
+        flashmlir.compile_module(text, raise_attention="yes", cache_dir="")

@@ -12,13 +12,16 @@
  * location; the exit status is 0 only if every step succeeded. Linked, like
  * an embedder, against libFlashMLIRCAPI.so alone. */
 #include "fa-c/Compiler.h"
+#include "fa-c/Version.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void printRef(MlirStringRef s, void *unused) {
   (void)unused;
@@ -76,16 +79,59 @@ static int writeFile(const char *dir, const char *name, MlirStringRef data) {
   return 0;
 }
 
+static const char kUsage[] =
+    "usage: fa-compile-module [--raise] [--arch sm_80|sm_90a|sm_100a] -o DIR "
+    "module.mlir\n";
+
 static int usage(void) {
-  fprintf(stderr, "usage: fa-compile-module [--raise] [--arch sm_80|sm_90a|"
-                  "sm_100a] -o DIR module.mlir\n");
+  fputs(kUsage, stderr);
   return 2;
+}
+
+static int help(void) {
+  printf("OVERVIEW: compile every fa.attention of an MLIR module for a GPU "
+         "through flash-mlir's C API\n\n%s\n"
+         "  --raise        raise attention spelled in linalg first "
+         "(fa-raise-attention)\n"
+         "  --arch ARCH    sm_80, sm_90a (default) or sm_100a\n"
+         "  -o DIR         the output folder (made if missing): module.ptx, "
+         "module.cubin, launch<i>.json\n"
+         "  --help         this text\n"
+         "  --version      the version\n",
+         kUsage);
+  return 0;
+}
+
+/* Makes `dir` and its parents (as mkdir -p); 0 on success. */
+static int makeFolder(const char *dir) {
+  char path[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof(path))
+    return 1;
+  memcpy(path, dir, n + 1);
+  for (size_t i = 1; i <= n; ++i) {
+    if (path[i] != '/' && path[i] != 0)
+      continue;
+    char saved = path[i];
+    path[i] = 0;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return 1;
+    path[i] = saved;
+  }
+  struct stat st;
+  return stat(dir, &st) != 0 || !S_ISDIR(st.st_mode);
 }
 
 int main(int argc, char **argv) {
   const char *arch = "sm_90a", *out = NULL, *input = NULL;
   int raise = 0;
   for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+      return help();
+    if (!strcmp(argv[i], "--version")) {
+      printf("fa-compile-module (flash-mlir %s)\n", FA_VERSION_STRING);
+      return 0;
+    }
     if (!strcmp(argv[i], "--raise"))
       raise = 1;
     else if (!strcmp(argv[i], "--arch") && i + 1 < argc)
@@ -105,14 +151,23 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fa-compile-module: cannot read %s\n", input);
     return 1;
   }
+  free(text);
+  /* The output folder before the compile: made if missing, refused if it
+   * cannot be. */
+  if (makeFolder(out)) {
+    fprintf(stderr, "fa-compile-module: -o %s: cannot create the folder "
+                    "(%s)\n",
+            out, strerror(errno ? errno : ENOTDIR));
+    return 1;
+  }
 
   MlirContext ctx = mlirContextCreate();
   mlirContextAttachDiagnosticHandler(ctx, onDiagnostic, NULL, NULL);
   faContextRegisterAll(ctx);
   faRegisterPasses();
-  MlirModule module = mlirModuleCreateParse(
-      ctx, mlirStringRefCreate(text, size));
-  free(text);
+  /* Parsed from the file, so that diagnostics name it. */
+  MlirModule module = mlirModuleCreateParseFromFile(
+      ctx, mlirStringRefCreateFromCString(input));
   int status = 1;
   FaCompiledKernel *kernel = NULL;
   if (mlirModuleIsNull(module))

@@ -332,6 +332,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (emit == "all") {
+    // -o is a prefix (DIR/NAME -> DIR/NAME.{ptx,cubin,json}): one ending in
+    // a separator would write hidden ".ptx" files.
+    if (output.empty() || llvm::sys::path::is_separator(output.back()) ||
+        StringRef(output).ends_with("/.") || output == ".")
+      return refuse("o", "expected a file prefix (DIR/NAME writes "
+                         "DIR/NAME.ptx, .cubin, .json), got the folder '" +
+                             output + "'");
     // The output's folder first: a missing one is made, and one that cannot
     // be is refused before the compile, not after it.
     StringRef folder = llvm::sys::path::parent_path(output);
