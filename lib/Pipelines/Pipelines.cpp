@@ -84,6 +84,14 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
     funcPm.addPass(createFALowerFA1());
   else
     funcPm.addPass(createFALowerFA2());
+  // The backward of any fa.attention_backward: FA2's order (both loop
+  // orders' forwards save the LSE it reads), on the options' tiles.
+  FALowerFA2BackwardOptions backward;
+  if (options.blockR)
+    backward.blockR = options.blockR;
+  if (options.blockC)
+    backward.blockC = options.blockC;
+  funcPm.addPass(createFALowerFA2Backward(backward));
   if (options.rescaleThreshold >= 0.0)
     pm.addPass(createFAConditionalRescale(FAConditionalRescaleOptions{
         options.rescaleThreshold, options.countRescales}));

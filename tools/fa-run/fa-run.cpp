@@ -17,6 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Backward.h"
+#include "Host.h"
+
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Pipelines/Pipelines.h"
@@ -57,6 +60,7 @@
 
 using namespace mlir;
 namespace cl = llvm::cl;
+using namespace mlir::fa::run;
 
 // The tool's own options; --help hides the LLVM ones linked in.
 static cl::OptionCategory toolOptions("fa-run options");
@@ -200,6 +204,12 @@ static cl::opt<double> scale(cl::cat(toolOptions), "scale", cl::init(0.0),
                              cl::desc("0: 1/sqrt(head-dim)"));
 static cl::opt<bool> withLse(cl::cat(toolOptions), "lse", cl::desc("Also compute and check LSE"),
                              cl::init(false));
+static cl::opt<bool> backward(
+    cl::cat(toolOptions), "backward",
+    cl::desc("Also run the attention's backward (fa.attention_backward on "
+             "the forward's O and LSE, a random dO) and check dQ, dK, dV "
+             "against a naive double-precision reference"),
+    cl::init(false));
 
 namespace {
 
@@ -207,182 +217,6 @@ namespace {
 // Host-side element types
 //===----------------------------------------------------------------------===//
 
-enum class Elt { F32, F16, BF16, E4M3, I32 };
-
-uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = ((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff)
-    return sign | 0x7c00 | (mant ? 0x200 : 0);
-  if (exp >= 31)
-    return sign | 0x7c00;
-  if (exp <= 0) {
-    if (exp < -10)
-      return sign;
-    mant |= 0x800000;
-    uint32_t shift = 14 - exp;
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1)))
-      ++half;
-    return sign | half;
-  }
-  uint32_t half = sign | (exp << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-    ++half;
-  return half;
-}
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f,
-           mant = h & 0x3ff, x;
-  if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) {
-        mant <<= 1;
-        --exp;
-      }
-      x = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    x = sign | 0x7f800000 | (mant << 13);
-  } else {
-    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-uint16_t floatToBF16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000)
-    return (x >> 16) | 0x40;
-  x += 0x7fff + ((x >> 16) & 1); // round to nearest even
-  return x >> 16;
-}
-
-float bf16ToFloat(uint16_t b) {
-  uint32_t x = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-// Soft-float entry points LLVM may call for half conversions on targets
-// without F16C; the JIT resolves them to these.
-extern "C" float fa_extendhfsf2(uint16_t h) { return halfToFloat(h); }
-extern "C" uint16_t fa_truncsfhf2(float f) { return floatToHalf(f); }
-extern "C" uint16_t fa_truncsfbf2(float f) { return floatToBF16(f); }
-
-/// The highest memref rank fa-run passes.
-constexpr int64_t kMaxRank = 8;
-
-/// A buffer of one memref argument with its descriptor.
-struct Buffer {
-  Elt elt = Elt::F32;
-  std::vector<int64_t> shape;
-  std::vector<float> f32;    // used for F32
-  std::vector<uint16_t> u16; // used for F16 / BF16
-  std::vector<uint8_t> u8;   // used for E4M3
-  std::vector<int32_t> i32;  // used for I32 (key lengths, block tables)
-  // A ranked memref descriptor: {allocated, aligned, offset, sizes[rank],
-  // strides[rank]}, the sizes and strides contiguous whatever the rank.
-  struct Desc {
-    void *allocated, *aligned;
-    int64_t offset;
-    int64_t sizesAndStrides[2 * kMaxRank];
-  } desc;
-
-  int64_t size() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
-  void allocate() {
-    if (elt == Elt::F32)
-      f32.assign(size(), 0.0f);
-    else if (elt == Elt::E4M3)
-      u8.assign(size(), 0);
-    else if (elt == Elt::I32)
-      i32.assign(size(), 0);
-    else
-      u16.assign(size(), 0);
-    void *data = this->data();
-    desc.allocated = desc.aligned = data;
-    desc.offset = 0;
-    int64_t rank = static_cast<int64_t>(shape.size()), stride = 1;
-    for (int64_t i = rank - 1; i >= 0; --i) {
-      desc.sizesAndStrides[i] = shape[i];
-      desc.sizesAndStrides[rank + i] = stride;
-      stride *= shape[i];
-    }
-  }
-  void *descriptor() { return &desc; }
-  /// A copy of the data with its own descriptor.
-  Buffer clone() const {
-    Buffer b = *this;
-    b.desc.allocated = b.desc.aligned = b.data();
-    return b;
-  }
-  void *data() {
-    if (elt == Elt::F32)
-      return f32.data();
-    if (elt == Elt::I32)
-      return i32.data();
-    return elt == Elt::E4M3 ? static_cast<void *>(u8.data())
-                            : static_cast<void *>(u16.data());
-  }
-  float get(int64_t i) const {
-    switch (elt) {
-    case Elt::E4M3:
-      return fa::e4m3ToFloat(u8[i]);
-    case Elt::F32:
-      return f32[i];
-    case Elt::F16:
-      return halfToFloat(u16[i]);
-    case Elt::BF16:
-      return bf16ToFloat(u16[i]);
-    case Elt::I32:
-      return float(i32[i]);
-    }
-    return 0;
-  }
-  /// An i32 operand's element (lengths, prefix sums, page numbers), exact:
-  /// through `set`'s float it would round above 2^24.
-  void setInt(int64_t i, int64_t v) {
-    assert(elt == Elt::I32 && "an integer operand");
-    i32[i] = static_cast<int32_t>(v);
-  }
-  void set(int64_t i, float v) {
-    switch (elt) {
-    case Elt::E4M3:
-      u8[i] = fa::floatToE4M3(v);
-      break;
-    case Elt::F32:
-      f32[i] = v;
-      break;
-    case Elt::F16:
-      u16[i] = floatToHalf(v);
-      break;
-    case Elt::BF16:
-      u16[i] = floatToBF16(v);
-      break;
-    case Elt::I32:
-      i32[i] = static_cast<int32_t>(v);
-      break;
-    }
-  }
-};
 
 FailureOr<Elt> toElt(Type t) {
   if (t.isF32())
@@ -1241,44 +1075,6 @@ LogicalResult toCaptureForm(func::FuncOp entry,
 }
 
 
-/// The JIT for a lowered module, with the soft-float entry points LLVM may
-/// call for half conversions.
-llvm::Expected<std::unique_ptr<ExecutionEngine>>
-createEngine(ModuleOp module,
-             std::function<llvm::Error(llvm::Module *)> &optimize) {
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = optimize;
-  auto maybeEngine = ExecutionEngine::create(module, engineOptions);
-  if (!maybeEngine)
-    return maybeEngine.takeError();
-  (*maybeEngine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    auto add = [&](const char *name, void *fn) {
-      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                             llvm::JITSymbolFlags::Exported};
-    };
-    add("__extendhfsf2", reinterpret_cast<void *>(&fa_extendhfsf2));
-    add("__gnu_h2f_ieee", reinterpret_cast<void *>(&fa_extendhfsf2));
-    add("__truncsfhf2", reinterpret_cast<void *>(&fa_truncsfhf2));
-    add("__gnu_f2h_ieee", reinterpret_cast<void *>(&fa_truncsfhf2));
-    add("__truncsfbf2", reinterpret_cast<void *>(&fa_truncsfbf2));
-    return map;
-  });
-  return std::move(*maybeEngine);
-}
-
-/// Calls _mlir_ciface_<name> through its packed wrapper: one pointer per
-/// argument, each to a pointer to the memref descriptor.
-llvm::Error callEntry(ExecutionEngine &engine, StringRef name,
-                      std::vector<Buffer> &buffers) {
-  std::vector<void *> descriptors(buffers.size()), packed(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    descriptors[i] = buffers[i].descriptor();
-    packed[i] = &descriptors[i];
-  }
-  return engine.invokePacked(("_mlir_ciface_" + name).str(), packed);
-}
-
 /// linalg.softmax as its max / sub / exp / sum / div ops, which
 /// convert-linalg-to-loops lowers (it does not lower linalg.softmax).
 LogicalResult decomposeSoftmaxes(ModuleOp module) {
@@ -1321,6 +1117,58 @@ int main(int argc, char **argv) {
     return fail("--inputs must be normal or rising, got '" + inputKind + "'");
   if (std::optional<std::string> error = checkOptions())
     return fail(*error);
+
+  if (backward) {
+    // The backward takes the forward's plain form: what it has no form for
+    // yet is refused by name.
+    struct Unsupported {
+      bool given;
+      const char *what;
+    };
+    const Unsupported unsupported[] = {
+        {!inputFile.empty(), "an input file"},
+        {raise, "--raise"},
+        {!kvLens.empty() || pageSize != 0, "KV caches (--kv-lens, --page-size)"},
+        {!varlenQ.empty(), "varlen batches (--varlen-q)"},
+        {splitKV != "off", "--split-kv"},
+        {dtype == "e4m3" || !fp8.empty(), "e4m3 inputs (--dtype e4m3, --fp8)"},
+        {!pipeline.empty(), "--pipeline"},
+        {inputKind != "normal", "--inputs"}};
+    for (const Unsupported &u : unsupported)
+      if (u.given)
+        return fail(Twine("--backward: the backward has no form for ") +
+                    u.what + " yet");
+    if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
+      return fail("--dtype must be f32, f16 or bf16 with --backward, got '" +
+                  dtype + "'");
+    fa::run::BackwardProblem problem;
+    problem.batch = batch;
+    problem.qHeads = qHeads;
+    problem.kvHeads = kvHeads ? int64_t(kvHeads) : int64_t(qHeads);
+    problem.qLen = qLen;
+    problem.kvLen = kvLen ? int64_t(kvLen) : int64_t(qLen);
+    problem.headDim = headDim;
+    problem.valueHeadDim = valueHeadDim ? int64_t(valueHeadDim)
+                                        : int64_t(headDim);
+    problem.dtype = dtype;
+    problem.causal = causal;
+    problem.window = window;
+    problem.bottomRight = causalAlign == "bottom-right";
+    problem.diagonalOffset = diagonalOffset;
+    problem.softcap = softcap;
+    problem.scale = scale;
+    problem.seed = seed;
+    problem.tolerance = tolerance.getNumOccurrences() ? double(tolerance) : 0;
+    problem.printModule = printModule;
+    std::string tiles;
+    if (blockR)
+      tiles += " block-r=" + std::to_string(blockR);
+    if (blockC)
+      tiles += " block-c=" + std::to_string(blockC);
+    problem.pipeline = "builtin.module(fa-cpu-pipeline{loop-order=" +
+                       loopOrder.getValue() + tiles + "})";
+    return fa::run::runBackward(context, problem);
+  }
 
   OwningOpRef<ModuleOp> module;
   llvm::SourceMgr sourceMgr;

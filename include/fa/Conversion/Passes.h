@@ -27,6 +27,8 @@ namespace fa {
 
 /// Patterns expanding every fa tile op into scf/arith/math/memref code.
 void populateFAToLoopsPatterns(RewritePatternSet &patterns);
+/// The backward's tile ops (FABackwardOps.td), one pattern each.
+void populateBackwardToLoopsPatterns(RewritePatternSet &patterns);
 
 } // namespace fa
 } // namespace mlir

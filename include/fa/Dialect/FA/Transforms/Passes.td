@@ -95,6 +95,47 @@ def FALowerFA2 : Pass<"fa-lower-fa2", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def FALowerFA2Backward : Pass<"fa-lower-fa2-backward", "func::FuncOp"> {
+  let summary = "Lower fa.attention_backward to FlashAttention-2's backward loop order";
+  let description = [{
+    The forward saved O and its log-sum-exp L; the backward recomputes P
+    from L, block by block, and never holds it whole:
+
+    ```
+    D = rowsum(dO o O)                             fa.row_dot, every query block
+    forall (b, h_kv):                               parallel over K/V heads
+      for j:                                        K/V blocks, in order
+        K_j, V_j on chip; dK_j = dV_j = 0 (f32)
+        for each query head h of h_kv, query block i:
+          S = fa.score_tile(Q_i, K_j)               masked, capped, base 2
+          P = fa.recompute_probs(S, L_i)            exp2(S - log2(e) L_i)
+          fa.grad_values  P, dO_i  -> dV_j          dV_j += P^T dO_i
+          fa.grad_probs   dO_i, V_j -> dP           dP = dO_i V_j^T
+          fa.grad_scores  P, D_i(, S) -> dS         P o (dP - D_i) o cap'
+          fa.grad_keys    dS, Q_i -> dK_j           += scale dS^T Q_i
+          fa.grad_queries dS, K_j -> dQ_i           += scale dS K_j (f32)
+        write dK_j, dV_j (their types)
+    dQ = dQ (f32, in its type)
+    ```
+
+    dK and dV of a K/V head sum its query heads' terms (grouped-query
+    attention); dQ accumulates across K/V blocks in f32 (in place when dQ
+    is f32). Blocks a mask hides contribute P = 0. Tiles are the op's
+    `block_r` / `block_c` or the options'.
+  }];
+  let options = [
+    Option<"blockR", "block-r", "int64_t", /*default=*/"64",
+           "Query rows per block where the op gives none">,
+    Option<"blockC", "block-c", "int64_t", /*default=*/"64",
+           "Keys per block where the op gives none">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FAIOReport : Pass<"fa-io-report", "ModuleOp"> {
   let summary = "Report predicted and loop-counted HBM traffic of FA1 and FA2";
   let description = [{

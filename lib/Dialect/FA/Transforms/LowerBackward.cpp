@@ -1,0 +1,296 @@
+//===- LowerBackward.cpp - the FlashAttention-2 backward loop order -------===//
+//
+// fa.attention_backward as FlashAttention-2's backward (FlashAttention-3
+// keeps its order): the forward saved O and L = LSE, never P; per K/V block
+// the backward recomputes P from L for every query block and accumulates
+//
+//   preprocess:  D_i = rowsum(dO_i o O_i)                  (all i, first)
+//   forall (b, h_kv):
+//     for j (K/V block):   load K_j, V_j; dK_j = dV_j = 0 (f32)
+//       for g (query head of h_kv), i (query block):
+//         S = scale Q_i K_j^T (masked, capped)   P = exp(S - L_i)
+//         dV_j += P^T dO_i                      dP = dO_i V_j^T
+//         dS = P o (dP - D_i) o cap'            dK_j += scale dS^T Q_i
+//         dQ_i += scale dS K_j                  (f32, across j)
+//       write dK_j, dV_j
+//   dQ = dQ (f32) in dQ's type
+//
+// dK_j and dV_j are owned by their (b, h_kv, j) and written once; dQ_i
+// receives a term from every K/V block, so it accumulates in an f32 buffer
+// (the GPU kernel's atomics or reduce-adds); the (b, h_kv) iterations touch
+// disjoint query heads, so they run in parallel and j runs in order. Blocks
+// that a mask hides entirely contribute P = 0 (masked scores are -inf).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa/Dialect/FA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/AffineExpr.h"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FALOWERFA2BACKWARD
+#include "fa/Dialect/FA/Transforms/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+class BackwardLowering {
+public:
+  BackwardLowering(OpBuilder &b, AttentionBackwardOp op, int64_t blockR,
+                   int64_t blockC)
+      : b(b), loc(op.getLoc()), op(op), blockR(blockR), blockC(blockC) {}
+
+  void build();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value dim(Value v, int64_t d) {
+    return b.createOrFold<memref::DimOp>(loc, v, d);
+  }
+  Value mul(Value x, Value y) { return b.createOrFold<arith::MulIOp>(loc, x, y); }
+  Value add(Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); }
+  Value ceilDiv(Value a, int64_t c) {
+    return b.createOrFold<arith::CeilDivUIOp>(loc, a, index(c));
+  }
+  /// min(tile, total - start): a block's rows, fewer for the last one.
+  Value blockLength(Value start, int64_t tile, Value total) {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr d0 = getAffineDimExpr(0, ctx), s0 = getAffineSymbolExpr(0, ctx);
+    AffineMap map =
+        AffineMap::get(1, 1, {getAffineConstantExpr(tile, ctx), s0 - d0}, ctx);
+    return affine::AffineMinOp::create(b, loc, map, ValueRange{start, total});
+  }
+  /// buf[bi, h, row0 : row0 + rows(, :)] as a rank-reduced view.
+  Value rows(Value buf, Value bi, Value h, Value row0, Value count) {
+    auto type = cast<MemRefType>(buf.getType());
+    SmallVector<OpFoldResult> offsets = {bi, h, row0};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
+                                       count};
+    SmallVector<int64_t> shape = {
+        getConstantIntValue(count).value_or(ShapedType::kDynamic)};
+    if (type.getRank() == 4) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(type.getDimSize(3)));
+      shape.push_back(type.getDimSize(3));
+    }
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    MemRefType view = memref::SubViewOp::inferRankReducedResultType(
+        shape, type, offsets, sizes, strides);
+    return memref::SubViewOp::create(b, loc, view, buf, offsets, sizes,
+                                     strides);
+  }
+  /// The first `count` rows of an on-chip tile.
+  Value prefix(Value tile, Value count) {
+    auto type = cast<MemRefType>(tile.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes = {count};
+    for (int64_t d = 1; d < type.getRank(); ++d)
+      sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+    return memref::SubViewOp::create(b, loc, tile, offsets, sizes, strides);
+  }
+  Value tile(ArrayRef<int64_t> shape, Type type) {
+    return memref::AllocOp::create(b, loc, MemRefType::get(shape, type));
+  }
+  void zero(Value buf) {
+    Value c = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    linalg::FillOp::create(b, loc, ValueRange{c}, ValueRange{buf});
+  }
+  /// `to` = `from` converted to its element type (f32 accumulators to the
+  /// gradients' types; each element rounded once).
+  void copyConverted(Value from, Value to);
+  scf::ForallOp parallel(SmallVector<OpFoldResult> ubs) {
+    for (OpFoldResult &ub : ubs)
+      if (std::optional<int64_t> c = getConstantIntValue(ub))
+        ub = b.getIndexAttr(*c);
+    return scf::ForallOp::create(b, loc, ubs, ValueRange{}, std::nullopt);
+  }
+  scf::ForOp sequential(Value ub) {
+    return scf::ForOp::create(b, loc, index(0), ub, index(1));
+  }
+
+  OpBuilder &b;
+  Location loc;
+  AttentionBackwardOp op;
+  int64_t blockR, blockC;
+};
+
+void BackwardLowering::copyConverted(Value from, Value to) {
+  auto fromType = cast<MemRefType>(from.getType());
+  Type target = cast<MemRefType>(to.getType()).getElementType();
+  MLIRContext *ctx = b.getContext();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(fromType.getRank(), ctx);
+  SmallVector<utils::IteratorType> iterators(fromType.getRank(),
+                                             utils::IteratorType::parallel);
+  linalg::GenericOp::create(
+      b, loc, ValueRange{from}, ValueRange{to},
+      ArrayRef<AffineMap>{id, id}, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value v = args[0];
+        unsigned have = v.getType().getIntOrFloatBitWidth();
+        unsigned want = target.getIntOrFloatBitWidth();
+        if (v.getType() != target)
+          v = want < have ? arith::TruncFOp::create(nb, nloc, target, v)
+                                .getResult()
+                          : arith::ExtFOp::create(nb, nloc, target, v)
+                                .getResult();
+        linalg::YieldOp::create(nb, nloc, v);
+      });
+}
+
+void BackwardLowering::build() {
+  Type f32 = b.getF32Type();
+  MemRefType qType = op.getQueryType();
+  int64_t d = qType.getDimSize(3), dv = op.getValueType().getDimSize(3);
+  Value batch = dim(op.getQuery(), 0), qHeads = dim(op.getQuery(), 1);
+  Value nq = dim(op.getQuery(), 2), kvHeads = dim(op.getKey(), 1);
+  Value nk = dim(op.getKey(), 2);
+  Value group = b.createOrFold<arith::DivUIOp>(loc, qHeads, kvHeads);
+  Value qBlocks = ceilDiv(nq, blockR), kvBlocks = ceilDiv(nk, blockC);
+  float scale = op.getEffectiveScale();
+
+  // D = rowsum(dO o O), [B, Hq, Nq] in f32.
+  Value rowDots = memref::AllocOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                               ShapedType::kDynamic},
+                              f32),
+      ValueRange{batch, qHeads, nq});
+  {
+    scf::ForallOp loop = parallel({batch, qHeads, qBlocks});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    SmallVector<Value> ivs = loop.getInductionVars();
+    Value q0 = mul(ivs[2], index(blockR));
+    Value count = blockLength(q0, blockR, nq);
+    RowDotOp::create(b, loc, rows(op.getGradOut(), ivs[0], ivs[1], q0, count),
+                     rows(op.getOut(), ivs[0], ivs[1], q0, count),
+                     rows(rowDots, ivs[0], ivs[1], q0, count));
+  }
+  // dQ accumulates over the K/V blocks in f32: in the gradient itself when
+  // it is f32 (and contiguous), else in a buffer converted at the end.
+  Value gradQuery = op.getGradQuery();
+  auto gradQueryType = cast<MemRefType>(gradQuery.getType());
+  bool inPlace = gradQueryType.getElementType().isF32();
+  Value dqAcc = gradQuery;
+  if (!inPlace)
+    dqAcc = memref::AllocOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                         ShapedType::kDynamic, d},
+                        f32),
+        ValueRange{batch, qHeads, nq});
+  zero(dqAcc);
+
+  scf::ForallOp heads = parallel({batch, kvHeads});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(heads.getBody()->getTerminator());
+    Value bi = heads.getInductionVars()[0], hkv = heads.getInductionVars()[1];
+    // On-chip tiles of one K/V block and one block pair.
+    Value kTile = tile({blockC, d}, qType.getElementType());
+    Value vTile = tile({blockC, dv}, qType.getElementType());
+    Value dkAcc = tile({blockC, d}, f32), dvAcc = tile({blockC, dv}, f32);
+    Value scores = tile({blockR, blockC}, f32);
+    Value grads = tile({blockR, blockC}, f32);
+    Value capped = op.getSoftcap() ? tile({blockR, blockC}, f32) : Value();
+
+    scf::ForOp blocks = sequential(kvBlocks);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPoint(blocks.getBody()->getTerminator());
+      Value k0 = mul(blocks.getInductionVar(), index(blockC));
+      Value cols = blockLength(k0, blockC, nk);
+      Value kBlock = prefix(kTile, cols), vBlock = prefix(vTile, cols);
+      linalg::CopyOp::create(b, loc, rows(op.getKey(), bi, hkv, k0, cols),
+                             kBlock);
+      linalg::CopyOp::create(b, loc, rows(op.getValue(), bi, hkv, k0, cols),
+                             vBlock);
+      zero(dkAcc);
+      zero(dvAcc);
+      scf::ForOp members = sequential(group);
+      {
+        OpBuilder::InsertionGuard inner2(b);
+        b.setInsertionPoint(members.getBody()->getTerminator());
+        Value h = add(mul(hkv, group), members.getInductionVar());
+        scf::ForOp queries = sequential(qBlocks);
+        OpBuilder::InsertionGuard inner3(b);
+        b.setInsertionPoint(queries.getBody()->getTerminator());
+        Value q0 = mul(queries.getInductionVar(), index(blockR));
+        Value count = blockLength(q0, blockR, nq);
+        Value qRows = rows(op.getQuery(), bi, h, q0, count);
+        Value dORows = rows(op.getGradOut(), bi, h, q0, count);
+        // The masks' positions as the forward's score tile takes them:
+        // bottom-right shifts rows by Nk and columns by Nq, an offset
+        // moves the rows.
+        Value row0 = q0, col0 = k0;
+        if (op.getBottomRight()) {
+          row0 = add(row0, nk);
+          col0 = add(col0, nq);
+        }
+        if (std::optional<int64_t> offset = op.getDiagonalOffset())
+          row0 = add(row0, index(*offset));
+        ScoreTileOp::create(
+            b, loc, qRows, kBlock, scores, row0, col0, Value(),
+            b.getF32FloatAttr(scale),
+            op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
+            op.getSoftcapAttr(), op.getBottomRightAttr(),
+            op.getDiagonalOffsetAttr());
+        if (capped)
+          memref::CopyOp::create(b, loc, scores, capped);
+        RecomputeProbsOp::create(b, loc, scores,
+                                 rows(op.getLse(), bi, h, q0, count));
+        GradValuesOp::create(b, loc, scores, dORows, dvAcc);
+        GradProbsOp::create(b, loc, dORows, vBlock, grads);
+        GradScoresOp::create(b, loc, scores,
+                             rows(rowDots, bi, h, q0, count), capped, grads,
+                             op.getSoftcapAttr());
+        GradKeysOp::create(b, loc, grads, qRows, dkAcc,
+                           b.getF32FloatAttr(scale));
+        GradQueriesOp::create(b, loc, grads, kBlock,
+                              rows(dqAcc, bi, h, q0, count),
+                              b.getF32FloatAttr(scale));
+      }
+      copyConverted(prefix(dkAcc, cols),
+                    rows(op.getGradKey(), bi, hkv, k0, cols));
+      copyConverted(prefix(dvAcc, cols),
+                    rows(op.getGradValue(), bi, hkv, k0, cols));
+    }
+    for (Value t : {kTile, vTile, dkAcc, dvAcc, scores, grads, capped})
+      if (t)
+        memref::DeallocOp::create(b, loc, t);
+  }
+  if (!inPlace) {
+    copyConverted(dqAcc, gradQuery);
+    memref::DeallocOp::create(b, loc, dqAcc);
+  }
+  memref::DeallocOp::create(b, loc, rowDots);
+}
+
+struct FALowerFA2BackwardPass
+    : fa::impl::FALowerFA2BackwardBase<FALowerFA2BackwardPass> {
+  using FALowerFA2BackwardBase::FALowerFA2BackwardBase;
+
+  void runOnOperation() override {
+    SmallVector<AttentionBackwardOp> ops;
+    getOperation().walk([&](AttentionBackwardOp op) { ops.push_back(op); });
+    for (AttentionBackwardOp op : ops) {
+      int64_t br = op.getBlockR().value_or(blockR);
+      int64_t bc = op.getBlockC().value_or(blockC);
+      if (br < 1 || bc < 1 || br > 1024 || bc > 1024) {
+        op.emitOpError("fa-lower-fa2-backward: block-r and block-c must be "
+                       "in [1, 1024], got ")
+            << br << " and " << bc;
+        return signalPassFailure();
+      }
+      OpBuilder builder(op);
+      BackwardLowering(builder, op, br, bc).build();
+      op.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,288 @@
+//===- Backward.cpp - fa-run --backward -----------------------------------===//
+//
+// Compiles an attention's forward and its backward (fa.attention, then
+// fa.attention_backward on the forward's O and LSE) through the CPU
+// pipeline, runs both on random inputs and a random dO, and checks O, the
+// LSE and dQ, dK, dV against a naive double-precision reference that
+// builds the whole N x N probabilities and differentiates softmax(scale Q
+// K^T) V by the chain rule: an independent check of the forward's LSE, the
+// backward's recomputation from it and its loop order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backward.h"
+#include "Host.h"
+
+#include "fa/Dialect/FA/IR/Validation.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::fa::run;
+
+namespace {
+
+std::string memref(ArrayRef<int64_t> shape, StringRef elt) {
+  std::string s = "memref<";
+  for (int64_t d : shape)
+    s += std::to_string(d) + "x";
+  return s + elt.str() + ">";
+}
+
+/// The module: the forward writes O and the LSE, the backward reads them.
+std::string moduleText(const BackwardProblem &p) {
+  std::string qT = memref({p.batch, p.qHeads, p.qLen, p.headDim}, p.dtype);
+  std::string kT = memref({p.batch, p.kvHeads, p.kvLen, p.headDim}, p.dtype);
+  std::string vT =
+      memref({p.batch, p.kvHeads, p.kvLen, p.valueHeadDim}, p.dtype);
+  std::string oT =
+      memref({p.batch, p.qHeads, p.qLen, p.valueHeadDim}, p.dtype);
+  std::string lT = memref({p.batch, p.qHeads, p.qLen}, "f32");
+  std::string attrs;
+  auto add = [&](const std::string &a) {
+    attrs += (attrs.empty() ? "" : ", ") + a;
+  };
+  if (p.causal)
+    add("causal");
+  if (p.window)
+    add("window = " + std::to_string(p.window) + " : i64");
+  if (p.bottomRight)
+    add("bottom_right");
+  if (p.diagonalOffset)
+    add("diagonal_offset = " + std::to_string(p.diagonalOffset) + " : i64");
+  if (p.softcap != 0)
+    add("softcap = " + fa::formatF32(static_cast<float>(p.softcap)) +
+        " : f32");
+  if (p.scale != 0)
+    add("scale = " + fa::formatF32(static_cast<float>(p.scale)) + " : f32");
+  std::string braces = attrs.empty() ? "" : " {" + attrs + "}";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "func.func @backward(%q: " << qT << ", %k: " << kT << ", %v: " << vT
+     << ", %o: " << oT << ", %lse: " << lT << ", %do: " << oT
+     << ", %dq: " << qT << ", %dk: " << kT << ", %dv: " << vT << ") {\n"
+     << "  fa.attention %q, %k, %v outs(%o, %lse : " << oT << ", " << lT
+     << ")" << braces << " : " << qT << ", " << kT << ", " << vT << "\n"
+     << "  fa.attention_backward %q, %k, %v, %o, %lse, %do outs(%dq, %dk, "
+        "%dv : "
+     << qT << ", " << kT << ", " << vT << ")" << braces << " : " << qT
+     << ", " << kT << ", " << vT << ", " << oT << ", " << lT << ", " << oT
+     << "\n  return\n}\n";
+  return s;
+}
+
+/// The reference in double: O, the LSE and the gradients of
+/// softmax(cap(scale Q K^T) masked) V with respect to Q, K and V for the
+/// loss sum(dO o O), from the whole probability matrix of each head.
+struct Reference {
+  std::vector<double> o, lse, dq, dk, dv;
+};
+
+Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
+  const Buffer &q = in[0], &k = in[1], &v = in[2], &dO = in[5];
+  int64_t d = p.headDim, dv = p.valueHeadDim, nq = p.qLen, nk = p.kvLen;
+  int64_t group = p.qHeads / p.kvHeads;
+  double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(d));
+  Reference r;
+  r.o.assign(p.batch * p.qHeads * nq * dv, 0.0);
+  r.lse.assign(p.batch * p.qHeads * nq,
+               -std::numeric_limits<double>::infinity());
+  r.dq.assign(p.batch * p.qHeads * nq * d, 0.0);
+  r.dk.assign(p.batch * p.kvHeads * nk * d, 0.0);
+  r.dv.assign(p.batch * p.kvHeads * nk * dv, 0.0);
+  std::vector<double> x(nk), prob(nk), dp(nk);
+  std::vector<char> visible(nk);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.qHeads; ++h) {
+      int64_t kh = h / group;
+      auto qAt = [&](int64_t i, int64_t c) {
+        return double(q.get(((b * p.qHeads + h) * nq + i) * d + c));
+      };
+      auto kAt = [&](int64_t j, int64_t c) {
+        return double(k.get(((b * p.kvHeads + kh) * nk + j) * d + c));
+      };
+      auto vAt = [&](int64_t j, int64_t c) {
+        return double(v.get(((b * p.kvHeads + kh) * nk + j) * dv + c));
+      };
+      auto dOAt = [&](int64_t i, int64_t c) {
+        return double(dO.get(((b * p.qHeads + h) * nq + i) * dv + c));
+      };
+      for (int64_t i = 0; i < nq; ++i) {
+        int64_t pos =
+            (p.bottomRight ? i + nk - nq : i) + p.diagonalOffset;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < nk; ++j) {
+          visible[j] = !(p.causal && j > pos) &&
+                       !(p.window && std::llabs(pos - j) >= p.window);
+          if (!visible[j])
+            continue;
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += qAt(i, c) * kAt(j, c);
+          x[j] = scale * dot;
+          double s = p.softcap ? p.softcap * std::tanh(x[j] / p.softcap)
+                               : x[j];
+          prob[j] = s;
+          mx = std::max(mx, s);
+        }
+        int64_t row = (b * p.qHeads + h) * nq + i;
+        if (mx == -std::numeric_limits<double>::infinity())
+          continue; // no visible key: O = 0, LSE = -inf, no gradient
+        double l = 0;
+        for (int64_t j = 0; j < nk; ++j)
+          if (visible[j])
+            l += (prob[j] = std::exp(prob[j] - mx));
+        r.lse[row] = mx + std::log(l);
+        double rowDot = 0; // D_i = sum_j P_ij dP_ij
+        for (int64_t j = 0; j < nk; ++j) {
+          if (!visible[j])
+            continue;
+          prob[j] /= l;
+          dp[j] = 0;
+          for (int64_t c = 0; c < dv; ++c) {
+            r.o[row * dv + c] += prob[j] * vAt(j, c);
+            dp[j] += dOAt(i, c) * vAt(j, c);
+          }
+          rowDot += prob[j] * dp[j];
+        }
+        for (int64_t j = 0; j < nk; ++j) {
+          if (!visible[j])
+            continue;
+          double slope = 1;
+          if (p.softcap) {
+            double t = std::tanh(x[j] / p.softcap);
+            slope = 1 - t * t;
+          }
+          // d loss / d (Q K^T)_ij.
+          double ds = prob[j] * (dp[j] - rowDot) * slope * scale;
+          int64_t keyRow = (b * p.kvHeads + kh) * nk + j;
+          for (int64_t c = 0; c < d; ++c) {
+            r.dq[row * d + c] += ds * kAt(j, c);
+            r.dk[keyRow * d + c] += ds * qAt(i, c);
+          }
+          for (int64_t c = 0; c < dv; ++c)
+            r.dv[keyRow * dv + c] += prob[j] * dOAt(i, c);
+        }
+      }
+    }
+  return r;
+}
+
+/// Relative L2 error of `got` against `want` and whether it is within
+/// `tolerance`, printed as the forward's checks print theirs; NaN anywhere
+/// (an element never written) fails.
+bool compare(StringRef name, const Buffer &got, const std::vector<double> &want,
+             double tolerance) {
+  double errSq = 0, refSq = 0, maxAbs = 0;
+  int64_t unwritten = 0, infMismatches = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double g = got.get(i), w = want[i];
+    if (std::isnan(g)) {
+      ++unwritten;
+      continue;
+    }
+    if (std::isinf(w) || std::isinf(g)) {
+      infMismatches += g != w;
+      continue;
+    }
+    errSq += (g - w) * (g - w);
+    refSq += w * w;
+    maxAbs = std::max(maxAbs, std::fabs(g - w));
+  }
+  double rel = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+  bool ok = unwritten == 0 && infMismatches == 0 && rel <= tolerance;
+  llvm::outs() << llvm::formatv(
+      "fa-run: {0} rel_l2_error={1:e2} max_abs_error={2:e2} unwritten={3} "
+      "inf_mismatches={4} tolerance={5:e1}{6}\n",
+      name, rel, maxAbs, unwritten, infMismatches, tolerance,
+      ok ? "" : " FAIL");
+  return ok;
+}
+
+} // namespace
+
+int mlir::fa::run::runBackward(MLIRContext &context,
+                               const BackwardProblem &p) {
+  auto fail = [](const Twine &why) {
+    llvm::errs() << "fa-run: error: " << why << "\n";
+    return 1;
+  };
+  std::string text = moduleText(p);
+  if (p.printModule)
+    llvm::outs() << text;
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(text, &context, "<fa-run --backward>");
+  if (!module)
+    return fail("could not build the backward's module");
+  func::FuncOp entry = module->lookupSymbol<func::FuncOp>("backward");
+  entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
+  SmallVector<Type> argTypes(entry.getArgumentTypes());
+  PassManager pm(&context);
+  FailureOr<OpPassManager> parsed = parsePassPipeline(p.pipeline);
+  if (failed(parsed))
+    return fail("bad pipeline '" + p.pipeline + "'");
+  static_cast<OpPassManager &>(pm) = *parsed;
+  if (failed(pm.run(*module)))
+    return fail("lowering failed");
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
+                                /*targetMachine=*/nullptr);
+  auto engine = createEngine(*module, optimize);
+  if (!engine)
+    return fail("cannot create the execution engine: " +
+                llvm::toString(engine.takeError()));
+
+  // q, k, v, dO ~ N(0, 1) in the inputs' type; NaN in O, the LSE and the
+  // gradients, so that an element left unwritten shows.
+  std::vector<Buffer> buffers(argTypes.size());
+  Elt elt = p.dtype == "f16" ? Elt::F16 : p.dtype == "bf16" ? Elt::BF16
+                                                           : Elt::F32;
+  for (auto [i, t] : llvm::enumerate(argTypes)) {
+    auto type = cast<MemRefType>(t);
+    buffers[i].elt = i == 4 ? Elt::F32 : elt;
+    buffers[i].shape.assign(type.getShape().begin(), type.getShape().end());
+    buffers[i].allocate();
+  }
+  std::mt19937 rng(p.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    bool input = i < 3 || i == 5;
+    for (int64_t j = 0; j < buffers[i].size(); ++j)
+      buffers[i].set(j, input ? normal(rng) : nan);
+  }
+  if (llvm::Error error = callEntry(**engine, "backward", buffers))
+    return fail("cannot call @backward: " + llvm::toString(std::move(error)));
+
+  Reference want = reference(p, buffers);
+  // The forward's tolerances; the gradients sum more products, each
+  // rounded once to the gradients' type at the end.
+  double forward = elt == Elt::F32 ? 1e-5 : elt == Elt::F16 ? 1e-3 : 8e-3;
+  double gradient = elt == Elt::F32 ? 2e-5 : elt == Elt::F16 ? 2e-3 : 1.6e-2;
+  if (p.tolerance > 0)
+    forward = gradient = p.tolerance;
+  llvm::outs() << llvm::formatv(
+      "fa-run: backward {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} D={6} Dv={7}"
+      "{8}{9}\n",
+      p.dtype, p.batch, p.qHeads, p.kvHeads, p.qLen, p.kvLen, p.headDim,
+      p.valueHeadDim, p.causal ? " causal" : "",
+      p.window ? " window=" + std::to_string(p.window) : "");
+  bool ok = compare("O", buffers[3], want.o, forward);
+  ok = compare("LSE", buffers[4], want.lse, 1e-5) && ok;
+  ok = compare("dQ", buffers[6], want.dq, gradient) && ok;
+  ok = compare("dK", buffers[7], want.dk, gradient) && ok;
+  ok = compare("dV", buffers[8], want.dv, gradient) && ok;
+  llvm::outs() << "fa-run: " << (ok ? "PASS" : "FAIL") << "\n";
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,149 @@
+//===- Host.h - fa-run's host buffers and JIT ------------------*- C++ -*-===//
+//
+// What fa-run's runs share (the forward's checks in fa-run.cpp, the
+// backward's in Backward.cpp): host buffers of the element types the
+// kernels take, with their memref descriptors, and the JIT that runs a
+// lowered module on them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_TOOLS_FA_RUN_HOST_H
+#define FA_TOOLS_FA_RUN_HOST_H
+
+#include "fa/Support/Float8.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cassert>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace mlir::fa::run {
+
+enum class Elt { F32, F16, BF16, E4M3, I32 };
+
+/// IEEE half and bfloat16 conversions, round to nearest even.
+uint16_t floatToHalf(float f);
+float halfToFloat(uint16_t h);
+uint16_t floatToBF16(float f);
+float bf16ToFloat(uint16_t b);
+
+/// The highest memref rank fa-run passes.
+constexpr int64_t kMaxRank = 8;
+
+/// A buffer of one memref argument with its descriptor.
+struct Buffer {
+  Elt elt = Elt::F32;
+  std::vector<int64_t> shape;
+  std::vector<float> f32;    // used for F32
+  std::vector<uint16_t> u16; // used for F16 / BF16
+  std::vector<uint8_t> u8;   // used for E4M3
+  std::vector<int32_t> i32;  // used for I32 (key lengths, block tables)
+  // A ranked memref descriptor: {allocated, aligned, offset, sizes[rank],
+  // strides[rank]}, the sizes and strides contiguous whatever the rank.
+  struct Desc {
+    void *allocated, *aligned;
+    int64_t offset;
+    int64_t sizesAndStrides[2 * kMaxRank];
+  } desc;
+
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  void allocate() {
+    if (elt == Elt::F32)
+      f32.assign(size(), 0.0f);
+    else if (elt == Elt::E4M3)
+      u8.assign(size(), 0);
+    else if (elt == Elt::I32)
+      i32.assign(size(), 0);
+    else
+      u16.assign(size(), 0);
+    void *data = this->data();
+    desc.allocated = desc.aligned = data;
+    desc.offset = 0;
+    int64_t rank = static_cast<int64_t>(shape.size()), stride = 1;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      desc.sizesAndStrides[i] = shape[i];
+      desc.sizesAndStrides[rank + i] = stride;
+      stride *= shape[i];
+    }
+  }
+  void *descriptor() { return &desc; }
+  /// A copy of the data with its own descriptor.
+  Buffer clone() const {
+    Buffer b = *this;
+    b.desc.allocated = b.desc.aligned = b.data();
+    return b;
+  }
+  void *data() {
+    if (elt == Elt::F32)
+      return f32.data();
+    if (elt == Elt::I32)
+      return i32.data();
+    return elt == Elt::E4M3 ? static_cast<void *>(u8.data())
+                            : static_cast<void *>(u16.data());
+  }
+  float get(int64_t i) const {
+    switch (elt) {
+    case Elt::E4M3:
+      return fa::e4m3ToFloat(u8[i]);
+    case Elt::F32:
+      return f32[i];
+    case Elt::F16:
+      return halfToFloat(u16[i]);
+    case Elt::BF16:
+      return bf16ToFloat(u16[i]);
+    case Elt::I32:
+      return float(i32[i]);
+    }
+    return 0;
+  }
+  /// An i32 operand's element (lengths, prefix sums, page numbers), exact:
+  /// through `set`'s float it would round above 2^24.
+  void setInt(int64_t i, int64_t v) {
+    assert(elt == Elt::I32 && "an integer operand");
+    i32[i] = static_cast<int32_t>(v);
+  }
+  void set(int64_t i, float v) {
+    switch (elt) {
+    case Elt::E4M3:
+      u8[i] = fa::floatToE4M3(v);
+      break;
+    case Elt::F32:
+      f32[i] = v;
+      break;
+    case Elt::F16:
+      u16[i] = floatToHalf(v);
+      break;
+    case Elt::BF16:
+      u16[i] = floatToBF16(v);
+      break;
+    case Elt::I32:
+      i32[i] = static_cast<int32_t>(v);
+      break;
+    }
+  }
+};
+
+/// The JIT for a lowered module, with the soft-float entry points LLVM may
+/// call for half conversions.
+llvm::Expected<std::unique_ptr<ExecutionEngine>>
+createEngine(ModuleOp module,
+             std::function<llvm::Error(llvm::Module *)> &optimize);
+
+/// Calls _mlir_ciface_<name> through its packed wrapper: one pointer per
+/// argument, each to a pointer to the memref descriptor.
+llvm::Error callEntry(ExecutionEngine &engine, StringRef name,
+                      std::vector<Buffer> &buffers);
+
+} // namespace mlir::fa::run
+
+#endif // FA_TOOLS_FA_RUN_HOST_H
