@@ -116,6 +116,69 @@ bool isElementwise(linalg::GenericOp g) {
          g.hasPureTensorSemantics();
 }
 
+/// A broadcast materialised as a copy (StableHLO's broadcast_in_dim after
+/// stablehlo-legalize-to-linalg): one input read through a map that drops
+/// dims or pins them to 0, written through an identity map, the body
+/// yielding the input as it is.
+bool isMaterialisedBroadcast(linalg::GenericOp g) {
+  if (!isElementwise(g) || g.getNumDpsInputs() != 1)
+    return false;
+  Block &body = g.getRegion().front();
+  AffineMap in = g.getMatchingIndexingMap(g.getDpsInputOperand(0));
+  return body.getOperations().size() == 1 && yielded(g) == body.getArgument(0) &&
+         in.isProjectedPermutation(/*allowZeroInResults=*/true) &&
+         !in.isPermutation();
+}
+
+/// [.., N] reshaped to [.., N, 1] (a row statistic given back its reduced
+/// dim, as jnp's keepdims=True does): returns the [.., N] tensor, or
+/// nullptr.
+Value throughTrailingUnitExpand(Value v) {
+  auto expand = v.getDefiningOp<tensor::ExpandShapeOp>();
+  if (!expand)
+    return nullptr;
+  ArrayRef<int64_t> shape = expand.getResultType().getShape();
+  int64_t rank = shape.size();
+  if (rank < 2 || shape.back() != 1 || expand.getSrcType().getRank() != rank - 1)
+    return nullptr;
+  SmallVector<ReassociationIndices> groups =
+      expand.getReassociationIndices();
+  return groups.back() == ReassociationIndices{rank - 2, rank - 1}
+             ? expand.getSrc()
+             : nullptr;
+}
+
+/// Reads a materialised broadcast's input directly: `consumer` (elementwise)
+/// reads the broadcast's source through the broadcast's map composed with
+/// its own, as torch-mlir spells a row statistic or a scalar operand. The
+/// copy is dead once every consumer reads its source.
+struct ReadBroadcastSource : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (!isElementwise(consumer))
+      return failure();
+    for (OpOperand *in : consumer.getDpsInputOperands()) {
+      auto copy = in->get().getDefiningOp<linalg::GenericOp>();
+      if (!copy || !isMaterialisedBroadcast(copy))
+        continue;
+      // The copy's loops are its result's dims (identity output map), so
+      // the consumer's loop d reads source element broadcast(map(d)).
+      AffineMap composed =
+          copy.getMatchingIndexingMap(copy.getDpsInputOperand(0))
+              .compose(consumer.getMatchingIndexingMap(in));
+      SmallVector<AffineMap> maps = consumer.getIndexingMapsArray();
+      maps[in->getOperandNumber()] = composed;
+      rewriter.modifyOpInPlace(consumer, [&] {
+        in->set(copy.getDpsInputOperand(0)->get());
+        consumer.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+      });
+      return success();
+    }
+    return failure();
+  }
+};
+
 /// An elementwise generic converting its one input to another float type
 /// (arith.extf or arith.truncf and nothing else): what `.float()` /
 /// `.to(torch.float16)` become. Returns the input.
@@ -1468,18 +1531,21 @@ bool isRowMap(AffineMap map, int64_t rank) {
 
 /// A reduction over the last of `rank` dims: generic with that dim the only
 /// reduction, or linalg.reduce over it; body combining the input with the
-/// accumulator by one of OpTys. Returns the reduced input.
+/// accumulator by one of OpTys. Returns the reduced input. A generic may
+/// yield more results (torch-mlir's aten.max.dim also yields the argmax):
+/// `v`'s own yielded value must combine only the input and its own
+/// accumulator, so the others cannot change it.
 template <typename... OpTys>
 Value matchRowReduction(Value v, int64_t rank, bool zeroInit = false) {
-  auto isCombiner = [](Block &body) {
-    if (body.getOperations().size() != 2)
+  if (Value reduced = throughTrailingUnitExpand(v))
+    v = reduced;
+  auto isCombiner = [](Block &body, unsigned result) {
+    Value y = cast<linalg::YieldOp>(body.getTerminator()).getOperand(result);
+    Operation *op = y.getDefiningOp();
+    if (!op || op->getBlock() != &body || !isa<OpTys...>(op) ||
+        (body.getNumArguments() == 2 && body.getOperations().size() != 2))
       return false;
-    Operation *op = &body.front();
-    if (!isa<OpTys...>(op) ||
-        cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) !=
-            op->getResult(0))
-      return false;
-    Value a = body.getArgument(0), acc = body.getArgument(1);
+    Value a = body.getArgument(0), acc = body.getArgument(1 + result);
     return (op->getOperand(0) == a && op->getOperand(1) == acc) ||
            (op->getOperand(0) == acc && op->getOperand(1) == a);
   };
@@ -1487,20 +1553,24 @@ Value matchRowReduction(Value v, int64_t rank, bool zeroInit = false) {
     if (reduce.getInputs().size() != 1 ||
         reduce.getDimensions() != ArrayRef<int64_t>{rank - 1} ||
         (zeroInit && !isZeroInit(reduce.getInits()[0])) ||
-        !isCombiner(reduce.getCombiner().front()))
+        !isCombiner(reduce.getCombiner().front(), 0))
       return nullptr;
     return reduce.getInputs()[0];
   }
   auto g = v.getDefiningOp<linalg::GenericOp>();
-  if (!g || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
-      g.getNumLoops() != rank || g.getNumReductionLoops() != 1 ||
-      g.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
-      (zeroInit && !isZeroInit(g.getDpsInitOperand(0)->get())))
+  if (!g || g.getNumDpsInputs() != 1 || g.getNumLoops() != rank ||
+      g.getNumReductionLoops() != 1 ||
+      g.getIteratorTypesArray().back() != utils::IteratorType::reduction)
     return nullptr;
-  // Input read as is, result indexed by the row: (d0, .., d{r-2}).
+  unsigned result = cast<OpResult>(v).getResultNumber();
+  if (zeroInit && !isZeroInit(g.getDpsInitOperand(result)->get()))
+    return nullptr;
+  // Input read as is, results indexed by the row: (d0, .., d{r-2}).
   SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  if (!maps[0].isIdentity() || !isRowMap(maps[1], rank) ||
-      !isCombiner(g.getRegion().front()))
+  if (!maps[0].isIdentity() ||
+      !llvm::all_of(ArrayRef(maps).drop_front(),
+                    [&](AffineMap m) { return isRowMap(m, rank); }) ||
+      !isCombiner(g.getRegion().front(), result))
     return nullptr;
   return g.getDpsInputOperand(0)->get();
 }
@@ -1700,7 +1770,14 @@ bool looksLikeSoftmax(Value p) {
       });
       bool byReduction =
           llvm::any_of(g.getDpsInputOperands(), [](OpOperand *in) {
-            Operation *d = in->get().getDefiningOp();
+            // Possibly broadcast by a copy of a keep-dim reshape first.
+            Value row = in->get();
+            auto copy = row.getDefiningOp<linalg::GenericOp>();
+            if (copy && isMaterialisedBroadcast(copy))
+              row = copy.getDpsInputOperand(0)->get();
+            if (Value reduced = throughTrailingUnitExpand(row))
+              row = reduced;
+            Operation *d = row.getDefiningOp();
             if (isa_and_nonnull<linalg::ReduceOp>(d))
               return true;
             auto rg = dyn_cast_or_null<linalg::GenericOp>(d);
@@ -2171,9 +2248,10 @@ struct FARaiseAttentionPass
     llvm::SmallDenseSet<Location> answered;
     if (canonicalize) {
       // Fold what front ends wrap the pattern in (torch-mlir's alpha
-      // multiplies by a converted 1, a scale computed from constants)
-      // before matching: the scalar (arith, math) canonicalisations and
-      // folds, then CSE. Not linalg's own canonicalisations, which infer
+      // multiplies by a converted 1, a scale computed from constants,
+      // StableHLO's materialised broadcasts) before matching: the scalar
+      // (arith, math) canonicalisations and folds, the broadcasts read
+      // through, then CSE. Not linalg's own canonicalisations, which infer
       // static shapes from constants and would change what the remarks
       // say of a candidate. Functions without candidates are untouched.
       MLIRContext *ctx = &getContext();
@@ -2186,6 +2264,9 @@ struct FARaiseAttentionPass
         if (name.getDialectNamespace() == "arith" ||
             name.getDialectNamespace() == "math")
           name.getCanonicalizationPatterns(scalar, ctx);
+      // StableHLO's materialised broadcasts read as the row statistics and
+      // scalars they copy.
+      scalar.add<ReadBroadcastSource>(ctx);
       if (failed(applyPatternsGreedily(getOperation(), std::move(scalar))))
         return signalPassFailure();
       OpPassManager cse(func::FuncOp::getOperationName());

@@ -397,11 +397,19 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     canonicalisations and folds, then `cse`, which fold both, so such IR
     raises as emitted (linalg's own canonicalisations are not run: they
     infer static shapes from constants and would change what a remark says).
+    StableHLO legalised to linalg materialises `broadcast_in_dim` as a copy
+    generic (a row statistic read through `(d0, .., d{r-2}, 0)` after a
+    keep-dim reshape, a splat scale, an i1 mask); the cleanup also makes
+    each elementwise generic read such a copy's source through the composed
+    map, as torch-mlir spells it. A reduction generic may yield more than
+    one result (torch-mlir's `aten.max.dim`: the max and its argmax); the
+    max is matched by its own yielded value.
   }];
   let options = [
     Option<"canonicalize", "canonicalize", "bool", /*default=*/"true",
-           "Fold scalar arithmetic (arith/math canonicalisations) and CSE a "
-           "function with candidates before matching">
+           "Fold scalar arithmetic (arith/math canonicalisations), read "
+           "materialised broadcasts' sources and CSE a function with "
+           "candidates before matching">
   ];
   let dependentDialects = ["::mlir::fa::FADialect",
                            "::mlir::linalg::LinalgDialect",
