@@ -34,8 +34,12 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
  *  1 with the reason in faRuntimeLastError(). Each integer field has a
  *  range (head_dim [1, 65536], block_r [1, 1048576], shared_memory_bytes
  *  [0, 2^31 - 1], block: three values of at most 1024 threads in all,
- *  ctas_per_sm [1, 32], tensor-map boxes [0, 256]); duplicate keys and text
- *  after the object are refused. */
+ *  ctas_per_sm [1, 32], tensor-map boxes [0, 256]). The text must be
+ *  strict JSON (RFC 8259: no NaN, leading zeros, bare words or trailing
+ *  commas; a duplicate key in any object and text after the object are
+ *  refused), as Python's reader takes it; "arch", "causal" and "grid" must
+ *  be given, and the tensor maps (kind "tensormap", each with its "box")
+ *  must be the ones the boxes describe. */
 int faKernelMetadataCheck(const char *metadataJson);
 
 /** The global-memory traffic the kernel described by `metadataJson` moves

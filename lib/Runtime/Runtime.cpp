@@ -15,6 +15,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cmath>
@@ -159,10 +160,13 @@ int loadDriver() {
 }
 
 //===----------------------------------------------------------------------===//
-// Launch metadata: the top-level fields of fa-compile's JSON we need. Not a
-// general JSON parser; values are strings, integers, booleans or arrays of
-// integers, and the nested objects are skipped. Every input gives a status
-// and a message, never an exception or a read past the text (fuzzed by
+// Launch metadata: the fields of fa-compile's JSON we need, read from strict
+// JSON (RFC 8259: commas between members and elements and none trailing,
+// numbers without leading zeros, no NaN or Infinity, control characters
+// escaped in strings; a duplicate key refused in every object), as
+// Python's json module with the flashmlir runtime's hooks reads it, so
+// that both readers take the same texts. Every input gives a status and a
+// message, never an exception or a read past the text (fuzzed by
 // tools/fa-fuzz/fa-fuzz-metadata.cpp); each integer field has its range,
 // checked where it is read, so nothing narrows when it reaches the driver.
 //===----------------------------------------------------------------------===//
@@ -270,6 +274,15 @@ struct Metadata {
   // reads strided [B, H, N, D] tensors, 3 (or absent) contiguous ones.
   long mapRank = 0;
   bool strided() const { return mapRank == 4; }
+  // Each parameter's "kind" ("tensormap", "pointer", "int32", ...; empty
+  // where absent), in the order of `params`.
+  std::vector<std::string> paramKinds;
+  // Whether "tma_box_cols" was given (0 or not): the parameters' kinds are
+  // then checked against the boxes.
+  bool hasTmaBoxCols = false;
+  // The fields the Python launcher needs that this reader would otherwise
+  // default ("arch", "causal", "grid"), as they were given.
+  std::vector<std::string> given;
 };
 
 class JsonScanner {
@@ -281,19 +294,11 @@ public:
     if (!eat('{'))
       return fail("launch metadata: expected a JSON object");
     std::vector<std::string> seen;
-    while (true) {
-      skipSpace();
-      if (eat('}'))
-        break;
+    for (int more = beginMembers('}'); more == 0;
+         more = nextMember('}')) {
       std::string key;
-      if (readString(key) || (skipSpace(), !eat(':')))
-        return fail("launch metadata: malformed JSON near offset " +
-                    std::to_string(pos));
-      for (const std::string &k : seen)
-        if (k == key)
-          return fail("launch metadata: duplicate key '" + key + "'");
-      seen.push_back(key);
-      skipSpace();
+      if (readKey(key, seen))
+        return 1;
       if (key == "format" || key == "kernel" || key == "dtype" ||
           key == "tile_scheduler" || key == "arch" || key == "out_dtype") {
         std::string v;
@@ -311,16 +316,10 @@ public:
       } else if (key == "softcap") {
         if (readSoftcap(m.softcap))
           return 1;
-      } else if (key == "head_dim" || key == "value_head_dim" ||
-                 key == "block_r" ||
-                 key == "block_c" || key == "window" ||
-                 key == "diagonal_offset" ||
-                 key == "shared_memory_bytes" || key == "tma_box_cols" ||
-                 key == "tma_box_rows_kv" || key == "tma_box_rows_o" ||
-                 key == "ctas_per_sm" || key == "kv_splits" ||
-                 key == "page_size") {
+      } else if (const IntField *field = intField(key);
+                 field && key != "block") {
         long v;
-        if (readInt(*intField(key), v))
+        if (readInt(*field, v))
           return 1;
         (key == "head_dim"          ? m.headDim
          : key == "value_head_dim"  ? m.valueHeadDim
@@ -335,6 +334,8 @@ public:
          : key == "kv_splits"       ? m.kvSplits
          : key == "page_size"       ? m.pageSize
                                     : m.sharedBytes) = v;
+        if (key == "tma_box_cols")
+          m.hasTmaBoxCols = true;
       } else if (key == "causal" || key == "tile_grid" ||
                  key == "persistent" || key == "bottom_right" ||
                  key == "writes_lse" || key == "split_kv" ||
@@ -347,15 +348,8 @@ public:
                      : key == "kv_lengths"   ? m.kvLengths
                      : key == "varlen"       ? m.varlen
                                              : m.persistent;
-        if (s.compare(pos, 4, "true") == 0) {
-          flag = true;
-          pos += 4;
-        } else if (s.compare(pos, 5, "false") == 0) {
-          flag = false;
-          pos += 5;
-        } else {
+        if (readBool(flag))
           return fail("launch metadata: '" + key + "' must be true or false");
-        }
       } else if (key == "block") {
         if (readBlock("'block'", m.block))
           return 1;
@@ -365,12 +359,21 @@ public:
       } else if (key == "value_layout") {
         if (readValueLayout(m))
           return 1;
-      } else if (skipValue()) {
+      } else if (key == "grid") {
+        // The launch grid's formulas (for people and the Python launcher,
+        // which needs them): an object.
+        skipSpace();
+        if (pos >= s.size() || s[pos] != '{' || skipValue(0))
+          return fail("launch metadata: 'grid' must be an object");
+      } else if (skipValue(0)) {
         return fail("launch metadata: malformed value of '" + key + "'");
       }
-      skipSpace();
-      eat(',');
+      for (const char *required : {"arch", "causal", "grid"})
+        if (key == required)
+          m.given.push_back(key);
     }
+    if (failed)
+      return 1;
     skipSpace();
     if (pos != s.size())
       return fail("launch metadata: unexpected text after the JSON object at "
@@ -380,8 +383,14 @@ public:
   }
 
 private:
+  /// Objects and arrays nest at most this deep (a bound on the recursion
+  /// of skipValue; fa-compile's metadata nests three deep).
+  static constexpr int kMaxDepth = 32;
+
   void skipSpace() {
-    while (pos < s.size() && std::isspace((unsigned char)s[pos]))
+    // JSON's whitespace: space, tab, line feed, carriage return.
+    while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' ||
+                              s[pos] == '\n' || s[pos] == '\r'))
       ++pos;
   }
   bool eat(char c) {
@@ -391,12 +400,84 @@ private:
     }
     return false;
   }
+  bool eatWord(const char *word) {
+    size_t n = std::strlen(word);
+    if (s.compare(pos, n, word) != 0)
+      return false;
+    pos += n;
+    return true;
+  }
+  /// After an object's '{' or an array's '[': 0 when a member follows, 2
+  /// when `close` ends it at once.
+  int beginMembers(char close) {
+    skipSpace();
+    if (eat(close))
+      return 2;
+    return 0;
+  }
+  /// After a member: 0 when ',' and another member follow, 2 at `close`,
+  /// 1 (a failure, recorded in `failed`) on anything else -- a missing
+  /// comma or a trailing one.
+  int nextMember(char close) {
+    skipSpace();
+    if (eat(close))
+      return 2;
+    if (eat(',')) {
+      skipSpace();
+      if (pos < s.size() && s[pos] != close)
+        return 0;
+      return failMember("a trailing ','");
+    }
+    return failMember(std::string("expected ',' or '") + close + "'");
+  }
+  int failMember(const std::string &what) {
+    failed = true;
+    return fail("launch metadata: malformed JSON (" + what +
+                ") at offset " + std::to_string(pos));
+  }
+  /// A member's key and its ':'; a key already in `seen` is refused.
+  int readKey(std::string &key, std::vector<std::string> &seen) {
+    skipSpace();
+    if (readString(key) || (skipSpace(), !eat(':')))
+      return fail("launch metadata: malformed JSON near offset " +
+                  std::to_string(pos));
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return fail("launch metadata: duplicate key '" + key + "'");
+    seen.push_back(key);
+    skipSpace();
+    return 0;
+  }
+  int readBool(bool &flag) {
+    if (eatWord("true"))
+      flag = true;
+    else if (eatWord("false"))
+      flag = false;
+    else
+      return 1;
+    return 0;
+  }
+  /// A JSON string: no raw control characters, escapes of JSON's set.
   int readString(std::string &out) {
     if (!eat('"'))
       return 1;
     while (pos < s.size() && s[pos] != '"') {
-      if (s[pos] == '\\' && pos + 1 < s.size())
-        ++pos;
+      unsigned char c = s[pos];
+      if (c < 0x20)
+        return 1;
+      if (c == '\\') {
+        if (++pos >= s.size() ||
+            !std::strchr("\"\\/bfnrtu", s[pos]) || s[pos] == 0)
+          return 1;
+        if (s[pos] == 'u') {
+          for (int i = 1; i <= 4; ++i)
+            if (pos + i >= s.size() ||
+                !std::isxdigit((unsigned char)s[pos + i]))
+              return 1;
+          out += s.substr(pos - 1, 6); // kept escaped: names are ASCII
+          pos += 5;
+          continue;
+        }
+      }
       out += s[pos++];
     }
     return eat('"') ? 0 : 1;
@@ -406,33 +487,69 @@ private:
   int readBlock(const std::string &what, std::vector<long> &block) {
     if (!eat('['))
       return fail("launch metadata: " + what + " must be an array");
-    while (true) {
-      skipSpace();
-      if (eat(']'))
-        return 0;
+    for (int more = beginMembers(']'); more == 0; more = nextMember(']')) {
       long v;
       if (readInt(*intField("block"), v))
         return 1;
       if (block.size() == 3)
         return fail("launch metadata: " + what + " must be three integers");
       block.push_back(v);
-      skipSpace();
-      eat(',');
     }
+    return failed ? 1 : 0;
   }
 
-  /// A JSON number at the cursor (at most 64 characters): its text in
-  /// `token` and, when the whole text parses, its value; false otherwise.
+  /// JSON's number grammar at the cursor: -?(0|[1-9][0-9]*)(.[0-9]+)?
+  /// ([eE][+-]?[0-9]+)?. Returns its length, 0 if there is none (a leading
+  /// zero before digits, a lone '-', '+1', '.5', NaN, Infinity).
+  size_t numberLength() const {
+    size_t i = pos, n = s.size();
+    auto digits = [&] {
+      size_t start = i;
+      while (i < n && std::isdigit((unsigned char)s[i]))
+        ++i;
+      return i - start;
+    };
+    if (i < n && s[i] == '-')
+      ++i;
+    if (i < n && s[i] == '0') {
+      ++i;
+    } else if (i < n && s[i] >= '1' && s[i] <= '9') {
+      digits();
+    } else {
+      return 0;
+    }
+    if (i < n && s[i] == '.') {
+      ++i;
+      if (!digits())
+        return 0;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+      ++i;
+      if (i < n && (s[i] == '+' || s[i] == '-'))
+        ++i;
+      if (!digits())
+        return 0;
+    }
+    // A digit right after "0" (a leading zero) is no number either.
+    if (i < n && std::isdigit((unsigned char)s[i]))
+      return 0;
+    return i - pos;
+  }
+  /// A JSON number at the cursor: its text in `token` (at most 64
+  /// characters of it) and, when it is one, its value; false otherwise.
   bool readNumber(std::string &token, double &value) {
-    size_t start = pos;
-    while (pos < s.size() && pos - start < 64 &&
-           (std::isdigit((unsigned char)s[pos]) || s[pos] == '-' ||
-            s[pos] == '+' || s[pos] == '.' || s[pos] == 'e' || s[pos] == 'E'))
-      ++pos;
-    token = s.substr(start, pos - start);
-    char *end = nullptr;
-    value = token.empty() ? 0.0 : std::strtod(token.c_str(), &end);
-    return !token.empty() && end == token.c_str() + token.size();
+    size_t length = numberLength();
+    if (length == 0 || length > 64) {
+      // For the message: the value as written, up to what ends it.
+      size_t end = s.find_first_of(",}] \t\n\r", pos);
+      token = s.substr(pos, std::min<size_t>(
+                                end == std::string::npos ? 40 : end - pos, 40));
+      return false;
+    }
+    token = s.substr(pos, length);
+    pos += length;
+    value = std::strtod(token.c_str(), nullptr);
+    return true;
   }
   /// A number in the dialect's scale range [2^-64, 2^64] (what
   /// fa/Dialect/FA/IR/Validation.h allows), read as the f32 it was written
@@ -459,12 +576,15 @@ private:
     return 0;
   }
 
-  /// Reads a decimal integer within `field`'s range; fails with a message
+  /// Reads a JSON integer within `field`'s range; fails with a message
   /// naming the field and the range on anything else (no digits, a lone
-  /// '-', a fraction or exponent, or a value past the range, however long).
+  /// '-', a leading zero, a fraction or exponent, or a value past the
+  /// range, however long).
   int readInt(const IntField &field, long &out) {
     std::string range = "[" + std::to_string(field.min) + ", " +
                         std::to_string(field.max) + "]";
+    size_t length = numberLength();
+    size_t start = pos;
     bool negative = eat('-');
     size_t digitsStart = pos;
     // Accumulate saturating at just past the largest bound: any longer
@@ -476,8 +596,7 @@ private:
         value = value * 10 + (s[pos] - '0');
       ++pos;
     }
-    if (pos == digitsStart ||
-        (pos < s.size() && (s[pos] == '.' || s[pos] == 'e' || s[pos] == 'E')))
+    if (length == 0 || pos - start != length)
       return fail(std::string("launch metadata: '") + field.name +
                   "' must be an integer in " + range);
     if (negative)
@@ -493,73 +612,57 @@ private:
     out = static_cast<long>(value);
     return 0;
   }
-  int skipValue() {
+  /// Skips one JSON value, checking its grammar; objects' keys must be
+  /// unique. `depth`: the objects and arrays around it.
+  int skipValue(int depth) {
     skipSpace();
     if (pos >= s.size())
       return 1;
-    if (s[pos] == '"') {
+    char c = s[pos];
+    if (c == '"') {
       std::string ignored;
       return readString(ignored);
     }
-    if (s[pos] == '{' || s[pos] == '[') {
-      int depth = 0;
-      do {
-        if (s[pos] == '"') {
-          std::string ignored;
-          if (readString(ignored))
-            return 1;
-          continue;
-        }
-        if (s[pos] == '{' || s[pos] == '[')
-          ++depth;
-        if (s[pos] == '}' || s[pos] == ']')
-          --depth;
-        ++pos;
-      } while (depth > 0 && pos < s.size());
-      return depth == 0 ? 0 : 1;
-    }
-    while (pos < s.size() && s[pos] != ',' && s[pos] != '}')
+    if (c == '{' || c == '[') {
+      if (depth >= kMaxDepth)
+        return 1;
       ++pos;
-    return 0;
+      char close = c == '{' ? '}' : ']';
+      std::vector<std::string> seen;
+      int more = beginMembers(close);
+      for (; more == 0; more = nextMember(close)) {
+        std::string key;
+        if ((c == '{' && readKey(key, seen)) || skipValue(depth + 1))
+          return 1;
+      }
+      return more == 2 ? 0 : 1;
+    }
+    if (eatWord("true") || eatWord("false") || eatWord("null"))
+      return 0;
+    std::string token;
+    double value;
+    return readNumber(token, value) ? 0 : 1;
   }
   /// "params": [{"name": "q", "rank": 4, ...}, ...]: collects the names
-  /// in order, and the tensor maps' rank (one for all).
+  /// in order, the tensor maps' rank (one for all) and each parameter's
+  /// kind.
   int readParams(Metadata &m) {
     std::vector<std::string> &names = m.params;
     if (!eat('['))
       return fail("launch metadata: 'params' must be an array");
-    while (true) {
-      skipSpace();
-      if (eat(']'))
-        return 0;
+    for (int more = beginMembers(']'); more == 0; more = nextMember(']')) {
       if (!eat('{'))
         return fail("launch metadata: 'params' must hold objects");
-      std::string name;
-      bool named = false;
+      std::string name, kind;
+      bool named = false, boxed = false;
       long boxRows = 0, boxCols = 0, l2Promotion = 256, swizzle = 128;
       std::string dtype;
-      while (true) {
-        skipSpace();
-        if (eat('}')) {
-          if (!named)
-            return fail("launch metadata: a parameter has no 'name'");
-          // A box row is the swizzle span: the kernel's shared-memory
-          // layout is the one the TMA writes.
-          if (boxCols && boxCols * (dtype == "e4m3" ? 1 : 2) != swizzle)
-            return fail("launch metadata: parameter '" + name +
-                        "''s box rows (" + std::to_string(boxCols) +
-                        " columns) are not its " + std::to_string(swizzle) +
-                        "-byte swizzle");
-          names.push_back(name);
-          m.paramBoxRows.push_back(boxRows);
-          m.paramSwizzle.push_back(swizzle);
-          m.paramL2Promotion.push_back(l2Promotion);
-          break;
-        }
+      std::vector<std::string> seen;
+      int field = beginMembers('}');
+      for (; field == 0; field = nextMember('}')) {
         std::string key;
-        if (readString(key) || (skipSpace(), !eat(':')))
-          return fail("launch metadata: malformed 'params'");
-        skipSpace();
+        if (readKey(key, seen))
+          return 1;
         if (key == "name") {
           if (readString(name))
             return fail("launch metadata: a parameter name must be a string");
@@ -575,6 +678,7 @@ private:
                         "integers in [1, 256]");
           boxRows = rows;
           boxCols = cols;
+          boxed = true;
         } else if (key == "swizzle") {
           std::string span;
           if (readString(span))
@@ -584,10 +688,10 @@ private:
             return fail("launch metadata: a parameter's 'swizzle' must be "
                         "\"128B\", \"64B\" or \"32B\", got \"" + span + "\"");
           swizzle = std::stol(span);
-        } else if (key == "dtype") {
-          if (readString(dtype))
-            return fail("launch metadata: a parameter's 'dtype' must be a "
-                        "string");
+        } else if (key == "dtype" || key == "kind") {
+          if (readString(key == "dtype" ? dtype : kind))
+            return fail("launch metadata: a parameter's '" + key +
+                        "' must be a string");
         } else if (key == "l2_promotion") {
           static constexpr IntField kPromotion = {"l2_promotion", 0, 256};
           if (readInt(kPromotion, l2Promotion))
@@ -605,15 +709,32 @@ private:
           if (m.mapRank && rank != m.mapRank)
             return fail("launch metadata: the tensor maps' ranks differ");
           m.mapRank = rank;
-        } else if (skipValue()) {
+        } else if (skipValue(2)) {
           return fail("launch metadata: malformed 'params'");
         }
-        skipSpace();
-        eat(',');
       }
-      skipSpace();
-      eat(',');
+      if (field != 2)
+        return 1;
+      if (!named)
+        return fail("launch metadata: a parameter has no 'name'");
+      // The launcher encodes a tensor map from its box.
+      if (kind == "tensormap" && !boxed)
+        return fail("launch metadata: parameter '" + name +
+                    "' is a tensor map without a 'box'");
+      // A box row is the swizzle span: the kernel's shared-memory layout is
+      // the one the TMA writes.
+      if (boxCols && boxCols * (dtype == "e4m3" ? 1 : 2) != swizzle)
+        return fail("launch metadata: parameter '" + name +
+                    "''s box rows (" + std::to_string(boxCols) +
+                    " columns) are not its " + std::to_string(swizzle) +
+                    "-byte swizzle");
+      names.push_back(name);
+      m.paramKinds.push_back(kind);
+      m.paramBoxRows.push_back(boxRows);
+      m.paramSwizzle.push_back(swizzle);
+      m.paramL2Promotion.push_back(l2Promotion);
     }
+    return failed ? 1 : 0;
   }
 
   /// "value_layout": {"kernel": name, "block": [x, y, z], "params":
@@ -621,14 +742,11 @@ private:
   int readValueLayout(Metadata &m) {
     if (!eat('{'))
       return fail("launch metadata: 'value_layout' must be an object");
-    while (true) {
-      skipSpace();
-      if (eat('}'))
-        return 0;
+    std::vector<std::string> seen;
+    for (int more = beginMembers('}'); more == 0; more = nextMember('}')) {
       std::string key;
-      if (readString(key) || (skipSpace(), !eat(':')))
-        return fail("launch metadata: malformed 'value_layout'");
-      skipSpace();
+      if (readKey(key, seen))
+        return 1;
       if (key == "kernel") {
         if (readString(m.valueLayoutKernel))
           return fail("launch metadata: 'value_layout''s kernel must be a "
@@ -657,16 +775,17 @@ private:
           return fail("launch metadata: 'value_layout''s "
                       "'columns_per_thread' must be 1 or 16, got " +
                       std::to_string(m.valueLayoutColumns));
-      } else if (skipValue()) {
+      } else if (skipValue(1)) {
         return fail("launch metadata: malformed 'value_layout'");
       }
-      skipSpace();
-      eat(',');
     }
+    return failed ? 1 : 0;
   }
 
   const std::string &s;
   size_t pos = 0;
+  // A malformed separator (nextMember) ends every loop at once.
+  bool failed = false;
 };
 
 int validate(const Metadata &m) {
@@ -675,6 +794,10 @@ int validate(const Metadata &m) {
                 "', expected 'flash-mlir-kernel-1'");
   if (m.kernel.empty())
     return fail("launch metadata: no 'kernel' name");
+  // fa-compile writes each of them; the Python launcher reads them.
+  for (const char *required : {"arch", "causal", "grid"})
+    if (std::find(m.given.begin(), m.given.end(), required) == m.given.end())
+      return fail(std::string("launch metadata: no '") + required + "'");
   bool fp8 = m.dtype == "e4m3";
   if (m.dtype != "f16" && m.dtype != "bf16" && !fp8)
     return fail("launch metadata: unsupported dtype '" + m.dtype + "'");
@@ -758,23 +881,16 @@ int validate(const Metadata &m) {
                   "persistent kernel");
     expected.push_back("tile_counter");
   }
-  if (m.params != expected)
-    return fail(std::string("launch metadata: the parameter list does not "
-                            "match this runtime's (q, k, ") +
-                (fp8 ? "v_t" : "v") + ", o, lse, Nq, Nk, Hq, Hkv, scale_log2" +
-                (m.tileGrid ? ", B" : "") +
-                (copiesPartialBlocks ? ", o_rows" : "") +
-                (m.strided() && (!m.tmaBoxRowsO || copiesPartialBlocks)
-                     ? ", o_stride_b, o_stride_h, o_stride_n"
-                     : "") +
-                (m.varlen ? ", cu_seqlens_q, cu_seqlens_k, total_q, total_k"
-                          : "") +
-                (m.kvLengths ? ", kv_lengths" : "") +
-                (m.pageSize ? ", block_table, max_pages, num_pages" : "") +
-                (m.splitKV ? ", kv_splits, o_partial, lse_partial, "
-                             "split_arrivals"
-                           : "") +
-                (sched == "dynamic" ? ", tile_counter)" : ")"));
+  if (m.params != expected) {
+    auto join = [](const std::vector<std::string> &names) {
+      std::string text;
+      for (const std::string &name : names)
+        text += (text.empty() ? "" : ", ") + name;
+      return "(" + text + ")";
+    };
+    return fail("launch metadata: the parameter list " + join(m.params) +
+                " does not match this runtime's " + join(expected));
+  }
   // A box row is 128 bytes: 64 16-bit or 128 e4m3 columns.
   if (m.tmaBoxCols &&
       (m.tmaBoxCols != (fp8 ? 128 : 64) || m.tmaBoxRowsKV <= 0 ||
@@ -788,6 +904,26 @@ int validate(const Metadata &m) {
   if (m.tmaBoxRowsO && !m.tmaBoxCols)
     return fail("launch metadata: 'tma_box_rows_o' needs the tensor maps of "
                 "q, k and v");
+  // The parameters the launcher encodes as tensor maps: q, k and v (v_t),
+  // and o where it is stored by TMA -- the ones the boxes describe.
+  if (m.hasTmaBoxCols) {
+    std::vector<std::string> maps, want;
+    for (size_t i = 0; i < m.params.size(); ++i)
+      if (m.paramKinds[i] == "tensormap")
+        maps.push_back(m.params[i]);
+    if (m.tmaBoxCols) {
+      want.assign(expected.begin(), expected.begin() + 3);
+      if (m.tmaBoxRowsO)
+        want.push_back("o");
+    }
+    if (maps != want)
+      return fail("launch metadata: the parameters of kind 'tensormap' must "
+                  "be " +
+                  std::string(want.empty() ? "none (tma_box_cols 0)"
+                              : m.tmaBoxRowsO ? "q, k, v and o"
+                                              : "q, k and v") +
+                  ", as the boxes say");
+  }
   // e4m3: the V layout kernel writes the attention's v_t (fagpu's
   // valueLayout ABI: V, V^T, B, Hkv, Nk, V's strides), one thread per
   // 16 keys of a V^T row.

@@ -188,9 +188,12 @@ def runtime_library():
         return lib
 
 
-def _metadata_text(meta):
+def _metadata_text(meta, allow_nan=True):
+    """The JSON text of `meta`. NaN and infinities are not JSON: written as
+    JavaScript's words (allow_nan), the C reader names the field holding
+    one; refused here otherwise."""
     try:
-        return json.dumps(meta)
+        return json.dumps(meta, allow_nan=allow_nan)
     except (TypeError, ValueError, RecursionError) as e:
         raise MetadataError(f"metadata is not JSON data: {e}") from None
 
@@ -219,7 +222,9 @@ def validate_metadata(meta):
     MetadataError, nothing else; returns the metadata."""
     if not isinstance(meta, dict):
         raise MetadataError("metadata must be a JSON object")
-    c_check_metadata(meta)
+    if not c_check_metadata(meta):
+        # No C runtime: its JSON rule here (NaN and infinities refused).
+        _metadata_text(meta, allow_nan=False)
     _check_metadata(meta)
     return meta
 

@@ -9,6 +9,7 @@
  * up to scale_log2 (without its closing bracket). */
 #define META_HEAD                                                              \
   "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": \"x\", "                  \
+  "\"arch\": \"sm_90a\", \"causal\": false, \"grid\": {\"x\": 1}, "         \
   "\"dtype\": \"f16\", \"head_dim\": 64, "
 #define LAUNCHER_PARAMS                                                        \
   "\"params\": [{\"name\": \"q\"}, {\"name\": \"k\"}, {\"name\": \"v\"}, "     \
@@ -127,12 +128,14 @@ int main(int argc, char **argv) {
             "\"block\": [384, 1, 1], \"tile_grid\": true, "                 \
             "\"tma_box_cols\": 64, \"tma_box_rows_kv\": 128, "              \
             "\"params\": [" params "]}"
-#define MAP(name, rank)                                                        \
-  "{\"name\": \"" name "\", \"kind\": \"tensormap\", \"rank\": " rank "}, "
-#define SCALARS                                                                \
-  "{\"name\": \"o\"}, {\"name\": \"lse\"}, {\"name\": \"Nq\"}, "           \
+#define MAP_OF(name, fields)                                                   \
+  "{\"name\": \"" name "\", \"kind\": \"tensormap\", " fields "}, "
+#define MAP(name, rank) MAP_OF(name, "\"box\": [64, 128], \"rank\": " rank)
+#define SCALARS_AFTER_O                                                        \
+  "{\"name\": \"lse\"}, {\"name\": \"Nq\"}, "                                 \
   "{\"name\": \"Nk\"}, {\"name\": \"Hq\"}, {\"name\": \"Hkv\"}, "          \
   "{\"name\": \"scale_log2\"}, {\"name\": \"B\"}"
+#define SCALARS "{\"name\": \"o\"}, " SCALARS_AFTER_O
   report("strided kernel without o strides",
          faKernelLoad(cubin, 4,
                       TMA_KERNEL(MAP("q", "4") MAP("k", "4") MAP("v", "4")
@@ -162,9 +165,10 @@ int main(int argc, char **argv) {
      with the 32-byte swizzle, not the 64-byte one. */
   report("tensor map whose box row is not its swizzle",
          faKernelLoad(cubin, 4,
-                      TMA_KERNEL(MAP("q", "4") MAP("k", "4 , \"dtype\": "
-                                                   "\"e4m3\", \"box\": [32, "
-                                                   "128], \"swizzle\": \"64B\"")
+                      TMA_KERNEL(MAP("q", "4") MAP_OF("k", "\"rank\": 4, "
+                                                      "\"dtype\": \"e4m3\", "
+                                                      "\"box\": [32, 128], "
+                                                      "\"swizzle\": \"64B\"")
                                      MAP("v", "4") SCALARS),
                       0, &k));
   report("tensor map of a 16-byte swizzle",
@@ -172,6 +176,19 @@ int main(int argc, char **argv) {
                       TMA_KERNEL(MAP("q", "4") MAP("k", "4 , \"swizzle\": "
                                                    "\"16B\"")
                                      MAP("v", "4") SCALARS),
+                      0, &k));
+  /* The launcher encodes q, k and v (and o with tma_box_rows_o) as tensor
+     maps from their boxes: a map without a box, or q as a pointer, was
+     accepted. */
+  report("tensor map without a box",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL(MAP_OF("q", "\"rank\": 3") MAP("k", "3")
+                                     MAP("v", "3") SCALARS),
+                      0, &k));
+  report("q as a pointer in a tensor-map kernel",
+         faKernelLoad(cubin, 4,
+                      TMA_KERNEL("{\"name\": \"q\", \"kind\": \"pointer\"}, "
+                                 MAP("k", "3") MAP("v", "3") SCALARS),
                       0, &k));
   report("launch without kernel",
          faKernelLaunch(NULL, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1.0f, NULL));
@@ -211,6 +228,31 @@ int main(int argc, char **argv) {
       {"negative scale", BODY(BLOCK "\"scale\": -0.5, ")},
       {"scale as text", BODY(BLOCK "\"scale\": \"0.5\", ")},
       {"scale past 2^64", BODY(BLOCK "\"scale\": 1e30, ")},
+      /* Strict JSON, as Python's reader (issue 46): each was accepted. */
+      {"missing comma", BODY("\"block\": [128, 1, 1] ")},
+      {"trailing comma", BODY("\"block\": [128, 1, 1,], ")},
+      {"leading zero", BODY(BLOCK "\"block_c\": 0128, ")},
+      {"NaN in an unknown field", BODY(BLOCK "\"rescale_threshold\": NaN, ")},
+      {"-Infinity in an unknown field",
+       BODY(BLOCK "\"rescale_threshold\": -Infinity, ")},
+      {"a bare word in an unknown field", BODY(BLOCK "\"note\": fast, ")},
+      {"a raw tab in a string", BODY(BLOCK "\"note\": \"a\tb\", ")},
+      {"duplicate key in a nested object",
+       BODY(BLOCK "\"note\": {\"a\": 1, \"a\": 2}, ")},
+      {"nested past 32 levels",
+       BODY(BLOCK "\"note\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                  "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], ")},
+      /* What the Python launcher reads: given, of its type. */
+      {"no arch", "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": \"x\", "
+                  "\"causal\": false, \"grid\": {}, \"dtype\": \"f16\", "
+                  "\"head_dim\": 64, \"block_r\": 64, "
+                  "\"shared_memory_bytes\": 0, " BLOCK LAUNCHER_PARAMS "]}"},
+      {"grid as text", "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
+                       "\"x\", \"arch\": \"sm_80\", \"causal\": false, "
+                       "\"grid\": \"x\"}"},
+      {"duplicate key in a parameter",
+       META_HEAD "\"block_r\": 64, \"shared_memory_bytes\": 0, " BLOCK
+                 "\"params\": [{\"name\": \"q\", \"name\": \"k\"}]}"},
   };
   for (size_t i = 0; i < sizeof(metadata) / sizeof(metadata[0]); ++i)
     report(metadata[i].what, faKernelMetadataCheck(metadata[i].json));
@@ -269,7 +311,8 @@ int main(int argc, char **argv) {
   /* A varlen kernel whose O map stores whole blocks: o_rows (O's data) and
    * o's strides for the rows its threads copy. */
 #define VARLEN_PARAMS(rows)                                                    \
-  "\"params\": [" MAP("q", "4") MAP("k", "4") MAP("v", "4") SCALARS rows   \
+  "\"params\": [" MAP("q", "4") MAP("k", "4") MAP("v", "4") MAP("o", "4")  \
+  SCALARS_AFTER_O rows                                                         \
   ", {\"name\": \"o_stride_b\"}, {\"name\": \"o_stride_h\"}, "              \
   "{\"name\": \"o_stride_n\"}, {\"name\": \"cu_seqlens_q\"}, "              \
   "{\"name\": \"cu_seqlens_k\"}, {\"name\": \"total_q\"}, "              \
