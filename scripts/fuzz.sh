@@ -5,11 +5,16 @@
 # metadata and image reader) on fa-compile's metadata and the runtime-errors
 # cases.
 # Usage: bash scripts/fuzz.sh [seconds=60] [jobs=1] [runs=0]
-# FA_FUZZ_TARGETS="fa-fuzz fa-fuzz-metadata fa-options" (the default) picks
-# harnesses; fa-options is tools/fa-fuzz/fuzz_options.py on the normal build
-# (build/): random option vectors (extreme and non-finite values included)
-# for FA_FUZZ_OPTION_TARGETS="fa-run,fa-compile,python", fa-run's being a
-# differential run against its reference; seeded by [runs] when > 0.
+# FA_FUZZ_TARGETS="fa-fuzz fa-fuzz-metadata fa-options fa-surfaces" (the
+# default) picks harnesses; fa-options is tools/fa-fuzz/fuzz_options.py on
+# the normal build (build/): random option vectors (extreme and non-finite
+# values included) for FA_FUZZ_OPTION_TARGETS="fa-run,fa-compile,python",
+# fa-run's being a differential run against its reference; fa-surfaces is
+# tools/fa-fuzz/fuzz_surfaces.py: hand-written #fagpu.schedule fields
+# through fa-opt, launch metadata through the C and Python readers
+# (differentially), the Python entry points' arguments; both seeded by
+# [runs] when > 0. FA_FUZZ_SURFACE_SECONDS bounds fa-surfaces (default:
+# seconds).
 # With runs > 0 the run is reproducible (fixed seed, fresh corpus, that many
 # executions): CI uses it so that a finding is a finding, not luck.
 # ASan: allow_user_poisoning=0 because this project is instrumented and
@@ -28,14 +33,21 @@ SECONDS_TO_RUN=${1:-60}
 JOBS=${2:-1}
 RUNS=${3:-0}
 bash scripts/configure-asan.sh || exit 1
-TARGETS=${FA_FUZZ_TARGETS:-fa-fuzz fa-fuzz-metadata fa-options}
+TARGETS=${FA_FUZZ_TARGETS:-fa-fuzz fa-fuzz-metadata fa-options fa-surfaces}
+SEED=$([ "$RUNS" -gt 0 ] && echo "$RUNS" || echo "$RANDOM")
 status=0
 if [[ " $TARGETS " == *" fa-options "* ]]; then
   /usr/bin/python3 tools/fa-fuzz/fuzz_options.py --build build \
-    --seconds "${FA_FUZZ_OPTION_SECONDS:-$SECONDS_TO_RUN}" --seed "$([ "$RUNS" -gt 0 ] && echo "$RUNS" || echo "$RANDOM")" \
+    --seconds "${FA_FUZZ_OPTION_SECONDS:-$SECONDS_TO_RUN}" --seed "$SEED" \
     --targets "${FA_FUZZ_OPTION_TARGETS:-fa-run,fa-compile,python}" || status=1
 fi
+if [[ " $TARGETS " == *" fa-surfaces "* ]]; then
+  /usr/bin/python3 tools/fa-fuzz/fuzz_surfaces.py --build build \
+    --seconds "${FA_FUZZ_SURFACE_SECONDS:-$SECONDS_TO_RUN}" --seed "$SEED" \
+    || status=1
+fi
 ASAN_TARGETS=${TARGETS//fa-options/}
+ASAN_TARGETS=${ASAN_TARGETS//fa-surfaces/}
 if [ -z "${ASAN_TARGETS// /}" ]; then exit $status; fi
 # shellcheck disable=SC2086
 cmake --build build-asan --target $ASAN_TARGETS || exit 1

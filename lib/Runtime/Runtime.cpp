@@ -384,7 +384,8 @@ public:
 
 private:
   /// Objects and arrays nest at most this deep (a bound on the recursion
-  /// of skipValue; fa-compile's metadata nests three deep).
+  /// of skipValue; fa-compile's metadata nests four deep). The Python
+  /// reader has the same bound (runtime._MAX_METADATA_DEPTH).
   static constexpr int kMaxDepth = 32;
 
   void skipSpace() {
@@ -549,7 +550,9 @@ private:
     token = s.substr(pos, length);
     pos += length;
     value = std::strtod(token.c_str(), nullptr);
-    return true;
+    // 1e999 is JSON's grammar but no double: Python reads it as an
+    // infinity, which is not JSON.
+    return std::isfinite(value);
   }
   /// A number in the dialect's scale range [2^-64, 2^64] (what
   /// fa/Dialect/FA/IR/Validation.h allows), read as the f32 it was written

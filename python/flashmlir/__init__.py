@@ -75,6 +75,26 @@ def _integer(api, name, value, low, high=None):
     return int(value)
 
 
+def _tensors(api, layout, **tensors):
+    """Each of `tensors` a torch.Tensor of len(layout) dims (layout names
+    them, e.g. "[B, H, N, D]") with a head dim (the last) of at least 1:
+    what the entry points index before any other check."""
+    import torch
+    from . import runtime
+    rank = len(layout.strip("[]").split(","))
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor) or t.dim() != rank:
+            got = (f"a {t.dim()}-D tensor" if isinstance(t, torch.Tensor)
+                   else type(t).__name__)
+            raise runtime.KernelArgumentError(
+                f"{api}: {name} must be a {rank}-D tensor {layout}, got "
+                f"{got}")
+        if t.shape[-1] < 1:
+            raise runtime.KernelArgumentError(
+                f"{api}: {name}'s head dim (its last) must be at least 1, "
+                f"got {tuple(t.shape)}")
+
+
 def _kernel_dir(kernel_dir):
     if kernel_dir is not None and \
             not isinstance(kernel_dir, (str, _os.PathLike)):
@@ -201,6 +221,7 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
     causal = _flag("attention", "causal", causal)
     scale = runtime.check_scale(scale)
     num_splits = _integer("attention", "num_splits", num_splits, 0, 1024)
+    _tensors("attention", "[B, H, N, D]", q=q, k=k, v=v)
     if not causal and isinstance(q, torch.Tensor) and \
             isinstance(k, torch.Tensor) and q.dim() == 4 and k.dim() == 4 \
             and q.dtype in (torch.float16, torch.bfloat16) and \
@@ -473,10 +494,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                                         "flash_attn_func: softmax_scale")
     num_splits = _integer("flash_attn_func", "num_splits", num_splits, 0,
                           1024)
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if getattr(t, "dim", lambda: 0)() != 4:
-            raise runtime.KernelArgumentError(
-                f"flash_attn_func: {name} must be [B, N, H, D]")
+    _tensors("flash_attn_func", "[B, N, H, D]", q=q, k=k, v=v)
     nq, nk = q.shape[1], k.shape[1]
     if nq == 1 and causal and window == 0:
         # One query at the last key position sees every key: the mask is
@@ -578,18 +596,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                                         f"{api}: softmax_scale")
     num_splits = _integer(api, "num_splits", num_splits, 0, 1024)
     return_softmax_lse = _flag(api, "return_softmax_lse", return_softmax_lse)
-    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 4:
-            raise runtime.KernelArgumentError(
-                f"{api}: {name} must be a 4-D tensor [B, N, H, D]")
+    _tensors(api, "[B, N, H, D]", q=q, k_cache=k_cache, v_cache=v_cache)
     if (k is None) != (v is None):
         raise runtime.KernelArgumentError(
             f"{api}: give both k and v, or neither")
     appended = () if k is None else (("k", k), ("v", v))
-    for name, t in appended:
-        if not isinstance(t, torch.Tensor) or t.dim() != 4:
-            raise runtime.KernelArgumentError(
-                f"{api}: {name} must be a 4-D tensor [B, Nnew, Hkv, D]")
+    if appended:
+        _tensors(api, "[B, Nnew, Hkv, D]", k=k, v=v)
     b = q.shape[0]
     paged = block_table is not None
     if paged:
@@ -766,10 +779,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         api, causal, window_size, softcap)
     softmax_scale = runtime.check_scale(softmax_scale,
                                         f"{api}: softmax_scale")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 3:
-            raise runtime.KernelArgumentError(
-                f"{api}: {name} must be [total, H, D]")
+    _tensors(api, "[total, H, D]", q=q, k=k, v=v)
     for name, t in (("cu_seqlens_q", cu_seqlens_q),
                     ("cu_seqlens_k", cu_seqlens_k)):
         if not isinstance(t, torch.Tensor) or t.dtype != torch.int32 or \

@@ -223,10 +223,29 @@ def validate_metadata(meta):
     if not isinstance(meta, dict):
         raise MetadataError("metadata must be a JSON object")
     if not c_check_metadata(meta):
-        # No C runtime: its JSON rule here (NaN and infinities refused).
+        # No C runtime: its JSON rules here (NaN and infinities refused,
+        # nesting bounded).
         _metadata_text(meta, allow_nan=False)
+        _check_depth(meta)
     _check_metadata(meta)
     return meta
+
+
+# Objects and arrays nest at most this deep in metadata, as the C reader's
+# kMaxDepth (lib/Runtime/Runtime.cpp) bounds its recursion.
+_MAX_METADATA_DEPTH = 32
+
+
+def _check_depth(meta):
+    level = [meta]
+    for depth in range(_MAX_METADATA_DEPTH + 1):
+        level = [x for v in level
+                 for x in (v.values() if isinstance(v, dict) else v)
+                 if isinstance(x, (dict, list))]
+        if not level:
+            return
+    raise MetadataError(f"metadata nests objects and arrays more than "
+                        f"{_MAX_METADATA_DEPTH} deep")
 
 
 # The kernels' input types (e4m3: FP8 codes; O then in out_dtype).

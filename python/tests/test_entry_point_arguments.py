@@ -132,6 +132,23 @@ def test_bad_values_are_refused_before_the_append(flashmlir, torch, runtime,
     (lambda f, _, p, s: f.flash_attn_varlen_func(p, p, p, s, s, 7, 7,
                                                  causal="False"),
      "flash_attn_varlen_func: causal must be True or False"),
+    # Found by tools/fa-fuzz/fuzz_surfaces.py (python-args): before, an
+    # AttributeError ('int' object has no attribute 'shape'), a ValueError
+    # (too many values to unpack) and a ZeroDivisionError (1 / sqrt(0) for
+    # the default scale) escaped.
+    (lambda f, q, *_: f.attention(q, q, 3),
+     r"attention: v must be a 4-D tensor \[B, H, N, D\], got int"),
+    (lambda f, q, *_: f.attention(q.unsqueeze(-1), q, q),
+     r"attention: q must be a 4-D tensor \[B, H, N, D\], got a 5-D"),
+    (lambda f, q, *_: f.attention(q[..., :0], q[..., :0], q[..., :0]),
+     r"attention: q's head dim \(its last\) must be at least 1"),
+    (lambda f, q, *_: f.flash_attn_func(q[..., :0], q[..., :0], q[..., :0]),
+     r"flash_attn_func: q's head dim \(its last\) must be at least 1"),
+    (lambda f, q, *_: f.flash_attn_with_kvcache(q[..., :0], q[..., :0],
+                                                q[..., :0]),
+     r"flash_attn_with_kvcache: q's head dim \(its last\) must be"),
+    (lambda f, _, p, s: f.flash_attn_varlen_func(p[0], p, p, s, s, 7, 7),
+     r"flash_attn_varlen_func: q must be a 3-D tensor \[total, H, D\]"),
 ])
 def test_bad_values_are_argument_errors(flashmlir, torch, runtime, call,
                                         message):

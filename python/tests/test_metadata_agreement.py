@@ -583,3 +583,23 @@ def test_cubin_images(bases):
                   b".version 8.0\n.target sm_90a\n\0"):
         assert runtime.Kernel(image, copy.deepcopy(meta)).cubin == \
             bytes(image)
+
+
+def test_json_limits_agree(bases, c_check, build_dir, monkeypatch):
+    """Found by tools/fa-fuzz/fuzz_surfaces.py (metadata): 1e999 (JSON's
+    grammar, no double: Python read an infinity) and 40 nested arrays were
+    refused by one reader and taken by the other. Both refuse both now,
+    with and without the C library."""
+    base = json.dumps(bases["base"])
+    for extra in ("1e999", "[" * 40 + "]" * 40):
+        text = base[:-1] + f', "extra": {extra}}}'
+        assert c_check(text) is not None, extra
+        for lib in ("", str(build_dir / "lib" / "libFARuntime.so")):
+            monkeypatch.setenv("FLASHMLIR_RUNTIME_LIB", lib)
+            with pytest.raises(MetadataError):
+                runtime.validate_metadata(runtime.load_metadata(text))
+    # 32 levels inside a field are within both readers' bound.
+    text = base[:-1] + ', "extra": ' + "[" * 32 + "]" * 32 + "}"
+    assert c_check(text) is None
+    monkeypatch.setenv("FLASHMLIR_RUNTIME_LIB", "")
+    runtime.validate_metadata(runtime.load_metadata(text))

@@ -242,6 +242,7 @@ int main(int argc, char **argv) {
       {"nested past 32 levels",
        BODY(BLOCK "\"note\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
                   "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], ")},
+      {"a number past a double", BODY(BLOCK "\"note\": 1e999, ")},
       /* What the Python launcher reads: given, of its type. */
       {"no arch", "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": \"x\", "
                   "\"causal\": false, \"grid\": {}, \"dtype\": \"f16\", "
