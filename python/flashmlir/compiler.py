@@ -720,7 +720,14 @@ def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
     capacity, each), a varlen kernel with cu_seqlens_q and cu_seqlens_k
     (B + 1 prefix sums each; batch, query_len and key_len are then
     ignored)."""
+    from .runtime import MetadataError, validate_metadata
     m = metadata
+    try:
+        # The one metadata rule (the C runtime's check where it is found):
+        # every field read below is there and of its type and range.
+        validate_metadata(m)
+    except MetadataError as e:
+        raise ValueError(f"predicted_bytes: {e}") from None
     if "block_c" not in m or "arch" not in m:
         raise ValueError("predicted_bytes: the metadata has no 'block_c' or "
                          "'arch' (compiled before the prediction existed)")

@@ -546,6 +546,11 @@ _VALUE_LAYOUT_PARAMS = ["v", "v_t", "B", "Hkv", "Nk", "v_stride_b",
 # Split-KV chunk counts: fa::checkKVSplits (fa/Dialect/FA/IR/Validation.h).
 _MAX_KV_SPLITS = 1024
 
+# The largest sequence position the kernels take (fa/Model/Positions.h:
+# maxPosition(32) = 2^30, so that i + window and the diagonal offsets stay
+# within 32 bits).
+_MAX_POSITION = 1 << 30
+
 _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
                "block_r": (1, 1 << 20),
                "shared_memory_bytes": (0, 2**31 - 1), "ctas_per_sm": (1, 32),
@@ -554,7 +559,8 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
                "block_c": (1, 1 << 20), "page_size": (0, 1 << 20),
                # The kernels' positions (fa/Model/Positions.h): 2^30 at
                # most.
-               "window": (0, 1 << 30), "diagonal_offset": (0, 1 << 30)}
+               "window": (0, _MAX_POSITION),
+               "diagonal_offset": (0, _MAX_POSITION)}
 
 def auto_kv_splits(tiles, kv_blocks, sms):
     """The split-KV chunk count a launch picks when the caller leaves it to
@@ -1110,8 +1116,15 @@ class Kernel:
                                       f" of key/value heads ({hkv})")
         if nq == 0 or nk == 0:
             raise KernelArgumentError("sequence lengths must be positive")
-        if max(nq, nk) >= 2**31 or b >= 2**16 or hq >= 2**16:
-            raise KernelArgumentError("sizes exceed the kernel's 32-bit grid")
+        # The kernels add positions in 32 bits (fa/Model/Positions.h, as
+        # faKernelLaunch checks).
+        if max(nq, nk) > _MAX_POSITION:
+            raise KernelArgumentError(
+                f"sequence lengths must be at most 2^30 (the kernels' 32-bit "
+                f"positions), got Nq {nq}, Nk {nk}")
+        if b >= 2**16 or hq >= 2**16:
+            raise KernelArgumentError("batch and heads must be at most 65535"
+                                      " (the kernel's grid)")
         for name, t, shape, dt in (("out", out, (b, hq, nq, dv), want),
                                    ("lse", lse, (b, hq, nq), "float32")):
             if t is None:

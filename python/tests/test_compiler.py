@@ -404,3 +404,21 @@ def test_compile_module_raises_torch_mlir_output(flashmlir):
     assert abs(meta["scale"] - 32 ** -0.5) < 1e-6, meta["scale"]
     with pytest.raises(flashmlir.CompileError, match="raise_attention"):
         flashmlir.compile_module(text, raise_attention="yes", cache_dir="")
+
+
+def test_predicted_bytes_validates_the_metadata(flashmlir):
+    """predicted_bytes reads metadata through the one metadata rule (issue
+    46, C8): a missing field or one of the wrong type is a ValueError that
+    names it, not a bare KeyError (head_dim, causal, block_r were)."""
+    kernel = flashmlir.compile(head_dim=64, arch="sm_80", cache_dir="")
+    meta = kernel.metadata
+    assert flashmlir.predicted_bytes(meta, 1, 1, 1, 128, 128)[0] > 0
+    for key, message in (("head_dim", "'head_dim'"), ("causal", "'causal'"),
+                         ("block_r", "'block_r'")):
+        broken = {k: v for k, v in meta.items() if k != key}
+        with pytest.raises(ValueError, match=message) as e:
+            flashmlir.predicted_bytes(broken, 1, 1, 1, 128, 128)
+        assert type(e.value) is ValueError
+    with pytest.raises(ValueError, match="'window' must be"):
+        flashmlir.predicted_bytes(dict(meta, window=2**63 - 1), 1, 1, 1, 128,
+                                  128)

@@ -212,6 +212,14 @@ def test_sm80_kernel_grid(tmp_path, build_dir):
      a.__setitem__(2, FakeTensor((2, 2, 300, 64), device="cuda:1")),
      "one device"),
     (lambda a: a.__setitem__(0, "not a tensor"), "q must be a tensor"),
+    # The kernels' positions are 2^30 at most (fa/Model/Positions.h), as
+    # faKernelLaunch says; before, Python let 2^31 - 1 keys through.
+    (lambda a: a.__setitem__(1, FakeTensor((2, 2, 2**30 + 1, 64),
+                                           strides=(0, 0, 64, 1))) or
+     a.__setitem__(2, FakeTensor((2, 2, 2**30 + 1, 64),
+                                 strides=(0, 0, 64, 1))),
+     r"sequence lengths must be at most 2\^30 \(the kernels' 32-bit "
+     r"positions\), got Nq 100, Nk 1073741825"),
 ])
 def test_bad_arguments_are_named(compiled, mutate, message):
     k = Kernel.load(compiled)
