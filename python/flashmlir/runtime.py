@@ -232,7 +232,7 @@ def validate_metadata(meta):
 
 
 # Objects and arrays nest at most this deep in metadata, as the C reader's
-# kMaxDepth (lib/Runtime/Runtime.cpp) bounds its recursion.
+# kMaxDepth (lib/Runtime/Metadata.cpp) bounds its recursion.
 _MAX_METADATA_DEPTH = 32
 
 
@@ -370,7 +370,7 @@ def _check_value_layout(layout):
 
 def _check_metadata(meta):
     """The pure-Python checks: every rule of faKernelMetadataCheck
-    (lib/Runtime/Runtime.cpp: its JSON reader's types and ranges, then
+    (lib/Runtime/Metadata.cpp: its JSON reader's types and ranges, then
     validate()), in the same order where it matters, and the fields the
     Python launcher needs besides (arch, grid, causal, a tensor map's box,
     the parameters' kinds)."""
@@ -773,7 +773,7 @@ def _signature(tensors):
 def tensor_strides(name, t, element_bytes=2):
     """The (batch, head, row) element strides of [B, H, N, D] tensor `t` as
     a strided kernel reads it, by the C runtime's rule (checkStrides in
-    lib/Runtime/Runtime.cpp): unit stride on D; a dimension longer than 1
+    lib/Runtime/TensorMap.cpp): unit stride on D; a dimension longer than 1
     needs a positive multiple of 16 bytes (8 16-bit or 16 e4m3 elements)
     below 2^40 bytes; a dimension of length 1 is never stepped and gets its
     contiguous stride. `element_bytes`: 2, or 1 for e4m3 tensors."""
@@ -856,7 +856,7 @@ def load_metadata(text, what="the metadata"):
 def check_image(image):
     """A kernel image as cuModuleLoadData takes it (it reads the image
     without a size), by the C runtime's rule (checkImage in
-    lib/Runtime/Runtime.cpp): a 64-bit little-endian ELF cubin whose header
+    lib/Runtime/Metadata.cpp): a 64-bit little-endian ELF cubin whose header
     tables lie inside the bytes, or PTX text with a NUL byte within them.
     Returns the image as bytes; raises MetadataError."""
     if not isinstance(image, (bytes, bytearray, memoryview)):

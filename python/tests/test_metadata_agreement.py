@@ -36,13 +36,21 @@ BASES = {
 }
 
 
+def _shared_runtime(build_dir):
+    """The build's libFARuntime.so; the test is skipped where the build has
+    none (the sanitizer build links FARuntime statically: these tests run in
+    scripts/test.sh's build)."""
+    shared = build_dir / "lib" / "libFARuntime.so"
+    if not shared.exists():
+        pytest.skip("no shared libFARuntime in this (sanitizer) build")
+    return str(shared)
+
+
 @pytest.fixture(scope="module")
 def c_check(build_dir):
     """faKernelMetadataCheck of the build's libFARuntime.so: JSON text ->
     None (accepted) or its message."""
-    shared = build_dir / "lib" / "libFARuntime.so"
-    if not shared.exists():
-        pytest.skip("no shared libFARuntime in this (sanitizer) build")
+    shared = _shared_runtime(build_dir)
     lib = ctypes.CDLL(str(shared))
     lib.faKernelMetadataCheck.argtypes = [ctypes.c_char_p]
     lib.faKernelMetadataCheck.restype = ctypes.c_int
@@ -521,8 +529,7 @@ def test_runtime_library_lookup(build_dir, monkeypatch, tmp_path):
 
 
 def test_c_check_refuses_what_is_not_json(build_dir, monkeypatch):
-    monkeypatch.setenv("FLASHMLIR_RUNTIME_LIB",
-                       str(build_dir / "lib" / "libFARuntime.so"))
+    monkeypatch.setenv("FLASHMLIR_RUNTIME_LIB", _shared_runtime(build_dir))
     for meta in ({"format": b"bytes"}, {"format": {1, 2}}):
         with pytest.raises(MetadataError, match="not JSON data"):
             runtime.validate_metadata(meta)
@@ -545,7 +552,7 @@ def test_load_refuses_duplicate_keys(bases, tmp_path, monkeypatch, build_dir,
     """json's default keeps the last of two equal keys: a file saying
     causal false and then true would load a causal kernel."""
     monkeypatch.setenv("FLASHMLIR_RUNTIME_LIB", "" if check == "python" else
-                       str(build_dir / "lib" / "libFARuntime.so"))
+                       _shared_runtime(build_dir))
     text = json.dumps(bases["base"])
     assert runtime.Kernel.load(_write(tmp_path, text)).meta["causal"] is False
     twice = text.replace('"causal": false', '"causal": false, "causal": true')

@@ -1,0 +1,577 @@
+//===- Launch.cpp - launching attention kernels -----------------------------===//
+//
+// The launchers of the C API: the arguments checked against the kernel's
+// metadata, the parameters bound in its order (tensor maps, pointers,
+// scalars; split-KV's scratch, the dynamic scheduler's counter, e4m3's V
+// layout kernel), then cuLaunchKernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeImpl.h"
+
+#include "fa/Dialect/FA/IR/KVChunk.h"
+#include "fa/Model/PackGQA.h"
+#include "fa/Model/Positions.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+using namespace flashmlir::runtime;
+
+extern "C" {
+
+int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
+  return (int)mlir::fa::autoKVSplits(tiles, kvBlocks, sms);
+}
+
+int faDecodeHeadsPerTile(long long queries, long long qHeads,
+                         long long kvHeads, int masked) {
+  return (int)mlir::fa::model::decodeHeadsPerTile(queries, qHeads, kvHeads,
+                                            masked != 0);
+}
+
+int faKernelLaunch(FaKernel *k, const void *q, const void *kp, const void *v,
+                   void *o, float *lse, int batch, int qHeads, int kvHeads,
+                   int qLen, int kvLen, float scale, void *stream) {
+  return faKernelLaunchSplit(k, q, kp, v, o, lse, batch, qHeads, kvHeads, qLen,
+                             kvLen, scale, /*kvSplits=*/-1, stream);
+}
+
+int faKernelLaunchSplit(FaKernel *k, const void *q, const void *kp,
+                        const void *v, void *o, float *lse, int batch,
+                        int qHeads, int kvHeads, int qLen, int kvLen,
+                        float scale, int kvSplits, void *stream) {
+  return faKernelLaunchStrided(k, q, nullptr, kp, nullptr, v, nullptr, o,
+                               nullptr, lse, batch, qHeads, kvHeads, qLen,
+                               kvLen, scale, kvSplits, stream);
+}
+
+} // extern "C"
+
+namespace {
+/// A KV cache's part of a launch: K/V are [entries, Hkv, rows, D] (entries
+/// the batch, or the pages of a paged cache; rows Nk, or the page size),
+/// with the kernel's kv_lengths and block table (device pointers).
+struct KVCache {
+  long long entries = 0;
+  int rows = 0;
+  const int *lengths = nullptr;
+  const int *table = nullptr;
+  int maxPages = 0;
+  // A varlen batch: q, o are [1, Hq, qRows, D] (qRows the packed total)
+  // and the prefix sums [B + 1] on the device; the kernel's B and Nq are
+  // the sequences and the longest one's queries.
+  const int *cuQ = nullptr, *cuK = nullptr;
+  int qRows = 0;
+  // An e4m3 launch: the descales, f32 on the device, laid out as
+  // descaleLayout (FA_DESCALE_*) says.
+  const float *qDescale = nullptr, *kDescale = nullptr, *vDescale = nullptr;
+  int descaleLayout = FA_DESCALE_PER_TENSOR;
+};
+
+/// The keys of each row of an e4m3 kernel's V^T: Nk rounded up to the
+/// metadata's key alignment (the layout kernel writes the padding as zero).
+long long valueTransposedKeys(const FaKernel *k, long long kvLen) {
+  const long long align = k->meta.valueLayoutKeyAlign;
+  return (kvLen + align - 1) / align * align;
+}
+
+/// Runs an e4m3 kernel's V layout kernel on `stream`: V [B, Hkv, Nk, D]
+/// (strided) to V^T [B, Hkv, D, keys] in the stream's workspace (keys:
+/// valueTransposedKeys), permuted in 16s for P's register layout; the
+/// workspace in `valueT`.
+int runValueLayout(FaKernel *k, const void *v, const FaStrides &vStrides,
+                   int batch, int kvHeads, int kvLen, void *stream,
+                   CUdeviceptr &valueT) {
+  const long long d = k->meta.headDim, keys = valueTransposedKeys(k, kvLen);
+  // One thread per 16 keys of columns_per_thread V^T rows, on a 32-bit
+  // grid.
+  const long long threads = (long long)batch * kvHeads * (keys / 16) *
+                            (d / k->meta.valueLayoutColumns);
+  const long long perBlock = k->meta.valueLayoutBlock[0];
+  if ((threads + perBlock - 1) / perBlock > 0x7fffffffLL)
+    return fail("faKernelLaunchE4M3: sizes exceed the V layout kernel's "
+                "32-bit grid");
+  {
+    std::lock_guard<std::mutex> lock(k->countersLock);
+    FaKernel::Workspace &space = k->valueWorkspace[stream];
+    if (ensureDeviceBytes(space.ptr, space.bytes,
+                          (size_t)batch * kvHeads * d * keys, false,
+                          "cuMemAlloc(V^T workspace)"))
+      return 1;
+    valueT = space.ptr;
+  }
+  long long strideB = vStrides.batch, strideH = vStrides.head,
+            strideN = vStrides.row;
+  void *args[] = {&v,      &valueT,  &batch,   &kvHeads,
+                  &kvLen,  &strideB, &strideH, &strideN};
+  return check(driver.cuLaunchKernel(
+                   k->layoutFunction,
+                   (unsigned)((threads + perBlock - 1) / perBlock), 1, 1,
+                   (unsigned)perBlock, 1, 1, 0, stream, args, nullptr),
+               "cuLaunchKernel(V layout)");
+}
+
+/// faKernelLaunchStrided and faKernelLaunchKVCache: `cache` gives K/V's
+/// outer and row extents and the cache's operands.
+int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
+                 const void *kp, const FaStrides *kStrides, const void *v,
+                 const FaStrides *vStrides, void *o, const FaStrides *oStrides,
+                 float *lse, int batch, int qHeads, int kvHeads, int qLen,
+                 const KVCache &cache, float scale, int kvSplits,
+                 void *stream) {
+  // The kernel's Nk: a paged sequence's capacity, else K/V's rows.
+  int kvLen = cache.table ? cache.maxPages * cache.rows : cache.rows;
+  const int *kvLengths = cache.lengths, *blockTable = cache.table;
+  const int *cuQ = cache.cuQ, *cuK = cache.cuK;
+  int maxPages = cache.maxPages;
+  // What the kernel asserts its device-side inputs against: K's packed rows
+  // (cu_seqlens_k ends within them) and the cache's pages (block-table
+  // entries are below it).
+  int keyRows = cache.rows, pages = (int)cache.entries;
+  // Q's and O's outer extent and rows: the batch and Nq, or one batch row
+  // of the packed queries.
+  int qRows = cache.cuQ ? cache.qRows : qLen;
+  long long qEntries = cache.cuQ ? 1 : batch;
+  if (kvSplits < -1 || kvSplits > 1024)
+    return fail("faKernelLaunch: kv_splits must be -1 (the metadata's "
+                "default), 0 (auto) or a chunk count up to 1024, got " +
+                std::to_string(kvSplits));
+  if (!k)
+    return fail("faKernelLaunch: kernel must not be null");
+  if (!k->meta.splitKV && kvSplits > 1)
+    return fail("faKernelLaunch: kv_splits = " + std::to_string(kvSplits) +
+                " needs a split-KV kernel (fa-compile --split-kv); " +
+                k->meta.kernel + " is not one");
+  const char *names[] = {"q", "k", "v", "o", "lse"};
+  const void *ptrs[] = {q, kp, v, o, lse};
+  for (int i = 0; i < 5; ++i) {
+    if (!ptrs[i])
+      return fail(std::string("faKernelLaunch: ") + names[i] +
+                  " must not be null");
+    if (reinterpret_cast<uintptr_t>(ptrs[i]) % 16 != 0)
+      return fail(std::string("faKernelLaunch: ") + names[i] +
+                  " must be 16-byte aligned");
+  }
+  if (batch <= 0 || qHeads <= 0 || kvHeads <= 0 || qLen <= 0 || kvLen <= 0)
+    return fail("faKernelLaunch: batch, heads and lengths must be positive");
+  // The kernels add positions in 32 bits (fa/Model/Positions.h).
+  if (qLen > mlir::fa::model::kMaxKernelPosition ||
+      kvLen > mlir::fa::model::kMaxKernelPosition ||
+      qRows > mlir::fa::model::kMaxKernelPosition)
+    return fail("faKernelLaunch: sequence lengths must be at most 2^30 (the "
+                "kernels' 32-bit positions), got Nq " +
+                std::to_string(qLen) + ", Nk " + std::to_string(kvLen));
+  if (qHeads % kvHeads != 0)
+    return fail("faKernelLaunch: query heads (" + std::to_string(qHeads) +
+                ") must be a multiple of key/value heads (" +
+                std::to_string(kvHeads) + ")");
+  if (batch > 65535 || qHeads > 65535)
+    return fail("faKernelLaunch: batch and heads must be at most 65535");
+  // The dialect's range (fa/Dialect/FA/IR/Validation.h): log2(e) * scale
+  // must be a normal f32 and the scores finite.
+  if (!(scale >= 0x1p-64f && scale <= 0x1p64f))
+  {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.9g", scale); // round-trips an f32
+    return fail(std::string("faKernelLaunch: scale must be in [2^-64, 2^64], "
+                            "got ") +
+                text);
+  }
+  // The tensors' strides (faKernelLaunchStrided's rule); contiguous ones
+  // where none are given. Kernels without rank-4 maps take only those.
+  // Q's and K's columns, and V's and O's (fewer where the kernel pads V).
+  const long long d = k->meta.headDim, dv = k->meta.valueColumns();
+  const bool fp8 = k->meta.dtype == "e4m3";
+  if (fp8 != (cache.qDescale != nullptr))
+    return fail("faKernelLaunch: " + k->meta.kernel +
+                (fp8 ? " is an e4m3 kernel: launch it with faKernelLaunchE4M3"
+                     : " takes 16-bit inputs: faKernelLaunchE4M3 is for "
+                       "e4m3 kernels"));
+  // Pack-GQA at decode (fa::model::decodeHeadsPerTile): one query a
+  // sequence and a kernel without masks read Q and O [B, Hq, 1, D] as the
+  // views [B, Hkv, G, D] and write the LSE [B, Hq, 1] as [B, Hkv, G], so
+  // every K/V block is read once per K/V head instead of once per query
+  // head.
+  FaStrides packed[2];
+  if (!cache.cuQ && !fp8 && k->meta.strided()) {
+    int64_t group = mlir::fa::model::decodeHeadsPerTile(
+        qLen, qHeads, kvHeads, k->meta.causal || k->meta.window > 0);
+    if (group > 1) {
+      const FaStrides *views[2] = {qStrides, oStrides};
+      const long long cols[2] = {d, dv};
+      for (int i = 0; i < 2; ++i) {
+        FaStrides view =
+            views[i] ? *views[i] : FaStrides{qHeads * cols[i], cols[i], cols[i]};
+        packed[i] = {view.batch, group * view.head, view.head};
+      }
+      qStrides = &packed[0];
+      oStrides = &packed[1];
+      qHeads = kvHeads;
+      qLen = qRows = (int)group;
+    }
+  }
+  const FaStrides *given[4] = {qStrides, kStrides, vStrides, oStrides};
+  const long long heads[4] = {qHeads, kvHeads, kvHeads, qHeads};
+  const long long rows[4] = {qRows, cache.rows, cache.rows, qRows};
+  const long long batches[4] = {qEntries, cache.entries, cache.entries,
+                                qEntries};
+  const long long columns[4] = {d, d, dv, dv};
+  FaStrides strides[4];
+  for (int i = 0; i < 4; ++i) {
+    FaStrides contiguous = {heads[i] * rows[i] * columns[i],
+                            rows[i] * columns[i], columns[i]};
+    // e4m3 q, k, v are one byte; O is 16-bit.
+    if (checkStrides("faKernelLaunch", names[i],
+                     given[i] ? *given[i] : contiguous, batches[i], heads[i],
+                     rows[i], columns[i], strides[i], fp8 && i < 3 ? 1 : 2))
+      return 1;
+    if (!k->meta.strided() &&
+        (strides[i].batch != contiguous.batch ||
+         strides[i].head != contiguous.head || strides[i].row != columns[i]))
+      return fail(std::string("faKernelLaunch: ") + k->meta.kernel +
+                  " takes contiguous [B, H, N, D] tensors (its tensor maps "
+                  "are not rank 4: strided tensors need an sm_90a kernel); " +
+                  names[i] + " has strides {" +
+                  std::to_string(strides[i].batch) + ", " +
+                  std::to_string(strides[i].head) + ", " +
+                  std::to_string(strides[i].row) + "}");
+  }
+  if (!driverLoaded)
+    return fail("faKernelLaunch: no driver (load the kernel first)");
+  float scaleLog2 = scale * 1.4426950408889634f;
+  // The slots after B are split-KV's (chunks, partials, arrivals) or the
+  // dynamic tile scheduler's counter; the driver reads as many parameters
+  // as the kernel takes.
+  CUdeviceptr counter = 0;
+  int splits = 1;
+  CUdeviceptr oPartial = 0, lsePartial = 0, arrivals = 0;
+  if (k->meta.splitKV) {
+    splits = kvSplits >= 0 ? kvSplits : (int)k->meta.kvSplits;
+    if (splits == 0) {
+      int sms = 0;
+      if (currentDeviceSMs(sms))
+        return 1;
+      long long tiles = (long long)((qLen + k->meta.blockR - 1) /
+                                    k->meta.blockR) *
+                        qHeads * batch;
+      long blockC = k->meta.blockC > 0 ? k->meta.blockC : 128;
+      splits = (int)mlir::fa::autoKVSplits(tiles, (kvLen + blockC - 1) / blockC,
+                                           sms);
+    }
+    // Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in f32; an
+    // arrival counter per query row.
+    size_t rows = (size_t)batch * (size_t)qHeads * (size_t)qLen;
+    size_t partialBytes = 4 * (size_t)splits * rows * (dv + 1);
+    std::lock_guard<std::mutex> lock(k->countersLock);
+    FaKernel::SplitScratch &scratch = k->splitScratch[stream];
+    if (ensureDeviceBytes(scratch.partials, scratch.partialBytes, partialBytes,
+                          false, "cuMemAlloc(split-KV partials)") ||
+        ensureDeviceBytes(scratch.arrivals, scratch.arrivalBytes, 4 * rows,
+                          true, "cuMemAlloc(split-KV arrivals)"))
+      return 1;
+    oPartial = scratch.partials;
+    lsePartial = scratch.partials + 4 * (size_t)splits * rows * dv;
+    arrivals = scratch.arrivals;
+  }
+  unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
+  unsigned gridY = (unsigned)qHeads, gridZ = (unsigned)batch;
+  // The wgmma and tcgen05 kernels read q, k, v (and write o, with a TMA
+  // store) through TMA tensor maps, passed by value.
+  alignas(64) unsigned char maps[4][128];
+  const void *bases[] = {q, kp, v, o};
+  void *tensorArgs[4] = {&q, &kp, &v, &o};
+  CUdeviceptr valueT = 0;
+  long long keys = fp8 ? valueTransposedKeys(k, kvLen) : 0;
+  if (fp8 && runValueLayout(k, v, strides[2], batch, kvHeads, kvLen, stream,
+                            valueT))
+    return 1;
+  if (k->meta.tmaBoxCols) {
+    int dtype = fp8 ? 2 : k->meta.dtype == "bf16" ? 1 : 0;
+    long box[] = {k->meta.blockR, k->meta.tmaBoxRowsKV, k->meta.tmaBoxRowsKV,
+                  k->meta.tmaBoxRowsO};
+    for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
+      if (fp8 && i == 2) {
+        // V^T [B, Hkv, D, keys], contiguous: rows of D, keys innermost.
+        if (encodeStridedMap(maps[2], (const void *)valueT, batch, kvHeads,
+                             d, keys, kvHeads * d * keys, d * keys, keys,
+                             (int)k->meta.paramBoxRows[2], dtype,
+                             (int)k->meta.paramL2Promotion[2],
+                             (int)k->meta.paramSwizzle[2]))
+          return 1;
+        tensorArgs[2] = maps[2];
+        continue;
+      }
+      if (k->meta.strided()
+              ? faEncodeStridedTensorMapL2(
+                    maps[i], bases[i], batches[i], heads[i], rows[i],
+                    columns[i], strides[i].batch, strides[i].head,
+                    strides[i].row, (int)box[i], dtype,
+                    (int)k->meta.paramL2Promotion[i])
+              : faEncodeTensorMap(maps[i], bases[i],
+                                  batches[i] * heads[i], rows[i], columns[i],
+                                  16, (int)box[i], dtype))
+        return 1;
+      tensorArgs[i] = maps[i];
+    }
+  }
+  if (k->meta.tileScheduler == "dynamic") {
+    std::lock_guard<std::mutex> lock(k->countersLock);
+    auto it = k->counters.find(stream);
+    if (it == k->counters.end()) {
+      const unsigned zero = 0;
+      if (check(driver.cuMemAlloc(&counter, sizeof(zero)),
+                "cuMemAlloc(tile counter)"))
+        return 1;
+      if (check(driver.cuMemcpyHtoD(counter, &zero, sizeof(zero)),
+                "cuMemcpyHtoD(tile counter)")) {
+        driver.cuMemFree(counter);
+        return 1;
+      }
+      it = k->counters.emplace(stream, counter).first;
+    }
+    counter = it->second;
+  }
+  if (k->meta.tileGrid) {
+    unsigned long long tiles =
+        (unsigned long long)gridX * (unsigned)qHeads * (unsigned)batch;
+    if (k->meta.persistent) {
+      int sms = 0;
+      if (currentDeviceSMs(sms))
+        return 1;
+      unsigned long long resident =
+          (unsigned long long)sms * (unsigned long long)k->meta.ctasPerSM;
+      if (resident < tiles)
+        tiles = resident;
+    }
+    if (tiles > 0x7fffffffULL)
+      return fail("faKernelLaunch: too many tiles for one grid (" +
+                  std::to_string(tiles) + ")");
+    gridX = (unsigned)tiles;
+    gridY = (unsigned)splits;
+    gridZ = 1;
+  }
+  // One argument per parameter of the metadata, by name: the kernel's ABI
+  // (fagpu::kernelParams) is the one description of their order.
+  long long oStrideB = strides[3].batch, oStrideH = strides[3].head,
+            oStrideN = strides[3].row;
+  std::vector<void *> args;
+  for (const std::string &name : k->meta.params) {
+    void *arg = name == "q"                ? tensorArgs[0]
+                : name == "k"              ? tensorArgs[1]
+                : name == "v"              ? tensorArgs[2]
+                : name == "o"              ? tensorArgs[3]
+                : name == "lse"            ? (void *)&lse
+                : name == "Nq"             ? (void *)&qLen
+                : name == "Nk"             ? (void *)&kvLen
+                : name == "Hq"             ? (void *)&qHeads
+                : name == "Hkv"            ? (void *)&kvHeads
+                : name == "scale_log2"     ? (void *)&scaleLog2
+                : name == "B"              ? (void *)&batch
+                : name == "o_rows"         ? (void *)&o
+                : name == "o_stride_b"     ? (void *)&oStrideB
+                : name == "o_stride_h"     ? (void *)&oStrideH
+                : name == "o_stride_n"     ? (void *)&oStrideN
+                : name == "kv_splits"      ? (void *)&splits
+                : name == "o_partial"      ? (void *)&oPartial
+                : name == "lse_partial"    ? (void *)&lsePartial
+                : name == "split_arrivals" ? (void *)&arrivals
+                : name == "tile_counter"   ? (void *)&counter
+                : name == "kv_lengths"     ? (void *)&kvLengths
+                : name == "block_table"    ? (void *)&blockTable
+                : name == "max_pages"      ? (void *)&maxPages
+                : name == "cu_seqlens_q"   ? (void *)&cuQ
+                : name == "cu_seqlens_k"   ? (void *)&cuK
+                : name == "total_q"        ? (void *)&qRows
+                : name == "total_k"        ? (void *)&keyRows
+                : name == "num_pages"      ? (void *)&pages
+                : name == "v_t"            ? tensorArgs[2]
+                : name == "q_descale"      ? (void *)&cache.qDescale
+                : name == "k_descale"      ? (void *)&cache.kDescale
+                : name == "v_descale"      ? (void *)&cache.vDescale
+                : name == "descale_layout" ? (void *)&cache.descaleLayout
+                                           : nullptr;
+    if (!arg) // validate() admits only the names above
+      return fail("faKernelLaunch: unknown kernel parameter '" + name + "'");
+    args.push_back(arg);
+  }
+  return check(driver.cuLaunchKernel(
+                   k->function, gridX, gridY, gridZ, (unsigned)k->meta.block[0],
+                   (unsigned)k->meta.block[1], (unsigned)k->meta.block[2],
+                   (unsigned)k->meta.sharedBytes, stream, args.data(), nullptr),
+               "cuLaunchKernel");
+}
+
+} // namespace
+
+extern "C" {
+
+int faKernelLaunchStrided(FaKernel *k, const void *q,
+                          const FaStrides *qStrides, const void *kp,
+                          const FaStrides *kStrides, const void *v,
+                          const FaStrides *vStrides, void *o,
+                          const FaStrides *oStrides, float *lse, int batch,
+                          int qHeads, int kvHeads, int qLen, int kvLen,
+                          float scale, int kvSplits, void *stream) {
+  if (k && k->meta.varlen)
+    return fail("faKernelLaunch: " + k->meta.kernel +
+                " runs a varlen batch (cu_seqlens): launch it with "
+                "faKernelLaunchVarlen");
+  if (k && (k->meta.kvLengths || k->meta.pageSize))
+    return fail("faKernelLaunch: " + k->meta.kernel +
+                " reads a KV cache (kv_lengths" +
+                (k->meta.pageSize ? ", block table" : "") +
+                "): launch it with faKernelLaunchKVCache");
+  KVCache cache;
+  cache.entries = batch;
+  cache.rows = kvLen;
+  return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
+                      lse, batch, qHeads, kvHeads, qLen, cache, scale,
+                      kvSplits, stream);
+}
+
+int faKernelLaunchE4M3(FaKernel *k, const void *q, const FaStrides *qStrides,
+                       const void *kp, const FaStrides *kStrides,
+                       const void *v, const FaStrides *vStrides, void *o,
+                       const FaStrides *oStrides, float *lse, int batch,
+                       int qHeads, int kvHeads, int qLen, int kvLen,
+                       float scale, const float *qDescale,
+                       const float *kDescale, const float *vDescale,
+                       int descaleLayout, void *stream) {
+  // The layout first: a bad value is refused without a kernel or a driver.
+  if (descaleLayout != FA_DESCALE_PER_TENSOR &&
+      descaleLayout != FA_DESCALE_PER_HEAD &&
+      descaleLayout != FA_DESCALE_PER_BLOCK)
+    return fail("faKernelLaunchE4M3: descaleLayout must be "
+                "FA_DESCALE_PER_TENSOR (0), FA_DESCALE_PER_HEAD (1, [B, Hkv]) "
+                "or FA_DESCALE_PER_BLOCK (2, per tile), got " +
+                std::to_string(descaleLayout));
+  if (!k)
+    return fail("faKernelLaunchE4M3: kernel must not be null");
+  if (k->meta.dtype != "e4m3")
+    return fail("faKernelLaunchE4M3: " + k->meta.kernel + " takes " +
+                k->meta.dtype + " inputs: launch it with "
+                "faKernelLaunchStrided");
+  for (const float *p : {qDescale, kDescale, vDescale})
+    if (!p || reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail("faKernelLaunchE4M3: q_descale, k_descale and v_descale "
+                  "must be 4-byte aligned f32 scalars on the device (1.0 "
+                  "for unscaled codes)");
+  KVCache cache;
+  cache.entries = batch;
+  cache.rows = kvLen;
+  cache.qDescale = qDescale;
+  cache.kDescale = kDescale;
+  cache.vDescale = vDescale;
+  cache.descaleLayout = descaleLayout;
+  return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
+                      lse, batch, qHeads, kvHeads, qLen, cache, scale,
+                      /*kvSplits=*/-1, stream);
+}
+
+int faKernelLaunchVarlen(FaKernel *k, const void *q,
+                         const FaStrides *qStrides, const void *kp,
+                         const FaStrides *kStrides, const void *v,
+                         const FaStrides *vStrides, void *o,
+                         const FaStrides *oStrides, float *lse, int sequences,
+                         int qHeads, int kvHeads, int totalQ, int totalK,
+                         int maxSeqlenQ, const int *cuSeqlensQ,
+                         const int *cuSeqlensK, float scale, void *stream) {
+  if (!k)
+    return fail("faKernelLaunchVarlen: kernel must not be null");
+  if (!k->meta.varlen)
+    return fail("faKernelLaunchVarlen: " + k->meta.kernel +
+                " runs no varlen batch (compile one with --varlen); launch "
+                "it with faKernelLaunchStrided");
+  for (const int *p : {cuSeqlensQ, cuSeqlensK})
+    if (!p || reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail("faKernelLaunchVarlen: cu_seqlens_q and cu_seqlens_k must "
+                  "be 4-byte aligned int32 arrays [B + 1] on the device");
+  if (sequences <= 0 || totalQ <= 0 || totalK <= 0 || maxSeqlenQ <= 0 ||
+      maxSeqlenQ > totalQ)
+    return fail("faKernelLaunchVarlen: the sequences, the packed totals and "
+                "the longest sequence's queries (at most the total) must be "
+                "positive, got " +
+                std::to_string(sequences) + ", " + std::to_string(totalQ) +
+                ", " + std::to_string(totalK) + ", " +
+                std::to_string(maxSeqlenQ));
+  KVCache cache;
+  cache.entries = 1;
+  cache.rows = totalK;
+  cache.cuQ = cuSeqlensQ;
+  cache.cuK = cuSeqlensK;
+  cache.qRows = totalQ;
+  return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
+                      lse, sequences, qHeads, kvHeads, maxSeqlenQ, cache,
+                      scale, /*kvSplits=*/-1, stream);
+}
+
+int faKernelLaunchKVCache(FaKernel *k, const void *q,
+                          const FaStrides *qStrides, const void *kCache,
+                          const FaStrides *kStrides, const void *vCache,
+                          const FaStrides *vStrides, void *o,
+                          const FaStrides *oStrides, float *lse, int batch,
+                          int qHeads, int kvHeads, int qLen,
+                          long long cacheEntries, int cacheRows,
+                          const int *kvLengths, const int *blockTable,
+                          int maxPages, float scale, int kvSplits,
+                          void *stream) {
+  if (!k)
+    return fail("faKernelLaunchKVCache: kernel must not be null");
+  const Metadata &m = k->meta;
+  if (m.varlen)
+    return fail("faKernelLaunchKVCache: " + m.kernel +
+                " runs a varlen batch, not a KV cache");
+  if (!m.kvLengths && !m.pageSize)
+    return fail("faKernelLaunchKVCache: " + m.kernel +
+                " reads no KV cache (compile one with --kv-lengths or "
+                "--page-size); launch it with faKernelLaunchStrided");
+  if (m.kvLengths != (kvLengths != nullptr))
+    return fail(std::string("faKernelLaunchKVCache: ") + m.kernel +
+                (m.kvLengths ? " takes kv_lengths [B] (int32): give them"
+                             : " takes no kv_lengths: pass NULL"));
+  if ((m.pageSize != 0) != (blockTable != nullptr))
+    return fail(std::string("faKernelLaunchKVCache: ") + m.kernel +
+                (m.pageSize
+                     ? " reads a paged cache: give its block table [B, "
+                       "max_pages] (int32)"
+                     : " reads a contiguous cache: pass a NULL block table"));
+  for (const void *p : {(const void *)kvLengths, (const void *)blockTable})
+    if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail("faKernelLaunchKVCache: kv_lengths and the block table "
+                  "must be 4-byte aligned int32 arrays");
+  if (cacheEntries <= 0 || cacheEntries > (1LL << 31) || cacheRows <= 0)
+    return fail("faKernelLaunchKVCache: the cache's entries (" +
+                std::to_string(cacheEntries) + ") and rows (" +
+                std::to_string(cacheRows) + ") must be positive");
+  if (m.pageSize) {
+    if (cacheRows != m.pageSize)
+      return fail("faKernelLaunchKVCache: " + m.kernel +
+                  " reads pages of " + std::to_string(m.pageSize) +
+                  " rows, got a cache of " + std::to_string(cacheRows) +
+                  "-row pages");
+    if (maxPages <= 0 || (long long)maxPages * cacheRows > 0x7fffffffLL)
+      return fail("faKernelLaunchKVCache: max_pages must be in [1, " +
+                  std::to_string(0x7fffffffLL / cacheRows) + "], got " +
+                  std::to_string(maxPages));
+  } else {
+    if (cacheEntries != batch)
+      return fail("faKernelLaunchKVCache: a contiguous cache has one entry "
+                  "per sequence (" +
+                  std::to_string(batch) + "), got " +
+                  std::to_string(cacheEntries));
+    maxPages = 0;
+  }
+  KVCache cache;
+  cache.entries = cacheEntries;
+  cache.rows = cacheRows;
+  cache.lengths = kvLengths;
+  cache.table = blockTable;
+  cache.maxPages = maxPages;
+  return launchKernel(k, q, qStrides, kCache, kStrides, vCache, vStrides, o,
+                      oStrides, lse, batch, qHeads, kvHeads, qLen, cache,
+                      scale, kvSplits, stream);
+}
+
+} // extern "C"

@@ -1,0 +1,797 @@
+//===- Metadata.cpp - launch metadata, read and validated -------------------===//
+//
+// Launch metadata: the fields of fa-compile's JSON we need, read from strict
+// JSON (RFC 8259: commas between members and elements and none trailing,
+// numbers without leading zeros, no NaN or Infinity, control characters
+// escaped in strings; a duplicate key refused in every object), as
+// Python's json module with the flashmlir runtime's hooks reads it, so
+// that both readers take the same texts. Every input gives a status and a
+// message, never an exception or a read past the text (fuzzed by
+// tools/fa-fuzz/fa-fuzz-metadata.cpp); each integer field has its range,
+// checked where it is read, so nothing narrows when it reaches the driver.
+//===----------------------------------------------------------------------===//
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeImpl.h"
+
+#include "fa/Model/Positions.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace flashmlir::runtime {
+namespace {
+
+/// The valid range of each integer field, with the reason.
+struct IntField {
+  const char *name;
+  long long min, max;
+};
+// head_dim: the dialect's [1, 2^16] (fa/Dialect/FA/IR/Validation.h);
+// block_r: its tiles, [1, 2^20]; shared_memory_bytes: cuFuncSetAttribute and
+// cuLaunchKernel take it as an int; tensor-map boxes: at most 256 rows
+// (cuTensorMapEncodeTiled); ctas_per_sm: at most 32 resident CTAs per SM on
+// any NVIDIA GPU so far; block: at most 1024 threads per dimension (checked
+// again as a product below).
+constexpr IntField kIntFields[] = {
+    {"head_dim", 1, 1 << 16},
+    {"value_head_dim", 1, 1 << 16},
+    {"block_r", 1, 1 << 20},
+    {"block_c", 1, 1 << 20},
+    // The kernels' positions (fa/Model/Positions.h): 2^30 at most.
+    {"window", 0, mlir::fa::model::kMaxKernelPosition},
+    {"diagonal_offset", 0, mlir::fa::model::kMaxKernelPosition},
+    {"shared_memory_bytes", 0, 0x7fffffff},
+    {"tma_box_cols", 0, 256},
+    {"tma_box_rows_kv", 0, 256},
+    {"tma_box_rows_o", 0, 256},
+    {"ctas_per_sm", 1, 32},
+    {"block", 1, 1024},
+    // fa::checkKVSplits's range, plus 0: the launch picks (auto).
+    {"kv_splits", 0, 1024},
+    // fa::checkPageSize's range, plus 0: contiguous K/V.
+    {"page_size", 0, 1 << 20},
+};
+
+const IntField *intField(const std::string &key) {
+  for (const IntField &f : kIntFields)
+    if (key == f.name)
+      return &f;
+  return nullptr;
+}
+
+class JsonScanner {
+public:
+  explicit JsonScanner(const std::string &text) : s(text) {}
+
+  int parse(Metadata &m) {
+    skipSpace();
+    if (!eat('{'))
+      return fail("launch metadata: expected a JSON object");
+    std::vector<std::string> seen;
+    for (int more = beginMembers('}'); more == 0;
+         more = nextMember('}')) {
+      std::string key;
+      if (readKey(key, seen))
+        return 1;
+      if (key == "format" || key == "kernel" || key == "dtype" ||
+          key == "tile_scheduler" || key == "arch" || key == "out_dtype") {
+        std::string v;
+        if (readString(v))
+          return fail("launch metadata: '" + key + "' must be a string");
+        (key == "format"      ? m.format
+         : key == "kernel"    ? m.kernel
+         : key == "dtype"     ? m.dtype
+         : key == "arch"      ? m.arch
+         : key == "out_dtype" ? m.outDtype
+                              : m.tileScheduler) = v;
+      } else if (key == "scale") {
+        if (readScale(m.scale))
+          return 1;
+      } else if (key == "softcap") {
+        if (readSoftcap(m.softcap))
+          return 1;
+      } else if (const IntField *field = intField(key);
+                 field && key != "block") {
+        long v;
+        if (readInt(*field, v))
+          return 1;
+        (key == "head_dim"          ? m.headDim
+         : key == "value_head_dim"  ? m.valueHeadDim
+         : key == "block_r"         ? m.blockR
+         : key == "block_c"         ? m.blockC
+         : key == "window"          ? m.window
+         : key == "diagonal_offset" ? m.diagonalOffset
+         : key == "tma_box_cols"    ? m.tmaBoxCols
+         : key == "tma_box_rows_kv" ? m.tmaBoxRowsKV
+         : key == "tma_box_rows_o"  ? m.tmaBoxRowsO
+         : key == "ctas_per_sm"     ? m.ctasPerSM
+         : key == "kv_splits"       ? m.kvSplits
+         : key == "page_size"       ? m.pageSize
+                                    : m.sharedBytes) = v;
+        if (key == "tma_box_cols")
+          m.hasTmaBoxCols = true;
+      } else if (key == "causal" || key == "tile_grid" ||
+                 key == "persistent" || key == "bottom_right" ||
+                 key == "writes_lse" || key == "split_kv" ||
+                 key == "kv_lengths" || key == "varlen") {
+        bool &flag = key == "causal"         ? m.causal
+                     : key == "tile_grid"    ? m.tileGrid
+                     : key == "bottom_right" ? m.bottomRight
+                     : key == "writes_lse"   ? m.writesLse
+                     : key == "split_kv"     ? m.splitKV
+                     : key == "kv_lengths"   ? m.kvLengths
+                     : key == "varlen"       ? m.varlen
+                                             : m.persistent;
+        if (readBool(flag))
+          return fail("launch metadata: '" + key + "' must be true or false");
+      } else if (key == "block") {
+        if (readBlock("'block'", m.block))
+          return 1;
+      } else if (key == "params") {
+        if (readParams(m))
+          return 1;
+      } else if (key == "value_layout") {
+        if (readValueLayout(m))
+          return 1;
+      } else if (key == "grid") {
+        // The launch grid's formulas (for people and the Python launcher,
+        // which needs them): an object.
+        skipSpace();
+        if (pos >= s.size() || s[pos] != '{' || skipValue(0))
+          return fail("launch metadata: 'grid' must be an object");
+      } else if (skipValue(0)) {
+        return fail("launch metadata: malformed value of '" + key + "'");
+      }
+      for (const char *required : {"arch", "causal", "grid"})
+        if (key == required)
+          m.given.push_back(key);
+    }
+    if (failed)
+      return 1;
+    skipSpace();
+    if (pos != s.size())
+      return fail("launch metadata: unexpected text after the JSON object at "
+                  "offset " +
+                  std::to_string(pos));
+    return 0;
+  }
+
+private:
+  /// Objects and arrays nest at most this deep (a bound on the recursion
+  /// of skipValue; fa-compile's metadata nests four deep). The Python
+  /// reader has the same bound (runtime._MAX_METADATA_DEPTH).
+  static constexpr int kMaxDepth = 32;
+
+  void skipSpace() {
+    // JSON's whitespace: space, tab, line feed, carriage return.
+    while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' ||
+                              s[pos] == '\n' || s[pos] == '\r'))
+      ++pos;
+  }
+  bool eat(char c) {
+    if (pos < s.size() && s[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  bool eatWord(const char *word) {
+    size_t n = std::strlen(word);
+    if (s.compare(pos, n, word) != 0)
+      return false;
+    pos += n;
+    return true;
+  }
+  /// After an object's '{' or an array's '[': 0 when a member follows, 2
+  /// when `close` ends it at once.
+  int beginMembers(char close) {
+    skipSpace();
+    if (eat(close))
+      return 2;
+    return 0;
+  }
+  /// After a member: 0 when ',' and another member follow, 2 at `close`,
+  /// 1 (a failure, recorded in `failed`) on anything else -- a missing
+  /// comma or a trailing one.
+  int nextMember(char close) {
+    skipSpace();
+    if (eat(close))
+      return 2;
+    if (eat(',')) {
+      skipSpace();
+      if (pos < s.size() && s[pos] != close)
+        return 0;
+      return failMember("a trailing ','");
+    }
+    return failMember(std::string("expected ',' or '") + close + "'");
+  }
+  int failMember(const std::string &what) {
+    failed = true;
+    return fail("launch metadata: malformed JSON (" + what +
+                ") at offset " + std::to_string(pos));
+  }
+  /// A member's key and its ':'; a key already in `seen` is refused.
+  int readKey(std::string &key, std::vector<std::string> &seen) {
+    skipSpace();
+    if (readString(key) || (skipSpace(), !eat(':')))
+      return fail("launch metadata: malformed JSON near offset " +
+                  std::to_string(pos));
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return fail("launch metadata: duplicate key '" + key + "'");
+    seen.push_back(key);
+    skipSpace();
+    return 0;
+  }
+  int readBool(bool &flag) {
+    if (eatWord("true"))
+      flag = true;
+    else if (eatWord("false"))
+      flag = false;
+    else
+      return 1;
+    return 0;
+  }
+  /// A JSON string: no raw control characters, escapes of JSON's set.
+  int readString(std::string &out) {
+    if (!eat('"'))
+      return 1;
+    while (pos < s.size() && s[pos] != '"') {
+      unsigned char c = s[pos];
+      if (c < 0x20)
+        return 1;
+      if (c == '\\') {
+        if (++pos >= s.size() ||
+            !std::strchr("\"\\/bfnrtu", s[pos]) || s[pos] == 0)
+          return 1;
+        if (s[pos] == 'u') {
+          for (int i = 1; i <= 4; ++i)
+            if (pos + i >= s.size() ||
+                !std::isxdigit((unsigned char)s[pos + i]))
+              return 1;
+          out += s.substr(pos - 1, 6); // kept escaped: names are ASCII
+          pos += 5;
+          continue;
+        }
+      }
+      out += s[pos++];
+    }
+    return eat('"') ? 0 : 1;
+  }
+  /// A launch's block: an array of at most three integers in the "block"
+  /// field's range; `what` names it in messages.
+  int readBlock(const std::string &what, std::vector<long> &block) {
+    if (!eat('['))
+      return fail("launch metadata: " + what + " must be an array");
+    for (int more = beginMembers(']'); more == 0; more = nextMember(']')) {
+      long v;
+      if (readInt(*intField("block"), v))
+        return 1;
+      if (block.size() == 3)
+        return fail("launch metadata: " + what + " must be three integers");
+      block.push_back(v);
+    }
+    return failed ? 1 : 0;
+  }
+
+  /// JSON's number grammar at the cursor: -?(0|[1-9][0-9]*)(.[0-9]+)?
+  /// ([eE][+-]?[0-9]+)?. Returns its length, 0 if there is none (a leading
+  /// zero before digits, a lone '-', '+1', '.5', NaN, Infinity).
+  size_t numberLength() const {
+    size_t i = pos, n = s.size();
+    auto digits = [&] {
+      size_t start = i;
+      while (i < n && std::isdigit((unsigned char)s[i]))
+        ++i;
+      return i - start;
+    };
+    if (i < n && s[i] == '-')
+      ++i;
+    if (i < n && s[i] == '0') {
+      ++i;
+    } else if (i < n && s[i] >= '1' && s[i] <= '9') {
+      digits();
+    } else {
+      return 0;
+    }
+    if (i < n && s[i] == '.') {
+      ++i;
+      if (!digits())
+        return 0;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+      ++i;
+      if (i < n && (s[i] == '+' || s[i] == '-'))
+        ++i;
+      if (!digits())
+        return 0;
+    }
+    // A digit right after "0" (a leading zero) is no number either.
+    if (i < n && std::isdigit((unsigned char)s[i]))
+      return 0;
+    return i - pos;
+  }
+  /// A JSON number at the cursor: its text in `token` (at most 64
+  /// characters of it) and, when it is one, its value; false otherwise.
+  bool readNumber(std::string &token, double &value) {
+    size_t length = numberLength();
+    if (length == 0 || length > 64) {
+      // For the message: the value as written, up to what ends it.
+      size_t end = s.find_first_of(",}] \t\n\r", pos);
+      token = s.substr(pos, std::min<size_t>(
+                                end == std::string::npos ? 40 : end - pos, 40));
+      return false;
+    }
+    token = s.substr(pos, length);
+    pos += length;
+    value = std::strtod(token.c_str(), nullptr);
+    // 1e999 is JSON's grammar but no double: Python reads it as an
+    // infinity, which is not JSON.
+    return std::isfinite(value);
+  }
+  /// A number in the dialect's scale range [2^-64, 2^64] (what
+  /// fa/Dialect/FA/IR/Validation.h allows), read as the f32 it was written
+  /// from.
+  int readScale(float &out) {
+    std::string token;
+    double value;
+    if (!readNumber(token, value) || !(value >= 0x1p-64 && value <= 0x1p64))
+      return fail("launch metadata: 'scale' must be a number in "
+                  "[2^-64, 2^64], got '" +
+                  token.substr(0, 40) + "'");
+    out = static_cast<float>(value);
+    return 0;
+  }
+  /// 0 (no softcap) or a number in fa::checkSoftcap's (0, 2^24].
+  int readSoftcap(float &out) {
+    std::string token;
+    double value;
+    if (!readNumber(token, value) || !(value >= 0 && value <= 0x1p24))
+      return fail("launch metadata: 'softcap' must be 0 or a number in "
+                  "(0, 2^24], got '" +
+                  token.substr(0, 40) + "'");
+    out = static_cast<float>(value);
+    return 0;
+  }
+
+  /// Reads a JSON integer within `field`'s range; fails with a message
+  /// naming the field and the range on anything else (no digits, a lone
+  /// '-', a leading zero, a fraction or exponent, or a value past the
+  /// range, however long).
+  int readInt(const IntField &field, long &out) {
+    std::string range = "[" + std::to_string(field.min) + ", " +
+                        std::to_string(field.max) + "]";
+    size_t length = numberLength();
+    size_t start = pos;
+    bool negative = eat('-');
+    size_t digitsStart = pos;
+    // Accumulate saturating at just past the largest bound: any longer
+    // number is out of range anyway.
+    const long long cap = 1LL << 40;
+    long long value = 0;
+    while (pos < s.size() && std::isdigit((unsigned char)s[pos])) {
+      if (value < cap)
+        value = value * 10 + (s[pos] - '0');
+      ++pos;
+    }
+    if (length == 0 || pos - start != length)
+      return fail(std::string("launch metadata: '") + field.name +
+                  "' must be an integer in " + range);
+    if (negative)
+      value = -value;
+    if (value < field.min || value > field.max)
+      return fail(std::string("launch metadata: '") + field.name +
+                  "' must be in " + range + ", got " +
+                  (value >= cap || value <= -cap
+                       ? s.substr(digitsStart - negative,
+                                  std::min<size_t>(pos - digitsStart + negative,
+                                                   40))
+                       : std::to_string(value)));
+    out = static_cast<long>(value);
+    return 0;
+  }
+  /// Skips one JSON value, checking its grammar; objects' keys must be
+  /// unique. `depth`: the objects and arrays around it.
+  int skipValue(int depth) {
+    skipSpace();
+    if (pos >= s.size())
+      return 1;
+    char c = s[pos];
+    if (c == '"') {
+      std::string ignored;
+      return readString(ignored);
+    }
+    if (c == '{' || c == '[') {
+      if (depth >= kMaxDepth)
+        return 1;
+      ++pos;
+      char close = c == '{' ? '}' : ']';
+      std::vector<std::string> seen;
+      int more = beginMembers(close);
+      for (; more == 0; more = nextMember(close)) {
+        std::string key;
+        if ((c == '{' && readKey(key, seen)) || skipValue(depth + 1))
+          return 1;
+      }
+      return more == 2 ? 0 : 1;
+    }
+    if (eatWord("true") || eatWord("false") || eatWord("null"))
+      return 0;
+    std::string token;
+    double value;
+    return readNumber(token, value) ? 0 : 1;
+  }
+  /// "params": [{"name": "q", "rank": 4, ...}, ...]: collects the names
+  /// in order, the tensor maps' rank (one for all) and each parameter's
+  /// kind.
+  int readParams(Metadata &m) {
+    std::vector<std::string> &names = m.params;
+    if (!eat('['))
+      return fail("launch metadata: 'params' must be an array");
+    for (int more = beginMembers(']'); more == 0; more = nextMember(']')) {
+      if (!eat('{'))
+        return fail("launch metadata: 'params' must hold objects");
+      std::string name, kind;
+      bool named = false, boxed = false;
+      long boxRows = 0, boxCols = 0, l2Promotion = 256, swizzle = 128;
+      std::string dtype;
+      std::vector<std::string> seen;
+      int field = beginMembers('}');
+      for (; field == 0; field = nextMember('}')) {
+        std::string key;
+        if (readKey(key, seen))
+          return 1;
+        if (key == "name") {
+          if (readString(name))
+            return fail("launch metadata: a parameter name must be a string");
+          named = true;
+        } else if (key == "box") {
+          // [cols, rows], cuTensorMapEncodeTiled's box.
+          static constexpr IntField kBox = {"box", 1, 256};
+          long cols, rows;
+          if (!eat('[') || (skipSpace(), readInt(kBox, cols)) ||
+              (skipSpace(), !eat(',')) ||
+              (skipSpace(), readInt(kBox, rows)) || (skipSpace(), !eat(']')))
+            return fail("launch metadata: a parameter's 'box' must be two "
+                        "integers in [1, 256]");
+          boxRows = rows;
+          boxCols = cols;
+          boxed = true;
+        } else if (key == "swizzle") {
+          std::string span;
+          if (readString(span))
+            return fail("launch metadata: a parameter's 'swizzle' must be a "
+                        "string");
+          if (span != "128B" && span != "64B" && span != "32B")
+            return fail("launch metadata: a parameter's 'swizzle' must be "
+                        "\"128B\", \"64B\" or \"32B\", got \"" + span + "\"");
+          swizzle = std::stol(span);
+        } else if (key == "dtype" || key == "kind") {
+          if (readString(key == "dtype" ? dtype : kind))
+            return fail("launch metadata: a parameter's '" + key +
+                        "' must be a string");
+        } else if (key == "l2_promotion") {
+          static constexpr IntField kPromotion = {"l2_promotion", 0, 256};
+          if (readInt(kPromotion, l2Promotion))
+            return 1;
+          if (l2Promotion != 0 && l2Promotion != 64 && l2Promotion != 128 &&
+              l2Promotion != 256)
+            return fail("launch metadata: a parameter's 'l2_promotion' must "
+                        "be 0, 64, 128 or 256 (bytes), got " +
+                        std::to_string(l2Promotion));
+        } else if (key == "rank") {
+          static constexpr IntField kRank = {"rank", 3, 4};
+          long rank;
+          if (readInt(kRank, rank))
+            return 1;
+          if (m.mapRank && rank != m.mapRank)
+            return fail("launch metadata: the tensor maps' ranks differ");
+          m.mapRank = rank;
+        } else if (skipValue(2)) {
+          return fail("launch metadata: malformed 'params'");
+        }
+      }
+      if (field != 2)
+        return 1;
+      if (!named)
+        return fail("launch metadata: a parameter has no 'name'");
+      // The launcher encodes a tensor map from its box.
+      if (kind == "tensormap" && !boxed)
+        return fail("launch metadata: parameter '" + name +
+                    "' is a tensor map without a 'box'");
+      // A box row is the swizzle span: the kernel's shared-memory layout is
+      // the one the TMA writes.
+      if (boxCols && boxCols * (dtype == "e4m3" ? 1 : 2) != swizzle)
+        return fail("launch metadata: parameter '" + name +
+                    "''s box rows (" + std::to_string(boxCols) +
+                    " columns) are not its " + std::to_string(swizzle) +
+                    "-byte swizzle");
+      names.push_back(name);
+      m.paramKinds.push_back(kind);
+      m.paramBoxRows.push_back(boxRows);
+      m.paramSwizzle.push_back(swizzle);
+      m.paramL2Promotion.push_back(l2Promotion);
+    }
+    return failed ? 1 : 0;
+  }
+
+  /// "value_layout": {"kernel": name, "block": [x, y, z], "params":
+  /// [{"name": ...}, ...], "grid": ...}: the e4m3 kernels' V layout kernel.
+  int readValueLayout(Metadata &m) {
+    if (!eat('{'))
+      return fail("launch metadata: 'value_layout' must be an object");
+    std::vector<std::string> seen;
+    for (int more = beginMembers('}'); more == 0; more = nextMember('}')) {
+      std::string key;
+      if (readKey(key, seen))
+        return 1;
+      if (key == "kernel") {
+        if (readString(m.valueLayoutKernel))
+          return fail("launch metadata: 'value_layout''s kernel must be a "
+                      "string");
+      } else if (key == "block") {
+        if (readBlock("'value_layout''s block", m.valueLayoutBlock))
+          return 1;
+      } else if (key == "params") {
+        Metadata layout;
+        if (readParams(layout))
+          return 1;
+        m.valueLayoutParams = layout.params;
+      } else if (key == "key_alignment") {
+        static constexpr IntField kAlign = {"key_alignment", 16, 128};
+        if (readInt(kAlign, m.valueLayoutKeyAlign))
+          return 1;
+        if (m.valueLayoutKeyAlign != 16 && m.valueLayoutKeyAlign != 128)
+          return fail("launch metadata: 'value_layout''s 'key_alignment' "
+                      "must be 16 or 128, got " +
+                      std::to_string(m.valueLayoutKeyAlign));
+      } else if (key == "columns_per_thread") {
+        static constexpr IntField kColumns = {"columns_per_thread", 1, 16};
+        if (readInt(kColumns, m.valueLayoutColumns))
+          return 1;
+        if (m.valueLayoutColumns != 1 && m.valueLayoutColumns != 16)
+          return fail("launch metadata: 'value_layout''s "
+                      "'columns_per_thread' must be 1 or 16, got " +
+                      std::to_string(m.valueLayoutColumns));
+      } else if (skipValue(1)) {
+        return fail("launch metadata: malformed 'value_layout'");
+      }
+    }
+    return failed ? 1 : 0;
+  }
+
+  const std::string &s;
+  size_t pos = 0;
+  // A malformed separator (nextMember) ends every loop at once.
+  bool failed = false;
+};
+
+int validate(const Metadata &m) {
+  if (m.format != "flash-mlir-kernel-1")
+    return fail("launch metadata: unknown format '" + m.format +
+                "', expected 'flash-mlir-kernel-1'");
+  if (m.kernel.empty())
+    return fail("launch metadata: no 'kernel' name");
+  // fa-compile writes each of them; the Python launcher reads them.
+  for (const char *required : {"arch", "causal", "grid"})
+    if (std::find(m.given.begin(), m.given.end(), required) == m.given.end())
+      return fail(std::string("launch metadata: no '") + required + "'");
+  bool fp8 = m.dtype == "e4m3";
+  if (m.dtype != "f16" && m.dtype != "bf16" && !fp8)
+    return fail("launch metadata: unsupported dtype '" + m.dtype + "'");
+  // O: 16-bit; an f16/bf16 kernel's is its inputs' type (metadata that
+  // predates the field gives none).
+  if (fp8 ? m.outDtype != "f16" && m.outDtype != "bf16"
+          : !m.outDtype.empty() && m.outDtype != m.dtype)
+    return fail("launch metadata: 'out_dtype' must be " +
+                std::string(fp8 ? "f16 or bf16 for an e4m3 kernel"
+                                : "the inputs' dtype") +
+                ", got '" + m.outDtype + "'");
+  if (fp8 && (m.varlen || m.kvLengths || m.pageSize || m.splitKV))
+    return fail("launch metadata: e4m3 kernels have no KV-cache, varlen or "
+                "split-KV form");
+  if (m.headDim <= 0 || m.blockR <= 0 || m.sharedBytes < 0)
+    return fail("launch metadata: 'head_dim', 'block_r' and "
+                "'shared_memory_bytes' must be given and positive");
+  // V and O may be narrower than Q and K (sm_90a pads their tiles).
+  if (m.valueColumns() > m.headDim)
+    return fail("launch metadata: 'value_head_dim' (" +
+                std::to_string(m.valueHeadDim) +
+                ") must be at most 'head_dim' (" + std::to_string(m.headDim) +
+                ")");
+  if (m.block.size() != 3 || m.block[0] <= 0 || m.block[1] <= 0 ||
+      m.block[2] <= 0)
+    return fail("launch metadata: 'block' must be three positive integers");
+  if (m.block[0] * m.block[1] * m.block[2] > 1024)
+    return fail("launch metadata: 'block' must have at most 1024 threads "
+                "(CUDA's limit per block), got " +
+                std::to_string(m.block[0] * m.block[1] * m.block[2]));
+  if (m.ctasPerSM < 1 || m.ctasPerSM > 32)
+    return fail("launch metadata: 'ctas_per_sm' must be in [1, 32]");
+  // e4m3: V comes as the layout kernel's V^T, and the descales follow.
+  std::vector<std::string> expected = {
+      "q",  "k",  fp8 ? "v_t" : "v", "o",   "lse",
+      "Nq", "Nk", "Hq",              "Hkv", "scale_log2"};
+  if (m.tileGrid)
+    expected.push_back("B");
+  // A varlen kernel's O map stores whole blocks; its threads copy a
+  // sequence's last, partial block to o_rows (fagpu::kernelParams).
+  bool copiesPartialBlocks = m.strided() && m.tmaBoxRowsO && m.varlen;
+  if (copiesPartialBlocks)
+    expected.push_back("o_rows");
+  if (m.strided() && (!m.tmaBoxRowsO || copiesPartialBlocks))
+    for (const char *name : {"o_stride_b", "o_stride_h", "o_stride_n"})
+      expected.push_back(name);
+  if (fp8)
+    for (const char *name :
+         {"q_descale", "k_descale", "v_descale", "descale_layout"})
+      expected.push_back(name);
+  if (m.varlen)
+    for (const char *name :
+         {"cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k"})
+      expected.push_back(name);
+  if (m.kvLengths)
+    expected.push_back("kv_lengths");
+  if (m.pageSize) {
+    if (!m.strided())
+      return fail("launch metadata: a paged kernel reads K/V through rank-4 "
+                  "tensor maps over the pages");
+    for (const char *name : {"block_table", "max_pages", "num_pages"})
+      expected.push_back(name);
+  }
+  if (m.splitKV) {
+    if (!m.tileGrid)
+      return fail("launch metadata: split-KV needs a tile-grid (wgmma) "
+                  "kernel");
+    for (const char *name :
+         {"kv_splits", "o_partial", "lse_partial", "split_arrivals"})
+      expected.push_back(name);
+  }
+  const std::string &sched = m.tileScheduler;
+  if (!sched.empty() && sched != "grid" && sched != "one tile per CTA" &&
+      sched != "static" && sched != "dynamic")
+    return fail("launch metadata: unknown 'tile_scheduler' '" + sched + "'");
+  if (sched == "dynamic") {
+    if (m.splitKV)
+      return fail("launch metadata: a split-KV kernel runs one tile per CTA");
+    if (!m.persistent)
+      return fail("launch metadata: a dynamic tile scheduler needs a "
+                  "persistent kernel");
+    expected.push_back("tile_counter");
+  }
+  if (m.params != expected) {
+    auto join = [](const std::vector<std::string> &names) {
+      std::string text;
+      for (const std::string &name : names)
+        text += (text.empty() ? "" : ", ") + name;
+      return "(" + text + ")";
+    };
+    return fail("launch metadata: the parameter list " + join(m.params) +
+                " does not match this runtime's " + join(expected));
+  }
+  // A box row is 128 bytes: 64 16-bit or 128 e4m3 columns.
+  if (m.tmaBoxCols &&
+      (m.tmaBoxCols != (fp8 ? 128 : 64) || m.tmaBoxRowsKV <= 0 ||
+       m.tmaBoxRowsKV > 256 ||
+       m.tmaBoxRowsO < 0 || m.tmaBoxRowsO > 256 || !m.tileGrid))
+    return fail("launch metadata: tensor-map boxes must be 64 columns (128 "
+                "for e4m3) by 1 to 256 rows, on a tile grid");
+  if (m.mapRank && !m.tmaBoxCols)
+    return fail("launch metadata: a 'rank' is given, but the kernel takes "
+                "no tensor maps");
+  if (m.tmaBoxRowsO && !m.tmaBoxCols)
+    return fail("launch metadata: 'tma_box_rows_o' needs the tensor maps of "
+                "q, k and v");
+  // The parameters the launcher encodes as tensor maps: q, k and v (v_t),
+  // and o where it is stored by TMA -- the ones the boxes describe.
+  if (m.hasTmaBoxCols) {
+    std::vector<std::string> maps, want;
+    for (size_t i = 0; i < m.params.size(); ++i)
+      if (m.paramKinds[i] == "tensormap")
+        maps.push_back(m.params[i]);
+    if (m.tmaBoxCols) {
+      want.assign(expected.begin(), expected.begin() + 3);
+      if (m.tmaBoxRowsO)
+        want.push_back("o");
+    }
+    if (maps != want)
+      return fail("launch metadata: the parameters of kind 'tensormap' must "
+                  "be " +
+                  std::string(want.empty() ? "none (tma_box_cols 0)"
+                              : m.tmaBoxRowsO ? "q, k, v and o"
+                                              : "q, k and v") +
+                  ", as the boxes say");
+  }
+  // e4m3: the V layout kernel writes the attention's v_t (fagpu's
+  // valueLayout ABI: V, V^T, B, Hkv, Nk, V's strides), one thread per
+  // 16 keys of a V^T row.
+  const std::vector<std::string> layoutParams = {
+      "v", "v_t", "B", "Hkv", "Nk", "v_stride_b", "v_stride_h", "v_stride_n"};
+  if (fp8 != !m.valueLayoutKernel.empty())
+    return fail(fp8 ? "launch metadata: an e4m3 kernel needs its "
+                      "'value_layout' kernel (V^T for the P V product)"
+                    : "launch metadata: 'value_layout' is for e4m3 kernels");
+  if (fp8 && (m.valueLayoutBlock.size() != 3 || m.valueLayoutBlock[1] != 1 ||
+              m.valueLayoutBlock[2] != 1 ||
+              m.valueLayoutParams != layoutParams || !m.tmaBoxCols ||
+              !m.strided() || m.paramBoxRows[2] <= 0))
+    return fail("launch metadata: the e4m3 'value_layout' must have a block "
+                "[threads, 1, 1], the parameters (v, v_t, B, Hkv, Nk, "
+                "v_stride_b, v_stride_h, v_stride_n), and an attention "
+                "reading rank-4 tensor maps (v_t's with a box)");
+  // faEncodeTensorMap (rank 3) encodes the 256-byte promotion only.
+  if (!m.strided())
+    for (long promotion : m.paramL2Promotion)
+      if (promotion != 256)
+        return fail("launch metadata: rank-3 tensor maps take an "
+                    "'l2_promotion' of 256 only, got " +
+                    std::to_string(promotion));
+  return 0;
+}
+
+} // namespace
+
+/// cuModuleLoadData reads the image without a size: it must be a cubin
+/// whose ELF header and header tables lie inside the buffer, or text (PTX)
+/// that ends within it.
+int checkImage(const void *image, size_t size) {
+  const unsigned char *p = static_cast<const unsigned char *>(image);
+  if (size >= 4 && std::memcmp(p, "\x7f"
+                                  "ELF",
+                               4) == 0) {
+    // ELF64, little endian: e_phoff at 32, e_shoff at 40, e_phentsize at
+    // 54, e_phnum at 56, e_shentsize at 58, e_shnum at 60.
+    if (size < 64 || p[4] != 2 || p[5] != 1)
+      return fail("faKernelLoad: the cubin is truncated or not a 64-bit "
+                  "little-endian ELF image (" +
+                  std::to_string(size) + " bytes)");
+    auto u64 = [&](size_t at) {
+      uint64_t v;
+      std::memcpy(&v, p + at, 8);
+      return v;
+    };
+    auto u16 = [&](size_t at) {
+      uint16_t v;
+      std::memcpy(&v, p + at, 2);
+      return v;
+    };
+    auto within = [&](uint64_t offset, uint64_t entry, uint64_t count) {
+      return offset <= size && count <= (size - offset) / (entry ? entry : 1);
+    };
+    if (!within(u64(32), u16(54), u16(56)) ||
+        !within(u64(40), u16(58), u16(60)))
+      return fail("faKernelLoad: the cubin's header tables lie past its " +
+                  std::to_string(size) + " bytes: truncated image");
+    return 0;
+  }
+  if (!std::memchr(p, '\0', size))
+    return fail("faKernelLoad: the image is neither a cubin (ELF) nor PTX "
+                "text ending in a NUL byte within its size");
+  return 0;
+}
+
+
+int parseMetadata(const std::string &text, Metadata &m) {
+  return JsonScanner(text).parse(m) || validate(m);
+}
+
+} // namespace flashmlir::runtime
+
+using namespace flashmlir::runtime;
+
+extern "C" {
+
+int faKernelMetadataCheck(const char *metadataJson) {
+  if (!metadataJson)
+    return fail("faKernelMetadataCheck: the metadata is null");
+  Metadata meta;
+  std::string text(metadataJson);
+  return parseMetadata(text, meta);
+}
+
+} // extern "C"
