@@ -219,6 +219,16 @@ def sdpa_causal(backend, q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
+def git_commit():
+    """The checkout's commit, or "" where git or .git is missing (the GPU
+    machine's copy of the tree)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
 def fits(b, hkv, nk, page):
     """K + V of one layer for ours and the peers (about 4x the cache)."""
     return 4 * 2 * b * hkv * nk * 128 * 2 < 0.6 * \
@@ -238,9 +248,7 @@ def main():
     result = {"gpu": props.name, "torch": torch.__version__,
               "cudnn": torch.backends.cudnn.version(),
               "date": time.strftime("%Y-%m-%d"),
-              "commit": subprocess.run(
-                  ["git", "rev-parse", "--short", "HEAD"],
-                  capture_output=True, text=True).stdout.strip()}
+              "commit": git_commit()}
     heads = [(32, 32), (32, 8), (64, 8)]
     if args.what in ("host", "all"):
         result["host_us"] = host_costs()

@@ -191,31 +191,6 @@ def test_prefill_with_tile_counter_replays(cuda_flashmlir):
 
 
 @pytest.mark.gpu
-def test_kvcache_lengths_refused_eagerly(cuda_flashmlir):
-    """Out-of-range cache_seqlens, and an append past the cache's end, are
-    refused on the host with the range, outside a capture."""
-    torch, flashmlir = cuda_flashmlir
-    from flashmlir import runtime
-    kernel_dir = os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR", ".paged")
-    f16 = dict(device="cuda", dtype=torch.float16)
-    q = torch.randn(2, 1, 4, 128, **f16)
-    cache = torch.randn(2, 256, 4, 128, **f16)
-    bad = torch.tensor([10, 257], device="cuda", dtype=torch.int32)
-    with pytest.raises(runtime.KernelArgumentError,
-                       match=r"must be in \[0, 256\].*got \[10, 257\]"):
-        flashmlir.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=bad,
-                                          kernel_dir=kernel_dir)
-    full = torch.tensor([10, 256], device="cuda", dtype=torch.int32)
-    new = torch.randn(2, 1, 4, 128, **f16)
-    with pytest.raises(runtime.KernelArgumentError,
-                       match=r"appending 1 keys overflows the cache \(256 "
-                             r"keys per sequence\).*\[11, 257\]"):
-        flashmlir.flash_attn_with_kvcache(q, cache, cache, k=new, v=new,
-                                          cache_seqlens=full,
-                                          kernel_dir=kernel_dir)
-
-
-@pytest.mark.gpu
 def test_flash_attn_func_replays(cuda_flashmlir):
     """flash_attn_func on flash-attn's [B, N, H, D] tensors (strided views
     into the kernel, no copy), causal, GQA 2:1: replays follow the inputs."""

@@ -1,5 +1,6 @@
 """Bad device-side inputs stop the kernel (marked gpu, on the H200): a KV
-cache length past the capacity or negative, a block-table entry past the
+cache length past the capacity or negative (torch's own indexing assert
+stops an append past the end), a block-table entry past the
 cache's pages, varlen prefix sums that decrease or end past the packed
 rows. The public calls read none of these values on the host, so the sm_90a
 kernel asserts them itself (test/Pipelines/device-asserts-gpu.mlir); a
@@ -34,6 +35,13 @@ lens = torch.tensor([-1, 10], device="cuda", dtype=torch.int32)
 out = flashmlir.flash_attn_with_kvcache(q, k, k, cache_seqlens=lens,
                                         causal=True)
 """, "kv_lengths (cache_seqlens) must be in [0, capacity]"),
+    "append past the capacity": ("""
+k = torch.randn(b, 256, hkv, d, device="cuda", dtype=torch.float16)
+new = torch.randn(b, 1, hkv, d, device="cuda", dtype=torch.float16)
+lens = torch.tensor([10, 256], device="cuda", dtype=torch.int32)
+out = flashmlir.flash_attn_with_kvcache(q, k, k, k=new, v=new,
+                                        cache_seqlens=lens)
+""", "index out of bounds"),
     "page past the cache": ("""
 k = torch.randn(8, 64, hkv, d, device="cuda", dtype=torch.float16)
 table = torch.tensor([[0, 1, 2, 3], [4, 5, 99, 7]], device="cuda",

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Compiles the kernels of the serving decode path (issue 45) into a folder
+# (default .serving/, git-ignored), named as flashmlir._kernel_for looks them
+# up, with the ptxas report of each: what bench/serving.py and the gpu tests
+# of python/tests/test_pack_gqa.py, test_device_asserts.py and
+# test_torch_ops.py launch through flash_attn_with_kvcache and
+# flash_attn_func (D 128 f16; pack-GQA reuses these kernels on
+# [B, Hkv, G, D] views). Point FLASHMLIR_KERNEL_DIR and
+# FLASHMLIR_PAGED_KERNEL_DIR at the folder.
+# Usage: bash bench/build_serving_kernels.sh [out-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-.serving}
+mkdir -p "$OUT"
+: > "$OUT/ptxas.txt"
+fc() { build/bin/fa-compile --arch sm_90a "$@" >> "$OUT/ptxas.txt"; }
+# Decode and chunked prefill on a cache: one query a sequence drops the
+# causal mask (plain), several keep it bottom-right aligned, and a
+# flash-attention window (63, 0) is a causal window of 64; split-KV or not
+# (the auto rule decides per shape), contiguous or pages of 16 and 64.
+for mask in plain causal causal_w64; do
+  case $mask in
+    plain) flags=(); tag="" ;;
+    causal) flags=(--causal --causal-align bottom-right); tag="_causal_bralign" ;;
+    causal_w64) flags=(--causal --window 64 --causal-align bottom-right)
+      tag="_causal_w64_bralign" ;;
+  esac
+  for split in "" "--split-kv auto"; do
+    stag=${split:+_splitkv}
+    for page in 0 16 64; do
+      ptag=""; pflags=()
+      if [ "$page" != 0 ]; then ptag="_paged$page"; pflags=(--page-size "$page"); fi
+      fc --head-dim 128 "${flags[@]}" $split --kv-lengths "${pflags[@]}" \
+        -o "$OUT/sm_90a_d128_f16${tag}${stag}_kvlens${ptag}"
+    done
+  done
+done
+# flash_attn_func at decode shapes (no lengths) and the tiny causal call of
+# bench/serving.py's host-cost rows.
+for split in "" "--split-kv auto"; do
+  stag=${split:+_splitkv}
+  fc --head-dim 128 $split -o "$OUT/sm_90a_d128_f16${stag}"
+  fc --head-dim 128 --causal --causal-align bottom-right $split \
+    -o "$OUT/sm_90a_d128_f16_causal_bralign${stag}"
+done
+# flash_attn_varlen_func (test_device_asserts.py's bad prefix sums).
+fc --head-dim 128 --varlen -o "$OUT/sm_90a_d128_f16_varlen"
+fc --head-dim 64 --causal -o "$OUT/sm_90a_d64_f16_causal"
+fc --head-dim 64 --causal --causal-align bottom-right \
+  -o "$OUT/sm_90a_d64_f16_causal_bralign"
+grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt" | sort | uniq -c | sort -rn | head -20
