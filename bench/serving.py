@@ -242,6 +242,8 @@ def main():
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--quick", action="store_true",
                         help="a few rows of each, for a first look")
+    parser.add_argument("--issue-rows", action="store_true",
+                        help="table: issue 45's rows (and pages of 16)")
     parser.add_argument("--out")
     args = parser.parse_args()
     props = torch.cuda.get_device_properties(0)
@@ -278,6 +280,14 @@ def main():
         if args.quick:
             grid = [(32, 8, 8, 4096, 0), (64, 8, 1, 65536, 0),
                     (32, 8, 32, 8192, 64)]
+        if args.issue_rows:
+            # Issue 45's table (its measurements before pack-GQA and the
+            # device-side checks), and the same shapes on pages of 16.
+            grid = [(32, 32, 1, 32768, 0), (8, 8, 1, 131072, 0),
+                    (32, 32, 1, 4096, 0), (32, 8, 8, 4096, 0),
+                    (32, 8, 64, 2048, 0), (64, 8, 1, 65536, 0),
+                    (32, 8, 32, 8192, 64), (32, 8, 32, 8192, 16),
+                    (64, 8, 8, 32768, 64), (32, 8, 1, 8192, 0)]
         for hq, hkv, b, nk, page in grid:
             if not fits(b, hkv, nk, page):
                 continue

@@ -26,6 +26,32 @@ Value columnsOf(ScalarBuilder &sb, Value v) {
   return sb.index(cast<MemRefType>(v.getType()).getDimSize(1));
 }
 
+/// The gradients' products into an f32 accumulator tile `acc` [I, J]
+/// (`rows` of them, the static columns):
+///   acc[i, j] += sum_{k < depth} lhs(i, k) rhs(k, j)          (no scale)
+///   acc[i, j] += scale sum_{k < depth} lhs(i, k) rhs(k, j)
+/// Without a scale the sum runs on from acc's value; with one it is formed
+/// from 0 and added once, scaled.
+void accumulateProduct(ScalarBuilder &sb, Location loc, Value acc, Value rows,
+                       Value depth, std::optional<double> scale,
+                       function_ref<Value(Value i, Value k)> lhs,
+                       function_ref<Value(Value k, Value j)> rhs) {
+  OpBuilder &b = sb.b;
+  sb.forLoop(rows, [&](Value i) {
+    sb.forLoop(columnsOf(sb, acc), [&](Value j) {
+      Value start = scale ? sb.f32(0.0) : sb.load(acc, {i, j});
+      Value sum = sb.reduce(depth, start, [&](Value k, Value a) {
+        return math::FmaOp::create(b, loc, lhs(i, k), rhs(k, j), a)
+            .getResult();
+      });
+      if (scale)
+        sum = math::FmaOp::create(b, loc, sum, sb.f32(*scale),
+                                  sb.load(acc, {i, j}));
+      sb.store(sum, acc, {i, j});
+    });
+  });
+}
+
 struct RowDotLowering : OpRewritePattern<RowDotOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RowDotOp op,
@@ -89,24 +115,13 @@ struct GradValuesLowering : OpRewritePattern<GradValuesOp> {
   LogicalResult matchAndRewrite(GradValuesOp op,
                                 PatternRewriter &rewriter) const override {
     ScalarBuilder sb{rewriter, op.getLoc()};
-    Location loc = op.getLoc();
     auto acc = cast<MemRefType>(op.getAcc().getType());
-    Value rows = rowsOf(sb, op.getGradOut());
     // dV[c, d] += sum_r P[r, c] dO[r, d].
-    sb.forLoop(sb.index(acc.getDimSize(0)), [&](Value c) {
-      sb.forLoop(sb.index(acc.getDimSize(1)), [&](Value d) {
-        Value sum = sb.reduce(rows, sb.load(op.getAcc(), {c, d}),
-                              [&](Value r, Value a) {
-                                return math::FmaOp::create(
-                                           rewriter, loc,
-                                           sb.load(op.getProbs(), {r, c}),
-                                           sb.loadF32(op.getGradOut(), {r, d}),
-                                           a)
-                                    .getResult();
-                              });
-        sb.store(sum, op.getAcc(), {c, d});
-      });
-    });
+    accumulateProduct(
+        sb, op.getLoc(), op.getAcc(), sb.index(acc.getDimSize(0)),
+        rowsOf(sb, op.getGradOut()), std::nullopt,
+        [&](Value c, Value r) { return sb.load(op.getProbs(), {r, c}); },
+        [&](Value r, Value d) { return sb.loadF32(op.getGradOut(), {r, d}); });
     rewriter.eraseOp(op);
     return success();
   }
@@ -207,25 +222,13 @@ struct GradKeysLowering : OpRewritePattern<GradKeysOp> {
   LogicalResult matchAndRewrite(GradKeysOp op,
                                 PatternRewriter &rewriter) const override {
     ScalarBuilder sb{rewriter, op.getLoc()};
-    Location loc = op.getLoc();
-    OpBuilder &b = rewriter;
     auto acc = cast<MemRefType>(op.getAcc().getType());
-    Value rows = rowsOf(sb, op.getQuery());
-    Value scale = sb.f32(op.getScale().convertToDouble());
     // dK[c, d] += scale sum_r dS[r, c] Q[r, d].
-    sb.forLoop(sb.index(acc.getDimSize(0)), [&](Value c) {
-      sb.forLoop(sb.index(acc.getDimSize(1)), [&](Value d) {
-        Value sum = sb.reduce(rows, sb.f32(0.0), [&](Value r, Value a) {
-          return math::FmaOp::create(b, loc,
-                                     sb.load(op.getGradScores(), {r, c}),
-                                     sb.loadF32(op.getQuery(), {r, d}), a)
-              .getResult();
-        });
-        sb.store(math::FmaOp::create(b, loc, sum, scale,
-                                     sb.load(op.getAcc(), {c, d})),
-                 op.getAcc(), {c, d});
-      });
-    });
+    accumulateProduct(
+        sb, op.getLoc(), op.getAcc(), sb.index(acc.getDimSize(0)),
+        rowsOf(sb, op.getQuery()), op.getScale().convertToDouble(),
+        [&](Value c, Value r) { return sb.load(op.getGradScores(), {r, c}); },
+        [&](Value r, Value d) { return sb.loadF32(op.getQuery(), {r, d}); });
     rewriter.eraseOp(op);
     return success();
   }
@@ -236,25 +239,12 @@ struct GradQueriesLowering : OpRewritePattern<GradQueriesOp> {
   LogicalResult matchAndRewrite(GradQueriesOp op,
                                 PatternRewriter &rewriter) const override {
     ScalarBuilder sb{rewriter, op.getLoc()};
-    Location loc = op.getLoc();
-    OpBuilder &b = rewriter;
-    Value rows = rowsOf(sb, op.getAcc());
-    Value keys = rowsOf(sb, op.getKey());
-    Value scale = sb.f32(op.getScale().convertToDouble());
     // dQ[r, d] += scale sum_c dS[r, c] K[c, d].
-    sb.forLoop(rows, [&](Value r) {
-      sb.forLoop(columnsOf(sb, op.getAcc()), [&](Value d) {
-        Value sum = sb.reduce(keys, sb.f32(0.0), [&](Value c, Value a) {
-          return math::FmaOp::create(b, loc,
-                                     sb.load(op.getGradScores(), {r, c}),
-                                     sb.loadF32(op.getKey(), {c, d}), a)
-              .getResult();
-        });
-        sb.store(math::FmaOp::create(b, loc, sum, scale,
-                                     sb.load(op.getAcc(), {r, d})),
-                 op.getAcc(), {r, d});
-      });
-    });
+    accumulateProduct(
+        sb, op.getLoc(), op.getAcc(), rowsOf(sb, op.getAcc()),
+        rowsOf(sb, op.getKey()), op.getScale().convertToDouble(),
+        [&](Value r, Value c) { return sb.load(op.getGradScores(), {r, c}); },
+        [&](Value c, Value d) { return sb.loadF32(op.getKey(), {c, d}); });
     rewriter.eraseOp(op);
     return success();
   }
