@@ -1,0 +1,271 @@
+//===- PipelineToNVVM.cpp - pipelines and tiles to NVVM -------------------===//
+//
+// TMA pipelines (mbarrier full/empty rings, stages, phases), TMA loads
+// (paged ones too) and shared-memory tiles.
+// One pattern per op; WarpgroupToNVVM.cpp says how values change form.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpgroupLowering.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::warpgroup;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Pipelines and shared-memory tiles
+//===----------------------------------------------------------------------===//
+
+struct CreatePipelineLowering : OpConversionPattern<fagpu::CreatePipelineOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::CreatePipelineOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), elementOf(op.getType()));
+    if (!hasSharedMemory(op))
+      return rewriter.notifyMatchFailure(op, "no fa_smem in the module");
+    SmallVector<Value> values = {sharedBase(e, op, op.getType().isCpAsync()),
+                                 e.c32(op.getBarrierOffset()),
+                                 e.c32(op.getTileOffset())};
+    rewriter.replaceOpWithMultiple(op, {values});
+    return success();
+  }
+};
+
+/// One thread initialises the barriers (stage by stage: the full barriers
+/// of its buffers, then their empty ones), fences them for the async
+/// proxy (TMA), and the CTA waits for it.
+struct InitPipelinesLowering : OpConversionPattern<fagpu::InitPipelinesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::InitPipelinesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, e.i32);
+    auto ifInit = scf::IfOp::create(rewriter, loc, e.eq(tid, e.c32(0)), false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifInit.thenBlock());
+      Value producerArrivals = e.c32(1);
+      Value consumerArrivals = e.c32(op.getConsumerArrivals());
+      for (auto [pipeline, lowered] :
+           llvm::zip(op.getPipelines(), adaptor.getPipelines())) {
+        PipelineValues p(pipeline, lowered);
+        for (int64_t s = 0; s < p.type.getStages(); ++s) {
+          for (int64_t buf = 0; buf < p.type.getBuffers(); ++buf)
+            NVVM::MBarrierInitOp::create(rewriter, loc,
+                                         p.full(e, e.c32(s), buf),
+                                         producerArrivals, Value());
+          for (int64_t buf = 0; buf < p.type.getBuffers(); ++buf)
+            NVVM::MBarrierInitOp::create(rewriter, loc,
+                                         p.empty(e, e.c32(s), buf),
+                                         consumerArrivals, Value());
+        }
+      }
+      NVVM::FenceMbarrierInitOp::create(rewriter, loc);
+    }
+    NVVM::Barrier0Op::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PipelineAcquireLowering : OpConversionPattern<fagpu::PipelineAcquireOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineAcquireOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    e.waitBarrier(p.empty(e, adaptor.getStage().front(), op.getBuffer()),
+                  adaptor.getParity().front());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// What every TMA load into a pipeline stage does around its boxes: one
+/// arrival on the stage's full barrier announcing the whole tile's bytes,
+/// then `issue(emitter, tileOffset, barrier, tile)` writes the boxes into
+/// the stage's buffer.
+template <typename Op, typename Adaptor>
+static LogicalResult lowerStageLoad(
+    Op op, Adaptor adaptor, ConversionPatternRewriter &rewriter,
+    llvm::function_ref<void(OpEmitter &, Value, Value, fagpu::SharedTileType)>
+        issue) {
+  PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+  fagpu::SharedTileType tile = p.type.getBufferTile(op.getBuffer());
+  OpEmitter e(rewriter, op.getLoc(), elementOf(p.type), SoftmaxConfig(),
+              tile.getCols());
+  Value stage = adaptor.getStage().front();
+  Value full = p.full(e, stage, op.getBuffer());
+  e.expectBytes(full, tile.getBytes());
+  issue(e, p.tile(e, stage, op.getBuffer()), full, tile);
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct TmaLoadLowering : OpConversionPattern<fagpu::TmaLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmaLoadOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    return lowerStageLoad(
+        op, adaptor, rewriter,
+        [&](OpEmitter &e, Value tileOffset, Value full,
+            fagpu::SharedTileType tile) {
+          e.loadTile(adaptor.getMap().front(), tileOffset, tile.getRows(),
+                     adaptor.getRow().front(),
+                     llvm::to_vector(llvm::map_range(
+                         adaptor.getMatrixCoords(),
+                         [](ValueRange v) { return v.front(); })),
+                     full, /*firstRow=*/0, /*tileRows=*/0,
+                     op.getColumn() ? adaptor.getColumn().front() : Value(),
+                     tile.getSwizzle());
+        });
+  }
+};
+
+/// One box of `page_rows` rows per page and column block, page i's at
+/// tile row i * page_rows.
+struct TmaLoadPagesLowering : OpConversionPattern<fagpu::TmaLoadPagesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmaLoadPagesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t pageRows = op.getPageRows();
+    return lowerStageLoad(
+        op, adaptor, rewriter,
+        [&](OpEmitter &e, Value tileOffset, Value full,
+            fagpu::SharedTileType tile) {
+          for (auto [i, page] : llvm::enumerate(adaptor.getPages()))
+            e.loadTile(
+                adaptor.getMap().front(), tileOffset, pageRows,
+                adaptor.getRow().front(),
+                SmallVector<Value>{adaptor.getHead().front(), page.front()},
+                full, /*firstRow=*/int64_t(i) * pageRows,
+                /*tileRows=*/tile.getRows());
+        });
+  }
+};
+
+struct PipelineCommitLowering : OpConversionPattern<fagpu::PipelineCommitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineCommitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    NVVM::MBarrierArriveOp::create(
+        rewriter, op.getLoc(), Type(),
+        p.full(e, adaptor.getStage().front(), op.getBuffer()), Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PipelineWaitLowering : OpConversionPattern<fagpu::PipelineWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineWaitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    e.waitBarrier(p.full(e, adaptor.getStage().front(), op.getBuffer()),
+                  adaptor.getParity().front());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// One arrival per consumer warp (lane 0).
+struct PipelineReleaseLowering : OpConversionPattern<fagpu::PipelineReleaseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineReleaseOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    Value empty = p.empty(e, adaptor.getStage().front(), op.getBuffer());
+    if (op.getCommit()) {
+      // The issuing thread's tcgen05.mma done: the stage is free.
+      NVVM::Tcgen05CommitOp::create(rewriter, op.getLoc(), empty, Value());
+      rewriter.eraseOp(op);
+      return success();
+    }
+    e.onLaneZero([&] {
+      NVVM::MBarrierArriveOp::create(rewriter, op.getLoc(), Type(), empty,
+                                     Value());
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PipelineTileLowering : OpConversionPattern<fagpu::PipelineTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PipelineValues p(op.getPipeline(), adaptor.getPipeline());
+    OpEmitter e(rewriter, op.getLoc(), elementOf(p.type));
+    SmallVector<Value> tile = {
+        p.base, p.tile(e, adaptor.getStage().front(), op.getBuffer())};
+    rewriter.replaceOpWithMultiple(op, {tile});
+    return success();
+  }
+};
+
+struct SharedTileLowering : OpConversionPattern<fagpu::SharedTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::SharedTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!hasSharedMemory(op))
+      return rewriter.notifyMatchFailure(op, "no fa_smem in the module");
+    OpEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
+    SmallVector<Value> tile = {sharedBase(e, op, op.getType().isRowMajor()),
+                               e.c32(op.getOffset())};
+    rewriter.replaceOpWithMultiple(op, {tile});
+    return success();
+  }
+};
+
+/// Rows index * R ..: R 128-byte rows further in each column block.
+struct TileRowsLowering : OpConversionPattern<fagpu::TileRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TileRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
+    ValueRange tile = adaptor.getTile();
+    int64_t rowBytes = op.getType().getRows() * op.getType().getSwizzle();
+    // The rows' offset depends on the index alone (a consumer's): computed
+    // once, where the index is defined, not per tile.
+    Value index = adaptor.getIndex().front();
+    Value rowOffset;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfterValue(index);
+      rowOffset = e.mul(index, e.c32(rowBytes));
+    }
+    SmallVector<Value> rows = {tile[0], e.add(tile[1], rowOffset)};
+    rewriter.replaceOpWithMultiple(op, {rows});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fa::warpgroup::populatePipelinePatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<CreatePipelineLowering, InitPipelinesLowering,
+               PipelineAcquireLowering, TmaLoadLowering, TmaLoadPagesLowering,
+               PipelineCommitLowering, PipelineWaitLowering,
+               PipelineReleaseLowering, PipelineTileLowering,
+               SharedTileLowering, TileRowsLowering>(converter,
+                                                     patterns.getContext());
+}
