@@ -39,30 +39,41 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // BUILD: gpu.launch_func {{.*}}_kvlens_paged64{{.*}} args({{.*}}, %{{.*}} : !llvm.ptr<1>, %{{.*}} : !llvm.ptr<1>, %{{.*}} : i32, %[[NUMPAGES]] : i32)
 // BUILD-LABEL: func.func @varlen
 // BUILD: gpu.launch_func {{.*}}_varlen{{.*}} args({{.*}}, %{{.*}} : !llvm.ptr<1>, %{{.*}} : !llvm.ptr<1>, %{{.*}} : i32, %{{.*}} : i32)
-// The varlen kernel: a tile's sums, q and k from 0 for sequence 0, not
-// decreasing, within the packed rows (total_q %arg17, total_k %arg18),
-// and no more queries than max_seqlen_q (Nq).
+// The varlen kernel: every sequence's sums -- q and k from 0 for sequence
+// 0, not decreasing, within the packed rows (total_q %arg17, total_k
+// %arg18), and no more queries than max_seqlen_q (Nq) -- asserted in the
+// pass that counts the tiles, before the roles split (a sequence whose sums
+// decrease has no tiles for a per-tile check to see), and again for each
+// tile.
 // BUILD: llvm.func @fa3_sm90_d128{{.*}}_varlen
 // BUILD: arith.cmpi ule, %{{.*}}, %arg17 : i32
 // BUILD: arith.cmpi ule, %{{.*}}, %arg18 : i32
 // BUILD: arith.cmpi ule, %{{.*}}, %arg5 : i32
 // BUILD: cf.assert %{{.*}}, "flash-mlir: cu_seqlens_q and cu_seqlens_k must start at 0, not decrease and end within the packed rows, and no sequence may have more queries than max_seqlen_q"
-// The paged kernel (pages of 64, blocks of 128): the producer asserts each
-// page of a block against num_pages (unsigned: a negative entry fails)
-// where the sequence has the page's first key; the consumers assert each
-// tile's length against the capacity Nk.
+// BUILD-NEXT: scf.yield
+// BUILD: fagpu.warp_specialize
+// BUILD: cf.assert %{{.*}}, "flash-mlir: cu_seqlens_q and cu_seqlens_k must start at 0
+// The paged kernel (pages of 64, blocks of 128): the producer, left 24
+// registers by setmaxnreg (too few for __assertfail's call: an assert there
+// stopped the kernel with an illegal instruction), reads the block table
+// for its loads and asserts nothing; the consumers assert each tile's
+// length against the capacity Nk, then the block-table entries of the keys
+// the tile reads against num_pages (unsigned: a negative entry fails), a
+// warp's lanes taking every 32nd page.
 // BUILD: llvm.func @fa3_sm90_d128{{.*}}_kvlens_paged64{{.*}}(%arg0
 // BUILD-SAME: %[[NUMPAGES:arg[0-9]+]]: i32)
-// BUILD: llvm.getelementptr %arg12[
-// BUILD-NEXT: %[[PAGE:.*]] = llvm.load %{{.*}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
-// BUILD: %[[UNUSED:.*]] = arith.cmpi uge, %{{.*}}, %{{.*}} : i32
-// BUILD-NEXT: %[[INCACHE:.*]] = arith.cmpi ult, %[[PAGE]], %[[NUMPAGES]] : i32
-// BUILD-NEXT: %[[OK:.*]] = arith.ori %[[UNUSED]], %[[INCACHE]] : i1
-// BUILD-NEXT: cf.assert %[[OK]], "flash-mlir: block_table entries a sequence reads must be pages of the cache, in [0, num_pages)"
+// BUILD: fagpu.warp_specialize {{.*}} producer {
+// BUILD-NOT: cf.assert
+// BUILD: } consumer {
 // BUILD: llvm.getelementptr %arg11[
 // BUILD-NEXT: %[[LEN:.*]] = llvm.load %{{.*}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // BUILD-NEXT: %[[FITS:.*]] = arith.cmpi ule, %[[LEN]], %arg6 : i32
 // BUILD-NEXT: cf.assert %[[FITS]], "flash-mlir: kv_lengths (cache_seqlens) must be in [0, capacity]"
+// BUILD: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32_i32{{.*}} : i32 {
+// BUILD: llvm.getelementptr %arg12[
+// BUILD-NEXT: %[[PAGE:.*]] = llvm.load %{{.*}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// BUILD-NEXT: %[[INCACHE:.*]] = arith.cmpi ult, %[[PAGE]], %[[NUMPAGES]] : i32
+// BUILD-NEXT: cf.assert %[[INCACHE]], "flash-mlir: block_table entries a sequence reads must be pages of the cache, in [0, num_pages)"
 
 // After convert-fagpu-to-nvvm no cf.assert is left in the kernels: each is
 // an scf.if on the failed condition around the __assertfail call and a

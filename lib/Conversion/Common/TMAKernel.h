@@ -204,6 +204,11 @@ protected:
       Value blocks = queryBlocksOf(sequenceLength(seq));
       Value next = add(prefix, mul(blocks, hq));
       SmallVector<Value> yielded = {next, carried[1], carried[2], carried[3]};
+      // The count pass (once a CTA, before the roles split) asserts every
+      // sequence's sums: a sequence whose sums decrease has no tiles, so
+      // decodeTile's per-tile check would never see it.
+      if (!tileId)
+        assertSequenceSums(seq);
       if (tileId) {
         Value here = arith::AndIOp::create(
             b, loc,
@@ -508,23 +513,8 @@ protected:
       tile.kBase = loadGlobalI32(cuSeqlensKPtr, batch);
       tile.nk = sub(loadGlobalI32(cuSeqlensKPtr, next), tile.kBase);
     }
-    if (cuSeqlensQPtr && assertsTileInputs) {
-      // The sums must describe sequences of the packed tensors: from 0, not
-      // decreasing, within total_q and total_k, and with no more queries
-      // than max_seqlen_q (the grid's query blocks).
-      Value qEnd = add(tile.qBase, tile.nq), kEnd = add(tile.kBase, tile.nk);
-      // Sequence 0 starts both sums at 0 (q | k == 0).
-      Value startsAtZero = arith::OrIOp::create(
-          b, loc, ult(c32(0), batch),
-          eq(arith::OrIOp::create(b, loc, tile.qBase, tile.kBase), c32(0)));
-      Value ok = andi(andi(ule(tile.qBase, qEnd), ule(qEnd, totalQ)),
-                      andi(ule(tile.kBase, kEnd), ule(kEnd, totalK)));
-      ok = andi(andi(ok, ule(tile.nq, nq)), startsAtZero);
-      deviceAssert(ok, "flash-mlir: cu_seqlens_q and cu_seqlens_k must start "
-                       "at 0, not decrease and end within the packed rows, "
-                       "and no sequence may have more queries than "
-                       "max_seqlen_q");
-    }
+    if (cuSeqlensQPtr && assertsTileInputs)
+      assertSums(batch, tile.qBase, tile.nq, tile.kBase, tile.nk);
 
     // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
     // row's diagonal, a window bounds both sides; at least one block where
@@ -578,19 +568,58 @@ protected:
   Value numPages;
   /// Whether decodeTile asserts a tile's device-side inputs (KV lengths,
   /// prefix sums). Every role decodes every tile, so one role asserting is
-  /// enough; the kernel builder picks the one with registers to spare where
-  /// it decodes (see SM90Kernel.cpp's emitProducer).
+  /// enough: the consumers (see SM90Kernel.cpp's emitProducer).
   bool assertsTileInputs = true;
   // A varlen batch: the prefix sums [B + 1] and the packed rows of Q and K.
   Value cuSeqlensQPtr, cuSeqlensKPtr, totalQ, totalK;
-  /// Asserts that block-table entry `page`, which holds key `key` of a
-  /// tile's sequence, is a page of the cache, where the sequence has that
-  /// key (entries past a sequence's keys are never read for data: their
-  /// blocks are masked).
-  void assertPage(const AttentionTile &tile, Value key, Value page) {
-    Value unused = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
-                                         key, tile.nk);
-    deviceAssert(arith::OrIOp::create(b, loc, unused, ult(page, numPages)),
+  /// Asserts that varlen sequence `seq`'s prefix sums (q from `qBase`,
+  /// `qRows` rows; k likewise) describe sequences of the packed tensors:
+  /// from 0, not decreasing, within total_q and total_k, and with no more
+  /// queries than max_seqlen_q (the grid's query blocks).
+  void assertSums(Value seq, Value qBase, Value qRows, Value kBase,
+                  Value kRows) {
+    Value qEnd = add(qBase, qRows), kEnd = add(kBase, kRows);
+    // Sequence 0 starts both sums at 0 (q | k == 0).
+    Value startsAtZero = arith::OrIOp::create(
+        b, loc, ult(c32(0), seq),
+        eq(arith::OrIOp::create(b, loc, qBase, kBase), c32(0)));
+    Value ok = andi(andi(ule(qBase, qEnd), ule(qEnd, totalQ)),
+                    andi(ule(kBase, kEnd), ule(kEnd, totalK)));
+    ok = andi(andi(ok, ule(qRows, nq)), startsAtZero);
+    deviceAssert(ok, "flash-mlir: cu_seqlens_q and cu_seqlens_k must start "
+                     "at 0, not decrease and end within the packed rows, "
+                     "and no sequence may have more queries than "
+                     "max_seqlen_q");
+  }
+  void assertSequenceSums(Value seq) {
+    Value next = add(seq, c32(1));
+    Value qBase = loadGlobalI32(cuSeqlensQPtr, seq);
+    Value kBase = loadGlobalI32(cuSeqlensKPtr, seq);
+    assertSums(seq, qBase, sub(loadGlobalI32(cuSeqlensQPtr, next), qBase),
+               kBase, sub(loadGlobalI32(cuSeqlensKPtr, next), kBase));
+  }
+  /// Asserts that the block-table entries of the keys a tile reads,
+  /// [firstBlock B_c, min(numBlocks B_c, its length)), are pages of the
+  /// cache (entries past a sequence's keys are never read for data: their
+  /// blocks are masked). A consumer warp checks them, `lane` taking every
+  /// 32nd page: the producer, which reads the entries for its loads, runs
+  /// on the few registers setmaxnreg leaves it, too few for
+  /// __assertfail's call (an assert there stopped the kernel with an
+  /// illegal instruction instead of its message). An out-of-range page's
+  /// load is outside the K/V maps, which the TMA fills with zeros.
+  void assertTilePages(const AttentionTile &tile, Value lane,
+                       int64_t pageSize) {
+    Value endKey = minu(mul(tile.numBlocks, c32(blockC)), tile.nk);
+    Value firstPage = divu(mul(tile.firstBlock, c32(blockC)), c32(pageSize));
+    Value endPage = divu(add(endKey, c32(pageSize - 1)), c32(pageSize));
+    Value rowStart = mul(tile.batch, maxPages);
+    auto loop = scf::ForOp::create(b, loc, add(firstPage, lane), endPage,
+                                   c32(32));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value page =
+        loadGlobalI32(blockTablePtr, add(rowStart, loop.getInductionVar()));
+    deviceAssert(ult(page, numPages),
                  "flash-mlir: block_table entries a sequence reads must be "
                  "pages of the cache, in [0, num_pages)");
   }
@@ -631,7 +660,6 @@ protected:
               keyValueMatrix(tile)};
     Value entry = add(mul(tile.batch, maxPages), divu(key, c32(pageSize)));
     Value page = loadGlobalI32(blockTablePtr, entry);
-    assertPage(tile, key, page);
     return {remu(key, c32(pageSize)), {tile.kvHead, page}};
   }
 };

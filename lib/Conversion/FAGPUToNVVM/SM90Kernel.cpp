@@ -529,13 +529,11 @@ void KernelBuilder::emitProducer() {
   b.setInsertionPointToStart(ifIssuer.thenBlock());
   prefetchTensorMaps();
   inProducer = true;
-  // One role asserts the tiles' lengths and prefix sums: under a dynamic
-  // scheduler the producer, which decodes each tile first and holds no
-  // tile state (the consumers decode the next tile with the previous one's
-  // O and P live, and spilled 8 bytes for the checks), else the consumers
-  // (the producer, cut to 24 registers, spilled 4-8). The producer alone
-  // reads, and asserts, the block-table entries.
-  assertsTileInputs = spec.dynamicTiles;
+  // The consumers assert the tiles' lengths, prefix sums and block-table
+  // entries: an assert's __assertfail call needs more registers than
+  // setmaxnreg leaves the producer (24; one there stopped the kernel with an
+  // illegal instruction, not its message).
+  assertsTileInputs = false;
   emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
     if (!spec.kvSplits) {
       emitProducerTile(tile, tileIndex);
@@ -582,7 +580,6 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
       Value inRow = ult(index, maxPages);
       Value entry = add(rowStart, select(inRow, index, c32(0)));
       Value page = loadGlobalI32(blockTablePtr, entry);
-      assertPage(tile, add(firstKey, c32(i * pageSize)), page);
       pages.push_back(select(inRow, page, c32(-1)));
     }
     for (int64_t buffer : {kKey, kValue}) {
@@ -621,9 +618,8 @@ Value KernelBuilder::stagingRows(Value qBuffer) {
 
 void KernelBuilder::emitConsumer(Value consumerIndex) {
   consumer = consumerIndex;
-  // The consumers assert the tiles' inputs unless the producer does
-  // (emitProducer).
-  assertsTileInputs = !spec.dynamicTiles;
+  // The consumers assert the tiles' inputs (emitProducer).
+  assertsTileInputs = true;
   epilogueBarrier = add(c32(kEpilogueBarrier), consumer);
   if (spec.rowSumMma()) {
     // Each consumer's 8 rows of the row-sum tile, written once.
@@ -844,6 +840,10 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   // The previous tile (cross-tile pipeline) keeps its V descale; this
   // tile's scores take its own.
   useDescales(tile);
+  // A paged cache: the block-table entries of the blocks this tile (or
+  // split-KV chunk) reads, before its first score.
+  if (int64_t pageSize = spec.inputs.pageSize)
+    assertTilePages(tile, collectiveLane, pageSize);
 
   Value qBuffer = qBufferOf(tileIndex);
   qTile = fagpu::TileRowsOp::create(
