@@ -513,7 +513,9 @@ protected:
       tile.kBase = loadGlobalI32(cuSeqlensKPtr, batch);
       tile.nk = sub(loadGlobalI32(cuSeqlensKPtr, next), tile.kBase);
     }
-    if (cuSeqlensQPtr && assertsTileInputs)
+    // Persistent varlen kernels asserted every sequence's sums when they
+    // counted the tiles (varlenTiles), before the roles split.
+    if (cuSeqlensQPtr && assertsTileInputs && !varlenRealTiles)
       assertSums(batch, tile.qBase, tile.nq, tile.kBase, tile.nk);
 
     // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
