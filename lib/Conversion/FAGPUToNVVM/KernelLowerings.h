@@ -4,7 +4,11 @@
 #define FA_LIB_CONVERSION_FAGPUTONVVM_KERNELLOWERINGS_H
 
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+
+#include <string>
 
 namespace mlir::fa {
 
@@ -16,6 +20,15 @@ namespace mlir::fa {
 LogicalResult buildSM80Kernels(ModuleOp module);
 LogicalResult buildSM90Kernels(ModuleOp module);
 LogicalResult buildSM100Kernels(ModuleOp module);
+
+/// The e4m3 kernels' V layout kernel (V^T [B, Hkv, D, Nk_128] from a
+/// strided V, fagpu::valueLayoutParams) for head dim `headDim`, named
+/// `name`, built into `module`; and the name the kernels of one head dim
+/// share (SM90ValueLayout.cpp).
+LLVM::LLVMFuncOp buildSM90ValueLayoutKernel(OpBuilder &b, Location loc,
+                                            gpu::GPUModuleOp module,
+                                            int64_t headDim, StringRef name);
+std::string sm90ValueLayoutKernelName(int64_t headDim);
 
 } // namespace mlir::fa
 
