@@ -23,6 +23,7 @@ Kernels come from FLASHMLIR_KERNEL_DIR (and FLASHMLIR_PAGED_KERNEL_DIR for
 paged ones) or are compiled on first use where the extension is built.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -75,10 +76,18 @@ def graphed(fn):
     return graph.replay
 
 
-def sdpa(backend, q, k, v):
-    """torch SDPA on [B, H, N, D] views with grouped K/V heads."""
-    with sdpa_kernel([PEERS[backend]]):
-        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+def sdpa(q, k, v):
+    """torch SDPA on [B, H, N, D] views with grouped K/V heads, on the
+    backend the caller's `backend(name)` context selected."""
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
+def backend(name):
+    """The SDPA backend `name` selected for everything timed inside (a
+    serving engine selects it once, not per call: the context manager's own
+    host time stays out of the peers' numbers); a no-op for flash-mlir."""
+    return sdpa_kernel([PEERS[name]]) if name in PEERS else \
+        contextlib.nullcontext()
 
 
 class Layer:
@@ -121,24 +130,24 @@ def decode_steps(args, hq, hkv, b, nk, page, graphs):
                 block_table=layer.table, causal=True)
         lens.add_(1)
 
-    def peer(backend, keys):
+    def peer(keys):
         qh = q.transpose(1, 2)
 
         def step():
             for layer in stack:
                 layer.kc.index_copy_(2, pos, k_new.transpose(1, 2))
                 layer.vc.index_copy_(2, pos, v_new.transpose(1, 2))
-                sdpa(backend, qh, layer.kc[:, :, :keys],
-                     layer.vc[:, :, :keys])
+                sdpa(qh, layer.kc[:, :, :keys], layer.vc[:, :, :keys])
         return step
 
     out = {}
     for name, fn in [("flash-mlir", ours)] + [
-            (p, peer(p, nk)) for p in PEERS]:
+            (p, peer(nk)) for p in PEERS]:
         lens.fill_(nk)
         try:
-            run = graphed(fn) if graphs else fn
-            ms = cuda_ms(run, reps=args.steps)
+            with backend(name):
+                run = graphed(fn) if graphs else fn
+                ms = cuda_ms(run, reps=args.steps)
             out[name] = {"step_ms": ms, "tokens_per_s": b / ms * 1e3}
         except Exception as e:  # a peer without a kernel for the shape
             out[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
@@ -159,12 +168,13 @@ def table_row(hq, hkv, b, nk, page, graphs):
         q, layer.k, layer.v, cache_seqlens=lens, block_table=layer.table,
         causal=True)}
     for p in PEERS:
-        fns[p] = (lambda p=p: sdpa(p, qh, layer.kc, layer.vc))
+        fns[p] = (lambda: sdpa(qh, layer.kc, layer.vc))
     kv_bytes = 2 * b * hkv * nk * d * 2
     row = {"kv_mb": kv_bytes / 1e6}
     for name, fn in fns.items():
         try:
-            ms = cuda_ms(graphed(fn) if graphs else fn)
+            with backend(name):
+                ms = cuda_ms(graphed(fn) if graphs else fn)
             row[name] = kv_bytes / ms / 1e6
         except Exception as e:
             row[name] = f"{type(e).__name__}: {e}"[:200]
@@ -175,7 +185,10 @@ def table_row(hq, hkv, b, nk, page, graphs):
     return row
 
 
-def per_call_us(fn, calls=2000):
+def per_call_us(fn, calls=2000, profile=None):
+    """The host's time per call of `fn`: `calls` back-to-back calls, one
+    sync. `profile`: a path; the calls' cProfile (top functions by own time)
+    is written there too, in a second, separately timed pass."""
     for _ in range(50):
         fn()
     torch.cuda.synchronize()
@@ -184,39 +197,62 @@ def per_call_us(fn, calls=2000):
         fn()
     host = (time.perf_counter() - t) / calls * 1e6
     torch.cuda.synchronize()
+    if profile:
+        import cProfile
+        import io
+        import pstats
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(calls):
+            fn()
+        prof.disable()
+        torch.cuda.synchronize()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
+        with open(profile, "w") as f:
+            f.write(text.getvalue())
     return host
 
 
-def host_costs():
+def host_costs(profile_dir=None):
+    """Host time per call of the tiny causal call and of a decode step,
+    flash-mlir's entry points beside SDPA's backends (each selected once,
+    outside the timed calls)."""
     torch.manual_seed(0)
     out = {}
+
+    def prof(name):
+        return os.path.join(profile_dir, name) if profile_dir else None
+
     q = torch.randn(1, 128, 8, 64, device="cuda", dtype=torch.float16)
     k, v = torch.randn_like(q), torch.randn_like(q)
     bhnd = [x.transpose(1, 2) for x in (q, k, v)]
-    out["tiny causal (B1 H8 N128 D64)"] = {
-        "flash_attn_func": per_call_us(
-            lambda: flashmlir.flash_attn_func(q, k, v, causal=True)),
+    row = {"flash_attn_func": per_call_us(
+        lambda: flashmlir.flash_attn_func(q, k, v, causal=True),
+        profile=prof("profile-flash_attn_func.txt")),
         "attention": per_call_us(
-            lambda: flashmlir.attention(*bhnd, causal=True)),
-        **{p: per_call_us(lambda p=p: sdpa_causal(p, *bhnd)) for p in PEERS}}
+            lambda: flashmlir.attention(*bhnd, causal=True),
+            profile=prof("profile-attention.txt"))}
+    for p in PEERS:
+        with backend(p):
+            row[p] = per_call_us(lambda: F.scaled_dot_product_attention(
+                *bhnd, is_causal=True))
+    out["tiny causal (B1 H8 N128 D64)"] = row
     b, hq, hkv, d, nk = 1, 32, 8, 128, 4096
     qd = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
     kc = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.float16)
     vc = torch.randn_like(kc)
     lens = torch.full((b,), nk, device="cuda", dtype=torch.int32)
     kh, vh = kc.transpose(1, 2), vc.transpose(1, 2)
-    out["decode step (B1 32/8 Nk 4k)"] = {
-        "flash_attn_with_kvcache": per_call_us(
-            lambda: flashmlir.flash_attn_with_kvcache(
-                qd, kc, vc, cache_seqlens=lens, causal=True)),
-        **{p: per_call_us(lambda p=p: sdpa(p, qd.transpose(1, 2), kh, vh))
-           for p in PEERS}}
+    row = {"flash_attn_with_kvcache": per_call_us(
+        lambda: flashmlir.flash_attn_with_kvcache(
+            qd, kc, vc, cache_seqlens=lens, causal=True),
+        profile=prof("profile-flash_attn_with_kvcache.txt"))}
+    for p in PEERS:
+        with backend(p):
+            row[p] = per_call_us(lambda: sdpa(qd.transpose(1, 2), kh, vh))
+    out["decode step (B1 32/8 Nk 4k)"] = row
     return out
-
-
-def sdpa_causal(backend, q, k, v):
-    with sdpa_kernel([PEERS[backend]]):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 def git_commit():
@@ -245,6 +281,9 @@ def main():
     parser.add_argument("--issue-rows", action="store_true",
                         help="table: issue 45's rows (and pages of 16)")
     parser.add_argument("--out")
+    parser.add_argument("--profile-dir",
+                        help="host: write each flash-mlir call's cProfile "
+                        "there")
     args = parser.parse_args()
     props = torch.cuda.get_device_properties(0)
     result = {"gpu": props.name, "torch": torch.__version__,
@@ -253,7 +292,7 @@ def main():
               "commit": git_commit()}
     heads = [(32, 32), (32, 8), (64, 8)]
     if args.what in ("host", "all"):
-        result["host_us"] = host_costs()
+        result["host_us"] = host_costs(args.profile_dir)
         print(json.dumps(result["host_us"], indent=1), flush=True)
     if args.what in ("steps", "all"):
         rows = []

@@ -218,6 +218,12 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
     import torch
     from . import runtime
 
+    key = _call_key("attention", (q, k, v),
+                    (causal, scale, kernel_dir, num_splits),
+                    (q_descale, k_descale, v_descale))
+    call = _calls.get(key) if key is not None else None
+    if call is not None and _aligned(q, k, v):
+        return call.run(q, k, v)
     causal = _flag("attention", "causal", causal)
     scale = runtime.check_scale(scale)
     num_splits = _integer("attention", "num_splits", num_splits, 0, 1024)
@@ -231,12 +237,16 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
         group = decode_heads_per_tile(q.shape[2], q.shape[1], k.shape[1])
         if group > 1 and _arch_and_dtype(q)[0] == "sm_90a":
             packed = q[:, :, 0].unflatten(1, (k.shape[1], group))
-            out, _ = _launch(packed, k, v, False, scale, kernel_dir,
-                             num_splits=num_splits)
-            return out.view(q.shape[0], q.shape[1], 1, out.shape[-1])
-    out, _ = _launch(q, k, v, causal, scale, kernel_dir,
-                     num_splits=num_splits,
-                     descales=(q_descale, k_descale, v_descale))
+            out, plan = _launch(packed, k, v, False, scale, kernel_dir,
+                                num_splits=num_splits)
+            shape = (q.shape[0], q.shape[1], 1, out.shape[-1])
+            _remember(key, _PlannedCall(plan, result_shape=shape))
+            return out.view(shape)
+    out, plan = _launch(q, k, v, causal, scale, kernel_dir,
+                        num_splits=num_splits,
+                        descales=(q_descale, k_descale, v_descale))
+    if plan is not None:
+        _remember(key, _PlannedCall(plan))
     return out
 
 
@@ -356,17 +366,20 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
 def _launch(q, k, v, causal, scale, kernel_dir, window=0,
             bottom_right=False, num_splits=0, out=None, descales=None,
             softcap=0.0, diagonal_offset=0):
-    """(O, LSE) of [B, H, N, D] tensors through the cached launcher.
-    `descales`: (q, k, v) descales of float8_e4m3fn inputs."""
+    """(O, plan) of [B, H, N, D] tensors through the cached launcher: the
+    launch's plan (runtime.Kernel.plan) where the kernel reads the views in
+    place (sm_90a, 16-bit), else None. `descales`: (q, k, v) descales of
+    float8_e4m3fn inputs."""
     kernel, split = _launcher(q, k, causal, kernel_dir, window, bottom_right,
                               num_splits, softcap=softcap, v=v,
                               diagonal_offset=diagonal_offset)
     if kernel.meta["dtype"] == "e4m3":
         qd, kd, vd = descales or (None, None, None)
-        return kernel(q, k, v, out=out, scale=scale, discard_lse=True,
-                      q_descale=1.0 if qd is None else qd,
-                      k_descale=1.0 if kd is None else kd,
-                      v_descale=1.0 if vd is None else vd)
+        out, _ = kernel(q, k, v, out=out, scale=scale, discard_lse=True,
+                        q_descale=1.0 if qd is None else qd,
+                        k_descale=1.0 if kd is None else kd,
+                        v_descale=1.0 if vd is None else vd)
+        return out, None
     if descales is not None and any(x is not None for x in descales):
         from . import runtime
         raise runtime.KernelArgumentError(
@@ -374,12 +387,15 @@ def _launch(q, k, v, causal, scale, kernel_dir, window=0,
     if not kernel.strided:
         # The sm_80 kernel reads contiguous tensors only (no-ops when they
         # are); the sm_90a kernels take any view.
-        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        out, _ = kernel(q.contiguous(), k.contiguous(), v.contiguous(),
+                        out=out, scale=scale, discard_lse=True)
+        return out, None
     # Callers here return O only: the LSE goes to the runtime's scratch.
-    if split:
-        return kernel(q, k, v, out=out, scale=scale, num_splits=num_splits,
-                      discard_lse=True)
-    return kernel(q, k, v, out=out, scale=scale, discard_lse=True)
+    plan = kernel.plan(q, k, v, out=out, scale=scale,
+                       num_splits=num_splits if split else None,
+                       discard_lse=True)
+    out, _ = plan.launch(q, k, v, out, None, None, None, None, None)
+    return out, plan
 
 
 def decode_heads_per_tile(queries, q_heads, kv_heads, masked=False):
@@ -488,6 +504,14 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         raise runtime.KernelArgumentError(
             "flash_attn_func: alibi_slopes and return_attn_probs are not "
             "supported")
+    key = _call_key("flash_attn_func", (q, k, v),
+                    (dropout_p, softmax_scale, causal, window_size, softcap,
+                     deterministic, return_attn_probs, num_splits,
+                     kernel_dir),
+                    (alibi_slopes, q_descale, k_descale, v_descale))
+    call = _calls.get(key) if key is not None else None
+    if call is not None and _aligned(q, k, v):
+        return call.run(q, k, v)
     causal, window, offset, softcap = _flash_window(
         "flash_attn_func", causal, window_size, softcap)
     softmax_scale = runtime.check_scale(softmax_scale,
@@ -518,9 +542,10 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         out = torch.empty(q.shape[:3] + v.shape[3:], device=q.device,
                           dtype=q.dtype)
         qp, op = _pack_decode_heads(q, out, hkv, group)
-        _launch(qp, bhnd[1], bhnd[2], causal, softmax_scale, kernel_dir,
-                window, bottom_right, num_splits, out=op, softcap=softcap,
-                diagonal_offset=offset)
+        _, plan = _launch(qp, bhnd[1], bhnd[2], causal, softmax_scale,
+                          kernel_dir, window, bottom_right, num_splits,
+                          out=op, softcap=softcap, diagonal_offset=offset)
+        _remember(key, _PlannedCall(plan, out.shape, out.dtype))
         return out
     kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, window,
                           bottom_right, num_splits, softcap=softcap,
@@ -535,9 +560,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     out = torch.empty(q.shape[:3] + v.shape[3:], device=q.device,
                       dtype=torch.bfloat16 if kernel.meta["dtype"] == "e4m3"
                       else q.dtype)
-    _launch(*bhnd, causal, softmax_scale, kernel_dir, window, bottom_right,
-            num_splits, out=out.transpose(1, 2), descales=descales,
-            softcap=softcap, diagonal_offset=offset)
+    _, plan = _launch(*bhnd, causal, softmax_scale, kernel_dir, window,
+                      bottom_right, num_splits, out=out.transpose(1, 2),
+                      descales=descales, softcap=softcap,
+                      diagonal_offset=offset)
+    if plan is not None:
+        _remember(key, _PlannedCall(plan, out.shape, out.dtype))
     return out
 
 
@@ -572,6 +600,24 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
 
     import torch
     from . import runtime
+
+    # A call whose arguments have the signature of one that passed every
+    # check below (tensors' shapes, strides, dtypes, devices; the options
+    # by type and value) repeats its launch without them: a serving loop's
+    # per-token host time.
+    lengths_tensor = isinstance(cache_seqlens, torch.Tensor)
+    key = _call_key(
+        "flash_attn_with_kvcache",
+        (q, k_cache, v_cache, k, v, block_table,
+         cache_seqlens if lengths_tensor else None),
+        (None if lengths_tensor else cache_seqlens, softmax_scale, causal,
+         window_size, softcap, num_splits, return_softmax_lse, kernel_dir),
+        (rotary_cos, rotary_sin, cache_batch_idx, cache_leftpad,
+         alibi_slopes))
+    call = _calls.get(key) if key is not None else None
+    if call is not None and _aligned(q, k_cache, v_cache):
+        return call.run(q, k_cache, v_cache, k, v, cache_seqlens,
+                        block_table)
 
     if rotary_cos is not None or rotary_sin is not None:
         raise runtime.KernelArgumentError(
@@ -669,14 +715,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
             f"{api}: k and v must be [B, Nnew, Hkv, D] with q's batch and "
             f"the cache's heads and head dim, got {tuple(k.shape)} and "
             f"{tuple(v.shape)}")
-    if paged:
-        block_table = block_table.contiguous()
-    lengths = None
-    if isinstance(cache_seqlens, int):
-        lengths = torch.full((b,), cache_seqlens, dtype=torch.int32,
-                             device=q.device)
-    elif cache_seqlens is not None:
-        lengths = cache_seqlens.contiguous()
     # The lengths and the block table stay on the device: the kernel asserts
     # that each length is within the capacity and each page it reads is a
     # page of the cache (a device-side assert, as torch's), so the call
@@ -699,28 +737,142 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         qh, oh = q.transpose(1, 2), out.transpose(1, 2)
     kernel, split = _launcher(qh, kh, causal, kernel_dir, window,
                               causal or window > 0, num_splits,
-                              kv_lengths=lengths is not None,
+                              kv_lengths=cache_seqlens is not None,
                               page_size=page_size, keys=capacity,
                               softcap=softcap, diagonal_offset=offset)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             f"{api}: KV caches need an sm_90a kernel")
+    table = block_table.contiguous() if paged else None
+    lengths = _kvcache_lengths(cache_seqlens, b, q.device)
     # The lengths the kernel will see (a device op, nothing written to the
-    # cache), and the kernel's own checks of every tensor it will read.
+    # cache), and the kernel's own checks of every tensor it will read: the
+    # launch's plan, checked before the append.
     seen = lengths if k is None else (lengths + n_new).contiguous()
-    kernel.check_arguments(qh, kh, vh, out=oh, cache_seqlens=seen,
-                           block_table=block_table)
-    if k is not None:
-        _append_to_cache(k_cache, v_cache, k, v, lengths, block_table,
-                         page_size)
-    _, lse = kernel(qh, kh, vh, out=oh, scale=softmax_scale,
-                    num_splits=num_splits if split else None,
-                    discard_lse=not return_softmax_lse,
-                    cache_seqlens=seen, block_table=block_table)
-    if not return_softmax_lse:
+    plan = kernel.plan(qh, kh, vh, out=oh, scale=softmax_scale,
+                       num_splits=num_splits if split else None,
+                       discard_lse=not return_softmax_lse,
+                       cache_seqlens=seen, block_table=table)
+    call = _KVCacheCall(plan, page_size, return_softmax_lse, (b, hq, nq))
+    result = call.run(q, k_cache, v_cache, k, v, cache_seqlens, block_table,
+                      out)
+    _remember(key, call)
+    return result
+
+
+# Checked entry-point calls by their arguments' signature (_call_key):
+# _KVCacheCall and _PlannedCall.
+_calls = {}
+
+
+def _call_key(api, tensors, options, unsupported=()):
+    """What the checks of entry point `api` depend on: the tensors'
+    signatures (shapes, strides, dtypes, devices) and the options by type
+    and value; None where a call must be checked in full (a tensor that is
+    not a torch.Tensor, an unsupported argument given, an option that does
+    not hash)."""
+    from . import runtime
+
+    if any(x is not None for x in unsupported):
+        return None
+    signature = runtime._signature(tensors)
+    if signature is None:
+        return None
+    key = (api, signature) + tuple((type(x), x) for x in options)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _remember(key, call):
+    """Keeps `call` for key (unless None), the oldest dropped past 256."""
+    if key is not None:
+        if len(_calls) >= 256:
+            _calls.pop(next(iter(_calls)))
+        _calls[key] = call
+
+
+def _aligned(*tensors):
+    """Whether every tensor's data starts on 16 bytes (a plan's one check
+    per call: it changes with every allocation)."""
+    bits = 0
+    for t in tensors:
+        bits |= t.data_ptr()
+    return bits % 16 == 0
+
+
+class _PlannedCall:
+    """A checked attention or flash_attn_func call: the kernel's launch plan
+    over the [B, H, N, D] views its checks saw, each starting where its
+    tensor does, and the O it returns (`out_shape`/`out_dtype`: allocated
+    here and written through the plan's view of it; else the plan's own O,
+    seen as `result_shape`)."""
+
+    def __init__(self, plan, out_shape=None, out_dtype=None,
+                 result_shape=None):
+        self.plan, self.out_shape, self.out_dtype = plan, out_shape, out_dtype
+        self.result_shape = result_shape
+
+    def run(self, q, k, v):
+        import torch
+
+        out = None
+        if self.out_shape is not None:
+            out = torch.empty(self.out_shape, dtype=self.out_dtype,
+                              device=q.device)
+        o, _ = self.plan.launch(q, k, v, out, None, None, None, None, None)
+        if out is None:
+            out = o if self.result_shape is None else o.view(
+                self.result_shape)
         return out
-    # A packed launch's LSE [B, Hkv, G] is [B, Hq, 1] in the same memory.
-    return out, lse.view(q.shape[0], hq, nq)
+
+
+def _kvcache_lengths(cache_seqlens, b, device):
+    """cache_seqlens (checked) as the int32 [B] device tensor the kernel
+    reads: an integer made one, a tensor as it is, None (no lengths) kept."""
+    import torch
+
+    if cache_seqlens is None or isinstance(cache_seqlens, torch.Tensor):
+        return cache_seqlens if cache_seqlens is None \
+            else cache_seqlens.contiguous()
+    return torch.full((b,), int(cache_seqlens), dtype=torch.int32,
+                      device=device)
+
+
+class _KVCacheCall:
+    """A checked flash_attn_with_kvcache call: the kernel's launch plan
+    (over the [B, H, N, D] views the checks saw: the transposed caches, Q
+    and O packed or transposed) and what the launch adds. `run` appends
+    and launches for tensors of the same signature, through their own
+    storage: each view starts where its tensor does, and the plan holds
+    the views' shapes and strides."""
+
+    def __init__(self, plan, page_size, return_lse, lse_shape):
+        self.plan, self.page_size = plan, page_size
+        self.return_lse, self.lse_shape = return_lse, lse_shape
+
+    def run(self, q, k_cache, v_cache, k, v, cache_seqlens, block_table,
+            out=None):
+        import torch
+
+        if out is None:
+            out = torch.empty_like(q, memory_format=torch.contiguous_format)
+        table = block_table.contiguous() if block_table is not None \
+            else None
+        lengths = _kvcache_lengths(cache_seqlens, q.shape[0], q.device)
+        seen = lengths if k is None else (lengths + k.shape[1]).contiguous()
+        if k is not None:
+            _append_to_cache(k_cache, v_cache, k, v, lengths, table,
+                             self.page_size)
+        _, lse = self.plan.launch(q, k_cache, v_cache, out, None, seen, table,
+                                  None, None)
+        if not self.return_lse:
+            return out
+        # A packed launch's LSE [B, Hkv, G] is [B, Hq, 1] in the same
+        # memory.
+        return out, lse.view(self.lse_shape)
 
 
 def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table,

@@ -901,6 +901,9 @@ class Kernel:
         # The signature of the last arguments that passed _check, and its
         # result.
         self._checked = (None, None)
+        # Launch plans (_LaunchPlan) by the arguments' signature: the
+        # checked shapes, the grid and the parameters but the pointers.
+        self._plans = {}
         self._strided = any(p.get("kind") == "tensormap" and
                             p.get("rank") == 4 for p in self.meta["params"])
         # V's and O's columns (Dv), the head dim's where they are not fewer.
@@ -1152,6 +1155,44 @@ class Kernel:
                        if t is not None else None
                        for n, t in zip("qkvo", (q, k, v, out))]
         return (b, hq, hkv, nq, nk, d), strides
+
+    def plan(self, q, k, v, out=None, lse=None, scale=None,
+             num_splits=None, discard_lse=False, cache_seqlens=None,
+             block_table=None, cu_seqlens_q=None, cu_seqlens_k=None,
+             max_seqlen_q=None):
+        """The checked launch of these arguments (as __call__ takes them;
+        16-bit kernels): a plan whose launch(q, k, v, out, lse,
+        cache_seqlens, block_table, cu_seqlens_q, cu_seqlens_k) runs the
+        kernel on tensors of the same signature. Raises
+        KernelArgumentError where the launch would. Plans are kept by the
+        arguments' signature (shapes, strides, dtypes, devices and the
+        scalar options): a signature seen before checks only the data
+        pointers' alignment, which changes with every allocation."""
+        if self.meta["dtype"] == "e4m3":
+            raise KernelArgumentError(
+                f"{self.name} is an e4m3 kernel: launch it with its descales "
+                f"(Kernel.__call__)")
+        tensors = (q, k, v, out, lse, cache_seqlens, block_table,
+                   cu_seqlens_q, cu_seqlens_k)
+        signature = _signature(tensors)
+        plan = None
+        if signature is not None:
+            # Scalars by type and value: 5.0 is not 5 (refused as a
+            # max_seqlen_q), True is not 1.
+            key = (signature, type(scale), scale, type(num_splits),
+                   num_splits, bool(discard_lse), type(max_seqlen_q),
+                   max_seqlen_q)
+            plan = self._plans.get(key)
+        if plan is None or (q.data_ptr() | k.data_ptr() | v.data_ptr() | (
+                out.data_ptr() if out is not None else 0)) % 16:
+            plan = _LaunchPlan(self, q, k, v, out, lse, scale, num_splits,
+                               discard_lse, cache_seqlens, block_table,
+                               cu_seqlens_q, cu_seqlens_k, max_seqlen_q)
+            if signature is not None:
+                if len(self._plans) >= _PLANS_PER_KERNEL:
+                    self._plans.pop(next(iter(self._plans)))
+                self._plans[key] = plan
+        return plan
 
     def grid(self, b, hq, nq, sm_count=None, kv_splits=1):
         tiles = math.ceil(nq / self.meta["block_r"])
@@ -1484,111 +1525,260 @@ class Kernel:
                 f"descales are for e4m3 kernels; {self.name} takes "
                 f"{self.meta['dtype']} inputs")
 
-        (b, hq, hkv, nq, nk, d), strides = self._check(
+        plan = self.plan(q, k, v, out, lse, scale, num_splits, discard_lse,
+                         cache_seqlens, block_table, cu_seqlens_q,
+                         cu_seqlens_k, max_seqlen_q)
+        out, lse = plan.launch(q, k, v, out, lse, cache_seqlens, block_table,
+                               cu_seqlens_q, cu_seqlens_k)
+        # A kernel built without an LSE destination leaves lse unwritten.
+        return out, (lse if self.meta.get("writes_lse", True) else None)
+
+
+# Launch plans a kernel keeps (a serving loop launches a few shapes, a bench
+# sweep more); the oldest goes first.
+_PLANS_PER_KERNEL = 64
+
+
+def _current_stream(device_index):
+    """torch's current CUDA stream on `device_index` as a CUstream integer:
+    torch's raw query where it has one (a torch.cuda.Stream object costs a
+    few microseconds a launch)."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
+class _MapSpec:
+    """A tensor-map parameter of a launch plan: everything
+    cuTensorMapEncodeTiled encodes (encode_tensor_map's layout) but the
+    tensor's address, built once; `encoded(address)` gives the map, from
+    the same cache as encode_tensor_map."""
+
+    def __init__(self, shape, elem, dtype, box_rows, box_cols, rank, strides,
+                 l2_promotion):
+        b, h, n, d = shape
+        if rank == 4:
+            sb, sh, sn = strides
+            self.dims = (ctypes.c_uint64 * 4)(d, n, h, b)
+            self.byte_strides = (ctypes.c_uint64 * 3)(sn * elem, sh * elem,
+                                                      sb * elem)
+        else:
+            self.dims = (ctypes.c_uint64 * 3)(d, n, b * h)
+            self.byte_strides = (ctypes.c_uint64 * 2)(d * elem, n * d * elem)
+        self.box = (ctypes.c_uint32 * rank)(box_cols, box_rows,
+                                            *([1] * (rank - 2)))
+        self.unit = (ctypes.c_uint32 * rank)(*([1] * rank))
+        self.rank = rank
+        self.dtype_code = _CU_TENSOR_MAP_DATA_TYPE[dtype]
+        self.swizzle = _CU_TENSOR_MAP_SWIZZLE[box_cols * elem]
+        self.l2 = _CU_TENSOR_MAP_L2_PROMOTION[l2_promotion]
+        # encode_tensor_map's key without the address.
+        self.key = (tuple(shape), elem, dtype, box_rows, box_cols, rank,
+                    strides, l2_promotion)
+
+    def encoded(self, address):
+        """(buffer, address of the 64-byte aligned CUtensorMap in it) over
+        the tensor at `address`."""
+        key = (address,) + self.key
+        with _TENSOR_MAP_LOCK:
+            hit = _TENSOR_MAPS.get(key)
+            if hit is not None:
+                _TENSOR_MAPS.move_to_end(key)
+                return hit
+        buf = ctypes.create_string_buffer(128 + 64)
+        addr = (ctypes.addressof(buf) + 63) & ~63
+        drv = _get_driver()
+        drv.check(drv.lib.cuTensorMapEncodeTiled(
+            ctypes.c_void_p(addr), ctypes.c_int(self.dtype_code),
+            ctypes.c_uint32(self.rank), ctypes.c_void_p(address), self.dims,
+            self.byte_strides, self.box, self.unit, ctypes.c_int(0),
+            ctypes.c_int(self.swizzle), ctypes.c_int(self.l2),
+            ctypes.c_int(0)), "cuTensorMapEncodeTiled")
+        with _TENSOR_MAP_LOCK:
+            _TENSOR_MAPS[key] = (buf, addr)
+            if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
+                _TENSOR_MAPS.popitem(last=False)
+        return buf, addr
+
+
+# The launch-time values of a plan's parameters, by the metadata's names
+# (fagpu::kernelParams is their one description; lib/Runtime/Launch.cpp
+# binds the same names): the tensors' indices in _LaunchPlan.launch's
+# `tensors`.
+_TENSOR_PARAMS = {"q": 0, "k": 1, "v": 2, "o": 3, "o_rows": 3,
+                  "kv_lengths": 5, "block_table": 6, "cu_seqlens_q": 7,
+                  "cu_seqlens_k": 8}
+
+
+class _LaunchPlan:
+    """One checked launch of a Kernel for arguments of one signature
+    (shapes, strides, dtypes, devices and the scalar options): the grid,
+    the split count, the scratch sizes and every parameter but the
+    pointers, which `launch` binds. Building one runs every argument check;
+    a launch through one checks nothing more (the Kernel keys plans by the
+    signature and checks the pointers' alignment itself)."""
+
+    def __init__(self, kernel, q, k, v, out, lse, scale, num_splits,
+                 discard_lse, cache_seqlens, block_table, cu_seqlens_q,
+                 cu_seqlens_k, max_seqlen_q):
+        import torch
+
+        meta = kernel.meta
+        (b, hq, hkv, nq, nk, d), strides = kernel._check(
             q, k, v, out, lse, cache_seqlens, block_table)
-        packed = self._check_varlen(q, k, cu_seqlens_q, cu_seqlens_k,
-                                    max_seqlen_q)
+        packed = kernel._check_varlen(q, k, cu_seqlens_q, cu_seqlens_k,
+                                      max_seqlen_q)
         total_q = nq
         if packed:
             # The grid: B sequences of the longest one's query blocks.
             b, nq = packed
-        device_index = q.device.index if q.device.index is not None else \
-            torch.cuda.current_device()
-        stream = torch.cuda.current_stream(device_index).cuda_stream
-        dv = self.value_head_dim
+        self.device_index = q.device.index if q.device.index is not None \
+            else torch.cuda.current_device()
+        dv = kernel.value_head_dim
+        self.out_shape = None
         if out is None:
-            out = torch.empty(q.shape[:3] + (dv,), dtype=q.dtype,
-                              device=q.device)
-            if self.strided:
+            self.out_shape = tuple(q.shape[:3]) + (dv,)
+            if kernel.strided:
                 strides[3] = (hq * q.shape[2] * dv, q.shape[2] * dv, dv)
-        lse_shape = (q.shape[0], hq, total_q)
-        if lse is None and discard_lse:
-            lse_ptr = lse_scratch(device_index, stream, hq * q.shape[0] *
-                                  total_q)
+        self.lse_shape = (q.shape[0], hq, total_q)
+        self.lse_count = hq * q.shape[0] * total_q
+        self.discard_lse = bool(discard_lse)
+        scale = kernel._scale(scale, d)
+        splits = 1
+        self.workspace_count = 0
+        if meta.get("split_kv"):
+            sms = device_facts(self.device_index)[1]
+            splits = kernel.kv_splits_for(b, hq, nq, nk, sms, num_splits)
+            # Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in f32, and
+            # one arrival counter per query row.
+            self.workspace_count = splits * b * hq * nq * (dv + 1)
+            self.partial_lse_offset = 4 * splits * b * hq * nq * dv
+            self.arrivals_count = b * hq * nq
+        elif num_splits not in (None, 0, 1):
+            raise KernelArgumentError(
+                f"num_splits={num_splits} needs a split-KV kernel "
+                f"(fa-compile --split-kv); {kernel.name} is not one")
+        self.splits = splits
+        # Only a persistent kernel's grid depends on the SM count.
+        sms = (device_facts(self.device_index)[1]
+               if meta.get("persistent") else None)
+        self.grid = kernel.grid(b, hq, nq, sms, splits)
+        self.block = tuple(meta["block"])
+        self.shared_bytes = meta["shared_memory_bytes"]
+        self.kernel = kernel
+
+        scalars = {"Nq": nq, "Nk": nk, "Hq": hq, "Hkv": hkv, "B": b,
+                   "kv_splits": splits, "total_q": total_q, "total_k": nk,
+                   "scale_log2": scale * 1.4426950408889634}
+        if block_table is not None:
+            scalars.update(max_pages=block_table.shape[1],
+                           num_pages=k.shape[0])
+        if strides[3] is not None:
+            scalars.update(zip(("o_stride_b", "o_stride_h", "o_stride_n"),
+                               strides[3]))
+        ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64,
+                 "f32": ctypes.c_float}
+        shapes = (q.shape, k.shape, v.shape, self.out_shape or out.shape)
+        # Fixed parameters are bound once (their ctypes values live with the
+        # plan); the others are (slot, kind, what) for launch.
+        self._fixed = []
+        self._addresses = []
+        self._bound = []
+        for slot, p in enumerate(meta["params"]):
+            name, kind = p["name"], p.get("kind")
+            self._addresses.append(None)
+            if kind in ctype:
+                if name not in scalars:
+                    raise MetadataError(
+                        f"{kernel.name}: no launch value for the {kind} "
+                        f"parameter {name!r}")
+                value = ctype[kind](scalars[name])
+                self._fixed.append(value)
+                self._addresses[slot] = ctypes.addressof(value)
+            elif kind == "tensormap":
+                i = _TENSOR_PARAMS[name]
+                spec = _MapSpec(
+                    shapes[i], 1 if meta["dtype"] == "e4m3" and i < 3 else 2,
+                    meta["dtype"], int(p["box"][1]), int(p["box"][0]),
+                    int(p.get("rank", 3)), strides[i],
+                    p.get("l2_promotion", 256))
+                self._bound.append((slot, "map", (i, spec)))
+            elif name == "lse":
+                self._bound.append((slot, "lse", None))
+            elif name in _TENSOR_PARAMS:
+                self._bound.append((slot, "pointer", _TENSOR_PARAMS[name]))
+            elif name in ("o_partial", "lse_partial"):
+                self._bound.append((slot, "workspace",
+                                    0 if name == "o_partial"
+                                    else self.partial_lse_offset))
+            elif name in ("split_arrivals", "tile_counter"):
+                self._bound.append((slot, name, None))
+            else:
+                raise MetadataError(
+                    f"{kernel.name}: no launch value for the parameter "
+                    f"{name!r}")
+
+    def launch(self, q, k, v, out, lse, cache_seqlens, block_table,
+               cu_seqlens_q, cu_seqlens_k):
+        """Binds the tensors' pointers and launches on torch's current
+        stream; returns (out, lse) (lse None where discarded)."""
+        import torch
+
+        device_index = self.device_index
+        stream = _current_stream(device_index)
+        if out is None:
+            out = torch.empty(self.out_shape, dtype=q.dtype, device=q.device)
+        if lse is not None:
+            lse_ptr = lse.data_ptr()
+        elif self.discard_lse:
+            lse_ptr = lse_scratch(device_index, stream,
+                                  self.lse_count).data_ptr()
         else:
-            lse_ptr = None
-        if lse is None and not discard_lse:
-            lse = torch.empty(lse_shape, dtype=torch.float32,
+            lse = torch.empty(self.lse_shape, dtype=torch.float32,
                               device=q.device)
-        scale = self._scale(scale, d)
-        # The tensors' device made current for the launch (a no-op guard
-        # when it already is: entering one costs microseconds).
+            lse_ptr = lse.data_ptr()
+        workspace = None
+        if self.workspace_count:
+            workspace = torch.empty(self.workspace_count,
+                                    dtype=torch.float32, device=q.device)
+        tensors = (q, k, v, out, None, cache_seqlens, block_table,
+                   cu_seqlens_q, cu_seqlens_k)
+        addresses = list(self._addresses)
+        keep = []  # what the addresses point into, alive until the launch
+        for slot, kind, what in self._bound:
+            if kind == "map":
+                i, spec = what
+                buf, addresses[slot] = spec.encoded(tensors[i].data_ptr())
+                keep.append(buf)
+                continue
+            if kind == "pointer":
+                ptr = tensors[what].data_ptr()
+            elif kind == "lse":
+                ptr = lse_ptr
+            elif kind == "workspace":
+                ptr = workspace.data_ptr() + what
+            elif kind == "split_arrivals":
+                ptr = split_arrivals(device_index, stream,
+                                     self.arrivals_count).data_ptr()
+            else:
+                ptr = tile_counter(device_index, stream).data_ptr()
+            value = ctypes.c_void_p(ptr)
+            keep.append(value)
+            addresses[slot] = ctypes.addressof(value)
+        params = (ctypes.c_void_p * len(addresses))(*addresses)
+        gx, gy, gz = self.grid
+        bx, by, bz = self.block
+        drv = _get_driver()
+        # The tensors' device made current for the launch (entering a
+        # device guard costs microseconds: only where it is not).
         guard = (contextlib.nullcontext()
                  if torch.cuda.current_device() == device_index
                  else torch.cuda.device(device_index))
-        tensors = (q, k, v, out)
         with guard:
-            fn = self._function(device_index)
-            values = [ctypes.c_void_p(q.data_ptr()),
-                      ctypes.c_void_p(k.data_ptr()),
-                      ctypes.c_void_p(v.data_ptr()),
-                      ctypes.c_void_p(out.data_ptr()),
-                      ctypes.c_void_p(lse_ptr.data_ptr() if lse is None
-                                      else lse.data_ptr()),
-                      ctypes.c_int32(nq), ctypes.c_int32(nk),
-                      ctypes.c_int32(hq), ctypes.c_int32(hkv),
-                      ctypes.c_float(scale * 1.4426950408889634)]
-            if self.meta.get("tile_grid"):
-                values.append(ctypes.c_int32(b))
-            if "o_rows" in self._param_names:
-                values.append(ctypes.c_void_p(out.data_ptr()))
-            if "o_stride_b" in self._param_names:
-                values += [ctypes.c_int64(x) for x in strides[3]]
-            if packed:
-                # total_k and num_pages: what the kernel asserts the
-                # device-side sums and block table against.
-                values += [ctypes.c_void_p(cu_seqlens_q.data_ptr()),
-                           ctypes.c_void_p(cu_seqlens_k.data_ptr()),
-                           ctypes.c_int32(total_q), ctypes.c_int32(nk)]
-            if cache_seqlens is not None:
-                values.append(ctypes.c_void_p(cache_seqlens.data_ptr()))
-            if block_table is not None:
-                values += [ctypes.c_void_p(block_table.data_ptr()),
-                           ctypes.c_int32(block_table.shape[1]),
-                           ctypes.c_int32(k.shape[0])]
-            splits = 1
-            workspace = None
-            if self.meta.get("split_kv"):
-                sms = device_facts(device_index)[1]
-                splits = self.kv_splits_for(b, hq, nq, nk, sms, num_splits)
-                # Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in
-                # f32, and one arrival counter per query row.
-                workspace = torch.empty(splits * b * hq * nq * (dv + 1),
-                                        dtype=torch.float32, device=q.device)
-                arrivals = split_arrivals(device_index, stream, b * hq * nq)
-                values += [ctypes.c_int32(splits),
-                           ctypes.c_void_p(workspace.data_ptr()),
-                           ctypes.c_void_p(workspace.data_ptr() +
-                                           4 * splits * b * hq * nq * dv),
-                           ctypes.c_void_p(arrivals.data_ptr())]
-            elif num_splits not in (None, 0, 1):
-                raise KernelArgumentError(
-                    f"num_splits={num_splits} needs a split-KV kernel "
-                    f"(fa-compile --split-kv); {self.name} is not one")
-            if self.meta.get("tile_scheduler") == "dynamic":
-                values.append(ctypes.c_void_p(
-                    tile_counter(device_index, stream).data_ptr()))
-            addresses = [ctypes.addressof(x) for x in values]
-            # The wgmma kernel takes q, k, v (and o, when it stores by TMA)
-            # as TMA tensor maps by value.
-            maps = []
-            for i, p in enumerate(self.meta["params"][:4]):
-                if p.get("kind") == "tensormap":
-                    buf, addr = encode_tensor_map(
-                        tensors[i], int(p["box"][1]), self.meta["dtype"],
-                        int(p["box"][0]), int(p.get("rank", 3)), strides[i],
-                        p.get("l2_promotion", 256))
-                    maps.append(buf)
-                    addresses[i] = addr
-            params = (ctypes.c_void_p * len(values))(*addresses)
-            # Only a persistent kernel's grid depends on the SM count.
-            sms = (device_facts(device_index)[1]
-                   if self.meta.get("persistent") else None)
-            gx, gy, gz = self.grid(b, hq, nq, sms, splits)
-            bx, by, bz = self.meta["block"]
-            drv = _get_driver()
+            fn = self.kernel._function(device_index)
             drv.check(drv.lib.cuLaunchKernel(
-                fn, gx, gy, gz, bx, by, bz, self.meta["shared_memory_bytes"],
+                fn, gx, gy, gz, bx, by, bz, self.shared_bytes,
                 ctypes.c_void_p(stream), params, None), "cuLaunchKernel")
-        # A kernel built without an LSE destination leaves lse unwritten.
-        return out, (lse if self.meta.get("writes_lse", True) else None)
+        return out, lse

@@ -183,6 +183,8 @@ def sm90(flashmlir, torch, runtime, monkeypatch):
     monkeypatch.setattr(runtime, "device_facts", lambda i: ((9, 0), 132))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(flashmlir, "_launchers", {})
+    # Checked calls are repeated without their checks: each test's own.
+    monkeypatch.setattr(flashmlir, "_calls", {})
     return target
 
 
@@ -257,22 +259,25 @@ def test_compile_refusals_come_before_the_append(flashmlir, torch, runtime,
 
 
 class _Kernel:
-    """A stand-in for the runtime.Kernel a launch finds: its argument
-    check refuses or passes; a launch is recorded."""
+    """A stand-in for the runtime.Kernel a launch finds: its plan (the
+    argument check) refuses or passes; a launch is recorded with the
+    cache_seqlens it was given."""
     strided = True
 
     def __init__(self, refuse=None):
         self.refuse, self.checked, self.launched = refuse, [], []
 
-    def check_arguments(self, *args, **kwargs):
+    def plan(self, *args, **kwargs):
         self.checked.append(kwargs)
         if self.refuse:
             from flashmlir.runtime import KernelArgumentError
             raise KernelArgumentError(self.refuse)
+        return self
 
-    def __call__(self, *args, **kwargs):
-        self.launched.append(kwargs)
-        return args[3] if len(args) > 3 else kwargs["out"], None
+    def launch(self, q, k, v, out, lse, cache_seqlens, block_table, *varlen):
+        self.launched.append({"cache_seqlens": cache_seqlens,
+                              "block_table": block_table})
+        return out, None
 
 
 def test_the_kernels_checks_come_before_the_append(flashmlir, torch, runtime,
@@ -321,3 +326,50 @@ def test_an_accepted_call_appends_then_launches(flashmlir, torch, runtime,
     assert torch.equal(kc[3, 0:2], k[0]) and torch.equal(vc[3, 0:2], v[0])
     assert torch.equal(kc[2, 15], k[1, 0]) and torch.equal(kc[0, 0], k[1, 1])
     assert torch.equal(vc[2, 15], v[1, 0]) and torch.equal(vc[0, 0], v[1, 1])
+
+
+def test_a_checked_call_is_repeated_without_its_checks(
+        flashmlir, torch, runtime, sm90, monkeypatch):
+    """A call whose arguments have the signature of one that passed is
+    repeated from its plan: no check, but its own append and launch (the
+    lengths it was given); another option, shape or a refused call is
+    checked in full."""
+    kernel = _Kernel()
+    lookups = []
+
+    def launcher(*args, **kwargs):
+        lookups.append(kwargs)
+        return kernel, False
+    monkeypatch.setattr(flashmlir, "_launcher", launcher)
+    q = torch.randn(B, 1, H, D).half()
+    k, v = _new(torch)
+    kc, vc = _caches(torch)
+    for start in (3, 4):
+        lens = torch.tensor([start, start + 5], dtype=torch.int32)
+        flashmlir.flash_attn_with_kvcache(q, kc, vc, k=k, v=v,
+                                          cache_seqlens=lens)
+        assert kernel.launched[-1]["cache_seqlens"].tolist() == [
+            start + 1, start + 6]
+        for b in range(B):
+            assert torch.equal(kc[b, lens[b]], k[b, 0])
+    assert len(lookups) == 1 and len(kernel.checked) == 1
+    assert len(kernel.launched) == 2
+    # Another option (num_splits) or shape (Nnew 2): checked.
+    lens = torch.tensor([0, 0], dtype=torch.int32)
+    flashmlir.flash_attn_with_kvcache(q, kc, vc, k=k, v=v,
+                                      cache_seqlens=lens, num_splits=2)
+    k2, v2 = _new(torch, n=2)
+    flashmlir.flash_attn_with_kvcache(q, kc, vc, k=k2, v=v2,
+                                      cache_seqlens=lens)
+    assert len(kernel.checked) == 3
+    # A refused call is not remembered: refused again.
+    kernel.refuse = "refused here"
+    for _ in range(2):
+        with pytest.raises(runtime.KernelArgumentError, match="refused"):
+            flashmlir.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=3,
+                                              num_splits=3)
+    assert len(kernel.checked) == 5
+    # A float where an integer goes is not the integer's call.
+    with pytest.raises(runtime.KernelArgumentError, match="num_splits"):
+        flashmlir.flash_attn_with_kvcache(q, kc, vc, k=k, v=v,
+                                          cache_seqlens=lens, num_splits=0.0)

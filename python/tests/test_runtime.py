@@ -55,7 +55,8 @@ class FakeTensor:
 class FakeDevice:
     def __init__(self, text):
         self.text = text
-        self.type = text.split(":")[0]
+        self.type, _, index = text.partition(":")
+        self.index = int(index) if index else None
 
     def __str__(self):
         return self.text
