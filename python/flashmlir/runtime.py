@@ -1352,7 +1352,7 @@ class Kernel:
             q, k, v, descales, out, lse)
         device_index = q.device.index if q.device.index is not None else \
             torch.cuda.current_device()
-        stream = torch.cuda.current_stream(device_index).cuda_stream
+        stream = _current_stream(device_index)
         if out is None:
             out = torch.empty((b, hq, nq, d),
                               dtype=getattr(torch, _DTYPE_NAMES[
@@ -1373,29 +1373,33 @@ class Kernel:
         with guard:
             fn = self._function(device_index)
             v_t = self._value_layout(v, strides[2], device_index, stream)
-            params = self.meta["params"]
-            maps = [encode_tensor_map(t, int(p["box"][1]), "e4m3",
-                                      int(p["box"][0]), 4, st,
-                                      p.get("l2_promotion", 256))
-                    for t, p, st in ((q, params[0], strides[0]),
-                                     (k, params[1], strides[1]),
-                                     (v_t, params[2], v_t.stride()[:3]))]
-            values = [ctypes.c_void_p(out.data_ptr()),
-                      ctypes.c_void_p(lse_ptr.data_ptr() if lse is None
-                                      else lse.data_ptr()),
-                      ctypes.c_int32(nq), ctypes.c_int32(nk),
-                      ctypes.c_int32(hq), ctypes.c_int32(hkv),
-                      ctypes.c_float(scale * 1.4426950408889634),
-                      ctypes.c_int32(b)]
-            values += [ctypes.c_int64(x) for x in strides[3]]
-            values += [ctypes.c_void_p(x.data_ptr()) for x in scalars]
-            values.append(ctypes.c_int32(layout))
+            params = {p["name"]: p for p in self.meta["params"]}
+            maps = {name: encode_tensor_map(
+                        t, int(params[name]["box"][1]), "e4m3",
+                        int(params[name]["box"][0]), 4, st,
+                        params[name].get("l2_promotion", 256))
+                    for name, t, st in (("q", q, strides[0]),
+                                        ("k", k, strides[1]),
+                                        ("v_t", v_t, v_t.stride()[:3]))}
+            values = {"o": ctypes.c_void_p(out.data_ptr()),
+                      "lse": ctypes.c_void_p(lse_ptr.data_ptr() if lse is None
+                                             else lse.data_ptr()),
+                      "Nq": ctypes.c_int32(nq), "Nk": ctypes.c_int32(nk),
+                      "Hq": ctypes.c_int32(hq), "Hkv": ctypes.c_int32(hkv),
+                      "scale_log2": ctypes.c_float(
+                          scale * 1.4426950408889634),
+                      "B": ctypes.c_int32(b),
+                      "descale_layout": ctypes.c_int32(layout)}
+            values.update(zip(("o_stride_b", "o_stride_h", "o_stride_n"),
+                              map(ctypes.c_int64, strides[3])))
+            values.update(zip(("q_descale", "k_descale", "v_descale"),
+                              (ctypes.c_void_p(x.data_ptr())
+                               for x in scalars)))
             if self.meta.get("tile_scheduler") == "dynamic":
-                values.append(ctypes.c_void_p(
-                    tile_counter(device_index, stream).data_ptr()))
-            addresses = [addr for _, addr in maps] + \
-                [ctypes.addressof(x) for x in values]
-            launch_params = (ctypes.c_void_p * len(addresses))(*addresses)
+                values["tile_counter"] = ctypes.c_void_p(
+                    tile_counter(device_index, stream).data_ptr())
+            launch_params = _bind_by_name(self.name, self.meta["params"],
+                                          values, maps)
             sms = (device_facts(device_index)[1]
                    if self.meta.get("persistent") else None)
             gx, gy, gz = self.grid(b, hq, nq, sms)
@@ -1423,12 +1427,17 @@ class Kernel:
         v_t = torch.empty((b, hkv, d, keys), dtype=torch.uint8,
                           device=v.device)
         sb, sh, sn = v_strides
-        values = [ctypes.c_void_p(v.data_ptr()),
-                  ctypes.c_void_p(v_t.data_ptr()), ctypes.c_int32(b),
-                  ctypes.c_int32(hkv), ctypes.c_int32(nk), ctypes.c_int64(sb),
-                  ctypes.c_int64(sh), ctypes.c_int64(sn)]
-        params = (ctypes.c_void_p * len(values))(
-            *[ctypes.addressof(x) for x in values])
+        values = {"v": ctypes.c_void_p(v.data_ptr()),
+                  "v_t": ctypes.c_void_p(v_t.data_ptr()),
+                  "B": ctypes.c_int32(b), "Hkv": ctypes.c_int32(hkv),
+                  "Nk": ctypes.c_int32(nk), "v_stride_b": ctypes.c_int64(sb),
+                  "v_stride_h": ctypes.c_int64(sh),
+                  "v_stride_n": ctypes.c_int64(sn)}
+        params = _bind_by_name(
+            self.meta["value_layout"]["kernel"],
+            self.meta["value_layout"].get(
+                "params", [{"name": n} for n in _VALUE_LAYOUT_PARAMS]),
+            values)
         threads = self.meta["value_layout"]["block"][0]
         # One thread per 16 keys of columns_per_thread V^T rows (1 where
         # the metadata predates the key).
@@ -1532,6 +1541,26 @@ class Kernel:
                                cu_seqlens_q, cu_seqlens_k)
         # A kernel built without an LSE destination leaves lse unwritten.
         return out, (lse if self.meta.get("writes_lse", True) else None)
+
+
+def _bind_by_name(kernel, params, values, maps=None):
+    """A kernel's parameter buffer: for each of the metadata's `params` in
+    order, the address of its value in `values` (ctypes objects, which the
+    caller keeps alive until the launch) or, for a tensor map, of its
+    encoded map in `maps` ((buffer, address) pairs). The metadata's names
+    are the one description of the order (fagpu::kernelParams)."""
+    maps = maps or {}
+    addresses = []
+    for p in params:
+        name = p["name"]
+        if name in maps:
+            addresses.append(maps[name][1])
+        elif name in values:
+            addresses.append(ctypes.addressof(values[name]))
+        else:
+            raise MetadataError(
+                f"{kernel}: no launch value for the parameter {name!r}")
+    return (ctypes.c_void_p * len(addresses))(*addresses)
 
 
 # Launch plans a kernel keeps (a serving loop launches a few shapes, a bench

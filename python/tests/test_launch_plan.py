@@ -205,3 +205,50 @@ def test_a_plan_checks_what_it_did_not_see(paged_split, launcher):
         kernel(q, k, v, out=out, discard_lse=True, cache_seqlens=lens,
                block_table=table, num_splits=5.0)
     assert len(launcher.lib.launches) == 1
+
+
+@pytest.fixture(scope="module")
+def e4m3(tmp_path_factory, build_dir):
+    """An sm_90a e4m3 kernel: its V layout kernel launched first, descales
+    and V^T among its parameters."""
+    out = tmp_path_factory.mktemp("k") / "e4m3"
+    subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch",
+                    "sm_90a", "--head-dim", "128", "--dtype", "e4m3", "-o",
+                    str(out)], check=True, capture_output=True)
+    return str(out)
+
+
+def test_e4m3_parameters_are_bound_by_name(e4m3, launcher, monkeypatch):
+    kernel = runtime.Kernel.load(e4m3)
+    monkeypatch.setattr(runtime.Kernel, "_layout_function",
+                        lambda self, i: 0xf01)
+    # The per-tensor descales (numbers, made device tensors by torch.full)
+    # and V^T's workspace: torch allocations.
+    descales = iter([0x50000, 0x50100, 0x50200])
+    monkeypatch.setattr(torch, "full", lambda shape, x, **kw: FakeTensor(
+        shape, ptr=next(descales)))
+    monkeypatch.setattr(torch, "empty", lambda shape, **kw: FakeTensor(
+        shape, ptr=0xa000))
+    b, hq, hkv, nq, nk, d = 2, 8, 2, 256, 300, 128
+    q = FakeTensor((b, hq, nq, d), dtype="torch.float8_e4m3fn", ptr=0x10000)
+    k = FakeTensor((b, hkv, nk, d), dtype="torch.float8_e4m3fn", ptr=0x20000)
+    v = FakeTensor((b, hkv, nk, d), dtype="torch.float8_e4m3fn", ptr=0x30000)
+    out = FakeTensor((b, hq, nq, d), dtype="torch.bfloat16", ptr=0x40000)
+    kernel(q, k, v, out=out, discard_lse=True, q_descale=0.5,
+           k_descale=0.25, v_descale=2.0)
+    layout, attention = launcher.lib.launches
+    got = _read(layout["params"], kernel.meta["value_layout"])
+    assert got["v"] == v.data_ptr() and got["v_t"] == 0xa000
+    assert (got["B"], got["Hkv"], got["Nk"]) == (b, hkv, nk)
+    assert (got["v_stride_b"], got["v_stride_h"], got["v_stride_n"]) == \
+        v.stride()[:3]
+    got = _read(attention["params"], kernel.meta)
+    assert got["q"] == ("map", q.data_ptr())
+    assert got["k"] == ("map", k.data_ptr())
+    assert got["v_t"] == ("map", 0xa000)
+    assert got["o"] == out.data_ptr() and got["lse"] == 0x8000
+    assert (got["Nq"], got["Nk"], got["Hq"], got["Hkv"], got["B"]) == (
+        nq, nk, hq, hkv, b)
+    assert [got[n] for n in ("q_descale", "k_descale", "v_descale")] == [
+        0x50000, 0x50100, 0x50200]
+    assert got["descale_layout"] == runtime.Kernel.DESCALE_PER_TENSOR

@@ -51,6 +51,13 @@ class FakeTensor:
     def data_ptr(self):
         return self._ptr
 
+    def element_size(self):
+        for size, names in ((1, ("float8", "uint8", "int8")),
+                            (4, ("float32", "int32"))):
+            if any(n in self.dtype for n in names):
+                return size
+        return 2
+
 
 class FakeDevice:
     def __init__(self, text):
