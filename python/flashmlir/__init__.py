@@ -897,10 +897,13 @@ def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table,
         k_cache[rows, positions] = k
         v_cache[rows, positions] = v
     else:
+        # Each index computed once for both caches (every op here is a
+        # kernel launch: the host time of a decode step's append).
         pages = block_table.gather(1, positions // page_size).long() & \
             0xFFFFFFFF
-        k_cache[pages, positions % page_size] = k
-        v_cache[pages, positions % page_size] = v
+        rows = positions % page_size
+        k_cache[pages, rows] = k
+        v_cache[pages, rows] = v
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

@@ -711,47 +711,9 @@ def encode_tensor_map(tensor, box_rows, dtype, box_cols=64, rank=3,
     head, row) element strides (tensor_strides). Returns (buffer, address);
     the buffer stays valid while cached, and the launch copies the parameter
     anyway."""
-    key = (tensor.data_ptr(), tuple(tensor.shape), tensor.element_size(),
-           dtype, box_rows, box_cols, rank, strides, l2_promotion)
-    with _TENSOR_MAP_LOCK:
-        hit = _TENSOR_MAPS.get(key)
-        if hit is not None:
-            _TENSOR_MAPS.move_to_end(key)
-            return hit
-        encoded = _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank,
-                                     strides, l2_promotion)
-        _TENSOR_MAPS[key] = encoded
-        if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
-            _TENSOR_MAPS.popitem(last=False)
-        return encoded
-
-
-def _encode_tensor_map(tensor, box_rows, dtype, box_cols, rank, strides,
-                       l2_promotion):
-    b, h, n, d = tensor.shape
-    buf = ctypes.create_string_buffer(128 + 64)
-    addr = (ctypes.addressof(buf) + 63) & ~63
-    elem = tensor.element_size()
-    if rank == 4:
-        # Innermost first: D, N, H, B (faEncodeStridedTensorMap).
-        sb, sh, sn = strides
-        dims = (ctypes.c_uint64 * 4)(d, n, h, b)
-        byte_strides = (ctypes.c_uint64 * 3)(sn * elem, sh * elem, sb * elem)
-    else:
-        dims = (ctypes.c_uint64 * 3)(d, n, b * h)
-        byte_strides = (ctypes.c_uint64 * 2)(d * elem, n * d * elem)
-    box = (ctypes.c_uint32 * rank)(box_cols, box_rows, *([1] * (rank - 2)))
-    unit = (ctypes.c_uint32 * rank)(*([1] * rank))
-    drv = _get_driver()
-    drv.check(drv.lib.cuTensorMapEncodeTiled(
-        ctypes.c_void_p(addr), ctypes.c_int(_CU_TENSOR_MAP_DATA_TYPE[dtype]),
-        ctypes.c_uint32(rank), ctypes.c_void_p(tensor.data_ptr()), dims,
-        byte_strides, box, unit, ctypes.c_int(0),
-        ctypes.c_int(_CU_TENSOR_MAP_SWIZZLE[box_cols * elem]),
-        ctypes.c_int(_CU_TENSOR_MAP_L2_PROMOTION[l2_promotion]),
-        ctypes.c_int(0)),
-        "cuTensorMapEncodeTiled")
-    return buf, addr
+    return _MapSpec(tuple(tensor.shape), tensor.element_size(), dtype,
+                    box_rows, box_cols, rank, strides,
+                    l2_promotion).encoded(tensor.data_ptr())
 
 
 def _signature(tensors):
@@ -1616,6 +1578,15 @@ class _MapSpec:
             if hit is not None:
                 _TENSOR_MAPS.move_to_end(key)
                 return hit
+        encoded = self._encode(address)
+        with _TENSOR_MAP_LOCK:
+            _TENSOR_MAPS[key] = encoded
+            if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
+                _TENSOR_MAPS.popitem(last=False)
+        return encoded
+
+    def _encode(self, address):
+        """cuTensorMapEncodeTiled into a fresh 64-byte aligned buffer."""
         buf = ctypes.create_string_buffer(128 + 64)
         addr = (ctypes.addressof(buf) + 63) & ~63
         drv = _get_driver()
@@ -1625,10 +1596,6 @@ class _MapSpec:
             self.byte_strides, self.box, self.unit, ctypes.c_int(0),
             ctypes.c_int(self.swizzle), ctypes.c_int(self.l2),
             ctypes.c_int(0)), "cuTensorMapEncodeTiled")
-        with _TENSOR_MAP_LOCK:
-            _TENSOR_MAPS[key] = (buf, addr)
-            if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
-                _TENSOR_MAPS.popitem(last=False)
         return buf, addr
 
 

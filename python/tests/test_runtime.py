@@ -325,12 +325,11 @@ def test_tensor_maps_are_cached_on_what_they_encode(monkeypatch):
     and box: the same ones reuse the encoding, any difference re-encodes."""
     calls = []
 
-    def fake_encode(tensor, box_rows, dtype, box_cols, rank, strides,
-                    l2_promotion):
-        calls.append((tensor.data_ptr(), box_rows))
+    def fake_encode(spec, address):
+        calls.append((address, spec.box[1]))
         return (object(), len(calls))
 
-    monkeypatch.setattr(runtime, "_encode_tensor_map", fake_encode)
+    monkeypatch.setattr(runtime._MapSpec, "_encode", fake_encode)
     monkeypatch.setattr(runtime, "_TENSOR_MAPS", type(runtime._TENSOR_MAPS)())
     t = FakeTensor((1, 2, 64, 64))
     t.element_size = lambda: 2
