@@ -1092,6 +1092,381 @@ LogicalResult decomposeSoftmaxes(ModuleOp module) {
   }
   return success();
 }
+
+/// --backward: the attention's forward and backward on random inputs
+/// (fa::run::runBackward), from the options; what the backward has no form
+/// for yet is refused by name. Returns the exit code.
+int runBackwardOfOptions(MLIRContext &context) {
+  struct Unsupported {
+    bool given;
+    const char *what;
+  };
+  const Unsupported unsupported[] = {
+      {!inputFile.empty(), "an input file"},
+      {raise, "--raise"},
+      {!kvLens.empty() || pageSize != 0, "KV caches (--kv-lens, --page-size)"},
+      {!varlenQ.empty(), "varlen batches (--varlen-q)"},
+      {splitKV != "off", "--split-kv"},
+      {dtype == "e4m3" || !fp8.empty(), "e4m3 inputs (--dtype e4m3, --fp8)"},
+      {!pipeline.empty(), "--pipeline"},
+      {inputKind != "normal", "--inputs"}};
+  for (const Unsupported &u : unsupported)
+    if (u.given)
+      return fail(Twine("--backward: the backward has no form for ") +
+                  u.what + " yet");
+  if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
+    return fail("--dtype must be f32, f16 or bf16 with --backward, got '" +
+                dtype + "'");
+  fa::run::BackwardProblem problem;
+  problem.batch = batch;
+  problem.qHeads = qHeads;
+  problem.kvHeads = kvHeads ? int64_t(kvHeads) : int64_t(qHeads);
+  problem.qLen = qLen;
+  problem.kvLen = kvLen ? int64_t(kvLen) : int64_t(qLen);
+  problem.headDim = headDim;
+  problem.valueHeadDim =
+      valueHeadDim ? int64_t(valueHeadDim) : int64_t(headDim);
+  problem.dtype = dtype;
+  problem.causal = causal;
+  problem.window = window;
+  problem.bottomRight = causalAlign == "bottom-right";
+  problem.diagonalOffset = diagonalOffset;
+  problem.softcap = softcap;
+  problem.scale = scale;
+  problem.seed = seed;
+  problem.tolerance = tolerance.getNumOccurrences() ? double(tolerance) : 0;
+  problem.printModule = printModule;
+  std::string tiles;
+  if (blockR)
+    tiles += " block-r=" + std::to_string(blockR);
+  if (blockC)
+    tiles += " block-c=" + std::to_string(blockC);
+  problem.pipeline = "builtin.module(fa-cpu-pipeline{loop-order=" +
+                     loopOrder.getValue() + tiles + "})";
+  return fa::run::runBackward(context, problem);
+}
+
+/// The module fa-run runs: built from the options, or parsed from the input
+/// file (diagnostics through `sourceMgr`). Null, with `error` set, where
+/// neither can be had.
+OwningOpRef<ModuleOp> loadModule(MLIRContext &context,
+                                 llvm::SourceMgr &sourceMgr,
+                                 std::string &error) {
+  if (inputFile.empty()) {
+    std::optional<StringRef> in = fa::mlirElementTypeName(dtype);
+    if (!in || dtype == "f8E4M3FN") {
+      error = "--dtype must be f32, f16, bf16 or e4m3, got '" + dtype + "'";
+      return nullptr;
+    }
+    if (outDtype.getNumOccurrences() && *in != "f8E4M3FN") {
+      error = "--out-dtype: O has the inputs' type (" + dtype +
+              "); only --dtype e4m3 takes another";
+      return nullptr;
+    }
+    if (std::optional<std::string> why = fa::checkElementTypes(
+            *in, *in == "f8E4M3FN" ? StringRef(outDtype) : *in)) {
+      error = "--out-dtype: " + *why;
+      return nullptr;
+    }
+    if (*in == "f8E4M3FN" && !fp8.empty()) {
+      error = "--fp8 quantises f32, f16 or bf16 inputs; --dtype e4m3 "
+              "inputs are e4m3 already";
+      return nullptr;
+    }
+    // Named, so that diagnostics point at the options, not at <unknown>.
+    return parseSourceString<ModuleOp>(buildModuleText(), &context,
+                                       "<fa-run options>");
+  }
+  auto file = openInputFile(inputFile, &error);
+  if (!file)
+    return nullptr;
+  if (fa::findUpstreamLinalgParserCrash(file->getBuffer()) !=
+      StringRef::npos) {
+    error = "malformed integer list after 'permutation =' or "
+            "'dimensions =': refused because MLIR 22.1.8's linalg "
+            "parser crashes on it";
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+}
+
+/// The function fa-run calls and the attentions it checks.
+struct Entry {
+  std::string name;
+  /// Its arguments (the function is replaced during lowering).
+  SmallVector<Type> argTypes;
+  std::vector<Checked> checked;
+  /// The arguments filled with inputs, and those compared after the call.
+  unsigned numInputs = 3, numOutputs = 0;
+};
+
+/// The entry: the function holding the fa.attention ops (all of them in one
+/// function). Two forms:
+///  * direct: one buffer-form fa.attention whose operands are the
+///    function's arguments (q, k, v, o[, lse]); fa-run fills q, k, v;
+///  * capture (anything else: a raised op on values the function computes,
+///    tensor arguments and results, several attentions): fa-run fills every
+///    argument, and the function is given extra arguments receiving each
+///    attention's own q, k, v, o (and lse), against which it is checked
+///    (toCaptureForm).
+/// Marks it for the C interface; fails with `error` where it cannot be run.
+LogicalResult prepareEntry(ModuleOp module, Entry &result,
+                           std::string &error) {
+  auto refuse = [&](const Twine &why) {
+    error = why.str();
+    return failure();
+  };
+  SmallVector<fa::AttentionOp> attentions;
+  module->walk([&](fa::AttentionOp op) { attentions.push_back(op); });
+  if (attentions.empty() ||
+      !attentions.front()->getParentOfType<func::FuncOp>())
+    return refuse("the input holds no fa.attention inside a func.func");
+  func::FuncOp entry = attentions.front()->getParentOfType<func::FuncOp>();
+  for (fa::AttentionOp op : attentions)
+    if (op->getParentOfType<func::FuncOp>() != entry)
+      return refuse("the fa.attention ops are in more than one function "
+                    "(@" +
+                    entry.getName() + " and @" +
+                    op->getParentOfType<func::FuncOp>().getName() +
+                    "): fa-run runs one");
+  for (fa::AttentionOp op : attentions)
+    if (op->getParentOp() != entry)
+      return refuse("an fa.attention is nested in a region of @" +
+                    entry.getName() + ": fa-run checks top-level ones");
+
+  result.numOutputs = entry.getNumArguments();
+  if (isDirectForm(entry, attentions)) {
+    FailureOr<Spec> spec = specOf(attentions.front(), error);
+    if (failed(spec))
+      return failure();
+    for (Type t : entry.getArgumentTypes())
+      if (!cast<MemRefType>(t).hasStaticShape() ||
+          cast<MemRefType>(t).getRank() > kMaxRank)
+        return refuse("@" + entry.getName() +
+                      " must take statically shaped memrefs, got " +
+                      llvm::formatv("{0}", t).str());
+    Checked c;
+    c.spec = *spec;
+    c.q = 0;
+    c.k = 1;
+    c.v = 2;
+    c.o = 3;
+    if (spec->lse)
+      c.lse = 4;
+    result.checked.push_back(c);
+  } else {
+    if (inputKind == "rising")
+      return refuse("--inputs=rising needs the direct form (the function's "
+                    "arguments are the op's q, k, v, o[, lse]): it shapes q "
+                    "and k");
+    if (failed(toCaptureForm(entry, attentions, result.checked,
+                             result.numInputs, result.numOutputs, error)))
+      return failure();
+    for (Type t : entry.getArgumentTypes())
+      if (cast<MemRefType>(t).getRank() > kMaxRank)
+        return refuse("@" + entry.getName() + " takes a memref of rank > " +
+                      Twine(kMaxRank));
+  }
+  entry->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
+  result.name = entry.getName().str();
+  result.argTypes.assign(entry.getArgumentTypes().begin(),
+                         entry.getArgumentTypes().end());
+  return success();
+}
+
+/// The lowering: --pipeline, else fa-cpu-pipeline with the options'
+/// tiles, loop order and FA3/FA4 passes.
+std::string pipelineOfOptions() {
+  if (!pipeline.empty())
+    return pipeline;
+  std::string text = "builtin.module(fa-cpu-pipeline{loop-order=" + loopOrder;
+  if (splitKV != "off")
+    text += " kv-splits=" + splitKV;
+  if (blockR)
+    text += " block-r=" + std::to_string(blockR);
+  if (blockC)
+    text += " block-c=" + std::to_string(blockC);
+  if (sramBudget)
+    text += " sram-budget=" + std::to_string(sramBudget);
+  if (rescaleThreshold.getNumOccurrences())
+    text += " rescale-threshold=" + fa::formatDouble(rescaleThreshold);
+  if (countRescales)
+    text += " count-rescales=true";
+  if (polyExp2Degree)
+    text += " poly-exp2-degree=" + std::to_string(polyExp2Degree) +
+            " poly-exp2-period=" + std::to_string(polyExp2Period);
+  if (!fp8.empty())
+    text += " fp8=" + fp8;
+  if (incoherent)
+    text += " incoherent=true";
+  text += " probs-scale=" + fa::formatDouble(probsScale);
+  return text + "})";
+}
+
+/// The entry's arguments on the host: N(0, 1) in its inputs (q, k, v of the
+/// direct form, every original argument of the capture form; e4m3 inputs
+/// quantised per tensor with their descales; --inputs=rising shapes q and
+/// k), the KV cache's lengths and pages, and NaN in the outputs, so that an
+/// element left unwritten shows. An error message where it cannot.
+std::optional<std::string> makeArguments(Entry &entry,
+                                         std::vector<Buffer> &buffers) {
+  buffers.resize(entry.argTypes.size());
+  for (auto [i, t] : llvm::enumerate(entry.argTypes)) {
+    auto mt = cast<MemRefType>(t);
+    FailureOr<Elt> e = toElt(mt.getElementType());
+    if (failed(e))
+      return "unsupported element type " +
+             llvm::formatv("{0}", mt.getElementType()).str() +
+             " in argument " + std::to_string(i) + " (f32, f16 or bf16)";
+    if (boundedElements(mt.getShape()) < 0)
+      return "argument " + std::to_string(i) +
+             " has more than 2^28 elements: fa-run allocates and checks it "
+             "on the host; use smaller shapes";
+    buffers[i].elt = *e;
+    buffers[i].shape.assign(mt.getShape().begin(), mt.getShape().end());
+    buffers[i].allocate();
+  }
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (unsigned i = 0; i < entry.numInputs; ++i)
+    for (int64_t j = 0; j < buffers[i].size(); ++j)
+      buffers[i].set(j, normal(rng));
+  Spec &spec = entry.checked.front().spec;
+  // e4m3 inputs (direct form): the N(0, 1) draws quantised per tensor,
+  // x * 448 / amax, with the descales amax / 448 in their arguments.
+  if (std::optional<unsigned> first = spec.descaleArgs) {
+    if (inputKind == "rising")
+      return std::string("--inputs=rising shapes f32 inputs; not with e4m3");
+    double *descales[] = {&spec.qDescale, &spec.kDescale, &spec.vDescale};
+    static const char *names[] = {"q_descale", "k_descale", "v_descale"};
+    for (unsigned i = 0; i < 3; ++i) {
+      std::vector<float> x(buffers[i].size());
+      for (float &e : x)
+        e = normal(rng);
+      float descale =
+          fa::quantizeE4M3(x.data(), x.size(), buffers[i].u8.data());
+      if (std::optional<std::string> error =
+              fa::checkDescale(names[i], descale))
+        return error;
+      *descales[i] = descale;
+      buffers[*first + i].set(0, descale);
+    }
+  }
+  if (inputKind == "rising") {
+    // Adversarial for the online softmax: q . k grows with the key index, so
+    // every K/V block raises the running max. q = |q|, k_j += c * j.
+    for (int64_t j = 0; j < buffers[0].size(); ++j)
+      buffers[0].set(j, std::fabs(buffers[0].get(j)) * 0.5f + 0.5f);
+    for (int64_t j = 0; j < buffers[1].size(); ++j) {
+      int64_t key = (j / spec.d) % spec.nk;
+      buffers[1].set(j, buffers[1].get(j) * 0.1f +
+                            2.0f * float(key) / float(spec.nk));
+    }
+  }
+  if (std::optional<std::string> error = makeKVCache(spec, buffers, rng))
+    return error;
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  std::optional<unsigned> inputsAfter = spec.descaleArgs   ? spec.descaleArgs
+                                        : spec.lengthsArg ? spec.lengthsArg
+                                        : spec.tableArg   ? spec.tableArg
+                                                          : spec.cuArg;
+  for (size_t i = entry.numInputs; i < buffers.size(); ++i)
+    if (!inputsAfter || i < *inputsAfter)
+      for (int64_t j = 0; j < buffers[i].size(); ++j)
+        buffers[i].set(j, nan);
+  return std::nullopt;
+}
+
+/// --compare-unraised: the function as written, lowered without raising
+/// (its linalg.softmax decomposed) by `pipelineText`, run on the arguments
+/// as they were before the call (`initial`): every argument either run
+/// wrote and every result must agree with the raised run's (`buffers`)
+/// within the inputs' precision. Prints one line each; false on a mismatch,
+/// failure (with `error`) where it cannot run.
+FailureOr<bool>
+compareWithUnraised(ModuleOp unraised, const Entry &entry,
+                    StringRef pipelineText,
+                    std::function<llvm::Error(llvm::Module *)> &optimize,
+                    const std::vector<Buffer> &initial,
+                    const std::vector<Buffer> &buffers, std::string &error) {
+  func::FuncOp original = unraised.lookupSymbol<func::FuncOp>(entry.name);
+  std::vector<Checked> none;
+  unsigned inputs = 0, outputs = 0;
+  std::string why;
+  if (!original ||
+      failed(toCaptureForm(original, {}, none, inputs, outputs, why)) ||
+      inputs != entry.numInputs || outputs != entry.numOutputs) {
+    error = "--compare-unraised: cannot prepare the unraised @" + entry.name +
+            (why.empty() ? "" : ": " + why);
+    return failure();
+  }
+  original->setAttr("llvm.emit_c_interface",
+                    UnitAttr::get(unraised.getContext()));
+  PassManager unraisedPm(unraised.getContext());
+  static_cast<OpPassManager &>(unraisedPm) = *parsePassPipeline(pipelineText);
+  if (failed(decomposeSoftmaxes(unraised)) ||
+      failed(unraisedPm.run(unraised))) {
+    error = "--compare-unraised: lowering the unraised function failed";
+    return failure();
+  }
+  auto unraisedEngine = createEngine(unraised, optimize);
+  if (!unraisedEngine) {
+    error = "cannot create the execution engine: " +
+            llvm::toString(unraisedEngine.takeError());
+    return failure();
+  }
+  std::vector<Buffer> other;
+  for (const Buffer &b : initial)
+    other.push_back(b.clone());
+  if (llvm::Error callError = callEntry(**unraisedEngine, entry.name, other)) {
+    error = "cannot call the unraised @" + entry.name + ": " +
+            llvm::toString(std::move(callError));
+    return failure();
+  }
+  // The results, and the arguments either run wrote (memref outputs).
+  auto written = [&](unsigned i) {
+    for (int64_t j = 0; j < initial[i].size(); ++j) {
+      float was = initial[i].get(j);
+      if (buffers[i].get(j) != was || other[i].get(j) != was)
+        return true;
+    }
+    return false;
+  };
+  bool ok = true;
+  for (unsigned i = 0; i < entry.numOutputs; ++i) {
+    if (i < entry.numInputs && !written(i))
+      continue;
+    double errSq = 0, refSq = 0;
+    int64_t nans = 0;
+    for (int64_t j = 0; j < buffers[i].size(); ++j) {
+      double got = buffers[i].get(j), want = other[i].get(j);
+      if (std::isnan(got) != std::isnan(want)) {
+        ++nans;
+        continue;
+      }
+      if (std::isnan(got))
+        continue;
+      errSq += (got - want) * (got - want);
+      refSq += want * want;
+    }
+    double rel = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+    // The unraised function computes in its own types (an f16 softmax, an
+    // f16 accumulator); the raised one in f32 with f16/bf16 I/O.
+    double tol = buffers[i].elt == Elt::F32   ? 1e-4
+                 : buffers[i].elt == Elt::F16 ? 1e-2
+                                              : 8e-2;
+    bool same = nans == 0 && rel <= tol;
+    ok = ok && same;
+    llvm::outs() << llvm::formatv(
+        "fa-run: {0} {1}: raised vs unraised rel_l2_error={2:e2} "
+        "nan_mismatches={3} tolerance={4:e1}{5}\n",
+        i < entry.numInputs ? "argument" : "result",
+        i < entry.numInputs ? i : i - entry.numInputs, rel, nans, tol,
+        same ? "" : " MISMATCH");
+  }
+  return ok;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1117,94 +1492,15 @@ int main(int argc, char **argv) {
     return fail("--inputs must be normal or rising, got '" + inputKind + "'");
   if (std::optional<std::string> error = checkOptions())
     return fail(*error);
+  if (backward)
+    return runBackwardOfOptions(context);
 
-  if (backward) {
-    // The backward takes the forward's plain form: what it has no form for
-    // yet is refused by name.
-    struct Unsupported {
-      bool given;
-      const char *what;
-    };
-    const Unsupported unsupported[] = {
-        {!inputFile.empty(), "an input file"},
-        {raise, "--raise"},
-        {!kvLens.empty() || pageSize != 0, "KV caches (--kv-lens, --page-size)"},
-        {!varlenQ.empty(), "varlen batches (--varlen-q)"},
-        {splitKV != "off", "--split-kv"},
-        {dtype == "e4m3" || !fp8.empty(), "e4m3 inputs (--dtype e4m3, --fp8)"},
-        {!pipeline.empty(), "--pipeline"},
-        {inputKind != "normal", "--inputs"}};
-    for (const Unsupported &u : unsupported)
-      if (u.given)
-        return fail(Twine("--backward: the backward has no form for ") +
-                    u.what + " yet");
-    if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
-      return fail("--dtype must be f32, f16 or bf16 with --backward, got '" +
-                  dtype + "'");
-    fa::run::BackwardProblem problem;
-    problem.batch = batch;
-    problem.qHeads = qHeads;
-    problem.kvHeads = kvHeads ? int64_t(kvHeads) : int64_t(qHeads);
-    problem.qLen = qLen;
-    problem.kvLen = kvLen ? int64_t(kvLen) : int64_t(qLen);
-    problem.headDim = headDim;
-    problem.valueHeadDim = valueHeadDim ? int64_t(valueHeadDim)
-                                        : int64_t(headDim);
-    problem.dtype = dtype;
-    problem.causal = causal;
-    problem.window = window;
-    problem.bottomRight = causalAlign == "bottom-right";
-    problem.diagonalOffset = diagonalOffset;
-    problem.softcap = softcap;
-    problem.scale = scale;
-    problem.seed = seed;
-    problem.tolerance = tolerance.getNumOccurrences() ? double(tolerance) : 0;
-    problem.printModule = printModule;
-    std::string tiles;
-    if (blockR)
-      tiles += " block-r=" + std::to_string(blockR);
-    if (blockC)
-      tiles += " block-c=" + std::to_string(blockC);
-    problem.pipeline = "builtin.module(fa-cpu-pipeline{loop-order=" +
-                       loopOrder.getValue() + tiles + "})";
-    return fa::run::runBackward(context, problem);
-  }
-
-  OwningOpRef<ModuleOp> module;
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  if (inputFile.empty()) {
-    std::optional<StringRef> in = fa::mlirElementTypeName(dtype);
-    if (!in || dtype == "f8E4M3FN")
-      return fail("--dtype must be f32, f16, bf16 or e4m3, got '" + dtype +
-                  "'");
-    if (outDtype.getNumOccurrences() && *in != "f8E4M3FN")
-      return fail("--out-dtype: O has the inputs' type (" + dtype +
-                  "); only --dtype e4m3 takes another");
-    if (std::optional<std::string> error = fa::checkElementTypes(
-            *in, *in == "f8E4M3FN" ? StringRef(outDtype) : *in))
-      return fail("--out-dtype: " + *error);
-    if (*in == "f8E4M3FN" && !fp8.empty())
-      return fail("--fp8 quantises f32, f16 or bf16 inputs; --dtype e4m3 "
-                  "inputs are e4m3 already");
-    // Named, so that diagnostics point at the options, not at <unknown>.
-    module = parseSourceString<ModuleOp>(buildModuleText(), &context,
-                                         "<fa-run options>");
-  } else {
-    std::string error;
-    auto file = openInputFile(inputFile, &error);
-    if (!file)
-      return fail(error);
-    if (fa::findUpstreamLinalgParserCrash(file->getBuffer()) !=
-        StringRef::npos)
-      return fail("malformed integer list after 'permutation =' or "
-                  "'dimensions =': refused because MLIR 22.1.8's linalg "
-                  "parser crashes on it");
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  }
+  std::string error;
+  OwningOpRef<ModuleOp> module = loadModule(context, sourceMgr, error);
   if (!module)
-    return fail("could not parse the input");
+    return fail(error.empty() ? "could not parse the input" : error);
   OwningOpRef<ModuleOp> unraised;
   if (compareUnraised) {
     if (!raise)
@@ -1220,106 +1516,13 @@ int main(int argc, char **argv) {
   if (printModule)
     module->print(llvm::outs());
 
-  // The entry: the function holding the fa.attention ops (all of them in
-  // one function). Two forms:
-  //  * direct: one buffer-form fa.attention whose operands are the
-  //    function's arguments (q, k, v, o[, lse]); fa-run fills q, k, v;
-  //  * capture (anything else: a raised op on values the function computes,
-  //    tensor arguments and results, several attentions): fa-run fills
-  //    every argument, and the function is given extra arguments receiving
-  //    each attention's own q, k, v, o (and lse), against which it is
-  //    checked (toCaptureForm).
-  SmallVector<fa::AttentionOp> attentions;
-  module->walk([&](fa::AttentionOp op) { attentions.push_back(op); });
-  if (attentions.empty() ||
-      !attentions.front()->getParentOfType<func::FuncOp>())
-    return fail("the input holds no fa.attention inside a func.func");
-  func::FuncOp entry = attentions.front()->getParentOfType<func::FuncOp>();
-  for (fa::AttentionOp op : attentions)
-    if (op->getParentOfType<func::FuncOp>() != entry)
-      return fail("the fa.attention ops are in more than one function "
-                  "(@" +
-                  entry.getName() + " and @" +
-                  op->getParentOfType<func::FuncOp>().getName() +
-                  "): fa-run runs one");
-  for (fa::AttentionOp op : attentions)
-    if (op->getParentOp() != entry)
-      return fail("an fa.attention is nested in a region of @" +
-                  entry.getName() + ": fa-run checks top-level ones");
-
-  std::vector<Checked> checked;
-  unsigned numInputs = 3, numOutputs = entry.getNumArguments();
-  bool direct = isDirectForm(entry, attentions);
-  if (direct) {
-    std::string error;
-    FailureOr<Spec> spec = specOf(attentions.front(), error);
-    if (failed(spec))
-      return fail(error);
-    for (Type t : entry.getArgumentTypes())
-      if (!cast<MemRefType>(t).hasStaticShape() ||
-          cast<MemRefType>(t).getRank() > kMaxRank)
-        return fail("@" + entry.getName() +
-                    " must take statically shaped memrefs, got " +
-                    llvm::formatv("{0}", t).str());
-    Checked c;
-    c.spec = *spec;
-    c.q = 0;
-    c.k = 1;
-    c.v = 2;
-    c.o = 3;
-    if (spec->lse)
-      c.lse = 4;
-    checked.push_back(c);
-  } else {
-    if (inputKind == "rising")
-      return fail("--inputs=rising needs the direct form (the function's "
-                  "arguments are the op's q, k, v, o[, lse]): it shapes q "
-                  "and k");
-    std::string error;
-    if (failed(toCaptureForm(entry, attentions, checked, numInputs,
-                             numOutputs, error)))
-      return fail(error);
-    for (Type t : entry.getArgumentTypes())
-      if (cast<MemRefType>(t).getRank() > kMaxRank)
-        return fail("@" + entry.getName() + " takes a memref of rank > " +
-                    Twine(kMaxRank));
-  }
-
-  entry->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
-  // The function is replaced during lowering: keep what we need of it.
-  std::string entryName = entry.getName().str();
-  SmallVector<Type> argTypes(entry.getArgumentTypes());
-  entry = nullptr;
-  attentions.clear();
+  Entry entry;
+  if (failed(prepareEntry(*module, entry, error)))
+    return fail(error);
 
   // Lower.
   PassManager pm(&context);
-  std::string pipelineText = pipeline;
-  if (pipelineText.empty()) {
-    pipelineText = "builtin.module(fa-cpu-pipeline{loop-order=" + loopOrder;
-    if (splitKV != "off")
-      pipelineText += " kv-splits=" + splitKV;
-    if (blockR)
-      pipelineText += " block-r=" + std::to_string(blockR);
-    if (blockC)
-      pipelineText += " block-c=" + std::to_string(blockC);
-    if (sramBudget)
-      pipelineText += " sram-budget=" + std::to_string(sramBudget);
-    if (rescaleThreshold.getNumOccurrences())
-      pipelineText +=
-          " rescale-threshold=" + fa::formatDouble(rescaleThreshold);
-    if (countRescales)
-      pipelineText += " count-rescales=true";
-    if (polyExp2Degree)
-      pipelineText += " poly-exp2-degree=" + std::to_string(polyExp2Degree) +
-                      " poly-exp2-period=" + std::to_string(polyExp2Period);
-    if (!fp8.empty())
-      pipelineText += " fp8=" + fp8;
-    if (incoherent)
-      pipelineText += " incoherent=true";
-    pipelineText += " probs-scale=" + fa::formatDouble(probsScale);
-    pipelineText += "})";
-  }
+  std::string pipelineText = pipelineOfOptions();
   FailureOr<OpPassManager> parsed = parsePassPipeline(pipelineText);
   if (failed(parsed))
     return fail("bad pipeline '" + pipelineText + "'");
@@ -1341,89 +1544,21 @@ int main(int argc, char **argv) {
                 llvm::toString(maybeEngine.takeError()));
   std::unique_ptr<ExecutionEngine> &engine = *maybeEngine;
 
-  // Inputs: N(0, 1) in q, k, v (direct form) or in every original argument
-  // (capture form); NaN in the outputs, so that an element left unwritten
-  // shows.
-  std::vector<Buffer> buffers(argTypes.size());
-  for (auto [i, t] : llvm::enumerate(argTypes)) {
-    auto mt = cast<MemRefType>(t);
-    FailureOr<Elt> e = toElt(mt.getElementType());
-    if (failed(e))
-      return fail("unsupported element type " +
-                  llvm::formatv("{0}", mt.getElementType()).str() +
-                  " in argument " + Twine(i) + " (f32, f16 or bf16)");
-    if (boundedElements(mt.getShape()) < 0)
-      return fail("argument " + Twine(i) +
-                  " has more than 2^28 elements: fa-run allocates and checks "
-                  "it on the host; use smaller shapes");
-    buffers[i].elt = *e;
-    buffers[i].shape.assign(mt.getShape().begin(), mt.getShape().end());
-    buffers[i].allocate();
-  }
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (unsigned i = 0; i < numInputs; ++i)
-    for (int64_t j = 0; j < buffers[i].size(); ++j)
-      buffers[i].set(j, normal(rng));
-  // e4m3 inputs (direct form): the N(0, 1) draws quantised per tensor,
-  // x * 448 / amax, with the descales amax / 448 in their arguments.
-  if (std::optional<unsigned> first = checked.front().spec.descaleArgs) {
-    if (inputKind == "rising")
-      return fail("--inputs=rising shapes f32 inputs; not with e4m3");
-    Spec &spec = checked.front().spec;
-    double *descales[] = {&spec.qDescale, &spec.kDescale, &spec.vDescale};
-    static const char *names[] = {"q_descale", "k_descale", "v_descale"};
-    for (unsigned i = 0; i < 3; ++i) {
-      std::vector<float> x(buffers[i].size());
-      for (float &e : x)
-        e = normal(rng);
-      float descale =
-          fa::quantizeE4M3(x.data(), x.size(), buffers[i].u8.data());
-      if (std::optional<std::string> error =
-              fa::checkDescale(names[i], descale))
-        return fail(*error);
-      *descales[i] = descale;
-      buffers[*first + i].set(0, descale);
-    }
-  }
-  if (inputKind == "rising") {
-    // Adversarial for the online softmax: q . k grows with the key index, so
-    // every K/V block raises the running max. q = |q|, k_j += c * j.
-    const Spec &spec = checked.front().spec;
-    for (int64_t j = 0; j < buffers[0].size(); ++j)
-      buffers[0].set(j, std::fabs(buffers[0].get(j)) * 0.5f + 0.5f);
-    for (int64_t j = 0; j < buffers[1].size(); ++j) {
-      int64_t key = (j / spec.d) % spec.nk;
-      buffers[1].set(j, buffers[1].get(j) * 0.1f +
-                            2.0f * float(key) / float(spec.nk));
-    }
-  }
-  if (std::optional<std::string> error =
-          makeKVCache(checked.front().spec, buffers, rng))
-    return fail(*error);
-  float nan = std::numeric_limits<float>::quiet_NaN();
-  const Spec &first = checked.front().spec;
-  std::optional<unsigned> inputsAfter = first.descaleArgs   ? first.descaleArgs
-                                        : first.lengthsArg ? first.lengthsArg
-                                        : first.tableArg   ? first.tableArg
-                                                           : first.cuArg;
-  for (size_t i = numInputs; i < buffers.size(); ++i)
-    if (!inputsAfter || i < *inputsAfter)
-      for (int64_t j = 0; j < buffers[i].size(); ++j)
-        buffers[i].set(j, nan);
-
+  std::vector<Buffer> buffers;
+  if (std::optional<std::string> why = makeArguments(entry, buffers))
+    return fail(*why);
   // The arguments as they were before the call, for the unraised run.
   std::vector<Buffer> initial;
   if (compareUnraised)
-    for (unsigned i = 0; i < numOutputs; ++i)
+    for (unsigned i = 0; i < entry.numOutputs; ++i)
       initial.push_back(buffers[i].clone());
-  if (llvm::Error error = callEntry(*engine, entryName, buffers))
-    return fail("cannot call @" + entryName + ": " +
-                llvm::toString(std::move(error)));
+  if (llvm::Error callError = callEntry(*engine, entry.name, buffers))
+    return fail("cannot call @" + entry.name + ": " +
+                llvm::toString(std::move(callError)));
 
   // Check each attention against the reference of its own operands.
   bool ok = true;
-  for (const Checked &c : checked)
+  for (const Checked &c : entry.checked)
     ok = checkAttention(c, buffers) && ok;
   if (countRescales) {
     // memref.global @fa_rescale_counters: rows moved, rows skipped, max P.
@@ -1441,75 +1576,11 @@ int main(int argc, char **argv) {
         std::exp2(double(rescaleThreshold)));
   }
   if (compareUnraised) {
-    // The function as written, lowered without raising (its linalg.softmax
-    // decomposed), on the same inputs: every argument and result must agree
-    // with the raised run within the inputs' precision.
-    func::FuncOp original = unraised->lookupSymbol<func::FuncOp>(entryName);
-    std::vector<Checked> none;
-    unsigned inputs = 0, outputs = 0;
-    std::string error;
-    if (!original ||
-        failed(toCaptureForm(original, {}, none, inputs, outputs, error)) ||
-        inputs != numInputs || outputs != numOutputs)
-      return fail("--compare-unraised: cannot prepare the unraised @" +
-                  entryName + (error.empty() ? "" : ": " + error));
-    original->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
-    original = nullptr;
-    PassManager unraisedPm(&context);
-    static_cast<OpPassManager &>(unraisedPm) = *parsePassPipeline(pipelineText);
-    if (failed(decomposeSoftmaxes(*unraised)) ||
-        failed(unraisedPm.run(*unraised)))
-      return fail("--compare-unraised: lowering the unraised function failed");
-    auto unraisedEngine = createEngine(*unraised, optimize);
-    if (!unraisedEngine)
-      return fail("cannot create the execution engine: " +
-                  llvm::toString(unraisedEngine.takeError()));
-    std::vector<Buffer> other;
-    for (const Buffer &b : initial)
-      other.push_back(b.clone());
-    if (llvm::Error callError = callEntry(**unraisedEngine, entryName, other))
-      return fail("cannot call the unraised @" + entryName + ": " +
-                  llvm::toString(std::move(callError)));
-    // The results, and the arguments either run wrote (memref outputs).
-    auto written = [&](unsigned i) {
-      for (int64_t j = 0; j < initial[i].size(); ++j) {
-        float was = initial[i].get(j);
-        if (buffers[i].get(j) != was || other[i].get(j) != was)
-          return true;
-      }
-      return false;
-    };
-    for (unsigned i = 0; i < numOutputs; ++i) {
-      if (i < numInputs && !written(i))
-        continue;
-      double errSq = 0, refSq = 0;
-      int64_t nans = 0;
-      for (int64_t j = 0; j < buffers[i].size(); ++j) {
-        double got = buffers[i].get(j), want = other[i].get(j);
-        if (std::isnan(got) != std::isnan(want)) {
-          ++nans;
-          continue;
-        }
-        if (std::isnan(got))
-          continue;
-        errSq += (got - want) * (got - want);
-        refSq += want * want;
-      }
-      double rel = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
-      // The unraised function computes in its own types (an f16 softmax, an
-      // f16 accumulator); the raised one in f32 with f16/bf16 I/O.
-      double tol = buffers[i].elt == Elt::F32   ? 1e-4
-                   : buffers[i].elt == Elt::F16 ? 1e-2
-                                                : 8e-2;
-      bool same = nans == 0 && rel <= tol;
-      ok = ok && same;
-      llvm::outs() << llvm::formatv(
-          "fa-run: {0} {1}: raised vs unraised rel_l2_error={2:e2} "
-          "nan_mismatches={3} tolerance={4:e1}{5}\n",
-          i < numInputs ? "argument" : "result",
-          i < numInputs ? i : i - numInputs, rel, nans, tol,
-          same ? "" : " MISMATCH");
-    }
+    FailureOr<bool> same = compareWithUnraised(
+        *unraised, entry, pipelineText, optimize, initial, buffers, error);
+    if (failed(same))
+      return fail(error);
+    ok = ok && *same;
   }
   llvm::outs() << "fa-run: " << (ok ? "PASS" : "FAIL") << "\n";
   return ok ? 0 : 1;
