@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One GPU call's worth of the serving checks (issue 45), most important
+# first, each part time-boxed so that a short device lease still returns the
+# earlier parts: the serving path's GPU tests (numerics, no host sync, CUDA
+# graphs, device asserts), the host cost per call (with cProfile), the
+# issue's decode table, the decode steps, then the A/B and split sweeps when
+# their kernels are there. Kernels come from .serving/ (bash
+# bench/build_serving_kernels.sh) and .ab/{with,without}
+# (bench/ab_device_asserts.py). Results go to $OUT (default results-serving).
+# Usage: bash bench/serving_run.sh [parts...]   (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-results-serving}
+mkdir -p "$OUT"
+export FLASHMLIR_KERNEL_DIR=.serving FLASHMLIR_PAGED_KERNEL_DIR=.serving \
+  FLASHMLIR_VARLEN_KERNEL_DIR=.serving
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(tests host table ab splits steps)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch; print(torch.__version__, torch.backends.cudnn.version())" \
+  | tee -a "$OUT/gpu.txt"
+for part in "${parts[@]}"; do
+  start=$(date +%s)
+  case $part in
+    tests)
+      timeout 240 python3 -m pytest -q -m gpu python/tests/test_device_asserts.py \
+        python/tests/test_pack_gqa.py python/tests/test_cuda_graph.py \
+        python/tests/test_torch_ops.py::test_compiled_decode_step \
+        -k "not prefill_with_tile and not flash_attn_func_replays and not varlen_replays" \
+        > "$OUT/pytest-gpu.log" 2>&1
+      tail -3 "$OUT/pytest-gpu.log" ;;
+    host)
+      timeout 150 python3 bench/serving.py host --profile-dir "$OUT" \
+        --out "$OUT/serving-host.json" > "$OUT/host.log" 2>&1
+      tail -20 "$OUT/host.log" ;;
+    table)
+      timeout 240 python3 bench/serving.py table --issue-rows \
+        --out "$OUT/serving-table.json" > "$OUT/table.log" 2>&1
+      python3 - "$OUT/serving-table.json" <<'PY' || tail -5 "$OUT/table.log"
+import json, sys
+for r in json.load(open(sys.argv[1]))["table"]:
+    print(r["heads"], r["b"], r["nk"], r["page"], r["mode"],
+          *(f"{k}={r[k]:.2f}" for k in ("vs_cudnn", "vs_fa2") if isinstance(r.get(k), float)))
+PY
+      ;;
+    ab)
+      [ -d .ab/with ] && timeout 120 python3 bench/ab_device_asserts.py .ab/with \
+        .ab/without "$OUT/ab-device-asserts.json" 2>&1 | tee "$OUT/ab.log" | tail -6 ;;
+    splits)
+      timeout 200 python3 bench/decode_splits.py --out "$OUT/decode-splits.json" \
+        > "$OUT/splits.log" 2>&1
+      cut -c1-400 "$OUT/splits.log" | tail -10 ;;
+    steps)
+      timeout 200 python3 bench/serving.py steps --quick \
+        --out "$OUT/serving-steps.json" > "$OUT/steps.log" 2>&1
+      tail -4 "$OUT/steps.log" | cut -c1-400 ;;
+  esac
+  echo "== $part: $(( $(date +%s) - start )) s"
+done
