@@ -643,6 +643,7 @@ for line in sys.stdin:
     rng = random.Random(seed)
     api, args, kw, caches, invalid = make_call(rng)
     flashmlir._launchers.clear()
+    flashmlir._calls.clear()
     before = [c.clone() for c in caches]
     print("TRY", flush=True)
     try:
