@@ -890,10 +890,11 @@ def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table,
     # stops a position past the capacity (a block-table column past
     # max_pages, a page past the cache). The kernel then asserts the new
     # lengths against the capacity.
-    positions = (lengths.long() & 0xFFFFFFFF)[:, None] + torch.arange(
-        n_new, device=k.device)[None, :]
+    positions = (lengths.long() & 0xFFFFFFFF)[:, None]
+    if n_new > 1:
+        positions = positions + torch.arange(n_new, device=k.device)[None, :]
     if block_table is None:
-        rows = torch.arange(b, device=k.device)[:, None].expand(b, n_new)
+        rows = _sequence_rows(b, k.device)[:, None].expand(b, n_new)
         k_cache[rows, positions] = k
         v_cache[rows, positions] = v
     else:
@@ -904,6 +905,29 @@ def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table,
         rows = positions % page_size
         k_cache[pages, rows] = k
         v_cache[pages, rows] = v
+
+
+# arange(B) on a device, by (B, device): the append's batch index, made
+# once (every op is a launch of a decode step's host time).
+_SEQUENCE_ROWS = {}
+
+
+def _sequence_rows(b, device):
+    """torch.arange(b) on `device` (int64), kept for the next call; one made
+    while a CUDA graph is being captured is the graph's and is not kept."""
+    import torch
+    from . import runtime
+
+    key = (b, device)
+    rows = _SEQUENCE_ROWS.get(key)
+    if rows is None:
+        rows = torch.arange(b, device=device)
+        # Never evicted: a captured graph may read a kept one at every
+        # replay (past 256 batch sizes, the others are made per call).
+        if len(_SEQUENCE_ROWS) < 256 and not (
+                device.type == "cuda" and runtime.capturing()):
+            _SEQUENCE_ROWS[key] = rows
+    return rows
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
