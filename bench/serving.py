@@ -198,9 +198,19 @@ def per_call_us(fn, calls=2000, profile=None):
     host = (time.perf_counter() - t) / calls * 1e6
     torch.cuda.synchronize()
     if profile:
-        import cProfile
+        # bench/profile.py would shadow the standard library's profile
+        # module, which cProfile imports: this folder is left off the path.
+        here = os.path.dirname(os.path.abspath(__file__))
+        saved = sys.path[:]
+        sys.path[:] = [p for p in sys.path
+                       if os.path.abspath(p or ".") != here]
+        sys.modules.pop("profile", None)
+        try:
+            import cProfile
+            import pstats
+        finally:
+            sys.path[:] = saved
         import io
-        import pstats
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(calls):

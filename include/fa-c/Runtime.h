@@ -183,8 +183,9 @@ int faKernelLaunchE4M3(FaKernel *kernel, const void *q,
  *  blockTable: [B, maxPages] int32 on the device, the entries a sequence
  *  reads in [0, cacheEntries), for paged kernels, else NULL. The kernel
  *  checks both on the device (the launch reads nothing back): a length or
- *  page outside them stops it with a device-side assert (the launch, and
- *  the context, fail with CUDA_ERROR_ASSERT). A sequence without lengths has maxPages * page_size keys
+ *  page outside them stops it with a trap (the launch, and the context,
+ *  fail with CUDA_ERROR_LAUNCH_FAILED; no message: a kernel that calls
+ *  __assertfail has its wgmmas serialised by ptxas, docs/serving.md). A sequence without lengths has maxPages * page_size keys
  *  (paged) or cacheRows. Bottom-right masks align with each sequence's
  *  length. kvSplits as in faKernelLaunchSplit. */
 int faKernelLaunchKVCache(FaKernel *kernel, const void *q,
@@ -206,8 +207,8 @@ int faKernelLaunchKVCache(FaKernel *kernel, const void *q,
  *  [sequences + 1] int32 prefix sums on the device (from 0, not
  *  decreasing, within the totals) and maxSeqlenQ the longest sequence's
  *  queries (the grid). The kernel checks the sums and maxSeqlenQ on the
- *  device: sums that break these rules stop it with a device-side assert
- *  (CUDA_ERROR_ASSERT). The LSE is [1, Hq, totalQ]. */
+ *  device: sums that break these rules stop it with a trap
+ *  (CUDA_ERROR_LAUNCH_FAILED). The LSE is [1, Hq, totalQ]. */
 int faKernelLaunchVarlen(FaKernel *kernel, const void *q,
                          const FaStrides *qStrides, const void *k,
                          const FaStrides *kStrides, const void *v,

@@ -43,6 +43,14 @@ except ImportError:
 
 _launchers = {}
 
+# FLASHMLIR_CHECK_INPUTS=1: the entry points also check the values that live
+# on the device (KV lengths, block-table entries, varlen prefix sums) on the
+# host, with messages -- reading them back, a synchronisation per call, for
+# debugging. Without it the sm_90a kernel checks them itself and stops with
+# a trap ("unspecified launch failure"), without the message (its
+# __assertfail call made ptxas serialise the wgmmas: docs/serving.md).
+_CHECK_INPUTS = _os.environ.get("FLASHMLIR_CHECK_INPUTS", "") not in ("", "0")
+
 
 def _f32(x):
     """x rounded to the f32 the metadata holds (the compiler's scale and
@@ -715,10 +723,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
             f"{api}: k and v must be [B, Nnew, Hkv, D] with q's batch and "
             f"the cache's heads and head dim, got {tuple(k.shape)} and "
             f"{tuple(v.shape)}")
-    # The lengths and the block table stay on the device: the kernel asserts
+    # The lengths and the block table stay on the device: the kernel checks
     # that each length is within the capacity and each page it reads is a
-    # page of the cache (a device-side assert, as torch's), so the call
-    # never waits for the GPU.
+    # page of the cache (it traps otherwise, stopping as torch's device-side
+    # asserts do), so the call never waits for the GPU.
     nq, hq, hkv = q.shape[1], q.shape[2], k_cache.shape[2]
     if nq == 1 and causal and window == 0:
         # One query a sequence, at its last key: the bottom-right causal
@@ -753,7 +761,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                        num_splits=num_splits if split else None,
                        discard_lse=not return_softmax_lse,
                        cache_seqlens=seen, block_table=table)
-    call = _KVCacheCall(plan, page_size, return_softmax_lse, (b, hq, nq))
+    call = _KVCacheCall(plan, page_size, return_softmax_lse, (b, hq, nq),
+                        capacity)
     result = call.run(q, k_cache, v_cache, k, v, cache_seqlens, block_table,
                       out)
     _remember(key, call)
@@ -829,6 +838,54 @@ class _PlannedCall:
         return out
 
 
+def _check_cache_on_host(lengths, n_new, capacity, table, page_size,
+                         num_pages):
+    """FLASHMLIR_CHECK_INPUTS: what the kernel checks on the device, here
+    with a message (a read of the lengths and the table: it synchronises).
+    Each sequence's keys after the append, lengths + n_new, lie in [0,
+    capacity] (before anything is written), and the block-table entries of
+    its pages are pages of the cache."""
+    from . import runtime
+
+    api = "flash_attn_with_kvcache"
+    for i, n in enumerate(lengths.tolist()):
+        if not 0 <= n <= capacity - n_new:
+            raise runtime.KernelArgumentError(
+                f"{api}: cache_seqlens[{i}] = {n} with {n_new} new keys is "
+                f"outside [0, capacity = {capacity}] (FLASHMLIR_CHECK_INPUTS)")
+        if table is None:
+            continue
+        pages = table[i, :-(-(n + n_new) // page_size)].tolist()
+        bad = [p for p in pages if not 0 <= p < num_pages]
+        if bad:
+            raise runtime.KernelArgumentError(
+                f"{api}: block_table[{i}] holds {bad[0]}, not a page of the "
+                f"cache's {num_pages} (FLASHMLIR_CHECK_INPUTS)")
+
+
+def _check_sums_on_host(cu_seqlens_q, cu_seqlens_k, total_q, total_k,
+                        max_seqlen_q):
+    """FLASHMLIR_CHECK_INPUTS: the varlen prefix sums as the kernel checks
+    them, here with a message (a read of the sums: it synchronises)."""
+    from . import runtime
+
+    for name, sums, total in (("cu_seqlens_q", cu_seqlens_q, total_q),
+                              ("cu_seqlens_k", cu_seqlens_k, total_k)):
+        values = sums.tolist()
+        if values[0] != 0 or any(b < a for a, b in zip(values, values[1:])) \
+                or values[-1] > total:
+            raise runtime.KernelArgumentError(
+                f"flash_attn_varlen_func: {name} {values} must start at 0, "
+                f"not decrease and end within the {total} packed rows "
+                f"(FLASHMLIR_CHECK_INPUTS)")
+    values = cu_seqlens_q.tolist()
+    longest = max(b - a for a, b in zip(values, values[1:]))
+    if longest > max_seqlen_q:
+        raise runtime.KernelArgumentError(
+            f"flash_attn_varlen_func: a sequence has {longest} queries, more "
+            f"than max_seqlen_q = {max_seqlen_q} (FLASHMLIR_CHECK_INPUTS)")
+
+
 def _kvcache_lengths(cache_seqlens, b, device):
     """cache_seqlens (checked) as the int32 [B] device tensor the kernel
     reads: an integer made one, a tensor as it is, None (no lengths) kept."""
@@ -849,9 +906,10 @@ class _KVCacheCall:
     storage: each view starts where its tensor does, and the plan holds
     the views' shapes and strides."""
 
-    def __init__(self, plan, page_size, return_lse, lse_shape):
+    def __init__(self, plan, page_size, return_lse, lse_shape, capacity):
         self.plan, self.page_size = plan, page_size
         self.return_lse, self.lse_shape = return_lse, lse_shape
+        self.capacity = capacity
 
     def run(self, q, k_cache, v_cache, k, v, cache_seqlens, block_table,
             out=None):
@@ -863,6 +921,10 @@ class _KVCacheCall:
             else None
         lengths = _kvcache_lengths(cache_seqlens, q.shape[0], q.device)
         seen = lengths if k is None else (lengths + k.shape[1]).contiguous()
+        if _CHECK_INPUTS and lengths is not None:
+            _check_cache_on_host(lengths, 0 if k is None else k.shape[1],
+                                 self.capacity, table, self.page_size,
+                                 k_cache.shape[0])
         if k is not None:
             _append_to_cache(k_cache, v_cache, k, v, lengths, table,
                              self.page_size)
@@ -965,10 +1027,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                 t.dim() != 1:
             raise runtime.KernelArgumentError(
                 f"{api}: {name} must be an int32 tensor [B + 1]")
-    # The sums stay on the device: the kernel asserts that they start at 0,
+    # The sums stay on the device: the kernel checks that they start at 0,
     # do not decrease, end within the packed rows and give no sequence more
-    # queries than max_seqlen_q (a device-side assert, as torch's), so the
-    # call never waits for the GPU. The longest sequences are the caller's
+    # queries than max_seqlen_q (it traps otherwise), so the call never
+    # waits for the GPU. The longest sequences are the caller's
     # numbers: integers (a fraction would give the grid too few blocks),
     # within the packed rows.
     max_seqlen_q = _integer(api, "max_seqlen_q", max_seqlen_q, 1, q.shape[0])
@@ -983,6 +1045,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             "flash_attn_varlen_func: varlen batches need an sm_90a kernel")
+    if _CHECK_INPUTS:
+        _check_sums_on_host(cu_seqlens_q, cu_seqlens_k, q.shape[0],
+                            k.shape[0], max_seqlen_q)
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     kernel(qh, kh, vh, out=out.unsqueeze(0).transpose(1, 2),
            scale=softmax_scale, discard_lse=True,

@@ -373,3 +373,49 @@ def test_a_checked_call_is_repeated_without_its_checks(
     with pytest.raises(runtime.KernelArgumentError, match="num_splits"):
         flashmlir.flash_attn_with_kvcache(q, kc, vc, k=k, v=v,
                                           cache_seqlens=lens, num_splits=0.0)
+
+
+def test_checked_inputs_are_refused_on_the_host(flashmlir, torch, runtime,
+                                                sm90, monkeypatch):
+    """FLASHMLIR_CHECK_INPUTS: the device-side values the kernel checks
+    (and stops on with a trap) are checked on the host first, with the
+    rule, before the append: lengths after the append within the capacity,
+    the pages a sequence reads within the cache; a repeated call (from its
+    plan) is checked too. The varlen sums likewise."""
+    monkeypatch.setattr(flashmlir, "_CHECK_INPUTS", True)
+    kernel = _Kernel()
+    monkeypatch.setattr(flashmlir, "_launcher",
+                        lambda *a, **kw: (kernel, False))
+    q = torch.randn(B, 1, H, D).half()
+    k, v = _new(torch)
+    for lens, match in (([3, N], "cache_seqlens\\[1\\] = 16 with 1 new"),
+                        ([-2, 0], "cache_seqlens\\[0\\] = -2")):
+        _call_leaves_caches(flashmlir, torch, runtime.KernelArgumentError,
+                            match, q, _caches(torch), k=k, v=v,
+                            cache_seqlens=torch.tensor(lens,
+                                                       dtype=torch.int32))
+    good = torch.tensor([3, 7], dtype=torch.int32)
+    flashmlir.flash_attn_with_kvcache(q, *_caches(torch), k=k, v=v,
+                                      cache_seqlens=good)
+    checked = len(kernel.checked)
+    _call_leaves_caches(flashmlir, torch, runtime.KernelArgumentError,
+                        "cache_seqlens\\[1\\] = 16", q, _caches(torch), k=k,
+                        v=v, cache_seqlens=torch.tensor([3, 16],
+                                                        dtype=torch.int32))
+    assert len(kernel.checked) == checked  # repeated from its plan
+    # Paged (4 pages of 16): sequence 1 reads pages 2 and 9.
+    table = torch.tensor([[0, 1], [2, 9]], dtype=torch.int32)
+    _call_leaves_caches(flashmlir, torch, runtime.KernelArgumentError,
+                        "block_table\\[1\\] holds 9", q,
+                        _caches(torch, n=16, batch=4), k=k, v=v,
+                        cache_seqlens=torch.tensor([3, 17],
+                                                   dtype=torch.int32),
+                        block_table=table)
+    sums = torch.tensor([0, 5, 3], dtype=torch.int32)
+    with pytest.raises(runtime.KernelArgumentError, match="must start at 0"):
+        flashmlir._check_sums_on_host(sums, sums, 8, 8, 5)
+    sums = torch.tensor([0, 2, 8], dtype=torch.int32)
+    with pytest.raises(runtime.KernelArgumentError,
+                       match="6 queries, more than max_seqlen_q = 5"):
+        flashmlir._check_sums_on_host(sums, sums, 8, 8, 5)
+    flashmlir._check_sums_on_host(sums, sums, 8, 8, 6)

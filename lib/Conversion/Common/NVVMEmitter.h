@@ -63,11 +63,12 @@ protected:
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
   }
   Value andi(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  /// Stops the kernel with `message` unless `ok`: cf.assert, which
-  /// convert-fagpu-to-nvvm lowers to CUDA's __assertfail (a device-side
-  /// assert, as torch's: the launch fails and the context with it). For
-  /// inputs that live on the device (KV lengths, block tables, prefix
-  /// sums), which the host could check only by synchronising.
+  /// Stops the kernel unless `ok`: cf.assert with the rule's `message`,
+  /// which convert-fagpu-to-nvvm lowers to a trap (the launch fails and the
+  /// context with it, as after torch's device-side asserts; no message:
+  /// DeviceAssertLowering says why). For inputs that live on the device
+  /// (KV lengths, block tables, prefix sums), which the host could check
+  /// only by synchronising.
   void deviceAssert(Value ok, StringRef message) {
     cf::AssertOp::create(b, loc, ok, message);
   }

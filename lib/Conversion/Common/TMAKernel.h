@@ -604,11 +604,10 @@ protected:
   /// [firstBlock B_c, min(numBlocks B_c, its length)), are pages of the
   /// cache (entries past a sequence's keys are never read for data: their
   /// blocks are masked). A consumer warp checks them, `lane` taking every
-  /// 32nd page: the producer, which reads the entries for its loads, runs
-  /// on the few registers setmaxnreg leaves it, too few for
-  /// __assertfail's call (an assert there stopped the kernel with an
-  /// illegal instruction instead of its message). An out-of-range page's
-  /// load is outside the K/V maps, which the TMA fills with zeros.
+  /// 32nd page (the producer's one issuing thread reads the entries for
+  /// its loads; the consumers' warps check them a lane each). An
+  /// out-of-range page's load is outside the K/V maps, which the TMA fills
+  /// with zeros.
   void assertTilePages(const AttentionTile &tile, Value lane,
                        int64_t pageSize) {
     Value endKey = minu(mul(tile.numBlocks, c32(blockC)), tile.nk);

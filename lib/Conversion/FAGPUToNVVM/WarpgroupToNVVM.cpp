@@ -28,8 +28,6 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/DialectConversion.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -155,72 +153,30 @@ struct ReceiveTileLowering : OpConversionPattern<fagpu::ReceiveTileOp> {
   }
 };
 
-/// The address of a NUL-terminated string constant of `module` (one global
-/// per distinct text, named by its xxh3 hash, which is the same in every
-/// process: the PTX of a kernel does not change between builds).
-static Value stringConstant(OpBuilder &b, gpu::GPUModuleOp module, Location loc,
-                            StringRef text) {
-  std::string name =
-      "fa_str_" + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true);
-  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
-  if (!global) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    std::string bytes = (text + Twine('\0')).str();
-    global = LLVM::GlobalOp::create(
-        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
-        /*isConstant=*/true, LLVM::Linkage::Internal, name,
-        b.getStringAttr(bytes));
-  }
-  return LLVM::AddressOfOp::create(b, loc, global);
-}
-
-/// cf.assert in a kernel -> CUDA's device-side assert: where the condition
-/// fails, __assertfail(message, file, line, function, 1) reports the
-/// message with the failing block and thread, and the kernel traps (the
-/// launch fails with an assert error and the context with it, as after
-/// torch's device asserts). An scf.if, not a branch: the kernel body is
-/// still structured here.
+/// cf.assert in a kernel -> a trap where the condition fails: the launch
+/// fails ("unspecified launch failure") and the CUDA context with it, as
+/// after torch's device-side asserts, but without the message. CUDA prints
+/// one only through __assertfail, a call, and ptxas serialises every
+/// asynchronous tensor-core product (wgmma, tcgen05) of a function that
+/// makes a call, wherever it sits (C7510): the sm_90a varlen and
+/// chunked-prefill kernels ran 1.6-1.7x slower with it on an H100
+/// (bench/results/2026-12-06-serving-host-plans-h100.md). The rules and
+/// their messages stay in the IR (the cf.assert's), and
+/// FLASHMLIR_CHECK_INPUTS=1 has the Python entry points check the same
+/// values on the host, with the messages. An scf.if, not a branch: the
+/// kernel body is still structured here.
 struct DeviceAssertLowering : OpConversionPattern<cf::AssertOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(cf::AssertOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto module = op->getParentOfType<gpu::GPUModuleOp>();
-    if (!module)
+    if (!op->getParentOfType<gpu::GPUModuleOp>())
       return failure();
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
-    auto ptr = LLVM::LLVMPointerType::get(ctx);
-    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
-    auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>("__assertfail");
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      callee = LLVM::LLVMFuncOp::create(
-          rewriter, loc, "__assertfail",
-          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                      {ptr, ptr, i32, ptr, i64}));
-    }
-    StringRef file = "flash-mlir";
-    unsigned line = 0;
-    if (auto fileLoc = loc->findInstanceOf<FileLineColLoc>()) {
-      file = fileLoc.getFilename();
-      line = fileLoc.getLine();
-    }
-    auto kernel = op->getParentOfType<LLVM::LLVMFuncOp>();
-    StringRef function = kernel ? kernel.getSymName() : "kernel";
     Value one = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
     Value failed = arith::XOrIOp::create(rewriter, loc, adaptor.getArg(), one);
     auto ifFailed = scf::IfOp::create(rewriter, loc, failed, false);
     rewriter.setInsertionPointToStart(ifFailed.thenBlock());
-    LLVM::CallOp::create(
-        rewriter, loc, callee,
-        ValueRange{stringConstant(rewriter, module, loc, adaptor.getMsg()),
-                   stringConstant(rewriter, module, loc, file),
-                   arith::ConstantIntOp::create(rewriter, loc, line, 32),
-                   stringConstant(rewriter, module, loc, function),
-                   arith::ConstantIntOp::create(rewriter, loc, 1, 64)});
     LLVM::Trap::create(rewriter, loc);
     rewriter.eraseOp(op);
     return success();
@@ -291,8 +247,8 @@ LogicalResult mlir::fa::lowerWarpgroupOps(ModuleOp module) {
                          gpu::GPUDialect, memref::MemRefDialect>();
   target.addIllegalDialect<fagpu::FAGPUDialect>();
   target.addLegalOp<fagpu::AttentionOp>();
-  // Device-side asserts become __assertfail calls in the kernels; host
-  // code keeps its cf.assert for convert-cf-to-llvm.
+  // Device-side asserts become traps in the kernels; host code keeps its
+  // cf.assert for convert-cf-to-llvm.
   target.addDynamicallyLegalOp<cf::AssertOp>(
       [](cf::AssertOp op) { return !op->getParentOfType<gpu::GPUModuleOp>(); });
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
