@@ -339,8 +339,9 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
           /*alignment=*/4, /*isVolatile=*/true);
     };
     Value negInf = e.cf(-std::numeric_limits<double>::infinity());
-    // m = max_s LSE_s.
-    auto maxLoop = scf::ForOp::create(b, loc, e.c32(0), splits, e.c32(1),
+    // m = max_s LSE_s: the lanes read 32 chunks' LSE at once (one round
+    // trip for up to 32 chunks, not one per chunk), then a butterfly.
+    auto maxLoop = scf::ForOp::create(b, loc, pos.lane, splits, e.c32(32),
                                       ValueRange{negInf});
     {
       OpBuilder::InsertionGuard inner(b);
@@ -351,50 +352,74 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
       scf::YieldOp::create(b, loc, m);
     }
     Value m = maxLoop.getResult(0);
-    // sum_s w_s and sum_s w_s O_s over the chunks that saw a key.
-    SmallVector<Value> init(columns + 1, e.cf(0.0));
-    auto sumLoop = scf::ForOp::create(b, loc, e.c32(0), splits, e.c32(1), init);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(sumLoop.getBody());
-      Value chunk = sumLoop.getInductionVar();
-      ValueRange acc = sumLoop.getRegionIterArgs();
-      Value lseChunk = loadLse(chunk);
-      Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                         lseChunk, negInf);
-      auto ifSeen = scf::IfOp::create(b, loc, acc.getTypes(), seen, true);
-      b.setInsertionPointToStart(ifSeen.thenBlock());
-      Value w = e.ex2(e.fmul(arith::SubFOp::create(b, loc, lseChunk, m),
-                             e.cf(llvm::numbers::log2e)));
-      SmallVector<Value> next = {
-          arith::AddFOp::create(b, loc, acc[0], w).getResult()};
+    for (int64_t mask = 16; mask >= 1; mask /= 2)
+      m = arith::MaximumFOp::create(b, loc, m, e.shflXor(m, mask));
+    // sum_s w_s and sum_s w_s O_s over the chunks that saw a key, kMergeAhead
+    // chunks a step: every load of a step is issued before the first is
+    // used, so a step costs one round trip to L2, not one per chunk. A step
+    // past the last chunk re-reads it with weight 0; a chunk without keys
+    // (LSE -inf) weighs 0 and its O (0 / 0) is not read into the sums.
+    constexpr int64_t kMergeAhead = 4;
+    // The lane's columns as vectors of four (two, one where its columns are
+    // not a multiple: D = 96 gives a lane three, 12 bytes apart), so that
+    // the warp's loads cover whole 32-byte sectors. Not volatile (NVPTX
+    // would split a volatile vector into scalar loads, each moving a sector
+    // for 4 bytes): a partial O row fills whole 128-byte lines of its own,
+    // read once per launch by this warp alone, so this SM's L1 holds no
+    // stale copy of them (L1 starts each launch empty).
+    int64_t width = columns % 4 == 0 ? 4 : columns % 2 == 0 ? 2 : 1;
+    auto loadORow = [&](Value chunk) {
       Value oRow = e.gep(e.globalPtr, e.f32, oPartial,
                          e.add(e.mul(partialRow(chunk), e.c64(headDim)),
                                e.ext64(e.mul(pos.lane, e.c32(columns)))));
-      // The lane's columns as vectors of four (two, one where its columns
-      // are not a multiple: D = 96 gives a lane three, 12 bytes apart), so
-      // that the warp's loads cover whole 32-byte sectors. Not volatile
-      // (NVPTX would split a volatile vector into scalar loads, each moving
-      // a sector for 4 bytes): a partial O row fills whole 128-byte lines
-      // of its own, read once per launch by this warp alone, so this SM's
-      // L1 holds no stale copy of them (L1 starts each launch empty).
-      int64_t width = columns % 4 == 0 ? 4 : columns % 2 == 0 ? 2 : 1;
-      for (int64_t c = 0; c < columns; c += width) {
-        auto vectorType = VectorType::get({width}, e.f32);
-        Value x = LLVM::LoadOp::create(
-            b, loc, vectorType, e.gep(e.globalPtr, e.f32, oRow, e.c64(c)),
-            /*alignment=*/4 * width);
-        for (int64_t i = 0; i < width; ++i) {
-          Value xi = LLVM::ExtractElementOp::create(b, loc, x, e.c32(i));
-          next.push_back(
-              math::FmaOp::create(b, loc, w, xi, acc[1 + c + i]).getResult());
-        }
+      SmallVector<Value> vectors;
+      for (int64_t c = 0; c < columns; c += width)
+        vectors.push_back(LLVM::LoadOp::create(
+            b, loc, VectorType::get({width}, e.f32),
+            e.gep(e.globalPtr, e.f32, oRow, e.c64(c)),
+            /*alignment=*/4 * width));
+      return vectors;
+    };
+    SmallVector<Value> init(columns + 1, e.cf(0.0));
+    auto sumLoop = scf::ForOp::create(b, loc, e.c32(0), splits,
+                                      e.c32(kMergeAhead), init);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(sumLoop.getBody());
+      Value first = sumLoop.getInductionVar();
+      SmallVector<Value> acc(sumLoop.getRegionIterArgs());
+      Value lastChunk = e.sub(splits, e.c32(1));
+      SmallVector<Value> valid, lses;
+      SmallVector<SmallVector<Value>> rowsO;
+      for (int64_t i = 0; i < kMergeAhead; ++i) {
+        Value chunk = e.add(first, e.c32(i));
+        valid.push_back(e.ult(chunk, splits));
+        Value clamped = arith::MinUIOp::create(b, loc, chunk, lastChunk);
+        lses.push_back(loadLse(clamped));
+        rowsO.push_back(loadORow(clamped));
       }
-      scf::YieldOp::create(b, loc, next);
-      b.setInsertionPointToStart(ifSeen.elseBlock());
+      for (int64_t i = 0; i < kMergeAhead; ++i) {
+        Value seen = e.andi(valid[i],
+                            arith::CmpFOp::create(b, loc,
+                                                  arith::CmpFPredicate::OGT,
+                                                  lses[i], negInf));
+        Value w = arith::SelectOp::create(
+            b, loc, seen,
+            e.ex2(e.fmul(arith::SubFOp::create(b, loc, lses[i], m),
+                         e.cf(llvm::numbers::log2e))),
+            e.cf(0.0));
+        acc[0] = arith::AddFOp::create(b, loc, acc[0], w);
+        for (auto [v, vector] : llvm::enumerate(rowsO[i]))
+          for (int64_t j = 0; j < width; ++j) {
+            Value x = LLVM::ExtractElementOp::create(b, loc, vector,
+                                                     e.c32(j));
+            x = arith::SelectOp::create(b, loc, seen, x, e.cf(0.0));
+            int64_t column = int64_t(v) * width + j;
+            acc[1 + column] =
+                math::FmaOp::create(b, loc, w, x, acc[1 + column]);
+          }
+      }
       scf::YieldOp::create(b, loc, acc);
-      b.setInsertionPointAfter(ifSeen);
-      scf::YieldOp::create(b, loc, ifSeen.getResults());
     }
     Value total = sumLoop.getResult(0);
     Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,

@@ -44,6 +44,7 @@ public:
 
   using TMAKernelEmitter::add;
   using TMAKernelEmitter::alignedSharedBase;
+  using TMAKernelEmitter::andi;
   using TMAKernelEmitter::applyMask;
   using TMAKernelEmitter::applySoftcap;
   using TMAKernelEmitter::c32;
@@ -93,6 +94,7 @@ public:
   using TMAKernelEmitter::select;
   using TMAKernelEmitter::sharedAt;
   using TMAKernelEmitter::sharedPtr;
+  using TMAKernelEmitter::shflXor;
   using TMAKernelEmitter::slt;
   using TMAKernelEmitter::smem;
   using TMAKernelEmitter::SoftmaxStep;
