@@ -230,7 +230,7 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
                     (causal, scale, kernel_dir, num_splits),
                     (q_descale, k_descale, v_descale))
     call = _calls.get(key) if key is not None else None
-    if call is not None and _aligned(q, k, v):
+    if call is not None and runtime.aligned16(q, k, v):
         return call.run(q, k, v)
     causal = _flag("attention", "causal", causal)
     scale = runtime.check_scale(scale)
@@ -518,7 +518,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                      kernel_dir),
                     (alibi_slopes, q_descale, k_descale, v_descale))
     call = _calls.get(key) if key is not None else None
-    if call is not None and _aligned(q, k, v):
+    if call is not None and runtime.aligned16(q, k, v):
         return call.run(q, k, v)
     causal, window, offset, softcap = _flash_window(
         "flash_attn_func", causal, window_size, softcap)
@@ -623,7 +623,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         (rotary_cos, rotary_sin, cache_batch_idx, cache_leftpad,
          alibi_slopes))
     call = _calls.get(key) if key is not None else None
-    if call is not None and _aligned(q, k_cache, v_cache):
+    if call is not None and runtime.aligned16(q, k_cache, v_cache):
         return call.run(q, k_cache, v_cache, k, v, cache_seqlens,
                         block_table)
 
@@ -801,15 +801,6 @@ def _remember(key, call):
         if len(_calls) >= 256:
             _calls.pop(next(iter(_calls)))
         _calls[key] = call
-
-
-def _aligned(*tensors):
-    """Whether every tensor's data starts on 16 bytes (a plan's one check
-    per call: it changes with every allocation)."""
-    bits = 0
-    for t in tensors:
-        bits |= t.data_ptr()
-    return bits % 16 == 0
 
 
 class _PlannedCall:

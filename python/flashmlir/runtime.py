@@ -716,6 +716,17 @@ def encode_tensor_map(tensor, box_rows, dtype, box_cols=64, rank=3,
                     l2_promotion).encoded(tensor.data_ptr())
 
 
+def aligned16(*tensors):
+    """Whether every tensor given (None skipped) starts on 16 bytes: what a
+    launch plan checks again per call, since it changes with every
+    allocation."""
+    bits = 0
+    for t in tensors:
+        if t is not None:
+            bits |= t.data_ptr()
+    return bits % 16 == 0
+
+
 def _signature(tensors):
     """What the argument checks of a launch depend on, for torch tensors
     (None entries kept as None): shape, strides, dtype, device; None when
@@ -1145,8 +1156,7 @@ class Kernel:
                    num_splits, bool(discard_lse), type(max_seqlen_q),
                    max_seqlen_q)
             plan = self._plans.get(key)
-        if plan is None or (q.data_ptr() | k.data_ptr() | v.data_ptr() | (
-                out.data_ptr() if out is not None else 0)) % 16:
+        if plan is None or not aligned16(q, k, v, out):
             plan = _LaunchPlan(self, q, k, v, out, lse, scale, num_splits,
                                discard_lse, cache_seqlens, block_table,
                                cu_seqlens_q, cu_seqlens_k, max_seqlen_q)
@@ -1475,8 +1485,6 @@ class Kernel:
         (float32 device tensors of one element, or numbers), FA3's [B, Hkv],
         or per block (block quantisation): q's [B, Hq, ceil(Nq / block_r)],
         k's [B, Hkv, ceil(Nk / block_c)] (descale_blocks), v's one."""
-        import torch
-
         descales = (q_descale, k_descale, v_descale)
         if self.meta["dtype"] == "e4m3":
             extras = {"num_splits": num_splits, "cache_seqlens": cache_seqlens,

@@ -18,6 +18,18 @@ namespace mlir::fa::raise {
 // Operands: reshapes, transposes, scales and grouped heads around them
 //===----------------------------------------------------------------------===//
 
+/// The elementwise generic defining `v` that copies its one input (its body
+/// only yields the input's element), whatever its maps; null otherwise.
+static linalg::GenericOp copyGeneric(Value v) {
+  auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (!isElementwise(g) || g.getNumDpsInputs() != 1)
+    return nullptr;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 1 || yielded(g) != body.getArgument(0))
+    return nullptr;
+  return g;
+}
+
 /// The input of a transpose: linalg.transpose, or a copy generic reading
 /// its input through a permutation map. `p`: result dim d is input dim
 /// p[d].
@@ -26,11 +38,8 @@ static Value transposeInput(Value v, Perm &p) {
     p.assign(t.getPermutation().begin(), t.getPermutation().end());
     return t.getInput();
   }
-  auto g = v.getDefiningOp<linalg::GenericOp>();
-  if (!isElementwise(g) || g.getNumDpsInputs() != 1)
-    return nullptr;
-  Block &body = g.getRegion().front();
-  if (body.getOperations().size() != 1 || yielded(g) != body.getArgument(0))
+  linalg::GenericOp g = copyGeneric(v);
+  if (!g)
     return nullptr;
   AffineMap in = g.getMatchingIndexingMap(g.getDpsInputOperand(0));
   if (!in.isPermutation() || in.isIdentity())
@@ -73,11 +82,8 @@ static Value repeatSource5D(Value v) {
     return nullptr;
   if (auto b = v.getDefiningOp<linalg::BroadcastOp>())
     return b.getDimensions() == ArrayRef<int64_t>{2} ? b.getInput() : nullptr;
-  auto g = v.getDefiningOp<linalg::GenericOp>();
-  if (!isElementwise(g) || g.getNumDpsInputs() != 1)
-    return nullptr;
-  Block &body = g.getRegion().front();
-  if (body.getOperations().size() != 1 || yielded(g) != body.getArgument(0))
+  linalg::GenericOp g = copyGeneric(v);
+  if (!g)
     return nullptr;
   MLIRContext *ctx = g.getContext();
   auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
