@@ -321,39 +321,55 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
     // 128-byte line holds 32 rows' LSE, and another warp of this SM may
     // have read the line before these rows' chunks were written.
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-    Value rowsStart = warpRow0;
     Value rowEnd =
         arith::MinUIOp::create(b, loc, e.add(warpRow0, e.c32(16)), nq);
-    auto rows = scf::ForOp::create(b, loc, rowsStart, rowEnd, e.c32(1));
+    // kMergeRows rows at once (fewer at wide head dims, whose lanes hold
+    // more columns): their loads are in flight together. A group past the
+    // warp's last row merges that row again, writing the same values.
+    const int64_t mergeRows = std::max<int64_t>(1, std::min<int64_t>(
+                                                       4, 16 / columns));
+    auto rows = scf::ForOp::create(b, loc, warpRow0, rowEnd,
+                                   e.c32(mergeRows));
     b.setInsertionPointToStart(rows.getBody());
-    Value row = rows.getInductionVar();
-    Value rowIndex = e.add(e.mul(e.ext64(matrix), e.ext64(nq)), e.ext64(row));
+    Value lastRow = e.sub(rowEnd, e.c32(1));
+    SmallVector<Value> rowOf, rowIndex;
+    for (int64_t r = 0; r < mergeRows; ++r) {
+      rowOf.push_back(arith::MinUIOp::create(
+          b, loc, e.add(rows.getInductionVar(), e.c32(r)), lastRow));
+      rowIndex.push_back(
+          e.add(e.mul(e.ext64(matrix), e.ext64(nq)), e.ext64(rowOf[r])));
+    }
     Value rowsPerChunk = e.mul(e.ext64(matrices), e.ext64(nq));
-    auto partialRow = [&](Value chunk) {
-      return e.add(e.mul(e.ext64(chunk), rowsPerChunk), rowIndex);
+    auto partialRow = [&](int64_t r, Value chunk) {
+      return e.add(e.mul(e.ext64(chunk), rowsPerChunk), rowIndex[r]);
     };
-    auto loadLse = [&](Value chunk) -> Value {
+    auto loadLse = [&](int64_t r, Value chunk) -> Value {
       return LLVM::LoadOp::create(
           b, loc, e.f32,
-          e.gep(e.globalPtr, e.f32, lsePartial, partialRow(chunk)),
+          e.gep(e.globalPtr, e.f32, lsePartial, partialRow(r, chunk)),
           /*alignment=*/4, /*isVolatile=*/true);
     };
     Value negInf = e.cf(-std::numeric_limits<double>::infinity());
     // m = max_s LSE_s: the lanes read 32 chunks' LSE at once (one round
     // trip for up to 32 chunks, not one per chunk), then a butterfly.
-    auto maxLoop = scf::ForOp::create(b, loc, pos.lane, splits, e.c32(32),
-                                      ValueRange{negInf});
+    auto maxLoop =
+        scf::ForOp::create(b, loc, pos.lane, splits, e.c32(32),
+                           SmallVector<Value>(mergeRows, negInf));
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(maxLoop.getBody());
-      Value m =
-          arith::MaximumFOp::create(b, loc, maxLoop.getRegionIterArgs()[0],
-                                    loadLse(maxLoop.getInductionVar()));
-      scf::YieldOp::create(b, loc, m);
+      SmallVector<Value> lses, maxes;
+      for (int64_t r = 0; r < mergeRows; ++r)
+        lses.push_back(loadLse(r, maxLoop.getInductionVar()));
+      for (int64_t r = 0; r < mergeRows; ++r)
+        maxes.push_back(arith::MaximumFOp::create(
+            b, loc, maxLoop.getRegionIterArgs()[r], lses[r]));
+      scf::YieldOp::create(b, loc, maxes);
     }
-    Value m = maxLoop.getResult(0);
+    SmallVector<Value> m(maxLoop.getResults());
     for (int64_t mask = 16; mask >= 1; mask /= 2)
-      m = arith::MaximumFOp::create(b, loc, m, e.shflXor(m, mask));
+      for (Value &x : m)
+        x = arith::MaximumFOp::create(b, loc, x, e.shflXor(x, mask));
     // sum_s w_s and sum_s w_s O_s over the chunks that saw a key, kMergeAhead
     // chunks a step: every load of a step is issued before the first is
     // used, so a step costs one round trip to L2, not one per chunk. A step
@@ -368,9 +384,9 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
     // read once per launch by this warp alone, so this SM's L1 holds no
     // stale copy of them (L1 starts each launch empty).
     int64_t width = columns % 4 == 0 ? 4 : columns % 2 == 0 ? 2 : 1;
-    auto loadORow = [&](Value chunk) {
+    auto loadORow = [&](int64_t r, Value chunk) {
       Value oRow = e.gep(e.globalPtr, e.f32, oPartial,
-                         e.add(e.mul(partialRow(chunk), e.c64(headDim)),
+                         e.add(e.mul(partialRow(r, chunk), e.c64(headDim)),
                                e.ext64(e.mul(pos.lane, e.c32(columns)))));
       SmallVector<Value> vectors;
       for (int64_t c = 0; c < columns; c += width)
@@ -380,7 +396,9 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
             /*alignment=*/4 * width));
       return vectors;
     };
-    SmallVector<Value> init(columns + 1, e.cf(0.0));
+    // Row r's sums at [r (columns + 1)]: its weight total, then its columns.
+    const int64_t stride = columns + 1;
+    SmallVector<Value> init(mergeRows * stride, e.cf(0.0));
     auto sumLoop = scf::ForOp::create(b, loc, e.c32(0), splits,
                                       e.c32(kMergeAhead), init);
     {
@@ -395,70 +413,78 @@ struct MergeSplitsLowering : OpConversionPattern<fagpu::MergeSplitsOp> {
         Value chunk = e.add(first, e.c32(i));
         valid.push_back(e.ult(chunk, splits));
         Value clamped = arith::MinUIOp::create(b, loc, chunk, lastChunk);
-        lses.push_back(loadLse(clamped));
-        rowsO.push_back(loadORow(clamped));
+        for (int64_t r = 0; r < mergeRows; ++r) {
+          lses.push_back(loadLse(r, clamped));
+          rowsO.push_back(loadORow(r, clamped));
+        }
       }
-      for (int64_t i = 0; i < kMergeAhead; ++i) {
-        Value seen = e.andi(valid[i],
-                            arith::CmpFOp::create(b, loc,
-                                                  arith::CmpFPredicate::OGT,
-                                                  lses[i], negInf));
-        Value w = arith::SelectOp::create(
-            b, loc, seen,
-            e.ex2(e.fmul(arith::SubFOp::create(b, loc, lses[i], m),
-                         e.cf(llvm::numbers::log2e))),
-            e.cf(0.0));
-        acc[0] = arith::AddFOp::create(b, loc, acc[0], w);
-        for (auto [v, vector] : llvm::enumerate(rowsO[i]))
-          for (int64_t j = 0; j < width; ++j) {
-            Value x = LLVM::ExtractElementOp::create(b, loc, vector,
-                                                     e.c32(j));
-            x = arith::SelectOp::create(b, loc, seen, x, e.cf(0.0));
-            int64_t column = int64_t(v) * width + j;
-            acc[1 + column] =
-                math::FmaOp::create(b, loc, w, x, acc[1 + column]);
-          }
-      }
+      for (int64_t i = 0; i < kMergeAhead; ++i)
+        for (int64_t r = 0; r < mergeRows; ++r) {
+          Value lseChunk = lses[i * mergeRows + r];
+          Value seen = e.andi(valid[i], arith::CmpFOp::create(
+                                            b, loc, arith::CmpFPredicate::OGT,
+                                            lseChunk, negInf));
+          Value w = arith::SelectOp::create(
+              b, loc, seen,
+              e.ex2(e.fmul(arith::SubFOp::create(b, loc, lseChunk, m[r]),
+                           e.cf(llvm::numbers::log2e))),
+              e.cf(0.0));
+          Value *sums = &acc[r * stride];
+          sums[0] = arith::AddFOp::create(b, loc, sums[0], w);
+          for (auto [v, vector] : llvm::enumerate(rowsO[i * mergeRows + r]))
+            for (int64_t j = 0; j < width; ++j) {
+              Value x = LLVM::ExtractElementOp::create(b, loc, vector,
+                                                       e.c32(j));
+              x = arith::SelectOp::create(b, loc, seen, x, e.cf(0.0));
+              int64_t column = int64_t(v) * width + j;
+              sums[1 + column] =
+                  math::FmaOp::create(b, loc, w, x, sums[1 + column]);
+            }
+        }
       scf::YieldOp::create(b, loc, acc);
     }
-    Value total = sumLoop.getResult(0);
-    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                           total, e.cf(0.0));
-    Value inverse = arith::SelectOp::create(
-        b, loc, positive, arith::DivFOp::create(b, loc, e.cf(1.0), total),
-        e.cf(0.0));
     OutputRows outRows =
         outputRows(e, op.getHeads(), op.getStrides(), matrix, nq, headDim);
-    Value oRow =
-        e.gep(e.globalPtr, e.half, out,
-              e.add(e.add(outRows.first, e.mul(e.ext64(row), outRows.stride)),
-                    e.ext64(e.mul(pos.lane, e.c32(columns)))));
-    // Pairs of 16-bit columns, or single ones where a lane's columns are
-    // odd (and so its pairs would not be 4-byte aligned).
-    for (int64_t c = 0; c < columns; c += columns % 2 == 0 ? 2 : 1) {
-      Value first = e.fmul(sumLoop.getResult(1 + c), inverse);
-      Value ptr = e.gep(e.globalPtr, e.half, oRow, e.c64(c));
-      if (columns % 2 != 0) {
-        LLVM::StoreOp::create(
-            b, loc, arith::TruncFOp::create(b, loc, e.half, first), ptr,
-            /*alignment=*/2);
-        continue;
+    for (int64_t r = 0; r < mergeRows; ++r) {
+      Value total = sumLoop.getResult(r * stride);
+      auto column = [&](int64_t c) { return sumLoop.getResult(r * stride + 1 + c); };
+      Value positive = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OGT, total, e.cf(0.0));
+      Value inverse = arith::SelectOp::create(
+          b, loc, positive, arith::DivFOp::create(b, loc, e.cf(1.0), total),
+          e.cf(0.0));
+      Value oRow = e.gep(
+          e.globalPtr, e.half, out,
+          e.add(e.add(outRows.first, e.mul(e.ext64(rowOf[r]), outRows.stride)),
+                e.ext64(e.mul(pos.lane, e.c32(columns)))));
+      // Pairs of 16-bit columns, or single ones where a lane's columns are
+      // odd (and so its pairs would not be 4-byte aligned).
+      for (int64_t c = 0; c < columns; c += columns % 2 == 0 ? 2 : 1) {
+        Value first = e.fmul(column(c), inverse);
+        Value ptr = e.gep(e.globalPtr, e.half, oRow, e.c64(c));
+        if (columns % 2 != 0) {
+          LLVM::StoreOp::create(
+              b, loc, arith::TruncFOp::create(b, loc, e.half, first), ptr,
+              /*alignment=*/2);
+          continue;
+        }
+        Value packed = e.packPair(first, e.fmul(column(c + 1), inverse));
+        LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
       }
-      Value packed =
-          e.packPair(first, e.fmul(sumLoop.getResult(2 + c), inverse));
-      LLVM::StoreOp::create(b, loc, packed, ptr, /*alignment=*/4);
-    }
-    if (lse) {
-      auto ifLane0 = scf::IfOp::create(b, loc, e.eq(pos.lane, e.c32(0)), false);
-      b.setInsertionPointToStart(ifLane0.thenBlock());
-      Value merged = arith::SelectOp::create(
-          b, loc, positive,
-          arith::AddFOp::create(b, loc, m,
-                                e.fmul(e.lg2(total), e.cf(llvm::numbers::ln2))),
-          negInf);
-      LLVM::StoreOp::create(b, loc, merged,
-                            e.gep(e.globalPtr, e.f32, lse, rowIndex),
-                            /*alignment=*/4);
+      if (lse) {
+        OpBuilder::InsertionGuard inner(b);
+        auto ifLane0 =
+            scf::IfOp::create(b, loc, e.eq(pos.lane, e.c32(0)), false);
+        b.setInsertionPointToStart(ifLane0.thenBlock());
+        Value merged = arith::SelectOp::create(
+            b, loc, positive,
+            arith::AddFOp::create(
+                b, loc, m[r], e.fmul(e.lg2(total), e.cf(llvm::numbers::ln2))),
+            negInf);
+        LLVM::StoreOp::create(b, loc, merged,
+                              e.gep(e.globalPtr, e.f32, lse, rowIndex[r]),
+                              /*alignment=*/4);
+      }
     }
     rewriter.eraseOp(op);
     return success();
