@@ -49,7 +49,14 @@ _launchers = {}
 # debugging. Without it the sm_90a kernel checks them itself and stops with
 # a trap ("unspecified launch failure"), without the message (its
 # __assertfail call made ptxas serialise the wgmmas: docs/serving.md).
-_CHECK_INPUTS = _os.environ.get("FLASHMLIR_CHECK_INPUTS", "") not in ("", "0")
+# Unset, "" or "0": off; "1": on; any other value is refused at import
+# rather than read as either.
+_CHECK_INPUTS_VALUE = _os.environ.get("FLASHMLIR_CHECK_INPUTS", "")
+if _CHECK_INPUTS_VALUE not in ("", "0", "1"):
+    raise ImportError(
+        f"flashmlir: FLASHMLIR_CHECK_INPUTS must be 0 or 1 (or unset), got "
+        f"{_CHECK_INPUTS_VALUE!r}")
+_CHECK_INPUTS = _CHECK_INPUTS_VALUE == "1"
 
 
 def _f32(x):

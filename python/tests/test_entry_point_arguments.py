@@ -6,6 +6,9 @@ TypeError, AttributeError or RuntimeError, a string boolean read as
 True, or a float truncated). On the CPU: refusals that need a GPU are
 reached by standing in for one (the target query, the device facts) or for
 the kernel lookup."""
+import os
+import pathlib
+
 import pytest
 
 B, N, H, D = 2, 16, 2, 64
@@ -419,3 +422,28 @@ def test_checked_inputs_are_refused_on_the_host(flashmlir, torch, runtime,
                        match="6 queries, more than max_seqlen_q = 5"):
         flashmlir._check_sums_on_host(sums, sums, 8, 8, 5)
     flashmlir._check_sums_on_host(sums, sums, 8, 8, 6)
+
+
+@pytest.mark.parametrize("value, on", [("", False), ("0", False),
+                                       ("1", True), ("yes", None),
+                                       ("2", None), (" 1", None)])
+def test_check_inputs_setting_is_read_strictly(build_dir, value, on):
+    """FLASHMLIR_CHECK_INPUTS is 0 or 1 (or unset): any other value is
+    refused at import with the variable named, never read as on or off."""
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = dict(os.environ, FLASHMLIR_CHECK_INPUTS=value,
+               FLASHMLIR_BUILD_DIR=str(build_dir),
+               PYTHONPATH=str(root / "python"))
+    run = subprocess.run(
+        [sys.executable, "-c",
+         "import flashmlir; print(flashmlir._CHECK_INPUTS)"],
+        env=env, capture_output=True, text=True, timeout=120)
+    if on is None:
+        assert run.returncode != 0
+        assert "FLASHMLIR_CHECK_INPUTS must be 0 or 1" in run.stderr
+        assert repr(value) in run.stderr
+    else:
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == str(on)
