@@ -709,6 +709,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         raise runtime.KernelArgumentError(
             f"{api}: KV caches need an sm_90a kernel, not {arch}")
     others = (("k_cache", k_cache), ("v_cache", v_cache)) + appended
+    fp8 = getattr(torch, "float8_e4m3fn", None)
+    if fp8 is not None and fp8 in (k_cache.dtype, v_cache.dtype):
+        # The IR and the CPU path take an e4m3 K/V beside a 16-bit Q
+        # (fa.attention's two-descale form); the kernel that converts the
+        # cache's tiles on chip is not built yet.
+        raise runtime.KernelArgumentError(
+            f"{api}: an e4m3 (float8_e4m3fn) KV cache has no GPU kernel "
+            f"yet; the CPU path runs it (fa-run --kv-dtype e4m3)")
     for name, t in others:
         if t.dtype != q.dtype or t.device != q.device:
             raise runtime.KernelArgumentError(

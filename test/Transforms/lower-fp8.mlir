@@ -33,3 +33,22 @@ func.func @attention(%q: memref<2x4x40x32xf8E4M3FN>, %k: memref<2x2x70x32xf8E4M3
   fa.attention %q, %k, %v descale(%qd, %kd, %vd : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>) outs(%o : memref<2x4x40x64xf16>) : memref<2x4x40x32xf8E4M3FN>, memref<2x2x70x32xf8E4M3FN>, memref<2x2x70x64xf8E4M3FN>
   return
 }
+
+// An e4m3 KV cache beside an f16 Q: the K/V tiles are copied as e4m3, the
+// Q tile as f16; S's descale is K's alone, V's multiplies P V.
+// CHECK-LABEL: func @fp8_key_values
+// CHECK-SAME: %[[KD:[^:]*]]: memref<2x2xf32>, %[[VD:[^:]*]]: memref<f32>)
+// CHECK:      scf.forall (%[[B:.*]], %[[H:.*]], %{{.*}}) in (2, 4, 1)
+// CHECK:        %[[G:.*]] = arith.divui %[[H]], %c2
+// CHECK:        memref.alloc() : memref<1x32xf16>
+// CHECK:        memref.alloc() : memref<32x32xf8E4M3FN>
+// CHECK:        %[[VDV:.*]] = memref.load %[[VD]][] : memref<f32>
+// CHECK:        scf.for
+// CHECK:          %[[KDV:.*]] = memref.load %[[KD]][%[[B]], %[[G]]] : memref<2x2xf32>
+// CHECK-NOT:      arith.mulf
+// CHECK:          fa.score_tile {{.*}} descale %[[KDV]] {{.*}} : memref<?x32xf16{{.*}}>, memref<?x32xf8E4M3FN
+// CHECK:          fa.pv_accumulate {{.*}} descale %[[VDV]] : memref<1x32xf32>, memref<?x64xf8E4M3FN
+func.func @fp8_key_values(%q: memref<2x4x1x32xf16>, %k: memref<2x2x70x32xf8E4M3FN>, %v: memref<2x2x70x64xf8E4M3FN>, %o: memref<2x4x1x64xf16>, %kd: memref<2x2xf32>, %vd: memref<f32>) {
+  fa.attention %q, %k, %v descale(%kd, %vd : memref<2x2xf32>, memref<f32>) outs(%o : memref<2x4x1x64xf16>) : memref<2x4x1x32xf16>, memref<2x2x70x32xf8E4M3FN>, memref<2x2x70x64xf8E4M3FN>
+  return
+}

@@ -26,3 +26,14 @@ func.func @f16(%q: memref<1x1x8x16xf16>, %o: memref<1x1x8x16xf16>) {
   fa.attention %q, %q, %q outs(%o : memref<1x1x8x16xf16>) : memref<1x1x8x16xf16>, memref<1x1x8x16xf16>, memref<1x1x8x16xf16>
   return
 }
+
+// An e4m3 KV cache beside a 16-bit Q keeps P at Q's precision: its products
+// run on the dequantised K/V, not on e4m3 MMAs.
+// CHECK-LABEL: func @fp8_key_values
+// CHECK: fa.pv_accumulate
+// CHECK-NOT: probs_scale
+// CHECK: return
+func.func @fp8_key_values(%q: memref<1x2x1x16xf16>, %k: memref<1x1x45x16xf8E4M3FN>, %v: memref<1x1x45x16xf8E4M3FN>, %o: memref<1x2x1x16xf16>, %kd: memref<f32>, %vd: memref<f32>) {
+  fa.attention %q, %k, %v descale(%kd, %vd : memref<f32>, memref<f32>) outs(%o : memref<1x2x1x16xf16>) : memref<1x2x1x16xf16>, memref<1x1x45x16xf8E4M3FN>, memref<1x1x45x16xf8E4M3FN>
+  return
+}

@@ -147,6 +147,13 @@ static cl::opt<std::string>
                    "x * 448 / amax, with their descales; checked against the "
                    "reference on the same quantised inputs)"),
           cl::init("f32"));
+static cl::opt<std::string> kvDtype(
+    cl::cat(toolOptions), "kv-dtype",
+    cl::desc("K's and V's type: the inputs' (default) or e4m3, an FP8 KV "
+             "cache beside Q and O in --dtype f32, f16 or bf16 (K and V "
+             "quantised per tensor, x * 448 / amax, with their descales; "
+             "checked against the reference on the same quantised K/V)"),
+    cl::init(""));
 static cl::opt<std::string> outDtype(
     cl::cat(toolOptions), "out-dtype",
     cl::desc("With --dtype e4m3: O's type, f32 (default), f16 or bf16"),
@@ -247,6 +254,9 @@ std::string buildModuleText() {
   };
   bool e4m3 = dtype == "e4m3";
   std::string in = e4m3 ? "f8E4M3FN" : dtype.getValue();
+  // An FP8 KV cache: e4m3 K and V beside Q in --dtype.
+  bool e4m3KV = kvDtype == "e4m3";
+  std::string kvIn = e4m3KV ? "f8E4M3FN" : in;
   // A varlen batch: the sequences packed along N in one batch row.
   bool varlen = !varlenQ.empty();
   int64_t batch = varlen ? 1 : ::batch;
@@ -262,8 +272,8 @@ std::string buildModuleText() {
   int64_t maxPages = pageSize ? (nk + pageSize - 1) / pageSize : 0;
   int64_t kvRows = pageSize ? batch * maxPages + kSparePages : batch;
   int64_t kvRowLen = pageSize ? pageSize : nk;
-  std::string kT = memref({kvRows, hkv, kvRowLen, headDim}, in);
-  std::string vT = memref({kvRows, hkv, kvRowLen, dv}, in);
+  std::string kT = memref({kvRows, hkv, kvRowLen, headDim}, kvIn);
+  std::string vT = memref({kvRows, hkv, kvRowLen, dv}, kvIn);
   bool lengths = pageSize || !kvLens.empty();
   std::string lensT = memref({batch}, "i32");
   std::string tableT = memref({batch, maxPages}, "i32");
@@ -297,6 +307,8 @@ std::string buildModuleText() {
   // e4m3: the descales after the outputs, as the op's operands are.
   if (e4m3)
     os << ", %qd: memref<f32>, %kd: memref<f32>, %vd: memref<f32>";
+  else if (e4m3KV)
+    os << ", %kd: memref<f32>, %vd: memref<f32>";
   // Then the KV cache's lengths and block table, in the op's order.
   if (lengths)
     os << ", %lens: " << lensT;
@@ -307,6 +319,8 @@ std::string buildModuleText() {
   os << ") {\n  fa.attention %q, %k, %v ";
   if (e4m3)
     os << "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) ";
+  else if (e4m3KV)
+    os << "descale(%kd, %vd : memref<f32>, memref<f32>) ";
   if (lengths)
     os << "kv_lengths(%lens : " << lensT << ") ";
   if (pageSize)
@@ -342,6 +356,8 @@ struct Spec {
   /// are made; 1 otherwise.
   double qDescale = 1, kDescale = 1, vDescale = 1;
   std::optional<unsigned> descaleArgs; // e4m3: the first descale argument
+  /// The first input quantised to e4m3: Q (0), or K (1) for an e4m3 K/V.
+  unsigned firstE4M3Input = 0;
   /// A KV cache's kv_lengths and block table (direct form): their argument
   /// numbers, and their values once fa-run has made them. With pages, nk
   /// is a sequence's capacity (max_pages * page_size) and K/V are
@@ -535,10 +551,14 @@ std::optional<std::string> checkOptions() {
       return flag(name, "the lists give the batch (" +
                             std::to_string(varlenQ.size()) +
                             "); leave --batch out");
-    if (pageSize || !kvLens.empty() || dtype == "e4m3" || !fp8.empty())
+    if (pageSize || !kvLens.empty() || dtype == "e4m3" || !fp8.empty() ||
+        !kvDtype.empty())
       return flag(name, "a varlen batch takes no pages, kv lengths or e4m3 "
                         "inputs (not supported together)");
   }
+  if (!kvDtype.empty() && !inputFile.empty())
+    return flag("kv-dtype", "types the K/V of the attention fa-run "
+                            "generates; a file's attention has its own");
   if (pageSize && !inputFile.empty())
     return flag("page-size", "pages the attention fa-run generates; a "
                              "file's attention takes its own pages operand");
@@ -603,7 +623,7 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
     return failure();
   }
   spec.outElt = *outElt;
-  if (attention.isFP8()) {
+  if (attention.isFP8() || attention.hasFP8KeyValues()) {
     for (Value descale : attention.getDescales())
       if (cast<ShapedType>(descale.getType()).getRank() != 0) {
         error = "fa-run makes per-tensor descales (rank 0); this attention "
@@ -611,6 +631,7 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
         return failure();
       }
     spec.descaleArgs = 3 + attention.getOuts().size();
+    spec.firstE4M3Input = attention.isFP8() ? 0 : 1;
   }
   // kv_lengths and the block table follow the outputs and descales.
   unsigned next = 3 + attention.getOuts().size() + attention.getDescales().size();
@@ -826,6 +847,8 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     eltName += std::string("->") + nameOf(spec.outElt);
   if (!fp8.empty())
     eltName += " fp8=" + fp8 + (incoherent ? "+incoherent" : "");
+  if (spec.descaleArgs && spec.firstE4M3Input == 1)
+    eltName += " kv=e4m3";
   std::string prefix = "fa-run: ";
   if (!c.label.empty())
     prefix += c.label + ": ";
@@ -871,6 +894,11 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
                                     spec.qDescale, spec.kDescale,
                                     spec.vDescale);
     llvm::outs() << "\n";
+  } else if (spec.firstE4M3Input == 1 && spec.descaleArgs) {
+    // An e4m3 K/V: its descales, so that a run can be repeated.
+    llvm::outs() << prefix
+                 << llvm::formatv("e4m3 K/V k_descale={0:e3} v_descale={1:e3}\n",
+                                  spec.kDescale, spec.vDescale);
   }
   if (c.lse)
     llvm::outs() << prefix
@@ -1107,7 +1135,8 @@ int runBackwardOfOptions(MLIRContext &context) {
       {!kvLens.empty() || pageSize != 0, "KV caches (--kv-lens, --page-size)"},
       {!varlenQ.empty(), "varlen batches (--varlen-q)"},
       {splitKV != "off", "--split-kv"},
-      {dtype == "e4m3" || !fp8.empty(), "e4m3 inputs (--dtype e4m3, --fp8)"},
+      {dtype == "e4m3" || !fp8.empty() || !kvDtype.empty(),
+       "e4m3 inputs (--dtype e4m3, --fp8, --kv-dtype)"},
       {!pipeline.empty(), "--pipeline"},
       {inputKind != "normal", "--inputs"}};
   for (const Unsupported &u : unsupported)
@@ -1166,6 +1195,16 @@ OwningOpRef<ModuleOp> loadModule(MLIRContext &context,
     if (std::optional<std::string> why = fa::checkElementTypes(
             *in, *in == "f8E4M3FN" ? StringRef(outDtype) : *in)) {
       error = "--out-dtype: " + *why;
+      return nullptr;
+    }
+    if (!kvDtype.empty() && kvDtype != "e4m3") {
+      error = "--kv-dtype must be e4m3 (or left out: K and V in --dtype), "
+              "got '" + kvDtype + "'";
+      return nullptr;
+    }
+    if (!kvDtype.empty() && (*in == "f8E4M3FN" || !fp8.empty())) {
+      error = "--kv-dtype e4m3 quantises K and V beside a 16-bit or f32 Q; "
+              "--dtype e4m3 and --fp8 quantise Q, K and V together";
       return nullptr;
     }
     if (*in == "f8E4M3FN" && !fp8.empty()) {
@@ -1340,7 +1379,7 @@ std::optional<std::string> makeArguments(Entry &entry,
       return std::string("--inputs=rising shapes f32 inputs; not with e4m3");
     double *descales[] = {&spec.qDescale, &spec.kDescale, &spec.vDescale};
     static const char *names[] = {"q_descale", "k_descale", "v_descale"};
-    for (unsigned i = 0; i < 3; ++i) {
+    for (unsigned i = spec.firstE4M3Input; i < 3; ++i) {
       std::vector<float> x(buffers[i].size());
       for (float &e : x)
         e = normal(rng);
@@ -1350,7 +1389,7 @@ std::optional<std::string> makeArguments(Entry &entry,
               fa::checkDescale(names[i], descale))
         return error;
       *descales[i] = descale;
-      buffers[*first + i].set(0, descale);
+      buffers[*first + i - spec.firstE4M3Input].set(0, descale);
     }
   }
   if (inputKind == "rising") {

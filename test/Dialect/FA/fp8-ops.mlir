@@ -44,3 +44,11 @@ func.func @tiles(%q: memref<16x64xf8E4M3FN>, %k: memref<32x64xf8E4M3FN>, %s: mem
   fa.pv_accumulate %s, %v -> %o descale %d {probs_scale = 256.0 : f32} : memref<16x32xf32>, memref<32x64xf8E4M3FN> -> memref<16x64xf32>
   return
 }
+
+// An e4m3 KV cache beside a 16-bit Q: K's and V's descales (per K/V head).
+// CHECK-LABEL: func @fp8_key_values
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} descale(%{{.*}}, %{{.*}} : memref<2x2xf32>, memref<2x2xf32>) kv_lengths(%{{.*}} : memref<2xi32>) outs(%{{.*}} : memref<2x8x1x64xf16>) : memref<2x8x1x64xf16>, memref<2x2x256x64xf8E4M3FN>, memref<2x2x256x64xf8E4M3FN>
+func.func @fp8_key_values(%q: memref<2x8x1x64xf16>, %k: memref<2x2x256x64xf8E4M3FN>, %v: memref<2x2x256x64xf8E4M3FN>, %kd: memref<2x2xf32>, %vd: memref<2x2xf32>, %lens: memref<2xi32>, %o: memref<2x8x1x64xf16>) {
+  fa.attention %q, %k, %v descale(%kd, %vd : memref<2x2xf32>, memref<2x2xf32>) kv_lengths(%lens : memref<2xi32>) outs(%o : memref<2x8x1x64xf16>) : memref<2x8x1x64xf16>, memref<2x2x256x64xf8E4M3FN>, memref<2x2x256x64xf8E4M3FN>
+  return
+}

@@ -120,7 +120,7 @@ func.func @f(%x: memref<1x1x8x4xf32>, %y: memref<1x1x8x4xf32>) {
 // -----
 
 func.func @f(%q: memref<16x32xf16>, %k: memref<16x32xf16>, %s: memref<16x16xf32>, %i: index, %d: f32) {
-  // expected-error @+1 {{expected descale only with e4m3 inputs, got 'f16'}}
+  // expected-error @+1 {{expected descale only with e4m3 keys, got 'f16'}}
   fa.score_tile %q, %k -> %s at [%i, %i] descale %d {scale = 1.0 : f32} : memref<16x32xf16>, memref<16x32xf16> -> memref<16x16xf32>
   return
 }
@@ -138,5 +138,54 @@ func.func @f(%p: memref<16x16xf32>, %v: memref<16x32xf16>, %o: memref<16x32xf32>
 func.func @f(%p: memref<16x16xf32>, %v: memref<16x32xf8E4M3FN>, %o: memref<16x32xf32>) {
   // expected-error @+1 {{expected probs scale to be a power of two in [1, 256], got 100 (P is scaled before its e4m3 cast and unscaled after: a power of two keeps both exact)}}
   fa.pv_accumulate %p, %v -> %o {probs_scale = 100.0 : f32} : memref<16x16xf32>, memref<16x32xf8E4M3FN> -> memref<16x32xf32>
+  return
+}
+
+// -----
+
+// An e4m3 K/V (FP8 KV cache) beside a 16-bit Q: K's and V's descales, no Q's.
+func.func @f(%q: memref<1x4x1x32xf16>, %k: memref<1x2x64x32xf8E4M3FN>, %v: memref<1x2x64x32xf8E4M3FN>, %o: memref<1x4x1x32xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{expected two descale factors (k_descale, v_descale) with an e4m3 K/V, got 3}}
+  fa.attention %q, %k, %v descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o : memref<1x4x1x32xf16>) : memref<1x4x1x32xf16>, memref<1x2x64x32xf8E4M3FN>, memref<1x2x64x32xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x1x32xf16>, %k: memref<1x2x64x32xf8E4M3FN>, %v: memref<1x2x64x32xf16>, %o: memref<1x4x1x32xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{expected value element type to be 'f8E4M3FN' (the key's), got 'f16'}}
+  fa.attention %q, %k, %v descale(%d, %d : memref<f32>, memref<f32>) outs(%o : memref<1x4x1x32xf16>) : memref<1x4x1x32xf16>, memref<1x2x64x32xf8E4M3FN>, memref<1x2x64x32xf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x1x32xf16>, %k: memref<1x2x64x32xf16>, %v: memref<1x2x64x32xf8E4M3FN>, %o: memref<1x4x1x32xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{expected value element type to be 'f16' (the query's), got 'f8E4M3FN'}}
+  fa.attention %q, %k, %v outs(%o : memref<1x4x1x32xf16>) : memref<1x4x1x32xf16>, memref<1x2x64x32xf16>, memref<1x2x64x32xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x1x32xf16>, %k: memref<1x2x64x32xf8E4M3FN>, %v: memref<1x2x64x32xf8E4M3FN>, %o: memref<1x4x1x32xf16>, %d: memref<f32>, %kd: memref<1x2x1xf32>) {
+  // expected-error @+1 {{expected k_descale of rank 0 or 2 (per tensor, per batch and K/V head) for an e4m3 K/V, got rank 3}}
+  fa.attention %q, %k, %v descale(%kd, %d : memref<1x2x1xf32>, memref<f32>) outs(%o : memref<1x4x1x32xf16>) : memref<1x4x1x32xf16>, memref<1x2x64x32xf8E4M3FN>, memref<1x2x64x32xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x1x32xf16>, %k: memref<1x2x64x32xf8E4M3FN>, %v: memref<1x2x64x32xf8E4M3FN>, %o: memref<1x4x1x32xf16>, %d: memref<f32>, %kd: memref<1x4xf32>) {
+  // expected-error @+1 {{expected k_descale head count to be 2 (the K/V heads'), got 4}}
+  fa.attention %q, %k, %v descale(%kd, %d : memref<1x4xf32>, memref<f32>) outs(%o : memref<1x4x1x32xf16>) : memref<1x4x1x32xf16>, memref<1x2x64x32xf8E4M3FN>, memref<1x2x64x32xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x1x32xf16>, %k: memref<1x2x64x32xf8E4M3FN>, %v: memref<1x2x64x32xf8E4M3FN>, %o: memref<1x4x1x32xbf16>, %d: memref<f32>) {
+  // expected-error @+1 {{expected the output element type to be the inputs' (f16), got bf16}}
+  fa.attention %q, %k, %v descale(%d, %d : memref<f32>, memref<f32>) outs(%o : memref<1x4x1x32xbf16>) : memref<1x4x1x32xf16>, memref<1x2x64x32xf8E4M3FN>, memref<1x2x64x32xf8E4M3FN>
   return
 }

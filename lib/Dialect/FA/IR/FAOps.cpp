@@ -275,11 +275,19 @@ LogicalResult AttentionOp::verify() {
       failed(checkRank(op, "value", v, 4, "[B, Hkv, Nk, Dv]")))
     return failure();
   Type elt = q.getElementType();
+  // K and V share a type: Q's, or e4m3 beside a 16-bit or f32 Q (an FP8
+  // KV cache).
+  Type kvElt = hasFP8KeyValues() ? k.getElementType() : elt;
   if (failed(checkElementType(op, "key", elt, "the query's",
-                              k.getElementType())) ||
-      failed(checkElementType(op, "value", elt, "the query's",
+                              kvElt == elt ? k.getElementType() : elt)) ||
+      failed(checkElementType(op, "value", kvElt,
+                              kvElt == elt ? "the query's" : "the key's",
                               v.getElementType())))
     return failure();
+  if (hasFP8KeyValues() && !isa<Float16Type, BFloat16Type, Float32Type>(elt))
+    return emitOpError() << "expected the query of an e4m3 K/V to be f16, "
+                            "bf16 or f32, got "
+                         << elt;
   if (q.isDynamicDim(3))
     return emitOpError("expected query head dim D to be static");
   if (v.isDynamicDim(3))
@@ -347,13 +355,33 @@ LogicalResult AttentionOp::verify() {
       failed(checkRange(
           op, checkElementTypes(typeName(elt), typeName(o.getElementType())))))
     return failure();
-  if (isFP8() != (getDescales().size() == 3) || getDescales().size() % 3)
+  size_t descales = isFP8() ? 3 : hasFP8KeyValues() ? 2 : 0;
+  if (getDescales().size() != descales)
     return emitOpError() << "expected "
                          << (isFP8() ? "three descale factors (q_descale, "
                                        "k_descale, v_descale) with e4m3 inputs"
-                                     : "no descale factors without e4m3 "
-                                       "inputs")
+                             : hasFP8KeyValues()
+                                 ? "two descale factors (k_descale, "
+                                   "v_descale) with an e4m3 K/V"
+                                 : "no descale factors without e4m3 "
+                                   "inputs")
                          << ", got " << getDescales().size();
+  if (hasFP8KeyValues()) {
+    // Per tensor or per (batch, K/V head): a KV cache is not quantised per
+    // block (its blocks fill as it grows).
+    static constexpr StringLiteral kNames[] = {"k_descale", "v_descale"};
+    for (int i = 0; i < 2; ++i) {
+      Value descale = getDescales()[i];
+      if (cast<ShapedType>(descale.getType()).getRank() == 3)
+        return emitOpError()
+               << "expected " << kNames[i]
+               << " of rank 0 or 2 (per tensor, per batch and K/V head) for "
+                  "an e4m3 K/V, got rank 3";
+      if (failed(checkDescaleType(*this, kNames[i], descale, k, k,
+                                  std::nullopt)))
+        return failure();
+    }
+  }
   if (isFP8()) {
     static constexpr StringLiteral kNames[] = {"q_descale", "k_descale",
                                                "v_descale"};
@@ -457,8 +485,13 @@ LogicalResult ScoreTileOp::verify() {
     return failure();
   if (q.isDynamicDim(1))
     return emitOpError("expected query head dim to be static");
-  if (failed(checkElementType(*this, "key", q.getElementType(), "the query's",
-                              k.getElementType())) ||
+  // An e4m3 key tile beside a 16-bit or f32 query (an FP8 KV cache) or
+  // the query's type.
+  bool fp8Key = isa<Float8E4M3FNType>(k.getElementType()) &&
+                !isa<Float8E4M3FNType>(q.getElementType());
+  if ((!fp8Key && failed(checkElementType(*this, "key", q.getElementType(),
+                                          "the query's",
+                                          k.getElementType()))) ||
       failed(checkSameDim(*this, "key head dim", q.getDimSize(1),
                           "the query's", k.getDimSize(1))) ||
       failed(checkAtMostRows(*this, "query", q, s.getDimSize(0),
@@ -472,9 +505,9 @@ LogicalResult ScoreTileOp::verify() {
   if (getDiagonalOffset() && !getCausal() && !getWindow())
     return emitOpError("diagonal_offset moves the causal or window mask: "
                        "give causal or a window");
-  if (getDescale() && !isa<Float8E4M3FNType>(q.getElementType()))
-    return emitOpError() << "expected descale only with e4m3 inputs, got "
-                         << q.getElementType();
+  if (getDescale() && !isa<Float8E4M3FNType>(k.getElementType()))
+    return emitOpError() << "expected descale only with e4m3 keys, got "
+                         << k.getElementType();
   AttentionParams params;
   params.scale = getScale().convertToDouble();
   if (std::optional<APFloat> cap = getSoftcap())

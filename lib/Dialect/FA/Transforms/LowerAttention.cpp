@@ -48,7 +48,8 @@ struct Problem {
   Value batch, queryHeads, groupSize, queryLen, keyLen; // index values
   int64_t pageSize = 0;        // rows per page of a paged K/V
   int64_t headDim, valueHeadDim, blockR, blockC;
-  Type elementType;
+  Type elementType;   // Q's
+  Type kvElementType; // K's and V's: Q's, or e4m3 (an FP8 KV cache)
   AttentionOp op;
 };
 
@@ -300,8 +301,8 @@ private:
     Type f32 = b.getF32Type();
     Tiles t;
     t.query = alloc({p.blockR, p.headDim}, p.elementType);
-    t.key = alloc({p.blockC, p.headDim}, p.elementType);
-    t.value = alloc({p.blockC, p.valueHeadDim}, p.elementType);
+    t.key = alloc({p.blockC, p.headDim}, p.kvElementType);
+    t.value = alloc({p.blockC, p.valueHeadDim}, p.kvElementType);
     t.scores = alloc({p.blockR, p.blockC}, f32);
     t.max = alloc({p.blockR}, f32);
     t.sum = alloc({p.blockR}, f32);
@@ -330,10 +331,11 @@ private:
       indices = {bi, head, tileIndex};
     return memref::LoadOp::create(b, loc, descales, indices);
   }
-  /// The score tile's descale: q_descale * k_descale (null without).
+  /// The score tile's descale: q_descale * k_descale, k_descale alone for
+  /// an e4m3 K/V beside a 16-bit Q (null without).
   Value scoreDescale(Value qDescale, Value kDescale) {
     if (!qDescale)
-      return nullptr;
+      return kDescale;
     return arith::MulFOp::create(b, loc, qDescale, kDescale);
   }
 
@@ -720,6 +722,7 @@ LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
   p.blockR = *op.getBlockR();
   p.blockC = *op.getBlockC();
   p.elementType = op.getQueryType().getElementType();
+  p.kvElementType = op.getKeyType().getElementType();
   auto dim = [&](Value v, int64_t d) -> Value {
     return rewriter.createOrFold<memref::DimOp>(loc, v, d);
   };

@@ -28,6 +28,9 @@ struct FAQuantizeFP8Pass : fa::impl::FAQuantizeFP8Base<FAQuantizeFP8Pass> {
   }
 
   LogicalResult quantize(AttentionOp op) {
+    if (op.hasFP8KeyValues())
+      return op.emitOpError("has an e4m3 K/V already; fa-quantize-fp8 "
+                            "quantises 16-bit or f32 Q, K and V together");
     if (!op.hasBufferSemantics())
       return op.emitOpError("has tensor operands; fa-quantize-fp8 needs the "
                             "memref form (run fa-attention-to-buffers first)");

@@ -18,6 +18,18 @@ using namespace mlir::fa;
 
 namespace {
 
+/// Whether `op`'s P comes from e4m3 queries (FlashAttention-3's FP8 path,
+/// whose P V is an e4m3 MMA). An e4m3 KV cache beside a 16-bit Q keeps P
+/// at Q's precision: its MMAs run on the dequantised K/V.
+static bool scoresOfFP8Queries(PVAccumulateOp op) {
+  for (Operation *user : op.getProbs().getUsers())
+    if (auto scores = dyn_cast<ScoreTileOp>(user))
+      if (scores.getScores() == op.getProbs())
+        return isa<Float8E4M3FNType>(
+            scores.getQuery().getType().getElementType());
+  return true;
+}
+
 struct FAQuantizeProbsPass
     : fa::impl::FAQuantizeProbsBase<FAQuantizeProbsPass> {
   using FAQuantizeProbsBase::FAQuantizeProbsBase;
@@ -30,7 +42,8 @@ struct FAQuantizeProbsPass
     });
     SmallVector<PVAccumulateOp> ops;
     getOperation().walk([&](PVAccumulateOp op) {
-      if (isa<Float8E4M3FNType>(op.getValue().getType().getElementType()))
+      if (isa<Float8E4M3FNType>(op.getValue().getType().getElementType()) &&
+          scoresOfFP8Queries(op))
         ops.push_back(op);
     });
     if (ops.empty())

@@ -94,6 +94,27 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
         : memref<1x4x77x64xf8E4M3FN>, memref<1x4x131x64xf8E4M3FN>, memref<1x4x131x64xf8E4M3FN>
     ```
 
+    An e4m3 KV cache (vLLM's and SGLang's FP8 caches): with `f16`, `bf16`
+    or `f32` Q and `f8E4M3FN` K and V the op takes two descale factors,
+    K's and V's (rank 0, or `[B, Hkv]`: vLLM's `k_scale`/`v_scale` per
+    tensor or per K/V head), and computes
+
+    ```
+    S = scale * k_descale * (Q K^T)
+    O = v_descale * softmax(S) V
+    ```
+
+    with K and V widened exactly and P kept at the query's precision (not
+    rounded to e4m3: the products run at Q's precision on the dequantised
+    K/V). `O` has Q's element type.
+
+    ```mlir
+    fa.attention %q, %k, %v descale(%kd, %vd : memref<f32>, memref<f32>)
+        kv_lengths(%lens : memref<2xi32>)
+        outs(%o : memref<2x32x1x128xf16>)
+        : memref<2x32x1x128xf16>, memref<2x8x4096x128xf8E4M3FN>, memref<2x8x4096x128xf8E4M3FN>
+    ```
+
     KV caches (flash-attn's `flash_attn_with_kvcache`):
     * `kv_lengths(%lens)`, `[B]` i32: sequence `b` has `lens[b]` keys, the
       first ones of its K/V rows; the rest are not attended (skipped, or
@@ -186,15 +207,23 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
       return ::llvm::isa<::mlir::Float8E4M3FNType>(
           getQueryType().getElementType());
     }
-    /// The descale factors (null without them).
+    /// True for an e4m3 K/V (a KV cache in FP8) read by a 16-bit or f32
+    /// query: two descale factors, K's and V's.
+    bool hasFP8KeyValues() {
+      return !isFP8() && ::llvm::isa<::mlir::Float8E4M3FNType>(
+                             getKeyType().getElementType());
+    }
+    /// The descale factors (null without them; Q has none beside an e4m3
+    /// K/V, whose two are K's and V's).
     ::mlir::Value getQueryDescale() {
-      return getDescales().empty() ? nullptr : getDescales()[0];
+      return getDescales().size() == 3 ? getDescales()[0] : nullptr;
     }
     ::mlir::Value getKeyDescale() {
-      return getDescales().empty() ? nullptr : getDescales()[1];
+      return getDescales().empty() ? nullptr
+                                   : getDescales()[getDescales().size() - 2];
     }
     ::mlir::Value getValueDescale() {
-      return getDescales().empty() ? nullptr : getDescales()[2];
+      return getDescales().empty() ? nullptr : getDescales().back();
     }
     /// True for a varlen batch (sequences packed along N).
     bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
