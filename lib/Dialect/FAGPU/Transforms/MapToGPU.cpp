@@ -132,6 +132,15 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
              << "(identity layout), got " << type
              << "; copy strided views into contiguous buffers first";
   }
+  // An e4m3 K/V beside a 16-bit Q (fa-tile refuses it for GPU targets; a
+  // tile-level nest may still arrive here): refused before its descales,
+  // which are not the e4m3 kernels' q_descale * k_descale.
+  Type qElt = cast<MemRefType>(nest.q.getType()).getElementType();
+  if (cast<MemRefType>(nest.k.getType()).getElementType() != qElt ||
+      cast<MemRefType>(nest.v.getType()).getElementType() != qElt)
+    return fail("an e4m3 K/V beside a " + llvm::formatv("{0}", qElt).str() +
+                " query has no GPU kernel yet (it runs on the CPU path: "
+                "fa-run --kv-dtype e4m3)");
   // e4m3: the score tile's descale is q_descale * k_descale and the P V's
   // is v_descale, each loaded from a descale memref (fa-lower-fa2's
   // indices): one factor per tensor (rank 0); the tile's (batch, K/V
