@@ -1723,6 +1723,21 @@ class _LaunchPlan:
                 raise MetadataError(
                     f"{kernel.name}: no launch value for the parameter "
                     f"{name!r}")
+        # The parameter array cuLaunchKernel reads, made once: the fixed
+        # values' addresses, and for each pointer a cell of its own whose
+        # value a launch sets (a tensor map's slot takes the address of its
+        # cached encoding instead). cuLaunchKernel copies the values before
+        # it returns, so one launch at a time (the lock) may reuse them.
+        self._params = (ctypes.c_void_p * len(self._addresses))(
+            *[a or 0 for a in self._addresses])
+        self._cells = []
+        for slot, kind, what in self._bound:
+            cell = None
+            if kind != "map":
+                cell = ctypes.c_void_p(0)
+                self._params[slot] = ctypes.addressof(cell)
+            self._cells.append((slot, kind, what, cell))
+        self._launch_lock = threading.Lock()
 
     def launch(self, q, k, v, out, lse, cache_seqlens, block_table,
                cu_seqlens_q, cu_seqlens_k):
@@ -1749,29 +1764,6 @@ class _LaunchPlan:
                                     dtype=torch.float32, device=q.device)
         tensors = (q, k, v, out, None, cache_seqlens, block_table,
                    cu_seqlens_q, cu_seqlens_k)
-        addresses = list(self._addresses)
-        keep = []  # what the addresses point into, alive until the launch
-        for slot, kind, what in self._bound:
-            if kind == "map":
-                i, spec = what
-                buf, addresses[slot] = spec.encoded(tensors[i].data_ptr())
-                keep.append(buf)
-                continue
-            if kind == "pointer":
-                ptr = tensors[what].data_ptr()
-            elif kind == "lse":
-                ptr = lse_ptr
-            elif kind == "workspace":
-                ptr = workspace.data_ptr() + what
-            elif kind == "split_arrivals":
-                ptr = split_arrivals(device_index, stream,
-                                     self.arrivals_count).data_ptr()
-            else:
-                ptr = tile_counter(device_index, stream).data_ptr()
-            value = ctypes.c_void_p(ptr)
-            keep.append(value)
-            addresses[slot] = ctypes.addressof(value)
-        params = (ctypes.c_void_p * len(addresses))(*addresses)
         gx, gy, gz = self.grid
         bx, by, bz = self.block
         drv = _get_driver()
@@ -1780,7 +1772,25 @@ class _LaunchPlan:
         guard = (contextlib.nullcontext()
                  if torch.cuda.current_device() == device_index
                  else torch.cuda.device(device_index))
-        with guard:
+        params = self._params
+        keep = []  # the tensor maps' encodings, alive until the launch
+        with guard, self._launch_lock:
+            for slot, kind, what, cell in self._cells:
+                if kind == "map":
+                    i, spec = what
+                    buf, params[slot] = spec.encoded(tensors[i].data_ptr())
+                    keep.append(buf)
+                elif kind == "pointer":
+                    cell.value = tensors[what].data_ptr()
+                elif kind == "lse":
+                    cell.value = lse_ptr
+                elif kind == "workspace":
+                    cell.value = workspace.data_ptr() + what
+                elif kind == "split_arrivals":
+                    cell.value = split_arrivals(
+                        device_index, stream, self.arrivals_count).data_ptr()
+                else:
+                    cell.value = tile_counter(device_index, stream).data_ptr()
             fn = self.kernel._function(device_index)
             drv.check(drv.lib.cuLaunchKernel(
                 fn, gx, gy, gz, bx, by, bz, self.shared_bytes,

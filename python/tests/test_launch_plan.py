@@ -183,6 +183,51 @@ def test_a_plan_is_reused_for_new_pointers(paged_split, launcher,
         {t.data_ptr() for args in (first, second) for t in args[:3]})
 
 
+def test_threads_sharing_a_plan_launch_their_own_pointers(paged_split,
+                                                          launcher):
+    """A plan keeps one parameter array whose pointer cells each launch
+    sets: launches from several threads through one plan (one signature)
+    each pass their own tensors, never another thread's."""
+    import threading
+    kernel = runtime.Kernel.load(paged_split)
+    calls = [_paged_args(base=0x1000000 * (i + 1)) for i in range(8)]
+    q, k, v, out, lens, table = calls[0]
+    kernel(q, k, v, out=out, discard_lse=True, cache_seqlens=lens,
+           block_table=table)
+    launcher.lib.launches.clear()
+    barrier = threading.Barrier(len(calls))
+
+    def run(args):
+        q, k, v, out, lens, table = args
+        barrier.wait()
+        for _ in range(50):
+            kernel(q, k, v, out=out, discard_lse=True, cache_seqlens=lens,
+                   block_table=table)
+
+    threads = [threading.Thread(target=run, args=(a,)) for a in calls]
+    # Threads switched as often as the interpreter allows, so that a launch
+    # without the plan's lock would see another thread's pointers.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(kernel._plans) == 1
+    assert len(launcher.lib.launches) == 50 * len(calls)
+    owners = {args[0].data_ptr(): args for args in calls}
+    for launch in launcher.lib.launches:
+        got = _read(launch["params"], kernel.meta)
+        q, k, v, out, lens, table = owners[got["q"][1]]
+        assert (got["k"], got["v"], got["o"], got["kv_lengths"],
+                got["block_table"]) == (
+            ("map", k.data_ptr()), ("map", v.data_ptr()), out.data_ptr(),
+            lens.data_ptr(), table.data_ptr())
+
+
 def test_a_plan_checks_what_it_did_not_see(paged_split, launcher):
     kernel = runtime.Kernel.load(paged_split)
     q, k, v, out, lens, table = _paged_args()
