@@ -220,6 +220,8 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
       persistent == "true" || persistent == "1"    ? "on"
       : persistent == "false" || persistent == "0" ? "off"
                                                    : persistent.str()}));
+  funcPm.addPass(fagpu::createFAGPUPackQueryHeads(
+      fagpu::FAGPUPackQueryHeadsOptions{options.queryGroup}));
   // The row-sum tile takes shared memory the ring's depth must leave.
   funcPm.addPass(fagpu::createFAGPURowSumMma(
       fagpu::FAGPURowSumMmaOptions{options.rowSumMma}));

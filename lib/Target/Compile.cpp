@@ -374,6 +374,9 @@ static std::string metadataJson(StringRef kernelName,
       {"tma_box_rows_o", oBoxRows},
       {"writes_lse", built.writesLse},
       {"split_kv", schedule.isSplitKV()},
+      // Pack-GQA beyond one query: Q, O and the LSE packed [B, Hkv, Nq G,
+      // D], row r query r / G of head h G + r mod G (0: not packed).
+      {"query_group", schedule.getQueryGroup()},
       // KV cache: per-sequence key lengths, a paged K/V's rows per page.
       {"kv_lengths", options.kvLengths},
       {"page_size", options.pageSize},
@@ -477,6 +480,7 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
         {!options.pingPong, "--ping-pong"},
         {!options.intraOverlap, "--intra-overlap"},
         {options.rowSumMma != "auto", "--row-sum-mma"},
+        {options.queryGroup != 0, "--query-group"},
         {options.epilogue != "auto", "--epilogue"},
         {options.persistent != -1, "--persistent"},
         {options.ctasPerSM != 0, "--ctas-per-sm"}};
@@ -643,6 +647,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.pingPong = options.pingPong;
       pipeline.intraOverlap = options.intraOverlap;
       pipeline.rowSumMma = options.rowSumMma;
+      pipeline.queryGroup = options.queryGroup;
       pipeline.persistent = options.persistent < 0   ? "auto"
                             : options.persistent > 0 ? "true"
                                                      : "false";

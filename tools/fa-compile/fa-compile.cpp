@@ -153,6 +153,12 @@ static cl::opt<bool>
     intraOverlap(cl::cat(toolOptions), "intra-overlap",
                  cl::desc("wgmma: softmax under the previous P V"),
                  cl::init(true));
+static cl::opt<int64_t> queryGroup(
+    cl::cat(toolOptions), "query-group",
+    cl::desc("wgmma: pack-GQA beyond one query -- the G query heads of a K/V "
+             "head packed query by query into a tile's rows; the kernel "
+             "takes Q, O and the LSE packed [B, Hkv, Nq G, D] (0: off)"),
+    cl::init(0));
 static cl::opt<std::string>
     rowSumMma(cl::cat(toolOptions), "row-sum-mma",
               cl::desc("wgmma e4m3: P's row sums by an MMA against a ones "
@@ -318,6 +324,7 @@ int main(int argc, char **argv) {
   options.pingPong = pingPong;
   options.intraOverlap = intraOverlap;
   options.rowSumMma = rowSumMma;
+  options.queryGroup = queryGroup;
   options.persistent = persistent == cl::BOU_UNSET  ? -1
                        : persistent == cl::BOU_TRUE ? 1
                                                     : 0;

@@ -148,6 +148,11 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       *this, "intra-overlap",
       llvm::cl::desc("Overlap the softmax of block j with P V of block j-1"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> queryGroup{
+      *this, "query-group",
+      llvm::cl::desc("Pack-GQA beyond one query: G query heads a K/V head in "
+                     "one tile's rows (0: off; fagpu-pack-query-heads)"),
+      llvm::cl::init(0)};
   PassOptions::Option<std::string> rowSumMma{
       *this, "row-sum-mma",
       llvm::cl::desc("e4m3: P's row sums by MMA (on, off or auto)"),

@@ -71,6 +71,7 @@ struct KernelOptions {
   bool pingPong = true;          // wgmma: consumer ping-pong
   bool intraOverlap = true;      // wgmma: softmax under the previous P V
   std::string rowSumMma = "auto"; // wgmma e4m3: P's row sums by MMA
+  int64_t queryGroup = 0;        // wgmma: pack-GQA beyond one query (G)
   std::string epilogue = "auto"; // wgmma: tma, direct or auto
   int persistent = -1;           // wgmma: CTAs stride over the tiles (-1: auto)
   std::string ptxas; // empty: $CUDA_HOME/bin, /usr/local/cuda/bin, PATH

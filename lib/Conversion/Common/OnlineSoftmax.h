@@ -54,6 +54,9 @@ struct SoftmaxConfig {
   /// e4m3 P (FP8): P is computed scaled by this power of two (an exp2
   /// offset of its log2) and packed to e4m3; 0 keeps P in 16 bits.
   double probsScale = 0.0;
+  /// Pack-GQA beyond one query: rows are G a query, row r is query r / G
+  /// (0: a row is a query).
+  int64_t queryGroup = 0;
 
   /// Kernel-name suffix of the FA4 options and the window/softcap mask.
   /// Every value is named exactly, so different kernels never share a name.
@@ -67,7 +70,8 @@ struct SoftmaxConfig {
            (bottomRight ? "_bralign" : "") +
            (diagonalOffset ? "_do" + std::to_string(diagonalOffset) : "") +
            (writesLse ? "" : "_nolse") +
-           (probsScale > 0 ? "_ps" + nameOf(probsScale) : "");
+           (probsScale > 0 ? "_ps" + nameOf(probsScale) : "") +
+           (queryGroup ? "_qg" + std::to_string(queryGroup) : "");
   }
 
   /// A whole value as its digits (8, 30); any other as the hex of its f32
@@ -97,6 +101,7 @@ inline SoftmaxConfig softmaxConfigOf(fagpu::AttentionOp op) {
   config.diagonalOffset = op.getDiagonalOffset().value_or(0);
   if (std::optional<APFloat> s = op.getProbsScale())
     config.probsScale = s->convertToDouble();
+  config.queryGroup = op.getSchedule().getQueryGroup();
   return config;
 }
 
@@ -121,7 +126,8 @@ createSoftmaxStep(OpBuilder &b, Location loc, const SoftmaxConfig &config,
       config.polyDegree ? i64(config.polyDegree) : IntegerAttr(),
       config.polyDegree ? i64(config.polyPeriod) : IntegerAttr(),
       config.probsScale > 0 ? f32(config.probsScale) : FloatAttr(),
-      config.treeRowMax, config.noRowSum);
+      config.treeRowMax, config.noRowSum,
+      config.queryGroup ? i64(config.queryGroup) : IntegerAttr());
 }
 
 /// The first check of every tensor-core kernel: D and Dv are head dims of
@@ -203,6 +209,12 @@ protected:
                  Value quadLane, Value shift = Value()) {
     Value negInf = cf(-std::numeric_limits<double>::infinity());
     Value row1 = add(row0, c32(8));
+    // Pack-GQA beyond one query: the rows' queries (G a power of two).
+    if (config.queryGroup) {
+      Value log2G = c32(llvm::Log2_64(config.queryGroup));
+      row0 = arith::ShRUIOp::create(b, loc, row0, log2G);
+      row1 = arith::ShRUIOp::create(b, loc, row1, log2G);
+    }
     if (!config.window) {
       // Register (n, e) holds column 8 n + (e % 2) + 2 quadLane of the
       // block: visible iff that offset is below the row's limit.

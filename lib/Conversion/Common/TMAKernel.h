@@ -143,8 +143,17 @@ protected:
   Value diagonalShift(const SoftmaxConfig &config, Value keys,
                       Value queries) {
     IRArithmetic ir{b, loc};
-    return fagpu::diagonalShift(ir, queries, keys, config.bottomRight,
-                                config.diagonalOffset);
+    return fagpu::diagonalShift(ir, queriesOfRows(config, queries), keys,
+                                config.bottomRight, config.diagonalOffset);
+  }
+
+  /// The queries of `rows` tile rows: rows / G with pack-GQA beyond one
+  /// query (fagpu.schedule's query_group, a power of two), else rows.
+  Value queriesOfRows(const SoftmaxConfig &config, Value rows) {
+    if (!config.queryGroup)
+      return rows;
+    return arith::ShRUIOp::create(b, loc, rows,
+                                  c32(llvm::Log2_64(config.queryGroup)));
   }
 
   /// Element `index` of the i32 array at global pointer `base` (kv_lengths,
@@ -522,14 +531,20 @@ protected:
     // row's diagonal, a window bounds both sides; at least one block where
     // a sequence may have no keys).
     IRArithmetic ir{b, loc};
+    // Pack-GQA beyond one query: the tile's rows are queries
+    // [qStart / G, (qStart + B_r) / G) (G divides B_r and qStart).
+    Value firstQuery = queriesOfRows(config, qStart);
+    Value queries = queriesOfRows(config, tile.nq);
+    int64_t queryRows = config.queryGroup ? blockR / config.queryGroup
+                                          : blockR;
     fagpu::KVRange<IRArithmetic> range = fagpu::kvBlockRange(
-        ir, qStart, tile.nq, tile.nk, blockR, blockC, config.causal,
+        ir, firstQuery, queries, tile.nk, queryRows, blockC, config.causal,
         config.window, config.bottomRight, config.diagonalOffset,
         /*keyLengths=*/static_cast<bool>(kvLengthsPtr || cuSeqlensQPtr));
     tile.firstBlock = range.first;
     tile.numBlocks = range.end;
     tile.unmaskedEnd =
-        fagpu::unmaskedBlocksEnd(ir, range, qStart, tile.nq, tile.nk, blockC,
+        fagpu::unmaskedBlocksEnd(ir, range, firstQuery, queries, tile.nk, blockC,
                                  config.causal, config.window,
                                  config.bottomRight, config.diagonalOffset);
     if (cuSeqlensQPtr) {

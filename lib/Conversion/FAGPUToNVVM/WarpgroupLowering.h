@@ -453,6 +453,7 @@ inline SoftmaxConfig configOf(fagpu::SoftmaxStepOp op) {
     config.probsScale = scale->convertToDouble();
   config.treeRowMax = op.getTreeRowMax();
   config.noRowSum = op.getNoRowSum();
+  config.queryGroup = op.getQueryGroup().value_or(0);
   return config;
 }
 

@@ -65,6 +65,7 @@ ScheduleFields mlir::fagpu::fieldsOf(ScheduleAttr s) {
   f.kvSplits = s.getKvSplits();
   f.tmemColumns = s.getTmemColumns();
   f.rowSumMma = s.getRowSumMma();
+  f.queryGroup = s.getQueryGroup();
   return f;
 }
 
@@ -75,7 +76,7 @@ ScheduleAttr mlir::fagpu::scheduleOf(MLIRContext *context,
                            f.consumerRegisters, f.stages, f.pingPong,
                            f.overlapSoftmax, f.scheduler, f.qBuffers,
                            f.epilogue, f.qInRegisters, f.kvSplits,
-                           f.tmemColumns, f.rowSumMma);
+                           f.tmemColumns, f.rowSumMma, f.queryGroup);
 }
 
 ScheduleAttr
@@ -120,6 +121,7 @@ const FieldInfo kFields[] = {
     FAGPU_OPTIONAL_FIELD("kv_splits", Int, kvSplits),
     FAGPU_OPTIONAL_FIELD("tmem_columns", Int, tmemColumns),
     FAGPU_OPTIONAL_FIELD("row_sum_mma", Bool, rowSumMma),
+    FAGPU_OPTIONAL_FIELD("query_group", Int, queryGroup),
 };
 #undef FAGPU_FIELD
 #undef FAGPU_OPTIONAL_FIELD
@@ -397,6 +399,12 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("expected both cu_seqlens_q and cu_seqlens_k");
   if (getCuSeqlensQ() && (getKvLengths() || getBlockTable()))
     return emitOpError("a varlen batch takes no kv_lengths or pages");
+  // Packed rows are G a query: a varlen batch's prefix sums count queries,
+  // an e4m3 kernel's per-block Q descales rows.
+  if (s.getQueryGroup() && (getCuSeqlensQ() || isFP8()))
+    return emitOpError("query_group packs the query heads of a K/V head "
+                       "into a tile's rows; varlen batches and e4m3 inputs "
+                       "have no packed form");
   if (Value table = getBlockTable()) {
     if (failed(sameBatch("the block table", cast<MemRefType>(table.getType()))))
       return failure();

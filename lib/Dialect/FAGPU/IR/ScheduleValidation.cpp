@@ -71,7 +71,8 @@ mlir::fagpu::checkSchedule(Target target, const ScheduleFields &f) {
       {f.qBuffers != 1, "q_buffers = 2 (the cross-tile pipeline)"},
       {f.epilogue != Epilogue::Registers, "a shared-memory epilogue"},
       {f.kvSplits != 0, "kv_splits (split-KV)"},
-      {f.rowSumMma, "row_sum_mma"}};
+      {f.rowSumMma, "row_sum_mma"},
+      {f.queryGroup != 0, "query_group (pack-GQA beyond one query)"}};
   if (!sm90)
     for (const Only &only : sm90Only)
       if (only.set)
@@ -92,6 +93,16 @@ mlir::fagpu::checkSchedule(Target target, const ScheduleFields &f) {
              "tcgen05.alloc takes), got " +
              std::to_string(f.tmemColumns);
   }
+  // Pack-GQA: G rows a query, whole queries a tile (G divides B_r), so a
+  // tile's queries are [qStart / G, (qStart + B_r) / G).
+  if (f.queryGroup != 0 &&
+      (f.queryGroup < 2 || f.queryGroup > 64 ||
+       !llvm::isPowerOf2_64(f.queryGroup) ||
+       (f.blockR > 0 && f.blockR % f.queryGroup != 0)))
+    return "expected query_group 0 (no packing) or a power of two in [2, "
+           "64] that divides block_r (" +
+           std::to_string(f.blockR) + "), got " +
+           std::to_string(f.queryGroup);
   if (f.kvSplits < 0 || f.kvSplits > 1024)
     return "expected kv_splits in [0, 1024] (0: no split), got " +
            std::to_string(f.kvSplits);

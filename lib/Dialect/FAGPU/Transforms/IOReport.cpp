@@ -81,6 +81,7 @@ struct IOReportPass : fagpu::impl::FAGPUIOReportBase<IOReportPass> {
     kernel.staticPersistent = s.getScheduler() == TileScheduler::Static;
     kernel.writesLse = bool(op.getLse());
     kernel.kvSplits = s.getKvSplits();
+    kernel.queryGroup = s.getQueryGroup();
     if (std::optional<std::string> why =
             checkTrafficShape(kernel, {b, hq, hkv, nq, nk}))
       return op.emitOpError("fagpu-io-report: ") << *why;

@@ -41,6 +41,10 @@ struct ScheduleFields {
   /// sm_90a e4m3: P's row sums by an MMA against a ones column rather
   /// than an FADD per score (fagpu-row-sum-mma).
   bool rowSumMma = false;
+  /// Pack-GQA beyond one query (fagpu-pack-query-heads): the G query heads
+  /// of a K/V head packed query by query into the tile's rows (row r is
+  /// query r / G); 0 when each row is a query of its own head.
+  int64_t queryGroup = 0;
 };
 } // namespace mlir::fagpu
 

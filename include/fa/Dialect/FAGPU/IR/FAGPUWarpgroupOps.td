@@ -580,6 +580,10 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     alpha l. The e4m3 kernel sums P on the tensor cores instead
     (`fagpu.mma` of P against `fagpu.init_row_sum_tile`'s tile), which
     saves an FADD per score.
+
+    With `query_group = G` (pack-GQA beyond one query) the rows are G a
+    query: the mask sees row r as query r / G (and `%d` is Nk - Nq of the
+    queries, not of the rows).
   }];
   let arguments = (ins FAGPU_Fragment:$s, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$key_start, I32:$row0, I32:$nk,
@@ -592,7 +596,8 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
                        OptionalAttr<I64Attr>:$exp2_poly_degree,
                        OptionalAttr<I64Attr>:$exp2_poly_period,
                        OptionalAttr<F32Attr>:$probs_scale,
-                       UnitAttr:$tree_row_max, UnitAttr:$no_row_sum);
+                       UnitAttr:$tree_row_max, UnitAttr:$no_row_sum,
+                       OptionalAttr<I64Attr>:$query_group);
   let results = (outs FAGPU_Fragment:$p, FAGPU_Fragment:$new_m,
                       FAGPU_Fragment:$new_l, FAGPU_Fragment:$alpha,
                       Optional<I1>:$moved, Optional<FAGPU_Fragment>:$new_o);

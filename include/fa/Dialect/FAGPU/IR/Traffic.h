@@ -57,7 +57,24 @@ struct TrafficKernel {
   /// every chunk writes its rows' partial O and LSE in f32; the last chunk
   /// of each warp's 16 rows reads them back and writes O and LSE.
   int64_t kvSplits = 0;
+  /// Pack-GQA beyond one query (the schedule's query_group): the launch's
+  /// rows are G a query (its shape is Hkv heads of Nq G rows), so a tile's
+  /// K/V blocks are those of its queries, rows / G; 0: a row is a query.
+  int64_t queryGroup = 0;
 };
+
+/// The K/V blocks a tile of rows [qStart, qStart + B_r) of a launch of
+/// `nq` rows visits (kvBlockRange), on the tile's queries for a packed
+/// kernel: [qStart / G, (qStart + B_r) / G) of nq / G (G divides B_r).
+inline KVRange<IntegerArithmetic> tileBlockRange(const TrafficKernel &kernel,
+                                                 int64_t qStart, int64_t nq,
+                                                 int64_t nk) {
+  IntegerArithmetic ints;
+  int64_t g = kernel.queryGroup ? kernel.queryGroup : 1;
+  return kvBlockRange(ints, qStart / g, nq / g, nk, kernel.blockR / g,
+                      kernel.blockC, kernel.causal, kernel.window,
+                      kernel.bottomRight, kernel.diagonalOffset);
+}
 
 /// The bytes a row of Q, K or V moves from L2: with whole TMA boxes, the
 /// columns of the tiles (a head dim padded to whole 128-byte box rows: D =
@@ -214,11 +231,13 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
   int64_t br = kernel.blockR, bc = kernel.blockC;
   int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
   int64_t splits = kernel.kvSplits;
-  // Row i's visible keys [lo, hi), as the kernel masks them.
-  int64_t shift = diagonalShift(ints, nq, nk, kernel.bottomRight,
+  // Row i's visible keys [lo, hi), as the kernel masks them (a packed
+  // kernel's row i is query i / G).
+  int64_t g = kernel.queryGroup ? kernel.queryGroup : 1;
+  int64_t shift = diagonalShift(ints, nq / g, nk, kernel.bottomRight,
                                 kernel.diagonalOffset);
   auto visible = [&](int64_t i, int64_t first, int64_t end) {
-    int64_t at = i + shift, lo = 0, hi = nk;
+    int64_t at = i / g + shift, lo = 0, hi = nk;
     if (kernel.causal)
       hi = std::min(hi, at + 1);
     if (kernel.window) {
@@ -252,19 +271,16 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
 inline Traffic kernelTraffic(const TrafficKernel &kernel,
                              const TrafficShape &shape,
                              LsePlacement lse = {}) {
-  int64_t br = kernel.blockR, bc = kernel.blockC, elt = kernel.elementBytes;
+  int64_t br = kernel.blockR, elt = kernel.elementBytes;
   int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
   int64_t nq = shape.queryLen, nk = shape.keyLen;
   // One (batch, query head): every query tile and the blocks it visits.
   Traffic head;
   head.tilesPerHead = (nq + br - 1) / br;
-  IntegerArithmetic ints;
   for (int64_t i = 0; i < head.tilesPerHead; ++i) {
     int64_t qStart = i * br;
     int64_t rows = kernel.wholeBoxes ? br : std::min(br, nq - qStart);
-    KVRange<IntegerArithmetic> range =
-        kvBlockRange(ints, qStart, nq, nk, br, bc, kernel.causal,
-                     kernel.window, kernel.bottomRight, kernel.diagonalOffset);
+    KVRange<IntegerArithmetic> range = tileBlockRange(kernel, qStart, nq, nk);
     if (kernel.kvSplits) {
       splitTileTraffic(kernel, qStart, std::min(br, nq - qStart), nq, nk,
                        range, head);
@@ -506,9 +522,7 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
     int64_t qBlock = tile % tilesPerHead;
     if (kernel.causal)
       qBlock = tilesPerHead - 1 - qBlock;
-    KVRange<IntegerArithmetic> r =
-        kvBlockRange(ints, qBlock * br, nq, nk, br, bc, kernel.causal,
-                     kernel.window, kernel.bottomRight, kernel.diagonalOffset);
+    KVRange<IntegerArithmetic> r = tileBlockRange(kernel, qBlock * br, nq, nk);
     if (kernel.kvSplits) {
       auto [begin, end] = fa::kvChunk(ints, r.first, r.end, chunk, chunks);
       r = {begin, end};

@@ -154,6 +154,30 @@ def FAGPURowSumMma : Pass<"fagpu-row-sum-mma", "func::FuncOp"> {
   ];
 }
 
+def FAGPUPackQueryHeads : Pass<"fagpu-pack-query-heads", "func::FuncOp"> {
+  let summary = "pack-GQA beyond one query: G query heads a K/V head per tile";
+  let description = [{
+    Grouped-query attention with a few queries a sequence (speculative
+    decoding's 2-16, a window at decode): a kernel that gives each query
+    head a tile of its own reads every K/V block G = Hq / Hkv times and
+    fills Nq of its B_r rows. With `query-group=G` the sm_90a kernel takes
+    Q, O and the LSE packed, `[B, Hkv, Nq G, D]` with row `r` of matrix `h`
+    query `r / G` of query head `h G + r mod G` (FlashAttention-3's
+    PackGQA), so each K/V block is read once per K/V head and a tile holds
+    B_r / G queries of G heads; the masks and the K/V block range see the
+    row's query (`#fagpu.schedule`'s `query_group`). The caller packs Q and
+    unpacks O and the LSE (the Python runtime does; the kernel's metadata
+    names `query_group`). G is a power of two dividing `block_r`; varlen
+    batches and e4m3 inputs are refused. `query-group=0` leaves the
+    schedules alone. At one query a sequence without a mask the packing
+    needs no kernel of its own (`fa-pack-gqa`'s views).
+  }];
+  let options = [
+    Option<"queryGroup", "query-group", "int64_t", "0",
+           "query heads per K/V head packed into the rows (0: no packing)">,
+  ];
+}
+
 def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
   let summary = "O leaves through shared memory and a TMA store";
   let description = [{
