@@ -35,6 +35,29 @@ for mask in plain causal causal_w64; do
     done
   done
 done
+# Pack-GQA beyond one query (fa-compile --query-group G: the query heads of
+# a K/V head packed query by query into the rows): speculative decoding's
+# 2-16 queries (causal, bottom-right) and a window at any query count, for
+# Llama-3's groups (32/8: 4, 64/8: 8).
+for group in 4 8; do
+  for mask in causal causal_w64; do
+    case $mask in
+      causal) flags=(--causal --causal-align bottom-right); tag="_causal_bralign" ;;
+      causal_w64) flags=(--causal --window 64 --causal-align bottom-right)
+        tag="_causal_w64_bralign" ;;
+    esac
+    for split in "" "--split-kv auto"; do
+      stag=${split:+_splitkv}
+      for page in 0 16 64; do
+        ptag=""; pflags=()
+        if [ "$page" != 0 ]; then ptag="_paged$page"; pflags=(--page-size "$page"); fi
+        fc --head-dim 128 "${flags[@]}" $split --kv-lengths "${pflags[@]}" \
+          --query-group "$group" \
+          -o "$OUT/sm_90a_d128_f16${tag}${stag}_kvlens${ptag}_qg${group}"
+      done
+    done
+  done
+done
 # flash_attn_func at decode shapes (no lengths) and the tiny causal call of
 # bench/serving.py's host-cost rows.
 for split in "" "--split-kv auto"; do

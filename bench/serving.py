@@ -185,6 +185,70 @@ def table_row(hq, hkv, b, nk, page, graphs):
     return row
 
 
+def _import_outside_bench(name):
+    """Module `name` imported with this folder off the path: bench/profile.py
+    would shadow the standard library's profile module, which cProfile (and
+    through it torch._dynamo) imports."""
+    import importlib
+    here = os.path.dirname(os.path.abspath(__file__))
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    sys.modules.pop("profile", None)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path[:] = saved
+
+
+def spec_row(hq, hkv, b, nq, nk, page, graphs):
+    """Speculative decoding (or a window at decode): Nq queries a sequence
+    over a KV cache, causal (bottom-right). flash-mlir packed (a
+    query-group kernel: each K/V block read once per K/V head), the same
+    call with the packing rule switched off (each query head reads every
+    block), and the SDPA peers with torch's bottom-right causal bias.
+    GB/s of the unique K + V bytes."""
+    causal_lower_right = _import_outside_bench(
+        "torch.nn.attention.bias").causal_lower_right
+    d, dtype = 128, torch.float16
+    layer = Layer(b, hkv, d, nk, page, dtype)
+    q = torch.randn(b, nq, hq, d, device="cuda", dtype=dtype)
+    lens = torch.full((b,), nk, device="cuda", dtype=torch.int32)
+    qh = q.transpose(1, 2)
+    bias = causal_lower_right(nq, nk)
+
+    def ours():
+        return flashmlir.flash_attn_with_kvcache(
+            q, layer.k, layer.v, cache_seqlens=lens, block_table=layer.table,
+            causal=True)
+
+    def peer():
+        return F.scaled_dot_product_attention(qh, layer.kc, layer.vc,
+                                              attn_mask=bias, enable_gqa=True)
+
+    kv_bytes = 2 * b * hkv * nk * d * 2
+    row = {"kv_mb": kv_bytes / 1e6}
+    rule = flashmlir.query_group_for
+    for name, fn in [("flash-mlir", ours), ("unpacked", ours)] + \
+            [(p, peer) for p in PEERS]:
+        flashmlir.query_group_for = (lambda *a, **kw: 0) \
+            if name == "unpacked" else rule
+        flashmlir._calls.clear()
+        try:
+            with backend(name):
+                ms = cuda_ms(graphed(fn) if graphs else fn)
+            row[name] = kv_bytes / ms / 1e6
+        except Exception as e:
+            row[name] = f"{type(e).__name__}: {e}"[:200]
+        finally:
+            flashmlir.query_group_for = rule
+            flashmlir._calls.clear()
+    for p in list(PEERS) + ["unpacked"]:
+        if isinstance(row.get(p), float) and \
+                isinstance(row["flash-mlir"], float):
+            row[f"vs_{p}"] = row["flash-mlir"] / row[p]
+    return row
+
+
 def per_call_us(fn, calls=2000, profile=None):
     """The host's time per call of `fn`: `calls` back-to-back calls, one
     sync. `profile`: a path; the calls' cProfile (top functions by own time)
@@ -283,7 +347,8 @@ def fits(b, hkv, nk, page):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["steps", "table", "host", "all"])
+    parser.add_argument("what", choices=["steps", "table", "host", "spec",
+                                         "all"])
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--quick", action="store_true",
@@ -347,6 +412,23 @@ def main():
                 print(json.dumps(r), flush=True)
                 rows.append(r)
         result["table"] = rows
+    if args.what in ("spec", "all"):
+        rows = []
+        grid = [(32, 8, b, nq, nk, page) for b in (1, 8, 32)
+                for nq in (4, 8) for nk in (4096, 32768) for page in (0, 64)]
+        grid += [(64, 8, b, nq, 32768, 0) for b in (1, 8) for nq in (4, 16)]
+        if args.quick:
+            grid = [(32, 8, 8, 4, 8192, 64), (64, 8, 1, 8, 32768, 0)]
+        for hq, hkv, b, nq, nk, page in grid:
+            if not fits(b, hkv, nk, page):
+                continue
+            for graphs in (False, True):
+                r = spec_row(hq, hkv, b, nq, nk, page, graphs)
+                r.update(heads=f"{hq}/{hkv}", b=b, nq=nq, nk=nk, page=page,
+                         mode="graph" if graphs else "eager")
+                print(json.dumps(r), flush=True)
+                rows.append(r)
+        result["spec"] = rows
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

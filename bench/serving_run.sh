@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 export FLASHMLIR_KERNEL_DIR=.serving FLASHMLIR_PAGED_KERNEL_DIR=.serving \
   FLASHMLIR_VARLEN_KERNEL_DIR=.serving
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(tests host table ab splits steps)
+[ ${#parts[@]} -eq 0 ] && parts=(tests host table spec ab splits steps)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch; print(torch.__version__, torch.backends.cudnn.version())" \
   | tee -a "$OUT/gpu.txt"
@@ -51,6 +51,17 @@ PY
       timeout 200 python3 bench/decode_splits.py --out "$OUT/decode-splits.json" \
         > "$OUT/splits.log" 2>&1
       cut -c1-400 "$OUT/splits.log" | tail -10 ;;
+    spec)
+      timeout 240 python3 bench/serving.py spec \
+        --out "$OUT/serving-spec.json" > "$OUT/spec.log" 2>&1
+      python3 - "$OUT/serving-spec.json" <<'PY' || tail -5 "$OUT/spec.log"
+import json, sys
+for r in json.load(open(sys.argv[1]))["spec"]:
+    print(r["heads"], r["b"], r["nq"], r["nk"], r["page"], r["mode"],
+          *(f"{k}={r[k]:.2f}" for k in ("vs_cudnn", "vs_fa2", "vs_unpacked")
+            if isinstance(r.get(k), float)))
+PY
+      ;;
     steps)
       timeout 200 python3 bench/serving.py steps --quick \
         --out "$OUT/serving-steps.json" > "$OUT/steps.log" 2>&1

@@ -236,6 +236,18 @@ int faAutoKVSplits(long long tiles, long long kvBlocks, int sms);
 int faDecodeHeadsPerTile(long long queries, long long qHeads,
                          long long kvHeads, int masked);
 
+/** Pack-GQA beyond one query (fa::model::queryGroupFor, fa/Model/
+ *  PackGQA.h): G = Hq / Hkv for grouped heads (a power of two up to 64) at
+ *  2 to 16 queries a sequence, or at one query with a mask (`masked`
+ *  nonzero), where the K/V the launch reads (`kvBytes`, K and V of every
+ *  sequence's capacity) is at least 64 MiB; else 0. A kernel compiled with that query group (fa-compile
+ *  --query-group G; metadata "query_group") reads Q, O and the LSE packed
+ *  [B, Hkv, Nq G, D], row r query r / G of query head h G + r mod G: the
+ *  caller packs Q and unpacks O and the LSE, and launches it with
+ *  Hq = Hkv and Nq G rows. */
+int faQueryGroupFor(long long queries, long long qHeads, long long kvHeads,
+                    int masked, long long kvBytes);
+
 void faKernelDestroy(FaKernel *kernel);
 
 /** Encodes the TMA tensor map (a 128-byte CUtensorMap, `map` 64-byte

@@ -25,6 +25,12 @@ int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
   return (int)mlir::fa::autoKVSplits(tiles, kvBlocks, sms);
 }
 
+int faQueryGroupFor(long long queries, long long qHeads, long long kvHeads,
+                    int masked, long long kvBytes) {
+  return (int)mlir::fa::model::queryGroupFor(queries, qHeads, kvHeads,
+                                             masked != 0, kvBytes);
+}
+
 int faDecodeHeadsPerTile(long long queries, long long qHeads,
                          long long kvHeads, int masked) {
   return (int)mlir::fa::model::decodeHeadsPerTile(queries, qHeads, kvHeads,
@@ -163,6 +169,17 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
     return fail("faKernelLaunch: sequence lengths must be at most 2^30 (the "
                 "kernels' 32-bit positions), got Nq " +
                 std::to_string(qLen) + ", Nk " + std::to_string(kvLen));
+  if (long group = k->meta.queryGroup) {
+    // The caller packs: the kernel sees Hkv matrices of Nq G rows.
+    if (qHeads != kvHeads || qLen % group != 0)
+      return fail("faKernelLaunch: " + k->meta.kernel +
+                  " takes Q, O and the LSE packed [B, Hkv, Nq G, D] (G = " +
+                  std::to_string(group) +
+                  " query heads a K/V head, row r query r / G): launch it "
+                  "with Hq = Hkv and Nq G rows, got Hq " +
+                  std::to_string(qHeads) + ", Hkv " + std::to_string(kvHeads) +
+                  ", " + std::to_string(qLen) + " rows");
+  }
   if (qHeads % kvHeads != 0)
     return fail("faKernelLaunch: query heads (" + std::to_string(qHeads) +
                 ") must be a multiple of key/value heads (" +

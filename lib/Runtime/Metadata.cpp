@@ -56,6 +56,9 @@ constexpr IntField kIntFields[] = {
     {"kv_splits", 0, 1024},
     // fa::checkPageSize's range, plus 0: contiguous K/V.
     {"page_size", 0, 1 << 20},
+    // Pack-GQA beyond one query (fagpu's query_group): 0, or the query
+    // heads packed a K/V head (a power of two up to 64, checked below).
+    {"query_group", 0, 64},
 };
 
 const IntField *intField(const std::string &key) {
@@ -113,6 +116,7 @@ public:
          : key == "ctas_per_sm"     ? m.ctasPerSM
          : key == "kv_splits"       ? m.kvSplits
          : key == "page_size"       ? m.pageSize
+         : key == "query_group"     ? m.queryGroup
                                     : m.sharedBytes) = v;
         if (key == "tma_box_cols")
           m.hasTmaBoxCols = true;
@@ -595,6 +599,15 @@ int validate(const Metadata &m) {
   if (fp8 && (m.varlen || m.kvLengths || m.pageSize || m.splitKV))
     return fail("launch metadata: e4m3 kernels have no KV-cache, varlen or "
                 "split-KV form");
+  // fagpu's query_group rule (ScheduleValidation.cpp): 0, or a power of
+  // two from 2 that divides block_r, on an e4m3-free, varlen-free kernel.
+  if (m.queryGroup &&
+      (m.queryGroup < 2 || (m.queryGroup & (m.queryGroup - 1)) ||
+       (m.blockR > 0 && m.blockR % m.queryGroup) || fp8 || m.varlen))
+    return fail("launch metadata: 'query_group' must be 0 or a power of two "
+                "from 2 dividing 'block_r', on a 16-bit kernel without "
+                "varlen batches, got " +
+                std::to_string(m.queryGroup));
   if (m.headDim <= 0 || m.blockR <= 0 || m.sharedBytes < 0)
     return fail("launch metadata: 'head_dim', 'block_r' and "
                 "'shared_memory_bytes' must be given and positive");

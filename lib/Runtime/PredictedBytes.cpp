@@ -38,6 +38,7 @@ int trafficKernelOf(const Metadata &m, const char *where,
   kernel.dynamicScheduler = m.tileScheduler == "dynamic";
   kernel.writesLse = m.writesLse;
   kernel.packedSequences = m.varlen;
+  kernel.queryGroup = m.queryGroup;
   if (m.splitKV) {
     // The chunk count is the launch's: the metadata's default, if it has one.
     if (m.kvSplits < 1)

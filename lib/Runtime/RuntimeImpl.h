@@ -137,6 +137,9 @@ struct Metadata {
   long pageSize = 0;
   // A varlen batch: cu_seqlens_q/k [B + 1] and the packed rows of Q.
   bool varlen = false;
+  // Pack-GQA beyond one query: the kernel takes Q, O and the LSE packed
+  // [B, Hkv, Nq G, D] (row r query r / G of head h G + r mod G); 0: not.
+  long queryGroup = 0;
   std::vector<long> block;
   std::vector<std::string> params;
   // Each parameter's tensor-map box rows ("box": [cols, rows]), 0 where

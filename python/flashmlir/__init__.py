@@ -29,7 +29,8 @@ __all__ = ["__version__", "compile", "compile_module", "CompiledModule", "Compil
            "CompileError", "attention", "cache_info", "clear_cache",
            "flash_attn_func", "flash_attn_varlen_func",
            "flash_attn_with_kvcache", "from_e4m3", "predicted_bytes", "quantize_e4m3",
-           "run_cpu", "runtime", "to_e4m3", "decode_heads_per_tile"]
+           "run_cpu", "runtime", "to_e4m3", "decode_heads_per_tile",
+           "query_group_for"]
 
 # torch.ops.flashmlir.* exist as soon as flashmlir is imported (where torch
 # is installed), so a torch.compile'd model finds them without a second
@@ -122,7 +123,7 @@ def _kernel_dir(kernel_dir):
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
                 page_size=0, varlen=False, softcap=0.0, value_head_dim=None,
-                diagonal_offset=0):
+                diagonal_offset=0, query_group=0):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
     .{cubin,json}, with _w<window>, _sc<softcap>, _bralign, _do<offset> and
@@ -143,7 +144,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             f"{'_splitkv' if split_kv else ''}"
             f"{'_kvlens' if kv_lengths else ''}"
             f"{f'_paged{page_size}' if page_size else ''}"
-            f"{'_varlen' if varlen else ''}")
+            f"{'_varlen' if varlen else ''}"
+            f"{f'_qg{query_group}' if query_group else ''}")
     # Every field of the metadata that changes what the kernel computes,
     # with its default where the call leaves it (a field that predates the
     # metadata reads as its default): a file named like the request but
@@ -156,12 +158,13 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             "bottom_right": bottom_right, "diagonal_offset": diagonal_offset,
             "split_kv": split_kv, "kv_splits": 0, "kv_lengths": kv_lengths,
             "page_size": page_size, "varlen": varlen,
+            "query_group": query_group,
             # None: the launch's default scale, 1/sqrt(D) as compiled.
             "scale": _f32(1.0 / head_dim ** 0.5), "writes_lse": True}
     defaults = dict(want, out_dtype=dtype, value_head_dim=head_dim,
                     window=0, softcap=0.0, bottom_right=False,
                     diagonal_offset=0, split_kv=False, kv_lengths=False,
-                    page_size=0, varlen=False)
+                    page_size=0, varlen=False, query_group=0)
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
@@ -188,7 +191,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                        kv_lengths=kv_lengths, page_size=page_size,
                        varlen=varlen,
                        out_dtype="bf16" if dtype == "e4m3" else None,
-                       value_head_dim=dv, diagonal_offset=diagonal_offset)
+                       value_head_dim=dv, diagonal_offset=diagonal_offset,
+                       query_group=query_group)
     if kernel_dir:
         import json
         import tempfile
@@ -346,11 +350,13 @@ def _split_kv(arch, q, k, num_splits, keys=None):
 
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
               num_splits=0, kv_lengths=False, page_size=0, keys=None,
-              varlen=False, softcap=0.0, v=None, diagonal_offset=0):
+              varlen=False, softcap=0.0, v=None, diagonal_offset=0,
+              query_group=0):
     """The cached runtime.Kernel for these tensors and options, and whether
     it splits K/V. `keys`: the keys of a sequence (default k's rows; a
     paged cache's capacity); `v` (default: of k's head dim) decides the
-    value head dim."""
+    value head dim; `query_group`: a kernel that reads the query heads
+    packed (q is then the packed [B, Hkv, Nq G, D])."""
     arch, dtype = _arch_and_dtype(q)
     kernel_dir = _kernel_dir(kernel_dir) or \
         _os.environ.get("FLASHMLIR_KERNEL_DIR")
@@ -368,9 +374,9 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
     split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
     if kv_lengths or page_size or varlen or softcap or dv != key[1] or \
-            diagonal_offset:
+            diagonal_offset or query_group:
         extra += (bool(kv_lengths), int(page_size), bool(varlen),
-                  float(softcap), dv, int(diagonal_offset))
+                  float(softcap), dv, int(diagonal_offset), int(query_group))
     # Plain kernels keep the short key (arch, D, dtype, causal).
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
@@ -423,6 +429,52 @@ def decode_heads_per_tile(queries, q_heads, kv_heads, masked=False):
             q_heads % kv_heads:
         return 1
     return q_heads // kv_heads
+
+
+def query_group_for(queries, q_heads, kv_heads, masked, kv_bytes):
+    """Pack-GQA beyond one query: the query heads of a K/V head packed
+    query by query into one tile's rows (a kernel compiled with
+    query_group = G, which reads Q, O and the LSE packed; Q is copied in
+    and O out). G = Hq / Hkv for grouped heads (a power of two up to 64) at
+    2 to 16 queries a sequence, or at one query with a mask (a window:
+    decode_heads_per_tile's views cannot pack it), where the K and V the
+    launch reads (`kv_bytes`) are at least 64 MiB (below an L2's worth the
+    heads' repeated reads hit the L2 and the copies cost more); else 0.
+    fa::model::queryGroupFor (include/fa/Model/PackGQA.h) is the rule; a
+    test checks that they agree."""
+    if kv_heads <= 0 or q_heads <= kv_heads or q_heads % kv_heads or \
+            kv_bytes < _MIN_PACKED_KV_BYTES:
+        return 0
+    group = q_heads // kv_heads
+    if group > 64 or group & (group - 1):
+        return 0
+    if not 1 <= queries <= _MAX_PACKED_QUERIES or (queries == 1 and
+                                                     not masked):
+        return 0
+    return group
+
+
+# fa::model::kMaxPackedQueries and kMinPackedKVBytes.
+_MAX_PACKED_QUERIES = 16
+_MIN_PACKED_KV_BYTES = 64 << 20
+
+
+def _pack_query_heads(q, kv_heads, group):
+    """q [B, Nq, Hq, D] packed as the query-group kernels read it:
+    [B, Hkv, Nq G, D] (contiguous), row i G + g of matrix h query i of head
+    h G + g -- a copy (the rows of one matrix are not evenly strided in
+    q)."""
+    b, nq, _, d = q.shape
+    return q.view(b, nq, kv_heads, group, d).permute(0, 2, 1, 3, 4) \
+        .reshape(b, kv_heads, nq * group, d)
+
+
+def _unpack_query_heads(packed, out, group):
+    """Writes a query-group kernel's O [B, Hkv, Nq G, D] into out
+    [B, Nq, Hq, D]."""
+    b, nq, hq, d = out.shape
+    out.view(b, nq, hq // group, group, d).copy_(
+        packed.view(b, hq // group, nq, group, d).permute(0, 2, 1, 3, 4))
 
 
 def _pack_decode_heads(q, out, kv_heads, group):
@@ -752,17 +804,31 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     kh, vh = k_cache.transpose(1, 2), v_cache.transpose(1, 2)
     # Pack-GQA: the query heads of a K/V head as one tile's rows, so each
     # K/V block is read once per K/V head, not once per query head.
+    sixteen_bit = q.dtype in (torch.float16, torch.bfloat16)
     group = decode_heads_per_tile(nq, hq, hkv, causal or window > 0) \
-        if q.dtype in (torch.float16, torch.bfloat16) else 1
+        if sixteen_bit else 1
+    # Beyond the views' reach (a few queries, or a window): a kernel that
+    # reads the query heads packed, Q copied in and O out.
+    kv_bytes = 2 * b * hkv * capacity * q.shape[3] * q.element_size()
+    query_group = query_group_for(nq, hq, hkv, causal or window > 0,
+                                  kv_bytes) \
+        if sixteen_bit and group == 1 else 0
     if group > 1:
         qh, oh = _pack_decode_heads(q, out, hkv, group)
+    elif query_group:
+        qh = _pack_query_heads(q, hkv, query_group)
+        oh = torch.empty_like(qh)
     else:
         qh, oh = q.transpose(1, 2), out.transpose(1, 2)
+    # Without a mask no row's query matters: the plain kernel attends the
+    # packed rows; a mask needs the kernel that sees row r as query r / G.
     kernel, split = _launcher(qh, kh, causal, kernel_dir, window,
                               causal or window > 0, num_splits,
                               kv_lengths=cache_seqlens is not None,
                               page_size=page_size, keys=capacity,
-                              softcap=softcap, diagonal_offset=offset)
+                              softcap=softcap, diagonal_offset=offset,
+                              query_group=query_group
+                              if causal or window > 0 else 0)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             f"{api}: KV caches need an sm_90a kernel")
@@ -777,7 +843,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                        discard_lse=not return_softmax_lse,
                        cache_seqlens=seen, block_table=table)
     call = _KVCacheCall(plan, page_size, return_softmax_lse, (b, hq, nq),
-                        capacity)
+                        capacity, query_group)
     result = call.run(q, k_cache, v_cache, k, v, cache_seqlens, block_table,
                       out)
     _remember(key, call)
@@ -912,10 +978,14 @@ class _KVCacheCall:
     storage: each view starts where its tensor does, and the plan holds
     the views' shapes and strides."""
 
-    def __init__(self, plan, page_size, return_lse, lse_shape, capacity):
+    def __init__(self, plan, page_size, return_lse, lse_shape, capacity,
+                 query_group=0):
         self.plan, self.page_size = plan, page_size
         self.return_lse, self.lse_shape = return_lse, lse_shape
         self.capacity = capacity
+        # A kernel that reads the query heads packed: Q packed in, O (and
+        # the LSE) unpacked after the launch.
+        self.query_group = query_group
 
     def run(self, q, k_cache, v_cache, k, v, cache_seqlens, block_table,
             out=None):
@@ -934,6 +1004,20 @@ class _KVCacheCall:
         if k is not None:
             _append_to_cache(k_cache, v_cache, k, v, lengths, table,
                              self.page_size)
+        group = self.query_group
+        if group:
+            kv_heads = k_cache.shape[2]
+            packed = _pack_query_heads(q, kv_heads, group)
+            packed_out, lse = self.plan.launch(
+                packed, k_cache, v_cache, torch.empty_like(packed), None,
+                seen, table, None, None)
+            _unpack_query_heads(packed_out, out, group)
+            if not self.return_lse:
+                return out
+            # [B, Hkv, Nq G] (row i G + g) as [B, Hq, Nq].
+            b, hq, nq = self.lse_shape
+            return out, lse.view(b, kv_heads, nq, group).permute(
+                0, 1, 3, 2).reshape(b, hq, nq)
         _, lse = self.plan.launch(q, k_cache, v_cache, out, None, seen, table,
                                   None, None)
         if not self.return_lse:

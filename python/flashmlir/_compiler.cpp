@@ -167,7 +167,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  const std::string &sm90Kernel, int64_t kvSplits,
                  bool kvLengths, int64_t pageSize, bool varlen,
                  const std::string &outDtype, int64_t valueHeadDim,
-                 int64_t diagonalOffset, bool runPtxas) {
+                 int64_t diagonalOffset, int64_t queryGroup, bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
@@ -188,6 +188,7 @@ py::dict compile(const std::string &arch, int64_t headDim,
   options.persistent = persistent;
   options.sm90Kernel = sm90Kernel;
   options.kvSplits = kvSplits;
+  options.queryGroup = queryGroup;
   options.kvLengths = kvLengths;
   options.pageSize = pageSize;
   options.varlen = varlen;
@@ -523,7 +524,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("kv_lengths") = false, py::arg("page_size") = 0,
         py::arg("varlen") = false, py::arg("out_dtype") = "",
         py::arg("value_head_dim") = 0, py::arg("diagonal_offset") = 0,
-        py::arg("run_ptxas") = true);
+        py::arg("query_group") = 0, py::arg("run_ptxas") = true);
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
@@ -539,7 +540,7 @@ PYBIND11_MODULE(_compiler, m) {
          int64_t hkv, int64_t nq, int64_t nk, int64_t kvSplits,
          int64_t valueHeadDim,
          std::vector<std::pair<int64_t, int64_t>> sequences,
-         bool packedSequences) {
+         bool packedSequences, int64_t queryGroup) {
         if (kvSplits < 0 || kvSplits > 1024)
           throw py::value_error("predicted_bytes: kv_splits must be in "
                                 "[0, 1024] (0: not a split kernel)");
@@ -566,6 +567,7 @@ PYBIND11_MODULE(_compiler, m) {
         kernel.writesLse = writesLse;
         kernel.kvSplits = kvSplits;
         kernel.packedSequences = packedSequences;
+        kernel.queryGroup = queryGroup;
         // Sequences of their own lengths (a KV cache's, a varlen batch's).
         std::vector<fagpu::SequenceLengths> lengths;
         for (auto [queries, keys] : sequences) {

@@ -454,6 +454,11 @@ _OPTIONS = {
     "fp8": (_STR, True, None, None),
     "window": (_INT, False, None, None),
     "diagonal_offset": (_INT, False, None, None),
+    # fagpu's query_group rule (ScheduleValidation.cpp): 0 or a power of two
+    # in [2, 64] (the compiler checks that it divides block_r).
+    "query_group": (_INT, False,
+                    lambda x: x == 0 or (2 <= x <= 64 and not x & (x - 1)),
+                    "expected query_group 0 or a power of two in [2, 64]"),
     "page_size": (_INT, False, None, None),
     "block_r": (_INT, False, None, None),
     "block_c": (_INT, False, None, None),
@@ -503,7 +508,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             ping_pong=True, intra_overlap=True, persistent=None,
             sm90_kernel="wgmma", kv_splits=None, kv_lengths=False,
             page_size=0, varlen=False, out_dtype=None, value_head_dim=None,
-            diagonal_offset=0, cache_dir=None):
+            diagonal_offset=0, query_group=0, cache_dir=None):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -539,7 +544,10 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     their per-tensor descales, and writes O in out_dtype ("bf16" by
     default, or "f16"). value_head_dim (None: head_dim): V's and O's head
     dim; on sm_90a also a multiple of 32 below head_dim (Q/K 192 with V
-    128, DeepSeek's).
+    128, DeepSeek's). query_group = G (sm_90a wgmma; a power of two
+    dividing the tile's rows): pack-GQA beyond one query -- the kernel
+    takes Q, O and the LSE packed [B, Hkv, Nq G, D], row r query r / G of
+    query head h G + r mod G (flashmlir.flash_attn_with_kvcache packs).
 
     Each option is taken at its type (_OPTIONS): a bool is True or False
     (not 'False', which is truthy), an integer is not a float (128.9) or a
@@ -562,7 +570,8 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
         stages=stages, ping_pong=ping_pong, intra_overlap=intra_overlap,
         persistent=persistent, sm90_kernel=sm90_kernel, kv_lengths=kv_lengths,
         page_size=page_size, varlen=varlen, out_dtype=out_dtype,
-        value_head_dim=value_head_dim, diagonal_offset=diagonal_offset)
+        value_head_dim=value_head_dim, diagonal_offset=diagonal_offset,
+        query_group=query_group)
     options = dict(arch=o["arch"], head_dim=o["head_dim"], dtype=o["dtype"],
                    causal=o["causal"], window=o["window"],
                    bottom_right=o["bottom_right"], softcap=o["softcap"],
@@ -591,6 +600,8 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
         options["value_head_dim"] = o["value_head_dim"]
     if o["diagonal_offset"]:
         options["diagonal_offset"] = o["diagonal_offset"]
+    if o["query_group"]:
+        options["query_group"] = o["query_group"]
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))
@@ -777,4 +788,4 @@ def predicted_bytes(metadata, batch, query_heads, kv_heads, query_len,
         m.get("tile_scheduler") == "dynamic", bool(m.get("writes_lse", True)),
         batch, query_heads, kv_heads, query_len, key_len, splits,
         m.get("value_head_dim", m["head_dim"]), sequences,
-        bool(m.get("varlen"))))
+        bool(m.get("varlen")), int(m.get("query_group", 0))))

@@ -434,6 +434,14 @@ def _check_metadata(meta):
                 meta.get("kv_lengths") or meta.get("page_size")):
         raise MetadataError("e4m3 kernels take contiguous-batch attention "
                             "only (no split-KV, KV cache or varlen)")
+    # fagpu's query_group rule (the C runtime's): 0, or a power of two from
+    # 2 dividing block_r, on a 16-bit kernel without varlen batches.
+    group = meta.get("query_group", 0)
+    if group and (group < 2 or group & (group - 1) or
+                  meta["block_r"] % group or fp8 or meta.get("varlen")):
+        raise MetadataError(f"metadata 'query_group' must be 0 or a power of "
+                            f"two from 2 dividing 'block_r', on a 16-bit "
+                            f"kernel without varlen batches, got {group!r}")
     # V's and O's head dim: the head dim's, or (sm_90a) fewer columns.
     if meta.get("value_head_dim", meta["head_dim"]) > meta["head_dim"]:
         raise MetadataError(f"value_head_dim ({meta['value_head_dim']}) must "
@@ -557,6 +565,9 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
                "tma_box_cols": (0, 256), "tma_box_rows_kv": (0, 256),
                "tma_box_rows_o": (0, 256), "kv_splits": (0, _MAX_KV_SPLITS),
                "block_c": (1, 1 << 20), "page_size": (0, 1 << 20),
+               # Pack-GQA beyond one query: 0 or the query heads packed a
+               # K/V head (fagpu's query_group; its rule below).
+               "query_group": (0, 64),
                # The kernels' positions (fa/Model/Positions.h): 2^30 at
                # most.
                "window": (0, _MAX_POSITION),
@@ -1087,6 +1098,15 @@ class Kernel:
                 f"v must have the key's heads and length {(hkv, nk)}, got "
                 f"{tuple(v.shape[1:3])}")
         nk = self._check_cache(q, k, cache_seqlens, block_table)
+        group = int(self.meta.get("query_group", 0))
+        if group and (hq != hkv or nq % group):
+            # The caller packs (flash_attn_with_kvcache does): the kernel
+            # sees Hkv matrices of Nq G rows (faKernelLaunch's rule).
+            raise KernelArgumentError(
+                f"{self.name} takes q, out and the LSE packed [B, Hkv, Nq G, "
+                f"D] (G = {group} query heads a K/V head, row r query r / "
+                f"G): launch it with Hq = Hkv and Nq G rows, got Hq {hq}, "
+                f"Hkv {hkv}, {nq} rows")
         if hkv == 0 or hq % hkv != 0:
             raise KernelArgumentError(f"query heads ({hq}) must be a multiple"
                                       f" of key/value heads ({hkv})")

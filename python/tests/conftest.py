@@ -42,14 +42,15 @@ def cuda_flashmlir():
 
 
 def masked_reference(torch, q, k, v, scale, causal=False, window=0,
-                     softcap=0.0, dtype=None, window_size=(-1, -1)):
+                     softcap=0.0, dtype=None, window_size=(-1, -1),
+                     with_lse=False):
     """Attention on [..., H, N, D] tensors (K/V heads dividing Q's: GQA), in
     flash-attention's convention: query i at key position i' = i + Nk - Nq
     (the bottom-right diagonal), causal keeps keys j <= i', a window w keys
     with |j - i'| < w, window_size (left, right) keys with i' - left <= j
     <= i' + right (-1: unbounded), softcap c scores c tanh(s / c); in
     `dtype` throughout (default float32), a query that sees no key giving
-    O = 0."""
+    O = 0. with_lse: (O, LSE [..., H, N]) (-inf for such a query)."""
     dtype = dtype or torch.float32
     group = q.shape[-3] // k.shape[-3]
     q, k, v = (t.to(dtype) for t in (q, k, v))
@@ -72,7 +73,8 @@ def masked_reference(torch, q, k, v, scale, causal=False, window=0,
     if right >= 0:
         visible &= j <= i + right
     s = s.masked_fill(~visible, float("-inf"))
-    return torch.softmax(s, -1).nan_to_num(0.0) @ v
+    out = torch.softmax(s, -1).nan_to_num(0.0) @ v
+    return (out, torch.logsumexp(s, -1)) if with_lse else out
 
 
 def load_c_runtime():

@@ -60,6 +60,86 @@ def test_rule_cases(queries, hq, hkv, masked, want):
     assert _python_rule()(queries, hq, hkv, masked) == want
 
 
+def test_query_group_rule_is_the_c_runtimes(c_runtime):
+    """flashmlir.query_group_for and faQueryGroupFor (fa::model::
+    queryGroupFor) agree: queries 0 to 17 around the 16 limit, grouped or
+    not, groups that are powers of two or not, masked or not, K/V bytes
+    around the 64 MiB floor."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from flashmlir import query_group_for
+    c_runtime.faQueryGroupFor.argtypes = [ctypes.c_longlong] * 3 + \
+        [ctypes.c_int, ctypes.c_longlong]
+    checked = packed = 0
+    for queries in (0, 1, 2, 7, 16, 17):
+        for hq in (1, 4, 8, 12, 24, 32, 64, 128, 256):
+            for hkv in (0, 1, 2, 3, 8, 32):
+                for masked in (False, True):
+                    for kv_bytes in (0, (64 << 20) - 1, 64 << 20, 1 << 40):
+                        want = c_runtime.faQueryGroupFor(
+                            queries, hq, hkv, int(masked), kv_bytes)
+                        assert query_group_for(queries, hq, hkv, masked,
+                                               kv_bytes) == want, \
+                            (queries, hq, hkv, masked, kv_bytes)
+                        checked += 1
+                        packed += want > 0
+    assert checked == 2592 and packed > 40
+
+
+@pytest.mark.parametrize("queries,hq,hkv,masked,mib,want", [
+    (4, 32, 8, True, 128, 4), (16, 64, 8, True, 128, 8),
+    (2, 32, 8, False, 64, 4), (1, 32, 8, True, 128, 4),
+    (1, 32, 8, False, 128, 0), (17, 32, 8, True, 128, 0),
+    (4, 24, 8, True, 128, 0), (4, 8, 8, True, 128, 0),
+    (4, 256, 2, True, 128, 0), (4, 32, 8, True, 16, 0)])
+def test_query_group_rule_cases(queries, hq, hkv, masked, mib, want):
+    sys.path.insert(0, str(ROOT / "python"))
+    from flashmlir import query_group_for
+    assert query_group_for(queries, hq, hkv, masked, mib << 20) == want
+
+
+@pytest.mark.parametrize("b,hq,hkv,nq,nk,window", [
+    (2, 32, 8, 4, 77, 0), (1, 64, 8, 7, 130, 0), (3, 16, 8, 16, 40, 0),
+    (2, 32, 8, 1, 90, 20), (1, 32, 8, 5, 200, 33)])
+def test_query_group_packing_computes_grouped_attention(b, hq, hkv, nq, nk,
+                                                        window):
+    """What a query-group launch computes, on the CPU: Q packed [B, Hkv,
+    Nq G, D] (flashmlir's copy), each matrix attended as one head with row
+    r's mask that of query r / G (bottom-right causal, a window), O and the
+    LSE unpacked, is grouped-query attention of q [B, Nq, Hq, D]."""
+    import torch
+    sys.path.insert(0, str(ROOT / "python"))
+    from flashmlir import _pack_query_heads, _unpack_query_heads
+    torch.manual_seed(b * hq + nq + nk)
+    d, group = 32, hq // hkv
+    q = torch.randn(b, nq, hq, d, dtype=torch.float64)
+    k = torch.randn(b, nk, hkv, d, dtype=torch.float64)
+    v = torch.randn(b, nk, hkv, d, dtype=torch.float64)
+    kh, vh = k.transpose(1, 2), v.transpose(1, 2)
+    scale = 1 / math.sqrt(d)
+    packed = _pack_query_heads(q, hkv, group)
+    assert packed.shape == (b, hkv, nq * group, d)
+    # The kernel's masks: row r is query r // G at key position
+    # r // G + nk - nq.
+    s = (packed @ kh.transpose(-1, -2)) * scale
+    position = torch.arange(nq * group)[:, None] // group + (nk - nq)
+    j = torch.arange(nk)[None, :]
+    visible = j <= position
+    if window:
+        visible &= (position - j).abs() < window
+    s = s.masked_fill(~visible, float("-inf"))
+    packed_out = torch.softmax(s, -1) @ vh
+    packed_lse = torch.logsumexp(s, -1)  # [B, Hkv, Nq G]
+    out = torch.full_like(q, float("nan"))
+    _unpack_query_heads(packed_out, out, group)
+    lse = packed_lse.view(b, hkv, nq, group).permute(0, 1, 3, 2).reshape(
+        b, hq, nq)
+    want, want_lse = masked_reference(
+        torch, q.transpose(1, 2), kh, vh, scale, causal=True, window=window,
+        dtype=torch.float64, with_lse=True)
+    assert torch.allclose(out, want.transpose(1, 2), rtol=0, atol=1e-12)
+    assert torch.allclose(lse, want_lse, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("b,hq,hkv,nk", [(2, 32, 8, 77), (3, 64, 8, 130),
                                           (1, 6, 2, 1)])
 def test_packed_views_compute_grouped_decode(b, hq, hkv, nk):
@@ -96,8 +176,9 @@ def test_packed_views_compute_grouped_decode(b, hq, hkv, nk):
                           torch.logsumexp(s_ref, -1), rtol=0, atol=1e-12)
 
 
-# On the H200 (gpu): the public decode calls, packed (Nq = 1, grouped,
-# causal or not) and not packed (a window, Nq > 1), against fp32.
+# On the H200 (gpu): the public decode calls, packed as views (Nq = 1,
+# grouped, causal or not), packed by a query-group kernel (Nq 2-16, or a
+# window), and not packed (multi-head), against fp32.
 
 def _cache(torch, b, nk, hkv, d, page, dtype):
     if not page:
@@ -123,7 +204,9 @@ def _dense(torch, cache, table, b, nk):
 @pytest.mark.parametrize("page", [0, 16, 64])
 @pytest.mark.parametrize("b,hq,hkv,nq,window", [
     (2, 32, 8, 1, (-1, -1)), (3, 64, 8, 1, (-1, -1)), (1, 32, 8, 1, (63, 0)),
-    (2, 32, 8, 4, (-1, -1)), (2, 8, 8, 1, (-1, -1))])
+    (2, 32, 8, 4, (-1, -1)), (2, 8, 8, 1, (-1, -1)), (3, 32, 8, 2, (-1, -1)),
+    (2, 64, 8, 7, (-1, -1)), (1, 32, 8, 16, (-1, -1)),
+    (2, 32, 8, 4, (63, 0))])
 @pytest.mark.parametrize("causal", [False, True])
 def test_kvcache_decode_matches_reference(cuda_flashmlir, page, b, hq, hkv,
                                           nq, window, causal):
@@ -147,8 +230,9 @@ def test_kvcache_decode_matches_reference(cuda_flashmlir, page, b, hq, hkv,
         kb = _dense(torch, k_cache, table, b, n)[i:i + 1]
         vb = _dense(torch, v_cache, table, b, n)[i:i + 1]
         qb = q[i:i + 1].transpose(1, 2).float()
-        ref = masked_reference(torch, qb, kb, vb, scale, causal=causal,
-                               window_size=window)
+        ref, lse_ref = masked_reference(torch, qb, kb, vb, scale,
+                                        causal=causal, window_size=window,
+                                        with_lse=True)
         half = masked_reference(torch, qb.half(), kb.half(), vb.half(), scale,
                                 causal=causal, window_size=window,
                                 dtype=torch.float16).float()
@@ -156,6 +240,57 @@ def test_kvcache_decode_matches_reference(cuda_flashmlir, page, b, hq, hkv,
             ref.norm()
         torch_err = (half - ref).norm() / ref.norm()
         assert err <= 2 * torch_err + 1e-4, (i, err.item(), torch_err.item())
+        # The LSE [B, Hq, Nq], unpacked where a kernel packed the heads.
+        lse_err = (lse[i] - lse_ref[0]).abs().max().item()
+        assert lse_err <= 2e-3, (i, lse_err)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("page", [0, 16, 64])
+@pytest.mark.parametrize("hq,nq,window", [
+    (32, 2, (-1, -1)), (32, 4, (-1, -1)), (64, 7, (-1, -1)),
+    (32, 16, (-1, -1)), (64, 1, (63, 0)), (32, 4, (63, 0))])
+def test_query_group_decode_matches_reference(cuda_flashmlir, page, hq, nq,
+                                              window):
+    """flash_attn_with_kvcache through a query-group kernel (caches of 64
+    MiB and more: query_group_for packs): the G query heads of a K/V head
+    packed query by query, causal (bottom-right) and windows, ragged
+    lengths, contiguous and paged; O and the LSE against fp32, and the call
+    did pack."""
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(hq + nq + page)
+    b, hkv, d, capacity = 2, 8, 128, 8192
+    lengths = [capacity - 37 * i for i in range(b)]
+    k_cache, v_cache, table = _cache(torch, b, capacity, hkv, d, page,
+                                     torch.float16)
+    q = torch.randn(b, nq, hq, d, device="cuda", dtype=torch.float16)
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    kernel_dir = os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR") if page else \
+        None
+    flashmlir._calls.clear()
+    out, lse = flashmlir.flash_attn_with_kvcache(
+        q, k_cache, v_cache, cache_seqlens=lens, block_table=table,
+        causal=True, window_size=window, return_softmax_lse=True,
+        kernel_dir=kernel_dir)
+    (call,) = flashmlir._calls.values()
+    assert call.query_group == hq // hkv
+    scale = 1 / math.sqrt(d)
+    for i, n in enumerate(lengths):
+        kb = _dense(torch, k_cache, table, b, n)[i:i + 1]
+        vb = _dense(torch, v_cache, table, b, n)[i:i + 1]
+        qb = q[i:i + 1].transpose(1, 2).float()
+        ref, lse_ref = masked_reference(torch, qb, kb, vb, scale,
+                                        causal=True, window_size=window,
+                                        with_lse=True)
+        half = masked_reference(torch, qb.half(), kb.half(), vb.half(), scale,
+                                causal=True, window_size=window,
+                                dtype=torch.float16).float()
+        err = (out[i:i + 1].transpose(1, 2).float() - ref).norm() / \
+            ref.norm()
+        torch_err = (half - ref).norm() / ref.norm()
+        assert err <= 2 * torch_err + 1e-4, (i, err.item(), torch_err.item())
+        lse_err = (lse[i] - lse_ref[0]).abs().max().item()
+        assert lse_err <= 2e-3, (i, lse_err)
 
 
 @pytest.mark.gpu

@@ -54,6 +54,35 @@ inline int64_t decodeHeadsPerTile(int64_t queries, int64_t qHeads,
   return qHeads / kvHeads;
 }
 
+/// The query heads packed a K/V head beyond one query (fagpu's
+/// query_group): G = qHeads / kvHeads where the heads are grouped (G a
+/// power of two up to 64), the launch has a few queries a sequence -- 2 to
+/// kMaxPackedQueries (speculative decoding, small chunks), or one with a
+/// mask that tells the rows apart (a window), which decodeHeadsPerTile's
+/// views cannot pack -- and the K/V it reads, `kvBytes`, is at least
+/// kMinPackedKVBytes; else 0. The kernel then reads Q, O and the LSE packed
+/// [B, kvHeads, queries G, D] (row r query r / G of head h G + r mod G),
+/// which the caller copies in and out. Past a few queries the tiles fill
+/// with one head's queries and the kernel is bound by its MMAs, not by K/V
+/// reads; below an L2's worth of K/V (50 MB on the H100 and H200) the G
+/// heads' repeated reads of a block come from the L2, and the two copies
+/// cost more than the packing saves (docs/serving.md has the measurement).
+inline constexpr int64_t kMaxPackedQueries = 16;
+inline constexpr int64_t kMinPackedKVBytes = int64_t(64) << 20;
+inline int64_t queryGroupFor(int64_t queries, int64_t qHeads, int64_t kvHeads,
+                             bool masked, int64_t kvBytes) {
+  if (kvHeads <= 0 || qHeads <= kvHeads || qHeads % kvHeads != 0 ||
+      kvBytes < kMinPackedKVBytes)
+    return 0;
+  int64_t group = qHeads / kvHeads;
+  if (group > 64 || (group & (group - 1)) != 0)
+    return 0;
+  if (queries < 1 || queries > kMaxPackedQueries ||
+      (queries == 1 && !masked))
+    return 0;
+  return group;
+}
+
 } // namespace mlir::fa::model
 
 #endif // FA_MODEL_PACKGQA_H
