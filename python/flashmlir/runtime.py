@@ -660,6 +660,17 @@ def lse_scratch(device_index, stream, count):
                           torch.float32, zeroed=False)
 
 
+# Split-KV's partial O and LSE (f32), written and read by one launch: kept
+# per (device, stream) like the LSE scratch, not allocated per call.
+_SPLIT_WORKSPACES = {}
+
+
+def split_workspace(device_index, stream, count):
+    import torch
+    return _stream_buffer(_SPLIT_WORKSPACES, device_index, stream, count,
+                          torch.float32, zeroed=False)
+
+
 # Split-KV's arrival counters: zero before a launch, left zero by it, like
 # the tile counters.
 _SPLIT_ARRIVALS = {}
@@ -1596,21 +1607,31 @@ class _MapSpec:
         # encode_tensor_map's key without the address.
         self.key = (tuple(shape), elem, dtype, box_rows, box_cols, rank,
                     strides, l2_promotion)
+        # (address, encoding) of the last call: a decode loop's caches sit
+        # at one address, so most calls take it without the shared cache's
+        # lock (one tuple, read and replaced whole).
+        self._last = (None, None)
 
     def encoded(self, address):
         """(buffer, address of the 64-byte aligned CUtensorMap in it) over
         the tensor at `address`."""
+        last_address, last = self._last
+        if address == last_address:
+            return last
         key = (address,) + self.key
         with _TENSOR_MAP_LOCK:
             hit = _TENSOR_MAPS.get(key)
             if hit is not None:
                 _TENSOR_MAPS.move_to_end(key)
-                return hit
+        if hit is not None:
+            self._last = (address, hit)
+            return hit
         encoded = self._encode(address)
         with _TENSOR_MAP_LOCK:
             _TENSOR_MAPS[key] = encoded
             if len(_TENSOR_MAPS) > _TENSOR_MAP_CACHE_SIZE:
                 _TENSOR_MAPS.popitem(last=False)
+        self._last = (address, encoded)
         return encoded
 
     def _encode(self, address):
@@ -1758,6 +1779,44 @@ class _LaunchPlan:
                 self._params[slot] = ctypes.addressof(cell)
             self._cells.append((slot, kind, what, cell))
         self._launch_lock = threading.Lock()
+        self._last_scratch = (None, None)
+
+    def _scratch(self, device_index, stream):
+        """The addresses of the per-stream buffers this plan's launches
+        use: the discarded LSE, split-KV's partial O and LSE ("workspace")
+        and arrival counters, the dynamic scheduler's tile counter. Kept
+        for the plan's last stream (the buffers only grow, and one a plan
+        took stays alive with it); during a CUDA-graph capture made afresh,
+        the workspace from the graph's pool."""
+        import torch
+
+        last_stream, last = self._last_scratch
+        if last_stream == stream:
+            return last
+        capture = capturing()
+        keep, scratch = [], {}
+        if self.discard_lse:
+            keep.append(lse_scratch(device_index, stream, self.lse_count))
+            scratch["lse"] = keep[-1].data_ptr()
+        if self.workspace_count:
+            keep.append(torch.empty(self.workspace_count, dtype=torch.float32,
+                                    device=f"cuda:{device_index}")
+                        if capture else
+                        split_workspace(device_index, stream,
+                                        self.workspace_count))
+            scratch["workspace"] = keep[-1].data_ptr()
+        kinds = {kind for _, kind, _ in self._bound}
+        if "split_arrivals" in kinds:
+            keep.append(split_arrivals(device_index, stream,
+                                       self.arrivals_count))
+            scratch["split_arrivals"] = keep[-1].data_ptr()
+        if "tile_counter" in kinds:
+            keep.append(tile_counter(device_index, stream))
+            scratch["tile_counter"] = keep[-1].data_ptr()
+        scratch["keep"] = keep
+        if not capture:
+            self._last_scratch = (stream, scratch)
+        return scratch
 
     def launch(self, q, k, v, out, lse, cache_seqlens, block_table,
                cu_seqlens_q, cu_seqlens_k):
@@ -1769,19 +1828,15 @@ class _LaunchPlan:
         stream = _current_stream(device_index)
         if out is None:
             out = torch.empty(self.out_shape, dtype=q.dtype, device=q.device)
+        scratch = self._scratch(device_index, stream)
         if lse is not None:
             lse_ptr = lse.data_ptr()
         elif self.discard_lse:
-            lse_ptr = lse_scratch(device_index, stream,
-                                  self.lse_count).data_ptr()
+            lse_ptr = scratch["lse"]
         else:
             lse = torch.empty(self.lse_shape, dtype=torch.float32,
                               device=q.device)
             lse_ptr = lse.data_ptr()
-        workspace = None
-        if self.workspace_count:
-            workspace = torch.empty(self.workspace_count,
-                                    dtype=torch.float32, device=q.device)
         tensors = (q, k, v, out, None, cache_seqlens, block_table,
                    cu_seqlens_q, cu_seqlens_k)
         gx, gy, gz = self.grid
@@ -1805,12 +1860,9 @@ class _LaunchPlan:
                 elif kind == "lse":
                     cell.value = lse_ptr
                 elif kind == "workspace":
-                    cell.value = workspace.data_ptr() + what
-                elif kind == "split_arrivals":
-                    cell.value = split_arrivals(
-                        device_index, stream, self.arrivals_count).data_ptr()
+                    cell.value = scratch["workspace"] + what
                 else:
-                    cell.value = tile_counter(device_index, stream).data_ptr()
+                    cell.value = scratch[kind]
             fn = self.kernel._function(device_index)
             drv.check(drv.lib.cuLaunchKernel(
                 fn, gx, gy, gz, bx, by, bz, self.shared_bytes,

@@ -78,7 +78,8 @@ def launcher(monkeypatch):
     monkeypatch.setattr(runtime, "_current_stream", lambda i: 0x5000)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(runtime.Kernel, "_function", lambda self, i: 0xf00)
-    buffers = {"split_arrivals": 0x7000, "lse_scratch": 0x8000}
+    buffers = {"split_arrivals": 0x7000, "lse_scratch": 0x8000,
+               "split_workspace": 0x9000}
     for name, ptr in buffers.items():
         monkeypatch.setattr(runtime, name,
                             lambda i, s, n, ptr=ptr: FakeTensor((n,), ptr=ptr))
@@ -87,7 +88,8 @@ def launcher(monkeypatch):
     monkeypatch.setattr(runtime, "_signature", lambda tensors: tuple(
         None if t is None else (t.shape, t.stride(), t.dtype, str(t.device))
         for t in tensors))
-    # The split-KV workspace (a torch allocation per launch).
+    # The split-KV workspace made during a capture (a torch allocation per
+    # launch there).
     monkeypatch.setattr(torch, "empty",
                         lambda n, **kw: FakeTensor((n,), ptr=0x9000))
     return drv
