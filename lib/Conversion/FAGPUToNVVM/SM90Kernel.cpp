@@ -1281,6 +1281,12 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   KernelSpec &spec = reader.spec;
   const fagpu::ScheduleFields &s = reader.schedule;
   int64_t d = op.getHeadDim();
+  // The kernel reads an e4m3 K/V through 16-bit tiles that its producer
+  // warps would convert on chip (docs/fp8.md); that stage is not built.
+  if (op.hasFP8KeyValues())
+    return fail("an e4m3 K/V beside a 16-bit Q needs the stage that "
+                "converts the cache's tiles on chip, which is not built yet "
+                "(the CPU path runs it: fa-run --kv-dtype e4m3)");
   spec.fp8 = op.isFP8();
   if (spec.fp8) {
     if (std::optional<std::string> why = fagpu::checkFP8Tiles(d, s.blockC))

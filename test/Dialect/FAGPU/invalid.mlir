@@ -298,3 +298,59 @@ func.func @varlen_on_sm80(%q: memref<1x2x64x64xf16>, %cu: memref<3xi32>) {
     : memref<1x2x64x64xf16>, memref<1x2x64x64xf16>, memref<1x2x64x64xf16>, memref<1x2x64x64xf16>
   return
 }
+
+// -----
+
+// An e4m3 K/V beside a 16-bit Q (an FP8 KV cache): K's and V's descales,
+// none of Q's, per tensor or [B, Hkv], no probs_scale, sm_90a only.
+#kv = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @kv_with_q_descale(%q: memref<1x4x1x128xf16>, %k: memref<1x2x64x128xf8E4M3FN>, %o: memref<1x4x1x128xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{an e4m3 K/V needs K's and V's descales, and Q has none: descale(%k_descale, %v_descale)}}
+  fagpu.attention %q, %k, %k descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #kv} : memref<1x4x1x128xf16>, memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf8E4M3FN>, memref<1x4x1x128xf16>
+  return
+}
+
+// -----
+
+#kv = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @kv_mixed_values(%q: memref<1x4x1x128xf16>, %k: memref<1x2x64x128xf8E4M3FN>, %v: memref<1x2x64x128xf16>, %o: memref<1x4x1x128xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{an e4m3 K/V takes e4m3 K and V beside Q and out of one 16-bit type}}
+  fagpu.attention %q, %k, %v descale(%d, %d : memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #kv} : memref<1x4x1x128xf16>, memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf16>, memref<1x4x1x128xf16>
+  return
+}
+
+// -----
+
+#kv = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @kv_per_block(%q: memref<1x4x1x128xf16>, %k: memref<1x2x64x128xf8E4M3FN>, %o: memref<1x4x1x128xf16>, %d: memref<f32>, %b: memref<1x2x1xf32>) {
+  // expected-error @+1 {{an e4m3 K/V's descales are per tensor or [B, Hkv], not per block}}
+  fagpu.attention %q, %k, %k descale(%b, %d : memref<1x2x1xf32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #kv} : memref<1x4x1x128xf16>, memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf8E4M3FN>, memref<1x4x1x128xf16>
+  return
+}
+
+// -----
+
+#kv = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @kv_probs_scale(%q: memref<1x4x1x128xf16>, %k: memref<1x2x64x128xf8E4M3FN>, %o: memref<1x4x1x128xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{probs_scale scales e4m3 probabilities: an e4m3 K/V keeps P at Q's precision}}
+  fagpu.attention %q, %k, %k descale(%d, %d : memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #kv} : memref<1x4x1x128xf16>, memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf8E4M3FN>, memref<1x4x1x128xf16>
+  return
+}
+
+// -----
+
+#kv = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @two_descales_16bit(%q: memref<1x4x1x128xf16>, %k: memref<1x2x64x128xf16>, %o: memref<1x4x1x128xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{descales belong to e4m3 inputs}}
+  fagpu.attention %q, %k, %k descale(%d, %d : memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #kv} : memref<1x4x1x128xf16>, memref<1x2x64x128xf16>, memref<1x2x64x128xf16>, memref<1x4x1x128xf16>
+  return
+}
+
+// -----
+
+#kv = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @one_descale(%q: memref<1x4x1x128xf16>, %k: memref<1x2x64x128xf8E4M3FN>, %o: memref<1x4x1x128xf16>, %d: memref<f32>) {
+  // expected-error @+1 {{expected descale(%q, %k, %v : ...) or descale(%k, %v : ...) with a type each}}
+  fagpu.attention %q, %k, %k descale(%d : memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, schedule = #kv} : memref<1x4x1x128xf16>, memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf8E4M3FN>, memref<1x4x1x128xf16>
+  return
+}

@@ -121,13 +121,13 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
              << "fa-tile: " << fagpu::targetName(gpu)
              << ": per-sequence key lengths and paged K/V have a GPU kernel "
                 "on sm_90a only (and run on the CPU path)";
-    if (op.hasFP8KeyValues())
+    if (op.hasFP8KeyValues() && gpu != fagpu::Target::sm_90a)
       return op.emitOpError()
              << "fa-tile: " << fagpu::targetName(gpu)
              << ": an e4m3 K/V beside a "
              << op.getQueryType().getElementType()
-             << " query has no GPU kernel yet (it runs on the CPU path: "
-                "fa-run --kv-dtype e4m3)";
+             << " query has a kernel on sm_90a only (the CPU path runs "
+                "it: fa-run --kv-dtype e4m3)";
     std::string elt;
     llvm::raw_string_ostream(elt) << op.getQueryType().getElementType();
     // sm_90a tiles e4m3 for its fagpu level (fa-map-to-gpu), where

@@ -28,6 +28,51 @@ static ParseResult parseInPlace(OpAsmParser &, Type o, Type &result) {
 }
 static void printInPlace(OpAsmPrinter &, Operation *, Type, Type) {}
 
+/// fagpu.attention's descales: none, `descale(%q, %k, %v : ...)` (e4m3
+/// inputs) or `descale(%k, %v : ...)` (an e4m3 K/V beside a 16-bit Q).
+static ParseResult
+parseDescales(OpAsmParser &parser,
+              std::optional<OpAsmParser::UnresolvedOperand> &q,
+              std::optional<OpAsmParser::UnresolvedOperand> &k,
+              std::optional<OpAsmParser::UnresolvedOperand> &v, Type &qType,
+              Type &kType, Type &vType) {
+  if (failed(parser.parseOptionalKeyword("descale")))
+    return success();
+  SmallVector<OpAsmParser::UnresolvedOperand, 3> operands;
+  SmallVector<Type, 3> types;
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLParen() || parser.parseOperandList(operands) ||
+      parser.parseColonTypeList(types) || parser.parseRParen())
+    return failure();
+  if ((operands.size() != 2 && operands.size() != 3) ||
+      types.size() != operands.size())
+    return parser.emitError(loc, "expected descale(%q, %k, %v : ...) or "
+                                 "descale(%k, %v : ...) with a type each");
+  size_t first = operands.size() - 2;
+  if (first) {
+    q = operands[0];
+    qType = types[0];
+  }
+  k = operands[first];
+  kType = types[first];
+  v = operands[first + 1];
+  vType = types[first + 1];
+  return success();
+}
+static void printDescales(OpAsmPrinter &printer, Operation *, Value q,
+                          Value k, Value v, Type qType, Type kType,
+                          Type vType) {
+  if (!k)
+    return;
+  printer << "descale(";
+  if (q)
+    printer << q << ", ";
+  printer << k << ", " << v << " : ";
+  if (q)
+    printer << qType << ", ";
+  printer << kType << ", " << vType << ")";
+}
+
 #define GET_OP_CLASSES
 #include "fa/Dialect/FAGPU/IR/FAGPUOps.cpp.inc"
 
@@ -254,16 +299,47 @@ void ScheduleAttr::print(AsmPrinter &printer) const {
 LogicalResult AttentionOp::verify() {
   MemRefType q = getQuery().getType(), k = getKey().getType(),
              v = getValue().getType(), o = getOut().getType();
-  if (q.getElementType() != k.getElementType() ||
-      q.getElementType() != v.getElementType() ||
-      (!isFP8() && q.getElementType() != o.getElementType()))
+  if (hasFP8KeyValues()) {
+    // An e4m3 KV cache: K and V e4m3, Q and O one 16-bit type.
+    if (v.getElementType() != k.getElementType() ||
+        q.getElementType() != o.getElementType())
+      return emitOpError("an e4m3 K/V takes e4m3 K and V beside Q and out "
+                         "of one 16-bit type");
+    if (!getKDescale() || !getVDescale() || getQDescale())
+      return emitOpError("an e4m3 K/V needs K's and V's descales, and Q has "
+                         "none: descale(%k_descale, %v_descale)");
+    if (getTarget() != Target::sm_90a)
+      return emitOpError("an e4m3 K/V has a kernel on sm_90a only");
+    for (Value descale : {getKDescale(), getVDescale()}) {
+      auto type = cast<MemRefType>(descale.getType());
+      if (type.getRank() == 3)
+        return emitOpError("an e4m3 K/V's descales are per tensor or [B, "
+                           "Hkv], not per block (a cache's blocks fill as "
+                           "it grows)");
+      if (type.getRank() == 2 &&
+          (!type.getLayout().isIdentity() ||
+           failed(verifyCompatibleShape(
+               type.getShape(), {q.getDimSize(0), k.getDimSize(1)}))))
+        return emitOpError("[B, Hkv] descales must be contiguous of shape [")
+               << q.getDimSize(0) << ", " << k.getDimSize(1) << "], got "
+               << type;
+    }
+    if (getProbsScale())
+      return emitOpError("probs_scale scales e4m3 probabilities: an e4m3 "
+                         "K/V keeps P at Q's precision");
+  } else if (q.getElementType() != k.getElementType() ||
+             q.getElementType() != v.getElementType() ||
+             (!isFP8() && q.getElementType() != o.getElementType())) {
     return emitOpError("expected q, k, v and out of one element type (out "
                        "f16 or bf16 with e4m3 inputs)");
+  }
   bool descales = getQDescale() != nullptr;
-  if (isFP8() != descales)
+  if (!hasFP8KeyValues() && isFP8() != descales)
     return emitOpError(isFP8() ? "e4m3 inputs need their descales: "
                                  "descale(%q_descale, %k_descale, %v_descale)"
                                : "descales belong to e4m3 inputs");
+  if (!hasFP8KeyValues() && !descales && getKDescale())
+    return emitOpError("descales belong to e4m3 inputs");
   if (isFP8() && getTarget() != Target::sm_90a)
     return emitOpError("e4m3 inputs have a kernel on sm_90a only");
   if (descales) {

@@ -132,15 +132,16 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
              << "(identity layout), got " << type
              << "; copy strided views into contiguous buffers first";
   }
-  // An e4m3 K/V beside a 16-bit Q (fa-tile refuses it for GPU targets; a
-  // tile-level nest may still arrive here): refused before its descales,
-  // which are not the e4m3 kernels' q_descale * k_descale.
+  // An e4m3 K/V beside a 16-bit Q (an FP8 KV cache): its score tile's
+  // descale is K's alone, P V's is V's, P stays 16-bit.
   Type qElt = cast<MemRefType>(nest.q.getType()).getElementType();
-  if (cast<MemRefType>(nest.k.getType()).getElementType() != qElt ||
-      cast<MemRefType>(nest.v.getType()).getElementType() != qElt)
-    return fail("an e4m3 K/V beside a " + llvm::formatv("{0}", qElt).str() +
-                " query has no GPU kernel yet (it runs on the CPU path: "
-                "fa-run --kv-dtype e4m3)");
+  Type kvElt = cast<MemRefType>(nest.k.getType()).getElementType();
+  bool fp8KeyValues =
+      isa<Float8E4M3FNType>(kvElt) && !isa<Float8E4M3FNType>(qElt);
+  if (cast<MemRefType>(nest.v.getType()).getElementType() != kvElt ||
+      (!fp8KeyValues && kvElt != qElt))
+    return fail("Q, K and V must be of one element type, or K and V e4m3 "
+                "beside a 16-bit Q");
   // e4m3: the score tile's descale is q_descale * k_descale and the P V's
   // is v_descale, each loaded from a descale memref (fa-lower-fa2's
   // indices): one factor per tensor (rank 0); the tile's (batch, K/V
@@ -185,27 +186,39 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
       }
       return rootOf(load.getMemRef());
     };
-    auto product = scoreDescale.getDefiningOp<arith::MulFOp>();
-    if (product) {
-      nest.qDescale = descaleArray(product.getLhs(),
-                                   ivs.size() > 2 ? ivs[2] : Value(),
-                                   /*keyHeads=*/false);
-      nest.kDescale = descaleArray(
-          product.getRhs(), kvLoop ? kvLoop.getInductionVar() : Value(),
-          /*keyHeads=*/true);
+    if (fp8KeyValues) {
+      nest.kDescale = descaleArray(scoreDescale, Value(), /*keyHeads=*/true);
+      if (pvOp.getDescale())
+        nest.vDescale = descaleArray(pvOp.getDescale(), Value(),
+                                     /*keyHeads=*/true);
+      if (!nest.kDescale || !nest.vDescale)
+        return fail("an e4m3 K/V takes K's and V's descales per tensor "
+                    "(rank 0) or per (batch, K/V head) ([B, Hkv]), read at "
+                    "fa-lower-fa2's indices");
+      if (pvOp.getProbsScaleAttr())
+        return fail("an e4m3 K/V keeps P at Q's precision: no probs_scale");
+    } else {
+      if (auto product = scoreDescale.getDefiningOp<arith::MulFOp>()) {
+        nest.qDescale = descaleArray(product.getLhs(),
+                                     ivs.size() > 2 ? ivs[2] : Value(),
+                                     /*keyHeads=*/false);
+        nest.kDescale = descaleArray(
+            product.getRhs(), kvLoop ? kvLoop.getInductionVar() : Value(),
+            /*keyHeads=*/true);
+      }
+      if (pvOp.getDescale())
+        nest.vDescale = descaleArray(pvOp.getDescale(), Value(),
+                                     /*keyHeads=*/true);
+      if (!nest.qDescale || !nest.kDescale || !nest.vDescale)
+        return fail("e4m3 kernels take descales per tensor (rank 0), per "
+                    "(batch, K/V head) ([B, Hkv]), or per block (Q's per "
+                    "query tile, K's per K/V tile, V's per tensor), read at "
+                    "fa-lower-fa2's indices");
+      nest.probsScale = pvOp.getProbsScaleAttr();
+      if (!nest.probsScale)
+        return fail("the e4m3 P V product needs P cast to e4m3 with its "
+                    "scale: run fa-quantize-probs");
     }
-    if (pvOp.getDescale())
-      nest.vDescale = descaleArray(pvOp.getDescale(), Value(),
-                                   /*keyHeads=*/true);
-    if (!nest.qDescale || !nest.kDescale || !nest.vDescale)
-      return fail("e4m3 kernels take descales per tensor (rank 0), per "
-                  "(batch, K/V head) ([B, Hkv]), or per block (Q's per "
-                  "query tile, K's per K/V tile, V's per tensor), read at "
-                  "fa-lower-fa2's indices");
-    nest.probsScale = pvOp.getProbsScaleAttr();
-    if (!nest.probsScale)
-      return fail("the e4m3 P V product needs P cast to e4m3 with its "
-                  "scale: run fa-quantize-probs");
   }
   auto scoreType = cast<MemRefType>(nest.score.getScores().getType());
   nest.blockR = scoreType.getDimSize(0);
@@ -238,6 +251,14 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
       return "e4m3 kernels do not take KV caches or varlen batches yet";
     if (v.getDimSize(3) != q.getDimSize(3))
       return "e4m3 kernels take V of Q's head dim (V^T's rows are D)";
+  }
+  Type kvElt = cast<MemRefType>(nest.k.getType()).getElementType();
+  if (isa<Float8E4M3FNType>(kvElt) && !fp8) {
+    if (target != Target::sm_90a)
+      return "an e4m3 K/V beside a 16-bit Q has a kernel on sm_90a only (the "
+             "CPU path runs it: fa-run --kv-dtype e4m3)";
+    if (nest.cuQ)
+      return "an e4m3 K/V takes no varlen batch";
   }
   int64_t d = q.getDimSize(3);
   // sm_90a's kernels: the wgmma kernel's rule (the mma.sync kernel's

@@ -47,6 +47,13 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     probabilities stay above e4m3's subnormals; O and the sum are divided
     by it after, as `fa.pv_accumulate ... probs_scale` does on the CPU.
 
+    An e4m3 KV cache beside a 16-bit Q (sm_90a): Q and O in f16 or bf16,
+    K and V in f8E4M3FN, with `descale(%k_descale, %v_descale)` (per
+    tensor or `[B, Hkv]`): `S = scale k_descale Q K^T`,
+    `O = v_descale softmax(S) V`, P at Q's precision (no `probs_scale`):
+    the kernel converts the cache's tiles to Q's type on chip and runs its
+    16-bit MMAs on them.
+
     ```mlir
     fagpu.attention %q, %k, %v outs(%o, %lse) {
         target = #fagpu.target<sm_90a>, scale = 0.0883883461 : f32, causal,
@@ -91,8 +98,8 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     (`pages` `(` $block_table^ `:` type($block_table) `)`)?
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q)
      `,` type($cu_seqlens_k) `)`)?
-    (`descale` `(` $q_descale^ `,` $k_descale `,` $v_descale `:`
-     type($q_descale) `,` type($k_descale) `,` type($v_descale) `)`)?
+    custom<Descales>($q_descale, $k_descale, $v_descale, type($q_descale),
+                     type($k_descale), type($v_descale))
     `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out)
     (`,` type($lse)^)?
@@ -106,6 +113,11 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     /// Whether Q, K and V are e4m3 (FP8).
     bool isFP8() {
       return isa<Float8E4M3FNType>(getQuery().getType().getElementType());
+    }
+    /// Whether K and V are e4m3 beside a 16-bit Q (an FP8 KV cache).
+    bool hasFP8KeyValues() {
+      return !isFP8() &&
+             isa<Float8E4M3FNType>(getKey().getType().getElementType());
     }
     /// Rows per page of a paged K/V cache; 0 when K/V are contiguous.
     int64_t getPageSize() {
