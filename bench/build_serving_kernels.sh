@@ -14,26 +14,33 @@ OUT=${1:-.serving}
 mkdir -p "$OUT"
 : > "$OUT/ptxas.txt"
 fc() { build/bin/fa-compile --arch sm_90a "$@" >> "$OUT/ptxas.txt"; }
-# Decode and chunked prefill on a cache: one query a sequence drops the
-# causal mask (plain), several keep it bottom-right aligned, and a
-# flash-attention window (63, 0) is a causal window of 64; split-KV or not
-# (the auto rule decides per shape), contiguous or pages of 16 and 64.
-for mask in plain causal causal_w64; do
+# cache_kernels MASK GROUP: the KV-cache kernels of one mask, split-KV or not
+# (the auto rule decides per shape), contiguous or pages of 16 and 64; with
+# GROUP > 0 the query heads packed (--query-group).
+cache_kernels() {
+  local mask=$1 group=$2 flags tag gflags=() gtag=""
   case $mask in
     plain) flags=(); tag="" ;;
     causal) flags=(--causal --causal-align bottom-right); tag="_causal_bralign" ;;
     causal_w64) flags=(--causal --window 64 --causal-align bottom-right)
       tag="_causal_w64_bralign" ;;
   esac
+  if [ "$group" != 0 ]; then gflags=(--query-group "$group"); gtag="_qg$group"; fi
   for split in "" "--split-kv auto"; do
     stag=${split:+_splitkv}
     for page in 0 16 64; do
       ptag=""; pflags=()
       if [ "$page" != 0 ]; then ptag="_paged$page"; pflags=(--page-size "$page"); fi
       fc --head-dim 128 "${flags[@]}" $split --kv-lengths "${pflags[@]}" \
-        -o "$OUT/sm_90a_d128_f16${tag}${stag}_kvlens${ptag}"
+        "${gflags[@]}" -o "$OUT/sm_90a_d128_f16${tag}${stag}_kvlens${ptag}${gtag}"
     done
   done
+}
+# Decode and chunked prefill on a cache: one query a sequence drops the
+# causal mask (plain), several keep it bottom-right aligned, and a
+# flash-attention window (63, 0) is a causal window of 64.
+for mask in plain causal causal_w64; do
+  cache_kernels $mask 0
 done
 # Pack-GQA beyond one query (fa-compile --query-group G: the query heads of
 # a K/V head packed query by query into the rows): speculative decoding's
@@ -41,21 +48,7 @@ done
 # Llama-3's groups (32/8: 4, 64/8: 8).
 for group in 4 8; do
   for mask in causal causal_w64; do
-    case $mask in
-      causal) flags=(--causal --causal-align bottom-right); tag="_causal_bralign" ;;
-      causal_w64) flags=(--causal --window 64 --causal-align bottom-right)
-        tag="_causal_w64_bralign" ;;
-    esac
-    for split in "" "--split-kv auto"; do
-      stag=${split:+_splitkv}
-      for page in 0 16 64; do
-        ptag=""; pflags=()
-        if [ "$page" != 0 ]; then ptag="_paged$page"; pflags=(--page-size "$page"); fi
-        fc --head-dim 128 "${flags[@]}" $split --kv-lengths "${pflags[@]}" \
-          --query-group "$group" \
-          -o "$OUT/sm_90a_d128_f16${tag}${stag}_kvlens${ptag}_qg${group}"
-      done
-    done
+    cache_kernels $mask $group
   done
 done
 # flash_attn_func at decode shapes (no lengths) and the tiny causal call of

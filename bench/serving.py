@@ -158,6 +158,18 @@ def decode_steps(args, hq, hkv, b, nk, page, graphs):
     return out
 
 
+def gb_per_s(name, fn, kv_bytes, graphs):
+    """GB/s of `kv_bytes` for `fn` on backend `name` (its median time,
+    eager or replayed from a CUDA graph), or the error of a peer without a
+    kernel for the shape, as text."""
+    try:
+        with backend(name):
+            ms = cuda_ms(graphed(fn) if graphs else fn)
+        return kv_bytes / ms / 1e6
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"[:200]
+
+
 def table_row(hq, hkv, b, nk, page, graphs):
     d, dtype = 128, torch.float16
     layer = Layer(b, hkv, d, nk, page, dtype)
@@ -172,12 +184,7 @@ def table_row(hq, hkv, b, nk, page, graphs):
     kv_bytes = 2 * b * hkv * nk * d * 2
     row = {"kv_mb": kv_bytes / 1e6}
     for name, fn in fns.items():
-        try:
-            with backend(name):
-                ms = cuda_ms(graphed(fn) if graphs else fn)
-            row[name] = kv_bytes / ms / 1e6
-        except Exception as e:
-            row[name] = f"{type(e).__name__}: {e}"[:200]
+        row[name] = gb_per_s(name, fn, kv_bytes, graphs)
     for p in PEERS:
         if isinstance(row.get(p), float):
             row[f"vs_{p}"] = row["flash-mlir"] / row[p] \
@@ -234,11 +241,7 @@ def spec_row(hq, hkv, b, nq, nk, page, graphs):
             if name == "unpacked" else rule
         flashmlir._calls.clear()
         try:
-            with backend(name):
-                ms = cuda_ms(graphed(fn) if graphs else fn)
-            row[name] = kv_bytes / ms / 1e6
-        except Exception as e:
-            row[name] = f"{type(e).__name__}: {e}"[:200]
+            row[name] = gb_per_s(name, fn, kv_bytes, graphs)
         finally:
             flashmlir.query_group_for = rule
             flashmlir._calls.clear()
