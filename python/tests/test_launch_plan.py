@@ -299,3 +299,32 @@ def test_e4m3_parameters_are_bound_by_name(e4m3, launcher, monkeypatch):
     assert [got[n] for n in ("q_descale", "k_descale", "v_descale")] == [
         0x50000, 0x50100, 0x50200]
     assert got["descale_layout"] == runtime.Kernel.DESCALE_PER_TENSOR
+
+
+def test_a_packed_kernel_takes_packed_tensors_only(tmp_path, build_dir,
+                                                   launcher):
+    """A query-group kernel (fa-compile --query-group 4) reads Q, O and the
+    LSE packed [B, Hkv, Nq G, D]: a launch with the unpacked heads (Hq !=
+    Hkv) or rows that are not whole queries is refused with the layout it
+    takes; the packed one launches."""
+    out = tmp_path / "qg4"
+    subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch",
+                    "sm_90a", "--head-dim", "128", "--causal",
+                    "--causal-align", "bottom-right", "--split-kv", "auto",
+                    "--kv-lengths", "--page-size", "64", "--query-group", "4",
+                    "-o", str(out)], check=True, capture_output=True)
+    kernel = runtime.Kernel.load(str(out))
+    assert kernel.meta["query_group"] == 4
+    q, k, v, o, lens, table = _paged_args(hq=32, hkv=8, nq=4)
+    with pytest.raises(runtime.KernelArgumentError,
+                       match="packed \\[B, Hkv, Nq G, D\\]"):
+        kernel(q, k, v, out=o, discard_lse=True, cache_seqlens=lens,
+               block_table=table)
+    q, k, v, o, lens, table = _paged_args(hq=8, hkv=8, nq=6)
+    with pytest.raises(runtime.KernelArgumentError, match="6 rows"):
+        kernel(q, k, v, out=o, discard_lse=True, cache_seqlens=lens,
+               block_table=table)
+    q, k, v, o, lens, table = _paged_args(hq=8, hkv=8, nq=16)
+    kernel(q, k, v, out=o, discard_lse=True, cache_seqlens=lens,
+           block_table=table)
+    assert len(launcher.lib.launches) == 1

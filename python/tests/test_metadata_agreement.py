@@ -610,3 +610,27 @@ def test_json_limits_agree(bases, c_check, build_dir, monkeypatch):
     assert c_check(text) is None
     monkeypatch.setenv("FLASHMLIR_RUNTIME_LIB", "")
     runtime.validate_metadata(runtime.load_metadata(text))
+
+
+@pytest.mark.parametrize("group", [3, 256, -1, True])
+def test_bad_query_group_is_refused_by_both_readers(bases, c_check, group):
+    """The metadata's query_group (pack-GQA beyond one query): 0 or a power
+    of two from 2 dividing block_r. The C reader and Python's refuse
+    anything else, each with a message naming the field."""
+    meta = copy.deepcopy(next(iter(bases.values())))
+    meta["query_group"] = group
+    c = c_check(json.dumps(meta))
+    assert c is not None and "query_group" in c, c
+    with pytest.raises(runtime.MetadataError, match="query_group"):
+        runtime.validate_metadata(meta)
+
+
+def test_bad_query_group_is_refused_by_compile(build_dir):
+    """compile(query_group=) takes 0 or a power of two in [2, 64], before
+    the compiler sees it."""
+    sys.path.insert(0, str(ROOT / "python"))
+    import flashmlir
+    for bad in (3, 128, -2, "4", 4.0):
+        with pytest.raises(flashmlir.CompileError, match="query_group"):
+            flashmlir.compile(head_dim=128, causal=True, kv_lengths=True,
+                              query_group=bad)
