@@ -69,6 +69,9 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   bool fp8 = options.dtype == "e4m3";
   std::string elt = fp8 ? "f8E4M3FN" : options.dtype;
   std::string t = "memref<?x?x?x" + d + "x" + elt + ">";
+  // An e4m3 KV cache beside a 16-bit Q: K and V of e4m3 codes.
+  bool fp8Cache = options.kvDtype == "e4m3";
+  std::string kvElt = fp8Cache ? "f8E4M3FN" : elt;
   // e4m3: O in f16/bf16, and the three per-tensor descales.
   std::string ot = "memref<?x?x?x" + dv + "x" +
                    (fp8 ? outputDtype(options) : elt) + ">";
@@ -76,8 +79,8 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   auto kvType = [&](const std::string &columns) {
     return options.pageSize
                ? "memref<?x?x" + std::to_string(options.pageSize) + "x" +
-                     columns + "x" + elt + ">"
-               : "memref<?x?x?x" + columns + "x" + elt + ">";
+                     columns + "x" + kvElt + ">"
+               : "memref<?x?x?x" + columns + "x" + kvElt + ">";
   };
   std::string kv = kvType(d), vt = kvType(dv);
   std::string lse = "memref<?x?x?xf32>";
@@ -114,6 +117,11 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
       options.lse ? "%o, %lse : " + ot + ", " + lse : "%o : " + ot;
   // The KV cache's operands after the outputs, in the op's order.
   std::string cacheArgs, cacheOperands;
+  if (fp8Cache) {
+    // An e4m3 cache's descales come first, as fa.attention prints them.
+    cacheArgs += ", %kd: memref<f32>, %vd: memref<f32>";
+    cacheOperands += "descale(%kd, %vd : memref<f32>, memref<f32>) ";
+  }
   if (options.kvLengths) {
     cacheArgs += ", %lens: memref<?xi32>";
     cacheOperands += "kv_lengths(%lens : memref<?xi32>) ";
@@ -131,6 +139,7 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     cacheOperands += "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, "
                      "memref<f32>) ";
   }
+
   std::string text = "func.func @attention(%q: " + t + ", %k: " + kv +
                      ", %v: " + vt + ", %o: " + ot + lseArg + cacheArgs +
                      ") {\n  fa.attention %q, %k, %v " + cacheOperands +
@@ -289,6 +298,7 @@ static std::string metadataJson(StringRef kernelName,
     inputs.outputDtype = outputDtype(options);
     inputs.headDim = options.headDim;
   }
+  inputs.keyValueDtype = options.kvDtype;
   auto paramsJson = [](ArrayRef<fagpu::KernelParam> list) {
     llvm::json::Array params;
     for (const fagpu::KernelParam &p : list) {
@@ -327,6 +337,7 @@ static std::string metadataJson(StringRef kernelName,
       {"value_head_dim",
        options.valueHeadDim ? options.valueHeadDim : options.headDim},
       {"dtype", options.dtype},
+      {"kv_dtype", options.kvDtype.empty() ? options.dtype : options.kvDtype},
       {"out_dtype", outputDtype(options)},
       {"causal", options.causal},
       {"bottom_right", options.bottomRight},
@@ -464,6 +475,23 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
     return emitError(loc) << "fa-compile: dtype must be f16, bf16 or e4m3 "
                              "(sm_90a) on "
                           << options.arch << ", got '" << options.dtype << "'";
+  }
+  if (!options.kvDtype.empty() && options.kvDtype != options.dtype) {
+    if (options.kvDtype != "e4m3")
+      return emitError(loc) << "fa-compile: --kv-dtype must be e4m3 (an e4m3 "
+                               "KV cache beside a 16-bit Q) or left out, got '"
+                            << options.kvDtype << "'";
+    if (options.dtype == "e4m3")
+      return emitError(loc) << "fa-compile: --kv-dtype e4m3 is for a 16-bit "
+                               "Q; --dtype e4m3 makes Q, K and V e4m3";
+    if (!usesWgmma(options))
+      return emitError(loc) << "fa-compile: an e4m3 KV cache has a kernel on "
+                               "sm_90a wgmma only, not "
+                            << options.arch
+                            << (options.arch == "sm_90a" ? " mma-sync" : "");
+    if (options.varlen)
+      return emitError(loc) << "fa-compile: an e4m3 KV cache takes no varlen "
+                               "batch";
   }
   // The FA3 kernel's schedule choices (fagpu-* passes of the sm_90a wgmma
   // pipeline): refused where no pass would read them, not ignored.

@@ -474,6 +474,15 @@ def _check_metadata(meta):
             raise MetadataError("a paged kernel reads K/V through rank-4 "
                                 "tensor maps over the pages")
         expected += ["block_table", "max_pages", "num_pages"]
+    # An e4m3 KV cache beside a 16-bit Q: K's and V's descales.
+    kv_dtype = meta.get("kv_dtype", meta["dtype"])
+    if kv_dtype != meta["dtype"]:
+        if kv_dtype != "e4m3" or fp8 or meta.get("varlen"):
+            raise MetadataError(
+                f"metadata 'kv_dtype' must be the dtype's, or e4m3 beside a "
+                f"16-bit dtype without varlen batches, got "
+                f"{kv_dtype!r} (dtype {meta['dtype']!r})")
+        expected += ["k_descale", "v_descale", "descale_layout"]
     if meta.get("split_kv"):
         if not meta.get("tile_grid"):
             raise MetadataError("split-KV needs a tile-grid (wgmma) kernel")
@@ -904,6 +913,10 @@ class Kernel:
         # V's and O's columns (Dv), the head dim's where they are not fewer.
         self.value_head_dim = self.meta.get("value_head_dim",
                                             self.meta["head_dim"])
+        # An e4m3 KV cache beside a 16-bit Q: k and v are e4m3 codes, with
+        # K's and V's descales.
+        self.e4m3_cache = (self.meta.get("kv_dtype") == "e4m3" and
+                           self.meta["dtype"] != "e4m3")
 
     @classmethod
     def load(cls, prefix):
@@ -1066,6 +1079,8 @@ class Kernel:
         want = _DTYPE_NAMES[meta["out_dtype"] if fp8 else meta["dtype"]]
         d, dv = meta["head_dim"], self.value_head_dim
         for name, t in (("q", q), ("k", k), ("v", v)):
+            allowed = (_E4M3_DTYPE_NAMES
+                       if self.e4m3_cache and name != "q" else inputs)
             if not hasattr(t, "shape") or not hasattr(t, "data_ptr"):
                 raise KernelArgumentError(f"{name} must be a tensor, got "
                                           f"{type(t).__name__}")
@@ -1073,9 +1088,9 @@ class Kernel:
                 raise KernelArgumentError(
                     f"{name} must have rank 4 [B, H, N, D], got shape "
                     f"{tuple(t.shape)}")
-            if _dtype_name(t) not in inputs:
+            if _dtype_name(t) not in allowed:
                 raise KernelArgumentError(
-                    f"{name} must be {' or '.join(inputs)} for kernel "
+                    f"{name} must be {' or '.join(allowed)} for kernel "
                     f"{meta['kernel']}, got {_dtype_name(t)}")
             if str(getattr(t.device, "type", t.device)) != "cuda":
                 raise KernelArgumentError(
@@ -1155,7 +1170,9 @@ class Kernel:
                     f"{t.data_ptr():#x}")
         strides = [None] * 4
         if self.strided:
-            strides = [tensor_strides(n, t, 1 if fp8 and n != "o" else 2)
+            strides = [tensor_strides(
+                n, t, 1 if (fp8 and n != "o") or
+                (self.e4m3_cache and n in ("k", "v")) else 2)
                        if t is not None else None
                        for n, t in zip("qkvo", (q, k, v, out))]
         return (b, hq, hkv, nq, nk, d), strides
@@ -1163,10 +1180,12 @@ class Kernel:
     def plan(self, q, k, v, out=None, lse=None, scale=None,
              num_splits=None, discard_lse=False, cache_seqlens=None,
              block_table=None, cu_seqlens_q=None, cu_seqlens_k=None,
-             max_seqlen_q=None):
+             max_seqlen_q=None, kv_descales=None):
         """The checked launch of these arguments (as __call__ takes them;
-        16-bit kernels): a plan whose launch(q, k, v, out, lse,
-        cache_seqlens, block_table, cu_seqlens_q, cu_seqlens_k) runs the
+        16-bit kernels; kv_descales: an e4m3 cache's (k_descale,
+        v_descale)): a plan whose launch(q, k, v, out, lse,
+        cache_seqlens, block_table, cu_seqlens_q, cu_seqlens_k,
+        kv_descales) runs the
         kernel on tensors of the same signature. Raises
         KernelArgumentError where the launch would. Plans are kept by the
         arguments' signature (shapes, strides, dtypes, devices and the
@@ -1176,8 +1195,12 @@ class Kernel:
             raise KernelArgumentError(
                 f"{self.name} is an e4m3 kernel: launch it with its descales "
                 f"(Kernel.__call__)")
+        if (kv_descales is not None) != self.e4m3_cache:
+            raise KernelArgumentError(
+                f"{self.name}: k_descale and v_descale are for a kernel that "
+                f"reads an e4m3 KV cache, and such a kernel needs them")
         tensors = (q, k, v, out, lse, cache_seqlens, block_table,
-                   cu_seqlens_q, cu_seqlens_k)
+                   cu_seqlens_q, cu_seqlens_k) + tuple(kv_descales or ())
         signature = _signature(tensors)
         plan = None
         if signature is not None:
@@ -1190,7 +1213,8 @@ class Kernel:
         if plan is None or not aligned16(q, k, v, out):
             plan = _LaunchPlan(self, q, k, v, out, lse, scale, num_splits,
                                discard_lse, cache_seqlens, block_table,
-                               cu_seqlens_q, cu_seqlens_k, max_seqlen_q)
+                               cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                               kv_descales)
             if signature is not None:
                 if len(self._plans) >= _PLANS_PER_KERNEL:
                     self._plans.pop(next(iter(self._plans)))
@@ -1530,16 +1554,25 @@ class Kernel:
                     f"KV cache or varlen form yet)")
             return self._call_e4m3(q, k, v, descales, out, lse, scale,
                                    discard_lse)
-        if any(x is not None for x in descales):
+        kv_descales = None
+        if self.e4m3_cache:
+            if q_descale is not None or k_descale is None or \
+                    v_descale is None:
+                raise KernelArgumentError(
+                    f"{self.name} reads an e4m3 KV cache: give k_descale and "
+                    f"v_descale (float32 device tensors of one element or "
+                    f"[B, Hkv]) and no q_descale (q is {self.meta['dtype']})")
+            kv_descales = (k_descale, v_descale)
+        elif any(x is not None for x in descales):
             raise KernelArgumentError(
                 f"descales are for e4m3 kernels; {self.name} takes "
                 f"{self.meta['dtype']} inputs")
 
         plan = self.plan(q, k, v, out, lse, scale, num_splits, discard_lse,
                          cache_seqlens, block_table, cu_seqlens_q,
-                         cu_seqlens_k, max_seqlen_q)
+                         cu_seqlens_k, max_seqlen_q, kv_descales)
         out, lse = plan.launch(q, k, v, out, lse, cache_seqlens, block_table,
-                               cu_seqlens_q, cu_seqlens_k)
+                               cu_seqlens_q, cu_seqlens_k, kv_descales)
         # A kernel built without an LSE destination leaves lse unwritten.
         return out, (lse if self.meta.get("writes_lse", True) else None)
 
@@ -1654,7 +1687,34 @@ class _MapSpec:
 # `tensors`.
 _TENSOR_PARAMS = {"q": 0, "k": 1, "v": 2, "o": 3, "o_rows": 3,
                   "kv_lengths": 5, "block_table": 6, "cu_seqlens_q": 7,
-                  "cu_seqlens_k": 8}
+                  "cu_seqlens_k": 8, "k_descale": 9, "v_descale": 10}
+
+
+def _cache_descale_layout(name, kv_descales, q, b, hkv):
+    """The descale_layout of an e4m3 cache's (k_descale, v_descale): 0 for
+    float32 device tensors of one element each, 1 for [B, Hkv] each
+    (contiguous); anything else is refused."""
+    layouts = set()
+    for what, t in zip(("k_descale", "v_descale"), kv_descales):
+        if not hasattr(t, "data_ptr") or _dtype_name(t) != "float32" or \
+                str(t.device) != str(q.device) or not t.is_contiguous():
+            raise KernelArgumentError(
+                f"{name}: {what} must be a contiguous float32 tensor on "
+                f"{q.device}, got {type(t).__name__} "
+                f"{_dtype_name(t) if hasattr(t, 'dtype') else ''}")
+        if t.numel() == 1:
+            layouts.add(0)
+        elif tuple(t.shape) == (b, hkv):
+            layouts.add(1)
+        else:
+            raise KernelArgumentError(
+                f"{name}: {what} must have one element (per tensor) or shape "
+                f"[B, Hkv] = {[b, hkv]}, got {list(t.shape)}")
+    if len(layouts) != 1:
+        raise KernelArgumentError(
+            f"{name}: k_descale and v_descale must be laid out alike (one "
+            f"element each, or [B, Hkv] each)")
+    return layouts.pop()
 
 
 class _LaunchPlan:
@@ -1667,7 +1727,7 @@ class _LaunchPlan:
 
     def __init__(self, kernel, q, k, v, out, lse, scale, num_splits,
                  discard_lse, cache_seqlens, block_table, cu_seqlens_q,
-                 cu_seqlens_k, max_seqlen_q):
+                 cu_seqlens_k, max_seqlen_q, kv_descales=None):
         import torch
 
         meta = kernel.meta
@@ -1720,6 +1780,9 @@ class _LaunchPlan:
         if block_table is not None:
             scalars.update(max_pages=block_table.shape[1],
                            num_pages=k.shape[0])
+        if kv_descales is not None:
+            scalars["descale_layout"] = _cache_descale_layout(
+                kernel.name, kv_descales, q, b, hkv)
         if strides[3] is not None:
             scalars.update(zip(("o_stride_b", "o_stride_h", "o_stride_n"),
                                strides[3]))
@@ -1744,9 +1807,12 @@ class _LaunchPlan:
                 self._addresses[slot] = ctypes.addressof(value)
             elif kind == "tensormap":
                 i = _TENSOR_PARAMS[name]
+                codes = (meta["dtype"] == "e4m3" and i < 3) or \
+                    (kernel.e4m3_cache and i in (1, 2))
                 spec = _MapSpec(
-                    shapes[i], 1 if meta["dtype"] == "e4m3" and i < 3 else 2,
-                    meta["dtype"], int(p["box"][1]), int(p["box"][0]),
+                    shapes[i], 1 if codes else 2,
+                    "e4m3" if codes else meta["dtype"], int(p["box"][1]),
+                    int(p["box"][0]),
                     int(p.get("rank", 3)), strides[i],
                     p.get("l2_promotion", 256))
                 self._bound.append((slot, "map", (i, spec)))
@@ -1819,7 +1885,7 @@ class _LaunchPlan:
         return scratch
 
     def launch(self, q, k, v, out, lse, cache_seqlens, block_table,
-               cu_seqlens_q, cu_seqlens_k):
+               cu_seqlens_q, cu_seqlens_k, kv_descales=None):
         """Binds the tensors' pointers and launches on torch's current
         stream; returns (out, lse) (lse None where discarded)."""
         import torch
@@ -1838,7 +1904,7 @@ class _LaunchPlan:
                               device=q.device)
             lse_ptr = lse.data_ptr()
         tensors = (q, k, v, out, None, cache_seqlens, block_table,
-                   cu_seqlens_q, cu_seqlens_k)
+                   cu_seqlens_q, cu_seqlens_k) + tuple(kv_descales or ())
         gx, gy, gz = self.grid
         bx, by, bz = self.block
         drv = _get_driver()

@@ -53,6 +53,12 @@ static cl::opt<std::string>
              cl::desc("O's element type for --dtype e4m3: f16 | bf16 "
                       "(default bf16)"),
              cl::init(""));
+static cl::opt<std::string>
+    kvDtype(cl::cat(toolOptions), "kv-dtype",
+            cl::desc("K's and V's element type where it is not --dtype's: "
+                     "e4m3 (sm_90a wgmma) for an e4m3 KV cache beside an "
+                     "f16/bf16 Q, with K's and V's descales"),
+            cl::init(""));
 static cl::opt<bool> causal(cl::cat(toolOptions), "causal",
                             cl::desc("Causal (top-left) mask"),
                             cl::init(false));
@@ -290,6 +296,7 @@ int main(int argc, char **argv) {
   options.valueHeadDim = valueHeadDim;
   options.dtype = dtype;
   options.outDtype = outDtype;
+  options.kvDtype = kvDtype;
   options.causal = causal;
   options.window = window;
   options.bottomRight = causalAlign == "bottom-right";

@@ -26,6 +26,10 @@ struct KernelOptions {
   /// V's and O's head dim (0: headDim); below it on sm_90a wgmma only.
   int64_t valueHeadDim = 0;
   std::string dtype = "f16"; // f16 | bf16 | e4m3 (sm_90a wgmma)
+  /// K's and V's element type where it is not dtype's: "e4m3" for an e4m3
+  /// KV cache beside an f16/bf16 Q (sm_90a wgmma), with K's and V's
+  /// descales; empty: dtype.
+  std::string kvDtype;
   /// O's element type for e4m3 inputs: f16 or bf16 (empty: bf16, as
   /// FlashAttention-3's FP8 path); 16-bit inputs write O in their own.
   std::string outDtype;

@@ -917,11 +917,15 @@ inline void replaceWithTensorMapLaunch(fagpu::AttentionOp op,
           return operands.scaleLog2;
         case fagpu::ParamKind::I32:
           // Descales per tensor (rank 0), [B, Hkv] (rank 2, contiguous) or
-          // per block (Q's and K's of rank 3).
-          if (p.name == "descale_layout")
-            return c32(int64_t(fagpu::descaleLayoutOf(cast<MemRefType>(
-                           op.getQDescale().getType()))))
+          // per block (Q's and K's of rank 3); an e4m3 cache has K's and
+          // V's only.
+          if (p.name == "descale_layout") {
+            Value descale =
+                op.getQDescale() ? op.getQDescale() : op.getKDescale();
+            return c32(int64_t(fagpu::descaleLayoutOf(
+                           cast<MemRefType>(descale.getType()))))
                 .getResult();
+          }
           return p.name == "kv_splits" ? c32(launch.kvSplits).getResult()
                                        : operands.i32(p.name);
         case fagpu::ParamKind::I64: {

@@ -258,6 +258,97 @@ struct TileRowsLowering : OpConversionPattern<fagpu::TileRowsOp> {
   }
 };
 
+/// Piece p of the tile (8 columns: 8 e4m3 bytes in, 16 bytes out) is row
+/// p / (C / 8), columns 8 (p mod C / 8) ..; thread t of the warpgroup takes
+/// pieces t, t + 128, ... In a column_blocks tile, byte x of row r's line
+/// in column block cb lies at cb * rows * 128 + r * 128 + ((x / 16) XOR
+/// (r mod 8)) * 16 + x mod 16 (the 128-byte swizzle).
+struct WidenTileLowering : OpConversionPattern<fagpu::WidenTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::WidenTileOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    fagpu::SharedTileType dstType = op.getDst().getType();
+    bool bf16 = dstType.getElementType().isBF16();
+    OpEmitter e(rewriter, loc, dstType.getElementType());
+    ValueRange src = adaptor.getSrc(), dst = adaptor.getDst();
+    int64_t rows = dstType.getRows(), cols = dstType.getCols();
+    int64_t piecesPerRow = cols / 8, pieces = rows * piecesPerRow;
+    int64_t lineBytes = fagpu::kMaxSwizzleBytes;
+    // Bytes between column blocks: a block of `rows` 128-byte lines.
+    int64_t blockBytes = rows * lineBytes;
+    // Where byte `x` (a multiple of 8) of row `row`'s columns lies.
+    auto swizzled = [&](Value row, Value x) {
+      Value block = e.divu(x, e.c32(lineBytes));
+      Value inLine = e.remu(x, e.c32(lineBytes));
+      Value chunk = arith::XOrIOp::create(
+          rewriter, loc, e.divu(inLine, e.c32(16)), e.remu(row, e.c32(8)));
+      return e.add(e.add(e.mul(block, e.c32(blockBytes)),
+                         e.mul(row, e.c32(lineBytes))),
+                   e.add(e.mul(chunk, e.c32(16)), e.remu(inLine, e.c32(16))));
+    };
+    auto i8x2 = VectorType::get({2}, rewriter.getI8Type());
+    auto i16x4 = VectorType::get({4}, rewriter.getI16Type());
+    auto f16x2 = VectorType::get({2}, rewriter.getF16Type());
+    auto i32x4 = VectorType::get({4}, e.i32);
+    Type e4m3 = Float8E4M3FNType::get(ctx);
+    Value thread =
+        e.remu(NVVM::ThreadIdXOp::create(rewriter, loc, e.i32), e.c32(128));
+    for (int64_t first = 0; first < pieces; first += 128) {
+      Value piece = e.add(thread, e.c32(first));
+      std::optional<scf::IfOp> inTile;
+      OpBuilder::InsertionGuard guard(rewriter);
+      if (first + 128 > pieces) {
+        inTile = scf::IfOp::create(rewriter, loc,
+                                   e.ult(piece, e.c32(pieces)), false);
+        rewriter.setInsertionPointToStart(inTile->thenBlock());
+      }
+      Value row = e.divu(piece, e.c32(piecesPerRow));
+      Value column = e.mul(e.remu(piece, e.c32(piecesPerRow)), e.c32(8));
+      e.smem = src[0];
+      Value codes = LLVM::LoadOp::create(
+          rewriter, loc, rewriter.getI64Type(),
+          e.sharedAt(e.add(src[1], swizzled(row, column))), 8);
+      Value pairs = LLVM::BitcastOp::create(rewriter, loc, i16x4, codes);
+      Value words = LLVM::PoisonOp::create(rewriter, loc, i32x4);
+      for (int64_t i = 0; i < 4; ++i) {
+        Value pair = LLVM::ExtractElementOp::create(rewriter, loc, pairs,
+                                                    e.c32(i));
+        Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
+            rewriter, loc, f16x2,
+            LLVM::BitcastOp::create(rewriter, loc, i8x2, pair),
+            /*relu=*/false, e4m3);
+        Value widened = halves;
+        if (bf16) {
+          // No e4m3 -> bf16 cvt before sm_100: through f32, exactly.
+          auto f32x2 = VectorType::get({2}, e.f32);
+          auto bf16x2 = VectorType::get({2}, rewriter.getBF16Type());
+          widened = LLVM::FPTruncOp::create(
+              rewriter, loc, bf16x2,
+              LLVM::FPExtOp::create(rewriter, loc, f32x2, halves));
+        }
+        words = LLVM::InsertElementOp::create(
+            rewriter, loc, words,
+            LLVM::BitcastOp::create(rewriter, loc, e.i32, widened), e.c32(i));
+      }
+      e.smem = dst[0];
+      LLVM::StoreOp::create(
+          rewriter, loc, words,
+          e.sharedAt(e.add(dst[1], swizzled(row, e.mul(column, e.c32(2))))),
+          16);
+    }
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(rewriter, loc, Type(), adaptor.getBarrier().front(),
+                            e.c32(128), NVVM::BarrierReductionAttr(), Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fa::warpgroup::populatePipelinePatterns(
@@ -266,6 +357,7 @@ void mlir::fa::warpgroup::populatePipelinePatterns(
                PipelineAcquireLowering, TmaLoadLowering, TmaLoadPagesLowering,
                PipelineCommitLowering, PipelineWaitLowering,
                PipelineReleaseLowering, PipelineTileLowering,
-               SharedTileLowering, TileRowsLowering>(converter,
+               SharedTileLowering, TileRowsLowering, WidenTileLowering>(
+      converter,
                                                      patterns.getContext());
 }

@@ -70,6 +70,7 @@ namespace {
 using fagpu::kRowsPerConsumer;                         // wgmma M
 constexpr int64_t kPingPongBarrier = 1; // named barriers 1 .. consumers
 constexpr int64_t kEpilogueBarrier = 4; // 4 + c: consumer c's four warps
+constexpr int64_t kWidenBarrier = 8;    // the producer warpgroup's 128
 
 /// What the generated kernel is specialised for: the mask and FA4 choices
 /// (SoftmaxConfig), the shared-memory layout (fagpu::SM90Layout), and the
@@ -131,7 +132,7 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (inputs.pageSize ? "_paged" + std::to_string(inputs.pageSize)
                             : "") +
            (inputs.varlen ? "_varlen" : "") +
-           suffix();
+           (widensKeyValues ? "_kve4m3" : "") + suffix();
   }
   /// The epilogue, named where it is not the default for the head dim, and
   /// O staged in a Q buffer where a staging tile of its own would fit
@@ -210,6 +211,11 @@ public:
                                    spec.headDim,
                                    fagpu::valueTileSwizzle(spec.blockC))
                              : kvTileType;
+    // An e4m3 cache: its K and V tiles as the TMA writes them, one 128-byte
+    // line per row of D codes.
+    cacheTileType = fagpu::SharedTileType::get(
+        ctx, {spec.blockC, spec.headDim}, Float8E4M3FNType::get(ctx),
+        spec.blockC);
   }
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
@@ -415,6 +421,16 @@ private:
 
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
+  void emitWideningProducer();
+  /// An e4m3 cache's producer: the warpgroup widens each K/V block the
+  /// TMA brought into the cache ring into the K/V ring (one thread issues
+  /// the loads).
+  void emitWideningProducerTile(const AttentionTile &tile, Value tileIndex);
+  /// Loads K/V block `j` of `tile` (rows `firstKey` ..) into buffers K and
+  /// V of stage `stage` of `pipe`: a page's rows, pages gathered, or rows
+  /// of a contiguous K/V.
+  void loadKeyValueBlock(const AttentionTile &tile, Value j, Value pipe,
+                         Value stage, bool acquire, Value parity);
   std::optional<PendingTile>
   emitConsumerTile(const AttentionTile &tile, Value tileIndex,
                    const PendingTile *previous);
@@ -452,10 +468,10 @@ private:
   // The cost is the phase: stage s has completed phaseBits >> s & 1 more
   // rounds (mod 2) than the tile's own count says.
   Value blockInTile(Value j) { return sub(j, tileFirst); }
-  Value stageOf(Value j) { return remu(blockInTile(j), c32(spec.stages)); }
+  Value stageOf(Value j) { return remu(blockInTile(j), c32(spec.kvStages())); }
   Value parityOf(Value j) {
     Value round = arith::AndIOp::create(
-        b, loc, divu(blockInTile(j), c32(spec.stages)), c32(1));
+        b, loc, divu(blockInTile(j), c32(spec.kvStages())), c32(1));
     if (!phaseBits)
       return round;
     Value carried = arith::AndIOp::create(
@@ -465,9 +481,9 @@ private:
   /// The phase bits after a tile of `blocks` K/V blocks: stage s was used
   /// ceil((blocks - s) / stages) times.
   Value advancePhases(Value bits, Value blocks) {
-    for (int64_t s = 0; s < spec.stages; ++s) {
-      Value uses =
-          divu(add(blocks, c32(spec.stages - 1 - s)), c32(spec.stages));
+    int64_t stages = spec.kvStages();
+    for (int64_t s = 0; s < stages; ++s) {
+      Value uses = divu(add(blocks, c32(stages - 1 - s)), c32(stages));
       Value flip = arith::ShLIOp::create(
           b, loc, arith::AndIOp::create(b, loc, uses, c32(1)), c32(s));
       bits = arith::XOrIOp::create(b, loc, bits, flip);
@@ -478,7 +494,9 @@ private:
   const KernelSpec &spec;
   fagpu::FragmentType scoresType, outType, probsType, rowsType, sumsType;
   fagpu::SharedTileType qTileType, consumerRowsType, kvTileType, valueTileType;
+  fagpu::SharedTileType cacheTileType; // an e4m3 cache's K or V tile
   Value qPipe, kvPipe;   // the Q buffers and the K/V ring
+  Value cachePipe;       // an e4m3 cache's tiles (SM90Layout::widensKeyValues)
   Value stagingTile;     // the O staging tile (TMA store, not in Q)
   Value tid, warpInGroup, g;
   Value consumer;        // this consumer's index
@@ -523,6 +541,10 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
 }
 
 void KernelBuilder::emitProducer() {
+  if (spec.widensKeyValues) {
+    emitWideningProducer();
+    return;
+  }
   // One thread issues every load; the rest of the warpgroup is done.
   auto ifIssuer = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
   OpBuilder::InsertionGuard guard(b);
@@ -548,6 +570,32 @@ void KernelBuilder::emitProducer() {
   inProducer = false;
 }
 
+void KernelBuilder::emitWideningProducer() {
+  // The whole warpgroup decodes the tile (one CTA per tile: specOf) and
+  // widens its blocks; one thread issues the loads.
+  {
+    auto ifIssuer = scf::IfOp::create(b, loc, eq(tid, c32(0)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifIssuer.thenBlock());
+    prefetchTensorMaps();
+  }
+  inProducer = true;
+  assertsTileInputs = false;
+  emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
+    if (!spec.kvSplits) {
+      emitWideningProducerTile(tile, tileIndex);
+      return SmallVector<Value>();
+    }
+    auto ifAny =
+        scf::IfOp::create(b, loc, ult(tile.firstBlock, tile.numBlocks), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifAny.thenBlock());
+    emitWideningProducerTile(tile, tileIndex);
+    return SmallVector<Value>();
+  });
+  inProducer = false;
+}
+
 void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
   Value buffer = claimQBuffer(tileIndex, tile.id);
@@ -562,6 +610,16 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   // A stage is free once both consumers released it in the previous round
   // (a fresh barrier passes the wait on parity 1).
   Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
+  loadKeyValueBlock(tile, j, kvPipe, stage, /*acquire=*/true, parity);
+}
+
+void KernelBuilder::loadKeyValueBlock(const AttentionTile &tile, Value j,
+                                      Value pipe, Value stage, bool acquire,
+                                      Value parity) {
+  auto acquireBuffer = [&](int64_t buffer) {
+    if (acquire)
+      fagpu::PipelineAcquireOp::create(b, loc, pipe, stage, parity, buffer);
+  };
   int64_t pageSize = spec.inputs.pageSize;
   Value firstKey = mul(j, c32(spec.blockC));
   if (pageSize && pageSize < spec.blockC) {
@@ -582,9 +640,9 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
       pages.push_back(select(inRow, page, c32(-1)));
     }
     for (int64_t buffer : {kKey, kValue}) {
-      fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
+      acquireBuffer(buffer);
       fagpu::TmaLoadPagesOp::create(b, loc, buffer == kKey ? kMap : vMap,
-                                    c32(0), tile.kvHead, pages, kvPipe, stage,
+                                    c32(0), tile.kvHead, pages, pipe, stage,
                                     buffer, pageSize);
     }
     return;
@@ -594,15 +652,77 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   // is off the ring's critical path).
   auto [row, matrix] = keyValueRow(tile, firstKey, pageSize);
   for (int64_t buffer : {kKey, kValue}) {
-    fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
+    acquireBuffer(buffer);
     if (spec.fp8 && buffer == kValue) {
       // V^T [D, Nk_16]: all D rows, the block's keys as columns.
-      fagpu::TmaLoadOp::create(b, loc, vMap, c32(0), matrix, kvPipe, stage,
+      fagpu::TmaLoadOp::create(b, loc, vMap, c32(0), matrix, pipe, stage,
                                buffer, /*column=*/firstKey);
       continue;
     }
     fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
-                             matrix, kvPipe, stage, buffer, Value());
+                             matrix, pipe, stage, buffer, Value());
+  }
+}
+
+void KernelBuilder::emitWideningProducerTile(const AttentionTile &tile,
+                                             Value tileIndex) {
+  Value issuer = eq(tid, c32(0));
+  auto onIssuer = [&](llvm::function_ref<void()> emit) {
+    auto ifIssuer = scf::IfOp::create(b, loc, issuer, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifIssuer.thenBlock());
+    emit();
+  };
+  onIssuer([&] {
+    Value buffer = claimQBuffer(tileIndex, tile.id);
+    fagpu::TmaLoadOp::create(b, loc, qMap, queryMapRow(tile, tile.qStart),
+                             queryMatrix(tile), qPipe, buffer, 0, Value());
+  });
+  // Block j of the tile (i = j - first) lands in stage i mod S of the
+  // cache ring, in round i / S. The issuer keeps S - 1 blocks ahead of the
+  // warpgroup's widening: it loads block j + S - 1 into the stage block
+  // j - 1 left, which the barrier closing that block's widening freed (the
+  // cache ring's empty barriers are not used: its only readers are the
+  // threads of the issuer's own warpgroup).
+  int64_t cacheStages = spec.stages;
+  auto cacheStage = [&](Value j) {
+    return remu(sub(j, tile.firstBlock), c32(cacheStages));
+  };
+  auto loadIfInTile = [&](Value j) {
+    auto ifInTile = scf::IfOp::create(b, loc, ult(j, tile.numBlocks), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifInTile.thenBlock());
+    loadKeyValueBlock(tile, j, cachePipe, cacheStage(j), /*acquire=*/false,
+                      Value());
+  };
+  onIssuer([&] {
+    for (int64_t ahead = 0; ahead + 1 < cacheStages; ++ahead)
+      loadIfInTile(add(tile.firstBlock, c32(ahead)));
+  });
+  OpBuilder::InsertionGuard guard(b);
+  auto loop =
+      scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
+  b.setInsertionPointToStart(loop.getBody());
+  Value j = loop.getInductionVar();
+  onIssuer([&] { loadIfInTile(add(j, c32(cacheStages - 1))); });
+  Value cached = cacheStage(j);
+  Value cachedParity = arith::AndIOp::create(
+      b, loc, divu(sub(j, tile.firstBlock), c32(cacheStages)), c32(1));
+  Value stage = stageOf(j);
+  Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
+  for (int64_t buffer : {kKey, kValue}) {
+    fagpu::PipelineWaitOp::create(b, loc, cachePipe, cached, cachedParity,
+                                  buffer);
+    fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
+    Value codes = fagpu::PipelineTileOp::create(b, loc, cacheTileType,
+                                                cachePipe, cached, buffer);
+    fagpu::WidenTileOp::create(b, loc, codes, kvTile(stage, buffer),
+                               c32(kWidenBarrier));
+    // After the warpgroup's barrier every thread's writes are fenced for
+    // the async proxy: one arrival hands the tile to the consumers.
+    onIssuer([&] {
+      fagpu::PipelineCommitOp::create(b, loc, kvPipe, stage, buffer);
+    });
   }
 }
 
@@ -736,6 +856,19 @@ Value KernelBuilder::loadDescale(Value ptr, Value index) {
 }
 
 void KernelBuilder::useDescales(const AttentionTile &tile) {
+  if (spec.widensKeyValues) {
+    // An e4m3 cache: K's and V's descales, per tensor or per (batch, K/V
+    // head). S = k_descale (Q K8^T): K's folds into the tile's scale; O =
+    // v_descale P V8: V's into the epilogue's normalisation.
+    Value perHead =
+        eq(descaleLayout, c32(int64_t(fagpu::DescaleLayout::Head)));
+    Value headIndex = select(perHead, add(mul(tile.batch, hkv), tile.kvHead),
+                             c32(0));
+    tileScaleLog2 =
+        fmul(kernelScaleLog2, loadDescale(kDescalePtr, headIndex));
+    vDescale = loadDescale(vDescalePtr, headIndex);
+    return;
+  }
   if (!spec.fp8)
     return;
   // Per (batch, K/V head): all three at b Hkv + h_kv. Per block: Q's at
@@ -761,6 +894,8 @@ void KernelBuilder::useDescales(const AttentionTile &tile) {
 }
 
 Value KernelBuilder::scoresScale(Value block) {
+  if (spec.widensKeyValues)
+    return tileScaleLog2;
   if (!spec.fp8)
     return scaleLog2;
   return fmul(tileScaleLog2,
@@ -785,7 +920,10 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
                                  partialMatrix, nq, oPartialPtr, f32,
                                  /*heads=*/Value(), /*strides=*/ValueRange(),
                                  lsePartialPtr, Value(), Value(),
-                                 /*descale=*/Value(), /*block_map=*/Value(),
+                                 /*descale=*/
+                                 spec.widensKeyValues ? vDescaleOfTile
+                                                      : Value(),
+                                 /*block_map=*/Value(),
                                  /*probs_scale=*/FloatAttr(), paddedColumns());
     return;
   }
@@ -1017,8 +1155,10 @@ void KernelBuilder::emitSplitConsumerTile(const AttentionTile &tile,
     b.setInsertionPointToStart(ifAny.thenBlock());
     emitConsumerTile(tile, tileIndex, /*previous=*/nullptr);
     b.setInsertionPointToStart(ifAny.elseBlock());
+    // No keys: O = 0 whatever V's descale (the then-branch's is not here).
     storeTile(initialState(), threadRow0(tile.qStart), tile.qMatrix,
-              Value());
+              Value(), Value(), Value(),
+              spec.widensKeyValues ? cf(1.0) : Value());
   }
   fagpu::MergeSplitsOp::create(
       b, loc, add(tile.qStart, mul(consumer, c32(kRowsPerConsumer))),
@@ -1243,7 +1383,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
       spec.barrierOffset(), /*tile_offset=*/0);
   kvPipe = fagpu::CreatePipelineOp::create(
       b, loc,
-      fagpu::PipelineType::get(ctx, spec.stages, 2, kvTileType,
+      fagpu::PipelineType::get(ctx, spec.kvStages(), 2, kvTileType,
                                /*fillOnce=*/false,
                                valueTileType != kvTileType
                                    ? valueTileType
@@ -1252,8 +1392,14 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   if (spec.hasStagingTile())
     stagingTile = fagpu::SharedTileOp::create(b, loc, qTileType,
                                               spec.oStageOffset());
-  fagpu::InitPipelinesOp::create(b, loc, ValueRange{qPipe, kvPipe},
-                                 warpArrivals);
+  SmallVector<Value> pipelines = {qPipe, kvPipe};
+  if (spec.widensKeyValues) {
+    cachePipe = fagpu::CreatePipelineOp::create(
+        b, loc, fagpu::PipelineType::get(ctx, spec.stages, 2, cacheTileType),
+        spec.cacheRingBarrierOffset(), spec.cacheRingOffset());
+    pipelines.push_back(cachePipe);
+  }
+  fagpu::InitPipelinesOp::create(b, loc, pipelines, warpArrivals);
 
   auto roles = fagpu::WarpSpecializeOp::create(
       b, loc, group, spec.consumers, spec.producerRegisters,
@@ -1281,13 +1427,24 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   KernelSpec &spec = reader.spec;
   const fagpu::ScheduleFields &s = reader.schedule;
   int64_t d = op.getHeadDim();
-  // The kernel reads an e4m3 K/V through 16-bit tiles that its producer
-  // warps would convert on chip (docs/fp8.md); that stage is not built.
-  if (op.hasFP8KeyValues())
-    return fail("an e4m3 K/V beside a 16-bit Q needs the stage that "
-                "converts the cache's tiles on chip, which is not built yet "
-                "(the CPU path runs it: fa-run --kv-dtype e4m3)");
   spec.fp8 = op.isFP8();
+  // An e4m3 K/V beside a 16-bit Q: the producer warpgroup widens the
+  // cache's tiles into the 16-bit ring (docs/fp8.md).
+  bool widens = op.hasFP8KeyValues();
+  if (widens) {
+    if (s.scheduler != fagpu::TileScheduler::Single)
+      return fail("an e4m3 K/V cache's kernel runs one tile per CTA (its "
+                  "producer warpgroup widens one tile's blocks): no "
+                  "persistent scheduler");
+    if (fagpu::sm90TileHeadDim(d) % 128 != 0)
+      return fail("an e4m3 K/V cache needs whole 128-byte rows of codes "
+                  "in its tiles (D of 65 to 128 or 193 to 256), got D = " +
+                  Twine(d));
+    if (s.producerRegisters < fagpu::kWideningProducerRegisters)
+      return fail("the producer warpgroup that widens an e4m3 cache needs " +
+                  Twine(fagpu::kWideningProducerRegisters) +
+                  " registers or more: run fagpu-warp-specialize");
+  }
   if (spec.fp8) {
     if (std::optional<std::string> why = fagpu::checkFP8Tiles(d, s.blockC))
       return fail(*why);
@@ -1300,7 +1457,7 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   // The tiles' head dim, D padded to whole 64-column blocks (the layout's
   // headDim); the tensor maps and the stores keep D.
   static_cast<fagpu::SM90Layout &>(spec) =
-      fagpu::sm90Layout(d, s, spec.fp8 ? 1 : 2);
+      fagpu::sm90Layout(d, s, spec.fp8 ? 1 : 2, widens);
   spec.keyColumns = d;
   spec.outputColumns = op.getValueHeadDim();
   if (s.blockR != s.consumers * kRowsPerConsumer || s.consumers < 1 ||
@@ -1369,6 +1526,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
     spec.inputs.outputDtype = outDtype.str();
     spec.inputs.headDim = d;
   }
+  if (widens)
+    spec.inputs.keyValueDtype = "e4m3";
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
                                  spec.fp8 ? "e4m3" : outDtype, spec.inputs);
   return spec;

@@ -307,6 +307,33 @@ LogicalResult InitRowSumTileOp::verify() {
   return success();
 }
 
+LogicalResult WidenTileOp::verify() {
+  SharedTileType src = getSrc().getType(), dst = getDst().getType();
+  if (!isa<Float8E4M3FNType>(src.getElementType()))
+    return emitOpError("expected an e4m3 source tile, got ")
+           << src.getElementType();
+  if (!dst.getElementType().isF16() && !dst.getElementType().isBF16())
+    return emitOpError("expected an f16 or bf16 destination tile, got ")
+           << dst.getElementType();
+  if (src.getShape() != dst.getShape())
+    return emitOpError("expected tiles of one shape, got ")
+           << src.getRows() << "x" << src.getCols() << " and "
+           << dst.getRows() << "x" << dst.getCols();
+  // Whole 128-byte swizzle lines on both sides: a piece of 8 columns is 8
+  // bytes of a source line and 16 of a destination line.
+  if (src.isRowMajor() || dst.isRowMajor() ||
+      src.getSwizzle() != kMaxSwizzleBytes ||
+      dst.getSwizzle() != kMaxSwizzleBytes ||
+      src.getBlockRows() != src.getRows() ||
+      dst.getBlockRows() != dst.getRows())
+    return emitOpError("expected whole column_blocks tiles of the 128-byte "
+                       "swizzle");
+  if (src.getCols() % 128 != 0)
+    return emitOpError("expected whole 128-column lines of e4m3, got ")
+           << src.getCols() << " columns";
+  return success();
+}
+
 LogicalResult RowPartialsOp::verify() {
   FragmentType acc = getAcc().getType(), rows = getResult().getType();
   if (acc.getLayout() != FragmentLayout::Accumulator ||

@@ -187,10 +187,12 @@ int64_t mlir::fagpu::defaultBlockC(Target target, int64_t headDim, bool causal,
 
 int64_t mlir::fagpu::sharedBytesOf(Target target, int64_t headDim,
                                    const ScheduleFields &schedule,
-                                   int64_t elementBytes) {
+                                   int64_t elementBytes,
+                                   bool widensKeyValues) {
   switch (target) {
   case Target::sm_90a:
-    return sm90Layout(headDim, schedule, elementBytes).sharedBytes();
+    return sm90Layout(headDim, schedule, elementBytes, widensKeyValues)
+        .sharedBytes();
   case Target::sm_100a:
     return sm100Layout(headDim, schedule).sharedBytes();
   case Target::sm_80:

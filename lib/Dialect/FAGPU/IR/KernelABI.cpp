@@ -68,11 +68,14 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
   KernelParam valueTransposed =
       tensor("v_t", dtype, {"B", "Hkv", "D", "Nk_128"}, in.headDim);
   valueTransposed.swizzleBytes = valueTileSwizzle(s.blockC);
+  // An e4m3 KV cache beside a 16-bit Q: K's and V's maps read its codes.
+  StringRef kvDtype =
+      in.keyValueDtype.empty() ? dtype : StringRef(in.keyValueDtype);
   SmallVector<KernelParam> params = {
       tensor("q", dtype, qShape, tma ? s.blockR : 0),
-      tensor("k", dtype, kvShape, tma ? kvBoxRows : 0),
+      tensor("k", kvDtype, kvShape, tma ? kvBoxRows : 0),
       fp8 ? valueTransposed
-          : tensor("v", dtype, vShape, tma ? kvBoxRows : 0),
+          : tensor("v", kvDtype, vShape, tma ? kvBoxRows : 0),
       tensor("o", outDtype, oShape, oBoxRows),
       tensor("lse", "f32", lseShape, 0),
       scalar("Nq", ParamKind::I32,
@@ -141,6 +144,19 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
         "0: one descale per tensor; 1: [B, Hkv] each (FA3's), (batch, K/V "
         "head)'s at b * Hkv + h; 2: per block, q [B, Hq, ceil(Nq / "
         "block_r)], k [B, Hkv, ceil(Nk / block_c)], v one"));
+  }
+  if (!fp8 && kvDtype == "e4m3") {
+    for (StringRef name : {"k_descale", "v_descale"}) {
+      KernelParam descale = tensor(name, "f32", {}, 0);
+      descale.meaning = "descales (f32 on the device): the cache's values "
+                        "are its e4m3 codes times them; laid out as "
+                        "descale_layout says";
+      params.push_back(descale);
+    }
+    params.push_back(scalar("descale_layout", ParamKind::I32,
+                            "0: one descale per tensor; 1: [B, Hkv] each "
+                            "(vLLM's per-head k_scale / v_scale), (batch, "
+                            "K/V head)'s at b * Hkv + h"));
   }
   if (s.kvSplits) {
     // Split-KV: CTA (tile, chunk) writes its chunk's normalised O and LSE

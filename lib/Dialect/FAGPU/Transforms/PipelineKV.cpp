@@ -28,16 +28,19 @@ namespace {
 std::optional<std::string> chooseStages(Target target, AttentionOp op,
                                         ScheduleFields &f, int64_t requested) {
   int64_t headDim = op.getHeadDim(), elementBytes = op.isFP8() ? 1 : 2;
+  // An e4m3 cache: `stages` is the depth of the ring of e4m3 tiles the TMA
+  // fills (SM90Layout::widensKeyValues).
+  bool widens = target == Target::sm_90a && op.hasFP8KeyValues();
   const int64_t limit = maxSharedBytes(f.ctasPerSm);
   int64_t preferred =
       op.isFP8() ? fp8PreferredStages(headDim, f.blockC, op.getCausal())
                  : kPreferredStages;
   f.stages = requested ? requested : preferred;
-  if (!requested && sharedBytesOf(target, headDim, f, elementBytes) > limit)
+  if (!requested && sharedBytesOf(target, headDim, f, elementBytes, widens) > limit)
     f.stages = 2;
   if (f.stages < 2 || f.stages > 4)
     return "stages must be 2, 3 or 4, got " + std::to_string(f.stages);
-  int64_t bytes = sharedBytesOf(target, headDim, f, elementBytes);
+  int64_t bytes = sharedBytesOf(target, headDim, f, elementBytes, widens);
   if (bytes > limit)
     return "the tiles need " + std::to_string(bytes) +
            " bytes of shared memory, more than " +

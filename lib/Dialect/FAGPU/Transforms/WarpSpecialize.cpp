@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FAGPU/IR/ScheduleValidation.h"
 #include "fa/Dialect/FAGPU/Transforms/Passes.h"
 
@@ -27,7 +28,7 @@ struct WarpSpecializePass
   using FAGPUWarpSpecializeBase::FAGPUWarpSpecializeBase;
 
   void runOnOperation() override {
-    auto update = [&](AttentionOp, ScheduleFields &f)
+    auto update = [&](AttentionOp op, ScheduleFields &f)
         -> std::optional<std::string> {
       // The consumers split what the producer leaves of the registers a
       // CTA launches with, at most 240 each (checkRegisterBudget has the
@@ -38,7 +39,10 @@ struct WarpSpecializePass
       const int64_t threads = 128 * (f.consumers + 1);
       const int64_t pool =
           launchRegistersPerThread(threads, f.ctasPerSm) * threads;
-      f.producerRegisters = producerRegisters;
+      f.producerRegisters =
+          op.hasFP8KeyValues()
+              ? std::max<int64_t>(producerRegisters, kWideningProducerRegisters)
+              : int64_t(producerRegisters);
       int64_t fair = (pool / 128 - f.producerRegisters) / f.consumers / 8 * 8;
       f.consumerRegisters =
           consumerRegisters ? int64_t(consumerRegisters)

@@ -645,6 +645,39 @@ def FAGPU_InitRowSumTileOp : FAGPU_Op<"init_row_sum_tile"> {
   let hasVerifier = 1;
 }
 
+def FAGPU_WidenTileOp : FAGPU_Op<"widen_tile"> {
+  let summary = "a warpgroup widens an e4m3 tile into a 16-bit one";
+  let description = [{
+    The warpgroup's 128 threads convert `%src` (e4m3 codes, as a TMA
+    wrote them) into `%dst` of the same rows and columns in f16 or bf16,
+    exactly (every e4m3 value is an f16 and a bf16 value): thread t takes
+    the 8-column pieces t, t + 128, ... of the tile, a piece's 8 bytes read
+    from `%src`'s swizzled layout and its 16 bytes written into `%dst`'s
+    (`cvt.rn.f16x2.e4m3x2`, through f32 for bf16). A quarter-warp's pieces
+    are one 128-byte line of `%dst` (chunk k of row r at k XOR r mod 8), so
+    the stores meet no bank conflict. The threads then fence their writes
+    for the async proxy (wgmma reads shared memory through it) and meet at
+    named barrier `%barrier` (128 threads): after it, one thread may hand
+    `%dst` on (`fagpu.pipeline_commit`) and `%src` may be refilled.
+
+    An e4m3 KV cache beside a 16-bit Q: the producer warpgroup widens each
+    K/V block into the ring the consumers' f16/bf16 MMAs read, so only the
+    cache's bytes halve (docs/fp8.md).
+
+    ```mlir
+    fagpu.widen_tile %k8 to %k barrier %b
+        : !fagpu.smem_tile<64x128xf8E4M3FN> to !fagpu.smem_tile<64x128xf16>
+    ```
+  }];
+  let arguments = (ins FAGPU_SharedTile:$src, FAGPU_SharedTile:$dst,
+                       I32:$barrier);
+  let assemblyFormat = [{
+    $src `to` $dst `barrier` $barrier attr-dict `:` type($src) `to`
+    type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
 def FAGPU_RowPartialsOp : FAGPU_Op<"row_partials", [Pure]> {
   let summary = "each thread's part of its rows' sums, as a rows fragment";
   let description = [{

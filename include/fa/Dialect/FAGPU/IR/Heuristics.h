@@ -156,6 +156,11 @@ MachineDefaults machineDefaults(Target target);
 
 /// The K/V ring depth where nothing is asked: 3 where it fits, else 2.
 inline constexpr int64_t kPreferredStages = 3;
+/// The producer warpgroup's registers where it widens an e4m3 cache's
+/// tiles (fagpu.widen_tile): a piece's 8 codes, its 4 converted words and
+/// two addresses live at once beside the loop's ring positions, which the
+/// 24 registers of a TMA-only producer do not hold.
+inline constexpr int64_t kWideningProducerRegisters = 40;
 /// ... of an e4m3 kernel with B_c = `blockC` at `headDim`: 2 for D = 128
 /// at B_c 224 (3 stages take 201 KiB of shared memory and measured 4-5%
 /// slower, bench/results/2026-12-03-fp8-block-c.md) and for causal D = 256

@@ -85,6 +85,10 @@ struct KernelInputs {
   /// V and O have Dv columns, fewer than Q's and K's D (sm_90a wgmma: V's
   /// tiles are D's, zero-filled past Dv): their shapes say "Dv".
   bool narrowValues = false;
+  /// K's and V's element type where it differs from Q's: "e4m3" for an
+  /// e4m3 KV cache beside a 16-bit Q (sm_90a), which adds their descales
+  /// (empty: Q's).
+  std::string keyValueDtype;
 };
 
 /// How an e4m3 launch's three descale arrays are laid out (the kernel's

@@ -39,10 +39,23 @@ struct SM90Layout {
   int64_t elementBytes = 2;
   /// e4m3 row sums by MMA: each consumer's 8 x B_c ones-column tile.
   bool rowSumTiles = false;
+  /// An e4m3 KV cache beside a 16-bit Q: the TMA fills a ring of `stages`
+  /// stages of the cache's e4m3 K and V tiles (the cache ring), and the
+  /// producer warpgroup widens each block into the 16-bit K/V ring the
+  /// consumers read, of kWidenedStages stages. Widening a block takes a
+  /// small part of the time its bytes take to arrive, so one 16-bit stage
+  /// decouples it from the consumers; the loads in flight, which set the
+  /// bandwidth, are the cache ring's.
+  bool widensKeyValues = false;
+  static constexpr int64_t kWidenedStages = 1;
 
   int64_t blockR() const { return consumers * kRowsPerConsumer; }
   int64_t qBytes() const { return blockR() * headDim * elementBytes; }
   int64_t kvTileBytes() const { return blockC * headDim * elementBytes; }
+  /// Stages of the ring the consumers read.
+  int64_t kvStages() const {
+    return widensKeyValues ? kWidenedStages : stages;
+  }
   int64_t kOffset(int64_t stage) const {
     return qBuffers * qBytes() + stage * 2 * kvTileBytes();
   }
@@ -53,14 +66,28 @@ struct SM90Layout {
   bool hasStagingTile() const {
     return stagesOutput(epilogue) && !stagesOutputInQ(epilogue);
   }
-  int64_t oStageOffset() const { return kOffset(stages); }
+  int64_t oStageOffset() const { return kOffset(kvStages()); }
   int64_t oStageBytes() const {
     return hasStagingTile() ? blockR() * headDim * 2 : 0;
   }
-  int64_t barrierOffset() const { return oStageOffset() + oStageBytes(); }
-  /// q_full, q_empty per Q buffer, then per stage k_full, v_full, k_empty,
-  /// v_empty.
-  int64_t barrierBytes() const { return 8 * (2 * qBuffers + 4 * stages); }
+  /// The cache ring of an e4m3 KV cache (widensKeyValues): per stage an
+  /// e4m3 K tile and a V tile of B_c rows of D bytes, after O's tile.
+  int64_t cacheTileBytes() const { return blockC * headDim; }
+  int64_t cacheRingOffset() const { return oStageOffset() + oStageBytes(); }
+  int64_t cacheRingBytes() const {
+    return widensKeyValues ? stages * 2 * cacheTileBytes() : 0;
+  }
+  int64_t barrierOffset() const { return cacheRingOffset() + cacheRingBytes(); }
+  /// q_full, q_empty per Q buffer, then per stage of the K/V ring k_full,
+  /// v_full, k_empty, v_empty, then those of the cache ring's stages.
+  int64_t barrierBytes() const {
+    return 8 * (2 * qBuffers + 4 * kvStages() +
+                (widensKeyValues ? 4 * stages : 0));
+  }
+  /// The cache ring's barriers.
+  int64_t cacheRingBarrierOffset() const {
+    return barrierOffset() + 8 * (2 * qBuffers + 4 * kvStages());
+  }
   /// The dynamic scheduler's tile index per Q buffer, after the barriers.
   int64_t tileSlotOffset() const { return barrierOffset() + barrierBytes(); }
   int64_t tileSlotBytes() const { return dynamicTiles ? 8 * qBuffers : 0; }
@@ -93,10 +120,13 @@ inline int64_t sm90TileHeadDim(int64_t headDim, int64_t elementBytes = 2) {
 }
 
 /// The layout a schedule describes for an sm_90a kernel of `headDim` (its
-/// tiles' sm90TileHeadDim) and Q/K/V elements of `elementBytes`.
+/// tiles' sm90TileHeadDim) and Q/K/V elements of `elementBytes`; with
+/// `widensKeyValues`, K and V come from an e4m3 cache beside a 16-bit Q.
 inline SM90Layout sm90Layout(int64_t headDim, const ScheduleFields &s,
-                             int64_t elementBytes = 2) {
+                             int64_t elementBytes = 2,
+                             bool widensKeyValues = false) {
   SM90Layout layout;
+  layout.widensKeyValues = widensKeyValues;
   layout.headDim = sm90TileHeadDim(headDim, elementBytes);
   layout.elementBytes = elementBytes;
   layout.consumers = s.consumers;
@@ -159,7 +189,8 @@ inline SM100Layout sm100Layout(int64_t headDim, const ScheduleFields &s) {
 /// Bytes of shared memory the kernel of `schedule` needs on `target`, for
 /// Q/K/V elements of `elementBytes` (1: e4m3 on sm_90a).
 int64_t sharedBytesOf(Target target, int64_t headDim,
-                      const ScheduleFields &schedule, int64_t elementBytes = 2);
+                      const ScheduleFields &schedule, int64_t elementBytes = 2,
+                      bool widensKeyValues = false);
 
 } // namespace mlir::fagpu
 
