@@ -18,7 +18,7 @@ fc() { build/bin/fa-compile --arch sm_90a "$@" >> "$OUT/ptxas.txt"; }
 # (the auto rule decides per shape), contiguous or pages of 16 and 64; with
 # GROUP > 0 the query heads packed (--query-group).
 cache_kernels() {
-  local mask=$1 group=$2 flags tag gflags=() gtag=""
+  local mask=$1 group=$2 kv=${3:-} flags tag gflags=() gtag="" kflags=() ktag=""
   case $mask in
     plain) flags=(); tag="" ;;
     causal) flags=(--causal --causal-align bottom-right); tag="_causal_bralign" ;;
@@ -26,13 +26,15 @@ cache_kernels() {
       tag="_causal_w64_bralign" ;;
   esac
   if [ "$group" != 0 ]; then gflags=(--query-group "$group"); gtag="_qg$group"; fi
+  if [ -n "$kv" ]; then kflags=(--kv-dtype "$kv"); ktag="_kv$kv"; fi
   for split in "" "--split-kv auto"; do
     stag=${split:+_splitkv}
     for page in 0 16 64; do
       ptag=""; pflags=()
       if [ "$page" != 0 ]; then ptag="_paged$page"; pflags=(--page-size "$page"); fi
       fc --head-dim 128 "${flags[@]}" $split --kv-lengths "${pflags[@]}" \
-        "${gflags[@]}" -o "$OUT/sm_90a_d128_f16${tag}${stag}_kvlens${ptag}${gtag}"
+        "${gflags[@]}" "${kflags[@]}" \
+        -o "$OUT/sm_90a_d128_f16${tag}${stag}_kvlens${ptag}${gtag}${ktag}"
     done
   done
 }
@@ -50,6 +52,11 @@ for group in 4 8; do
   for mask in causal causal_w64; do
     cache_kernels $mask $group
   done
+done
+# An e4m3 KV cache beside an f16 Q (--kv-dtype e4m3): decode (plain, and
+# pack-GQA's views of it) and chunked prefill (causal).
+for mask in plain causal; do
+  cache_kernels $mask 0 e4m3
 done
 # flash_attn_func at decode shapes (no lengths) and the tiny causal call of
 # bench/serving.py's host-cost rows.

@@ -192,6 +192,42 @@ def table_row(hq, hkv, b, nk, page, graphs):
     return row
 
 
+def fp8_row(hq, hkv, b, nk, page, graphs):
+    """Decode tokens/s of one layer through flash_attn_with_kvcache with an
+    f16 cache and with an e4m3 one (per-tensor descales) of the same
+    shape, and cuDNN's on the f16 cache, in one run: the e4m3 cache's
+    speedup is the ratio of its tokens/s to the f16 cache's."""
+    d = 128
+    layer = Layer(b, hkv, d, nk, page, torch.float16)
+    k8, v8 = (x.to(torch.float8_e4m3fn) for x in (layer.k, layer.v))
+    descale = torch.ones(1, device="cuda")
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
+    lens = torch.full((b,), nk, device="cuda", dtype=torch.int32)
+    qh = q.transpose(1, 2)
+    fns = {"f16": lambda: flashmlir.flash_attn_with_kvcache(
+               q, layer.k, layer.v, cache_seqlens=lens,
+               block_table=layer.table, causal=True),
+           "e4m3": lambda: flashmlir.flash_attn_with_kvcache(
+               q, k8, v8, cache_seqlens=lens, block_table=layer.table,
+               causal=True, k_descale=descale, v_descale=descale),
+           "cudnn": lambda: sdpa(qh, layer.kc, layer.vc)}
+    row = {"kv_mb_f16": 2 * b * hkv * nk * d * 2 / 1e6}
+    for name, fn in fns.items():
+        try:
+            with backend(name):
+                ms = cuda_ms(graphed(fn) if graphs else fn)
+            row[f"{name}_tokens_per_s"] = b / ms * 1e3
+            # GB/s of the bytes the call's cache holds.
+            row[f"{name}_gb_per_s"] = 2 * b * hkv * nk * d * (
+                1 if name == "e4m3" else 2) / ms / 1e6
+        except Exception as e:
+            row[name] = f"{type(e).__name__}: {e}"[:200]
+    if isinstance(row.get("e4m3_tokens_per_s"), float) and \
+            isinstance(row.get("f16_tokens_per_s"), float):
+        row["e4m3_vs_f16"] = row["e4m3_tokens_per_s"] / row["f16_tokens_per_s"]
+    return row
+
+
 def _import_outside_bench(name):
     """Module `name` imported with this folder off the path: bench/profile.py
     would shadow the standard library's profile module, which cProfile (and
@@ -351,7 +387,7 @@ def fits(b, hkv, nk, page):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("what", choices=["steps", "table", "host", "spec",
-                                         "all"])
+                                         "fp8", "all"])
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--quick", action="store_true",
@@ -415,6 +451,25 @@ def main():
                 print(json.dumps(r), flush=True)
                 rows.append(r)
         result["table"] = rows
+    if args.what in ("fp8", "all"):
+        # Issue 45's FP8 target: an e4m3 cache's tokens/s against the f16
+        # cache's at Nk >= 32k (and below, for the picture).
+        rows = []
+        grid = [(32, 8, b, nk, page) for b in (1, 8, 64)
+                for nk in (8192, 32768, 131072) for page in (0, 64)] + \
+            [(64, 8, 1, 131072, 0), (64, 8, 8, 32768, 64)]
+        if args.quick:
+            grid = [(32, 8, 8, 32768, 64), (64, 8, 1, 131072, 0)]
+        for hq, hkv, b, nk, page in grid:
+            if not fits(b, hkv, nk, page):
+                continue
+            for graphs in (False, True):
+                r = fp8_row(hq, hkv, b, nk, page, graphs)
+                r.update(heads=f"{hq}/{hkv}", b=b, nk=nk, page=page,
+                         mode="graph" if graphs else "eager")
+                print(json.dumps(r), flush=True)
+                rows.append(r)
+        result["fp8"] = rows
     if args.what in ("spec", "all"):
         rows = []
         grid = [(32, 8, b, nq, nk, page) for b in (1, 8, 32)

@@ -51,6 +51,17 @@ PY
       timeout 200 python3 bench/decode_splits.py --out "$OUT/decode-splits.json" \
         > "$OUT/splits.log" 2>&1
       cut -c1-400 "$OUT/splits.log" | tail -10 ;;
+    fp8)
+      timeout 240 python3 bench/serving.py fp8 \
+        --out "$OUT/serving-fp8.json" > "$OUT/fp8.log" 2>&1
+      python3 - "$OUT/serving-fp8.json" <<'PY' || tail -5 "$OUT/fp8.log"
+import json, sys
+for r in json.load(open(sys.argv[1]))["fp8"]:
+    print(r["heads"], r["b"], r["nk"], r["page"], r["mode"],
+          *(f"{k}={r[k]:.2f}" for k in ("e4m3_vs_f16", "e4m3_gb_per_s", "f16_gb_per_s", "cudnn_gb_per_s") if isinstance(r.get(k), float)),
+          *(f"{k}: {r[k][:80]}" for k in ("f16", "e4m3", "cudnn") if k in r))
+PY
+      ;;
     spec)
       timeout 240 python3 bench/serving.py spec \
         --out "$OUT/serving-spec.json" > "$OUT/spec.log" 2>&1

@@ -201,6 +201,12 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   // Q's and K's columns, and V's and O's (fewer where the kernel pads V).
   const long long d = k->meta.headDim, dv = k->meta.valueColumns();
   const bool fp8 = k->meta.dtype == "e4m3";
+  // An e4m3 KV cache's kernel takes its cache's descales, which no C entry
+  // point passes yet: refused, never launched without them.
+  if (!k->meta.kvDtype.empty() && k->meta.kvDtype != k->meta.dtype)
+    return fail("faKernelLaunch: " + k->meta.kernel +
+                " reads an e4m3 KV cache; the C runtime has no entry point "
+                "for it yet (flashmlir.flash_attn_with_kvcache launches it)");
   if (fp8 != (cache.qDescale != nullptr))
     return fail("faKernelLaunch: " + k->meta.kernel +
                 (fp8 ? " is an e4m3 kernel: launch it with faKernelLaunchE4M3"

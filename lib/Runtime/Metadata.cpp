@@ -83,7 +83,8 @@ public:
       if (readKey(key, seen))
         return 1;
       if (key == "format" || key == "kernel" || key == "dtype" ||
-          key == "tile_scheduler" || key == "arch" || key == "out_dtype") {
+          key == "tile_scheduler" || key == "arch" || key == "out_dtype" ||
+          key == "kv_dtype") {
         std::string v;
         if (readString(v))
           return fail("launch metadata: '" + key + "' must be a string");
@@ -92,6 +93,7 @@ public:
          : key == "dtype"     ? m.dtype
          : key == "arch"      ? m.arch
          : key == "out_dtype" ? m.outDtype
+         : key == "kv_dtype"  ? m.kvDtype
                               : m.tileScheduler) = v;
       } else if (key == "scale") {
         if (readScale(m.scale))
@@ -655,6 +657,15 @@ int validate(const Metadata &m) {
       return fail("launch metadata: a paged kernel reads K/V through rank-4 "
                   "tensor maps over the pages");
     for (const char *name : {"block_table", "max_pages", "num_pages"})
+      expected.push_back(name);
+  }
+  // An e4m3 KV cache beside a 16-bit Q: K's and V's descales.
+  if (!m.kvDtype.empty() && m.kvDtype != m.dtype) {
+    if (m.kvDtype != "e4m3" || fp8 || m.varlen)
+      return fail("launch metadata: 'kv_dtype' must be the dtype's, or e4m3 "
+                  "beside a 16-bit dtype without varlen batches, got '" +
+                  m.kvDtype + "'");
+    for (const char *name : {"k_descale", "v_descale", "descale_layout"})
       expected.push_back(name);
   }
   if (m.splitKV) {

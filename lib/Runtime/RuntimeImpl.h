@@ -104,6 +104,9 @@ struct Metadata {
   std::string format, kernel, dtype;
   // O's element type: the inputs' for f16/bf16, f16 or bf16 for e4m3.
   std::string outDtype;
+  // K's and V's: the inputs' (empty), or e4m3 for an e4m3 KV cache beside
+  // a 16-bit Q (with K's and V's descales).
+  std::string kvDtype;
   // How the CTAs find their tiles: "grid", "one tile per CTA", "static"
   // (persistent, fixed stride) or "dynamic" (persistent, from a counter the
   // runtime passes as the last parameter).

@@ -123,7 +123,7 @@ def _kernel_dir(kernel_dir):
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
                 page_size=0, varlen=False, softcap=0.0, value_head_dim=None,
-                diagonal_offset=0, query_group=0):
+                diagonal_offset=0, query_group=0, kv_dtype=None):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
     .{cubin,json}, with _w<window>, _sc<softcap>, _bralign, _do<offset> and
@@ -145,7 +145,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             f"{'_kvlens' if kv_lengths else ''}"
             f"{f'_paged{page_size}' if page_size else ''}"
             f"{'_varlen' if varlen else ''}"
-            f"{f'_qg{query_group}' if query_group else ''}")
+            f"{f'_qg{query_group}' if query_group else ''}"
+            f"{'_kve4m3' if kv_dtype == 'e4m3' else ''}")
     # Every field of the metadata that changes what the kernel computes,
     # with its default where the call leaves it (a field that predates the
     # metadata reads as its default): a file named like the request but
@@ -158,13 +159,14 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             "bottom_right": bottom_right, "diagonal_offset": diagonal_offset,
             "split_kv": split_kv, "kv_splits": 0, "kv_lengths": kv_lengths,
             "page_size": page_size, "varlen": varlen,
-            "query_group": query_group,
+            "query_group": query_group, "kv_dtype": kv_dtype or dtype,
             # None: the launch's default scale, 1/sqrt(D) as compiled.
             "scale": _f32(1.0 / head_dim ** 0.5), "writes_lse": True}
     defaults = dict(want, out_dtype=dtype, value_head_dim=head_dim,
                     window=0, softcap=0.0, bottom_right=False,
                     diagonal_offset=0, split_kv=False, kv_lengths=False,
-                    page_size=0, varlen=False, query_group=0)
+                    page_size=0, varlen=False, query_group=0,
+                    kv_dtype=dtype)
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
@@ -184,6 +186,12 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                     f"{ {k: got[k] for k in differ} }, not the requested "
                     f"{ {k: want[k] for k in differ} }")
             return kernel
+    if kv_dtype == "e4m3":
+        raise runtime.KernelArgumentError(
+            f"no kernel {name} in the kernel folder "
+            f"({kernel_dir or 'none given'}): an e4m3 KV cache's kernel is "
+            f"built by fa-compile --kv-dtype e4m3 (bench/"
+            f"build_serving_kernels.sh), not yet by compile()")
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
                        arch=arch, window=window, softcap=softcap,
                        bottom_right=bottom_right,
@@ -351,7 +359,7 @@ def _split_kv(arch, q, k, num_splits, keys=None):
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
               num_splits=0, kv_lengths=False, page_size=0, keys=None,
               varlen=False, softcap=0.0, v=None, diagonal_offset=0,
-              query_group=0):
+              query_group=0, kv_dtype=None):
     """The cached runtime.Kernel for these tensors and options, and whether
     it splits K/V. `keys`: the keys of a sequence (default k's rows; a
     paged cache's capacity); `v` (default: of k's head dim) decides the
@@ -374,9 +382,10 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
     split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
     if kv_lengths or page_size or varlen or softcap or dv != key[1] or \
-            diagonal_offset or query_group:
+            diagonal_offset or query_group or kv_dtype:
         extra += (bool(kv_lengths), int(page_size), bool(varlen),
-                  float(softcap), dv, int(diagonal_offset), int(query_group))
+                  float(softcap), dv, int(diagonal_offset), int(query_group),
+                  kv_dtype)
     # Plain kernels keep the short key (arch, D, dtype, causal).
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
@@ -644,7 +653,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                             window_size=(-1, -1), softcap=0.0,
                             rotary_interleaved=True, alibi_slopes=None,
                             num_splits=0, return_softmax_lse=False,
-                            kernel_dir=None):
+                            kernel_dir=None, k_descale=None, v_descale=None):
     """flash-attention's `flash_attn_with_kvcache` on the sm_90a kernels,
     with its argument names and layouts: q [B, Nq, Hq, D]; k_cache and
     v_cache [B, Nk, Hkv, D], or with block_table [B, max_pages] (int32) a
@@ -662,7 +671,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     are read by the kernel on the GPU. window_size and softcap as in
     flash_attn_func (the window is bottom-right aligned with each
     sequence's length). Refused (as not supported): rotary embeddings,
-    cache_batch_idx, cache_leftpad and ALiBi."""
+    cache_batch_idx, cache_leftpad and ALiBi.
+
+    An e4m3 cache (k_cache and v_cache in torch.float8_e4m3fn, as vLLM and
+    SGLang keep them) beside an f16/bf16 q takes k_descale and v_descale
+    (FlashAttention-3's names; vLLM's k_scale / v_scale): float32 device
+    tensors of one element or [B, Hkv], the cache's values being its codes
+    times them. The kernel widens each K/V block to q's type on chip, so
+    the products run at q's precision and only the cache's bytes halve.
+    Appended k and v (in q's dtype) are quantised on the way in:
+    k / k_descale rounded to e4m3, saturated at +-448."""
     import numbers
 
     import torch
@@ -676,7 +694,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     key = _call_key(
         "flash_attn_with_kvcache",
         (q, k_cache, v_cache, k, v, block_table,
-         cache_seqlens if lengths_tensor else None),
+         cache_seqlens if lengths_tensor else None, k_descale, v_descale),
         (None if lengths_tensor else cache_seqlens, softmax_scale, causal,
          window_size, softcap, num_splits, return_softmax_lse, kernel_dir),
         (rotary_cos, rotary_sin, cache_batch_idx, cache_leftpad,
@@ -684,7 +702,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     call = _calls.get(key) if key is not None else None
     if call is not None and runtime.aligned16(q, k_cache, v_cache):
         return call.run(q, k_cache, v_cache, k, v, cache_seqlens,
-                        block_table)
+                        block_table, kv_descales=_descales_of(
+                            k_descale, v_descale))
 
     if rotary_cos is not None or rotary_sin is not None:
         raise runtime.KernelArgumentError(
@@ -762,13 +781,29 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
             f"{api}: KV caches need an sm_90a kernel, not {arch}")
     others = (("k_cache", k_cache), ("v_cache", v_cache)) + appended
     fp8 = getattr(torch, "float8_e4m3fn", None)
-    if fp8 is not None and fp8 in (k_cache.dtype, v_cache.dtype):
-        # The IR and the CPU path take an e4m3 K/V beside a 16-bit Q
-        # (fa.attention's two-descale form); the kernel that converts the
-        # cache's tiles on chip is not built yet.
+    e4m3_cache = fp8 is not None and fp8 in (k_cache.dtype, v_cache.dtype)
+    if e4m3_cache:
+        # An e4m3 cache beside a 16-bit q: both caches e4m3, the appended
+        # k and v in q's dtype (quantised on the way in), and the descales.
+        if k_cache.dtype != fp8 or v_cache.dtype != fp8 or \
+                q.dtype not in (torch.float16, torch.bfloat16):
+            raise runtime.KernelArgumentError(
+                f"{api}: an e4m3 cache needs k_cache and v_cache both "
+                f"float8_e4m3fn beside an f16 or bf16 q, got {k_cache.dtype}, "
+                f"{v_cache.dtype} and q {q.dtype}")
+        if k_descale is None or v_descale is None:
+            raise runtime.KernelArgumentError(
+                f"{api}: an e4m3 cache needs k_descale and v_descale "
+                f"(float32 device tensors of one element or [B, Hkv])")
+        others = appended
+    elif k_descale is not None or v_descale is not None:
         raise runtime.KernelArgumentError(
-            f"{api}: an e4m3 (float8_e4m3fn) KV cache has no GPU kernel "
-            f"yet; the CPU path runs it (fa-run --kv-dtype e4m3)")
+            f"{api}: k_descale and v_descale are for an e4m3 "
+            f"(float8_e4m3fn) cache; this one is {k_cache.dtype}")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.device != q.device:
+            raise runtime.KernelArgumentError(
+                f"{api}: {name} must be on {q.device} (q's), got {t.device}")
     for name, t in others:
         if t.dtype != q.dtype or t.device != q.device:
             raise runtime.KernelArgumentError(
@@ -809,7 +844,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         if sixteen_bit else 1
     # Beyond the views' reach (a few queries, or a window): a kernel that
     # reads the query heads packed, Q copied in and O out.
-    kv_bytes = 2 * b * hkv * capacity * q.shape[3] * q.element_size()
+    kv_bytes = 2 * b * hkv * capacity * q.shape[3] * k_cache.element_size()
     query_group = query_group_for(nq, hq, hkv, causal or window > 0,
                                   kv_bytes) \
         if sixteen_bit and group == 1 else 0
@@ -828,7 +863,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                               page_size=page_size, keys=capacity,
                               softcap=softcap, diagonal_offset=offset,
                               query_group=query_group
-                              if causal or window > 0 else 0)
+                              if causal or window > 0 else 0,
+                              kv_dtype="e4m3" if e4m3_cache else None)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             f"{api}: KV caches need an sm_90a kernel")
@@ -838,14 +874,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     # cache), and the kernel's own checks of every tensor it will read: the
     # launch's plan, checked before the append.
     seen = lengths if k is None else (lengths + n_new).contiguous()
+    kv_descales = _descales_of(k_descale, v_descale)
     plan = kernel.plan(qh, kh, vh, out=oh, scale=softmax_scale,
                        num_splits=num_splits if split else None,
                        discard_lse=not return_softmax_lse,
-                       cache_seqlens=seen, block_table=table)
+                       cache_seqlens=seen, block_table=table,
+                       kv_descales=kv_descales)
     call = _KVCacheCall(plan, page_size, return_softmax_lse, (b, hq, nq),
                         capacity, query_group)
     result = call.run(q, k_cache, v_cache, k, v, cache_seqlens, block_table,
-                      out)
+                      out, kv_descales)
     _remember(key, call)
     return result
 
@@ -988,7 +1026,7 @@ class _KVCacheCall:
         self.query_group = query_group
 
     def run(self, q, k_cache, v_cache, k, v, cache_seqlens, block_table,
-            out=None):
+            out=None, kv_descales=None):
         import torch
 
         if out is None:
@@ -1002,6 +1040,13 @@ class _KVCacheCall:
                                  self.capacity, table, self.page_size,
                                  k_cache.shape[0])
         if k is not None:
+            if kv_descales is not None:
+                # An e4m3 cache: the new keys and values quantised, written
+                # as their codes.
+                k, v = (_quantize_e4m3(x, d).view(torch.uint8)
+                        for x, d in zip((k, v), kv_descales))
+                k_cache, v_cache = (c.view(torch.uint8)
+                                    for c in (k_cache, v_cache))
             _append_to_cache(k_cache, v_cache, k, v, lengths, table,
                              self.page_size)
         group = self.query_group
@@ -1010,7 +1055,7 @@ class _KVCacheCall:
             packed = _pack_query_heads(q, kv_heads, group)
             packed_out, lse = self.plan.launch(
                 packed, k_cache, v_cache, torch.empty_like(packed), None,
-                seen, table, None, None)
+                seen, table, None, None, kv_descales)
             _unpack_query_heads(packed_out, out, group)
             if not self.return_lse:
                 return out
@@ -1019,12 +1064,31 @@ class _KVCacheCall:
             return out, lse.view(b, kv_heads, nq, group).permute(
                 0, 1, 3, 2).reshape(b, hq, nq)
         _, lse = self.plan.launch(q, k_cache, v_cache, out, None, seen, table,
-                                  None, None)
+                                  None, None, kv_descales)
         if not self.return_lse:
             return out
         # A packed launch's LSE [B, Hkv, G] is [B, Hq, 1] in the same
         # memory.
         return out, lse.view(self.lse_shape)
+
+
+def _descales_of(k_descale, v_descale):
+    """(k_descale, v_descale) of an e4m3 cache, or None for a 16-bit one."""
+    if k_descale is None and v_descale is None:
+        return None
+    return (k_descale, v_descale)
+
+
+def _quantize_e4m3(x, descale):
+    """x [B, N, Hkv, D] as e4m3 codes of x / descale (one descale, or one
+    per (batch, K/V head) [B, Hkv]), saturated at the format's +-448 (a
+    cast alone turns what lies beyond into NaN)."""
+    import torch
+
+    d = descale.float()
+    if d.numel() != 1:
+        d = d[:, None, :, None]
+    return (x.float() / d).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
 
 
 def _append_to_cache(k_cache, v_cache, k, v, lengths, block_table,

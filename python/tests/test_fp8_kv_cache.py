@@ -1,33 +1,203 @@
-"""An e4m3 (FP8) KV cache: the IR and the CPU path take it (fa.attention
-with K's and V's descales beside a 16-bit Q; test/Integration/CPU/
-fp8-kv-cache.test runs it against the naive reference), the sm_90a kernel
-that converts the cache's tiles on chip is not built yet. Until it is,
-flash_attn_with_kvcache refuses an e4m3 cache before it writes anything,
-naming what runs it, instead of a dtype mismatch or a wrong answer.
-torch's float8_e4m3fn needs torch >= 2.1 (the GPU machine's)."""
+"""An e4m3 KV cache beside a 16-bit Q through flash_attn_with_kvcache
+(fa-compile --kv-dtype e4m3: the producer warpgroup widens the cache's
+tiles on chip). CPU: the metadata fa-compile writes for such a kernel and
+the Python runtime's checks of it. GPU (marked gpu): O and the LSE against
+an fp32 reference on the dequantised cache, contiguous and paged, per-tensor
+and per-(batch, K/V head) descales, split-KV, grouped heads, the quantising
+append, and the refusals of bad descales."""
+import json
+import math
+import os
+import subprocess
+
 import pytest
+
+from conftest import masked_reference
+from test_pack_gqa import _cache, _dense
+
+
+def _compile(build_dir, tmp_path, *flags):
+    out = tmp_path / "k"
+    result = subprocess.run(
+        [str(build_dir / "bin" / "fa-compile"), "--arch", "sm_90a",
+         "--head-dim", "128", "--kv-lengths", "--kv-dtype", "e4m3",
+         *flags, "-o", str(out)],
+        capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return json.loads((tmp_path / "k.json").read_text())
+
+
+def test_metadata_names_the_cache_and_its_descales(build_dir, tmp_path,
+                                                   flashmlir):
+    """The kernel's k and v maps read e4m3 codes (boxes of 128 one-byte
+    columns), its parameters end in k_descale, v_descale, descale_layout,
+    and the runtime's metadata reader takes it; kv_dtype says e4m3."""
+    runtime = flashmlir.runtime
+    meta = _compile(build_dir, tmp_path, "--page-size", "64")
+    assert meta["dtype"] == "f16" and meta["kv_dtype"] == "e4m3"
+    params = {p["name"]: p for p in meta["params"]}
+    assert params["q"]["dtype"] == "f16" and params["q"]["box"][0] == 64
+    for name in ("k", "v"):
+        assert params[name]["dtype"] == "e4m3"
+        assert params[name]["box"] == [128, 64]
+    names = [p["name"] for p in meta["params"]]
+    assert names[-3:] == ["k_descale", "v_descale", "descale_layout"]
+    assert "q_descale" not in names
+    runtime.validate_metadata(meta)
+
+
+def test_metadata_reader_refuses_a_bad_kv_dtype(build_dir, tmp_path,
+                                                flashmlir):
+    runtime = flashmlir.runtime
+    meta = _compile(build_dir, tmp_path)
+    for bad in ("e5m2", "bf16"):
+        with pytest.raises(runtime.MetadataError, match="kv_dtype"):
+            runtime.validate_metadata(dict(meta, kv_dtype=bad))
+    # Without kv_dtype the descales are parameters no launcher expects.
+    plain = dict(meta)
+    del plain["kv_dtype"]
+    with pytest.raises(runtime.MetadataError, match="parameter list"):
+        runtime.validate_metadata(plain)
+
+
+def _quantised(torch, cache, descale):
+    """cache [.., Hkv, D] as e4m3 codes of cache / descale (descale one
+    number or [B, Hkv] with B = 1 here), and the dequantised values."""
+    d = descale if descale.numel() == 1 else descale[0][:, None]
+    codes = (cache.float() / d).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return codes, codes.float() * d
+
+
+def _kernel_dir(page):
+    return os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR") if page else \
+        os.environ.get("FLASHMLIR_KERNEL_DIR")
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("paged", [False, True])
-def test_e4m3_cache_is_refused_before_the_append(cuda_flashmlir, paged):
+@pytest.mark.parametrize("page", [0, 16, 64])
+@pytest.mark.parametrize("b,hq,hkv,nq,causal,per_head,splits", [
+    (2, 32, 8, 1, False, False, 0), (3, 64, 8, 1, False, True, 0),
+    (2, 8, 8, 1, False, False, 3), (2, 32, 8, 4, True, False, 0),
+    (1, 32, 8, 3, True, True, 2)])
+def test_e4m3_cache_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
+                                      causal, per_head, splits):
+    """O and the LSE of an e4m3 cache against fp32 on its dequantised
+    values: O within flash-attention's 2x rule (twice torch's f16 error on
+    the same dequantised cache), the LSE within 2e-3."""
     torch, flashmlir = cuda_flashmlir
-    from flashmlir import runtime
-    b, nk, hq, hkv, d = 2, 256, 8, 2, 128
-    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
-    shape = (b * nk // 64, 64, hkv, d) if paged else (b, nk, hkv, d)
-    caches = [torch.randn(shape, device="cuda").to(torch.float8_e4m3fn)
-              for _ in range(2)]
-    table = torch.arange(b * nk // 64, device="cuda", dtype=torch.int32) \
-        .view(b, -1) if paged else None
-    new = torch.randn(b, 1, hkv, d, device="cuda", dtype=torch.float16)
-    lens = torch.full((b,), 100, device="cuda", dtype=torch.int32)
-    before = [c.view(torch.uint8).clone() for c in caches]
-    with pytest.raises(runtime.KernelArgumentError,
-                       match="e4m3 \\(float8_e4m3fn\\) KV cache has no GPU "
-                             "kernel yet; the CPU path runs it"):
-        flashmlir.flash_attn_with_kvcache(q, *caches, k=new, v=new,
-                                          cache_seqlens=lens,
-                                          block_table=table, causal=True)
-    for was, cache in zip(before, caches):
-        assert torch.equal(was, cache.view(torch.uint8))
+    torch.manual_seed(hq + nq + page + splits)
+    capacity = 1000
+    lengths = [capacity - 5 * i for i in range(b)]
+    k16, v16, table = _cache(torch, b, capacity, hkv, 128, page,
+                             torch.float16)
+    # Caches scaled away from 1 so that the descales matter.
+    k16, v16 = 3 * k16, 0.5 * v16
+    if per_head:
+        k_descale = (0.01 + 0.02 * torch.rand(b, hkv, device="cuda"))
+        v_descale = (0.002 + 0.004 * torch.rand(b, hkv, device="cuda"))
+    else:
+        k_descale = torch.tensor([0.02], device="cuda")
+        v_descale = torch.tensor([0.004], device="cuda")
+    # Quantise per sequence where the descales are per (batch, head): a
+    # paged cache's pages belong to one sequence each through the table.
+    k8 = torch.empty_like(k16, dtype=torch.float8_e4m3fn)
+    v8 = torch.empty_like(k8)
+    kd, vd = k16.float(), v16.float()
+    for i in range(b):
+        rows = (table[i].long() if table is not None else
+                torch.tensor([i], device="cuda"))
+        for codes, deq, src, ds in ((k8, kd, k16, k_descale),
+                                    (v8, vd, v16, v_descale)):
+            d = ds if ds.numel() == 1 else ds[i:i + 1]
+            c, x = _quantised(torch, src[rows], d)
+            codes[rows], deq[rows] = c, x
+    q = torch.randn(b, nq, hq, 128, device="cuda", dtype=torch.float16)
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    out, lse = flashmlir.flash_attn_with_kvcache(
+        q, k8, v8, cache_seqlens=lens, block_table=table, causal=causal,
+        num_splits=splits, return_softmax_lse=True,
+        kernel_dir=_kernel_dir(page), k_descale=k_descale,
+        v_descale=v_descale)
+    assert out.dtype == torch.float16 and lse.shape == (b, hq, nq)
+    scale = 1 / math.sqrt(128)
+    for i, n in enumerate(lengths):
+        kb = _dense(torch, kd, table, b, n)[i:i + 1]
+        vb = _dense(torch, vd, table, b, n)[i:i + 1]
+        qb = q[i:i + 1].transpose(1, 2).float()
+        ref, lse_ref = masked_reference(torch, qb, kb, vb, scale,
+                                        causal=causal, with_lse=True)
+        half = masked_reference(torch, qb.half(), kb.half(), vb.half(), scale,
+                                causal=causal, dtype=torch.float16).float()
+        err = (out[i:i + 1].transpose(1, 2).float() - ref).norm() / \
+            ref.norm()
+        torch_err = (half - ref).norm() / ref.norm()
+        assert err <= 2 * torch_err + 1e-4, (i, err.item(), torch_err.item())
+        assert (lse[i] - lse_ref[0]).abs().max().item() <= 2e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("page", [0, 64])
+def test_e4m3_append_quantises_the_new_keys(cuda_flashmlir, page):
+    """k and v given in f16 are written into the e4m3 cache as their
+    quantised codes (saturated, not NaN, past 448 descales) and attended."""
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(7 + page)
+    b, hkv, hq, capacity, n_new = 2, 8, 32, 512, 3
+    k16, v16, table = _cache(torch, b, capacity, hkv, 128, page,
+                             torch.float16)
+    k8 = (k16 / 0.02).to(torch.float8_e4m3fn)
+    v8 = (v16 / 0.02).to(torch.float8_e4m3fn)
+    descale = torch.tensor([0.02], device="cuda")
+    lengths = [100, 301]
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    k = torch.randn(b, n_new, hkv, 128, device="cuda", dtype=torch.float16)
+    v = torch.randn_like(k)
+    k[0, 0, 0, 0] = 1000.0  # past 448 * 0.02: saturates
+    q = torch.randn(b, 1, hq, 128, device="cuda", dtype=torch.float16)
+    out = flashmlir.flash_attn_with_kvcache(
+        q, k8, v8, k=k, v=v, cache_seqlens=lens, block_table=table,
+        kernel_dir=_kernel_dir(page), k_descale=descale, v_descale=descale)
+    for i, n in enumerate(lengths):
+        got = _dense(torch, k8.float(), table, b, n + n_new)[i, :, n:]
+        want = (k[i].float() / 0.02).clamp(-448, 448).to(
+            torch.float8_e4m3fn).float().transpose(0, 1)
+        assert torch.equal(got, want), i
+    assert _dense(torch, k8.float(), table, b, 101)[0, 0, 100, 0] == 448.0
+    kd = _dense(torch, k8.float() * 0.02, table, b, lengths[1] + n_new)
+    vd = _dense(torch, v8.float() * 0.02, table, b, lengths[1] + n_new)
+    for i, n in enumerate(lengths):
+        ref = masked_reference(torch, q[i:i + 1].transpose(1, 2).float(),
+                               kd[i:i + 1, :, :n + n_new],
+                               vd[i:i + 1, :, :n + n_new], 1 / math.sqrt(128))
+        err = (out[i:i + 1].transpose(1, 2).float() - ref).abs().max()
+        assert err.item() < 2e-2, (i, err.item())
+
+
+@pytest.mark.gpu
+def test_e4m3_cache_refuses_bad_descales(cuda_flashmlir):
+    """Missing descales, descales of the wrong shape, dtype or device, and
+    descales beside a 16-bit cache: clear errors, the cache untouched."""
+    torch, flashmlir = cuda_flashmlir
+    runtime = flashmlir.runtime
+    k8 = torch.randn(2, 256, 8, 128, device="cuda").to(torch.float8_e4m3fn)
+    v8 = k8.clone()
+    q = torch.randn(2, 1, 32, 128, device="cuda", dtype=torch.float16)
+    lens = torch.tensor([100, 200], dtype=torch.int32, device="cuda")
+    one = torch.tensor([0.5], device="cuda")
+    kdir = os.environ.get("FLASHMLIR_KERNEL_DIR")
+    call = lambda **kw: flashmlir.flash_attn_with_kvcache(  # noqa: E731
+        q, k8, v8, cache_seqlens=lens, kernel_dir=kdir, **kw)
+    with pytest.raises(runtime.KernelArgumentError, match="k_descale"):
+        call()
+    for bad in (torch.ones(3, 8, device="cuda"),
+                torch.ones(1, device="cuda", dtype=torch.float16),
+                torch.ones(1)):
+        with pytest.raises(runtime.KernelArgumentError, match="k_descale"):
+            call(k_descale=bad, v_descale=one)
+    with pytest.raises(runtime.KernelArgumentError, match="laid out alike"):
+        call(k_descale=torch.ones(2, 8, device="cuda"), v_descale=one)
+    k16 = torch.randn(2, 256, 8, 128, device="cuda", dtype=torch.float16)
+    with pytest.raises(runtime.KernelArgumentError, match="e4m3"):
+        flashmlir.flash_attn_with_kvcache(
+            q, k16, k16.clone(), cache_seqlens=lens, k_descale=one,
+            v_descale=one, kernel_dir=kdir)

@@ -1440,6 +1440,11 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
       return fail("an e4m3 K/V cache needs whole 128-byte rows of codes "
                   "in its tiles (D of 65 to 128 or 193 to 256), got D = " +
                   Twine(d));
+    // One descale_layout for both: K's and V's of one rank.
+    if (cast<MemRefType>(op.getKDescale().getType()).getRank() !=
+        cast<MemRefType>(op.getVDescale().getType()).getRank())
+      return fail("an e4m3 K/V cache's descales must be laid out alike (one "
+                  "each, or [B, Hkv] each)");
     if (s.producerRegisters < fagpu::kWideningProducerRegisters)
       return fail("the producer warpgroup that widens an e4m3 cache needs " +
                   Twine(fagpu::kWideningProducerRegisters) +

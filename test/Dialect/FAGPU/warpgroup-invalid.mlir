@@ -520,3 +520,35 @@ func.func @pass_threads(%b: i32) {
   fagpu.pass_turn %b threads -128
   return
 }
+
+// -----
+
+func.func @widen_from_f16(%a: !fagpu.smem_tile<64x128xf16>, %b: i32) {
+  // expected-error @+1 {{expected an e4m3 source tile, got 'f16'}}
+  fagpu.widen_tile %a to %a barrier %b : !fagpu.smem_tile<64x128xf16> to !fagpu.smem_tile<64x128xf16>
+  return
+}
+
+// -----
+
+func.func @widen_to_e4m3(%a: !fagpu.smem_tile<64x128xf8E4M3FN>, %b: i32) {
+  // expected-error @+1 {{expected an f16 or bf16 destination tile, got 'f8E4M3FN'}}
+  fagpu.widen_tile %a to %a barrier %b : !fagpu.smem_tile<64x128xf8E4M3FN> to !fagpu.smem_tile<64x128xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @widen_shapes(%a: !fagpu.smem_tile<64x128xf8E4M3FN>, %c: !fagpu.smem_tile<128x128xf16>, %b: i32) {
+  // expected-error @+1 {{expected tiles of one shape, got 64x128 and 128x128}}
+  fagpu.widen_tile %a to %c barrier %b : !fagpu.smem_tile<64x128xf8E4M3FN> to !fagpu.smem_tile<128x128xf16>
+  return
+}
+
+// -----
+
+func.func @widen_half_line(%a: !fagpu.smem_tile<64x64xf8E4M3FN, swizzle = 64>, %c: !fagpu.smem_tile<64x64xf16>, %b: i32) {
+  // expected-error @+1 {{expected whole column_blocks tiles of the 128-byte swizzle}}
+  fagpu.widen_tile %a to %c barrier %b : !fagpu.smem_tile<64x64xf8E4M3FN, swizzle = 64> to !fagpu.smem_tile<64x64xf16>
+  return
+}

@@ -236,3 +236,13 @@ func.func @row_sums(%ones: !fagpu.smem_tile<8x224xf8E4M3FN, block_rows = 16, swi
   %p, %m2, %l2, %alpha = fagpu.softmax_step %s, %m, %l keys(%k, %k) row %k scale %scale {probs_scale = 2.560000e+02 : f32, no_row_sum} : !fagpu.fragment<64x224xf32, accumulator>, !fagpu.fragment<64xf32, rows> -> !fagpu.fragment<64x224xf8E4M3FN, operand_a>
   return
 }
+
+// An e4m3 cache's K tile widened into the 16-bit ring's.
+// CHECK-LABEL: func.func @widen
+// CHECK: fagpu.widen_tile %{{.*}} to %{{.*}} barrier %{{.*}} : <64x128xf8E4M3FN> to <64x128xf16>
+// CHECK: fagpu.widen_tile %{{.*}} to %{{.*}} barrier %{{.*}} : <64x256xf8E4M3FN> to <64x256xbf16>
+func.func @widen(%k8: !fagpu.smem_tile<64x128xf8E4M3FN>, %k: !fagpu.smem_tile<64x128xf16>, %w8: !fagpu.smem_tile<64x256xf8E4M3FN>, %w: !fagpu.smem_tile<64x256xbf16>, %b: i32) {
+  fagpu.widen_tile %k8 to %k barrier %b : !fagpu.smem_tile<64x128xf8E4M3FN> to !fagpu.smem_tile<64x128xf16>
+  fagpu.widen_tile %w8 to %w barrier %b : !fagpu.smem_tile<64x256xf8E4M3FN> to !fagpu.smem_tile<64x256xbf16>
+  return
+}

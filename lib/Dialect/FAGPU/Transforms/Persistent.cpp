@@ -44,6 +44,14 @@ struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
           return std::string("a split-KV kernel runs one tile per CTA (the "
                              "tile's last CTA merges the chunks)");
         persistent = false;
+      } else if (op.hasFP8KeyValues()) {
+        // The producer warpgroup that widens an e4m3 cache's blocks works
+        // through one tile (SM90Kernel.cpp).
+        if (*requested && **requested)
+          return std::string("an e4m3 K/V cache's kernel runs one tile per "
+                             "CTA (its producer warpgroup widens one tile's "
+                             "blocks)");
+        persistent = false;
       } else if (*requested) {
         persistent = **requested;
       } else if (int64_t page = op.getPageSize(); page && page < f.blockC) {
