@@ -70,7 +70,7 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   std::string elt = fp8 ? "f8E4M3FN" : options.dtype;
   std::string t = "memref<?x?x?x" + d + "x" + elt + ">";
   // An e4m3 KV cache beside a 16-bit Q: K and V of e4m3 codes.
-  bool fp8Cache = options.kvDtype == "e4m3";
+  bool fp8Cache = options.kvDtype == "e4m3" && !fp8;
   std::string kvElt = fp8Cache ? "f8E4M3FN" : elt;
   // e4m3: O in f16/bf16, and the three per-tensor descales.
   std::string ot = "memref<?x?x?x" + dv + "x" +
@@ -481,9 +481,6 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
       return emitError(loc) << "fa-compile: --kv-dtype must be e4m3 (an e4m3 "
                                "KV cache beside a 16-bit Q) or left out, got '"
                             << options.kvDtype << "'";
-    if (options.dtype == "e4m3")
-      return emitError(loc) << "fa-compile: --kv-dtype e4m3 is for a 16-bit "
-                               "Q; --dtype e4m3 makes Q, K and V e4m3";
     if (!usesWgmma(options))
       return emitError(loc) << "fa-compile: an e4m3 KV cache has a kernel on "
                                "sm_90a wgmma only, not "

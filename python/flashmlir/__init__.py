@@ -186,12 +186,6 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                     f"{ {k: got[k] for k in differ} }, not the requested "
                     f"{ {k: want[k] for k in differ} }")
             return kernel
-    if kv_dtype == "e4m3":
-        raise runtime.KernelArgumentError(
-            f"no kernel {name} in the kernel folder "
-            f"({kernel_dir or 'none given'}): an e4m3 KV cache's kernel is "
-            f"built by fa-compile --kv-dtype e4m3 (bench/"
-            f"build_serving_kernels.sh), not yet by compile()")
     compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
                        arch=arch, window=window, softcap=softcap,
                        bottom_right=bottom_right,
@@ -200,7 +194,7 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                        varlen=varlen,
                        out_dtype="bf16" if dtype == "e4m3" else None,
                        value_head_dim=dv, diagonal_offset=diagonal_offset,
-                       query_group=query_group)
+                       query_group=query_group, kv_dtype=kv_dtype)
     if kernel_dir:
         import json
         import tempfile

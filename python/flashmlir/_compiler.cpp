@@ -167,13 +167,15 @@ py::dict compile(const std::string &arch, int64_t headDim,
                  const std::string &sm90Kernel, int64_t kvSplits,
                  bool kvLengths, int64_t pageSize, bool varlen,
                  const std::string &outDtype, int64_t valueHeadDim,
-                 int64_t diagonalOffset, int64_t queryGroup, bool runPtxas) {
+                 int64_t diagonalOffset, int64_t queryGroup,
+                 const std::string &kvDtype, bool runPtxas) {
   fa::KernelOptions options;
   options.arch = arch;
   options.headDim = headDim;
   options.valueHeadDim = valueHeadDim;
   options.dtype = dtype;
   options.outDtype = outDtype;
+  options.kvDtype = kvDtype;
   options.causal = causal;
   options.window = window;
   options.bottomRight = bottomRight;
@@ -524,7 +526,8 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("kv_lengths") = false, py::arg("page_size") = 0,
         py::arg("varlen") = false, py::arg("out_dtype") = "",
         py::arg("value_head_dim") = 0, py::arg("diagonal_offset") = 0,
-        py::arg("query_group") = 0, py::arg("run_ptxas") = true);
+        py::arg("query_group") = 0, py::arg("kv_dtype") = "",
+        py::arg("run_ptxas") = true);
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
         py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,

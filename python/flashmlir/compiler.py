@@ -448,6 +448,7 @@ _OPTIONS = {
     "raise_attention": (_BOOL, False, None, None),
     "dtype": (_STR, False, None, None),
     "out_dtype": (_STR, True, None, None),
+    "kv_dtype": (_STR, True, None, None),
     "arch": (_STR, False, None, None),
     "sm90_kernel": (_STR, False, None, None),
     "loop_order": (_STR, False, None, None),
@@ -508,7 +509,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
             ping_pong=True, intra_overlap=True, persistent=None,
             sm90_kernel="wgmma", kv_splits=None, kv_lengths=False,
             page_size=0, varlen=False, out_dtype=None, value_head_dim=None,
-            diagonal_offset=0, query_group=0, cache_dir=None):
+            diagonal_offset=0, query_group=0, kv_dtype=None, cache_dir=None):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -548,6 +549,9 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     dividing the tile's rows): pack-GQA beyond one query -- the kernel
     takes Q, O and the LSE packed [B, Hkv, Nq G, D], row r query r / G of
     query head h G + r mod G (flashmlir.flash_attn_with_kvcache packs).
+    kv_dtype="e4m3" (sm_90a wgmma, beside an f16/bf16 dtype): an e4m3 KV
+    cache, widened on chip; the launch takes K's and V's descales
+    (flashmlir.flash_attn_with_kvcache's k_descale / v_descale).
 
     Each option is taken at its type (_OPTIONS): a bool is True or False
     (not 'False', which is truthy), an integer is not a float (128.9) or a
@@ -571,7 +575,7 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
         persistent=persistent, sm90_kernel=sm90_kernel, kv_lengths=kv_lengths,
         page_size=page_size, varlen=varlen, out_dtype=out_dtype,
         value_head_dim=value_head_dim, diagonal_offset=diagonal_offset,
-        query_group=query_group)
+        query_group=query_group, kv_dtype=kv_dtype)
     options = dict(arch=o["arch"], head_dim=o["head_dim"], dtype=o["dtype"],
                    causal=o["causal"], window=o["window"],
                    bottom_right=o["bottom_right"], softcap=o["softcap"],
@@ -602,6 +606,8 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
         options["diagonal_offset"] = o["diagonal_offset"]
     if o["query_group"]:
         options["query_group"] = o["query_group"]
+    if o["kv_dtype"] is not None and o["kv_dtype"] != o["dtype"]:
+        options["kv_dtype"] = o["kv_dtype"]
     raw = _cached("kernel", options,
                   lambda: _extension().compile(**options),
                   _directory(cache_dir))

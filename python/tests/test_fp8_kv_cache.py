@@ -201,3 +201,30 @@ def test_e4m3_cache_refuses_bad_descales(cuda_flashmlir):
         flashmlir.flash_attn_with_kvcache(
             q, k16, k16.clone(), cache_seqlens=lens, k_descale=one,
             v_descale=one, kernel_dir=kdir)
+
+
+def test_compile_builds_an_e4m3_cache_kernel(flashmlir):
+    """flashmlir.compile(kv_dtype="e4m3") builds the kernel fa-compile
+    --kv-dtype e4m3 builds (what flash_attn_with_kvcache compiles where no
+    kernel folder holds it)."""
+    kernel = flashmlir.compile(head_dim=128, kv_lengths=True, page_size=64,
+                               kv_splits="auto", kv_dtype="e4m3",
+                               cache_dir="")
+    meta = kernel.metadata
+    assert meta["kv_dtype"] == "e4m3" and meta["dtype"] == "f16"
+    assert meta["kernel"].endswith("_kve4m3_cr8")
+    assert [p["name"] for p in meta["params"]][-7:-4] == [
+        "k_descale", "v_descale", "descale_layout"]
+    flashmlir.runtime.validate_metadata(meta)
+
+
+@pytest.mark.parametrize("options,match", [
+    (dict(kv_dtype="e5m2"), "--kv-dtype must be e4m3"),
+    (dict(kv_dtype="f16", dtype="bf16"), "--kv-dtype must be e4m3"),
+    (dict(kv_dtype="e4m3", arch="sm_80"), "sm_90a wgmma only"),
+    (dict(kv_dtype="e4m3", varlen=True), "takes no varlen batch"),
+    (dict(kv_dtype=8), "kv_dtype")])
+def test_compile_refuses_bad_kv_dtype(flashmlir, options, match):
+    with pytest.raises(flashmlir.CompileError, match=match):
+        flashmlir.compile(head_dim=128, kv_lengths=True, cache_dir="",
+                          **options)

@@ -6,11 +6,13 @@
 // An e4m3 KV cache beside a 16-bit Q on the GPU levels: sm_90a tiles it and
 // maps it to fagpu.attention with K's and V's descales (no Q descale, no
 // probs_scale: P stays 16-bit), printed and parsed back; the kernel builder
-// refuses it until the stage that converts the cache's tiles on chip
-// exists; other targets refuse it at fa-tile with the way to run it.
+// refuses this one, whose K descale is per (batch, K/V head) and V's per
+// tensor (one descale_layout addresses both: fp8-kv-cache.mlir builds a
+// kernel of like layouts); other targets refuse it at fa-tile with the way
+// to run it.
 // MAP: fagpu.attention %{{.*}}, %{{.*}}, %{{.*}} kv_lengths(%{{.*}} : memref<2xi32>) descale(%{{.*}}, %{{.*}} : memref<2x2xf32>, memref<f32>) outs(%{{.*}}) {bottom_right, causal, scale = {{.*}}} : memref<2x8x1x128xf16>, memref<2x2x256x128xf8E4M3FN>, memref<2x2x256x128xf8E4M3FN>, memref<2x8x1x128xf16>
 // MAP-NOT: probs_scale
-// KERNEL: error: 'fagpu.attention' op cannot be lowered to sm_90a wgmma: an e4m3 K/V beside a 16-bit Q needs the stage that converts the cache's tiles on chip, which is not built yet (the CPU path runs it: fa-run --kv-dtype e4m3)
+// KERNEL: error: 'fagpu.attention' op cannot be lowered to sm_90a wgmma: an e4m3 K/V cache's descales must be laid out alike (one each, or [B, Hkv] each)
 func.func @f(%q: memref<2x8x1x128xf16>, %k: memref<2x2x256x128xf8E4M3FN>, %v: memref<2x2x256x128xf8E4M3FN>, %o: memref<2x8x1x128xf16>, %kd: memref<2x2xf32>, %vd: memref<f32>, %lens: memref<2xi32>) {
   // expected-error @+1 {{fa-tile: sm_80: per-sequence key lengths and paged K/V have a GPU kernel on sm_90a only}}
   fa.attention %q, %k, %v descale(%kd, %vd : memref<2x2xf32>, memref<f32>) kv_lengths(%lens : memref<2xi32>) outs(%o : memref<2x8x1x128xf16>) {causal, bottom_right} : memref<2x8x1x128xf16>, memref<2x2x256x128xf8E4M3FN>, memref<2x2x256x128xf8E4M3FN>

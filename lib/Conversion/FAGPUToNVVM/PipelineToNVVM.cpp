@@ -262,7 +262,12 @@ struct TileRowsLowering : OpConversionPattern<fagpu::TileRowsOp> {
 /// p / (C / 8), columns 8 (p mod C / 8) ..; thread t of the warpgroup takes
 /// pieces t, t + 128, ... In a column_blocks tile, byte x of row r's line
 /// in column block cb lies at cb * rows * 128 + r * 128 + ((x / 16) XOR
-/// (r mod 8)) * 16 + x mod 16 (the 128-byte swizzle).
+/// (r mod 8)) * 16 + x mod 16 (the 128-byte swizzle). Where a thread's
+/// next piece is 8k rows further (C / 8 divides 128 / 8: D = 128), the XOR
+/// is the same for all its pieces and their addresses step by a constant.
+/// A pair of codes is one cvt.rn.f16x2.e4m3x2 (measured faster than
+/// moving the codes' bits into an f16 by a byte permute, a shift and a
+/// logic op: bench/results/2026-12-06-fp8-kv-cache-h100.md).
 struct WidenTileLowering : OpConversionPattern<fagpu::WidenTileOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -289,13 +294,38 @@ struct WidenTileLowering : OpConversionPattern<fagpu::WidenTileOp> {
                          e.mul(row, e.c32(lineBytes))),
                    e.add(e.mul(chunk, e.c32(16)), e.remu(inLine, e.c32(16))));
     };
-    auto i8x2 = VectorType::get({2}, rewriter.getI8Type());
-    auto i16x4 = VectorType::get({4}, rewriter.getI16Type());
-    auto f16x2 = VectorType::get({2}, rewriter.getF16Type());
     auto i32x4 = VectorType::get({4}, e.i32);
+    auto f16x2 = VectorType::get({2}, rewriter.getF16Type());
+    auto i16x4 = VectorType::get({4}, rewriter.getI16Type());
+    auto i8x2 = VectorType::get({2}, rewriter.getI8Type());
     Type e4m3 = Float8E4M3FNType::get(ctx);
+    // Two codes -> their values, as two f16 or bf16 in a word (no e4m3 ->
+    // bf16 cvt before sm_100: through f32, exactly).
+    auto widen = [&](Value pair) -> Value {
+      Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
+          rewriter, loc, f16x2,
+          LLVM::BitcastOp::create(rewriter, loc, i8x2, pair),
+          /*relu=*/false, e4m3);
+      if (bf16) {
+        auto f32x2 = VectorType::get({2}, e.f32);
+        halves = LLVM::FPTruncOp::create(
+            rewriter, loc, VectorType::get({2}, rewriter.getBF16Type()),
+            LLVM::FPExtOp::create(rewriter, loc, f32x2, halves));
+      }
+      return LLVM::BitcastOp::create(rewriter, loc, e.i32, halves);
+    };
     Value thread =
         e.remu(NVVM::ThreadIdXOp::create(rewriter, loc, e.i32), e.c32(128));
+    // A thread's pieces 128 apart are 128 / (C / 8) rows apart; a multiple
+    // of 8 rows keeps the swizzle's XOR, so one address and a step serve.
+    bool steps = 128 % piecesPerRow == 0 && (128 / piecesPerRow) % 8 == 0;
+    Value srcFirst, dstFirst;
+    if (steps) {
+      Value row = e.divu(thread, e.c32(piecesPerRow));
+      Value column = e.mul(e.remu(thread, e.c32(piecesPerRow)), e.c32(8));
+      srcFirst = e.add(src[1], swizzled(row, column));
+      dstFirst = e.add(dst[1], swizzled(row, e.mul(column, e.c32(2))));
+    }
     for (int64_t first = 0; first < pieces; first += 128) {
       Value piece = e.add(thread, e.c32(first));
       std::optional<scf::IfOp> inTile;
@@ -305,39 +335,29 @@ struct WidenTileLowering : OpConversionPattern<fagpu::WidenTileOp> {
                                    e.ult(piece, e.c32(pieces)), false);
         rewriter.setInsertionPointToStart(inTile->thenBlock());
       }
-      Value row = e.divu(piece, e.c32(piecesPerRow));
-      Value column = e.mul(e.remu(piece, e.c32(piecesPerRow)), e.c32(8));
+      Value srcAt, dstAt;
+      if (steps) {
+        int64_t step = first / piecesPerRow * lineBytes;
+        srcAt = e.add(srcFirst, e.c32(step));
+        dstAt = e.add(dstFirst, e.c32(step));
+      } else {
+        Value row = e.divu(piece, e.c32(piecesPerRow));
+        Value column = e.mul(e.remu(piece, e.c32(piecesPerRow)), e.c32(8));
+        srcAt = e.add(src[1], swizzled(row, column));
+        dstAt = e.add(dst[1], swizzled(row, e.mul(column, e.c32(2))));
+      }
       e.smem = src[0];
-      Value codes = LLVM::LoadOp::create(
-          rewriter, loc, rewriter.getI64Type(),
-          e.sharedAt(e.add(src[1], swizzled(row, column))), 8);
-      Value pairs = LLVM::BitcastOp::create(rewriter, loc, i16x4, codes);
+      Value codes = LLVM::LoadOp::create(rewriter, loc, i16x4,
+                                         e.sharedAt(srcAt), 8);
       Value words = LLVM::PoisonOp::create(rewriter, loc, i32x4);
       for (int64_t i = 0; i < 4; ++i) {
-        Value pair = LLVM::ExtractElementOp::create(rewriter, loc, pairs,
-                                                    e.c32(i));
-        Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
-            rewriter, loc, f16x2,
-            LLVM::BitcastOp::create(rewriter, loc, i8x2, pair),
-            /*relu=*/false, e4m3);
-        Value widened = halves;
-        if (bf16) {
-          // No e4m3 -> bf16 cvt before sm_100: through f32, exactly.
-          auto f32x2 = VectorType::get({2}, e.f32);
-          auto bf16x2 = VectorType::get({2}, rewriter.getBF16Type());
-          widened = LLVM::FPTruncOp::create(
-              rewriter, loc, bf16x2,
-              LLVM::FPExtOp::create(rewriter, loc, f32x2, halves));
-        }
+        Value pair =
+            LLVM::ExtractElementOp::create(rewriter, loc, codes, e.c32(i));
         words = LLVM::InsertElementOp::create(
-            rewriter, loc, words,
-            LLVM::BitcastOp::create(rewriter, loc, e.i32, widened), e.c32(i));
+            rewriter, loc, words, widen(pair), e.c32(i));
       }
       e.smem = dst[0];
-      LLVM::StoreOp::create(
-          rewriter, loc, words,
-          e.sharedAt(e.add(dst[1], swizzled(row, e.mul(column, e.c32(2))))),
-          16);
+      LLVM::StoreOp::create(rewriter, loc, words, e.sharedAt(dstAt), 16);
     }
     NVVM::FenceProxyOp::create(
         rewriter, loc, NVVM::ProxyKind::async_shared,

@@ -3,19 +3,23 @@
 // fagpu.widen_tile: an e4m3 cache's K tile [64, 128] (one 128-byte line of
 // codes a row) widened into a 16-bit tile's two 64-column blocks. Piece p
 // (8 codes) is row p / 16, columns 8 (p mod 16) ..: 1024 pieces, 8 a
-// thread. Each reads 8 bytes at its swizzled place in the e4m3 line,
-// converts 4 pairs, and writes 16 bytes into column block (p mod 16) / 8 of
-// the 16-bit tile (8192 bytes apart), chunk p mod 8 XOR row mod 8; then the
-// fence for the async proxy and the warpgroup's barrier.
+// thread, 8 rows (1024 bytes, the swizzle's period) apart, so a thread's
+// addresses are computed once and stepped. Each piece reads 8 bytes at its
+// swizzled place in the e4m3 line, converts 4 pairs, and writes 16 bytes
+// into column block (p mod 16) / 8 of the 16-bit tile (8192 bytes apart),
+// chunk p mod 8 XOR row mod 8; then the fence for the async proxy and the
+// warpgroup's barrier.
 
 // CHECK-LABEL: llvm.func @widen_f16
 // CHECK-NOT: scf.if
-// CHECK: llvm.load {{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> i64
-// CHECK: llvm.bitcast {{.*}} : i64 to vector<4xi16>
-// CHECK-COUNT-4: nvvm.convert.f8x2.to.f16x2 {{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
 // CHECK: arith.muli %{{.*}}, %c8192_i32
+// CHECK: llvm.load {{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<4xi16>
+// CHECK-COUNT-4: nvvm.convert.f8x2.to.f16x2 {{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
 // CHECK: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
-// CHECK-COUNT-28: nvvm.convert.f8x2.to.f16x2
+// CHECK: %c1024_i32
+// CHECK-COUNT-24: nvvm.convert.f8x2.to.f16x2
+// CHECK: %c7168_i32
+// CHECK-COUNT-4: nvvm.convert.f8x2.to.f16x2
 // CHECK-NOT: nvvm.convert.f8x2.to.f16x2
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32

@@ -398,6 +398,14 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       // One consumer leaves room for a second CTA, which plays the part of
       // the ping-pong partner.
       fields.ctasPerSm = fields.consumers == 1 ? 2 : 1;
+      // An e4m3 cache beside a 16-bit Q: the widened K/V ring's two stages
+      // and the cache ring's leave no room for a second CTA
+      // (SM90Layout::widensKeyValues).
+      Type kvElement = cast<MemRefType>(nest->k.getType()).getElementType();
+      Type qElement = cast<MemRefType>(nest->q.getType()).getElementType();
+      if (isa<Float8E4M3FNType>(kvElement) &&
+          !isa<Float8E4M3FNType>(qElement))
+        fields.ctasPerSm = 1;
       if (ctasPerSm) {
         if (ctasPerSm != 1 && !(ctasPerSm == 2 && fields.consumers == 1))
           return emitError(forall.getLoc())

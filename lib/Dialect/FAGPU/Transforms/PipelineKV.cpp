@@ -33,11 +33,16 @@ std::optional<std::string> chooseStages(Target target, AttentionOp op,
   bool widens = target == Target::sm_90a && op.hasFP8KeyValues();
   const int64_t limit = maxSharedBytes(f.ctasPerSm);
   int64_t preferred =
-      op.isFP8() ? fp8PreferredStages(headDim, f.blockC, op.getCausal())
-                 : kPreferredStages;
+      op.isFP8()  ? fp8PreferredStages(headDim, f.blockC, op.getCausal())
+      : widens    ? kWideningPreferredStages
+                  : kPreferredStages;
   f.stages = requested ? requested : preferred;
-  if (!requested && sharedBytesOf(target, headDim, f, elementBytes, widens) > limit)
-    f.stages = 2;
+  // Where the preferred depth does not fit: 2 (an e4m3 cache's ring: the
+  // deepest that fits, down to 2).
+  if (!requested)
+    while (f.stages > 2 &&
+           sharedBytesOf(target, headDim, f, elementBytes, widens) > limit)
+      f.stages = widens ? f.stages - 1 : 2;
   if (f.stages < 2 || f.stages > 4)
     return "stages must be 2, 3 or 4, got " + std::to_string(f.stages);
   int64_t bytes = sharedBytesOf(target, headDim, f, elementBytes, widens);

@@ -161,6 +161,10 @@ inline constexpr int64_t kPreferredStages = 3;
 /// two addresses live at once beside the loop's ring positions, which the
 /// 24 registers of a TMA-only producer do not hold.
 inline constexpr int64_t kWideningProducerRegisters = 40;
+/// The cache ring's depth of an e4m3 cache's kernel where it fits: 4
+/// (decode, one CTA per SM: 1.19-1.31x the f16 cache's tokens/s against
+/// 1.17-1.30x with 3, bench/results/2026-12-06-fp8-kv-cache-h100.md).
+inline constexpr int64_t kWideningPreferredStages = 4;
 /// ... of an e4m3 kernel with B_c = `blockC` at `headDim`: 2 for D = 128
 /// at B_c 224 (3 stages take 201 KiB of shared memory and measured 4-5%
 /// slower, bench/results/2026-12-03-fp8-block-c.md) and for causal D = 256

@@ -42,12 +42,13 @@ struct SM90Layout {
   /// An e4m3 KV cache beside a 16-bit Q: the TMA fills a ring of `stages`
   /// stages of the cache's e4m3 K and V tiles (the cache ring), and the
   /// producer warpgroup widens each block into the 16-bit K/V ring the
-  /// consumers read, of kWidenedStages stages. Widening a block takes a
-  /// small part of the time its bytes take to arrive, so one 16-bit stage
-  /// decouples it from the consumers; the loads in flight, which set the
-  /// bandwidth, are the cache ring's.
+  /// consumers read, of kWidenedStages stages. With one 16-bit stage the
+  /// producer widens block j + 1 only once the consumer is done with block
+  /// j, so widening and the consumer's work take turns; two let them
+  /// overlap (decode: 1.18-1.32x the f16 cache's tokens/s against
+  /// 0.95-1.14x with one, bench/results/2026-12-06-fp8-kv-cache-h100.md).
   bool widensKeyValues = false;
-  static constexpr int64_t kWidenedStages = 1;
+  static constexpr int64_t kWidenedStages = 2;
 
   int64_t blockR() const { return consumers * kRowsPerConsumer; }
   int64_t qBytes() const { return blockR() * headDim * elementBytes; }
