@@ -71,6 +71,7 @@ using fagpu::kRowsPerConsumer;                         // wgmma M
 constexpr int64_t kPingPongBarrier = 1; // named barriers 1 .. consumers
 constexpr int64_t kEpilogueBarrier = 4; // 4 + c: consumer c's four warps
 constexpr int64_t kWidenBarrier = 8;    // the producer warpgroup's 128
+constexpr int64_t kWidenValuesBarrier = 9; // the V widener's 128
 
 /// What the generated kernel is specialised for: the mask and FA4 choices
 /// (SoftmaxConfig), the shared-memory layout (fagpu::SM90Layout), and the
@@ -102,7 +103,13 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// blocks; the TMA zero-fills the columns past each tensor's own.
   int64_t keyColumns = 0, outputColumns = 0;
 
-  int64_t threads() const { return 128 * (1 + consumers); }
+  /// An e4m3 cache read by one consumer: a warpgroup of its own widens V
+  /// while the producer's widens K (SM90Layout::widensKeyValues).
+  bool valueWidener = false;
+
+  int64_t threads() const {
+    return 128 * (1 + consumers + (valueWidener ? 1 : 0));
+  }
   /// e4m3: P's row sums by an MMA against the layout's ones-column tile
   /// (the softmax step then skips them: SoftmaxConfig::noRowSum).
   bool rowSumMma() const { return rowSumTiles; }
@@ -422,6 +429,9 @@ private:
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
   void emitWideningProducer();
+  /// The V widener's tiles: each K/V block's V from the cache ring into
+  /// the K/V ring (valueWidener).
+  void emitValueWidener();
   /// An e4m3 cache's producer: the warpgroup widens each K/V block the
   /// TMA brought into the cache ring into the K/V ring (one thread issues
   /// the loads).
@@ -430,7 +440,8 @@ private:
   /// V of stage `stage` of `pipe`: a page's rows, pages gathered, or rows
   /// of a contiguous K/V.
   void loadKeyValueBlock(const AttentionTile &tile, Value j, Value pipe,
-                         Value stage, bool acquire, Value parity);
+                         Value stage, bool acquireKey, bool acquireValue,
+                         Value parity);
   std::optional<PendingTile>
   emitConsumerTile(const AttentionTile &tile, Value tileIndex,
                    const PendingTile *previous);
@@ -596,6 +607,43 @@ void KernelBuilder::emitWideningProducer() {
   inProducer = false;
 }
 
+void KernelBuilder::emitValueWidener() {
+  inProducer = true;
+  assertsTileInputs = false;
+  Value first = eq(remu(tid, c32(128)), c32(0));
+  emitTileLoop([&](const AttentionTile &tile, Value, ValueRange) {
+    auto ifAny =
+        scf::IfOp::create(b, loc, ult(tile.firstBlock, tile.numBlocks), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifAny.thenBlock());
+    auto loop =
+        scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    Value i = sub(j, tile.firstBlock);
+    Value cached = remu(i, c32(spec.stages));
+    Value cachedParity =
+        arith::AndIOp::create(b, loc, divu(i, c32(spec.stages)), c32(1));
+    Value stage = stageOf(j);
+    Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
+    fagpu::PipelineWaitOp::create(b, loc, cachePipe, cached, cachedParity,
+                                  kValue);
+    fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, kValue);
+    Value codes = fagpu::PipelineTileOp::create(b, loc, cacheTileType,
+                                                cachePipe, cached, kValue);
+    fagpu::WidenTileOp::create(b, loc, codes, kvTile(stage, kValue),
+                               c32(kWidenValuesBarrier));
+    // The warpgroup's reads of the cache stage are done: its V half back
+    // to the issuer, and the widened tile to the consumer.
+    fagpu::PipelineReleaseOp::create(b, loc, cachePipe, cached, kValue);
+    auto ifFirst = scf::IfOp::create(b, loc, first, false);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    fagpu::PipelineCommitOp::create(b, loc, kvPipe, stage, kValue);
+    return SmallVector<Value>();
+  });
+  inProducer = false;
+}
+
 void KernelBuilder::emitProducerTile(const AttentionTile &tile,
                                      Value tileIndex) {
   Value buffer = claimQBuffer(tileIndex, tile.id);
@@ -610,14 +658,15 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   // A stage is free once both consumers released it in the previous round
   // (a fresh barrier passes the wait on parity 1).
   Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
-  loadKeyValueBlock(tile, j, kvPipe, stage, /*acquire=*/true, parity);
+  loadKeyValueBlock(tile, j, kvPipe, stage, /*acquireKey=*/true,
+                    /*acquireValue=*/true, parity);
 }
 
 void KernelBuilder::loadKeyValueBlock(const AttentionTile &tile, Value j,
-                                      Value pipe, Value stage, bool acquire,
-                                      Value parity) {
+                                      Value pipe, Value stage, bool acquireKey,
+                                      bool acquireValue, Value parity) {
   auto acquireBuffer = [&](int64_t buffer) {
-    if (acquire)
+    if (buffer == kKey ? acquireKey : acquireValue)
       fagpu::PipelineAcquireOp::create(b, loc, pipe, stage, parity, buffer);
   };
   int64_t pageSize = spec.inputs.pageSize;
@@ -688,12 +737,17 @@ void KernelBuilder::emitWideningProducerTile(const AttentionTile &tile,
   auto cacheStage = [&](Value j) {
     return remu(sub(j, tile.firstBlock), c32(cacheStages));
   };
+  // Where the V widener reads V, the V half of a cache stage is free once
+  // it released it (a fresh barrier passes the wait on parity 1).
   auto loadIfInTile = [&](Value j) {
     auto ifInTile = scf::IfOp::create(b, loc, ult(j, tile.numBlocks), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifInTile.thenBlock());
-    loadKeyValueBlock(tile, j, cachePipe, cacheStage(j), /*acquire=*/false,
-                      Value());
+    Value round = divu(sub(j, tile.firstBlock), c32(cacheStages));
+    Value freeParity = arith::XOrIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, round, c32(1)), c32(1));
+    loadKeyValueBlock(tile, j, cachePipe, cacheStage(j), /*acquireKey=*/false,
+                      /*acquireValue=*/spec.valueWidener, freeParity);
   };
   onIssuer([&] {
     for (int64_t ahead = 0; ahead + 1 < cacheStages; ++ahead)
@@ -710,7 +764,10 @@ void KernelBuilder::emitWideningProducerTile(const AttentionTile &tile,
       b, loc, divu(sub(j, tile.firstBlock), c32(cacheStages)), c32(1));
   Value stage = stageOf(j);
   Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
-  for (int64_t buffer : {kKey, kValue}) {
+  SmallVector<int64_t> widened = {kKey};
+  if (!spec.valueWidener)
+    widened.push_back(kValue);
+  for (int64_t buffer : widened) {
     fagpu::PipelineWaitOp::create(b, loc, cachePipe, cached, cachedParity,
                                   buffer);
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);
@@ -1401,16 +1458,28 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   }
   fagpu::InitPipelinesOp::create(b, loc, pipelines, warpArrivals);
 
+  // The V widener is the warpgroup after the consumers, at their
+  // registers.
   auto roles = fagpu::WarpSpecializeOp::create(
-      b, loc, group, spec.consumers, spec.producerRegisters,
-      spec.consumerRegisters);
+      b, loc, group, spec.consumers + (spec.valueWidener ? 1 : 0),
+      spec.producerRegisters, spec.consumerRegisters);
   {
     OpBuilder::InsertionGuard g2(b);
     b.createBlock(&roles.getProducer());
     emitProducer();
     Block *consumerBlock =
         b.createBlock(&roles.getConsumer(), {}, {i32}, {loc});
-    emitConsumer(consumerBlock->getArgument(0));
+    Value index = consumerBlock->getArgument(0);
+    if (!spec.valueWidener) {
+      emitConsumer(index);
+    } else {
+      auto ifWidener = scf::IfOp::create(
+          b, loc, eq(index, c32(spec.consumers)), /*withElse=*/true);
+      b.setInsertionPointToStart(ifWidener.thenBlock());
+      emitValueWidener();
+      b.setInsertionPointToStart(ifWidener.elseBlock());
+      emitConsumer(index);
+    }
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
@@ -1533,6 +1602,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   }
   if (widens)
     spec.inputs.keyValueDtype = "e4m3";
+  // One consumer: a warpgroup of its own widens V beside the producer's K.
+  spec.valueWidener = widens && spec.consumers == 1;
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
                                  spec.fp8 ? "e4m3" : outDtype, spec.inputs);
   return spec;

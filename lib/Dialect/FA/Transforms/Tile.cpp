@@ -141,6 +141,10 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     const fagpu::KernelDefaults *row =
         fagpu::defaultsFor(gpu, d, op.getCausal());
     int64_t br = op.getBlockR().value_or(blockR);
+    // An e4m3 cache beside a 16-bit Q (sm_90a): its kernel's tiles.
+    bool widens = gpu == fagpu::Target::sm_90a && op.hasFP8KeyValues();
+    if (br == 0 && widens)
+      br = fagpu::kWideningBlockR;
     if (br == 0 && row && op.getKvSplits())
       br = fagpu::splitKVDefaults(gpu, d, op.getCausal()).blockR;
     if (br == 0) {
@@ -158,8 +162,9 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     int64_t bc = op.getBlockC().value_or(blockC);
     bool explicitBlockC = bc != 0;
     if (bc == 0)
-      bc = fp8 ? fagpu::fp8DefaultBlockC(d)
-               : fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
+      bc = fp8      ? fagpu::fp8DefaultBlockC(d)
+           : widens ? fagpu::kWideningBlockC
+                    : fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
     // A paged cache: a K/V block lies in one page (one TMA box) or spans
     // whole pages (one box each, gathered into the block's tile); B_c stays
     // a multiple of the MMA's k = 16, and so does the page.

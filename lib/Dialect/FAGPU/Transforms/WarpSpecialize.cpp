@@ -36,14 +36,19 @@ struct WarpSpecializePass
       if (f.consumers < 1)
         return std::string("the schedule has no consumer warpgroups to "
                            "give registers to (consumers = 0)");
-      const int64_t threads = 128 * (f.consumers + 1);
+      // An e4m3 cache read by one consumer: a warpgroup widening V beside
+      // the producer (SM90Kernel.cpp) takes a consumer's registers.
+      const int64_t wideners =
+          op.hasFP8KeyValues() && f.consumers == 1 ? 1 : 0;
+      const int64_t threads = 128 * (f.consumers + 1 + wideners);
       const int64_t pool =
           launchRegistersPerThread(threads, f.ctasPerSm) * threads;
       f.producerRegisters =
           op.hasFP8KeyValues()
               ? std::max<int64_t>(producerRegisters, kWideningProducerRegisters)
               : int64_t(producerRegisters);
-      int64_t fair = (pool / 128 - f.producerRegisters) / f.consumers / 8 * 8;
+      int64_t fair = (pool / 128 - f.producerRegisters) /
+                     (f.consumers + wideners) / 8 * 8;
       f.consumerRegisters =
           consumerRegisters ? int64_t(consumerRegisters)
                             : std::min<int64_t>(fair, 240);

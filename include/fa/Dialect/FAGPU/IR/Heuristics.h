@@ -161,6 +161,14 @@ inline constexpr int64_t kPreferredStages = 3;
 /// two addresses live at once beside the loop's ring positions, which the
 /// 24 registers of a TMA-only producer do not hold.
 inline constexpr int64_t kWideningProducerRegisters = 40;
+/// The tiles of an e4m3 cache's kernel (beside a 16-bit Q, sm_90a) where
+/// none are asked: one consumer (B_r 64: decode's rows are few) with a
+/// warpgroup of its own widening V beside the producer's K, and B_c 128,
+/// whose blocks carry twice the bytes per barrier hand-off and widening
+/// round of B_c 64's (decode under CUDA graphs 1.48-1.72x the f16 cache's
+/// tokens/s against 1.34-1.46x at B_c 64,
+/// bench/results/2026-12-06-fp8-kv-cache-h100.md).
+inline constexpr int64_t kWideningBlockR = 64, kWideningBlockC = 128;
 /// The cache ring's depth of an e4m3 cache's kernel where it fits: 4
 /// (decode, one CTA per SM: 1.19-1.31x the f16 cache's tokens/s against
 /// 1.17-1.30x with 3, bench/results/2026-12-06-fp8-kv-cache-h100.md).
