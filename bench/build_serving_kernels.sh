@@ -58,6 +58,16 @@ done
 for mask in plain causal; do
   cache_kernels $mask 0 e4m3
 done
+# ... beside a bf16 Q (decode; its widening goes through f32).
+for split in "" "--split-kv auto"; do
+  stag=${split:+_splitkv}
+  for page in 0 64; do
+    ptag=""; pflags=()
+    if [ "$page" != 0 ]; then ptag="_paged$page"; pflags=(--page-size "$page"); fi
+    fc --head-dim 128 --dtype bf16 $split --kv-lengths "${pflags[@]}" \
+      --kv-dtype e4m3 -o "$OUT/sm_90a_d128_bf16${stag}_kvlens${ptag}_kve4m3"
+  done
+done
 # flash_attn_func at decode shapes (no lengths) and the tiny causal call of
 # bench/serving.py's host-cost rows.
 for split in "" "--split-kv auto"; do

@@ -137,6 +137,56 @@ def test_e4m3_cache_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("page", [0, 64])
+@pytest.mark.parametrize("splits,per_head", [(0, False), (3, True)])
+def test_e4m3_cache_beside_bf16_queries(cuda_flashmlir, page, splits,
+                                        per_head):
+    """A bf16 q: the widened tiles are bf16 (through f32, exactly); O in bf16
+    within the 2x rule of torch's bf16 error against fp32 on the
+    dequantised cache."""
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(11 + page + splits)
+    b, hq, hkv, capacity = 2, 32, 8, 700
+    lengths = [capacity, capacity - 9]
+    k16, v16, table = _cache(torch, b, capacity, hkv, 128, page,
+                             torch.float32)
+    shape = (b, hkv) if per_head else (1,)
+    k_descale = 0.01 + 0.01 * torch.rand(shape, device="cuda")
+    v_descale = 0.01 + 0.01 * torch.rand(shape, device="cuda")
+    k8 = torch.empty_like(k16, dtype=torch.float8_e4m3fn)
+    v8 = torch.empty_like(k8)
+    kd, vd = k16.clone(), v16.clone()
+    for i in range(b):
+        rows = (table[i].long() if table is not None else
+                torch.tensor([i], device="cuda"))
+        for codes, deq, src, ds in ((k8, kd, k16, k_descale),
+                                    (v8, vd, v16, v_descale)):
+            d = ds if ds.numel() == 1 else ds[i:i + 1]
+            c, x = _quantised(torch, src[rows], d)
+            codes[rows], deq[rows] = c, x
+    q = torch.randn(b, 1, hq, 128, device="cuda", dtype=torch.bfloat16)
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    out = flashmlir.flash_attn_with_kvcache(
+        q, k8, v8, cache_seqlens=lens, block_table=table, num_splits=splits,
+        kernel_dir=_kernel_dir(page), k_descale=k_descale,
+        v_descale=v_descale)
+    assert out.dtype == torch.bfloat16
+    scale = 1 / math.sqrt(128)
+    for i, n in enumerate(lengths):
+        kb = _dense(torch, kd, table, b, n)[i:i + 1]
+        vb = _dense(torch, vd, table, b, n)[i:i + 1]
+        qb = q[i:i + 1].transpose(1, 2).float()
+        ref = masked_reference(torch, qb, kb, vb, scale)
+        low = masked_reference(torch, qb.bfloat16(), kb.bfloat16(),
+                               vb.bfloat16(), scale,
+                               dtype=torch.bfloat16).float()
+        err = (out[i:i + 1].transpose(1, 2).float() - ref).norm() / \
+            ref.norm()
+        torch_err = (low - ref).norm() / ref.norm()
+        assert err <= 2 * torch_err + 1e-4, (i, err.item(), torch_err.item())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("page", [0, 64])
 def test_e4m3_append_quantises_the_new_keys(cuda_flashmlir, page):
     """k and v given in f16 are written into the e4m3 cache as their
     quantised codes (saturated, not NaN, past 448 descales) and attended."""

@@ -130,6 +130,9 @@ def fa_compile_vector(rng):
         opts["--page-size"] = pick(rng, [16, 64, 256], [-1, 40, 2**21])
     if rng.random() < 0.1:
         opts["--varlen"] = None
+    if rng.random() < 0.1:
+        # An e4m3 KV cache beside a 16-bit Q.
+        opts["--kv-dtype"] = pick(rng, ["e4m3"], ["e5m2", "f16", ""], 0.2)
     return opts
 
 
