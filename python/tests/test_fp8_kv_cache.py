@@ -68,6 +68,26 @@ def _quantised(torch, cache, descale):
     return codes, codes.float() * d
 
 
+def _quantised_cache(torch, k, v, table, k_descale, v_descale):
+    """The e4m3 codes of caches k and v (contiguous [B, N, Hkv, D] or paged
+    through `table`) and their dequantised values in f32, sequence by
+    sequence where the descales are per (batch, K/V head): a paged cache's
+    pages belong to one sequence each through the table."""
+    k8 = torch.empty_like(k, dtype=torch.float8_e4m3fn)
+    v8 = torch.empty_like(k8)
+    kd, vd = k.float(), v.float()
+    b = table.shape[0] if table is not None else k.shape[0]
+    for i in range(b):
+        rows = (table[i].long() if table is not None else
+                torch.tensor([i], device="cuda"))
+        for codes, deq, src, ds in ((k8, kd, k, k_descale),
+                                    (v8, vd, v, v_descale)):
+            d = ds if ds.numel() == 1 else ds[i:i + 1]
+            c, x = _quantised(torch, src[rows], d)
+            codes[rows], deq[rows] = c, x
+    return k8, v8, kd, vd
+
+
 def _kernel_dir(page):
     return os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR") if page else \
         os.environ.get("FLASHMLIR_KERNEL_DIR")
@@ -98,19 +118,8 @@ def test_e4m3_cache_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
     else:
         k_descale = torch.tensor([0.02], device="cuda")
         v_descale = torch.tensor([0.004], device="cuda")
-    # Quantise per sequence where the descales are per (batch, head): a
-    # paged cache's pages belong to one sequence each through the table.
-    k8 = torch.empty_like(k16, dtype=torch.float8_e4m3fn)
-    v8 = torch.empty_like(k8)
-    kd, vd = k16.float(), v16.float()
-    for i in range(b):
-        rows = (table[i].long() if table is not None else
-                torch.tensor([i], device="cuda"))
-        for codes, deq, src, ds in ((k8, kd, k16, k_descale),
-                                    (v8, vd, v16, v_descale)):
-            d = ds if ds.numel() == 1 else ds[i:i + 1]
-            c, x = _quantised(torch, src[rows], d)
-            codes[rows], deq[rows] = c, x
+    k8, v8, kd, vd = _quantised_cache(torch, k16, v16, table, k_descale,
+                                      v_descale)
     q = torch.randn(b, nq, hq, 128, device="cuda", dtype=torch.float16)
     lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
     out, lse = flashmlir.flash_attn_with_kvcache(
@@ -152,17 +161,8 @@ def test_e4m3_cache_beside_bf16_queries(cuda_flashmlir, page, splits,
     shape = (b, hkv) if per_head else (1,)
     k_descale = 0.01 + 0.01 * torch.rand(shape, device="cuda")
     v_descale = 0.01 + 0.01 * torch.rand(shape, device="cuda")
-    k8 = torch.empty_like(k16, dtype=torch.float8_e4m3fn)
-    v8 = torch.empty_like(k8)
-    kd, vd = k16.clone(), v16.clone()
-    for i in range(b):
-        rows = (table[i].long() if table is not None else
-                torch.tensor([i], device="cuda"))
-        for codes, deq, src, ds in ((k8, kd, k16, k_descale),
-                                    (v8, vd, v16, v_descale)):
-            d = ds if ds.numel() == 1 else ds[i:i + 1]
-            c, x = _quantised(torch, src[rows], d)
-            codes[rows], deq[rows] = c, x
+    k8, v8, kd, vd = _quantised_cache(torch, k16, v16, table, k_descale,
+                                      v_descale)
     q = torch.randn(b, 1, hq, 128, device="cuda", dtype=torch.bfloat16)
     lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
     out = flashmlir.flash_attn_with_kvcache(

@@ -359,11 +359,7 @@ struct WidenTileLowering : OpConversionPattern<fagpu::WidenTileOp> {
       e.smem = dst[0];
       LLVM::StoreOp::create(rewriter, loc, words, e.sharedAt(dstAt), 16);
     }
-    NVVM::FenceProxyOp::create(
-        rewriter, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    NVVM::BarrierOp::create(rewriter, loc, Type(), adaptor.getBarrier().front(),
-                            e.c32(128), NVVM::BarrierReductionAttr(), Value());
+    publishToAsyncProxy(e, loc, adaptor.getBarrier().front());
     rewriter.eraseOp(op);
     return success();
   }

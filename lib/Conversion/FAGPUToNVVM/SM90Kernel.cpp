@@ -429,6 +429,10 @@ private:
   void emitProducer();
   void emitProducerTile(const AttentionTile &tile, Value tileIndex);
   void emitWideningProducer();
+  /// The tile loop of a role that loads or widens K/V: `perTile` for each
+  /// of the CTA's tiles with blocks (a split-KV chunk may have none).
+  void emitLoadingTileLoop(
+      llvm::function_ref<void(const AttentionTile &, Value)> perTile);
   /// The V widener's tiles: each K/V block's V from the cache ring into
   /// the K/V ring (valueWidener).
   void emitValueWidener();
@@ -561,6 +565,13 @@ void KernelBuilder::emitProducer() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifIssuer.thenBlock());
   prefetchTensorMaps();
+  emitLoadingTileLoop([&](const AttentionTile &tile, Value tileIndex) {
+    emitProducerTile(tile, tileIndex);
+  });
+}
+
+void KernelBuilder::emitLoadingTileLoop(
+    llvm::function_ref<void(const AttentionTile &, Value)> perTile) {
   inProducer = true;
   // The consumers assert the tiles' lengths, prefix sums and block-table
   // entries (every role decodes every tile; one role checking is enough,
@@ -568,14 +579,14 @@ void KernelBuilder::emitProducer() {
   assertsTileInputs = false;
   emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
     if (!spec.kvSplits) {
-      emitProducerTile(tile, tileIndex);
+      perTile(tile, tileIndex);
       return SmallVector<Value>();
     }
     auto ifAny =
         scf::IfOp::create(b, loc, ult(tile.firstBlock, tile.numBlocks), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
-    emitProducerTile(tile, tileIndex);
+    perTile(tile, tileIndex);
     return SmallVector<Value>();
   });
   inProducer = false;
@@ -590,32 +601,15 @@ void KernelBuilder::emitWideningProducer() {
     b.setInsertionPointToStart(ifIssuer.thenBlock());
     prefetchTensorMaps();
   }
-  inProducer = true;
-  assertsTileInputs = false;
-  emitTileLoop([&](const AttentionTile &tile, Value tileIndex, ValueRange) {
-    if (!spec.kvSplits) {
-      emitWideningProducerTile(tile, tileIndex);
-      return SmallVector<Value>();
-    }
-    auto ifAny =
-        scf::IfOp::create(b, loc, ult(tile.firstBlock, tile.numBlocks), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifAny.thenBlock());
+  emitLoadingTileLoop([&](const AttentionTile &tile, Value tileIndex) {
     emitWideningProducerTile(tile, tileIndex);
-    return SmallVector<Value>();
   });
-  inProducer = false;
 }
 
 void KernelBuilder::emitValueWidener() {
-  inProducer = true;
-  assertsTileInputs = false;
   Value first = eq(remu(tid, c32(128)), c32(0));
-  emitTileLoop([&](const AttentionTile &tile, Value, ValueRange) {
-    auto ifAny =
-        scf::IfOp::create(b, loc, ult(tile.firstBlock, tile.numBlocks), false);
+  emitLoadingTileLoop([&](const AttentionTile &tile, Value) {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifAny.thenBlock());
     auto loop =
         scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
     b.setInsertionPointToStart(loop.getBody());
@@ -639,9 +633,7 @@ void KernelBuilder::emitValueWidener() {
     auto ifFirst = scf::IfOp::create(b, loc, first, false);
     b.setInsertionPointToStart(ifFirst.thenBlock());
     fagpu::PipelineCommitOp::create(b, loc, kvPipe, stage, kValue);
-    return SmallVector<Value>();
   });
-  inProducer = false;
 }
 
 void KernelBuilder::emitProducerTile(const AttentionTile &tile,

@@ -95,7 +95,6 @@ struct InitRowSumTileLowering : OpConversionPattern<fagpu::InitRowSumTileOp> {
     if (!isa<Float8E4M3FNType>(type.getElementType()))
       return rewriter.notifyMatchFailure(op, "the ones are e4m3 codes");
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     OpEmitter e(rewriter, loc, type.getElementType());
     ValueRange tile = adaptor.getTile();
     e.smem = tile[0];
@@ -129,11 +128,7 @@ struct InitRowSumTileLowering : OpConversionPattern<fagpu::InitRowSumTileOp> {
       LLVM::StoreOp::create(rewriter, loc, value,
                             e.sharedAt(e.add(tile[1], byte)), 16);
     }
-    NVVM::FenceProxyOp::create(
-        rewriter, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    NVVM::BarrierOp::create(rewriter, loc, Type(), adaptor.getBarrier().front(),
-                            e.c32(128), NVVM::BarrierReductionAttr(), Value());
+    publishToAsyncProxy(e, loc, adaptor.getBarrier().front());
     rewriter.eraseOp(op);
     return success();
   }

@@ -439,6 +439,19 @@ inline Value sharedBase(OpEmitter &e, Operation *op, bool rowMajor = false) {
 
 /// The softmax configuration a step op carries (the sm_90a/sm_80 and
 /// the sm_100a steps read it alike).
+/// After a warpgroup's threads wrote a shared-memory tile an MMA will read:
+/// each fences its writes for the async proxy (wgmma reads shared memory
+/// through it), then the 128 meet at named barrier `barrier`.
+inline void publishToAsyncProxy(OpEmitter &e, Location loc, Value barrier) {
+  OpBuilder &b = e.builder();
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+  NVVM::BarrierOp::create(b, loc, Type(), barrier, e.c32(128),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
 inline SoftmaxConfig configOf(fagpu::SoftmaxStepOp op) {
   SoftmaxConfig config;
   config.causal = op.getCausal();
