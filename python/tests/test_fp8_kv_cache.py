@@ -146,6 +146,49 @@ def test_e4m3_cache_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("page", [0, 64])
+@pytest.mark.parametrize("hq,nq", [(32, 4), (64, 7)])
+def test_e4m3_cache_with_query_groups(cuda_flashmlir, page, hq, nq):
+    """Speculative decoding's few queries on an e4m3 cache of 64 MiB (K +
+    V codes): the call packs the query heads into a query-group kernel
+    (query_group_for) and its O and LSE match fp32 on the dequantised
+    cache."""
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(3 + hq + nq + page)
+    b, hkv, capacity = 2, 8, 16384
+    lengths = [capacity, capacity - 41]
+    k16, v16, table = _cache(torch, b, capacity, hkv, 128, page,
+                             torch.float16)
+    k_descale = torch.tensor([0.01], device="cuda")
+    v_descale = torch.tensor([0.01], device="cuda")
+    k8, v8, kd, vd = _quantised_cache(torch, k16, v16, table, k_descale,
+                                      v_descale)
+    q = torch.randn(b, nq, hq, 128, device="cuda", dtype=torch.float16)
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    flashmlir._calls.clear()
+    out, lse = flashmlir.flash_attn_with_kvcache(
+        q, k8, v8, cache_seqlens=lens, block_table=table, causal=True,
+        return_softmax_lse=True, kernel_dir=_kernel_dir(page),
+        k_descale=k_descale, v_descale=v_descale)
+    (call,) = flashmlir._calls.values()
+    assert call.query_group == hq // hkv
+    scale = 1 / math.sqrt(128)
+    for i, n in enumerate(lengths):
+        kb = _dense(torch, kd, table, b, n)[i:i + 1]
+        vb = _dense(torch, vd, table, b, n)[i:i + 1]
+        qb = q[i:i + 1].transpose(1, 2).float()
+        ref, lse_ref = masked_reference(torch, qb, kb, vb, scale,
+                                        causal=True, with_lse=True)
+        half = masked_reference(torch, qb.half(), kb.half(), vb.half(), scale,
+                                causal=True, dtype=torch.float16).float()
+        err = (out[i:i + 1].transpose(1, 2).float() - ref).norm() / \
+            ref.norm()
+        torch_err = (half - ref).norm() / ref.norm()
+        assert err <= 2 * torch_err + 1e-4, (i, err.item(), torch_err.item())
+        assert (lse[i] - lse_ref[0]).abs().max().item() <= 2e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("page", [0, 64])
 @pytest.mark.parametrize("splits,per_head", [(0, False), (3, True)])
 def test_e4m3_cache_beside_bf16_queries(cuda_flashmlir, page, splits,
                                         per_head):
