@@ -58,9 +58,6 @@ done
 for mask in plain causal; do
   cache_kernels $mask 0 e4m3
 done
-for group in 4 8; do
-  cache_kernels causal $group e4m3
-done
 # ... beside a bf16 Q (decode; its widening goes through f32).
 for split in "" "--split-kv auto"; do
   stag=${split:+_splitkv}
