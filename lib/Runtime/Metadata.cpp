@@ -122,10 +122,9 @@ public:
                                     : m.sharedBytes) = v;
         if (key == "tma_box_cols")
           m.hasTmaBoxCols = true;
-      } else if (key == "causal" || key == "tile_grid" ||
-                 key == "persistent" || key == "bottom_right" ||
-                 key == "writes_lse" || key == "split_kv" ||
-                 key == "kv_lengths" || key == "varlen") {
+      } else if (key == "causal" || key == "tile_grid" || key == "persistent" ||
+                 key == "bottom_right" || key == "writes_lse" ||
+                 key == "split_kv" || key == "kv_lengths" || key == "varlen") {
         bool &flag = key == "causal"         ? m.causal
                      : key == "tile_grid"    ? m.tileGrid
                      : key == "bottom_right" ? m.bottomRight

@@ -77,10 +77,9 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
                    (fp8 ? outputDtype(options) : elt) + ">";
   // A paged cache [pages, Hkv, page_size, D] (the page size is static).
   auto kvType = [&](const std::string &columns) {
-    return options.pageSize
-               ? "memref<?x?x" + std::to_string(options.pageSize) + "x" +
-                     columns + "x" + kvElt + ">"
-               : "memref<?x?x?x" + columns + "x" + kvElt + ">";
+    return options.pageSize ? "memref<?x?x" + std::to_string(options.pageSize) +
+                                  "x" + columns + "x" + kvElt + ">"
+                            : "memref<?x?x?x" + columns + "x" + kvElt + ">";
   };
   std::string kv = kvType(d), vt = kvType(dv);
   std::string lse = "memref<?x?x?xf32>";
@@ -378,10 +377,10 @@ static std::string metadataJson(StringRef kernelName,
       {"shared_memory_bytes", built.sharedBytes},
       {"tma_box_cols", tensorMaps ? fagpu::tmaBoxColumns(options.dtype) : 0},
       // A paged cache's pages shorter than a block: one box per page.
-      {"tma_box_rows_kv",
-       !tensorMaps        ? 0
-       : options.pageSize ? std::min(blockC, options.pageSize)
-                          : blockC},
+      {"tma_box_rows_kv", !tensorMaps ? 0
+                          : options.pageSize
+                              ? std::min(blockC, options.pageSize)
+                              : blockC},
       {"tma_box_rows_o", oBoxRows},
       {"writes_lse", built.writesLse},
       {"split_kv", schedule.isSplitKV()},
@@ -393,7 +392,7 @@ static std::string metadataJson(StringRef kernelName,
       {"page_size", options.pageSize},
       // A varlen batch: sequences packed along N (cu_seqlens_q/k).
       {"varlen", options.varlen},
-      {"kv_splits", !schedule.isSplitKV() ? 0
+      {"kv_splits", !schedule.isSplitKV()  ? 0
                     : options.kvSplits < 0 ? 0
                                            : schedule.getKvSplits()},
       {"scale", double(built.scale)},
@@ -482,10 +481,10 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
                                "KV cache beside a 16-bit Q) or left out, got '"
                             << options.kvDtype << "'";
     if (!usesWgmma(options))
-      return emitError(loc) << "fa-compile: an e4m3 KV cache has a kernel on "
-                               "sm_90a wgmma only, not "
-                            << options.arch
-                            << (options.arch == "sm_90a" ? " mma-sync" : "");
+      return emitError(loc)
+             << "fa-compile: an e4m3 KV cache has a kernel on "
+                "sm_90a wgmma only, not "
+             << options.arch << (options.arch == "sm_90a" ? " mma-sync" : "");
     if (options.varlen)
       return emitError(loc) << "fa-compile: an e4m3 KV cache takes no varlen "
                                "batch";

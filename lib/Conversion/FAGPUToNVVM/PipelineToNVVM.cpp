@@ -290,9 +290,9 @@ struct WidenTileLowering : OpConversionPattern<fagpu::WidenTileOp> {
       Value inLine = e.remu(x, e.c32(lineBytes));
       Value chunk = arith::XOrIOp::create(
           rewriter, loc, e.divu(inLine, e.c32(16)), e.remu(row, e.c32(8)));
-      return e.add(e.add(e.mul(block, e.c32(blockBytes)),
-                         e.mul(row, e.c32(lineBytes))),
-                   e.add(e.mul(chunk, e.c32(16)), e.remu(inLine, e.c32(16))));
+      return e.add(
+          e.add(e.mul(block, e.c32(blockBytes)), e.mul(row, e.c32(lineBytes))),
+          e.add(e.mul(chunk, e.c32(16)), e.remu(inLine, e.c32(16))));
     };
     auto i32x4 = VectorType::get({4}, e.i32);
     auto f16x2 = VectorType::get({2}, rewriter.getF16Type());
@@ -331,8 +331,8 @@ struct WidenTileLowering : OpConversionPattern<fagpu::WidenTileOp> {
       std::optional<scf::IfOp> inTile;
       OpBuilder::InsertionGuard guard(rewriter);
       if (first + 128 > pieces) {
-        inTile = scf::IfOp::create(rewriter, loc,
-                                   e.ult(piece, e.c32(pieces)), false);
+        inTile = scf::IfOp::create(rewriter, loc, e.ult(piece, e.c32(pieces)),
+                                   false);
         rewriter.setInsertionPointToStart(inTile->thenBlock());
       }
       Value srcAt, dstAt;
@@ -347,14 +347,14 @@ struct WidenTileLowering : OpConversionPattern<fagpu::WidenTileOp> {
         dstAt = e.add(dst[1], swizzled(row, e.mul(column, e.c32(2))));
       }
       e.smem = src[0];
-      Value codes = LLVM::LoadOp::create(rewriter, loc, i16x4,
-                                         e.sharedAt(srcAt), 8);
+      Value codes =
+          LLVM::LoadOp::create(rewriter, loc, i16x4, e.sharedAt(srcAt), 8);
       Value words = LLVM::PoisonOp::create(rewriter, loc, i32x4);
       for (int64_t i = 0; i < 4; ++i) {
         Value pair =
             LLVM::ExtractElementOp::create(rewriter, loc, codes, e.c32(i));
-        words = LLVM::InsertElementOp::create(
-            rewriter, loc, words, widen(pair), e.c32(i));
+        words = LLVM::InsertElementOp::create(rewriter, loc, words, widen(pair),
+                                              e.c32(i));
       }
       e.smem = dst[0];
       LLVM::StoreOp::create(rewriter, loc, words, e.sharedAt(dstAt), 16);
@@ -374,6 +374,5 @@ void mlir::fa::warpgroup::populatePipelinePatterns(
                PipelineCommitLowering, PipelineWaitLowering,
                PipelineReleaseLowering, PipelineTileLowering,
                SharedTileLowering, TileRowsLowering, WidenTileLowering>(
-      converter,
-                                                     patterns.getContext());
+      converter, patterns.getContext());
 }

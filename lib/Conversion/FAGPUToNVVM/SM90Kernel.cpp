@@ -116,14 +116,11 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   int64_t columnBlocks() const { return headDim * elementBytes / 128; }
   std::string kernelName() const {
     return "fa3_sm90_d" + std::to_string(keyColumns) +
-           (outputColumns != keyColumns
-                ? "_dv" + std::to_string(outputColumns)
-                : std::string()) +
-           "_br" +
-           std::to_string(blockR()) + "_bc" + std::to_string(blockC) + "_s" +
-           std::to_string(stages) + (fp8 ? "_e4m3" : "") +
-           (bf16 ? "_bf16" : "_f16") +
-           (causal ? "_causal" : "") +
+           (outputColumns != keyColumns ? "_dv" + std::to_string(outputColumns)
+                                        : std::string()) +
+           "_br" + std::to_string(blockR()) + "_bc" + std::to_string(blockC) +
+           "_s" + std::to_string(stages) + (fp8 ? "_e4m3" : "") +
+           (bf16 ? "_bf16" : "_f16") + (causal ? "_causal" : "") +
            (pingPong || consumers == 1 ? "" : "_nopp") +
            (intraOverlap ? "" : "_noovl") + (persistent ? "_persistent" : "") +
            // The scheduler where it is not the mask's default (dynamic for
@@ -132,12 +129,10 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
                 ? (dynamicTiles ? "_dynamic" : "_static")
                 : "") +
            (qBuffers == 2 ? "_q2" : "") + (rowSumMma() ? "_rsmma" : "") +
-           epilogueSuffix() +
-           (kvSplits ? "_splitkv" : "") +
+           epilogueSuffix() + (kvSplits ? "_splitkv" : "") +
            (consumers == 1 && ctasPerSM == 1 ? "_1cta" : "") +
            (inputs.keyLengths ? "_kvlens" : "") +
-           (inputs.pageSize ? "_paged" + std::to_string(inputs.pageSize)
-                            : "") +
+           (inputs.pageSize ? "_paged" + std::to_string(inputs.pageSize) : "") +
            (inputs.varlen ? "_varlen" : "") +
            (widensKeyValues ? "_kve4m3" : "") + suffix();
   }
@@ -220,9 +215,9 @@ public:
                              : kvTileType;
     // An e4m3 cache: its K and V tiles as the TMA writes them, one 128-byte
     // line per row of D codes.
-    cacheTileType = fagpu::SharedTileType::get(
-        ctx, {spec.blockC, spec.headDim}, Float8E4M3FNType::get(ctx),
-        spec.blockC);
+    cacheTileType =
+        fagpu::SharedTileType::get(ctx, {spec.blockC, spec.headDim},
+                                   Float8E4M3FNType::get(ctx), spec.blockC);
   }
 
   LLVM::LLVMFuncOp build(gpu::GPUModuleOp module);
@@ -700,8 +695,8 @@ void KernelBuilder::loadKeyValueBlock(const AttentionTile &tile, Value j,
                                buffer, /*column=*/firstKey);
       continue;
     }
-    fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row,
-                             matrix, pipe, stage, buffer, Value());
+    fagpu::TmaLoadOp::create(b, loc, buffer == kKey ? kMap : vMap, row, matrix,
+                             pipe, stage, buffer, Value());
   }
 }
 
@@ -909,12 +904,10 @@ void KernelBuilder::useDescales(const AttentionTile &tile) {
     // An e4m3 cache: K's and V's descales, per tensor or per (batch, K/V
     // head). S = k_descale (Q K8^T): K's folds into the tile's scale; O =
     // v_descale P V8: V's into the epilogue's normalisation.
-    Value perHead =
-        eq(descaleLayout, c32(int64_t(fagpu::DescaleLayout::Head)));
-    Value headIndex = select(perHead, add(mul(tile.batch, hkv), tile.kvHead),
-                             c32(0));
-    tileScaleLog2 =
-        fmul(kernelScaleLog2, loadDescale(kDescalePtr, headIndex));
+    Value perHead = eq(descaleLayout, c32(int64_t(fagpu::DescaleLayout::Head)));
+    Value headIndex =
+        select(perHead, add(mul(tile.batch, hkv), tile.kvHead), c32(0));
+    tileScaleLog2 = fmul(kernelScaleLog2, loadDescale(kDescalePtr, headIndex));
     vDescale = loadDescale(vDescalePtr, headIndex);
     return;
   }
@@ -1205,9 +1198,8 @@ void KernelBuilder::emitSplitConsumerTile(const AttentionTile &tile,
     emitConsumerTile(tile, tileIndex, /*previous=*/nullptr);
     b.setInsertionPointToStart(ifAny.elseBlock());
     // No keys: O = 0 whatever V's descale (the then-branch's is not here).
-    storeTile(initialState(), threadRow0(tile.qStart), tile.qMatrix,
-              Value(), Value(), Value(),
-              spec.widensKeyValues ? cf(1.0) : Value());
+    storeTile(initialState(), threadRow0(tile.qStart), tile.qMatrix, Value(),
+              Value(), Value(), spec.widensKeyValues ? cf(1.0) : Value());
   }
   fagpu::MergeSplitsOp::create(
       b, loc, add(tile.qStart, mul(consumer, c32(kRowsPerConsumer))),
@@ -1465,8 +1457,8 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
     if (!spec.valueWidener) {
       emitConsumer(index);
     } else {
-      auto ifWidener = scf::IfOp::create(
-          b, loc, eq(index, c32(spec.consumers)), /*withElse=*/true);
+      auto ifWidener = scf::IfOp::create(b, loc, eq(index, c32(spec.consumers)),
+                                         /*withElse=*/true);
       b.setInsertionPointToStart(ifWidener.thenBlock());
       emitValueWidener();
       b.setInsertionPointToStart(ifWidener.elseBlock());

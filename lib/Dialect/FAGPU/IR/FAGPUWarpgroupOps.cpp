@@ -317,8 +317,8 @@ LogicalResult WidenTileOp::verify() {
            << dst.getElementType();
   if (src.getShape() != dst.getShape())
     return emitOpError("expected tiles of one shape, got ")
-           << src.getRows() << "x" << src.getCols() << " and "
-           << dst.getRows() << "x" << dst.getCols();
+           << src.getRows() << "x" << src.getCols() << " and " << dst.getRows()
+           << "x" << dst.getCols();
   // Whole 128-byte swizzle lines on both sides: a piece of 8 columns is 8
   // bytes of a source line and 16 of a destination line.
   if (src.isRowMajor() || dst.isRowMajor() ||

@@ -187,8 +187,7 @@ int64_t mlir::fagpu::defaultBlockC(Target target, int64_t headDim, bool causal,
 
 int64_t mlir::fagpu::sharedBytesOf(Target target, int64_t headDim,
                                    const ScheduleFields &schedule,
-                                   int64_t elementBytes,
-                                   bool widensKeyValues) {
+                                   int64_t elementBytes, bool widensKeyValues) {
   switch (target) {
   case Target::sm_90a:
     return sm90Layout(headDim, schedule, elementBytes, widensKeyValues)

@@ -74,8 +74,7 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
   SmallVector<KernelParam> params = {
       tensor("q", dtype, qShape, tma ? s.blockR : 0),
       tensor("k", kvDtype, kvShape, tma ? kvBoxRows : 0),
-      fp8 ? valueTransposed
-          : tensor("v", kvDtype, vShape, tma ? kvBoxRows : 0),
+      fp8 ? valueTransposed : tensor("v", kvDtype, vShape, tma ? kvBoxRows : 0),
       tensor("o", outDtype, oShape, oBoxRows),
       tensor("lse", "f32", lseShape, 0),
       scalar("Nq", ParamKind::I32,

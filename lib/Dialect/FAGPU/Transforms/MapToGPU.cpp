@@ -403,8 +403,7 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       // (SM90Layout::widensKeyValues).
       Type kvElement = cast<MemRefType>(nest->k.getType()).getElementType();
       Type qElement = cast<MemRefType>(nest->q.getType()).getElementType();
-      if (isa<Float8E4M3FNType>(kvElement) &&
-          !isa<Float8E4M3FNType>(qElement))
+      if (isa<Float8E4M3FNType>(kvElement) && !isa<Float8E4M3FNType>(qElement))
         fields.ctasPerSm = 1;
       if (ctasPerSm) {
         if (ctasPerSm != 1 && !(ctasPerSm == 2 && fields.consumers == 1))

@@ -33,9 +33,9 @@ std::optional<std::string> chooseStages(Target target, AttentionOp op,
   bool widens = target == Target::sm_90a && op.hasFP8KeyValues();
   const int64_t limit = maxSharedBytes(f.ctasPerSm);
   int64_t preferred =
-      op.isFP8()  ? fp8PreferredStages(headDim, f.blockC, op.getCausal())
-      : widens    ? kWideningPreferredStages
-                  : kPreferredStages;
+      op.isFP8() ? fp8PreferredStages(headDim, f.blockC, op.getCausal())
+      : widens   ? kWideningPreferredStages
+                 : kPreferredStages;
   f.stages = requested ? requested : preferred;
   // Where the preferred depth does not fit: 2 (an e4m3 cache's ring: the
   // deepest that fits, down to 2).

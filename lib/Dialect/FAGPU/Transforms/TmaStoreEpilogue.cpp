@@ -71,10 +71,9 @@ struct TmaStoreEpiloguePass
       f.epilogue = !wanted  ? Epilogue::Registers
                    : varlen ? Epilogue::StagedCopy
                             : Epilogue::TmaStore;
-      if (wanted && sharedBytesOf(Target::sm_90a, op.getHeadDim(), f,
-                                  op.isFP8() ? 1 : 2,
-                                  op.hasFP8KeyValues()) >
-                        maxSharedBytes(f.ctasPerSm)) {
+      if (wanted &&
+          sharedBytesOf(Target::sm_90a, op.getHeadDim(), f, op.isFP8() ? 1 : 2,
+                        op.hasFP8KeyValues()) > maxSharedBytes(f.ctasPerSm)) {
         // No room for a staging tile: O is staged in the tile's Q buffer,
         // dead once its last S retired (a persistent kernel hands the
         // buffer back to the producer after the TMA store has read it). A

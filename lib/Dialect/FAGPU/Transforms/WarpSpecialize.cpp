@@ -28,8 +28,8 @@ struct WarpSpecializePass
   using FAGPUWarpSpecializeBase::FAGPUWarpSpecializeBase;
 
   void runOnOperation() override {
-    auto update = [&](AttentionOp op, ScheduleFields &f)
-        -> std::optional<std::string> {
+    auto update = [&](AttentionOp op,
+                      ScheduleFields &f) -> std::optional<std::string> {
       // The consumers split what the producer leaves of the registers a
       // CTA launches with, at most 240 each (checkRegisterBudget has the
       // rule).
@@ -38,8 +38,7 @@ struct WarpSpecializePass
                            "give registers to (consumers = 0)");
       // An e4m3 cache read by one consumer: a warpgroup widening V beside
       // the producer (SM90Kernel.cpp) takes a consumer's registers.
-      const int64_t wideners =
-          op.hasFP8KeyValues() && f.consumers == 1 ? 1 : 0;
+      const int64_t wideners = op.hasFP8KeyValues() && f.consumers == 1 ? 1 : 0;
       const int64_t threads = 128 * (f.consumers + 1 + wideners);
       const int64_t pool =
           launchRegistersPerThread(threads, f.ctasPerSm) * threads;
@@ -47,8 +46,8 @@ struct WarpSpecializePass
           op.hasFP8KeyValues()
               ? std::max<int64_t>(producerRegisters, kWideningProducerRegisters)
               : int64_t(producerRegisters);
-      int64_t fair = (pool / 128 - f.producerRegisters) /
-                     (f.consumers + wideners) / 8 * 8;
+      int64_t fair =
+          (pool / 128 - f.producerRegisters) / (f.consumers + wideners) / 8 * 8;
       f.consumerRegisters =
           consumerRegisters ? int64_t(consumerRegisters)
                             : std::min<int64_t>(fair, 240);

@@ -54,9 +54,7 @@ struct SM90Layout {
   int64_t qBytes() const { return blockR() * headDim * elementBytes; }
   int64_t kvTileBytes() const { return blockC * headDim * elementBytes; }
   /// Stages of the ring the consumers read.
-  int64_t kvStages() const {
-    return widensKeyValues ? kWidenedStages : stages;
-  }
+  int64_t kvStages() const { return widensKeyValues ? kWidenedStages : stages; }
   int64_t kOffset(int64_t stage) const {
     return qBuffers * qBytes() + stage * 2 * kvTileBytes();
   }
@@ -82,8 +80,8 @@ struct SM90Layout {
   /// q_full, q_empty per Q buffer, then per stage of the K/V ring k_full,
   /// v_full, k_empty, v_empty, then those of the cache ring's stages.
   int64_t barrierBytes() const {
-    return 8 * (2 * qBuffers + 4 * kvStages() +
-                (widensKeyValues ? 4 * stages : 0));
+    return 8 *
+           (2 * qBuffers + 4 * kvStages() + (widensKeyValues ? 4 * stages : 0));
   }
   /// The cache ring's barriers.
   int64_t cacheRingBarrierOffset() const {
