@@ -28,10 +28,11 @@ def _compile(build_dir, tmp_path, *flags):
 
 
 def test_metadata_names_the_cache_and_its_descales(build_dir, tmp_path,
-                                                   flashmlir):
+                                                   flashmlir, metadata_check):
     """The kernel's k and v maps read e4m3 codes (boxes of 128 one-byte
     columns), its parameters end in k_descale, v_descale, descale_layout,
-    and the runtime's metadata reader takes it; kv_dtype says e4m3."""
+    and both metadata readers (the C runtime's and Python's) take it;
+    kv_dtype says e4m3."""
     runtime = flashmlir.runtime
     meta = _compile(build_dir, tmp_path, "--page-size", "64")
     assert meta["dtype"] == "f16" and meta["kv_dtype"] == "e4m3"
@@ -47,7 +48,9 @@ def test_metadata_names_the_cache_and_its_descales(build_dir, tmp_path,
 
 
 def test_metadata_reader_refuses_a_bad_kv_dtype(build_dir, tmp_path,
-                                                flashmlir):
+                                                flashmlir, metadata_check):
+    """Both readers refuse a kv_dtype other than the dtype's or e4m3, and a
+    kernel whose descales no kv_dtype explains."""
     runtime = flashmlir.runtime
     meta = _compile(build_dir, tmp_path)
     for bad in ("e5m2", "bf16"):
