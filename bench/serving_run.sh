@@ -51,6 +51,29 @@ PY
       timeout 200 python3 bench/decode_splits.py --out "$OUT/decode-splits.json" \
         > "$OUT/splits.log" 2>&1
       cut -c1-400 "$OUT/splits.log" | tail -10 ;;
+    sanitize)
+      # compute-sanitizer on the KV-cache kernels (f16 and e4m3 caches).
+      for tool in memcheck synccheck racecheck; do
+        small=(); [ $tool = racecheck ] && small=(--small)
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 \
+          python3 bench/sanitize_kvcache.py "${small[@]}" \
+          > "$OUT/sanitize-kvcache-$tool.log" 2>&1
+        echo "$tool exit $?"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|sanitize_kvcache:" \
+          "$OUT/sanitize-kvcache-$tool.log"
+      done ;;
+    splits-fp8)
+      timeout 200 python3 bench/decode_splits.py --kv-dtype e4m3 \
+        --out "$OUT/decode-splits-fp8.json" > "$OUT/splits-fp8.log" 2>&1
+      python3 - "$OUT/decode-splits-fp8.json" <<'PY' || tail -5 "$OUT/splits-fp8.log"
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    print(r["heads"], r["b"], r["nk"], "f16 auto %.1f us" % r["f16_auto_us"],
+          "auto_vs_f16=%.2f best_vs_f16=%.2f best=%s" % (
+              r["auto_vs_f16"] or 0, r["best_vs_f16"], r["best"]),
+          {k: round(v, 1) for k, v in r["us"].items() if isinstance(v, float)})
+PY
+      ;;
     fp8)
       timeout 240 python3 bench/serving.py fp8 \
         --out "$OUT/serving-fp8.json" > "$OUT/fp8.log" 2>&1
