@@ -532,6 +532,10 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
     return emitError(loc) << "fa-compile: varlen batches have a GPU kernel on "
                              "sm_90a (wgmma) only, not "
                           << options.arch;
+  if (options.varlen &&
+      (options.kvLengths || options.pageSize || options.kvSplits != 0))
+    return emitError(loc) << "fa-compile: a varlen batch takes no KV cache or "
+                             "split-KV (not supported together)";
   if ((options.kvLengths || options.pageSize) && !usesWgmma(options))
     return emitError(loc) << "fa-compile: per-sequence key lengths and paged "
                              "K/V have a GPU kernel on sm_90a (wgmma) only, "

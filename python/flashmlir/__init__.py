@@ -23,10 +23,12 @@ from ._version import __version__  # noqa: E402
 from .errors import CompileError  # noqa: E402
 from .compiler import (CompiledKernel, CompiledModule, cache_info,  # noqa: E402
                        clear_cache, compile, compile_module, from_e4m3,
-                       predicted_bytes, quantize_e4m3, run_cpu, to_e4m3)
+                       kernel_options, predicted_bytes, quantize_e4m3,
+                       run_cpu, to_e4m3)
 
 __all__ = ["__version__", "compile", "compile_module", "CompiledModule", "CompiledKernel",
            "CompileError", "attention", "cache_info", "clear_cache",
+           "kernel_options",
            "flash_attn_func", "flash_attn_varlen_func",
            "flash_attn_with_kvcache", "from_e4m3", "predicted_bytes", "quantize_e4m3",
            "run_cpu", "runtime", "to_e4m3", "decode_heads_per_tile",

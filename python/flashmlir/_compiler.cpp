@@ -98,52 +98,58 @@ struct Diagnostics {
   throw py::error_already_set();
 }
 
-/// The keyword options' ranges (fa/Dialect/FA/IR/Validation.h), with the
-/// sentinels of flashmlir.compile: window 0 and softcap 0 off, block 0 the
-/// back end's choice, rescale_threshold None the default and < 0 off,
-/// poly_exp2_degree < 0 the target's default and 0 off.
-void checkOptions(const fa::KernelOptions &o) {
-  std::optional<std::string> error;
-  if ((error = fa::checkHeadDim("head_dim", o.headDim)) ||
-      (o.valueHeadDim != 0 &&
-       (error = fa::checkHeadDim("value_head_dim", o.valueHeadDim))) ||
-      (o.window != 0 && (error = fa::checkWindow(o.window, 32))) ||
-      (o.diagonalOffset != 0 &&
-       (error = fa::checkDiagonalOffset(o.diagonalOffset, 32))) ||
-      (o.softcap != 0 && (error = fa::checkSoftcap(o.softcap))) ||
-      (o.blockR != 0 && (error = fa::checkTileSize("block_r", o.blockR))) ||
-      (o.blockC != 0 && (error = fa::checkTileSize("block_c", o.blockC))) ||
-      (o.kvSplits > 0 && (error = fa::checkKVSplits(o.kvSplits))) ||
-      (o.pageSize != 0 && (error = fa::checkPageSize(o.pageSize))) ||
-      (o.kvSplits < -1 &&
-       (error = "kv_splits must be None, 'auto' or a chunk count, got " +
-                std::to_string(o.kvSplits))) ||
-      (o.kvSplits == 1 &&
-       (error = std::string("kv_splits = 1 is no split: give None, 'auto' "
-                            "or a count of at least 2"))) ||
-      (o.rescaleThreshold >= 0 &&
-       (error = fa::checkRescaleThreshold(o.rescaleThreshold,
-                                          "rescale_threshold"))) ||
-      (o.polyExp2Degree != 0 &&
-       (error = fa::checkPolyExp2(o.polyExp2Degree > 0
-                                      ? o.polyExp2Degree
-                                      : fa::kMinPolyExp2Degree,
-                                  o.polyExp2Period))))
-    raiseCompileError(*error);
+/// A keyword's Python value as the option table takes it; std::nullopt for
+/// a type no option takes (a list, a numpy array, ...).
+std::optional<fa::KernelOptionValue> optionValueOf(py::handle value) {
+  // numbers' classes, so that numpy's scalars count as Python's
+  // (np.int64(128) is an integer, np.float32 a number, np.bool_ a bool).
+  static py::object numbers = py::module_::import("numbers");
+  std::string type = py::str(py::type::handle_of(value).attr("__name__"));
+  if (value.is_none())
+    return fa::KernelOptionValue(std::monostate());
+  if (py::isinstance<py::bool_>(value) || type == "bool_")
+    return fa::KernelOptionValue(PyObject_IsTrue(value.ptr()) == 1);
+  if (py::isinstance(value, numbers.attr("Integral"))) {
+    int overflow = 0;
+    py::int_ integer = py::reinterpret_borrow<py::object>(value);
+    long long v = PyLong_AsLongLongAndOverflow(integer.ptr(), &overflow);
+    if (overflow)
+      return std::nullopt; // beyond 64 bits: no option takes it
+    return fa::KernelOptionValue(int64_t(v));
+  }
+  if (py::isinstance(value, numbers.attr("Real")))
+    return fa::KernelOptionValue(
+        PyFloat_AsDouble(py::float_(py::reinterpret_borrow<py::object>(value))
+                             .ptr()));
+  if (py::isinstance<py::str>(value))
+    return fa::KernelOptionValue(value.cast<std::string>());
+  return std::nullopt;
 }
 
-/// The FA4 keywords both compile entry points take. NaN is the options'
-/// "measured default", spelt None here: a NaN given is a mistake.
-void setFA4Options(fa::KernelOptions &options, py::object rescaleThreshold,
-                   int64_t polyDegree, int64_t polyPeriod) {
-  if (!rescaleThreshold.is_none()) {
-    options.rescaleThreshold = rescaleThreshold.cast<double>();
-    if (std::isnan(options.rescaleThreshold))
-      raiseCompileError("expected rescale_threshold in [0, 64], got nan; "
-                        "pass None for the measured default");
+/// Each keyword through the option table (fa/Target/KernelOptions.def): an
+/// unknown keyword, a value of the wrong type or out of its range is a
+/// CompileError naming it.
+fa::KernelOptions optionsOf(const py::dict &keywords) {
+  fa::KernelOptions options;
+  for (auto [key, value] : keywords) {
+    std::string keyword = py::str(key);
+    const fa::KernelOptionInfo *option =
+        fa::lookupKernelOptionKeyword(keyword);
+    if (!option)
+      raiseCompileError("unknown kernel option '" + keyword + "'");
+    std::optional<fa::KernelOptionValue> held = optionValueOf(value);
+    std::optional<std::string> why =
+        held ? fa::setKernelOption(options, *option, *held)
+             : option->keyword.str() + " must be " +
+                   fa::describeKernelOptionValues(*option);
+    if (why)
+      raiseCompileError(*why + ", got " +
+                        std::string(py::str(py::repr(value))));
   }
-  options.polyExp2Degree = polyDegree;
-  options.polyExp2Period = polyPeriod;
+  if (std::optional<fa::KernelOptionError> error =
+          fa::checkKernelOptions(options))
+    raiseCompileError(error->message);
+  return options;
 }
 
 /// What both compile entry points return: the IR of each stage, the PTX,
@@ -158,45 +164,10 @@ py::dict artefactsOf(const fa::CompiledKernel &kernel) {
   return out;
 }
 
-py::dict compile(const std::string &arch, int64_t headDim,
-                 const std::string &dtype, bool causal, int64_t window,
-                 bool bottomRight, double softcap, int64_t blockR,
-                 int64_t blockC, py::object rescaleThreshold,
-                 int64_t polyDegree, int64_t polyPeriod, int64_t stages,
-                 bool pingPong, bool intraOverlap, int persistent,
-                 const std::string &sm90Kernel, int64_t kvSplits,
-                 bool kvLengths, int64_t pageSize, bool varlen,
-                 const std::string &outDtype, int64_t valueHeadDim,
-                 int64_t diagonalOffset, int64_t queryGroup,
-                 const std::string &kvDtype, bool runPtxas) {
-  fa::KernelOptions options;
-  options.arch = arch;
-  options.headDim = headDim;
-  options.valueHeadDim = valueHeadDim;
-  options.dtype = dtype;
-  options.outDtype = outDtype;
-  options.kvDtype = kvDtype;
-  options.causal = causal;
-  options.window = window;
-  options.bottomRight = bottomRight;
-  options.diagonalOffset = diagonalOffset;
-  options.softcap = softcap;
-  options.blockR = blockR;
-  options.blockC = blockC;
-  setFA4Options(options, rescaleThreshold, polyDegree, polyPeriod);
-  options.stages = stages;
-  options.pingPong = pingPong;
-  options.intraOverlap = intraOverlap;
-  options.persistent = persistent;
-  options.sm90Kernel = sm90Kernel;
-  options.kvSplits = kvSplits;
-  options.queryGroup = queryGroup;
-  options.kvLengths = kvLengths;
-  options.pageSize = pageSize;
-  options.varlen = varlen;
+/// flashmlir.compile's kernel: the keywords of the option table.
+py::dict compile(const py::dict &keywords, bool runPtxas) {
+  fa::KernelOptions options = optionsOf(keywords);
   options.runPtxas = runPtxas;
-  checkOptions(options);
-
   std::string errors;
   FailureOr<fa::CompiledKernel> kernel;
   {
@@ -217,19 +188,24 @@ py::dict compile(const std::string &arch, int64_t headDim,
 
 /// A caller's MLIR module (any number of fa.attention ops in func.funcs)
 /// compiled for a GPU target: one binary, one launch per attention.
-py::dict compileModule(const std::string &text, const std::string &arch,
-                       py::object rescaleThreshold, int64_t polyDegree,
-                       int64_t polyPeriod, bool runPtxas,
-                       bool raiseAttention) {
+py::dict compileModule(const std::string &text, const py::dict &keywords,
+                       bool runPtxas, bool raiseAttention) {
   // Inputs known to crash MLIR 22's own parser are refused, as the tools do.
   if (fa::findUpstreamLinalgParserCrash(text) != StringRef::npos)
     raiseCompileError("the module holds a form that crashes MLIR 22's "
                       "parser (a malformed permutation/dimensions list)");
-  fa::KernelOptions options;
-  options.arch = arch;
-  setFA4Options(options, rescaleThreshold, polyDegree, polyPeriod);
+  // A module's attentions carry their own shapes and masks: the target and
+  // FlashAttention-4's choices are what a caller picks for all of them.
+  for (auto [key, value] : keywords) {
+    std::string keyword = py::str(key);
+    if (keyword != "arch" && keyword != "rescale_threshold" &&
+        keyword != "poly_exp2_degree" && keyword != "poly_exp2_period")
+      raiseCompileError("compile_module takes arch, rescale_threshold, "
+                        "poly_exp2_degree and poly_exp2_period, not '" +
+                        keyword + "' (the module's attentions carry it)");
+  }
+  fa::KernelOptions options = optionsOf(keywords);
   options.runPtxas = runPtxas;
-  checkOptions(options);
   std::string errors;
   FailureOr<fa::CompiledKernel> kernel = failure();
   {
@@ -515,26 +491,39 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
 
 PYBIND11_MODULE(_compiler, m) {
   m.doc() = "flash-mlir compiler bindings (see flashmlir.compile)";
-  m.def("compile", &compile, py::arg("arch"), py::arg("head_dim"),
-        py::arg("dtype"), py::arg("causal"), py::arg("window") = 0,
-        py::arg("bottom_right") = false, py::arg("softcap") = 0.0,
-        py::arg("block_r") = 0, py::arg("block_c") = 0,
-        py::arg("rescale_threshold") = py::none(),
-        py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
-        py::arg("stages") = 0, py::arg("ping_pong") = true,
-        py::arg("intra_overlap") = true, py::arg("persistent") = -1,
-        py::arg("sm90_kernel") = "wgmma", py::arg("kv_splits") = 0,
-        py::arg("kv_lengths") = false, py::arg("page_size") = 0,
-        py::arg("varlen") = false, py::arg("out_dtype") = "",
-        py::arg("value_head_dim") = 0, py::arg("diagonal_offset") = 0,
-        py::arg("query_group") = 0, py::arg("kv_dtype") = "",
-        py::arg("run_ptxas") = true);
+  m.def("compile", &compile, py::arg("options"), py::arg("run_ptxas") = true);
+  m.def(
+      "check_options", [](const py::dict &keywords) { optionsOf(keywords); },
+      py::arg("options"));
   m.def("compile_module", &compileModule, py::arg("text"),
-        py::arg("arch") = "sm_90a", py::arg("rescale_threshold") = py::none(),
-        py::arg("poly_exp2_degree") = -1, py::arg("poly_exp2_period") = 8,
-        py::arg("run_ptxas") = true, py::arg("raise_attention") = false);
-  // The traffic rule of fagpu-io-report and faMetadataPredictedBytes
-  // (fa/Dialect/FAGPU/IR/Traffic.h) on a kernel's fields.
+        py::arg("options"), py::arg("run_ptxas") = true,
+        py::arg("raise_attention") = false);
+  // The option table, for flashmlir.compile's keywords: (keyword,
+  // fa-compile's flag, kind, keyword form, default), in KernelOptions.def's
+  // order.
+  m.def("kernel_options", [] {
+    static const fa::KernelOptions defaults;
+    py::list table;
+    auto valueOf = [](const auto &field) -> py::object {
+      return py::cast(field);
+    };
+    size_t index = 0;
+    llvm::ArrayRef<fa::KernelOptionInfo> options = fa::kernelOptionTable();
+    auto entry = [&](py::object value) {
+      const fa::KernelOptionInfo &option = options[index++];
+      static const char *kinds[] = {"bool", "int", "real", "text"};
+      static const char *forms[] = {"plain", "none_is_default", "chunk_count",
+                                    "none_or_bool"};
+      table.append(py::make_tuple(option.keyword.str(), option.flag.str(),
+                                  kinds[int(option.kind)],
+                                  forms[int(option.keywordForm)], value));
+    };
+#define FA_KERNEL_OPTION(Field, Type, Default, Flag, FlagForm, Keyword,        \
+                         KeywordForm, Help)                                    \
+  entry(valueOf(defaults.Field));
+#include "fa/Target/KernelOptions.def"
+    return table;
+  });
   m.def(
       "predicted_bytes",
       [](int64_t blockR, int64_t blockC, int64_t headDim, int64_t elementBytes,

@@ -433,52 +433,22 @@ def _finite(x):
     return math.isfinite(x)
 
 
+# run_cpu's and compile_module's own keywords (compile()'s are the
+# compiler's option table: kernel_options()).
 # name: (kind, None allowed, extra check, what the check says).
 _OPTIONS = {
-    "head_dim": (_INT, False, None, None),
-    "value_head_dim": (_INT, True, None, None),
     "causal": (_BOOL, False, None, None),
-    "bottom_right": (_BOOL, False, None, None),
-    "kv_lengths": (_BOOL, False, None, None),
-    "varlen": (_BOOL, False, None, None),
-    "ping_pong": (_BOOL, False, None, None),
-    "intra_overlap": (_BOOL, False, None, None),
-    "persistent": (_BOOL, True, None, None),
     "incoherent": (_BOOL, False, None, None),
     "raise_attention": (_BOOL, False, None, None),
     "dtype": (_STR, False, None, None),
-    "out_dtype": (_STR, True, None, None),
-    "kv_dtype": (_STR, True, None, None),
-    "arch": (_STR, False, None, None),
-    "sm90_kernel": (_STR, False, None, None),
     "loop_order": (_STR, False, None, None),
     "fp8": (_STR, True, None, None),
-    "window": (_INT, False, None, None),
-    "diagonal_offset": (_INT, False, None, None),
-    # fagpu's query_group rule (ScheduleValidation.cpp): 0 or a power of two
-    # in [2, 64] (the compiler checks that it divides block_r).
-    "query_group": (_INT, False,
-                    lambda x: x == 0 or (2 <= x <= 64 and not x & (x - 1)),
-                    "expected query_group 0 or a power of two in [2, 64]"),
-    "page_size": (_INT, False, None, None),
     "block_r": (_INT, False, None, None),
     "block_c": (_INT, False, None, None),
-    "stages": (_INT, False, None, None),
     "sram_budget": (_INT, False, None, None),
     "hadamard_seed": (_INT, False, None, None),
-    "poly_exp2_degree": (_INT, True, None, None),
-    # Written into the metadata whatever the degree (a degree of 0 leaves
-    # it unused): in the range the compiler takes for it.
-    "poly_exp2_period": (_INT, False, lambda x: 1 <= x <= 1 << 20,
-                         "expected exp2_poly_period in [1, 1048576]"),
-    "softcap": (_NUMBER, False, None, None),
     "scale": (_NUMBER, True, None, None),
     "probs_scale": (_NUMBER, False, None, None),
-    # None: the measured default; < 0: off; else [0, 64] (the compiler's
-    # check). -inf would reach the metadata as text that is not JSON.
-    "rescale_threshold": (_NUMBER, True, lambda x: x != float("-inf"),
-                          "expected a finite rescale_threshold (None for "
-                          "the measured default, < 0 for off)"),
 }
 
 
@@ -503,13 +473,37 @@ def _checked_options(**given):
     return out
 
 
-def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
-            softcap=0.0, bottom_right=False, block_r=0, block_c=0, rescale_threshold=None,
-            poly_exp2_degree=None, poly_exp2_period=8, stages=0,
-            ping_pong=True, intra_overlap=True, persistent=None,
-            sm90_kernel="wgmma", kv_splits=None, kv_lengths=False,
-            page_size=0, varlen=False, out_dtype=None, value_head_dim=None,
-            diagonal_offset=0, query_group=0, kv_dtype=None, cache_dir=None):
+def kernel_options():
+    """The kernel options compile() takes, from the compiler's table
+    (fa/Target/KernelOptions.def): {keyword: (kind, form, default)}, kind
+    'bool', 'int', 'real' or 'text'; form 'plain' (the value as it is),
+    'none_is_default' (None: the default), 'chunk_count' (None, 'auto' or N)
+    or 'none_or_bool' (None: the back end's choice); default as the
+    compiler holds it."""
+    return {keyword: (kind, form, default) for keyword, _, kind, form,
+            default in _extension().kernel_options()}
+
+
+def kernel_option_flags():
+    """fa-compile's flag of each compile() keyword: {keyword: flag}."""
+    return {keyword: flag for keyword, flag, *_ in
+            _extension().kernel_options()}
+
+
+def _keyword_value(kind, form, value):
+    """A keyword's value as a cache key holds it: Python's own scalar for a
+    numpy one; a chunk count's None and 'auto' as 0 and -1 (the compiler's
+    field)."""
+    if form == "chunk_count":
+        return 0 if value is None else -1 if value == "auto" else int(value)
+    if value is None:
+        return None
+    if form == "none_or_bool":
+        return bool(value)
+    return {"bool": bool, "int": int, "real": float, "text": str}[kind](value)
+
+
+def compile(head_dim, cache_dir=None, **options):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
@@ -553,65 +547,34 @@ def compile(head_dim, causal=False, dtype="f16", arch="sm_90a", window=0,
     cache, widened on chip; the launch takes K's and V's descales
     (flashmlir.flash_attn_with_kvcache's k_descale / v_descale).
 
-    Each option is taken at its type (_OPTIONS): a bool is True or False
-    (not 'False', which is truthy), an integer is not a float (128.9) or a
-    string ('128'); anything else is a CompileError naming the keyword.
+    The keywords are the kernel options of fa/Target/KernelOptions.def
+    (kernel_options() lists them with their defaults), the same table
+    fa-compile's flags come from; the others there: scale (None: 1/sqrt(D)),
+    lse (False: O only), ctas_per_sm, q_in_registers, row_sum_mma,
+    epilogue and ptxas, as fa-compile's --help describes them. Each is taken
+    at its type: a bool is True or False (not 'False', which is truthy), an
+    integer is not a float (128.9) or a string ('128'); an unknown keyword
+    or anything else is a CompileError naming the keyword.
     """
-    if kv_splits is None:
-        splits = 0
-    elif isinstance(kv_splits, str) and kv_splits == "auto":
-        splits = -1
-    elif _is_int(kv_splits):
-        splits = int(kv_splits)
-    else:
-        raise CompileError(f"kv_splits must be None, 'auto' or a chunk count,"
-                           f" got {kv_splits!r}")
-    o = _checked_options(
-        head_dim=head_dim, causal=causal, dtype=dtype, arch=arch,
-        window=window, softcap=softcap, bottom_right=bottom_right,
-        block_r=block_r, block_c=block_c, rescale_threshold=rescale_threshold,
-        poly_exp2_degree=poly_exp2_degree, poly_exp2_period=poly_exp2_period,
-        stages=stages, ping_pong=ping_pong, intra_overlap=intra_overlap,
-        persistent=persistent, sm90_kernel=sm90_kernel, kv_lengths=kv_lengths,
-        page_size=page_size, varlen=varlen, out_dtype=out_dtype,
-        value_head_dim=value_head_dim, diagonal_offset=diagonal_offset,
-        query_group=query_group, kv_dtype=kv_dtype)
-    options = dict(arch=o["arch"], head_dim=o["head_dim"], dtype=o["dtype"],
-                   causal=o["causal"], window=o["window"],
-                   bottom_right=o["bottom_right"], softcap=o["softcap"],
-                   block_r=o["block_r"], block_c=o["block_c"],
-                   rescale_threshold=o["rescale_threshold"],
-                   poly_exp2_degree=(-1 if o["poly_exp2_degree"] is None
-                                     else o["poly_exp2_degree"]),
-                   poly_exp2_period=o["poly_exp2_period"],
-                   stages=o["stages"], ping_pong=o["ping_pong"],
-                   intra_overlap=o["intra_overlap"],
-                   persistent=(-1 if o["persistent"] is None
-                               else int(o["persistent"])),
-                   sm90_kernel=o["sm90_kernel"], kv_splits=splits)
-    # KV-cache keys only where given, so that the disk cache's keys of the
-    # other kernels stay what they were.
-    if o["kv_lengths"]:
-        options["kv_lengths"] = True
-    if o["page_size"]:
-        options["page_size"] = o["page_size"]
-    if o["varlen"]:
-        options["varlen"] = True
-    if o["out_dtype"] is not None:
-        options["out_dtype"] = o["out_dtype"]
-    if o["value_head_dim"] is not None and \
-            o["value_head_dim"] != o["head_dim"]:
-        options["value_head_dim"] = o["value_head_dim"]
-    if o["diagonal_offset"]:
-        options["diagonal_offset"] = o["diagonal_offset"]
-    if o["query_group"]:
-        options["query_group"] = o["query_group"]
-    if o["kv_dtype"] is not None and o["kv_dtype"] != o["dtype"]:
-        options["kv_dtype"] = o["kv_dtype"]
-    raw = _cached("kernel", options,
-                  lambda: _extension().compile(**options),
+    options["head_dim"] = head_dim
+    extension = _extension()
+    # The compiler checks every keyword (unknown, its type, its range) before
+    # anything is keyed or cached.
+    extension.check_options(options)
+    table = kernel_options()
+    # Every option in the key and in CompiledKernel.options, given or not.
+    key = {}
+    for keyword, (kind, form, default) in table.items():
+        if keyword in options:
+            key[keyword] = _keyword_value(kind, form, options[keyword])
+        elif form == "plain":
+            key[keyword] = default
+        else:
+            key[keyword] = _keyword_value(kind, form, None)
+    raw = _cached("kernel", key,
+                  lambda: extension.compile(key),
                   _directory(cache_dir))
-    return CompiledKernel(raw, options)
+    return CompiledKernel(raw, key)
 
 
 class CompiledModule:
@@ -648,18 +611,21 @@ def compile_module(text, arch="sm_90a", rescale_threshold=None,
     if not isinstance(text, str):
         raise CompileError(f"the module must be MLIR text (a str), got "
                            f"{type(text).__name__}")
-    o = _checked_options(arch=arch, rescale_threshold=rescale_threshold,
-                         poly_exp2_degree=poly_exp2_degree,
-                         poly_exp2_period=poly_exp2_period,
-                         raise_attention=raise_attention)
-    options = dict(text=text, arch=o["arch"],
-                   rescale_threshold=o["rescale_threshold"],
-                   poly_exp2_degree=(-1 if o["poly_exp2_degree"] is None
-                                     else o["poly_exp2_degree"]),
-                   poly_exp2_period=o["poly_exp2_period"],
+    o = _checked_options(raise_attention=raise_attention)
+    given = dict(arch=arch, rescale_threshold=rescale_threshold,
+                 poly_exp2_degree=poly_exp2_degree,
+                 poly_exp2_period=poly_exp2_period)
+    extension = _extension()
+    extension.check_options(given)
+    table = kernel_options()
+    module_options = {k: _keyword_value(*table[k][:2], v)
+                      for k, v in given.items()}
+    options = dict(module_options, text=text,
                    raise_attention=o["raise_attention"])
     raw = _cached("module", options,
-                  lambda: _extension().compile_module(**options),
+                  lambda: extension.compile_module(
+                      text, module_options,
+                      raise_attention=o["raise_attention"]),
                   _directory(cache_dir))
     return CompiledModule(raw)
 

@@ -27,7 +27,7 @@ from test_compiler import _naive
     (dict(head_dim=64, rescale_threshold=float("inf")),
      r"expected rescale_threshold in \[0, 64\], got inf"),
     (dict(head_dim=64, rescale_threshold=float("nan")),
-     "pass None for the measured default"),
+     "pass None for the default"),
     (dict(head_dim=64, rescale_threshold=200),
      r"expected rescale_threshold in \[0, 64\], got 200"),
     (dict(head_dim=0), r"expected head_dim in \[1, 65536\], got 0"),

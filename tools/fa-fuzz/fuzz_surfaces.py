@@ -420,8 +420,8 @@ class PtxOnly:
     refusing the CPU tensors."""
     def __init__(self, ext):
         self.ext = ext
-    def compile(self, **options):
-        raw = dict(self.ext.compile(**options, run_ptxas=False))
+    def compile(self, options):
+        raw = dict(self.ext.compile(options, run_ptxas=False))
         raw["cubin"] = raw["ptx"].encode() + b"\0"
         return raw
     def __getattr__(self, name):
