@@ -199,6 +199,24 @@ int faKernelLaunchKVCache(FaKernel *kernel, const void *q,
                           int maxPages, float scale, int kvSplits,
                           void *stream);
 
+/** faKernelLaunchKVCache for a kernel that reads an e4m3 KV cache beside a
+ *  16-bit Q (fa-compile --kv-dtype e4m3; metadata "kv_dtype": "e4m3"): k
+ *  and v are the cache's one-byte e4m3 codes (strides in elements, i.e.
+ *  bytes, multiples of 16), q and o in the kernel's "dtype" as there.
+ *  kDescale, vDescale: f32 on the device, the factors the codes are
+ *  multiplied by (vLLM's k_scale / v_scale): one element each
+ *  (FA_DESCALE_PER_TENSOR) or [B, Hkv] each, (sequence b, K/V head h)'s at
+ *  b * Hkv + h (FA_DESCALE_PER_HEAD). The other launchers refuse such
+ *  kernels, and this one the others. */
+int faKernelLaunchKVCacheE4M3(
+    FaKernel *kernel, const void *q, const FaStrides *qStrides,
+    const void *kCache, const FaStrides *kStrides, const void *vCache,
+    const FaStrides *vStrides, void *o, const FaStrides *oStrides, float *lse,
+    int batch, int qHeads, int kvHeads, int qLen, long long cacheEntries,
+    int cacheRows, const int *kvLengths, const int *blockTable, int maxPages,
+    float scale, int kvSplits, const float *kDescale, const float *vDescale,
+    int descaleLayout, void *stream);
+
 /** faKernelLaunchStrided for a kernel compiled for a varlen batch
  *  (fa-compile --varlen; metadata "varlen"): q and o are [1, Hq, totalQ, D],
  *  k and v [1, Hkv, totalK, D] holding `sequences` sequences packed along N

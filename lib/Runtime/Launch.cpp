@@ -201,12 +201,19 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   // Q's and K's columns, and V's and O's (fewer where the kernel pads V).
   const long long d = k->meta.headDim, dv = k->meta.valueColumns();
   const bool fp8 = k->meta.dtype == "e4m3";
-  // An e4m3 KV cache's kernel takes its cache's descales, which no C entry
-  // point passes yet: refused, never launched without them.
-  if (!k->meta.kvDtype.empty() && k->meta.kvDtype != k->meta.dtype)
+  // An e4m3 KV cache beside a 16-bit Q: K and V are one-byte codes, and the
+  // kernel takes their descales (faKernelLaunchKVCacheE4M3), never
+  // launched without them.
+  const bool e4m3Cache =
+      !k->meta.kvDtype.empty() && k->meta.kvDtype != k->meta.dtype;
+  if (e4m3Cache != (!fp8 && cache.kDescale != nullptr))
     return fail("faKernelLaunch: " + k->meta.kernel +
-                " reads an e4m3 KV cache; the C runtime has no entry point "
-                "for it yet (flashmlir.flash_attn_with_kvcache launches it)");
+                (e4m3Cache ? " reads an e4m3 KV cache: launch it with "
+                             "faKernelLaunchKVCacheE4M3 and its descales"
+                           : " reads a 16-bit K and V: "
+                             "faKernelLaunchKVCacheE4M3 is for kernels that "
+                             "read an e4m3 KV cache (fa-compile --kv-dtype "
+                             "e4m3)"));
   if (fp8 != (cache.qDescale != nullptr))
     return fail("faKernelLaunch: " + k->meta.kernel +
                 (fp8 ? " is an e4m3 kernel: launch it with faKernelLaunchE4M3"
@@ -245,10 +252,11 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   for (int i = 0; i < 4; ++i) {
     FaStrides contiguous = {heads[i] * rows[i] * columns[i],
                             rows[i] * columns[i], columns[i]};
-    // e4m3 q, k, v are one byte; O is 16-bit.
+    // e4m3 q, k, v (or an e4m3 cache's k and v) are one byte; O is 16-bit.
+    const bool codes = (fp8 && i < 3) || (e4m3Cache && (i == 1 || i == 2));
     if (checkStrides("faKernelLaunch", names[i],
                      given[i] ? *given[i] : contiguous, batches[i], heads[i],
-                     rows[i], columns[i], strides[i], fp8 && i < 3 ? 1 : 2))
+                     rows[i], columns[i], strides[i], codes ? 1 : 2))
       return 1;
     if (!k->meta.strided() &&
         (strides[i].batch != contiguous.batch ||
@@ -311,10 +319,13 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                             valueT))
     return 1;
   if (k->meta.tmaBoxCols) {
-    int dtype = fp8 ? 2 : k->meta.dtype == "bf16" ? 1 : 0;
+    const int wide = fp8 ? 2 : k->meta.dtype == "bf16" ? 1 : 0;
     long box[] = {k->meta.blockR, k->meta.tmaBoxRowsKV, k->meta.tmaBoxRowsKV,
                   k->meta.tmaBoxRowsO};
     for (int i = 0; i < (k->meta.tmaBoxRowsO ? 4 : 3); ++i) {
+      // An e4m3 cache's K and V maps read codes (128-byte boxes of 128
+      // columns, as the metadata's boxes say).
+      const int dtype = e4m3Cache && (i == 1 || i == 2) ? 2 : wide;
       if (fp8 && i == 2) {
         // V^T [B, Hkv, D, keys], contiguous: rows of D, keys innermost.
         if (encodeStridedMap(maps[2], (const void *)valueT, batch, kvHeads,
@@ -530,7 +541,12 @@ int faKernelLaunchVarlen(FaKernel *k, const void *q,
                       scale, /*kvSplits=*/-1, stream);
 }
 
-int faKernelLaunchKVCache(FaKernel *k, const void *q,
+} // extern "C"
+
+/// faKernelLaunchKVCache and faKernelLaunchKVCacheE4M3: the cache's checks
+/// (`api` names the entry point in the messages), then the launch; the
+/// descales are null for a 16-bit cache.
+static int launchKVCache(const char *api, FaKernel *k, const void *q,
                           const FaStrides *qStrides, const void *kCache,
                           const FaStrides *kStrides, const void *vCache,
                           const FaStrides *vStrides, void *o,
@@ -539,48 +555,50 @@ int faKernelLaunchKVCache(FaKernel *k, const void *q,
                           long long cacheEntries, int cacheRows,
                           const int *kvLengths, const int *blockTable,
                           int maxPages, float scale, int kvSplits,
-                          void *stream) {
+                          const float *kDescale, const float *vDescale,
+                          int descaleLayout, void *stream) {
+  const std::string where = std::string(api) + ": ";
   if (!k)
-    return fail("faKernelLaunchKVCache: kernel must not be null");
+    return fail(where + "kernel must not be null");
   const Metadata &m = k->meta;
   if (m.varlen)
-    return fail("faKernelLaunchKVCache: " + m.kernel +
+    return fail(where + "" + m.kernel +
                 " runs a varlen batch, not a KV cache");
   if (!m.kvLengths && !m.pageSize)
-    return fail("faKernelLaunchKVCache: " + m.kernel +
+    return fail(where + "" + m.kernel +
                 " reads no KV cache (compile one with --kv-lengths or "
                 "--page-size); launch it with faKernelLaunchStrided");
   if (m.kvLengths != (kvLengths != nullptr))
-    return fail(std::string("faKernelLaunchKVCache: ") + m.kernel +
+    return fail(std::string(where + "") + m.kernel +
                 (m.kvLengths ? " takes kv_lengths [B] (int32): give them"
                              : " takes no kv_lengths: pass NULL"));
   if ((m.pageSize != 0) != (blockTable != nullptr))
-    return fail(std::string("faKernelLaunchKVCache: ") + m.kernel +
+    return fail(std::string(where + "") + m.kernel +
                 (m.pageSize
                      ? " reads a paged cache: give its block table [B, "
                        "max_pages] (int32)"
                      : " reads a contiguous cache: pass a NULL block table"));
   for (const void *p : {(const void *)kvLengths, (const void *)blockTable})
     if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
-      return fail("faKernelLaunchKVCache: kv_lengths and the block table "
+      return fail(where + "kv_lengths and the block table "
                   "must be 4-byte aligned int32 arrays");
   if (cacheEntries <= 0 || cacheEntries > (1LL << 31) || cacheRows <= 0)
-    return fail("faKernelLaunchKVCache: the cache's entries (" +
+    return fail(where + "the cache's entries (" +
                 std::to_string(cacheEntries) + ") and rows (" +
                 std::to_string(cacheRows) + ") must be positive");
   if (m.pageSize) {
     if (cacheRows != m.pageSize)
-      return fail("faKernelLaunchKVCache: " + m.kernel +
+      return fail(where + "" + m.kernel +
                   " reads pages of " + std::to_string(m.pageSize) +
                   " rows, got a cache of " + std::to_string(cacheRows) +
                   "-row pages");
     if (maxPages <= 0 || (long long)maxPages * cacheRows > 0x7fffffffLL)
-      return fail("faKernelLaunchKVCache: max_pages must be in [1, " +
+      return fail(where + "max_pages must be in [1, " +
                   std::to_string(0x7fffffffLL / cacheRows) + "], got " +
                   std::to_string(maxPages));
   } else {
     if (cacheEntries != batch)
-      return fail("faKernelLaunchKVCache: a contiguous cache has one entry "
+      return fail(where + "a contiguous cache has one entry "
                   "per sequence (" +
                   std::to_string(batch) + "), got " +
                   std::to_string(cacheEntries));
@@ -592,9 +610,59 @@ int faKernelLaunchKVCache(FaKernel *k, const void *q,
   cache.lengths = kvLengths;
   cache.table = blockTable;
   cache.maxPages = maxPages;
+  cache.kDescale = kDescale;
+  cache.vDescale = vDescale;
+  cache.descaleLayout = descaleLayout;
   return launchKernel(k, q, qStrides, kCache, kStrides, vCache, vStrides, o,
                       oStrides, lse, batch, qHeads, kvHeads, qLen, cache,
                       scale, kvSplits, stream);
+}
+
+extern "C" {
+
+int faKernelLaunchKVCache(FaKernel *k, const void *q,
+                          const FaStrides *qStrides, const void *kCache,
+                          const FaStrides *kStrides, const void *vCache,
+                          const FaStrides *vStrides, void *o,
+                          const FaStrides *oStrides, float *lse, int batch,
+                          int qHeads, int kvHeads, int qLen,
+                          long long cacheEntries, int cacheRows,
+                          const int *kvLengths, const int *blockTable,
+                          int maxPages, float scale, int kvSplits,
+                          void *stream) {
+  return launchKVCache("faKernelLaunchKVCache", k, q, qStrides, kCache,
+                       kStrides, vCache, vStrides, o, oStrides, lse, batch,
+                       qHeads, kvHeads, qLen, cacheEntries, cacheRows,
+                       kvLengths, blockTable, maxPages, scale, kvSplits,
+                       nullptr, nullptr, FA_DESCALE_PER_TENSOR, stream);
+}
+
+int faKernelLaunchKVCacheE4M3(
+    FaKernel *k, const void *q, const FaStrides *qStrides, const void *kCache,
+    const FaStrides *kStrides, const void *vCache, const FaStrides *vStrides,
+    void *o, const FaStrides *oStrides, float *lse, int batch, int qHeads,
+    int kvHeads, int qLen, long long cacheEntries, int cacheRows,
+    const int *kvLengths, const int *blockTable, int maxPages, float scale,
+    int kvSplits, const float *kDescale, const float *vDescale,
+    int descaleLayout, void *stream) {
+  // The layout first: a bad value is refused without a kernel or a driver.
+  // An e4m3 cache's descales are per tensor or per (sequence, K/V head).
+  if (descaleLayout != FA_DESCALE_PER_TENSOR &&
+      descaleLayout != FA_DESCALE_PER_HEAD)
+    return fail("faKernelLaunchKVCacheE4M3: descaleLayout must be "
+                "FA_DESCALE_PER_TENSOR (0) or FA_DESCALE_PER_HEAD (1, [B, "
+                "Hkv]), got " +
+                std::to_string(descaleLayout));
+  for (const float *p : {kDescale, vDescale})
+    if (!p || reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail("faKernelLaunchKVCacheE4M3: k_descale and v_descale must "
+                  "be 4-byte aligned f32 arrays on the device (one element, "
+                  "or [B, Hkv] with FA_DESCALE_PER_HEAD)");
+  return launchKVCache("faKernelLaunchKVCacheE4M3", k, q, qStrides, kCache,
+                       kStrides, vCache, vStrides, o, oStrides, lse, batch,
+                       qHeads, kvHeads, qLen, cacheEntries, cacheRows,
+                       kvLengths, blockTable, maxPages, scale, kvSplits,
+                       kDescale, vDescale, descaleLayout, stream);
 }
 
 } // extern "C"

@@ -332,6 +332,24 @@ int main(int argc, char **argv) {
   report("KV-cache launch without kernel",
          faKernelLaunchKVCache(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                                64, 0, 0, 1, 1.0f, -1, NULL));
+  {
+    /* An e4m3 KV cache's launch: the descale layout (per tensor or per
+     * (sequence, K/V head), not per block), then the descales, then the
+     * kernel. */
+    static float descale[4];
+    report("e4m3 cache launch, per-block descales",
+           faKernelLaunchKVCacheE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1,
+                                     1, 1, 64, 0, 0, 1, 1.0f, -1, descale,
+                                     descale, FA_DESCALE_PER_BLOCK, NULL));
+    report("e4m3 cache launch without descales",
+           faKernelLaunchKVCacheE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1,
+                                     1, 1, 64, 0, 0, 1, 1.0f, -1, descale,
+                                     NULL, FA_DESCALE_PER_TENSOR, NULL));
+    report("e4m3 cache launch without kernel",
+           faKernelLaunchKVCacheE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1,
+                                     1, 1, 64, 0, 0, 1, 1.0f, -1, descale,
+                                     descale, FA_DESCALE_PER_HEAD, NULL));
+  }
   report("e4m3 launch, descale layout 3",
          faKernelLaunchE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                             1.0f, 0, 0, 0, 3, NULL));
