@@ -236,10 +236,10 @@ int faKernelLaunchVarlen(FaKernel *kernel, const void *q,
                          int maxSeqlenQ, const int *cuSeqlensQ,
                          const int *cuSeqlensK, float scale, void *stream);
 
-/** Split-KV's auto chunk count (fa::autoKVSplits, fa/Dialect/FA/IR/KVChunk.h)
- *  for `tiles` (query block, head) tiles of `kvBlocks` K/V blocks each on
- *  `sms` SMs: the fewest chunks that fill whole waves of one CTA per SM to
- *  within 5%; 1 when the tiles fill 80% of a wave already. */
+/** Split-KV's auto chunk count (mlir::fa::model::autoKVSplits,
+ * fa/Model/KVChunk.h) for `tiles` (query block, head) tiles of `kvBlocks` K/V
+ * blocks each on `sms` SMs: the fewest chunks that fill whole waves of one CTA
+ * per SM to within 5%; 1 when the tiles fill 80% of a wave already. */
 int faAutoKVSplits(long long tiles, long long kvBlocks, int sms);
 
 /** Pack-GQA at decode (fa::model::decodeHeadsPerTile,

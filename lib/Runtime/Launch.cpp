@@ -9,7 +9,7 @@
 
 #include "RuntimeImpl.h"
 
-#include "fa/Dialect/FA/IR/KVChunk.h"
+#include "fa/Model/KVChunk.h"
 #include "fa/Model/PackGQA.h"
 #include "fa/Model/Positions.h"
 
@@ -22,7 +22,7 @@ using namespace flashmlir::runtime;
 extern "C" {
 
 int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
-  return (int)mlir::fa::autoKVSplits(tiles, kvBlocks, sms);
+  return (int)mlir::fa::model::autoKVSplits(tiles, kvBlocks, sms);
 }
 
 int faQueryGroupFor(long long queries, long long qHeads, long long kvHeads,
@@ -288,8 +288,8 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                                     k->meta.blockR) *
                         qHeads * batch;
       long blockC = k->meta.blockC > 0 ? k->meta.blockC : 128;
-      splits = (int)mlir::fa::autoKVSplits(tiles, (kvLen + blockC - 1) / blockC,
-                                           sms);
+      splits = (int)mlir::fa::model::autoKVSplits(
+          tiles, (kvLen + blockC - 1) / blockC, sms);
     }
     // Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in f32; an
     // arrival counter per query row.

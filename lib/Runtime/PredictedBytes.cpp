@@ -1,14 +1,15 @@
-//===- PredictedBytes.cpp - a kernel's traffic from its metadata ------------===//
+//===- PredictedBytes.cpp - a kernel's traffic from its metadata
+//------------===//
 //
 // faMetadataPredictedBytes and faMetadataPredictedSequenceBytes: the
-// traffic rule of fagpu-io-report (fa/Dialect/FAGPU/IR/Traffic.h) on the
+// traffic rule of fagpu-io-report (fa/Model/Traffic.h) on the
 // fields of a kernel's launch metadata. Needs no driver.
 //
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeImpl.h"
 
-#include "fa/Dialect/FAGPU/IR/Traffic.h"
+#include "fa/Model/Traffic.h"
 
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace {
 /// What the traffic rule needs of a kernel, from its metadata (parsed and
 /// validated); `where` names the caller in messages.
 int trafficKernelOf(const Metadata &m, const char *where,
-                    mlir::fagpu::TrafficKernel &kernel) {
+                    mlir::fa::model::TrafficKernel &kernel) {
   if (m.blockC <= 0 || m.arch.empty())
     return fail(std::string(where) +
                 ": the metadata has no 'block_c' or 'arch' (compiled before "
@@ -73,7 +74,7 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
   std::string text(metadataJson);
   if (parseMetadata(text, m))
     return 1;
-  mlir::fagpu::TrafficKernel kernel;
+  mlir::fa::model::TrafficKernel kernel;
   if (trafficKernelOf(m, where, kernel))
     return 1;
   if (m.kvLengths || m.pageSize || m.varlen)
@@ -90,10 +91,10 @@ int faMetadataPredictedBytes(const char *metadataJson, long batch,
                   "[1, 2^31 - 1]");
   if (checkHeads(where, queryHeads, kvHeads))
     return 1;
-  if (std::optional<std::string> why = mlir::fagpu::checkTrafficShape(
+  if (std::optional<std::string> why = mlir::fa::model::checkTrafficShape(
           kernel, {batch, queryHeads, kvHeads, queryLen, keyLen}))
     return fail("faMetadataPredictedBytes: " + *why);
-  mlir::fagpu::Traffic traffic = mlir::fagpu::kernelTraffic(
+  mlir::fa::model::Traffic traffic = mlir::fa::model::kernelTraffic(
       kernel, {batch, queryHeads, kvHeads, queryLen, keyLen});
   *readBytes = static_cast<unsigned long long>(traffic.reads());
   *writeBytes = static_cast<unsigned long long>(traffic.writes());
@@ -114,14 +115,14 @@ int faMetadataPredictedSequenceBytes(const char *metadataJson,
   std::string text(metadataJson);
   if (parseMetadata(text, m))
     return 1;
-  mlir::fagpu::TrafficKernel kernel;
+  mlir::fa::model::TrafficKernel kernel;
   if (trafficKernelOf(m, where, kernel) ||
       checkHeads(where, queryHeads, kvHeads))
     return 1;
   if (sequences < 1 || sequences > 0x7fffffffL)
     return fail("faMetadataPredictedSequenceBytes: the sequences must be in "
                 "[1, 2^31 - 1]");
-  std::vector<mlir::fagpu::SequenceLengths> lengths(sequences);
+  std::vector<mlir::fa::model::SequenceLengths> lengths(sequences);
   for (long s = 0; s < sequences; ++s) {
     if (queryLens[s] < 0 || keyLens[s] < 0 || queryLens[s] > 0x7fffffffL ||
         keyLens[s] > 0x7fffffffL)
@@ -132,10 +133,10 @@ int faMetadataPredictedSequenceBytes(const char *metadataJson,
                   std::to_string(keyLens[s]) + " keys");
     lengths[s] = {queryLens[s], keyLens[s]};
   }
-  if (std::optional<std::string> why = mlir::fagpu::checkSequencesTraffic(
+  if (std::optional<std::string> why = mlir::fa::model::checkSequencesTraffic(
           kernel, queryHeads, kvHeads, lengths.data(), sequences))
     return fail("faMetadataPredictedSequenceBytes: " + *why);
-  mlir::fagpu::Traffic traffic = mlir::fagpu::sequencesTraffic(
+  mlir::fa::model::Traffic traffic = mlir::fa::model::sequencesTraffic(
       kernel, queryHeads, kvHeads, lengths.data(), sequences);
   *readBytes = static_cast<unsigned long long>(traffic.reads());
   *writeBytes = static_cast<unsigned long long>(traffic.writes());

@@ -131,7 +131,8 @@ struct Metadata {
   float softcap = 0.0f;
   bool tileGrid = false;   // one CTA per (query block, head) tile, B param
   bool persistent = false; // at most one CTA per SM strides the tiles
-  // Split-KV: grid y = chunks; the launch default (0: fa::autoKVSplits).
+  // Split-KV: grid y = chunks; the launch default (0:
+  // mlir::fa::model::autoKVSplits).
   bool splitKV = false;
   long kvSplits = 0;
   // A KV cache: kv_lengths [B] and a paged K/V's block table (page_size

@@ -225,7 +225,7 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
 
 /// Adds `code_bytes` to each launch's metadata: the size of its kernel's
 /// .text in the cubin. A launch reads its code from DRAM once, which the
-/// DRAM model counts (fagpu::TrafficKernel::codeBytes).
+/// DRAM model counts (mlir::fa::model::TrafficKernel::codeBytes).
 static void recordCodeBytes(CompiledKernel &result) {
   llvm::Expected<std::unique_ptr<llvm::object::ObjectFile>> elf =
       llvm::object::ObjectFile::createObjectFile(

@@ -19,7 +19,7 @@
 
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
-#include "fa/Dialect/FAGPU/IR/Traffic.h"
+#include "fa/Model/Traffic.h"
 #include "fa/Pipelines/Pipelines.h"
 #include "fa/Support/Float8.h"
 #include "fa/Support/UpstreamParserGuard.h"
@@ -545,7 +545,7 @@ PYBIND11_MODULE(_compiler, m) {
         if (hq % hkv != 0)
           throw py::value_error("predicted_bytes: the query heads must be a "
                                 "multiple of the K/V heads");
-        fagpu::TrafficKernel kernel;
+        mlir::fa::model::TrafficKernel kernel;
         kernel.blockR = blockR;
         kernel.blockC = blockC;
         kernel.headDim = headDim;
@@ -562,7 +562,7 @@ PYBIND11_MODULE(_compiler, m) {
         kernel.packedSequences = packedSequences;
         kernel.queryGroup = queryGroup;
         // Sequences of their own lengths (a KV cache's, a varlen batch's).
-        std::vector<fagpu::SequenceLengths> lengths;
+        std::vector<mlir::fa::model::SequenceLengths> lengths;
         for (auto [queries, keys] : sequences) {
           if (queries < 0 || keys < 0 || queries > 0x7fffffff ||
               keys > 0x7fffffff)
@@ -574,17 +574,17 @@ PYBIND11_MODULE(_compiler, m) {
         // the products included), as fagpu-io-report and the C runtime.
         std::optional<std::string> why =
             lengths.empty()
-                ? fagpu::checkTrafficShape(kernel, {b, hq, hkv, nq, nk})
-                : fagpu::checkSequencesTraffic(kernel, hq, hkv,
-                                               lengths.data(),
-                                               int64_t(lengths.size()));
+                ? mlir::fa::model::checkTrafficShape(kernel,
+                                                     {b, hq, hkv, nq, nk})
+                : mlir::fa::model::checkSequencesTraffic(
+                      kernel, hq, hkv, lengths.data(), int64_t(lengths.size()));
         if (why)
           throw py::value_error("predicted_bytes: " + *why);
-        fagpu::Traffic t =
+        mlir::fa::model::Traffic t =
             lengths.empty()
-                ? fagpu::kernelTraffic(kernel, {b, hq, hkv, nq, nk})
-                : fagpu::sequencesTraffic(kernel, hq, hkv, lengths.data(),
-                                          int64_t(lengths.size()));
+                ? mlir::fa::model::kernelTraffic(kernel, {b, hq, hkv, nq, nk})
+                : mlir::fa::model::sequencesTraffic(
+                      kernel, hq, hkv, lengths.data(), int64_t(lengths.size()));
         return py::make_tuple(t.reads(), t.writes());
       });
   m.def("run_cpu", &runCpu, py::arg("q"), py::arg("k"), py::arg("v"),

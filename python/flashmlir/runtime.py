@@ -584,7 +584,7 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
 
 def auto_kv_splits(tiles, kv_blocks, sms):
     """The split-KV chunk count a launch picks when the caller leaves it to
-    the kernel: fa::autoKVSplits (fa/Dialect/FA/IR/KVChunk.h), the rule the
+    the kernel: mlir::fa::model::autoKVSplits (fa/Model/KVChunk.h), the rule the
     C runtime and fa-split-kv use; tests check they agree. `tiles`: (query
     block, head) tiles of the launch, `kv_blocks`: K/V blocks of a tile,
     `sms`: the GPU's SMs (waves of one CTA per SM)."""
@@ -608,7 +608,7 @@ def auto_kv_splits(tiles, kv_blocks, sms):
     return 1
 
 
-# fa::autoKVSplits's constants (KVChunk.h).
+# mlir::fa::model::autoKVSplits's constants (KVChunk.h).
 _AUTO_SPLIT_FILLED_NUM, _AUTO_SPLIT_FILLED_DEN = 4, 5
 _AUTO_SPLIT_MIN_BLOCKS = 2
 _AUTO_SPLIT_WITHIN_PERCENT = 95
@@ -1235,7 +1235,7 @@ class Kernel:
 
     def kv_splits_for(self, b, hq, nq, nk, sm_count, num_splits=None):
         """The chunk count of a split-KV launch: `num_splits` if given (1 to
-        1024), else the metadata's default, else (0) fa::autoKVSplits."""
+        1024), else the metadata's default, else (0) mlir::fa::model::autoKVSplits."""
         if num_splits is None or num_splits == 0:
             num_splits = self.meta.get("kv_splits", 0)
         if isinstance(num_splits, bool) or not isinstance(num_splits, int) \

@@ -73,9 +73,10 @@ static cl::opt<std::string>
               cl::init("fa2"));
 static cl::opt<std::string> splitKV(
     cl::cat(toolOptions), "split-kv",
-    cl::desc("Split-KV on the CPU path (fa-split-kv): a chunk count, or auto "
-             "(fa::autoKVSplits on the static shapes, 132 SMs); off "
-             "(default)"),
+    cl::desc(
+        "Split-KV on the CPU path (fa-split-kv): a chunk count, or auto "
+        "(mlir::fa::model::autoKVSplits on the static shapes, 132 SMs); off "
+        "(default)"),
     cl::init("off"));
 static cl::opt<int64_t> blockR(cl::cat(toolOptions), "block-r", cl::desc("B_r override"),
                                cl::init(0));

@@ -1,8 +1,9 @@
-//===- IRArithmetic.h - integer rules written once, emitted as IR -*- C++ -*-===//
+//===- IRArithmetic.h - integer rules written once, emitted as IR -*- C++
+//-*-===//
 //
-// The K/V block range (fagpu::kvBlockRange) and split-KV's chunks
-// (fa::kvChunk) are written once over an arithmetic: on integers (the IO
-// report, the runtimes) or as IR through this adaptor, in i32 (the GPU
+// The K/V block range (mlir::fa::model::kvBlockRange) and split-KV's chunks
+// (mlir::fa::model::kvChunk) are written once over an arithmetic: on integers
+// (the IO report, the runtimes) or as IR through this adaptor, in i32 (the GPU
 // kernels' positions) or index (the CPU loop nests).
 //
 //===----------------------------------------------------------------------===//

@@ -34,7 +34,7 @@
 #include "OnlineSoftmax.h"
 
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
-#include "fa/Dialect/FAGPU/IR/TileRange.h"
+#include "fa/Model/BlockRange.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/ADT/StringMap.h"
@@ -139,12 +139,14 @@ protected:
   }
 
   /// How far `config`'s masks move the diagonal for a tile of `keys` keys
-  /// and `queries` queries (fagpu::diagonalShift; null when they do not).
+  /// and `queries` queries (mlir::fa::model::diagonalShift; null when they do
+  /// not).
   Value diagonalShift(const SoftmaxConfig &config, Value keys,
                       Value queries) {
     IRArithmetic ir{b, loc};
-    return fagpu::diagonalShift(ir, queriesOfRows(config, queries), keys,
-                                config.bottomRight, config.diagonalOffset);
+    return mlir::fa::model::diagonalShift(ir, queriesOfRows(config, queries),
+                                          keys, config.bottomRight,
+                                          config.diagonalOffset);
   }
 
   /// The queries of `rows` tile rows: rows / G with pack-GQA beyond one
@@ -527,8 +529,8 @@ protected:
     if (cuSeqlensQPtr && assertsTileInputs && !varlenRealTiles)
       assertSums(batch, tile.qBase, tile.nq, tile.kBase, tile.nk);
 
-    // K/V blocks visited (fagpu::kvBlockRange: causal stops at the last
-    // row's diagonal, a window bounds both sides; at least one block where
+    // K/V blocks visited (mlir::fa::model::kvBlockRange: causal stops at the
+    // last row's diagonal, a window bounds both sides; at least one block where
     // a sequence may have no keys).
     IRArithmetic ir{b, loc};
     // Pack-GQA beyond one query: the tile's rows are queries
@@ -537,16 +539,16 @@ protected:
     Value queries = queriesOfRows(config, tile.nq);
     int64_t queryRows = config.queryGroup ? blockR / config.queryGroup
                                           : blockR;
-    fagpu::KVRange<IRArithmetic> range = fagpu::kvBlockRange(
-        ir, firstQuery, queries, tile.nk, queryRows, blockC, config.causal,
-        config.window, config.bottomRight, config.diagonalOffset,
-        /*keyLengths=*/static_cast<bool>(kvLengthsPtr || cuSeqlensQPtr));
+    mlir::fa::model::KVRange<IRArithmetic> range =
+        mlir::fa::model::kvBlockRange(
+            ir, firstQuery, queries, tile.nk, queryRows, blockC, config.causal,
+            config.window, config.bottomRight, config.diagonalOffset,
+            /*keyLengths=*/static_cast<bool>(kvLengthsPtr || cuSeqlensQPtr));
     tile.firstBlock = range.first;
     tile.numBlocks = range.end;
-    tile.unmaskedEnd =
-        fagpu::unmaskedBlocksEnd(ir, range, firstQuery, queries, tile.nk, blockC,
-                                 config.causal, config.window,
-                                 config.bottomRight, config.diagonalOffset);
+    tile.unmaskedEnd = mlir::fa::model::unmaskedBlocksEnd(
+        ir, range, firstQuery, queries, tile.nk, blockC, config.causal,
+        config.window, config.bottomRight, config.diagonalOffset);
     if (cuSeqlensQPtr) {
       // A varlen tile past its sequence's end (the grid covers the longest
       // sequence's query blocks): one masked block, nothing stored, so that

@@ -23,11 +23,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelLowerings.h"
-#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
-#include "fa/Dialect/FAGPU/IR/TileRange.h"
 #include "../Common/Launch.h"
 #include "../Common/OnlineSoftmax.h"
+#include "KernelLowerings.h"
+#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+#include "fa/Model/BlockRange.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -199,17 +199,16 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
       b, loc, fagpu::PipelineType::get(b.getContext(), kStages, 2, kvTileType),
       /*barrier_offset=*/0, /*tile_offset=*/spec.qBytes());
 
-  // The K/V blocks visited (fagpu::kvBlockRange: causal stops at the block
-  // holding the last query row's diagonal, a window bounds both sides;
+  // The K/V blocks visited (mlir::fa::model::kvBlockRange: causal stops at the
+  // block holding the last query row's diagonal, a window bounds both sides;
   // bottom-right masks move the diagonal by Nk - Nq, a diagonal offset by
   // its keys).
   IRArithmetic ir{b, loc};
-  diagonalShift = fagpu::diagonalShift(ir, nq, nk, spec.bottomRight,
-                                       spec.diagonalOffset);
-  fagpu::KVRange<IRArithmetic> range =
-      fagpu::kvBlockRange(ir, qStart, nq, nk, spec.blockR, spec.blockC,
-                          spec.causal, spec.window, spec.bottomRight,
-                          spec.diagonalOffset);
+  diagonalShift = mlir::fa::model::diagonalShift(ir, nq, nk, spec.bottomRight,
+                                                 spec.diagonalOffset);
+  mlir::fa::model::KVRange<IRArithmetic> range = mlir::fa::model::kvBlockRange(
+      ir, qStart, nq, nk, spec.blockR, spec.blockC, spec.causal, spec.window,
+      spec.bottomRight, spec.diagonalOffset);
   Value firstBlock = range.first;
   numBlocks = range.end;
 
@@ -232,7 +231,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   // the rest (the ragged last block, the diagonal, every windowed block)
   // run masked. Computed after the prologue: before it, the bound stays
   // live across the Q loads (register pressure at D = 256, causal).
-  Value unmaskedEnd = fagpu::unmaskedBlocksEnd(
+  Value unmaskedEnd = mlir::fa::model::unmaskedBlocksEnd(
       ir, range, qStart, nq, nk, spec.blockC, spec.causal, spec.window,
       spec.bottomRight, spec.diagonalOffset);
 

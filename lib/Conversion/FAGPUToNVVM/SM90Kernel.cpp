@@ -33,8 +33,8 @@
 //    tile from a global counter and hands its index to the consumers in
 //    shared memory, next to the Q buffer it loads;
 //  * split-KV (decode): CTA (tile, ctaid.y) attends its tile to one chunk
-//    of the keys (fa::kvChunk), stores the chunk's partial O and LSE in
-//    f32, and the last chunk of each warp's rows merges them
+//    of the keys (mlir::fa::model::kvChunk), stores the chunk's partial O and
+//    LSE in f32, and the last chunk of each warp's rows merges them
 //    (fagpu.merge_splits), so decode with few (batch, head) tiles still
 //    fills the SMs, in one kernel.
 //
@@ -46,9 +46,9 @@
 #include "KernelLowerings.h"
 
 #include "../Common/TMAKernel.h"
-#include "fa/Dialect/FA/IR/KVChunk.h"
-#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Dialect/FAGPU/IR/Heuristics.h"
+#include "fa/Model/KVChunk.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -414,7 +414,7 @@ private:
                add(mul(warpInGroup, c32(16)), g));
   }
   /// Split-KV: the chunk of the tile's K/V blocks this CTA (blockIdx.y)
-  /// visits (fa::kvChunk, the CPU nest's rule).
+  /// visits (mlir::fa::model::kvChunk, the CPU nest's rule).
   AttentionTile chunkOf(AttentionTile tile);
   /// Split-KV: the consumer's chunk of the tile (nothing to attend in an
   /// empty chunk: its partial is the initial state, O = 0 and LSE =
@@ -1178,8 +1178,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
 AttentionTile KernelBuilder::chunkOf(AttentionTile tile) {
   IRArithmetic ir{b, loc};
   Value chunk = NVVM::BlockIdYOp::create(b, loc, i32);
-  auto [begin, end] =
-      fa::kvChunk(ir, tile.firstBlock, tile.numBlocks, chunk, kvSplits);
+  auto [begin, end] = mlir::fa::model::kvChunk(ir, tile.firstBlock,
+                                               tile.numBlocks, chunk, kvSplits);
   // The chunk's blocks no mask touches: those of the whole range's.
   tile.unmaskedEnd = arith::MinUIOp::create(
       b, loc, arith::MaxUIOp::create(b, loc, tile.unmaskedEnd, begin), end);

@@ -19,7 +19,7 @@
 
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
-#include "fa/Dialect/FA/IR/KVChunk.h"
+#include "fa/Model/KVChunk.h"
 #include "fa/Support/IRArithmetic.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -512,11 +512,11 @@ void AttentionLowering::buildFA2() {
     auto [begin, end] = visibleKeyBlocks(qStart, rows, numKBlocks);
     Value outHead = h;
     if (splits > 1) {
-      // Chunk s of the visible blocks (fa::kvChunk, the GPU kernel's rule;
-      // possibly none: the partial is then O = 0, LSE = -inf).
+      // Chunk s of the visible blocks (mlir::fa::model::kvChunk, the GPU
+      // kernel's rule; possibly none: the partial is then O = 0, LSE = -inf).
       Value s = forall.getInductionVar(3);
       IRArithmetic ia(b, loc, b.getIndexType());
-      std::tie(begin, end) = kvChunk(ia, begin, end, s, index(splits));
+      std::tie(begin, end) = model::kvChunk(ia, begin, end, s, index(splits));
       outHead = arith::AddIOp::create(b, loc, mul(h, splits), s);
     }
     auto loop = scf::ForOp::create(b, loc, begin, end, index(1));

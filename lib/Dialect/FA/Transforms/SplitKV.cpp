@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Model/KVChunk.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -28,7 +28,7 @@ namespace {
 /// kernels' tiles; fa-tile chooses the real ones after this pass).
 constexpr int64_t kRowsPerItem = 128, kKeysPerBlock = 128;
 
-/// fa::autoKVSplits on static shapes; 1 (no split) otherwise.
+/// mlir::fa::model::autoKVSplits on static shapes; 1 (no split) otherwise.
 int64_t autoSplits(AttentionOp op, int64_t sms) {
   ShapedType q = op.getQueryType(), k = op.getKeyType();
   for (int64_t d : {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
@@ -37,8 +37,8 @@ int64_t autoSplits(AttentionOp op, int64_t sms) {
       return 1;
   int64_t tiles = q.getDimSize(0) * q.getDimSize(1) *
                   llvm::divideCeil(q.getDimSize(2), kRowsPerItem);
-  return autoKVSplits(tiles, llvm::divideCeil(k.getDimSize(2), kKeysPerBlock),
-                      sms);
+  return model::autoKVSplits(
+      tiles, llvm::divideCeil(k.getDimSize(2), kKeysPerBlock), sms);
 }
 
 struct FASplitKVPass : fa::impl::FASplitKVBase<FASplitKVPass> {

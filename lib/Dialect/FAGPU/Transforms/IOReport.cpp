@@ -1,14 +1,15 @@
 //===- IOReport.cpp - global-memory traffic of the attention kernels ------===//
 //
-// Prints, per static-shape attention, the traffic fagpu::kernelTraffic
-// (Traffic.h) counts for the kernel its schedule describes.
+// Prints, per static-shape attention, the traffic
+// mlir::fa::model::kernelTraffic (Traffic.h) counts for the kernel its schedule
+// describes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FAGPU/Transforms/Passes.h"
 
 #include "fa/Dialect/FAGPU/IR/Heuristics.h"
-#include "fa/Dialect/FAGPU/IR/Traffic.h"
+#include "fa/Model/Traffic.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -20,6 +21,7 @@ namespace mlir::fagpu {
 
 using namespace mlir;
 using namespace mlir::fagpu;
+using namespace mlir::fa::model;
 
 namespace {
 

@@ -11,10 +11,10 @@
 #include "fa/Dialect/FAGPU/Transforms/Passes.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
-#include "fa/Dialect/FA/IR/KVChunk.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+#include "fa/Model/KVChunk.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

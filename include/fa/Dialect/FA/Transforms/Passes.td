@@ -228,7 +228,7 @@ def FASplitKV : Pass<"fa-split-kv", "func::FuncOp"> {
     combines them with `fa.merge_partials`. Worth it when `B * Hq * Nq` is too
     small to fill the GPU (decode, one query per sequence) and `Nk` is long.
 
-    `splits=auto`: with static shapes, `fa::autoKVSplits` (KVChunk.h, the
+    `splits=auto`: with static shapes, `mlir::fa::model::autoKVSplits` (KVChunk.h, the
     rule the runtimes apply per launch) on `B * Hq * ceil(Nq / 128)` tiles
     of `ceil(Nk / 128)` blocks and `sms` SMs: the fewest chunks that fill
     whole waves of one CTA per SM to within 5%; without static shapes, or

@@ -224,7 +224,7 @@ def FAGPUIOReport : Pass<"fagpu-io-report", "func::FuncOp"> {
     with the FlashAttention-2 model Q + (K + V) T_r beside them. Schedules
     (persistent tiles, ping-pong, ring depth) do not change these counts.
 
-    DRAM reads and writes follow an L2 model (fagpu::dramTraffic): the
+    DRAM reads and writes follow an L2 model (mlir::fa::model::dramTraffic): the
     launch's tiles replayed in the kernel's order on SMs x CTAs per SM
     CTAs, one K/V block per step, over an LRU cache of the part of L2 that
     holds data all SMs share; Q, O and LSE cross once, and the kernel's

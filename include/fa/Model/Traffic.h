@@ -1,4 +1,4 @@
-//===- Traffic.h - the global-memory traffic of an attention kernel -*- C++ -*-===//
+//===- Traffic.h - the global-memory traffic of a kernel ------*- C++ -*-===//
 //
 // The seed's IO argument, for the kernels we ship: a query tile reads its
 // Q rows once and the K and V rows of every block it visits (kvBlockRange);
@@ -10,11 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FA_DIALECT_FAGPU_IR_TRAFFIC_H
-#define FA_DIALECT_FAGPU_IR_TRAFFIC_H
+#ifndef FA_MODEL_TRAFFIC_H
+#define FA_MODEL_TRAFFIC_H
 
-#include "fa/Dialect/FA/IR/KVChunk.h"
-#include "fa/Dialect/FAGPU/IR/TileRange.h"
+#include "fa/Model/BlockRange.h"
+#include "fa/Model/KVChunk.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace mlir::fagpu {
+namespace mlir::fa::model {
 
 /// What of a kernel decides its traffic.
 struct TrafficKernel {
@@ -53,9 +53,9 @@ struct TrafficKernel {
   /// (else [B, H, Nq]); decides where each LSE store lands.
   bool packedSequences = false;
   /// Split-KV: the launch's chunk count (0: not a split kernel). Each
-  /// non-empty chunk (fa::kvChunk) loads the tile's Q and its own blocks;
-  /// every chunk writes its rows' partial O and LSE in f32; the last chunk
-  /// of each warp's 16 rows reads them back and writes O and LSE.
+  /// non-empty chunk (mlir::fa::model::kvChunk) loads the tile's Q and its own
+  /// blocks; every chunk writes its rows' partial O and LSE in f32; the last
+  /// chunk of each warp's 16 rows reads them back and writes O and LSE.
   int64_t kvSplits = 0;
   /// Pack-GQA beyond one query (the schedule's query_group): the launch's
   /// rows are G a query (its shape is Hkv heads of Nq G rows), so a tile's
@@ -120,8 +120,8 @@ inline int64_t lseHeadsStoreBytes(int64_t first, int64_t heads, int64_t stride,
   for (int64_t h = 0; h < std::min(heads, kRowsPerSector); ++h) {
     // Heads h, h + 8, ... start at the same offset in their sectors.
     int64_t count = (heads - h + kRowsPerSector - 1) / kRowsPerSector;
-    bytes += count * lseStoreBytes((first + h * stride) % kRowsPerSector,
-                                   rows, perStore);
+    bytes += count * lseStoreBytes((first + h * stride) % kRowsPerSector, rows,
+                                   perStore);
   }
   return bytes;
 }
@@ -138,8 +138,8 @@ struct TrafficShape {
 /// windows and offsets the kernels' 2^30 at most, and every byte count it
 /// forms -- the FA2 model's Q + (K + V) T_r per head, the heads' products
 /// -- fits in 64 bits. Empty shapes (a zero size) are counted: zero.
-inline std::optional<std::string>
-checkTrafficShape(const TrafficKernel &kernel, const TrafficShape &shape) {
+inline std::optional<std::string> checkTrafficShape(const TrafficKernel &kernel,
+                                                    const TrafficShape &shape) {
   const TrafficShape &s = shape;
   for (int64_t v : {s.batch, s.queryHeads, s.kvHeads, s.queryLen, s.keyLen})
     if (v < 0)
@@ -193,7 +193,9 @@ struct Traffic {
   /// warp and chunk, read and written, and one 32-byte sector reset per
   /// warp).
   int64_t partialWrites = 0, mergeReads = 0, arrivals = 0;
-  int64_t reads() const { return q + k + v + scheduler + mergeReads + arrivals; }
+  int64_t reads() const {
+    return q + k + v + scheduler + mergeReads + arrivals;
+  }
   /// O as payload: every epilogue writes whole 32-byte sectors (the TMA
   /// store, the staged copy's 16-byte pieces of rows, the register
   /// epilogue's quad-transposed 16-byte stores, split-KV's f32 pairs); the
@@ -207,8 +209,8 @@ struct Traffic {
 /// whole boxes, else each block's keys below nk (the last one ragged).
 /// Closed form of the sum over the blocks, so the count takes time in the
 /// tiles, not tiles x blocks.
-inline int64_t blockKeys(const TrafficKernel &kernel, int64_t nk,
-                         int64_t first, int64_t end) {
+inline int64_t blockKeys(const TrafficKernel &kernel, int64_t nk, int64_t first,
+                         int64_t end) {
   int64_t bc = kernel.blockC;
   int64_t blocks = std::max<int64_t>(0, end - first);
   if (kernel.wholeBoxes)
@@ -250,7 +252,7 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
   int64_t warps = (rows + 15) / 16;
   head.arrivals += warps * (splits + 1) * 32;
   for (int64_t c = 0; c < splits; ++c) {
-    auto [begin, end] = fa::kvChunk(ints, range.first, range.end, c, splits);
+    auto [begin, end] = kvChunk(ints, range.first, range.end, c, splits);
     // Partial O rows in f32 pairs, a quad's 32 bytes a sector; their LSE
     // in kernelTraffic (lseStoreBytes).
     head.partialWrites += rows * dv * 4;
@@ -269,8 +271,7 @@ inline void splitTileTraffic(const TrafficKernel &kernel, int64_t qStart,
 }
 
 inline Traffic kernelTraffic(const TrafficKernel &kernel,
-                             const TrafficShape &shape,
-                             LsePlacement lse = {}) {
+                             const TrafficShape &shape, LsePlacement lse = {}) {
   int64_t br = kernel.blockR, elt = kernel.elementBytes;
   int64_t d = kernel.headDim, dv = kernel.valueHeadDim;
   int64_t nq = shape.queryLen, nk = shape.keyLen;
@@ -282,8 +283,8 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
     int64_t rows = kernel.wholeBoxes ? br : std::min(br, nq - qStart);
     KVRange<IntegerArithmetic> range = tileBlockRange(kernel, qStart, nq, nk);
     if (kernel.kvSplits) {
-      splitTileTraffic(kernel, qStart, std::min(br, nq - qStart), nq, nk,
-                       range, head);
+      splitTileTraffic(kernel, qStart, std::min(br, nq - qStart), nq, nk, range,
+                       head);
       continue;
     }
     head.q += rows * rowBytes(kernel, d);
@@ -306,14 +307,13 @@ inline Traffic kernelTraffic(const TrafficKernel &kernel,
   // Split-KV's merge stores a row's LSE at a time; the other epilogues a
   // warp's 16 rows at a time (lseStoreBytes).
   int64_t perStore = kernel.kvSplits ? 1 : 16;
-  total.lse = kernel.writesLse ? lseHeadsStoreBytes(lse.first, heads,
-                                                    lse.headStride, nq,
-                                                    perStore)
-                               : 0;
+  total.lse =
+      kernel.writesLse
+          ? lseHeadsStoreBytes(lse.first, heads, lse.headStride, nq, perStore)
+          : 0;
   for (int64_t c = 0; c < kernel.kvSplits; ++c)
-    total.partialWrites +=
-        lseHeadsStoreBytes(lse.partialFirst + c * lse.chunkStride, heads,
-                           lse.headStride, nq, 16);
+    total.partialWrites += lseHeadsStoreBytes(
+        lse.partialFirst + c * lse.chunkStride, heads, lse.headStride, nq, 16);
   total.scheduler =
       kernel.dynamicScheduler ? (head.tilesPerHead * heads + 1) * 32 : 0;
   total.fa2Model =
@@ -361,8 +361,8 @@ checkSequencesTraffic(const TrafficKernel &kernel, int64_t queryHeads,
 /// the cache, or whole pages), and the dynamic scheduler's atomics once for
 /// all the tiles taken. A sequence with no queries moves nothing; one with
 /// no keys loads its tiles' Q (split-KV: none) and writes O and LSE.
-inline Traffic sequencesTraffic(const TrafficKernel &kernel,
-                                int64_t queryHeads, int64_t kvHeads,
+inline Traffic sequencesTraffic(const TrafficKernel &kernel, int64_t queryHeads,
+                                int64_t kvHeads,
                                 const SequenceLengths *sequences,
                                 int64_t count) {
   TrafficKernel perSequence = kernel;
@@ -384,10 +384,8 @@ inline Traffic sequencesTraffic(const TrafficKernel &kernel,
                            queryHeads * totalQueries}
             : LsePlacement{s * queryHeads * nq, nq, s * queryHeads * nq,
                            count * queryHeads * nq};
-    Traffic t = kernelTraffic(perSequence,
-                              {1, queryHeads, kvHeads, nq,
-                               sequences[s].keyLen},
-                              lse);
+    Traffic t = kernelTraffic(
+        perSequence, {1, queryHeads, kvHeads, nq, sequences[s].keyLen}, lse);
     total.q += t.q;
     total.k += t.k;
     total.v += t.v;
@@ -524,7 +522,7 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
       qBlock = tilesPerHead - 1 - qBlock;
     KVRange<IntegerArithmetic> r = tileBlockRange(kernel, qBlock * br, nq, nk);
     if (kernel.kvSplits) {
-      auto [begin, end] = fa::kvChunk(ints, r.first, r.end, chunk, chunks);
+      auto [begin, end] = kvChunk(ints, r.first, r.end, chunk, chunks);
       r = {begin, end};
     }
     return Item{g, r.first, r.end, std::min(br, nq - qBlock * br)};
@@ -580,8 +578,8 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
     }
     // The item is done: its O, then the CTA's next item.
     cache.access(onceKey++, cta.work.rows * dv * kernel.outputBytes);
-    int64_t next = kernel.staticPersistent ? cta.item + t.residentCTAs
-                                           : nextItem;
+    int64_t next =
+        kernel.staticPersistent ? cta.item + t.residentCTAs : nextItem;
     if (next < t.workItems) {
       if (!kernel.staticPersistent)
         ++nextItem;
@@ -602,6 +600,6 @@ inline DramTraffic dramTraffic(const TrafficKernel &kernel,
   return t;
 }
 
-} // namespace mlir::fagpu
+} // namespace mlir::fa::model
 
-#endif // FA_DIALECT_FAGPU_IR_TRAFFIC_H
+#endif // FA_MODEL_TRAFFIC_H

@@ -1,4 +1,4 @@
-//===- TileRange.h - the K/V blocks a query tile visits --------*- C++ -*-===//
+//===- BlockRange.h - the K/V blocks a query tile visits -------*- C++ -*-===//
 //
 // The block range a query tile visits, written once: the kernels' tile
 // decoders emit it as IR (decodeTile in lib/Conversion/Common/TMAKernel.h,
@@ -7,19 +7,20 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FA_DIALECT_FAGPU_IR_TILERANGE_H
-#define FA_DIALECT_FAGPU_IR_TILERANGE_H
+#ifndef FA_MODEL_BLOCKRANGE_H
+#define FA_MODEL_BLOCKRANGE_H
 
 #include <algorithm>
 #include <cstdint>
 
-namespace mlir::fagpu {
+namespace mlir::fa::model {
 
 /// The K/V blocks [first, end) a query tile of rows [qStart, qStart +
-/// blockR) visits (and, below, the end of those no mask touches). Written once over an arithmetic `A`:
-/// integers (IntegerArithmetic, the IO report) or IR (the kernels' tile
-/// decoders), so the kernels and the report cannot disagree. `A` provides
-/// Value, c(int64_t), add, sub, divu, minu, maxu and maxs (signed).
+/// blockR) visits (and, below, the end of those no mask touches). Written once
+/// over an arithmetic `A`: integers (IntegerArithmetic, the IO report) or IR
+/// (the kernels' tile decoders), so the kernels and the report cannot disagree.
+/// `A` provides Value, c(int64_t), add, sub, divu, minu, maxu and maxs
+/// (signed).
 ///
 /// Causal tiles stop at the block of their last row's diagonal; a window
 /// |i - j| < w bounds both sides and masks every block. With `bottomRight`
@@ -47,9 +48,7 @@ typename A::Value diagonalShift(A &a, typename A::Value nq,
   return shift;
 }
 
-template <typename A> struct KVRange {
-  typename A::Value first, end;
-};
+template <typename A> struct KVRange { typename A::Value first, end; };
 
 template <typename A>
 KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
@@ -63,24 +62,23 @@ KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
   V end = a.divu(a.add(nk, a.c(blockC - 1)), a.c(blockC));
   V lastRow = a.minu(a.add(qStart, a.c(blockR)), nq); // exclusive
   if (causal)
-    end = a.minu(end, a.divu(a.add(nonNegative(atKey(lastRow)),
-                                   a.c(blockC - 1)),
-                             a.c(blockC)));
+    end =
+        a.minu(end, a.divu(a.add(nonNegative(atKey(lastRow)), a.c(blockC - 1)),
+                           a.c(blockC)));
   if (bottomRight || keyLengths)
     end = a.maxu(end, a.c(1));
   V first = a.c(0);
   if (window) {
     V reach = a.c(window - 1);
-    V firstKey = bottomRight
-                     ? nonNegative(a.sub(atKey(qStart), reach))
-                     : a.sub(a.maxu(atKey(qStart), reach), reach);
+    V firstKey = bottomRight ? nonNegative(a.sub(atKey(qStart), reach))
+                             : a.sub(a.maxu(atKey(qStart), reach), reach);
     first = a.divu(firstKey, a.c(blockC));
     if (!causal)
       end = a.minu(
-          end, a.add(a.divu(nonNegative(a.add(atKey(a.sub(lastRow, a.c(1))),
-                                              reach)),
-                            a.c(blockC)),
-                     a.c(1)));
+          end,
+          a.add(a.divu(nonNegative(a.add(atKey(a.sub(lastRow, a.c(1))), reach)),
+                       a.c(blockC)),
+                a.c(1)));
     // Rows past the end of the keys by more than the window see no key:
     // they still run one (fully masked) block.
     first = a.minu(first, a.sub(end, a.c(1)));
@@ -96,11 +94,9 @@ KVRange<A> kvBlockRange(A &a, typename A::Value qStart, typename A::Value nq,
 template <typename A>
 typename A::Value unmaskedBlocksEnd(A &a, const KVRange<A> &range,
                                     typename A::Value qStart,
-                                    typename A::Value nq,
-                                    typename A::Value nk, int64_t blockC,
-                                    bool causal, int64_t window,
-                                    bool bottomRight,
-                                    int64_t diagonalOffset) {
+                                    typename A::Value nq, typename A::Value nk,
+                                    int64_t blockC, bool causal, int64_t window,
+                                    bool bottomRight, int64_t diagonalOffset) {
   using V = typename A::Value;
   if (window)
     return range.first;
@@ -128,6 +124,6 @@ struct IntegerArithmetic {
   int64_t maxs(int64_t x, int64_t y) { return std::max(x, y); }
 };
 
-} // namespace mlir::fagpu
+} // namespace mlir::fa::model
 
-#endif // FA_DIALECT_FAGPU_IR_TILERANGE_H
+#endif // FA_MODEL_BLOCKRANGE_H

@@ -7,20 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FA_DIALECT_FA_IR_KVCHUNK_H
-#define FA_DIALECT_FA_IR_KVCHUNK_H
+#ifndef FA_MODEL_KVCHUNK_H
+#define FA_MODEL_KVCHUNK_H
 
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 
-namespace mlir::fa {
-
-/// The attribute on the loads of a KV cache's operands in the FA2 loop nest
-/// (fa-lower-fa2): "kv_lengths" on the read of a sequence's key count,
-/// "block_table" on the read of a K/V block's page. fa-map-to-gpu finds the
-/// operands through it.
-inline constexpr const char kKVCacheAttr[] = "fa.kv_cache";
+namespace mlir::fa::model {
 
 /// The blocks [begin, end) of the visible blocks [first, end) that chunk
 /// `chunk` of `splits` visits. Chunks are ceil(n / splits) blocks long, in
@@ -74,6 +68,6 @@ inline int64_t autoKVSplits(int64_t tiles, int64_t kvBlocks, int64_t sms) {
   return 1;
 }
 
-} // namespace mlir::fa
+} // namespace mlir::fa::model
 
-#endif // FA_DIALECT_FA_IR_KVCHUNK_H
+#endif // FA_MODEL_KVCHUNK_H
