@@ -54,9 +54,15 @@ for group in 4 8; do
   done
 done
 # An e4m3 KV cache beside an f16 Q (--kv-dtype e4m3): decode (plain, and
-# pack-GQA's views of it) and chunked prefill (causal).
-for mask in plain causal; do
+# pack-GQA's views of it), chunked prefill (causal) and windows, a few
+# queries packed (--query-group) as on a 16-bit cache.
+for mask in plain causal causal_w64; do
   cache_kernels $mask 0 e4m3
+done
+for group in 4 8; do
+  for mask in causal causal_w64; do
+    cache_kernels $mask $group e4m3
+  done
 done
 # ... beside a bf16 Q (decode; its widening goes through f32).
 for split in "" "--split-kv auto"; do

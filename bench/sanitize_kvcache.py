@@ -65,8 +65,10 @@ def main():
         q = torch.randn(b, nq, hq, 128, device="cuda", dtype=torch.float16)
         descales = {}
         if kv == fp8:
-            descales = {"k_descale": torch.full((1,), 0.5, device="cuda"),
-                        "v_descale": torch.rand(b, hkv, device="cuda")}
+            # Per tensor, or per (sequence, K/V head) on pages of 64.
+            shape = (b, hkv) if page == 64 else (1,)
+            descales = {"k_descale": 0.5 + torch.rand(shape, device="cuda"),
+                        "v_descale": 0.5 + torch.rand(shape, device="cuda")}
         flashmlir._calls.clear()
         out, lse = flashmlir.flash_attn_with_kvcache(
             q, k_cache, v_cache, cache_seqlens=lens, block_table=table,

@@ -840,12 +840,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         if sixteen_bit else 1
     # Beyond the views' reach (a few queries, or a window): a kernel that
     # reads the query heads packed, Q copied in and O out.
-    # An e4m3 cache keeps the unpacked kernel: its query-group kernels
-    # compile but have not run on a GPU yet.
     kv_bytes = 2 * b * hkv * capacity * q.shape[3] * k_cache.element_size()
     query_group = query_group_for(nq, hq, hkv, causal or window > 0,
                                   kv_bytes) \
-        if sixteen_bit and group == 1 and not e4m3_cache else 0
+        if sixteen_bit and group == 1 else 0
     if group > 1:
         qh, oh = _pack_decode_heads(q, out, hkv, group)
     elif query_group:

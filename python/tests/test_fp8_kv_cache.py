@@ -91,6 +91,20 @@ def _quantised_cache(torch, k, v, table, k_descale, v_descale):
     return k8, v8, kd, vd
 
 
+def _random_e4m3_cache(torch, b, capacity, hkv, page, per_head, dtype):
+    """A random cache (D 128, `dtype` before quantising; paged through a
+    table when `page`) quantised to e4m3 with random descales in [0.01,
+    0.02], one per tensor or [B, Hkv]: (k codes, v codes, k dequantised, v
+    dequantised, table, k_descale, v_descale)."""
+    k, v, table = _cache(torch, b, capacity, hkv, 128, page, dtype)
+    shape = (b, hkv) if per_head else (1,)
+    k_descale = 0.01 + 0.01 * torch.rand(shape, device="cuda")
+    v_descale = 0.01 + 0.01 * torch.rand(shape, device="cuda")
+    k8, v8, kd, vd = _quantised_cache(torch, k, v, table, k_descale,
+                                      v_descale)
+    return k8, v8, kd, vd, table, k_descale, v_descale
+
+
 def _kernel_dir(page):
     return os.environ.get("FLASHMLIR_PAGED_KERNEL_DIR") if page else \
         os.environ.get("FLASHMLIR_KERNEL_DIR")
@@ -138,13 +152,13 @@ def test_e4m3_cache_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("page", [0, 64])
-@pytest.mark.parametrize("hq,nq", [(32, 4), (64, 7)])
-def test_e4m3_cache_with_few_queries(cuda_flashmlir, page, hq, nq):
-    """Speculative decoding's few queries on an e4m3 cache of 64 MiB (K +
-    V codes), where a 16-bit cache would take a query-group kernel: the
-    call keeps the unpacked kernel (the query-group kernels on an e4m3
-    cache have not run on a GPU yet) and its O and LSE match fp32 on the
-    dequantised cache."""
+@pytest.mark.parametrize("hq,nq,window", [
+    (32, 4, (-1, -1)), (64, 7, (-1, -1)), (64, 1, (63, 0)), (32, 4, (63, 0))])
+def test_e4m3_cache_with_few_queries(cuda_flashmlir, page, hq, nq, window):
+    """Speculative decoding's few queries, and windows, on an e4m3 cache of
+    64 MiB (K + V codes): the call takes the query-group kernel, as a
+    16-bit cache would, and its O and LSE match fp32 on the dequantised
+    cache."""
     torch, flashmlir = cuda_flashmlir
     torch.manual_seed(3 + hq + nq + page)
     b, hkv, capacity = 2, 8, 16384
@@ -160,13 +174,13 @@ def test_e4m3_cache_with_few_queries(cuda_flashmlir, page, hq, nq):
     flashmlir._calls.clear()
     out, lse = flashmlir.flash_attn_with_kvcache(
         q, k8, v8, cache_seqlens=lens, block_table=table, causal=True,
-        return_softmax_lse=True, kernel_dir=_kernel_dir(page),
-        k_descale=k_descale, v_descale=v_descale)
+        window_size=window, return_softmax_lse=True,
+        kernel_dir=_kernel_dir(page), k_descale=k_descale,
+        v_descale=v_descale)
     (call,) = flashmlir._calls.values()
-    assert call.query_group == 0
+    assert call.query_group == hq // hkv
     # Against fp32 on the dequantised cache: pack-GQA's decode check.
-    _check_decode(torch, q, kd, vd, table, lengths, out, lse, True,
-                  (-1, -1))
+    _check_decode(torch, q, kd, vd, table, lengths, out, lse, True, window)
 
 
 @pytest.mark.gpu
@@ -181,13 +195,8 @@ def test_e4m3_cache_beside_bf16_queries(cuda_flashmlir, page, splits,
     torch.manual_seed(11 + page + splits)
     b, hq, hkv, capacity = 2, 32, 8, 700
     lengths = [capacity, capacity - 9]
-    k16, v16, table = _cache(torch, b, capacity, hkv, 128, page,
-                             torch.float32)
-    shape = (b, hkv) if per_head else (1,)
-    k_descale = 0.01 + 0.01 * torch.rand(shape, device="cuda")
-    v_descale = 0.01 + 0.01 * torch.rand(shape, device="cuda")
-    k8, v8, kd, vd = _quantised_cache(torch, k16, v16, table, k_descale,
-                                      v_descale)
+    k8, v8, kd, vd, table, k_descale, v_descale = _random_e4m3_cache(
+        torch, b, capacity, hkv, page, per_head, torch.float32)
     q = torch.randn(b, 1, hq, 128, device="cuda", dtype=torch.bfloat16)
     lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
     out = flashmlir.flash_attn_with_kvcache(
@@ -303,3 +312,74 @@ def test_compile_refuses_bad_kv_dtype(flashmlir, options, match):
     with pytest.raises(flashmlir.CompileError, match=match):
         flashmlir.compile(head_dim=128, kv_lengths=True, cache_dir="",
                           **options)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("page,per_head,splits", [(64, True, 0),
+                                                  (0, False, 3)])
+def test_c_runtime_e4m3_cache_launch(cuda_flashmlir, page, per_head, splits):
+    """faKernelLaunchKVCacheE4M3 (the C runtime): an e4m3 cache in
+    flash-attn's [pages, page_size, Hkv, D] layout (or contiguous), ragged
+    lengths (one empty), grouped heads at decode (the runtime's pack-GQA
+    views), per-tensor or [B, Hkv] descales; O and the LSE against fp32 on
+    the dequantised cache. And the refusals: the 16-bit launcher refuses
+    the kernel, this launcher a 16-bit one, a bad layout."""
+    import ctypes
+    from conftest import load_c_runtime
+    torch, flashmlir = cuda_flashmlir
+    lib, _, strides = load_c_runtime()
+    lib.faKernelLaunchKVCacheE4M3.restype = ctypes.c_int
+    kdir = _kernel_dir(page)
+    tag = f"_paged{page}" if page else ""
+    kernel, plain = ctypes.c_void_p(), ctypes.c_void_p()
+    for handle, name in ((kernel, f"_kvlens{tag}_kve4m3"),
+                         (plain, f"_kvlens{tag}")):
+        prefix = f"{kdir}/sm_90a_d128_f16_splitkv{name}"
+        assert lib.faKernelLoadFiles(prefix.encode(), 0,
+                                     ctypes.byref(handle)) == 0, \
+            lib.faRuntimeLastError()
+    torch.manual_seed(5 + page)
+    b, hq, hkv, capacity = 3, 32, 8, 700
+    lengths = [capacity, 0, 333]
+    k8, v8, kd, vd, table, k_descale, v_descale = _random_e4m3_cache(
+        torch, b, capacity, hkv, page, per_head, torch.float16)
+    q = torch.randn(b, 1, hq, 128, device="cuda", dtype=torch.float16)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full((b, hq, 1), float("nan"), device="cuda")
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    entries = k8.shape[0]
+    rows = page if page else capacity
+    max_pages = table.shape[1] if page else 0
+    tensors = []
+    for t in (q, k8, v8, out):
+        tensors += [ctypes.c_void_p(t.data_ptr()), ctypes.byref(strides(t))]
+
+    def launch(handle, layout=1 if per_head else 0, entry=None):
+        entry = entry or lib.faKernelLaunchKVCacheE4M3
+        tail = [ctypes.c_void_p(k_descale.data_ptr()),
+                ctypes.c_void_p(v_descale.data_ptr()), layout] \
+            if entry is lib.faKernelLaunchKVCacheE4M3 else []
+        return entry(
+            handle, *tensors, ctypes.c_void_p(lse.data_ptr()), b, hq, hkv, 1,
+            ctypes.c_longlong(entries), rows,
+            ctypes.c_void_p(lens.data_ptr()),
+            ctypes.c_void_p(table.data_ptr()) if page else None, max_pages,
+            ctypes.c_float(1 / math.sqrt(128)), splits, *tail, stream)
+
+    assert launch(kernel) == 0, lib.faRuntimeLastError()
+    torch.cuda.synchronize()
+    # Against fp32 on the dequantised cache (the empty sequence: O zero, the
+    # LSE -inf).
+    _check_decode(torch, q, kd, vd, table, lengths, out, lse, False,
+                  (-1, -1))
+    # The wrong launcher each way, and a per-block layout.
+    assert launch(kernel, entry=lib.faKernelLaunchKVCache) == 1
+    assert b"faKernelLaunchKVCacheE4M3" in lib.faRuntimeLastError()
+    assert launch(plain) == 1
+    assert b"is for kernels that read an e4m3 KV cache" in \
+        lib.faRuntimeLastError()
+    assert launch(kernel, layout=2) == 1
+    assert b"descaleLayout must be" in lib.faRuntimeLastError()
+    lib.faKernelDestroy(kernel)
+    lib.faKernelDestroy(plain)
