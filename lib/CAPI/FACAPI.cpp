@@ -112,23 +112,20 @@ FaCompiledKernel *faCompileModule(MlirModule cModule,
                                "\"sm_90a\" or \"sm_100a\"");
   std::string target = o.target;
   // The documented sentinels (NaN: default, < 0: off; degree 0: off, < 0:
-  // the target's default) first; every other value must be in range.
-  if (o.rescaleThreshold >= 0)
-    if (std::optional<std::string> error =
-            fa::checkRescaleThreshold(o.rescaleThreshold,
-                                      "options->rescaleThreshold"))
-      return failCompile(module, "faCompileModule: " + *error +
-                                     "; a negative value turns rescaling "
-                                     "off, NaN picks the measured default");
-  // Degree < 0 picks the target's default, which may be on: the period
-  // must then be valid too.
-  if (o.polyExp2Degree != 0)
-    if (std::optional<std::string> error = fa::checkPolyExp2(
-            o.polyExp2Degree > 0 ? o.polyExp2Degree : fa::kMinPolyExp2Degree,
-            o.polyExp2Period))
-      return failCompile(module, "faCompileModule: " + *error +
-                                     "; polyExp2Degree 0 turns the software "
-                                     "exp2 off");
+  // the target's default) first; every other value must be in range: the
+  // kernel options' one check (fa::checkKernelOptions), naming the field of
+  // FaCompileOptions (KernelOptions.def's field names).
+  {
+    fa::KernelOptions checked;
+    checked.rescaleThreshold = o.rescaleThreshold;
+    checked.polyExp2Degree = o.polyExp2Degree;
+    checked.polyExp2Period = o.polyExp2Period;
+    if (std::optional<fa::KernelOptionError> error =
+            fa::checkKernelOptions(checked))
+      return failCompile(module, "faCompileModule: options->" +
+                                     error->option->field.str() + ": " +
+                                     error->message);
+  }
   registerPassesOnce();
   auto result = new FaCompiledKernel();
   if (target == "cpu") {

@@ -156,6 +156,9 @@ int main(void) {
       {"null target", NULL, -1, 0, 8, 0},
       {"infinite rescale threshold", "cpu", 1.0 / 0.0, 0, 8, 0},
       {"rescale threshold 200", "sm_90a", 200, 0, 8, 0},
+      /* -inf is not "off": it would reach the metadata as text that is not
+       * JSON. */
+      {"rescale threshold -inf", "sm_90a", -1.0 / 0.0, 0, 8, 0},
       {"software exp2 degree 7", "cpu", -1, 7, 8, 0},
       {"software exp2 period 0 (target default degree)", "sm_100a", -1, -1,
        0, 0},
