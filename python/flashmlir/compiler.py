@@ -503,7 +503,7 @@ def _keyword_value(kind, form, value):
     return {"bool": bool, "int": int, "real": float, "text": str}[kind](value)
 
 
-def compile(head_dim, cache_dir=None, **options):
+def compile(head_dim, *, cache_dir=None, **options):
     """Compiles an attention kernel; cached on the options, in the process
     and on disk (cache_dir: None for the default, see cache_dir(); "" for
     no disk cache; else a directory).
