@@ -192,16 +192,18 @@ def table_row(hq, hkv, b, nk, page, graphs):
     return row
 
 
-def fp8_row(hq, hkv, b, nk, page, graphs):
+def fp8_row(hq, hkv, b, nk, page, graphs, nq=1):
     """Decode tokens/s of one layer through flash_attn_with_kvcache with an
     f16 cache and with an e4m3 one (per-tensor descales) of the same
     shape, and cuDNN's on the f16 cache, in one run: the e4m3 cache's
-    speedup is the ratio of its tokens/s to the f16 cache's."""
+    speedup is the ratio of its tokens/s to the f16 cache's. nq > 1:
+    speculative decoding's queries (causal, bottom-right: the query-group
+    kernels where the cache is large), tokens counted per sequence."""
     d = 128
     layer = Layer(b, hkv, d, nk, page, torch.float16)
     k8, v8 = (x.to(torch.float8_e4m3fn) for x in (layer.k, layer.v))
     descale = torch.ones(1, device="cuda")
-    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
+    q = torch.randn(b, nq, hq, d, device="cuda", dtype=torch.float16)
     lens = torch.full((b,), nk, device="cuda", dtype=torch.int32)
     qh = q.transpose(1, 2)
     fns = {"f16": lambda: flashmlir.flash_attn_with_kvcache(
@@ -211,6 +213,8 @@ def fp8_row(hq, hkv, b, nk, page, graphs):
                q, k8, v8, cache_seqlens=lens, block_table=layer.table,
                causal=True, k_descale=descale, v_descale=descale),
            "cudnn": lambda: sdpa(qh, layer.kc, layer.vc)}
+    if nq > 1:
+        del fns["cudnn"]  # its causal mask is top-left: not the same call
     row = {"kv_mb_f16": 2 * b * hkv * nk * d * 2 / 1e6}
     for name, fn in fns.items():
         try:
@@ -394,6 +398,9 @@ def main():
                         help="a few rows of each, for a first look")
     parser.add_argument("--issue-rows", action="store_true",
                         help="table: issue 45's rows (and pages of 16)")
+    parser.add_argument("--fp8-queries", type=int, default=1,
+                        help="fp8: queries a sequence (> 1: speculative "
+                             "decoding's, on its own grid)")
     parser.add_argument("--out")
     parser.add_argument("--profile-dir",
                         help="host: write each flash-mlir call's cProfile "
@@ -460,12 +467,19 @@ def main():
             [(64, 8, 1, 131072, 0), (64, 8, 8, 32768, 64)]
         if args.quick:
             grid = [(32, 8, 8, 32768, 64), (64, 8, 1, 131072, 0)]
+        if args.fp8_queries > 1:
+            # Speculative decoding on e4m3 caches (the query-group kernels).
+            grid = [(32, 8, b, nk, page) for b in (1, 8)
+                    for nk in (8192, 32768) for page in (0, 64)] + \
+                [(64, 8, 1, 32768, 0)]
         for hq, hkv, b, nk, page in grid:
             if not fits(b, hkv, nk, page):
                 continue
             for graphs in (False, True):
-                r = fp8_row(hq, hkv, b, nk, page, graphs)
+                r = fp8_row(hq, hkv, b, nk, page, graphs,
+                            nq=args.fp8_queries)
                 r.update(heads=f"{hq}/{hkv}", b=b, nk=nk, page=page,
+                         nq=args.fp8_queries,
                          mode="graph" if graphs else "eager")
                 print(json.dumps(r), flush=True)
                 rows.append(r)

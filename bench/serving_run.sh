@@ -85,6 +85,19 @@ for r in json.load(open(sys.argv[1]))["fp8"]:
           *(f"{k}: {r[k][:80]}" for k in ("f16", "e4m3", "cudnn") if k in r))
 PY
       ;;
+    fp8-spec)
+      # Speculative decoding's 4 queries on an e4m3 cache against the f16
+      # cache (both through the query-group kernels where the cache is large).
+      timeout 240 python3 bench/serving.py fp8 --fp8-queries 4 \
+        --out "$OUT/serving-fp8-spec.json" > "$OUT/fp8-spec.log" 2>&1
+      python3 - "$OUT/serving-fp8-spec.json" <<'PY' || tail -5 "$OUT/fp8-spec.log"
+import json, sys
+for r in json.load(open(sys.argv[1]))["fp8"]:
+    print(r["heads"], r["b"], r["nq"], r["nk"], r["page"], r["mode"],
+          *(f"{k}={r[k]:.2f}" for k in ("e4m3_vs_f16", "e4m3_gb_per_s", "f16_gb_per_s") if isinstance(r.get(k), float)),
+          *(f"{k}: {r[k][:80]}" for k in ("f16", "e4m3") if k in r))
+PY
+      ;;
     spec)
       timeout 240 python3 bench/serving.py spec \
         --out "$OUT/serving-spec.json" > "$OUT/spec.log" 2>&1
