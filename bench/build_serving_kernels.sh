@@ -1,40 +1,41 @@
 #!/usr/bin/env bash
 # Compiles the kernels of the serving decode path (issue 45) into a folder
-# (default .serving/, git-ignored), named as flashmlir._kernel_for looks them
-# up, with the ptxas report of each: what bench/serving.py and the gpu tests
-# of python/tests/test_pack_gqa.py, test_device_asserts.py and
-# test_torch_ops.py launch through flash_attn_with_kvcache and
-# flash_attn_func (D 128 f16; pack-GQA reuses these kernels on
-# [B, Hkv, G, D] views). Point FLASHMLIR_KERNEL_DIR and
-# FLASHMLIR_PAGED_KERNEL_DIR at the folder.
+# (default .serving/, git-ignored), named as flashmlir's kernel lookup
+# expects them (fa-compile --out-dir: fa::kernelFileName, the rule
+# flashmlir.kernel_file_name spells), with the ptxas report of each: what
+# bench/serving.py and the gpu tests of python/tests/test_pack_gqa.py,
+# test_device_asserts.py, test_fp8_kv_cache.py and test_torch_ops.py launch
+# through flash_attn_with_kvcache and flash_attn_func (D 128 f16; pack-GQA
+# reuses these kernels on [B, Hkv, G, D] views). Point FLASHMLIR_KERNEL_DIR
+# and FLASHMLIR_PAGED_KERNEL_DIR at the folder.
 # Usage: bash bench/build_serving_kernels.sh [out-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-.serving}
 mkdir -p "$OUT"
 : > "$OUT/ptxas.txt"
-fc() { build/bin/fa-compile --arch sm_90a "$@" >> "$OUT/ptxas.txt"; }
-# cache_kernels MASK GROUP: the KV-cache kernels of one mask, split-KV or not
-# (the auto rule decides per shape), contiguous or pages of 16 and 64; with
-# GROUP > 0 the query heads packed (--query-group).
+fc() {
+  build/bin/fa-compile --arch sm_90a --out-dir "$OUT" "$@" >> "$OUT/ptxas.txt"
+}
+# cache_kernels MASK GROUP [KV]: the KV-cache kernels of one mask, split-KV
+# or not (the auto rule decides per shape), contiguous or pages of 16 and
+# 64; with GROUP > 0 the query heads packed (--query-group); KV e4m3: an
+# e4m3 cache (--kv-dtype).
 cache_kernels() {
-  local mask=$1 group=$2 kv=${3:-} flags tag gflags=() gtag="" kflags=() ktag=""
+  local mask=$1 group=$2 kv=${3:-} flags gflags=() kflags=()
   case $mask in
-    plain) flags=(); tag="" ;;
-    causal) flags=(--causal --causal-align bottom-right); tag="_causal_bralign" ;;
-    causal_w64) flags=(--causal --window 64 --causal-align bottom-right)
-      tag="_causal_w64_bralign" ;;
+    plain) flags=() ;;
+    causal) flags=(--causal --causal-align bottom-right) ;;
+    causal_w64) flags=(--causal --window 64 --causal-align bottom-right) ;;
   esac
-  if [ "$group" != 0 ]; then gflags=(--query-group "$group"); gtag="_qg$group"; fi
-  if [ -n "$kv" ]; then kflags=(--kv-dtype "$kv"); ktag="_kv$kv"; fi
+  if [ "$group" != 0 ]; then gflags=(--query-group "$group"); fi
+  if [ -n "$kv" ]; then kflags=(--kv-dtype "$kv"); fi
   for split in "" "--split-kv auto"; do
-    stag=${split:+_splitkv}
     for page in 0 16 64; do
-      ptag=""; pflags=()
-      if [ "$page" != 0 ]; then ptag="_paged$page"; pflags=(--page-size "$page"); fi
+      pflags=()
+      if [ "$page" != 0 ]; then pflags=(--page-size "$page"); fi
       fc --head-dim 128 "${flags[@]}" $split --kv-lengths "${pflags[@]}" \
-        "${gflags[@]}" "${kflags[@]}" \
-        -o "$OUT/sm_90a_d128_f16${tag}${stag}_kvlens${ptag}${gtag}${ktag}"
+        "${gflags[@]}" "${kflags[@]}"
     done
   done
 }
@@ -66,25 +67,21 @@ for group in 4 8; do
 done
 # ... beside a bf16 Q (decode; its widening goes through f32).
 for split in "" "--split-kv auto"; do
-  stag=${split:+_splitkv}
   for page in 0 64; do
-    ptag=""; pflags=()
-    if [ "$page" != 0 ]; then ptag="_paged$page"; pflags=(--page-size "$page"); fi
+    pflags=()
+    if [ "$page" != 0 ]; then pflags=(--page-size "$page"); fi
     fc --head-dim 128 --dtype bf16 $split --kv-lengths "${pflags[@]}" \
-      --kv-dtype e4m3 -o "$OUT/sm_90a_d128_bf16${stag}_kvlens${ptag}_kve4m3"
+      --kv-dtype e4m3
   done
 done
 # flash_attn_func at decode shapes (no lengths) and the tiny causal call of
 # bench/serving.py's host-cost rows.
 for split in "" "--split-kv auto"; do
-  stag=${split:+_splitkv}
-  fc --head-dim 128 $split -o "$OUT/sm_90a_d128_f16${stag}"
-  fc --head-dim 128 --causal --causal-align bottom-right $split \
-    -o "$OUT/sm_90a_d128_f16_causal_bralign${stag}"
+  fc --head-dim 128 $split
+  fc --head-dim 128 --causal --causal-align bottom-right $split
 done
 # flash_attn_varlen_func (test_device_asserts.py's bad prefix sums).
-fc --head-dim 128 --varlen -o "$OUT/sm_90a_d128_f16_varlen"
-fc --head-dim 64 --causal -o "$OUT/sm_90a_d64_f16_causal"
-fc --head-dim 64 --causal --causal-align bottom-right \
-  -o "$OUT/sm_90a_d64_f16_causal_bralign"
+fc --head-dim 128 --varlen
+fc --head-dim 64 --causal
+fc --head-dim 64 --causal --causal-align bottom-right
 grep -E "^fa-compile|registers|spill" "$OUT/ptxas.txt" | sort | uniq -c | sort -rn | head -20

@@ -7,6 +7,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <cstdio>
 #include <type_traits>
 
 using namespace mlir;
@@ -227,5 +228,77 @@ fa::checkKernelOptions(const KernelOptions &o) {
                                                 : kMinPolyExp2Degree,
                            o.polyExp2Period)))
     return fail(o.polyExp2Degree > 0 ? "polyExp2Degree" : "polyExp2Period");
+  return std::nullopt;
+}
+
+std::string fa::kernelFileName(const KernelOptions &o) {
+  auto n = [](int64_t v) { return std::to_string(v); };
+  std::string name = o.arch + "_d" + n(o.headDim);
+  int64_t valueHeadDim = o.valueHeadDim ? o.valueHeadDim : o.headDim;
+  if (valueHeadDim != o.headDim)
+    name += "_dv" + n(valueHeadDim);
+  name += "_" + o.dtype;
+  // e4m3 kernels are named by their O too (f16 or bf16, bf16 by default).
+  if (o.dtype == "e4m3")
+    name += "_" + (o.outDtype.empty() ? std::string("bf16") : o.outDtype);
+  if (o.causal)
+    name += "_causal";
+  if (o.window)
+    name += "_w" + n(o.window);
+  if (o.softcap != 0.0) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", o.softcap); // Python's :g
+    name += std::string("_sc") + text;
+  }
+  if (o.bottomRight)
+    name += "_bralign";
+  if (o.diagonalOffset)
+    name += "_do" + n(o.diagonalOffset);
+  if (o.kvSplits != 0)
+    name += "_splitkv";
+  if (o.kvLengths)
+    name += "_kvlens";
+  if (o.pageSize)
+    name += "_paged" + n(o.pageSize);
+  if (o.varlen)
+    name += "_varlen";
+  if (o.queryGroup)
+    name += "_qg" + n(o.queryGroup);
+  if (o.kvDtype == "e4m3" && o.dtype != "e4m3")
+    name += "_kve4m3";
+  return name;
+}
+
+std::optional<KernelOptionError> fa::checkNamedByFile(const KernelOptions &o) {
+  // The fields kernelFileName spells (and ptxas's path, which changes no
+  // kernel); a split kernel by name is one whose launch picks the count.
+  static const llvm::StringRef named[] = {
+      "arch",       "headDim",  "valueHeadDim", "dtype",       "outDtype",
+      "kvDtype",    "causal",   "window",       "bottomRight", "diagonalOffset",
+      "softcap",    "kvSplits", "kvLengths",    "pageSize",    "varlen",
+      "queryGroup", "ptxas"};
+  llvm::ArrayRef<KernelOptionInfo> table = kernelOptionTable();
+  if (o.kvSplits > 0)
+    return KernelOptionError{lookupKernelOptionKeyword("kv_splits"),
+                             "a split-KV kernel found by its file name picks "
+                             "its chunk count at launch: give auto, not " +
+                                 std::to_string(o.kvSplits)};
+  static const KernelOptions defaults;
+  size_t index = 0;
+  auto same = [](const auto &x, const auto &y) {
+    if constexpr (std::is_floating_point_v<std::decay_t<decltype(x)>>)
+      return x == y || (std::isnan(x) && std::isnan(y));
+    else
+      return x == y;
+  };
+#define FA_KERNEL_OPTION(Field, Type, Default, Flag, FlagForm_, Keyword,       \
+                         KeywordForm_, Help)                                   \
+  if (!llvm::is_contained(named, table[index].field) &&                        \
+      !same(o.Field, defaults.Field))                                          \
+    return KernelOptionError{&table[index],                                    \
+                             "not part of a kernel's file name: name such a "  \
+                             "kernel yourself"};                               \
+  ++index;
+#include "fa/Target/KernelOptions.def"
   return std::nullopt;
 }

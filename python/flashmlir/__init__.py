@@ -28,7 +28,7 @@ from .compiler import (CompiledKernel, CompiledModule, cache_info,  # noqa: E402
 
 __all__ = ["__version__", "compile", "compile_module", "CompiledModule", "CompiledKernel",
            "CompileError", "attention", "cache_info", "clear_cache",
-           "kernel_options",
+           "kernel_options", "kernel_file_name",
            "flash_attn_func", "flash_attn_varlen_func",
            "flash_attn_with_kvcache", "from_e4m3", "predicted_bytes", "quantize_e4m3",
            "run_cpu", "runtime", "to_e4m3", "decode_heads_per_tile",
@@ -122,6 +122,33 @@ def _kernel_dir(kernel_dir):
     return kernel_dir
 
 
+def kernel_file_name(arch, head_dim, dtype, causal, window=0,
+                     bottom_right=False, split_kv=False, kv_lengths=False,
+                     page_size=0, varlen=False, softcap=0.0,
+                     value_head_dim=None, diagonal_offset=0, query_group=0,
+                     kv_dtype=None, out_dtype="bf16"):
+    """The file name (without .cubin/.json) a kernel of these options has in
+    a kernel folder, e.g. sm_90a_d128_f16_causal_bralign_splitkv_kvlens:
+    the rule fa-compile --out-dir names its files by (fa::kernelFileName,
+    fa/Target/KernelOptions.h; python/tests/test_kernel_options.py checks
+    the two agree), here without the compiler so that a machine with only
+    a driver finds the kernels. e4m3 kernels are named by their O too."""
+    dv = head_dim if value_head_dim is None else value_head_dim
+    return (f"{arch}_d{head_dim}{f'_dv{dv}' if dv != head_dim else ''}"
+            f"_{dtype}{f'_{out_dtype}' if dtype == 'e4m3' else ''}"
+            f"{'_causal' if causal else ''}"
+            f"{f'_w{window}' if window else ''}"
+            f"{f'_sc{softcap:g}' if softcap else ''}"
+            f"{'_bralign' if bottom_right else ''}"
+            f"{f'_do{diagonal_offset}' if diagonal_offset else ''}"
+            f"{'_splitkv' if split_kv else ''}"
+            f"{'_kvlens' if kv_lengths else ''}"
+            f"{f'_paged{page_size}' if page_size else ''}"
+            f"{'_varlen' if varlen else ''}"
+            f"{f'_qg{query_group}' if query_group else ''}"
+            f"{'_kve4m3' if kv_dtype == 'e4m3' and dtype != 'e4m3' else ''}")
+
+
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
                 page_size=0, varlen=False, softcap=0.0, value_head_dim=None,
@@ -134,21 +161,13 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
     in-process (and saved to `kernel_dir` if one is given)."""
     from . import runtime
 
-    # e4m3 kernels are named by their O too (bench/build_fp8_kernels.sh).
     dv = head_dim if value_head_dim is None else value_head_dim
-    name = (f"{arch}_d{head_dim}{f'_dv{dv}' if dv != head_dim else ''}"
-            f"_{dtype}{'_bf16' if dtype == 'e4m3' else ''}"
-            f"{'_causal' if causal else ''}"
-            f"{f'_w{window}' if window else ''}"
-            f"{f'_sc{softcap:g}' if softcap else ''}"
-            f"{'_bralign' if bottom_right else ''}"
-            f"{f'_do{diagonal_offset}' if diagonal_offset else ''}"
-            f"{'_splitkv' if split_kv else ''}"
-            f"{'_kvlens' if kv_lengths else ''}"
-            f"{f'_paged{page_size}' if page_size else ''}"
-            f"{'_varlen' if varlen else ''}"
-            f"{f'_qg{query_group}' if query_group else ''}"
-            f"{'_kve4m3' if kv_dtype == 'e4m3' else ''}")
+    name = kernel_file_name(
+        arch, head_dim, dtype, causal, window=window,
+        bottom_right=bottom_right, split_kv=split_kv, kv_lengths=kv_lengths,
+        page_size=page_size, varlen=varlen, softcap=softcap,
+        value_head_dim=dv, diagonal_offset=diagonal_offset,
+        query_group=query_group, kv_dtype=kv_dtype)
     # Every field of the metadata that changes what the kernel computes,
     # with its default where the call leaves it (a field that predates the
     # metadata reads as its default): a file named like the request but

@@ -495,6 +495,13 @@ PYBIND11_MODULE(_compiler, m) {
   m.def(
       "check_options", [](const py::dict &keywords) { optionsOf(keywords); },
       py::arg("options"));
+  // fa::kernelFileName: the name fa-compile --out-dir gives a kernel.
+  m.def(
+      "kernel_file_name",
+      [](const py::dict &keywords) {
+        return fa::kernelFileName(optionsOf(keywords));
+      },
+      py::arg("options"));
   m.def("compile_module", &compileModule, py::arg("text"),
         py::arg("options"), py::arg("run_ptxas") = true,
         py::arg("raise_attention") = false);

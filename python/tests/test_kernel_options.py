@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 # Tool flags of fa-compile that are not kernel options.
-_TOOL_FLAGS = {"o", "emit", "no-cubin", "help", "help-list", "version"}
+_TOOL_FLAGS = {"o", "out-dir", "emit", "no-cubin", "help", "help-list",
+               "version"}
 
 
 def _help_flags(build_dir):
@@ -114,3 +115,67 @@ def test_one_range_check_for_both(flashmlir, build_dir, tmp_path, flag,
         flashmlir.compile(**{"head_dim": 128, keyword: pyvalue},
                           cache_dir="")
     assert str(error.value) == message
+
+
+def test_kernel_file_names_agree(flashmlir):
+    """flashmlir.kernel_file_name (pure Python: what a machine without the
+    compiler looks kernels up by) and fa::kernelFileName (what fa-compile
+    --out-dir writes) give every combination of the named options one
+    name."""
+    import itertools
+    ext = flashmlir.compiler._extension()
+    rows = itertools.product(
+        ("sm_90a", "sm_80"), (64, 128), (None, 96), ("f16", "bf16", "e4m3"),
+        (False, True), (0, 17), (0.0, 5.0, 30.2), (False, True), (0, 7),
+        (False, True), (False, True), (0, 64), (False, True), (0, 4),
+        (None, "e4m3"))
+    seen = compared = 0
+    for (arch, d, dv, dtype, causal, window, softcap, bottom_right, offset,
+         split, lengths, page, varlen, group, kv) in rows:
+        # Every 37th of the 2^13 * 3^2 combinations: every value of every
+        # option, in many pairings (the rule is a concatenation).
+        seen += 1
+        if seen % 37:
+            continue
+        compared += 1
+        python = flashmlir.kernel_file_name(
+            arch, d, dtype, causal, window=window, bottom_right=bottom_right,
+            split_kv=split, kv_lengths=lengths, page_size=page,
+            varlen=varlen, softcap=softcap, value_head_dim=dv,
+            diagonal_offset=offset, query_group=group, kv_dtype=kv)
+        cpp = ext.kernel_file_name(dict(
+            arch=arch, head_dim=d, dtype=dtype, causal=causal, window=window,
+            bottom_right=bottom_right, kv_splits="auto" if split else None,
+            kv_lengths=lengths, page_size=page, varlen=varlen,
+            softcap=softcap, value_head_dim=dv, diagonal_offset=offset,
+            query_group=group, kv_dtype=kv))
+        assert python == cpp
+    assert compared > 1900
+    assert flashmlir.kernel_file_name(
+        "sm_90a", 128, "f16", True, bottom_right=True, split_kv=True,
+        kv_lengths=True, page_size=64, query_group=4, kv_dtype="e4m3") == \
+        "sm_90a_d128_f16_causal_bralign_splitkv_kvlens_paged64_qg4_kve4m3"
+
+
+def test_out_dir_names_by_the_rule(flashmlir, build_dir, tmp_path):
+    """fa-compile --out-dir writes the file flashmlir's lookup finds, and
+    refuses options the name does not spell (a lookup would not see
+    them)."""
+    fc = str(build_dir / "bin" / "fa-compile")
+    got = subprocess.run([fc, "--head-dim", "64", "--causal", "--causal-align",
+                          "bottom-right", "--split-kv", "auto", "--no-cubin",
+                          "--out-dir", str(tmp_path)], capture_output=True,
+                         text=True)
+    assert got.returncode == 0, got.stderr
+    name = flashmlir.kernel_file_name("sm_90a", 64, "f16", True,
+                                      bottom_right=True, split_kv=True)
+    assert (tmp_path / f"{name}.ptx").exists()
+    assert (tmp_path / f"{name}.json").exists()
+    for flags, why in [
+            (["--stages", "3"], "--stages: not part of a kernel's file name"),
+            (["--split-kv", "4"], "--split-kv: a split-KV kernel found by"),
+            (["-o", str(tmp_path / "x")], "--out-dir: give -o")]:
+        got = subprocess.run([fc, "--head-dim", "64", "--no-cubin",
+                              "--out-dir", str(tmp_path), *flags],
+                             capture_output=True, text=True)
+        assert got.returncode != 0 and why in got.stderr, got.stderr

@@ -34,6 +34,12 @@ static fa::KernelOptionFlags kernelOptions(toolOptions);
 static cl::opt<std::string> output(cl::cat(toolOptions), "o",
                                    cl::desc("Output path prefix"),
                                    cl::init("attention"));
+static cl::opt<std::string> outputDir(
+    cl::cat(toolOptions), "out-dir",
+    cl::desc("Write DIR/NAME.{ptx,cubin,json}, NAME the kernel's file name "
+             "as flashmlir's kernel lookup expects it (fa::kernelFileName, "
+             "e.g. sm_90a_d128_f16_causal_bralign); instead of -o"),
+    cl::init(""));
 static cl::opt<std::string>
     emit(cl::cat(toolOptions), "emit",
          cl::desc("all (ptx, cubin, json) | kernel-mlir | host-mlir | "
@@ -90,17 +96,28 @@ int main(int argc, char **argv) {
                  << emit << "'\n";
     return 1;
   }
+  std::string prefix = output;
+  if (!outputDir.empty()) {
+    if (output.getNumOccurrences())
+      return refuse("out-dir", "give -o (a file prefix) or --out-dir (a "
+                               "folder, files named by the options), not "
+                               "both");
+    if (std::optional<fa::KernelOptionError> error =
+            fa::checkNamedByFile(options))
+      return refuse(error->option->flag, error->message + " (-o)");
+    prefix = outputDir + "/" + fa::kernelFileName(options);
+  }
   if (emit == "all") {
     // -o is a prefix (DIR/NAME -> DIR/NAME.{ptx,cubin,json}): one ending in
     // a separator would write hidden ".ptx" files.
-    if (output.empty() || llvm::sys::path::is_separator(output.back()) ||
-        StringRef(output).ends_with("/.") || output == ".")
+    if (prefix.empty() || llvm::sys::path::is_separator(prefix.back()) ||
+        StringRef(prefix).ends_with("/.") || prefix == ".")
       return refuse("o", "expected a file prefix (DIR/NAME writes "
                          "DIR/NAME.ptx, .cubin, .json), got the folder '" +
-                             output + "'");
+                             prefix + "'");
     // The output's folder first: a missing one is made, and one that cannot
     // be is refused before the compile, not after it.
-    StringRef folder = llvm::sys::path::parent_path(output);
+    StringRef folder = llvm::sys::path::parent_path(prefix);
     if (!folder.empty())
       if (std::error_code ec = llvm::sys::fs::create_directories(folder))
         return refuse("o", "cannot create the folder '" + folder.str() +
@@ -121,7 +138,6 @@ int main(int argc, char **argv) {
     llvm::outs() << kernel->ptx;
     return 0;
   }
-  std::string prefix = output;
   if (!writeFile(prefix + ".ptx", kernel->ptx) ||
       !writeFile(prefix + ".json", kernel->metadata))
     return 1;

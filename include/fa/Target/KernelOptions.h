@@ -77,6 +77,19 @@ std::optional<std::string> setKernelOption(KernelOptions &options,
                                            const KernelOptionInfo &option,
                                            const KernelOptionValue &value);
 
+/// The file name (without .ptx/.cubin/.json) of a kernel in a kernel
+/// folder: the target, head dims, dtypes and what the kernel computes (masks,
+/// split-KV, KV cache, varlen, query groups), e.g.
+/// sm_90a_d128_f16_causal_bralign_splitkv_kvlens_paged64. flashmlir's
+/// kernel lookup (flashmlir.kernel_file_name) spells the same rule in
+/// Python, for machines without the compiler; a test checks they agree.
+std::string kernelFileName(const KernelOptions &options);
+struct KernelOptionError;
+/// Why `options` cannot be named by kernelFileName: an option the name does
+/// not spell (a schedule choice, a scale, a fixed split count) away from
+/// its default, which a lookup by name would not see.
+std::optional<KernelOptionError> checkNamedByFile(const KernelOptions &options);
+
 /// A value out of its range, and the option it belongs to; the message
 /// names the value by its keyword ("expected head_dim in [1, 65536], got
 /// 0"), a tool puts its flag before it.
