@@ -12,9 +12,8 @@ mkdir -p "$OUT"
 for dtype in f16 bf16; do
   for d in 64 128 256; do
     for causal in "" "--causal"; do
-      name="${ARCH}_d${d}_${dtype}${causal:+_causal}"
       build/bin/fa-compile --arch "$ARCH" --head-dim "$d" --dtype "$dtype" \
-        $causal -o "$OUT/$name" >> "$OUT/ptxas.txt"
+        $causal --out-dir "$OUT" >> "$OUT/ptxas.txt"
     done
   done
 done
@@ -22,19 +21,19 @@ done
 # (python/tests/test_gpu.py), named as flashmlir._kernel_for names them.
 if [ "$ARCH" = sm_90a ]; then
   fc() { build/bin/fa-compile --arch "$ARCH" --head-dim 128 --dtype f16 "$@" >> "$OUT/ptxas.txt"; }
-  fc --causal --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_bralign"
-  fc --window 17 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_w17_bralign"
-  fc --causal --window 17 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_w17_bralign"
+  fc --causal --causal-align=bottom-right --out-dir "$OUT"
+  fc --window 17 --causal-align=bottom-right --out-dir "$OUT"
+  fc --causal --window 17 --causal-align=bottom-right --out-dir "$OUT"
   # flash_attn_func's softcap (python/tests/test_flash_attn_combinations.py).
-  fc --causal --softcap 5 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_sc5_bralign"
-  fc --window 17 --softcap 5 -o "$OUT/sm_90a_d128_f16_w17_sc5"
+  fc --causal --softcap 5 --causal-align=bottom-right --out-dir "$OUT"
+  fc --window 17 --softcap 5 --out-dir "$OUT"
   # Separate left and right window reaches (a diagonal offset): what
   # flash_attn_func looks up for window_size (16, 5), (-1, 7) and (9, 3)
   # (python/tests/test_gpu.py), and the same masks on each schedule
   # (test_diagonal_offset_schedules).
-  fc --causal --window 22 --diagonal-offset 5 --causal-align=bottom-right -o "$OUT/sm_90a_d128_f16_causal_w22_bralign_do5"
-  fc --causal --diagonal-offset 7 -o "$OUT/sm_90a_d128_f16_causal_do7"
-  fc --causal --window 13 --diagonal-offset 3 -o "$OUT/sm_90a_d128_f16_causal_w13_do3"
+  fc --causal --window 22 --diagonal-offset 5 --causal-align=bottom-right --out-dir "$OUT"
+  fc --causal --diagonal-offset 7 --out-dir "$OUT"
+  fc --causal --window 13 --diagonal-offset 3 --out-dir "$OUT"
   fc --causal --window 13 --diagonal-offset 3 --persistent=false -o "$OUT/offset_w13_do3_single"
   fc --causal --window 13 --diagonal-offset 3 --sm90-kernel mma-sync -o "$OUT/offset_w13_do3_mmasync"
   fc --causal --window 22 --diagonal-offset 5 --causal-align=bottom-right --sm90-kernel mma-sync -o "$OUT/offset_w22_do5_bralign_mmasync"
@@ -44,23 +43,23 @@ if [ "$ARCH" = sm_90a ]; then
   # and flash_attn_func take where the query blocks leave SMs idle.
   for d in 64 96 128 256; do
     build/bin/fa-compile --arch "$ARCH" --head-dim "$d" --dtype f16 --split-kv auto \
-      -o "$OUT/sm_90a_d${d}_f16_splitkv" >> "$OUT/ptxas.txt"
+      --out-dir "$OUT" >> "$OUT/ptxas.txt"
   done
-  build/bin/fa-compile --arch "$ARCH" --head-dim 128 --dtype bf16 --split-kv auto -o "$OUT/sm_90a_d128_bf16_splitkv" >> "$OUT/ptxas.txt"
-  fc --causal --causal-align=bottom-right --split-kv auto -o "$OUT/sm_90a_d128_f16_causal_bralign_splitkv"
+  build/bin/fa-compile --arch "$ARCH" --head-dim 128 --dtype bf16 --split-kv auto --out-dir "$OUT" >> "$OUT/ptxas.txt"
+  fc --causal --causal-align=bottom-right --split-kv auto --out-dir "$OUT"
   # Head dim 192 (three 64-column blocks), and 32, 96, 160 on the tiles of
   # the next multiple of 64 (sm_90a's wgmma kernel only), for
   # python/tests/test_gpu.py.
   # V and O narrower than Q and K: DeepSeek's 192 / 128.
-  fc --head-dim 192 --value-head-dim 128 -o "$OUT/sm_90a_d192_dv128_f16"
-  fc --head-dim 192 --value-head-dim 128 --causal -o "$OUT/sm_90a_d192_dv128_f16_causal"
+  fc --head-dim 192 --value-head-dim 128 --out-dir "$OUT"
+  fc --head-dim 192 --value-head-dim 128 --causal --out-dir "$OUT"
   fc --head-dim 192 --value-head-dim 128 --causal --causal-align=bottom-right \
-    -o "$OUT/sm_90a_d192_dv128_f16_causal_bralign"
+    --out-dir "$OUT"
   for d in 32 96 160 192; do
     for dtype in f16 bf16; do
       for causal in "" "--causal"; do
         build/bin/fa-compile --arch "$ARCH" --head-dim "$d" --dtype "$dtype" $causal \
-          -o "$OUT/sm_90a_d${d}_${dtype}${causal:+_causal}" >> "$OUT/ptxas.txt"
+          --out-dir "$OUT" >> "$OUT/ptxas.txt"
       done
     done
   done

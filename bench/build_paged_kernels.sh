@@ -12,52 +12,51 @@ mkdir -p "$OUT"
 : > "$OUT/ptxas.txt"
 fc() { build/bin/fa-compile --arch sm_90a "$@" >> "$OUT/ptxas.txt"; }
 # Decode (split-KV): contiguous, lengths only, and pages of 16 to 256 rows.
-fc --head-dim 128 --split-kv auto -o "$OUT/sm_90a_d128_f16_splitkv"
-fc --head-dim 128 --split-kv auto --kv-lengths -o "$OUT/sm_90a_d128_f16_splitkv_kvlens"
+fc --head-dim 128 --split-kv auto --out-dir "$OUT"
+fc --head-dim 128 --split-kv auto --kv-lengths --out-dir "$OUT"
 for p in 16 64 128 256; do
   fc --head-dim 128 --split-kv auto --kv-lengths --page-size "$p" \
-    -o "$OUT/sm_90a_d128_f16_splitkv_kvlens_paged$p"
+    --out-dir "$OUT"
 done
 # Bottom-right causal (what flash_attn_with_kvcache(causal=True) runs),
 # split and not, other head dims and bf16.
 fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
-  --page-size 64 -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged64"
+  --page-size 64 --out-dir "$OUT"
 for p in 16 64; do
   fc --head-dim 128 --causal --causal-align bottom-right --split-kv auto \
     --kv-lengths --page-size "$p" \
-    -o "$OUT/sm_90a_d128_f16_causal_bralign_splitkv_kvlens_paged$p"
+    --out-dir "$OUT"
 done
 fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
-  --page-size 16 -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged16"
+  --page-size 16 --out-dir "$OUT"
 fc --head-dim 64 --dtype bf16 --causal --causal-align bottom-right \
   --split-kv auto --kv-lengths --page-size 128 \
-  -o "$OUT/sm_90a_d64_bf16_causal_bralign_splitkv_kvlens_paged128"
+  --out-dir "$OUT"
 fc --head-dim 256 --split-kv auto --kv-lengths --page-size 128 \
-  -o "$OUT/sm_90a_d256_f16_splitkv_kvlens_paged128"
+  --out-dir "$OUT"
 # Head dim 96 (on D = 128's tiles): paged decode.
 fc --head-dim 96 --causal --causal-align bottom-right --split-kv auto \
   --kv-lengths --page-size 64 \
-  -o "$OUT/sm_90a_d96_f16_causal_bralign_splitkv_kvlens_paged64"
+  --out-dir "$OUT"
 # flash_attn_with_kvcache's windows and softcap (python/tests/
 # test_flash_attn_combinations.py): split decode and unsplit chunks.
 for split in "--split-kv auto" ""; do
-  suffix=${split:+_splitkv}
   fc --head-dim 128 --causal --window 65 --causal-align bottom-right $split \
     --kv-lengths --page-size 64 \
-    -o "$OUT/sm_90a_d128_f16_causal_w65_bralign${suffix}_kvlens_paged64"
+    --out-dir "$OUT"
   fc --head-dim 128 --causal --softcap 5 --causal-align bottom-right $split \
     --kv-lengths --page-size 64 \
-    -o "$OUT/sm_90a_d128_f16_causal_sc5_bralign${suffix}_kvlens_paged64"
+    --out-dir "$OUT"
   # window_size (40, 7): separate left and right reaches.
   fc --head-dim 128 --causal --window 48 --diagonal-offset 7 \
     --causal-align bottom-right $split --kv-lengths --page-size 64 \
-    -o "$OUT/sm_90a_d128_f16_causal_w48_bralign_do7${suffix}_kvlens_paged64"
+    --out-dir "$OUT"
 done
 # Chunked prefill: a paged cache against the contiguous kernel.
 fc --head-dim 128 --causal --causal-align bottom-right \
-  -o "$OUT/sm_90a_d128_f16_causal_bralign"
+  --out-dir "$OUT"
 fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
-  --page-size 128 -o "$OUT/sm_90a_d128_f16_causal_bralign_kvlens_paged128"
+  --page-size 128 --out-dir "$OUT"
 # Prefill variants for short pages (spill-free ones only): B_c 64 with a
 # four-stage ring, paged and contiguous.
 fc --head-dim 128 --causal --causal-align bottom-right --kv-lengths \
