@@ -511,9 +511,6 @@ PYBIND11_MODULE(_compiler, m) {
   m.def("kernel_options", [] {
     static const fa::KernelOptions defaults;
     py::list table;
-    auto valueOf = [](const auto &field) -> py::object {
-      return py::cast(field);
-    };
     size_t index = 0;
     llvm::ArrayRef<fa::KernelOptionInfo> options = fa::kernelOptionTable();
     auto entry = [&](py::object value) {
@@ -527,7 +524,7 @@ PYBIND11_MODULE(_compiler, m) {
     };
 #define FA_KERNEL_OPTION(Field, Type, Default, Flag, FlagForm, Keyword,        \
                          KeywordForm, Help)                                    \
-  entry(valueOf(defaults.Field));
+  entry(py::cast(defaults.Field));
 #include "fa/Target/KernelOptions.def"
     return table;
   });

@@ -397,12 +397,11 @@ def clear_cache(memory=True, disk=True, directory=None):
     return removed
 
 
-# Every keyword of compile(), compile_module() and run_cpu() that is not a
-# tensor: its type, checked strictly at one place (_checked_options) before
-# anything is cached or compiled, so that no value is read by its truth
-# ('False' is a non-empty string), truncated (128.9) or parsed ('128').
-# Ranges are the compiler's (the dialect's diagnostics), but for the few
-# values that would otherwise reach the metadata unchecked.
+# run_cpu's and compile_module's own keywords that are not tensors (compile()'s
+# are the compiler's option table, checked there): their types, checked
+# strictly at one place (_checked_options) before anything is cached or
+# compiled, so that no value is read by its truth ('False' is a non-empty
+# string), truncated (128.9) or parsed ('128'). Ranges are the compiler's.
 _BOOL = "True or False"
 _INT = "an integer"
 _NUMBER = "a number"
@@ -428,27 +427,20 @@ _KINDS = {_BOOL: (_is_bool, bool), _INT: (_is_int, int),
                                                str)}
 
 
-def _finite(x):
-    import math
-    return math.isfinite(x)
-
-
-# run_cpu's and compile_module's own keywords (compile()'s are the
-# compiler's option table: kernel_options()).
-# name: (kind, None allowed, extra check, what the check says).
+# name: (kind, None allowed).
 _OPTIONS = {
-    "causal": (_BOOL, False, None, None),
-    "incoherent": (_BOOL, False, None, None),
-    "raise_attention": (_BOOL, False, None, None),
-    "dtype": (_STR, False, None, None),
-    "loop_order": (_STR, False, None, None),
-    "fp8": (_STR, True, None, None),
-    "block_r": (_INT, False, None, None),
-    "block_c": (_INT, False, None, None),
-    "sram_budget": (_INT, False, None, None),
-    "hadamard_seed": (_INT, False, None, None),
-    "scale": (_NUMBER, True, None, None),
-    "probs_scale": (_NUMBER, False, None, None),
+    "causal": (_BOOL, False),
+    "incoherent": (_BOOL, False),
+    "raise_attention": (_BOOL, False),
+    "dtype": (_STR, False),
+    "loop_order": (_STR, False),
+    "fp8": (_STR, True),
+    "block_r": (_INT, False),
+    "block_c": (_INT, False),
+    "sram_budget": (_INT, False),
+    "hadamard_seed": (_INT, False),
+    "scale": (_NUMBER, True),
+    "probs_scale": (_NUMBER, False),
 }
 
 
@@ -457,7 +449,7 @@ def _checked_options(**given):
     the Python one), or CompileError naming the keyword."""
     out = {}
     for name, value in given.items():
-        kind, nullable, check, rule = _OPTIONS[name]
+        kind, nullable = _OPTIONS[name]
         if value is None and nullable:
             out[name] = None
             continue
@@ -466,10 +458,7 @@ def _checked_options(**given):
             raise CompileError(f"{name} must be {kind}"
                                f"{' or None' if nullable else ''}, got "
                                f"{value!r}")
-        value = convert(value)
-        if check is not None and not check(value):
-            raise CompileError(f"{rule}, got {value!r}")
-        out[name] = value
+        out[name] = convert(value)
     return out
 
 
@@ -481,13 +470,24 @@ def kernel_options():
     or 'none_or_bool' (None: the back end's choice); default as the
     compiler holds it."""
     return {keyword: (kind, form, default) for keyword, _, kind, form,
-            default in _extension().kernel_options()}
+            default in _option_rows()}
 
 
 def kernel_option_flags():
     """fa-compile's flag of each compile() keyword: {keyword: flag}."""
-    return {keyword: flag for keyword, flag, *_ in
-            _extension().kernel_options()}
+    return {keyword: flag for keyword, flag, *_ in _option_rows()}
+
+
+_OPTION_ROWS = None
+
+
+def _option_rows():
+    """The extension's option table, read once (it cannot change in a
+    process): (keyword, flag, kind, form, default) rows."""
+    global _OPTION_ROWS
+    if _OPTION_ROWS is None:
+        _OPTION_ROWS = tuple(_extension().kernel_options())
+    return _OPTION_ROWS
 
 
 def _keyword_value(kind, form, value):

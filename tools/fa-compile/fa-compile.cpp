@@ -77,17 +77,14 @@ int main(int argc, char **argv) {
 
   // Every value through its one range check (fa::checkKernelOptions);
   // combinations a target refuses, the compiler refuses with its reason.
-  fa::KernelOptions options;
-  if (std::optional<fa::KernelOptionError> error =
-          kernelOptions.apply(options)) {
-    llvm::errs() << "fa-compile: error: --" << error->option->flag << ": "
-                 << error->message << "\n";
-    return 1;
-  }
   auto refuse = [](StringRef flag, const std::string &why) {
     llvm::errs() << "fa-compile: error: --" << flag << ": " << why << "\n";
     return 1;
   };
+  fa::KernelOptions options;
+  if (std::optional<fa::KernelOptionError> error =
+          kernelOptions.apply(options))
+    return refuse(error->option->flag, error->message);
   options.runPtxas = emit == "all" && !noCubin;
   if (emit != "all" && emit != "kernel-mlir" && emit != "host-mlir" &&
       emit != "ptx") {
