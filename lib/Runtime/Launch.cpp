@@ -537,8 +537,8 @@ int faKernelLaunchVarlen(FaKernel *k, const void *q,
   cache.cuK = cuSeqlensK;
   cache.qRows = totalQ;
   return launchKernel(k, q, qStrides, kp, kStrides, v, vStrides, o, oStrides,
-                      lse, sequences, qHeads, kvHeads, maxSeqlenQ, cache,
-                      scale, /*kvSplits=*/-1, stream);
+                      lse, sequences, qHeads, kvHeads, maxSeqlenQ, cache, scale,
+                      /*kvSplits=*/-1, stream);
 }
 
 } // extern "C"
@@ -546,26 +546,22 @@ int faKernelLaunchVarlen(FaKernel *k, const void *q,
 /// faKernelLaunchKVCache and faKernelLaunchKVCacheE4M3: the cache's checks
 /// (`api` names the entry point in the messages), then the launch; the
 /// descales are null for a 16-bit cache.
-static int launchKVCache(const char *api, FaKernel *k, const void *q,
-                          const FaStrides *qStrides, const void *kCache,
-                          const FaStrides *kStrides, const void *vCache,
-                          const FaStrides *vStrides, void *o,
-                          const FaStrides *oStrides, float *lse, int batch,
-                          int qHeads, int kvHeads, int qLen,
-                          long long cacheEntries, int cacheRows,
-                          const int *kvLengths, const int *blockTable,
-                          int maxPages, float scale, int kvSplits,
-                          const float *kDescale, const float *vDescale,
-                          int descaleLayout, void *stream) {
+static int launchKVCache(
+    const char *api, FaKernel *k, const void *q, const FaStrides *qStrides,
+    const void *kCache, const FaStrides *kStrides, const void *vCache,
+    const FaStrides *vStrides, void *o, const FaStrides *oStrides, float *lse,
+    int batch, int qHeads, int kvHeads, int qLen, long long cacheEntries,
+    int cacheRows, const int *kvLengths, const int *blockTable, int maxPages,
+    float scale, int kvSplits, const float *kDescale, const float *vDescale,
+    int descaleLayout, void *stream) {
   const std::string where = std::string(api) + ": ";
   if (!k)
     return fail(where + "kernel must not be null");
   const Metadata &m = k->meta;
   if (m.varlen)
-    return fail(where + "" + m.kernel +
-                " runs a varlen batch, not a KV cache");
+    return fail(where + m.kernel + " runs a varlen batch, not a KV cache");
   if (!m.kvLengths && !m.pageSize)
-    return fail(where + "" + m.kernel +
+    return fail(where + m.kernel +
                 " reads no KV cache (compile one with --kv-lengths or "
                 "--page-size); launch it with faKernelLaunchStrided");
   if (m.kvLengths != (kvLengths != nullptr))
@@ -581,24 +577,24 @@ static int launchKVCache(const char *api, FaKernel *k, const void *q,
   for (const void *p : {(const void *)kvLengths, (const void *)blockTable})
     if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
       return fail(where + "kv_lengths and the block table "
-                  "must be 4-byte aligned int32 arrays");
+                          "must be 4-byte aligned int32 arrays");
   if (cacheEntries <= 0 || cacheEntries > (1LL << 31) || cacheRows <= 0)
-    return fail(where + "the cache's entries (" +
-                std::to_string(cacheEntries) + ") and rows (" +
-                std::to_string(cacheRows) + ") must be positive");
+    return fail(where + "the cache's entries (" + std::to_string(cacheEntries) +
+                ") and rows (" + std::to_string(cacheRows) +
+                ") must be positive");
   if (m.pageSize) {
     if (cacheRows != m.pageSize)
-      return fail(where + "" + m.kernel +
-                  " reads pages of " + std::to_string(m.pageSize) +
-                  " rows, got a cache of " + std::to_string(cacheRows) +
-                  "-row pages");
+      return fail(where + m.kernel + " reads pages of " +
+                  std::to_string(m.pageSize) + " rows, got a cache of " +
+                  std::to_string(cacheRows) + "-row pages");
     if (maxPages <= 0 || (long long)maxPages * cacheRows > 0x7fffffffLL)
       return fail(where + "max_pages must be in [1, " +
                   std::to_string(0x7fffffffLL / cacheRows) + "], got " +
                   std::to_string(maxPages));
   } else {
     if (cacheEntries != batch)
-      return fail(where + "a contiguous cache has one entry "
+      return fail(where +
+                  "a contiguous cache has one entry "
                   "per sequence (" +
                   std::to_string(batch) + "), got " +
                   std::to_string(cacheEntries));
@@ -614,8 +610,8 @@ static int launchKVCache(const char *api, FaKernel *k, const void *q,
   cache.vDescale = vDescale;
   cache.descaleLayout = descaleLayout;
   return launchKernel(k, q, qStrides, kCache, kStrides, vCache, vStrides, o,
-                      oStrides, lse, batch, qHeads, kvHeads, qLen, cache,
-                      scale, kvSplits, stream);
+                      oStrides, lse, batch, qHeads, kvHeads, qLen, cache, scale,
+                      kvSplits, stream);
 }
 
 extern "C" {
