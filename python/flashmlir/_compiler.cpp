@@ -296,7 +296,7 @@ struct FP8Request {
 py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
                      py::object scale, const std::string &loopOrder,
                      int64_t blockR, int64_t blockC, int64_t sramBudget,
-                     const FP8Request &fp8) {
+                     const FP8Request &fp8, py::object sinksArg) {
   for (auto *a : {&q, &k, &v})
     if (a->ndim() != 4)
       throw py::value_error("q, k and v must be 4-D [B, H, N, D]");
@@ -325,14 +325,32 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     descaleOperands = "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, "
                       "memref<f32>) ";
   }
+  // Sinks: one f32 logit per query head, the last operand.
+  std::optional<F32Array> sinks;
+  std::string sinkArgs, sinkOperands;
+  if (!sinksArg.is_none()) {
+    sinks = F32Array::ensure(sinksArg);
+    if (sinks->ndim() != 1 || sinks->shape(0) != qs[1])
+      throw py::value_error("sinks must be 1-D with one logit per query "
+                            "head (" +
+                            std::to_string(qs[1]) + ")");
+    for (int64_t h = 0; h < qs[1]; ++h)
+      if (std::optional<std::string> error =
+              fa::checkSinkLogit(h, sinks->at(h)))
+        raiseCompileError(*error);
+    std::string type = memrefType({qs[1]});
+    sinkArgs = ", %s: " + type;
+    sinkOperands = "sinks(%s : " + type + ") ";
+  }
   std::string text =
       "func.func @attention(%q: " + memrefType(qs, in) +
       ", %k: " + memrefType(ks, in) + ", %v: " + memrefType(vs, in) +
       ", %o: " + memrefType(os) + ", %l: " + memrefType(ls) + descaleArgs +
+      sinkArgs +
       ") attributes {llvm.emit_c_interface} {\n  fa.attention %q, %k, %v " +
-      descaleOperands + "outs(%o, %l : " + memrefType(os) + ", " +
-      memrefType(ls) + ")" + (attrs.empty() ? "" : " {" + attrs + "}") + " : " +
-      memrefType(qs, in) + ", " + memrefType(ks, in) + ", " +
+      descaleOperands + sinkOperands + "outs(%o, %l : " + memrefType(os) +
+      ", " + memrefType(ls) + ")" + (attrs.empty() ? "" : " {" + attrs + "}") +
+      " : " + memrefType(qs, in) + ", " + memrefType(ks, in) + ", " +
       memrefType(vs, in) + "\n  return\n}\n";
 
   if (loopOrder != "fa1" && loopOrder != "fa2")
@@ -385,12 +403,14 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
         diagnostics.text += llvm::toString(created.takeError());
         return;
       }
-      auto found = (*created)->lookup("_mlir_ciface_attention");
+      // The packed form (_mlir__mlir_ciface_attention): one void ** of
+      // argument addresses, whatever their number.
+      auto found = (*created)->lookupPacked("_mlir_ciface_attention");
       if (!found) {
         diagnostics.text += llvm::toString(found.takeError());
         return;
       }
-      fn = *found;
+      fn = reinterpret_cast<void *>(*found);
       engine = std::move(*created);
     }();
     errors = std::move(diagnostics.text);
@@ -420,15 +440,22 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
   StridedMemRefType<float, 0> dd[3];
   for (int i = 0; i < 3; ++i)
     dd[i] = {&descales[i], &descales[i], 0};
+  StridedMemRefType<float, 1> ds{};
+  if (sinks)
+    ds = {sinks->mutable_data(), sinks->mutable_data(), 0, {qs[1]}, {1}};
+  // The C interface takes a pointer to each descriptor, in the function's
+  // argument order; the packed form takes the address of each of those.
+  std::vector<void *> descriptors = {&dq, &dk, &dv, &dout, &dl};
+  if (fp8.e4m3)
+    descriptors.insert(descriptors.end(), {&dd[0], &dd[1], &dd[2]});
+  if (sinks)
+    descriptors.push_back(&ds);
+  std::vector<void *> packed;
+  for (void *&descriptor : descriptors)
+    packed.push_back(&descriptor);
   {
     py::gil_scoped_release release;
-    if (fp8.e4m3)
-      reinterpret_cast<void (*)(void *, void *, void *, void *, void *, void *,
-                                void *, void *)>(fn)(&dq, &dk, &dv, &dout, &dl,
-                                                     &dd[0], &dd[1], &dd[2]);
-    else
-      reinterpret_cast<void (*)(void *, void *, void *, void *, void *)>(fn)(
-          &dq, &dk, &dv, &dout, &dl);
+    reinterpret_cast<void (*)(void **)>(fn)(packed.data());
   }
   return py::make_tuple(out, lse);
 }
@@ -438,7 +465,7 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
                  int64_t blockC, int64_t sramBudget, const std::string &dtype,
                  py::object qDescale, py::object kDescale, py::object vDescale,
                  py::object fp8, bool incoherent, uint64_t hadamardSeed,
-                 double probsScale) {
+                 double probsScale, py::object sinks) {
   FP8Request request;
   std::optional<StringRef> elt = fa::mlirElementTypeName(dtype);
   if (!elt || (*elt != "f32" && *elt != "f8E4M3FN"))
@@ -481,10 +508,10 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
   if (request.e4m3)
     return runCpuImpl(U8Array::ensure(q), U8Array::ensure(k),
                       U8Array::ensure(v), causal, scale, loopOrder, blockR,
-                      blockC, sramBudget, request);
+                      blockC, sramBudget, request, sinks);
   return runCpuImpl(F32Array::ensure(q), F32Array::ensure(k),
                     F32Array::ensure(v), causal, scale, loopOrder, blockR,
-                    blockC, sramBudget, request);
+                    blockC, sramBudget, request, sinks);
 }
 
 } // namespace
@@ -598,7 +625,8 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("dtype") = "f32", py::arg("q_descale") = py::none(),
         py::arg("k_descale") = py::none(), py::arg("v_descale") = py::none(),
         py::arg("fp8") = py::none(), py::arg("incoherent") = false,
-        py::arg("hadamard_seed") = 0, py::arg("probs_scale") = 256.0);
+        py::arg("hadamard_seed") = 0, py::arg("probs_scale") = 256.0,
+        py::arg("sinks") = py::none());
   m.def("to_e4m3", &toE4M3, py::arg("x"));
   m.def("from_e4m3", &fromE4M3, py::arg("codes"));
   m.def("quantize_e4m3", &quantizeE4M3, py::arg("x"));

@@ -633,7 +633,7 @@ def compile_module(text, arch="sm_90a", rescale_threshold=None,
 def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
             block_c=0, dtype="f32", q_descale=None, k_descale=None,
             v_descale=None, fp8=None, incoherent=False, hadamard_seed=0,
-            probs_scale=256.0, sram_budget=0):
+            probs_scale=256.0, sram_budget=0, sinks=None):
     """Runs attention on the host: fa.attention on [B, H, N, D] arrays
     lowered by fa-cpu-pipeline and JIT-compiled; returns (O, LSE) as float32
     arrays. For checking and for machines without a GPU.
@@ -652,7 +652,9 @@ def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
     this power of two and rounded to e4m3 for P V as an fp8 kernel does
     (fa-quantize-probs); 0 keeps P in f32. sram_budget: fa-tile's on-chip
     budget in bytes (0: the default, 160 KiB), which bounds block_r and
-    block_c."""
+    block_c. sinks: attention sinks (gpt-oss), one float32 logit per query
+    head, each finite or -inf (none): head h's logit joins every row's
+    softmax denominator, LSE = log(exp(s_h) + sum_j exp(S_ij))."""
     import numpy as np
     o = _checked_options(causal=causal, scale=scale, loop_order=loop_order,
                          block_r=block_r, block_c=block_c, dtype=dtype,
@@ -665,7 +667,7 @@ def run_cpu(q, k, v, causal=False, scale=None, loop_order="fa2", block_r=0,
                    for x in (q, k, v))
     return _extension().run_cpu(
         q, k, v, q_descale=q_descale, k_descale=k_descale,
-        v_descale=v_descale, **o)
+        v_descale=v_descale, sinks=sinks, **o)
 
 
 def to_e4m3(x):

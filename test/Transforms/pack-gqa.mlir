@@ -75,3 +75,16 @@ func.func @kept(%q: memref<1x32x1x64xf32>, %q2: memref<1x32x2x64xf32>,
       : memref<1x?x1x64xf32>, memref<1x8x100x64xf32>, memref<1x8x100x64xf32>
   return
 }
+
+// -----
+
+// Sinks are per query head, which the packing would turn into rows: such a
+// decode stays unpacked.
+// CHECK-LABEL: func.func @sinks
+// CHECK-NOT: memref.expand_shape
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} sinks(%{{.*}} : memref<32xf32>) outs(%{{.*}} : memref<4x32x1x128xf16>)
+func.func @sinks(%q: memref<4x32x1x128xf16>, %kv: memref<4x8x4096x128xf16>, %s: memref<32xf32>, %o: memref<4x32x1x128xf16>) {
+  fa.attention %q, %kv, %kv sinks(%s : memref<32xf32>) outs(%o : memref<4x32x1x128xf16>)
+      : memref<4x32x1x128xf16>, memref<4x8x4096x128xf16>, memref<4x8x4096x128xf16>
+  return
+}

@@ -52,3 +52,11 @@ func.func @tensors(%q: tensor<1x1x64x16xf32>) -> tensor<1x1x64x16xf32> {
   %o = fa.attention %q, %q, %q : tensor<1x1x64x16xf32>, tensor<1x1x64x16xf32>, tensor<1x1x64x16xf32> -> tensor<1x1x64x16xf32>
   return %o : tensor<1x1x64x16xf32>
 }
+
+// -----
+
+func.func @sinks(%q: memref<1x2x64x16xf32>, %s: memref<2xf32>, %o: memref<1x2x64x16xf32>) {
+  // expected-error @+1 {{fa-ring-attention: attention sinks have no ring form yet}}
+  fa.attention %q, %q, %q sinks(%s : memref<2xf32>) outs(%o : memref<1x2x64x16xf32>) {causal} : memref<1x2x64x16xf32>, memref<1x2x64x16xf32>, memref<1x2x64x16xf32>
+  return
+}

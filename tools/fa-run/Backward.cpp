@@ -67,18 +67,24 @@ std::string moduleText(const BackwardProblem &p) {
   if (p.scale != 0)
     add("scale = " + fa::formatF32(static_cast<float>(p.scale)) + " : f32");
   std::string braces = attrs.empty() ? "" : " {" + attrs + "}";
+  std::string sT = memref({p.qHeads}, "f32");
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "func.func @backward(%q: " << qT << ", %k: " << kT << ", %v: " << vT
-     << ", %o: " << oT << ", %lse: " << lT << ", %do: " << oT
-     << ", %dq: " << qT << ", %dk: " << kT << ", %dv: " << vT << ") {\n"
-     << "  fa.attention %q, %k, %v outs(%o, %lse : " << oT << ", " << lT
-     << ")" << braces << " : " << qT << ", " << kT << ", " << vT << "\n"
-     << "  fa.attention_backward %q, %k, %v, %o, %lse, %do outs(%dq, %dk, "
-        "%dv : "
-     << qT << ", " << kT << ", " << vT << ")" << braces << " : " << qT
-     << ", " << kT << ", " << vT << ", " << oT << ", " << lT << ", " << oT
-     << "\n  return\n}\n";
+     << ", %o: " << oT << ", %lse: " << lT << ", %do: " << oT << ", %dq: " << qT
+     << ", %dk: " << kT << ", %dv: " << vT;
+  if (p.sinks)
+    os << ", %sinks: " << sT << ", %dsinks: " << sT;
+  std::string sinks = p.sinks ? " sinks(%sinks : " + sT + ")" : "";
+  os << ") {\n"
+     << "  fa.attention %q, %k, %v" << sinks << " outs(%o, %lse : " << oT
+     << ", " << lT << ")" << braces << " : " << qT << ", " << kT << ", " << vT
+     << "\n"
+     << "  fa.attention_backward %q, %k, %v, %o, %lse, %do" << sinks
+     << " outs(%dq, %dk, %dv" << (p.sinks ? ", %dsinks" : "") << " : " << qT
+     << ", " << kT << ", " << vT << (p.sinks ? ", " + sT : "") << ")" << braces
+     << " : " << qT << ", " << kT << ", " << vT << ", " << oT << ", " << lT
+     << ", " << oT << "\n  return\n}\n";
   return s;
 }
 
@@ -86,11 +92,26 @@ std::string moduleText(const BackwardProblem &p) {
 /// softmax(cap(scale Q K^T) masked) V with respect to Q, K and V for the
 /// loss sum(dO o O), from the whole probability matrix of each head.
 struct Reference {
-  std::vector<double> o, lse, dq, dk, dv;
+  std::vector<double> o, lse, dq, dk, dv, dsinks;
+};
+
+/// Argument numbers of the backward's module.
+enum Argument : unsigned {
+  kQ,
+  kK,
+  kV,
+  kO,
+  kLse,
+  kGradOut,
+  kGradQ,
+  kGradK,
+  kGradV,
+  kSinks,
+  kGradSinks
 };
 
 Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
-  const Buffer &q = in[0], &k = in[1], &v = in[2], &dO = in[5];
+  const Buffer &q = in[kQ], &k = in[kK], &v = in[kV], &dO = in[kGradOut];
   int64_t d = p.headDim, dv = p.valueHeadDim, nq = p.qLen, nk = p.kvLen;
   int64_t group = p.qHeads / p.kvHeads;
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(d));
@@ -101,6 +122,7 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
   r.dq.assign(p.batch * p.qHeads * nq * d, 0.0);
   r.dk.assign(p.batch * p.kvHeads * nk * d, 0.0);
   r.dv.assign(p.batch * p.kvHeads * nk * dv, 0.0);
+  r.dsinks.assign(p.sinks ? p.qHeads : 0, 0.0);
   std::vector<double> x(nk), prob(nk), dp(nk);
   std::vector<char> visible(nk);
   for (int64_t b = 0; b < p.batch; ++b)
@@ -137,9 +159,13 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
           mx = std::max(mx, s);
         }
         int64_t row = (b * p.qHeads + h) * nq + i;
+        // A sink: a logit in the denominator whose value row is zero.
+        double sink = p.sinks ? double(in[kSinks].get(h))
+                              : -std::numeric_limits<double>::infinity();
+        mx = std::max(mx, sink);
         if (mx == -std::numeric_limits<double>::infinity())
-          continue; // no visible key: O = 0, LSE = -inf, no gradient
-        double l = 0;
+          continue; // no visible key, no sink: O = 0, LSE = -inf
+        double l = std::exp(sink - mx);
         for (int64_t j = 0; j < nk; ++j)
           if (visible[j])
             l += (prob[j] = std::exp(prob[j] - mx));
@@ -156,6 +182,9 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
           }
           rowDot += prob[j] * dp[j];
         }
+        // The sink's score gradient P_sink (dP_sink - D) with dP_sink = 0.
+        if (p.sinks)
+          r.dsinks[h] -= std::exp(sink - mx) / l * rowDot;
         for (int64_t j = 0; j < nk; ++j) {
           if (!visible[j])
             continue;
@@ -250,7 +279,7 @@ int mlir::fa::run::runBackward(MLIRContext &context,
                                                            : Elt::F32;
   for (auto [i, t] : llvm::enumerate(argTypes)) {
     auto type = cast<MemRefType>(t);
-    buffers[i].elt = i == 4 ? Elt::F32 : elt;
+    buffers[i].elt = i == kLse || i >= kSinks ? Elt::F32 : elt;
     buffers[i].shape.assign(type.getShape().begin(), type.getShape().end());
     buffers[i].allocate();
   }
@@ -258,9 +287,18 @@ int mlir::fa::run::runBackward(MLIRContext &context,
   std::normal_distribution<float> normal(0.0f, 1.0f);
   float nan = std::numeric_limits<float>::quiet_NaN();
   for (size_t i = 0; i < buffers.size(); ++i) {
-    bool input = i < 3 || i == 5;
+    bool input = i < 3 || i == kGradOut;
     for (int64_t j = 0; j < buffers[i].size(); ++j)
       buffers[i].set(j, input ? normal(rng) : nan);
+  }
+  if (p.sinks) {
+    // fa-run's forward draws: log(Nk) + N(0, 1), head 0 none.
+    std::normal_distribution<double> logit(0.0, 1.0);
+    double center = std::log(double(std::max<int64_t>(p.kvLen, 1)));
+    for (int64_t h = 0; h < p.qHeads; ++h)
+      buffers[kSinks].set(h, h == 0 && p.qHeads > 1
+                                 ? -std::numeric_limits<float>::infinity()
+                                 : float(center + logit(rng)));
   }
   if (llvm::Error error = callEntry(**engine, "backward", buffers))
     return fail("cannot call @backward: " + llvm::toString(std::move(error)));
@@ -274,15 +312,22 @@ int mlir::fa::run::runBackward(MLIRContext &context,
     forward = gradient = p.tolerance;
   llvm::outs() << llvm::formatv(
       "fa-run: backward {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} D={6} Dv={7}"
-      "{8}{9}\n",
+      "{8}{9}{10}\n",
       p.dtype, p.batch, p.qHeads, p.kvHeads, p.qLen, p.kvLen, p.headDim,
       p.valueHeadDim, p.causal ? " causal" : "",
-      p.window ? " window=" + std::to_string(p.window) : "");
-  bool ok = compare("O", buffers[3], want.o, forward);
-  ok = compare("LSE", buffers[4], want.lse, 1e-5) && ok;
-  ok = compare("dQ", buffers[6], want.dq, gradient) && ok;
-  ok = compare("dK", buffers[7], want.dk, gradient) && ok;
-  ok = compare("dV", buffers[8], want.dv, gradient) && ok;
+      p.window ? " window=" + std::to_string(p.window) : "",
+      p.sinks ? " sinks" : "");
+  bool ok = compare("O", buffers[kO], want.o, forward);
+  ok = compare("LSE", buffers[kLse], want.lse, 1e-5) && ok;
+  ok = compare("dQ", buffers[kGradQ], want.dq, gradient) && ok;
+  ok = compare("dK", buffers[kGradK], want.dk, gradient) && ok;
+  ok = compare("dV", buffers[kGradV], want.dv, gradient) && ok;
+  // A sum over every row of the batch: f32 accumulation, the gradients'
+  // f32 tolerance at least.
+  if (p.sinks)
+    ok = compare("dsinks", buffers[kGradSinks], want.dsinks,
+                 std::max(gradient, 2e-5)) &&
+         ok;
   llvm::outs() << "fa-run: " << (ok ? "PASS" : "FAIL") << "\n";
   return ok ? 0 : 1;
 }

@@ -16,6 +16,9 @@ struct BackwardProblem {
   int64_t batch, qHeads, kvHeads, qLen, kvLen, headDim, valueHeadDim;
   std::string dtype; // f32, f16 or bf16
   bool causal = false, bottomRight = false;
+  /// A sink logit per query head (fa-run's --sinks: log(Nk) + N(0, 1),
+  /// head 0's -inf), and their gradient checked too.
+  bool sinks = false;
   int64_t window = 0, diagonalOffset = 0;
   double softcap = 0, scale = 0;
   unsigned seed = 1;

@@ -212,6 +212,12 @@ static cl::opt<double> scale(cl::cat(toolOptions), "scale", cl::init(0.0),
                              cl::desc("0: 1/sqrt(head-dim)"));
 static cl::opt<bool> withLse(cl::cat(toolOptions), "lse", cl::desc("Also compute and check LSE"),
                              cl::init(false));
+static cl::opt<bool> sinks(
+    cl::cat(toolOptions), "sinks",
+    cl::desc("Give the generated attention a sink logit per query head "
+             "(attention sinks, gpt-oss): log(Nk) + N(0, 1) each, head 0's "
+             "-inf (no sink) when there are several heads"),
+    cl::init(false));
 static cl::opt<bool> backward(
     cl::cat(toolOptions), "backward",
     cl::desc("Also run the attention's backward (fa.attention_backward on "
@@ -317,6 +323,9 @@ std::string buildModuleText() {
     os << ", %table: " << tableT;
   if (varlen)
     os << ", %cuq: " << cuT << ", %cuk: " << cuT;
+  std::string sinksT = memref({qHeads}, "f32");
+  if (sinks)
+    os << ", %sinks: " << sinksT;
   os << ") {\n  fa.attention %q, %k, %v ";
   if (e4m3)
     os << "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) ";
@@ -328,6 +337,8 @@ std::string buildModuleText() {
     os << "pages(%table : " << tableT << ") ";
   if (varlen)
     os << "varlen(%cuq, %cuk : " << cuT << ", " << cuT << ") ";
+  if (sinks)
+    os << "sinks(%sinks : " << sinksT << ") ";
   os << "outs(%o";
   if (withLse)
     os << ", %lse";
@@ -370,6 +381,10 @@ struct Spec {
   /// have one batch row, nq and nk are the packed totals.
   std::optional<unsigned> cuArg;
   std::vector<int64_t> cuQ, cuK;
+  /// Attention sinks: their argument number and the logits fa-run made
+  /// (one per query head; -inf is none).
+  std::optional<unsigned> sinksArg;
+  std::vector<double> sinks;
 
   /// The sequences.
   int64_t sequences() const {
@@ -436,9 +451,13 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
           scores[j] = x;
           mx = std::max(mx, x);
         }
+        // A sink: one more logit in the denominator, with no value row.
+        double sink = s.sinks.empty() ? -std::numeric_limits<double>::infinity()
+                                      : s.sinks[h];
+        mx = std::max(mx, sink);
         if (mx == -std::numeric_limits<double>::infinity())
-          continue; // every key masked: O = 0, LSE = -inf
-        double l = 0;
+          continue; // every key masked, no sink: O = 0, LSE = -inf
+        double l = std::exp(sink - mx);
         double *out = &o[row * s.dv];
         for (int64_t j = 0; j < nk; ++j) {
           if (!visible[j])
@@ -663,6 +682,9 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
     }
     spec.cuArg = next + (attention.isPaged() ? 1 : 0);
   }
+  if (attention.getSinks())
+    spec.sinksArg =
+        next + (attention.isPaged() ? 1 : 0) + (attention.isVarlen() ? 2 : 0);
   const int64_t shapes[4][4] = {{spec.b, spec.hq, spec.nq, spec.d},
                                 {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.d},
                                 {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.dv},
@@ -755,6 +777,23 @@ std::optional<std::string> makeKVCache(Spec &spec, std::vector<Buffer> &buffers,
     buffers[*spec.tableArg].setInt(e, page);
   }
   return std::nullopt;
+}
+
+/// Attention sinks (direct form): log(Nk) + N(0, 1) per query head, so
+/// that a sink weighs about as much as the keys together; head 0 has none
+/// (-inf) when there are several. Records them in `spec`.
+void makeSinks(Spec &spec, std::vector<Buffer> &buffers, std::mt19937 &rng) {
+  if (!spec.sinksArg)
+    return;
+  std::normal_distribution<double> normal(0.0, 1.0);
+  double center = std::log(double(std::max<int64_t>(spec.nk, 1)));
+  for (int64_t h = 0; h < spec.hq; ++h) {
+    float logit = h == 0 && spec.hq > 1
+                      ? -std::numeric_limits<float>::infinity()
+                      : float(center + normal(rng));
+    spec.sinks.push_back(logit);
+    buffers[*spec.sinksArg].set(h, logit);
+  }
 }
 
 /// Where an attention's operands and results are found among the buffers
@@ -865,6 +904,8 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     llvm::outs() << " diagonal_offset=" << spec.diagonalOffset;
   if (spec.softcap)
     llvm::outs() << " softcap=" << *spec.softcap;
+  if (!spec.sinks.empty())
+    llvm::outs() << " sinks";
   if (!c.label.empty())
     llvm::outs() << " scale=" << fa::formatF32(spec.scale);
   if (spec.pageSize)
@@ -1011,10 +1052,10 @@ LogicalResult toCaptureForm(func::FuncOp entry,
       return failure();
     }
     if (attention.getKvLengths() || attention.isPaged() ||
-        attention.isVarlen()) {
-      error = "fa-run checks attentions on a KV cache (kv_lengths, pages) or "
-              "a varlen batch in the direct form only (the function's "
-              "arguments are the op's operands in order)";
+        attention.isVarlen() || attention.getSinks()) {
+      error = "fa-run checks attentions on a KV cache (kv_lengths, pages), "
+              "a varlen batch or with sinks in the direct form only (the "
+              "function's arguments are the op's operands in order)";
       return failure();
     }
     std::string specError;
@@ -1082,7 +1123,7 @@ LogicalResult toCaptureForm(func::FuncOp entry,
       auto onBuffers = fa::AttentionOp::create(
           b, opLoc, TypeRange{}, operands[0], operands[1], operands[2],
           ArrayRef<BlockArgument>(outs), ValueRange{}, Value(), Value(),
-          Value(), Value(), attention->getAttrs());
+          Value(), Value(), /*sinks=*/Value(), attention->getAttrs());
       for (auto [from, to] :
            llvm::zip(ArrayRef<Value>(operands).take_front(3), captures))
         memref::CopyOp::create(b, opLoc, from, to);
@@ -1158,6 +1199,7 @@ int runBackwardOfOptions(MLIRContext &context) {
       valueHeadDim ? int64_t(valueHeadDim) : int64_t(headDim);
   problem.dtype = dtype;
   problem.causal = causal;
+  problem.sinks = sinks;
   problem.window = window;
   problem.bottomRight = causalAlign == "bottom-right";
   problem.diagonalOffset = diagonalOffset;
@@ -1406,11 +1448,13 @@ std::optional<std::string> makeArguments(Entry &entry,
   }
   if (std::optional<std::string> error = makeKVCache(spec, buffers, rng))
     return error;
+  makeSinks(spec, buffers, rng);
   float nan = std::numeric_limits<float>::quiet_NaN();
-  std::optional<unsigned> inputsAfter = spec.descaleArgs   ? spec.descaleArgs
+  std::optional<unsigned> inputsAfter = spec.descaleArgs  ? spec.descaleArgs
                                         : spec.lengthsArg ? spec.lengthsArg
                                         : spec.tableArg   ? spec.tableArg
-                                                          : spec.cuArg;
+                                        : spec.cuArg      ? spec.cuArg
+                                                          : spec.sinksArg;
   for (size_t i = entry.numInputs; i < buffers.size(); ++i)
     if (!inputsAfter || i < *inputsAfter)
       for (int64_t j = 0; j < buffers[i].size(); ++j)

@@ -250,10 +250,37 @@ struct GradQueriesLowering : OpRewritePattern<GradQueriesOp> {
   }
 };
 
+struct GradSinkLowering : OpRewritePattern<GradSinkOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GradSinkOp op,
+                                PatternRewriter &rewriter) const override {
+    ScalarBuilder sb{rewriter, op.getLoc()};
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    // -sum_r exp(s - L_r) D_r; a sink of -inf (none) has no probability.
+    Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                       op.getSink(), sb.negInf());
+    Value sum = sb.reduce(
+        rowsOf(sb, op.getLse()), sb.f32(0.0), [&](Value r, Value acc) {
+          Value prob = math::ExpOp::create(
+              b, loc,
+              arith::SubFOp::create(b, loc, op.getSink(),
+                                    sb.load(op.getLse(), {r})));
+          return math::FmaOp::create(b, loc, prob, sb.load(op.getDot(), {r}),
+                                     acc)
+              .getResult();
+        });
+    Value partial = arith::SelectOp::create(b, loc, none, sb.f32(0.0),
+                                            arith::NegFOp::create(b, loc, sum));
+    rewriter.replaceOp(op, partial);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fa::populateBackwardToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<RowDotLowering, RecomputeProbsLowering, GradValuesLowering,
                GradProbsLowering, GradScoresLowering, GradKeysLowering,
-               GradQueriesLowering>(patterns.getContext());
+               GradQueriesLowering, GradSinkLowering>(patterns.getContext());
 }

@@ -37,9 +37,19 @@ struct InitStateLowering : OpRewritePattern<InitStateOp> {
                                 PatternRewriter &rewriter) const override {
     ScalarBuilder sb{rewriter, op.getLoc()};
     Location loc = op.getLoc();
-    linalg::FillOp::create(rewriter, loc, ValueRange{sb.negInf()},
+    Value max = sb.negInf(), sum = sb.f32(0.0);
+    if (Value sink = op.getSink()) {
+      // A seen key of score s and no value: m = log2(e) s, l = exp2(0) = 1;
+      // s = -inf is no key (l = 0).
+      max = arith::MulFOp::create(rewriter, loc, sink, sb.f32(kLog2E));
+      Value none = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::OEQ, sink, sb.negInf());
+      sum = arith::SelectOp::create(rewriter, loc, none, sb.f32(0.0),
+                                    sb.f32(1.0));
+    }
+    linalg::FillOp::create(rewriter, loc, ValueRange{max},
                            ValueRange{op.getMax()});
-    linalg::FillOp::create(rewriter, loc, ValueRange{sb.f32(0.0)},
+    linalg::FillOp::create(rewriter, loc, ValueRange{sum},
                            ValueRange{op.getSum()});
     linalg::FillOp::create(rewriter, loc, ValueRange{sb.f32(0.0)},
                            ValueRange{op.getAcc()});
@@ -545,12 +555,11 @@ struct ConvertFAToLoopsPass
     target.addLegalDialect<arith::ArithDialect, math::MathDialect,
                            memref::MemRefDialect, scf::SCFDialect,
                            linalg::LinalgDialect>();
-    target.addIllegalOp<InitStateOp, ScoreTileOp, SoftmaxUpdateOp,
-                        ConditionalSoftmaxUpdateOp, RescaleOp, PVAccumulateOp,
-                        NormalizeOp, LogSumExpOp, MergePartialsOp, QuantizeOp,
-                        HadamardOp, RowDotOp, RecomputeProbsOp, GradValuesOp,
-                        GradProbsOp, GradScoresOp, GradKeysOp,
-                        GradQueriesOp>();
+    target.addIllegalOp<
+        InitStateOp, ScoreTileOp, SoftmaxUpdateOp, ConditionalSoftmaxUpdateOp,
+        RescaleOp, PVAccumulateOp, NormalizeOp, LogSumExpOp, MergePartialsOp,
+        QuantizeOp, HadamardOp, RowDotOp, RecomputeProbsOp, GradValuesOp,
+        GradProbsOp, GradScoresOp, GradKeysOp, GradQueriesOp, GradSinkOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFAToLoopsPatterns(patterns);

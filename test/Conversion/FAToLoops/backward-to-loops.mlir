@@ -126,3 +126,25 @@ func.func @grad_queries(%ds: memref<32x64xf32>, %k: memref<?x16xf16>, %acc: memr
   fa.grad_queries %ds, %k -> %acc {scale = 0.125 : f32} : memref<32x64xf32>, memref<?x16xf16> -> memref<?x16xf32>
   return
 }
+
+// -----
+
+// A sink's gradient over a query block's rows: -sum_r exp(s - L_r) D_r, 0
+// for a sink of -inf.
+// CHECK-LABEL: func.func @grad_sink
+// CHECK-SAME: (%[[S:.*]]: f32, %[[L:.*]]: memref<?xf32>, %[[D:.*]]: memref<?xf32>)
+// CHECK: %[[NONE:.*]] = arith.cmpf oeq, %[[S]], %{{.*}} : f32
+// CHECK: %[[SUM:.*]] = scf.for %[[R:.*]] = %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK: %[[LR:.*]] = memref.load %[[L]][%[[R]]]
+// CHECK: %[[X:.*]] = arith.subf %[[S]], %[[LR]] : f32
+// CHECK: %[[P:.*]] = math.exp %[[X]] : f32
+// CHECK: %[[DR:.*]] = memref.load %[[D]][%[[R]]]
+// CHECK: %[[NEXT:.*]] = math.fma %[[P]], %[[DR]], %[[ACC]] : f32
+// CHECK: scf.yield %[[NEXT]]
+// CHECK: %[[NEG:.*]] = arith.negf %[[SUM]] : f32
+// CHECK: %[[PART:.*]] = arith.select %[[NONE]], %{{.*}}, %[[NEG]] : f32
+// CHECK: return %[[PART]]
+func.func @grad_sink(%s: f32, %l: memref<?xf32>, %d: memref<?xf32>) -> f32 {
+  %part = fa.grad_sink %s, %l, %d : memref<?xf32>, memref<?xf32>
+  return %part : f32
+}

@@ -114,3 +114,24 @@ func.func @accumulate(%p: memref<4x8xf32>, %v: memref<?x16xbf16>, %acc: memref<4
   fa.init_state %f, %l, %acc : memref<4xf32>, memref<4xf32>, memref<4x16xf32>
   return
 }
+
+// -----
+
+// A sink starts the state as a seen key of score s and no value row:
+// m = log2(e) s, l = 1; a sink of -inf is none (l = 0).
+// CHECK-LABEL: func @init_state_sink
+// CHECK-SAME: (%[[M:.*]]: memref<4xf32>, %[[L:.*]]: memref<4xf32>, %[[A:.*]]: memref<4x8xf32>, %[[S:.*]]: f32)
+// CHECK: %[[LOG2E:.*]] = arith.constant 1.44269502 : f32
+// CHECK: %[[MAX:.*]] = arith.mulf %[[S]], %[[LOG2E]] : f32
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[NONE:.*]] = arith.cmpf oeq, %[[S]], %[[NEGINF]] : f32
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[SUM:.*]] = arith.select %[[NONE]], %[[ZERO]], %[[ONE]] : f32
+// CHECK: linalg.fill ins(%[[MAX]] : f32) outs(%[[M]] : memref<4xf32>)
+// CHECK: linalg.fill ins(%[[SUM]] : f32) outs(%[[L]] : memref<4xf32>)
+// CHECK: linalg.fill ins(%[[ZERO]] : f32) outs(%[[A]] : memref<4x8xf32>)
+func.func @init_state_sink(%m: memref<4xf32>, %l: memref<4xf32>, %acc: memref<4x8xf32>, %s: f32) {
+  fa.init_state %m, %l, %acc sink(%s) : memref<4xf32>, memref<4xf32>, memref<4x8xf32>
+  return
+}

@@ -69,9 +69,9 @@ static std::string typeName(Type type) {
 
 void AttentionOp::build(OpBuilder &builder, OperationState &state,
                         TypeRange results, Value query, Value key, Value value,
-                        ValueRange outs, ValueRange descales,
-                        Value kvLengths, Value blockTable, Value cuSeqlensQ,
-                        Value cuSeqlensK, ArrayRef<NamedAttribute> attrs) {
+                        ValueRange outs, ValueRange descales, Value kvLengths,
+                        Value blockTable, Value cuSeqlensQ, Value cuSeqlensK,
+                        Value sinks, ArrayRef<NamedAttribute> attrs) {
   state.addOperands({query, key, value});
   state.addOperands(outs);
   state.addOperands(descales);
@@ -83,6 +83,8 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
     state.addOperands(cuSeqlensQ);
   if (cuSeqlensK)
     state.addOperands(cuSeqlensK);
+  if (sinks)
+    state.addOperands(sinks);
   state.addTypes(results);
   Properties &props = state.getOrAddProperties<Properties>();
   props.operandSegmentSizes = {1,
@@ -93,7 +95,8 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
                                kvLengths ? 1 : 0,
                                blockTable ? 1 : 0,
                                cuSeqlensQ ? 1 : 0,
-                               cuSeqlensK ? 1 : 0};
+                               cuSeqlensK ? 1 : 0,
+                               sinks ? 1 : 0};
   for (NamedAttribute attr : attrs)
     if (attr.getName() != getOperandSegmentSizesAttrName(state.name))
       state.addAttribute(attr.getName(), attr.getValue());
@@ -184,6 +187,9 @@ void AttentionOp::getEffects(
                          SideEffects::DefaultResource::get());
   for (OpOperand &sums : getCuSeqlensKMutable())
     effects.emplace_back(MemoryEffects::Read::get(), &sums,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &sinks : getSinksMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &sinks,
                          SideEffects::DefaultResource::get());
   for (OpOperand &out : getOutsMutable())
     effects.emplace_back(MemoryEffects::Write::get(), &out,
@@ -315,6 +321,17 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (failed(verifyKVCache(*this)))
     return failure();
+  if (Value sinks = getSinks()) {
+    // One logit per query head, of the inputs' kind.
+    auto type = cast<ShapedType>(sinks.getType());
+    if (isa<MemRefType>(type) != isMemref)
+      return emitOpError() << "expected sinks to be a "
+                           << (isMemref ? "memref" : "tensor")
+                           << " like the inputs, got " << type;
+    if (failed(checkSameDim(op, "sinks size", q.getDimSize(1),
+                            "the query heads'", type.getDimSize(0))))
+      return failure();
+  }
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");
@@ -722,6 +739,12 @@ void AttentionBackwardOp::getEffects(
        {&getGradQueryMutable(), &getGradKeyMutable(), &getGradValueMutable()})
     effects.emplace_back(MemoryEffects::Write::get(), grad,
                          SideEffects::DefaultResource::get());
+  for (OpOperand &sinks : getSinksMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &sinks,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &grad : getGradSinksMutable())
+    effects.emplace_back(MemoryEffects::Write::get(), &grad,
+                         SideEffects::DefaultResource::get());
 }
 
 LogicalResult AttentionBackwardOp::verify() {
@@ -807,6 +830,15 @@ LogicalResult AttentionBackwardOp::verify() {
     return emitOpError() << "expected query heads (" << hq
                          << ") to be a multiple of key/value heads (" << hkv
                          << ")";
+  if (static_cast<bool>(getSinks()) != static_cast<bool>(getGradSinks()))
+    return emitOpError("expected sinks and their gradient together (the "
+                       "forward's sinks(...) and a fourth output dsinks)");
+  for (auto [name, sinks] : {std::pair<StringRef, Value>{"sinks", getSinks()},
+                             {"grad_sinks", getGradSinks()}})
+    if (sinks &&
+        failed(checkSameDim(op, (name + " size").str(), hq, "the query heads'",
+                            cast<MemRefType>(sinks.getType()).getDimSize(0))))
+      return failure();
   if (getBottomRight() && !getCausal() && !getWindow())
     return emitOpError("bottom_right aligns the causal or window mask: give "
                        "causal or a window");
@@ -823,6 +855,12 @@ LogicalResult AttentionBackwardOp::verify() {
   params.blockR = getBlockR();
   params.blockC = getBlockC();
   return checkRange(op, validateAttentionParams(params));
+}
+
+LogicalResult GradSinkOp::verify() {
+  return checkSameDim(
+      *this, "dot length", cast<ShapedType>(getLse().getType()).getDimSize(0),
+      "the lse's", cast<ShapedType>(getDot().getType()).getDimSize(0));
 }
 
 LogicalResult RowDotOp::verify() {

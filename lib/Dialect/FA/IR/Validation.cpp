@@ -239,6 +239,15 @@ std::optional<std::string> fa::checkDescale(llvm::StringRef name,
          "normal f32)";
 }
 
+std::optional<std::string> fa::checkSinkLogit(int64_t head, double logit) {
+  if (logit == -std::numeric_limits<double>::infinity() ||
+      (std::isfinite(logit) &&
+       std::fabs(logit) <= std::numeric_limits<float>::max()))
+    return std::nullopt;
+  return "expected sink logit " + std::to_string(head) +
+         " to be a finite f32 or -inf (no sink), got " + str(logit);
+}
+
 std::optional<std::string> fa::checkProbsScale(double scale, double threshold) {
   int exponent = 0;
   bool powerOfTwo =

@@ -61,7 +61,8 @@ struct TensorAttentionToBuffers : OpRewritePattern<AttentionOp> {
     auto bufferOf = [&](Value v) { return v ? toBuffer(v) : Value(); };
     AttentionOp::create(rewriter, loc, TypeRange{}, q, k, v, outs, descales,
                         kvLengths, blockTable, bufferOf(op.getCuSeqlensQ()),
-                        bufferOf(op.getCuSeqlensK()), op->getAttrs());
+                        bufferOf(op.getCuSeqlensK()), bufferOf(op.getSinks()),
+                        op->getAttrs());
     SmallVector<Value> results;
     for (auto [resultType, out] : llvm::zip(op.getResultTypes(), outs))
       results.push_back(bufferization::ToTensorOp::create(

@@ -178,8 +178,11 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
       for (Type t : op.getResultTypes())
         argTypes.push_back(asMemref(t));
     size_t numOuts = argTypes.size() - 3;
+    size_t numDescales = op.getDescales().size();
     for (Value descale : op.getDescales())
       argTypes.push_back(asMemref(descale.getType()));
+    if (Value sinks = op.getSinks())
+      argTypes.push_back(asMemref(sinks.getType()));
     auto func = func::FuncOp::create(b, loc, "io_report_scratch",
                                      b.getFunctionType(argTypes, {}));
     Block *body = func.addEntryBlock();
@@ -187,8 +190,8 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
     ValueRange args = body->getArguments();
     auto copy = AttentionOp::create(
         b, loc, TypeRange{}, args[0], args[1], args[2], args.slice(3, numOuts),
-        args.drop_front(3 + numOuts), Value(), Value(), Value(), Value(),
-        op->getAttrs());
+        args.slice(3 + numOuts, numDescales), Value(), Value(), Value(),
+        Value(), op.getSinks() ? args.back() : Value(), op->getAttrs());
     func::ReturnOp::create(b, loc);
     IRRewriter rewriter(b);
     if (failed(lowerAttention(rewriter, copy, order)))

@@ -45,6 +45,7 @@ struct Problem {
   Value queryDescale, keyDescale, valueDescale;         // null unless e4m3
   Value kvLengths, blockTable; // null unless a KV cache's
   Value cuQ, cuK;              // null unless a varlen batch's prefix sums
+  Value sinks;                 // null unless attention sinks ([Hq] f32)
   Value batch, queryHeads, groupSize, queryLen, keyLen; // index values
   int64_t pageSize = 0;        // rows per page of a paged K/V
   int64_t headDim, valueHeadDim, blockR, blockC;
@@ -331,6 +332,13 @@ private:
       indices = {bi, head, tileIndex};
     return memref::LoadOp::create(b, loc, descales, indices);
   }
+  /// Query head h's sink logit (null without sinks).
+  Value sinkOf(Value h) {
+    if (!p.sinks)
+      return nullptr;
+    return memref::LoadOp::create(b, loc, p.sinks, ValueRange{h});
+  }
+
   /// The score tile's descale: q_descale * k_descale, k_descale alone for
   /// an e4m3 K/V beside a 16-bit Q (null without).
   Value scoreDescale(Value qDescale, Value kDescale) {
@@ -507,7 +515,17 @@ void AttentionLowering::buildFA2() {
     copy(queryRows(p.query, h, qStart, rows), qTile);
     Value qDescale = descaleOf(p.queryDescale, bi, h, kvHead, i);
     Value vDescale = descaleOf(p.valueDescale, bi, kvHead, kvHead, nullptr);
-    InitStateOp::create(b, loc, t.max, t.sum, t.acc);
+    // A sink joins the softmax once: split-KV starts the first chunk with
+    // it and the others with -inf (none); the merge then counts it once.
+    Value sink = sinkOf(h);
+    if (sink && splits > 1) {
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          forall.getInductionVar(3), index(0));
+      Value none = arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+      sink = arith::SelectOp::create(b, loc, first, sink, none);
+    }
+    InitStateOp::create(b, loc, t.max, t.sum, t.acc, sink);
 
     auto [begin, end] = visibleKeyBlocks(qStart, rows, numKBlocks);
     Value outHead = h;
@@ -609,7 +627,19 @@ void AttentionLowering::buildFA1() {
     Value vDescale = descaleOf(p.valueDescale, bi, kvHead, kvHead, nullptr);
     // Rows past a ragged query tail are never written back; give them a
     // defined state anyway.
-    InitStateOp::create(b, loc, t.max, t.sum, t.acc);
+    InitStateOp::create(b, loc, t.max, t.sum, t.acc, sinkOf(h));
+    if (p.sinks) {
+      // The state in memory starts with the sink too (m = log2(e) s,
+      // l = 1; O = 0 already): every query block's rows.
+      auto blocks = scf::ForOp::create(b, loc, index(0),
+                                       ceilDiv(queryLen, p.blockR), index(1));
+      OpBuilder::InsertionGuard g0(b);
+      b.setInsertionPoint(blocks.getBody()->getTerminator());
+      Value qStart = mul(blocks.getInductionVar(), p.blockR);
+      Value rows = blockLength(qStart, p.blockR, queryLen);
+      copy(prefix(t.max, rows), queryRows(maxMem, h, qStart, rows));
+      copy(prefix(t.sum, rows), queryRows(sumMem, h, qStart, rows));
+    }
 
     // Outer loop: K/V blocks.
     auto outer = scf::ForOp::create(b, loc, index(0), numKBlocks, index(1));
@@ -729,6 +759,7 @@ LogicalResult mlir::fa::lowerAttention(RewriterBase &rewriter, AttentionOp op,
   p.batch = dim(p.query, 0);
   p.cuQ = op.getCuSeqlensQ();
   p.cuK = op.getCuSeqlensK();
+  p.sinks = op.getSinks();
   if (p.cuQ) // the sequences of a varlen batch: B + 1 prefix sums
     p.batch = rewriter.createOrFold<arith::SubIOp>(
         loc, dim(p.cuQ, 0), arith::ConstantIndexOp::create(rewriter, loc, 1));

@@ -14,6 +14,7 @@
 //         dQ_i += scale dS K_j                  (f32, across j)
 //       write dK_j, dV_j
 //   dQ = dQ (f32) in dQ's type
+//   with sinks: dsinks[h] = sum over (b, i) of fa.grad_sink (after D)
 //
 // dK_j and dV_j are owned by their (b, h_kv, j) and written once; dQ_i
 // receives a term from every K/V block, so it accumulates in an f32 buffer
@@ -47,6 +48,11 @@ public:
   void build();
 
 private:
+  /// dsinks[h] = the sum of fa.grad_sink over the batch and the query
+  /// blocks of head h (heads in parallel, each sum in order).
+  void buildSinkGradients(Value rowDots, Value batch, Value qHeads, Value nq,
+                          Value qBlocks);
+
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value dim(Value v, int64_t d) {
     return b.createOrFold<memref::DimOp>(loc, v, d);
@@ -170,6 +176,8 @@ void BackwardLowering::build() {
                      rows(op.getOut(), ivs[0], ivs[1], q0, count),
                      rows(rowDots, ivs[0], ivs[1], q0, count));
   }
+  if (op.getSinks())
+    buildSinkGradients(rowDots, batch, qHeads, nq, qBlocks);
   // dQ accumulates over the K/V blocks in f32: in the gradient itself when
   // it is f32 (and contiguous), else in a buffer converted at the end.
   Value gradQuery = op.getGradQuery();
@@ -268,6 +276,37 @@ void BackwardLowering::build() {
     memref::DeallocOp::create(b, loc, dqAcc);
   }
   memref::DeallocOp::create(b, loc, rowDots);
+}
+
+void BackwardLowering::buildSinkGradients(Value rowDots, Value batch,
+                                          Value qHeads, Value nq,
+                                          Value qBlocks) {
+  scf::ForallOp heads = parallel({qHeads});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(heads.getBody()->getTerminator());
+  Value h = heads.getInductionVars()[0];
+  Value sink = memref::LoadOp::create(b, loc, op.getSinks(), ValueRange{h});
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  auto overBatch = scf::ForOp::create(
+      b, loc, index(0), batch, index(1), ValueRange{zero},
+      [&](OpBuilder &, Location, Value bi, ValueRange sum) {
+        auto overBlocks = scf::ForOp::create(
+            b, loc, index(0), qBlocks, index(1), sum,
+            [&](OpBuilder &, Location, Value i, ValueRange inner) {
+              Value q0 = mul(i, index(blockR));
+              Value count = blockLength(q0, blockR, nq);
+              Value part =
+                  GradSinkOp::create(b, loc, b.getF32Type(), sink,
+                                     rows(op.getLse(), bi, h, q0, count),
+                                     rows(rowDots, bi, h, q0, count));
+              scf::YieldOp::create(
+                  b, loc,
+                  ValueRange{arith::AddFOp::create(b, loc, inner[0], part)});
+            });
+        scf::YieldOp::create(b, loc, overBlocks.getResults());
+      });
+  memref::StoreOp::create(b, loc, overBatch.getResult(0), op.getGradSinks(),
+                          ValueRange{h});
 }
 
 struct FALowerFA2BackwardPass

@@ -47,12 +47,10 @@ struct FAQuantizeFP8Pass : fa::impl::FAQuantizeFP8Base<FAQuantizeFP8Pass> {
       descales.push_back(descale);
       fresh.append({x8, descale});
     }
-    auto quantized =
-        AttentionOp::create(b, loc, TypeRange{}, inputs[0], inputs[1],
-                            inputs[2], op.getOuts(), descales,
-                            op.getKvLengths(), op.getBlockTable(),
-                            op.getCuSeqlensQ(), op.getCuSeqlensK(),
-                            op->getAttrs());
+    auto quantized = AttentionOp::create(
+        b, loc, TypeRange{}, inputs[0], inputs[1], inputs[2], op.getOuts(),
+        descales, op.getKvLengths(), op.getBlockTable(), op.getCuSeqlensQ(),
+        op.getCuSeqlensK(), op.getSinks(), op->getAttrs());
     b.setInsertionPointAfter(quantized);
     for (Value buffer : fresh)
       memref::DeallocOp::create(b, loc, buffer);

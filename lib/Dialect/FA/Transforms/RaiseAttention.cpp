@@ -488,7 +488,8 @@ void raise(RewriterBase &rewriter, const Match &m) {
                                      m.elt);
   auto attention = AttentionOp::create(
       rewriter, loc, TypeRange{oType}, q, k, v, ValueRange{}, ValueRange{},
-      Value(), Value(), Value(), Value(), ArrayRef<NamedAttribute>{});
+      Value(), Value(), Value(), Value(), /*sinks=*/Value(),
+      ArrayRef<NamedAttribute>{});
   attention.setScaleAttr(rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
   if (m.mask.causal)
     attention.setCausal(true);

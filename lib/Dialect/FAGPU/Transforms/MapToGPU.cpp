@@ -88,6 +88,9 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
     return fail("expected the FA2 nest of fa-lower-fa2: one fa.init_state, "
                 "fa.score_tile, softmax update, fa.pv_accumulate and "
                 "fa.normalize, at most one fa.logsumexp");
+  if (cast<fa::InitStateOp>(init.front()).getSink())
+    return fail("attention sinks have no GPU kernel yet (the CPU pipeline "
+                "runs them: fa-cpu-pipeline)");
   nest.score = scores.front();
   nest.softmax = softmax.front();
   // Every tile is a copy of a view of one of the function's memrefs (Q, K,

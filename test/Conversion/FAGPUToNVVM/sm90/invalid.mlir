@@ -80,3 +80,14 @@ func.func @blockr64_smem(%q: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>,
       {block_r = 64 : i64, block_c = 128 : i64} : memref<1x1x64x128xf16>, memref<1x1x64x128xf16>, memref<1x1x64x128xf16>
   return
 }
+
+// -----
+
+// Attention sinks run on the CPU pipeline; the GPU kernels refuse them
+// rather than drop them.
+func.func @sinks(%q: memref<1x4x128x128xf16>, %s: memref<4xf32>, %o: memref<1x4x128x128xf16>) {
+  // expected-error @+1 {{fa-map-to-gpu: attention sinks have no GPU kernel yet (the CPU pipeline runs them: fa-cpu-pipeline)}}
+  fa.attention %q, %q, %q sinks(%s : memref<4xf32>) outs(%o : memref<1x4x128x128xf16>) {causal}
+      : memref<1x4x128x128xf16>, memref<1x4x128x128xf16>, memref<1x4x128x128xf16>
+  return
+}

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "gradients dQ, dK, dV of fa.attention from O, its LSE and dO";
   let description = [{
@@ -47,6 +48,27 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
     KV lengths, pages, varlen batches and e4m3 inputs have no backward
     yet.
 
+    Attention sinks: with the forward's `sinks(%s)` (`[Hq]` f32) the op
+    takes them too and writes their gradient to a fourth output
+    `dsinks [Hq]` (f32). The LSE already holds each sink, so `P`, `dQ`,
+    `dK` and `dV` are computed as above; the sink, a key whose value row
+    is zero, has `dP = 0` and `P_sink = exp(s_h - LSE)`, so
+
+    ```
+    dsinks[h] = -sum_{b, i} exp(s_h - LSE[b, h, i]) * D[b, h, i]
+    ```
+
+    (0 for a sink of `-inf`).
+
+    ```mlir
+    fa.attention_backward %q, %k, %v, %o, %lse, %do sinks(%s : memref<8xf32>)
+        outs(%dq, %dk, %dv, %ds : memref<1x8x77x64xf32>, memref<1x2x131x64xf32>,
+                                  memref<1x2x131x64xf32>, memref<8xf32>)
+        : memref<1x8x77x64xf32>, memref<1x2x131x64xf32>,
+          memref<1x2x131x64xf32>, memref<1x8x77x64xf32>, memref<1x8x77xf32>,
+          memref<1x8x77x64xf32>
+    ```
+
     ```mlir
     fa.attention_backward %q, %k, %v, %o, %lse, %do
         outs(%dq, %dk, %dv : memref<1x8x77x64xf32>, memref<1x2x131x64xf32>,
@@ -65,6 +87,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
                        MemRefOf<[F16, BF16, F32]>:$grad_query,
                        MemRefOf<[F16, BF16, F32]>:$grad_key,
                        MemRefOf<[F16, BF16, F32]>:$grad_value,
+                       Optional<MemRefRankOf<[F32], [1]>>:$sinks,
+                       Optional<MemRefRankOf<[F32], [1]>>:$grad_sinks,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
@@ -75,8 +99,10 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
                        OptionalAttr<I64Attr>:$block_c);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $out `,` $lse `,` $grad_out
-    `outs` `(` $grad_query `,` $grad_key `,` $grad_value `:`
-    type($grad_query) `,` type($grad_key) `,` type($grad_value) `)`
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    `outs` `(` $grad_query `,` $grad_key `,` $grad_value (`,` $grad_sinks^)? `:`
+    type($grad_query) `,` type($grad_key) `,` type($grad_value)
+    (`,` type($grad_sinks)^)? `)`
     attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
     type($out) `,` type($lse) `,` type($grad_out)
   }];
@@ -262,6 +288,30 @@ def FA_GradQueriesOp : FA_Op<"grad_queries"> {
   let assemblyFormat = [{
     $grad_scores `,` $key `->` $acc attr-dict `:` type($grad_scores) `,`
     type($key) `->` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_GradSinkOp : FA_Op<"grad_sink"> {
+  let summary = "a query block's part of a sink's gradient: -sum_r exp(s - LSE[r]) D[r]";
+  let description = [{
+    Returns `-sum_{r < size(lse)} exp(sink - lse[r]) * D[r]` in f32: the
+    sink's probability in each row times the row's `D = rowsum(dO o O)`,
+    the gradient the loss sends to a sink logit through those rows (its
+    value row is zero, so `dP_sink = 0` and `dS_sink = -P_sink D`). A sink
+    of `-inf` (none) gives 0.
+
+    ```mlir
+    %part = fa.grad_sink %sink, %lse, %d
+        : memref<?xf32, strided<[1], offset: ?>>, memref<?xf32, strided<[1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins F32:$sink,
+                       Arg<FA_RowVector, "LSE of the rows", [MemRead]>:$lse,
+                       Arg<FA_RowVector, "D of the rows", [MemRead]>:$dot);
+  let results = (outs F32:$partial);
+  let assemblyFormat = [{
+    $sink `,` $lse `,` $dot attr-dict `:` type($lse) `,` type($dot)
   }];
   let hasVerifier = 1;
 }

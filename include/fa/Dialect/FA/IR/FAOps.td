@@ -15,6 +15,8 @@ def FA_AttnOperand : AnyTypeOf<[RankedTensorOf<[F16, BF16, F32, F8E4M3FN]>,
 def FA_Descale : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>]>;
 // Per-sequence key lengths [B] and a paged KV cache's block table [B, P].
 def FA_I32Operand : AnyTypeOf<[RankedTensorOf<[I32]>, MemRefOf<[I32]>]>;
+// One f32 logit per query head (attention sinks).
+def FA_SinkLogits : AnyTypeOf<[TensorRankOf<[F32], [1]>, MemRefRankOf<[F32], [1]>]>;
 
 //===----------------------------------------------------------------------===//
 // Op level
@@ -146,6 +148,26 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
         : memref<4x8x1x128xf16>, memref<64x8x256x128xf16>, memref<64x8x256x128xf16>
     ```
 
+    Attention sinks (gpt-oss's learnable sink logit per head):
+    `sinks(%s)`, an f32 `[Hq]` of the inputs' kind. Head `h`'s logit `s_h`
+    (natural log, in the units of `S`) joins every row's softmax
+    denominator as a key whose value row is zero:
+
+    ```
+    O[b, h, i] = sum_j exp(S_ij - LSE_i) V_j
+    LSE[b, h, i] = log(exp(s_h) + sum_j exp(mask(S)[i, j]))
+    ```
+
+    so a row whose keys are all masked yields `O = 0` and `LSE = s_h`. A
+    sink of `-inf` is no sink (`exp(-inf) = 0`); the values must not be
+    `+inf` or NaN (runtime values: the tools check the ones they make).
+
+    ```mlir
+    fa.attention %q, %k, %v sinks(%s : memref<8xf32>)
+        outs(%o, %lse : memref<1x8x77x64xf16>, memref<1x8x77xf32>) {causal}
+        : memref<1x8x77x64xf16>, memref<1x2x131x64xf16>, memref<1x2x131x64xf16>
+    ```
+
     Tensor form (results `O` and optionally `LSE [B, Hq, Nq]` in f32):
 
     ```mlir
@@ -169,6 +191,7 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                        Optional<FA_I32Operand>:$block_table,
                        Optional<FA_I32Operand>:$cu_seqlens_q,
                        Optional<FA_I32Operand>:$cu_seqlens_k,
+                       Optional<FA_SinkLogits>:$sinks,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
@@ -186,6 +209,7 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     (`pages` `(` $block_table^ `:` type($block_table) `)`)?
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q)
      `,` type($cu_seqlens_k) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`outs` `(` $outs^ `:` type($outs) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     (`->` type($results)^)?
@@ -199,6 +223,7 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                    "::mlir::ValueRange":$outs, "::mlir::ValueRange":$descales,
                    "::mlir::Value":$kvLengths, "::mlir::Value":$blockTable,
                    "::mlir::Value":$cuSeqlensQ, "::mlir::Value":$cuSeqlensK,
+                   "::mlir::Value":$sinks,
                    "::llvm::ArrayRef<::mlir::NamedAttribute>":$attrs)>
   ];
   let extraClassDeclaration = [{
@@ -272,15 +297,25 @@ def FA_InitStateOp : FA_Op<"init_state"> {
     needs no first-block special case: the first `fa.softmax_update` gives
     the correction `exp2(-inf - m_new) = 0`.
 
+    With `sink(%s)` (an attention sink's logit, natural log) the state
+    starts as if one key with score `s` and a zero value row had been seen:
+    `m = log2(e) * s` (the base-2 units of `fa.score_tile`), `l = 1`,
+    `O = 0`; the online softmax then carries it into `l` and the LSE like
+    any key, whatever the loop order. `s = -inf` is no sink (`m = -inf`,
+    `l = 0`): split-KV starts its first chunk with the sink and the others
+    with `-inf`.
+
     ```mlir
     fa.init_state %m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>
+    fa.init_state %m, %l, %acc sink(%s) : memref<64xf32>, memref<64xf32>, memref<64x128xf32>
     ```
   }];
   let arguments = (ins Arg<FA_RowVector, "running max m", [MemWrite]>:$max,
                        Arg<FA_RowVector, "running sum l", [MemWrite]>:$sum,
-                       Arg<FA_F32Tile, "accumulator O", [MemWrite]>:$acc);
+                       Arg<FA_F32Tile, "accumulator O", [MemWrite]>:$acc,
+                       Optional<F32>:$sink);
   let assemblyFormat = [{
-    $max `,` $sum `,` $acc attr-dict `:` type($max) `,` type($sum) `,` type($acc)
+    $max `,` $sum `,` $acc (`sink` `(` $sink^ `)`)? attr-dict `:` type($max) `,` type($sum) `,` type($acc)
   }];
   let hasVerifier = 1;
 }

@@ -130,6 +130,9 @@ std::optional<std::string> checkTargetElementType(llvm::StringRef arch,
                                                   llvm::StringRef elementType);
 /// `name`: "q_descale", "k_descale" or "v_descale".
 std::optional<std::string> checkDescale(llvm::StringRef name, double descale);
+/// Query head `head`'s sink logit: a finite f32 or -inf (no sink); +inf and
+/// NaN would turn every row of the head into NaN.
+std::optional<std::string> checkSinkLogit(int64_t head, double logit);
 /// P's scale before its e4m3 cast with conditional rescaling at
 /// `threshold` (log2 units; 0 when off).
 std::optional<std::string> checkProbsScale(double scale,
