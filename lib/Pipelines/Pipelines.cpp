@@ -49,10 +49,9 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
   // Bufferize the surrounding code and give its buffers (the attention's
   // outputs among them) their deallocations while fa.attention is still one
   // op; the loop orders then add only balanced alloc/dealloc pairs.
-  if (failed(
-          parsePassPipeline("one-shot-bufferize{bufferize-function-boundaries},"
-                            "buffer-deallocation-pipeline,canonicalize",
-                            pm, llvm::errs())))
+  pm.addPass(createFABufferizeAroundAttention());
+  if (failed(parsePassPipeline("buffer-deallocation-pipeline,canonicalize", pm,
+                               llvm::errs())))
     llvm::report_fatal_error("fa: the built-in CPU pipeline does not parse");
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   // Context parallelism: the attention as every rank's ring steps (its

@@ -88,3 +88,23 @@ func.func @sinks(%q: memref<4x32x1x128xf16>, %kv: memref<4x8x4096x128xf16>, %s: 
       : memref<4x32x1x128xf16>, memref<4x8x4096x128xf16>, memref<4x8x4096x128xf16>
   return
 }
+
+// -----
+
+// A score_mod sees the query head, which the packing would turn into a
+// row: such a decode stays unpacked.
+// CHECK-LABEL: func.func @score_mod
+// CHECK-NOT: memref.expand_shape
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}} : memref<4x32x1x128xf16>)
+func.func @score_mod(%q: memref<4x32x1x128xf16>, %kv: memref<4x8x4096x128xf16>, %o: memref<4x32x1x128xf16>) {
+  fa.attention %q, %kv, %kv outs(%o : memref<4x32x1x128xf16>)
+      : memref<4x32x1x128xf16>, memref<4x8x4096x128xf16>, memref<4x8x4096x128xf16>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      %hi = arith.index_cast %h : index to i64
+      %hf = arith.sitofp %hi : i64 to f32
+      %r = arith.addf %s, %hf : f32
+      fa.yield %r : f32
+    }
+  return
+}

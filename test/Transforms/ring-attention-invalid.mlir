@@ -60,3 +60,16 @@ func.func @sinks(%q: memref<1x2x64x16xf32>, %s: memref<2xf32>, %o: memref<1x2x64
   fa.attention %q, %q, %q sinks(%s : memref<2xf32>) outs(%o : memref<1x2x64x16xf32>) {causal} : memref<1x2x64x16xf32>, memref<1x2x64x16xf32>, memref<1x2x64x16xf32>
   return
 }
+
+// -----
+
+func.func @score_mod(%q: memref<1x2x64x16xf32>, %o: memref<1x2x64x16xf32>) {
+  // expected-error @+1 {{fa-ring-attention: score_mod and mask_mod have no ring form yet}}
+  fa.attention %q, %q, %q outs(%o : memref<1x2x64x16xf32>) {causal} : memref<1x2x64x16xf32>, memref<1x2x64x16xf32>, memref<1x2x64x16xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %t = arith.constant true
+      fa.yield %t : i1
+    }
+  return
+}

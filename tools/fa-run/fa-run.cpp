@@ -225,6 +225,25 @@ static cl::opt<bool> backward(
              "against a naive double-precision reference"),
     cl::init(false));
 
+static cl::opt<std::string> scoreMod(
+    cl::cat(toolOptions), "score-mod",
+    cl::desc("A score_mod region for the generated attention: none, alibi "
+             "(score + slope_h (j - i), slopes 2^(-8 (h + 1) / Hq) captured) "
+             "or bias (score + bias[b, h, i, j], an N(0, 1) [B, Hq, Nq, Nk] "
+             "tensor captured)"),
+    cl::init("none"));
+static cl::opt<std::string> maskMod(
+    cl::cat(toolOptions), "mask-mod",
+    cl::desc("A mask_mod region for the generated attention: none, document "
+             "(query i sees key j of its own document: [B, Nq] and [B, Nk] "
+             "i32 document ids captured, three documents a sequence) or "
+             "prefix-lm (keys j < --prefix-len seen by every query, the rest "
+             "causally: j <= i)"),
+    cl::init("none"));
+static cl::opt<int64_t>
+    prefixLen(cl::cat(toolOptions), "prefix-len", cl::init(0),
+              cl::desc("--mask-mod=prefix-lm: the keys every query sees"));
+
 namespace {
 
 //===----------------------------------------------------------------------===//
@@ -326,6 +345,25 @@ std::string buildModuleText() {
   std::string sinksT = memref({qHeads}, "f32");
   if (sinks)
     os << ", %sinks: " << sinksT;
+  // Captures of the score and mask modifications, in this order; key-side
+  // ones span a sequence's key capacity (its pages with a paged cache).
+  std::vector<std::pair<std::string, std::string>> captures; // name, shape
+  int64_t keyCapacity = pageSize ? maxPages * pageSize : nk;
+  if (scoreMod == "alibi")
+    captures.push_back({"slopes", std::to_string(qHeads) + "xf32"});
+  if (scoreMod == "bias")
+    captures.push_back({"bias", std::to_string(batch) + "x" +
+                                    std::to_string(qHeads) + "x" +
+                                    std::to_string(qLen) + "x" +
+                                    std::to_string(keyCapacity) + "xf32"});
+  if (maskMod == "document") {
+    captures.push_back(
+        {"qdoc", std::to_string(batch) + "x" + std::to_string(qLen) + "xi32"});
+    captures.push_back({"kdoc", std::to_string(batch) + "x" +
+                                    std::to_string(keyCapacity) + "xi32"});
+  }
+  for (auto &[name, shape] : captures)
+    os << ", %" << name << ": memref<" << shape << ">";
   os << ") {\n  fa.attention %q, %k, %v ";
   if (e4m3)
     os << "descale(%qd, %kd, %vd : memref<f32>, memref<f32>, memref<f32>) ";
@@ -339,6 +377,14 @@ std::string buildModuleText() {
     os << "varlen(%cuq, %cuk : " << cuT << ", " << cuT << ") ";
   if (sinks)
     os << "sinks(%sinks : " << sinksT << ") ";
+  if (!captures.empty()) {
+    os << "captures(";
+    llvm::interleaveComma(captures, os, [&](auto &c) { os << "%" << c.first; });
+    os << " : ";
+    llvm::interleaveComma(captures, os,
+                          [&](auto &c) { os << "memref<" << c.second << ">"; });
+    os << ") ";
+  }
   os << "outs(%o";
   if (withLse)
     os << ", %lse";
@@ -348,7 +394,51 @@ std::string buildModuleText() {
   os << ")";
   if (!attrs.empty())
     os << " {" << attrs << "}";
-  os << " : " << qT << ", " << kT << ", " << vT << "\n  return\n}\n";
+  os << " : " << qT << ", " << kT << ", " << vT << "\n";
+  // The regions: block arguments, then each capture as a tensor.
+  std::string captureArgs;
+  for (auto &[name, shape] : captures)
+    captureArgs += ", %c_" + name + ": tensor<" + shape + ">";
+  auto position = [](StringRef var, StringRef index) {
+    return ("    %" + var + "64 = arith.index_cast %" + index +
+            " : index to i64\n    %" + var + "f = arith.sitofp %" + var +
+            "64 : i64 to f32\n")
+        .str();
+  };
+  if (scoreMod == "alibi")
+    os << "  score_mod {\n  ^bb0(%s: f32, %b: index, %h: index, %i: index, "
+          "%j: index"
+       << captureArgs << "):\n"
+       << "    %slope = tensor.extract %c_slopes[%h] : tensor<" << qHeads
+       << "xf32>\n"
+       << position("i", "i") << position("j", "j")
+       << "    %d = arith.subf %jf, %if : f32\n"
+       << "    %r = math.fma %slope, %d, %s : f32\n    fa.yield %r : f32\n  }";
+  if (scoreMod == "bias")
+    os << "  score_mod {\n  ^bb0(%s: f32, %b: index, %h: index, %i: index, "
+          "%j: index"
+       << captureArgs << "):\n"
+       << "    %x = tensor.extract %c_bias[%b, %h, %i, %j] : tensor<"
+       << captures.front().second << ">\n"
+       << "    %r = arith.addf %s, %x : f32\n    fa.yield %r : f32\n  }";
+  if (maskMod == "document")
+    os << " mask_mod {\n  ^bb0(%b: index, %h: index, %i: index, %j: index"
+       << captureArgs << "):\n"
+       << "    %x = tensor.extract %c_qdoc[%b, %i] : tensor<"
+       << captures[captures.size() - 2].second << ">\n"
+       << "    %y = tensor.extract %c_kdoc[%b, %j] : tensor<"
+       << captures.back().second << ">\n"
+       << "    %same = arith.cmpi eq, %x, %y : i32\n"
+       << "    fa.yield %same : i1\n  }";
+  if (maskMod == "prefix-lm")
+    os << " mask_mod {\n  ^bb0(%b: index, %h: index, %i: index, %j: index"
+       << captureArgs << "):\n"
+       << "    %p = arith.constant " << prefixLen << " : index\n"
+       << "    %inPrefix = arith.cmpi ult, %j, %p : index\n"
+       << "    %causal = arith.cmpi ule, %j, %i : index\n"
+       << "    %seen = arith.ori %inPrefix, %causal : i1\n"
+       << "    fa.yield %seen : i1\n  }";
+  os << "\n  return\n}\n";
   return s;
 }
 
@@ -385,6 +475,29 @@ struct Spec {
   /// (one per query head; -inf is none).
   std::optional<unsigned> sinksArg;
   std::vector<double> sinks;
+  /// fa-run's score and mask modifications (--score-mod, --mask-mod): the
+  /// first capture's argument number and the data fa-run made for them.
+  std::optional<unsigned> capturesArg;
+  std::vector<double> slopes, bias; // alibi [Hq]; bias [B, Hq, Nq, Nk]
+  std::vector<int64_t> qDoc, kDoc;  // document ids [B, Nq], [B, Nk]
+
+  /// The score after --score-mod (x: after scale and softcap).
+  double modifiedScore(double x, int64_t bi, int64_t h, int64_t i,
+                       int64_t j) const {
+    if (!slopes.empty())
+      return x + slopes[h] * double(j - i);
+    if (!bias.empty())
+      return x + bias[((bi * hq + h) * nq + i) * nk + j];
+    return x;
+  }
+  /// Whether --mask-mod leaves key j visible to query i.
+  bool maskModKeeps(int64_t bi, int64_t i, int64_t j) const {
+    if (!qDoc.empty())
+      return qDoc[bi * nq + i] == kDoc[bi * nk + j];
+    if (maskMod == "prefix-lm")
+      return j < prefixLen || j <= i;
+    return true;
+  }
 
   /// The sequences.
   int64_t sequences() const {
@@ -438,6 +551,8 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
             vis = false;
           if (s.window && std::llabs(pos - j) >= *s.window)
             vis = false;
+          if (vis && !s.maskModKeeps(bi, i, j))
+            vis = false;
           visible[j] = vis;
           if (!vis)
             continue;
@@ -448,6 +563,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
           double x = s.scale * s.qDescale * s.kDescale * dot;
           if (s.softcap)
             x = *s.softcap * std::tanh(x / *s.softcap);
+          x = s.modifiedScore(x, bi, h, i, j);
           scores[j] = x;
           mx = std::max(mx, x);
         }
@@ -514,6 +630,25 @@ std::optional<std::string> checkOptions() {
                                     causalAlign + "'");
   if (softcap != 0 && (error = fa::checkSoftcap(softcap)))
     return flag("softcap", *error);
+  if (scoreMod != "none" && scoreMod != "alibi" && scoreMod != "bias")
+    return flag("score-mod",
+                "expected none, alibi or bias, got '" + scoreMod + "'");
+  if (maskMod != "none" && maskMod != "document" && maskMod != "prefix-lm")
+    return flag("mask-mod",
+                "expected none, document or prefix-lm, got '" + maskMod + "'");
+  if (prefixLen != 0 && maskMod != "prefix-lm")
+    return flag("prefix-len", "is for --mask-mod=prefix-lm");
+  if (prefixLen < 0)
+    return flag("prefix-len",
+                "expected at least 0 keys, got " + std::to_string(prefixLen));
+  if ((scoreMod == "bias" || maskMod == "document") && !varlenQ.empty())
+    return flag(scoreMod == "bias" ? "score-mod" : "mask-mod",
+                "fa-run generates per-sequence data for a batch, not a "
+                "varlen batch; use alibi or prefix-lm there");
+  if ((scoreMod != "none" || maskMod != "none") && !inputFile.empty())
+    return flag(scoreMod != "none" ? "score-mod" : "mask-mod",
+                "modifies the attention fa-run generates; a file's attention "
+                "has its own regions");
   if (scale != 0 && (error = fa::checkScale(scale)))
     return flag("scale", *error);
   if (rescaleThreshold.getNumOccurrences() &&
@@ -685,6 +820,18 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
   if (attention.getSinks())
     spec.sinksArg =
         next + (attention.isPaged() ? 1 : 0) + (attention.isVarlen() ? 2 : 0);
+  if (attention.hasModifications()) {
+    // fa-run's reference knows the modifications it generates, not a
+    // file's regions.
+    if (!inputFile.empty() || (scoreMod == "none" && maskMod == "none")) {
+      error = "fa-run checks the score_mod/mask_mod regions it generates "
+              "(--score-mod, --mask-mod), not a file's";
+      return failure();
+    }
+    spec.capturesArg = next + (attention.isPaged() ? 1 : 0) +
+                       (attention.isVarlen() ? 2 : 0) +
+                       (attention.getSinks() ? 1 : 0);
+  }
   const int64_t shapes[4][4] = {{spec.b, spec.hq, spec.nq, spec.d},
                                 {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.d},
                                 {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.dv},
@@ -793,6 +940,51 @@ void makeSinks(Spec &spec, std::vector<Buffer> &buffers, std::mt19937 &rng) {
                       : float(center + normal(rng));
     spec.sinks.push_back(logit);
     buffers[*spec.sinksArg].set(h, logit);
+  }
+}
+
+/// The captures of --score-mod and --mask-mod (direct form): ALiBi's
+/// slopes, an N(0, 1) bias, or three documents a sequence (random cuts,
+/// the same proportions for queries and keys). Records them in `spec`.
+void makeModifications(Spec &spec, std::vector<Buffer> &buffers,
+                       std::mt19937 &rng) {
+  if (!spec.capturesArg)
+    return;
+  unsigned arg = *spec.capturesArg;
+  if (scoreMod == "alibi") {
+    for (int64_t h = 0; h < spec.hq; ++h) {
+      spec.slopes.push_back(std::exp2(-8.0 * double(h + 1) / double(spec.hq)));
+      buffers[arg].set(h, float(spec.slopes.back()));
+    }
+    ++arg;
+  }
+  if (scoreMod == "bias") {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t e = 0; e < buffers[arg].size(); ++e) {
+      float x = normal(rng);
+      spec.bias.push_back(x);
+      buffers[arg].set(e, x);
+    }
+    ++arg;
+  }
+  if (maskMod == "document") {
+    std::uniform_real_distribution<double> cut(0.0, 1.0);
+    for (int64_t bi = 0; bi < spec.b; ++bi) {
+      double cuts[2] = {cut(rng), cut(rng)};
+      std::sort(std::begin(cuts), std::end(cuts));
+      auto documentOf = [&](int64_t row, int64_t rows) {
+        double x = (double(row) + 0.5) / double(rows);
+        return int64_t(x >= cuts[0]) + int64_t(x >= cuts[1]);
+      };
+      for (int64_t i = 0; i < spec.nq; ++i) {
+        spec.qDoc.push_back(documentOf(i, spec.nq));
+        buffers[arg].setInt(bi * spec.nq + i, spec.qDoc.back());
+      }
+      for (int64_t j = 0; j < spec.nk; ++j) {
+        spec.kDoc.push_back(documentOf(j, spec.nk));
+        buffers[arg + 1].setInt(bi * spec.nk + j, spec.kDoc.back());
+      }
+    }
   }
 }
 
@@ -906,6 +1098,10 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
     llvm::outs() << " softcap=" << *spec.softcap;
   if (!spec.sinks.empty())
     llvm::outs() << " sinks";
+  if (scoreMod != "none")
+    llvm::outs() << " score_mod=" << scoreMod;
+  if (maskMod != "none")
+    llvm::outs() << " mask_mod=" << maskMod;
   if (!c.label.empty())
     llvm::outs() << " scale=" << fa::formatF32(spec.scale);
   if (spec.pageSize)
@@ -1052,10 +1248,12 @@ LogicalResult toCaptureForm(func::FuncOp entry,
       return failure();
     }
     if (attention.getKvLengths() || attention.isPaged() ||
-        attention.isVarlen() || attention.getSinks()) {
+        attention.isVarlen() || attention.getSinks() ||
+        attention.hasModifications()) {
       error = "fa-run checks attentions on a KV cache (kv_lengths, pages), "
-              "a varlen batch or with sinks in the direct form only (the "
-              "function's arguments are the op's operands in order)";
+              "a varlen batch, with sinks or score/mask modifications in the "
+              "direct form only (the function's arguments are the op's "
+              "operands in order)";
       return failure();
     }
     std::string specError;
@@ -1123,7 +1321,8 @@ LogicalResult toCaptureForm(func::FuncOp entry,
       auto onBuffers = fa::AttentionOp::create(
           b, opLoc, TypeRange{}, operands[0], operands[1], operands[2],
           ArrayRef<BlockArgument>(outs), ValueRange{}, Value(), Value(),
-          Value(), Value(), /*sinks=*/Value(), attention->getAttrs());
+          Value(), Value(), /*sinks=*/Value(), /*captures=*/ValueRange{},
+          attention->getAttrs());
       for (auto [from, to] :
            llvm::zip(ArrayRef<Value>(operands).take_front(3), captures))
         memref::CopyOp::create(b, opLoc, from, to);
@@ -1180,6 +1379,8 @@ int runBackwardOfOptions(MLIRContext &context) {
       {dtype == "e4m3" || !fp8.empty() || !kvDtype.empty(),
        "e4m3 inputs (--dtype e4m3, --fp8, --kv-dtype)"},
       {!pipeline.empty(), "--pipeline"},
+      {scoreMod != "none" || maskMod != "none",
+       "score and mask modifications (--score-mod, --mask-mod)"},
       {inputKind != "normal", "--inputs"}};
   for (const Unsupported &u : unsupported)
     if (u.given)
@@ -1449,12 +1650,14 @@ std::optional<std::string> makeArguments(Entry &entry,
   if (std::optional<std::string> error = makeKVCache(spec, buffers, rng))
     return error;
   makeSinks(spec, buffers, rng);
+  makeModifications(spec, buffers, rng);
   float nan = std::numeric_limits<float>::quiet_NaN();
   std::optional<unsigned> inputsAfter = spec.descaleArgs  ? spec.descaleArgs
                                         : spec.lengthsArg ? spec.lengthsArg
                                         : spec.tableArg   ? spec.tableArg
                                         : spec.cuArg      ? spec.cuArg
-                                                          : spec.sinksArg;
+                                        : spec.sinksArg   ? spec.sinksArg
+                                                          : spec.capturesArg;
   for (size_t i = entry.numInputs; i < buffers.size(); ++i)
     if (!inputsAfter || i < *inputsAfter)
       for (int64_t j = 0; j < buffers[i].size(); ++j)

@@ -13,7 +13,9 @@
 
 #include "ScalarBuilder.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -58,6 +60,45 @@ struct InitStateLowering : OpRewritePattern<InitStateOp> {
   }
 };
 
+/// The value a score_mod or mask_mod region yields for `leading` (score
+/// and/or indices), its ops cloned at `b`; the captures, tensors to the
+/// region, are the tile's memrefs: tensor.extract of one becomes a
+/// memref.load, tensor.dim a memref.dim (the verifier allows no other use).
+Value inlineModification(OpBuilder &b, Region &region, ValueRange leading,
+                         ValueRange captures) {
+  Block &block = region.front();
+  IRMapping map;
+  map.map(block.getArguments().take_front(leading.size()), leading);
+  DenseMap<Value, Value> memrefOf;
+  for (auto [arg, memref] :
+       llvm::zip(block.getArguments().drop_front(leading.size()), captures))
+    memrefOf[arg] = memref;
+  for (Operation &op : block.without_terminator()) {
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      if (Value memref = memrefOf.lookup(extract.getTensor())) {
+        SmallVector<Value> indices;
+        for (Value index : extract.getIndices())
+          indices.push_back(map.lookup(index));
+        map.map(extract.getResult(),
+                memref::LoadOp::create(b, op.getLoc(), memref, indices)
+                    .getResult());
+        continue;
+      }
+    }
+    if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+      if (Value memref = memrefOf.lookup(dim.getSource())) {
+        map.map(dim.getResult(),
+                memref::DimOp::create(b, op.getLoc(), memref,
+                                      map.lookup(dim.getIndex()))
+                    .getResult());
+        continue;
+      }
+    }
+    b.clone(op, map);
+  }
+  return map.lookup(cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
 struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ScoreTileOp op,
@@ -83,6 +124,13 @@ struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c, cols));
         Value i = arith::AddIOp::create(b, loc, op.getRowOffset(), r);
         Value j = arith::AddIOp::create(b, loc, op.getColOffset(), c);
+        // The modifications' query and key indices: unshifted positions.
+        ValueRange coordinates = op.getCoordinates();
+        Value queryIndex, keyIndex;
+        if (!coordinates.empty()) {
+          queryIndex = arith::AddIOp::create(b, loc, coordinates[2], r);
+          keyIndex = arith::AddIOp::create(b, loc, coordinates[3], c);
+        }
         if (op.getCausal())
           visible = arith::AndIOp::create(
               b, loc, visible,
@@ -99,30 +147,66 @@ struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j,
                                     arith::AddIOp::create(b, loc, i, w)));
         }
+        // The score at a visible (r, c), in base 2.
+        auto score = [&](OpBuilder &tb, Location l) -> Value {
+          ScalarBuilder t{tb, l};
+          Value dot = t.reduce(headDim, t.f32(0.0), [&](Value d, Value acc) {
+            Value qv = t.loadF32(op.getQuery(), {r, d});
+            Value kv = t.loadF32(op.getKey(), {c, d});
+            return math::FmaOp::create(tb, l, qv, kv, acc).getResult();
+          });
+          // fp8: the tile's descale (q_descale * k_descale) first.
+          if (Value descale = op.getDescale())
+            dot = arith::MulFOp::create(tb, l, dot, descale);
+          if (!op.getScoreMod().empty()) {
+            // score_mod on the natural-log score, then log2(e).
+            Value x = arith::MulFOp::create(tb, l, dot, t.f32(scale));
+            if (softcap)
+              x = arith::MulFOp::create(
+                  tb, l,
+                  math::TanhOp::create(
+                      tb, l,
+                      arith::MulFOp::create(tb, l, x, t.f32(1.0 / *softcap))),
+                  t.f32(*softcap));
+            Value y = inlineModification(
+                tb, op.getScoreMod(),
+                {x, coordinates[0], coordinates[1], queryIndex, keyIndex},
+                op.getCaptures());
+            return arith::MulFOp::create(tb, l, y, t.f32(kLog2E));
+          }
+          if (softcap) {
+            // log2(e) * cap * tanh(scale * qk / cap)
+            Value x =
+                arith::MulFOp::create(tb, l, dot, t.f32(scale / *softcap));
+            Value th = math::TanhOp::create(tb, l, x);
+            return arith::MulFOp::create(tb, l, th, t.f32(*softcap * kLog2E));
+          }
+          // scale and log2(e) folded into one multiply
+          return arith::MulFOp::create(tb, l, dot, t.f32(scale * kLog2E));
+        };
         auto ifOp = scf::IfOp::create(
             b, loc, visible,
             [&](OpBuilder &tb, Location l) {
-              ScalarBuilder t{tb, l};
-              Value dot = t.reduce(headDim, t.f32(0.0), [&](Value d, Value acc) {
-                Value qv = t.loadF32(op.getQuery(), {r, d});
-                Value kv = t.loadF32(op.getKey(), {c, d});
-                return math::FmaOp::create(tb, l, qv, kv, acc).getResult();
-              });
-              // fp8: the tile's descale (q_descale * k_descale) first.
-              if (Value descale = op.getDescale())
-                dot = arith::MulFOp::create(tb, l, dot, descale);
-              Value s;
-              if (softcap) {
-                // log2(e) * cap * tanh(scale * qk / cap)
-                Value x = arith::MulFOp::create(tb, l, dot,
-                                                t.f32(scale / *softcap));
-                Value th = math::TanhOp::create(tb, l, x);
-                s = arith::MulFOp::create(tb, l, th, t.f32(*softcap * kLog2E));
-              } else {
-                // scale and log2(e) folded into one multiply
-                s = arith::MulFOp::create(tb, l, dot, t.f32(scale * kLog2E));
+              if (op.getMaskMod().empty()) {
+                scf::YieldOp::create(tb, l, score(tb, l));
+                return;
               }
-              scf::YieldOp::create(tb, l, s);
+              // mask_mod, inside the sequences only (its captures are
+              // indexed by positions there).
+              Value keep = inlineModification(
+                  tb, op.getMaskMod(),
+                  {coordinates[0], coordinates[1], queryIndex, keyIndex},
+                  op.getCaptures());
+              auto masked = scf::IfOp::create(
+                  tb, l, keep,
+                  [&](OpBuilder &kb, Location kl) {
+                    scf::YieldOp::create(kb, kl, score(kb, kl));
+                  },
+                  [&](OpBuilder &mb, Location ml) {
+                    scf::YieldOp::create(mb, ml,
+                                         ScalarBuilder{mb, ml}.negInf());
+                  });
+              scf::YieldOp::create(tb, l, masked.getResult(0));
             },
             [&](OpBuilder &eb, Location l) {
               ScalarBuilder e{eb, l};

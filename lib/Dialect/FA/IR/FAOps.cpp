@@ -8,6 +8,7 @@
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -71,7 +72,8 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
                         TypeRange results, Value query, Value key, Value value,
                         ValueRange outs, ValueRange descales, Value kvLengths,
                         Value blockTable, Value cuSeqlensQ, Value cuSeqlensK,
-                        Value sinks, ArrayRef<NamedAttribute> attrs) {
+                        Value sinks, ValueRange captures,
+                        ArrayRef<NamedAttribute> attrs) {
   state.addOperands({query, key, value});
   state.addOperands(outs);
   state.addOperands(descales);
@@ -85,7 +87,11 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
     state.addOperands(cuSeqlensK);
   if (sinks)
     state.addOperands(sinks);
+  state.addOperands(captures);
   state.addTypes(results);
+  // score_mod and mask_mod, empty (takeModifications fills them).
+  state.addRegion();
+  state.addRegion();
   Properties &props = state.getOrAddProperties<Properties>();
   props.operandSegmentSizes = {1,
                                1,
@@ -96,7 +102,8 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
                                blockTable ? 1 : 0,
                                cuSeqlensQ ? 1 : 0,
                                cuSeqlensK ? 1 : 0,
-                               sinks ? 1 : 0};
+                               sinks ? 1 : 0,
+                               static_cast<int32_t>(captures.size())};
   for (NamedAttribute attr : attrs)
     if (attr.getName() != getOperandSegmentSizesAttrName(state.name))
       state.addAttribute(attr.getName(), attr.getValue());
@@ -156,6 +163,17 @@ static LogicalResult checkDescaleType(AttentionOp op, StringRef name,
   }
 }
 
+/// score_mod and mask_mod are functions the op evaluates at each score, not
+/// code that control flow enters: from the op, control goes back to its
+/// parent and no value flows through the regions (buffer deallocation and
+/// other region-aware analyses read this).
+void AttentionOp::getSuccessorRegions(
+    RegionBranchPoint point, SmallVectorImpl<RegionSuccessor> &regions) {
+  if (point.isParent())
+    regions.push_back(RegionSuccessor(
+        getOperation(), getOperation()->getResults().take_front(0)));
+}
+
 float AttentionOp::getEffectiveScale() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToFloat();
@@ -191,6 +209,10 @@ void AttentionOp::getEffects(
   for (OpOperand &sinks : getSinksMutable())
     effects.emplace_back(MemoryEffects::Read::get(), &sinks,
                          SideEffects::DefaultResource::get());
+  for (OpOperand &capture : getCapturesMutable())
+    if (isa<MemRefType>(capture.get().getType()))
+      effects.emplace_back(MemoryEffects::Read::get(), &capture,
+                           SideEffects::DefaultResource::get());
   for (OpOperand &out : getOutsMutable())
     effects.emplace_back(MemoryEffects::Write::get(), &out,
                          SideEffects::DefaultResource::get());
@@ -268,6 +290,82 @@ static LogicalResult verifyKVCache(AttentionOp op) {
   return success();
 }
 
+/// Checks a score_mod or mask_mod region (if present): one block whose
+/// arguments are `leading` then one tensor per capture (a memref capture's
+/// values as a tensor of its shape), ending in fa.yield of one `yielded`;
+/// its ops are free of side effects, use only values of the region, and
+/// read the captures with tensor.extract (or ask tensor.dim) only.
+static LogicalResult verifyModRegion(Operation *op, Region &region,
+                                     StringRef name, ArrayRef<Type> leading,
+                                     TypeRange captures, Type yielded) {
+  if (region.empty())
+    return success();
+  Block &block = region.front();
+  SmallVector<Type> expected(leading);
+  for (Type capture : captures) {
+    auto shaped = cast<ShapedType>(capture);
+    expected.push_back(
+        RankedTensorType::get(shaped.getShape(), shaped.getElementType()));
+  }
+  if (block.getArgumentTypes() != TypeRange(expected)) {
+    std::string want, got;
+    llvm::raw_string_ostream w(want), g(got);
+    llvm::interleaveComma(expected, w);
+    llvm::interleaveComma(block.getArgumentTypes(), g);
+    return op->emitOpError()
+           << "expected " << name << "'s block arguments to be (" << want
+           << ") (the " << leading.size()
+           << " leading ones, then each capture as a "
+              "tensor), got ("
+           << got << ")";
+  }
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
+  if (!yield || yield.getValues().size() != 1 ||
+      yield.getValues()[0].getType() != yielded)
+    return op->emitOpError() << "expected " << name << " to end in fa.yield of "
+                             << "one " << yielded;
+  for (BlockArgument capture : block.getArguments().drop_front(leading.size()))
+    for (Operation *user : capture.getUsers())
+      if (!isa<tensor::ExtractOp, tensor::DimOp>(user))
+        return user->emitOpError()
+               << "in " << name
+               << " reads a capture other than by tensor.extract or "
+                  "tensor.dim";
+  WalkResult walk = region.walk([&](Operation *inner) {
+    for (Value operand : inner->getOperands())
+      if (!region.isAncestor(operand.getParentRegion())) {
+        inner->emitOpError() << "in " << name
+                             << " uses a value defined outside it; pass it "
+                                "through captures(...)";
+        return WalkResult::interrupt();
+      }
+    if (isMemoryEffectFree(inner))
+      return WalkResult::advance();
+    inner->emitOpError() << "in " << name
+                         << " has side effects (a score or mask modification "
+                            "computes a value from its arguments and "
+                            "captures only)";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+/// Both modification regions of an attention or a score tile.
+static LogicalResult verifyModifications(Operation *op, Region &scoreMod,
+                                         Region &maskMod, TypeRange captures) {
+  Builder b(op->getContext());
+  Type index = b.getIndexType();
+  Type indices[] = {index, index, index, index};
+  Type scoreArgs[] = {b.getF32Type(), index, index, index, index};
+  if (scoreMod.empty() && maskMod.empty() && !captures.empty())
+    return op->emitOpError("expected captures only with a score_mod or "
+                           "mask_mod region that reads them");
+  return failure(failed(verifyModRegion(op, scoreMod, "score_mod", scoreArgs,
+                                        captures, b.getF32Type())) ||
+                 failed(verifyModRegion(op, maskMod, "mask_mod", indices,
+                                        captures, b.getI1Type())));
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = getOperation();
   ShapedType q = getQueryType(), k = getKeyType(), v = getValueType();
@@ -320,6 +418,14 @@ LogicalResult AttentionOp::verify() {
                           k.getDimSize(3))))
     return failure();
   if (failed(verifyKVCache(*this)))
+    return failure();
+  for (Value capture : getCaptures())
+    if (isa<MemRefType>(capture.getType()) != isMemref)
+      return emitOpError() << "expected captures to be "
+                           << (isMemref ? "memrefs" : "tensors")
+                           << " like the inputs, got " << capture.getType();
+  if (failed(verifyModifications(op, getScoreMod(), getMaskMod(),
+                                 getCaptures().getTypes())))
     return failure();
   if (Value sinks = getSinks()) {
     // One logit per query head, of the inputs' kind.
@@ -522,6 +628,16 @@ LogicalResult ScoreTileOp::verify() {
   if (getDiagonalOffset() && !getCausal() && !getWindow())
     return emitOpError("diagonal_offset moves the causal or window mask: "
                        "give causal or a window");
+  bool modified = !getScoreMod().empty() || !getMaskMod().empty();
+  if (modified != (getCoordinates().size() == 4) ||
+      (!modified && !getCoordinates().empty()))
+    return emitOpError() << "expected coordinates(batch, head, first query "
+                            "row, first key) with a score_mod or mask_mod, "
+                            "and only then; got "
+                         << getCoordinates().size() << " values";
+  if (failed(verifyModifications(*this, getScoreMod(), getMaskMod(),
+                                 getCaptures().getTypes())))
+    return failure();
   if (getDescale() && !isa<Float8E4M3FNType>(k.getElementType()))
     return emitOpError() << "expected descale only with e4m3 keys, got "
                          << k.getElementType();

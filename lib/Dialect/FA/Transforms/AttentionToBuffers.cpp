@@ -4,8 +4,12 @@
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
+
 namespace mlir::fa {
 #define GEN_PASS_DEF_FAATTENTIONTOBUFFERS
+#define GEN_PASS_DEF_FABUFFERIZEAROUNDATTENTION
 #include "fa/Dialect/FA/Transforms/Passes.h.inc"
 } // namespace mlir::fa
 
@@ -59,10 +63,19 @@ struct TensorAttentionToBuffers : OpRewritePattern<AttentionOp> {
     Value blockTable =
         op.getBlockTable() ? toBuffer(op.getBlockTable()) : Value();
     auto bufferOf = [&](Value v) { return v ? toBuffer(v) : Value(); };
-    AttentionOp::create(rewriter, loc, TypeRange{}, q, k, v, outs, descales,
-                        kvLengths, blockTable, bufferOf(op.getCuSeqlensQ()),
-                        bufferOf(op.getCuSeqlensK()), bufferOf(op.getSinks()),
-                        op->getAttrs());
+    // The regions see captures as tensors in both forms: they move as they
+    // are.
+    SmallVector<Value> captures;
+    for (Value capture : op.getCaptures())
+      captures.push_back(toBuffer(capture));
+    auto onBuffers = AttentionOp::create(
+        rewriter, loc, TypeRange{}, q, k, v, outs, descales, kvLengths,
+        blockTable, bufferOf(op.getCuSeqlensQ()), bufferOf(op.getCuSeqlensK()),
+        bufferOf(op.getSinks()), captures, op->getAttrs());
+    for (auto [from, to] : {std::pair<Region *, Region *>{
+                                &op.getScoreMod(), &onBuffers.getScoreMod()},
+                            {&op.getMaskMod(), &onBuffers.getMaskMod()}})
+      rewriter.inlineRegionBefore(*from, *to, to->end());
     SmallVector<Value> results;
     for (auto [resultType, out] : llvm::zip(op.getResultTypes(), outs))
       results.push_back(bufferization::ToTensorOp::create(
@@ -79,6 +92,21 @@ struct FAAttentionToBuffersPass
     RewritePatternSet patterns(&getContext());
     patterns.add<TensorAttentionToBuffers>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+struct FABufferizeAroundAttentionPass
+    : fa::impl::FABufferizeAroundAttentionBase<FABufferizeAroundAttentionPass> {
+  void runOnOperation() override {
+    bufferization::OneShotBufferizationOptions options;
+    options.bufferizeFunctionBoundaries = true;
+    options.opFilter.denyOperation([](Operation *op) {
+      return isa<AttentionOp>(op) || op->getParentOfType<AttentionOp>();
+    });
+    bufferization::BufferizationState state;
+    if (failed(bufferization::runOneShotModuleBufferize(getOperation(), options,
+                                                        state)))
       signalPassFailure();
   }
 };

@@ -183,6 +183,9 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
       argTypes.push_back(asMemref(descale.getType()));
     if (Value sinks = op.getSinks())
       argTypes.push_back(asMemref(sinks.getType()));
+    size_t firstCapture = argTypes.size();
+    for (Value capture : op.getCaptures())
+      argTypes.push_back(asMemref(capture.getType()));
     auto func = func::FuncOp::create(b, loc, "io_report_scratch",
                                      b.getFunctionType(argTypes, {}));
     Block *body = func.addEntryBlock();
@@ -191,7 +194,12 @@ struct FAIOReportPass : fa::impl::FAIOReportBase<FAIOReportPass> {
     auto copy = AttentionOp::create(
         b, loc, TypeRange{}, args[0], args[1], args[2], args.slice(3, numOuts),
         args.slice(3 + numOuts, numDescales), Value(), Value(), Value(),
-        Value(), op.getSinks() ? args.back() : Value(), op->getAttrs());
+        Value(), op.getSinks() ? args[firstCapture - 1] : Value(),
+        args.drop_front(firstCapture), op->getAttrs());
+    // The regions read only their own arguments (the verifier's rule).
+    IRMapping none;
+    op.getScoreMod().cloneInto(&copy.getScoreMod(), none);
+    op.getMaskMod().cloneInto(&copy.getMaskMod(), none);
     func::ReturnOp::create(b, loc);
     IRRewriter rewriter(b);
     if (failed(lowerAttention(rewriter, copy, order)))

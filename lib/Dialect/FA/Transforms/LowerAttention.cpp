@@ -347,9 +347,15 @@ private:
     return arith::MulFOp::create(b, loc, qDescale, kDescale);
   }
 
-  ScoreTileOp scoreTile(Value q, Value k, Value s, Value row0, Value col0,
-                        Value descale) {
+  /// The score tile of sequence `bi`, query head `h`, query rows from
+  /// `row0` and keys from `col0` (positions in the sequence).
+  ScoreTileOp scoreTile(Value q, Value k, Value s, Value bi, Value h,
+                        Value row0, Value col0, Value descale) {
     AttentionOp op = p.op;
+    // score_mod and mask_mod see the unshifted positions.
+    SmallVector<Value> coordinates;
+    if (op.hasModifications())
+      coordinates = {bi, h, row0, col0};
     // Bottom-right masks: positions i + Nk against j + Nq, so that
     // j <= i + Nk - Nq needs no negative index.
     if (op.getBottomRight()) {
@@ -360,11 +366,16 @@ private:
     if (std::optional<int64_t> offset = op.getDiagonalOffset())
       row0 = arith::AddIOp::create(b, loc, row0, index(*offset));
     auto tile = ScoreTileOp::create(
-        b, loc, q, k, s, row0, col0, descale,
+        b, loc, q, k, s, row0, col0, descale, coordinates, op.getCaptures(),
         b.getF32FloatAttr(op.getEffectiveScale()),
         op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
         op.getSoftcapAttr(), op.getBottomRightAttr(),
         op.getDiagonalOffsetAttr());
+    // The regions read only their arguments (the verifier's rule): cloned
+    // as they are into every tile.
+    IRMapping none;
+    op.getScoreMod().cloneInto(&tile.getScoreMod(), none);
+    op.getMaskMod().cloneInto(&tile.getMaskMod(), none);
     return tile;
   }
 
@@ -545,7 +556,7 @@ void AttentionLowering::buildFA2() {
       auto [kTile, vTile] = loadKVBlock(t, bi, kvHead, kStart);
       Value kDescale =
           descaleOf(p.keyDescale, bi, kvHead, kvHead, loop.getInductionVar());
-      scoreTile(qTile, kTile, t.scores, qStart, kStart,
+      scoreTile(qTile, kTile, t.scores, bi, h, qStart, kStart,
                 scoreDescale(qDescale, kDescale));
       SoftmaxUpdateOp::create(b, loc, t.scores, t.max, t.sum, t.correction,
                               /*exp2_poly_degree=*/IntegerAttr(),
@@ -667,7 +678,7 @@ void AttentionLowering::buildFA1() {
       copy(sumRows, prefix(t.sum, rows));
       Value qDescale =
           descaleOf(p.queryDescale, bi, h, kvHead, inner.getInductionVar());
-      scoreTile(qTile, kTile, t.scores, qStart, kStart,
+      scoreTile(qTile, kTile, t.scores, bi, h, qStart, kStart,
                 scoreDescale(qDescale, kDescale));
       // O_i <- (alpha * l_i * O_i + P V_j) / l_new: undo the previous
       // normalisation, rescale, accumulate, normalise again.

@@ -241,12 +241,13 @@ void BackwardLowering::build() {
         }
         if (std::optional<int64_t> offset = op.getDiagonalOffset())
           row0 = add(row0, index(*offset));
-        ScoreTileOp::create(
-            b, loc, qRows, kBlock, scores, row0, col0, Value(),
-            b.getF32FloatAttr(scale),
-            op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
-            op.getSoftcapAttr(), op.getBottomRightAttr(),
-            op.getDiagonalOffsetAttr());
+        ScoreTileOp::create(b, loc, qRows, kBlock, scores, row0, col0, Value(),
+                            /*coordinates=*/ValueRange{},
+                            /*captures=*/ValueRange{}, b.getF32FloatAttr(scale),
+                            op.getCausal() ? b.getUnitAttr() : UnitAttr(),
+                            op.getWindowAttr(), op.getSoftcapAttr(),
+                            op.getBottomRightAttr(),
+                            op.getDiagonalOffsetAttr());
         if (capped)
           memref::CopyOp::create(b, loc, scores, capped);
         RecomputeProbsOp::create(b, loc, scores,

@@ -49,8 +49,10 @@ Value packHeads(OpBuilder &b, Location loc, Value memref, int64_t kvHeads,
 struct FAPackGQAPass : fa::impl::FAPackGQABase<FAPackGQAPass> {
   void runOnOperation() override {
     getOperation().walk([](AttentionOp op) {
-      // Sinks are per query head, which the packing turns into rows.
-      if (!op.hasBufferSemantics() || op.isVarlen() || op.getSinks())
+      // Sinks and modifications see query heads, which the packing turns
+      // into rows.
+      if (!op.hasBufferSemantics() || op.isVarlen() || op.getSinks() ||
+          op.hasModifications())
         return;
       ShapedType q = op.getQueryType(), k = op.getKeyType();
       int64_t qHeads = q.getDimSize(1), kvHeads = k.getDimSize(1);

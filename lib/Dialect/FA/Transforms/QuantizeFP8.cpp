@@ -50,7 +50,8 @@ struct FAQuantizeFP8Pass : fa::impl::FAQuantizeFP8Base<FAQuantizeFP8Pass> {
     auto quantized = AttentionOp::create(
         b, loc, TypeRange{}, inputs[0], inputs[1], inputs[2], op.getOuts(),
         descales, op.getKvLengths(), op.getBlockTable(), op.getCuSeqlensQ(),
-        op.getCuSeqlensK(), op.getSinks(), op->getAttrs());
+        op.getCuSeqlensK(), op.getSinks(), op.getCaptures(), op->getAttrs());
+    quantized.takeModifications(op);
     b.setInsertionPointAfter(quantized);
     for (Value buffer : fresh)
       memref::DeallocOp::create(b, loc, buffer);

@@ -489,7 +489,7 @@ void raise(RewriterBase &rewriter, const Match &m) {
   auto attention = AttentionOp::create(
       rewriter, loc, TypeRange{oType}, q, k, v, ValueRange{}, ValueRange{},
       Value(), Value(), Value(), Value(), /*sinks=*/Value(),
-      ArrayRef<NamedAttribute>{});
+      /*captures=*/ValueRange{}, ArrayRef<NamedAttribute>{});
   attention.setScaleAttr(rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
   if (m.mask.causal)
     attention.setCausal(true);

@@ -116,6 +116,8 @@ struct FARingAttentionPass
     // A sink joins each row's softmax once, not once per ring piece.
     if (op.getSinks())
       return fail("attention sinks have no ring form yet");
+    if (op.hasModifications())
+      return fail("score_mod and mask_mod have no ring form yet");
     auto q = cast<MemRefType>(op.getQuery().getType());
     auto k = cast<MemRefType>(op.getKey().getType());
     auto v = cast<MemRefType>(op.getValue().getType());
@@ -241,7 +243,8 @@ struct FARingAttentionPass
               b, loc, TypeRange{}, query, rows(op.getKey(), piece.keyChunk),
               rows(op.getValue(), piece.keyChunk),
               ValueRange{pieceO, slot(partLse, i)}, ValueRange{}, Value(),
-              Value(), Value(), Value(), /*sinks=*/Value(), pieceAttrs);
+              Value(), Value(), Value(), /*sinks=*/Value(),
+              /*captures=*/ValueRange{}, pieceAttrs);
           // A kernel writes its partial O in O's type: rounded there,
           // widened for the merge.
           if (!outElement.isF32()) {

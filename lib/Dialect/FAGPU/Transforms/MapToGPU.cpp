@@ -92,6 +92,9 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
     return fail("attention sinks have no GPU kernel yet (the CPU pipeline "
                 "runs them: fa-cpu-pipeline)");
   nest.score = scores.front();
+  if (!nest.score.getScoreMod().empty() || !nest.score.getMaskMod().empty())
+    return fail("score_mod and mask_mod have no GPU kernel yet (the CPU "
+                "pipeline runs them: fa-cpu-pipeline)");
   nest.softmax = softmax.front();
   // Every tile is a copy of a view of one of the function's memrefs (Q, K,
   // V in; O out): follow the copies from the tile ops' buffers.

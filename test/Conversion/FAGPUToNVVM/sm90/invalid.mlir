@@ -91,3 +91,18 @@ func.func @sinks(%q: memref<1x4x128x128xf16>, %s: memref<4xf32>, %o: memref<1x4x
       : memref<1x4x128x128xf16>, memref<1x4x128x128xf16>, memref<1x4x128x128xf16>
   return
 }
+
+// -----
+
+func.func @score_mod(%q: memref<1x4x128x128xf16>, %o: memref<1x4x128x128xf16>) {
+  // expected-error @+1 {{fa-map-to-gpu: score_mod and mask_mod have no GPU kernel yet (the CPU pipeline runs them: fa-cpu-pipeline)}}
+  fa.attention %q, %q, %q outs(%o : memref<1x4x128x128xf16>) {causal}
+      : memref<1x4x128x128xf16>, memref<1x4x128x128xf16>, memref<1x4x128x128xf16>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      %c = arith.constant 2.0 : f32
+      %r = arith.mulf %s, %c : f32
+      fa.yield %r : f32
+    }
+  return
+}

@@ -4,7 +4,9 @@
 #define FA_DIALECT_FA_IR_FADIALECT_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dialect.h"
 
 #include "fa/Dialect/FA/IR/FAOpsDialect.h.inc"

@@ -33,7 +33,9 @@ def FA_Dialect : Dialect {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
-    "::mlir::memref::MemRefDialect"
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect"
   ];
 }
 

@@ -4,6 +4,7 @@
 #define FA_DIALECT_FA_IR_FAOPS_TD
 
 include "fa/Dialect/FA/IR/FADialect.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def FA_AttnElement : AnyTypeOf<[F16, BF16, F32]>;
@@ -22,7 +23,12 @@ def FA_SinkLogits : AnyTypeOf<[TensorRankOf<[F32], [1]>, MemRefRankOf<[F32], [1]
 // Op level
 //===----------------------------------------------------------------------===//
 
+// IsolatedFromAbove: score_mod and mask_mod see only their arguments (the
+// captures included), so they move with the op through every lowering and
+// folders keep their constants inside them.
 def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
+    IsolatedFromAbove,
+    DeclareOpInterfaceMethods<RegionBranchOpInterface>,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "scaled dot-product attention softmax(scale * Q K^T) V";
   let description = [{
@@ -168,6 +174,47 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
         : memref<1x8x77x64xf16>, memref<1x2x131x64xf16>, memref<1x2x131x64xf16>
     ```
 
+    Score and mask modifications (FlexAttention's `score_mod` and
+    `mask_mod`), as regions:
+
+    ```
+    S[i, j] = score_mod(cap(scale * Q K^T)[i, j], b, h, i, j, captures...)
+    visible(i, j) = mask(i, j) and mask_mod(b, h, i, j, captures...)
+    ```
+
+    `score_mod`'s block takes the score (f32, natural-log units) and the
+    batch, query head, query and key indices (`index`: a sequence's own
+    rows, from 0, in a varlen batch or a KV cache), then one argument per
+    value of `captures(...)` (per-head slopes, bias tensors, document ids:
+    memrefs or tensors of the op's kind); it yields the new score (f32,
+    `-inf` hides the key). `mask_mod`'s block takes the four indices and
+    the captures and yields an `i1`: false hides the key, on top of the
+    built-in masks. The regions see every capture as a value, a tensor of
+    its shape (in both forms: a memref capture is read as the tensor of its
+    contents), read with `tensor.extract` (or sized with `tensor.dim`);
+    their ops are free of side effects and use only the region's values.
+    The loop orders copy the regions into `fa.score_tile`, whose lowering
+    reads the captured memrefs.
+    The regions are evaluated only at positions inside the sequences that
+    the built-in masks leave visible; `scale` and `softcap` apply before
+    `score_mod`. The backward and the GPU kernels have no form for them
+    yet (refused by name).
+
+    ```mlir
+    fa.attention %q, %k, %v captures(%slopes : memref<8xf32>)
+        outs(%o : memref<1x8x256x64xf16>) {causal}
+        : memref<1x8x256x64xf16>, memref<1x8x256x64xf16>, memref<1x8x256x64xf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<8xf32>):
+        %slope = tensor.extract %m[%h] : tensor<8xf32>
+        %d = arith.subi %j, %i : index
+        %di = arith.index_cast %d : index to i64
+        %df = arith.sitofp %di : i64 to f32
+        %r = math.fma %slope, %df, %s : f32
+        fa.yield %r : f32
+      }
+    ```
+
     Tensor form (results `O` and optionally `LSE [B, Hq, Nq]` in f32):
 
     ```mlir
@@ -192,6 +239,7 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                        Optional<FA_I32Operand>:$cu_seqlens_q,
                        Optional<FA_I32Operand>:$cu_seqlens_k,
                        Optional<FA_SinkLogits>:$sinks,
+                       Variadic<AnyShaped>:$captures,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
@@ -202,6 +250,8 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                        OptionalAttr<I64Attr>:$kv_splits,
                        OptionalAttr<I64Attr>:$diagonal_offset);
   let results = (outs Variadic<RankedTensorOf<[F16, BF16, F32]>>:$results);
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`descale` `(` $descales^ `:` type($descales) `)`)?
@@ -210,9 +260,11 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q)
      `,` type($cu_seqlens_k) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`outs` `(` $outs^ `:` type($outs) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     (`->` type($results)^)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
   let builders = [
@@ -223,7 +275,7 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
                    "::mlir::ValueRange":$outs, "::mlir::ValueRange":$descales,
                    "::mlir::Value":$kvLengths, "::mlir::Value":$blockTable,
                    "::mlir::Value":$cuSeqlensQ, "::mlir::Value":$cuSeqlensK,
-                   "::mlir::Value":$sinks,
+                   "::mlir::Value":$sinks, "::mlir::ValueRange":$captures,
                    "::llvm::ArrayRef<::mlir::NamedAttribute>":$attrs)>
   ];
   let extraClassDeclaration = [{
@@ -252,6 +304,16 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     }
     /// True for a varlen batch (sequences packed along N).
     bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
+    /// True with a score_mod or mask_mod region.
+    bool hasModifications() {
+      return !getScoreMod().empty() || !getMaskMod().empty();
+    }
+    /// Moves `other`'s modification regions into this op's (its captures'
+    /// operands are the caller's to give).
+    void takeModifications(AttentionOp other) {
+      getScoreMod().takeBody(other.getScoreMod());
+      getMaskMod().takeBody(other.getMaskMod());
+    }
     /// True when K and V are a paged cache addressed by a block table.
     bool isPaged() { return static_cast<bool>(getBlockTable()); }
     /// Rows per page of a paged cache.
@@ -290,6 +352,13 @@ def FA_RowVector : MemRefRankOf<[F32], [1]>;
 def FA_F32Tile : MemRefRankOf<[F32], [2]>;
 def FA_InputTile : MemRefRankOf<[F16, BF16, F32, F8E4M3FN], [2]>;
 
+def FA_YieldOp : FA_Op<"yield", [Pure, Terminator, ReturnLike,
+    ParentOneOf<["AttentionOp", "ScoreTileOp"]>]> {
+  let summary = "the value of a score_mod (f32) or mask_mod (i1) region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
 def FA_InitStateOp : FA_Op<"init_state"> {
   let summary = "start the online softmax: m = -inf, l = 0, O = 0";
   let description = [{
@@ -320,7 +389,8 @@ def FA_InitStateOp : FA_Op<"init_state"> {
   let hasVerifier = 1;
 }
 
-def FA_ScoreTileOp : FA_Op<"score_tile"> {
+def FA_ScoreTileOp : FA_Op<"score_tile", [AttrSizedOperandSegments,
+    IsolatedFromAbove]> {
   let summary = "masked base-2 score tile S = log2(e) * scale * Q K^T";
   let description = [{
     For `r < rows(query)` and `c < rows(key)` with query position
@@ -354,20 +424,36 @@ def FA_ScoreTileOp : FA_Op<"score_tile"> {
         : memref<?x64xf16, strided<[64, 1], offset: ?>>,
           memref<?x64xf16, strided<[64, 1], offset: ?>> -> memref<64x128xf32>
     ```
+
+    With `fa.attention`'s `score_mod` or `mask_mod` (moved here by the loop
+    orders), the tile also takes `coordinates(%b, %h, %q0, %k0)`: the
+    batch (sequence), query head and the sequence positions of its first
+    query row and key (without the masks' shifts), and the captures. At a
+    visible `(r, c)` with `i = q0 + r`, `j = k0 + c`:
+    `S = log2(e) * score_mod(cap(scale * descale * Q K^T), b, h, i, j)`,
+    and `S = -inf` where `mask_mod(b, h, i, j)` is false.
   }];
   let arguments = (ins Arg<FA_InputTile, "query rows", [MemRead]>:$query,
                        Arg<FA_InputTile, "key rows", [MemRead]>:$key,
                        Arg<FA_F32Tile, "score tile", [MemWrite]>:$scores,
                        Index:$row_offset, Index:$col_offset,
                        Optional<F32>:$descale,
+                       Variadic<Index>:$coordinates,
+                       Arg<Variadic<AnyMemRef>, "captures", [MemRead]>:$captures,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
                        UnitAttr:$bottom_right,
                        OptionalAttr<I64Attr>:$diagonal_offset);
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `->` $scores `at` ` ` `[` $row_offset `,` $col_offset `]`
-    (`descale` $descale^)? attr-dict `:` type($query) `,` type($key) `->` type($scores)
+    (`descale` $descale^)?
+    (`coordinates` `(` $coordinates^ `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    attr-dict `:` type($query) `,` type($key) `->` type($scores)
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
 }

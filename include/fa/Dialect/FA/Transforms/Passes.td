@@ -18,6 +18,22 @@ def FAAttentionToBuffers : Pass<"fa-attention-to-buffers", "func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FABufferizeAroundAttention
+    : Pass<"fa-bufferize-around-attention", "ModuleOp"> {
+  let summary = "one-shot-bufferize the code around memref-form fa.attention ops";
+  let description = [{
+    `one-shot-bufferize{bufferize-function-boundaries}` with every
+    `fa.attention` and what its regions hold left as they are: after
+    `fa-attention-to-buffers` the op is in memref form, and its
+    `score_mod`/`mask_mod` regions read their captures as tensors of values
+    (`tensor.extract`), which are not buffers to bufferize; the loop orders
+    copy them into `fa.score_tile`, whose lowering reads the captured
+    memrefs.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def FATile : Pass<"fa-tile", "func::FuncOp"> {
   let summary = "Choose the tile sizes (B_r, B_c) of every fa.attention";
   let description = [{
