@@ -21,6 +21,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -40,15 +41,53 @@ std::string memref(ArrayRef<int64_t> shape, StringRef elt) {
   return s + elt.str() + ">";
 }
 
+/// Where the sequences' rows are: B rows of N, or a varlen batch's
+/// sequences packed along N in one batch row (prefix sums cuQ, cuK).
+struct Layout {
+  int64_t batch, nq, nk; // the tensors' [batch, H, N, D]
+  std::vector<int64_t> cuQ, cuK;
+
+  explicit Layout(const BackwardProblem &p) {
+    if (p.varlenQ.empty()) {
+      batch = p.batch;
+      nq = p.qLen;
+      nk = p.kvLen;
+      return;
+    }
+    batch = 1;
+    cuQ = {0};
+    cuK = {0};
+    for (auto [q, k] : llvm::zip(p.varlenQ, p.varlenKV)) {
+      cuQ.push_back(cuQ.back() + q);
+      cuK.push_back(cuK.back() + k);
+    }
+    nq = cuQ.back();
+    nk = cuK.back();
+  }
+  bool varlen() const { return !cuQ.empty(); }
+  int64_t sequences() const { return varlen() ? cuQ.size() - 1 : batch; }
+  int64_t queries(int64_t s) const {
+    return varlen() ? cuQ[s + 1] - cuQ[s] : nq;
+  }
+  int64_t keys(int64_t s) const { return varlen() ? cuK[s + 1] - cuK[s] : nk; }
+  /// The flat row of query i of sequence s, head h (heads: H of them).
+  int64_t qRow(int64_t s, int64_t h, int64_t heads, int64_t i) const {
+    return varlen() ? h * nq + cuQ[s] + i : (s * heads + h) * nq + i;
+  }
+  int64_t kRow(int64_t s, int64_t kh, int64_t heads, int64_t j) const {
+    return varlen() ? kh * nk + cuK[s] + j : (s * heads + kh) * nk + j;
+  }
+};
+
 /// The module: the forward writes O and the LSE, the backward reads them.
 std::string moduleText(const BackwardProblem &p) {
-  std::string qT = memref({p.batch, p.qHeads, p.qLen, p.headDim}, p.dtype);
-  std::string kT = memref({p.batch, p.kvHeads, p.kvLen, p.headDim}, p.dtype);
-  std::string vT =
-      memref({p.batch, p.kvHeads, p.kvLen, p.valueHeadDim}, p.dtype);
-  std::string oT =
-      memref({p.batch, p.qHeads, p.qLen, p.valueHeadDim}, p.dtype);
-  std::string lT = memref({p.batch, p.qHeads, p.qLen}, "f32");
+  Layout l(p);
+  std::string qT = memref({l.batch, p.qHeads, l.nq, p.headDim}, p.dtype);
+  std::string kT = memref({l.batch, p.kvHeads, l.nk, p.headDim}, p.dtype);
+  std::string vT = memref({l.batch, p.kvHeads, l.nk, p.valueHeadDim}, p.dtype);
+  std::string oT = memref({l.batch, p.qHeads, l.nq, p.valueHeadDim}, p.dtype);
+  std::string lT = memref({l.batch, p.qHeads, l.nq}, "f32");
+  std::string cuT = memref({int64_t(l.cuQ.size())}, "i32");
   std::string attrs;
   auto add = [&](const std::string &a) {
     attrs += (attrs.empty() ? "" : ", ") + a;
@@ -75,12 +114,16 @@ std::string moduleText(const BackwardProblem &p) {
      << ", %dk: " << kT << ", %dv: " << vT;
   if (p.sinks)
     os << ", %sinks: " << sT << ", %dsinks: " << sT;
+  if (l.varlen())
+    os << ", %cuq: " << cuT << ", %cuk: " << cuT;
   std::string sinks = p.sinks ? " sinks(%sinks : " + sT + ")" : "";
+  std::string varlen =
+      l.varlen() ? " varlen(%cuq, %cuk : " + cuT + ", " + cuT + ")" : "";
   os << ") {\n"
-     << "  fa.attention %q, %k, %v" << sinks << " outs(%o, %lse : " << oT
-     << ", " << lT << ")" << braces << " : " << qT << ", " << kT << ", " << vT
-     << "\n"
-     << "  fa.attention_backward %q, %k, %v, %o, %lse, %do" << sinks
+     << "  fa.attention %q, %k, %v" << varlen << sinks
+     << " outs(%o, %lse : " << oT << ", " << lT << ")" << braces << " : " << qT
+     << ", " << kT << ", " << vT << "\n"
+     << "  fa.attention_backward %q, %k, %v, %o, %lse, %do" << sinks << varlen
      << " outs(%dq, %dk, %dv" << (p.sinks ? ", %dsinks" : "") << " : " << qT
      << ", " << kT << ", " << vT << (p.sinks ? ", " + sT : "") << ")" << braces
      << " : " << qT << ", " << kT << ", " << vT << ", " << oT << ", " << lT
@@ -112,33 +155,35 @@ enum Argument : unsigned {
 
 Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
   const Buffer &q = in[kQ], &k = in[kK], &v = in[kV], &dO = in[kGradOut];
-  int64_t d = p.headDim, dv = p.valueHeadDim, nq = p.qLen, nk = p.kvLen;
+  Layout layout(p);
+  int64_t d = p.headDim, dv = p.valueHeadDim;
   int64_t group = p.qHeads / p.kvHeads;
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(d));
+  int64_t queryRows = layout.batch * p.qHeads * layout.nq;
+  int64_t keyRows = layout.batch * p.kvHeads * layout.nk;
   Reference r;
-  r.o.assign(p.batch * p.qHeads * nq * dv, 0.0);
-  r.lse.assign(p.batch * p.qHeads * nq,
-               -std::numeric_limits<double>::infinity());
-  r.dq.assign(p.batch * p.qHeads * nq * d, 0.0);
-  r.dk.assign(p.batch * p.kvHeads * nk * d, 0.0);
-  r.dv.assign(p.batch * p.kvHeads * nk * dv, 0.0);
+  r.o.assign(queryRows * dv, 0.0);
+  r.lse.assign(queryRows, -std::numeric_limits<double>::infinity());
+  r.dq.assign(queryRows * d, 0.0);
+  r.dk.assign(keyRows * d, 0.0);
+  r.dv.assign(keyRows * dv, 0.0);
   r.dsinks.assign(p.sinks ? p.qHeads : 0, 0.0);
-  std::vector<double> x(nk), prob(nk), dp(nk);
-  std::vector<char> visible(nk);
-  for (int64_t b = 0; b < p.batch; ++b)
+  std::vector<double> x(layout.nk), prob(layout.nk), dp(layout.nk);
+  std::vector<char> visible(layout.nk);
+  for (int64_t b = 0; b < layout.sequences(); ++b)
     for (int64_t h = 0; h < p.qHeads; ++h) {
-      int64_t kh = h / group;
+      int64_t kh = h / group, nq = layout.queries(b), nk = layout.keys(b);
       auto qAt = [&](int64_t i, int64_t c) {
-        return double(q.get(((b * p.qHeads + h) * nq + i) * d + c));
+        return double(q.get(layout.qRow(b, h, p.qHeads, i) * d + c));
       };
       auto kAt = [&](int64_t j, int64_t c) {
-        return double(k.get(((b * p.kvHeads + kh) * nk + j) * d + c));
+        return double(k.get(layout.kRow(b, kh, p.kvHeads, j) * d + c));
       };
       auto vAt = [&](int64_t j, int64_t c) {
-        return double(v.get(((b * p.kvHeads + kh) * nk + j) * dv + c));
+        return double(v.get(layout.kRow(b, kh, p.kvHeads, j) * dv + c));
       };
       auto dOAt = [&](int64_t i, int64_t c) {
-        return double(dO.get(((b * p.qHeads + h) * nq + i) * dv + c));
+        return double(dO.get(layout.qRow(b, h, p.qHeads, i) * dv + c));
       };
       for (int64_t i = 0; i < nq; ++i) {
         int64_t pos =
@@ -158,7 +203,7 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
           prob[j] = s;
           mx = std::max(mx, s);
         }
-        int64_t row = (b * p.qHeads + h) * nq + i;
+        int64_t row = layout.qRow(b, h, p.qHeads, i);
         // A sink: a logit in the denominator whose value row is zero.
         double sink = p.sinks ? double(in[kSinks].get(h))
                               : -std::numeric_limits<double>::infinity();
@@ -195,7 +240,7 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
           }
           // d loss / d (Q K^T)_ij.
           double ds = prob[j] * (dp[j] - rowDot) * slope * scale;
-          int64_t keyRow = (b * p.kvHeads + kh) * nk + j;
+          int64_t keyRow = layout.kRow(b, kh, p.kvHeads, j);
           for (int64_t c = 0; c < d; ++c) {
             r.dq[row * d + c] += ds * kAt(j, c);
             r.dk[keyRow * d + c] += ds * qAt(i, c);
@@ -279,22 +324,35 @@ int mlir::fa::run::runBackward(MLIRContext &context,
                                                            : Elt::F32;
   for (auto [i, t] : llvm::enumerate(argTypes)) {
     auto type = cast<MemRefType>(t);
-    buffers[i].elt = i == kLse || i >= kSinks ? Elt::F32 : elt;
+    buffers[i].elt = type.getElementType().isSignlessInteger(32) ? Elt::I32
+                     : i == kLse || i >= kSinks                  ? Elt::F32
+                                                                 : elt;
     buffers[i].shape.assign(type.getShape().begin(), type.getShape().end());
     buffers[i].allocate();
   }
   std::mt19937 rng(p.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   float nan = std::numeric_limits<float>::quiet_NaN();
+  Layout layout(p);
   for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].elt == Elt::I32)
+      continue;
     bool input = i < 3 || i == kGradOut;
     for (int64_t j = 0; j < buffers[i].size(); ++j)
       buffers[i].set(j, input ? normal(rng) : nan);
   }
+  if (layout.varlen()) {
+    // The prefix sums, the module's last two arguments.
+    size_t cuArg = buffers.size() - 2;
+    for (size_t i = 0; i < layout.cuQ.size(); ++i) {
+      buffers[cuArg].setInt(i, layout.cuQ[i]);
+      buffers[cuArg + 1].setInt(i, layout.cuK[i]);
+    }
+  }
   if (p.sinks) {
     // fa-run's forward draws: log(Nk) + N(0, 1), head 0 none.
     std::normal_distribution<double> logit(0.0, 1.0);
-    double center = std::log(double(std::max<int64_t>(p.kvLen, 1)));
+    double center = std::log(double(std::max<int64_t>(layout.nk, 1)));
     for (int64_t h = 0; h < p.qHeads; ++h)
       buffers[kSinks].set(h, h == 0 && p.qHeads > 1
                                  ? -std::numeric_limits<float>::infinity()
@@ -312,11 +370,23 @@ int mlir::fa::run::runBackward(MLIRContext &context,
     forward = gradient = p.tolerance;
   llvm::outs() << llvm::formatv(
       "fa-run: backward {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} D={6} Dv={7}"
-      "{8}{9}{10}\n",
-      p.dtype, p.batch, p.qHeads, p.kvHeads, p.qLen, p.kvLen, p.headDim,
-      p.valueHeadDim, p.causal ? " causal" : "",
+      "{8}{9}{10}{11}\n",
+      p.dtype, layout.batch, p.qHeads, p.kvHeads, layout.nq, layout.nk,
+      p.headDim, p.valueHeadDim, p.causal ? " causal" : "",
       p.window ? " window=" + std::to_string(p.window) : "",
-      p.sinks ? " sinks" : "");
+      p.sinks ? " sinks" : "",
+      layout.varlen()
+          ? " cu_seqlens_q=" +
+                llvm::join(llvm::map_range(
+                               layout.cuQ,
+                               [](int64_t v) { return std::to_string(v); }),
+                           ",") +
+                " cu_seqlens_k=" +
+                llvm::join(llvm::map_range(
+                               layout.cuK,
+                               [](int64_t v) { return std::to_string(v); }),
+                           ",")
+          : std::string());
   bool ok = compare("O", buffers[kO], want.o, forward);
   ok = compare("LSE", buffers[kLse], want.lse, 1e-5) && ok;
   ok = compare("dQ", buffers[kGradQ], want.dq, gradient) && ok;

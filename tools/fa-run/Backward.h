@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlir::fa::run {
 
@@ -19,6 +20,10 @@ struct BackwardProblem {
   /// A sink logit per query head (fa-run's --sinks: log(Nk) + N(0, 1),
   /// head 0's -inf), and their gradient checked too.
   bool sinks = false;
+  /// A varlen batch: each sequence's query and key count (fa-run's
+  /// --varlen-q, --varlen-kv), packed along N in one batch row; batch,
+  /// qLen and kvLen are then unused.
+  std::vector<int64_t> varlenQ, varlenKV;
   int64_t window = 0, diagonalOffset = 0;
   double softcap = 0, scale = 0;
   unsigned seed = 1;

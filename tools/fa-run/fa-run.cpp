@@ -1374,7 +1374,6 @@ int runBackwardOfOptions(MLIRContext &context) {
       {!inputFile.empty(), "an input file"},
       {raise, "--raise"},
       {!kvLens.empty() || pageSize != 0, "KV caches (--kv-lens, --page-size)"},
-      {!varlenQ.empty(), "varlen batches (--varlen-q)"},
       {splitKV != "off", "--split-kv"},
       {dtype == "e4m3" || !fp8.empty() || !kvDtype.empty(),
        "e4m3 inputs (--dtype e4m3, --fp8, --kv-dtype)"},
@@ -1401,6 +1400,8 @@ int runBackwardOfOptions(MLIRContext &context) {
   problem.dtype = dtype;
   problem.causal = causal;
   problem.sinks = sinks;
+  problem.varlenQ.assign(varlenQ.begin(), varlenQ.end());
+  problem.varlenKV.assign(varlenKV.begin(), varlenKV.end());
   problem.window = window;
   problem.bottomRight = causalAlign == "bottom-right";
   problem.diagonalOffset = diagonalOffset;

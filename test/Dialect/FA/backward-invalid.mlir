@@ -83,3 +83,22 @@ func.func @queries_scale(%p: memref<32x64xf32>, %rows: memref<?x64xf16>, %acc: m
   fa.grad_queries %p, %rows -> %acc {scale = 0.0 : f32} : memref<32x64xf32>, memref<?x64xf16> -> memref<?x64xf32>
   return
 }
+
+// -----
+
+func.func @varlen_pair(%q: memref<1x4x8x64xf32>, %l: memref<1x4x8xf32>, %cq: memref<3xi32>) {
+  // expected-error @+1 {{expected both cu_seqlens_q and cu_seqlens_k}}
+  "fa.attention_backward"(%q, %q, %q, %q, %l, %q, %q, %q, %q, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0>}>
+      : (memref<1x4x8x64xf32>, memref<1x4x8x64xf32>, memref<1x4x8x64xf32>, memref<1x4x8x64xf32>, memref<1x4x8xf32>, memref<1x4x8x64xf32>, memref<1x4x8x64xf32>, memref<1x4x8x64xf32>, memref<1x4x8x64xf32>, memref<3xi32>) -> ()
+  return
+}
+
+// -----
+
+func.func @varlen_batch(%q: memref<2x4x8x64xf32>, %l: memref<2x4x8xf32>, %cq: memref<3xi32>) {
+  // expected-error @+1 {{expected query batch size to be 1 (packed varlen sequences), got 2}}
+  fa.attention_backward %q, %q, %q, %q, %l, %q varlen(%cq, %cq : memref<3xi32>, memref<3xi32>)
+      outs(%q, %q, %q : memref<2x4x8x64xf32>, memref<2x4x8x64xf32>, memref<2x4x8x64xf32>)
+      : memref<2x4x8x64xf32>, memref<2x4x8x64xf32>, memref<2x4x8x64xf32>, memref<2x4x8x64xf32>, memref<2x4x8xf32>, memref<2x4x8x64xf32>
+  return
+}

@@ -29,3 +29,13 @@ func.func @ops(%q: memref<1x8x77x64xf32>, %k: memref<1x2x131x64xf32>, %v: memref
   fa.grad_queries %p, %rows -> %qacc {scale = 0.125 : f32} : memref<32x64xf32>, memref<?x64xf16> -> memref<?x64xf32>
   return
 }
+
+// A varlen batch's backward (packed sequences, their prefix sums).
+// CHECK-LABEL: func.func @varlen
+// CHECK: fa.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} varlen(%{{.*}}, %{{.*}} : memref<3xi32>, memref<3xi32>) outs(
+func.func @varlen(%q: memref<1x4x77x64xf32>, %k: memref<1x2x131x64xf32>, %l: memref<1x4x77xf32>, %cq: memref<3xi32>, %ck: memref<3xi32>) {
+  fa.attention_backward %q, %k, %k, %q, %l, %q varlen(%cq, %ck : memref<3xi32>, memref<3xi32>)
+      outs(%q, %k, %k : memref<1x4x77x64xf32>, memref<1x2x131x64xf32>, memref<1x2x131x64xf32>)
+      : memref<1x4x77x64xf32>, memref<1x2x131x64xf32>, memref<1x2x131x64xf32>, memref<1x4x77x64xf32>, memref<1x4x77xf32>, memref<1x4x77x64xf32>
+  return
+}

@@ -861,6 +861,12 @@ void AttentionBackwardOp::getEffects(
   for (OpOperand &grad : getGradSinksMutable())
     effects.emplace_back(MemoryEffects::Write::get(), &grad,
                          SideEffects::DefaultResource::get());
+  for (OpOperand &sums : getCuSeqlensQMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &sums,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &sums : getCuSeqlensKMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &sums,
+                         SideEffects::DefaultResource::get());
 }
 
 LogicalResult AttentionBackwardOp::verify() {
@@ -946,6 +952,26 @@ LogicalResult AttentionBackwardOp::verify() {
     return emitOpError() << "expected query heads (" << hq
                          << ") to be a multiple of key/value heads (" << hkv
                          << ")";
+  if (static_cast<bool>(getCuSeqlensQ()) != static_cast<bool>(getCuSeqlensK()))
+    return emitOpError("expected both cu_seqlens_q and cu_seqlens_k");
+  if (getCuSeqlensQ()) {
+    auto sums = cast<MemRefType>(getCuSeqlensQ().getType());
+    if (failed(checkSameDim(
+            op, "cu_seqlens_k size", sums.getDimSize(0), "cu_seqlens_q's",
+            cast<MemRefType>(getCuSeqlensK().getType()).getDimSize(0))))
+      return failure();
+    if (sums.getDimSize(0) == 0 || sums.getDimSize(0) == 1)
+      return emitOpError("expected cu_seqlens of at least two entries (B + 1 "
+                         "prefix sums, B >= 1), got ")
+             << sums.getDimSize(0);
+    // Packed sequences: one batch row (the other tensors follow Q's and
+    // K's by the rules above).
+    for (auto [name, type] :
+         {std::pair<StringRef, MemRefType>{"query", q}, {"key", k}})
+      if (failed(checkSameDim(op, (name + " batch size").str(), 1,
+                              "packed varlen sequences", type.getDimSize(0))))
+        return failure();
+  }
   if (static_cast<bool>(getSinks()) != static_cast<bool>(getGradSinks()))
     return emitOpError("expected sinks and their gradient together (the "
                        "forward's sinks(...) and a fourth output dsinks)");

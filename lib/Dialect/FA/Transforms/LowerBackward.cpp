@@ -48,10 +48,39 @@ public:
   void build();
 
 private:
-  /// dsinks[h] = the sum of fa.grad_sink over the batch and the query
+  /// dsinks[h] = the sum of fa.grad_sink over the sequences and the query
   /// blocks of head h (heads in parallel, each sum in order).
-  void buildSinkGradients(Value rowDots, Value batch, Value qHeads, Value nq,
-                          Value qBlocks);
+  void buildSinkGradients(Value rowDots, Value sequences, Value qHeads);
+
+  /// Where sequence `bi` lies: its batch row, the first of its query and
+  /// key rows there, and its query and key counts (a varlen batch's from
+  /// the prefix sums; else batch row bi, from row 0, all of N).
+  struct Sequence {
+    Value batchRow, qBase, kBase, queries, keys;
+  };
+  Sequence sequence(Value bi) {
+    Value nq = dim(op.getQuery(), 2), nk = dim(op.getKey(), 2);
+    if (!op.getCuSeqlensQ())
+      return {bi, index(0), index(0), nq, nk};
+    Value next = add(bi, index(1));
+    auto at = [&](Value sums, Value i) -> Value {
+      return arith::IndexCastUIOp::create(
+          b, loc, b.getIndexType(),
+          memref::LoadOp::create(b, loc, sums, ValueRange{i}));
+    };
+    Value qBase = at(op.getCuSeqlensQ(), bi),
+          kBase = at(op.getCuSeqlensK(), bi);
+    return {index(0), qBase, kBase,
+            arith::SubIOp::create(b, loc, at(op.getCuSeqlensQ(), next), qBase),
+            arith::SubIOp::create(b, loc, at(op.getCuSeqlensK(), next), kBase)};
+  }
+  /// The sequences: B, or a varlen batch's B (its prefix sums less one).
+  Value sequenceCount() {
+    if (!op.getCuSeqlensQ())
+      return dim(op.getQuery(), 0);
+    return b.createOrFold<arith::SubIOp>(loc, dim(op.getCuSeqlensQ(), 0),
+                                         index(1));
+  }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value dim(Value v, int64_t d) {
@@ -153,10 +182,10 @@ void BackwardLowering::build() {
   MemRefType qType = op.getQueryType();
   int64_t d = qType.getDimSize(3), dv = op.getValueType().getDimSize(3);
   Value batch = dim(op.getQuery(), 0), qHeads = dim(op.getQuery(), 1);
+  // Q's rows (every packed row of a varlen batch): D and dQ cover them all.
   Value nq = dim(op.getQuery(), 2), kvHeads = dim(op.getKey(), 1);
-  Value nk = dim(op.getKey(), 2);
   Value group = b.createOrFold<arith::DivUIOp>(loc, qHeads, kvHeads);
-  Value qBlocks = ceilDiv(nq, blockR), kvBlocks = ceilDiv(nk, blockC);
+  Value qBlocks = ceilDiv(nq, blockR);
   float scale = op.getEffectiveScale();
 
   // D = rowsum(dO o O), [B, Hq, Nq] in f32.
@@ -177,7 +206,15 @@ void BackwardLowering::build() {
                      rows(rowDots, ivs[0], ivs[1], q0, count));
   }
   if (op.getSinks())
-    buildSinkGradients(rowDots, batch, qHeads, nq, qBlocks);
+    buildSinkGradients(rowDots, sequenceCount(), qHeads);
+  // A varlen batch's rows outside every sequence: zero gradients (the loops
+  // below write those of the sequences only; dQ's accumulator is zeroed).
+  if (op.getCuSeqlensQ())
+    for (Value grad : {op.getGradKey(), op.getGradValue()}) {
+      Type elt = cast<MemRefType>(grad.getType()).getElementType();
+      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+      linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{grad});
+    }
   // dQ accumulates over the K/V blocks in f32: in the gradient itself when
   // it is f32 (and contiguous), else in a buffer converted at the end.
   Value gradQuery = op.getGradQuery();
@@ -193,11 +230,18 @@ void BackwardLowering::build() {
         ValueRange{batch, qHeads, nq});
   zero(dqAcc);
 
-  scf::ForallOp heads = parallel({batch, kvHeads});
+  scf::ForallOp heads = parallel({sequenceCount(), kvHeads});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(heads.getBody()->getTerminator());
-    Value bi = heads.getInductionVars()[0], hkv = heads.getInductionVars()[1];
+    Value hkv = heads.getInductionVars()[1];
+    // Sequence bi's rows: its own counts and masks, its packed rows.
+    Sequence seq = sequence(heads.getInductionVars()[0]);
+    Value bi = seq.batchRow, nq = seq.queries, nk = seq.keys;
+    Value qBlocks = ceilDiv(nq, blockR), kvBlocks = ceilDiv(nk, blockC);
+    auto qRowsOf = [&](Value buf, Value h, Value q0, Value count) {
+      return rows(buf, bi, h, add(seq.qBase, q0), count);
+    };
     // On-chip tiles of one K/V block and one block pair.
     Value kTile = tile({blockC, d}, qType.getElementType());
     Value vTile = tile({blockC, dv}, qType.getElementType());
@@ -213,9 +257,10 @@ void BackwardLowering::build() {
       Value k0 = mul(blocks.getInductionVar(), index(blockC));
       Value cols = blockLength(k0, blockC, nk);
       Value kBlock = prefix(kTile, cols), vBlock = prefix(vTile, cols);
-      linalg::CopyOp::create(b, loc, rows(op.getKey(), bi, hkv, k0, cols),
+      Value kRow = add(seq.kBase, k0);
+      linalg::CopyOp::create(b, loc, rows(op.getKey(), bi, hkv, kRow, cols),
                              kBlock);
-      linalg::CopyOp::create(b, loc, rows(op.getValue(), bi, hkv, k0, cols),
+      linalg::CopyOp::create(b, loc, rows(op.getValue(), bi, hkv, kRow, cols),
                              vBlock);
       zero(dkAcc);
       zero(dvAcc);
@@ -229,8 +274,8 @@ void BackwardLowering::build() {
         b.setInsertionPoint(queries.getBody()->getTerminator());
         Value q0 = mul(queries.getInductionVar(), index(blockR));
         Value count = blockLength(q0, blockR, nq);
-        Value qRows = rows(op.getQuery(), bi, h, q0, count);
-        Value dORows = rows(op.getGradOut(), bi, h, q0, count);
+        Value qRows = qRowsOf(op.getQuery(), h, q0, count);
+        Value dORows = qRowsOf(op.getGradOut(), h, q0, count);
         // The masks' positions as the forward's score tile takes them:
         // bottom-right shifts rows by Nk and columns by Nq, an offset
         // moves the rows.
@@ -251,22 +296,21 @@ void BackwardLowering::build() {
         if (capped)
           memref::CopyOp::create(b, loc, scores, capped);
         RecomputeProbsOp::create(b, loc, scores,
-                                 rows(op.getLse(), bi, h, q0, count));
+                                 qRowsOf(op.getLse(), h, q0, count));
         GradValuesOp::create(b, loc, scores, dORows, dvAcc);
         GradProbsOp::create(b, loc, dORows, vBlock, grads);
-        GradScoresOp::create(b, loc, scores,
-                             rows(rowDots, bi, h, q0, count), capped, grads,
-                             op.getSoftcapAttr());
+        GradScoresOp::create(b, loc, scores, qRowsOf(rowDots, h, q0, count),
+                             capped, grads, op.getSoftcapAttr());
         GradKeysOp::create(b, loc, grads, qRows, dkAcc,
                            b.getF32FloatAttr(scale));
         GradQueriesOp::create(b, loc, grads, kBlock,
-                              rows(dqAcc, bi, h, q0, count),
+                              qRowsOf(dqAcc, h, q0, count),
                               b.getF32FloatAttr(scale));
       }
       copyConverted(prefix(dkAcc, cols),
-                    rows(op.getGradKey(), bi, hkv, k0, cols));
+                    rows(op.getGradKey(), bi, hkv, kRow, cols));
       copyConverted(prefix(dvAcc, cols),
-                    rows(op.getGradValue(), bi, hkv, k0, cols));
+                    rows(op.getGradValue(), bi, hkv, kRow, cols));
     }
     for (Value t : {kTile, vTile, dkAcc, dvAcc, scores, grads, capped})
       if (t)
@@ -279,34 +323,35 @@ void BackwardLowering::build() {
   memref::DeallocOp::create(b, loc, rowDots);
 }
 
-void BackwardLowering::buildSinkGradients(Value rowDots, Value batch,
-                                          Value qHeads, Value nq,
-                                          Value qBlocks) {
+void BackwardLowering::buildSinkGradients(Value rowDots, Value sequences,
+                                          Value qHeads) {
   scf::ForallOp heads = parallel({qHeads});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(heads.getBody()->getTerminator());
   Value h = heads.getInductionVars()[0];
   Value sink = memref::LoadOp::create(b, loc, op.getSinks(), ValueRange{h});
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  auto overBatch = scf::ForOp::create(
-      b, loc, index(0), batch, index(1), ValueRange{zero},
+  auto overSequences = scf::ForOp::create(
+      b, loc, index(0), sequences, index(1), ValueRange{zero},
       [&](OpBuilder &, Location, Value bi, ValueRange sum) {
+        Sequence seq = sequence(bi);
         auto overBlocks = scf::ForOp::create(
-            b, loc, index(0), qBlocks, index(1), sum,
+            b, loc, index(0), ceilDiv(seq.queries, blockR), index(1), sum,
             [&](OpBuilder &, Location, Value i, ValueRange inner) {
               Value q0 = mul(i, index(blockR));
-              Value count = blockLength(q0, blockR, nq);
-              Value part =
-                  GradSinkOp::create(b, loc, b.getF32Type(), sink,
-                                     rows(op.getLse(), bi, h, q0, count),
-                                     rows(rowDots, bi, h, q0, count));
+              Value count = blockLength(q0, blockR, seq.queries);
+              Value row = add(seq.qBase, q0);
+              Value part = GradSinkOp::create(
+                  b, loc, b.getF32Type(), sink,
+                  rows(op.getLse(), seq.batchRow, h, row, count),
+                  rows(rowDots, seq.batchRow, h, row, count));
               scf::YieldOp::create(
                   b, loc,
                   ValueRange{arith::AddFOp::create(b, loc, inner[0], part)});
             });
         scf::YieldOp::create(b, loc, overBlocks.getResults());
       });
-  memref::StoreOp::create(b, loc, overBatch.getResult(0), op.getGradSinks(),
+  memref::StoreOp::create(b, loc, overSequences.getResult(0), op.getGradSinks(),
                           ValueRange{h});
 }
 

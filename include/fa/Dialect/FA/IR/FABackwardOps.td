@@ -45,8 +45,13 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
     rounded once, to their own element type (f16, bf16 or f32, each may
     differ from the inputs'). Inputs are f16, bf16 or f32, one type for Q,
     K, V, O and dO; `LSE` is f32. Memref form only (`outs` are written);
-    KV lengths, pages, varlen batches and e4m3 inputs have no backward
-    yet.
+    KV lengths, pages and e4m3 inputs have no backward yet.
+
+    Varlen batches (`flash_attn_varlen_func`'s backward): with the
+    forward's `varlen(%cu_q, %cu_k)` (two `[B + 1]` i32 prefix sums) the
+    tensors hold the sequences packed along N with a batch of one, and each
+    sequence is differentiated on its own (its masks aligned with its own
+    lengths). Rows outside every sequence get zero gradients.
 
     Attention sinks: with the forward's `sinks(%s)` (`[Hq]` f32) the op
     takes them too and writes their gradient to a fourth output
@@ -89,6 +94,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
                        MemRefOf<[F16, BF16, F32]>:$grad_value,
                        Optional<MemRefRankOf<[F32], [1]>>:$sinks,
                        Optional<MemRefRankOf<[F32], [1]>>:$grad_sinks,
+                       Optional<MemRefRankOf<[I32], [1]>>:$cu_seqlens_q,
+                       Optional<MemRefRankOf<[I32], [1]>>:$cu_seqlens_k,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
@@ -100,6 +107,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $out `,` $lse `,` $grad_out
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q)
+     `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $grad_query `,` $grad_key `,` $grad_value (`,` $grad_sinks^)? `:`
     type($grad_query) `,` type($grad_key) `,` type($grad_value)
     (`,` type($grad_sinks)^)? `)`
