@@ -19,10 +19,11 @@ func.func @band(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
   return
 }
 // TILE-LABEL: func.func @band
-// The K/V block range from the first and last rows' shifted positions:
+// The K/V block range from the last and first rows' shifted positions
+// (mlir::fa::model::kvBlockRange):
 // TILE: arith.addi %{{.*}}, %c5 : index
-// TILE-NEXT: arith.constant 5 : index
-// TILE-NEXT: arith.addi %{{.*}}, %c5{{.*}} : index
+// TILE: %[[FIRST:.*]] = arith.addi %{{.*}}, %c5 : index
+// TILE-NEXT: arith.maxui %[[FIRST]], %c21 : index
 // then each score tile's rows:
 // TILE: %[[ROW:.*]] = arith.addi %{{.*}}, %c5{{.*}} : index
 // TILE-NEXT: fa.score_tile {{.*}} at [%[[ROW]], %{{.*}}] {causal, diagonal_offset = 5 : i64, {{.*}}window = 22 : i64}

@@ -23,11 +23,12 @@
 // CHECK:   linalg.copy
 // CHECK:   fa.init_state %[[M]], %[[L]], %[[ACC]]
 // Causal: the K/V loop ends at the block holding the last row's diagonal,
-// min(T_c, (qStart + rows - 1) / B_c + 1); later blocks are skipped.
-// CHECK:   %[[END0:.*]] = arith.addi %[[QSTART]], %[[ROWS]]
-// CHECK:   %[[LAST:.*]] = arith.subi %[[END0]], %c1
-// CHECK:   %[[LASTBLK:.*]] = arith.divui %[[LAST]], %c64
-// CHECK:   %[[NBLK:.*]] = arith.addi %[[LASTBLK]], %c1
+// min(T_c, ceil(min(qStart + B_r, Nq) / B_c)) (mlir::fa::model::kvBlockRange,
+// the kernels' rule); later blocks are skipped.
+// CHECK:   %[[END0:.*]] = arith.addi %[[QSTART]], %c32
+// CHECK:   %[[LAST:.*]] = arith.minui %[[END0]], %c100
+// CHECK:   %[[UP:.*]] = arith.addi %[[LAST]], %c63
+// CHECK:   %[[NBLK:.*]] = arith.divui %[[UP]], %c64
 // CHECK:   %[[END:.*]] = arith.minui %[[NBLK]], %c4
 // CHECK:   scf.for %[[J:.*]] = %c0 to %[[END]] step %c1
 // CHECK:     %[[KSTART:.*]] = arith.muli %[[J]], %c64
@@ -67,8 +68,11 @@ func.func @attention(%q: memref<2x4x100x64xf16>, %k: memref<2x2x200x64xf16>,
 // CHECK-LABEL: func @full
 // CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
 // CHECK-LABEL: func @windowed
-// CHECK: %[[BEGIN:.*]] = arith.divui %{{.*}}, %c64
-// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %{{.*}} step %c1
+// CHECK: %[[FIRSTBLK:.*]] = arith.divui %{{.*}}, %c64
+// CHECK: %[[END:.*]] = arith.minui %{{.*}}, %c4
+// CHECK: %[[LASTONE:.*]] = arith.subi %[[END]], %c1
+// CHECK: %[[BEGIN:.*]] = arith.minui %[[FIRSTBLK]], %[[LASTONE]]
+// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %[[END]] step %c1
 func.func @full(%q: memref<1x1x256x64xf32>, %k: memref<1x1x256x64xf32>,
                 %v: memref<1x1x256x64xf32>, %o: memref<1x1x256x64xf32>) {
   fa.attention %q, %k, %v outs(%o : memref<1x1x256x64xf32>) {block_r = 64 : i64, block_c = 64 : i64}

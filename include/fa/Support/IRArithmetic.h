@@ -37,6 +37,41 @@ struct IRArithmetic {
   Value maxs(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
 };
 
+/// The same, folding as it builds (constants stay constants): the CPU loop
+/// nests, whose static bounds the IO report reads and whose canonical form
+/// the lit tests check. The kernels keep IRArithmetic, whose IR their PTX
+/// is checked against.
+struct FoldingIRArithmetic {
+  using Value = mlir::Value;
+  FoldingIRArithmetic(OpBuilder &b, Location loc)
+      : b(b), loc(loc), type(b.getIndexType()) {}
+  OpBuilder &b;
+  Location loc;
+  Type type;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) {
+    return b.createOrFold<arith::AddIOp>(loc, x, y);
+  }
+  Value sub(Value x, Value y) {
+    return b.createOrFold<arith::SubIOp>(loc, x, y);
+  }
+  Value mul(Value x, Value y) {
+    return b.createOrFold<arith::MulIOp>(loc, x, y);
+  }
+  Value divu(Value x, Value y) {
+    return b.createOrFold<arith::DivUIOp>(loc, x, y);
+  }
+  Value minu(Value x, Value y) {
+    return b.createOrFold<arith::MinUIOp>(loc, x, y);
+  }
+  Value maxu(Value x, Value y) {
+    return b.createOrFold<arith::MaxUIOp>(loc, x, y);
+  }
+  Value maxs(Value x, Value y) {
+    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
+  }
+};
+
 } // namespace mlir::fa
 
 #endif // FA_SUPPORT_IRARITHMETIC_H

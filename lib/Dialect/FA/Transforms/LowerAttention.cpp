@@ -19,6 +19,7 @@
 
 #include "fa/Dialect/FA/Transforms/Passes.h"
 
+#include "fa/Model/BlockRange.h"
 #include "fa/Model/KVChunk.h"
 #include "fa/Support/IRArithmetic.h"
 
@@ -379,14 +380,21 @@ private:
     return tile;
   }
 
-  /// [begin, end) of the K/V blocks that can hold a visible key for query
-  /// rows [qStart, qStart + rows): the others are skipped, not masked.
-  std::pair<Value, Value> visibleKeyBlocks(Value qStart, Value rows,
-                                           Value numBlocks);
-  /// The same with bottom-right masks (row i at key position i + Nk - Nq).
-  std::pair<Value, Value> visibleKeyBlocksBottomRight(Value qStart,
-                                                      Value lastRow,
-                                                      Value numBlocks);
+  /// [begin, end) of the K/V blocks a query block starting at `qStart`
+  /// visits: mlir::fa::model::kvBlockRange, the kernels' and the IO
+  /// model's rule (a block no mask lets a key through is skipped, not
+  /// masked; bottom-right masks and per-sequence lengths run at least one
+  /// block, possibly empty or fully masked).
+  std::pair<Value, Value> visitedKeyBlocks(Value qStart) {
+    AttentionOp op = p.op;
+    FoldingIRArithmetic ia(b, loc);
+    model::KVRange<FoldingIRArithmetic> range = model::kvBlockRange(
+        ia, qStart, queryLen, keyLen, p.blockR, p.blockC, op.getCausal(),
+        op.getWindow().value_or(0), op.getBottomRight(),
+        op.getDiagonalOffset().value_or(0),
+        /*keyLengths=*/p.kvLengths || p.cuQ);
+    return {range.first, range.end};
+  }
 
   OpBuilder &b;
   Location loc;
@@ -395,92 +403,6 @@ private:
   /// batch row, and where its query and key rows start.
   Value keyLen, queryLen, batchRow, qBase, kBase;
 };
-
-std::pair<Value, Value>
-AttentionLowering::visibleKeyBlocks(Value qStart, Value rows,
-                                    Value numBlocks) {
-  AttentionOp op = p.op;
-  Value begin = index(0), end = numBlocks;
-  std::optional<int64_t> window = op.getWindow();
-  Value lastRow =
-      arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, qStart, rows),
-                            index(1));
-  if (op.getBottomRight())
-    return visibleKeyBlocksBottomRight(qStart, lastRow, numBlocks);
-  // A diagonal offset d: rows at key positions i + d (never negative).
-  if (std::optional<int64_t> offset = op.getDiagonalOffset()) {
-    qStart = arith::AddIOp::create(b, loc, qStart, index(*offset));
-    lastRow = arith::AddIOp::create(b, loc, lastRow, index(*offset));
-  }
-  // Causal (top-left): the last row sees keys up to its own position.
-  if (op.getCausal()) {
-    Value lastKeyBlock =
-        arith::DivUIOp::create(b, loc, lastRow, index(p.blockC));
-    end = arith::MinUIOp::create(
-        b, loc, numBlocks,
-        arith::AddIOp::create(b, loc, lastKeyBlock, index(1)));
-  }
-  if (window) {
-    // |i - j| < w: the first row sees keys from qStart - w + 1, the last one
-    // up to lastRow + w - 1.
-    Value reach = index(*window - 1);
-    Value firstKey = arith::SubIOp::create(
-        b, loc, arith::MaxUIOp::create(b, loc, qStart, reach), reach);
-    begin = arith::DivUIOp::create(b, loc, firstKey, index(p.blockC));
-    if (!op.getCausal()) {
-      Value lastKey = arith::AddIOp::create(b, loc, lastRow, reach);
-      Value lastKeyBlock =
-          arith::DivUIOp::create(b, loc, lastKey, index(p.blockC));
-      end = arith::MinUIOp::create(
-          b, loc, numBlocks,
-          arith::AddIOp::create(b, loc, lastKeyBlock, index(1)));
-    }
-  }
-  return {begin, end};
-}
-
-std::pair<Value, Value>
-AttentionLowering::visibleKeyBlocksBottomRight(Value qStart, Value lastRow,
-                                               Value numBlocks) {
-  // Row i sits at key position i + Nk - Nq. Both sides are shifted by Nq so
-  // that no index goes negative: row position i + Nk, key position j + Nq.
-  AttentionOp op = p.op;
-  Value begin = index(0), end = numBlocks;
-  Value firstRowPos = arith::AddIOp::create(b, loc, qStart, keyLen);
-  Value lastRowPos = arith::AddIOp::create(b, loc, lastRow, keyLen);
-  if (std::optional<int64_t> offset = op.getDiagonalOffset()) {
-    firstRowPos = arith::AddIOp::create(b, loc, firstRowPos, index(*offset));
-    lastRowPos = arith::AddIOp::create(b, loc, lastRowPos, index(*offset));
-  }
-  auto minus = [&](Value x, Value y) { // max(x - y, 0)
-    return arith::SubIOp::create(b, loc, arith::MaxUIOp::create(b, loc, x, y),
-                                 y);
-  };
-  // Causal: keys up to the last row's position (none for rows before the
-  // first key, Nq > Nk).
-  if (op.getCausal()) {
-    Value keysSeen = minus(arith::AddIOp::create(b, loc, lastRowPos, index(1)),
-                           queryLen);
-    end = arith::MinUIOp::create(b, loc, numBlocks,
-                                 ceilDiv(keysSeen, p.blockC));
-  }
-  if (std::optional<int64_t> window = op.getWindow()) {
-    Value reach = index(*window - 1);
-    Value firstKey = minus(firstRowPos,
-                           arith::AddIOp::create(b, loc, reach, queryLen));
-    begin = arith::DivUIOp::create(b, loc, firstKey, index(p.blockC));
-    if (!op.getCausal()) {
-      Value lastKey = minus(arith::AddIOp::create(b, loc, lastRowPos, reach),
-                            queryLen);
-      end = arith::MinUIOp::create(
-          b, loc, numBlocks,
-          arith::AddIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, lastKey, index(p.blockC)),
-              index(1)));
-    }
-  }
-  return {begin, end};
-}
 
 void AttentionLowering::buildFA2() {
   // Split-KV: one more parallel dimension, the chunk of the K/V blocks, whose
@@ -519,7 +441,6 @@ void AttentionLowering::buildFA2() {
     setSequence(bi);
     skipPastSequence(qStart);
     Value rows = blockLength(qStart, p.blockR, queryLen);
-    Value numKBlocks = ceilDiv(keyLen, p.blockC);
 
     Tiles t = allocTiles();
     Value qTile = prefix(t.query, rows);
@@ -538,7 +459,7 @@ void AttentionLowering::buildFA2() {
     }
     InitStateOp::create(b, loc, t.max, t.sum, t.acc, sink);
 
-    auto [begin, end] = visibleKeyBlocks(qStart, rows, numKBlocks);
+    auto [begin, end] = visitedKeyBlocks(qStart);
     Value outHead = h;
     if (splits > 1) {
       // Chunk s of the visible blocks (mlir::fa::model::kvChunk, the GPU
