@@ -95,6 +95,19 @@ def fa_run_vector(rng):
         opts["--varlen-kv"] = ",".join(
             str(pick(rng, [0, 1, 9, 40], [-2, 2**21], 0.1))
             for _ in range(pick(rng, [n], [n + 1], 0.1)))
+    # Attention variants: sinks, score and mask modifications.
+    if rng.random() < 0.15:
+        opts["--sinks"] = None
+    if rng.random() < 0.15:
+        opts["--score-mod"] = pick(rng, ["alibi", "bias"], ["relative", ""],
+                                   0.1)
+    if rng.random() < 0.15:
+        opts["--mask-mod"] = pick(rng, ["document", "prefix-lm"], ["sliding"],
+                                  0.1)
+        if opts["--mask-mod"] == "prefix-lm" or rng.random() < 0.1:
+            opts["--prefix-len"] = pick(rng, [0, 5, 40], [-1, INT64_MAX])
+    if rng.random() < 0.1:
+        opts["--backward"] = None
     return opts
 
 
