@@ -256,10 +256,13 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
 /// Relative L2 error of `got` against `want` and whether it is within
 /// `tolerance`, printed as the forward's checks print theirs; NaN anywhere
 /// (an element never written) fails.
+/// `floor`: each reference value counts at least this much in the norm (the
+/// LSE's 1, as the forward's check: a log near 0, one visible key with a
+/// tiny score, is not held to an ill-conditioned relative error).
 bool compare(StringRef name, const Buffer &got, const std::vector<double> &want,
-             double tolerance) {
+             double tolerance, double floor = 0) {
   double errSq = 0, refSq = 0, maxAbs = 0;
-  int64_t unwritten = 0, infMismatches = 0;
+  int64_t unwritten = 0, infMismatches = 0, finite = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     double g = got.get(i), w = want[i];
     if (std::isnan(g)) {
@@ -272,8 +275,10 @@ bool compare(StringRef name, const Buffer &got, const std::vector<double> &want,
     }
     errSq += (g - w) * (g - w);
     refSq += w * w;
+    ++finite;
     maxAbs = std::max(maxAbs, std::fabs(g - w));
   }
+  refSq = std::max(refSq, floor * floor * double(finite));
   double rel = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
   bool ok = unwritten == 0 && infMismatches == 0 && rel <= tolerance;
   llvm::outs() << llvm::formatv(
@@ -292,6 +297,21 @@ int mlir::fa::run::runBackward(MLIRContext &context,
     llvm::errs() << "fa-run: error: " << why << "\n";
     return 1;
   };
+  // Every buffer within fa-run's bound, the naive reference's
+  // B Hq Nq Nk (D + Dv) multiply-adds within 2^40: a diagnostic, not an
+  // allocation failure.
+  Layout layout(p);
+  int64_t widest = std::max(p.headDim, p.valueHeadDim);
+  const int64_t shapes[2][4] = {{layout.batch, p.qHeads, layout.nq, widest},
+                                {layout.batch, p.kvHeads, layout.nk, widest}};
+  for (const int64_t(&shape)[4] : shapes)
+    if (boundedElements(shape) < 0)
+      return fail("--backward: a tensor of more than 2^28 elements; fa-run "
+                  "allocates and checks it on the host: use smaller shapes");
+  int64_t rows = layout.batch * p.qHeads * layout.nq;
+  if (rows > 0 && layout.nk * 2 * widest > (int64_t(1) << 40) / rows)
+    return fail("--backward: the naive reference would take more than 2^40 "
+                "multiply-adds; use smaller shapes");
   std::string text = moduleText(p);
   if (p.printModule)
     llvm::outs() << text;
@@ -333,7 +353,6 @@ int mlir::fa::run::runBackward(MLIRContext &context,
   std::mt19937 rng(p.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   float nan = std::numeric_limits<float>::quiet_NaN();
-  Layout layout(p);
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (buffers[i].elt == Elt::I32)
       continue;
@@ -388,7 +407,7 @@ int mlir::fa::run::runBackward(MLIRContext &context,
                            ",")
           : std::string());
   bool ok = compare("O", buffers[kO], want.o, forward);
-  ok = compare("LSE", buffers[kLse], want.lse, 1e-5) && ok;
+  ok = compare("LSE", buffers[kLse], want.lse, 1e-5, /*floor=*/1.0) && ok;
   ok = compare("dQ", buffers[kGradQ], want.dq, gradient) && ok;
   ok = compare("dK", buffers[kGradK], want.dk, gradient) && ok;
   ok = compare("dV", buffers[kGradV], want.dv, gradient) && ok;

@@ -144,6 +144,24 @@ createEngine(ModuleOp module,
 llvm::Error callEntry(ExecutionEngine &engine, StringRef name,
                       std::vector<Buffer> &buffers);
 
+/// The host buffers fa-run allocates and the naive references walk: each
+/// at most 2^28 elements (1 GiB of f32), so that sizes never overflow and an
+/// impossible request is a diagnostic, not std::bad_alloc.
+constexpr int64_t kMaxBufferElements = int64_t(1) << 28;
+
+/// The element count of `shape`, or -1 past kMaxBufferElements.
+inline int64_t boundedElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return -1;
+    if (d != 0 && n > kMaxBufferElements / d)
+      return -1;
+    n *= d;
+  }
+  return n;
+}
+
 } // namespace mlir::fa::run
 
 #endif // FA_TOOLS_FA_RUN_HOST_H

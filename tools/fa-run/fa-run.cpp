@@ -595,23 +595,6 @@ int fail(const Twine &msg) {
   return 1;
 }
 
-/// The host buffers fa-run allocates and the naive reference walks: each at
-/// most 2^28 elements (1 GiB of f32), so that sizes never overflow and an
-/// impossible request is a diagnostic, not std::bad_alloc.
-constexpr int64_t kMaxBufferElements = int64_t(1) << 28;
-
-/// The element count of `shape`, or -1 past kMaxBufferElements.
-int64_t boundedElements(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      return -1;
-    if (d != 0 && n > kMaxBufferElements / d)
-      return -1;
-    n *= d;
-  }
-  return n;
-}
 
 /// The options' ranges (fa/Dialect/FA/IR/Validation.h); 0 keeps meaning
 /// "off" (window, softcap) or "the default" (scale), as documented, but a

@@ -27,6 +27,11 @@ constexpr int64_t kDefaultSramBudget = 163840;
 /// when a is near INT64_MAX (a huge sram-budget).
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
+/// The most pages a CPU K/V block spans: the loop order copies each page of
+/// a block separately (unrolled), so a huge SRAM budget must not turn one
+/// block into thousands of copies.
+constexpr int64_t kMaxPagesPerBlock = 16;
+
 /// Bytes one block step keeps on chip: Q_i, K_j, V_j in the input type;
 /// S_ij, O_i and the row vectors m, l, alpha in f32. With tiles of at most
 /// kMaxTileSize rows and head dims of at most kMaxHeadDim (the verifier's
@@ -217,9 +222,20 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     // Tiles never need to exceed the (static) sequence lengths.
     if (!ShapedType::isDynamic(nq) && nq > 0)
       br = std::min(br, nq);
-    // (A paged cache's dim 2 is its page size, not a sequence's length.)
+    // (A paged cache's dim 2 is its page size, not a sequence's length: a
+    // block spans at most a sequence's static capacity, its table row of
+    // pages, and at most kMaxPagesPerBlock pages, each a copy the CPU nest
+    // writes out.)
     if (!ShapedType::isDynamic(nk) && nk > 0 && !op.isPaged())
       bc = std::min(bc, nk);
+    if (op.isPaged()) {
+      int64_t pages =
+          cast<ShapedType>(op.getBlockTable().getType()).getDimSize(1);
+      int64_t maxPages = ShapedType::isDynamic(pages)
+                             ? kMaxPagesPerBlock
+                             : std::clamp<int64_t>(pages, 1, kMaxPagesPerBlock);
+      bc = std::min(bc, maxPages * nk);
+    }
 
     if (explicitTiles) {
       int64_t bytes = tileFootprint(br, bc, d, dv, eltBytes);
