@@ -180,42 +180,33 @@ float AttentionOp::getEffectiveScale() {
   return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
 }
 
+/// `effect` on every operand of `operands` (one operand, or an optional or
+/// variadic group).
+static void
+addEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+               &effects,
+           MemoryEffects::Effect *effect, MutableOperandRange operands) {
+  for (OpOperand &operand : operands)
+    effects.emplace_back(effect, &operand, SideEffects::DefaultResource::get());
+}
+
 void AttentionOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   if (!hasBufferSemantics())
     return;
-  effects.emplace_back(MemoryEffects::Read::get(), &getQueryMutable(),
-                       SideEffects::DefaultResource::get());
-  effects.emplace_back(MemoryEffects::Read::get(), &getKeyMutable(),
-                       SideEffects::DefaultResource::get());
-  effects.emplace_back(MemoryEffects::Read::get(), &getValueMutable(),
-                       SideEffects::DefaultResource::get());
-  for (OpOperand &descale : getDescalesMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &descale,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &lengths : getKvLengthsMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &lengths,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &table : getBlockTableMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &table,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &sums : getCuSeqlensQMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &sums,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &sums : getCuSeqlensKMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &sums,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &sinks : getSinksMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &sinks,
-                         SideEffects::DefaultResource::get());
+  for (MutableOperandRange inputs :
+       {MutableOperandRange(getQueryMutable()),
+        MutableOperandRange(getKeyMutable()),
+        MutableOperandRange(getValueMutable()), getDescalesMutable(),
+        getKvLengthsMutable(), getBlockTableMutable(), getCuSeqlensQMutable(),
+        getCuSeqlensKMutable(), getSinksMutable()})
+    addEffects(effects, MemoryEffects::Read::get(), inputs);
+  // Captured memrefs are read (the regions see their values).
   for (OpOperand &capture : getCapturesMutable())
     if (isa<MemRefType>(capture.get().getType()))
-      effects.emplace_back(MemoryEffects::Read::get(), &capture,
-                           SideEffects::DefaultResource::get());
-  for (OpOperand &out : getOutsMutable())
-    effects.emplace_back(MemoryEffects::Write::get(), &out,
-                         SideEffects::DefaultResource::get());
+      addEffects(effects, MemoryEffects::Read::get(), capture);
+  addEffects(effects, MemoryEffects::Write::get(), getOutsMutable());
 }
 
 /// kv_lengths [B] and a block table [B, P]: i32 of the inputs' kind, one
@@ -846,27 +837,20 @@ float AttentionBackwardOp::getEffectiveScale() {
 void AttentionBackwardOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  for (OpOperand *input : {&getQueryMutable(), &getKeyMutable(),
-                           &getValueMutable(), &getOutMutable(),
-                           &getLseMutable(), &getGradOutMutable()})
-    effects.emplace_back(MemoryEffects::Read::get(), input,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand *grad :
-       {&getGradQueryMutable(), &getGradKeyMutable(), &getGradValueMutable()})
-    effects.emplace_back(MemoryEffects::Write::get(), grad,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &sinks : getSinksMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &sinks,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &grad : getGradSinksMutable())
-    effects.emplace_back(MemoryEffects::Write::get(), &grad,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &sums : getCuSeqlensQMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &sums,
-                         SideEffects::DefaultResource::get());
-  for (OpOperand &sums : getCuSeqlensKMutable())
-    effects.emplace_back(MemoryEffects::Read::get(), &sums,
-                         SideEffects::DefaultResource::get());
+  for (MutableOperandRange inputs :
+       {MutableOperandRange(getQueryMutable()),
+        MutableOperandRange(getKeyMutable()),
+        MutableOperandRange(getValueMutable()),
+        MutableOperandRange(getOutMutable()),
+        MutableOperandRange(getLseMutable()),
+        MutableOperandRange(getGradOutMutable()), getSinksMutable(),
+        getCuSeqlensQMutable(), getCuSeqlensKMutable()})
+    addEffects(effects, MemoryEffects::Read::get(), inputs);
+  for (MutableOperandRange grads :
+       {MutableOperandRange(getGradQueryMutable()),
+        MutableOperandRange(getGradKeyMutable()),
+        MutableOperandRange(getGradValueMutable()), getGradSinksMutable()})
+    addEffects(effects, MemoryEffects::Write::get(), grads);
 }
 
 LogicalResult AttentionBackwardOp::verify() {
