@@ -480,6 +480,7 @@ struct Spec {
   std::optional<unsigned> capturesArg;
   std::vector<double> slopes, bias; // alibi [Hq]; bias [B, Hq, Nq, Nk]
   std::vector<int64_t> qDoc, kDoc;  // document ids [B, Nq], [B, Nk]
+  std::optional<int64_t> prefixLen; // prefix-LM: the keys every query sees
 
   /// The score after --score-mod (x: after scale and softcap).
   double modifiedScore(double x, int64_t bi, int64_t h, int64_t i,
@@ -494,8 +495,8 @@ struct Spec {
   bool maskModKeeps(int64_t bi, int64_t i, int64_t j) const {
     if (!qDoc.empty())
       return qDoc[bi * nq + i] == kDoc[bi * nk + j];
-    if (maskMod == "prefix-lm")
-      return j < prefixLen || j <= i;
+    if (prefixLen)
+      return j < *prefixLen || j <= i;
     return true;
   }
 
@@ -950,6 +951,8 @@ void makeModifications(Spec &spec, std::vector<Buffer> &buffers,
     }
     ++arg;
   }
+  if (maskMod == "prefix-lm")
+    spec.prefixLen = int64_t(::prefixLen);
   if (maskMod == "document") {
     std::uniform_real_distribution<double> cut(0.0, 1.0);
     for (int64_t bi = 0; bi < spec.b; ++bi) {

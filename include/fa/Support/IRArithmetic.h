@@ -17,58 +17,35 @@
 namespace mlir::fa {
 
 /// Integer arithmetic as arith ops at the builder's position, on values of
-/// `type` (i32 unless given).
+/// `type` (i32 unless given). With `fold` each op folds as it is built
+/// (constants stay constants): the CPU loop nests, whose static bounds the
+/// IO report reads; the kernels build without folding, the IR their PTX is
+/// checked against.
 struct IRArithmetic {
   using Value = mlir::Value;
-  IRArithmetic(OpBuilder &b, Location loc, Type type = Type())
-      : b(b), loc(loc), type(type ? type : b.getI32Type()) {}
+  IRArithmetic(OpBuilder &b, Location loc, Type type = Type(),
+               bool fold = false)
+      : b(b), loc(loc), type(type ? type : b.getI32Type()), fold(fold) {}
   OpBuilder &b;
   Location loc;
   Type type;
+  bool fold;
   Value c(int64_t v) {
     return arith::ConstantOp::create(b, loc, type, b.getIntegerAttr(type, v));
   }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
-  Value minu(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
-  Value maxu(Value x, Value y) { return arith::MaxUIOp::create(b, loc, x, y); }
-  Value maxs(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-};
+  Value add(Value x, Value y) { return build<arith::AddIOp>(x, y); }
+  Value sub(Value x, Value y) { return build<arith::SubIOp>(x, y); }
+  Value mul(Value x, Value y) { return build<arith::MulIOp>(x, y); }
+  Value divu(Value x, Value y) { return build<arith::DivUIOp>(x, y); }
+  Value minu(Value x, Value y) { return build<arith::MinUIOp>(x, y); }
+  Value maxu(Value x, Value y) { return build<arith::MaxUIOp>(x, y); }
+  Value maxs(Value x, Value y) { return build<arith::MaxSIOp>(x, y); }
 
-/// The same, folding as it builds (constants stay constants): the CPU loop
-/// nests, whose static bounds the IO report reads and whose canonical form
-/// the lit tests check. The kernels keep IRArithmetic, whose IR their PTX
-/// is checked against.
-struct FoldingIRArithmetic {
-  using Value = mlir::Value;
-  FoldingIRArithmetic(OpBuilder &b, Location loc)
-      : b(b), loc(loc), type(b.getIndexType()) {}
-  OpBuilder &b;
-  Location loc;
-  Type type;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) {
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value mul(Value x, Value y) {
-    return b.createOrFold<arith::MulIOp>(loc, x, y);
-  }
-  Value divu(Value x, Value y) {
-    return b.createOrFold<arith::DivUIOp>(loc, x, y);
-  }
-  Value minu(Value x, Value y) {
-    return b.createOrFold<arith::MinUIOp>(loc, x, y);
-  }
-  Value maxu(Value x, Value y) {
-    return b.createOrFold<arith::MaxUIOp>(loc, x, y);
-  }
-  Value maxs(Value x, Value y) {
-    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
+private:
+  template <typename Op> Value build(Value x, Value y) {
+    if (fold)
+      return b.createOrFold<Op>(loc, x, y);
+    return Op::create(b, loc, x, y);
   }
 };
 

@@ -387,8 +387,8 @@ private:
   /// block, possibly empty or fully masked).
   std::pair<Value, Value> visitedKeyBlocks(Value qStart) {
     AttentionOp op = p.op;
-    FoldingIRArithmetic ia(b, loc);
-    model::KVRange<FoldingIRArithmetic> range = model::kvBlockRange(
+    IRArithmetic ia(b, loc, b.getIndexType(), /*fold=*/true);
+    model::KVRange<IRArithmetic> range = model::kvBlockRange(
         ia, qStart, queryLen, keyLen, p.blockR, p.blockC, op.getCausal(),
         op.getWindow().value_or(0), op.getBottomRight(),
         op.getDiagonalOffset().value_or(0),
