@@ -76,3 +76,22 @@ def test_bad_sinks_are_refused(flashmlir, sinks, match):
     q = np.zeros((1, 2, 4, 16), np.float32)
     with pytest.raises((ValueError, flashmlir.CompileError), match=match):
         flashmlir.run_cpu(q, q, q, sinks=sinks)
+
+
+_GPU_SINKS = """
+func.func @decode(%q: tensor<1x8x128x128xf16>, %k: tensor<1x8x128x128xf16>,
+                  %s: tensor<8xf32>) -> tensor<1x8x128x128xf16> {
+  %o = fa.attention %q, %k, %k sinks(%s : tensor<8xf32>) {causal}
+      : tensor<1x8x128x128xf16>, tensor<1x8x128x128xf16>, tensor<1x8x128x128xf16>
+      -> tensor<1x8x128x128xf16>
+  return %o : tensor<1x8x128x128xf16>
+}
+"""
+
+
+def test_gpu_compile_refuses_sinks(flashmlir):
+    # The embedding entry (compile_module, the C API's path) refuses an
+    # attention with sinks by name instead of compiling it without them.
+    with pytest.raises(flashmlir.CompileError,
+                       match="attention sinks have no GPU kernel yet"):
+        flashmlir.compile_module(_GPU_SINKS, arch="sm_90a")
