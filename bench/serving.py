@@ -421,7 +421,11 @@ def main():
                 for b in (1, 8, 64) for nk in (2048, 8192, 32768)
                 for page in (0, 64)]
         if args.quick:
-            grid = [(32, 8, 8, 8192, 64), (64, 8, 1, 32768, 0)]
+            # Llama-3 8B and 70B shapes: a paged batch, batch 1 with a long
+            # and a short cache (where the per-layer append is the largest
+            # share of a step), and a large paged batch of short caches.
+            grid = [(32, 8, 8, 8192, 64), (64, 8, 1, 32768, 0),
+                    (32, 8, 1, 8192, 0), (32, 8, 64, 2048, 64)]
         for hq, hkv, b, nk, page in grid:
             if not fits(b * args.layers, hkv, nk, page):
                 continue

@@ -201,6 +201,9 @@ struct BuiltKernel {
   float scale = 0.0f; // the attention's softmax scale
   /// e4m3: the V layout kernel the launch runs first (empty otherwise).
   std::string valueLayout;
+  /// A KV cache: the kernel that appends a call's new keys and values
+  /// before the attention (empty otherwise).
+  std::string kvAppend;
 };
 } // namespace
 
@@ -220,6 +223,8 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   built.writesLse = !writesLse || writesLse.getValue();
   if (auto layout = kernel->getAttrOfType<StringAttr>("fagpu.value_layout"))
     built.valueLayout = layout.str();
+  if (auto append = kernel->getAttrOfType<StringAttr>("fagpu.kv_append"))
+    built.kvAppend = append.str();
   return built;
 }
 
@@ -420,6 +425,24 @@ static std::string metadataJson(StringRef kernelName,
                                     {"y", 1},
                                     {"z", 1}}},
         {"params", paramsJson(fagpu::valueLayoutParams())}};
+  }
+  if (!built.kvAppend.empty()) {
+    // A KV cache: the call's new keys and values written into the cache,
+    // and the lengths the attention reads (cache_seqlens + Nnew), by a
+    // kernel of the same cubin on the launch's stream before the attention.
+    std::string columns = std::to_string(fagpu::kKVAppendColumnsPerThread);
+    root["kv_append"] = llvm::json::Object{
+        {"kernel", built.kvAppend},
+        {"block", llvm::json::Array{fagpu::kKVAppendThreads, 1, 1}},
+        {"columns_per_thread", fagpu::kKVAppendColumnsPerThread},
+        {"grid",
+         llvm::json::Object{
+             {"x", "ceil(B * Nnew * Hkv * (D / " + columns + ") / " +
+                       std::to_string(fagpu::kKVAppendThreads) + ")"},
+             {"y", 1},
+             {"z", 1}}},
+        {"params", paramsJson(fagpu::kvAppendParams(
+                       options.dtype, options.kvDtype == "e4m3"))}};
   }
   std::string out;
   llvm::raw_string_ostream os(out);

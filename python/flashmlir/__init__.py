@@ -895,8 +895,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                        discard_lse=not return_softmax_lse,
                        cache_seqlens=seen, block_table=table,
                        kv_descales=kv_descales)
+    # The new keys and values written by the kernel's append kernel (one
+    # launch) where it has one for these tensors; else by torch ops.
+    appender = None if k is None else kernel.kv_append_plan(
+        k, v, k_cache, v_cache, page_size,
+        block_table.shape[1] if paged else 0, capacity,
+        descale_per_head=e4m3_cache and k_descale.numel() != 1)
     call = _KVCacheCall(plan, page_size, return_softmax_lse, (b, hq, nq),
-                        capacity, query_group)
+                        capacity, query_group, appender)
     result = call.run(q, k_cache, v_cache, k, v, cache_seqlens, block_table,
                       out, kv_descales)
     _remember(key, call)
@@ -1032,8 +1038,11 @@ class _KVCacheCall:
     the views' shapes and strides."""
 
     def __init__(self, plan, page_size, return_lse, lse_shape, capacity,
-                 query_group=0):
+                 query_group=0, appender=None):
         self.plan, self.page_size = plan, page_size
+        # The kernel's append plan (runtime._AppendPlan), or None: torch ops
+        # append.
+        self.appender = appender
         self.return_lse, self.lse_shape = return_lse, lse_shape
         self.capacity = capacity
         # A kernel that reads the query heads packed: Q packed in, O (and
@@ -1049,12 +1058,19 @@ class _KVCacheCall:
         table = block_table.contiguous() if block_table is not None \
             else None
         lengths = _kvcache_lengths(cache_seqlens, q.shape[0], q.device)
-        seen = lengths if k is None else (lengths + k.shape[1]).contiguous()
         if _CHECK_INPUTS and lengths is not None:
             _check_cache_on_host(lengths, 0 if k is None else k.shape[1],
                                  self.capacity, table, self.page_size,
                                  k_cache.shape[0])
-        if k is not None:
+        seen = lengths
+        if k is not None and self.appender is not None:
+            # One launch writes the rows (quantised for an e4m3 cache) and
+            # the lengths the attention reads; None where a tensor does not
+            # start on a whole piece of the kernel's.
+            seen = self.appender.launch(k, v, k_cache, v_cache, lengths,
+                                        table, kv_descales)
+        if k is not None and (seen is None or seen is lengths):
+            seen = (lengths + k.shape[1]).contiguous()
             if kv_descales is not None:
                 # An e4m3 cache: the new keys and values quantised, written
                 # as their codes.

@@ -368,6 +368,39 @@ def _check_value_layout(layout):
     return kernel
 
 
+def _check_kv_append(append, meta):
+    """A KV-cache kernel's "kv_append" (its append kernel,
+    fagpu::kvAppendParams): a kernel name, a block [threads, 1, 1], 8
+    columns a thread and the parameters the launcher binds by name."""
+    if not meta.get("kv_lengths"):
+        raise MetadataError("metadata 'kv_append' is for KV-cache kernels "
+                            "(kv_lengths)")
+    if not isinstance(append, dict):
+        raise MetadataError(f"metadata 'kv_append' must be an object, got "
+                            f"{append!r}")
+    kernel = append.get("kernel")
+    if not isinstance(kernel, str) or not kernel:
+        raise MetadataError(f"kv_append's kernel must name a kernel, got "
+                            f"{kernel!r}")
+    block = append.get("block")
+    if not isinstance(block, list) or len(block) != 3 or \
+            not all(_is_int(x) for x in block) or \
+            not 1 <= block[0] <= 1024 or block[1:] != [1, 1]:
+        raise MetadataError(f"kv_append's block must be [threads in [1, "
+                            f"1024], 1, 1], got {block!r}")
+    columns = append.get("columns_per_thread")
+    if not _is_int(columns) or columns != _KV_APPEND_COLUMNS:
+        raise MetadataError(f"kv_append's columns_per_thread must be "
+                            f"{_KV_APPEND_COLUMNS}, got {columns!r}")
+    names, _ = _check_params("kv_append's 'params'", append.get("params"))
+    e4m3_cache = meta.get("kv_dtype") == "e4m3" and meta["dtype"] != "e4m3"
+    want = _kv_append_params(e4m3_cache)
+    if names != want:
+        raise MetadataError(f"kv_append's parameters must be {want}, got "
+                            f"{names}")
+    return kernel
+
+
 def _check_metadata(meta):
     """The pure-Python checks: every rule of faKernelMetadataCheck
     (lib/Runtime/Metadata.cpp: its JSON reader's types and ranges, then
@@ -559,6 +592,24 @@ def _check_metadata(meta):
 # The e4m3 kernels' V layout kernel (fagpu::valueLayoutParams).
 _VALUE_LAYOUT_PARAMS = ["v", "v_t", "B", "Hkv", "Nk", "v_stride_b",
                         "v_stride_h", "v_stride_n"]
+
+# The KV-cache kernels' append kernel (fagpu::kvAppendParams): 16 bytes of a
+# new row a thread.
+_KV_APPEND_COLUMNS = 8
+
+
+def _kv_append_params(e4m3_cache):
+    """The append kernel's parameters in launch order."""
+    names = ["k_new", "v_new", "k_cache", "v_cache", "cache_seqlens", "seen",
+             "block_table"]
+    if e4m3_cache:
+        names += ["k_descale", "v_descale", "descale_per_head"]
+    names += ["B", "Nnew", "Hkv", "page_size", "max_pages", "num_pages",
+              "capacity"]
+    return names + [f"{t}_stride_{d}" for t in ("k_new", "v_new", "k_cache",
+                                                 "v_cache")
+                    for d in "bnh"]
+
 
 # Split-KV chunk counts: fa::checkKVSplits (fa/Dialect/FA/IR/Validation.h).
 _MAX_KV_SPLITS = 1024
@@ -899,8 +950,13 @@ class Kernel:
 
     def __init__(self, cubin, metadata):
         self.meta = validate_metadata(metadata)
+        # The append kernel only this launcher runs (the C runtime's
+        # faKernelMetadataCheck leaves the key alone).
+        if "kv_append" in self.meta:
+            _check_kv_append(self.meta["kv_append"], self.meta)
         self.cubin = check_image(cubin)
         self._functions = {}  # device index -> (module, function)
+        self._append_functions = {}  # device index -> the append kernel
         self._param_names = frozenset(p["name"] for p in self.meta["params"])
         # The signature of the last arguments that passed _check, and its
         # result.
@@ -1494,6 +1550,46 @@ class Kernel:
             self._functions[device_index] = (module, _, layout)
         return layout
 
+    def kv_append_plan(self, k, v, k_cache, v_cache, page_size, max_pages,
+                       capacity, descale_per_head=False):
+        """The launch plan of this KV-cache kernel's append kernel
+        ("kv_append") for new rows k, v [B, Nnew, Hkv, D] and caches in
+        flash-attn's layouts ([B, capacity, Hkv, D], or with page_size
+        [num_pages, page_size, Hkv, D] read through a block table of
+        max_pages columns); None where the kernel has no append kernel
+        (built before it) or the rows are not whole 16-byte pieces (8 for
+        an e4m3 cache) the kernel moves: the caller then appends with torch
+        ops. The caller has checked the shapes and dtypes."""
+        append = self.meta.get("kv_append")
+        if append is None:
+            return None
+        return _AppendPlan.make(self, append, k, v, k_cache, v_cache,
+                                page_size, max_pages, capacity,
+                                descale_per_head)
+
+    def _append_function(self, device_index):
+        """The KV-cache kernel's append kernel, from the same cubin."""
+        fn = self._append_functions.get(device_index)
+        if fn is None:
+            module = self._module(device_index)
+            drv = _get_driver()
+            fn = ctypes.c_void_p()
+            name = self.meta["kv_append"]["kernel"]
+            status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
+                                                 name.encode())
+            if status != 0:
+                raise MetadataError(
+                    f"the cubin has no kernel named {name!r} (the metadata's "
+                    f"kv_append): {drv.error_text(status)}")
+            self._append_functions[device_index] = fn
+        return fn
+
+    def _module(self, device_index):
+        """The cubin's module on `device_index`, loaded with the attention
+        kernel."""
+        self._function(device_index)
+        return self._functions[device_index][0]
+
     def _function(self, device_index):
         if device_index in self._functions:
             return self._functions[device_index][1]
@@ -1715,6 +1811,113 @@ def _cache_descale_layout(name, kv_descales, q, b, hkv):
             f"{name}: k_descale and v_descale must be laid out alike (one "
             f"element each, or [B, Hkv] each)")
     return layouts.pop()
+
+
+class _AppendPlan:
+    """One launch of a KV-cache kernel's append kernel for new rows and
+    caches of one signature (fagpu::kvAppendParams): the grid and every
+    parameter but the pointers, which `launch` binds. The lengths and the
+    block table stay on the device: the kernel traps on a position past the
+    capacity or a page outside the cache."""
+
+    @classmethod
+    def make(cls, kernel, append, k, v, k_cache, v_cache, page_size,
+             max_pages, capacity, descale_per_head):
+        """The plan, or None where the kernel cannot move these rows: a
+        head dim not of the kernel or not whole pieces, strides not whole
+        pieces, no unit stride on D, no rows at all, or numbers past its
+        32-bit parameters."""
+        b, n_new, hkv, d = k.shape
+        columns = append["columns_per_thread"]
+        tensors = (k, v, k_cache, v_cache)
+        if d != kernel.meta["head_dim"] or d % columns or \
+                b * n_new * hkv == 0 or capacity > _I32_MAX or \
+                k_cache.shape[0] > _I32_MAX or max_pages > _I32_MAX:
+            return None
+        for t in tensors:
+            if t.stride(3) != 1 or any(x % columns for x in t.stride()[:3]):
+                return None
+        return cls(kernel, append, tensors, page_size, max_pages, capacity,
+                   descale_per_head)
+
+    def __init__(self, kernel, append, tensors, page_size, max_pages,
+                 capacity, descale_per_head):
+        k, _, k_cache, _ = tensors
+        b, n_new, hkv, d = k.shape
+        # The scalar parameters by name (the tests read them).
+        self.scalars = {}
+        self.kernel = kernel
+        self.batch = b
+        threads = append["block"][0]
+        self.block = threads
+        self.grid = -(-(b * n_new * hkv * (d // append["columns_per_thread"]))
+                      // threads)
+        # 16-bit caches take 16-byte stores, e4m3 ones 8-byte stores.
+        self.cache_alignment = k_cache.element_size() * \
+            append["columns_per_thread"]
+        scalars = {"B": b, "Nnew": n_new, "Hkv": hkv, "page_size": page_size,
+                   "max_pages": max_pages,
+                   "num_pages": k_cache.shape[0] if page_size else 0,
+                   "capacity": capacity,
+                   "descale_per_head": int(bool(descale_per_head))}
+        for name, t in zip(("k_new", "v_new", "k_cache", "v_cache"),
+                           tensors):
+            scalars.update({f"{name}_stride_{dim}": stride for dim, stride
+                            in zip("bnh", t.stride()[:3])})
+        ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64}
+        self._fixed, addresses, self._cells = [], [], []
+        for p in append["params"]:
+            name, kind = p["name"], p.get("kind")
+            if kind in ctype:
+                value = ctype[kind](scalars[name])
+                self._fixed.append(value)
+                self.scalars[name] = value.value
+                addresses.append(ctypes.addressof(value))
+            else:
+                cell = ctypes.c_void_p(0)
+                self._cells.append((_APPEND_POINTERS[name], cell))
+                addresses.append(ctypes.addressof(cell))
+        self._params = (ctypes.c_void_p * len(addresses))(*addresses)
+        self._launch_lock = threading.Lock()
+
+    def launch(self, k, v, k_cache, v_cache, lengths, block_table,
+               kv_descales=None):
+        """Appends k and v on torch's current stream; returns the lengths
+        the attention then reads (lengths + Nnew, written by the kernel), or
+        None where a tensor does not start on a whole piece (the caller then
+        appends with torch ops)."""
+        import torch
+
+        if k.data_ptr() % 16 or v.data_ptr() % 16 or \
+                k_cache.data_ptr() % self.cache_alignment or \
+                v_cache.data_ptr() % self.cache_alignment:
+            return None
+        seen = torch.empty(self.batch, dtype=torch.int32, device=k.device)
+        tensors = (k, v, k_cache, v_cache, lengths, seen, block_table) + \
+            tuple(kv_descales or (None, None))
+        device_index = k.device.index
+        stream = _current_stream(device_index)
+        drv = _get_driver()
+        guard = (contextlib.nullcontext()
+                 if torch.cuda.current_device() == device_index
+                 else torch.cuda.device(device_index))
+        with guard, self._launch_lock:
+            for i, cell in self._cells:
+                t = tensors[i]
+                cell.value = 0 if t is None else t.data_ptr()
+            drv.check(drv.lib.cuLaunchKernel(
+                self.kernel._append_function(device_index), self.grid, 1, 1,
+                self.block, 1, 1, 0, ctypes.c_void_p(stream), self._params,
+                None), "cuLaunchKernel(KV append)")
+        return seen
+
+
+# The append kernel's pointer parameters: their places in the tuple
+# _AppendPlan.launch binds.
+_APPEND_POINTERS = {"k_new": 0, "v_new": 1, "k_cache": 2, "v_cache": 3,
+                    "cache_seqlens": 4, "seen": 5, "block_table": 6,
+                    "k_descale": 7, "v_descale": 8}
+_I32_MAX = 2 ** 31 - 1
 
 
 class _LaunchPlan:

@@ -1,7 +1,7 @@
 """Bad device-side inputs stop the kernel (marked gpu, on the H200): a KV
-cache length past the capacity or negative (torch's own indexing assert
-stops an append past the end), a block-table entry past the
-cache's pages, varlen prefix sums that decrease or end past the packed
+cache length past the capacity or negative, an append past the end or
+through a block-table entry past the cache's pages (the append kernel's
+checks), a block-table entry past the cache's pages, varlen prefix sums that decrease or end past the packed
 rows. The public calls read none of these values on the host, so the sm_90a
 kernel checks them itself (test/Pipelines/device-asserts-gpu.mlir) and
 traps: the launch fails ("unspecified launch failure") and the CUDA context
@@ -47,7 +47,16 @@ new = torch.randn(b, 1, hkv, d, device="cuda", dtype=torch.float16)
 lens = torch.tensor([10, 256], device="cuda", dtype=torch.int32)
 out = flashmlir.flash_attn_with_kvcache(q, k, k, k=new, v=new,
                                         cache_seqlens=lens)
-""", "index out of bounds", "cache_seqlens[1] = 256 with 1 new keys"),
+""", TRAP, "cache_seqlens[1] = 256 with 1 new keys"),
+    "append through a page past the cache": ("""
+k = torch.randn(8, 64, hkv, d, device="cuda", dtype=torch.float16)
+new = torch.randn(b, 1, hkv, d, device="cuda", dtype=torch.float16)
+table = torch.tensor([[0, 1, 2, 3], [4, 5, 99, 7]], device="cuda",
+                     dtype=torch.int32)
+lens = torch.tensor([10, 150], device="cuda", dtype=torch.int32)
+out = flashmlir.flash_attn_with_kvcache(q, k, k, k=new, v=new,
+                                        cache_seqlens=lens, block_table=table)
+""", TRAP, "block_table[1] holds 99"),
     "page past the cache": ("""
 k = torch.randn(8, 64, hkv, d, device="cuda", dtype=torch.float16)
 table = torch.tensor([[0, 1, 2, 3], [4, 5, 99, 7]], device="cuda",

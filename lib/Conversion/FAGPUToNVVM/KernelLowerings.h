@@ -30,6 +30,18 @@ LLVM::LLVMFuncOp buildSM90ValueLayoutKernel(OpBuilder &b, Location loc,
                                             int64_t headDim, StringRef name);
 std::string sm90ValueLayoutKernelName(int64_t headDim);
 
+/// The KV-cache kernels' append kernel (the new keys and values written
+/// into the cache and the lengths the attention reads,
+/// fagpu::kvAppendParams) for head dim `headDim` (a multiple of
+/// fagpu::kKVAppendColumnsPerThread), f16 or bf16 rows, a 16-bit or an e4m3
+/// cache, named `name`, built into `module`; and the name the kernels of
+/// one such kind share (SM90KVAppend.cpp).
+LLVM::LLVMFuncOp buildSM90KVAppendKernel(OpBuilder &b, Location loc,
+                                         gpu::GPUModuleOp module,
+                                         int64_t headDim, bool bf16,
+                                         bool e4m3Cache, StringRef name);
+std::string sm90KVAppendKernelName(int64_t headDim, bool bf16, bool e4m3Cache);
+
 } // namespace mlir::fa
 
 #endif // FA_LIB_CONVERSION_FAGPUTONVVM_KERNELLOWERINGS_H

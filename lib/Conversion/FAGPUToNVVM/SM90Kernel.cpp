@@ -1607,6 +1607,19 @@ LogicalResult mlir::fa::buildSM90Kernels(ModuleOp module) {
         buildSM90ValueLayoutKernel(b, loc, kernels, spec.headDim, layout);
       kernel->setAttr("fagpu.value_layout", b.getStringAttr(layout));
     }
+    if (spec.inputs.keyLengths && spec.keyColumns == spec.outputColumns &&
+        spec.keyColumns % fagpu::kKVAppendColumnsPerThread == 0) {
+      // The new keys and values a KV-cache call brings, written into the
+      // cache by a kernel of the same module before the attention; the
+      // launch metadata names it.
+      bool e4m3Cache = spec.inputs.keyValueDtype == "e4m3";
+      std::string append =
+          sm90KVAppendKernelName(spec.keyColumns, spec.bf16, e4m3Cache);
+      if (!kernels.lookupSymbol(append))
+        buildSM90KVAppendKernel(b, loc, kernels, spec.keyColumns, spec.bf16,
+                                e4m3Cache, append);
+      kernel->setAttr("fagpu.kv_append", b.getStringAttr(append));
+    }
     return kernel;
   };
   auto launch = [](fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,

@@ -217,6 +217,66 @@ SmallVector<KernelParam> mlir::fagpu::valueLayoutParams() {
       param("v_stride_n", ParamKind::I64, "", {}, "elements between V's rows")};
 }
 
+SmallVector<KernelParam> mlir::fagpu::kvAppendParams(StringRef dtype,
+                                                     bool e4m3Cache) {
+  auto param = [](StringRef name, ParamKind kind, StringRef type,
+                  ArrayRef<StringRef> dims, StringRef meaning) {
+    KernelParam p;
+    p.name = name.str();
+    p.kind = kind;
+    p.dtype = type.str();
+    for (StringRef dim : dims)
+      p.shape.push_back(dim.str());
+    p.meaning = meaning.str();
+    return p;
+  };
+  StringRef cacheType = e4m3Cache ? "e4m3" : dtype;
+  SmallVector<KernelParam> params = {
+      param("k_new", ParamKind::Pointer, dtype, {"B", "Nnew", "Hkv", "D"},
+            "the new keys, strided as their strides say"),
+      param("v_new", ParamKind::Pointer, dtype, {"B", "Nnew", "Hkv", "D"},
+            "the new values, strided as their strides say"),
+      param("k_cache", ParamKind::Pointer, cacheType,
+            {"B | num_pages", "capacity | page_size", "Hkv", "D"},
+            "the key cache, written in place"),
+      param("v_cache", ParamKind::Pointer, cacheType,
+            {"B | num_pages", "capacity | page_size", "Hkv", "D"},
+            "the value cache, written in place"),
+      param("cache_seqlens", ParamKind::Pointer, "i32", {"B"},
+            "keys each sequence holds before the append"),
+      param("seen", ParamKind::Pointer, "i32", {"B"},
+            "written: cache_seqlens + Nnew, the attention's kv_lengths"),
+      param("block_table", ParamKind::Pointer, "i32", {"B", "max_pages"},
+            "a paged cache's pages (null for a contiguous one)")};
+  if (e4m3Cache) {
+    params.push_back(param("k_descale", ParamKind::Pointer, "f32",
+                           {"1 | B * Hkv"}, "the key codes' factor"));
+    params.push_back(param("v_descale", ParamKind::Pointer, "f32",
+                           {"1 | B * Hkv"}, "the value codes' factor"));
+    params.push_back(param("descale_per_head", ParamKind::I32, "", {},
+                           "0: one descale each; 1: [B, Hkv]"));
+  }
+  static constexpr std::pair<StringRef, StringRef> kScalars[] = {
+      {"B", "batch"},
+      {"Nnew", "new rows a sequence"},
+      {"Hkv", "key/value heads"},
+      {"page_size", "rows a page (0: a contiguous cache)"},
+      {"max_pages", "block_table's columns"},
+      {"num_pages", "pages of a paged cache"},
+      {"capacity",
+       "keys a sequence can hold (capacity, or max_pages * page_size)"}};
+  for (auto [name, meaning] : kScalars)
+    params.push_back(param(name, ParamKind::I32, "", {}, meaning));
+  for (StringRef tensor : {"k_new", "v_new", "k_cache", "v_cache"})
+    for (StringRef dim : {"b", "n", "h"})
+      params.push_back(
+          param((tensor + "_stride_" + dim).str(), ParamKind::I64, "", {},
+                dim == "b" ? "elements between batches (a paged cache's pages)"
+                : dim == "n" ? "elements between rows"
+                             : "elements between heads"));
+  return params;
+}
+
 StringRef mlir::fagpu::paramKindName(ParamKind kind) {
   switch (kind) {
   case ParamKind::TensorMap:

@@ -159,6 +159,30 @@ inline constexpr int64_t valueLayoutKey(int64_t kappa) {
   return 8 * ((kappa % 4) / 2) + 2 * (kappa / 4) + kappa % 2;
 }
 
+/// The KV-cache kernels' append kernel (flash_attn_with_kvcache's k and v):
+/// writes the new keys and values k_new, v_new [B, Nnew, Hkv, D] (`dtype`,
+/// f16 or bf16, strided) into the cache rows lengths[b] .. lengths[b] +
+/// Nnew - 1 of each sequence, and seen[b] = lengths[b] + Nnew, the lengths
+/// the attention then reads: one launch where the same step in torch ops
+/// is about ten (index arithmetic, a gather of the pages, two scatters, and
+/// a quantisation). The cache is contiguous [B, capacity, Hkv, D]
+/// (page_size 0) or paged [num_pages, page_size, Hkv, D] through
+/// block_table [B, max_pages], any strides (batch or page, row, head) with
+/// unit stride on D. An e4m3 cache (`e4m3Cache`) takes the codes of x /
+/// descale, rounded to nearest and saturated at +-448 (cvt.rn.satfinite),
+/// with k_descale and v_descale one f32 each or [B, Hkv]
+/// (descale_per_head). The kernel traps on a position at or past
+/// `capacity` or a page outside [0, num_pages), as the attention does: the
+/// lengths and the table stay on the device. One thread a (sequence, new
+/// row, head, kKVAppendColumnsPerThread columns), the columns fastest;
+/// kKVAppendThreads threads a CTA.
+SmallVector<KernelParam> kvAppendParams(StringRef dtype, bool e4m3Cache);
+inline constexpr int64_t kKVAppendThreads = 256;
+/// 16 bytes of a 16-bit row a thread (one vector load; an e4m3 cache's 8
+/// bytes one vector store): new rows, cache rows and head strides must be
+/// whole multiples of it, which the runtimes check before they launch.
+inline constexpr int64_t kKVAppendColumnsPerThread = 8;
+
 /// Whether `target`'s kernels read and write q, k, v, o as strided
 /// [B, H, N, D] tensors (any batch, head and row strides in 16-byte
 /// multiples, unit stride on D): rank-4 tensor maps, and o's strides as
