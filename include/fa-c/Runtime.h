@@ -217,6 +217,33 @@ int faKernelLaunchKVCacheE4M3(
     float scale, int kvSplits, const float *kDescale, const float *vDescale,
     int descaleLayout, void *stream);
 
+/** Writes new keys and values into a KV cache with the kernel's append
+ *  kernel (metadata "kv_append": fa-compile --kv-lengths builds it into the
+ *  cubin), as flash_attn_with_kvcache does with its k and v: kNew and vNew
+ *  [B, newRows, Hkv, D] in the kernel's dtype (f16/bf16; strides in
+ *  elements, multiples of 8, 16-byte aligned pointers, unit stride on D)
+ *  go to rows kvLengths[b] .. kvLengths[b] + newRows - 1 of each sequence
+ *  of the cache (kCache/vCache and their strides as faKernelLaunchKVCache
+ *  takes them: cacheEntries sequences of cacheRows rows, or through
+ *  blockTable [B, maxPages] pages of cacheRows rows for a paged kernel).
+ *  An e4m3 cache (metadata "kv_dtype": "e4m3") gets the codes of
+ *  x / descale rounded to nearest and saturated at +-448, with kDescale and
+ *  vDescale laid out as descaleLayout says (faKernelLaunchKVCacheE4M3);
+ *  a 16-bit cache takes NULL descales. seen [B] (int32, device) receives
+ *  kvLengths + newRows: the lengths to launch the attention with on the
+ *  same stream. The lengths and the table stay on the device: the kernel
+ *  traps on a position at or past the capacity or a page outside [0,
+ *  cacheEntries), as the attention does. */
+int faKernelAppendKV(FaKernel *kernel, const void *kNew,
+                     const FaStrides *kNewStrides, const void *vNew,
+                     const FaStrides *vNewStrides, void *kCache,
+                     const FaStrides *kStrides, void *vCache,
+                     const FaStrides *vStrides, int batch, int newRows,
+                     int kvHeads, long long cacheEntries, int cacheRows,
+                     const int *kvLengths, int *seen, const int *blockTable,
+                     int maxPages, const float *kDescale, const float *vDescale,
+                     int descaleLayout, void *stream);
+
 /** faKernelLaunchStrided for a kernel compiled for a varlen batch
  *  (fa-compile --varlen; metadata "varlen"): q and o are [1, Hq, totalQ, D],
  *  k and v [1, Hkv, totalK, D] holding `sequences` sequences packed along N

@@ -60,6 +60,20 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
       return fail(message);
     }
   }
+  if (k->meta.hasKvAppend) {
+    status = driver.cuModuleGetFunction(&k->appendFunction, k->module,
+                                        k->meta.kvAppendKernel.c_str());
+    if (status != 0) {
+      std::string message = "the cubin has no kernel named '" +
+                            k->meta.kvAppendKernel +
+                            "' (the metadata's kv_append): "
+                            "cuModuleGetFunction failed: " +
+                            driver.describe(status);
+      driver.cuModuleUnload(k->module);
+      delete k;
+      return fail(message);
+    }
+  }
   // Above 48 KiB, dynamic shared memory must be opted into per function.
   if (k->meta.sharedBytes > 48 * 1024 &&
       check(driver.cuFuncSetAttribute(k->function,

@@ -661,4 +661,155 @@ int faKernelLaunchKVCacheE4M3(
                        kDescale, vDescale, descaleLayout, stream);
 }
 
+int faKernelAppendKV(FaKernel *k, const void *kNew,
+                     const FaStrides *kNewStrides, const void *vNew,
+                     const FaStrides *vNewStrides, void *kCache,
+                     const FaStrides *kStrides, void *vCache,
+                     const FaStrides *vStrides, int batch, int newRows,
+                     int kvHeads, long long cacheEntries, int cacheRows,
+                     const int *kvLengths, int *seen, const int *blockTable,
+                     int maxPages, const float *kDescale, const float *vDescale,
+                     int descaleLayout, void *stream) {
+  const std::string where = "faKernelAppendKV: ";
+  if (!k)
+    return fail(where + "kernel must not be null");
+  const Metadata &m = k->meta;
+  if (!m.hasKvAppend)
+    return fail(where + m.kernel +
+                " has no append kernel (metadata 'kv_append'; fa-compile "
+                "--kv-lengths builds one)");
+  const bool e4m3Cache = m.kvDtype == "e4m3" && m.dtype != "e4m3";
+  if (e4m3Cache) {
+    if (descaleLayout != FA_DESCALE_PER_TENSOR &&
+        descaleLayout != FA_DESCALE_PER_HEAD)
+      return fail(where +
+                  "descaleLayout must be FA_DESCALE_PER_TENSOR (0) "
+                  "or FA_DESCALE_PER_HEAD (1, [B, Hkv]), got " +
+                  std::to_string(descaleLayout));
+    for (const float *p : {kDescale, vDescale})
+      if (!p || reinterpret_cast<uintptr_t>(p) % 4 != 0)
+        return fail(where + m.kernel +
+                    " writes an e4m3 cache: k_descale and v_descale must be "
+                    "4-byte aligned f32 arrays on the device");
+  } else if (kDescale || vDescale) {
+    return fail(where + m.kernel +
+                " writes a 16-bit cache: pass NULL descales");
+  }
+  if (!kNew || !vNew || !kCache || !vCache || !kvLengths || !seen ||
+      !kNewStrides || !vNewStrides || !kStrides || !vStrides)
+    return fail(where + "the tensors, their strides, kv_lengths and seen "
+                        "must not be null");
+  if ((m.pageSize != 0) != (blockTable != nullptr))
+    return fail(where + m.kernel +
+                (m.pageSize ? " writes a paged cache: give its block table "
+                              "[B, max_pages] (int32)"
+                            : " writes a contiguous cache: pass a NULL block "
+                              "table"));
+  for (const void *p :
+       {(const void *)kvLengths, (const void *)seen, (const void *)blockTable})
+    if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail(where + "kv_lengths, seen and the block table must be "
+                          "4-byte aligned int32 arrays");
+  if (batch <= 0 || newRows <= 0 || kvHeads <= 0)
+    return fail(where +
+                "batch, new rows and K/V heads must be positive, "
+                "got " +
+                std::to_string(batch) + ", " + std::to_string(newRows) + ", " +
+                std::to_string(kvHeads));
+  if (cacheEntries <= 0 || cacheEntries > 0x7fffffffLL || cacheRows <= 0)
+    return fail(where + "the cache's entries (" + std::to_string(cacheEntries) +
+                ") and rows (" + std::to_string(cacheRows) +
+                ") must be positive");
+  long long capacity = cacheRows;
+  if (m.pageSize) {
+    if (cacheRows != m.pageSize)
+      return fail(where + m.kernel + " writes pages of " +
+                  std::to_string(m.pageSize) + " rows, got " +
+                  std::to_string(cacheRows));
+    if (maxPages <= 0 || (long long)maxPages * cacheRows > 0x7fffffffLL)
+      return fail(where + "max_pages must be in [1, " +
+                  std::to_string(0x7fffffffLL / cacheRows) + "], got " +
+                  std::to_string(maxPages));
+    capacity = (long long)maxPages * cacheRows;
+  } else {
+    if (cacheEntries != batch)
+      return fail(where + "a contiguous cache has one entry per sequence (" +
+                  std::to_string(batch) + "), got " +
+                  std::to_string(cacheEntries));
+    maxPages = 0;
+  }
+  // 16 bytes of a row a thread: the strides must keep every piece whole.
+  const long long columns = m.kvAppendColumns;
+  const long long bytes = e4m3Cache ? 1 : 2;
+  for (const FaStrides *t : {kNewStrides, vNewStrides, kStrides, vStrides})
+    if (t->batch % columns || t->head % columns || t->row % columns)
+      return fail(where + "strides must be multiples of " +
+                  std::to_string(columns) +
+                  " elements (whole 16-byte pieces of a row)");
+  for (const void *p : {kNew, vNew})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      return fail(where + "k and v must be 16-byte aligned");
+  for (const void *p : {(const void *)kCache, (const void *)vCache})
+    if (reinterpret_cast<uintptr_t>(p) % (columns * bytes) != 0)
+      return fail(where + "the caches must be " +
+                  std::to_string(columns * bytes) + "-byte aligned");
+  if (m.headDim % columns)
+    return fail(where + "the head dim must be a multiple of " +
+                std::to_string(columns));
+  const long long threads =
+      (long long)batch * newRows * kvHeads * (m.headDim / columns);
+  const long long perBlock = m.kvAppendBlock[0];
+  if ((threads + perBlock - 1) / perBlock > 0x7fffffffLL)
+    return fail(where + "sizes exceed the append kernel's 32-bit grid");
+  // Every parameter by name, in the metadata's order.
+  int b = batch, rows = newRows, heads = kvHeads, page = (int)m.pageSize,
+      pages = maxPages, entries = (int)(m.pageSize ? cacheEntries : 0),
+      cap = (int)capacity, perHead = descaleLayout == FA_DESCALE_PER_HEAD;
+  long long strides[4][3] = {
+      {kNewStrides->batch, kNewStrides->row, kNewStrides->head},
+      {vNewStrides->batch, vNewStrides->row, vNewStrides->head},
+      {kStrides->batch, kStrides->row, kStrides->head},
+      {vStrides->batch, vStrides->row, vStrides->head}};
+  const void *pointers[] = {kNew, vNew,       kCache,   vCache,  kvLengths,
+                            seen, blockTable, kDescale, vDescale};
+  const char *pointerNames[] = {"k_new",       "v_new",         "k_cache",
+                                "v_cache",     "cache_seqlens", "seen",
+                                "block_table", "k_descale",     "v_descale"};
+  std::vector<void *> args;
+  for (const std::string &name : m.kvAppendParams) {
+    void *arg = nullptr;
+    for (int i = 0; i < 9 && !arg; ++i)
+      if (name == pointerNames[i])
+        arg = (void *)&pointers[i];
+    const std::pair<const char *, int *> scalars[] = {
+        {"B", &b},
+        {"Nnew", &rows},
+        {"Hkv", &heads},
+        {"page_size", &page},
+        {"max_pages", &pages},
+        {"num_pages", &entries},
+        {"capacity", &cap},
+        {"descale_per_head", &perHead}};
+    for (const auto &[scalar, value] : scalars)
+      if (!arg && name == scalar)
+        arg = value;
+    const char *tensors[] = {"k_new", "v_new", "k_cache", "v_cache"};
+    for (int t = 0; t < 4 && !arg; ++t)
+      for (int d = 0; d < 3 && !arg; ++d)
+        if (name == std::string(tensors[t]) + "_stride_" + "bnh"[d])
+          arg = &strides[t][d];
+    if (!arg)
+      return fail(where +
+                  "no launch value for the append kernel's "
+                  "parameter '" +
+                  name + "'");
+    args.push_back(arg);
+  }
+  return check(driver.cuLaunchKernel(
+                   k->appendFunction,
+                   (unsigned)((threads + perBlock - 1) / perBlock), 1, 1,
+                   (unsigned)perBlock, 1, 1, 0, stream, args.data(), nullptr),
+               "cuLaunchKernel(KV append)");
+}
+
 } // extern "C"

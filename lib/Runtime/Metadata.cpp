@@ -144,6 +144,9 @@ public:
       } else if (key == "value_layout") {
         if (readValueLayout(m))
           return 1;
+      } else if (key == "kv_append") {
+        if (readKvAppend(m))
+          return 1;
       } else if (key == "grid") {
         // The launch grid's formulas (for people and the Python launcher,
         // which needs them): an object.
@@ -570,6 +573,41 @@ private:
     return failed ? 1 : 0;
   }
 
+  /// "kv_append": {"kernel": name, "block": [x, y, z], "columns_per_thread":
+  /// n, "params": [{"name": ...}, ...], "grid": ...}: a KV cache's append
+  /// kernel.
+  int readKvAppend(Metadata &m) {
+    if (!eat('{'))
+      return fail("launch metadata: 'kv_append' must be an object");
+    m.hasKvAppend = true;
+    std::vector<std::string> seen;
+    for (int more = beginMembers('}'); more == 0; more = nextMember('}')) {
+      std::string key;
+      if (readKey(key, seen))
+        return 1;
+      if (key == "kernel") {
+        if (readString(m.kvAppendKernel))
+          return fail("launch metadata: 'kv_append''s kernel must be a "
+                      "string");
+      } else if (key == "block") {
+        if (readBlock("'kv_append''s block", m.kvAppendBlock))
+          return 1;
+      } else if (key == "params") {
+        Metadata append;
+        if (readParams(append))
+          return 1;
+        m.kvAppendParams = append.params;
+      } else if (key == "columns_per_thread") {
+        static constexpr IntField kColumns = {"columns_per_thread", 1, 1024};
+        if (readInt(kColumns, m.kvAppendColumns))
+          return 1;
+      } else if (skipValue(1)) {
+        return fail("launch metadata: malformed 'kv_append'");
+      }
+    }
+    return failed ? 1 : 0;
+  }
+
   const std::string &s;
   size_t pos = 0;
   // A malformed separator (nextMember) ends every loop at once.
@@ -754,6 +792,32 @@ int validate(const Metadata &m) {
         return fail("launch metadata: rank-3 tensor maps take an "
                     "'l2_promotion' of 256 only, got " +
                     std::to_string(promotion));
+  // A KV cache's append kernel: one thread a (sequence, new row, head, 8
+  // columns), its parameters bound by name.
+  if (m.hasKvAppend) {
+    if (!m.kvLengths)
+      return fail("launch metadata: 'kv_append' is for KV-cache kernels "
+                  "(kv_lengths)");
+    if (m.kvAppendKernel.empty())
+      return fail("launch metadata: 'kv_append''s kernel must name a kernel");
+    if (m.kvAppendBlock.size() != 3 || m.kvAppendBlock[1] != 1 ||
+        m.kvAppendBlock[2] != 1)
+      return fail("launch metadata: 'kv_append''s block must be [threads in "
+                  "[1, 1024], 1, 1]");
+    if (m.kvAppendColumns != kKVAppendColumns)
+      return fail("launch metadata: 'kv_append''s columns_per_thread must "
+                  "be " +
+                  std::to_string(kKVAppendColumns) + ", got " +
+                  std::to_string(m.kvAppendColumns));
+    std::vector<std::string> names = m.kvAppendParams,
+                             want = kvAppendParamNames(m.kvDtype == "e4m3" &&
+                                                       m.dtype != "e4m3");
+    std::sort(names.begin(), names.end());
+    std::sort(want.begin(), want.end());
+    if (names != want)
+      return fail("launch metadata: 'kv_append''s parameters must be the "
+                  "append kernel's, each once");
+  }
   return 0;
 }
 
@@ -798,6 +862,19 @@ int checkImage(const void *image, size_t size) {
   return 0;
 }
 
+std::vector<std::string> kvAppendParamNames(bool e4m3Cache) {
+  std::vector<std::string> names = {"k_new",      "v_new", "k_cache",
+                                    "v_cache",    "seen",  "cache_seqlens",
+                                    "block_table"};
+  if (e4m3Cache)
+    names.insert(names.end(), {"k_descale", "v_descale", "descale_per_head"});
+  names.insert(names.end(), {"B", "Nnew", "Hkv", "page_size", "max_pages",
+                             "num_pages", "capacity"});
+  for (const char *tensor : {"k_new", "v_new", "k_cache", "v_cache"})
+    for (const char *dim : {"b", "n", "h"})
+      names.push_back(std::string(tensor) + "_stride_" + dim);
+  return names;
+}
 
 int parseMetadata(const std::string &text, Metadata &m) {
   return JsonScanner(text).parse(m) || validate(m);

@@ -168,6 +168,15 @@ struct Metadata {
   // V columns a layout thread transposes ("columns_per_thread": 16, or 1
   // where absent -- kernels before it): the launch's thread count.
   long valueLayoutColumns = 1;
+  // A KV cache: the append kernel of the same cubin ("kv_append"): whether
+  // the entry is there, the kernel's name, threads per block, columns a
+  // thread (fagpu::kKVAppendColumnsPerThread, 0 where absent) and its
+  // parameter names, which the launcher binds by name.
+  bool hasKvAppend = false;
+  std::string kvAppendKernel;
+  std::vector<long> kvAppendBlock;
+  std::vector<std::string> kvAppendParams;
+  long kvAppendColumns = 0;
   // The rank of the tensor maps (every "tensormap" parameter's "rank"): 4
   // reads strided [B, H, N, D] tensors, 3 (or absent) contiguous ones.
   long mapRank = 0;
@@ -182,6 +191,14 @@ struct Metadata {
   // default ("arch", "causal", "grid"), as they were given.
   std::vector<std::string> given;
 };
+
+/// Columns of a row one append thread moves (fagpu::kKVAppendColumnsPerThread:
+/// 16 bytes of a 16-bit row).
+inline constexpr long kKVAppendColumns = 8;
+
+/// The parameters of a KV cache's append kernel (fagpu::kvAppendParams),
+/// as a set: the launcher binds them by name, in the metadata's order.
+std::vector<std::string> kvAppendParamNames(bool e4m3Cache);
 
 /// Reads `text` (strict JSON) into `m` and validates what the fields say
 /// together; 1 with the message on anything else.
@@ -252,6 +269,9 @@ struct FaKernel {
     size_t bytes = 0;
   };
   std::map<void *, Workspace> valueWorkspace;
+  // A KV cache: the append kernel (faKernelAppendKV), null where the
+  // metadata names none.
+  void *appendFunction = nullptr;
 };
 
 #endif // FA_LIB_RUNTIME_RUNTIMEIMPL_H

@@ -395,9 +395,10 @@ def _check_kv_append(append, meta):
     names, _ = _check_params("kv_append's 'params'", append.get("params"))
     e4m3_cache = meta.get("kv_dtype") == "e4m3" and meta["dtype"] != "e4m3"
     want = _kv_append_params(e4m3_cache)
-    if names != want:
-        raise MetadataError(f"kv_append's parameters must be {want}, got "
-                            f"{names}")
+    # Bound by name: any order, each once.
+    if sorted(names) != sorted(want):
+        raise MetadataError(f"kv_append's parameters must be the append "
+                            f"kernel's, each once: {want}, got {names}")
     return kernel
 
 
@@ -587,6 +588,9 @@ def _check_metadata(meta):
                 raise MetadataError(
                     f"parameter {p['name']!r}: rank-3 tensor maps take an "
                     f"'l2_promotion' of 256 only, got {p['l2_promotion']}")
+    # A KV cache's append kernel, last, as the C reader checks it.
+    if "kv_append" in meta:
+        _check_kv_append(meta["kv_append"], meta)
 
 
 # The e4m3 kernels' V layout kernel (fagpu::valueLayoutParams).
@@ -950,10 +954,6 @@ class Kernel:
 
     def __init__(self, cubin, metadata):
         self.meta = validate_metadata(metadata)
-        # The append kernel only this launcher runs (the C runtime's
-        # faKernelMetadataCheck leaves the key alone).
-        if "kv_append" in self.meta:
-            _check_kv_append(self.meta["kv_append"], self.meta)
         self.cubin = check_image(cubin)
         self._functions = {}  # device index -> (module, function)
         self._append_functions = {}  # device index -> the append kernel

@@ -1,8 +1,8 @@
 """flash_attn_with_kvcache's new keys and values written by the KV-cache
 kernel's append kernel ("kv_append" in its metadata: one launch in place of
-about ten torch ops a call). CPU: the metadata fa-compile writes, the
-Python launcher's checks of it (the only launcher that runs it), and the
-launch plan's parameters. GPU (marked gpu):
+about ten torch ops a call). CPU: the metadata fa-compile writes, both
+readers' checks of it (the C runtime's and Python's, the same rules), and
+the launch plan's parameters, bound by name. GPU (marked gpu):
 the rows land where the lengths and the block table say, bit for bit (an
 e4m3 cache: torch's quantisation of the rows), the rest of the cache is
 untouched, the attention sees them, and rows the kernel cannot move (row
@@ -32,9 +32,8 @@ def _compile(build_dir, tmp_path, *flags):
 def test_metadata_describes_the_append_kernel(build_dir, tmp_path, flashmlir,
                                               metadata_check, flags, e4m3):
     """The kernel, block, columns a thread and the parameters the Python
-    launcher binds by name (the descales only for an e4m3 cache); both
-    readers take the metadata (the C one leaves the entry alone) and the
-    Python launcher its entry."""
+    launchers bind by name (the descales only for an e4m3 cache); both
+    readers take it."""
     runtime = flashmlir.runtime
     meta = _compile(build_dir, tmp_path, *flags)
     append = meta["kv_append"]
@@ -63,30 +62,51 @@ def test_metadata_without_lengths_has_no_append_kernel(build_dir, tmp_path):
 
 
 @pytest.mark.parametrize("change,match", [
-    (lambda a: a.update(kernel=""), "kv_append's kernel"),
-    (lambda a: a.update(kernel=3), "kv_append's kernel"),
-    (lambda a: a.update(block=[256, 2, 1]), "kv_append's block"),
-    (lambda a: a.update(block=[2048, 1, 1]), "kv_append's block"),
+    (lambda a: a.update(kernel=""), "kv_append'?'s kernel"),
+    (lambda a: a.update(kernel=3), "kv_append'?'s kernel"),
+    (lambda a: a.update(block=[256, 2, 1]), "kv_append'?'s block"),
+    (lambda a: a.update(block=[2048, 1, 1]), "block"),
     (lambda a: a.update(columns_per_thread=16), "columns_per_thread"),
     (lambda a: a.update(columns_per_thread=True), "columns_per_thread"),
-    (lambda a: a["params"].pop(0), "kv_append's parameters"),
-    (lambda a: a["params"].reverse(), "kv_append's parameters"),
-    (lambda a: a.update(params=None), "must be a list"),
+    (lambda a: a.pop("columns_per_thread"), "columns_per_thread"),
+    (lambda a: a["params"].pop(0), "parameters"),
+    (lambda a: a["params"].append(dict(a["params"][3])), "parameters"),
+    (lambda a: a.update(params=None), "params"),
 ])
-def test_python_reader_refuses_a_bad_append_entry(build_dir, tmp_path,
-                                                  flashmlir, change, match):
-    """Each field the launcher relies on: a grid counted from a wrong block
-    or column count, or parameters bound in another order, would write the
-    wrong rows."""
+def test_readers_refuse_a_bad_append_entry(build_dir, tmp_path, flashmlir,
+                                           metadata_check, change, match):
+    """Each field a launcher relies on (both readers, the same rules): a
+    grid counted from a wrong block or column count, or a parameter missing
+    or twice, would write the wrong rows."""
     runtime = flashmlir.runtime
     meta = _compile(build_dir, tmp_path, "--page-size", "64")
     change(meta["kv_append"])
     with pytest.raises(runtime.MetadataError, match=match):
-        runtime.Kernel(ELF_HEADER, meta)
+        runtime.validate_metadata(meta)
 
 
-def test_python_reader_refuses_an_append_kernel_without_lengths(
-        build_dir, tmp_path, flashmlir):
+def test_append_parameters_bind_by_name(build_dir, tmp_path, flashmlir,
+                                        metadata_check):
+    """The parameters in another order are the same kernel's: both readers
+    take them, and the plan binds each value by its name."""
+    runtime = flashmlir.runtime
+    meta = _compile(build_dir, tmp_path)
+    meta["kv_append"]["params"].reverse()
+    runtime.validate_metadata(meta)
+    kernel = runtime.Kernel(ELF_HEADER, meta)
+    k = _Rows((2, 1, 8, 128), (8 * 128, 8 * 128, 128, 1))
+    cache = _Rows((2, 64, 8, 128), (64 * 8 * 128, 8 * 128, 128, 1))
+    plan = kernel.kv_append_plan(k, k, cache, cache, 0, 0, 64)
+    slots = [p["name"] for p in meta["kv_append"]["params"]]
+    fixed = {name: plan._params[slots.index(name)] for name in plan.scalars}
+    import ctypes
+    assert ctypes.c_int32.from_address(fixed["capacity"]).value == 64
+    assert ctypes.c_int64.from_address(fixed["k_cache_stride_b"]).value == \
+        64 * 8 * 128
+
+
+def test_readers_refuse_an_append_kernel_without_lengths(
+        build_dir, tmp_path, flashmlir, metadata_check):
     """An append entry on a kernel without per-sequence lengths (which no
     call appends to) is refused, not ignored."""
     runtime = flashmlir.runtime
@@ -98,7 +118,7 @@ def test_python_reader_refuses_an_append_kernel_without_lengths(
     meta = json.loads((tmp_path / "plain.json").read_text())
     meta["kv_append"] = append
     with pytest.raises(runtime.MetadataError, match="KV-cache kernels"):
-        runtime.Kernel(ELF_HEADER, meta)
+        runtime.validate_metadata(meta)
 
 
 class _Rows:
@@ -310,3 +330,104 @@ def test_rows_off_the_kernels_pieces_append_through_torch(cuda_flashmlir,
     for i, n in enumerate([10, 200]):
         want[i, n] = k[i, 0]
     assert torch.equal(k_cache, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("e4m3", [False, True])
+def test_c_runtime_appends(cuda_flashmlir, e4m3):
+    """faKernelAppendKV: the rows of a paged cache in flash-attn's layout
+    land where the lengths and the table say (an e4m3 cache: torch's codes),
+    `seen` gets lengths + Nnew, and the attention launched on those lengths
+    (faKernelLaunchKVCache[E4M3]) matches fp32 on the (dequantised) cache;
+    its refusals name the argument."""
+    import ctypes
+    import math
+    from conftest import load_c_runtime, masked_reference
+    torch, flashmlir = cuda_flashmlir
+    lib, _, strides = load_c_runtime()
+    kernel = ctypes.c_void_p()
+    prefix = f"{_kernel_dir(64)}/sm_90a_d128_f16_splitkv_kvlens_paged64" + \
+        ("_kve4m3" if e4m3 else "")
+    assert lib.faKernelLoadFiles(prefix.encode(), 0,
+                                 ctypes.byref(kernel)) == 0, \
+        lib.faRuntimeLastError()
+    torch.manual_seed(9)
+    b, hq, hkv, d, page, max_pages, n_new = 3, 16, 8, 128, 64, 6, 2
+    pages = b * max_pages + 1
+    kc = torch.randn(pages, page, hkv, d, device="cuda", dtype=torch.float16)
+    vc = torch.randn_like(kc)
+    descale = torch.full((1,), 0.02, device="cuda")
+    if e4m3:
+        kc, vc = (flashmlir._quantize_e4m3(x, descale) for x in (kc, vc))
+    raw = (lambda t: t.view(torch.uint8)) if e4m3 else (lambda t: t)
+    before = raw(kc).clone()
+    table = torch.randperm(pages, device="cuda")[:b * max_pages].view(
+        b, max_pages).to(torch.int32).contiguous()
+    lengths = [0, 130, 300]
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    seen = torch.full((b,), -7, dtype=torch.int32, device="cuda")
+    k = torch.randn(b, n_new, hkv, d, device="cuda", dtype=torch.float16)
+    v = torch.randn_like(k)
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    tensors = []
+    for t in (k, v, kc, vc):
+        tensors += [ctypes.c_void_p(t.data_ptr()), ctypes.byref(strides(t))]
+    descales = (ctypes.c_void_p(descale.data_ptr()),
+                ctypes.c_void_p(descale.data_ptr())) if e4m3 else (None, None)
+
+    def append(table_ptr=ctypes.c_void_p(table.data_ptr()), rows=n_new,
+               scales=descales):
+        return lib.faKernelAppendKV(
+            kernel, *tensors, b, rows, hkv, ctypes.c_longlong(pages), page,
+            ctypes.c_void_p(lens.data_ptr()), ctypes.c_void_p(seen.data_ptr()),
+            table_ptr, max_pages, *scales, 0, stream)
+
+    assert append() == 0, lib.faRuntimeLastError()
+    torch.cuda.synchronize()
+    assert seen.tolist() == [n + n_new for n in lengths]
+    want = before.clone()
+    codes = raw(flashmlir._quantize_e4m3(k, descale)) if e4m3 else k
+    for i, n in enumerate(lengths):
+        for r in range(n_new):
+            p = table[i, (n + r) // page].item()
+            want[p, (n + r) % page] = codes[i, r]
+    assert torch.equal(raw(kc), want)
+    # The attention on the lengths the append wrote.
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.float16)
+    out = torch.empty_like(q)
+    lse = torch.empty(b, hq, 1, device="cuda")
+    launch = lib.faKernelLaunchKVCacheE4M3 if e4m3 else \
+        lib.faKernelLaunchKVCache
+    args = []
+    for t in (q, kc, vc, out):
+        args += [ctypes.c_void_p(t.data_ptr()), ctypes.byref(strides(t))]
+    assert launch(kernel, *args, ctypes.c_void_p(lse.data_ptr()), b, hq, hkv,
+                  1, ctypes.c_longlong(pages), page,
+                  ctypes.c_void_p(seen.data_ptr()),
+                  ctypes.c_void_p(table.data_ptr()), max_pages,
+                  ctypes.c_float(1 / math.sqrt(d)), 0,
+                  *(descales + (0,) if e4m3 else ()), stream) == 0, \
+        lib.faRuntimeLastError()
+    torch.cuda.synchronize()
+    factor = 0.02 if e4m3 else 1.0
+    for i, n in enumerate(lengths):
+        rows = n + n_new
+        held = table[i, :-(-rows // page)].long()
+        keys = kc[held].flatten(0, 1)[:rows].float() * factor
+        vals = vc[held].flatten(0, 1)[:rows].float() * factor
+        ref = masked_reference(torch, q[i:i + 1].transpose(1, 2).float(),
+                               keys.transpose(0, 1)[None],
+                               vals.transpose(0, 1)[None], 1 / math.sqrt(d))
+        err = (out[i:i + 1].transpose(1, 2).float() - ref).abs().max()
+        assert err.item() < (2e-2 if e4m3 else 2e-3), (i, err.item())
+    # Refusals, before anything is launched.
+    assert append(table_ptr=None) == 1
+    assert b"give its block table" in lib.faRuntimeLastError()
+    assert append(rows=0) == 1
+    assert b"must be positive" in lib.faRuntimeLastError()
+    wrong = (None, None) if e4m3 else (ctypes.c_void_p(descale.data_ptr()),
+                                       None)
+    assert append(scales=wrong) == 1
+    assert (b"e4m3 cache" if e4m3 else b"16-bit cache") in \
+        lib.faRuntimeLastError()
+    lib.faKernelDestroy(kernel)

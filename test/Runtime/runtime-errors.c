@@ -332,6 +332,9 @@ int main(int argc, char **argv) {
   report("KV-cache launch without kernel",
          faKernelLaunchKVCache(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                                64, 0, 0, 1, 1.0f, -1, NULL));
+  report("KV append without kernel",
+         faKernelAppendKV(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 64, 0, 0,
+                          0, 1, NULL, NULL, FA_DESCALE_PER_TENSOR, NULL));
   {
     /* An e4m3 KV cache's launch: the descale layout (per tensor or per
      * (sequence, K/V head), not per block), then the descales, then the
