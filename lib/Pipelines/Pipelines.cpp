@@ -214,11 +214,8 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
   funcPm.addPass(fagpu::createFAGPUWarpSpecialize(
       fagpu::FAGPUWarpSpecializeOptions{options.producerRegisters,
                                         options.consumerRegisters}));
-  StringRef persistent = options.persistent;
-  funcPm.addPass(fagpu::createFAGPUPersistent(fagpu::FAGPUPersistentOptions{
-      persistent == "true" || persistent == "1"    ? "on"
-      : persistent == "false" || persistent == "0" ? "off"
-                                                   : persistent.str()}));
+  funcPm.addPass(fagpu::createFAGPUPersistent(
+      fagpu::FAGPUPersistentOptions{options.persistent}));
   funcPm.addPass(fagpu::createFAGPUPackQueryHeads(
       fagpu::FAGPUPackQueryHeadsOptions{options.queryGroup}));
   // The row-sum tile takes shared memory the ring's depth must leave.
@@ -230,12 +227,8 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
     funcPm.addPass(fagpu::createFAGPUPingPong());
   if (options.intraOverlap)
     funcPm.addPass(fagpu::createFAGPUOverlapSoftmax());
-  StringRef epilogue = options.epilogue;
-  funcPm.addPass(
-      fagpu::createFAGPUTmaStoreEpilogue(fagpu::FAGPUTmaStoreEpilogueOptions{
-          epilogue == "tma"      ? "on"
-          : epilogue == "direct" ? "off"
-                                 : epilogue.str()}));
+  funcPm.addPass(fagpu::createFAGPUTmaStoreEpilogue(
+      fagpu::FAGPUTmaStoreEpilogueOptions{options.epilogue}));
   pm.addPass(createFAGPUBuildKernels());
   pm.addPass(createConvertFAGPUToNVVM());
 }

@@ -180,6 +180,22 @@ static bool usesWgmma(const KernelOptions &options) {
   return options.arch == "sm_90a" && options.sm90Kernel == "wgmma";
 }
 
+/// The kernel options' on|off|auto spelling (checked before the pipeline
+/// runs) as the sm_90a pipeline's typed choice.
+static fagpu::Switch switchOf(StringRef choice) {
+  return choice == "on"    ? fagpu::Switch::On
+         : choice == "off" ? fagpu::Switch::Off
+                           : fagpu::Switch::Auto;
+}
+
+/// The kernel options' tma|direct|auto epilogue (checked by
+/// fa::checkKernelOptions) as the sm_90a pipeline's typed request.
+static fagpu::EpilogueRequest epilogueRequestOf(StringRef choice) {
+  return choice == "tma"      ? fagpu::EpilogueRequest::Tma
+         : choice == "direct" ? fagpu::EpilogueRequest::Direct
+                              : fagpu::EpilogueRequest::Auto;
+}
+
 /// Blackwell: the tcgen05 kernel (compile-verified only).
 static bool usesTcgen05(const KernelOptions &options) {
   return options.arch == "sm_100a";
@@ -697,12 +713,12 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.stages = options.stages;
       pipeline.pingPong = options.pingPong;
       pipeline.intraOverlap = options.intraOverlap;
-      pipeline.rowSumMma = options.rowSumMma;
+      pipeline.rowSumMma = switchOf(options.rowSumMma);
       pipeline.queryGroup = options.queryGroup;
-      pipeline.persistent = options.persistent < 0   ? "auto"
-                            : options.persistent > 0 ? "true"
-                                                     : "false";
-      pipeline.epilogue = options.epilogue;
+      pipeline.persistent = options.persistent < 0   ? fagpu::Switch::Auto
+                            : options.persistent > 0 ? fagpu::Switch::On
+                                                     : fagpu::Switch::Off;
+      pipeline.epilogue = epilogueRequestOf(options.epilogue);
       pipeline.ctasPerSm = options.ctasPerSM;
       setFA4(pipeline);
       buildSM90KernelPipeline(pm, pipeline);

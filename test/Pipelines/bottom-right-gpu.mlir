@@ -2,7 +2,7 @@
 // shifts the score tiles' positions, fa-map-to-gpu carries the alignment to
 // fagpu.attention, and each target's kernel moves its mask and K/V range by
 // Nk - Nq (signed: rows before every key see none).
-// RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=false" | FileCheck %s --check-prefix=SM90
+// RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=off" | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s --fa-sm80-kernel-pipeline | FileCheck %s --check-prefix=SM80
 // RUN: fa-opt %s --fa-sm100-kernel-pipeline | FileCheck %s --check-prefix=SM100
 // RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP

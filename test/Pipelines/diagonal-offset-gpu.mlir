@@ -5,7 +5,7 @@
 // each target's kernel adds it to the diagonal shift of its masks and K/V
 // range (top-left: the shift is the offset alone; bottom-right: Nk - Nq
 // plus it).
-// RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline="persistent=false" | FileCheck %s --check-prefix=SM90
+// RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline="persistent=off" | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s --split-input-file --fa-sm80-kernel-pipeline | FileCheck %s --check-prefix=SM80
 // RUN: fa-opt %s --split-input-file --fa-sm100-kernel-pipeline | FileCheck %s --check-prefix=SM100
 // RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE

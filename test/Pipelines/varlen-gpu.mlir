@@ -13,7 +13,7 @@
 // RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
 // RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline | FileCheck %s --check-prefix=SM90
-// RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=false" | FileCheck %s --check-prefix=SINGLE
+// RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=off" | FileCheck %s --check-prefix=SINGLE
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline="epilogue=direct" | FileCheck %s --check-prefix=DIRECT
 // RUN: not fa-opt %s --fa-sm80-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=SM80
 

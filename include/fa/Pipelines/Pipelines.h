@@ -4,6 +4,7 @@
 #define FA_PIPELINES_PIPELINES_H
 
 #include "fa/Dialect/FA/Transforms/Passes.h"
+#include "fa/Dialect/FAGPU/IR/Choices.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -124,7 +125,16 @@ void buildSM80KernelPipeline(OpPassManager &pm,
 void buildSM80EmissionPipeline(OpPassManager &pm,
                                const SM80PipelineOptions &options);
 
+/// The spellings of a fagpu::Switch option: on, off, auto.
+inline auto switchValues() {
+  return llvm::cl::values(
+      clEnumValN(fagpu::Switch::On, "on", "on"),
+      clEnumValN(fagpu::Switch::Off, "off", "off"),
+      clEnumValN(fagpu::Switch::Auto, "auto", "the heuristics table's choice"));
+}
+
 struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
+
   PassOptions::Option<int64_t> ctasPerSm{
       *this, "ctas-per-sm",
       llvm::cl::desc("Resident CTAs per SM the kernel is built for (0: two "
@@ -153,25 +163,31 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       llvm::cl::desc("Pack-GQA beyond one query: G query heads a K/V head in "
                      "one tile's rows (0: off; fagpu-pack-query-heads)"),
       llvm::cl::init(0)};
-  PassOptions::Option<std::string> rowSumMma{
+  PassOptions::Option<fagpu::Switch> rowSumMma{
       *this, "row-sum-mma",
       llvm::cl::desc("e4m3: P's row sums by MMA (on, off or auto)"),
-      llvm::cl::init("auto")};
-  PassOptions::Option<std::string> persistent{
+      llvm::cl::init(fagpu::Switch::Auto), switchValues()};
+  PassOptions::Option<fagpu::Switch> persistent{
       *this, "persistent",
-      llvm::cl::desc("Persistent CTAs striding over the tiles: true, false "
-                     "or auto (the back end's measured choice)"),
-      llvm::cl::init("auto")};
+      llvm::cl::desc("Persistent CTAs striding over the tiles: on, off or "
+                     "auto (the back end's measured choice)"),
+      llvm::cl::init(fagpu::Switch::Auto), switchValues()};
   PassOptions::Option<int64_t> producerRegisters{
       *this, "producer-registers",
       llvm::cl::desc("setmaxnreg.dec count of the producer"),
       llvm::cl::init(24)};
-  PassOptions::Option<std::string> epilogue{
+  PassOptions::Option<fagpu::EpilogueRequest> epilogue{
       *this, "epilogue",
       llvm::cl::desc("How O leaves the kernel: tma (stmatrix + TMA store; "
                      "varlen: + a copy of whole rows), direct (st.global "
                      "from registers) or auto"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(fagpu::EpilogueRequest::Auto),
+      llvm::cl::values(
+          clEnumValN(fagpu::EpilogueRequest::Tma, "tma", "TMA store"),
+          clEnumValN(fagpu::EpilogueRequest::Direct, "direct",
+                     "st.global from registers"),
+          clEnumValN(fagpu::EpilogueRequest::Auto, "auto",
+                     "the heuristics table's choice"))};
   PassOptions::Option<int64_t> consumerRegisters{
       *this, "consumer-registers",
       llvm::cl::desc("setmaxnreg.inc count of the consumers (0: 240 with two "

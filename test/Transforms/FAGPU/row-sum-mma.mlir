@@ -21,7 +21,7 @@
 // RING: stages = 3,
 // RINGRS-LABEL: func.func @e4m3_d256
 // RINGRS: stages = 2, {{.*}} row_sum_mma = true>
-// MODE: fagpu-row-sum-mma: mode must be on, off or auto, got 'sometimes'
+// MODE: for the --mode option: Cannot find option named 'sometimes'!
 func.func @e4m3_d256(%q: memref<1x2x200x256xf8E4M3FN>, %o: memref<1x2x200x256xf16>, %qd: memref<f32>) {
   fagpu.attention %q, %q, %q descale(%qd, %qd, %qd : memref<f32>, memref<f32>, memref<f32>) outs(%o) {probs_scale = 2.560000e+02 : f32, scale = 0.0625 : f32, schedule = #none, target = #fagpu.target<sm_90a>} : memref<1x2x200x256xf8E4M3FN>, memref<1x2x200x256xf8E4M3FN>, memref<1x2x200x256xf8E4M3FN>, memref<1x2x200x256xf16>
   return

@@ -28,32 +28,26 @@ struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
   using FAGPUPersistentBase::FAGPUPersistentBase;
 
   void runOnOperation() override {
-    std::optional<std::optional<bool>> requested = parseMode(mode);
-    if (!requested) {
-      emitError(getOperation().getLoc())
-          << "fagpu-persistent: mode must be on, off or auto, got '" << mode
-          << "'";
-      return signalPassFailure();
-    }
+    std::optional<bool> requested = askedFor(mode);
     auto update = [&](AttentionOp op, ScheduleFields &f)
         -> std::optional<std::string> {
       bool persistent;
       if (f.kvSplits) {
         // A split-KV tile's CTAs meet at the tile's merge: one tile each.
-        if (*requested && **requested)
+        if (requested.value_or(false))
           return std::string("a split-KV kernel runs one tile per CTA (the "
                              "tile's last CTA merges the chunks)");
         persistent = false;
       } else if (op.hasFP8KeyValues()) {
         // The producer warpgroup that widens an e4m3 cache's blocks works
         // through one tile (SM90Kernel.cpp).
-        if (*requested && **requested)
+        if (requested.value_or(false))
           return std::string("an e4m3 K/V cache's kernel runs one tile per "
                              "CTA (its producer warpgroup widens one tile's "
                              "blocks)");
         persistent = false;
-      } else if (*requested) {
-        persistent = **requested;
+      } else if (requested) {
+        persistent = *requested;
       } else if (int64_t page = op.getPageSize(); page && page < f.blockC) {
         // Each K/V block gathered from several pages.
         persistent = shortPagePersistence(Target::sm_90a).persistent;

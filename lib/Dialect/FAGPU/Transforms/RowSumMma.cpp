@@ -28,18 +28,12 @@ namespace {
 struct RowSumMmaPass : fagpu::impl::FAGPURowSumMmaBase<RowSumMmaPass> {
   using Base::Base;
   void runOnOperation() override {
-    std::optional<std::optional<bool>> asked = parseMode(mode);
-    if (!asked) {
-      getOperation().emitError()
-          << "fagpu-row-sum-mma: mode must be on, off or auto, got '" << mode
-          << "'";
-      return signalPassFailure();
-    }
+    std::optional<bool> asked = askedFor(mode);
     auto update = [&](AttentionOp op, ScheduleFields &f)
         -> std::optional<std::string> {
       if (!op.isFP8())
         return std::nullopt;
-      bool on = asked->value_or(fp8RowSumMmaByDefault(op.getHeadDim()));
+      bool on = asked.value_or(fp8RowSumMmaByDefault(op.getHeadDim()));
       if (on && f.kvSplits)
         return std::string("a split-KV kernel stores each chunk's l; its "
                            "row sums stay FADDs");

@@ -31,17 +31,6 @@ LogicalResult updateSchedules(Operation *root, Target target, StringRef pass,
   return failure(result.wasInterrupted());
 }
 
-/// on / off / auto, as the passes' `mode` options spell them.
-inline std::optional<std::optional<bool>> parseMode(StringRef mode) {
-  if (mode == "on")
-    return std::optional<bool>(true);
-  if (mode == "off")
-    return std::optional<bool>(false);
-  if (mode == "auto")
-    return std::optional<bool>();
-  return std::nullopt;
-}
-
 } // namespace mlir::fagpu
 
 #endif // FA_LIB_DIALECT_FAGPU_TRANSFORMS_SCHEDULEUTILS_H

@@ -31,13 +31,10 @@ struct TmaStoreEpiloguePass
   using FAGPUTmaStoreEpilogueBase::FAGPUTmaStoreEpilogueBase;
 
   void runOnOperation() override {
-    std::optional<std::optional<bool>> requested = parseMode(mode);
-    if (!requested) {
-      emitError(getOperation().getLoc())
-          << "fagpu-tma-store-epilogue: mode must be on, off or auto, got '"
-          << mode << "'";
-      return signalPassFailure();
-    }
+    // nullopt: the heuristics table's choice.
+    std::optional<bool> requested;
+    if (mode != EpilogueRequest::Auto)
+      requested = mode == EpilogueRequest::Tma;
     auto update = [&](AttentionOp op, ScheduleFields &f)
         -> std::optional<std::string> {
       if (f.stages == 0)
@@ -46,19 +43,19 @@ struct TmaStoreEpiloguePass
       bool wanted;
       if (f.kvSplits) {
         // Partial O leaves in f32 from registers; the merge writes O.
-        if (*requested && **requested)
+        if (requested.value_or(false))
           return std::string("a split-KV kernel stores partial O in f32 from "
                              "registers");
         wanted = false;
       } else if (op.isFP8()) {
         // The staging tiles hold 1-byte elements, half of a 16-bit O's
         // rows; O leaves from registers.
-        if (*requested && **requested)
+        if (requested.value_or(false))
           return std::string("an e4m3 kernel stores its f16/bf16 O from "
                              "registers (its tiles hold 1-byte elements)");
         wanted = false;
-      } else if (*requested) {
-        wanted = **requested;
+      } else if (requested) {
+        wanted = *requested;
       } else {
         const KernelDefaults *row =
             defaultsFor(Target::sm_90a, op.getHeadDim(), op.getCausal());

@@ -6,10 +6,10 @@
 // D = 128 attention is persistent with a dynamic tile scheduler, checked in
 // persistent.mlir.
 
-// RUN: fa-opt %s --fa-sm90-kernel-pipeline=persistent=false | FileCheck %s
+// RUN: fa-opt %s --fa-sm90-kernel-pipeline=persistent=off | FileCheck %s
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline=ping-pong=false | FileCheck %s --check-prefix=NOPP
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline="intra-overlap=false stages=2" | FileCheck %s --check-prefix=NOOVL
-// RUN: fa-opt %s --fa-sm90-kernel-pipeline=persistent=true | FileCheck %s --check-prefix=PERSIST
+// RUN: fa-opt %s --fa-sm90-kernel-pipeline=persistent=on | FileCheck %s --check-prefix=PERSIST
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline=rescale-threshold=8 | FileCheck %s --check-prefix=FA4
 
 func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,

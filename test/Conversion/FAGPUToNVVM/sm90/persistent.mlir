@@ -9,10 +9,10 @@
 // tile's rows; the loop carries that pending tile (O, m, l, P, alpha, its
 // V stage and parity, its rows).
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline | FileCheck %s
-// RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=persistent=false | FileCheck %s --check-prefix=OFF
-// RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=persistent=true | FileCheck %s --check-prefix=ON
+// RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=persistent=off | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=persistent=on | FileCheck %s --check-prefix=ON
 // RUN: not fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=persistent=maybe 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: fagpu-persistent: mode must be on, off or auto, got 'maybe'
+// BAD: for the --persistent option: Cannot find option named 'maybe'!
 
 func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,

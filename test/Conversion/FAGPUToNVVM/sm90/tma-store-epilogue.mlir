@@ -13,7 +13,7 @@
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=direct | FileCheck %s --check-prefix=DIRECT
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=tma | FileCheck %s --check-prefix=TMA
 // RUN: not fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=epilogue=fast 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: fagpu-tma-store-epilogue: mode must be on, off or auto, got 'fast'
+// BAD: for the --epilogue option: Cannot find option named 'fast'!
 
 func.func @d128(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                 %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,

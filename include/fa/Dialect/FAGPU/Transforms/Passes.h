@@ -3,6 +3,7 @@
 #ifndef FA_DIALECT_FAGPU_TRANSFORMS_PASSES_H
 #define FA_DIALECT_FAGPU_TRANSFORMS_PASSES_H
 
+#include "fa/Dialect/FAGPU/IR/Choices.h"
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"

@@ -81,7 +81,13 @@ def FAGPUPersistent : Pass<"fagpu-persistent", "func::FuncOp"> {
     Run it before `fagpu-pipeline-kv`.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
+    Option<"mode", "mode", "::mlir::fagpu::Switch",
+           "::mlir::fagpu::Switch::Auto", "on, off or auto (the heuristics)",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::fagpu::Switch::On, "on", "on"),
+               clEnumValN(::mlir::fagpu::Switch::Off, "off", "off"),
+               clEnumValN(::mlir::fagpu::Switch::Auto, "auto",
+                          "the heuristics table's choice"))}]>,
   ];
 }
 
@@ -150,7 +156,13 @@ def FAGPURowSumMma : Pass<"fagpu-row-sum-mma", "func::FuncOp"> {
     fits the ring around it.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
+    Option<"mode", "mode", "::mlir::fagpu::Switch",
+           "::mlir::fagpu::Switch::Auto", "on, off or auto (the heuristics)",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::fagpu::Switch::On, "on", "on"),
+               clEnumValN(::mlir::fagpu::Switch::Off, "off", "off"),
+               clEnumValN(::mlir::fagpu::Switch::Auto, "auto",
+                          "the heuristics table's choice"))}]>,
   ];
 }
 
@@ -192,13 +204,22 @@ def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
     sequence's last, partial block up to its end (`staged_copy`, from a
     staging tile of its own); a one-tile CTA without room copies every block
     from the dead Q buffer (`staged_copy_in_q`), and a persistent varlen
-    kernel without room keeps the register epilogue. `mode=on` asks for O
-    through shared memory,
+    kernel without room keeps the register epilogue. `mode=tma` asks for O
+    through shared memory, `mode=direct` for the register epilogue,
     `mode=auto` follows the heuristics table (on for D >= 128). Run it
     after `fagpu-pipeline-kv`.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", "\"auto\"", "on, off or auto">,
+    Option<"mode", "mode", "::mlir::fagpu::EpilogueRequest",
+           "::mlir::fagpu::EpilogueRequest::Auto",
+           "tma, direct or auto (the heuristics)",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::fagpu::EpilogueRequest::Tma, "tma",
+                          "through shared memory and a TMA store"),
+               clEnumValN(::mlir::fagpu::EpilogueRequest::Direct, "direct",
+                          "st.global from registers"),
+               clEnumValN(::mlir::fagpu::EpilogueRequest::Auto, "auto",
+                          "the heuristics table's choice"))}]>,
   ];
 }
 
