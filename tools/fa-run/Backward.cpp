@@ -41,47 +41,20 @@ std::string memref(ArrayRef<int64_t> shape, StringRef elt) {
   return s + elt.str() + ">";
 }
 
-/// Where the sequences' rows are: B rows of N, or a varlen batch's
-/// sequences packed along N in one batch row (prefix sums cuQ, cuK).
-struct Layout {
-  int64_t batch, nq, nk; // the tensors' [batch, H, N, D]
-  std::vector<int64_t> cuQ, cuK;
-
-  explicit Layout(const BackwardProblem &p) {
-    if (p.varlenQ.empty()) {
-      batch = p.batch;
-      nq = p.qLen;
-      nk = p.kvLen;
-      return;
-    }
-    batch = 1;
-    cuQ = {0};
-    cuK = {0};
-    for (auto [q, k] : llvm::zip(p.varlenQ, p.varlenKV)) {
-      cuQ.push_back(cuQ.back() + q);
-      cuK.push_back(cuK.back() + k);
-    }
-    nq = cuQ.back();
-    nk = cuK.back();
-  }
-  bool varlen() const { return !cuQ.empty(); }
-  int64_t sequences() const { return varlen() ? cuQ.size() - 1 : batch; }
-  int64_t queries(int64_t s) const {
-    return varlen() ? cuQ[s + 1] - cuQ[s] : nq;
-  }
-  int64_t keys(int64_t s) const { return varlen() ? cuK[s + 1] - cuK[s] : nk; }
-  /// The flat row of query i of sequence s, head h (heads: H of them).
-  int64_t qRow(int64_t s, int64_t h, int64_t heads, int64_t i) const {
-    return varlen() ? h * nq + cuQ[s] + i : (s * heads + h) * nq + i;
-  }
-  int64_t kRow(int64_t s, int64_t kh, int64_t heads, int64_t j) const {
-    return varlen() ? kh * nk + cuK[s] + j : (s * heads + kh) * nk + j;
-  }
-};
+/// The problem's rows: B sequences, or its varlen batch packed along N.
+SequenceRows rowsOf(const BackwardProblem &p) {
+  if (!p.varlenQ.empty())
+    return SequenceRows::packed(p.varlenQ, p.varlenKV);
+  SequenceRows rows;
+  rows.batch = p.batch;
+  rows.nq = p.qLen;
+  rows.nk = p.kvLen;
+  return rows;
+}
 
 /// The module: the forward writes O and the LSE, the backward reads them.
 std::string moduleText(const BackwardProblem &p) {
-  Layout l(p);
+  SequenceRows l = rowsOf(p);
   std::string qT = memref({l.batch, p.qHeads, l.nq, p.headDim}, p.dtype);
   std::string kT = memref({l.batch, p.kvHeads, l.nk, p.headDim}, p.dtype);
   std::string vT = memref({l.batch, p.kvHeads, l.nk, p.valueHeadDim}, p.dtype);
@@ -155,7 +128,7 @@ enum Argument : unsigned {
 
 Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
   const Buffer &q = in[kQ], &k = in[kK], &v = in[kV], &dO = in[kGradOut];
-  Layout layout(p);
+  SequenceRows layout = rowsOf(p);
   int64_t d = p.headDim, dv = p.valueHeadDim;
   int64_t group = p.qHeads / p.kvHeads;
   double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(d));
@@ -172,18 +145,18 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
   std::vector<char> visible(layout.nk);
   for (int64_t b = 0; b < layout.sequences(); ++b)
     for (int64_t h = 0; h < p.qHeads; ++h) {
-      int64_t kh = h / group, nq = layout.queries(b), nk = layout.keys(b);
+      int64_t kh = h / group, nq = layout.queriesOf(b), nk = layout.keysOf(b);
       auto qAt = [&](int64_t i, int64_t c) {
-        return double(q.get(layout.qRow(b, h, p.qHeads, i) * d + c));
+        return double(q.get(layout.queryRow(b, h, p.qHeads, i) * d + c));
       };
       auto kAt = [&](int64_t j, int64_t c) {
-        return double(k.get(layout.kRow(b, kh, p.kvHeads, j) * d + c));
+        return double(k.get(layout.keyRow(b, kh, p.kvHeads, j) * d + c));
       };
       auto vAt = [&](int64_t j, int64_t c) {
-        return double(v.get(layout.kRow(b, kh, p.kvHeads, j) * dv + c));
+        return double(v.get(layout.keyRow(b, kh, p.kvHeads, j) * dv + c));
       };
       auto dOAt = [&](int64_t i, int64_t c) {
-        return double(dO.get(layout.qRow(b, h, p.qHeads, i) * dv + c));
+        return double(dO.get(layout.queryRow(b, h, p.qHeads, i) * dv + c));
       };
       for (int64_t i = 0; i < nq; ++i) {
         int64_t pos =
@@ -203,7 +176,7 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
           prob[j] = s;
           mx = std::max(mx, s);
         }
-        int64_t row = layout.qRow(b, h, p.qHeads, i);
+        int64_t row = layout.queryRow(b, h, p.qHeads, i);
         // A sink: a logit in the denominator whose value row is zero.
         double sink = p.sinks ? double(in[kSinks].get(h))
                               : -std::numeric_limits<double>::infinity();
@@ -240,7 +213,7 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
           }
           // d loss / d (Q K^T)_ij.
           double ds = prob[j] * (dp[j] - rowDot) * slope * scale;
-          int64_t keyRow = layout.kRow(b, kh, p.kvHeads, j);
+          int64_t keyRow = layout.keyRow(b, kh, p.kvHeads, j);
           for (int64_t c = 0; c < d; ++c) {
             r.dq[row * d + c] += ds * kAt(j, c);
             r.dk[keyRow * d + c] += ds * qAt(i, c);
@@ -300,7 +273,7 @@ int mlir::fa::run::runBackward(MLIRContext &context,
   // Every buffer within fa-run's bound, the naive reference's
   // B Hq Nq Nk (D + Dv) multiply-adds within 2^40: a diagnostic, not an
   // allocation failure.
-  Layout layout(p);
+  SequenceRows layout = rowsOf(p);
   int64_t widest = std::max(p.headDim, p.valueHeadDim);
   const int64_t shapes[2][4] = {{layout.batch, p.qHeads, layout.nq, widest},
                                 {layout.batch, p.kvHeads, layout.nk, widest}};

@@ -15,6 +15,8 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <cassert>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +33,51 @@ uint16_t floatToHalf(float f);
 float halfToFloat(uint16_t h);
 uint16_t floatToBF16(float f);
 float bf16ToFloat(uint16_t b);
+
+/// Where each sequence's rows lie in fa-run's [batch, H, N, D] buffers:
+/// `batch` sequences of nq queries and nk keys, or a varlen batch (one
+/// batch row, the sequences packed along N by the prefix sums cuQ, cuK).
+/// The forward's checks (fa-run.cpp's Spec, which adds a KV cache's lengths
+/// and pages) and the backward's (Backward.cpp) index through it.
+struct SequenceRows {
+  int64_t batch = 1, nq = 0, nk = 0;
+  /// A varlen batch's prefix sums, [sequences + 1] each (empty: not one).
+  std::vector<int64_t> cuQ, cuK;
+
+  /// A varlen batch of sequences of queries[s] queries and keys[s] keys.
+  static SequenceRows packed(llvm::ArrayRef<int64_t> queries,
+                             llvm::ArrayRef<int64_t> keys) {
+    SequenceRows rows;
+    rows.cuQ = {0};
+    rows.cuK = {0};
+    for (size_t s = 0; s < queries.size(); ++s) {
+      rows.cuQ.push_back(rows.cuQ.back() + queries[s]);
+      rows.cuK.push_back(rows.cuK.back() + keys[s]);
+    }
+    rows.nq = rows.cuQ.back();
+    rows.nk = rows.cuK.back();
+    return rows;
+  }
+  bool varlen() const { return !cuQ.empty(); }
+  int64_t sequences() const {
+    return varlen() ? int64_t(cuQ.size()) - 1 : batch;
+  }
+  int64_t queriesOf(int64_t s) const {
+    return varlen() ? cuQ[s + 1] - cuQ[s] : nq;
+  }
+  int64_t keysOf(int64_t s) const {
+    return varlen() ? cuK[s + 1] - cuK[s] : nk;
+  }
+  /// The flat row (in units of one row of D elements, or one LSE) of query
+  /// i of sequence s, head h of `heads`.
+  int64_t queryRow(int64_t s, int64_t h, int64_t heads, int64_t i) const {
+    return varlen() ? h * nq + cuQ[s] + i : (s * heads + h) * nq + i;
+  }
+  /// The flat row of key j of sequence s, K/V head kh of `heads`.
+  int64_t keyRow(int64_t s, int64_t kh, int64_t heads, int64_t j) const {
+    return varlen() ? kh * nk + cuK[s] + j : (s * heads + kh) * nk + j;
+  }
+};
 
 /// The highest memref rank fa-run passes.
 constexpr int64_t kMaxRank = 8;

@@ -443,8 +443,8 @@ std::string buildModuleText() {
 }
 
 /// What the reference needs to know, read off the op before lowering.
-struct Spec {
-  int64_t b, hq, hkv, nq, nk, d, dv;
+struct Spec : SequenceRows {
+  int64_t hq, hkv, d, dv;
   float scale;
   bool causal;
   std::optional<int64_t> window;
@@ -467,10 +467,10 @@ struct Spec {
   std::optional<unsigned> lengthsArg, tableArg;
   std::vector<int64_t> lengths, table;
   int64_t pageSize = 0, maxPages = 0, numPages = 0;
-  /// A varlen batch's prefix sums (argument number, values): the tensors
-  /// have one batch row, nq and nk are the packed totals.
+  /// A varlen batch's prefix sums' argument number (their values are
+  /// SequenceRows' cuQ, cuK): the tensors have one batch row, nq and nk are
+  /// the packed totals.
   std::optional<unsigned> cuArg;
-  std::vector<int64_t> cuQ, cuK;
   /// Attention sinks: their argument number and the logits fa-run made
   /// (one per query head; -inf is none).
   std::optional<unsigned> sinksArg;
@@ -500,31 +500,19 @@ struct Spec {
     return true;
   }
 
-  /// The sequences.
-  int64_t sequences() const {
-    return cuQ.empty() ? b : int64_t(cuQ.size()) - 1;
-  }
-  /// Sequence bi's query and key counts.
-  int64_t queriesOf(int64_t bi) const {
-    return cuQ.empty() ? nq : cuQ[bi + 1] - cuQ[bi];
-  }
+  /// Sequence bi's key count: a KV cache's length where it has them.
   int64_t keysOf(int64_t bi) const {
-    if (!cuK.empty())
-      return cuK[bi + 1] - cuK[bi];
-    return lengths.empty() ? nk : lengths[bi];
+    return lengths.empty() ? SequenceRows::keysOf(bi) : lengths[bi];
   }
   /// The flat row (in units of D, Dv or one LSE) of query i of (bi, h).
   int64_t queryRow(int64_t bi, int64_t h, int64_t i) const {
-    if (!cuQ.empty())
-      return h * nq + cuQ[bi] + i;
-    return (bi * hq + h) * nq + i;
+    return SequenceRows::queryRow(bi, h, hq, i);
   }
-  /// The flat row (in units of D or Dv elements) of key j of (bi, kh).
+  /// The flat row (in units of D or Dv elements) of key j of (bi, kh),
+  /// through the block table of a paged cache.
   int64_t keyRow(int64_t bi, int64_t kh, int64_t j) const {
-    if (!cuK.empty())
-      return kh * nk + cuK[bi] + j;
     if (!pageSize)
-      return (bi * hkv + kh) * nk + j;
+      return SequenceRows::keyRow(bi, kh, hkv, j);
     return (table[bi * maxPages + j / pageSize] * hkv + kh) * pageSize +
            j % pageSize;
   }
@@ -534,8 +522,8 @@ struct Spec {
 void reference(const Spec &s, const Buffer &q, const Buffer &k,
                const Buffer &v, std::vector<double> &o,
                std::vector<double> &lse) {
-  o.assign(s.b * s.hq * s.nq * s.dv, 0.0);
-  lse.assign(s.b * s.hq * s.nq, -std::numeric_limits<double>::infinity());
+  o.assign(s.batch * s.hq * s.nq * s.dv, 0.0);
+  lse.assign(s.batch * s.hq * s.nq, -std::numeric_limits<double>::infinity());
   int64_t group = s.hq / s.hkv;
   std::vector<double> scores(s.nk);
   std::vector<char> visible(s.nk);
@@ -731,7 +719,7 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
     error = "fa.attention must have static shapes";
     return failure();
   }
-  spec.b = qT.getDimSize(0);
+  spec.batch = qT.getDimSize(0);
   spec.hq = qT.getDimSize(1);
   spec.nq = qT.getDimSize(2);
   spec.d = qT.getDimSize(3);
@@ -816,10 +804,11 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
                        (attention.isVarlen() ? 2 : 0) +
                        (attention.getSinks() ? 1 : 0);
   }
-  const int64_t shapes[4][4] = {{spec.b, spec.hq, spec.nq, spec.d},
-                                {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.d},
-                                {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.dv},
-                                {spec.b, spec.hq, spec.nq, spec.dv}};
+  const int64_t shapes[4][4] = {
+      {spec.batch, spec.hq, spec.nq, spec.d},
+      {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.d},
+      {kT.getDimSize(0), spec.hkv, kT.getDimSize(2), spec.dv},
+      {spec.batch, spec.hq, spec.nq, spec.dv}};
   const char *names[] = {"q", "k", "v", "o"};
   for (auto [shape, name] : llvm::zip(shapes, names))
     if (boundedElements(shape) < 0) {
@@ -828,8 +817,9 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
               "on the host; use smaller shapes";
       return failure();
     }
-  if (spec.b * spec.hq * spec.nq > 0 &&
-      spec.nk * spec.d > (int64_t(1) << 40) / (spec.b * spec.hq * spec.nq)) {
+  if (spec.batch * spec.hq * spec.nq > 0 &&
+      spec.nk * spec.d >
+          (int64_t(1) << 40) / (spec.batch * spec.hq * spec.nq)) {
     error = "the naive reference would take more than 2^40 multiply-adds; "
             "use smaller shapes";
     return failure();
@@ -874,11 +864,11 @@ std::optional<std::string> makeKVCache(Spec &spec, std::vector<Buffer> &buffers,
     }
   }
   if (spec.lengthsArg) {
-    if (!kvLens.empty() && int64_t(kvLens.size()) != spec.b)
+    if (!kvLens.empty() && int64_t(kvLens.size()) != spec.batch)
       return "--kv-lens: expected one length per sequence (" +
-             std::to_string(spec.b) + "), got " +
+             std::to_string(spec.batch) + "), got " +
              std::to_string(kvLens.size());
-    for (int64_t bi = 0; bi < spec.b; ++bi) {
+    for (int64_t bi = 0; bi < spec.batch; ++bi) {
       // Default: the generated attention's --kv-len (a page may hold more
       // rows), a file's whole capacity.
       int64_t full = inputFile.empty() ? std::min<int64_t>(
@@ -902,7 +892,7 @@ std::optional<std::string> makeKVCache(Spec &spec, std::vector<Buffer> &buffers,
     pages[i] = i;
   std::shuffle(pages.begin(), pages.end(), rng);
   // Distinct pages while they last, then shared ones (prefix sharing).
-  for (int64_t e = 0; e < spec.b * spec.maxPages; ++e) {
+  for (int64_t e = 0; e < spec.batch * spec.maxPages; ++e) {
     int64_t page = e < spec.numPages ? pages[e] : pages[e % spec.numPages];
     spec.table.push_back(page);
     buffers[*spec.tableArg].setInt(e, page);
@@ -955,7 +945,7 @@ void makeModifications(Spec &spec, std::vector<Buffer> &buffers,
     spec.prefixLen = int64_t(::prefixLen);
   if (maskMod == "document") {
     std::uniform_real_distribution<double> cut(0.0, 1.0);
-    for (int64_t bi = 0; bi < spec.b; ++bi) {
+    for (int64_t bi = 0; bi < spec.batch; ++bi) {
       double cuts[2] = {cut(rng), cut(rng)};
       std::sort(std::begin(cuts), std::end(cuts));
       auto documentOf = [&](int64_t row, int64_t rows) {
@@ -1070,10 +1060,10 @@ bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
   std::string prefix = "fa-run: ";
   if (!c.label.empty())
     prefix += c.label + ": ";
-  llvm::outs() << prefix << loopOrder << " " << eltName << " B=" << spec.b
-               << " Hq=" << spec.hq << " Hkv=" << spec.hkv
-               << " Nq=" << spec.nq << " Nk=" << spec.nk << " D=" << spec.d
-               << " Dv=" << spec.dv << (spec.causal ? " causal" : "");
+  llvm::outs() << prefix << loopOrder << " " << eltName << " B=" << spec.batch
+               << " Hq=" << spec.hq << " Hkv=" << spec.hkv << " Nq=" << spec.nq
+               << " Nk=" << spec.nk << " D=" << spec.d << " Dv=" << spec.dv
+               << (spec.causal ? " causal" : "");
   if (spec.window)
     llvm::outs() << " window=" << *spec.window;
   if (spec.bottomRight)
