@@ -46,29 +46,20 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
     delete k;
     return fail(message);
   }
-  if (!k->meta.valueLayoutKernel.empty()) {
-    status = driver.cuModuleGetFunction(&k->layoutFunction, k->module,
-                                        k->meta.valueLayoutKernel.c_str());
+  // The auxiliary kernels the metadata names beside the attention: the
+  // e4m3 V layout kernel, a KV cache's append kernel.
+  const std::pair<void **, const std::string *> auxiliary[] = {
+      {&k->layoutFunction, &k->meta.valueLayoutKernel},
+      {&k->appendFunction, &k->meta.kvAppendKernel}};
+  for (auto [function, name] : auxiliary) {
+    if (name->empty())
+      continue;
+    status = driver.cuModuleGetFunction(function, k->module, name->c_str());
     if (status != 0) {
-      std::string message = "the cubin has no kernel named '" +
-                            k->meta.valueLayoutKernel +
-                            "' (the metadata's value_layout): "
-                            "cuModuleGetFunction failed: " +
-                            driver.describe(status);
-      driver.cuModuleUnload(k->module);
-      delete k;
-      return fail(message);
-    }
-  }
-  if (k->meta.hasKvAppend) {
-    status = driver.cuModuleGetFunction(&k->appendFunction, k->module,
-                                        k->meta.kvAppendKernel.c_str());
-    if (status != 0) {
-      std::string message = "the cubin has no kernel named '" +
-                            k->meta.kvAppendKernel +
-                            "' (the metadata's kv_append): "
-                            "cuModuleGetFunction failed: " +
-                            driver.describe(status);
+      std::string message =
+          "the cubin has no kernel named '" + *name + "' (the metadata's " +
+          (name == &k->meta.valueLayoutKernel ? "value_layout" : "kv_append") +
+          "): cuModuleGetFunction failed: " + driver.describe(status);
       driver.cuModuleUnload(k->module);
       delete k;
       return fail(message);

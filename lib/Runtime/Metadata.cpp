@@ -528,84 +528,85 @@ private:
     return failed ? 1 : 0;
   }
 
-  /// "value_layout": {"kernel": name, "block": [x, y, z], "params":
-  /// [{"name": ...}, ...], "grid": ...}: the e4m3 kernels' V layout kernel.
-  int readValueLayout(Metadata &m) {
+  /// An auxiliary kernel's object (`what`: "value_layout" or "kv_append"):
+  /// {"kernel": name, "block": [x, y, z], "params": [{"name": ...}, ...],
+  /// "grid": ..., and the keys `other` reads (1 on an error, -1 for a key
+  /// it does not know)}.
+  template <typename OtherKeys>
+  int readAuxiliary(const std::string &what, std::string &kernel,
+                    std::vector<long> &block, std::vector<std::string> &params,
+                    OtherKeys other) {
+    const std::string quoted = "'" + what + "''s ";
     if (!eat('{'))
-      return fail("launch metadata: 'value_layout' must be an object");
+      return fail("launch metadata: '" + what + "' must be an object");
     std::vector<std::string> seen;
     for (int more = beginMembers('}'); more == 0; more = nextMember('}')) {
       std::string key;
       if (readKey(key, seen))
         return 1;
       if (key == "kernel") {
-        if (readString(m.valueLayoutKernel))
-          return fail("launch metadata: 'value_layout''s kernel must be a "
-                      "string");
+        if (readString(kernel))
+          return fail("launch metadata: " + quoted + "kernel must be a string");
       } else if (key == "block") {
-        if (readBlock("'value_layout''s block", m.valueLayoutBlock))
+        if (readBlock(quoted + "block", block))
           return 1;
       } else if (key == "params") {
-        Metadata layout;
-        if (readParams(layout))
+        Metadata auxiliary;
+        if (readParams(auxiliary))
           return 1;
-        m.valueLayoutParams = layout.params;
-      } else if (key == "key_alignment") {
-        static constexpr IntField kAlign = {"key_alignment", 16, 128};
-        if (readInt(kAlign, m.valueLayoutKeyAlign))
+        params = auxiliary.params;
+      } else if (int read = other(key); read >= 0) {
+        if (read)
           return 1;
-        if (m.valueLayoutKeyAlign != 16 && m.valueLayoutKeyAlign != 128)
-          return fail("launch metadata: 'value_layout''s 'key_alignment' "
-                      "must be 16 or 128, got " +
-                      std::to_string(m.valueLayoutKeyAlign));
-      } else if (key == "columns_per_thread") {
-        static constexpr IntField kColumns = {"columns_per_thread", 1, 16};
-        if (readInt(kColumns, m.valueLayoutColumns))
-          return 1;
-        if (m.valueLayoutColumns != 1 && m.valueLayoutColumns != 16)
-          return fail("launch metadata: 'value_layout''s "
-                      "'columns_per_thread' must be 1 or 16, got " +
-                      std::to_string(m.valueLayoutColumns));
       } else if (skipValue(1)) {
-        return fail("launch metadata: malformed 'value_layout'");
+        return fail("launch metadata: malformed '" + what + "'");
       }
     }
     return failed ? 1 : 0;
   }
 
-  /// "kv_append": {"kernel": name, "block": [x, y, z], "columns_per_thread":
-  /// n, "params": [{"name": ...}, ...], "grid": ...}: a KV cache's append
-  /// kernel.
+  /// "value_layout": the e4m3 kernels' V layout kernel, with its
+  /// "key_alignment" and "columns_per_thread".
+  int readValueLayout(Metadata &m) {
+    return readAuxiliary(
+        "value_layout", m.valueLayoutKernel, m.valueLayoutBlock,
+        m.valueLayoutParams, [&](const std::string &key) -> int {
+          if (key == "key_alignment") {
+            static constexpr IntField kAlign = {"key_alignment", 16, 128};
+            if (readInt(kAlign, m.valueLayoutKeyAlign))
+              return 1;
+            if (m.valueLayoutKeyAlign != 16 && m.valueLayoutKeyAlign != 128)
+              return fail("launch metadata: 'value_layout''s "
+                          "'key_alignment' must be 16 or 128, got " +
+                          std::to_string(m.valueLayoutKeyAlign));
+            return 0;
+          }
+          if (key == "columns_per_thread") {
+            static constexpr IntField kColumns = {"columns_per_thread", 1, 16};
+            if (readInt(kColumns, m.valueLayoutColumns))
+              return 1;
+            if (m.valueLayoutColumns != 1 && m.valueLayoutColumns != 16)
+              return fail("launch metadata: 'value_layout''s "
+                          "'columns_per_thread' must be 1 or 16, got " +
+                          std::to_string(m.valueLayoutColumns));
+            return 0;
+          }
+          return -1;
+        });
+  }
+
+  /// "kv_append": a KV cache's append kernel, with its
+  /// "columns_per_thread" (validate() checks them together).
   int readKvAppend(Metadata &m) {
-    if (!eat('{'))
-      return fail("launch metadata: 'kv_append' must be an object");
     m.hasKvAppend = true;
-    std::vector<std::string> seen;
-    for (int more = beginMembers('}'); more == 0; more = nextMember('}')) {
-      std::string key;
-      if (readKey(key, seen))
-        return 1;
-      if (key == "kernel") {
-        if (readString(m.kvAppendKernel))
-          return fail("launch metadata: 'kv_append''s kernel must be a "
-                      "string");
-      } else if (key == "block") {
-        if (readBlock("'kv_append''s block", m.kvAppendBlock))
-          return 1;
-      } else if (key == "params") {
-        Metadata append;
-        if (readParams(append))
-          return 1;
-        m.kvAppendParams = append.params;
-      } else if (key == "columns_per_thread") {
-        static constexpr IntField kColumns = {"columns_per_thread", 1, 1024};
-        if (readInt(kColumns, m.kvAppendColumns))
-          return 1;
-      } else if (skipValue(1)) {
-        return fail("launch metadata: malformed 'kv_append'");
-      }
-    }
-    return failed ? 1 : 0;
+    return readAuxiliary(
+        "kv_append", m.kvAppendKernel, m.kvAppendBlock, m.kvAppendParams,
+        [&](const std::string &key) -> int {
+          if (key != "columns_per_thread")
+            return -1;
+          static constexpr IntField kColumns = {"columns_per_thread", 1, 1024};
+          return readInt(kColumns, m.kvAppendColumns) ? 1 : 0;
+        });
   }
 
   const std::string &s;

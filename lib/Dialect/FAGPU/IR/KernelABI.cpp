@@ -192,18 +192,21 @@ SmallVector<KernelParam> mlir::fagpu::kernelParams(Target target,
   return params;
 }
 
+/// A parameter of an auxiliary kernel (the V layout, the KV append): its
+/// name, kind, element type, dims by name and what it is.
+static KernelParam param(StringRef name, ParamKind kind, StringRef dtype,
+                         ArrayRef<StringRef> dims, StringRef meaning) {
+  KernelParam p;
+  p.name = name.str();
+  p.kind = kind;
+  p.dtype = dtype.str();
+  for (StringRef dim : dims)
+    p.shape.push_back(dim.str());
+  p.meaning = meaning.str();
+  return p;
+}
+
 SmallVector<KernelParam> mlir::fagpu::valueLayoutParams() {
-  auto param = [](StringRef name, ParamKind kind, StringRef dtype,
-                  ArrayRef<StringRef> dims, StringRef meaning) {
-    KernelParam p;
-    p.name = name.str();
-    p.kind = kind;
-    p.dtype = dtype.str();
-    for (StringRef dim : dims)
-      p.shape.push_back(dim.str());
-    p.meaning = meaning.str();
-    return p;
-  };
   return {
       param("v", ParamKind::Pointer, "e4m3", {"B", "Hkv", "Nk", "D"},
             "V, strided as its strides say"),
@@ -219,17 +222,6 @@ SmallVector<KernelParam> mlir::fagpu::valueLayoutParams() {
 
 SmallVector<KernelParam> mlir::fagpu::kvAppendParams(StringRef dtype,
                                                      bool e4m3Cache) {
-  auto param = [](StringRef name, ParamKind kind, StringRef type,
-                  ArrayRef<StringRef> dims, StringRef meaning) {
-    KernelParam p;
-    p.name = name.str();
-    p.kind = kind;
-    p.dtype = type.str();
-    for (StringRef dim : dims)
-      p.shape.push_back(dim.str());
-    p.meaning = meaning.str();
-    return p;
-  };
   StringRef cacheType = e4m3Cache ? "e4m3" : dtype;
   SmallVector<KernelParam> params = {
       param("k_new", ParamKind::Pointer, dtype, {"B", "Nnew", "Hkv", "D"},
