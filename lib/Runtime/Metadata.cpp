@@ -355,13 +355,14 @@ private:
     out = static_cast<float>(value);
     return 0;
   }
-  /// 0 (no softcap) or a number in fa::checkSoftcap's (0, 2^24].
+  /// 0 (no softcap) or a number in fa::checkSoftcap's [2^-64, 2^24].
   int readSoftcap(float &out) {
     std::string token;
     double value;
-    if (!readNumber(token, value) || !(value >= 0 && value <= 0x1p24))
+    if (!readNumber(token, value) ||
+        !(value == 0 || (value >= 0x1p-64 && value <= 0x1p24)))
       return fail("launch metadata: 'softcap' must be 0 or a number in "
-                  "(0, 2^24], got '" +
+                  "[2^-64, 2^24], got '" +
                   token.substr(0, 40) + "'");
     out = static_cast<float>(value);
     return 0;

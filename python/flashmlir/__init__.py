@@ -555,9 +555,9 @@ def _flash_window(api, causal, window_size, softcap):
     # caller's error (KernelArgumentError) before anything runs or is
     # written, not the compiler's.
     if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real) \
-            or not 0 <= softcap <= 2.0 ** 24:
+            or not (softcap == 0 or 2.0 ** -64 <= softcap <= 2.0 ** 24):
         raise runtime.KernelArgumentError(
-            f"{api}: softcap must be a number, 0 (none) or in (0, 2^24], "
+            f"{api}: softcap must be a number, 0 (none) or in [2^-64, 2^24], "
             f"got {softcap!r}")
     return causal, window, offset, float(softcap)
 

@@ -439,9 +439,10 @@ def _check_metadata(meta):
         raise MetadataError(f"metadata 'scale' must be a number in "
                             f"[2^-64, 2^64], got {scale!r}")
     softcap = meta.get("softcap", 0)
-    if not _is_number(softcap) or not 0 <= softcap <= 2.0 ** 24:
+    if not _is_number(softcap) or \
+            not (softcap == 0 or 2.0 ** -64 <= softcap <= 2.0 ** 24):
         raise MetadataError(f"metadata 'softcap' must be 0 or a number in "
-                            f"(0, 2^24], got {softcap!r}")
+                            f"[2^-64, 2^24], got {softcap!r}")
     if not isinstance(meta["grid"], dict):
         raise MetadataError(f"metadata 'grid' must be an object, got "
                             f"{meta['grid']!r}")

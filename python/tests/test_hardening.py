@@ -20,10 +20,14 @@ from test_compiler import _naive
     # Before: NaN and negative caps meant "off" without a word; 1e30 reached
     # the kernel name as an overflowed integer and LLVM aborted the process.
     (dict(head_dim=64, softcap=float("nan")),
-     r"expected softcap in \(0, 2\^24\], got nan"),
-    (dict(head_dim=64, softcap=-2.0), r"expected softcap in \(0, 2\^24\], got -2"),
+     r"expected softcap in \[2\^-64, 2\^24\], got nan"),
+    (dict(head_dim=64, softcap=-2.0), r"expected softcap in \[2\^-64, 2\^24\], got -2"),
     (dict(head_dim=64, softcap=1e30),
-     r"expected softcap in \(0, 2\^24\], got 1e\+30"),
+     r"expected softcap in \[2\^-64, 2\^24\], got 1e\+30"),
+    # A cap below 2^-64 leaves every score 0 and made the backward's slope
+    # overflow (NaN gradients): refused too.
+    (dict(head_dim=64, softcap=1e-45),
+     r"expected softcap in \[2\^-64, 2\^24\], got 1e-45"),
     (dict(head_dim=64, rescale_threshold=float("inf")),
      r"expected rescale_threshold in \[0, 64\], got inf"),
     (dict(head_dim=64, rescale_threshold=float("nan")),

@@ -168,7 +168,7 @@ def out_of_range(opts, max_window=INT64_MAX):
     if w is not None and w != 0 and not 1 <= w <= max_window:
         bad.append("window")
     c = f("--softcap")
-    if c is not None and c != 0 and not 0 < c <= 2**24:
+    if c is not None and c != 0 and not 2**-64 <= c <= 2**24:
         bad.append("softcap")
     s = f("--scale")
     if s is not None and s != 0 and not 2**-64 <= s <= 2**64:
@@ -284,7 +284,7 @@ def python_out_of_range(kw):
     if w != 0 and not 1 <= w < 2**31:
         bad.append("window")
     c = float(kw.get("softcap", 0))
-    if c != 0 and not 0 < c <= 2**24:
+    if c != 0 and not 2**-64 <= c <= 2**24:
         bad.append("softcap")
     t = kw.get("rescale_threshold")
     if t is not None and (math.isnan(float(t)) or float(t) > 64):

@@ -79,7 +79,7 @@ func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x
 
 // Softcap 1e+30: reached the kernel-name suffix as _sc<int64 overflow>.
 func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>) {
-  // expected-error @+1 {{expected softcap in (0, 2^24], got 1e+30}}
+  // expected-error @+1 {{expected softcap in [2^-64, 2^24], got 1e+30}}
   %r = fa.attention %q, %k, %v {softcap = 1.0e+30 : f32} : tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16> -> tensor<1x2x16x64xf16>
   return
 }
@@ -88,7 +88,7 @@ func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x
 
 // Softcap inf: infinite cap.
 func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>) {
-  // expected-error @+1 {{expected softcap in (0, 2^24], got inf}}
+  // expected-error @+1 {{expected softcap in [2^-64, 2^24], got inf}}
   %r = fa.attention %q, %k, %v {softcap = 0x7F800000 : f32} : tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16> -> tensor<1x2x16x64xf16>
   return
 }
@@ -97,7 +97,7 @@ func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x
 
 // Softcap nan: NaN cap.
 func.func @f(%q: tensor<1x2x16x64xf16>, %k: tensor<1x2x16x64xf16>, %v: tensor<1x2x16x64xf16>) {
-  // expected-error @+1 {{expected softcap in (0, 2^24], got nan}}
+  // expected-error @+1 {{expected softcap in [2^-64, 2^24], got nan}}
   %r = fa.attention %q, %k, %v {softcap = 0x7FC00000 : f32} : tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16>, tensor<1x2x16x64xf16> -> tensor<1x2x16x64xf16>
   return
 }
@@ -214,7 +214,7 @@ func.func @f(%q: memref<?x64xf16>, %k: memref<?x64xf16>, %s: memref<16x32xf32>, 
 
 // score_tile: softcap 1e30.
 func.func @f(%q: memref<?x64xf16>, %k: memref<?x64xf16>, %s: memref<16x32xf32>, %i: index) {
-  // expected-error @+1 {{expected softcap in (0, 2^24], got 1e+30}}
+  // expected-error @+1 {{expected softcap in [2^-64, 2^24], got 1e+30}}
   fa.score_tile %q, %k -> %s at [%i, %i] {scale = 1.0 : f32, softcap = 1.0e+30 : f32} : memref<?x64xf16>, memref<?x64xf16> -> memref<16x32xf32>
   return
 }

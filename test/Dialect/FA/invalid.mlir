@@ -235,7 +235,7 @@ func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<
 // -----
 
 func.func @f(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x128x64xf16>, %v: tensor<2x2x128x64xf16>) {
-  // expected-error @+1 {{expected softcap in (0, 2^24], got 0 (a larger cap changes no f32 score); leave softcap out to disable capping}}
+  // expected-error @+1 {{expected softcap in [2^-64, 2^24], got 0 (a larger cap changes no f32 score, a smaller one leaves every score 0); leave softcap out to disable capping}}
   %r0 = fa.attention %q, %k, %v {softcap = 0.0 : f32} : tensor<2x8x128x64xf16>, tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16> -> tensor<2x8x128x64xf16>
   return
 }
@@ -347,7 +347,7 @@ func.func @f(%q: memref<?x64xf16>, %k: memref<?x64xf16>, %s: memref<16x32xf32>, 
 // -----
 
 func.func @f(%q: memref<?x64xf16>, %k: memref<?x64xf16>, %s: memref<16x32xf32>, %i: index) {
-  // expected-error @+1 {{expected softcap in (0, 2^24], got -2}}
+  // expected-error @+1 {{expected softcap in [2^-64, 2^24], got -2}}
   fa.score_tile %q, %k -> %s at [%i, %i] {scale = 1.0 : f32, softcap = -2.0 : f32} : memref<?x64xf16>, memref<?x64xf16> -> memref<16x32xf32>
   return
 }

@@ -80,11 +80,11 @@ std::optional<std::string> fa::checkScale(double scale) {
 }
 
 std::optional<std::string> fa::checkSoftcap(double softcap) {
-  if (softcap > 0 && softcap <= kMaxSoftcap)
+  if (softcap >= kMinSoftcap && softcap <= kMaxSoftcap)
     return std::nullopt;
-  return "expected softcap in (0, 2^24], got " + str(softcap) +
-         " (a larger cap changes no f32 score); leave softcap out to disable "
-         "capping";
+  return "expected softcap in [2^-64, 2^24], got " + str(softcap) +
+         " (a larger cap changes no f32 score, a smaller one leaves every "
+         "score 0); leave softcap out to disable capping";
 }
 
 std::optional<std::string> fa::checkWindow(int64_t window,

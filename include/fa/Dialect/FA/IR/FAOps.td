@@ -64,7 +64,7 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
       right reaches, flash-attention's `window_size = (left, right)`, is
       `causal`, `window = left + right + 1`, `diagonal_offset = right`:
       `p_0 - left <= j <= p_0 + right` around the unshifted position `p_0`.
-    * `softcap = c` (c in (0, 2^24]): scores become `c * tanh(S / c)` before
+    * `softcap = c` (c in [2^-64, 2^24]): scores become `c * tanh(S / c)` before
       masking.
     * `block_r`, `block_c` (in [1, 2^20]): the tile sizes chosen by
       `fa-tile`.

@@ -42,10 +42,14 @@ inline constexpr int64_t kMaxTileSize = int64_t(1) << 20;
 inline constexpr double kMinScale = 0x1p-64;
 inline constexpr double kMaxScale = 0x1p64;
 
-/// softcap in (0, 2^24]: c * tanh(s / c) equals s to f32 precision for every
-/// score that survives a softmax once c > 2^24, and s / c then falls into the
-/// subnormal range that GPU code flushes to zero. Leave softcap out to
-/// disable capping.
+/// softcap in [2^-64, 2^24]: c * tanh(s / c) equals s to f32 precision for
+/// every score that survives a softmax once c > 2^24, and s / c then falls
+/// into the subnormal range that GPU code flushes to zero. Below 2^-64
+/// every capped score is within 2^-64 of 0 (uniform attention), and the
+/// backward's slope 1 - tanh^2(s / c), read off the capped score as
+/// c tanh(s / c) ln 2 / c, overflows f32 (ln 2 / c past 2^128 at c = 1e-45:
+/// NaN gradients). Leave softcap out to disable capping.
+inline constexpr double kMinSoftcap = 0x1p-64;
 inline constexpr double kMaxSoftcap = 0x1p24;
 
 /// The conditional-rescale threshold tau in [0, 64] (log2 units): a skipped
