@@ -39,12 +39,18 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--kv-dtype", choices=["f16", "e4m3"], default="f16")
+    parser.add_argument("--shape", action="append", default=[],
+                        help="Hq,Hkv,B,Nk: sweep this shape instead of the "
+                             "built-in list (repeatable)")
     args = parser.parse_args()
     d, dtype = 128, torch.float16
     e4m3 = args.kv_dtype == "e4m3"
     rows = []
     shapes = SHAPES_E4M3 if e4m3 else SHAPES
     shapes = shapes[:3] if args.quick else shapes
+    if args.shape:
+        shapes = [tuple(int(x) for x in shape.split(","))
+                  for shape in args.shape]
     for hq, hkv, b, nk in shapes:
         torch.manual_seed(0)
         q = torch.randn(b, 1, hq, d, device="cuda", dtype=dtype)
