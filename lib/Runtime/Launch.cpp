@@ -543,6 +543,44 @@ int faKernelLaunchVarlen(FaKernel *k, const void *q,
 
 } // extern "C"
 
+/// The cache arguments a KV-cache kernel takes (faKernelLaunchKVCache,
+/// faKernelAppendKV; `where` names the entry point, `access` says "reads"
+/// or "writes"): a block table exactly for a paged kernel, entries (the
+/// sequences, or the pages) and rows (the capacity, or the page size) as
+/// the kernel's paging says, and max_pages within a 32-bit capacity; a
+/// contiguous cache's max_pages becomes 0.
+static int checkCacheShape(const std::string &where, const Metadata &m,
+                           const char *access, int batch,
+                           long long cacheEntries, int cacheRows,
+                           const int *blockTable, int &maxPages) {
+  if ((m.pageSize != 0) != (blockTable != nullptr))
+    return fail(where + m.kernel + " " + access +
+                (m.pageSize ? " a paged cache: give its block table [B, "
+                              "max_pages] (int32)"
+                            : " a contiguous cache: pass a NULL block table"));
+  if (cacheEntries <= 0 || cacheEntries > 0x7fffffffLL || cacheRows <= 0)
+    return fail(where + "the cache's entries (" + std::to_string(cacheEntries) +
+                ") and rows (" + std::to_string(cacheRows) +
+                ") must be positive");
+  if (!m.pageSize) {
+    if (cacheEntries != batch)
+      return fail(where + "a contiguous cache has one entry per sequence (" +
+                  std::to_string(batch) + "), got " +
+                  std::to_string(cacheEntries));
+    maxPages = 0;
+    return 0;
+  }
+  if (cacheRows != m.pageSize)
+    return fail(where + m.kernel + " " + access + " pages of " +
+                std::to_string(m.pageSize) + " rows, got a cache of " +
+                std::to_string(cacheRows) + "-row pages");
+  if (maxPages <= 0 || (long long)maxPages * cacheRows > 0x7fffffffLL)
+    return fail(where + "max_pages must be in [1, " +
+                std::to_string(0x7fffffffLL / cacheRows) + "], got " +
+                std::to_string(maxPages));
+  return 0;
+}
+
 /// faKernelLaunchKVCache and faKernelLaunchKVCacheE4M3: the cache's checks
 /// (`api` names the entry point in the messages), then the launch; the
 /// descales are null for a 16-bit cache.
@@ -568,38 +606,13 @@ static int launchKVCache(
     return fail(std::string(where + "") + m.kernel +
                 (m.kvLengths ? " takes kv_lengths [B] (int32): give them"
                              : " takes no kv_lengths: pass NULL"));
-  if ((m.pageSize != 0) != (blockTable != nullptr))
-    return fail(std::string(where + "") + m.kernel +
-                (m.pageSize
-                     ? " reads a paged cache: give its block table [B, "
-                       "max_pages] (int32)"
-                     : " reads a contiguous cache: pass a NULL block table"));
+  if (checkCacheShape(where, m, "reads", batch, cacheEntries, cacheRows,
+                      blockTable, maxPages))
+    return 1;
   for (const void *p : {(const void *)kvLengths, (const void *)blockTable})
     if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
       return fail(where + "kv_lengths and the block table "
                           "must be 4-byte aligned int32 arrays");
-  if (cacheEntries <= 0 || cacheEntries > (1LL << 31) || cacheRows <= 0)
-    return fail(where + "the cache's entries (" + std::to_string(cacheEntries) +
-                ") and rows (" + std::to_string(cacheRows) +
-                ") must be positive");
-  if (m.pageSize) {
-    if (cacheRows != m.pageSize)
-      return fail(where + m.kernel + " reads pages of " +
-                  std::to_string(m.pageSize) + " rows, got a cache of " +
-                  std::to_string(cacheRows) + "-row pages");
-    if (maxPages <= 0 || (long long)maxPages * cacheRows > 0x7fffffffLL)
-      return fail(where + "max_pages must be in [1, " +
-                  std::to_string(0x7fffffffLL / cacheRows) + "], got " +
-                  std::to_string(maxPages));
-  } else {
-    if (cacheEntries != batch)
-      return fail(where +
-                  "a contiguous cache has one entry "
-                  "per sequence (" +
-                  std::to_string(batch) + "), got " +
-                  std::to_string(cacheEntries));
-    maxPages = 0;
-  }
   KVCache cache;
   cache.entries = cacheEntries;
   cache.rows = cacheRows;
@@ -699,45 +712,22 @@ int faKernelAppendKV(FaKernel *k, const void *kNew,
       !kNewStrides || !vNewStrides || !kStrides || !vStrides)
     return fail(where + "the tensors, their strides, kv_lengths and seen "
                         "must not be null");
-  if ((m.pageSize != 0) != (blockTable != nullptr))
-    return fail(where + m.kernel +
-                (m.pageSize ? " writes a paged cache: give its block table "
-                              "[B, max_pages] (int32)"
-                            : " writes a contiguous cache: pass a NULL block "
-                              "table"));
-  for (const void *p :
-       {(const void *)kvLengths, (const void *)seen, (const void *)blockTable})
-    if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
-      return fail(where + "kv_lengths, seen and the block table must be "
-                          "4-byte aligned int32 arrays");
   if (batch <= 0 || newRows <= 0 || kvHeads <= 0)
     return fail(where +
                 "batch, new rows and K/V heads must be positive, "
                 "got " +
                 std::to_string(batch) + ", " + std::to_string(newRows) + ", " +
                 std::to_string(kvHeads));
-  if (cacheEntries <= 0 || cacheEntries > 0x7fffffffLL || cacheRows <= 0)
-    return fail(where + "the cache's entries (" + std::to_string(cacheEntries) +
-                ") and rows (" + std::to_string(cacheRows) +
-                ") must be positive");
-  long long capacity = cacheRows;
-  if (m.pageSize) {
-    if (cacheRows != m.pageSize)
-      return fail(where + m.kernel + " writes pages of " +
-                  std::to_string(m.pageSize) + " rows, got " +
-                  std::to_string(cacheRows));
-    if (maxPages <= 0 || (long long)maxPages * cacheRows > 0x7fffffffLL)
-      return fail(where + "max_pages must be in [1, " +
-                  std::to_string(0x7fffffffLL / cacheRows) + "], got " +
-                  std::to_string(maxPages));
-    capacity = (long long)maxPages * cacheRows;
-  } else {
-    if (cacheEntries != batch)
-      return fail(where + "a contiguous cache has one entry per sequence (" +
-                  std::to_string(batch) + "), got " +
-                  std::to_string(cacheEntries));
-    maxPages = 0;
-  }
+  if (checkCacheShape(where, m, "writes", batch, cacheEntries, cacheRows,
+                      blockTable, maxPages))
+    return 1;
+  for (const void *p :
+       {(const void *)kvLengths, (const void *)seen, (const void *)blockTable})
+    if (p && reinterpret_cast<uintptr_t>(p) % 4 != 0)
+      return fail(where + "kv_lengths, seen and the block table must be "
+                          "4-byte aligned int32 arrays");
+  const long long capacity =
+      m.pageSize ? (long long)maxPages * cacheRows : cacheRows;
   // 16 bytes of a row a thread: the strides must keep every piece whole.
   const long long columns = m.kvAppendColumns;
   const long long bytes = e4m3Cache ? 1 : 2;
@@ -764,7 +754,7 @@ int faKernelAppendKV(FaKernel *k, const void *kNew,
   // Every parameter by name, in the metadata's order.
   int b = batch, rows = newRows, heads = kvHeads, page = (int)m.pageSize,
       pages = maxPages, entries = (int)(m.pageSize ? cacheEntries : 0),
-      cap = (int)capacity, perHead = descaleLayout == FA_DESCALE_PER_HEAD;
+      cap = (int)capacity;
   long long strides[4][3] = {
       {kNewStrides->batch, kNewStrides->row, kNewStrides->head},
       {vNewStrides->batch, vNewStrides->row, vNewStrides->head},
@@ -789,7 +779,7 @@ int faKernelAppendKV(FaKernel *k, const void *kNew,
         {"max_pages", &pages},
         {"num_pages", &entries},
         {"capacity", &cap},
-        {"descale_per_head", &perHead}};
+        {"descale_layout", &descaleLayout}};
     for (const auto &[scalar, value] : scalars)
       if (!arg && name == scalar)
         arg = value;

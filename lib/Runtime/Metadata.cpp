@@ -569,31 +569,31 @@ private:
   /// "value_layout": the e4m3 kernels' V layout kernel, with its
   /// "key_alignment" and "columns_per_thread".
   int readValueLayout(Metadata &m) {
-    return readAuxiliary(
-        "value_layout", m.valueLayoutKernel, m.valueLayoutBlock,
-        m.valueLayoutParams, [&](const std::string &key) -> int {
-          if (key == "key_alignment") {
-            static constexpr IntField kAlign = {"key_alignment", 16, 128};
-            if (readInt(kAlign, m.valueLayoutKeyAlign))
-              return 1;
-            if (m.valueLayoutKeyAlign != 16 && m.valueLayoutKeyAlign != 128)
-              return fail("launch metadata: 'value_layout''s "
-                          "'key_alignment' must be 16 or 128, got " +
-                          std::to_string(m.valueLayoutKeyAlign));
-            return 0;
-          }
-          if (key == "columns_per_thread") {
-            static constexpr IntField kColumns = {"columns_per_thread", 1, 16};
-            if (readInt(kColumns, m.valueLayoutColumns))
-              return 1;
-            if (m.valueLayoutColumns != 1 && m.valueLayoutColumns != 16)
-              return fail("launch metadata: 'value_layout''s "
-                          "'columns_per_thread' must be 1 or 16, got " +
-                          std::to_string(m.valueLayoutColumns));
-            return 0;
-          }
-          return -1;
-        });
+    return readAuxiliary("value_layout", m.valueLayoutKernel,
+                         m.valueLayoutBlock, m.valueLayoutParams,
+                         [&](const std::string &key) -> int {
+                           // The two values each key takes: the layout kernels
+                           // before and after it.
+                           if (key == "key_alignment")
+                             return readEither({"key_alignment", 16, 128},
+                                               m.valueLayoutKeyAlign);
+                           if (key == "columns_per_thread")
+                             return readEither({"columns_per_thread", 1, 16},
+                                               m.valueLayoutColumns);
+                           return -1;
+                         });
+  }
+
+  /// value_layout's integer `field`, which must be its min or its max.
+  int readEither(const IntField &field, long &out) {
+    if (readInt(field, out))
+      return 1;
+    if (out != field.min && out != field.max)
+      return fail("launch metadata: 'value_layout''s '" +
+                  std::string(field.name) + "' must be " +
+                  std::to_string(field.min) + " or " +
+                  std::to_string(field.max) + ", got " + std::to_string(out));
+    return 0;
   }
 
   /// "kv_append": a KV cache's append kernel, with its
@@ -869,7 +869,7 @@ std::vector<std::string> kvAppendParamNames(bool e4m3Cache) {
                                     "v_cache",    "seen",  "cache_seqlens",
                                     "block_table"};
   if (e4m3Cache)
-    names.insert(names.end(), {"k_descale", "v_descale", "descale_per_head"});
+    names.insert(names.end(), {"k_descale", "v_descale", "descale_layout"});
   names.insert(names.end(), {"B", "Nnew", "Hkv", "page_size", "max_pages",
                              "num_pages", "capacity"});
   for (const char *tensor : {"k_new", "v_new", "k_cache", "v_cache"})

@@ -900,7 +900,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     appender = None if k is None else kernel.kv_append_plan(
         k, v, k_cache, v_cache, page_size,
         block_table.shape[1] if paged else 0, capacity,
-        descale_per_head=e4m3_cache and k_descale.numel() != 1)
+        descale_layout=plan.descale_layout)
     call = _KVCacheCall(plan, page_size, return_softmax_lse, (b, hq, nq),
                         capacity, query_group, appender)
     result = call.run(q, k_cache, v_cache, k, v, cache_seqlens, block_table,
@@ -1062,14 +1062,15 @@ class _KVCacheCall:
             _check_cache_on_host(lengths, 0 if k is None else k.shape[1],
                                  self.capacity, table, self.page_size,
                                  k_cache.shape[0])
+        # The lengths the attention reads: the cache's, or with new rows
+        # theirs plus Nnew, written by the append kernel in the same launch
+        # as the rows (quantised for an e4m3 cache) where it takes these
+        # tensors (None where a tensor does not start on a whole piece).
         seen = lengths
-        if k is not None and self.appender is not None:
-            # One launch writes the rows (quantised for an e4m3 cache) and
-            # the lengths the attention reads; None where a tensor does not
-            # start on a whole piece of the kernel's.
-            seen = self.appender.launch(k, v, k_cache, v_cache, lengths,
-                                        table, kv_descales)
-        if k is not None and (seen is None or seen is lengths):
+        if k is not None:
+            seen = None if self.appender is None else self.appender.launch(
+                k, v, k_cache, v_cache, lengths, table, kv_descales)
+        if k is not None and seen is None:
             seen = (lengths + k.shape[1]).contiguous()
             if kv_descales is not None:
                 # An e4m3 cache: the new keys and values quantised, written

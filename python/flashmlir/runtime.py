@@ -608,7 +608,7 @@ def _kv_append_params(e4m3_cache):
     names = ["k_new", "v_new", "k_cache", "v_cache", "cache_seqlens", "seen",
              "block_table"]
     if e4m3_cache:
-        names += ["k_descale", "v_descale", "descale_per_head"]
+        names += ["k_descale", "v_descale", "descale_layout"]
     names += ["B", "Nnew", "Hkv", "page_size", "max_pages", "num_pages",
               "capacity"]
     return names + [f"{t}_stride_{d}" for t in ("k_new", "v_new", "k_cache",
@@ -957,7 +957,8 @@ class Kernel:
         self.meta = validate_metadata(metadata)
         self.cubin = check_image(cubin)
         self._functions = {}  # device index -> (module, function)
-        self._append_functions = {}  # device index -> the append kernel
+        # (device index, metadata entry) -> the V layout or append kernel
+        self._auxiliary_functions = {}
         self._param_names = frozenset(p["name"] for p in self.meta["params"])
         # The signature of the last arguments that passed _check, and its
         # result.
@@ -1536,23 +1537,10 @@ class Kernel:
 
     def _layout_function(self, device_index):
         """The e4m3 kernel's V layout kernel, from the same cubin."""
-        self._function(device_index)
-        module, _, layout = self._functions[device_index]
-        if layout is None:
-            drv = _get_driver()
-            layout = ctypes.c_void_p()
-            name = self.meta["value_layout"]["kernel"]
-            status = drv.lib.cuModuleGetFunction(ctypes.byref(layout),
-                                                 module, name.encode())
-            if status != 0:
-                raise MetadataError(
-                    f"the cubin has no kernel named {name!r} (the metadata's "
-                    f"value_layout): {drv.error_text(status)}")
-            self._functions[device_index] = (module, _, layout)
-        return layout
+        return self._auxiliary_function(device_index, "value_layout")
 
     def kv_append_plan(self, k, v, k_cache, v_cache, page_size, max_pages,
-                       capacity, descale_per_head=False):
+                       capacity, descale_layout=0):
         """The launch plan of this KV-cache kernel's append kernel
         ("kv_append") for new rows k, v [B, Nnew, Hkv, D] and caches in
         flash-attn's layouts ([B, capacity, Hkv, D], or with page_size
@@ -1560,29 +1548,35 @@ class Kernel:
         max_pages columns); None where the kernel has no append kernel
         (built before it) or the rows are not whole 16-byte pieces (8 for
         an e4m3 cache) the kernel moves: the caller then appends with torch
-        ops. The caller has checked the shapes and dtypes."""
+        ops. The caller has checked the shapes and dtypes; an e4m3 cache's
+        descale_layout is its attention plan's."""
         append = self.meta.get("kv_append")
         if append is None:
             return None
         return _AppendPlan.make(self, append, k, v, k_cache, v_cache,
                                 page_size, max_pages, capacity,
-                                descale_per_head)
+                                descale_layout)
 
     def _append_function(self, device_index):
         """The KV-cache kernel's append kernel, from the same cubin."""
-        fn = self._append_functions.get(device_index)
+        return self._auxiliary_function(device_index, "kv_append")
+
+    def _auxiliary_function(self, device_index, entry):
+        """The kernel the metadata's `entry` ("value_layout", "kv_append")
+        names, from the cubin's module on `device_index`, looked up once."""
+        fn = self._auxiliary_functions.get((device_index, entry))
         if fn is None:
             module = self._module(device_index)
             drv = _get_driver()
             fn = ctypes.c_void_p()
-            name = self.meta["kv_append"]["kernel"]
+            name = self.meta[entry]["kernel"]
             status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
                                                  name.encode())
             if status != 0:
                 raise MetadataError(
                     f"the cubin has no kernel named {name!r} (the metadata's "
-                    f"kv_append): {drv.error_text(status)}")
-            self._append_functions[device_index] = fn
+                    f"{entry}): {drv.error_text(status)}")
+            self._auxiliary_functions[(device_index, entry)] = fn
         return fn
 
     def _module(self, device_index):
@@ -1612,7 +1606,7 @@ class Kernel:
             drv.check(drv.lib.cuFuncSetAttribute(
                 fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 ctypes.c_int(smem)), "cuFuncSetAttribute(max dynamic smem)")
-        self._functions[device_index] = (module, fn, None)
+        self._functions[device_index] = (module, fn)
         return fn
 
     def __call__(self, q, k, v, out=None, lse=None, scale=None,
@@ -1823,7 +1817,7 @@ class _AppendPlan:
 
     @classmethod
     def make(cls, kernel, append, k, v, k_cache, v_cache, page_size,
-             max_pages, capacity, descale_per_head):
+             max_pages, capacity, descale_layout):
         """The plan, or None where the kernel cannot move these rows: a
         head dim not of the kernel or not whole pieces, strides not whole
         pieces, no unit stride on D, no rows at all, or numbers past its
@@ -1839,10 +1833,10 @@ class _AppendPlan:
             if t.stride(3) != 1 or any(x % columns for x in t.stride()[:3]):
                 return None
         return cls(kernel, append, tensors, page_size, max_pages, capacity,
-                   descale_per_head)
+                   descale_layout)
 
     def __init__(self, kernel, append, tensors, page_size, max_pages,
-                 capacity, descale_per_head):
+                 capacity, descale_layout):
         k, _, k_cache, _ = tensors
         b, n_new, hkv, d = k.shape
         # The scalar parameters by name (the tests read them).
@@ -1860,7 +1854,7 @@ class _AppendPlan:
                    "max_pages": max_pages,
                    "num_pages": k_cache.shape[0] if page_size else 0,
                    "capacity": capacity,
-                   "descale_per_head": int(bool(descale_per_head))}
+                   "descale_layout": descale_layout}
         for name, t in zip(("k_new", "v_new", "k_cache", "v_cache"),
                            tensors):
             scalars.update({f"{name}_stride_{dim}": stride for dim, stride
@@ -1984,9 +1978,11 @@ class _LaunchPlan:
         if block_table is not None:
             scalars.update(max_pages=block_table.shape[1],
                            num_pages=k.shape[0])
+        # An e4m3 cache's descales (the append kernel takes the same).
+        self.descale_layout = 0
         if kv_descales is not None:
-            scalars["descale_layout"] = _cache_descale_layout(
-                kernel.name, kv_descales, q, b, hkv)
+            self.descale_layout = scalars["descale_layout"] = \
+                _cache_descale_layout(kernel.name, kv_descales, q, b, hkv)
         if strides[3] is not None:
             scalars.update(zip(("o_stride_b", "o_stride_h", "o_stride_n"),
                                strides[3]))

@@ -266,6 +266,7 @@ class _Kernel:
     argument check) refuses or passes; a launch is recorded with the
     cache_seqlens it was given."""
     strided = True
+    descale_layout = 0  # the plan's (this stand-in is its own plan)
 
     def __init__(self, refuse=None):
         self.refuse, self.checked, self.launched = refuse, [], []

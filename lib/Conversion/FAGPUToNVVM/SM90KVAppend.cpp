@@ -116,7 +116,7 @@ public:
         continue;
       }
       Value descale = loadDescale(arg((tensor + "_descale").str()), sequence,
-                                  head, heads, arg("descale_per_head"));
+                                  head, heads, arg("descale_layout"));
       auto values = LLVM::BitcastOp::create(
           b, loc, VectorType::get({columns}, half), words);
       auto codes4 = VectorType::get({columns / 2}, b.getI16Type());
@@ -150,11 +150,10 @@ public:
 
 private:
   /// The descale of (sequence, head): descale[0], or descale[b * Hkv + h]
-  /// when per head.
+  /// when `layout` is fagpu::DescaleLayout::Head.
   Value loadDescale(Value descales, Value sequence, Value head, Value heads,
-                    Value perHead) {
-    Value index = select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                               perHead, c32(0)),
+                    Value layout) {
+    Value index = select(eq(layout, c32(int64_t(fagpu::DescaleLayout::Head))),
                          add(mul(sequence, heads), head), c64(0));
     return LLVM::LoadOp::create(b, loc, f32,
                                 gep(globalPtr, f32, descales, index));

@@ -245,8 +245,9 @@ SmallVector<KernelParam> mlir::fagpu::kvAppendParams(StringRef dtype,
                            {"1 | B * Hkv"}, "the key codes' factor"));
     params.push_back(param("v_descale", ParamKind::Pointer, "f32",
                            {"1 | B * Hkv"}, "the value codes' factor"));
-    params.push_back(param("descale_per_head", ParamKind::I32, "", {},
-                           "0: one descale each; 1: [B, Hkv]"));
+    params.push_back(param("descale_layout", ParamKind::I32, "", {},
+                           "as the attention's: 0 one descale each, 1 "
+                           "[B, Hkv] each"));
   }
   static constexpr std::pair<StringRef, StringRef> kScalars[] = {
       {"B", "batch"},

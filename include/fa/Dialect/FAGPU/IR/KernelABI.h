@@ -171,7 +171,7 @@ inline constexpr int64_t valueLayoutKey(int64_t kappa) {
 /// unit stride on D. An e4m3 cache (`e4m3Cache`) takes the codes of x /
 /// descale, rounded to nearest and saturated at +-448 (cvt.rn.satfinite),
 /// with k_descale and v_descale one f32 each or [B, Hkv]
-/// (descale_per_head). The kernel traps on a position at or past
+/// (descale_layout, the attention's DescaleLayout: Tensor or Head). The kernel traps on a position at or past
 /// `capacity` or a page outside [0, num_pages), as the attention does: the
 /// lengths and the table stay on the device. One thread a (sequence, new
 /// row, head, kKVAppendColumnsPerThread columns), the columns fastest;
