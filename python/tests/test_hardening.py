@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from test_compiler import _naive
+from test_kv_append import _compile
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -129,3 +130,16 @@ def test_attention_stage_spells_softcap_exactly(flashmlir):
         f32 = struct.unpack("f", struct.pack("f", value))[0]
         assert struct.unpack("f", struct.pack("f", float(_f32_text(value))))[0] == f32
     assert _f32_text(30.000001) != "30.0"
+
+
+@pytest.mark.parametrize("softcap", [1e-30, -1.0, 2.0 ** 25])
+def test_readers_refuse_a_softcap_out_of_range(build_dir, tmp_path, flashmlir,
+                                               metadata_check, softcap):
+    """Both metadata readers hold a kernel's softcap to fa::checkSoftcap's
+    [2^-64, 2^24] (0: none), as the compilers do: a cap below 2^-64 left
+    every score 0 and the backward's slope overflowing."""
+    runtime = flashmlir.runtime
+    meta = _compile(build_dir, tmp_path)
+    runtime.validate_metadata(dict(meta, softcap=2.0 ** -64))
+    with pytest.raises(runtime.MetadataError, match="softcap"):
+        runtime.validate_metadata(dict(meta, softcap=softcap))

@@ -431,3 +431,4 @@ def test_c_runtime_appends(cuda_flashmlir, e4m3):
     assert (b"e4m3 cache" if e4m3 else b"16-bit cache") in \
         lib.faRuntimeLastError()
     lib.faKernelDestroy(kernel)
+
