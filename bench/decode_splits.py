@@ -42,7 +42,12 @@ def main():
     parser.add_argument("--shape", action="append", default=[],
                         help="Hq,Hkv,B,Nk: sweep this shape instead of the "
                              "built-in list (repeatable)")
+    parser.add_argument("--splits",
+                        help="S1,S2,...: the chunk counts to time beside the "
+                             "auto rule (default: 1 to 128)")
     args = parser.parse_args()
+    splits = [int(s) for s in args.splits.split(",")] if args.splits \
+        else SPLITS
     d, dtype = 128, torch.float16
     e4m3 = args.kv_dtype == "e4m3"
     rows = []
@@ -67,7 +72,7 @@ def main():
                 reps=100) * 1e3
             kc, vc = (x.to(torch.float8_e4m3fn) for x in (kc, vc))
         descale = torch.ones(1, device="cuda") if e4m3 else None
-        for s in [0] + SPLITS:
+        for s in [0] + splits:
             try:
                 ms = cuda_ms(graphed(
                     lambda s=s: flashmlir.flash_attn_with_kvcache(

@@ -52,6 +52,23 @@ PY
       timeout 200 python3 bench/decode_splits.py --out "$OUT/decode-splits.json" \
         > "$OUT/splits.log" 2>&1
       cut -c1-400 "$OUT/splits.log" | tail -10 ;;
+    splits-rows)
+      # The H200 rows where one chunk a tile lost to two (16+ sequences).
+      rows=(); for s in 32,8,8,8192 32,8,16,8192 32,8,32,8192 32,8,64,8192 \
+        32,8,16,2048 32,8,32,2048 32,8,64,2048 32,8,16,32768 64,8,16,8192 \
+        64,8,32,8192 64,8,64,8192 32,32,8,8192 32,32,16,8192 32,32,4,8192; do
+        rows+=(--shape "$s"); done
+      timeout 300 python3 bench/decode_splits.py "${rows[@]}" --splits 1,2,3,4 \
+        --out "$OUT/decode-splits-rows.json" > "$OUT/splits-rows.log" 2>&1
+      python3 - "$OUT/decode-splits-rows.json" <<'PY' || tail -5 "$OUT/splits-rows.log"
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    print(r["heads"], r["b"], r["nk"], "cudnn %.1f" % r["cudnn_us"],
+          {k: round(v, 1) for k, v in r["us"].items() if isinstance(v, float)},
+          "auto_vs_cudnn=%.2f best_vs_cudnn=%.2f" % (
+              r["auto_vs_cudnn"] or 0, r["best_vs_cudnn"]))
+PY
+      ;;
     sanitize)
       # compute-sanitizer on the KV-cache kernels (f16 and e4m3 caches).
       for tool in memcheck synccheck racecheck; do

@@ -265,9 +265,12 @@ int faKernelLaunchVarlen(FaKernel *kernel, const void *q,
 
 /** Split-KV's auto chunk count (mlir::fa::model::autoKVSplits,
  * fa/Model/KVChunk.h) for `tiles` (query block, head) tiles of `kvBlocks` K/V
- * blocks each on `sms` SMs: the fewest chunks that fill whole waves of one CTA
- * per SM to within 5%; 1 when the tiles fill 80% of a wave already. */
-int faAutoKVSplits(long long tiles, long long kvBlocks, int sms);
+ * blocks each, `queryBlocks` of them per (sequence, head) (1: decode), on
+ * `sms` SMs: the fewest chunks that fill whole waves of one CTA per SM to
+ * within 5%; once the tiles fill 80% of a wave, 2 for decode tiles under
+ * four waves (of at least 4 K/V blocks) and 1 otherwise. */
+int faAutoKVSplits(long long tiles, long long queryBlocks, long long kvBlocks,
+                   int sms);
 
 /** Pack-GQA at decode (fa::model::decodeHeadsPerTile,
  *  fa/Model/PackGQA.h): the query heads one tile's rows take, Hq / Hkv

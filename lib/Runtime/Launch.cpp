@@ -21,8 +21,9 @@ using namespace flashmlir::runtime;
 
 extern "C" {
 
-int faAutoKVSplits(long long tiles, long long kvBlocks, int sms) {
-  return (int)mlir::fa::model::autoKVSplits(tiles, kvBlocks, sms);
+int faAutoKVSplits(long long tiles, long long queryBlocks, long long kvBlocks,
+                   int sms) {
+  return (int)mlir::fa::model::autoKVSplits(tiles, queryBlocks, kvBlocks, sms);
 }
 
 int faQueryGroupFor(long long queries, long long qHeads, long long kvHeads,
@@ -284,12 +285,12 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
       int sms = 0;
       if (currentDeviceSMs(sms))
         return 1;
-      long long tiles = (long long)((qLen + k->meta.blockR - 1) /
-                                    k->meta.blockR) *
-                        qHeads * batch;
+      long long queryBlocks =
+          (long long)((qLen + k->meta.blockR - 1) / k->meta.blockR);
+      long long tiles = queryBlocks * qHeads * batch;
       long blockC = k->meta.blockC > 0 ? k->meta.blockC : 128;
       splits = (int)mlir::fa::model::autoKVSplits(
-          tiles, (kvLen + blockC - 1) / blockC, sms);
+          tiles, queryBlocks, (kvLen + blockC - 1) / blockC, sms);
     }
     // Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in f32; an
     // arrival counter per query row.

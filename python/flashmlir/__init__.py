@@ -362,9 +362,10 @@ def _split_kv(arch, q, k, num_splits, keys=None):
     split = _auto_split_memo.get(memo)
     if split is None:
         b, hq, nq, d = q.shape
-        tiles = b * hq * math.ceil(nq / (64 if d <= 128 else 128))
+        query_blocks = math.ceil(nq / (64 if d <= 128 else 128))
         sms = runtime.device_facts(index)[1]
-        split = runtime.auto_kv_splits(tiles, math.ceil(keys / 128), sms) > 1
+        split = runtime.auto_kv_splits(b * hq * query_blocks, query_blocks,
+                                       math.ceil(keys / 128), sms) > 1
         if len(_auto_split_memo) > 4096:
             _auto_split_memo.clear()
         _auto_split_memo[memo] = split

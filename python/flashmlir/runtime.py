@@ -638,17 +638,20 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
                "window": (0, _MAX_POSITION),
                "diagonal_offset": (0, _MAX_POSITION)}
 
-def auto_kv_splits(tiles, kv_blocks, sms):
+def auto_kv_splits(tiles, query_blocks, kv_blocks, sms):
     """The split-KV chunk count a launch picks when the caller leaves it to
     the kernel: mlir::fa::model::autoKVSplits (fa/Model/KVChunk.h), the rule the
     C runtime and fa-split-kv use; tests check they agree. `tiles`: (query
-    block, head) tiles of the launch, `kv_blocks`: K/V blocks of a tile,
-    `sms`: the GPU's SMs (waves of one CTA per SM)."""
+    block, head) tiles of the launch, `query_blocks`: those of one
+    (sequence, head) (1: decode), `kv_blocks`: K/V blocks of a tile, `sms`:
+    the GPU's SMs (waves of one CTA per SM)."""
     slots = sms
-    if tiles <= 0 or kv_blocks <= 0 or slots <= 0:
+    if tiles <= 0 or query_blocks <= 0 or kv_blocks <= 0 or slots <= 0:
         return 1
     if tiles * _AUTO_SPLIT_FILLED_DEN >= slots * _AUTO_SPLIT_FILLED_NUM:
-        return 1
+        decode = query_blocks == 1
+        return 2 if decode and tiles < _AUTO_SPLIT_DECODE_WAVES * slots \
+            and kv_blocks >= 2 * _AUTO_SPLIT_MIN_BLOCKS else 1
     most = min(kv_blocks // _AUTO_SPLIT_MIN_BLOCKS, _MAX_KV_SPLITS)
     if most < 2:
         return 1
@@ -668,6 +671,7 @@ def auto_kv_splits(tiles, kv_blocks, sms):
 _AUTO_SPLIT_FILLED_NUM, _AUTO_SPLIT_FILLED_DEN = 4, 5
 _AUTO_SPLIT_MIN_BLOCKS = 2
 _AUTO_SPLIT_WITHIN_PERCENT = 95
+_AUTO_SPLIT_DECODE_WAVES = 4
 
 
 # The dialect's scale range (fa/Dialect/FA/IR/Validation.h): log2(e) * scale
@@ -1303,9 +1307,10 @@ class Kernel:
                 f"(0: auto), got {num_splits!r}")
         if num_splits:
             return num_splits
-        tiles = math.ceil(nq / self.meta["block_r"]) * hq * b
+        query_blocks = math.ceil(nq / self.meta["block_r"])
         kv_blocks = math.ceil(nk / self.meta.get("block_c", 128))
-        return auto_kv_splits(tiles, kv_blocks, sm_count)
+        return auto_kv_splits(query_blocks * hq * b, query_blocks, kv_blocks,
+                              sm_count)
 
     # -- launching (needs torch and a driver) --
 

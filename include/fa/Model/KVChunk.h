@@ -35,22 +35,40 @@ kvChunk(A &a, typename A::Value first, typename A::Value end,
 
 /// The chunk count split-KV uses when the caller leaves it to the launch
 /// ("auto"): `tiles` (query block, head) work items, each over `kvBlocks`
-/// K/V blocks, on a GPU of `sms` SMs. A memory-bound decode kernel streams
-/// K/V at the rate of the CTAs in flight, and one CTA per SM already
-/// saturates an SM's share of DRAM bandwidth, so the grid should fill
-/// whole waves of one CTA per SM (also for kernels built for two CTAs per
-/// SM: docs/hopper.md has the measurement): for each S, the wave efficiency
-/// is tiles S / (sms ceil(tiles S / sms)), and the smallest S within 5% of
-/// the best wins (fewer chunks, less merging). No split when the tiles fill
-/// 80% of a wave already, nor into chunks of fewer than two blocks. The
-/// Python runtime's auto_kv_splits is this rule; a test checks they agree.
-inline int64_t autoKVSplits(int64_t tiles, int64_t kvBlocks, int64_t sms) {
+/// K/V blocks, `queryBlocks` of them per (sequence, head) -- 1 for a
+/// decode launch --, on a GPU of `sms` SMs. A memory-bound decode kernel
+/// streams K/V at the rate of the CTAs in flight, and one CTA per SM
+/// nearly saturates an SM's share of DRAM bandwidth, so the grid should
+/// fill whole waves of one CTA per SM (also for kernels built for two CTAs
+/// per SM: docs/hopper.md has the measurement): for each S, the wave
+/// efficiency is tiles S / (sms ceil(tiles S / sms)), and the smallest S
+/// within 5% of the best wins (fewer chunks, less merging). No split into
+/// chunks of fewer than two blocks.
+///
+/// Once the tiles fill 80% of a wave: no split for tiles of several query
+/// blocks (prefill: the tiles alone fill the SMs, and the merge would add
+/// to their work), two chunks for decode tiles under four waves. The
+/// split-KV kernels fit two CTAs per SM; a decode CTA streams its K/V, then
+/// drains its ring and writes O, and a second CTA streaming beside it on
+/// the same SM hides that tail (on the H200, two chunks are 2-10% faster
+/// than one for 128 to 512 decode tiles: docs/serving.md).
+/// The Python runtime's auto_kv_splits is this rule; a test checks they
+/// agree.
+inline int64_t autoKVSplits(int64_t tiles, int64_t queryBlocks,
+                            int64_t kvBlocks, int64_t sms) {
   int64_t slots = sms;
   constexpr int64_t kFilledNum = 4, kFilledDen = 5, kMinBlocks = 2,
-                    kWithinPercent = 95, kMaxSplits = 1024;
-  if (tiles <= 0 || kvBlocks <= 0 || slots <= 0 ||
-      tiles * kFilledDen >= slots * kFilledNum)
+                    kWithinPercent = 95, kMaxSplits = 1024,
+                    kDecodeSplitWaves = 4;
+  if (tiles <= 0 || queryBlocks <= 0 || kvBlocks <= 0 || slots <= 0)
     return 1;
+  if (tiles * kFilledDen >= slots * kFilledNum) {
+    bool decode = queryBlocks == 1;
+    return decode && tiles < kDecodeSplitWaves * slots &&
+                   kvBlocks >= 2 * kMinBlocks
+               ? 2
+               : 1;
+  }
   int64_t most = std::min(kvBlocks / kMinBlocks, kMaxSplits);
   if (most < 2)
     return 1;

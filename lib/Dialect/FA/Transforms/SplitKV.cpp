@@ -35,10 +35,11 @@ int64_t autoSplits(AttentionOp op, int64_t sms) {
                     k.getDimSize(2)})
     if (ShapedType::isDynamic(d))
       return 1;
-  int64_t tiles = q.getDimSize(0) * q.getDimSize(1) *
-                  llvm::divideCeil(q.getDimSize(2), kRowsPerItem);
-  return model::autoKVSplits(
-      tiles, llvm::divideCeil(k.getDimSize(2), kKeysPerBlock), sms);
+  int64_t queryBlocks = llvm::divideCeil(q.getDimSize(2), kRowsPerItem);
+  int64_t tiles = q.getDimSize(0) * q.getDimSize(1) * queryBlocks;
+  return model::autoKVSplits(tiles, queryBlocks,
+                             llvm::divideCeil(k.getDimSize(2), kKeysPerBlock),
+                             sms);
 }
 
 struct FASplitKVPass : fa::impl::FASplitKVBase<FASplitKVPass> {
