@@ -87,6 +87,89 @@ struct PipelineAcquireLowering : OpConversionPattern<fagpu::PipelineAcquireOp> {
   }
 };
 
+/// stage = use mod S; parity = (use / S) mod 2, flipped by the stage's
+/// phase bit and, for a producer, once more (the empty barrier's previous
+/// round). A result nobody reads is not computed: a stage costs no
+/// division and a parity no remainder unless the phase bits need it.
+struct PipelinePositionLowering
+    : OpConversionPattern<fagpu::PipelinePositionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelinePositionOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<fagpu::PipelineType>(op.getPipeline().getType());
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
+    };
+    Value use = adaptor.getUse().front();
+    Value stage;
+    auto stageOfUse = [&] {
+      if (!stage)
+        stage =
+            arith::RemUIOp::create(rewriter, loc, use, c32(type.getStages()));
+      return stage;
+    };
+    if (!op.getStage().use_empty())
+      stageOfUse();
+    Value parity;
+    if (!op.getParity().use_empty()) {
+      parity = arith::AndIOp::create(
+          rewriter, loc,
+          arith::DivUIOp::create(rewriter, loc, use, c32(type.getStages())),
+          c32(1));
+      if (op.getPhases()) {
+        Value bits = adaptor.getPhases().front();
+        Value carried = arith::AndIOp::create(
+            rewriter, loc,
+            arith::ShRUIOp::create(rewriter, loc, bits, stageOfUse()), c32(1));
+        parity = arith::XOrIOp::create(rewriter, loc, parity, carried);
+      }
+      if (op.getProducer())
+        parity = arith::XOrIOp::create(rewriter, loc, parity, c32(1));
+    }
+    // An unread result is replaced by a value of the right type that no one
+    // uses.
+    if (!stage)
+      stage = use;
+    if (!parity)
+      parity = use;
+    rewriter.replaceOp(op, {stage, parity});
+    return success();
+  }
+};
+
+/// Bit s flips when stage s was used an odd number of times,
+/// ceil((uses - s) / S).
+struct PipelineAdvancePhasesLowering
+    : OpConversionPattern<fagpu::PipelineAdvancePhasesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::PipelineAdvancePhasesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<fagpu::PipelineType>(op.getPipeline().getType());
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
+    };
+    int64_t stages = type.getStages();
+    Value bits = adaptor.getPhases().front();
+    Value uses = adaptor.getUses().front();
+    for (int64_t s = 0; s < stages; ++s) {
+      Value stageUses = arith::DivUIOp::create(
+          rewriter, loc,
+          arith::AddIOp::create(rewriter, loc, uses, c32(stages - 1 - s)),
+          c32(stages));
+      Value flip = arith::ShLIOp::create(
+          rewriter, loc,
+          arith::AndIOp::create(rewriter, loc, stageUses, c32(1)), c32(s));
+      bits = arith::XOrIOp::create(rewriter, loc, bits, flip);
+    }
+    rewriter.replaceOp(op, bits);
+    return success();
+  }
+};
+
 /// What every TMA load into a pipeline stage does around its boxes: one
 /// arrival on the stage's full barrier announcing the whole tile's bytes,
 /// then `issue(emitter, tileOffset, barrier, tile)` writes the boxes into
@@ -373,6 +456,7 @@ void mlir::fa::warpgroup::populatePipelinePatterns(
                PipelineAcquireLowering, TmaLoadLowering, TmaLoadPagesLowering,
                PipelineCommitLowering, PipelineWaitLowering,
                PipelineReleaseLowering, PipelineTileLowering,
+               PipelinePositionLowering, PipelineAdvancePhasesLowering,
                SharedTileLowering, TileRowsLowering, WidenTileLowering>(
       converter, patterns.getContext());
 }

@@ -121,13 +121,15 @@ private:
   /// K and V, the two buffers of each stage of the K/V ring.
   static constexpr int64_t kKey = 0, kValue = 1;
 
-  // Ring position of K/V block j (the ring starts empty at firstBlock).
-  Value stageOf(Value j) {
-    return remu(sub(j, tile.firstBlock), c32(spec.stages));
+  /// Ring position of K/V block j (the ring starts empty at firstBlock):
+  /// its stage and the parity a consumer waits (`producer`: acquires) with.
+  fagpu::PipelinePositionOp kvPosition(Value j, bool producer = false) {
+    return fagpu::PipelinePositionOp::create(
+        b, loc, kvPipe, sub(j, tile.firstBlock), Value(), producer);
   }
-  Value ringParity(Value j) {
-    return arith::AndIOp::create(
-        b, loc, divu(sub(j, tile.firstBlock), c32(spec.stages)), c32(1));
+  Value stageOf(Value j) { return kvPosition(j).getStage(); }
+  Value ringParity(Value j, bool producer = false) {
+    return kvPosition(j, producer).getParity();
   }
   /// Local block index i = j - firstBlock: S/P buffer i mod 2, used for
   /// the (i / 2)-th time.
@@ -179,7 +181,7 @@ void KernelBuilder::emitLoads() {
   b.setInsertionPointToStart(loop.getBody());
   Value j = loop.getInductionVar();
   Value stage = stageOf(j);
-  Value parity = arith::XOrIOp::create(b, loc, ringParity(j), c32(1));
+  Value parity = ringParity(j, /*producer=*/true);
   Value row = mul(j, c32(spec.blockC));
   for (int64_t buffer : {kKey, kValue}) {
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, buffer);

@@ -470,35 +470,23 @@ private:
       fagpu::PassTurnOp::create(b, loc, otherTurn, 2 * 128);
   }
 
-  // Every tile starts its K/V blocks at stage 0: block j of the tile sits
-  // in stage (j - first) mod stages, a value that depends on the inner
-  // loop's counter alone, so ptxas keeps the wgmma descriptors in uniform
+  // Every tile starts its K/V blocks at stage 0: block j of the tile is
+  // the ring's use j - first, so its stage depends on the inner loop's
+  // counter alone and ptxas keeps the wgmma descriptors in uniform
   // registers (a ring position carried across a persistent CTA's tiles
   // made it build them per thread and move them, R2UR, before each wgmma).
-  // The cost is the phase: stage s has completed phaseBits >> s & 1 more
-  // rounds (mod 2) than the tile's own count says.
+  // The cost is the phase, which a persistent CTA carries in phaseBits
+  // (fagpu.pipeline_position says how).
   Value blockInTile(Value j) { return sub(j, tileFirst); }
-  Value stageOf(Value j) { return remu(blockInTile(j), c32(spec.kvStages())); }
-  Value parityOf(Value j) {
-    Value round = arith::AndIOp::create(
-        b, loc, divu(blockInTile(j), c32(spec.kvStages())), c32(1));
-    if (!phaseBits)
-      return round;
-    Value carried = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, phaseBits, stageOf(j)), c32(1));
-    return arith::XOrIOp::create(b, loc, round, carried);
+  /// Where block j of the current tile sits in the K/V ring: its stage,
+  /// and the parity a consumer waits with (`producer`: acquires with).
+  fagpu::PipelinePositionOp kvPosition(Value j, bool producer = false) {
+    return fagpu::PipelinePositionOp::create(b, loc, kvPipe, blockInTile(j),
+                                             phaseBits, producer);
   }
-  /// The phase bits after a tile of `blocks` K/V blocks: stage s was used
-  /// ceil((blocks - s) / stages) times.
-  Value advancePhases(Value bits, Value blocks) {
-    int64_t stages = spec.kvStages();
-    for (int64_t s = 0; s < stages; ++s) {
-      Value uses = divu(add(blocks, c32(stages - 1 - s)), c32(stages));
-      Value flip = arith::ShLIOp::create(
-          b, loc, arith::AndIOp::create(b, loc, uses, c32(1)), c32(s));
-      bits = arith::XOrIOp::create(b, loc, bits, flip);
-    }
-    return bits;
+  Value stageOf(Value j) { return kvPosition(j).getStage(); }
+  Value parityOf(Value j, bool producer = false) {
+    return kvPosition(j, producer).getParity();
   }
 
   const KernelSpec &spec;
@@ -521,7 +509,7 @@ private:
   Value qDescalePtr, kDescalePtr, vDescalePtr, descaleLayout;
   Value kernelScaleLog2, tileScaleLog2, kDescaleBase, kDescaleStep, vDescale;
   Value tileFirst;       // the current tile's first K/V block
-  Value phaseBits;       // persistent only: see parityOf
+  Value phaseBits;       // persistent only: see blockInTile
   bool inProducer = false; // while emitting the producer's tile loop
   /// The producer's varlen search resumes where its last tile's sequence
   /// began: its tiles come in increasing order (a stride of the grid, or
@@ -609,13 +597,12 @@ void KernelBuilder::emitValueWidener() {
         scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
-    Value i = sub(j, tile.firstBlock);
-    Value cached = remu(i, c32(spec.stages));
-    Value cachedParity =
-        arith::AndIOp::create(b, loc, divu(i, c32(spec.stages)), c32(1));
+    auto cache = fagpu::PipelinePositionOp::create(
+        b, loc, cachePipe, sub(j, tile.firstBlock), Value(), false);
+    Value cached = cache.getStage();
     Value stage = stageOf(j);
-    Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
-    fagpu::PipelineWaitOp::create(b, loc, cachePipe, cached, cachedParity,
+    Value parity = parityOf(j, /*producer=*/true);
+    fagpu::PipelineWaitOp::create(b, loc, cachePipe, cached, cache.getParity(),
                                   kValue);
     fagpu::PipelineAcquireOp::create(b, loc, kvPipe, stage, parity, kValue);
     Value codes = fagpu::PipelineTileOp::create(b, loc, cacheTileType,
@@ -642,9 +629,8 @@ void KernelBuilder::emitProducerTile(const AttentionTile &tile,
   b.setInsertionPointToStart(loop.getBody());
   Value j = loop.getInductionVar();
   Value stage = stageOf(j);
-  // A stage is free once both consumers released it in the previous round
-  // (a fresh barrier passes the wait on parity 1).
-  Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
+  // A stage is free once both consumers released it in the previous round.
+  Value parity = parityOf(j, /*producer=*/true);
   loadKeyValueBlock(tile, j, kvPipe, stage, /*acquireKey=*/true,
                     /*acquireValue=*/true, parity);
 }
@@ -721,19 +707,20 @@ void KernelBuilder::emitWideningProducerTile(const AttentionTile &tile,
   // cache ring's empty barriers are not used: its only readers are the
   // threads of the issuer's own warpgroup).
   int64_t cacheStages = spec.stages;
-  auto cacheStage = [&](Value j) {
-    return remu(sub(j, tile.firstBlock), c32(cacheStages));
+  auto cachePosition = [&](Value j, bool producer) {
+    return fagpu::PipelinePositionOp::create(
+        b, loc, cachePipe, sub(j, tile.firstBlock), Value(), producer);
   };
   // Where the V widener reads V, the V half of a cache stage is free once
-  // it released it (a fresh barrier passes the wait on parity 1).
+  // it released it.
   auto loadIfInTile = [&](Value j) {
     auto ifInTile = scf::IfOp::create(b, loc, ult(j, tile.numBlocks), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifInTile.thenBlock());
-    Value round = divu(sub(j, tile.firstBlock), c32(cacheStages));
-    Value freeParity = arith::XOrIOp::create(
-        b, loc, arith::AndIOp::create(b, loc, round, c32(1)), c32(1));
-    loadKeyValueBlock(tile, j, cachePipe, cacheStage(j), /*acquireKey=*/false,
+    Value freeParity = cachePosition(j, /*producer=*/true).getParity();
+    loadKeyValueBlock(tile, j, cachePipe,
+                      cachePosition(j, /*producer=*/false).getStage(),
+                      /*acquireKey=*/false,
                       /*acquireValue=*/spec.valueWidener, freeParity);
   };
   onIssuer([&] {
@@ -746,11 +733,10 @@ void KernelBuilder::emitWideningProducerTile(const AttentionTile &tile,
   b.setInsertionPointToStart(loop.getBody());
   Value j = loop.getInductionVar();
   onIssuer([&] { loadIfInTile(add(j, c32(cacheStages - 1))); });
-  Value cached = cacheStage(j);
-  Value cachedParity = arith::AndIOp::create(
-      b, loc, divu(sub(j, tile.firstBlock), c32(cacheStages)), c32(1));
+  auto cache = cachePosition(j, /*producer=*/false);
+  Value cached = cache.getStage(), cachedParity = cache.getParity();
   Value stage = stageOf(j);
-  Value parity = arith::XOrIOp::create(b, loc, parityOf(j), c32(1));
+  Value parity = parityOf(j, /*producer=*/true);
   SmallVector<int64_t> widened = {kKey};
   if (!spec.valueWidener)
     widened.push_back(kValue);
@@ -1358,8 +1344,8 @@ SmallVector<Value> KernelBuilder::emitLoopTile(
   AttentionTile tile = decodeTile(id);
   tileFirst = tile.firstBlock;
   SmallVector<Value> next = body(tile, tileIndex, carried);
-  SmallVector<Value> after = {
-      advancePhases(phaseBits, sub(tile.numBlocks, tile.firstBlock))};
+  SmallVector<Value> after = {fagpu::PipelineAdvancePhasesOp::create(
+      b, loc, kvPipe, phaseBits, sub(tile.numBlocks, tile.firstBlock))};
   after.append(next.begin(), next.end());
   return after;
 }

@@ -552,3 +552,42 @@ func.func @widen_half_line(%a: !fagpu.smem_tile<64x64xf8E4M3FN, swizzle = 64>, %
   fagpu.widen_tile %a to %c barrier %b : !fagpu.smem_tile<64x64xf8E4M3FN, swizzle = 64> to !fagpu.smem_tile<64x64xf16>
   return
 }
+
+// -----
+
+// A producer acquires a stage through its empty barrier; a fill_once
+// pipeline has none.
+gpu.module @fa_kernels {
+  llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  llvm.func @fill_once_producer(%use: i32) {
+    %q = fagpu.create_pipeline {barrier_offset = 65536 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 1, buffers = 1, 128x64xf16, fill_once>
+    // expected-error @+1 {{a fill_once pipeline has no empty barriers to acquire a stage by}}
+    %s, %p = fagpu.pipeline_position %q[%use] producer : !fagpu.pipeline<stages = 1, buffers = 1, 128x64xf16, fill_once>
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @fa_kernels {
+  llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  llvm.func @cp_async_phases(%use: i32, %bits: i32) {
+    %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+    // expected-error @+1 {{a cp.async (row_major) pipeline has no barriers: its position is a stage alone}}
+    %s, %p = fagpu.pipeline_position %kv[%use] phases %bits : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @fa_kernels {
+  llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  llvm.func @cp_async_advance(%uses: i32, %bits: i32) -> i32 {
+    %kv = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 0 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+    // expected-error @+1 {{a cp.async (row_major) pipeline has no barriers and no phases}}
+    %next = fagpu.pipeline_advance_phases %kv phases %bits after %uses : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16, row_major>
+    llvm.return %next : i32
+  }
+}
+

@@ -522,3 +522,24 @@ LogicalResult MmaWaitOp::verify() {
     return emitOpError() << "expected pending in [0, 7], got " << pending;
   return success();
 }
+
+// Phase bits are an i32 of one bit per stage: the pipeline type's 8 stages
+// at most fit.
+
+LogicalResult PipelinePositionOp::verify() {
+  auto type = llvm::cast<PipelineType>(getPipeline().getType());
+  if (type.isCpAsync() && (getPhases() || getProducer()))
+    return emitOpError("a cp.async (row_major) pipeline has no barriers: "
+                       "its position is a stage alone");
+  if (type.getFillOnce() && getProducer())
+    return emitOpError("a fill_once pipeline has no empty barriers to "
+                       "acquire a stage by");
+  return success();
+}
+
+LogicalResult PipelineAdvancePhasesOp::verify() {
+  if (llvm::cast<PipelineType>(getPipeline().getType()).isCpAsync())
+    return emitOpError("a cp.async (row_major) pipeline has no barriers "
+                       "and no phases");
+  return success();
+}

@@ -20,18 +20,27 @@
 // K and V at its K/V head, both of one batch.
 // CHECK: fagpu.pipeline_acquire %[[Q]]
 // CHECK: fagpu.tma_load %arg0[%{{.*}}, %{{.*}}, %[[BATCH:[0-9]+]]]
-// CHECK: scf.for
-// CHECK: fagpu.pipeline_acquire %[[KV]][%{{.*}}] buffer 0
-// CHECK: fagpu.tma_load %arg1[%{{.*}}, %[[KVHEAD:[0-9]+]], %[[BATCH]]] into %[[KV]][%{{.*}}] buffer 0
-// CHECK: fagpu.pipeline_acquire %[[KV]][%{{.*}}] buffer 1
+// Block j of the tile is the ring's use j - first: the producer acquires
+// its stage with the empty barriers' parity (fagpu.pipeline_position, asked
+// where each value is needed).
+// CHECK: scf.for %[[J:[a-z0-9]+]] =
+// CHECK: %[[USE:.*]] = arith.subi %[[J]], %{{.*}}
+// CHECK: %[[STAGE:.*]], %{{.*}} = fagpu.pipeline_position %[[KV]][%[[USE]]] : <stages = 2, buffers = 2, 128x128xf16>
+// CHECK: %{{.*}}, %[[FREE:.*]] = fagpu.pipeline_position %[[KV]][%{{.*}}] producer : <stages = 2, buffers = 2, 128x128xf16>
+// CHECK: fagpu.pipeline_acquire %[[KV]][%[[STAGE]]] buffer 0 parity %[[FREE]]
+// CHECK: fagpu.tma_load %arg1[%{{.*}}, %[[KVHEAD:[0-9]+]], %[[BATCH]]] into %[[KV]][%[[STAGE]]] buffer 0
+// CHECK: fagpu.pipeline_acquire %[[KV]][%[[STAGE]]] buffer 1 parity %[[FREE]]
 // CHECK: fagpu.tma_load %arg2[%{{.*}}, %[[KVHEAD]], %[[BATCH]]] into %[[KV]][%{{.*}}] buffer 1
 // CHECK: } consumer {
 // CHECK: fagpu.pass_turn
 // CHECK-NOT: scf.while
 // The steady-state loop: S_j, then O += P_{j-1} V_{j-1}, the turn passes,
 // softmax of S_j under the second MMA.
+// The consumers wait for block j's K with its full barrier's parity.
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (!fagpu.fragment<64x128xf32, accumulator>, !fagpu.fragment<64xf32, rows>, !fagpu.fragment<64xf32, rows>, !fagpu.fragment<64x128xf16, operand_a>, !fagpu.fragment<64xf32, rows>)
-// CHECK: fagpu.pipeline_wait %[[KV]][%{{.*}}] buffer 0
+// CHECK: %[[KSTAGE:.*]], %{{.*}} = fagpu.pipeline_position %[[KV]][%{{.*}}] : <stages = 2, buffers = 2, 128x128xf16>
+// CHECK: fagpu.pipeline_position %[[KV]][%{{.*}}] : <stages = 2, buffers = 2, 128x128xf16>
+// CHECK: fagpu.pipeline_wait %[[KV]][%[[KSTAGE]]] buffer 0 parity %{{.*}}
 // CHECK: fagpu.wait_turn
 // CHECK: %[[S:.*]] = fagpu.mma
 // CHECK: fagpu.rescale

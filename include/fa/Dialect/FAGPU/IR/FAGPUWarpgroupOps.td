@@ -313,6 +313,73 @@ def FAGPU_PipelineReleaseOp : FAGPU_PipelineStageOp<"pipeline_release"> {
   }];
 }
 
+def FAGPU_PipelinePositionOp : FAGPU_Op<"pipeline_position", [Pure]> {
+  let summary = "the stage and barrier parity of a role's use of a pipeline";
+  let description = [{
+    A role walks a pipeline's ring in order, stage 0, 1, ..., stages - 1,
+    0, ...: its use `%use` (from 0) takes stage `%use mod stages`, and each
+    round through the ring completes each of its barriers once, so the
+    barrier of that stage is waited on in phase `(%use / stages) mod 2`.
+    The pipeline's type gives the stage count; this op is the one place
+    that turns a use into a ring position (CUTLASS's PipelineState).
+
+    `phases` (a persistent CTA, whose tiles each start at stage 0 so that
+    the stage depends on the loop counter alone): bit s is how many rounds
+    stage s completed over the CTA's earlier tiles, mod 2; it flips that
+    stage's parity (`fagpu.pipeline_advance_phases` carries it).
+
+    `producer`: the parity a producer acquires the stage with, that of the
+    empty barrier's previous round -- the consumers' release of the
+    stage's last use (a fresh barrier passes a wait on parity 1).
+
+    ```mlir
+    %stage, %parity = fagpu.pipeline_position %kv[%use] phases %bits
+        producer : !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf16>
+    ```
+  }];
+  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$use,
+                       Optional<I32>:$phases, UnitAttr:$producer);
+  let results = (outs I32:$stage, I32:$parity);
+  let assemblyFormat = [{
+    $pipeline `[` $use `]` (`phases` $phases^)? (`producer` $producer^)?
+    attr-dict `:` type($pipeline)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$pipeline, "::mlir::Value":$use,
+                   "::mlir::Value":$phases, "bool":$producer), [{
+      ::mlir::Type i32 = $_builder.getI32Type();
+      build($_builder, $_state, i32, i32, pipeline, use, phases, producer);
+    }]>];
+  let hasVerifier = 1;
+}
+
+def FAGPU_PipelineAdvancePhasesOp
+    : FAGPU_Op<"pipeline_advance_phases", [Pure]> {
+  let summary = "a persistent CTA's phase bits after a tile's uses of a pipeline";
+  let description = [{
+    The `phases` of `fagpu.pipeline_position` after a tile that used the
+    ring `%uses` times from stage 0: stage s was used
+    ceil((%uses - s) / stages) times, and each use flips its bit.
+
+    ```mlir
+    %next = fagpu.pipeline_advance_phases %kv phases %bits after %uses
+        : !fagpu.pipeline<stages = 2, buffers = 2, 128x128xf16>
+    ```
+  }];
+  let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$phases, I32:$uses);
+  let results = (outs I32:$result);
+  let assemblyFormat = [{
+    $pipeline `phases` $phases `after` $uses attr-dict `:` type($pipeline)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$pipeline, "::mlir::Value":$phases,
+                   "::mlir::Value":$uses), [{
+      build($_builder, $_state, $_builder.getI32Type(), pipeline, phases,
+            uses);
+    }]>];
+  let hasVerifier = 1;
+}
+
 def FAGPU_PipelineTileOp : FAGPU_PipelineStageOp<"pipeline_tile", [Pure]> {
   let summary = "the shared-memory tile of a stage's buffer";
   let arguments = (ins FAGPU_Pipeline:$pipeline, I32:$stage, I64Attr:$buffer);
