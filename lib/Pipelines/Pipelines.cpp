@@ -141,6 +141,7 @@ void mlir::fa::buildSM80KernelPipeline(OpPassManager &pm,
   buildTileLevelForGPU(pm, "sm_80", options.rescaleThreshold,
                        options.polyExp2Degree, options.polyExp2Period,
                        options.queryInRegisters);
+  pm.addPass(createFAGPUBuildKernels());
   pm.addPass(createConvertFAGPUToNVVM());
 }
 

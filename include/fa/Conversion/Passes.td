@@ -111,37 +111,20 @@ def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
 }
 
 def ConvertFAGPUToNVVM : Pass<"convert-fagpu-to-nvvm", "ModuleOp"> {
-  let summary = "Emit the kernel of each fagpu.attention in NVVM and launch it";
+  let summary = "Lower the fagpu kernel-body ops to NVVM, one pattern per op";
   let description = [{
-    For every `fagpu.attention`, builds the kernel its target and
-    `#fagpu.schedule` describe into the `fa_kernels` gpu.module (once per
-    distinct kernel) and replaces the op by the host side of its launch:
+    Converts the kernels `fagpu-build-kernels` wrote: each kernel-body op
+    (`fagpu.warp_specialize`, the pipeline ops and ring positions,
+    `fagpu.tma_load`, `fagpu.copy_async`, `fagpu.mma`, `fagpu.softmax_step`,
+    `fagpu.store_output`, the tcgen05 ops, ...) is lowered by its own
+    pattern, fragments becoming their registers (a 1:N type conversion that
+    the scf loops carrying them follow), shared tiles their (base, offset),
+    pipelines their (base, barrier offset, tile offset).
 
-    * sm_80: an mma.sync FlashAttention-2 kernel (cp.async double buffer,
-      ldmatrix, register softmax), through `fagpu-build-kernels` (run here
-      for any sm_80 attention left), launched on the buffers' pointers with
-      one CTA per (query block, head, batch).
-    * sm_90a: the FlashAttention-3 kernel, through `fagpu-build-kernels`
-      (run here for any sm_90a attention left): TMA + mbarrier K/V ring,
-      wgmma, producer/consumer warpgroups with setmaxnreg, and whichever of
-      ping-pong, softmax overlap, persistent tiles with the cross-tile
-      pipeline and a static or dynamic scheduler, and the TMA-store
-      epilogue the schedule holds; q, k, v (and o with a TMA store) as
-      tensor maps the runtime encodes (`faEncodeTensorMap`). Each
-      kernel-body op (`fagpu.warp_specialize`, the pipeline ops,
-      `fagpu.tma_load`, `fagpu.mma`, `fagpu.softmax_step`, ...) is lowered
-      by its own pattern, fragments becoming their registers (a 1:N type
-      conversion that the scf loops carrying them follow).
-    * sm_100a: the tcgen05 kernel (TMEM accumulators, one MMA-issuing
-      thread, TMA load warp, softmax warps), through `fagpu-build-kernels`
-      (run here for any sm_100a attention left); compile-verified only.
-
-    The numerics (scale, masks, softcap, FA4 rescaling and software exp2)
-    are the op's. The kernel carries its schedule as `fagpu.schedule`, with
-    `fagpu.target`, `fagpu.threads` and `fagpu.shared_memory_bytes`, which
-    the launch metadata is written from. A schedule the target's kernel
-    cannot run (an sm_90a kernel without warp roles or K/V ring, tiles that
-    do not fit) is an error naming the pass that sets the missing piece.
+    The pass only converts: an `fagpu.attention` left in the module (its
+    kernel not built) is an error that names `fagpu-build-kernels`. The
+    numerics (scale, masks, softcap, FA4 rescaling and software exp2) are
+    the ops'.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

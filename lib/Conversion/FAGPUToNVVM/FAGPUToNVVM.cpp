@@ -29,10 +29,12 @@ struct ConvertFAGPUToNVVMPass
     : fa::impl::ConvertFAGPUToNVVMBase<ConvertFAGPUToNVVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (auto lower : {buildSM80Kernels, buildSM90Kernels, buildSM100Kernels})
-      if (failed(lower(module)))
-        return signalPassFailure();
-    if (failed(lowerWarpgroupOps(module)))
+    WalkResult unbuilt = module.walk([](fagpu::AttentionOp op) {
+      op.emitOpError("has no kernel yet: run fagpu-build-kernels before "
+                     "convert-fagpu-to-nvvm");
+      return WalkResult::interrupt();
+    });
+    if (unbuilt.wasInterrupted() || failed(lowerWarpgroupOps(module)))
       signalPassFailure();
   }
 };
