@@ -81,7 +81,7 @@ def main():
             out = subprocess.run(
                 ["build/bin/fa-opt", "-", "-o", "/dev/null", "--pass-pipeline="
                  "builtin.module(func.func(fa-attention-to-buffers,"
-                 f"fa-tile{{target={tile_target}}},fa-lower-fa2,"
+                 f"fagpu-tile{{target={tile_target}}},fa-lower-fa2,"
                  f"fa-map-to-gpu{{target={tile_target}}},{schedule}"
                  f"fagpu-io-report{{l2-bytes={L2_BYTES} "
                  f"code-bytes={meta.get('code_bytes', 0)}}}))"],

@@ -118,9 +118,7 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
   funcPm.addPass(createFAPackGQA());
   if (!kvSplits.empty())
     funcPm.addPass(createFASplitKV(FASplitKVOptions{kvSplits.str()}));
-  FATileOptions tile;
-  tile.target = target.str();
-  funcPm.addPass(createFATile(tile));
+  funcPm.addPass(fagpu::createFAGPUTile(fagpu::FAGPUTileOptions{target.str()}));
   funcPm.addPass(createFALowerFA2());
   if (rescaleThreshold >= 0.0)
     pm.addPass(createFAConditionalRescale(

@@ -1,7 +1,8 @@
 //===- Compile.cpp - fa.attention to PTX, cubin and launch metadata -------===//
 //
 // The GPU back end as a list of stages, as Triton does: fa.attention ->
-// (fa-tile, fa-lower-fa2, FA4 passes, fa-map-to-gpu, fagpu-*, convert-fagpu-to-nvvm) gpu.module in NVVM -> (upstream conversions) LLVM
+// (fagpu-tile, fa-lower-fa2, FA4 passes, fa-map-to-gpu, fagpu-*,
+// convert-fagpu-to-nvvm) gpu.module in NVVM -> (upstream conversions) LLVM
 // dialect -> (gpu-module-to-binary, LLVM NVPTX) PTX -> (ptxas) cubin.
 //
 //===----------------------------------------------------------------------===//

@@ -8,8 +8,8 @@
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline="persistent=off" | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s --split-input-file --fa-sm80-kernel-pipeline | FileCheck %s --check-prefix=SM80
 // RUN: fa-opt %s --split-input-file --fa-sm100-kernel-pipeline | FileCheck %s --check-prefix=SM100
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
 
 func.func @band(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                 %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,

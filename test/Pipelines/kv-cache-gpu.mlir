@@ -5,11 +5,11 @@
 // bounds its K/V loop and its mask, the producer finds each block's page
 // in the table and loads it through a rank-4 tensor map over the pages.
 // The other targets refuse, saying so.
-// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
-// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline | FileCheck %s --check-prefix=SM90
 // RUN: not fa-opt %s --fa-sm80-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=SM80
-// RUN: not fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a block-c=48}))" 2>&1 | FileCheck %s --check-prefix=DIVIDE
+// RUN: not fa-opt %s --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a block-c=48}))" 2>&1 | FileCheck %s --check-prefix=DIVIDE
 
 func.func @paged_decode(%q: memref<?x?x1x128xf16>, %k: memref<?x?x256x128xf16>,
                         %v: memref<?x?x256x128xf16>, %o: memref<?x?x1x128xf16>,
@@ -38,5 +38,5 @@ func.func @paged_decode(%q: memref<?x?x1x128xf16>, %k: memref<?x?x256x128xf16>,
 // SM90-NEXT: %[[PAGE:.*]] = llvm.load %{{.*}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // SM90: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %[[PAGE]]]
 // SM90: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg2, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %[[PAGE]]]
-// SM80: fa-tile: sm_80: per-sequence key lengths and paged K/V have a GPU kernel on sm_90a only (and run on the CPU path)
-// DIVIDE: fa-tile: block_c=48 and the page size 256 do not divide one another: a K/V block must lie in one page or span whole pages
+// SM80: fagpu-tile: sm_80: per-sequence key lengths and paged K/V have a GPU kernel on sm_90a only (and run on the CPU path)
+// DIVIDE: fagpu-tile: block_c=48 and the page size 256 do not divide one another: a K/V block must lie in one page or span whole pages

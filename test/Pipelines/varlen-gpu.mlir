@@ -10,8 +10,8 @@
 // at once), and the kernel reads the
 // sums per tile: TMA rows from the sequence's first row, batch coordinate
 // 0, O and LSE stored up to its last row. The other targets refuse.
-// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
-// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a},fa-lower-fa2))" | FileCheck %s --check-prefix=TILE
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a},fa-lower-fa2),func.func(fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline="persistent=off" | FileCheck %s --check-prefix=SINGLE
 // RUN: fa-opt %s --fa-sm90-kernel-pipeline="epilogue=direct" | FileCheck %s --check-prefix=DIRECT
@@ -91,4 +91,4 @@ func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
 // DIRECT-SAME: epilogue = registers
 // DIRECT-NOT: nvvm.stmatrix
 // DIRECT-NOT: !llvm.ptr<3> -> vector<4xi32>
-// SM80: fa-tile: sm_80: varlen batches have a GPU kernel on sm_90a only (and run on the CPU path)
+// SM80: fagpu-tile: sm_80: varlen batches have a GPU kernel on sm_90a only (and run on the CPU path)

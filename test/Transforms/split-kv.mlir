@@ -5,8 +5,8 @@
 // RUN: fa-opt %s --split-input-file --fa-split-kv="splits=3" | FileCheck %s --check-prefix=FIXED
 // RUN: fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile --fa-lower-fa2 | FileCheck %s --check-prefix=NEST
 // RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile --fa-lower-fa1 2>&1 | FileCheck %s --check-prefix=FA1
-// RUN: fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile=target=sm_90a --fa-lower-fa2 --fa-map-to-gpu=target=sm_90a 2>&1 | FileCheck %s --check-prefix=GPU
-// RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fa-tile=target=sm_80 --fa-lower-fa2 --fa-map-to-gpu=target=sm_80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: fa-opt %s --split-input-file --fa-split-kv="splits=4" --fagpu-tile=target=sm_90a --fa-lower-fa2 --fa-map-to-gpu=target=sm_90a 2>&1 | FileCheck %s --check-prefix=GPU
+// RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fagpu-tile=target=sm_80 --fa-lower-fa2 --fa-map-to-gpu=target=sm_80 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not fa-opt %s --fa-split-kv="splits=0" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not fa-opt %s --fa-split-kv="splits=some" 2>&1 | FileCheck %s --check-prefix=WORD
 

@@ -1,6 +1,6 @@
-// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
-// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a}))" | fa-opt | FileCheck %s --check-prefix=MAP
-// RUN: fa-opt %s --split-input-file --fa-tile="target=sm_80" --verify-diagnostics
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a}))" | FileCheck %s --check-prefix=MAP
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a}))" | fa-opt | FileCheck %s --check-prefix=MAP
+// RUN: fa-opt %s --split-input-file --fagpu-tile="target=sm_80" --verify-diagnostics
 // RUN: not fa-opt %s --fa-sm90-kernel-pipeline 2>&1 | FileCheck %s --check-prefix=KERNEL
 
 // An e4m3 KV cache beside a 16-bit Q on the GPU levels: sm_90a tiles it and
@@ -14,7 +14,7 @@
 // MAP-NOT: probs_scale
 // KERNEL: error: 'fagpu.attention' op cannot be lowered to sm_90a wgmma: an e4m3 K/V cache's descales must be laid out alike (one each, or [B, Hkv] each)
 func.func @f(%q: memref<2x8x1x128xf16>, %k: memref<2x2x256x128xf8E4M3FN>, %v: memref<2x2x256x128xf8E4M3FN>, %o: memref<2x8x1x128xf16>, %kd: memref<2x2xf32>, %vd: memref<f32>, %lens: memref<2xi32>) {
-  // expected-error @+1 {{fa-tile: sm_80: per-sequence key lengths and paged K/V have a GPU kernel on sm_90a only}}
+  // expected-error @+1 {{fagpu-tile: sm_80: per-sequence key lengths and paged K/V have a GPU kernel on sm_90a only}}
   fa.attention %q, %k, %v descale(%kd, %vd : memref<2x2xf32>, memref<f32>) kv_lengths(%lens : memref<2xi32>) outs(%o : memref<2x8x1x128xf16>) {causal, bottom_right} : memref<2x8x1x128xf16>, memref<2x2x256x128xf8E4M3FN>, memref<2x2x256x128xf8E4M3FN>
   return
 }

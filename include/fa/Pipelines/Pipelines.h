@@ -113,7 +113,7 @@ struct SM80PipelineOptions : public PassPipelineOptions<SM80PipelineOptions> {
       llvm::cl::init(true)};
 };
 
-/// fa.attention -> fa-tile{target=sm_80}, fa-lower-fa2, the FA4 passes ->
+/// fa.attention -> fagpu-tile{target=sm_80}, fa-lower-fa2, the FA4 passes ->
 /// fa-map-to-gpu -> convert-fagpu-to-nvvm (gpu.launch_func + mma.sync
 /// kernel) -> NVVM target attached -> LLVM dialect in the gpu.module ->
 /// gpu-module-to-binary (PTX). ptxas then makes the cubin (fa-compile).
@@ -206,7 +206,7 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       llvm::cl::desc("Emulate one exp2 in this many"), llvm::cl::init(8)};
 };
 
-/// fa.attention -> the tile level (fa-tile{target=sm_90a}, fa-lower-fa2, FA4
+/// fa.attention -> the tile level (fagpu-tile{target=sm_90a}, fa-lower-fa2, FA4
 /// passes) -> fa-map-to-gpu -> fagpu-warp-specialize, fagpu-persistent,
 /// fagpu-row-sum-mma, fagpu-pipeline-kv, fagpu-ping-pong,
 /// fagpu-overlap-softmax, fagpu-tma-store-epilogue -> convert-fagpu-to-nvvm

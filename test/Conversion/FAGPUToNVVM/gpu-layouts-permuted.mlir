@@ -1,4 +1,4 @@
-// A permuted (non-strided) layout is refused by fa-tile{target} before the
+// A permuted (non-strided) layout is refused by fagpu-tile{target} before the
 // loop nest takes views of it, naming the operand and saying what to do
 // (before, an upstream verifier refused it with "base type '...' is not
 // strided": no pass named, no advice).

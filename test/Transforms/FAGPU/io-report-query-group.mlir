@@ -1,5 +1,5 @@
-// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-pack-query-heads{query-group=4},fagpu-io-report))" -o /dev/null | FileCheck %s
-// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report))" -o /dev/null | FileCheck %s --check-prefix=ROWS
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-pack-query-heads{query-group=4},fagpu-io-report))" -o /dev/null | FileCheck %s
+// RUN: fa-opt %s --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report))" -o /dev/null | FileCheck %s --check-prefix=ROWS
 
 // The reads of a packed kernel (query_group = 4) count its tiles' queries:
 // the launch [1, Hkv = 8, 128 rows, 128] holds 32 queries of 4 heads each,

@@ -1,12 +1,12 @@
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report))" -o /dev/null | FileCheck %s
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-persistent,fagpu-io-report))" -o /dev/null | FileCheck %s --check-prefix=DYN
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{sms=2 l2-bytes=1048576}))" -o /dev/null | FileCheck %s --check-prefix=FITS
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{sms=2 l2-bytes=65536}))" -o /dev/null | FileCheck %s --check-prefix=SPILL
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{code-bytes=79488}))" -o /dev/null | FileCheck %s --check-prefix=CODE
-// RUN: not fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{code-bytes=-1}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADCODE
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report))" -o /dev/null | FileCheck %s
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-persistent,fagpu-io-report))" -o /dev/null | FileCheck %s --check-prefix=DYN
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{sms=2 l2-bytes=1048576}))" -o /dev/null | FileCheck %s --check-prefix=FITS
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{sms=2 l2-bytes=65536}))" -o /dev/null | FileCheck %s --check-prefix=SPILL
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{code-bytes=79488}))" -o /dev/null | FileCheck %s --check-prefix=CODE
+// RUN: not fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-io-report{code-bytes=-1}))" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADCODE
 // BADCODE: error: 'fagpu.attention' op fagpu-io-report: code-bytes must not be negative
 // The static persistent order (fagpu-persistent on a non-causal tile).
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-persistent,fagpu-io-report))" -o /dev/null | FileCheck %s --check-prefix=STATIC
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a},fagpu-persistent,fagpu-io-report))" -o /dev/null | FileCheck %s --check-prefix=STATIC
 // STATIC: dram model: 132 SMs x 1 CTAs = 132 of 512 work items at a time (CTA r takes items r, r + 132, ...)
 
 // With the dynamic scheduler (causal, persistent), the counter's atomics:

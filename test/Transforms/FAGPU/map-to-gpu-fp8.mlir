@@ -4,7 +4,7 @@
 // per-tensor descales and the probs scale onto fagpu.attention; the kernel
 // pipeline then builds the e4m3 wgmma kernel and its V layout kernel
 // (sm90/build-kernels-e4m3.mlir checks them at the fagpu level).
-// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fa-tile{target=sm_90a},fa-lower-fa2,fa-quantize-probs,fa-map-to-gpu{target=sm_90a}))" | FileCheck %s
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fa-attention-to-buffers,fagpu-tile{target=sm_90a},fa-lower-fa2,fa-quantize-probs,fa-map-to-gpu{target=sm_90a}))" | FileCheck %s
 // RUN: fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=rescale-threshold=0 | FileCheck %s --check-prefix=KERNEL
 // RUN: not fa-opt %s --split-input-file --fa-sm90-kernel-pipeline=rescale-threshold=8 2>&1 | FileCheck %s --check-prefix=THRESHOLD
 

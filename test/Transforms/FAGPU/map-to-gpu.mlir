@@ -1,6 +1,6 @@
-// RUN: fa-opt %s --split-input-file --fa-tile=target=sm_90a --fa-lower-fa2 --fa-conditional-rescale=threshold=8 --fa-poly-exp2="degree=3 period=4" --fa-map-to-gpu=target=sm_90a | FileCheck %s
-// RUN: fa-opt %s --split-input-file --fa-tile=target=sm_80 --fa-lower-fa2 --fa-map-to-gpu=target=sm_80 | FileCheck %s --check-prefix=SM80
-// RUN: not fa-opt %s --split-input-file --fa-tile=target=sm_90a --fa-lower-fa2 --fa-map-to-gpu=target=sm_70 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: fa-opt %s --split-input-file --fagpu-tile=target=sm_90a --fa-lower-fa2 --fa-conditional-rescale=threshold=8 --fa-poly-exp2="degree=3 period=4" --fa-map-to-gpu=target=sm_90a | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fagpu-tile=target=sm_80 --fa-lower-fa2 --fa-map-to-gpu=target=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: not fa-opt %s --split-input-file --fagpu-tile=target=sm_90a --fa-lower-fa2 --fa-map-to-gpu=target=sm_70 2>&1 | FileCheck %s --check-prefix=BADTARGET
 
 // fa-map-to-gpu reads the FA2 loop nest: the memrefs it copies Q, K, V from
 // and O to, the LSE it writes, the tiles of its buffers (here the sm_90a

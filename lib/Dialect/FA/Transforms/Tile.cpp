@@ -9,7 +9,6 @@
 
 #include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FA/Transforms/Passes.h"
-#include "fa/Dialect/FAGPU/IR/Heuristics.h"
 
 namespace mlir::fa {
 #define GEN_PASS_DEF_FATILE
@@ -64,22 +63,6 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
         return signalPassFailure();
       }
     }
-    if (!target.empty()) {
-      std::optional<fagpu::Target> gpu = fagpu::symbolizeTarget(target);
-      if (!gpu) {
-        emitError(getOperation().getLoc())
-            << "fa-tile: target must be sm_80, sm_90a or sm_100a, got '"
-            << target << "'";
-        return signalPassFailure();
-      }
-      WalkResult result = getOperation().walk([&](AttentionOp op) {
-        return succeeded(tileForTarget(op, *gpu)) ? WalkResult::advance()
-                                                  : WalkResult::interrupt();
-      });
-      if (result.wasInterrupted())
-        signalPassFailure();
-      return;
-    }
     int64_t budget = sramBudget;
     if (budget == 0) {
       budget = kDefaultSramBudget;
@@ -100,102 +83,6 @@ struct FATilePass : fa::impl::FATileBase<FATilePass> {
     });
     if (result.wasInterrupted())
       signalPassFailure();
-  }
-
-  /// The GPU kernel's tiles: the op's, else the options, else the table.
-  LogicalResult tileForTarget(AttentionOp op, fagpu::Target gpu) {
-    // The kernels take base pointers and tensor maps of packed rows: refuse
-    // other layouts here, before the loop nest takes views of them.
-    static constexpr StringLiteral kOperands[] = {"Q", "K", "V", "O", "LSE"};
-    for (auto [name, operand] : llvm::zip(kOperands, op->getOperands())) {
-      auto type = dyn_cast<MemRefType>(operand.getType());
-      if (type && !type.getLayout().isIdentity())
-        return op.emitOpError()
-               << "fa-tile: " << fagpu::targetName(gpu) << ": " << name
-               << " must be a contiguous memref (identity layout), got "
-               << type << "; copy strided views into contiguous buffers "
-               << "first";
-    }
-    if (op.isVarlen() && gpu != fagpu::Target::sm_90a)
-      return op.emitOpError()
-             << "fa-tile: " << fagpu::targetName(gpu)
-             << ": varlen batches have a GPU kernel on sm_90a only (and run "
-                "on the CPU path)";
-    if ((op.getKvLengths() || op.isPaged()) && gpu != fagpu::Target::sm_90a)
-      return op.emitOpError()
-             << "fa-tile: " << fagpu::targetName(gpu)
-             << ": per-sequence key lengths and paged K/V have a GPU kernel "
-                "on sm_90a only (and run on the CPU path)";
-    if (op.hasFP8KeyValues() && gpu != fagpu::Target::sm_90a)
-      return op.emitOpError()
-             << "fa-tile: " << fagpu::targetName(gpu)
-             << ": an e4m3 K/V beside a "
-             << op.getQueryType().getElementType()
-             << " query has a kernel on sm_90a only (the CPU path runs "
-                "it: fa-run --kv-dtype e4m3)";
-    std::string elt;
-    llvm::raw_string_ostream(elt) << op.getQueryType().getElementType();
-    // sm_90a tiles e4m3 for its fagpu level (fa-map-to-gpu), where
-    // fagpu-build-kernels refuses it until the e4m3 kernel exists.
-    bool fp8 = op.isFP8();
-    if (gpu != fagpu::Target::sm_90a)
-      if (std::optional<std::string> why =
-              checkTargetElementType(fagpu::targetName(gpu), elt))
-        return op.emitOpError() << "fa-tile: " << *why;
-    int64_t d = op.getHeadDim();
-    const fagpu::KernelDefaults *row =
-        fagpu::defaultsFor(gpu, d, op.getCausal());
-    int64_t br = op.getBlockR().value_or(blockR);
-    // An e4m3 cache beside a 16-bit Q (sm_90a): its kernel's tiles.
-    bool widens = gpu == fagpu::Target::sm_90a && op.hasFP8KeyValues();
-    if (br == 0 && widens)
-      br = fagpu::kWideningBlockR;
-    if (br == 0 && row && op.getKvSplits())
-      br = fagpu::splitKVDefaults(gpu, d, op.getCausal()).blockR;
-    if (br == 0) {
-      if (!row)
-        return op.emitOpError()
-               << "fa-tile: no " << fagpu::targetName(gpu)
-               << " kernel for head dim " << d << " (the table has 64, 128"
-               << (gpu == fagpu::Target::sm_90a
-                       ? ", 192 and 256, and multiples of 32 up to 256 on "
-                         "their tiles"
-                       : " and 256")
-               << "); give block-r and block-c to tile it anyway";
-      br = row->blockR;
-    }
-    int64_t bc = op.getBlockC().value_or(blockC);
-    bool explicitBlockC = bc != 0;
-    if (bc == 0)
-      bc = fp8      ? fagpu::fp8DefaultBlockC(d)
-           : widens ? fagpu::kWideningBlockC
-                    : fagpu::defaultBlockC(gpu, d, op.getCausal(), br);
-    // A paged cache: a K/V block lies in one page (one TMA box) or spans
-    // whole pages (one box each, gathered into the block's tile); B_c stays
-    // a multiple of the MMA's k = 16, and so does the page.
-    if (op.isPaged()) {
-      int64_t pageSize = op.getPageSize();
-      if (pageSize % 16 != 0)
-        return op.emitOpError()
-               << "fa-tile: " << fagpu::targetName(gpu)
-               << ": the page size must be a multiple of 16 rows (the K/V "
-                  "blocks are whole MMA steps of whole pages), got "
-               << pageSize;
-      if (pageSize % bc != 0 && bc % pageSize != 0) {
-        if (explicitBlockC)
-          return op.emitOpError()
-                 << "fa-tile: block_c=" << bc << " and the page size "
-                 << pageSize
-                 << " do not divide one another: a K/V block must lie in "
-                    "one page or span whole pages";
-        while (pageSize % bc != 0 || bc % 16 != 0)
-          --bc;
-      }
-    }
-    Builder b(op.getContext());
-    op.setBlockRAttr(b.getI64IntegerAttr(br));
-    op.setBlockCAttr(b.getI64IntegerAttr(bc));
-    return success();
   }
 
   LogicalResult tile(AttentionOp op, int64_t budget) {

@@ -10,7 +10,7 @@ func.func @f32(%q: memref<1x1x64x64xf32>, %o: memref<1x1x64x64xf32>, %l: memref<
 // -----
 
 func.func @d96(%q: memref<1x1x64x96xf16>, %o: memref<1x1x64x96xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{fa-tile: no sm_100a kernel for head dim 96 (the table has 64, 128 and 256); give block-r and block-c to tile it anyway}}
+  // expected-error @+1 {{fagpu-tile: no sm_100a kernel for head dim 96 (the table has 64, 128 and 256); give block-r and block-c to tile it anyway}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x96xf16>, memref<1x1x64xf32>)
       : memref<1x1x64x96xf16>, memref<1x1x64x96xf16>, memref<1x1x64x96xf16>
   return

@@ -21,7 +21,7 @@ func.func @d80(%q: memref<1x1x64x80xf16>, %o: memref<1x1x64x80xf16>, %l: memref<
 // -----
 
 func.func @d320(%q: memref<1x1x64x320xf16>, %o: memref<1x1x64x320xf16>, %l: memref<1x1x64xf32>) {
-  // expected-error @+1 {{fa-tile: no sm_90a kernel for head dim 320 (the table has 64, 128, 192 and 256, and multiples of 32 up to 256 on their tiles); give block-r and block-c to tile it anyway}}
+  // expected-error @+1 {{fagpu-tile: no sm_90a kernel for head dim 320 (the table has 64, 128, 192 and 256, and multiples of 32 up to 256 on their tiles); give block-r and block-c to tile it anyway}}
   fa.attention %q, %q, %q outs(%o, %l : memref<1x1x64x320xf16>, memref<1x1x64xf32>)
       : memref<1x1x64x320xf16>, memref<1x1x64x320xf16>, memref<1x1x64x320xf16>
   return

@@ -106,7 +106,7 @@ std::optional<std::string> checkDiagonalOffset(int64_t offset,
 /// merge work: a chunk of a 2^20-key row is already 1024 keys).
 std::optional<std::string> checkKVSplits(int64_t splits);
 /// Rows per page of a paged K/V cache, in [1, 2^20] (flash-attn's are 16 to
-/// 256; the GPU kernel further needs a multiple of 16, checked by fa-tile).
+/// 256; the GPU kernel further needs a multiple of 16, checked by fagpu-tile).
 std::optional<std::string> checkPageSize(int64_t rows);
 /// `name`: "threshold" (the attribute) or "rescale threshold" (options).
 std::optional<std::string>
@@ -129,7 +129,7 @@ std::optional<llvm::StringRef> mlirElementTypeName(llvm::StringRef dtype);
 /// name): f8E4M3FN has none yet on any target (sm_90a's e4m3 wgmma kernel is
 /// issue 18's next step; sm_80 has no fp8 tensor cores). Never fall back to
 /// an f16 kernel silently. sm_90a's tile and fagpu levels take e4m3
-/// (fa-tile, fa-map-to-gpu); its fagpu-build-kernels gives this reason.
+/// (fagpu-tile, fa-map-to-gpu); its fagpu-build-kernels gives this reason.
 std::optional<std::string> checkTargetElementType(llvm::StringRef arch,
                                                   llvm::StringRef elementType);
 /// `name`: "q_descale", "k_descale" or "v_descale".

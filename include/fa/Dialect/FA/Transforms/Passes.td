@@ -56,10 +56,8 @@ def FATile : Pass<"fa-tile", "func::FuncOp"> {
     an integer `fa.sram_budget` attribute on the enclosing module, else
     163840 bytes.
 
-    With `target` (the GPU path), the tiles are the GPU kernel's: the op's
-    own `block_r`/`block_c`, else the options, else the target's row of the
-    measured defaults (`fa/Dialect/FAGPU/IR/Heuristics.h`); the SRAM-budget
-    rule does not apply (the fagpu passes check shared memory).
+    The pass knows no GPU: the GPU path tiles with `fagpu-tile`, which
+    takes a target's kernel tiles from its measured defaults.
   }];
   let options = [
     Option<"sramBudget", "sram-budget", "int64_t", /*default=*/"0",
@@ -69,10 +67,6 @@ def FATile : Pass<"fa-tile", "func::FuncOp"> {
            "Query rows per tile B_r (0: from the FlashAttention-1 rule)">,
     Option<"blockC", "block-c", "int64_t", /*default=*/"0",
            "Key/value rows per tile B_c (0: from the FlashAttention-1 rule)">,
-    Option<"target", "target", "std::string", /*default=*/"\"\"",
-           "GPU target (sm_80, sm_90a, sm_100a): tiles from its measured "
-           "defaults (fa/Dialect/FAGPU/IR/Heuristics.h) instead of the FA1 "
-           "rule; block_r/block_c already on the op are kept">,
   ];
 }
 

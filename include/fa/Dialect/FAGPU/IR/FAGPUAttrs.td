@@ -47,7 +47,7 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
 
     | field | meaning | set by |
     |---|---|---|
-    | `block_r`, `block_c` | query rows per tile, keys per K/V block | `fa-tile{target}` (read from the loop nest) |
+    | `block_r`, `block_c` | query rows per tile, keys per K/V block | `fagpu-tile{target}` (read from the loop nest) |
     | `consumers` | consumer warpgroups of 64 rows (sm_90a: `block_r / 64`) | `fa-map-to-gpu` |
     | `ctas_per_sm` | resident CTAs the kernel is built for | `fa-map-to-gpu` |
     | `producer_registers`, `consumer_registers` | `setmaxnreg` budgets of the warp roles (0: no warp specialisation) | `fagpu-warp-specialize` |

@@ -2,7 +2,7 @@
 //
 // One table: for each target, head dim and mask, the tiles and schedule
 // choices a kernel gets when nobody asks for others, and the measurement
-// behind them. fa-tile{target}, the fagpu-* passes and fa-compile read it;
+// behind them. fagpu-tile{target}, the fagpu-* passes and fa-compile read it;
 // nothing else holds a default.
 //
 //===----------------------------------------------------------------------===//
@@ -36,7 +36,7 @@ struct KernelDefaults {
 };
 
 /// The head dims each target's kernels take, the one rule fa-compile,
-/// fa-tile, fa-map-to-gpu and the kernel builders ask: 64, 128 and 256
+/// fagpu-tile, fa-map-to-gpu and the kernel builders ask: 64, 128 and 256
 /// everywhere; on sm_90a's wgmma kernel (`wgmma`) any multiple of 32 up to
 /// 256, run on tiles of whole 64-column blocks (sm90TileHeadDim: 96 on
 /// 128, 160 on 192). The reason when `headDim` is not one.

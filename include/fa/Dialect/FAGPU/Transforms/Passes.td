@@ -12,6 +12,34 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FAGPUTile : Pass<"fagpu-tile", "func::FuncOp"> {
+  let summary = "Choose each fa.attention's tiles (B_r, B_c) for a GPU target's kernel";
+  let description = [{
+    The GPU path's `fa-tile`: sets `block_r` and `block_c` on each
+    `fa.attention` to the tiles `target`'s kernel runs -- the op's own,
+    else `block-r` / `block-c`, else the target's row of the measured
+    defaults (`fa/Dialect/FAGPU/IR/Heuristics.h`: split-KV's and an e4m3
+    cache's B_r, e4m3's B_c, a paged cache's B_c cut to divide its pages).
+    Shared memory is checked later, by the fagpu passes that fill it. The
+    tile level (`fa-tile`, FlashAttention-1's rule on an SRAM budget) stays
+    target-free.
+
+    Refuses what the target's kernels do not take, before the loop nest
+    takes views of it: strided (non-identity) memrefs, varlen batches, key
+    lengths, paged or e4m3 K/V off sm_90a, element types the target has no
+    kernel for, head dims without a row unless tiles are given, and page
+    sizes that are not whole MMA steps.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"sm_90a\"",
+           "sm_80, sm_90a or sm_100a">,
+    Option<"blockR", "block-r", "int64_t", /*default=*/"0",
+           "B_r where the op has none (0: the target's default)">,
+    Option<"blockC", "block-c", "int64_t", /*default=*/"0",
+           "B_c where the op has none (0: the target's default)">,
+  ];
+}
+
 def FAMapToGPU : Pass<"fa-map-to-gpu", "func::FuncOp"> {
   let summary = "Map the FA2 loop nest of each attention onto one GPU kernel";
   let description = [{
