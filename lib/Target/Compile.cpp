@@ -221,8 +221,21 @@ struct BuiltKernel {
   /// A KV cache: the kernel that appends a call's new keys and values
   /// before the attention (empty otherwise).
   std::string kvAppend;
+  /// The parameters of the attention kernel and of the two above, as the
+  /// lowering built their signatures (fagpu.params).
+  std::vector<fagpu::KernelParam> params, valueLayoutParams, kvAppendParams;
 };
 } // namespace
+
+/// The parameters kernel `fn` was built from (fagpu.params).
+static FailureOr<SmallVector<fagpu::KernelParam>>
+kernelParamsOf(Operation *fn) {
+  auto params =
+      fn ? fn->getAttrOfType<ArrayAttr>(fagpu::kParamsAttrName) : ArrayAttr();
+  if (!params)
+    return failure();
+  return fagpu::paramsOf(params);
+}
 
 static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   auto target = kernel->getAttrOfType<fagpu::TargetAttr>("fagpu.target");
@@ -238,10 +251,29 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   built.threads = threads.getInt();
   built.sharedBytes = bytes.getInt();
   built.writesLse = !writesLse || writesLse.getValue();
-  if (auto layout = kernel->getAttrOfType<StringAttr>("fagpu.value_layout"))
+  FailureOr<SmallVector<fagpu::KernelParam>> params = kernelParamsOf(kernel);
+  if (failed(params))
+    return failure();
+  built.params.assign(params->begin(), params->end());
+  // The auxiliary kernels sit in the attention's gpu.module.
+  auto auxiliary = [&](StringRef name, std::vector<fagpu::KernelParam> &into) {
+    Operation *fn = SymbolTable::lookupSymbolIn(kernel->getParentOp(), name);
+    FailureOr<SmallVector<fagpu::KernelParam>> list = kernelParamsOf(fn);
+    if (failed(list))
+      return failure();
+    into.assign(list->begin(), list->end());
+    return success();
+  };
+  if (auto layout = kernel->getAttrOfType<StringAttr>("fagpu.value_layout")) {
     built.valueLayout = layout.str();
-  if (auto append = kernel->getAttrOfType<StringAttr>("fagpu.kv_append"))
+    if (failed(auxiliary(built.valueLayout, built.valueLayoutParams)))
+      return failure();
+  }
+  if (auto append = kernel->getAttrOfType<StringAttr>("fagpu.kv_append")) {
     built.kvAppend = append.str();
+    if (failed(auxiliary(built.kvAppend, built.kvAppendParams)))
+      return failure();
+  }
   return built;
 }
 
@@ -306,20 +338,7 @@ static std::string metadataJson(StringRef kernelName,
   int64_t oBoxRows = fagpu::takesOutputMap(schedule.getEpilogue())
                          ? fagpu::kRowsPerConsumer
                          : 0;
-  // The parameters, from the one description the kernel and its host
-  // launch are built from.
-  fagpu::KernelInputs inputs;
-  inputs.keyLengths = options.kvLengths;
-  inputs.pageSize = options.pageSize;
-  inputs.varlen = options.varlen;
-  inputs.narrowValues =
-      options.valueHeadDim && options.valueHeadDim != options.headDim;
-  bool fp8 = options.dtype == "e4m3";
-  if (fp8) {
-    inputs.outputDtype = outputDtype(options);
-    inputs.headDim = options.headDim;
-  }
-  inputs.keyValueDtype = options.kvDtype;
+  // The parameters, as the lowering built the kernel's signature from them.
   auto paramsJson = [](ArrayRef<fagpu::KernelParam> list) {
     llvm::json::Array params;
     for (const fagpu::KernelParam &p : list) {
@@ -348,8 +367,7 @@ static std::string metadataJson(StringRef kernelName,
     }
     return params;
   };
-  llvm::json::Array params = paramsJson(fagpu::kernelParams(
-      built.target, fagpu::fieldsOf(schedule), options.dtype, inputs));
+  llvm::json::Array params = paramsJson(built.params);
   llvm::json::Object root{
       {"format", "flash-mlir-kernel-1"},
       {"kernel", kernelName},
@@ -431,17 +449,15 @@ static std::string metadataJson(StringRef kernelName,
         {"block", llvm::json::Array{fagpu::kValueLayoutThreads, 1, 1}},
         {"key_alignment", fagpu::kValueLayoutKeyAlign},
         {"columns_per_thread", fagpu::kValueLayoutColumnsPerThread},
-        {"grid", llvm::json::Object{{"x", "ceil(B * Hkv * (" + keys +
-                                              " / 16) * (D / " +
-                                              std::to_string(
-                                                  fagpu::kValueLayoutColumnsPerThread) +
-                                              ") / " +
-                                              std::to_string(
-                                                  fagpu::kValueLayoutThreads) +
-                                              ")"},
-                                    {"y", 1},
-                                    {"z", 1}}},
-        {"params", paramsJson(fagpu::valueLayoutParams())}};
+        {"grid",
+         llvm::json::Object{
+             {"x", "ceil(B * Hkv * (" + keys + " / 16) * (D / " +
+                       std::to_string(fagpu::kValueLayoutColumnsPerThread) +
+                       ") / " + std::to_string(fagpu::kValueLayoutThreads) +
+                       ")"},
+             {"y", 1},
+             {"z", 1}}},
+        {"params", paramsJson(built.valueLayoutParams)}};
   }
   if (!built.kvAppend.empty()) {
     // A KV cache: the call's new keys and values written into the cache,
@@ -458,8 +474,7 @@ static std::string metadataJson(StringRef kernelName,
                        std::to_string(fagpu::kKVAppendThreads) + ")"},
              {"y", 1},
              {"z", 1}}},
-        {"params", paramsJson(fagpu::kvAppendParams(
-                       options.dtype, options.kvDtype == "e4m3"))}};
+        {"params", paramsJson(built.kvAppendParams)}};
   }
   std::string out;
   llvm::raw_string_ostream os(out);

@@ -88,6 +88,9 @@ inline LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
               b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
   fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
               b.getI32IntegerAttr(ctasPerSM));
+  // The parameter list the signature is built from, for the launch
+  // metadata (lib/Target serialises it).
+  fn->setAttr(fagpu::kParamsAttrName, fagpu::paramsAttr(ctx, abi));
   for (auto [i, p] : llvm::enumerate(abi)) {
     if (p.kind == fagpu::ParamKind::TensorMap) {
       fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),

@@ -289,3 +289,85 @@ StringRef mlir::fagpu::paramKindName(ParamKind kind) {
   }
   return "";
 }
+
+ArrayAttr mlir::fagpu::paramsAttr(MLIRContext *ctx,
+                                  ArrayRef<KernelParam> params) {
+  Builder b(ctx);
+  SmallVector<Attribute> entries;
+  for (const KernelParam &p : params) {
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr("name", b.getStringAttr(p.name)),
+        b.getNamedAttr("kind", b.getStringAttr(paramKindName(p.kind)))};
+    if (!p.dtype.empty())
+      fields.push_back(b.getNamedAttr("dtype", b.getStringAttr(p.dtype)));
+    if (!p.shape.empty()) {
+      SmallVector<Attribute> dims;
+      for (const std::string &dim : p.shape)
+        dims.push_back(b.getStringAttr(dim));
+      fields.push_back(b.getNamedAttr("shape", b.getArrayAttr(dims)));
+    }
+    if (!p.meaning.empty())
+      fields.push_back(b.getNamedAttr("meaning", b.getStringAttr(p.meaning)));
+    if (p.kind == ParamKind::TensorMap) {
+      fields.push_back(
+          b.getNamedAttr("box_rows", b.getI64IntegerAttr(p.boxRows)));
+      fields.push_back(b.getNamedAttr("rank", b.getI64IntegerAttr(p.rank)));
+      fields.push_back(
+          b.getNamedAttr("swizzle_bytes", b.getI64IntegerAttr(p.swizzleBytes)));
+      fields.push_back(
+          b.getNamedAttr("l2_promotion", b.getI64IntegerAttr(p.l2Promotion)));
+    }
+    entries.push_back(b.getDictionaryAttr(fields));
+  }
+  return b.getArrayAttr(entries);
+}
+
+FailureOr<SmallVector<KernelParam>> mlir::fagpu::paramsOf(ArrayAttr attr) {
+  static constexpr ParamKind kKinds[] = {
+      ParamKind::TensorMap, ParamKind::Pointer, ParamKind::I32,
+      ParamKind::I64,       ParamKind::F32,     ParamKind::Counter,
+      ParamKind::Workspace};
+  SmallVector<KernelParam> params;
+  for (Attribute entry : attr) {
+    auto fields = dyn_cast<DictionaryAttr>(entry);
+    if (!fields)
+      return failure();
+    auto name = fields.getAs<StringAttr>("name");
+    auto kind = fields.getAs<StringAttr>("kind");
+    if (!name || !kind)
+      return failure();
+    KernelParam p;
+    p.name = name.str();
+    const ParamKind *found = llvm::find_if(kKinds, [&](ParamKind k) {
+      return paramKindName(k) == kind.getValue();
+    });
+    if (found == std::end(kKinds))
+      return failure();
+    p.kind = *found;
+    if (auto dtype = fields.getAs<StringAttr>("dtype"))
+      p.dtype = dtype.str();
+    if (auto shape = fields.getAs<ArrayAttr>("shape"))
+      for (Attribute dim : shape) {
+        auto text = dyn_cast<StringAttr>(dim);
+        if (!text)
+          return failure();
+        p.shape.push_back(text.str());
+      }
+    if (auto meaning = fields.getAs<StringAttr>("meaning"))
+      p.meaning = meaning.str();
+    if (p.kind == ParamKind::TensorMap) {
+      auto boxRows = fields.getAs<IntegerAttr>("box_rows");
+      auto rank = fields.getAs<IntegerAttr>("rank");
+      auto swizzle = fields.getAs<IntegerAttr>("swizzle_bytes");
+      auto promotion = fields.getAs<IntegerAttr>("l2_promotion");
+      if (!boxRows || !rank || !swizzle || !promotion)
+        return failure();
+      p.boxRows = boxRows.getInt();
+      p.rank = rank.getInt();
+      p.swizzleBytes = swizzle.getInt();
+      p.l2Promotion = promotion.getInt();
+    }
+    params.push_back(std::move(p));
+  }
+  return params;
+}

@@ -12,6 +12,11 @@
 // CHECK-LABEL: func.func @all_on
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_stg
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_stg(
+// The kernel carries the parameters its signature was built from, which
+// fa-compile writes into the launch metadata: q, k, v as rank-4 tensor maps
+// of 128-row boxes, ..., the scale.
+// CHECK-SAME: fagpu.params = [{box_rows = 128 : i64, dtype = "f16", kind = "tensormap", l2_promotion = 256 : i64, name = "q", rank = 4 : i64, shape = ["B", "Hq", "Nq", "D"]
+// CHECK-SAME: {kind = "f32", meaning = "{{[^"]*}}", name = "scale_log2"}
 // CHECK: %[[Q:.*]] = fagpu.create_pipeline {{.*}} : <stages = 1, buffers = 1, 128x128xf16>
 // CHECK: %[[KV:.*]] = fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 128x128xf16>
 // CHECK: fagpu.init_pipelines %[[Q]], %[[KV]] consumer_arrivals 8

@@ -4,7 +4,8 @@
 // schedule: the kernel's LLVM signature (convert-fagpu-to-nvvm), the
 // arguments of its host-side launch, and the "params" list of the launch
 // metadata that the C and Python runtimes check and fill are all built from
-// it, so they cannot disagree.
+// it, so they cannot disagree: the kernel carries the list it was built
+// from (fagpu.params), and lib/Target serialises that.
 //
 //===----------------------------------------------------------------------===//
 
@@ -193,6 +194,18 @@ inline bool stridedTensors(Target target) { return target == Target::sm_90a; }
 /// "tensormap", "pointer", "i32", "i64", "f32", "counter" or "workspace", as
 /// the metadata says.
 StringRef paramKindName(ParamKind kind);
+
+/// The name of the kernel attribute that carries its parameters: the
+/// lowering that builds a kernel from a parameter list attaches the list
+/// (paramsAttr), and lib/Target writes the launch metadata's "params" from
+/// it (paramsOf) instead of deriving the list a second time.
+inline constexpr StringLiteral kParamsAttrName = "fagpu.params";
+/// `params` as an array of dictionaries, one per parameter in order: name,
+/// kind (paramKindName), and where set dtype, shape, meaning and (tensor
+/// maps) box_rows, rank, swizzle_bytes, l2_promotion.
+ArrayAttr paramsAttr(MLIRContext *ctx, ArrayRef<KernelParam> params);
+/// The parameters of a paramsAttr; failure where an entry is malformed.
+FailureOr<SmallVector<KernelParam>> paramsOf(ArrayAttr attr);
 
 /// The swizzle of an e4m3 kernel's V^T tile [D, B_c]: its rows are B_c
 /// bytes, cut into column blocks of the widest swizzle span (128, 64 or 32
