@@ -181,22 +181,6 @@ static bool usesWgmma(const KernelOptions &options) {
   return options.arch == "sm_90a" && options.sm90Kernel == "wgmma";
 }
 
-/// The kernel options' on|off|auto spelling (checked before the pipeline
-/// runs) as the sm_90a pipeline's typed choice.
-static fagpu::Switch switchOf(StringRef choice) {
-  return choice == "on"    ? fagpu::Switch::On
-         : choice == "off" ? fagpu::Switch::Off
-                           : fagpu::Switch::Auto;
-}
-
-/// The kernel options' tma|direct|auto epilogue (checked by
-/// fa::checkKernelOptions) as the sm_90a pipeline's typed request.
-static fagpu::EpilogueRequest epilogueRequestOf(StringRef choice) {
-  return choice == "tma"      ? fagpu::EpilogueRequest::Tma
-         : choice == "direct" ? fagpu::EpilogueRequest::Direct
-                              : fagpu::EpilogueRequest::Auto;
-}
-
 /// Blackwell: the tcgen05 kernel (compile-verified only).
 static bool usesTcgen05(const KernelOptions &options) {
   return options.arch == "sm_100a";
@@ -491,17 +475,12 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
     return emitError(loc) << "fa-compile: the sm_90a kernel must be 'wgmma' "
                              "or 'mma-sync', got '"
                           << options.sm90Kernel << "'";
-  if (options.rowSumMma != "on" && options.rowSumMma != "off" &&
-      options.rowSumMma != "auto")
-    return emitError(loc) << "fa-compile: --row-sum-mma must be on, off or "
-                             "auto, got '"
-                          << options.rowSumMma << "'";
   // Asked for by name on a kernel whose P is not e4m3: refused, not
   // silently ignored (the pass leaves such kernels alone).
-  if (options.rowSumMma == "on" && options.dtype != "e4m3")
+  if (options.rowSumMma == fagpu::Switch::On && options.dtype != "e4m3")
     return emitError(loc) << "fa-compile: --row-sum-mma on sums an e4m3 P "
                              "on the tensor cores: it needs --dtype e4m3";
-  if (options.rowSumMma == "on" && options.lse)
+  if (options.rowSumMma == fagpu::Switch::On && options.lse)
     return emitError(loc) << "fa-compile: --row-sum-mma on needs --no-lse: "
                           << fagpu::kRowSumMmaLseWhy;
   // e4m3 ("e4m3" from the tools, f8E4M3FN from a module): refused with the
@@ -558,9 +537,9 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
         {options.stages != 0 && options.arch != "sm_100a", "--stages"},
         {!options.pingPong, "--ping-pong"},
         {!options.intraOverlap, "--intra-overlap"},
-        {options.rowSumMma != "auto", "--row-sum-mma"},
+        {options.rowSumMma != fagpu::Switch::Auto, "--row-sum-mma"},
         {options.queryGroup != 0, "--query-group"},
-        {options.epilogue != "auto", "--epilogue"},
+        {options.epilogue != fagpu::EpilogueRequest::Auto, "--epilogue"},
         {options.persistent != -1, "--persistent"},
         {options.ctasPerSM != 0, "--ctas-per-sm"}};
     for (const Choice &choice : wgmmaOnly)
@@ -729,12 +708,12 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.stages = options.stages;
       pipeline.pingPong = options.pingPong;
       pipeline.intraOverlap = options.intraOverlap;
-      pipeline.rowSumMma = switchOf(options.rowSumMma);
+      pipeline.rowSumMma = options.rowSumMma;
       pipeline.queryGroup = options.queryGroup;
       pipeline.persistent = options.persistent < 0   ? fagpu::Switch::Auto
                             : options.persistent > 0 ? fagpu::Switch::On
                                                      : fagpu::Switch::Off;
-      pipeline.epilogue = epilogueRequestOf(options.epilogue);
+      pipeline.epilogue = options.epilogue;
       pipeline.ctasPerSm = options.ctasPerSM;
       setFA4(pipeline);
       buildSM90KernelPipeline(pm, pipeline);

@@ -26,6 +26,8 @@ auto initialValue(const D &fieldDefault) {
     return std::string("auto");
   else if constexpr (F == FlagForm::Tristate)
     return cl::BOU_UNSET;
+  else if constexpr (F == FlagForm::Choice)
+    return fagpu::choiceName(fieldDefault).str();
   else
     return T(fieldDefault);
 }
@@ -70,6 +72,12 @@ std::optional<std::string> readFlag(const S &flag, T &field) {
     }
   } else if constexpr (F == FlagForm::Tristate) {
     field = flag == cl::BOU_UNSET ? -1 : flag == cl::BOU_TRUE ? 1 : 0;
+  } else if constexpr (F == FlagForm::Choice) {
+    const std::string &v = flag;
+    std::optional<T> choice = fagpu::parseChoice<T>(v);
+    if (!choice)
+      return "expected " + fagpu::choiceList<T>() + ", got '" + v + "'";
+    field = *choice;
   } else {
     field = flag;
   }

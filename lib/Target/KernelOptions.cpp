@@ -24,6 +24,14 @@ template <typename T> constexpr OptionKind kindOf() {
   else
     return OptionKind::Text;
 }
+
+/// A typed choice's spellings; empty for other types.
+template <typename T> llvm::StringRef choicesOf() {
+  if constexpr (std::is_enum_v<T>)
+    return fagpu::choiceList<T>();
+  else
+    return "";
+}
 } // namespace
 
 llvm::ArrayRef<KernelOptionInfo> fa::kernelOptionTable() {
@@ -36,7 +44,8 @@ llvm::ArrayRef<KernelOptionInfo> fa::kernelOptionTable() {
    kindOf<Type>(),                                                             \
    FlagForm::FlagForm_,                                                        \
    KeywordForm::KeywordForm_,                                                  \
-   Help},
+   Help,                                                                       \
+   choicesOf<Type>()},
 #include "fa/Target/KernelOptions.def"
   };
   return table;
@@ -55,6 +64,8 @@ std::string fa::describeKernelOptionValues(const KernelOptionInfo &option) {
     return "None, 'auto' or a chunk count";
   case KeywordForm::NoneOrBool:
     return "True or False or None";
+  case KeywordForm::Choice:
+    return "one of the strings " + option.choices.str();
   case KeywordForm::Plain:
   case KeywordForm::NoneIsDefault:
     break;
@@ -81,7 +92,11 @@ std::string fa::describeKernelOptionValues(const KernelOptionInfo &option) {
 /// Sets field `field` (of type T) from `value` where its kind takes it.
 template <typename T>
 static bool assign(T &field, const KernelOptionValue &value) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_enum_v<T>) {
+    if (const std::string *s = std::get_if<std::string>(&value))
+      if (std::optional<T> choice = fagpu::parseChoice<T>(*s))
+        return field = *choice, true;
+  } else if constexpr (std::is_same_v<T, bool>) {
     if (const bool *b = std::get_if<bool>(&value))
       return field = *b, true;
   } else if constexpr (std::is_integral_v<T>) {
@@ -105,6 +120,7 @@ static bool setInForm(T &field, const T &defaultValue, KeywordForm form,
   bool none = std::holds_alternative<std::monostate>(value);
   switch (form) {
   case KeywordForm::Plain:
+  case KeywordForm::Choice:
     return assign(field, value);
   case KeywordForm::NoneIsDefault:
     if (none)

@@ -544,14 +544,21 @@ PYBIND11_MODULE(_compiler, m) {
       const fa::KernelOptionInfo &option = options[index++];
       static const char *kinds[] = {"bool", "int", "real", "text"};
       static const char *forms[] = {"plain", "none_is_default", "chunk_count",
-                                    "none_or_bool"};
+                                    "none_or_bool", "choice"};
       table.append(py::make_tuple(option.keyword.str(), option.flag.str(),
                                   kinds[int(option.kind)],
                                   forms[int(option.keywordForm)], value));
     };
+    // A typed choice's default by its name, as the keyword takes it.
+    auto value = [](const auto &field) {
+      if constexpr (std::is_enum_v<std::decay_t<decltype(field)>>)
+        return py::cast(fagpu::choiceName(field).str());
+      else
+        return py::cast(field);
+    };
 #define FA_KERNEL_OPTION(Field, Type, Default, Flag, FlagForm, Keyword,        \
                          KeywordForm, Help)                                    \
-  entry(py::cast(defaults.Field));
+  entry(value(defaults.Field));
 #include "fa/Target/KernelOptions.def"
     return table;
   });

@@ -466,9 +466,11 @@ def kernel_options():
     """The kernel options compile() takes, from the compiler's table
     (fa/Target/KernelOptions.def): {keyword: (kind, form, default)}, kind
     'bool', 'int', 'real' or 'text'; form 'plain' (the value as it is),
-    'none_is_default' (None: the default), 'chunk_count' (None, 'auto' or N)
-    or 'none_or_bool' (None: the back end's choice); default as the
-    compiler holds it."""
+    'none_is_default' (None: the default), 'chunk_count' (None, 'auto' or N),
+    'none_or_bool' (None: the back end's choice) or 'choice' (one of a
+    typed choice's names: row_sum_mma on/off/auto, epilogue
+    tma/direct/auto); default as the compiler holds it (a choice by its
+    name)."""
     return {keyword: (kind, form, default) for keyword, _, kind, form,
             default in _option_rows()}
 
@@ -567,7 +569,7 @@ def compile(head_dim, *, cache_dir=None, **options):
     for keyword, (kind, form, default) in table.items():
         if keyword in options:
             key[keyword] = _keyword_value(kind, form, options[keyword])
-        elif form == "plain":
+        elif form in ("plain", "choice"):
             key[keyword] = default
         else:
             key[keyword] = _keyword_value(kind, form, None)

@@ -45,6 +45,23 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
         assert options[keyword][1] == "none_is_default", keyword
     assert options["persistent"][1] == "none_or_bool"
     assert options["kv_splits"][1] == "chunk_count"
+    # Typed choices, by name.
+    assert options["row_sum_mma"][1:] == ("choice", "auto")
+    assert options["epilogue"][1:] == ("choice", "auto")
+
+
+@pytest.mark.parametrize("keyword,bad,names", [
+    ("epilogue", "stmatrix", "tma, direct or auto"),
+    ("epilogue", 1, "tma, direct or auto"),
+    ("row_sum_mma", "sometimes", "on, off or auto"),
+    ("row_sum_mma", True, "on, off or auto"),
+])
+def test_typed_choices_refuse_other_names(flashmlir, keyword, bad, names):
+    """A choice nobody has is refused with the names there are, not built
+    as the default (an unknown epilogue used to become 'auto')."""
+    with pytest.raises(flashmlir.CompileError,
+                       match=f"{keyword} must be one of the strings {names}"):
+        flashmlir.compile(head_dim=128, cache_dir="", **{keyword: bad})
 
 
 def test_unknown_keyword_is_refused(flashmlir):

@@ -31,6 +31,9 @@ template <typename T> struct FlagStorage<FlagForm::Threshold, T> {
 template <typename T> struct FlagStorage<FlagForm::Tristate, T> {
   using type = llvm::cl::boolOrDefault;
 };
+template <typename T> struct FlagStorage<FlagForm::Choice, T> {
+  using type = std::string;
+};
 } // namespace detail
 
 class KernelOptionFlags {

@@ -11,6 +11,8 @@
 #ifndef FA_TARGET_KERNELOPTIONS_H
 #define FA_TARGET_KERNELOPTIONS_H
 
+#include "fa/Dialect/FAGPU/IR/Choices.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -40,10 +42,11 @@ enum class FlagForm {
   Inverted,
   ChunkCount,
   Threshold,
-  Tristate
+  Tristate,
+  Choice
 };
 /// How compile()'s keyword spells it.
-enum class KeywordForm { Plain, NoneIsDefault, ChunkCount, NoneOrBool };
+enum class KeywordForm { Plain, NoneIsDefault, ChunkCount, NoneOrBool, Choice };
 /// The field's type.
 enum class OptionKind { Bool, Int, Real, Text };
 
@@ -53,6 +56,8 @@ struct KernelOptionInfo {
   FlagForm flagForm;
   KeywordForm keywordForm;
   llvm::StringRef help;
+  /// A typed choice's spellings ("on, off or auto"); empty otherwise.
+  llvm::StringRef choices;
 };
 
 /// Every option, in KernelOptions.def's order.

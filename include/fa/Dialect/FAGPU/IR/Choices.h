@@ -10,7 +10,12 @@
 #ifndef FA_DIALECT_FAGPU_IR_CHOICES_H
 #define FA_DIALECT_FAGPU_IR_CHOICES_H
 
+#include "llvm/ADT/StringRef.h"
+
+#include <array>
 #include <optional>
+#include <string>
+#include <utility>
 
 namespace mlir::fagpu {
 
@@ -27,6 +32,50 @@ inline std::optional<bool> askedFor(Switch choice) {
 /// How O leaves the kernel: as the heuristics table says (auto), through
 /// shared memory and a TMA store (tma), or from registers (direct).
 enum class EpilogueRequest { Auto, Tma, Direct };
+
+/// Each choice's spelling, the one the options, flags and keywords take.
+template <typename E> struct ChoiceNames;
+template <> struct ChoiceNames<Switch> {
+  static constexpr std::array<std::pair<Switch, const char *>, 3> values = {
+      {{Switch::On, "on"}, {Switch::Off, "off"}, {Switch::Auto, "auto"}}};
+};
+template <> struct ChoiceNames<EpilogueRequest> {
+  static constexpr std::array<std::pair<EpilogueRequest, const char *>, 3>
+      values = {{{EpilogueRequest::Tma, "tma"},
+                 {EpilogueRequest::Direct, "direct"},
+                 {EpilogueRequest::Auto, "auto"}}};
+};
+
+/// The choice spelt `text`; nullopt for none.
+template <typename E> std::optional<E> parseChoice(llvm::StringRef text) {
+  for (auto [value, name] : ChoiceNames<E>::values)
+    if (text == name)
+      return value;
+  return std::nullopt;
+}
+
+/// How `choice` is spelt.
+template <typename E> llvm::StringRef choiceName(E choice) {
+  for (auto [value, name] : ChoiceNames<E>::values)
+    if (value == choice)
+      return name;
+  return "";
+}
+
+/// The spellings for a message: "on, off or auto".
+template <typename E> const std::string &choiceList() {
+  static const std::string list = [] {
+    std::string text;
+    const auto &values = ChoiceNames<E>::values;
+    for (size_t i = 0; i < values.size(); ++i)
+      text += std::string(i == 0                   ? ""
+                          : i + 1 == values.size() ? " or "
+                                                   : ", ") +
+              values[i].second;
+    return text;
+  }();
+  return list;
+}
 
 } // namespace mlir::fagpu
 
