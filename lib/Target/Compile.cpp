@@ -315,13 +315,19 @@ static std::string metadataJson(StringRef kernelName,
                             ? "one tile per CTA"
                             : fagpu::stringifyTileScheduler(
                                   schedule.getScheduler());
-  // O leaves the sm_90a kernel by TMA stores of boxes of one consumer's
-  // rows, in a varlen kernel those of whole blocks (0: o is a pointer,
-  // written from registers or by rows copied from the Q buffer): a tensor
-  // map then.
-  int64_t oBoxRows = fagpu::takesOutputMap(schedule.getEpilogue())
-                         ? fagpu::kRowsPerConsumer
-                         : 0;
+  // The tensor maps' boxes, as the lowering built the parameters: rows of
+  // a map's box (0 where the parameter is a pointer), and a box row's
+  // columns, the swizzle span of Q's elements.
+  auto boxRowsOf = [&](StringRef name) -> int64_t {
+    for (const fagpu::KernelParam &p : built.params)
+      if (p.name == name)
+        return p.kind == fagpu::ParamKind::TensorMap ? p.boxRows : 0;
+    return 0;
+  };
+  int64_t boxColumns = 0;
+  for (const fagpu::KernelParam &p : built.params)
+    if (p.name == "q" && p.kind == fagpu::ParamKind::TensorMap)
+      boxColumns = p.swizzleBytes / (p.dtype == "e4m3" ? 1 : 2);
   // The parameters, as the lowering built the kernel's signature from them.
   auto paramsJson = [](ArrayRef<fagpu::KernelParam> list) {
     llvm::json::Array params;
@@ -399,13 +405,13 @@ static std::string metadataJson(StringRef kernelName,
       {"block_c", blockC},
       {"kv_stages", schedule.getStages()},
       {"shared_memory_bytes", built.sharedBytes},
-      {"tma_box_cols", tensorMaps ? fagpu::tmaBoxColumns(options.dtype) : 0},
+      {"tma_box_cols", boxColumns},
       // A paged cache's pages shorter than a block: one box per page.
-      {"tma_box_rows_kv", !tensorMaps ? 0
-                          : options.pageSize
-                              ? std::min(blockC, options.pageSize)
-                              : blockC},
-      {"tma_box_rows_o", oBoxRows},
+      {"tma_box_rows_kv", boxRowsOf("k")},
+      // O leaves the sm_90a kernel by TMA stores of boxes of one consumer's
+      // rows, in a varlen kernel those of whole blocks (0: o is a pointer,
+      // written from registers or by rows copied from the Q buffer).
+      {"tma_box_rows_o", boxRowsOf("o")},
       {"writes_lse", built.writesLse},
       {"split_kv", schedule.isSplitKV()},
       // Pack-GQA beyond one query: Q, O and the LSE packed [B, Hkv, Nq G,
