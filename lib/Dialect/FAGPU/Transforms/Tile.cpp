@@ -146,7 +146,6 @@ struct FAGPUTilePass : fagpu::impl::FAGPUTileBase<FAGPUTilePass> {
     op.setBlockCAttr(b.getI64IntegerAttr(bc));
     return success();
   }
-
 };
 
 } // namespace
