@@ -178,7 +178,8 @@ static FailureOr<std::string> findPtxas(const KernelOptions &options) {
 /// The sm_90a back end is the FlashAttention-3 kernel unless the sm_80
 /// one is asked for.
 static bool usesWgmma(const KernelOptions &options) {
-  return options.arch == "sm_90a" && options.sm90Kernel == "wgmma";
+  return options.arch == "sm_90a" &&
+         options.sm90Kernel == fagpu::SM90Kernel::Wgmma;
 }
 
 /// Blackwell: the tcgen05 kernel (compile-verified only).
@@ -477,10 +478,6 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
       options.arch != "sm_100a")
     return emitError(loc) << "fa-compile: unknown target '" << options.arch
                           << "'; supported targets: sm_80, sm_90a, sm_100a";
-  if (options.sm90Kernel != "wgmma" && options.sm90Kernel != "mma-sync")
-    return emitError(loc) << "fa-compile: the sm_90a kernel must be 'wgmma' "
-                             "or 'mma-sync', got '"
-                          << options.sm90Kernel << "'";
   // Asked for by name on a kernel whose P is not e4m3: refused, not
   // silently ignored (the pass leaves such kernels alone).
   if (options.rowSumMma == fagpu::Switch::On && options.dtype != "e4m3")
@@ -557,7 +554,8 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
                << where << " kernel has none";
   }
   if (!options.queryInRegisters && options.arch != "sm_80" &&
-      !(options.arch == "sm_90a" && options.sm90Kernel == "mma-sync"))
+      !(options.arch == "sm_90a" &&
+        options.sm90Kernel == fagpu::SM90Kernel::MmaSync))
     return emitError(loc) << "fa-compile: --q-in-registers is a choice of the "
                              "mma.sync kernel; the "
                           << options.arch

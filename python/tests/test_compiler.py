@@ -65,7 +65,7 @@ def test_fa4_options_reach_the_kernel(flashmlir):
     (dict(head_dim=64, arch="sm_100a", block_c=256),
      "need 576 tensor-memory columns, more than the SM.s 512"),
     (dict(head_dim=64, sm90_kernel="tcgen05"),
-     "the sm_90a kernel must be 'wgmma' or 'mma-sync'"),
+     "sm90_kernel must be one of the strings wgmma or mma-sync"),
 ])
 def test_bad_requests_raise_compile_error(flashmlir, kwargs, message):
     with pytest.raises(flashmlir.CompileError, match=message):

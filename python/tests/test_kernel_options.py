@@ -33,7 +33,7 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
         "arch": "sm_90a", "causal": False, "dtype": "f16", "window": 0,
         "softcap": 0.0, "bottom_right": False, "block_r": 0, "block_c": 0,
         "stages": 0, "ping_pong": True, "intra_overlap": True,
-        "sm90_kernel": "wgmma", "kv_lengths": False, "page_size": 0,
+        "kv_lengths": False, "page_size": 0,
         "varlen": False, "diagonal_offset": 0, "query_group": 0,
         "poly_exp2_period": 8}
     for keyword, default in expected.items():
@@ -48,6 +48,7 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
     # Typed choices, by name.
     assert options["row_sum_mma"][1:] == ("choice", "auto")
     assert options["epilogue"][1:] == ("choice", "auto")
+    assert options["sm90_kernel"][1:] == ("choice", "wgmma")
 
 
 @pytest.mark.parametrize("keyword,bad,names", [
@@ -55,6 +56,7 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
     ("epilogue", 1, "tma, direct or auto"),
     ("row_sum_mma", "sometimes", "on, off or auto"),
     ("row_sum_mma", True, "on, off or auto"),
+    ("sm90_kernel", "tcgen05", "wgmma or mma-sync"),
 ])
 def test_typed_choices_refuse_other_names(flashmlir, keyword, bad, names):
     """A choice nobody has is refused with the names there are, not built

@@ -49,7 +49,8 @@ func.func @attn(%q: memref<1x2x64x64xf16>, %o: memref<1x2x64x64xf16>) {
     (dict(arch=b"sm_90a"), "arch must be a string, got b'sm_90a'"),
     (dict(dtype=16), "dtype must be a string"),
     (dict(out_dtype=5, dtype="e4m3"), "out_dtype must be a string"),
-    (dict(sm90_kernel=None), "sm90_kernel must be a string"),
+    (dict(sm90_kernel=None),
+     "sm90_kernel must be one of the strings wgmma or mma-sync, got None"),
     # -inf reached the metadata as "rescale_threshold": -inf (not JSON: a
     # JSONDecodeError).
     (dict(rescale_threshold=float("-inf")),

@@ -33,6 +33,10 @@ inline std::optional<bool> askedFor(Switch choice) {
 /// shared memory and a TMA store (tma), or from registers (direct).
 enum class EpilogueRequest { Auto, Tma, Direct };
 
+/// Which kernel an sm_90a attention gets: FlashAttention-3's (wgmma, TMA,
+/// warp roles) or the sm_80 mma.sync kernel built for sm_90a.
+enum class SM90Kernel { Wgmma, MmaSync };
+
 /// Each choice's spelling, the one the options, flags and keywords take.
 template <typename E> struct ChoiceNames;
 template <> struct ChoiceNames<Switch> {
@@ -44,6 +48,11 @@ template <> struct ChoiceNames<EpilogueRequest> {
       values = {{{EpilogueRequest::Tma, "tma"},
                  {EpilogueRequest::Direct, "direct"},
                  {EpilogueRequest::Auto, "auto"}}};
+};
+
+template <> struct ChoiceNames<SM90Kernel> {
+  static constexpr std::array<std::pair<SM90Kernel, const char *>, 2> values = {
+      {{SM90Kernel::Wgmma, "wgmma"}, {SM90Kernel::MmaSync, "mma-sync"}}};
 };
 
 /// The choice spelt `text`; nullopt for none.

@@ -219,13 +219,6 @@ inline int64_t valueTileSwizzle(int64_t blockC) {
   return 0;
 }
 
-/// Columns of a TMA box: 64 f16/bf16 = 128 bytes, the swizzle span.
-inline constexpr int64_t kTmaBoxColumns = 64;
-/// ... of `dtype`'s elements: 128 e4m3, 64 of a 16-bit type.
-inline int64_t tmaBoxColumns(StringRef dtype) {
-  return dtype == "e4m3" ? 2 * kTmaBoxColumns : kTmaBoxColumns;
-}
-
 } // namespace mlir::fagpu
 
 #endif // FA_DIALECT_FAGPU_IR_KERNELABI_H
