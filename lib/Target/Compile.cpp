@@ -208,7 +208,7 @@ struct BuiltKernel {
   std::string kvAppend;
   /// The parameters of the attention kernel and of the two above, as the
   /// lowering built their signatures (fagpu.params).
-  std::vector<fagpu::KernelParam> params, valueLayoutParams, kvAppendParams;
+  SmallVector<fagpu::KernelParam> params, valueLayoutParams, kvAppendParams;
 };
 } // namespace
 
@@ -239,14 +239,14 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   FailureOr<SmallVector<fagpu::KernelParam>> params = kernelParamsOf(kernel);
   if (failed(params))
     return failure();
-  built.params.assign(params->begin(), params->end());
+  built.params = std::move(*params);
   // The auxiliary kernels sit in the attention's gpu.module.
-  auto auxiliary = [&](StringRef name, std::vector<fagpu::KernelParam> &into) {
-    Operation *fn = SymbolTable::lookupSymbolIn(kernel->getParentOp(), name);
-    FailureOr<SmallVector<fagpu::KernelParam>> list = kernelParamsOf(fn);
+  auto auxiliary = [&](StringRef name, SmallVector<fagpu::KernelParam> &into) {
+    FailureOr<SmallVector<fagpu::KernelParam>> list = kernelParamsOf(
+        SymbolTable::lookupSymbolIn(kernel->getParentOp(), name));
     if (failed(list))
       return failure();
-    into.assign(list->begin(), list->end());
+    into = std::move(*list);
     return success();
   };
   if (auto layout = kernel->getAttrOfType<StringAttr>("fagpu.value_layout")) {
@@ -319,16 +319,19 @@ static std::string metadataJson(StringRef kernelName,
   // The tensor maps' boxes, as the lowering built the parameters: rows of
   // a map's box (0 where the parameter is a pointer), and a box row's
   // columns, the swizzle span of Q's elements.
-  auto boxRowsOf = [&](StringRef name) -> int64_t {
+  auto tensorMap = [&](StringRef name) -> const fagpu::KernelParam * {
     for (const fagpu::KernelParam &p : built.params)
-      if (p.name == name)
-        return p.kind == fagpu::ParamKind::TensorMap ? p.boxRows : 0;
-    return 0;
+      if (p.name == name && p.kind == fagpu::ParamKind::TensorMap)
+        return &p;
+    return nullptr;
   };
-  int64_t boxColumns = 0;
-  for (const fagpu::KernelParam &p : built.params)
-    if (p.name == "q" && p.kind == fagpu::ParamKind::TensorMap)
-      boxColumns = p.swizzleBytes / (p.dtype == "e4m3" ? 1 : 2);
+  auto boxRowsOf = [&](StringRef name) -> int64_t {
+    const fagpu::KernelParam *map = tensorMap(name);
+    return map ? map->boxRows : 0;
+  };
+  const fagpu::KernelParam *qMap = tensorMap("q");
+  int64_t boxColumns =
+      qMap ? qMap->swizzleBytes / (qMap->dtype == "e4m3" ? 1 : 2) : 0;
   // The parameters, as the lowering built the kernel's signature from them.
   auto paramsJson = [](ArrayRef<fagpu::KernelParam> list) {
     llvm::json::Array params;
@@ -748,7 +751,9 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     return emitError(loc) << "fa-compile: " << launches.size()
                           << " attentions became " << launchOps.size()
                           << " kernel launches";
-  SmallVector<std::pair<std::string, BuiltKernel>> built;
+  // (BuiltKernel holds three parameter lists: too big for SmallVector's
+  // inline storage.)
+  std::vector<std::pair<std::string, BuiltKernel>> built;
   for (auto [launchOp, launch] : llvm::zip(launchOps, launches)) {
     auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(
         launchOp.getKernelName());

@@ -98,43 +98,34 @@ struct PipelinePositionLowering
   matchAndRewrite(fagpu::PipelinePositionOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<fagpu::PipelineType>(op.getPipeline().getType());
-    auto c32 = [&](int64_t v) {
-      return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
-    };
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    int64_t stages =
+        cast<fagpu::PipelineType>(op.getPipeline().getType()).getStages();
     Value use = adaptor.getUse().front();
     Value stage;
     auto stageOfUse = [&] {
       if (!stage)
-        stage =
-            arith::RemUIOp::create(rewriter, loc, use, c32(type.getStages()));
+        stage = e.remu(use, e.c32(stages));
       return stage;
     };
     if (!op.getStage().use_empty())
       stageOfUse();
     Value parity;
     if (!op.getParity().use_empty()) {
-      parity = arith::AndIOp::create(
-          rewriter, loc,
-          arith::DivUIOp::create(rewriter, loc, use, c32(type.getStages())),
-          c32(1));
+      parity = e.andi(e.divu(use, e.c32(stages)), e.c32(1));
       if (op.getPhases()) {
-        Value bits = adaptor.getPhases().front();
-        Value carried = arith::AndIOp::create(
-            rewriter, loc,
-            arith::ShRUIOp::create(rewriter, loc, bits, stageOfUse()), c32(1));
+        Value carried = e.andi(
+            arith::ShRUIOp::create(rewriter, loc, adaptor.getPhases().front(),
+                                   stageOfUse()),
+            e.c32(1));
         parity = arith::XOrIOp::create(rewriter, loc, parity, carried);
       }
       if (op.getProducer())
-        parity = arith::XOrIOp::create(rewriter, loc, parity, c32(1));
+        parity = arith::XOrIOp::create(rewriter, loc, parity, e.c32(1));
     }
     // An unread result is replaced by a value of the right type that no one
     // uses.
-    if (!stage)
-      stage = use;
-    if (!parity)
-      parity = use;
-    rewriter.replaceOp(op, {stage, parity});
+    rewriter.replaceOp(op, {stage ? stage : use, parity ? parity : use});
     return success();
   }
 };
@@ -148,21 +139,16 @@ struct PipelineAdvancePhasesLowering
   matchAndRewrite(fagpu::PipelineAdvancePhasesOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<fagpu::PipelineType>(op.getPipeline().getType());
-    auto c32 = [&](int64_t v) {
-      return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
-    };
-    int64_t stages = type.getStages();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    int64_t stages =
+        cast<fagpu::PipelineType>(op.getPipeline().getType()).getStages();
     Value bits = adaptor.getPhases().front();
     Value uses = adaptor.getUses().front();
     for (int64_t s = 0; s < stages; ++s) {
-      Value stageUses = arith::DivUIOp::create(
-          rewriter, loc,
-          arith::AddIOp::create(rewriter, loc, uses, c32(stages - 1 - s)),
-          c32(stages));
-      Value flip = arith::ShLIOp::create(
-          rewriter, loc,
-          arith::AndIOp::create(rewriter, loc, stageUses, c32(1)), c32(s));
+      Value stageUses =
+          e.divu(e.add(uses, e.c32(stages - 1 - s)), e.c32(stages));
+      Value flip = arith::ShLIOp::create(rewriter, loc,
+                                         e.andi(stageUses, e.c32(1)), e.c32(s));
       bits = arith::XOrIOp::create(rewriter, loc, bits, flip);
     }
     rewriter.replaceOp(op, bits);

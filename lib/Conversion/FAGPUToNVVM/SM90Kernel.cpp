@@ -484,6 +484,12 @@ private:
     return fagpu::PipelinePositionOp::create(b, loc, kvPipe, blockInTile(j),
                                              phaseBits, producer);
   }
+  /// ... in an e4m3 cache's ring. Its kernels run one tile per CTA
+  /// (fagpu-persistent refuses them), so no phase bits.
+  fagpu::PipelinePositionOp cachePosition(Value j, bool producer = false) {
+    return fagpu::PipelinePositionOp::create(b, loc, cachePipe, blockInTile(j),
+                                             Value(), producer);
+  }
   Value stageOf(Value j) { return kvPosition(j).getStage(); }
   Value parityOf(Value j, bool producer = false) {
     return kvPosition(j, producer).getParity();
@@ -597,8 +603,7 @@ void KernelBuilder::emitValueWidener() {
         scf::ForOp::create(b, loc, tile.firstBlock, tile.numBlocks, c32(1));
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
-    auto cache = fagpu::PipelinePositionOp::create(
-        b, loc, cachePipe, sub(j, tile.firstBlock), Value(), false);
+    auto cache = cachePosition(j);
     Value cached = cache.getStage();
     Value stage = stageOf(j);
     Value parity = parityOf(j, /*producer=*/true);
@@ -707,10 +712,6 @@ void KernelBuilder::emitWideningProducerTile(const AttentionTile &tile,
   // cache ring's empty barriers are not used: its only readers are the
   // threads of the issuer's own warpgroup).
   int64_t cacheStages = spec.stages;
-  auto cachePosition = [&](Value j, bool producer) {
-    return fagpu::PipelinePositionOp::create(
-        b, loc, cachePipe, sub(j, tile.firstBlock), Value(), producer);
-  };
   // Where the V widener reads V, the V half of a cache stage is free once
   // it released it.
   auto loadIfInTile = [&](Value j) {
@@ -718,8 +719,7 @@ void KernelBuilder::emitWideningProducerTile(const AttentionTile &tile,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifInTile.thenBlock());
     Value freeParity = cachePosition(j, /*producer=*/true).getParity();
-    loadKeyValueBlock(tile, j, cachePipe,
-                      cachePosition(j, /*producer=*/false).getStage(),
+    loadKeyValueBlock(tile, j, cachePipe, cachePosition(j).getStage(),
                       /*acquireKey=*/false,
                       /*acquireValue=*/spec.valueWidener, freeParity);
   };
@@ -733,7 +733,7 @@ void KernelBuilder::emitWideningProducerTile(const AttentionTile &tile,
   b.setInsertionPointToStart(loop.getBody());
   Value j = loop.getInductionVar();
   onIssuer([&] { loadIfInTile(add(j, c32(cacheStages - 1))); });
-  auto cache = cachePosition(j, /*producer=*/false);
+  auto cache = cachePosition(j);
   Value cached = cache.getStage(), cachedParity = cache.getParity();
   Value stage = stageOf(j);
   Value parity = parityOf(j, /*producer=*/true);
