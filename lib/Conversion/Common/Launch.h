@@ -25,88 +25,21 @@ namespace mlir::fa {
 
 /// The `fa_kernels` gpu.module of `module` (created at its end if needed);
 /// marks `module` as a GPU container.
-inline gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
-  OpBuilder b(module.getContext());
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-  if (auto kernels = module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels"))
-    return kernels;
-  b.setInsertionPointToEnd(module.getBody());
-  return gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
-}
+gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module);
 
 /// The aligned base pointer of a memref as an LLVM pointer of `type`, for
 /// the launch arguments.
-inline Value alignedPointer(OpBuilder &b, Location loc, Value memref,
-                            Type type) {
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
-  return LLVM::IntToPtrOp::create(b, loc, type, i64);
-}
+Value alignedPointer(OpBuilder &b, Location loc, Value memref, Type type);
 
 /// Declares kernel `name` in `module` with the parameters of `abi` (tensor
 /// maps by value as __grid_constant__ parameters, tensors as noalias global
 /// pointers, scalars, the tile counter) and an entry block to build into;
 /// `threads` per CTA, `ctasPerSM` resident (ptxas caps the registers so
 /// that they fit).
-inline LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
-                                      gpu::GPUModuleOp module, StringRef name,
-                                      int64_t threads, int64_t ctasPerSM,
-                                      ArrayRef<fagpu::KernelParam> abi) {
-  MLIRContext *ctx = b.getContext();
-  auto genericPtr = LLVM::LLVMPointerType::get(ctx);
-  auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
-  auto mapType = LLVM::LLVMArrayType::get(b.getI64Type(), 16);
-  SmallVector<Type> types;
-  for (const fagpu::KernelParam &p : abi) {
-    switch (p.kind) {
-    case fagpu::ParamKind::TensorMap:
-      types.push_back(genericPtr);
-      break;
-    case fagpu::ParamKind::Pointer:
-    case fagpu::ParamKind::Counter:
-    case fagpu::ParamKind::Workspace:
-      types.push_back(globalPtr);
-      break;
-    case fagpu::ParamKind::I32:
-      types.push_back(b.getI32Type());
-      break;
-    case fagpu::ParamKind::I64:
-      types.push_back(b.getI64Type());
-      break;
-    case fagpu::ParamKind::F32:
-      types.push_back(b.getF32Type());
-      break;
-    }
-  }
-  auto fn = LLVM::LLVMFuncOp::create(
-      b, loc, name,
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types));
-  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-              b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-  fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-              b.getI32IntegerAttr(ctasPerSM));
-  // The parameter list the signature is built from, for the launch
-  // metadata (lib/Target serialises it).
-  fn->setAttr(fagpu::kParamsAttrName, fagpu::paramsAttr(ctx, abi));
-  for (auto [i, p] : llvm::enumerate(abi)) {
-    if (p.kind == fagpu::ParamKind::TensorMap) {
-      fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
-                    TypeAttr::get(mapType));
-      fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                    b.getI64IntegerAttr(64));
-      fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
-                    b.getUnitAttr());
-    } else if (p.kind == fagpu::ParamKind::Pointer) {
-      fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
-                    b.getUnitAttr());
-    }
-  }
-  b.setInsertionPointToStart(fn.addEntryBlock(b));
-  return fn;
-}
+LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
+                               gpu::GPUModuleOp module, StringRef name,
+                               int64_t threads, int64_t ctasPerSM,
+                               ArrayRef<fagpu::KernelParam> abi);
 
 /// What every host launch of an attention kernel takes from its op: the
 /// tensors by parameter name, their sizes by name, and the scale in log2
@@ -153,19 +86,15 @@ public:
     }
     scaleLog2 = arith::ConstantOp::create(
         b, loc,
-        b.getF32FloatAttr(float(op.getScale().convertToDouble() * llvm::numbers::log2e)));
+        b.getF32FloatAttr(
+            float(op.getScale().convertToDouble() * llvm::numbers::log2e)));
   }
 
   /// The tensor of parameter `name` (null for an absent LSE).
   Value tensor(StringRef name) const { return tensors.lookup(name); }
   /// Its aligned base pointer as `type`; a null pointer when the op has no
   /// such tensor (no LSE destination: the kernel writes none).
-  Value pointer(StringRef name, Type type) {
-    Value memref = tensor(name);
-    if (!memref)
-      return LLVM::ZeroOp::create(b, loc, type);
-    return alignedPointer(b, loc, memref, type);
-  }
+  Value pointer(StringRef name, Type type);
   /// Size `name` (Nq, Nk, Hq, Hkv, B, max_pages) as an index.
   Value size(StringRef name) const { return sizes.lookup(name); }
   /// ... and as the kernel's i32.
@@ -186,23 +115,13 @@ private:
 
 /// The entry-block argument of parameter `name` of `fn`, or null when the
 /// kernel has no such parameter.
-inline Value kernelArgument(LLVM::LLVMFuncOp fn,
-                            ArrayRef<fagpu::KernelParam> abi, StringRef name) {
-  for (auto [i, p] : llvm::enumerate(abi))
-    if (p.name == name)
-      return fn.getBody().front().getArgument(i);
-  return Value();
-}
+Value kernelArgument(LLVM::LLVMFuncOp fn, ArrayRef<fagpu::KernelParam> abi,
+                     StringRef name);
 
 /// The launch's arguments, one per parameter of `abi` in its order.
-inline SmallVector<Value>
+SmallVector<Value>
 launchArguments(ArrayRef<fagpu::KernelParam> abi,
-                function_ref<Value(const fagpu::KernelParam &)> valueOf) {
-  SmallVector<Value> args;
-  for (const fagpu::KernelParam &p : abi)
-    args.push_back(valueOf(p));
-  return args;
-}
+                function_ref<Value(const fagpu::KernelParam &)> valueOf);
 
 /// The driver of every target's kernel lowering: for each fagpu.attention
 /// of `module` for `target`, `specOf(op)` reads its schedule (emitting the
@@ -230,9 +149,9 @@ LogicalResult lowerEachKernel(ModuleOp module, fagpu::Target target,
     // A kernel is reused only for the schedule it was built for: a name
     // that does not tell two schedules apart would launch one attention
     // with the other's kernel (and its parameter list).
-    if (kernel && (kernel->getAttr("fagpu.schedule") != op.getSchedule() ||
-                   kernel->getAttr("fagpu.writes_lse") !=
-                       b.getBoolAttr(spec->writesLse)))
+    if (kernel &&
+        (kernel->getAttr("fagpu.schedule") != op.getSchedule() ||
+         kernel->getAttr("fagpu.writes_lse") != b.getBoolAttr(spec->writesLse)))
       return op.emitOpError("two attentions of different schedules need "
                             "kernels of one name, ")
              << spec->kernelName()

@@ -27,7 +27,6 @@ namespace mlir::fa {
 constexpr double kLog2E = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
-
 class NVVMEmitter {
 public:
   NVVMEmitter(OpBuilder &b, Location loc, bool bf16)
@@ -87,15 +86,7 @@ protected:
   Value ex2(Value x) { return asmF32("ex2.approx.ftz.f32 $0, $1;", x); }
   Value lg2(Value x) { return asmF32("lg2.approx.ftz.f32 $0, $1;", x); }
   Value tanhApprox(Value x) { return asmF32("tanh.approx.f32 $0, $1;", x); }
-  Value asmF32(StringRef text, Value x) {
-    return LLVM::InlineAsmOp::create(b, loc, f32, ValueRange{x}, text, "=f,f",
-                                     /*has_side_effects=*/false,
-                                     /*is_align_stack=*/false,
-                                     LLVM::tailcallkind::TailCallKind::None,
-                                     /*asm_dialect=*/LLVM::AsmDialectAttr(),
-                                     /*operand_attrs=*/ArrayAttr())
-        .getResult(0);
-  }
+  Value asmF32(StringRef text, Value x);
 
   /// FA4 software exp2 on the FMA pipe (the tile level's polynomial).
   Value polyExp2(Value y, int64_t degree) {
@@ -110,22 +101,7 @@ protected:
   /// and ALU pipes; math.floor + fptosi would be FRND and F2I, conversion
   /// instructions at the MUFU's rate (16 a clock an SM), which the software
   /// exp2 is there to relieve.
-  static PolyExp2Floor polyExp2Floor(OpBuilder &b, Location loc,
-                                     Value clamped) {
-    Type f32 = b.getF32Type(), i32 = b.getI32Type();
-    Value magic =
-        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0x1.8p23f));
-    Value shifted =
-        LLVM::CallIntrinsicOp::create(b, loc, f32,
-                                      b.getStringAttr("llvm.nvvm.add.rm.f"),
-                                      ValueRange{clamped, magic})
-            .getResult(0);
-    Value whole = arith::SubFOp::create(b, loc, shifted, magic);
-    Value step = arith::ShLIOp::create(
-        b, loc, arith::BitcastOp::create(b, loc, i32, shifted),
-        arith::ConstantIntOp::create(b, loc, 23, 32));
-    return {whole, step};
-  }
+  static PolyExp2Floor polyExp2Floor(OpBuilder &b, Location loc, Value clamped);
 
   // Memory.
   Value gep(Type ptrType, Type elt, Value base, Value index) {
@@ -133,33 +109,16 @@ protected:
   }
 
   /// Packs two f32 into the i32 holding an f16/bf16 pair (low = first).
-  Value packPair(Value lo, Value hi) {
-    auto pairF32 = VectorType::get({2}, f32);
-    Value v = LLVM::PoisonOp::create(b, loc, pairF32);
-    v = LLVM::InsertElementOp::create(b, loc, v, lo, c32(0));
-    v = LLVM::InsertElementOp::create(b, loc, v, hi, c32(1));
-    Value narrow = LLVM::FPTruncOp::create(b, loc, halfPair, v);
-    return LLVM::BitcastOp::create(b, loc, i32, narrow);
-  }
+  Value packPair(Value lo, Value hi);
 
   /// `v` (the same in every lane) read from lane 0: ptxas then knows it is
   /// warp-uniform and keeps what is derived from it -- the wgmma
   /// descriptors above all -- in uniform registers instead of moving it
   /// there (R2UR) before every use.
-  Value warpUniform(Value v) {
-    return NVVM::ShflOp::create(
-        b, loc, i32, c32(-1), v, c32(0), c32(0x1f),
-        NVVM::ShflKindAttr::get(b.getContext(), NVVM::ShflKind::idx),
-        UnitAttr());
-  }
+  Value warpUniform(Value v);
 
   /// Butterfly shuffle across the lanes of a warp.
-  Value shflXor(Value v, int64_t mask) {
-    return NVVM::ShflOp::create(
-        b, loc, v.getType(), c32(-1), v, c32(mask), c32(0x1f),
-        NVVM::ShflKindAttr::get(b.getContext(), NVVM::ShflKind::bfly),
-        UnitAttr());
-  }
+  Value shflXor(Value v, int64_t mask);
 
   OpBuilder &b;
   Location loc;

@@ -1,0 +1,113 @@
+//===- Launch.cpp - kernel declaration and host launch
+//----------------------===//
+//
+// Out-of-line definitions of Launch.h (see there).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Launch.h"
+
+using namespace mlir;
+
+namespace mlir::fa {
+
+gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module) {
+  OpBuilder b(module.getContext());
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  if (auto kernels = module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels"))
+    return kernels;
+  b.setInsertionPointToEnd(module.getBody());
+  return gpu::GPUModuleOp::create(b, module.getLoc(), "fa_kernels");
+}
+
+Value alignedPointer(OpBuilder &b, Location loc, Value memref, Type type) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  return LLVM::IntToPtrOp::create(b, loc, type, i64);
+}
+
+LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
+                               gpu::GPUModuleOp module, StringRef name,
+                               int64_t threads, int64_t ctasPerSM,
+                               ArrayRef<fagpu::KernelParam> abi) {
+  MLIRContext *ctx = b.getContext();
+  auto genericPtr = LLVM::LLVMPointerType::get(ctx);
+  auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+  auto mapType = LLVM::LLVMArrayType::get(b.getI64Type(), 16);
+  SmallVector<Type> types;
+  for (const fagpu::KernelParam &p : abi) {
+    switch (p.kind) {
+    case fagpu::ParamKind::TensorMap:
+      types.push_back(genericPtr);
+      break;
+    case fagpu::ParamKind::Pointer:
+    case fagpu::ParamKind::Counter:
+    case fagpu::ParamKind::Workspace:
+      types.push_back(globalPtr);
+      break;
+    case fagpu::ParamKind::I32:
+      types.push_back(b.getI32Type());
+      break;
+    case fagpu::ParamKind::I64:
+      types.push_back(b.getI64Type());
+      break;
+    case fagpu::ParamKind::F32:
+      types.push_back(b.getF32Type());
+      break;
+    }
+  }
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types));
+  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+              b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+              b.getI32IntegerAttr(ctasPerSM));
+  // The parameter list the signature is built from, for the launch
+  // metadata (lib/Target serialises it).
+  fn->setAttr(fagpu::kParamsAttrName, fagpu::paramsAttr(ctx, abi));
+  for (auto [i, p] : llvm::enumerate(abi)) {
+    if (p.kind == fagpu::ParamKind::TensorMap) {
+      fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                    TypeAttr::get(mapType));
+      fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                    b.getI64IntegerAttr(64));
+      fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                    b.getUnitAttr());
+    } else if (p.kind == fagpu::ParamKind::Pointer) {
+      fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                    b.getUnitAttr());
+    }
+  }
+  b.setInsertionPointToStart(fn.addEntryBlock(b));
+  return fn;
+}
+
+Value kernelArgument(LLVM::LLVMFuncOp fn, ArrayRef<fagpu::KernelParam> abi,
+                     StringRef name) {
+  for (auto [i, p] : llvm::enumerate(abi))
+    if (p.name == name)
+      return fn.getBody().front().getArgument(i);
+  return Value();
+}
+
+SmallVector<Value>
+launchArguments(ArrayRef<fagpu::KernelParam> abi,
+                function_ref<Value(const fagpu::KernelParam &)> valueOf) {
+  SmallVector<Value> args;
+  for (const fagpu::KernelParam &p : abi)
+    args.push_back(valueOf(p));
+  return args;
+}
+
+Value LaunchOperands::pointer(StringRef name, Type type) {
+  Value memref = tensor(name);
+  if (!memref)
+    return LLVM::ZeroOp::create(b, loc, type);
+  return alignedPointer(b, loc, memref, type);
+}
+
+} // namespace mlir::fa
