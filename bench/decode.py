@@ -83,10 +83,9 @@ def check(folder):
                 left = int(arrivals.count_nonzero()) if arrivals is not None \
                     else -1
                 ok &= left == 0
-                chosen = kernel.kv_splits_for(
-                    b, hq, nq, nk,
-                    torch.cuda.get_device_properties(0).multi_processor_count,
-                    splits)
+                _, sms, dram_gbps = flashmlir.runtime.device_facts(0)
+                chosen = kernel.kv_splits_for(b, hq, nq, nk, sms, dram_gbps,
+                                              splits)
                 failures += not ok
                 print(f"{name} B={b} Hq={hq} Hkv={hkv} Nq={nq} Nk={nk} "
                       f"splits={splits or 'auto'}->{chosen}: rel_l2={err:.2e} "
@@ -109,7 +108,7 @@ def sdpa(q, k, v, backend):
 
 def speed(folder):
     d, dt = 128, torch.float16
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    _, sms, dram_gbps = flashmlir.runtime.device_facts(0)
     # Every unmasked D 128 f16 kernel of the folder: split ones swept over
     # the chunk count, the others timed as they are.
     kernels = {}
@@ -146,7 +145,7 @@ def speed(folder):
                 row[f"{name}_GBps"] = gb / (bench(
                     lambda: kern(q, k, v, out=out, lse=lse)) / 1e3)
                 continue
-            auto = kern.kv_splits_for(b, h, 1, nk, sms, 0)
+            auto = kern.kv_splits_for(b, h, 1, nk, sms, dram_gbps, 0)
             row[f"{name}_auto_splits"] = auto
             for s in sorted({1, 2, 4, 8, 16, 32, 64, auto}):
                 row[f"{name}_s{s}_GBps"] = gb / (bench(

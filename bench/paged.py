@@ -217,7 +217,7 @@ def check_api(folder):
 
 def speed(folder):
     d, dt = 128, torch.float16
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    _, sms, dram_gbps = flashmlir.runtime.device_facts(0)
     kernels = {n: Kernel.load(os.path.join(folder, n))
                for n in kernel_names(folder)}
     decode = {n: k for n, k in kernels.items()
@@ -250,7 +250,7 @@ def speed(folder):
                                                         page, dt)
                 kk, vv = k_cache.transpose(1, 2), v_cache.transpose(1, 2)
                 args["block_table"] = table
-            auto = kern.kv_splits_for(b, h, 1, nk, sms, 0)
+            auto = kern.kv_splits_for(b, h, 1, nk, sms, dram_gbps, 0)
             row[f"{name}_auto_splits"] = auto
             row[f"{name}_GBps"] = gb / (bench(
                 lambda: kern(q, kk, vv, out=out, lse=lse, num_splits=auto,

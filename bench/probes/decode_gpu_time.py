@@ -25,6 +25,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
+import flashmlir.runtime  # noqa: E402
 from common import Kernel, median_ms  # noqa: E402
 
 ITERATIONS = 40
@@ -95,7 +96,7 @@ def main():
     splits = [int(x) for x in option("--splits", "1,2,4,8,16,32").split(",")]
     kernels = {n: Kernel.load(os.path.join(folder, n))
                for n in option("--kernels", "default").split(",")}
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    _, sms, dram_gbps = flashmlir.runtime.device_facts(0)
     d = 128
     rows = []
     for b, h, nk in shapes:
@@ -112,7 +113,7 @@ def main():
             calls["cudnn"]()
         autos = {}
         for kname, kern in kernels.items():
-            autos[kname] = kern.kv_splits_for(b, h, 1, nk, sms, 0)
+            autos[kname] = kern.kv_splits_for(b, h, 1, nk, sms, dram_gbps, 0)
             for s in sorted(set(splits) | {autos[kname]}):
                 name = s if len(kernels) == 1 else f"{kname}/{s}"
                 calls[name] = (lambda s=s, kern=kern: kern(

@@ -21,6 +21,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
+import flashmlir.runtime  # noqa: E402
 from common import Kernel, median_ms  # noqa: E402
 
 
@@ -42,7 +43,7 @@ def main():
     out_file = sys.argv[sys.argv.index("--out") + 1] \
         if "--out" in sys.argv else None
     kern = Kernel.load(os.path.join(folder, "default"))
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    _, sms, dram_gbps = flashmlir.runtime.device_facts(0)
     rows = []
     for b, h, nk in [(1, 32, 1024), (1, 32, 2048), (1, 32, 4096),
                      (1, 32, 8192), (1, 32, 32768), (1, 8, 131072),
@@ -56,7 +57,7 @@ def main():
         # SDPA's output, allocated inside its graph (no copy kernel added).
         theirs = {}
         gb = 2 * k.numel() * 2 / 1e9
-        splits = kern.kv_splits_for(b, h, 1, nk, sms, 0)
+        splits = kern.kv_splits_for(b, h, 1, nk, sms, dram_gbps, 0)
 
         def ours():
             kern(q, k, v, out=o, lse=lse, num_splits=splits)

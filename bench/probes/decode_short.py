@@ -20,11 +20,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
+import flashmlir.runtime  # noqa: E402
 from common import Kernel, median_ms  # noqa: E402
 
 folder = sys.argv[1]
 kernels = {n: Kernel.load(os.path.join(folder, n)) for n in ("default", "1cta")}
-sms = torch.cuda.get_device_properties(0).multi_processor_count
+_, sms, dram_gbps = flashmlir.runtime.device_facts(0)
 d = 128
 for b, h, nk in [(1, 32, 1024), (1, 32, 2048), (1, 32, 4096), (1, 32, 8192),
                  (1, 32, 16384), (4, 32, 1024), (4, 32, 2048), (4, 32, 4096),
@@ -41,7 +42,7 @@ for b, h, nk in [(1, 32, 1024), (1, 32, 2048), (1, 32, 4096), (1, 32, 8192),
         row["cudnn"] = gb / (median_ms(
             lambda: F.scaled_dot_product_attention(q, k, v)) / 1e3)
     for name, kern in kernels.items():
-        auto = kern.kv_splits_for(b, h, 1, nk, sms, 0)
+        auto = kern.kv_splits_for(b, h, 1, nk, sms, dram_gbps, 0)
         rates = {}
         for s in sorted({1, 2, 4, 8, 16, 32, 64, auto}):
             rates[s] = gb / (median_ms(lambda: kern(

@@ -266,11 +266,12 @@ int faKernelLaunchVarlen(FaKernel *kernel, const void *q,
 /** Split-KV's auto chunk count (mlir::fa::model::autoKVSplits,
  * fa/Model/KVChunk.h) for `tiles` (query block, head) tiles of `kvBlocks` K/V
  * blocks each, `queryBlocks` of them per (sequence, head) (1: decode), on
- * `sms` SMs: the fewest chunks that fill whole waves of one CTA per SM to
- * within 5%; once the tiles fill 80% of a wave, 2 for decode tiles under
- * four waves (of at least 4 K/V blocks) and 1 otherwise. */
+ * `sms` SMs with `dramGBps` GB/s of DRAM bandwidth (0: unknown): the fewest
+ * chunks that fill whole waves of one CTA per SM to within 5%; once the
+ * tiles fill 80% of a wave, 2 for decode tiles under four waves (of at least
+ * 4 K/V blocks) on a GPU of at least 30 GB/s per SM, and 1 otherwise. */
 int faAutoKVSplits(long long tiles, long long queryBlocks, long long kvBlocks,
-                   int sms);
+                   int sms, int dramGBps);
 
 /** Pack-GQA at decode (fa::model::decodeHeadsPerTile,
  *  fa/Model/PackGQA.h): the query heads one tile's rows take, Hq / Hkv

@@ -108,6 +108,24 @@ int currentDeviceSMs(int &sms) {
                "cuDeviceGetAttribute(multiprocessor count)");
 }
 
+/// The current context's device's peak DRAM bandwidth in GB/s, in `gbps`:
+/// the memory clock (kHz) times the bus width (bits) times two transfers a
+/// clock (DDR and HBM alike), in bytes.
+int currentDeviceDramGBps(int &gbps) {
+  CUdevice dev;
+  int clockKHz = 0, busBits = 0;
+  if (check(driver.cuCtxGetDevice(&dev), "cuCtxGetDevice") ||
+      check(
+          driver.cuDeviceGetAttribute(&clockKHz, 36 /*MEMORY_CLOCK_RATE*/, dev),
+          "cuDeviceGetAttribute(memory clock rate)") ||
+      check(driver.cuDeviceGetAttribute(&busBits,
+                                        37 /*GLOBAL_MEMORY_BUS_WIDTH*/, dev),
+            "cuDeviceGetAttribute(memory bus width)"))
+    return 1;
+  gbps = (int)((long long)clockKHz * 2 * (busBits / 8) / 1000000);
+  return 0;
+}
+
 /// `bytes` of device memory in `ptr`, reallocated when smaller; zeroed when
 /// `zero` (then kept zero by the kernels).
 int ensureDeviceBytes(CUdeviceptr &ptr, size_t &have, size_t bytes, bool zero,

@@ -22,8 +22,9 @@ using namespace flashmlir::runtime;
 extern "C" {
 
 int faAutoKVSplits(long long tiles, long long queryBlocks, long long kvBlocks,
-                   int sms) {
-  return (int)mlir::fa::model::autoKVSplits(tiles, queryBlocks, kvBlocks, sms);
+                   int sms, int dramGBps) {
+  return (int)mlir::fa::model::autoKVSplits(tiles, queryBlocks, kvBlocks, sms,
+                                            dramGBps);
 }
 
 int faQueryGroupFor(long long queries, long long qHeads, long long kvHeads,
@@ -282,15 +283,15 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   if (k->meta.splitKV) {
     splits = kvSplits >= 0 ? kvSplits : (int)k->meta.kvSplits;
     if (splits == 0) {
-      int sms = 0;
-      if (currentDeviceSMs(sms))
+      int sms = 0, dramGBps = 0;
+      if (currentDeviceSMs(sms) || currentDeviceDramGBps(dramGBps))
         return 1;
       long long queryBlocks =
           (long long)((qLen + k->meta.blockR - 1) / k->meta.blockR);
       long long tiles = queryBlocks * qHeads * batch;
       long blockC = k->meta.blockC > 0 ? k->meta.blockC : 128;
       splits = (int)mlir::fa::model::autoKVSplits(
-          tiles, queryBlocks, (kvLen + blockC - 1) / blockC, sms);
+          tiles, queryBlocks, (kvLen + blockC - 1) / blockC, sms, dramGBps);
     }
     // Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in f32; an
     // arrival counter per query row.

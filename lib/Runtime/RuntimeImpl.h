@@ -91,6 +91,9 @@ int check(CUresult status, const char *call);
 int loadDriver();
 /// The current context's device's SM count, in `sms`.
 int currentDeviceSMs(int &sms);
+/// The current context's device's peak DRAM bandwidth in GB/s, in `gbps`
+/// (memory clock x bus width x 2 transfers per clock).
+int currentDeviceDramGBps(int &gbps);
 /// `bytes` of device memory in `ptr`, reallocated when smaller; zeroed when
 /// `zero` (then kept zero by the kernels).
 int ensureDeviceBytes(CUdeviceptr &ptr, size_t &have, size_t bytes, bool zero,

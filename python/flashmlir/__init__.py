@@ -363,9 +363,10 @@ def _split_kv(arch, q, k, num_splits, keys=None):
     if split is None:
         b, hq, nq, d = q.shape
         query_blocks = math.ceil(nq / (64 if d <= 128 else 128))
-        sms = runtime.device_facts(index)[1]
+        _, sms, dram_gbps = runtime.device_facts(index)
         split = runtime.auto_kv_splits(b * hq * query_blocks, query_blocks,
-                                       math.ceil(keys / 128), sms) > 1
+                                       math.ceil(keys / 128), sms,
+                                       dram_gbps) > 1
         if len(_auto_split_memo) > 4096:
             _auto_split_memo.clear()
         _auto_split_memo[memo] = split

@@ -638,19 +638,23 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
                "window": (0, _MAX_POSITION),
                "diagonal_offset": (0, _MAX_POSITION)}
 
-def auto_kv_splits(tiles, query_blocks, kv_blocks, sms):
+def auto_kv_splits(tiles, query_blocks, kv_blocks, sms, dram_gbps):
     """The split-KV chunk count a launch picks when the caller leaves it to
     the kernel: mlir::fa::model::autoKVSplits (fa/Model/KVChunk.h), the rule the
     C runtime and fa-split-kv use; tests check they agree. `tiles`: (query
     block, head) tiles of the launch, `query_blocks`: those of one
     (sequence, head) (1: decode), `kv_blocks`: K/V blocks of a tile, `sms`:
-    the GPU's SMs (waves of one CTA per SM)."""
+    the GPU's SMs (waves of one CTA per SM), `dram_gbps`: its DRAM bandwidth
+    in GB/s (0: unknown), which decides whether filled decode tiles take a
+    second CTA per SM."""
     slots = sms
     if tiles <= 0 or query_blocks <= 0 or kv_blocks <= 0 or slots <= 0:
         return 1
     if tiles * _AUTO_SPLIT_FILLED_DEN >= slots * _AUTO_SPLIT_FILLED_NUM:
         decode = query_blocks == 1
-        return 2 if decode and tiles < _AUTO_SPLIT_DECODE_WAVES * slots \
+        wants_second_cta = dram_gbps >= _AUTO_SPLIT_DECODE_GBPS_PER_SM * sms
+        return 2 if decode and wants_second_cta \
+            and tiles < _AUTO_SPLIT_DECODE_WAVES * slots \
             and kv_blocks >= 2 * _AUTO_SPLIT_MIN_BLOCKS else 1
     most = min(kv_blocks // _AUTO_SPLIT_MIN_BLOCKS, _MAX_KV_SPLITS)
     if most < 2:
@@ -672,6 +676,7 @@ _AUTO_SPLIT_FILLED_NUM, _AUTO_SPLIT_FILLED_DEN = 4, 5
 _AUTO_SPLIT_MIN_BLOCKS = 2
 _AUTO_SPLIT_WITHIN_PERCENT = 95
 _AUTO_SPLIT_DECODE_WAVES = 4
+_AUTO_SPLIT_DECODE_GBPS_PER_SM = 30
 
 
 # The dialect's scale range (fa/Dialect/FA/IR/Validation.h): log2(e) * scale
@@ -756,15 +761,32 @@ _DEVICE_FACTS = {}
 
 
 def device_facts(device_index):
-    """(compute capability, SM count) of a CUDA device, cached: torch's
-    queries cost microseconds, a launch at a tiny shape only a few tens."""
+    """(compute capability, SM count, DRAM GB/s) of a CUDA device, cached:
+    torch's and the driver's queries cost microseconds, a launch at a tiny
+    shape only a few tens."""
     facts = _DEVICE_FACTS.get(device_index)
     if facts is None:
         import torch
         props = torch.cuda.get_device_properties(device_index)
-        facts = ((props.major, props.minor), props.multi_processor_count)
+        facts = ((props.major, props.minor), props.multi_processor_count,
+                 _dram_gbps(device_index))
         _DEVICE_FACTS[device_index] = facts
     return facts
+
+
+def _dram_gbps(device_index):
+    """The device's peak DRAM bandwidth in GB/s: memory clock (kHz) x bus
+    width x two transfers a clock, as the C runtime's
+    currentDeviceDramGBps computes it."""
+    drv = _get_driver()
+    dev, clock_khz, bus_bits = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    drv.check(drv.lib.cuDeviceGet(ctypes.byref(dev), device_index),
+              "cuDeviceGet")
+    drv.check(drv.lib.cuDeviceGetAttribute(ctypes.byref(clock_khz), 36, dev),
+              "cuDeviceGetAttribute(memory clock rate)")
+    drv.check(drv.lib.cuDeviceGetAttribute(ctypes.byref(bus_bits), 37, dev),
+              "cuDeviceGetAttribute(memory bus width)")
+    return clock_khz.value * 2 * (bus_bits.value // 8) // 1000000
 
 
 def tile_counter(device_index, stream):
@@ -1295,9 +1317,12 @@ class Kernel:
             return (tiles, kv_splits if self.meta.get("split_kv") else 1, 1)
         return (tiles, hq, b)
 
-    def kv_splits_for(self, b, hq, nq, nk, sm_count, num_splits=None):
+    def kv_splits_for(self, b, hq, nq, nk, sm_count, dram_gbps,
+                      num_splits=None):
         """The chunk count of a split-KV launch: `num_splits` if given (1 to
-        1024), else the metadata's default, else (0) mlir::fa::model::autoKVSplits."""
+        1024), else the metadata's default, else (0)
+        mlir::fa::model::autoKVSplits on a GPU of `sm_count` SMs and
+        `dram_gbps` GB/s (device_facts)."""
         if num_splits is None or num_splits == 0:
             num_splits = self.meta.get("kv_splits", 0)
         if isinstance(num_splits, bool) or not isinstance(num_splits, int) \
@@ -1310,7 +1335,7 @@ class Kernel:
         query_blocks = math.ceil(nq / self.meta["block_r"])
         kv_blocks = math.ceil(nk / self.meta.get("block_c", 128))
         return auto_kv_splits(query_blocks * hq * b, query_blocks, kv_blocks,
-                              sm_count)
+                              sm_count, dram_gbps)
 
     # -- launching (needs torch and a driver) --
 
@@ -1957,8 +1982,9 @@ class _LaunchPlan:
         splits = 1
         self.workspace_count = 0
         if meta.get("split_kv"):
-            sms = device_facts(self.device_index)[1]
-            splits = kernel.kv_splits_for(b, hq, nq, nk, sms, num_splits)
+            _, sms, dram_gbps = device_facts(self.device_index)
+            splits = kernel.kv_splits_for(b, hq, nq, nk, sms, dram_gbps,
+                                          num_splits)
             # Partial O [S, B, Hq, Nq, D] and LSE [S, B, Hq, Nq] in f32, and
             # one arrival counter per query row.
             self.workspace_count = splits * b * hq * nq * (dv + 1)

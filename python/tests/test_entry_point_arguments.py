@@ -183,7 +183,7 @@ def sm90(flashmlir, torch, runtime, monkeypatch):
         return target.arch, dtype
     target.arch = "sm_90a"
     monkeypatch.setattr(flashmlir, "_arch_and_dtype", target)
-    monkeypatch.setattr(runtime, "device_facts", lambda i: ((9, 0), 132))
+    monkeypatch.setattr(runtime, "device_facts", lambda i: ((9, 0), 132, 4800))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(flashmlir, "_launchers", {})
     # Checked calls are repeated without their checks: each test's own.

@@ -74,7 +74,7 @@ def launcher(monkeypatch):
     monkeypatch.setattr(runtime, "_get_driver", lambda: drv)
     monkeypatch.setattr(runtime, "_TENSOR_MAPS",
                         type(runtime._TENSOR_MAPS)())
-    monkeypatch.setattr(runtime, "device_facts", lambda i: ((9, 0), 132))
+    monkeypatch.setattr(runtime, "device_facts", lambda i: ((9, 0), 132, 4800))
     monkeypatch.setattr(runtime, "_current_stream", lambda i: 0x5000)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(runtime.Kernel, "_function", lambda self, i: 0xf00)

@@ -20,7 +20,8 @@ def c_runtime(build_dir):
                     "build: no shared object to load")
     lib = ctypes.CDLL(str(shared))
     lib.faAutoKVSplits.argtypes = [ctypes.c_longlong, ctypes.c_longlong,
-                                   ctypes.c_longlong, ctypes.c_int]
+                                   ctypes.c_longlong, ctypes.c_int,
+                                   ctypes.c_int]
     lib.faAutoKVSplits.restype = ctypes.c_int
     return lib
 
@@ -33,48 +34,62 @@ def test_auto_rule_is_the_c_runtimes(c_runtime):
     checked = 0
     tile_counts = list(range(1, 40)) + [64, 100, 105, 106, 131, 132, 500,
                                         527, 528, 1055, 1056]
+    # DRAM GB/s: unknown, the H100's 3,352 (25 per SM), 30 per SM exactly
+    # (on 132 SMs), the H200's 4,800.
     for sms in (1, 78, 108, 132, 264):
-        for tiles in tile_counts:
-            for query_blocks in (1, 2, 16):
-                for blocks in (1, 2, 3, 4, 7, 64, 256, 1024, 5000):
-                    want = c_runtime.faAutoKVSplits(tiles, query_blocks,
-                                                    blocks, sms)
-                    assert auto_kv_splits(tiles, query_blocks, blocks,
-                                          sms) == want, \
-                        (tiles, query_blocks, blocks, sms)
-                    checked += 1
-    assert checked == 5 * 50 * 3 * 9
+        for dram in (0, 3352, 3960, 4800):
+            for tiles in tile_counts:
+                for query_blocks in (1, 2, 16):
+                    for blocks in (1, 2, 3, 4, 7, 64, 256, 1024, 5000):
+                        want = c_runtime.faAutoKVSplits(tiles, query_blocks,
+                                                        blocks, sms, dram)
+                        assert auto_kv_splits(tiles, query_blocks, blocks,
+                                              sms, dram) == want, \
+                            (tiles, query_blocks, blocks, sms, dram)
+                        checked += 1
+    assert checked == 5 * 4 * 50 * 3 * 9
     # The decode rows of issue 17 on the H200 (132 SMs): B 1 H 32 at B_r 64
     # (32 tiles, 4 chunks), B 1 H 8 (16 chunks), B 4 H 32 (128 decode
     # tiles: a wave, two chunks); prefill tiles of a wave: no split.
-    assert [auto_kv_splits(32, 1, 256, 132), auto_kv_splits(8, 1, 1024, 132),
-            auto_kv_splits(128, 1, 64, 132),
-            auto_kv_splits(128, 2, 64, 132)] == [4, 16, 2, 1]
+    assert [auto_kv_splits(32, 1, 256, 132, 4800),
+            auto_kv_splits(8, 1, 1024, 132, 4800),
+            auto_kv_splits(128, 1, 64, 132, 4800),
+            auto_kv_splits(128, 2, 64, 132, 4800)] == [4, 16, 2, 1]
 
 
 def test_auto_rule_decode_branch():
     """Once the tiles fill 80% of a wave: two chunks for decode tiles (one
     query block a sequence and head) under four waves of at least four K/V
-    blocks; no split for prefill tiles, four waves of decode tiles, or
-    chunks of fewer than two blocks."""
+    blocks on a GPU of at least 30 GB/s of DRAM bandwidth per SM; no split
+    for prefill tiles, four waves of decode tiles, chunks of fewer than two
+    blocks, or a GPU of less bandwidth per SM (or unknown)."""
     sys.path.insert(0, str(ROOT / "python"))
     from flashmlir.runtime import auto_kv_splits
+    h200, h100 = 4800, 3352
     # 32/8 heads packed (8 tiles a sequence), 16 to 64 sequences, 8k keys
-    # at B_c 64: the H200 rows where two chunks beat one by 2-10%.
+    # at B_c 64: on the H200 two chunks beat one by 2-10%, on the H100 one
+    # beats two by 0-6% (docs/serving.md).
     for b in (16, 32, 64):
-        assert auto_kv_splits(8 * b, 1, 128, 132) == 2
+        assert auto_kv_splits(8 * b, 1, 128, 132, h200) == 2
+        assert auto_kv_splits(8 * b, 1, 128, 132, h100) == 1
+        assert auto_kv_splits(8 * b, 1, 128, 132, 0) == 1
+    # The threshold: 30 GB/s per SM, 3,960 on 132 SMs.
+    assert auto_kv_splits(256, 1, 128, 132, 3960) == 2
+    assert auto_kv_splits(256, 1, 128, 132, 3959) == 1
     # 106 tiles is 80% of 132 (the first count that fills), 527 the last
     # under four waves.
-    assert auto_kv_splits(106, 1, 128, 132) == 2
-    assert auto_kv_splits(527, 1, 128, 132) == 2
-    assert auto_kv_splits(528, 1, 128, 132) == 1
+    assert auto_kv_splits(106, 1, 128, 132, h200) == 2
+    assert auto_kv_splits(527, 1, 128, 132, h200) == 2
+    assert auto_kv_splits(528, 1, 128, 132, h200) == 1
     # Three blocks a tile: chunks of fewer than two blocks -- no split.
-    assert auto_kv_splits(200, 1, 3, 132) == 1
-    assert auto_kv_splits(200, 1, 4, 132) == 2
+    assert auto_kv_splits(200, 1, 3, 132, h200) == 1
+    assert auto_kv_splits(200, 1, 4, 132, h200) == 2
     # Prefill (B 1, H 32, N 1k: 16 query blocks a head) stays unsplit.
-    assert auto_kv_splits(512, 16, 8, 132) == 1
-    # Below 80% of a wave the wave rule applies to both.
-    assert auto_kv_splits(32, 1, 256, 132) == auto_kv_splits(32, 4, 256, 132)
+    assert auto_kv_splits(512, 16, 8, 132, h200) == 1
+    # Below 80% of a wave the wave rule applies to both, on either GPU.
+    for dram in (h200, h100, 0):
+        assert auto_kv_splits(32, 1, 256, 132, dram) == \
+            auto_kv_splits(32, 4, 256, 132, dram) == 4
 
 
 def test_split_kernel_metadata(flashmlir):
@@ -95,11 +110,11 @@ def test_split_kernel_metadata(flashmlir):
     assert kernel.grid(1, 32, 1, None, 4) == (32, 4, 1)
     assert kernel.grid(2, 8, 100, None, 3) == (2 * 8 * 2, 3, 1)
     # None or 0: the metadata's default; N: N.
-    assert kernel.kv_splits_for(1, 32, 1, 32768, 132) == 4
-    assert kernel.kv_splits_for(1, 32, 1, 32768, 132, 7) == 7
+    assert kernel.kv_splits_for(1, 32, 1, 32768, 132, 4800) == 4
+    assert kernel.kv_splits_for(1, 32, 1, 32768, 132, 4800, 7) == 7
     for bad in (-1, 1025, 2.0, True):
         with pytest.raises(runtime.KernelArgumentError, match="num_splits"):
-            kernel.kv_splits_for(1, 32, 1, 32768, 132, bad)
+            kernel.kv_splits_for(1, 32, 1, 32768, 132, 4800, bad)
     assert "kv_splits = 4 : i64" in k.mlir("attention")
 
 
@@ -112,11 +127,13 @@ def test_auto_split_kernel(flashmlir):
     kernel = runtime.Kernel(k.cubin, m)
     # 0: the auto rule on this launch's tiles and B_c (64 at D 256).
     tiles, blocks = 8, math.ceil(131072 / m["block_c"])
-    assert kernel.kv_splits_for(1, 8, 1, 131072, 132) == \
-        runtime.auto_kv_splits(tiles, 1, blocks, 132) > 1
-    assert kernel.kv_splits_for(4, 32, 1000, 1000, 132) == 1
-    # One query block a head at 128 tiles (a wave): the decode branch.
-    assert kernel.kv_splits_for(4, 32, 1, 8192, 132) == 2
+    assert kernel.kv_splits_for(1, 8, 1, 131072, 132, 4800) == \
+        runtime.auto_kv_splits(tiles, 1, blocks, 132, 4800) > 1
+    assert kernel.kv_splits_for(4, 32, 1000, 1000, 132, 4800) == 1
+    # One query block a head at 128 tiles (a wave): the decode branch on
+    # the H200's bandwidth, not on the H100's.
+    assert kernel.kv_splits_for(4, 32, 1, 8192, 132, 4800) == 2
+    assert kernel.kv_splits_for(4, 32, 1, 8192, 132, 3352) == 1
 
 
 @pytest.mark.parametrize("bad,why", [

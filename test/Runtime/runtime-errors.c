@@ -366,13 +366,20 @@ int main(int argc, char **argv) {
   report("e4m3 launch without kernel",
          faKernelLaunchE4M3(NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
                             1.0f, 0, 0, 0, 1, NULL));
-  /* The auto rule (fa::autoKVSplits) on the issue's decode rows, 132 SMs:
-   * B 1 H 32 (32 tiles of 256 blocks), B 1 H 8 (8 of 1024), B 4 H 32 (128
-   * decode tiles: a wave, two chunks), the same tiles of prefill (two query
-   * blocks each: no split), one tile of 3 blocks (no chunk of 2). */
-  printf("auto splits: %d %d %d %d %d\n", faAutoKVSplits(32, 1, 256, 132),
-         faAutoKVSplits(8, 1, 1024, 132), faAutoKVSplits(128, 1, 64, 132),
-         faAutoKVSplits(128, 2, 64, 132), faAutoKVSplits(1, 1, 3, 132));
+  /* The auto rule (fa::autoKVSplits) on the issue's decode rows, 132 SMs
+   * and the H200's 4,800 GB/s: B 1 H 32 (32 tiles of 256 blocks), B 1 H 8
+   * (8 of 1024), B 4 H 32 (128 decode tiles: a wave, two chunks), the same
+   * tiles of prefill (two query blocks each: no split), one tile of 3 blocks
+   * (no chunk of 2); then the 128 decode tiles on the H100's 3,352 GB/s
+   * (25 per SM: one chunk) and on a GPU of unknown bandwidth (one). */
+  printf("auto splits: %d %d %d %d %d %d %d\n",
+         faAutoKVSplits(32, 1, 256, 132, 4800),
+         faAutoKVSplits(8, 1, 1024, 132, 4800),
+         faAutoKVSplits(128, 1, 64, 132, 4800),
+         faAutoKVSplits(128, 2, 64, 132, 4800),
+         faAutoKVSplits(1, 1, 3, 132, 4800),
+         faAutoKVSplits(128, 1, 64, 132, 3352),
+         faAutoKVSplits(128, 1, 64, 132, 0));
 
   /* Images the driver would read past: checked before the driver loads. */
   static const unsigned char shortElf[16] = {0x7f, 'E', 'L', 'F', 2, 1};

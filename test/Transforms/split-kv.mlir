@@ -9,6 +9,12 @@
 // RUN: not fa-opt %s --split-input-file --fa-split-kv="splits=4" --fagpu-tile=target=sm_80 --fa-lower-fa2 --fa-map-to-gpu=target=sm_80 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not fa-opt %s --fa-split-kv="splits=0" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not fa-opt %s --fa-split-kv="splits=some" 2>&1 | FileCheck %s --check-prefix=WORD
+// RUN: fa-opt %s --split-input-file --fa-split-kv="dram-gbps=3352" | FileCheck %s --check-prefix=H100
+// RUN: fa-opt %s --split-input-file --fa-split-kv="dram-gbps=0" | FileCheck %s --check-prefix=H100
+// RUN: not fa-opt %s --fa-split-kv="dram-gbps=-1" 2>&1 | FileCheck %s --check-prefix=GBPS
+// RUN: not fa-opt %s --fa-split-kv="sms=0" 2>&1 | FileCheck %s --check-prefix=SMS
+// GBPS: fa-split-kv: dram-gbps must be 0 (unknown) or positive, got -1
+// SMS: fa-split-kv: sms must be positive, got 0
 
 // Decode: B = 1, Hq = 8, one query, 32k keys: 8 work items for 132 SMs;
 // 16 chunks make 128 CTAs, within 5% of a full wave (15 would be 91%).
@@ -65,5 +71,23 @@ func.func @prefill(%q: memref<4x32x1024x128xf16>, %o: memref<4x32x1024x128xf16>)
 func.func @dynamic(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>) {
   fa.attention %q, %q, %q outs(%o : memref<?x?x?x128xf16>)
       : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+  return
+}
+
+// -----
+
+// Decode that fills the SMs: 32 sequences x 8 heads = 256 tiles of one query
+// block (under four waves of 132). On a GPU of 30 GB/s of DRAM bandwidth per
+// SM or more (the default models the H200: 4,800 GB/s) a second CTA per SM
+// streams beside the first: two chunks. On the H100's 3,352 GB/s (25 per SM),
+// or with the bandwidth unknown, one.
+// AUTO-LABEL: func.func @filled_decode
+// AUTO: fa.attention {{.*}}kv_splits = 2 : i64
+// H100-LABEL: func.func @filled_decode
+// H100-NOT: kv_splits
+func.func @filled_decode(%q: memref<32x8x1x128xf16>, %k: memref<32x8x8192x128xf16>,
+                         %o: memref<32x8x1x128xf16>) {
+  fa.attention %q, %k, %k outs(%o : memref<32x8x1x128xf16>)
+      : memref<32x8x1x128xf16>, memref<32x8x8192x128xf16>, memref<32x8x8192x128xf16>
   return
 }

@@ -433,8 +433,9 @@ os.environ["FLASHMLIR_CACHE_DIR"] = ""
 _extension = flashmlir.compiler._extension
 flashmlir.compiler._extension = lambda: PtxOnly(_extension())
 flashmlir._arch_and_dtype = arch_and_dtype
-runtime.device_facts = lambda i: (((9, 0), 132) if ARCH["arch"] == "sm_90a"
-                                  else ((8, 0), 108))
+runtime.device_facts = lambda i: (((9, 0), 132, 4800)
+                                  if ARCH["arch"] == "sm_90a"
+                                  else ((8, 0), 108, 2039))
 torch.cuda.current_device = lambda: 0
 
 

@@ -36,7 +36,8 @@ kvChunk(A &a, typename A::Value first, typename A::Value end,
 /// The chunk count split-KV uses when the caller leaves it to the launch
 /// ("auto"): `tiles` (query block, head) work items, each over `kvBlocks`
 /// K/V blocks, `queryBlocks` of them per (sequence, head) -- 1 for a
-/// decode launch --, on a GPU of `sms` SMs. A memory-bound decode kernel
+/// decode launch --, on a GPU of `sms` SMs and `dramGBps` GB/s of DRAM
+/// bandwidth (0: unknown). A memory-bound decode kernel
 /// streams K/V at the rate of the CTAs in flight, and one CTA per SM
 /// nearly saturates an SM's share of DRAM bandwidth, so the grid should
 /// fill whole waves of one CTA per SM (also for kernels built for two CTAs
@@ -47,24 +48,28 @@ kvChunk(A &a, typename A::Value first, typename A::Value end,
 ///
 /// Once the tiles fill 80% of a wave: no split for tiles of several query
 /// blocks (prefill: the tiles alone fill the SMs, and the merge would add
-/// to their work), two chunks for decode tiles under four waves. The
-/// split-KV kernels fit two CTAs per SM; a decode CTA streams its K/V, then
-/// drains its ring and writes O, and a second CTA streaming beside it on
-/// the same SM hides that tail (on the H200, two chunks are 2-10% faster
-/// than one for 128 to 512 decode tiles: docs/serving.md).
+/// to their work). Decode tiles under four waves take two chunks where the
+/// GPU's DRAM bandwidth per SM (`dramGBps` / `sms`) reaches 30 GB/s, and
+/// one otherwise (or where `dramGBps` is 0, unknown). The split-KV kernels
+/// fit two CTAs per SM, and where an SM's share of DRAM bandwidth is large,
+/// one decode CTA per SM does not reach it and a second one streaming
+/// beside it does. The threshold lies between the H100 (3.35 TB/s on 132
+/// SMs: 25 GB/s per SM, where two chunks lose) and the H200 (4.8 TB/s: 36
+/// GB/s per SM, where they win); docs/serving.md has the measurements.
 /// The Python runtime's auto_kv_splits is this rule; a test checks they
 /// agree.
 inline int64_t autoKVSplits(int64_t tiles, int64_t queryBlocks,
-                            int64_t kvBlocks, int64_t sms) {
+                            int64_t kvBlocks, int64_t sms, int64_t dramGBps) {
   int64_t slots = sms;
   constexpr int64_t kFilledNum = 4, kFilledDen = 5, kMinBlocks = 2,
                     kWithinPercent = 95, kMaxSplits = 1024,
-                    kDecodeSplitWaves = 4;
+                    kDecodeSplitWaves = 4, kDecodeSplitGBpsPerSM = 30;
   if (tiles <= 0 || queryBlocks <= 0 || kvBlocks <= 0 || slots <= 0)
     return 1;
   if (tiles * kFilledDen >= slots * kFilledNum) {
     bool decode = queryBlocks == 1;
-    return decode && tiles < kDecodeSplitWaves * slots &&
+    bool wantsSecondCTA = dramGBps >= kDecodeSplitGBpsPerSM * sms;
+    return decode && wantsSecondCTA && tiles < kDecodeSplitWaves * slots &&
                    kvBlocks >= 2 * kMinBlocks
                ? 2
                : 1;

@@ -29,7 +29,7 @@ namespace {
 constexpr int64_t kRowsPerItem = 128, kKeysPerBlock = 128;
 
 /// mlir::fa::model::autoKVSplits on static shapes; 1 (no split) otherwise.
-int64_t autoSplits(AttentionOp op, int64_t sms) {
+int64_t autoSplits(AttentionOp op, int64_t sms, int64_t dramGBps) {
   ShapedType q = op.getQueryType(), k = op.getKeyType();
   for (int64_t d : {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
                     k.getDimSize(2)})
@@ -39,7 +39,7 @@ int64_t autoSplits(AttentionOp op, int64_t sms) {
   int64_t tiles = q.getDimSize(0) * q.getDimSize(1) * queryBlocks;
   return model::autoKVSplits(tiles, queryBlocks,
                              llvm::divideCeil(k.getDimSize(2), kKeysPerBlock),
-                             sms);
+                             sms, dramGBps);
 }
 
 struct FASplitKVPass : fa::impl::FASplitKVBase<FASplitKVPass> {
@@ -63,12 +63,18 @@ struct FASplitKVPass : fa::impl::FASplitKVBase<FASplitKVPass> {
     }
     if (sms < 1) {
       emitError(getOperation().getLoc())
-          << "fa-split-kv: sms must be positive, got " << sms;
+          << "fa-split-kv: sms must be positive, got " << int64_t(sms);
+      return signalPassFailure();
+    }
+    if (dramGBps < 0) {
+      emitError(getOperation().getLoc())
+          << "fa-split-kv: dram-gbps must be 0 (unknown) or positive, got "
+          << int64_t(dramGBps);
       return signalPassFailure();
     }
     Builder b(&getContext());
     WalkResult result = getOperation().walk([&](AttentionOp op) {
-      int64_t n = fixed ? *fixed : autoSplits(op, sms);
+      int64_t n = fixed ? *fixed : autoSplits(op, sms, dramGBps);
       // The auto rule leaves a varlen batch whole; an explicit count is
       // refused (its chunks and merge are not written for packed rows).
       if (op.isVarlen() && !fixed)

@@ -240,9 +240,11 @@ def FASplitKV : Pass<"fa-split-kv", "func::FuncOp"> {
 
     `splits=auto`: with static shapes, `mlir::fa::model::autoKVSplits` (KVChunk.h, the
     rule the runtimes apply per launch) on `B * Hq * ceil(Nq / 128)` tiles
-    of `ceil(Nk / 128)` blocks and `sms` SMs: the fewest chunks that fill
-    whole waves of one CTA per SM to within 5%; without static shapes, or
-    when the query blocks already fill 80% of the SMs, 1 (no split).
+    of `ceil(Nk / 128)` blocks, `sms` SMs and `dram-gbps` GB/s of DRAM
+    bandwidth: the fewest chunks that fill whole waves of one CTA per SM to
+    within 5%; without static shapes, or when the query blocks already fill
+    80% of the SMs, 1 (no split), except decode tiles under four waves on a
+    GPU of at least 30 GB/s per SM: 2.
     `splits=N` sets N. The CPU path and the sm_90a kernel execute it (one
     kernel: the tile's last chunk merges); sm_80 and sm_100a refuse it.
   }];
@@ -250,7 +252,10 @@ def FASplitKV : Pass<"fa-split-kv", "func::FuncOp"> {
     Option<"splits", "splits", "std::string", /*default=*/"\"auto\"",
            "auto or a chunk count in [1, 1024]">,
     Option<"sms", "sms", "int64_t", /*default=*/"132",
-           "Streaming multiprocessors of the target (auto): 132 on the H200">
+           "Streaming multiprocessors of the target (auto): 132 on the H200">,
+    Option<"dramGBps", "dram-gbps", "int64_t", /*default=*/"4800",
+           "DRAM bandwidth of the target in GB/s (auto): 4800 on the H200, "
+           "0 for unknown">
   ];
 }
 
