@@ -27,6 +27,7 @@ for part in "${parts[@]}"; do
         python/tests/test_pack_gqa.py python/tests/test_cuda_graph.py \
         python/tests/test_fp8_kv_cache.py python/tests/test_kv_append.py \
         python/tests/test_kv_cache.py::test_c_runtime_kv_cache_launch \
+        python/tests/test_split_kv.py::test_device_dram_bandwidth \
         python/tests/test_torch_ops.py::test_compiled_decode_step \
         -k "not prefill_with_tile and not flash_attn_func_replays and not varlen_replays" \
         > "$OUT/pytest-gpu.log" 2>&1

@@ -203,6 +203,23 @@ def test_decode_matches_reference(cuda_flashmlir, num_splits, b, hq, hkv, nq,
 
 
 @pytest.mark.gpu
+def test_device_dram_bandwidth(cuda_flashmlir):
+    """device_facts reads the DRAM bandwidth the auto rule's decode branch
+    asks for (memory clock x bus width x 2) in GB/s: a data-centre GPU's
+    is between 1 and 20 TB/s (the H100 SXM's 3,352, the H200's 4,800); a
+    unit slip (kHz for MHz, bits for bytes) leaves that range."""
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir import runtime
+    runtime._DEVICE_FACTS.clear()
+    _, sms, dram_gbps = runtime.device_facts(torch.cuda.current_device())
+    assert 1000 <= dram_gbps <= 20000, dram_gbps
+    # The decode branch follows it: 2 chunks for a wave of decode tiles at
+    # 30 GB/s per SM or more, 1 below.
+    want = 2 if dram_gbps >= 30 * sms else 1
+    assert runtime.auto_kv_splits(sms, 1, 128, sms, dram_gbps) == want
+
+
+@pytest.mark.gpu
 def test_decode_with_kv_cache_mask(cuda_flashmlir):
     """flash_attn_func's bottom-right causal decode over a cache, split."""
     torch, flashmlir = cuda_flashmlir
