@@ -145,7 +145,15 @@ FaCompiledKernel *faCompileModule(MlirModule cModule,
     return result;
   }
   fa::KernelOptions k;
-  k.arch = target;
+  std::optional<fagpu::Target> arch = fagpu::parseChoice<fagpu::Target>(target);
+  if (!arch) {
+    delete result;
+    return failCompile(module, "faCompileModule: options->target: expected "
+                               "cpu, " +
+                                   fagpu::choiceList<fagpu::Target>() +
+                                   ", got '" + target + "'");
+  }
+  k.arch = *arch;
   k.rescaleThreshold = o.rescaleThreshold;
   k.polyExp2Degree = o.polyExp2Degree;
   k.polyExp2Period = o.polyExp2Period;

@@ -178,13 +178,13 @@ static FailureOr<std::string> findPtxas(const KernelOptions &options) {
 /// The sm_90a back end is the FlashAttention-3 kernel unless the sm_80
 /// one is asked for.
 static bool usesWgmma(const KernelOptions &options) {
-  return options.arch == "sm_90a" &&
+  return options.arch == fagpu::Target::sm_90a &&
          options.sm90Kernel == fagpu::SM90Kernel::Wgmma;
 }
 
 /// Blackwell: the tcgen05 kernel (compile-verified only).
 static bool usesTcgen05(const KernelOptions &options) {
-  return options.arch == "sm_100a";
+  return options.arch == fagpu::Target::sm_100a;
 }
 
 /// The kernels fed by TMA take q, k, v as tensor maps and one CTA per tile.
@@ -365,7 +365,7 @@ static std::string metadataJson(StringRef kernelName,
   llvm::json::Object root{
       {"format", "flash-mlir-kernel-1"},
       {"kernel", kernelName},
-      {"arch", options.arch},
+      {"arch", fagpu::stringifyTarget(options.arch)},
       {"head_dim", options.headDim},
       {"value_head_dim",
        options.valueHeadDim ? options.valueHeadDim : options.headDim},
@@ -477,10 +477,6 @@ static std::string metadataJson(StringRef kernelName,
 }
 
 static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
-  if (options.arch != "sm_80" && options.arch != "sm_90a" &&
-      options.arch != "sm_100a")
-    return emitError(loc) << "fa-compile: unknown target '" << options.arch
-                          << "'; supported targets: sm_80, sm_90a, sm_100a";
   // Asked for by name on a kernel whose P is not e4m3: refused, not
   // silently ignored (the pass leaves such kernels alone).
   if (options.rowSumMma == fagpu::Switch::On && options.dtype != "e4m3")
@@ -493,14 +489,15 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   // reason, never compiled as an f16 kernel.
   if (std::optional<StringRef> elt = mlirElementTypeName(options.dtype))
     if (std::optional<std::string> why =
-            checkTargetElementType(options.arch, *elt))
+            checkTargetElementType(fagpu::stringifyTarget(options.arch), *elt))
       return emitError(loc) << "fa-compile: " << *why;
   if (options.dtype == "e4m3") {
     if (!usesWgmma(options))
-      return emitError(loc) << "fa-compile: FP8 (e4m3) has a kernel on sm_90a "
-                               "wgmma only, not "
-                            << options.arch
-                            << (options.arch == "sm_90a" ? " mma-sync" : "");
+      return emitError(loc)
+             << "fa-compile: FP8 (e4m3) has a kernel on sm_90a "
+                "wgmma only, not "
+             << fagpu::stringifyTarget(options.arch)
+             << (options.arch == fagpu::Target::sm_90a ? " mma-sync" : "");
     std::string out = outputDtype(options);
     if (out != "f16" && out != "bf16")
       return emitError(loc) << "fa-compile: an e4m3 kernel writes O in f16 or "
@@ -513,7 +510,8 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   } else if (options.dtype != "f16" && options.dtype != "bf16") {
     return emitError(loc) << "fa-compile: dtype must be f16, bf16 or e4m3 "
                              "(sm_90a) on "
-                          << options.arch << ", got '" << options.dtype << "'";
+                          << fagpu::stringifyTarget(options.arch) << ", got '"
+                          << options.dtype << "'";
   }
   if (!options.kvDtype.empty() && options.kvDtype != options.dtype) {
     if (options.kvDtype != "e4m3")
@@ -524,7 +522,8 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
       return emitError(loc)
              << "fa-compile: an e4m3 KV cache has a kernel on "
                 "sm_90a wgmma only, not "
-             << options.arch << (options.arch == "sm_90a" ? " mma-sync" : "");
+             << fagpu::stringifyTarget(options.arch)
+             << (options.arch == fagpu::Target::sm_90a ? " mma-sync" : "");
     if (options.varlen)
       return emitError(loc) << "fa-compile: an e4m3 KV cache takes no varlen "
                                "batch";
@@ -533,14 +532,16 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   // pipeline): refused where no pass would read them, not ignored.
   if (!usesWgmma(options)) {
     std::string where =
-        options.arch + (options.arch == "sm_90a" ? " mma-sync" : "");
+        fagpu::stringifyTarget(options.arch).str() +
+        (options.arch == fagpu::Target::sm_90a ? " mma-sync" : "");
     struct Choice {
       bool given;
       const char *what;
     };
     // sm_100a's pipeline reads the K/V ring's depth too.
     const Choice wgmmaOnly[] = {
-        {options.stages != 0 && options.arch != "sm_100a", "--stages"},
+        {options.stages != 0 && options.arch != fagpu::Target::sm_100a,
+         "--stages"},
         {!options.pingPong, "--ping-pong"},
         {!options.intraOverlap, "--intra-overlap"},
         {options.rowSumMma != fagpu::Switch::Auto, "--row-sum-mma"},
@@ -556,12 +557,12 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
                   "kernel; the "
                << where << " kernel has none";
   }
-  if (!options.queryInRegisters && options.arch != "sm_80" &&
-      !(options.arch == "sm_90a" &&
+  if (!options.queryInRegisters && options.arch != fagpu::Target::sm_80 &&
+      !(options.arch == fagpu::Target::sm_90a &&
         options.sm90Kernel == fagpu::SM90Kernel::MmaSync))
     return emitError(loc) << "fa-compile: --q-in-registers is a choice of the "
                              "mma.sync kernel; the "
-                          << options.arch
+                          << fagpu::stringifyTarget(options.arch)
                           << " kernel reads Q from shared memory";
   if (options.dtype == "e4m3" &&
       (options.kvLengths || options.pageSize || options.varlen ||
@@ -572,7 +573,7 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.varlen && !usesWgmma(options))
     return emitError(loc) << "fa-compile: varlen batches have a GPU kernel on "
                              "sm_90a (wgmma) only, not "
-                          << options.arch;
+                          << fagpu::stringifyTarget(options.arch);
   if (options.varlen &&
       (options.kvLengths || options.pageSize || options.kvSplits != 0))
     return emitError(loc) << "fa-compile: a varlen batch takes no KV cache or "
@@ -581,13 +582,14 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
     return emitError(loc) << "fa-compile: per-sequence key lengths and paged "
                              "K/V have a GPU kernel on sm_90a (wgmma) only, "
                              "not "
-                          << options.arch
-                          << (options.arch == "sm_90a" ? " mma-sync" : "");
+                          << fagpu::stringifyTarget(options.arch)
+                          << (options.arch == fagpu::Target::sm_90a
+                                  ? " mma-sync"
+                                  : "");
   if (options.pageSize < 0)
     return emitError(loc) << "fa-compile: the page size must be positive, got "
                           << options.pageSize;
-  fagpu::Target target =
-      fagpu::symbolizeTarget(options.arch).value_or(fagpu::Target::sm_80);
+  fagpu::Target target = options.arch;
   if (std::optional<std::string> why = fagpu::checkHeadDims(
           target, usesWgmma(options), options.headDim,
           options.valueHeadDim ? options.valueHeadDim : options.headDim))
@@ -726,7 +728,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       buildSM90KernelPipeline(pm, pipeline);
     } else {
       SM80PipelineOptions pipeline;
-      pipeline.chip = options.arch;
+      pipeline.chip = fagpu::stringifyTarget(options.arch).str();
       setFA4(pipeline);
       pipeline.queryInRegisters = options.queryInRegisters;
       buildSM80KernelPipeline(pm, pipeline);
@@ -784,7 +786,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       buildSM90EmissionPipeline(pm);
     } else {
       SM80PipelineOptions pipeline;
-      pipeline.chip = options.arch;
+      pipeline.chip = fagpu::stringifyTarget(options.arch).str();
       buildSM80EmissionPipeline(pm, pipeline);
     }
     if (failed(pm.run(module)))
@@ -831,8 +833,10 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       return emitError(loc) << "fa-compile: cannot write " << ptxPath;
     os << result.ptx;
   }
-  SmallVector<StringRef> args = {*ptxas, "-arch", options.arch, "-O3",
-                                 "-v",   ptxPath, "-o",         cubinPath};
+  SmallVector<StringRef> args = {
+      *ptxas, "-arch",  fagpu::stringifyTarget(options.arch),
+      "-O3",  "-v",     ptxPath,
+      "-o",   cubinPath};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
                                           StringRef(logPath)};
   std::string errMsg;

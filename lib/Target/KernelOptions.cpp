@@ -249,7 +249,7 @@ fa::checkKernelOptions(const KernelOptions &o) {
 
 std::string fa::kernelFileName(const KernelOptions &o) {
   auto n = [](int64_t v) { return std::to_string(v); };
-  std::string name = o.arch + "_d" + n(o.headDim);
+  std::string name = fagpu::stringifyTarget(o.arch).str() + "_d" + n(o.headDim);
   int64_t valueHeadDim = o.valueHeadDim ? o.valueHeadDim : o.headDim;
   if (valueHeadDim != o.headDim)
     name += "_dv" + n(valueHeadDim);

@@ -30,7 +30,7 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
     assert listed - _TOOL_FLAGS == set(flags.values())
     # The keywords compile() took before the table, with their defaults.
     expected = {
-        "arch": "sm_90a", "causal": False, "dtype": "f16", "window": 0,
+        "causal": False, "dtype": "f16", "window": 0,
         "softcap": 0.0, "bottom_right": False, "block_r": 0, "block_c": 0,
         "stages": 0, "ping_pong": True, "intra_overlap": True,
         "kv_lengths": False, "page_size": 0,
@@ -49,6 +49,7 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
     assert options["row_sum_mma"][1:] == ("choice", "auto")
     assert options["epilogue"][1:] == ("choice", "auto")
     assert options["sm90_kernel"][1:] == ("choice", "wgmma")
+    assert options["arch"][1:] == ("choice", "sm_90a")
 
 
 @pytest.mark.parametrize("keyword,bad,names", [
@@ -57,6 +58,8 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
     ("row_sum_mma", "sometimes", "on, off or auto"),
     ("row_sum_mma", True, "on, off or auto"),
     ("sm90_kernel", "tcgen05", "wgmma or mma-sync"),
+    ("arch", "sm_75", "sm_80, sm_90a or sm_100a"),
+    ("arch", 90, "sm_80, sm_90a or sm_100a"),
 ])
 def test_typed_choices_refuse_other_names(flashmlir, keyword, bad, names):
     """A choice nobody has is refused with the names there are, not built

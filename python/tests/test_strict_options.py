@@ -46,7 +46,8 @@ func.func @attn(%q: memref<1x2x64x64xf16>, %o: memref<1x2x64x64xf16>) {
     (dict(softcap=True), "softcap must be a number, got True"),
     (dict(rescale_threshold="8"), "rescale_threshold must be a number"),
     (dict(rescale_threshold=True), "rescale_threshold must be a number"),
-    (dict(arch=b"sm_90a"), "arch must be a string, got b'sm_90a'"),
+    (dict(arch=b"sm_90a"),
+     "arch must be one of the strings sm_80, sm_90a or sm_100a, got b'sm_90a'"),
     (dict(dtype=16), "dtype must be a string"),
     (dict(out_dtype=5, dtype="e4m3"), "out_dtype must be a string"),
     (dict(sm90_kernel=None),
@@ -103,7 +104,7 @@ def test_numpy_scalars_are_their_python_values(flashmlir):
     (dict(rescale_threshold=float("-inf")),
      "expected a finite rescale_threshold"),
     (dict(rescale_threshold="8"), "rescale_threshold must be a number"),
-    (dict(arch=b"sm_90a"), "arch must be a string"),
+    (dict(arch=b"sm_90a"), "arch must be one of the strings"),
 ])
 def test_compile_module_refuses_coercions(flashmlir, kwargs, message):
     with pytest.raises(flashmlir.CompileError, match=message):

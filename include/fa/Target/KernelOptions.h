@@ -12,6 +12,7 @@
 #define FA_TARGET_KERNELOPTIONS_H
 
 #include "fa/Dialect/FAGPU/IR/Choices.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -23,6 +24,17 @@
 #include <variant>
 
 namespace mlir {
+namespace fagpu {
+/// The targets by the names of their enum (fagpu::stringifyTarget), for
+/// --arch and arch=.
+template <> struct ChoiceNames<Target> {
+  static constexpr std::array<std::pair<Target, const char *>, 3> values = {
+      {{Target::sm_80, "sm_80"},
+       {Target::sm_90a, "sm_90a"},
+       {Target::sm_100a, "sm_100a"}}};
+};
+} // namespace fagpu
+
 namespace fa {
 
 struct KernelOptions {
