@@ -445,6 +445,10 @@ std::string buildModuleText() {
 /// What the reference needs to know, read off the op before lowering.
 struct Spec : SequenceRows {
   int64_t hq, hkv, d, dv;
+  /// score_mod/mask_mod regions of the input (raised, say): no reference
+  /// here knows them, so --compare-unraised's run of the function as
+  /// written is the check.
+  bool regionsFromInput = false;
   float scale;
   bool causal;
   std::optional<int64_t> window;
@@ -792,12 +796,15 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
   if (attention.getSinks())
     spec.sinksArg =
         next + (attention.isPaged() ? 1 : 0) + (attention.isVarlen() ? 2 : 0);
-  if (attention.hasModifications()) {
+  if (attention.hasModifications() && !inputFile.empty() && compareUnraised) {
+    spec.regionsFromInput = true;
+  } else if (attention.hasModifications()) {
     // fa-run's reference knows the modifications it generates, not a
-    // file's regions.
+    // file's regions (those are checked against the unraised function).
     if (!inputFile.empty() || (scoreMod == "none" && maskMod == "none")) {
       error = "fa-run checks the score_mod/mask_mod regions it generates "
-              "(--score-mod, --mask-mod), not a file's";
+              "(--score-mod, --mask-mod), or a file's against the function "
+              "as written (--raise --compare-unraised)";
       return failure();
     }
     spec.capturesArg = next + (attention.isPaged() ? 1 : 0) +
@@ -977,6 +984,12 @@ struct Checked {
 /// q, k, v; prints the report lines and returns whether it passed.
 bool checkAttention(const Checked &c, const std::vector<Buffer> &buffers) {
   const Spec &spec = c.spec;
+  if (spec.regionsFromInput) {
+    llvm::outs() << "fa-run: " << (c.label.empty() ? "" : c.label + ": ")
+                 << "score_mod/mask_mod regions of the input: checked "
+                    "against the unraised function\n";
+    return true;
+  }
   std::vector<double> refO, refLse;
   reference(spec, buffers[c.q], buffers[c.k], buffers[c.v], refO, refLse);
   const Buffer &out = buffers[c.o];
@@ -1223,13 +1236,15 @@ LogicalResult toCaptureForm(func::FuncOp entry,
               "q_descale, k_descale, v_descale)";
       return failure();
     }
+    // Regions of the input are checked by --compare-unraised (specOf).
     if (attention.getKvLengths() || attention.isPaged() ||
         attention.isVarlen() || attention.getSinks() ||
-        attention.hasModifications()) {
+        (attention.hasModifications() && !compareUnraised)) {
       error = "fa-run checks attentions on a KV cache (kv_lengths, pages), "
               "a varlen batch, with sinks or score/mask modifications in the "
               "direct form only (the function's arguments are the op's "
-              "operands in order)";
+              "operands in order), or regions of the input with "
+              "--raise --compare-unraised";
       return failure();
     }
     std::string specError;
@@ -1294,11 +1309,22 @@ LogicalResult toCaptureForm(func::FuncOp entry,
       c.o = outs[0].getArgNumber();
       if (outs.size() == 2)
         c.lse = outs[1].getArgNumber();
+      // The regions' captures as buffers too; the regions move over.
+      SmallVector<Value> capturedBuffers;
+      for (Value captured : attention.getCaptures())
+        capturedBuffers.push_back(
+            isa<TensorType>(captured.getType())
+                ? Value(bufferization::ToBufferOp::create(
+                      b, opLoc, memrefOf(captured.getType()), captured,
+                      /*read_only=*/true))
+                : captured);
       auto onBuffers = fa::AttentionOp::create(
           b, opLoc, TypeRange{}, operands[0], operands[1], operands[2],
           ArrayRef<BlockArgument>(outs), ValueRange{}, Value(), Value(),
-          Value(), Value(), /*sinks=*/Value(), /*captures=*/ValueRange{},
+          Value(), Value(), /*sinks=*/Value(), capturedBuffers,
           attention->getAttrs());
+      onBuffers.getScoreMod().takeBody(attention.getScoreMod());
+      onBuffers.getMaskMod().takeBody(attention.getMaskMod());
       for (auto [from, to] :
            llvm::zip(ArrayRef<Value>(operands).take_front(3), captures))
         memref::CopyOp::create(b, opLoc, from, to);

@@ -35,6 +35,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
@@ -120,6 +121,15 @@ bool isIdentity(ArrayRef<int64_t> perm) {
 // The whole attention
 //===----------------------------------------------------------------------===//
 
+/// A tensor added to the scores: S' = S + factor * bias[map(loops)], which
+/// the attention's score_mod region reads from the captured tensor.
+struct Bias {
+  Value tensor;        // as the elementwise op reads it
+  AffineMap map;       // over the op's loops (the scores' dims)
+  double factor = 1.0; // the scales between the add and the softmax
+  int64_t rank = 0;    // the op's loops: the scores' rank where it adds
+};
+
 struct Match {
   Operation *root = nullptr; // replaced by the attention's O
   Operand q, k, v;
@@ -129,6 +139,7 @@ struct Match {
   double scale = 1.0;
   double softcap = 0.0; // c of c * tanh(s / c); 0: none
   MaskAttrs mask;
+  std::optional<Bias> bias;
   Type elt;
 };
 
@@ -143,6 +154,72 @@ Lift liftOf(Value lhs3) {
   if (src.isDynamicDim(0) || src.isDynamicDim(1))
     return {};
   return {src.getDimSize(0), src.getDimSize(1)};
+}
+
+/// Whether `v` is computed from a contraction (Q K^T) through elementwise
+/// ops (read as is) and reshapes: which input of an add carries the scores
+/// when both evaluate as data (a bias from an argument does not).
+bool comesFromContraction(Value v, int depth = 0) {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 16)
+    return false;
+  if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(def))
+    return true;
+  if (auto ex = dyn_cast<tensor::ExpandShapeOp>(def))
+    return comesFromContraction(ex.getSrc(), depth + 1);
+  auto g = dyn_cast<linalg::GenericOp>(def);
+  if (!g)
+    return false;
+  if (g.getNumReductionLoops() > 0)
+    return true;
+  return isElementwise(g) &&
+         llvm::any_of(g.getDpsInputOperands(), [&](OpOperand *in) {
+           return g.getMatchingIndexingMap(in).isIdentity() &&
+                  comesFromContraction(in->get(), depth + 1);
+         });
+}
+
+/// `g` adds a tensor to the scores `cur` (torch's `scores + attn_bias`, an
+/// ALiBi or relative-position bias, a mask from a function argument):
+/// out = cur + bias in either order, the bias possibly extended to the
+/// scores' type, read through a map whose results are loops of `g` or 0 (a
+/// broadcast dim). Sets `scores` to the scores' input. Constant tensors are
+/// masks, classified symbolically, not biases.
+std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
+                                 Value &scores) {
+  auto add = dyn_cast_or_null<arith::AddFOp>(yielded(g).getDefiningOp());
+  if (g.getNumDpsInputs() != 2 || !add)
+    return std::nullopt;
+  Block &body = g.getRegion().front();
+  for (unsigned s = 0; s < 2; ++s) {
+    OpOperand *scoresIn = g.getDpsInputOperand(s);
+    OpOperand *biasIn = g.getDpsInputOperand(1 - s);
+    if (scoresIn->get().getType() != cur.getType() ||
+        !g.getMatchingIndexingMap(scoresIn).isIdentity() ||
+        !comesFromContraction(scoresIn->get()) ||
+        comesFromContraction(biasIn->get()))
+      continue;
+    Value scoresArg = body.getArgument(s), biasArg = body.getArgument(1 - s);
+    Value other = add.getLhs() == scoresArg   ? add.getRhs()
+                  : add.getRhs() == scoresArg ? add.getLhs()
+                                              : Value();
+    auto ext = other ? other.getDefiningOp<arith::ExtFOp>() : nullptr;
+    if (ext)
+      other = ext.getIn();
+    if (other != biasArg || body.getOperations().size() != (ext ? 3u : 2u))
+      continue;
+    AffineMap map = g.getMatchingIndexingMap(biasIn);
+    bool broadcastOrLoop = llvm::all_of(map.getResults(), [](AffineExpr e) {
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
+    });
+    if (!broadcastOrLoop || !isa<RankedTensorType>(biasIn->get().getType()) ||
+        matchPattern(biasIn->get(), m_Constant()))
+      return std::nullopt;
+    scores = scoresIn->get();
+    return Bias{biasIn->get(), map, 1.0, g.getNumLoops()};
+  }
+  return std::nullopt;
 }
 
 /// From the softmax's input back to Q K^T: elementwise scales and masks
@@ -207,7 +284,7 @@ LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
       SymbolicBody body(domain);
       Sym s = body.evalGeneric(g, input->getOperandNumber(),
                                scoresEnv(g.getNumLoops()));
-      if (s.kind == Sym::Data) {
+      if (s.kind == Sym::Data && comesFromContraction(input->get())) {
         result = s;
         next = input->get();
         break;
@@ -216,6 +293,21 @@ LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
         result = s;
     }
     if (!next) {
+      // Not a scale or mask: an additive bias is one, raised into the
+      // attention's score_mod (which applies after the softcap, so a bias
+      // inside the cap's tanh is not).
+      Value scores;
+      if (std::optional<Bias> bias = matchBiasAdd(g, cur, scores)) {
+        if (m.bias)
+          return why("two bias tensors are added to the scores");
+        if (capped)
+          return why("a bias tensor is added inside the softcap's tanh "
+                     "(score_mod applies after the cap)");
+        bias->factor = outside;
+        m.bias = bias;
+        cur = scores;
+        continue;
+      }
       if (result.why.empty())
         return why("an elementwise op on the scores reads no input as is");
       if (StringRef(result.why).starts_with("the mask"))
@@ -474,6 +566,52 @@ Value materialise(OpBuilder &b, Location loc, const Operand &o,
   return v;
 }
 
+/// The score_mod of a raised bias: score + factor * bias[...], each of the
+/// bias's indices the (b, h, i, j) position of its loop in the scores or 0
+/// (broadcast). Scores of rank 3 are [B * H, N, N] under a 4-D softmax
+/// (loop 0 is b * H + h) or [H, N, N] (B = 1); of rank 2, [N, N].
+void buildBiasScoreMod(OpBuilder &b, Location loc, AttentionOp attention,
+                       const Match &m) {
+  const Bias &bias = *m.bias;
+  auto biasType = cast<RankedTensorType>(bias.tensor.getType());
+  Type f32 = b.getF32Type(), index = b.getIndexType();
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = b.createBlock(&attention.getScoreMod(), {},
+                               {f32, index, index, index, index, biasType},
+                               SmallVector<Location>(6, loc));
+  Value score = block->getArgument(0);
+  ValueRange bhij = block->getArguments().slice(1, 4);
+  auto loopPosition = [&](unsigned d) -> Value {
+    if (bias.rank == 4)
+      return bhij[d];
+    if (bias.rank == 2)
+      return bhij[d + 2];
+    if (d > 0)
+      return bhij[d + 1];
+    if (m.rank != 4)
+      return bhij[1];
+    Value heads = arith::ConstantIndexOp::create(b, loc, m.lift.h);
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, bhij[0], heads), bhij[1]);
+  };
+  SmallVector<Value> indices;
+  for (AffineExpr e : bias.map.getResults())
+    indices.push_back(isa<AffineDimExpr>(e)
+                          ? loopPosition(cast<AffineDimExpr>(e).getPosition())
+                          : arith::ConstantIndexOp::create(b, loc, 0));
+  Value value =
+      tensor::ExtractOp::create(b, loc, block->getArgument(5), indices);
+  if (value.getType() != f32)
+    value = arith::ExtFOp::create(b, loc, f32, value);
+  if (bias.factor != 1.0)
+    value = arith::MulFOp::create(
+        b, loc, value,
+        arith::ConstantOp::create(
+            b, loc, b.getF32FloatAttr(static_cast<float>(bias.factor))));
+  YieldOp::create(b, loc,
+                  ValueRange{arith::AddFOp::create(b, loc, score, value)});
+}
+
 void raise(RewriterBase &rewriter, const Match &m) {
   Operation *root = m.root;
   rewriter.setInsertionPoint(root);
@@ -489,7 +627,10 @@ void raise(RewriterBase &rewriter, const Match &m) {
   auto attention = AttentionOp::create(
       rewriter, loc, TypeRange{oType}, q, k, v, ValueRange{}, ValueRange{},
       Value(), Value(), Value(), Value(), /*sinks=*/Value(),
-      /*captures=*/ValueRange{}, ArrayRef<NamedAttribute>{});
+      /*captures=*/m.bias ? ValueRange{m.bias->tensor} : ValueRange{},
+      ArrayRef<NamedAttribute>{});
+  if (m.bias)
+    buildBiasScoreMod(rewriter, loc, attention, m);
   attention.setScaleAttr(rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
   if (m.mask.causal)
     attention.setCausal(true);

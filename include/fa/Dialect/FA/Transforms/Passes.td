@@ -359,7 +359,11 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
           bias == 0). The visible set must be causal (j <= i), a window
           (|i - j| < w), or both, on the scores' static extent, aligned to
           the top-left diagonal or (Nk > Nq, a KV cache) the bottom-right
-          one (j <= i + Nk - Nq: `bottom_right`).
+          one (j <= i + Nk - Nq: `bottom_right`); and at most one additive
+          bias: x + B with B a tensor that is not a constant and does not
+          come from Q K^T (an argument: a relative-position bias, an
+          additive padding mask), read at the scores' position or 0 on
+          broadcast dims, possibly extended to the scores' type.
     %p  = linalg.softmax over the last dim, or decomposed:
           m = rowmax(x) (generic or linalg.reduce, maxnumf/maximumf);
           e = exp(x - m); l = rowsum(e) from zero; p = e / l (row stats
@@ -371,7 +375,9 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     and replaces `%o` (or its truncation) by `fa.attention` with the
     product of all the scales (on the scores, folded into Q or K, e.g.
     sqrt(s) on each as PyTorch's math SDPA does; 1.0 when there is none),
-    `causal` and `window`. The raised op takes Q, K, V in their element
+    `causal` and `window`, and a bias as a `score_mod` region adding
+    c * B[...] (c the scales between the add and the softmax) to the
+    score, B in its `captures`. The raised op takes Q, K, V in their element
     type (f16, bf16, f32) whatever the contractions accumulate in: it
     accumulates in f32, as the kernels do. 2-D and 3-D operands are
     expanded to `[1, 1, N, D]` / `[1, BH, N, D]` (`[B, H, N, D]` when they
@@ -391,7 +397,8 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     window (strictly-lower, asymmetric bands, arbitrary constants, masks
     read from function arguments or depending on batch or head), additive
     masks other than 0 / -inf (e.g. -10000), contractions over the wrong
-    dims, scores plus a bias, "softmax plus one", K and V grouped
+    dims, two biases, a bias inside a softcap's tanh (score_mod applies
+    after the cap), "softmax plus one", K and V grouped
     differently, an O kept in f32 from f16 inputs, or a P V whose left
     operand is not a softmax of Q K^T
     (test/Transforms/raise-attention-soundness.mlir,

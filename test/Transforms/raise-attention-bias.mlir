@@ -1,0 +1,151 @@
+// fa-raise-attention raises additive biases into fa.attention's score_mod
+// (issue 49): the bias is captured and read at the scores' position, 0 on
+// broadcast dims, times the scales between the add and the softmax. The
+// inputs of test/Inputs (run against the unraised functions by
+// test/Integration/CPU/raise-bias.test) give the 4-D and 3-D forms:
+// RUN: fa-opt %S/../Inputs/attention_bias.mlir --fa-raise-attention | FileCheck %s --check-prefix=FOUR
+// RUN: fa-opt %S/../Inputs/attention_bias_3d.mlir --fa-raise-attention | FileCheck %s --check-prefix=THREE
+// RUN: fa-opt %s --split-input-file --fa-raise-attention | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-raise-attention --verify-diagnostics -o /dev/null
+
+// A full [B, H, Nq, Nk] bias after the scale: bias[b, h, i, j].
+// FOUR: %[[A1:.*]] = fa.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<2x3x40x56xf32>) {scale = 0.176776692 : f32}
+// FOUR: ^bb0(%[[S:.*]]: f32, %[[B:.*]]: index, %[[H:.*]]: index, %[[I:.*]]: index, %[[J:.*]]: index, %[[T:.*]]: tensor<2x3x40x56xf32>):
+// FOUR-NEXT: %[[X:.*]] = tensor.extract %[[T]][%[[B]], %[[H]], %[[I]], %[[J]]]
+// FOUR-NEXT: %[[R:.*]] = arith.addf %[[S]], %[[X]] : f32
+// FOUR-NEXT: fa.yield %[[R]] : f32
+// A [B, 1, 1, Nk] padding bias before the scale: bias[b, 0, 0, j] * scale.
+// FOUR: fa.attention %arg0, %arg1, %arg2 captures(%arg4 : tensor<2x1x1x56xf32>) {scale = 0.176776692 : f32}
+// FOUR: ^bb0(%[[S2:.*]]: f32, %[[B2:.*]]: index, %{{.*}}: index, %{{.*}}: index, %[[J2:.*]]: index, %[[T2:.*]]: tensor<2x1x1x56xf32>):
+// FOUR-DAG: %[[SC:.*]] = arith.constant 0.176776692 : f32
+// FOUR-DAG: %[[Z:.*]] = arith.constant 0 : index
+// FOUR: %[[X2:.*]] = tensor.extract %[[T2]][%[[B2]], %[[Z]], %[[Z]], %[[J2]]]
+// FOUR: %[[M2:.*]] = arith.mulf %[[X2]], %[[SC]] : f32
+// FOUR: arith.addf %[[S2]], %[[M2]] : f32
+// The 3-D form [H, N, N] (B = 1): bias[h, i, j].
+// THREE: fa.attention {{.*}} captures(%arg3 : tensor<4x40x48xf32>) {scale = 0.176776692 : f32}
+// THREE: ^bb0(%[[S3:.*]]: f32, %{{.*}}: index, %[[H3:.*]]: index, %[[I3:.*]]: index, %[[J3:.*]]: index, %[[T3:.*]]: tensor<4x40x48xf32>):
+// THREE-NEXT: %[[X3:.*]] = tensor.extract %[[T3]][%[[H3]], %[[I3]], %[[J3]]]
+// THREE-NEXT: arith.addf %[[S3]], %[[X3]] : f32
+
+// An f16 bias over the keys, [1, 1, Nk], broadcast over heads and queries
+// and extended to f32 in the add: score_mod reads bias[0, 0, j] and extends
+// it.
+// CHECK-LABEL: func.func @key_bias_f16
+// CHECK: fa.attention {{.*}} captures(%{{.*}} : tensor<1x1x16xf16>) {scale = 1.000000e+00 : f32}
+// CHECK: ^bb0(%[[S:.*]]: f32, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %[[J:.*]]: index, %[[B:.*]]: tensor<1x1x16xf16>):
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[X:.*]] = tensor.extract %[[B]][%[[C0]], %[[C0]], %[[J]]] : tensor<1x1x16xf16>
+// CHECK: %[[W:.*]] = arith.extf %[[X]] : f16 to f32
+// CHECK: %[[R:.*]] = arith.addf %[[S]], %[[W]] : f32
+// CHECK: fa.yield %[[R]] : f32
+func.func @key_bias_f16(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %bias: tensor<1x1x16xf16>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e_b = tensor.empty() : tensor<2x16x16xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (0, 0, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x16x16xf32>, tensor<1x1x16xf16>) outs(%e_b : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %bb: f16, %o: f32):
+      %w = arith.extf %bb : f16 to f32
+      %y = arith.addf %w, %x : f32
+      linalg.yield %y : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%b : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// A bias added before a softcap's tanh: score_mod applies after the cap.
+func.func @bias_inside_cap(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %bias: tensor<2x16x16xf32>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e_b = tensor.empty() : tensor<2x16x16xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x16x16xf32>, tensor<2x16x16xf32>) outs(%e_b : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %bb: f32, %o: f32):
+      %y = arith.addf %x, %bb : f32
+      linalg.yield %y : f32
+    } -> tensor<2x16x16xf32>
+  %e_c = tensor.empty() : tensor<2x16x16xf32>
+  %c = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%b : tensor<2x16x16xf32>) outs(%e_c : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %o: f32):
+      %c = arith.constant 4.0 : f32
+      %a = arith.divf %x, %c : f32
+      %t = math.tanh %a : f32
+      %y = arith.mulf %t, %c : f32
+      linalg.yield %y : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%c : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  // expected-remark @+1 {{not raised: a bias tensor is added inside the softcap's tanh (score_mod applies after the cap)}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// Two bias tensors: one score_mod capture is raised, not two.
+func.func @two_biases(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %b1: tensor<2x16x16xf32>, %b2: tensor<2x16x16xf32>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e_x1 = tensor.empty() : tensor<2x16x16xf32>
+  %x1 = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %b1 : tensor<2x16x16xf32>, tensor<2x16x16xf32>) outs(%e_x1 : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %bb: f32, %o: f32):
+      %y = arith.addf %x, %bb : f32
+      linalg.yield %y : f32
+    } -> tensor<2x16x16xf32>
+  %e_x2 = tensor.empty() : tensor<2x16x16xf32>
+  %x2 = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x1, %b2 : tensor<2x16x16xf32>, tensor<2x16x16xf32>) outs(%e_x2 : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %bb: f32, %o: f32):
+      %y = arith.addf %x, %bb : f32
+      linalg.yield %y : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%x2 : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  // expected-remark @+1 {{not raised: two bias tensors are added to the scores}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// A bias read at (h, i, j + 1) is not a broadcast of the scores' position:
+// not raised (read as a mask from an argument, which it is not either).
+func.func @shifted_bias(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %bias: tensor<2x16x17xf32>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e_b = tensor.empty() : tensor<2x16x16xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j + 1)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x16x16xf32>, tensor<2x16x17xf32>) outs(%e_b : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %bb: f32, %o: f32):
+      %y = arith.addf %x, %bb : f32
+      linalg.yield %y : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%b : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  // expected-remark @+1 {{not raised: the mask is a function argument, not known to be causal or a window}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
