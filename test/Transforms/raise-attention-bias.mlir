@@ -5,6 +5,7 @@
 // test/Integration/CPU/raise-bias.test) give the 4-D and 3-D forms:
 // RUN: fa-opt %S/../Inputs/attention_bias.mlir --fa-raise-attention | FileCheck %s --check-prefix=FOUR
 // RUN: fa-opt %S/../Inputs/attention_bias_3d.mlir --fa-raise-attention | FileCheck %s --check-prefix=THREE
+// RUN: fa-opt %S/../Inputs/attention_mask_arguments.mlir --fa-raise-attention | FileCheck %s --check-prefix=MASK
 // RUN: fa-opt %s --split-input-file --fa-raise-attention | FileCheck %s
 // RUN: fa-opt %s --split-input-file --fa-raise-attention --verify-diagnostics -o /dev/null
 
@@ -22,6 +23,23 @@
 // FOUR: %[[X2:.*]] = tensor.extract %[[T2]][%[[B2]], %[[Z]], %[[Z]], %[[J2]]]
 // FOUR: %[[M2:.*]] = arith.mulf %[[X2]], %[[SC]] : f32
 // FOUR: arith.addf %[[S2]], %[[M2]] : f32
+// Boolean masks from tensors that are not constants: select(keep, x, -inf)
+// reads keep[b, 0, 0, j], beside the causal mask on indices; masked_fill
+// (hidden where true) negates; with a bias both regions read their capture.
+// MASK: fa.attention %arg0, %arg1, %arg2 captures(%[[KEEP:.*]] : tensor<2x1x1x56xi1>) {causal, scale = 0.176776692 : f32}
+// MASK-SAME: mask_mod {
+// MASK-NEXT: ^bb0(%[[B:.*]]: index, %{{.*}}: index, %{{.*}}: index, %[[J:.*]]: index, %[[T:.*]]: tensor<2x1x1x56xi1>):
+// MASK-NEXT: %[[Z:.*]] = arith.constant 0 : index
+// MASK-NEXT: %[[X:.*]] = tensor.extract %[[T]][%[[B]], %[[Z]], %[[Z]], %[[J]]]
+// MASK-NEXT: fa.yield %[[X]] : i1
+// MASK: fa.attention %arg0, %arg1, %arg2 captures(%arg5, %[[HIDE:.*]] : tensor<2x3x40x56xf32>, tensor<2x3x40x56xi1>) {scale = 0.176776692 : f32}
+// MASK: score_mod {
+// MASK: } mask_mod {
+// MASK-NEXT: ^bb0(%[[B2:.*]]: index, %[[H2:.*]]: index, %[[I2:.*]]: index, %[[J2:.*]]: index, %{{.*}}: tensor<2x3x40x56xf32>, %[[M2:.*]]: tensor<2x3x40x56xi1>):
+// MASK-NEXT: %[[TRUE:.*]] = arith.constant true
+// MASK-NEXT: %[[X2:.*]] = tensor.extract %[[M2]][%[[B2]], %[[H2]], %[[I2]], %[[J2]]]
+// MASK-NEXT: %[[V2:.*]] = arith.xori %[[X2]], %[[TRUE]] : i1
+// MASK-NEXT: fa.yield %[[V2]] : i1
 // The 3-D form [H, N, N] (B = 1): bias[h, i, j].
 // THREE: fa.attention {{.*}} captures(%arg3 : tensor<4x40x48xf32>) {scale = 0.176776692 : f32}
 // THREE: ^bb0(%[[S3:.*]]: f32, %{{.*}}: index, %[[H3:.*]]: index, %[[I3:.*]]: index, %[[J3:.*]]: index, %[[T3:.*]]: tensor<4x40x48xf32>):
@@ -146,6 +164,38 @@ func.func @shifted_bias(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tens
   %e10 = tensor.empty() : tensor<2x16x8xf32>
   %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
   // expected-remark @+1 {{not raised: the mask is a function argument, not known to be causal or a window}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// Two boolean masks from tensors: one mask_mod capture is raised, not two.
+func.func @two_masks(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %m1: tensor<2x16x16xi1>, %m2: tensor<2x16x16xi1>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e1 = tensor.empty() : tensor<2x16x16xf32>
+  %a = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %m1 : tensor<2x16x16xf32>, tensor<2x16x16xi1>) outs(%e1 : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %m: i1, %o: f32):
+      %y = arith.select %m, %x, %ninf : f32
+      linalg.yield %y : f32
+    } -> tensor<2x16x16xf32>
+  %e2 = tensor.empty() : tensor<2x16x16xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%a, %m2 : tensor<2x16x16xf32>, tensor<2x16x16xi1>) outs(%e2 : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %m: i1, %o: f32):
+      %y = arith.select %m, %ninf, %x : f32
+      linalg.yield %y : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%b : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  // expected-remark @+1 {{not raised: two boolean masks from tensors hide keys}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
   return %o : tensor<2x16x8xf32>
 }

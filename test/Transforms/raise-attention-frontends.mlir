@@ -835,9 +835,13 @@ func.func @constant_tril_buffer(%q: tensor<1x2x4x16xf32>, %k: tensor<1x2x4x16xf3
 
 // -----
 
-// Must not fire: the buffer is not a triangle (key 0 hidden from query 2).
+// Not causal: the buffer is not a triangle (key 0 hidden from query 2). Its
+// masked_fill is raised as what it is, a mask_mod reading the computed
+// boolean tensor (hidden where true, so negated), not as `causal`.
 // CHECK-LABEL: func @constant_buffer_not_causal
-// CHECK-NOT: fa.attention
+// CHECK: fa.attention %arg0, %arg1, %arg2 captures(%{{.*}} : tensor<1x1x4x4xi1>) {scale = 2.500000e-01 : f32}
+// CHECK-SAME: mask_mod {
+// CHECK: arith.xori
 func.func @constant_buffer_not_causal(%q: tensor<1x2x4x16xf32>, %k: tensor<1x2x4x16xf32>, %v: tensor<1x2x4x16xf32>) -> tensor<1x2x4x16xf32> {
   %bias1 = arith.constant dense<[[[[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00], [1.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00, 1.000000e+00, 0.000000e+00], [1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00]]]]> : tensor<1x1x4x4xf32>
   %e2 = tensor.empty() : tensor<1x2x16x4xf32>
@@ -922,7 +926,6 @@ func.func @constant_buffer_not_causal(%q: tensor<1x2x4x16xf32>, %k: tensor<1x2x4
   %zc36 = arith.constant 0.000000e+00 : f32
   %e37 = tensor.empty() : tensor<2x4x16xf32>
   %z38 = linalg.fill ins(%zc36 : f32) outs(%e37 : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
-  // expected-remark @+1 {{not raised: the mask is not causal or a window: a constant mask that is not a function of j - i}}
   %mm39 = linalg.batch_matmul ins(%c34, %c35 : tensor<2x4x4xf32>, tensor<2x4x16xf32>) outs(%z38 : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
   %x40 = tensor.expand_shape %mm39 [[0, 1], [2], [3]] output_shape [1, 2, 4, 16] : tensor<2x4x16xf32> into tensor<1x2x4x16xf32>
   return %x40 : tensor<1x2x4x16xf32>

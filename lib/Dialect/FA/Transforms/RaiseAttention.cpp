@@ -130,6 +130,16 @@ struct Bias {
   int64_t rank = 0;    // the op's loops: the scores' rank where it adds
 };
 
+/// A boolean tensor hiding keys: select(M, x, -inf) (visible where M) or
+/// masked_fill's select(M, -inf, x) (hidden where M), which the attention's
+/// mask_mod region reads from the captured tensor.
+struct ArgumentMask {
+  Value tensor;         // i1, as the elementwise op reads it
+  AffineMap map;        // over the op's loops (the scores' dims)
+  bool visibleWhenTrue; // select(M, x, -inf); false: masked_fill
+  int64_t rank = 0;     // the op's loops
+};
+
 struct Match {
   Operation *root = nullptr; // replaced by the attention's O
   Operand q, k, v;
@@ -140,6 +150,7 @@ struct Match {
   double softcap = 0.0; // c of c * tanh(s / c); 0: none
   MaskAttrs mask;
   std::optional<Bias> bias;
+  std::optional<ArgumentMask> argumentMask;
   Type elt;
 };
 
@@ -179,6 +190,15 @@ bool comesFromContraction(Value v, int depth = 0) {
          });
 }
 
+/// Whether `map`'s results are loops or 0 (broadcast dims): a tensor read
+/// at the scores' position.
+bool readsAtPosition(AffineMap map) {
+  return llvm::all_of(map.getResults(), [](AffineExpr e) {
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
+  });
+}
+
 /// `g` adds a tensor to the scores `cur` (torch's `scores + attn_bias`, an
 /// ALiBi or relative-position bias, a mask from a function argument):
 /// out = cur + bias in either order, the bias possibly extended to the
@@ -209,15 +229,69 @@ std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
     if (other != biasArg || body.getOperations().size() != (ext ? 3u : 2u))
       continue;
     AffineMap map = g.getMatchingIndexingMap(biasIn);
-    bool broadcastOrLoop = llvm::all_of(map.getResults(), [](AffineExpr e) {
-      auto c = dyn_cast<AffineConstantExpr>(e);
-      return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
-    });
-    if (!broadcastOrLoop || !isa<RankedTensorType>(biasIn->get().getType()) ||
+    if (!readsAtPosition(map) ||
+        !isa<RankedTensorType>(biasIn->get().getType()) ||
         matchPattern(biasIn->get(), m_Constant()))
       return std::nullopt;
     scores = scoresIn->get();
     return Bias{biasIn->get(), map, 1.0, g.getNumLoops()};
+  }
+  return std::nullopt;
+}
+
+/// `g` hides keys where a boolean tensor says (a padding mask, Hugging
+/// Face's attention_mask, a document mask passed in): out = select(M, x,
+/// -inf) or torch's masked_fill, select(M, -inf, x), M possibly negated
+/// (xori with true), -inf or a value below f16's lowest. M is an i1 tensor
+/// that is not a constant (constant masks are classified as bands) read at
+/// the scores' position. Sets `scores` to the scores' input.
+std::optional<ArgumentMask> matchArgumentMask(linalg::GenericOp g, Value cur,
+                                              Value &scores) {
+  auto select = dyn_cast_or_null<arith::SelectOp>(yielded(g).getDefiningOp());
+  if (g.getNumDpsInputs() != 2 || !select)
+    return std::nullopt;
+  Block &body = g.getRegion().front();
+  auto isHidden = [](Value v) {
+    std::optional<double> c = scalarConstant(v);
+    return c &&
+           (*c == -std::numeric_limits<double>::infinity() || *c <= -65504.0);
+  };
+  for (unsigned s = 0; s < 2; ++s) {
+    OpOperand *scoresIn = g.getDpsInputOperand(s);
+    OpOperand *maskIn = g.getDpsInputOperand(1 - s);
+    if (scoresIn->get().getType() != cur.getType() ||
+        !g.getMatchingIndexingMap(scoresIn).isIdentity() ||
+        !comesFromContraction(scoresIn->get()))
+      continue;
+    Value scoresArg = body.getArgument(s), maskArg = body.getArgument(1 - s);
+    bool visibleWhenTrue;
+    if (select.getTrueValue() == scoresArg && isHidden(select.getFalseValue()))
+      visibleWhenTrue = true;
+    else if (select.getFalseValue() == scoresArg &&
+             isHidden(select.getTrueValue()))
+      visibleWhenTrue = false;
+    else
+      continue;
+    Value cond = select.getCondition();
+    if (auto x = cond.getDefiningOp<arith::XOrIOp>()) {
+      Value other = x.getLhs() == maskArg ? x.getRhs() : x.getLhs();
+      IntegerAttr one;
+      if (!matchPattern(other, m_Constant(&one)) || !one.getValue().isOne())
+        continue;
+      cond = maskArg == x.getLhs() || maskArg == x.getRhs() ? maskArg : Value();
+      visibleWhenTrue = !visibleWhenTrue;
+    }
+    // The select, the yield, and at most a negation and a constant.
+    if (cond != maskArg || body.getOperations().size() > 4)
+      continue;
+    AffineMap map = g.getMatchingIndexingMap(maskIn);
+    auto maskType = dyn_cast<RankedTensorType>(maskIn->get().getType());
+    if (!maskType || !maskType.getElementType().isInteger(1) ||
+        !readsAtPosition(map) || matchPattern(maskIn->get(), m_Constant()) ||
+        comesFromContraction(maskIn->get()))
+      return std::nullopt;
+    scores = scoresIn->get();
+    return ArgumentMask{maskIn->get(), map, visibleWhenTrue, g.getNumLoops()};
   }
   return std::nullopt;
 }
@@ -305,6 +379,17 @@ LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
                      "(score_mod applies after the cap)");
         bias->factor = outside;
         m.bias = bias;
+        cur = scores;
+        continue;
+      }
+      if (std::optional<ArgumentMask> mask =
+              matchArgumentMask(g, cur, scores)) {
+        if (m.argumentMask)
+          return why("two boolean masks from tensors hide keys");
+        if (capped)
+          return why("a mask before the softcap's tanh (hidden scores would "
+                     "become -c, not -inf)");
+        m.argumentMask = mask;
         cur = scores;
         continue;
       }
@@ -566,25 +651,17 @@ Value materialise(OpBuilder &b, Location loc, const Operand &o,
   return v;
 }
 
-/// The score_mod of a raised bias: score + factor * bias[...], each of the
-/// bias's indices the (b, h, i, j) position of its loop in the scores or 0
-/// (broadcast). Scores of rank 3 are [B * H, N, N] under a 4-D softmax
-/// (loop 0 is b * H + h) or [H, N, N] (B = 1); of rank 2, [N, N].
-void buildBiasScoreMod(OpBuilder &b, Location loc, AttentionOp attention,
-                       const Match &m) {
-  const Bias &bias = *m.bias;
-  auto biasType = cast<RankedTensorType>(bias.tensor.getType());
-  Type f32 = b.getF32Type(), index = b.getIndexType();
-  OpBuilder::InsertionGuard guard(b);
-  Block *block = b.createBlock(&attention.getScoreMod(), {},
-                               {f32, index, index, index, index, biasType},
-                               SmallVector<Location>(6, loc));
-  Value score = block->getArgument(0);
-  ValueRange bhij = block->getArguments().slice(1, 4);
+/// The position a tensor read through `map` from an elementwise op of
+/// `rank` loops over the scores has in the attention: each index the
+/// (b, h, i, j) of its loop, or 0 (broadcast). Scores of rank 3 are
+/// [B * H, N, N] under a 4-D softmax (loop 0 is b * H + h) or [H, N, N]
+/// (B = 1); of rank 2, [N, N].
+SmallVector<Value> positionIn(OpBuilder &b, Location loc, const Match &m,
+                              int64_t rank, AffineMap map, ValueRange bhij) {
   auto loopPosition = [&](unsigned d) -> Value {
-    if (bias.rank == 4)
+    if (rank == 4)
       return bhij[d];
-    if (bias.rank == 2)
+    if (rank == 2)
       return bhij[d + 2];
     if (d > 0)
       return bhij[d + 1];
@@ -595,21 +672,65 @@ void buildBiasScoreMod(OpBuilder &b, Location loc, AttentionOp attention,
         b, loc, arith::MulIOp::create(b, loc, bhij[0], heads), bhij[1]);
   };
   SmallVector<Value> indices;
-  for (AffineExpr e : bias.map.getResults())
+  for (AffineExpr e : map.getResults())
     indices.push_back(isa<AffineDimExpr>(e)
                           ? loopPosition(cast<AffineDimExpr>(e).getPosition())
                           : arith::ConstantIndexOp::create(b, loc, 0));
-  Value value =
-      tensor::ExtractOp::create(b, loc, block->getArgument(5), indices);
-  if (value.getType() != f32)
-    value = arith::ExtFOp::create(b, loc, f32, value);
-  if (bias.factor != 1.0)
-    value = arith::MulFOp::create(
-        b, loc, value,
-        arith::ConstantOp::create(
-            b, loc, b.getF32FloatAttr(static_cast<float>(bias.factor))));
-  YieldOp::create(b, loc,
-                  ValueRange{arith::AddFOp::create(b, loc, score, value)});
+  return indices;
+}
+
+/// The regions of a raised bias and boolean mask, over the attention's
+/// captures (the bias, then the mask, where there are both):
+///   score_mod: score + factor * bias[position]
+///   mask_mod:  mask[position] (negated for masked_fill's hidden-where-true)
+void buildModifications(OpBuilder &b, Location loc, AttentionOp attention,
+                        const Match &m) {
+  Type f32 = b.getF32Type(), index = b.getIndexType();
+  SmallVector<Type> captureTypes;
+  for (Value captured : attention.getCaptures())
+    captureTypes.push_back(captured.getType());
+  auto capturedArg = [&](Block *block, Value tensor) -> Value {
+    unsigned first = block->getNumArguments() - captureTypes.size();
+    for (auto [n, captured] : llvm::enumerate(attention.getCaptures()))
+      if (captured == tensor)
+        return block->getArgument(first + n);
+    return Value();
+  };
+  OpBuilder::InsertionGuard guard(b);
+  if (const std::optional<Bias> &bias = m.bias) {
+    SmallVector<Type> args = {f32, index, index, index, index};
+    llvm::append_range(args, captureTypes);
+    Block *block = b.createBlock(&attention.getScoreMod(), {}, args,
+                                 SmallVector<Location>(args.size(), loc));
+    Value value = tensor::ExtractOp::create(
+        b, loc, capturedArg(block, bias->tensor),
+        positionIn(b, loc, m, bias->rank, bias->map,
+                   block->getArguments().slice(1, 4)));
+    if (value.getType() != f32)
+      value = arith::ExtFOp::create(b, loc, f32, value);
+    if (bias->factor != 1.0)
+      value = arith::MulFOp::create(
+          b, loc, value,
+          arith::ConstantOp::create(
+              b, loc, b.getF32FloatAttr(static_cast<float>(bias->factor))));
+    YieldOp::create(b, loc,
+                    ValueRange{arith::AddFOp::create(
+                        b, loc, block->getArgument(0), value)});
+  }
+  if (const std::optional<ArgumentMask> &mask = m.argumentMask) {
+    SmallVector<Type> args = {index, index, index, index};
+    llvm::append_range(args, captureTypes);
+    Block *block = b.createBlock(&attention.getMaskMod(), {}, args,
+                                 SmallVector<Location>(args.size(), loc));
+    Value visible = tensor::ExtractOp::create(
+        b, loc, capturedArg(block, mask->tensor),
+        positionIn(b, loc, m, mask->rank, mask->map,
+                   block->getArguments().take_front(4)));
+    if (!mask->visibleWhenTrue)
+      visible = arith::XOrIOp::create(
+          b, loc, visible, arith::ConstantIntOp::create(b, loc, 1, 1));
+    YieldOp::create(b, loc, ValueRange{visible});
+  }
 }
 
 void raise(RewriterBase &rewriter, const Match &m) {
@@ -624,13 +745,16 @@ void raise(RewriterBase &rewriter, const Match &m) {
   auto oType = RankedTensorType::get({qType.getDimSize(0), qType.getDimSize(1),
                                       qType.getDimSize(2), vType.getDimSize(3)},
                                      m.elt);
+  SmallVector<Value> captures;
+  if (m.bias)
+    captures.push_back(m.bias->tensor);
+  if (m.argumentMask && !llvm::is_contained(captures, m.argumentMask->tensor))
+    captures.push_back(m.argumentMask->tensor);
   auto attention = AttentionOp::create(
       rewriter, loc, TypeRange{oType}, q, k, v, ValueRange{}, ValueRange{},
-      Value(), Value(), Value(), Value(), /*sinks=*/Value(),
-      /*captures=*/m.bias ? ValueRange{m.bias->tensor} : ValueRange{},
+      Value(), Value(), Value(), Value(), /*sinks=*/Value(), captures,
       ArrayRef<NamedAttribute>{});
-  if (m.bias)
-    buildBiasScoreMod(rewriter, loc, attention, m);
+  buildModifications(rewriter, loc, attention, m);
   attention.setScaleAttr(rewriter.getF32FloatAttr(static_cast<float>(m.scale)));
   if (m.mask.causal)
     attention.setCausal(true);

@@ -363,7 +363,10 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
           bias: x + B with B a tensor that is not a constant and does not
           come from Q K^T (an argument: a relative-position bias, an
           additive padding mask), read at the scores' position or 0 on
-          broadcast dims, possibly extended to the scores' type.
+          broadcast dims, possibly extended to the scores' type; and at
+          most one boolean mask tensor M (not a constant, not from Q K^T;
+          e.g. `attention_mask > 0`): select(M, x, -inf) or masked_fill's
+          select(M, -inf, x), M possibly negated, read the same way.
     %p  = linalg.softmax over the last dim, or decomposed:
           m = rowmax(x) (generic or linalg.reduce, maxnumf/maximumf);
           e = exp(x - m); l = rowsum(e) from zero; p = e / l (row stats
@@ -375,9 +378,10 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     and replaces `%o` (or its truncation) by `fa.attention` with the
     product of all the scales (on the scores, folded into Q or K, e.g.
     sqrt(s) on each as PyTorch's math SDPA does; 1.0 when there is none),
-    `causal` and `window`, and a bias as a `score_mod` region adding
+    `causal` and `window`, a bias as a `score_mod` region adding
     c * B[...] (c the scales between the add and the softmax) to the
-    score, B in its `captures`. The raised op takes Q, K, V in their element
+    score and a boolean mask as a `mask_mod` region reading M[...]
+    (negated for masked_fill), B and M in its `captures`. The raised op takes Q, K, V in their element
     type (f16, bf16, f32) whatever the contractions accumulate in: it
     accumulates in f32, as the kernels do. 2-D and 3-D operands are
     expanded to `[1, 1, N, D]` / `[1, BH, N, D]` (`[B, H, N, D]` when they
@@ -393,12 +397,12 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
     Every step is checked for what it computes, not only for its op kinds:
     indexing maps, the operands of each body op and what the body yields;
     contractions and the row sum must accumulate from zero. It does not
-    fire on softmax over another axis, masks that are not causal or a
-    window (strictly-lower, asymmetric bands, arbitrary constants, masks
-    read from function arguments or depending on batch or head), additive
-    masks other than 0 / -inf (e.g. -10000), contractions over the wrong
-    dims, two biases, a bias inside a softcap's tanh (score_mod applies
-    after the cap), "softmax plus one", K and V grouped
+    fire on softmax over another axis, masks on indices that are not
+    causal or a window (strictly-lower, asymmetric bands, index masks
+    depending on batch or head; a boolean tensor is raised into mask_mod
+    instead), constant additive masks other than 0 / -inf (e.g. -10000), contractions over the wrong
+    dims, two biases or two boolean masks, a bias or mask inside a
+    softcap's tanh (score_mod applies after the cap), "softmax plus one", K and V grouped
     differently, an O kept in f32 from f16 inputs, or a P V whose left
     operand is not a softmax of Q K^T
     (test/Transforms/raise-attention-soundness.mlir,
