@@ -366,7 +366,9 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
           broadcast dims, possibly extended to the scores' type; and at
           most one boolean mask tensor M (not a constant, not from Q K^T;
           e.g. `attention_mask > 0`): select(M, x, -inf) or masked_fill's
-          select(M, -inf, x), M possibly negated, read the same way.
+          select(M, -inf, x), M possibly negated, read the same way. A
+          row M hides entirely gets O = 0 and LSE = -inf, as fa.attention
+          defines it, where the program's softmax gives NaN.
     %p  = linalg.softmax over the last dim, or decomposed:
           m = rowmax(x) (generic or linalg.reduce, maxnumf/maximumf);
           e = exp(x - m); l = rowsum(e) from zero; p = e / l (row stats
