@@ -199,12 +199,28 @@ bool readsAtPosition(AffineMap map) {
   });
 }
 
+/// Whether input `s` of the two-input elementwise `g` is the scores `cur`
+/// (read as is, computed from Q K^T) and the other input a tensor read at
+/// the scores' position that is neither a constant (constant masks are
+/// classified as bands) nor computed from Q K^T: what a bias or a boolean
+/// mask is added or applied with.
+bool isScoresAndOperand(linalg::GenericOp g, Value cur, unsigned s) {
+  OpOperand *scoresIn = g.getDpsInputOperand(s);
+  OpOperand *other = g.getDpsInputOperand(1 - s);
+  return scoresIn->get().getType() == cur.getType() &&
+         g.getMatchingIndexingMap(scoresIn).isIdentity() &&
+         comesFromContraction(scoresIn->get()) &&
+         isa<RankedTensorType>(other->get().getType()) &&
+         readsAtPosition(g.getMatchingIndexingMap(other)) &&
+         !matchPattern(other->get(), m_Constant()) &&
+         !comesFromContraction(other->get());
+}
+
 /// `g` adds a tensor to the scores `cur` (torch's `scores + attn_bias`, an
 /// ALiBi or relative-position bias, a mask from a function argument):
 /// out = cur + bias in either order, the bias possibly extended to the
 /// scores' type, read through a map whose results are loops of `g` or 0 (a
-/// broadcast dim). Sets `scores` to the scores' input. Constant tensors are
-/// masks, classified symbolically, not biases.
+/// broadcast dim). Sets `scores` to the scores' input.
 std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
                                  Value &scores) {
   auto add = dyn_cast_or_null<arith::AddFOp>(yielded(g).getDefiningOp());
@@ -212,13 +228,9 @@ std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
     return std::nullopt;
   Block &body = g.getRegion().front();
   for (unsigned s = 0; s < 2; ++s) {
-    OpOperand *scoresIn = g.getDpsInputOperand(s);
-    OpOperand *biasIn = g.getDpsInputOperand(1 - s);
-    if (scoresIn->get().getType() != cur.getType() ||
-        !g.getMatchingIndexingMap(scoresIn).isIdentity() ||
-        !comesFromContraction(scoresIn->get()) ||
-        comesFromContraction(biasIn->get()))
+    if (!isScoresAndOperand(g, cur, s))
       continue;
+    OpOperand *biasIn = g.getDpsInputOperand(1 - s);
     Value scoresArg = body.getArgument(s), biasArg = body.getArgument(1 - s);
     Value other = add.getLhs() == scoresArg   ? add.getRhs()
                   : add.getRhs() == scoresArg ? add.getLhs()
@@ -228,13 +240,9 @@ std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
       other = ext.getIn();
     if (other != biasArg || body.getOperations().size() != (ext ? 3u : 2u))
       continue;
-    AffineMap map = g.getMatchingIndexingMap(biasIn);
-    if (!readsAtPosition(map) ||
-        !isa<RankedTensorType>(biasIn->get().getType()) ||
-        matchPattern(biasIn->get(), m_Constant()))
-      return std::nullopt;
-    scores = scoresIn->get();
-    return Bias{biasIn->get(), map, 1.0, g.getNumLoops()};
+    scores = g.getDpsInputOperand(s)->get();
+    return Bias{biasIn->get(), g.getMatchingIndexingMap(biasIn), 1.0,
+                g.getNumLoops()};
   }
   return std::nullopt;
 }
@@ -242,9 +250,8 @@ std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
 /// `g` hides keys where a boolean tensor says (a padding mask, Hugging
 /// Face's attention_mask, a document mask passed in): out = select(M, x,
 /// -inf) or torch's masked_fill, select(M, -inf, x), M possibly negated
-/// (xori with true), -inf or a value below f16's lowest. M is an i1 tensor
-/// that is not a constant (constant masks are classified as bands) read at
-/// the scores' position. Sets `scores` to the scores' input.
+/// (xori with true), -inf or a value below f16's lowest; M is an i1 tensor.
+/// Sets `scores` to the scores' input.
 std::optional<ArgumentMask> matchArgumentMask(linalg::GenericOp g, Value cur,
                                               Value &scores) {
   auto select = dyn_cast_or_null<arith::SelectOp>(yielded(g).getDefiningOp());
@@ -257,11 +264,11 @@ std::optional<ArgumentMask> matchArgumentMask(linalg::GenericOp g, Value cur,
            (*c == -std::numeric_limits<double>::infinity() || *c <= -65504.0);
   };
   for (unsigned s = 0; s < 2; ++s) {
-    OpOperand *scoresIn = g.getDpsInputOperand(s);
     OpOperand *maskIn = g.getDpsInputOperand(1 - s);
-    if (scoresIn->get().getType() != cur.getType() ||
-        !g.getMatchingIndexingMap(scoresIn).isIdentity() ||
-        !comesFromContraction(scoresIn->get()))
+    if (!isScoresAndOperand(g, cur, s) ||
+        !cast<RankedTensorType>(maskIn->get().getType())
+             .getElementType()
+             .isInteger(1))
       continue;
     Value scoresArg = body.getArgument(s), maskArg = body.getArgument(1 - s);
     bool visibleWhenTrue;
@@ -284,14 +291,9 @@ std::optional<ArgumentMask> matchArgumentMask(linalg::GenericOp g, Value cur,
     // The select, the yield, and at most a negation and a constant.
     if (cond != maskArg || body.getOperations().size() > 4)
       continue;
-    AffineMap map = g.getMatchingIndexingMap(maskIn);
-    auto maskType = dyn_cast<RankedTensorType>(maskIn->get().getType());
-    if (!maskType || !maskType.getElementType().isInteger(1) ||
-        !readsAtPosition(map) || matchPattern(maskIn->get(), m_Constant()) ||
-        comesFromContraction(maskIn->get()))
-      return std::nullopt;
-    scores = scoresIn->get();
-    return ArgumentMask{maskIn->get(), map, visibleWhenTrue, g.getNumLoops()};
+    scores = g.getDpsInputOperand(s)->get();
+    return ArgumentMask{maskIn->get(), g.getMatchingIndexingMap(maskIn),
+                        visibleWhenTrue, g.getNumLoops()};
   }
   return std::nullopt;
 }
