@@ -45,6 +45,7 @@ void mlir::fa::buildLoopsToLLVMPipeline(OpPassManager &pm) {
 
 void mlir::fa::buildCPUPipeline(OpPassManager &pm,
                                 const CPUPipelineOptions &options) {
+  pm.nest<func::FuncOp>().addPass(createFAFoldModifications());
   pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
   // Bufferize the surrounding code and give its buffers (the attention's
   // outputs among them) their deallocations while fa.attention is still one
@@ -114,6 +115,9 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
                                  StringRef kvSplits = "",
                                  int64_t ctasPerSm = 0) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  // Regions that spell the causal mask or a softcap reach the kernels as
+  // the built-in (the kernels take no regions yet).
+  funcPm.addPass(createFAFoldModifications());
   funcPm.addPass(createFAAttentionToBuffers());
   funcPm.addPass(createFAPackGQA());
   if (!kvSplits.empty())

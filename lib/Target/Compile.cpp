@@ -11,6 +11,7 @@
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Dialect/FA/Transforms/Passes.h"
 #include "fa/Dialect/FAGPU/IR/Heuristics.h"
 #include "fa/Dialect/FAGPU/IR/KernelABI.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
@@ -611,6 +612,13 @@ FailureOr<CompiledKernel>
 mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   MLIRContext &context = *module.getContext();
   Location loc = module.getLoc();
+  // Regions that spell a built-in (the causal mask, a softcap) are the
+  // built-in from here on: the options, the heuristics and the launch
+  // metadata below read the attributes.
+  PassManager fold(&context);
+  fold.addNestedPass<func::FuncOp>(createFAFoldModifications());
+  if (failed(fold.run(module)))
+    return failure();
   // Every attention of the module becomes a kernel launch; each fixes its
   // own head dim, dtype, mask and scale.
   SmallVector<AttentionOp> attentions;

@@ -1323,8 +1323,7 @@ LogicalResult toCaptureForm(func::FuncOp entry,
           ArrayRef<BlockArgument>(outs), ValueRange{}, Value(), Value(),
           Value(), Value(), /*sinks=*/Value(), capturedBuffers,
           attention->getAttrs());
-      onBuffers.getScoreMod().takeBody(attention.getScoreMod());
-      onBuffers.getMaskMod().takeBody(attention.getMaskMod());
+      onBuffers.takeModifications(attention);
       for (auto [from, to] :
            llvm::zip(ArrayRef<Value>(operands).take_front(3), captures))
         memref::CopyOp::create(b, opLoc, from, to);

@@ -197,7 +197,9 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     reads the captured memrefs.
     The regions are evaluated only at positions inside the sequences that
     the built-in masks leave visible; `scale` and `softcap` apply before
-    `score_mod`. The backward and the GPU kernels have no form for them
+    `score_mod`. Regions that spell the causal mask or a softcap fold into
+    those attributes (fa-fold-modifications, first in every pipeline).
+    The backward and the GPU kernels have no form for other regions
     yet (refused by name).
 
     ```mlir

@@ -5,6 +5,32 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FAFoldModifications : Pass<"fa-fold-modifications", "func::FuncOp"> {
+  let summary = "Fold score_mod/mask_mod regions that spell a built-in into its attribute";
+  let description = [{
+    A FlexAttention-style attention often spells a built-in as a region:
+    the causal mask as `mask_mod { j <= i }`, a softcap as
+    `score_mod { c * tanh(s / c) }`. The loop orders and the CPU path run
+    regions, but the GPU kernels do not (yet), and the built-in is cheaper
+    everywhere (causal skips whole K/V blocks). One pattern per form, on an
+    `fa.attention` without the attribute already:
+
+    * `mask_mod` yielding `cmpi sle/ule %j, %i` or `cmpi sge/uge %i, %j`
+      (the key at or before the query, top-left, in a sequence's own
+      indices) -> `causal` (not on a KV cache, pages or a varlen batch,
+      whose attributes carry alignments of their own);
+    * `mask_mod` yielding `true` -> no mask_mod;
+    * `score_mod` yielding `c * tanh(s / c)` (the same positive constant c;
+      `s * (1 / c)` also) -> `softcap = c` (the op applies softcap before
+      score_mod, so with no score_mod left the two agree);
+    * `score_mod` yielding its score -> no score_mod;
+    * captures no region reads any more (both regions gone) -> dropped.
+
+    Anything else stays a region. The CPU and GPU pipelines run this pass
+    first.
+  }];
+}
+
 def FAAttentionToBuffers : Pass<"fa-attention-to-buffers", "func::FuncOp"> {
   let summary = "Rewrite tensor-form fa.attention into its memref form";
   let description = [{
