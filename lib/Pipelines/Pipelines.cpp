@@ -45,7 +45,8 @@ void mlir::fa::buildLoopsToLLVMPipeline(OpPassManager &pm) {
 
 void mlir::fa::buildCPUPipeline(OpPassManager &pm,
                                 const CPUPipelineOptions &options) {
-  pm.nest<func::FuncOp>().addPass(createFAFoldModifications());
+  if (options.foldModifications)
+    pm.nest<func::FuncOp>().addPass(createFAFoldModifications());
   pm.nest<func::FuncOp>().addPass(createFAAttentionToBuffers());
   // Bufferize the surrounding code and give its buffers (the attention's
   // outputs among them) their deallocations while fa.attention is still one

@@ -1802,6 +1802,14 @@ int main(int argc, char **argv) {
         failed(raisePm.run(*module)))
       return fail("fa-raise-attention failed");
   }
+  // Regions that spell a built-in are checked as the built-in (the CPU
+  // pipeline folds them first too); the unraised copy keeps its form.
+  {
+    PassManager foldPm(&context);
+    if (failed(parsePassPipeline("func.func(fa-fold-modifications)", foldPm)) ||
+        failed(foldPm.run(*module)))
+      return fail("fa-fold-modifications failed");
+  }
   if (printModule)
     module->print(llvm::outs());
 

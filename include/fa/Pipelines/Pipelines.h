@@ -24,6 +24,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "FlashAttention-1: K/V outer, state in memory"),
           clEnumValN(LoopOrder::FA2, "fa2",
                      "FlashAttention-2: Q outer and parallel"))};
+  PassOptions::Option<bool> foldModifications{
+      *this, "fold-modifications",
+      llvm::cl::desc("Run fa-fold-modifications first (regions that spell "
+                     "the causal mask or a softcap become the built-in); "
+                     "false runs the regions as written, to check the fold "
+                     "against them"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> ringWorld{
       *this, "ring-world",
       llvm::cl::desc("Run fa-ring-attention over this many ranks (0: no "
