@@ -1,7 +1,9 @@
-// Attention as a FlexAttention-style front end writes it: the causal mask
-// and a softcap as regions (f16, [B, H, N, D]). fa-fold-modifications turns
-// both into the built-ins, so the module compiles for the GPU.
-func.func @flex(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v: tensor<1x4x256x128xf16>) -> tensor<1x4x256x128xf16> {
+// Attention as a FlexAttention-style front end writes it (f16, [B, H, N, D]):
+// the causal mask and a softcap as regions, then FlexAttention's sliding
+// window (`q_idx >= kv_idx & q_idx - kv_idx <= 63`). fa-fold-modifications
+// turns them into the built-ins (causal, softcap = 30; causal, window = 64),
+// so the module compiles for the GPU.
+func.func @flex(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v: tensor<1x4x256x128xf16>) -> (tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>) {
   %o = fa.attention %q, %k, %v {scale = 0.088388346 : f32}
       : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16> -> tensor<1x4x256x128xf16>
     score_mod {
@@ -16,5 +18,16 @@ func.func @flex(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v: te
       %visible = arith.cmpi sge, %i, %j : index
       fa.yield %visible : i1
     }
-  return %o : tensor<1x4x256x128xf16>
+  %w = fa.attention %q, %k, %v {scale = 0.088388346 : f32}
+      : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16> -> tensor<1x4x256x128xf16>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %causal = arith.cmpi sge, %i, %j : index
+      %d = arith.subi %i, %j : index
+      %w63 = arith.constant 63 : index
+      %near = arith.cmpi sle, %d, %w63 : index
+      %visible = arith.andi %causal, %near : i1
+      fa.yield %visible : i1
+    }
+  return %o, %w : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>
 }

@@ -186,3 +186,58 @@ func.func @captures_kept(%q: tensor<1x2x16x64xf32>, %slopes: tensor<2xf32>) -> t
     }
   return %o : tensor<1x2x16x64xf32>
 }
+
+// -----
+
+// FlexAttention's sliding window: j <= i and i - j <= 63 -> causal and
+// window 64 (|i - j| < 64); with i - j < 64 the same. A window bound on
+// j - i (the wrong way round) is not folded.
+// CHECK-LABEL: func.func @sliding_window_le
+// CHECK: fa.attention {{.*}}{causal, window = 64 : i64} :
+// CHECK-NOT: mask_mod
+// CHECK-LABEL: func.func @sliding_window_lt
+// CHECK: fa.attention {{.*}}{causal, window = 64 : i64} :
+// CHECK-LABEL: func.func @wrong_way
+// CHECK: mask_mod
+func.func @sliding_window_le(%q: tensor<1x2x16x64xf32>) -> tensor<1x2x16x64xf32> {
+  %o = fa.attention %q, %q, %q
+      : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      %d = arith.subi %i, %j : index
+      %w = arith.constant 63 : index
+      %n = arith.cmpi sle, %d, %w : index
+      %v = arith.andi %c, %n : i1
+      fa.yield %v : i1
+    }
+  return %o : tensor<1x2x16x64xf32>
+}
+func.func @sliding_window_lt(%q: tensor<1x2x16x64xf32>) -> tensor<1x2x16x64xf32> {
+  %o = fa.attention %q, %q, %q
+      : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %d = arith.subi %i, %j : index
+      %w = arith.constant 64 : index
+      %n = arith.cmpi slt, %d, %w : index
+      %c = arith.cmpi ule, %j, %i : index
+      %v = arith.andi %n, %c : i1
+      fa.yield %v : i1
+    }
+  return %o : tensor<1x2x16x64xf32>
+}
+func.func @wrong_way(%q: tensor<1x2x16x64xf32>) -> tensor<1x2x16x64xf32> {
+  %o = fa.attention %q, %q, %q
+      : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      %d = arith.subi %j, %i : index
+      %w = arith.constant 63 : index
+      %n = arith.cmpi sle, %d, %w : index
+      %v = arith.andi %c, %n : i1
+      fa.yield %v : i1
+    }
+  return %o : tensor<1x2x16x64xf32>
+}

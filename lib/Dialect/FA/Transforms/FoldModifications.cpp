@@ -1,4 +1,5 @@
-//===- FoldModifications.cpp - regions that spell a built-in ---------------===//
+//===- FoldModifications.cpp - regions that spell a built-in
+//---------------===//
 //
 // fa-fold-modifications: a score_mod/mask_mod region that computes a
 // built-in (the causal mask, a softcap, nothing at all) becomes the
@@ -40,32 +41,89 @@ void eraseRegion(PatternRewriter &rewriter, Region &region) {
   rewriter.eraseBlock(&region.front());
 }
 
+/// Whether an attention's mask may become a built-in one: none there yet,
+/// and no KV cache, pages or varlen batch (whose attributes carry
+/// alignments of their own).
+bool takesBuiltinMask(AttentionOp op) {
+  return !op.getCausal() && !op.getWindow() && !op.getBottomRight() &&
+         !op.getDiagonalOffset() && !op.getKvLengths() && !op.isPaged() &&
+         !op.isVarlen();
+}
+
+/// Whether `v` is j <= i (or i >= j) on the mask_mod's query index `i` and
+/// key index `j`.
+bool isKeyAtOrBeforeQuery(Value v, Value i, Value j) {
+  auto cmp = v.getDefiningOp<arith::CmpIOp>();
+  if (!cmp)
+    return false;
+  using P = arith::CmpIPredicate;
+  P p = cmp.getPredicate();
+  return (cmp.getLhs() == j && cmp.getRhs() == i &&
+          (p == P::sle || p == P::ule)) ||
+         (cmp.getLhs() == i && cmp.getRhs() == j &&
+          (p == P::sge || p == P::uge));
+}
+
 /// mask_mod { j <= i } -> causal. Block arguments (b, h, i, j, captures).
 struct FoldCausalMaskMod : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Value visible = yieldedBy(op.getMaskMod());
-    auto cmp = visible ? visible.getDefiningOp<arith::CmpIOp>() : nullptr;
-    if (!cmp || op.getCausal() || op.getWindow() || op.getBottomRight() ||
-        op.getDiagonalOffset() || op.getKvLengths() || op.isPaged() ||
-        op.isVarlen())
+    if (!visible || !takesBuiltinMask(op))
       return failure();
     Block &body = op.getMaskMod().front();
-    Value i = body.getArgument(2), j = body.getArgument(3);
-    using P = arith::CmpIPredicate;
-    P p = cmp.getPredicate();
-    bool keyFirst = cmp.getLhs() == j && cmp.getRhs() == i &&
-                    (p == P::sle || p == P::ule);
-    bool queryFirst = cmp.getLhs() == i && cmp.getRhs() == j &&
-                      (p == P::sge || p == P::uge);
-    if (!keyFirst && !queryFirst)
+    if (!isKeyAtOrBeforeQuery(visible, body.getArgument(2),
+                              body.getArgument(3)))
       return failure();
     rewriter.modifyOpInPlace(op, [&] {
       op.setCausal(true);
       eraseRegion(rewriter, op.getMaskMod());
     });
     return success();
+  }
+};
+
+/// mask_mod { j <= i and i - j <= w - 1 } (FlexAttention's sliding window:
+/// `q_idx >= kv_idx & q_idx - kv_idx <= W`, or `< W`) -> causal and
+/// window = w: the attribute keeps keys with |i - j| < w.
+struct FoldSlidingWindowMaskMod : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Value visible = yieldedBy(op.getMaskMod());
+    auto both = visible ? visible.getDefiningOp<arith::AndIOp>() : nullptr;
+    if (!both || !takesBuiltinMask(op))
+      return failure();
+    Block &body = op.getMaskMod().front();
+    Value i = body.getArgument(2), j = body.getArgument(3);
+    for (auto [causalSide, bandSide] :
+         {std::pair(both.getLhs(), both.getRhs()),
+          std::pair(both.getRhs(), both.getLhs())}) {
+      auto band = bandSide.getDefiningOp<arith::CmpIOp>();
+      if (!isKeyAtOrBeforeQuery(causalSide, i, j) || !band)
+        continue;
+      // i - j <= c (window c + 1) or i - j < c (window c), signed: past
+      // the causal side's j <= i the difference is never negative.
+      auto distance = band.getLhs().getDefiningOp<arith::SubIOp>();
+      APInt bound;
+      if (!distance || distance.getLhs() != i || distance.getRhs() != j ||
+          !matchPattern(band.getRhs(), m_ConstantInt(&bound)))
+        continue;
+      using P = arith::CmpIPredicate;
+      int64_t window = band.getPredicate() == P::sle ? bound.getSExtValue() + 1
+                       : band.getPredicate() == P::slt ? bound.getSExtValue()
+                                                       : 0;
+      if (window < 1)
+        continue;
+      rewriter.modifyOpInPlace(op, [&] {
+        op.setCausal(true);
+        op.setWindowAttr(rewriter.getI64IntegerAttr(window));
+        eraseRegion(rewriter, op.getMaskMod());
+      });
+      return success();
+    }
+    return failure();
   }
 };
 
@@ -168,8 +226,9 @@ struct FAFoldModificationsPass
     : fa::impl::FAFoldModificationsBase<FAFoldModificationsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldCausalMaskMod, FoldTrueMaskMod, FoldSoftcapScoreMod,
-                 FoldIdentityScoreMod, DropUnreadCaptures>(&getContext());
+    patterns.add<FoldCausalMaskMod, FoldSlidingWindowMaskMod, FoldTrueMaskMod,
+                 FoldSoftcapScoreMod, FoldIdentityScoreMod, DropUnreadCaptures>(
+        &getContext());
     // Only the attentions: no other op is touched (nor folded).
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingOps);
@@ -178,8 +237,8 @@ struct FAFoldModificationsPass
         [&](AttentionOp op) { attentions.push_back(op.getOperation()); });
     if (attentions.empty())
       return;
-    if (failed(applyOpPatternsGreedily(attentions, std::move(patterns),
-                                       config)))
+    if (failed(
+            applyOpPatternsGreedily(attentions, std::move(patterns), config)))
       return signalPassFailure();
   }
 };

@@ -19,6 +19,8 @@ def FAFoldModifications : Pass<"fa-fold-modifications", "func::FuncOp"> {
       (the key at or before the query, top-left, in a sequence's own
       indices) -> `causal` (not on a KV cache, pages or a varlen batch,
       whose attributes carry alignments of their own);
+    * `mask_mod` yielding that and `i - j <= c` (or `< c + 1`), signed:
+      FlexAttention's sliding window -> `causal`, `window = c + 1`;
     * `mask_mod` yielding `true` -> no mask_mod;
     * `score_mod` yielding `c * tanh(s / c)` (the same positive constant c;
       `s * (1 / c)` also) -> `softcap = c` (the op applies softcap before
