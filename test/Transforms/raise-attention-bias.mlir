@@ -199,3 +199,103 @@ func.func @two_masks(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
   return %o : tensor<2x16x8xf32>
 }
+
+// -----
+
+// Must not fire: scores times a tensor is not a bias.
+func.func @scaled_by_tensor(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %w: tensor<2x16x16xf32>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e1 = tensor.empty() : tensor<2x16x16xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %w : tensor<2x16x16xf32>, tensor<2x16x16xf32>) outs(%e1 : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %r = arith.mulf %x, %y : f32
+      linalg.yield %r : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%m : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  // expected-remark @+1 {{not raised: the mask is a function argument, not known to be causal or a window}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// Must not fire (yet): scores minus a tensor (its negation would be the bias).
+func.func @minus_bias(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %w: tensor<2x16x16xf32>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e1 = tensor.empty() : tensor<2x16x16xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %w : tensor<2x16x16xf32>, tensor<2x16x16xf32>) outs(%e1 : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %r = arith.subf %x, %y : f32
+      linalg.yield %r : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%m : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  // expected-remark @+1 {{not raised: the mask is a function argument, not known to be causal or a window}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// Must not fire: the scores added to themselves: the other operand comes from
+// Q K^T, so it is not a bias (2 S is a scale the symbolic path does not take
+// from two reads).
+func.func @scores_twice(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e1 = tensor.empty() : tensor<2x16x16xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %s : tensor<2x16x16xf32>, tensor<2x16x16xf32>) outs(%e1 : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %r = arith.addf %x, %y : f32
+      linalg.yield %r : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%m : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  // expected-remark @+1 {{not raised: the mask comes from 'linalg.batch_matmul', not from constants and positions}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// Must not fire: a select to -1, not to -inf: a boolean tensor that changes
+// scores rather than hiding keys.
+func.func @mask_as_float(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %w: tensor<2x16x16xi1>) -> tensor<2x16x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<2x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, d) -> (b, i, d)>, affine_map<(b, i, j, d) -> (b, j, d)>, affine_map<(b, i, j, d) -> (b, i, j)>] ins(%q, %k : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%z0 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e1 = tensor.empty() : tensor<2x16x16xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>, affine_map<(h, i, j) -> (h, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %w : tensor<2x16x16xf32>, tensor<2x16x16xi1>) outs(%e1 : tensor<2x16x16xf32>) {
+    ^bb0(%x: f32, %y: i1, %o: f32):
+      %c = arith.constant -1.0 : f32
+      %r = arith.select %y, %x, %c : f32
+      linalg.yield %r : f32
+    } -> tensor<2x16x16xf32>
+  %e9 = tensor.empty() : tensor<2x16x16xf32>
+  %p = linalg.softmax dimension(2) ins(%m : tensor<2x16x16xf32>) outs(%e9 : tensor<2x16x16xf32>) -> tensor<2x16x16xf32>
+  %e10 = tensor.empty() : tensor<2x16x8xf32>
+  %z10 = linalg.fill ins(%zero : f32) outs(%e10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  // expected-remark @+1 {{not raised: the mask is a function argument, not known to be causal or a window}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32>) outs(%z10 : tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
