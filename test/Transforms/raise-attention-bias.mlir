@@ -5,6 +5,7 @@
 // test/Integration/CPU/raise-bias.test) give the 4-D and 3-D forms:
 // RUN: fa-opt %S/../Inputs/attention_bias.mlir --fa-raise-attention | FileCheck %s --check-prefix=FOUR
 // RUN: fa-opt %S/../Inputs/attention_bias_3d.mlir --fa-raise-attention | FileCheck %s --check-prefix=THREE
+// RUN: fa-opt %S/../Inputs/attention_bias_lifted.mlir --fa-raise-attention | FileCheck %s --check-prefix=LIFTED
 // RUN: fa-opt %S/../Inputs/attention_mask_arguments.mlir --fa-raise-attention | FileCheck %s --check-prefix=MASK
 // RUN: fa-opt %s --split-input-file --fa-raise-attention | FileCheck %s
 // RUN: fa-opt %s --split-input-file --fa-raise-attention --verify-diagnostics -o /dev/null
@@ -40,6 +41,14 @@
 // MASK-NEXT: %[[X2:.*]] = tensor.extract %[[M2]][%[[B2]], %[[H2]], %[[I2]], %[[J2]]]
 // MASK-NEXT: %[[V2:.*]] = arith.xori %[[X2]], %[[TRUE]] : i1
 // MASK-NEXT: fa.yield %[[V2]] : i1
+// torch-mlir's lifted form: the [B*H, N, N] bias of a 4-D softmax is read at
+// b * H + h.
+// LIFTED: fa.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<6x24x32xf32>) {scale = 2.500000e-01 : f32}
+// LIFTED: ^bb0(%{{.*}}: f32, %[[B:.*]]: index, %[[H:.*]]: index, %[[I:.*]]: index, %[[J:.*]]: index, %[[T:.*]]: tensor<6x24x32xf32>):
+// LIFTED: %[[C3:.*]] = arith.constant 3 : index
+// LIFTED: %[[BH:.*]] = arith.muli %[[B]], %[[C3]] : index
+// LIFTED: %[[ROW:.*]] = arith.addi %[[BH]], %[[H]] : index
+// LIFTED: tensor.extract %[[T]][%[[ROW]], %[[I]], %[[J]]]
 // The 3-D form [H, N, N] (B = 1): bias[h, i, j].
 // THREE: fa.attention {{.*}} captures(%arg3 : tensor<4x40x48xf32>) {scale = 0.176776692 : f32}
 // THREE: ^bb0(%[[S3:.*]]: f32, %{{.*}}: index, %[[H3:.*]]: index, %[[I3:.*]]: index, %[[J3:.*]]: index, %[[T3:.*]]: tensor<4x40x48xf32>):
