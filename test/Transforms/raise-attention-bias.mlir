@@ -6,6 +6,7 @@
 // RUN: fa-opt %S/../Inputs/attention_bias.mlir --fa-raise-attention | FileCheck %s --check-prefix=FOUR
 // RUN: fa-opt %S/../Inputs/attention_bias_3d.mlir --fa-raise-attention | FileCheck %s --check-prefix=THREE
 // RUN: fa-opt %S/../Inputs/attention_bias_lifted.mlir --fa-raise-attention | FileCheck %s --check-prefix=LIFTED
+// RUN: fa-opt %S/../Inputs/attention_bias_fused.mlir --fa-raise-attention | FileCheck %s --check-prefix=FUSED
 // RUN: fa-opt %S/../Inputs/attention_mask_arguments.mlir --fa-raise-attention | FileCheck %s --check-prefix=MASK
 // RUN: fa-opt %s --split-input-file --fa-raise-attention | FileCheck %s
 // RUN: fa-opt %s --split-input-file --fa-raise-attention --verify-diagnostics -o /dev/null
@@ -49,6 +50,12 @@
 // LIFTED: %[[BH:.*]] = arith.muli %[[B]], %[[C3]] : index
 // LIFTED: %[[ROW:.*]] = arith.addi %[[BH]], %[[H]] : index
 // LIFTED: tensor.extract %[[T]][%[[ROW]], %[[I]], %[[J]]]
+// A scale and an f16 bias in one body (x * 0.25 + extf(bias)): the scale
+// goes to the attribute, the bias (extended) to score_mod.
+// FUSED: fa.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<6x24x32xf16>) {scale = 2.500000e-01 : f32}
+// FUSED: %[[X:.*]] = tensor.extract %{{.*}} : tensor<6x24x32xf16>
+// FUSED-NEXT: %[[W:.*]] = arith.extf %[[X]] : f16 to f32
+// FUSED-NEXT: arith.addf %{{.*}}, %[[W]] : f32
 // The 3-D form [H, N, N] (B = 1): bias[h, i, j].
 // THREE: fa.attention {{.*}} captures(%arg3 : tensor<4x40x48xf32>) {scale = 0.176776692 : f32}
 // THREE: ^bb0(%[[S3:.*]]: f32, %{{.*}}: index, %[[H3:.*]]: index, %[[I3:.*]]: index, %[[J3:.*]]: index, %[[T3:.*]]: tensor<4x40x48xf32>):

@@ -128,6 +128,9 @@ struct Bias {
   AffineMap map;       // over the op's loops (the scores' dims)
   double factor = 1.0; // the scales between the add and the softmax
   int64_t rank = 0;    // the op's loops: the scores' rank where it adds
+  /// A positive constant the same body multiplies the scores by before the
+  /// add (x * c + B, x / c + B: a scale and a bias fused in one generic).
+  double scoresScale = 1.0;
 };
 
 /// A boolean tensor hiding keys: select(M, x, -inf) (visible where M) or
@@ -227,22 +230,56 @@ std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
   if (g.getNumDpsInputs() != 2 || !add)
     return std::nullopt;
   Block &body = g.getRegion().front();
+  // The scores as the add reads them: the argument, or it times / over a
+  // positive constant; `scale` is then that factor.
+  auto scaledScores = [](Value v, Value arg, double &scale) -> Operation * {
+    scale = 1.0;
+    if (v == arg)
+      return nullptr;
+    Operation *op = v.getDefiningOp();
+    if (auto mul = dyn_cast_or_null<arith::MulFOp>(op)) {
+      Value c = mul.getLhs() == arg ? mul.getRhs() : mul.getLhs();
+      std::optional<double> k = scalarConstant(c);
+      if ((mul.getLhs() == arg || mul.getRhs() == arg) && k && *k > 0)
+        return scale = *k, op;
+    }
+    if (auto div = dyn_cast_or_null<arith::DivFOp>(op)) {
+      std::optional<double> k = scalarConstant(div.getRhs());
+      if (div.getLhs() == arg && k && *k > 0)
+        return scale = 1.0 / *k, op;
+    }
+    scale = 0.0; // not the scores
+    return nullptr;
+  };
   for (unsigned s = 0; s < 2; ++s) {
     if (!isScoresAndOperand(g, cur, s))
       continue;
     OpOperand *biasIn = g.getDpsInputOperand(1 - s);
     Value scoresArg = body.getArgument(s), biasArg = body.getArgument(1 - s);
-    Value other = add.getLhs() == scoresArg   ? add.getRhs()
-                  : add.getRhs() == scoresArg ? add.getLhs()
-                                              : Value();
-    auto ext = other ? other.getDefiningOp<arith::ExtFOp>() : nullptr;
-    if (ext)
-      other = ext.getIn();
-    if (other != biasArg || body.getOperations().size() != (ext ? 3u : 2u))
-      continue;
-    scores = g.getDpsInputOperand(s)->get();
-    return Bias{biasIn->get(), g.getMatchingIndexingMap(biasIn), 1.0,
-                g.getNumLoops()};
+    for (auto [scoresSide, biasSide] :
+         {std::pair(add.getLhs(), add.getRhs()),
+          std::pair(add.getRhs(), add.getLhs())}) {
+      double scale;
+      Operation *scaleOp = scaledScores(scoresSide, scoresArg, scale);
+      auto ext = biasSide.getDefiningOp<arith::ExtFOp>();
+      Value bias = ext ? ext.getIn() : biasSide;
+      // The add, the yield, the bias's conversion and the scale: nothing
+      // else computes (constants, possibly converted, aside).
+      unsigned computing = llvm::count_if(body.getOperations(), [](auto &op) {
+        bool constant = isa<arith::ConstantOp>(op) ||
+                        (isa<arith::TruncFOp, arith::ExtFOp>(op) &&
+                         matchPattern(op.getOperand(0), m_Constant()));
+        return !constant;
+      });
+      if (scale <= 0.0 || bias != biasArg ||
+          computing != 2u + (ext ? 1u : 0u) + (scaleOp ? 1u : 0u))
+        continue;
+      scores = g.getDpsInputOperand(s)->get();
+      Bias b{biasIn->get(), g.getMatchingIndexingMap(biasIn), 1.0,
+             g.getNumLoops()};
+      b.scoresScale = scale;
+      return b;
+    }
   }
   return std::nullopt;
 }
@@ -380,6 +417,7 @@ LogicalResult matchScores(Value x, Domain domain, Match &m, Band &visible,
           return why("a bias tensor is added inside the softcap's tanh "
                      "(score_mod applies after the cap)");
         bias->factor = outside;
+        outside *= bias->scoresScale;
         m.bias = bias;
         cur = scores;
         continue;

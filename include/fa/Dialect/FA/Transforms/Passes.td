@@ -391,7 +391,8 @@ def FARaiseAttention : Pass<"fa-raise-attention", "func::FuncOp"> {
           bias: x + B with B a tensor that is not a constant and does not
           come from Q K^T (an argument: a relative-position bias, an
           additive padding mask), read at the scores' position or 0 on
-          broadcast dims, possibly extended to the scores' type; and at
+          broadcast dims, possibly extended to the scores' type, possibly
+          in one body with a scale of the scores (x * c + B); and at
           most one boolean mask tensor M (not a constant, not from Q K^T;
           e.g. `attention_mask > 0`): select(M, x, -inf) or masked_fill's
           select(M, -inf, x), M possibly negated, read the same way. A
