@@ -230,27 +230,31 @@ std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
   if (g.getNumDpsInputs() != 2 || !add)
     return std::nullopt;
   Block &body = g.getRegion().front();
-  // The scores as the add reads them: the argument, or it times / over a
-  // positive constant; `scale` is then that factor.
-  auto scaledScores = [](Value v, Value arg, double &scale) -> Operation * {
-    scale = 1.0;
+  // The factor the add reads the scores argument `arg` with: 1 as it is,
+  // c for arg * c, 1 / c for arg / c (c a positive constant); none for
+  // anything else.
+  auto scaleOfScores = [](Value v, Value arg) -> std::optional<double> {
     if (v == arg)
-      return nullptr;
-    Operation *op = v.getDefiningOp();
-    if (auto mul = dyn_cast_or_null<arith::MulFOp>(op)) {
-      Value c = mul.getLhs() == arg ? mul.getRhs() : mul.getLhs();
-      std::optional<double> k = scalarConstant(c);
-      if ((mul.getLhs() == arg || mul.getRhs() == arg) && k && *k > 0)
-        return scale = *k, op;
+      return 1.0;
+    if (auto mul = v.getDefiningOp<arith::MulFOp>();
+        mul && (mul.getLhs() == arg || mul.getRhs() == arg)) {
+      std::optional<double> c =
+          scalarConstant(mul.getLhs() == arg ? mul.getRhs() : mul.getLhs());
+      if (c && *c > 0)
+        return *c;
     }
-    if (auto div = dyn_cast_or_null<arith::DivFOp>(op)) {
-      std::optional<double> k = scalarConstant(div.getRhs());
-      if (div.getLhs() == arg && k && *k > 0)
-        return scale = 1.0 / *k, op;
-    }
-    scale = 0.0; // not the scores
-    return nullptr;
+    if (auto div = v.getDefiningOp<arith::DivFOp>(); div && div.getLhs() == arg)
+      if (std::optional<double> c = scalarConstant(div.getRhs()); c && *c > 0)
+        return 1.0 / *c;
+    return std::nullopt;
   };
+  // The ops that compute (constants, possibly converted, aside): the add,
+  // the yield, and at most the bias's conversion and the scores' scale.
+  unsigned computing = llvm::count_if(body.getOperations(), [](auto &op) {
+    return !isa<arith::ConstantOp>(op) &&
+           !(isa<arith::TruncFOp, arith::ExtFOp>(op) &&
+             matchPattern(op.getOperand(0), m_Constant()));
+  });
   for (unsigned s = 0; s < 2; ++s) {
     if (!isScoresAndOperand(g, cur, s))
       continue;
@@ -259,25 +263,16 @@ std::optional<Bias> matchBiasAdd(linalg::GenericOp g, Value cur,
     for (auto [scoresSide, biasSide] :
          {std::pair(add.getLhs(), add.getRhs()),
           std::pair(add.getRhs(), add.getLhs())}) {
-      double scale;
-      Operation *scaleOp = scaledScores(scoresSide, scoresArg, scale);
+      std::optional<double> scale = scaleOfScores(scoresSide, scoresArg);
       auto ext = biasSide.getDefiningOp<arith::ExtFOp>();
       Value bias = ext ? ext.getIn() : biasSide;
-      // The add, the yield, the bias's conversion and the scale: nothing
-      // else computes (constants, possibly converted, aside).
-      unsigned computing = llvm::count_if(body.getOperations(), [](auto &op) {
-        bool constant = isa<arith::ConstantOp>(op) ||
-                        (isa<arith::TruncFOp, arith::ExtFOp>(op) &&
-                         matchPattern(op.getOperand(0), m_Constant()));
-        return !constant;
-      });
-      if (scale <= 0.0 || bias != biasArg ||
-          computing != 2u + (ext ? 1u : 0u) + (scaleOp ? 1u : 0u))
+      if (!scale || bias != biasArg ||
+          computing != 2u + (ext ? 1u : 0u) + (scoresSide != scoresArg))
         continue;
       scores = g.getDpsInputOperand(s)->get();
       Bias b{biasIn->get(), g.getMatchingIndexingMap(biasIn), 1.0,
              g.getNumLoops()};
-      b.scoresScale = scale;
+      b.scoresScale = *scale;
       return b;
     }
   }
