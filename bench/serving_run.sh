@@ -70,6 +70,13 @@ for r in json.load(open(sys.argv[1]))["rows"]:
               r["auto_vs_cudnn"] or 0, r["best_vs_cudnn"]))
 PY
       ;;
+    flex)
+      # Issue 49: FlexAttention-style regions folded into the built-in
+      # kernels (fa-compile-module --arch sm_90a -o .flex
+      # test/Inputs/flex_regions_f16.mlir), launched from the artefacts.
+      [ -d .flex ] && timeout 90 python3 bench/flex_module.py .flex \
+        > "$OUT/flex.log" 2>&1
+      tail -8 "$OUT/flex.log" ;;
     sanitize)
       # compute-sanitizer on the KV-cache kernels (f16 and e4m3 caches).
       for tool in memcheck synccheck racecheck; do
