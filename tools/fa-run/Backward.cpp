@@ -89,18 +89,34 @@ std::string moduleText(const BackwardProblem &p) {
     os << ", %sinks: " << sT << ", %dsinks: " << sT;
   if (l.varlen())
     os << ", %cuq: " << cuT << ", %cuk: " << cuT;
+  // The modifications' captures, last; both ops take them and the regions.
+  auto captures = p.mods.captures(l.batch, p.qHeads, l.nq, l.nk);
+  std::string captureList, captureTypes;
+  for (auto &[name, shape] : captures) {
+    os << ", %" << name << ": memref<" << shape << ">";
+    captureList += (captureList.empty() ? "%" : ", %") + name;
+    captureTypes +=
+        (captureTypes.empty() ? "memref<" : ", memref<") + shape + ">";
+  }
+  std::string capturesOperand =
+      captures.empty()
+          ? ""
+          : " captures(" + captureList + " : " + captureTypes + ")";
+  std::string regions = p.mods.regions(captures);
   std::string sinks = p.sinks ? " sinks(%sinks : " + sT + ")" : "";
   std::string varlen =
       l.varlen() ? " varlen(%cuq, %cuk : " + cuT + ", " + cuT + ")" : "";
   os << ") {\n"
-     << "  fa.attention %q, %k, %v" << varlen << sinks
+     << "  fa.attention %q, %k, %v" << varlen << sinks << capturesOperand
      << " outs(%o, %lse : " << oT << ", " << lT << ")" << braces << " : " << qT
      << ", " << kT << ", " << vT << "\n"
+     << regions << "\n"
      << "  fa.attention_backward %q, %k, %v, %o, %lse, %do" << sinks << varlen
-     << " outs(%dq, %dk, %dv" << (p.sinks ? ", %dsinks" : "") << " : " << qT
-     << ", " << kT << ", " << vT << (p.sinks ? ", " + sT : "") << ")" << braces
-     << " : " << qT << ", " << kT << ", " << vT << ", " << oT << ", " << lT
-     << ", " << oT << "\n  return\n}\n";
+     << capturesOperand << " outs(%dq, %dk, %dv" << (p.sinks ? ", %dsinks" : "")
+     << " : " << qT << ", " << kT << ", " << vT << (p.sinks ? ", " + sT : "")
+     << ")" << braces << " : " << qT << ", " << kT << ", " << vT << ", " << oT
+     << ", " << lT << ", " << oT << "\n"
+     << regions << "\n  return\n}\n";
   return s;
 }
 
@@ -126,7 +142,8 @@ enum Argument : unsigned {
   kGradSinks
 };
 
-Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
+Reference reference(const BackwardProblem &p, const Modifications &mods,
+                    const std::vector<Buffer> &in) {
   const Buffer &q = in[kQ], &k = in[kK], &v = in[kV], &dO = in[kGradOut];
   SequenceRows layout = rowsOf(p);
   int64_t d = p.headDim, dv = p.valueHeadDim;
@@ -141,7 +158,8 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
   r.dk.assign(keyRows * d, 0.0);
   r.dv.assign(keyRows * dv, 0.0);
   r.dsinks.assign(p.sinks ? p.qHeads : 0, 0.0);
-  std::vector<double> x(layout.nk), prob(layout.nk), dp(layout.nk);
+  std::vector<double> x(layout.nk), capped(layout.nk), prob(layout.nk),
+      dp(layout.nk);
   std::vector<char> visible(layout.nk);
   for (int64_t b = 0; b < layout.sequences(); ++b)
     for (int64_t h = 0; h < p.qHeads; ++h) {
@@ -164,15 +182,17 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
         double mx = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < nk; ++j) {
           visible[j] = !(p.causal && j > pos) &&
-                       !(p.window && std::llabs(pos - j) >= p.window);
+                       !(p.window && std::llabs(pos - j) >= p.window) &&
+                       mods.keeps(b, i, j);
           if (!visible[j])
             continue;
           double dot = 0;
           for (int64_t c = 0; c < d; ++c)
             dot += qAt(i, c) * kAt(j, c);
           x[j] = scale * dot;
-          double s = p.softcap ? p.softcap * std::tanh(x[j] / p.softcap)
-                               : x[j];
+          capped[j] =
+              p.softcap ? p.softcap * std::tanh(x[j] / p.softcap) : x[j];
+          double s = mods.score(capped[j], b, h, i, j);
           prob[j] = s;
           mx = std::max(mx, s);
         }
@@ -206,10 +226,11 @@ Reference reference(const BackwardProblem &p, const std::vector<Buffer> &in) {
         for (int64_t j = 0; j < nk; ++j) {
           if (!visible[j])
             continue;
-          double slope = 1;
+          // The chain rule: score_mod' at the capped score, then cap'.
+          double slope = mods.slope(capped[j], b, h, i, j);
           if (p.softcap) {
             double t = std::tanh(x[j] / p.softcap);
-            slope = 1 - t * t;
+            slope *= 1 - t * t;
           }
           // d loss / d (Q K^T)_ij.
           double ds = prob[j] * (dp[j] - rowDot) * slope * scale;
@@ -334,9 +355,16 @@ int mlir::fa::run::runBackward(MLIRContext &context,
     for (int64_t j = 0; j < buffers[i].size(); ++j)
       buffers[i].set(j, input ? normal(rng) : nan);
   }
+  // The modifications' captures are the module's last arguments.
+  size_t captureCount =
+      p.mods.captures(layout.batch, p.qHeads, layout.nq, layout.nk).size();
+  size_t firstCapture = buffers.size() - captureCount;
+  Modifications mods = p.mods;
+  mods.draw(buffers, firstCapture, layout.batch, p.qHeads, layout.nq, layout.nk,
+            rng);
   if (layout.varlen()) {
-    // The prefix sums, the module's last two arguments.
-    size_t cuArg = buffers.size() - 2;
+    // The prefix sums, the two arguments before the captures.
+    size_t cuArg = firstCapture - 2;
     for (size_t i = 0; i < layout.cuQ.size(); ++i) {
       buffers[cuArg].setInt(i, layout.cuQ[i]);
       buffers[cuArg + 1].setInt(i, layout.cuK[i]);
@@ -354,7 +382,7 @@ int mlir::fa::run::runBackward(MLIRContext &context,
   if (llvm::Error error = callEntry(**engine, "backward", buffers))
     return fail("cannot call @backward: " + llvm::toString(std::move(error)));
 
-  Reference want = reference(p, buffers);
+  Reference want = reference(p, mods, buffers);
   // The forward's tolerances; the gradients sum more products, each
   // rounded once to the gradients' type at the end.
   double forward = elt == Elt::F32 ? 1e-5 : elt == Elt::F16 ? 1e-3 : 8e-3;
@@ -363,7 +391,7 @@ int mlir::fa::run::runBackward(MLIRContext &context,
     forward = gradient = p.tolerance;
   llvm::outs() << llvm::formatv(
       "fa-run: backward {0} B={1} Hq={2} Hkv={3} Nq={4} Nk={5} D={6} Dv={7}"
-      "{8}{9}{10}{11}\n",
+      "{8}{9}{10}{11}{12}\n",
       p.dtype, layout.batch, p.qHeads, p.kvHeads, layout.nq, layout.nk,
       p.headDim, p.valueHeadDim, p.causal ? " causal" : "",
       p.window ? " window=" + std::to_string(p.window) : "",
@@ -379,7 +407,9 @@ int mlir::fa::run::runBackward(MLIRContext &context,
                                layout.cuK,
                                [](int64_t v) { return std::to_string(v); }),
                            ",")
-          : std::string());
+          : std::string(),
+      (p.mods.scoreMod != "none" ? " score_mod=" + p.mods.scoreMod : "") +
+          (p.mods.maskMod != "none" ? " mask_mod=" + p.mods.maskMod : ""));
   // f16 keeps values below its smallest normal, 2^-14, as subnormals 2^-24
   // apart: a gradient there (a tiny scale, a saturated softcap) carries no
   // relative precision, so each reference value counts at least 2^-14 in

@@ -3,6 +3,8 @@
 #ifndef FA_TOOLS_FA_RUN_BACKWARD_H
 #define FA_TOOLS_FA_RUN_BACKWARD_H
 
+#include "Modifications.h"
+
 #include "mlir/IR/MLIRContext.h"
 
 #include <cstdint>
@@ -20,6 +22,10 @@ struct BackwardProblem {
   /// A sink logit per query head (fa-run's --sinks: log(Nk) + N(0, 1),
   /// head 0's -inf), and their gradient checked too.
   bool sinks = false;
+  /// fa-run's score and mask modifications (--score-mod, --mask-mod): the
+  /// forward and the backward take the same regions, the reference their
+  /// modification and its derivative.
+  Modifications mods;
   /// A varlen batch: each sequence's query and key count (fa-run's
   /// --varlen-q, --varlen-kv), packed along N in one batch row; batch,
   /// qLen and kvLen are then unused.

@@ -19,6 +19,7 @@
 
 #include "Backward.h"
 #include "Host.h"
+#include "Modifications.h"
 
 #include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FA/IR/Validation.h"
@@ -228,9 +229,10 @@ static cl::opt<bool> backward(
 static cl::opt<std::string> scoreMod(
     cl::cat(toolOptions), "score-mod",
     cl::desc("A score_mod region for the generated attention: none, alibi "
-             "(score + slope_h (j - i), slopes 2^(-8 (h + 1) / Hq) captured) "
-             "or bias (score + bias[b, h, i, j], an N(0, 1) [B, Hq, Nq, Nk] "
-             "tensor captured)"),
+             "(score + slope_h (j - i), slopes 2^(-8 (h + 1) / Hq) captured), "
+             "bias (score + bias[b, h, i, j], an N(0, 1) [B, Hq, Nq, Nk] "
+             "tensor captured), head-scale (score * w_h, w_h = 0.5 + h / Hq "
+             "captured) or tanh (2 tanh(score / 2), a cap as a region)"),
     cl::init("none"));
 static cl::opt<std::string> maskMod(
     cl::cat(toolOptions), "mask-mod",
@@ -243,6 +245,15 @@ static cl::opt<std::string> maskMod(
 static cl::opt<int64_t>
     prefixLen(cl::cat(toolOptions), "prefix-len", cl::init(0),
               cl::desc("--mask-mod=prefix-lm: the keys every query sees"));
+
+/// The modifications the options ask for (names checked by checkOptions).
+static fa::run::Modifications modificationsOfOptions() {
+  fa::run::Modifications mods;
+  mods.scoreMod = scoreMod;
+  mods.maskMod = maskMod;
+  mods.prefixLen = prefixLen;
+  return mods;
+}
 
 namespace {
 
@@ -347,21 +358,10 @@ std::string buildModuleText() {
     os << ", %sinks: " << sinksT;
   // Captures of the score and mask modifications, in this order; key-side
   // ones span a sequence's key capacity (its pages with a paged cache).
-  std::vector<std::pair<std::string, std::string>> captures; // name, shape
+  fa::run::Modifications mods = modificationsOfOptions();
   int64_t keyCapacity = pageSize ? maxPages * pageSize : nk;
-  if (scoreMod == "alibi")
-    captures.push_back({"slopes", std::to_string(qHeads) + "xf32"});
-  if (scoreMod == "bias")
-    captures.push_back({"bias", std::to_string(batch) + "x" +
-                                    std::to_string(qHeads) + "x" +
-                                    std::to_string(qLen) + "x" +
-                                    std::to_string(keyCapacity) + "xf32"});
-  if (maskMod == "document") {
-    captures.push_back(
-        {"qdoc", std::to_string(batch) + "x" + std::to_string(qLen) + "xi32"});
-    captures.push_back({"kdoc", std::to_string(batch) + "x" +
-                                    std::to_string(keyCapacity) + "xi32"});
-  }
+  std::vector<std::pair<std::string, std::string>> captures =
+      mods.captures(batch, qHeads, qLen, keyCapacity);
   for (auto &[name, shape] : captures)
     os << ", %" << name << ": memref<" << shape << ">";
   os << ") {\n  fa.attention %q, %k, %v ";
@@ -395,49 +395,7 @@ std::string buildModuleText() {
   if (!attrs.empty())
     os << " {" << attrs << "}";
   os << " : " << qT << ", " << kT << ", " << vT << "\n";
-  // The regions: block arguments, then each capture as a tensor.
-  std::string captureArgs;
-  for (auto &[name, shape] : captures)
-    captureArgs += ", %c_" + name + ": tensor<" + shape + ">";
-  auto position = [](StringRef var, StringRef index) {
-    return ("    %" + var + "64 = arith.index_cast %" + index +
-            " : index to i64\n    %" + var + "f = arith.sitofp %" + var +
-            "64 : i64 to f32\n")
-        .str();
-  };
-  if (scoreMod == "alibi")
-    os << "  score_mod {\n  ^bb0(%s: f32, %b: index, %h: index, %i: index, "
-          "%j: index"
-       << captureArgs << "):\n"
-       << "    %slope = tensor.extract %c_slopes[%h] : tensor<" << qHeads
-       << "xf32>\n"
-       << position("i", "i") << position("j", "j")
-       << "    %d = arith.subf %jf, %if : f32\n"
-       << "    %r = math.fma %slope, %d, %s : f32\n    fa.yield %r : f32\n  }";
-  if (scoreMod == "bias")
-    os << "  score_mod {\n  ^bb0(%s: f32, %b: index, %h: index, %i: index, "
-          "%j: index"
-       << captureArgs << "):\n"
-       << "    %x = tensor.extract %c_bias[%b, %h, %i, %j] : tensor<"
-       << captures.front().second << ">\n"
-       << "    %r = arith.addf %s, %x : f32\n    fa.yield %r : f32\n  }";
-  if (maskMod == "document")
-    os << " mask_mod {\n  ^bb0(%b: index, %h: index, %i: index, %j: index"
-       << captureArgs << "):\n"
-       << "    %x = tensor.extract %c_qdoc[%b, %i] : tensor<"
-       << captures[captures.size() - 2].second << ">\n"
-       << "    %y = tensor.extract %c_kdoc[%b, %j] : tensor<"
-       << captures.back().second << ">\n"
-       << "    %same = arith.cmpi eq, %x, %y : i32\n"
-       << "    fa.yield %same : i1\n  }";
-  if (maskMod == "prefix-lm")
-    os << " mask_mod {\n  ^bb0(%b: index, %h: index, %i: index, %j: index"
-       << captureArgs << "):\n"
-       << "    %p = arith.constant " << prefixLen << " : index\n"
-       << "    %inPrefix = arith.cmpi ult, %j, %p : index\n"
-       << "    %causal = arith.cmpi ule, %j, %i : index\n"
-       << "    %seen = arith.ori %inPrefix, %causal : i1\n"
-       << "    fa.yield %seen : i1\n  }";
+  os << mods.regions(captures);
   os << "\n  return\n}\n";
   return s;
 }
@@ -482,27 +440,7 @@ struct Spec : SequenceRows {
   /// fa-run's score and mask modifications (--score-mod, --mask-mod): the
   /// first capture's argument number and the data fa-run made for them.
   std::optional<unsigned> capturesArg;
-  std::vector<double> slopes, bias; // alibi [Hq]; bias [B, Hq, Nq, Nk]
-  std::vector<int64_t> qDoc, kDoc;  // document ids [B, Nq], [B, Nk]
-  std::optional<int64_t> prefixLen; // prefix-LM: the keys every query sees
-
-  /// The score after --score-mod (x: after scale and softcap).
-  double modifiedScore(double x, int64_t bi, int64_t h, int64_t i,
-                       int64_t j) const {
-    if (!slopes.empty())
-      return x + slopes[h] * double(j - i);
-    if (!bias.empty())
-      return x + bias[((bi * hq + h) * nq + i) * nk + j];
-    return x;
-  }
-  /// Whether --mask-mod leaves key j visible to query i.
-  bool maskModKeeps(int64_t bi, int64_t i, int64_t j) const {
-    if (!qDoc.empty())
-      return qDoc[bi * nq + i] == kDoc[bi * nk + j];
-    if (prefixLen)
-      return j < *prefixLen || j <= i;
-    return true;
-  }
+  fa::run::Modifications mods;
 
   /// Sequence bi's key count: a KV cache's length where it has them.
   int64_t keysOf(int64_t bi) const {
@@ -544,7 +482,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
             vis = false;
           if (s.window && std::llabs(pos - j) >= *s.window)
             vis = false;
-          if (vis && !s.maskModKeeps(bi, i, j))
+          if (vis && !s.mods.keeps(bi, i, j))
             vis = false;
           visible[j] = vis;
           if (!vis)
@@ -556,7 +494,7 @@ void reference(const Spec &s, const Buffer &q, const Buffer &k,
           double x = s.scale * s.qDescale * s.kDescale * dot;
           if (s.softcap)
             x = *s.softcap * std::tanh(x / *s.softcap);
-          x = s.modifiedScore(x, bi, h, i, j);
+          x = s.mods.score(x, bi, h, i, j);
           scores[j] = x;
           mx = std::max(mx, x);
         }
@@ -606,21 +544,14 @@ std::optional<std::string> checkOptions() {
                                     causalAlign + "'");
   if (softcap != 0 && (error = fa::checkSoftcap(softcap)))
     return flag("softcap", *error);
-  if (scoreMod != "none" && scoreMod != "alibi" && scoreMod != "bias")
-    return flag("score-mod",
-                "expected none, alibi or bias, got '" + scoreMod + "'");
-  if (maskMod != "none" && maskMod != "document" && maskMod != "prefix-lm")
-    return flag("mask-mod",
-                "expected none, document or prefix-lm, got '" + maskMod + "'");
-  if (prefixLen != 0 && maskMod != "prefix-lm")
-    return flag("prefix-len", "is for --mask-mod=prefix-lm");
-  if (prefixLen < 0)
-    return flag("prefix-len",
-                "expected at least 0 keys, got " + std::to_string(prefixLen));
-  if ((scoreMod == "bias" || maskMod == "document") && !varlenQ.empty())
-    return flag(scoreMod == "bias" ? "score-mod" : "mask-mod",
+  fa::run::Modifications mods = modificationsOfOptions();
+  if (auto bad = mods.check())
+    return flag(bad->first, bad->second);
+  if (mods.perSequenceData() && !varlenQ.empty())
+    return flag(mods.maskMod == "document" ? "mask-mod" : "score-mod",
                 "fa-run generates per-sequence data for a batch, not a "
-                "varlen batch; use alibi or prefix-lm there");
+                "varlen batch; use alibi, head-scale, tanh or prefix-lm "
+                "there");
   if ((scoreMod != "none" || maskMod != "none") && !inputFile.empty())
     return flag(scoreMod != "none" ? "score-mod" : "mask-mod",
                 "modifies the attention fa-run generates; a file's attention "
@@ -921,53 +852,6 @@ void makeSinks(Spec &spec, std::vector<Buffer> &buffers, std::mt19937 &rng) {
                       : float(center + normal(rng));
     spec.sinks.push_back(logit);
     buffers[*spec.sinksArg].set(h, logit);
-  }
-}
-
-/// The captures of --score-mod and --mask-mod (direct form): ALiBi's
-/// slopes, an N(0, 1) bias, or three documents a sequence (random cuts,
-/// the same proportions for queries and keys). Records them in `spec`.
-void makeModifications(Spec &spec, std::vector<Buffer> &buffers,
-                       std::mt19937 &rng) {
-  if (!spec.capturesArg)
-    return;
-  unsigned arg = *spec.capturesArg;
-  if (scoreMod == "alibi") {
-    for (int64_t h = 0; h < spec.hq; ++h) {
-      spec.slopes.push_back(std::exp2(-8.0 * double(h + 1) / double(spec.hq)));
-      buffers[arg].set(h, float(spec.slopes.back()));
-    }
-    ++arg;
-  }
-  if (scoreMod == "bias") {
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t e = 0; e < buffers[arg].size(); ++e) {
-      float x = normal(rng);
-      spec.bias.push_back(x);
-      buffers[arg].set(e, x);
-    }
-    ++arg;
-  }
-  if (maskMod == "prefix-lm")
-    spec.prefixLen = int64_t(::prefixLen);
-  if (maskMod == "document") {
-    std::uniform_real_distribution<double> cut(0.0, 1.0);
-    for (int64_t bi = 0; bi < spec.batch; ++bi) {
-      double cuts[2] = {cut(rng), cut(rng)};
-      std::sort(std::begin(cuts), std::end(cuts));
-      auto documentOf = [&](int64_t row, int64_t rows) {
-        double x = (double(row) + 0.5) / double(rows);
-        return int64_t(x >= cuts[0]) + int64_t(x >= cuts[1]);
-      };
-      for (int64_t i = 0; i < spec.nq; ++i) {
-        spec.qDoc.push_back(documentOf(i, spec.nq));
-        buffers[arg].setInt(bi * spec.nq + i, spec.qDoc.back());
-      }
-      for (int64_t j = 0; j < spec.nk; ++j) {
-        spec.kDoc.push_back(documentOf(j, spec.nk));
-        buffers[arg + 1].setInt(bi * spec.nk + j, spec.kDoc.back());
-      }
-    }
   }
 }
 
@@ -1379,8 +1263,6 @@ int runBackwardOfOptions(MLIRContext &context) {
       {dtype == "e4m3" || !fp8.empty() || !kvDtype.empty(),
        "e4m3 inputs (--dtype e4m3, --fp8, --kv-dtype)"},
       {!pipeline.empty(), "--pipeline"},
-      {scoreMod != "none" || maskMod != "none",
-       "score and mask modifications (--score-mod, --mask-mod)"},
       {inputKind != "normal", "--inputs"}};
   for (const Unsupported &u : unsupported)
     if (u.given)
@@ -1401,6 +1283,7 @@ int runBackwardOfOptions(MLIRContext &context) {
   problem.dtype = dtype;
   problem.causal = causal;
   problem.sinks = sinks;
+  problem.mods = modificationsOfOptions();
   problem.varlenQ.assign(varlenQ.begin(), varlenQ.end());
   problem.varlenKV.assign(varlenKV.begin(), varlenKV.end());
   problem.window = window;
@@ -1652,7 +1535,11 @@ std::optional<std::string> makeArguments(Entry &entry,
   if (std::optional<std::string> error = makeKVCache(spec, buffers, rng))
     return error;
   makeSinks(spec, buffers, rng);
-  makeModifications(spec, buffers, rng);
+  if (spec.capturesArg) {
+    spec.mods = modificationsOfOptions();
+    spec.mods.draw(buffers, *spec.capturesArg, spec.batch, spec.hq, spec.nq,
+                   spec.nk, rng);
+  }
   float nan = std::numeric_limits<float>::quiet_NaN();
   std::optional<unsigned> inputsAfter = spec.descaleArgs  ? spec.descaleArgs
                                         : spec.lengthsArg ? spec.lengthsArg

@@ -9,6 +9,7 @@
 #include "fa/Conversion/Passes.h"
 #include "fa/Dialect/FA/IR/FAOps.h"
 
+#include "Modifications.h"
 #include "ScalarBuilder.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -217,6 +218,42 @@ struct GradScoresLowering : OpRewritePattern<GradScoresOp> {
   }
 };
 
+struct ChainScoreModLowering : OpRewritePattern<ChainScoreModOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ChainScoreModOp op,
+                                PatternRewriter &rewriter) const override {
+    ScalarBuilder sb{rewriter, op.getLoc()};
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto type = cast<MemRefType>(op.getGrad().getType());
+    ValueRange coordinates = op.getCoordinates();
+    sb.forLoop(sb.index(type.getDimSize(0)), [&](Value r) {
+      sb.forLoop(sb.index(type.getDimSize(1)), [&](Value c) {
+        // Hidden scores (-inf) keep their dS (0: P is 0 there).
+        Value x = sb.load(op.getUnmodified(), {r, c});
+        Value visible = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                              x, sb.negInf());
+        auto ifVisible = scf::IfOp::create(b, loc, visible,
+                                           /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(ifVisible.thenBlock()->getTerminator());
+        // score_mod' at the natural-log score ln(2) X.
+        Value slope = inlineScoreModSlope(
+            b, op.getScoreMod(),
+            {arith::MulFOp::create(b, loc, x, sb.f32(kLn2)), coordinates[0],
+             coordinates[1], arith::AddIOp::create(b, loc, coordinates[2], r),
+             arith::AddIOp::create(b, loc, coordinates[3], c)},
+            op.getCaptures());
+        sb.store(
+            arith::MulFOp::create(b, loc, sb.load(op.getGrad(), {r, c}), slope),
+            op.getGrad(), {r, c});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct GradKeysLowering : OpRewritePattern<GradKeysOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GradKeysOp op,
@@ -281,6 +318,7 @@ struct GradSinkLowering : OpRewritePattern<GradSinkOp> {
 
 void mlir::fa::populateBackwardToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<RowDotLowering, RecomputeProbsLowering, GradValuesLowering,
-               GradProbsLowering, GradScoresLowering, GradKeysLowering,
-               GradQueriesLowering, GradSinkLowering>(patterns.getContext());
+               GradProbsLowering, GradScoresLowering, ChainScoreModLowering,
+               GradKeysLowering, GradQueriesLowering, GradSinkLowering>(
+      patterns.getContext());
 }

@@ -11,6 +11,7 @@
 #include "fa/Dialect/FA/IR/PolyExp2.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 
+#include "Modifications.h"
 #include "ScalarBuilder.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -60,45 +61,6 @@ struct InitStateLowering : OpRewritePattern<InitStateOp> {
   }
 };
 
-/// The value a score_mod or mask_mod region yields for `leading` (score
-/// and/or indices), its ops cloned at `b`; the captures, tensors to the
-/// region, are the tile's memrefs: tensor.extract of one becomes a
-/// memref.load, tensor.dim a memref.dim (the verifier allows no other use).
-Value inlineModification(OpBuilder &b, Region &region, ValueRange leading,
-                         ValueRange captures) {
-  Block &block = region.front();
-  IRMapping map;
-  map.map(block.getArguments().take_front(leading.size()), leading);
-  DenseMap<Value, Value> memrefOf;
-  for (auto [arg, memref] :
-       llvm::zip(block.getArguments().drop_front(leading.size()), captures))
-    memrefOf[arg] = memref;
-  for (Operation &op : block.without_terminator()) {
-    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
-      if (Value memref = memrefOf.lookup(extract.getTensor())) {
-        SmallVector<Value> indices;
-        for (Value index : extract.getIndices())
-          indices.push_back(map.lookup(index));
-        map.map(extract.getResult(),
-                memref::LoadOp::create(b, op.getLoc(), memref, indices)
-                    .getResult());
-        continue;
-      }
-    }
-    if (auto dim = dyn_cast<tensor::DimOp>(op)) {
-      if (Value memref = memrefOf.lookup(dim.getSource())) {
-        map.map(dim.getResult(),
-                memref::DimOp::create(b, op.getLoc(), memref,
-                                      map.lookup(dim.getIndex()))
-                    .getResult());
-        continue;
-      }
-    }
-    b.clone(op, map);
-  }
-  return map.lookup(cast<YieldOp>(block.getTerminator()).getValues()[0]);
-}
-
 struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ScoreTileOp op,
@@ -147,8 +109,10 @@ struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j,
                                     arith::AddIOp::create(b, loc, i, w)));
         }
-        // The score at a visible (r, c), in base 2.
-        auto score = [&](OpBuilder &tb, Location l) -> Value {
+        // The score at a visible (r, c), in base 2, and with `unmodified`
+        // the score before score_mod too.
+        Value unmodified = op.getUnmodified();
+        auto score = [&](OpBuilder &tb, Location l) -> SmallVector<Value> {
           ScalarBuilder t{tb, l};
           Value dot = t.reduce(headDim, t.f32(0.0), [&](Value d, Value acc) {
             Value qv = t.loadF32(op.getQuery(), {r, d});
@@ -172,17 +136,26 @@ struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
                 tb, op.getScoreMod(),
                 {x, coordinates[0], coordinates[1], queryIndex, keyIndex},
                 op.getCaptures());
-            return arith::MulFOp::create(tb, l, y, t.f32(kLog2E));
+            SmallVector<Value> values = {
+                arith::MulFOp::create(tb, l, y, t.f32(kLog2E))};
+            if (unmodified)
+              values.push_back(arith::MulFOp::create(tb, l, x, t.f32(kLog2E)));
+            return values;
           }
           if (softcap) {
             // log2(e) * cap * tanh(scale * qk / cap)
             Value x =
                 arith::MulFOp::create(tb, l, dot, t.f32(scale / *softcap));
             Value th = math::TanhOp::create(tb, l, x);
-            return arith::MulFOp::create(tb, l, th, t.f32(*softcap * kLog2E));
+            return {arith::MulFOp::create(tb, l, th, t.f32(*softcap * kLog2E))};
           }
           // scale and log2(e) folded into one multiply
-          return arith::MulFOp::create(tb, l, dot, t.f32(scale * kLog2E));
+          return {arith::MulFOp::create(tb, l, dot, t.f32(scale * kLog2E))};
+        };
+        // -inf for each value where the score is hidden.
+        auto hidden = [&](OpBuilder &hb, Location l) {
+          Value negInf = ScalarBuilder{hb, l}.negInf();
+          return SmallVector<Value>(unmodified ? 2 : 1, negInf);
         };
         auto ifOp = scf::IfOp::create(
             b, loc, visible,
@@ -203,16 +176,16 @@ struct ScoreTileLowering : OpRewritePattern<ScoreTileOp> {
                     scf::YieldOp::create(kb, kl, score(kb, kl));
                   },
                   [&](OpBuilder &mb, Location ml) {
-                    scf::YieldOp::create(mb, ml,
-                                         ScalarBuilder{mb, ml}.negInf());
+                    scf::YieldOp::create(mb, ml, hidden(mb, ml));
                   });
-              scf::YieldOp::create(tb, l, masked.getResult(0));
+              scf::YieldOp::create(tb, l, masked.getResults());
             },
             [&](OpBuilder &eb, Location l) {
-              ScalarBuilder e{eb, l};
-              scf::YieldOp::create(eb, l, e.negInf());
+              scf::YieldOp::create(eb, l, hidden(eb, l));
             });
         sb.store(ifOp.getResult(0), op.getScores(), {r, c});
+        if (unmodified)
+          sb.store(ifOp.getResult(1), unmodified, {r, c});
       });
     });
     rewriter.eraseOp(op);
@@ -639,11 +612,12 @@ struct ConvertFAToLoopsPass
     target.addLegalDialect<arith::ArithDialect, math::MathDialect,
                            memref::MemRefDialect, scf::SCFDialect,
                            linalg::LinalgDialect>();
-    target.addIllegalOp<
-        InitStateOp, ScoreTileOp, SoftmaxUpdateOp, ConditionalSoftmaxUpdateOp,
-        RescaleOp, PVAccumulateOp, NormalizeOp, LogSumExpOp, MergePartialsOp,
-        QuantizeOp, HadamardOp, RowDotOp, RecomputeProbsOp, GradValuesOp,
-        GradProbsOp, GradScoresOp, GradKeysOp, GradQueriesOp, GradSinkOp>();
+    target.addIllegalOp<InitStateOp, ScoreTileOp, SoftmaxUpdateOp,
+                        ConditionalSoftmaxUpdateOp, RescaleOp, PVAccumulateOp,
+                        NormalizeOp, LogSumExpOp, MergePartialsOp, QuantizeOp,
+                        HadamardOp, RowDotOp, RecomputeProbsOp, GradValuesOp,
+                        GradProbsOp, GradScoresOp, ChainScoreModOp, GradKeysOp,
+                        GradQueriesOp, GradSinkOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFAToLoopsPatterns(patterns);

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa/Dialect/FA/IR/FAOps.h"
+#include "fa/Dialect/FA/IR/ScoreModDerivative.h"
 #include "fa/Dialect/FA/IR/Validation.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -357,6 +358,18 @@ static LogicalResult verifyModifications(Operation *op, Region &scoreMod,
                                         captures, b.getI1Type())));
 }
 
+/// A score_mod the backward's chain rule goes through: every op on the
+/// score's path has a derivative rule (ScoreModDerivative.h).
+static LogicalResult verifyDifferentiable(Region &scoreMod) {
+  Operation *op = findUndifferentiable(scoreMod);
+  if (!op)
+    return success();
+  return op->emitOpError()
+         << "in score_mod has no derivative rule, so the backward cannot "
+            "take the chain rule through it (rules: "
+         << differentiableOpNames() << ")";
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = getOperation();
   ShapedType q = getQueryType(), k = getKeyType(), v = getValueType();
@@ -629,6 +642,14 @@ LogicalResult ScoreTileOp::verify() {
   if (failed(verifyModifications(*this, getScoreMod(), getMaskMod(),
                                  getCaptures().getTypes())))
     return failure();
+  if (Value unmodified = getUnmodified()) {
+    if (getScoreMod().empty())
+      return emitOpError("expected unmodified only with a score_mod (without "
+                         "one it equals the scores)");
+    if (unmodified.getType() != s)
+      return emitOpError() << "expected unmodified to be " << s
+                           << " like the scores, got " << unmodified.getType();
+  }
   if (getDescale() && !isa<Float8E4M3FNType>(k.getElementType()))
     return emitOpError() << "expected descale only with e4m3 keys, got "
                          << k.getElementType();
@@ -828,6 +849,14 @@ LogicalResult HadamardOp::verify() {
 // Backward (FABackwardOps.td)
 //===----------------------------------------------------------------------===//
 
+/// As fa.attention's: the regions are functions the op evaluates.
+void AttentionBackwardOp::getSuccessorRegions(
+    RegionBranchPoint point, SmallVectorImpl<RegionSuccessor> &regions) {
+  if (point.isParent())
+    regions.push_back(RegionSuccessor(
+        getOperation(), getOperation()->getResults().take_front(0)));
+}
+
 float AttentionBackwardOp::getEffectiveScale() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToFloat();
@@ -844,7 +873,7 @@ void AttentionBackwardOp::getEffects(
         MutableOperandRange(getOutMutable()),
         MutableOperandRange(getLseMutable()),
         MutableOperandRange(getGradOutMutable()), getSinksMutable(),
-        getCuSeqlensQMutable(), getCuSeqlensKMutable()})
+        getCuSeqlensQMutable(), getCuSeqlensKMutable(), getCapturesMutable()})
     addEffects(effects, MemoryEffects::Read::get(), inputs);
   for (MutableOperandRange grads :
        {MutableOperandRange(getGradQueryMutable()),
@@ -971,6 +1000,10 @@ LogicalResult AttentionBackwardOp::verify() {
   if (getDiagonalOffset() && !getCausal() && !getWindow())
     return emitOpError("diagonal_offset moves the causal or window mask: "
                        "give causal or a window");
+  if (failed(verifyModifications(op, getScoreMod(), getMaskMod(),
+                                 getCaptures().getTypes())) ||
+      failed(verifyDifferentiable(getScoreMod())))
+    return failure();
   AttentionParams params;
   if (std::optional<APFloat> scale = getScale())
     params.scale = scale->convertToDouble();
@@ -1062,6 +1095,24 @@ LogicalResult GradScoresOp::verify() {
       return failure();
   return checkAtMostRows(*this, "dot", cast<ShapedType>(getDot().getType()),
                          p.getDimSize(0), "the probs' B_r");
+}
+
+LogicalResult ChainScoreModOp::verify() {
+  auto x = cast<ShapedType>(getUnmodified().getType());
+  if (failed(checkStatic(*this, "unmodified", x)))
+    return failure();
+  if (getGrad().getType() != x)
+    return emitOpError() << "expected grad to have the unmodified scores' type "
+                         << x << ", got " << getGrad().getType();
+  if (getCoordinates().size() != 4)
+    return emitOpError() << "expected coordinates(batch, head, first query "
+                            "row, first key), got "
+                         << getCoordinates().size() << " values";
+  Region none;
+  if (failed(verifyModifications(*this, getScoreMod(), none,
+                                 getCaptures().getTypes())))
+    return failure();
+  return verifyDifferentiable(getScoreMod());
 }
 
 /// dK += scale dS^T Q and dQ += scale dS K: `rows` (Q or K) against dS's

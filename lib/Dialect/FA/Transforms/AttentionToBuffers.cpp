@@ -101,8 +101,12 @@ struct FABufferizeAroundAttentionPass
   void runOnOperation() override {
     bufferization::OneShotBufferizationOptions options;
     options.bufferizeFunctionBoundaries = true;
+    // The attentions and their regions (whose captures are tensors in
+    // both forms) are left as they are.
     options.opFilter.denyOperation([](Operation *op) {
-      return isa<AttentionOp>(op) || op->getParentOfType<AttentionOp>();
+      return isa<AttentionOp, AttentionBackwardOp>(op) ||
+             op->getParentOfType<AttentionOp>() ||
+             op->getParentOfType<AttentionBackwardOp>();
     });
     bufferization::BufferizationState state;
     if (failed(bufferization::runOneShotModuleBufferize(getOperation(), options,

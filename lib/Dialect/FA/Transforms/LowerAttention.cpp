@@ -367,7 +367,8 @@ private:
     if (std::optional<int64_t> offset = op.getDiagonalOffset())
       row0 = arith::AddIOp::create(b, loc, row0, index(*offset));
     auto tile = ScoreTileOp::create(
-        b, loc, q, k, s, row0, col0, descale, coordinates, op.getCaptures(),
+        b, loc, q, k, s, /*unmodified=*/Value(), row0, col0, descale,
+        coordinates, op.getCaptures(),
         b.getF32FloatAttr(op.getEffectiveScale()),
         op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
         op.getSoftcapAttr(), op.getBottomRightAttr(),

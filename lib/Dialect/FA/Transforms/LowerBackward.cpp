@@ -16,6 +16,11 @@
 //   dQ = dQ (f32) in dQ's type
 //   with sinks: dsinks[h] = sum over (b, i) of fa.grad_sink (after D)
 //
+// With score_mod and mask_mod (and their captures), every score tile takes
+// them as the forward's do; with score_mod it also keeps the score before
+// the modification, X, for the chain rule dS o= score_mod'(X)
+// (fa.chain_score_mod) and the softcap's derivative.
+//
 // dK_j and dV_j are owned by their (b, h_kv, j) and written once; dQ_i
 // receives a term from every K/V block, so it accumulates in an f32 buffer
 // (the GPU kernel's atomics or reduce-adds); the (b, h_kv) iterations touch
@@ -28,6 +33,7 @@
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::fa {
 #define GEN_PASS_DEF_FALOWERFA2BACKWARD
@@ -248,7 +254,12 @@ void BackwardLowering::build() {
     Value dkAcc = tile({blockC, d}, f32), dvAcc = tile({blockC, dv}, f32);
     Value scores = tile({blockR, blockC}, f32);
     Value grads = tile({blockR, blockC}, f32);
-    Value capped = op.getSoftcap() ? tile({blockR, blockC}, f32) : Value();
+    // The scores before score_mod (after the cap): the chain rule's and
+    // the softcap derivative's argument. Without score_mod, a copy of the
+    // scores before fa.recompute_probs turns them into P.
+    bool scoreMod = !op.getScoreMod().empty();
+    Value capped =
+        op.getSoftcap() || scoreMod ? tile({blockR, blockC}, f32) : Value();
 
     scf::ForOp blocks = sequential(kvBlocks);
     {
@@ -286,21 +297,37 @@ void BackwardLowering::build() {
         }
         if (std::optional<int64_t> offset = op.getDiagonalOffset())
           row0 = add(row0, index(*offset));
-        ScoreTileOp::create(b, loc, qRows, kBlock, scores, row0, col0, Value(),
-                            /*coordinates=*/ValueRange{},
-                            /*captures=*/ValueRange{}, b.getF32FloatAttr(scale),
-                            op.getCausal() ? b.getUnitAttr() : UnitAttr(),
-                            op.getWindowAttr(), op.getSoftcapAttr(),
-                            op.getBottomRightAttr(),
-                            op.getDiagonalOffsetAttr());
-        if (capped)
+        // The modifications see the sequence, the query head and the
+        // unshifted positions in the sequence.
+        SmallVector<Value> coordinates;
+        if (op.hasModifications())
+          coordinates = {heads.getInductionVars()[0], h, q0, k0};
+        auto scoreTile = ScoreTileOp::create(
+            b, loc, qRows, kBlock, scores, scoreMod ? capped : Value(), row0,
+            col0, /*descale=*/Value(), coordinates, op.getCaptures(),
+            b.getF32FloatAttr(scale),
+            op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
+            op.getSoftcapAttr(), op.getBottomRightAttr(),
+            op.getDiagonalOffsetAttr());
+        // The regions read only their arguments: cloned as they are.
+        IRMapping none;
+        op.getScoreMod().cloneInto(&scoreTile.getScoreMod(), none);
+        op.getMaskMod().cloneInto(&scoreTile.getMaskMod(), none);
+        if (capped && !scoreMod)
           memref::CopyOp::create(b, loc, scores, capped);
         RecomputeProbsOp::create(b, loc, scores,
                                  qRowsOf(op.getLse(), h, q0, count));
         GradValuesOp::create(b, loc, scores, dORows, dvAcc);
         GradProbsOp::create(b, loc, dORows, vBlock, grads);
         GradScoresOp::create(b, loc, scores, qRowsOf(rowDots, h, q0, count),
-                             capped, grads, op.getSoftcapAttr());
+                             op.getSoftcap() ? capped : Value(), grads,
+                             op.getSoftcapAttr());
+        if (scoreMod) {
+          auto chain = ChainScoreModOp::create(b, loc, capped, grads,
+                                               coordinates, op.getCaptures());
+          IRMapping fresh; // `none` maps the body's arguments by now
+          op.getScoreMod().cloneInto(&chain.getScoreMod(), fresh);
+        }
         GradKeysOp::create(b, loc, grads, qRows, dkAcc,
                            b.getF32FloatAttr(scale));
         GradQueriesOp::create(b, loc, grads, kBlock,

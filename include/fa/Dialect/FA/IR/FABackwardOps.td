@@ -15,8 +15,11 @@
 // Op level
 //===----------------------------------------------------------------------===//
 
+// IsolatedFromAbove: score_mod and mask_mod see only their arguments, as
+// fa.attention's do.
 def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
-    AttrSizedOperandSegments,
+    AttrSizedOperandSegments, IsolatedFromAbove,
+    DeclareOpInterfaceMethods<RegionBranchOpInterface>,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "gradients dQ, dK, dV of fa.attention from O, its LSE and dO";
   let description = [{
@@ -65,6 +68,21 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
 
     (0 for a sink of `-inf`).
 
+    Score and mask modifications: with the forward's `score_mod` and
+    `mask_mod` regions (and their `captures`), written here as they are
+    there, `S = score_mod(cap(X), b, h, i, j)` and `mask_mod` hides keys as
+    in the forward, and the chain rule takes the score_mod's derivative:
+
+    ```
+    dX = P o (dP - D) o score_mod'(cap(X)) o cap'(X)
+    ```
+
+    `score_mod'` is the derivative with respect to the score, taken from
+    the region's body by forward-mode differentiation (`ScoreModDerivative.h`
+    lists the ops it has rules for; the verifier refuses a score_mod using
+    another op on the score's path). The captures are constants of the
+    backward: they receive no gradient.
+
     ```mlir
     fa.attention_backward %q, %k, %v, %o, %lse, %do sinks(%s : memref<8xf32>)
         outs(%dq, %dk, %dv, %ds : memref<1x8x77x64xf32>, memref<1x2x131x64xf32>,
@@ -96,6 +114,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
                        Optional<MemRefRankOf<[F32], [1]>>:$grad_sinks,
                        Optional<MemRefRankOf<[I32], [1]>>:$cu_seqlens_q,
                        Optional<MemRefRankOf<[I32], [1]>>:$cu_seqlens_k,
+                       Variadic<AnyMemRef>:$captures,
                        OptionalAttr<F32Attr>:$scale,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
@@ -104,16 +123,20 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
                        OptionalAttr<I64Attr>:$diagonal_offset,
                        OptionalAttr<I64Attr>:$block_r,
                        OptionalAttr<I64Attr>:$block_c);
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $out `,` $lse `,` $grad_out
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q)
      `,` type($cu_seqlens_k) `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
     `outs` `(` $grad_query `,` $grad_key `,` $grad_value (`,` $grad_sinks^)? `:`
     type($grad_query) `,` type($grad_key) `,` type($grad_value)
     (`,` type($grad_sinks)^)? `)`
     attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
     type($out) `,` type($lse) `,` type($grad_out)
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let extraClassDeclaration = [{
     /// The scale to apply: the attribute, or 1/sqrt(D) when absent.
@@ -126,6 +149,10 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [
     }
     ::mlir::MemRefType getValueType() {
       return ::llvm::cast<::mlir::MemRefType>(getValue().getType());
+    }
+    /// True with a score_mod or mask_mod region.
+    bool hasModifications() {
+      return !getScoreMod().empty() || !getMaskMod().empty();
     }
   }];
   let hasVerifier = 1;
@@ -235,7 +262,9 @@ def FA_GradScoresOp : FA_Op<"grad_scores"> {
     written over `dP`. `S` is the score tile in base 2 before
     `fa.recompute_probs` (`log2(e) * softcap * tanh(x / softcap)`), kept
     for the softcap's derivative `1 - tanh^2(x / c)`; it is read only with
-    `softcap`. Where `P = 0` (masked, or beyond the ragged tails) `dS = 0`.
+    `softcap` (with a score_mod, it is the score tile's `unmodified` tile:
+    the capped score before the modification). Where `P = 0` (masked, or
+    beyond the ragged tails) `dS = 0`.
 
     ```mlir
     fa.grad_scores %p, %d -> %dp : memref<64x64xf32>, memref<?xf32, strided<[1], offset: ?>> -> memref<64x64xf32>
@@ -251,6 +280,48 @@ def FA_GradScoresOp : FA_Op<"grad_scores"> {
   let assemblyFormat = [{
     $probs `,` $dot (`,` $scores^)? `->` $grad attr-dict `:` type($probs) `,`
     type($dot) (`,` type($scores)^)? `->` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_ChainScoreModOp : FA_Op<"chain_score_mod", [AttrSizedOperandSegments,
+    IsolatedFromAbove]> {
+  let summary = "the chain rule through score_mod: dS o= score_mod'(x)";
+  let description = [{
+    `unmodified` holds the scores before `score_mod` in base 2, as
+    `fa.score_tile`'s `unmodified` tile writes them
+    (`log2(e) * cap(scale * Q K^T)`, `-inf` where masked). At every
+    `(r, c)` where it is not `-inf`, with `coordinates(b, h, q0, k0)`,
+    `i = q0 + r` and `j = k0 + c`:
+
+    ```
+    dS[r, c] = dS[r, c] * d score_mod(x, b, h, i, j) / dx,   x = ln(2) X[r, c]
+    ```
+
+    written over `dS` (entries at `-inf` keep theirs: 0 there, since P is).
+    The derivative is taken from the region's body by forward-mode
+    differentiation (`ScoreModDerivative.h`); the verifier refuses a body
+    with an op on the score's path that has no derivative rule.
+
+    ```mlir
+    fa.chain_score_mod %x -> %ds coordinates(%b, %h, %q0, %k0)
+        captures(%slopes : memref<8xf32>) : memref<64x64xf32> -> memref<64x64xf32>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<8xf32>):
+        ...
+      }
+    ```
+  }];
+  let arguments = (ins Arg<FA_F32Tile, "X, the scores before score_mod",
+                           [MemRead]>:$unmodified,
+                       Arg<FA_F32Tile, "dS", [MemRead, MemWrite]>:$grad,
+                       Variadic<Index>:$coordinates,
+                       Arg<Variadic<AnyMemRef>, "captures", [MemRead]>:$captures);
+  let regions = (region SizedRegion<1>:$score_mod);
+  let assemblyFormat = [{
+    $unmodified `->` $grad `coordinates` `(` $coordinates `)`
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    attr-dict `:` type($unmodified) `->` type($grad) `score_mod` $score_mod
   }];
   let hasVerifier = 1;
 }

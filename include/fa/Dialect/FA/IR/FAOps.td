@@ -355,7 +355,8 @@ def FA_F32Tile : MemRefRankOf<[F32], [2]>;
 def FA_InputTile : MemRefRankOf<[F16, BF16, F32, F8E4M3FN], [2]>;
 
 def FA_YieldOp : FA_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["AttentionOp", "ScoreTileOp"]>]> {
+    ParentOneOf<["AttentionOp", "ScoreTileOp", "AttentionBackwardOp",
+                 "ChainScoreModOp"]>]> {
   let summary = "the value of a score_mod (f32) or mask_mod (i1) region";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
@@ -434,10 +435,25 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [AttrSizedOperandSegments,
     visible `(r, c)` with `i = q0 + r`, `j = k0 + c`:
     `S = log2(e) * score_mod(cap(scale * descale * Q K^T), b, h, i, j)`,
     and `S = -inf` where `mask_mod(b, h, i, j)` is false.
+
+    With `score_mod`, a second tile `unmodified` may be given: it receives
+    the score before `score_mod`, `log2(e) * cap(scale * descale * Q K^T)`
+    (`-inf` where `S` is), which the backward's chain rule
+    (`fa.chain_score_mod`) and softcap derivative (`fa.grad_scores`) read.
+
+    ```mlir
+    fa.score_tile %q, %k -> %s, unmodified %x at [%i0, %j0]
+        coordinates(%b, %h, %q0, %k0) {scale = 0.125 : f32}
+        : memref<?x64xf16, strided<[64, 1], offset: ?>>,
+          memref<?x64xf16, strided<[64, 1], offset: ?>> -> memref<64x128xf32>, memref<64x128xf32>
+        score_mod { ... }
+    ```
   }];
   let arguments = (ins Arg<FA_InputTile, "query rows", [MemRead]>:$query,
                        Arg<FA_InputTile, "key rows", [MemRead]>:$key,
                        Arg<FA_F32Tile, "score tile", [MemWrite]>:$scores,
+                       Arg<Optional<FA_F32Tile>, "the scores before score_mod",
+                           [MemWrite]>:$unmodified,
                        Index:$row_offset, Index:$col_offset,
                        Optional<F32>:$descale,
                        Variadic<Index>:$coordinates,
@@ -450,11 +466,13 @@ def FA_ScoreTileOp : FA_Op<"score_tile", [AttrSizedOperandSegments,
   let regions = (region MaxSizedRegion<1>:$score_mod,
                         MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
-    $query `,` $key `->` $scores `at` ` ` `[` $row_offset `,` $col_offset `]`
+    $query `,` $key `->` $scores (`,` `unmodified` $unmodified^)?
+    `at` ` ` `[` $row_offset `,` $col_offset `]`
     (`descale` $descale^)?
     (`coordinates` `(` $coordinates^ `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     attr-dict `:` type($query) `,` type($key) `->` type($scores)
+    (`,` type($unmodified)^)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
