@@ -290,13 +290,36 @@ struct FP8Request {
   double probsScale = 256.0;
 };
 
+/// score_mod / mask_mod regions for run_cpu (flashmlir.flex_attention
+/// traces them): their text, to follow the op's types, and the captured
+/// arrays (f32, i32 or i64, C-contiguous), whose tensor types the regions'
+/// block arguments spell.
+struct RegionRequest {
+  std::string text;
+  std::vector<py::array> captures;
+};
+
+/// The MLIR element type of a captured array.
+std::string captureElementType(const py::array &a, size_t index) {
+  if (py::isinstance<py::array_t<float>>(a))
+    return "f32";
+  if (py::isinstance<py::array_t<int32_t>>(a))
+    return "i32";
+  if (py::isinstance<py::array_t<int64_t>>(a))
+    return "i64";
+  throw py::value_error("captures[" + std::to_string(index) +
+                        "]: expected float32, int32 or int64 values, got " +
+                        py::str(a.dtype()).cast<std::string>());
+}
+
 /// Lowers fa.attention on the given shapes with fa-cpu-pipeline, JIT
 /// compiles it with MLIR's ExecutionEngine and runs it on the arrays (f32,
 /// or e4m3 codes with their descales).
 py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
                      py::object scale, const std::string &loopOrder,
                      int64_t blockR, int64_t blockC, int64_t sramBudget,
-                     const FP8Request &fp8, py::object sinksArg) {
+                     const FP8Request &fp8, py::object sinksArg,
+                     RegionRequest &regions) {
   for (auto *a : {&q, &k, &v})
     if (a->ndim() != 4)
       throw py::value_error("q, k and v must be 4-D [B, H, N, D]");
@@ -342,16 +365,35 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     sinkArgs = ", %s: " + type;
     sinkOperands = "sinks(%s : " + type + ") ";
   }
+  // Captures of the regions: the last arguments, the op's last operands.
+  std::string captureArgs, captureOperands, captureTypes;
+  for (size_t i = 0; i < regions.captures.size(); ++i) {
+    const py::array &a = regions.captures[i];
+    if (!(a.flags() & py::array::c_style))
+      throw py::value_error("captures[" + std::to_string(i) +
+                            "]: expected a C-contiguous array");
+    std::string type =
+        memrefType(std::vector<int64_t>(a.shape(), a.shape() + a.ndim()),
+                   captureElementType(a, i));
+    std::string name = "%c" + std::to_string(i);
+    captureArgs += ", " + name + ": " + type;
+    captureOperands += (i ? ", " : "") + name;
+    captureTypes += (i ? ", " : "") + type;
+  }
+  if (!captureOperands.empty())
+    captureOperands =
+        "captures(" + captureOperands + " : " + captureTypes + ") ";
   std::string text =
       "func.func @attention(%q: " + memrefType(qs, in) +
       ", %k: " + memrefType(ks, in) + ", %v: " + memrefType(vs, in) +
       ", %o: " + memrefType(os) + ", %l: " + memrefType(ls) + descaleArgs +
-      sinkArgs +
+      sinkArgs + captureArgs +
       ") attributes {llvm.emit_c_interface} {\n  fa.attention %q, %k, %v " +
-      descaleOperands + sinkOperands + "outs(%o, %l : " + memrefType(os) +
-      ", " + memrefType(ls) + ")" + (attrs.empty() ? "" : " {" + attrs + "}") +
-      " : " + memrefType(qs, in) + ", " + memrefType(ks, in) + ", " +
-      memrefType(vs, in) + "\n  return\n}\n";
+      descaleOperands + sinkOperands + captureOperands +
+      "outs(%o, %l : " + memrefType(os) + ", " + memrefType(ls) + ")" +
+      (attrs.empty() ? "" : " {" + attrs + "}") + " : " + memrefType(qs, in) +
+      ", " + memrefType(ks, in) + ", " + memrefType(vs, in) + "\n" +
+      regions.text + "\n  return\n}\n";
 
   if (loopOrder != "fa1" && loopOrder != "fa2")
     throw py::value_error("loop_order must be 'fa1' or 'fa2'");
@@ -450,6 +492,24 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     descriptors.insert(descriptors.end(), {&dd[0], &dd[1], &dd[2]});
   if (sinks)
     descriptors.push_back(&ds);
+  // A capture's descriptor: {allocated, aligned, offset, sizes, strides}
+  // in 64-bit words (pointers are 64-bit on every host the JIT targets).
+  std::vector<std::vector<int64_t>> captureDescriptors;
+  for (py::array &a : regions.captures) {
+    auto data = reinterpret_cast<int64_t>(a.mutable_data());
+    std::vector<int64_t> words = {data, data, 0};
+    std::vector<int64_t> strides(a.ndim());
+    int64_t stride = 1;
+    for (py::ssize_t i = a.ndim() - 1; i >= 0; --i) {
+      strides[i] = stride;
+      stride *= a.shape(i);
+    }
+    words.insert(words.end(), a.shape(), a.shape() + a.ndim());
+    words.insert(words.end(), strides.begin(), strides.end());
+    captureDescriptors.push_back(std::move(words));
+  }
+  for (std::vector<int64_t> &words : captureDescriptors)
+    descriptors.push_back(words.data());
   std::vector<void *> packed;
   for (void *&descriptor : descriptors)
     packed.push_back(&descriptor);
@@ -465,7 +525,19 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
                  int64_t blockC, int64_t sramBudget, const std::string &dtype,
                  py::object qDescale, py::object kDescale, py::object vDescale,
                  py::object fp8, bool incoherent, uint64_t hadamardSeed,
-                 double probsScale, py::object sinks) {
+                 double probsScale, py::object sinks,
+                 const std::string &regionText, py::list captures) {
+  RegionRequest regions;
+  regions.text = regionText;
+  for (py::handle c : captures) {
+    py::array a = py::array::ensure(c);
+    if (!a)
+      throw py::value_error("captures: expected arrays");
+    regions.captures.push_back(a);
+  }
+  if (!regions.captures.empty() && regions.text.empty())
+    throw py::value_error("captures are read by score_mod / mask_mod "
+                          "regions: give their text too");
   FP8Request request;
   std::optional<StringRef> elt = fa::mlirElementTypeName(dtype);
   if (!elt || (*elt != "f32" && *elt != "f8E4M3FN"))
@@ -508,10 +580,10 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
   if (request.e4m3)
     return runCpuImpl(U8Array::ensure(q), U8Array::ensure(k),
                       U8Array::ensure(v), causal, scale, loopOrder, blockR,
-                      blockC, sramBudget, request, sinks);
+                      blockC, sramBudget, request, sinks, regions);
   return runCpuImpl(F32Array::ensure(q), F32Array::ensure(k),
                     F32Array::ensure(v), causal, scale, loopOrder, blockR,
-                    blockC, sramBudget, request, sinks);
+                    blockC, sramBudget, request, sinks, regions);
 }
 
 } // namespace
@@ -633,7 +705,8 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("k_descale") = py::none(), py::arg("v_descale") = py::none(),
         py::arg("fp8") = py::none(), py::arg("incoherent") = false,
         py::arg("hadamard_seed") = 0, py::arg("probs_scale") = 256.0,
-        py::arg("sinks") = py::none());
+        py::arg("sinks") = py::none(), py::arg("regions") = "",
+        py::arg("captures") = py::list());
   m.def("to_e4m3", &toE4M3, py::arg("x"));
   m.def("from_e4m3", &fromE4M3, py::arg("codes"));
   m.def("quantize_e4m3", &quantizeE4M3, py::arg("x"));

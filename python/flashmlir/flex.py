@@ -1,0 +1,488 @@
+"""FlexAttention's score_mod and mask_mod, traced into fa.attention regions.
+
+``flex_attention(query, key, value, score_mod=fn, mask_mod=fn)`` takes the
+functions torch's FlexAttention takes,
+
+    score_mod(score, b, h, q_idx, kv_idx) -> score
+    mask_mod(b, h, q_idx, kv_idx) -> bool (key kv_idx visible to q_idx)
+
+and traces each into the region of one ``fa.attention`` (the dialect's
+``score_mod`` / ``mask_mod``): every argument is a symbolic value, and each
+operator (``+ - * / // %``, comparisons, ``& | ^ ~``) and torch function
+(``torch.where``, ``torch.tanh``, ``torch.exp``, ...) applied to symbolic
+values appends one arith or math op. Indexing a torch tensor the function
+closes over (a bias, per-head slopes, document ids) with symbolic indices
+makes the tensor a capture of the attention, read by ``tensor.extract``.
+What cannot be traced (Python ``if`` / ``and`` / ``or`` on a traced value,
+an unsupported torch function, a numpy array indexed by a traced index) is
+a CompileError naming it.
+
+The attention then runs on the host: fa-cpu-pipeline lowers it (the
+regions, once ``fa-fold-modifications`` has turned those that spell the
+causal mask, a sliding window or a softcap into the built-ins, are inlined
+at each score) and the JIT runs it, as ``flashmlir.run_cpu`` does.
+"""
+import math
+import struct
+
+from .errors import CompileError
+
+_F32, _INDEX, _BOOL = "f32", "index", "i1"
+_INTEGERS = ("index", "i32", "i64")
+
+
+def _f32_literal(value):
+    """An f32 constant as MLIR's hexadecimal form: exact, and inf/-inf
+    included."""
+    value = float(value)
+    if math.isnan(value):
+        raise CompileError("flex_attention: a NaN constant in score_mod or "
+                           "mask_mod")
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    return f"0x{bits:08X}"
+
+
+class _Trace:
+    """The ops of one region, in order, and the captures of the attention
+    (shared by both regions)."""
+
+    def __init__(self, what, captures):
+        self.what = what
+        self.lines = []
+        self.count = 0
+        self.captures = captures
+
+    def fail(self, message):
+        raise CompileError(f"flex_attention: {self.what}: {message}")
+
+    def emit(self, text, type):
+        self.count += 1
+        name = f"%v{self.count}"
+        self.lines.append(f"    {name} = {text}")
+        return _Sym(self, name, type)
+
+    def constant(self, value, type):
+        if type == _F32:
+            return self.emit(f"arith.constant {_f32_literal(value)} : f32", type)
+        if type == _BOOL:
+            return self.emit(f"arith.constant {'true' if value else 'false'}",
+                             type)
+        return self.emit(f"arith.constant {int(value)} : {type}", type)
+
+    def value(self, x, type=None):
+        """x as a traced value: a number becomes a constant (of `type`, or
+        of its own kind), a traced value is converted to `type`."""
+        if isinstance(x, _Sym):
+            if x.trace is not self:
+                self.fail("a traced value of the other function is used here")
+            return self.convert(x, type) if type else x
+        if isinstance(x, bool) or type_name(x) == "bool_":
+            return self.convert(self.constant(bool(x), _BOOL), type or _BOOL)
+        if isinstance(x, int) or type_name(x).startswith("int"):
+            return self.constant(int(x), type or _INDEX)
+        if isinstance(x, float) or type_name(x).startswith("float"):
+            if type and type != _F32:
+                self.fail(f"a float constant {x!r} where an integer is "
+                          f"needed")
+            return self.constant(float(x), _F32)
+        if type_name(x) == "Tensor" and x.dim() == 0:
+            self.fail("a 0-d tensor is used as a value: index the captured "
+                      "tensor instead, or use a Python number")
+        self.fail(f"cannot trace a value of type {type_name(x)}")
+
+    def convert(self, x, type):
+        if x.type == type:
+            return x
+        if type == _F32:
+            if x.type == _INDEX:
+                x = self.emit(f"arith.index_cast {x.name} : index to i64",
+                              "i64")
+            if x.type == _BOOL:
+                return self.emit(f"arith.uitofp {x.name} : i1 to f32", _F32)
+            return self.emit(f"arith.sitofp {x.name} : {x.type} to f32", _F32)
+        if type in _INTEGERS and x.type in _INTEGERS:
+            if _INDEX in (type, x.type):
+                return self.emit(
+                    f"arith.index_cast {x.name} : {x.type} to {type}", type)
+            op = "extsi" if type == "i64" else "trunci"
+            return self.emit(f"arith.{op} {x.name} : {x.type} to {type}", type)
+        self.fail(f"a {x.type} value where a {type} one is needed")
+
+    def common(self, a, b):
+        """Both operands in one type: f32 if either is, else an integer
+        type (index where they differ), i1 if both are."""
+        if any(isinstance(x, float) or type_name(x).startswith("float")
+               for x in (a, b)):
+            return _F32
+        a, b = (x if isinstance(x, _Sym) else None for x in (a, b))
+        types = {x.type for x in (a, b) if x is not None}
+        if _F32 in types:
+            return _F32
+        if types == {_BOOL}:
+            return _BOOL
+        types.discard(_BOOL)
+        return types.pop() if len(types) == 1 else _INDEX
+
+
+def type_name(x):
+    return type(x).__name__
+
+
+_FLOAT_CMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge",
+              "eq": "oeq", "ne": "une"}
+_INT_CMP = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq",
+            "ne": "ne"}
+
+# torch functions of one float operand, and the math op each becomes.
+_UNARY = {"tanh": "math.tanh", "exp": "math.exp", "exp2": "math.exp2",
+          "log": "math.log", "log2": "math.log2", "sqrt": "math.sqrt",
+          "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos",
+          "floor": "math.floor", "ceil": "math.ceil",
+          "round": "math.roundeven", "erf": "math.erf"}
+
+
+class _Sym:
+    """A traced SSA value of a score_mod or mask_mod body."""
+    __slots__ = ("trace", "name", "type")
+    __hash__ = object.__hash__
+
+    def __init__(self, trace, name, type):
+        self.trace, self.name, self.type = trace, name, type
+
+    # Python control flow cannot depend on a traced value.
+    def __bool__(self):
+        self.trace.fail("Python control flow on a traced value (if, and, "
+                        "or, not, a chained comparison): use torch.where, "
+                        "& and | instead")
+
+    def __index__(self):
+        self.trace.fail("a traced value is used as a Python integer (a list "
+                        "or numpy array indexed by it?): index torch tensors "
+                        "only")
+
+    __int__ = __float__ = __index__
+
+    def _arith(self, other, float_op, int_op, reverse=False, to_float=False):
+        t = self.trace
+        type = _F32 if to_float else t.common(self, other)
+        if type == _BOOL:
+            t.fail(f"arithmetic ({float_op}) on booleans")
+        a, b = t.value(self, type), t.value(other, type)
+        if reverse:
+            a, b = b, a
+        op = float_op if type == _F32 else int_op
+        return t.emit(f"arith.{op} {a.name}, {b.name} : {type}", type)
+
+    def __add__(self, o): return self._arith(o, "addf", "addi")
+    def __radd__(self, o): return self._arith(o, "addf", "addi", True)
+    def __sub__(self, o): return self._arith(o, "subf", "subi")
+    def __rsub__(self, o): return self._arith(o, "subf", "subi", True)
+    def __mul__(self, o): return self._arith(o, "mulf", "muli")
+    def __rmul__(self, o): return self._arith(o, "mulf", "muli", True)
+
+    def __truediv__(self, o):
+        return self._arith(o, "divf", None, to_float=True)
+
+    def __rtruediv__(self, o):
+        return self._arith(o, "divf", None, True, to_float=True)
+
+    def __floordiv__(self, o):
+        if self.trace.common(self, o) == _F32:
+            return _math("math.floor", self / o)
+        return self._arith(o, None, "floordivsi")
+
+    def __rfloordiv__(self, o):
+        if self.trace.common(self, o) == _F32:
+            return _math("math.floor", o / self)
+        return self._arith(o, None, "floordivsi", True)
+
+    def __mod__(self, o):
+        # Python's and torch's remainder takes the divisor's sign:
+        # a - floor(a / b) * b.
+        return self - (self // o) * o
+
+    def __neg__(self):
+        t = self.trace
+        if self.type == _F32:
+            return t.emit(f"arith.negf {self.name} : f32", _F32)
+        return 0 - self
+
+    def __abs__(self):
+        if self.type == _F32:
+            return _math("math.absf", self)
+        return self.trace.emit(f"math.absi {self.name} : {self.type}",
+                               self.type)
+
+    def _compare(self, other, kind):
+        t = self.trace
+        type = t.common(self, other)
+        if type == _BOOL and kind not in ("eq", "ne"):
+            t.fail("an ordering comparison of booleans")
+        a, b = t.value(self, type), t.value(other, type)
+        if type == _F32:
+            return t.emit(f"arith.cmpf {_FLOAT_CMP[kind]}, {a.name}, {b.name} "
+                          f": f32", _BOOL)
+        return t.emit(f"arith.cmpi {_INT_CMP[kind]}, {a.name}, {b.name} : "
+                      f"{type}", _BOOL)
+
+    def __lt__(self, o): return self._compare(o, "lt")
+    def __le__(self, o): return self._compare(o, "le")
+    def __gt__(self, o): return self._compare(o, "gt")
+    def __ge__(self, o): return self._compare(o, "ge")
+    def __eq__(self, o): return self._compare(o, "eq")
+    def __ne__(self, o): return self._compare(o, "ne")
+
+    def _logic(self, other, op, reverse=False):
+        t = self.trace
+        type = t.common(self, other)
+        if type == _F32:
+            t.fail(f"a bitwise operation ({op}) on floats")
+        a, b = t.value(self, type), t.value(other, type)
+        if reverse:
+            a, b = b, a
+        return t.emit(f"arith.{op} {a.name}, {b.name} : {type}", type)
+
+    def __and__(self, o): return self._logic(o, "andi")
+    def __rand__(self, o): return self._logic(o, "andi", True)
+    def __or__(self, o): return self._logic(o, "ori")
+    def __ror__(self, o): return self._logic(o, "ori", True)
+    def __xor__(self, o): return self._logic(o, "xori")
+    def __rxor__(self, o): return self._logic(o, "xori", True)
+
+    def __invert__(self):
+        if self.type != _BOOL:
+            self.trace.fail("~ on a non-boolean value")
+        return self._logic(True, "xori")
+
+    # The tensor methods a score_mod may call on its score.
+    def tanh(self): return _math("math.tanh", self)
+    def exp(self): return _math("math.exp", self)
+    def log(self): return _math("math.log", self)
+    def sqrt(self): return _math("math.sqrt", self)
+    def abs(self): return abs(self)
+
+    def sigmoid(self):
+        return 1.0 / (1.0 + _math("math.exp", -self))
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return _torch_function(func, args, kwargs or {})
+
+
+def _math(op, x):
+    t = x.trace
+    x = t.value(x, _F32)
+    return t.emit(f"{op} {x.name} : f32", _F32)
+
+
+def _trace_of(args):
+    for a in args:
+        if isinstance(a, _Sym):
+            return a.trace
+        if isinstance(a, (tuple, list)):
+            found = _trace_of(a)
+            if found:
+                return found
+    return None
+
+
+def _torch_function(func, args, kwargs):
+    """A torch function called with traced values: its op, or a
+    CompileError naming it."""
+    import torch
+    t = _trace_of(list(args) + list(kwargs.values()))
+    name = getattr(func, "__name__", str(func))
+    if func is torch.Tensor.__getitem__:
+        return _extract(t, args[0], args[1])
+    if kwargs:
+        t.fail(f"torch.{name} with keyword arguments "
+               f"({', '.join(kwargs)}) is not traced")
+    if func is torch.where:
+        if len(args) != 3:
+            t.fail("torch.where(condition, x, y) takes three arguments")
+        c = t.value(args[0], _BOOL)
+        type = t.common(args[1], args[2])
+        if type == _BOOL and not all(isinstance(a, _Sym) for a in args[1:]):
+            type = _BOOL
+        a, b = t.value(args[1], type), t.value(args[2], type)
+        return t.emit(f"arith.select {c.name}, {a.name}, {b.name} : {type}",
+                      type)
+    if name in _UNARY and len(args) == 1:
+        return _math(_UNARY[name], args[0])
+    if name in ("abs", "neg", "negative") and len(args) == 1:
+        return abs(args[0]) if name == "abs" else -args[0]
+    if name == "sigmoid" and len(args) == 1:
+        return t.value(args[0], _F32).sigmoid()
+    if name in ("maximum", "minimum", "max", "min") and len(args) == 2:
+        type = t.common(*args)
+        a, b = t.value(args[0], type), t.value(args[1], type)
+        if type == _F32:
+            op = "maximumf" if name.startswith("max") else "minimumf"
+        else:
+            op = "maxsi" if name.startswith("max") else "minsi"
+        return t.emit(f"arith.{op} {a.name}, {b.name} : {type}", type)
+    if name == "clamp" and len(args) in (2, 3):
+        x = args[0]
+        if args[1] is not None:
+            x = _torch_function(torch.maximum, (x, args[1]), {})
+        if len(args) == 3 and args[2] is not None:
+            x = _torch_function(torch.minimum, (x, args[2]), {})
+        return x
+    if name in ("logical_and", "logical_or", "logical_xor") and len(args) == 2:
+        a, b = (t.value(x, _BOOL) for x in args)
+        op = {"logical_and": "andi", "logical_or": "ori",
+              "logical_xor": "xori"}[name]
+        return a._logic(b, op)
+    if name == "logical_not" and len(args) == 1:
+        return ~t.value(args[0], _BOOL)
+    t.fail(f"torch.{name} is not traced into a region (traced: torch.where, "
+           f"{', '.join('torch.' + n for n in sorted(_UNARY))}, torch.abs, "
+           f"torch.sigmoid, torch.maximum, torch.minimum, torch.clamp, "
+           f"torch.logical_and/or/xor/not, arithmetic, comparisons, & | ^ ~, "
+           f"indexing captured tensors)")
+
+
+# Captured tensors' dtypes: the element type of their memref, and the numpy
+# dtype they are handed over in (16-bit floats widened, 8/16-bit and
+# boolean integers as int32; a boolean element is then compared with 0).
+_CAPTURE_TYPES = {"float32": ("f32", "float32"), "float16": ("f32", "float32"),
+                  "bfloat16": ("f32", "float32"), "float64": ("f32", "float32"),
+                  "int32": ("i32", "int32"), "int64": ("i64", "int64"),
+                  "int16": ("i32", "int32"), "int8": ("i32", "int32"),
+                  "uint8": ("i32", "int32"), "bool": ("i32", "int32")}
+
+
+def _extract(t, tensor, index):
+    """tensor[index] with traced indices: the tensor becomes a capture
+    (once, by identity) and one element of it is read."""
+    dtype = str(tensor.dtype).replace("torch.", "")
+    if dtype not in _CAPTURE_TYPES:
+        t.fail(f"a captured tensor of dtype {dtype} (float, int or bool "
+               f"tensors are captured)")
+    index = index if isinstance(index, tuple) else (index,)
+    if any(i is Ellipsis or i is None or isinstance(i, slice) for i in index):
+        t.fail("a captured tensor is indexed with a slice, None or ...: "
+               "index it down to one element")
+    if len(index) != tensor.dim():
+        t.fail(f"a captured tensor of {tensor.dim()} dimensions is indexed "
+               f"with {len(index)} indices: index it down to one element")
+    for i, size in zip(index, tensor.shape):
+        if not isinstance(i, _Sym) and not 0 <= int(i) < size:
+            t.fail(f"a constant index {int(i)} out of range for a captured "
+                   f"dimension of {size}")
+    if tensor.device.type != "cpu" or tensor.requires_grad:
+        tensor = tensor.detach().cpu()
+    captures = t.captures
+    for position, (captured, _, _) in enumerate(captures):
+        if captured is tensor:
+            break
+    else:
+        element, _ = _CAPTURE_TYPES[dtype]
+        shape = "x".join(str(d) for d in tensor.shape)
+        captures.append((tensor, element,
+                         f"tensor<{shape + 'x' if shape else ''}{element}>"))
+        position = len(captures) - 1
+    _, element, type = captures[position]
+    indices = [t.value(i, _INDEX).name for i in index]
+    value = t.emit(f"tensor.extract %cap{position}[{', '.join(indices)}] : "
+                   f"{type}", element)
+    if dtype == "bool":
+        return value != 0
+    return value
+
+
+_SCORE_ARGS = ("%score: f32", "%b: index", "%h: index", "%q_idx: index",
+               "%kv_idx: index")
+
+
+def _trace(fn, what, leading, result, captures):
+    t = _Trace(what, captures)
+    args = [_Sym(t, arg.split(":")[0], arg.split(": ")[1]) for arg in leading]
+    out = fn(*args)
+    if result == _BOOL and isinstance(out, _Sym) and out.type != _BOOL:
+        t.fail(f"returns a {out.type} value; a mask_mod returns a boolean "
+               f"(key visible)")
+    if type_name(out) == "Tensor":
+        t.fail("returns a tensor, not a traced value (a constant tensor, or "
+               "a computation on a captured tensor that no traced index "
+               "reads)")
+    out = t.value(out, result)
+    return t, out
+
+
+def trace_regions(score_mod=None, mask_mod=None):
+    """The regions' text (to follow fa.attention's types) and the captured
+    tensors (CPU, in the regions' capture order) of FlexAttention's
+    score_mod and mask_mod; ("", []) for neither."""
+    captures = []
+    traced = []
+    if score_mod is not None:
+        if not callable(score_mod):
+            raise CompileError(f"flex_attention: score_mod must be callable, "
+                               f"got {type_name(score_mod)}")
+        traced.append(("score_mod", _trace(score_mod, "score_mod",
+                                           _SCORE_ARGS, _F32, captures)))
+    if mask_mod is not None:
+        if not callable(mask_mod):
+            raise CompileError(f"flex_attention: mask_mod must be callable, "
+                               f"got {type_name(mask_mod)}")
+        traced.append(("mask_mod", _trace(mask_mod, "mask_mod",
+                                          _SCORE_ARGS[1:], _BOOL, captures)))
+    capture_args = "".join(f", %cap{i}: {type}"
+                           for i, (_, _, type) in enumerate(captures))
+    text = []
+    for kind, (t, out) in traced:
+        leading = _SCORE_ARGS if kind == "score_mod" else _SCORE_ARGS[1:]
+        text.append(f"  {kind} {{\n  ^bb0({', '.join(leading)}{capture_args}):"
+                    f"\n" + "\n".join(t.lines) +
+                    ("\n" if t.lines else "") +
+                    f"    fa.yield {out.name} : {out.type}\n  }}")
+    return " ".join(text), [c[0] for c in captures]
+
+
+def flex_attention(query, key, value, score_mod=None, mask_mod=None,
+                   scale=None, enable_gqa=False, return_lse=False):
+    """FlexAttention's call (torch.nn.attention.flex_attention) on the
+    host: query [B, Hq, Nq, D], key [B, Hkv, Nk, D], value [B, Hkv, Nk, Dv]
+    torch tensors on the CPU (computed in float32; the result in query's
+    dtype), score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx,
+    kv_idx) traced into the attention's regions (module docstring). Hq !=
+    Hkv needs enable_gqa=True, as FlexAttention's. A query row that the
+    mask hides entirely gives O = 0 and LSE = -inf. Returns O, or (O, LSE)
+    with return_lse (LSE in natural log, float32)."""
+    import numpy as np
+    import torch
+    from .compiler import _extension, _checked_options
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(x, torch.Tensor):
+            raise CompileError(f"flex_attention: {name} must be a torch "
+                               f"tensor, got {type_name(x)}")
+        if x.dim() != 4:
+            raise CompileError(f"flex_attention: {name} must be 4-D [B, H, "
+                               f"N, D], got {x.dim()}-D")
+        if x.device.type != "cpu":
+            raise CompileError(
+                f"flex_attention: {name} is on {x.device}; score_mod and "
+                f"mask_mod regions run on the host pipeline only for now "
+                f"(regions that fold into causal, a window or a softcap "
+                f"compile for the GPU through compile_module)")
+    if query.shape[1] != key.shape[1] and not enable_gqa:
+        raise CompileError(
+            f"flex_attention: {query.shape[1]} query heads and "
+            f"{key.shape[1]} key/value heads need enable_gqa=True")
+    regions, captures = trace_regions(score_mod, mask_mod)
+    arrays = []
+    for tensor in captures:
+        _, numpy_dtype = _CAPTURE_TYPES[str(tensor.dtype).replace("torch.",
+                                                                  "")]
+        x = tensor.detach().cpu()
+        x = x.float() if numpy_dtype == "float32" else x.to(
+            torch.int32 if numpy_dtype == "int32" else torch.int64)
+        arrays.append(np.ascontiguousarray(x.numpy()))
+    o = _checked_options(scale=scale)
+    out, lse = _extension().run_cpu(
+        *(np.ascontiguousarray(x.detach().float().numpy())
+          for x in (query, key, value)),
+        scale=o["scale"], regions=regions, captures=arrays)
+    out = torch.from_numpy(out).to(query.dtype)
+    return (out, torch.from_numpy(lse)) if return_lse else out
