@@ -17,10 +17,14 @@ What cannot be traced (Python ``if`` / ``and`` / ``or`` on a traced value,
 an unsupported torch function, a numpy array indexed by a traced index) is
 a CompileError naming it.
 
-The attention then runs on the host: fa-cpu-pipeline lowers it (the
-regions, once ``fa-fold-modifications`` has turned those that spell the
-causal mask, a sliding window or a softcap into the built-ins, are inlined
-at each score) and the JIT runs it, as ``flashmlir.run_cpu`` does.
+On CPU tensors the attention runs on the host: fa-cpu-pipeline lowers it
+(the regions, once ``fa-fold-modifications`` has turned those that spell
+the causal mask, a sliding window or a softcap into the built-ins, are
+inlined at each score) and the JIT runs it, as ``flashmlir.run_cpu`` does.
+On CUDA tensors the module is compiled in-process for the GPU
+(``compile_module``, cached by its text; the compiler extension is needed,
+as for ``flashmlir.compile``) where the regions fold into the built-ins;
+other regions have no GPU kernel yet.
 """
 import math
 import struct
@@ -440,12 +444,66 @@ def trace_regions(score_mod=None, mask_mod=None):
     return " ".join(text), [c[0] for c in captures]
 
 
+def flex_module_text(regions, captures, head_dim, value_head_dim, dtype,
+                     scale=None, return_lse=False):
+    """The module compile_module takes for flex_attention on a GPU: one
+    fa.attention on [?, ?, ?, D] tensors of `dtype` (f16 or bf16) with the
+    traced regions, its captures as the function's arguments."""
+    from .compiler import _f32_text
+    t = f"tensor<?x?x?x{head_dim}x{dtype}>"
+    tv = f"tensor<?x?x?x{value_head_dim}x{dtype}>"
+    tl = "tensor<?x?x?xf32>"
+    types = [_CAPTURE_TYPES[str(c.dtype).replace("torch.", "")][0]
+             for c in captures]
+    capture_types = [
+        "tensor<" + "".join(f"{d}x" for d in c.shape) + f"{e}>"
+        for c, e in zip(captures, types)]
+    args = "".join(f", %input{i}: {ct}" for i, ct in enumerate(capture_types))
+    operands = (f" captures({', '.join(f'%input{i}' for i in range(len(captures)))}"
+                f" : {', '.join(capture_types)})" if captures else "")
+    attrs = f" {{scale = {_f32_text(scale)} : f32}}" if scale is not None \
+        else ""
+    results = f"{tv}, {tl}" if return_lse else tv
+    values = "%o, %lse" if return_lse else "%o"
+    return (f"func.func @flex(%q: {t}, %k: {t}, %v: {tv}{args}) -> "
+            f"({results}) {{\n  {values} = fa.attention %q, %k, %v{operands}"
+            f"{attrs} : {t}, {t}, {tv} -> {results}\n{regions}\n"
+            f"  return {values} : {results}\n}}\n")
+
+
+def _flex_on_gpu(query, key, value, regions, captures, scale, return_lse):
+    """flex_attention on CUDA tensors: the module compiled (cached by its
+    text) for the tensors' GPU and launched. Only regions that fold into the
+    built-in masks and softcap have a kernel; the others are a CompileError
+    naming why."""
+    from . import _arch_and_dtype
+    from .compiler import compile_module
+    arch, dtype = _arch_and_dtype(query)
+    if dtype not in ("f16", "bf16"):
+        raise CompileError(f"flex_attention: CUDA tensors must be float16 or "
+                           f"bfloat16, got {query.dtype}")
+    text = flex_module_text(regions, captures, query.shape[-1],
+                            value.shape[-1], dtype, scale, return_lse)
+    try:
+        module = compile_module(text, arch=arch)
+    except CompileError as e:
+        raise CompileError(
+            f"flex_attention: these score_mod/mask_mod regions have no GPU "
+            f"kernel (only those that fold into causal, a sliding window or "
+            f"a softcap do; the host pipeline runs any: pass CPU tensors): "
+            f"{e}") from e
+    out, lse = module.kernel(0)(query, key, value)
+    return (out, lse) if return_lse else out
+
+
 def flex_attention(query, key, value, score_mod=None, mask_mod=None,
                    scale=None, enable_gqa=False, return_lse=False):
-    """FlexAttention's call (torch.nn.attention.flex_attention) on the
-    host: query [B, Hq, Nq, D], key [B, Hkv, Nk, D], value [B, Hkv, Nk, Dv]
-    torch tensors on the CPU (computed in float32; the result in query's
-    dtype), score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx,
+    """FlexAttention's call (torch.nn.attention.flex_attention): query
+    [B, Hq, Nq, D], key [B, Hkv, Nk, D], value [B, Hkv, Nk, Dv] torch
+    tensors. On the CPU (computed in float32; the result in query's dtype)
+    any traced regions run; on a GPU (float16 or bfloat16), the regions that
+    fold into the built-in causal mask, sliding window or softcap run on the
+    compiled kernel, others are a CompileError. score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx,
     kv_idx) traced into the attention's regions (module docstring). Hq !=
     Hkv needs enable_gqa=True, as FlexAttention's. A query row that the
     mask hides entirely gives O = 0 and LSE = -inf. Returns O, or (O, LSE)
@@ -460,17 +518,18 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
         if x.dim() != 4:
             raise CompileError(f"flex_attention: {name} must be 4-D [B, H, "
                                f"N, D], got {x.dim()}-D")
-        if x.device.type != "cpu":
-            raise CompileError(
-                f"flex_attention: {name} is on {x.device}; score_mod and "
-                f"mask_mod regions run on the host pipeline only for now "
-                f"(regions that fold into causal, a window or a softcap "
-                f"compile for the GPU through compile_module)")
+        if x.device != query.device:
+            raise CompileError(f"flex_attention: {name} is on {x.device}, "
+                               f"query on {query.device}")
     if query.shape[1] != key.shape[1] and not enable_gqa:
         raise CompileError(
             f"flex_attention: {query.shape[1]} query heads and "
             f"{key.shape[1]} key/value heads need enable_gqa=True")
     regions, captures = trace_regions(score_mod, mask_mod)
+    if query.is_cuda:
+        o = _checked_options(scale=scale)
+        return _flex_on_gpu(query, key, value, regions, captures, o["scale"],
+                            return_lse)
     arrays = []
     for tensor in captures:
         _, numpy_dtype = _CAPTURE_TYPES[str(tensor.dtype).replace("torch.",

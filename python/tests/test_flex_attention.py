@@ -159,3 +159,31 @@ def test_bad_calls(flashmlir):
         flashmlir.flex_attention(q, k, v, enable_gqa=True, score_mod=3)
     with pytest.raises(flashmlir.CompileError, match="must be 4-D"):
         flashmlir.flex_attention(q[0], k, v, enable_gqa=True)
+
+
+def test_gpu_module_folds_to_builtin_kernels(flashmlir):
+    """The module flex_attention compiles for CUDA tensors: FlexAttention's
+    causal mask and tanh softcap fold into the built-in kernel (metadata:
+    causal, softcap 20); ALiBi does not, and is refused by name."""
+    def softcap(score, b, h, q_idx, kv_idx):
+        return 20 * torch.tanh(score / 20)
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    regions, captures = flashmlir.flex.trace_regions(softcap, causal)
+    text = flashmlir.flex.flex_module_text(regions, captures, 64, 64, "bf16",
+                                           scale=0.125, return_lse=True)
+    module = flashmlir.compile_module(text, arch="sm_90a")
+    (name, meta), = module.launches
+    assert "_causal_" in name and name.endswith("_sc20"), name
+    assert meta["causal"] and meta["softcap"] == 20 and meta["writes_lse"]
+    assert abs(meta["scale"] - 0.125) < 1e-9
+    slopes = torch.ones(4)
+    regions, captures = flashmlir.flex.trace_regions(
+        lambda s, b, h, q, kv: s + slopes[h] * (kv - q), causal)
+    text = flashmlir.flex.flex_module_text(regions, captures, 64, 64, "f16")
+    with pytest.raises(flashmlir.CompileError,
+                       match="score_mod and mask_mod have no GPU kernel"):
+        flashmlir.compile_module(text, arch="sm_90a")
+
