@@ -241,3 +241,30 @@ func.func @wrong_way(%q: tensor<1x2x16x64xf32>) -> tensor<1x2x16x64xf32> {
     }
   return %o : tensor<1x2x16x64xf32>
 }
+
+// The backward takes the same folds: FlexAttention's causal mask and tanh
+// softcap become its attributes (so it reaches the built-in backward), the
+// unread capture is dropped.
+// CHECK-LABEL: func.func @backward
+// CHECK: fa.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : {{.*}}) {causal, softcap = 2.000000e+01 : f32}
+// CHECK-NOT: score_mod
+// CHECK-NOT: mask_mod
+// CHECK: return
+func.func @backward(%q: memref<1x2x40x64xf32>, %lse: memref<1x2x40xf32>, %unused: memref<2xf32>) {
+  fa.attention_backward %q, %q, %q, %q, %lse, %q captures(%unused : memref<2xf32>)
+      outs(%q, %q, %q : memref<1x2x40x64xf32>, memref<1x2x40x64xf32>, memref<1x2x40x64xf32>)
+      : memref<1x2x40x64xf32>, memref<1x2x40x64xf32>, memref<1x2x40x64xf32>, memref<1x2x40x64xf32>, memref<1x2x40xf32>, memref<1x2x40x64xf32>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %u: tensor<2xf32>):
+      %c = arith.constant 20.0 : f32
+      %a = arith.divf %s, %c : f32
+      %t = math.tanh %a : f32
+      %r = arith.mulf %c, %t : f32
+      fa.yield %r : f32
+    } mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %u: tensor<2xf32>):
+      %v = arith.cmpi sle, %j, %i : index
+      fa.yield %v : i1
+    }
+  return
+}

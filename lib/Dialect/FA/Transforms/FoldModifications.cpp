@@ -1,10 +1,10 @@
-//===- FoldModifications.cpp - regions that spell a built-in
-//---------------===//
+//===- FoldModifications.cpp - regions that spell a built-in ------------===//
 //
 // fa-fold-modifications: a score_mod/mask_mod region that computes a
 // built-in (the causal mask, a softcap, nothing at all) becomes the
 // attribute, so that the attention reaches the kernels and block skipping
-// of the built-in. One pattern per form.
+// of the built-in. One pattern per form, for fa.attention and for its
+// backward (which takes the same regions and attributes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +49,10 @@ bool takesBuiltinMask(AttentionOp op) {
          !op.getDiagonalOffset() && !op.getKvLengths() && !op.isPaged() &&
          !op.isVarlen();
 }
+bool takesBuiltinMask(AttentionBackwardOp op) {
+  return !op.getCausal() && !op.getWindow() && !op.getBottomRight() &&
+         !op.getDiagonalOffset() && !op.getCuSeqlensQ();
+}
 
 /// Whether `v` is j <= i (or i >= j) on the mask_mod's query index `i` and
 /// key index `j`.
@@ -65,9 +69,10 @@ bool isKeyAtOrBeforeQuery(Value v, Value i, Value j) {
 }
 
 /// mask_mod { j <= i } -> causal. Block arguments (b, h, i, j, captures).
-struct FoldCausalMaskMod : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AttentionOp op,
+template <typename AttentionOpT>
+struct FoldCausalMaskMod : OpRewritePattern<AttentionOpT> {
+  using OpRewritePattern<AttentionOpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOpT op,
                                 PatternRewriter &rewriter) const override {
     Value visible = yieldedBy(op.getMaskMod());
     if (!visible || !takesBuiltinMask(op))
@@ -87,9 +92,10 @@ struct FoldCausalMaskMod : OpRewritePattern<AttentionOp> {
 /// mask_mod { j <= i and i - j <= w - 1 } (FlexAttention's sliding window:
 /// `q_idx >= kv_idx & q_idx - kv_idx <= W`, or `< W`) -> causal and
 /// window = w: the attribute keeps keys with |i - j| < w.
-struct FoldSlidingWindowMaskMod : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AttentionOp op,
+template <typename AttentionOpT>
+struct FoldSlidingWindowMaskMod : OpRewritePattern<AttentionOpT> {
+  using OpRewritePattern<AttentionOpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOpT op,
                                 PatternRewriter &rewriter) const override {
     Value visible = yieldedBy(op.getMaskMod());
     auto both = visible ? visible.getDefiningOp<arith::AndIOp>() : nullptr;
@@ -128,9 +134,10 @@ struct FoldSlidingWindowMaskMod : OpRewritePattern<AttentionOp> {
 };
 
 /// mask_mod { true } -> no mask_mod.
-struct FoldTrueMaskMod : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AttentionOp op,
+template <typename AttentionOpT>
+struct FoldTrueMaskMod : OpRewritePattern<AttentionOpT> {
+  using OpRewritePattern<AttentionOpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOpT op,
                                 PatternRewriter &rewriter) const override {
     Value visible = yieldedBy(op.getMaskMod());
     if (!visible || !matchPattern(visible, m_One()))
@@ -154,9 +161,10 @@ std::optional<double> positiveConstant(Value v) {
 
 /// score_mod { c * tanh(s / c) } -> softcap = c. Block arguments (s, b, h,
 /// i, j, captures).
-struct FoldSoftcapScoreMod : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AttentionOp op,
+template <typename AttentionOpT>
+struct FoldSoftcapScoreMod : OpRewritePattern<AttentionOpT> {
+  using OpRewritePattern<AttentionOpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOpT op,
                                 PatternRewriter &rewriter) const override {
     Value result = yieldedBy(op.getScoreMod());
     auto outer = result ? result.getDefiningOp<arith::MulFOp>() : nullptr;
@@ -197,9 +205,10 @@ struct FoldSoftcapScoreMod : OpRewritePattern<AttentionOp> {
 };
 
 /// score_mod { s } -> no score_mod.
-struct FoldIdentityScoreMod : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AttentionOp op,
+template <typename AttentionOpT>
+struct FoldIdentityScoreMod : OpRewritePattern<AttentionOpT> {
+  using OpRewritePattern<AttentionOpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOpT op,
                                 PatternRewriter &rewriter) const override {
     Value result = yieldedBy(op.getScoreMod());
     if (!result || result != op.getScoreMod().front().getArgument(0))
@@ -211,9 +220,10 @@ struct FoldIdentityScoreMod : OpRewritePattern<AttentionOp> {
 };
 
 /// Captures with no region left to read them.
-struct DropUnreadCaptures : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AttentionOp op,
+template <typename AttentionOpT>
+struct DropUnreadCaptures : OpRewritePattern<AttentionOpT> {
+  using OpRewritePattern<AttentionOpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOpT op,
                                 PatternRewriter &rewriter) const override {
     if (op.hasModifications() || op.getCaptures().empty())
       return failure();
@@ -222,19 +232,28 @@ struct DropUnreadCaptures : OpRewritePattern<AttentionOp> {
   }
 };
 
+template <typename AttentionOpT> void addPatterns(RewritePatternSet &patterns) {
+  patterns.add<
+      FoldCausalMaskMod<AttentionOpT>, FoldSlidingWindowMaskMod<AttentionOpT>,
+      FoldTrueMaskMod<AttentionOpT>, FoldSoftcapScoreMod<AttentionOpT>,
+      FoldIdentityScoreMod<AttentionOpT>, DropUnreadCaptures<AttentionOpT>>(
+      patterns.getContext());
+}
+
 struct FAFoldModificationsPass
     : fa::impl::FAFoldModificationsBase<FAFoldModificationsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldCausalMaskMod, FoldSlidingWindowMaskMod, FoldTrueMaskMod,
-                 FoldSoftcapScoreMod, FoldIdentityScoreMod, DropUnreadCaptures>(
-        &getContext());
+    addPatterns<AttentionOp>(patterns);
+    addPatterns<AttentionBackwardOp>(patterns);
     // Only the attentions: no other op is touched (nor folded).
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingOps);
     SmallVector<Operation *> attentions;
-    getOperation().walk(
-        [&](AttentionOp op) { attentions.push_back(op.getOperation()); });
+    getOperation().walk([&](Operation *op) {
+      if (isa<AttentionOp, AttentionBackwardOp>(op))
+        attentions.push_back(op);
+    });
     if (attentions.empty())
       return;
     if (failed(

@@ -13,7 +13,9 @@ def FAFoldModifications : Pass<"fa-fold-modifications", "func::FuncOp"> {
     `score_mod { c * tanh(s / c) }`. The loop orders and the CPU path run
     regions, but the GPU kernels do not (yet), and the built-in is cheaper
     everywhere (causal skips whole K/V blocks). One pattern per form, on an
-    `fa.attention` without the attribute already:
+    `fa.attention` or `fa.attention_backward` (the same regions and
+    attributes; its varlen batches keep their regions) without the
+    attribute already:
 
     * `mask_mod` yielding `cmpi sle/ule %j, %i` or `cmpi sge/uge %i, %j`
       (the key at or before the query, top-left, in a sequence's own
