@@ -102,6 +102,9 @@ void mlir::fa::buildCPUPipeline(OpPassManager &pm,
   if (options.polyExp2Degree > 0)
     pm.nest<func::FuncOp>().addPass(createFAPolyExp2(
         FAPolyExp2Options{options.polyExp2Degree, options.polyExp2Period}));
+  // Block sparsity from mask_mod regions, on the loop orders' block loops.
+  if (options.skipMaskedBlocks)
+    pm.nest<func::FuncOp>().addPass(createFASkipMaskedBlocks());
   pm.addPass(createConvertFAToLoops());
   buildLoopsToLLVMPipeline(pm);
 }

@@ -90,8 +90,10 @@ class _Trace:
                           f"needed")
             return self.constant(float(x), _F32)
         if type_name(x) == "Tensor" and x.dim() == 0:
-            self.fail("a 0-d tensor is used as a value: index the captured "
-                      "tensor instead, or use a Python number")
+            # A 0-d tensor (a captured one indexed by constants) is a
+            # capture of its own, read whole.
+            value = _extract(self, x, ())
+            return self.convert(value, type) if type else value
         self.fail(f"cannot trace a value of type {type_name(x)}")
 
     def convert(self, x, type):
@@ -537,7 +539,8 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
         x = tensor.detach().cpu()
         x = x.float() if numpy_dtype == "float32" else x.to(
             torch.int32 if numpy_dtype == "int32" else torch.int64)
-        arrays.append(np.ascontiguousarray(x.numpy()))
+        # np.array, not np.ascontiguousarray: a 0-d capture stays 0-d.
+        arrays.append(np.array(x.numpy(), order="C"))
     o = _checked_options(scale=scale)
     out, lse = _extension().run_cpu(
         *(np.ascontiguousarray(x.detach().float().numpy())

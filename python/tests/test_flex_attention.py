@@ -104,6 +104,14 @@ def test_prefix_lm_block_diagonal_and_clamp(flashmlir):
         return torch.clamp(score * (0.5 + h * 0.25), -3.0, 3.0)
 
     check(flashmlir, q, k, v, temperature, prefix_lm)
+    # The prefix's length from a tensor indexed by a constant: a 0-d
+    # capture, read whole (and no block skipping: it is data).
+    length = torch.tensor([8, 40])
+
+    def prefix_from_data(b, h, q_idx, kv_idx):
+        return (kv_idx < length[0]) | (kv_idx <= q_idx + 32)
+
+    check(flashmlir, q, k, v, temperature, prefix_from_data)
     blocks = torch.arange(65) // 16
 
     def block_diagonal(b, h, q_idx, kv_idx):

@@ -31,6 +31,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "false runs the regions as written, to check the fold "
                      "against them"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> skipMaskedBlocks{
+      *this, "skip-masked-blocks",
+      llvm::cl::desc("Run fa-skip-masked-blocks (the block pairs a mask_mod "
+                     "hides entirely are skipped); false computes every "
+                     "pair, to check the skipping against it"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> ringWorld{
       *this, "ring-world",
       llvm::cl::desc("Run fa-ring-attention over this many ranks (0: no "

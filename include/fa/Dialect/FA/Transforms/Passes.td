@@ -5,6 +5,32 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FASkipMaskedBlocks : Pass<"fa-skip-masked-blocks", "func::FuncOp"> {
+  let summary = "Skip the block pairs a mask_mod hides entirely";
+  let description = [{
+    Block sparsity from a `mask_mod` at tile level: each `fa.score_tile`
+    with a `mask_mod`, in the body of its block loop (a loop order's K/V
+    block or query block loop), gets its block pair tested before the
+    body's first load, and the body runs only where some key may be
+    visible. The test is the region evaluated over the block's index
+    ranges (`i` in `[q0, q0 + rows)`, `j` in `[k0, k0 + cols)`) in interval
+    arithmetic, emitted as IR: `addi`/`subi`, `muli` and `floordivsi`/
+    `divsi`/`divui` by a constant, `minsi`/`maxsi`, casts and `select` on
+    intervals; `cmpi` to "can be true" / "can be false"; `andi`/`ori`/
+    `xori`/`select` on those. Sound: a pair is skipped only if no entry can
+    be visible, and a skipped pair contributes nothing (its P is 0: the
+    forward's state and the backward's gradients are unchanged). A region
+    whose value the intervals cannot bound (it reads a capture: document
+    ids) is left as it is: such masks need a block mask from the data.
+
+    Causal, windowed and prefix-LM masks written as regions, block-diagonal
+    ones (`i // c == j // c`) and their conjunctions are bounded.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def FAFoldModifications : Pass<"fa-fold-modifications", "func::FuncOp"> {
   let summary = "Fold score_mod/mask_mod regions that spell a built-in into its attribute";
   let description = [{
