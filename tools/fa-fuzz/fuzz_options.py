@@ -99,7 +99,8 @@ def fa_run_vector(rng):
     if rng.random() < 0.15:
         opts["--sinks"] = None
     if rng.random() < 0.15:
-        opts["--score-mod"] = pick(rng, ["alibi", "bias"], ["relative", ""],
+        opts["--score-mod"] = pick(rng, ["alibi", "bias", "head-scale", "tanh"],
+                                   ["relative", ""],
                                    0.1)
     if rng.random() < 0.15:
         opts["--mask-mod"] = pick(rng, ["document", "prefix-lm"], ["sliding"],

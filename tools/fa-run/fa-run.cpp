@@ -741,6 +741,14 @@ FailureOr<Spec> specOf(fa::AttentionOp attention, std::string &error) {
     spec.capturesArg = next + (attention.isPaged() ? 1 : 0) +
                        (attention.isVarlen() ? 2 : 0) +
                        (attention.getSinks() ? 1 : 0);
+    // The modifications the op still has: fa-fold-modifications may have
+    // made one of them an attribute (--score-mod tanh is softcap = 2
+    // then), which the reference reads off the op instead.
+    spec.mods = modificationsOfOptions();
+    if (attention.getScoreMod().empty())
+      spec.mods.scoreMod = "none";
+    if (attention.getMaskMod().empty())
+      spec.mods.maskMod = "none";
   }
   const int64_t shapes[4][4] = {
       {spec.batch, spec.hq, spec.nq, spec.d},
@@ -1536,7 +1544,6 @@ std::optional<std::string> makeArguments(Entry &entry,
     return error;
   makeSinks(spec, buffers, rng);
   if (spec.capturesArg) {
-    spec.mods = modificationsOfOptions();
     spec.mods.draw(buffers, *spec.capturesArg, spec.batch, spec.hq, spec.nq,
                    spec.nk, rng);
   }
