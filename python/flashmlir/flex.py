@@ -51,6 +51,7 @@ class _Trace:
     (shared by both regions)."""
 
     def __init__(self, what, captures):
+        self.check_bounds = False
         self.what = what
         self.lines = []
         self.count = 0
@@ -59,11 +60,13 @@ class _Trace:
     def fail(self, message):
         raise CompileError(f"flex_attention: {self.what}: {message}")
 
-    def emit(self, text, type):
+    def emit(self, text, type, bounds=None):
+        """Appends an op; `bounds` is an integer result's range (lo, hi),
+        both included, where the tracer knows it (None: unknown)."""
         self.count += 1
         name = f"%v{self.count}"
         self.lines.append(f"    {name} = {text}")
-        return _Sym(self, name, type)
+        return _Sym(self, name, type, bounds)
 
     def constant(self, value, type):
         if type == _F32:
@@ -71,7 +74,8 @@ class _Trace:
         if type == _BOOL:
             return self.emit(f"arith.constant {'true' if value else 'false'}",
                              type)
-        return self.emit(f"arith.constant {int(value)} : {type}", type)
+        return self.emit(f"arith.constant {int(value)} : {type}", type,
+                         (int(value), int(value)))
 
     def value(self, x, type=None):
         """x as a traced value: a number becomes a constant (of `type`, or
@@ -109,9 +113,11 @@ class _Trace:
         if type in _INTEGERS and x.type in _INTEGERS:
             if _INDEX in (type, x.type):
                 return self.emit(
-                    f"arith.index_cast {x.name} : {x.type} to {type}", type)
+                    f"arith.index_cast {x.name} : {x.type} to {type}", type,
+                    x.bounds)
             op = "extsi" if type == "i64" else "trunci"
-            return self.emit(f"arith.{op} {x.name} : {x.type} to {type}", type)
+            return self.emit(f"arith.{op} {x.name} : {x.type} to {type}", type,
+                             x.bounds)
         self.fail(f"a {x.type} value where a {type} one is needed")
 
     def common(self, a, b):
@@ -147,13 +153,36 @@ _UNARY = {"tanh": "math.tanh", "exp": "math.exp", "exp2": "math.exp2",
           "round": "math.roundeven", "erf": "math.erf"}
 
 
+def _range_of(op, a, b):
+    """The range of integer op `op` on operands of ranges a and b (None:
+    unknown), the bounds the tracer checks captured reads against."""
+    if a is None or b is None:
+        return None
+    if op == "addi":
+        return a[0] + b[0], a[1] + b[1]
+    if op == "subi":
+        return a[0] - b[1], a[1] - b[0]
+    if op == "muli":
+        corners = [x * y for x in a for y in b]
+        return min(corners), max(corners)
+    if op == "floordivsi" and b[0] == b[1] and b[0] > 0:
+        return a[0] // b[0], a[1] // b[0]
+    if op == "maxsi":
+        return max(a[0], b[0]), max(a[1], b[1])
+    if op == "minsi":
+        return min(a[0], b[0]), min(a[1], b[1])
+    return None
+
+
 class _Sym:
-    """A traced SSA value of a score_mod or mask_mod body."""
-    __slots__ = ("trace", "name", "type")
+    """A traced SSA value of a score_mod or mask_mod body; an integer one
+    may know its range (`bounds`, both ends included)."""
+    __slots__ = ("trace", "name", "type", "bounds")
     __hash__ = object.__hash__
 
-    def __init__(self, trace, name, type):
+    def __init__(self, trace, name, type, bounds=None):
         self.trace, self.name, self.type = trace, name, type
+        self.bounds = bounds
 
     # Python control flow cannot depend on a traced value.
     def __bool__(self):
@@ -177,7 +206,8 @@ class _Sym:
         if reverse:
             a, b = b, a
         op = float_op if type == _F32 else int_op
-        return t.emit(f"arith.{op} {a.name}, {b.name} : {type}", type)
+        bounds = None if type == _F32 else _range_of(op, a.bounds, b.bounds)
+        return t.emit(f"arith.{op} {a.name}, {b.name} : {type}", type, bounds)
 
     def __add__(self, o): return self._arith(o, "addf", "addi")
     def __radd__(self, o): return self._arith(o, "addf", "addi", True)
@@ -204,8 +234,11 @@ class _Sym:
 
     def __mod__(self, o):
         # Python's and torch's remainder takes the divisor's sign:
-        # a - floor(a / b) * b.
-        return self - (self // o) * o
+        # a - floor(a / b) * b, in [0, c - 1] for a divisor c > 0.
+        r = self - (self // o) * o
+        if r.type != _F32 and not isinstance(o, _Sym) and int(o) > 0:
+            r.bounds = (0, int(o) - 1)
+        return r
 
     def __neg__(self):
         t = self.trace
@@ -216,8 +249,13 @@ class _Sym:
     def __abs__(self):
         if self.type == _F32:
             return _math("math.absf", self)
+        bounds = None
+        if self.bounds:
+            lo, hi = self.bounds
+            bounds = ((lo, hi) if lo >= 0 else (-hi, -lo) if hi <= 0
+                      else (0, max(-lo, hi)))
         return self.trace.emit(f"math.absi {self.name} : {self.type}",
-                               self.type)
+                               self.type, bounds)
 
     def _compare(self, other, kind):
         t = self.trace
@@ -311,8 +349,12 @@ def _torch_function(func, args, kwargs):
         if type == _BOOL and not all(isinstance(a, _Sym) for a in args[1:]):
             type = _BOOL
         a, b = t.value(args[1], type), t.value(args[2], type)
+        bounds = None
+        if a.bounds and b.bounds:
+            bounds = (min(a.bounds[0], b.bounds[0]),
+                      max(a.bounds[1], b.bounds[1]))
         return t.emit(f"arith.select {c.name}, {a.name}, {b.name} : {type}",
-                      type)
+                      type, bounds)
     if name in _UNARY and len(args) == 1:
         return _math(_UNARY[name], args[0])
     if name in ("abs", "neg", "negative") and len(args) == 1:
@@ -326,7 +368,8 @@ def _torch_function(func, args, kwargs):
             op = "maximumf" if name.startswith("max") else "minimumf"
         else:
             op = "maxsi" if name.startswith("max") else "minsi"
-        return t.emit(f"arith.{op} {a.name}, {b.name} : {type}", type)
+        return t.emit(f"arith.{op} {a.name}, {b.name} : {type}", type,
+                      _range_of(op, a.bounds, b.bounds))
     if name == "clamp" and len(args) in (2, 3):
         x = args[0]
         if args[1] is not None:
@@ -389,9 +432,27 @@ def _extract(t, tensor, index):
                          f"tensor<{shape + 'x' if shape else ''}{element}>"))
         position = len(captures) - 1
     _, element, type = captures[position]
-    indices = [t.value(i, _INDEX).name for i in index]
-    value = t.emit(f"tensor.extract %cap{position}[{', '.join(indices)}] : "
-                   f"{type}", element)
+    indices = [t.value(i, _INDEX) for i in index]
+    if t.check_bounds:
+        # Every read in range, for every (b, h, q_idx, kv_idx) of the call:
+        # the index's range, from the arguments' and the captured integer
+        # values' ranges, within the dimension.
+        for k, (i, size) in enumerate(zip(indices, tensor.shape)):
+            if i.bounds is None:
+                t.fail(f"index {k} of a captured tensor of shape "
+                       f"{list(tensor.shape)} cannot be bounded (an index "
+                       f"computed by an op the tracer has no range for)")
+            if i.bounds[0] < 0 or i.bounds[1] >= size:
+                t.fail(f"index {k} of a captured tensor of shape "
+                       f"{list(tensor.shape)} takes values in "
+                       f"[{i.bounds[0]}, {i.bounds[1]}] for this call's "
+                       f"shapes: out of range")
+    bounds = None
+    if element != _F32 and tensor.numel() > 0:
+        bounds = (int(tensor.min()), int(tensor.max()))
+    value = t.emit(f"tensor.extract %cap{position}"
+                   f"[{', '.join(i.name for i in indices)}] : {type}",
+                   element, bounds)
     if dtype == "bool":
         return value != 0
     return value
@@ -401,9 +462,14 @@ _SCORE_ARGS = ("%score: f32", "%b: index", "%h: index", "%q_idx: index",
                "%kv_idx: index")
 
 
-def _trace(fn, what, leading, result, captures):
+def _trace(fn, what, leading, result, captures, shape):
     t = _Trace(what, captures)
-    args = [_Sym(t, arg.split(":")[0], arg.split(": ")[1]) for arg in leading]
+    # The index arguments' ranges: (B, Hq, Nq, Nk) of the call.
+    t.check_bounds = shape is not None
+    ranges = [None] * (len(leading) - 4) + (
+        [(0, n - 1) for n in shape] if shape else [None] * 4)
+    args = [_Sym(t, arg.split(":")[0], arg.split(": ")[1], r)
+            for arg, r in zip(leading, ranges)]
     out = fn(*args)
     if result == _BOOL and isinstance(out, _Sym) and out.type != _BOOL:
         t.fail(f"returns a {out.type} value; a mask_mod returns a boolean "
@@ -416,10 +482,12 @@ def _trace(fn, what, leading, result, captures):
     return t, out
 
 
-def trace_regions(score_mod=None, mask_mod=None):
+def trace_regions(score_mod=None, mask_mod=None, shape=None):
     """The regions' text (to follow fa.attention's types) and the captured
     tensors (CPU, in the regions' capture order) of FlexAttention's
-    score_mod and mask_mod; ("", []) for neither."""
+    score_mod and mask_mod; ("", []) for neither. With `shape` = (B, Hq,
+    Nq, Nk), every read of a captured tensor is checked in range for those
+    index ranges (a CompileError otherwise)."""
     captures = []
     traced = []
     if score_mod is not None:
@@ -427,13 +495,15 @@ def trace_regions(score_mod=None, mask_mod=None):
             raise CompileError(f"flex_attention: score_mod must be callable, "
                                f"got {type_name(score_mod)}")
         traced.append(("score_mod", _trace(score_mod, "score_mod",
-                                           _SCORE_ARGS, _F32, captures)))
+                                           _SCORE_ARGS, _F32, captures,
+                                           shape)))
     if mask_mod is not None:
         if not callable(mask_mod):
             raise CompileError(f"flex_attention: mask_mod must be callable, "
                                f"got {type_name(mask_mod)}")
         traced.append(("mask_mod", _trace(mask_mod, "mask_mod",
-                                          _SCORE_ARGS[1:], _BOOL, captures)))
+                                          _SCORE_ARGS[1:], _BOOL, captures,
+                                          shape)))
     capture_args = "".join(f", %cap{i}: {type}"
                            for i, (_, _, type) in enumerate(captures))
     text = []
@@ -527,7 +597,9 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
         raise CompileError(
             f"flex_attention: {query.shape[1]} query heads and "
             f"{key.shape[1]} key/value heads need enable_gqa=True")
-    regions, captures = trace_regions(score_mod, mask_mod)
+    regions, captures = trace_regions(
+        score_mod, mask_mod,
+        shape=(query.shape[0], query.shape[1], query.shape[2], key.shape[2]))
     if query.is_cuda:
         o = _checked_options(scale=scale)
         return _flex_on_gpu(query, key, value, regions, captures, o["scale"],

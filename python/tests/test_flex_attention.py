@@ -195,3 +195,38 @@ def test_gpu_module_folds_to_builtin_kernels(flashmlir):
                        match="score_mod and mask_mod have no GPU kernel"):
         flashmlir.compile_module(text, arch="sm_90a")
 
+
+
+def test_captured_reads_are_bounded(flashmlir):
+    """Every read of a captured tensor is checked in range for the call's
+    shapes before anything runs (never a read out of bounds): the index
+    ranges follow the arguments' (b < B, h < Hq, q_idx < Nq, kv_idx < Nk)
+    through the arithmetic, and a captured integer's range is its values'.
+    In range: a relative bias indexed by q - kv + Nk - 1, a table indexed by
+    document ids, a remainder."""
+    q, k, v = inputs(1, 4, 4, 20, 30, 16, 8)
+    rel = torch.randn(20 + 30 - 1)
+
+    def relative(score, b, h, q_idx, kv_idx):
+        return score + rel[q_idx - kv_idx + 29]
+
+    docs = torch.tensor([i // 7 for i in range(30)])
+    per_doc = torch.randn(5)
+
+    def by_document(score, b, h, q_idx, kv_idx):
+        return score + per_doc[docs[kv_idx]] + rel[(q_idx * 3) % 7]
+
+    check(flashmlir, q, k, v, relative)
+    check(flashmlir, q, k, v, by_document)
+    slopes = torch.ones(2)  # 4 heads
+    with pytest.raises(flashmlir.CompileError,
+                       match=r"shape \[2\] takes values in \[0, 3\]"):
+        flashmlir.flex_attention(
+            q, k, v, score_mod=lambda s, b, h, qi, ki: s + slopes[h])
+    with pytest.raises(flashmlir.CompileError, match=r"\[-29, 19\]"):
+        flashmlir.flex_attention(
+            q, k, v, score_mod=lambda s, b, h, qi, ki: s + rel[qi - ki])
+    short = torch.randn(4)  # document ids go up to 4
+    with pytest.raises(flashmlir.CompileError, match=r"takes values in \[0, 4\]"):
+        flashmlir.flex_attention(
+            q, k, v, score_mod=lambda s, b, h, qi, ki: s + short[docs[ki]])
