@@ -582,7 +582,10 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
     with return_lse (LSE in natural log, float32)."""
     import numpy as np
     import torch
+    from . import _flag
     from .compiler import _extension, _checked_options
+    enable_gqa = _flag("flex_attention", "enable_gqa", enable_gqa)
+    return_lse = _flag("flex_attention", "return_lse", return_lse)
     for name, x in (("query", query), ("key", key), ("value", value)):
         if not isinstance(x, torch.Tensor):
             raise CompileError(f"flex_attention: {name} must be a torch "

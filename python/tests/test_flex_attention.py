@@ -230,3 +230,11 @@ def test_captured_reads_are_bounded(flashmlir):
     with pytest.raises(flashmlir.CompileError, match=r"takes values in \[0, 4\]"):
         flashmlir.flex_attention(
             q, k, v, score_mod=lambda s, b, h, qi, ki: s + short[docs[ki]])
+
+
+def test_flags_are_booleans(flashmlir):
+    q, k, v = inputs(1, 2, 2, 4, 4, 16, 9)
+    for name in ("enable_gqa", "return_lse"):
+        with pytest.raises(flashmlir.runtime.KernelArgumentError,
+                           match=f"{name} must be True or False"):
+            flashmlir.flex_attention(q, k, v, **{name: "yes"})

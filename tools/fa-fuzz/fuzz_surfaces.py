@@ -526,10 +526,32 @@ def make_call(rng):
     nq = pick(rng, [1, 7, 16], [0])
     nk = pick(rng, [16, 33, 64], [0, 1])
     api = rng.choice(["flash_attn_func", "flash_attn_with_kvcache",
-                      "flash_attn_varlen_func", "attention"])
+                      "flash_attn_varlen_func", "attention",
+                      "flex_attention"])
     invalid, caches = [], []
     kw = {}
-    if api == "attention":
+    if api == "flex_attention":
+        # On the host (CPU tensors): traced regions, captured tensors of
+        # random sizes (a read that may leave one must be refused before
+        # anything runs), shapes and scales at their edges.
+        args = [tensor(rng, [b, hq, nq, d], dtype),
+                tensor(rng, [b, hkv, nk, d], dtype),
+                tensor(rng, [b, hkv, nk, d], dtype)]
+        table = torch.randn(pick(rng, [hq, 64], [0, 1, 2]))
+        ids = torch.randint(0, pick(rng, [4], [100]), (pick(rng, [64], [3]),))
+        score_mods = [None, lambda s, b, h, q, k: s + table[h],
+                      lambda s, b, h, q, k: s * table[(q + k) % 7],
+                      lambda s, b, h, q, k: torch.tanh(s / 3.0) * 3.0,
+                      lambda s, b, h, q, k: s + table[ids[k]],
+                      lambda s, b, h, q, k: torch.where(q >= k, s, -s)]
+        mask_mods = [None, lambda b, h, q, k: q >= k,
+                     lambda b, h, q, k: ids[q] == ids[k],
+                     lambda b, h, q, k: (k < 5) | (q // 4 == k // 4)]
+        kw = dict(score_mod=rng.choice(score_mods),
+                  mask_mod=rng.choice(mask_mods), scale=scale(rng),
+                  enable_gqa=pick(rng, [True], [False, "yes"]))
+        checks = (("scale", bad_scale), ("enable_gqa", bad_flag))
+    elif api == "attention":
         args = [tensor(rng, [b, hq, nq, d], dtype),
                 tensor(rng, [b, hkv, nk, d], dtype),
                 tensor(rng, [b, hkv, nk, d], dtype)]
