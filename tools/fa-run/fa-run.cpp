@@ -53,6 +53,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -1654,6 +1655,10 @@ compareWithUnraised(ModuleOp unraised, const Entry &entry,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // The compiled code's cf.assert messages (a capture read out of bounds)
+  // go to C's stdout just before it aborts: unbuffered, they are not lost
+  // when stdout is a pipe.
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
   cl::HideUnrelatedOptions(toolOptions);
   fa::setToolVersionPrinter("fa-run");
   cl::ParseCommandLineOptions(argc, argv,

@@ -16,6 +16,7 @@ def ConvertFAToLoops : Pass<"convert-fa-to-loops"> {
     execute and check every algorithm variant without a GPU.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::cf::ControlFlowDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",

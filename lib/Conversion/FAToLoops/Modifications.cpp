@@ -6,9 +6,11 @@
 #include "fa/Dialect/FA/IR/ScoreModDerivative.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -35,6 +37,22 @@ static Value inlineBody(OpBuilder &b, Region &region, ValueRange leading,
         SmallVector<Value> indices;
         for (Value index : extract.getIndices())
           indices.push_back(map.lookup(index));
+        // A read past the capture's bounds stops the program with a message
+        // rather than reading other memory (an unsigned compare: a negative
+        // index is a huge one).
+        Location loc = op.getLoc();
+        Value inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
+        for (auto [d, index] : llvm::enumerate(indices))
+          inBounds = b.createOrFold<arith::AndIOp>(
+              loc, inBounds,
+              arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::ult, index,
+                  b.createOrFold<memref::DimOp>(loc, memref, d)));
+        if (!matchPattern(inBounds, m_One()))
+          cf::AssertOp::create(
+              b, loc, inBounds,
+              "fa: a score_mod or mask_mod reads a captured tensor out of its "
+              "bounds");
         map.map(extract.getResult(),
                 memref::LoadOp::create(b, op.getLoc(), memref, indices)
                     .getResult());
