@@ -34,6 +34,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <pybind11/numpy.h>
@@ -41,6 +42,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <list>
 #include <mutex>
 
 namespace py = pybind11;
@@ -290,6 +292,42 @@ struct FP8Request {
   double probsScale = 256.0;
 };
 
+/// run_cpu's JIT-compiled functions by module text and pipeline options,
+/// the most recent kMaxEntries: a repeated call (flex_attention in a loop,
+/// the same shapes and regions) runs without compiling again.
+class HostFunctionCache {
+public:
+  struct Entry {
+    std::shared_ptr<ExecutionEngine> engine;
+    void *function;
+  };
+  std::optional<Entry> lookup(const std::string &key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto it = entries.begin(); it != entries.end(); ++it)
+      if (it->first == key) {
+        entries.splice(entries.begin(), entries, it);
+        return it->second;
+      }
+    return std::nullopt;
+  }
+  void insert(const std::string &key, Entry entry) {
+    std::lock_guard<std::mutex> lock(mutex);
+    entries.emplace_front(key, std::move(entry));
+    if (entries.size() > kMaxEntries)
+      entries.pop_back();
+  }
+
+private:
+  static constexpr size_t kMaxEntries = 32;
+  std::mutex mutex;
+  std::list<std::pair<std::string, Entry>> entries; // most recent first
+};
+
+HostFunctionCache &hostFunctions() {
+  static HostFunctionCache cache;
+  return cache;
+}
+
 /// score_mod / mask_mod regions for run_cpu (flashmlir.flex_attention
 /// traces them): their text, to follow the op's types, and the captured
 /// arrays (f32, i32 or i64, C-contiguous), whose tensor types the regions'
@@ -413,11 +451,23 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
   options.probsScale = fp8.probsScale;
 
   // Parse, lower and JIT under the context lock (the IR is destroyed before
-  // it is released); run the kernel outside it.
+  // it is released), unless this module and these options were compiled
+  // before; run the kernel outside it.
+  std::string key;
+  llvm::raw_string_ostream keyStream(key);
+  keyStream << text << "\n"
+            << loopOrder << " " << blockR << " " << blockC << " " << sramBudget
+            << " " << fp8.quantize << " " << fp8.incoherent << " "
+            << fp8.hadamardSeed << " " << llvm::format("%a", fp8.probsScale);
   std::string errors;
-  std::unique_ptr<ExecutionEngine> engine;
+  std::shared_ptr<ExecutionEngine> engine;
   void *fn = nullptr;
-  {
+  if (std::optional<HostFunctionCache::Entry> cached =
+          hostFunctions().lookup(key)) {
+    engine = cached->engine;
+    fn = cached->function;
+  }
+  if (!fn) {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(contextLock());
     MLIRContext &ctx = context();
@@ -454,6 +504,7 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
       }
       fn = reinterpret_cast<void *>(*found);
       engine = std::move(*created);
+      hostFunctions().insert(key, {engine, fn});
     }();
     errors = std::move(diagnostics.text);
   }
