@@ -22,7 +22,8 @@ using namespace mlir::fa;
 void mlir::fa::buildLoopsToLLVMPipeline(OpPassManager &pm) {
   // Everything below is upstream MLIR. bf16 conversions are expanded to
   // integer ops so the JIT needs no soft-float runtime for them.
-  // e4m3 casts become integer code (LLVM has no f8 type).
+  // e4m3 casts become integer code (LLVM has no f8 type). Math ops LLVM
+  // has no intrinsic for (erf, atan, ... in a score_mod) call libm.
   static constexpr const char *kTail = "convert-linalg-to-loops,"
                                        "fa-expand-fp8-casts,"
                                        "func.func(scf-forall-to-parallel),"
@@ -34,6 +35,7 @@ void mlir::fa::buildLoopsToLLVMPipeline(OpPassManager &pm) {
                                        "arith-expand{include-bf16},"
                                        "finalize-memref-to-llvm,"
                                        "convert-math-to-llvm,"
+                                       "convert-math-to-libm,"
                                        "convert-arith-to-llvm,"
                                        "convert-index-to-llvm,"
                                        "convert-cf-to-llvm,"

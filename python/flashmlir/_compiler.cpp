@@ -34,6 +34,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -328,6 +329,83 @@ HostFunctionCache &hostFunctions() {
   return cache;
 }
 
+/// The JIT-compiled `symbol` of the module `text` lowered by
+/// fa-cpu-pipeline with `options` (`optionsKey` spells them for the cache):
+/// from the cache, or parsed, lowered and compiled under the context lock
+/// (the IR destroyed before it is released). A CompileError otherwise.
+HostFunctionCache::Entry hostFunction(const std::string &text,
+                                      const std::string &optionsKey,
+                                      const fa::CPUPipelineOptions &options,
+                                      const std::string &symbol) {
+  std::string key = text + "\n" + optionsKey + "\n" + symbol;
+  if (std::optional<HostFunctionCache::Entry> cached =
+          hostFunctions().lookup(key))
+    return *cached;
+  std::string errors;
+  std::optional<HostFunctionCache::Entry> compiled;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(contextLock());
+    MLIRContext &ctx = context();
+    Diagnostics diagnostics(ctx);
+    [&] {
+      OwningOpRef<ModuleOp> module =
+          parseSourceString<ModuleOp>(text, &ctx, "flashmlir.run_cpu");
+      if (!module)
+        return;
+      PassManager pm(&ctx);
+      fa::buildCPUPipeline(pm, options);
+      if (failed(pm.run(*module)))
+        return;
+      static std::once_flag targets;
+      std::call_once(targets, [] {
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+      });
+      std::function<llvm::Error(llvm::Module *)> optimize =
+          makeOptimizingTransformer(2, 0, nullptr);
+      ExecutionEngineOptions engineOptions;
+      engineOptions.transformer = optimize;
+      auto created = ExecutionEngine::create(*module, engineOptions);
+      if (!created) {
+        diagnostics.text += llvm::toString(created.takeError());
+        return;
+      }
+      // The packed form (_mlir__mlir_ciface_<symbol>): one void ** of
+      // argument addresses, whatever their number.
+      auto found = (*created)->lookupPacked("_mlir_ciface_" + symbol);
+      if (!found) {
+        diagnostics.text += llvm::toString(found.takeError());
+        return;
+      }
+      compiled = HostFunctionCache::Entry{std::move(*created),
+                                          reinterpret_cast<void *>(*found)};
+    }();
+    errors = std::move(diagnostics.text);
+  }
+  if (!compiled)
+    raiseCompileError(errors);
+  hostFunctions().insert(key, *compiled);
+  return *compiled;
+}
+
+/// A memref descriptor of a C-contiguous array: {allocated, aligned,
+/// offset, sizes, strides} in 64-bit words (pointers are 64-bit on every
+/// host the JIT targets).
+std::vector<int64_t> descriptorWords(py::array &a) {
+  auto data = reinterpret_cast<int64_t>(a.mutable_data());
+  std::vector<int64_t> words = {data, data, 0};
+  std::vector<int64_t> strides(a.ndim());
+  int64_t stride = 1;
+  for (py::ssize_t i = a.ndim() - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= a.shape(i);
+  }
+  words.insert(words.end(), a.shape(), a.shape() + a.ndim());
+  words.insert(words.end(), strides.begin(), strides.end());
+  return words;
+}
+
 /// score_mod / mask_mod regions for run_cpu (flashmlir.flex_attention
 /// traces them): their text, to follow the op's types, and the captured
 /// arrays (f32, i32 or i64, C-contiguous), whose tensor types the regions'
@@ -350,6 +428,56 @@ std::string captureElementType(const py::array &a, size_t index) {
                         py::str(a.dtype()).cast<std::string>());
 }
 
+/// run_cpu's `regions` and `captures` keywords, checked.
+RegionRequest regionRequest(const std::string &text, py::list captures) {
+  RegionRequest regions;
+  regions.text = text;
+  for (py::handle c : captures) {
+    py::array a = py::array::ensure(c);
+    if (!a)
+      throw py::value_error("captures: expected arrays");
+    regions.captures.push_back(a);
+  }
+  if (!regions.captures.empty() && regions.text.empty())
+    throw py::value_error("captures are read by score_mod / mask_mod "
+                          "regions: give their text too");
+  return regions;
+}
+
+/// The captures as the function's last arguments (", %c0: memref<...>")
+/// and as the op's operands ("captures(%c0 : memref<...>) ").
+std::pair<std::string, std::string> captureText(const RegionRequest &regions) {
+  std::string args, operands, types;
+  for (size_t i = 0; i < regions.captures.size(); ++i) {
+    const py::array &a = regions.captures[i];
+    if (!(a.flags() & py::array::c_style))
+      throw py::value_error("captures[" + std::to_string(i) +
+                            "]: expected a C-contiguous array");
+    std::string type =
+        memrefType(std::vector<int64_t>(a.shape(), a.shape() + a.ndim()),
+                   captureElementType(a, i));
+    std::string name = "%c" + std::to_string(i);
+    args += ", " + name + ": " + type;
+    operands += (i ? ", " : "") + name;
+    types += (i ? ", " : "") + type;
+  }
+  if (!operands.empty())
+    operands = "captures(" + operands + " : " + types + ") ";
+  return {args, operands};
+}
+
+/// The `scale = ... : f32` attribute of a scale keyword (None: none):
+/// checked as given (a double), then written as the f32 it becomes, in text
+/// that parses back to that very f32.
+std::string scaleAttribute(py::object scale) {
+  if (scale.is_none())
+    return "";
+  double s = scale.cast<double>();
+  if (std::optional<std::string> error = fa::checkScale(s))
+    raiseCompileError(*error);
+  return "scale = " + fa::formatF32(static_cast<float>(s)) + " : f32";
+}
+
 /// Lowers fa.attention on the given shapes with fa-cpu-pipeline, JIT
 /// compiles it with MLIR's ExecutionEngine and runs it on the arrays (f32,
 /// or e4m3 codes with their descales).
@@ -369,15 +497,8 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     if (std::optional<std::string> error = fa::checkHeadDim("head dim", d))
       raiseCompileError(*error);
   std::string attrs = causal ? "causal" : "";
-  if (!scale.is_none()) {
-    // Checked as given (a double), then written as the f32 attribute it
-    // becomes, in text that parses back to that very f32.
-    double s = scale.cast<double>();
-    if (std::optional<std::string> error = fa::checkScale(s))
-      raiseCompileError(*error);
-    attrs += std::string(attrs.empty() ? "" : ", ") +
-             "scale = " + fa::formatF32(static_cast<float>(s)) + " : f32";
-  }
+  if (std::string scaleAttr = scaleAttribute(scale); !scaleAttr.empty())
+    attrs += std::string(attrs.empty() ? "" : ", ") + scaleAttr;
   // e4m3: the descales (rank 0, per tensor) after the outputs, as the op's
   // operands are.
   std::string descaleArgs, descaleOperands;
@@ -404,23 +525,7 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     sinkOperands = "sinks(%s : " + type + ") ";
   }
   // Captures of the regions: the last arguments, the op's last operands.
-  std::string captureArgs, captureOperands, captureTypes;
-  for (size_t i = 0; i < regions.captures.size(); ++i) {
-    const py::array &a = regions.captures[i];
-    if (!(a.flags() & py::array::c_style))
-      throw py::value_error("captures[" + std::to_string(i) +
-                            "]: expected a C-contiguous array");
-    std::string type =
-        memrefType(std::vector<int64_t>(a.shape(), a.shape() + a.ndim()),
-                   captureElementType(a, i));
-    std::string name = "%c" + std::to_string(i);
-    captureArgs += ", " + name + ": " + type;
-    captureOperands += (i ? ", " : "") + name;
-    captureTypes += (i ? ", " : "") + type;
-  }
-  if (!captureOperands.empty())
-    captureOperands =
-        "captures(" + captureOperands + " : " + captureTypes + ") ";
+  auto [captureArgs, captureOperands] = captureText(regions);
   std::string text =
       "func.func @attention(%q: " + memrefType(qs, in) +
       ", %k: " + memrefType(ks, in) + ", %v: " + memrefType(vs, in) +
@@ -450,66 +555,17 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
   options.hadamardSeed = fp8.hadamardSeed;
   options.probsScale = fp8.probsScale;
 
-  // Parse, lower and JIT under the context lock (the IR is destroyed before
-  // it is released), unless this module and these options were compiled
-  // before; run the kernel outside it.
+  // Parse, lower and JIT (or find it compiled before); run it outside the
+  // context lock.
   std::string key;
   llvm::raw_string_ostream keyStream(key);
-  keyStream << text << "\n"
-            << loopOrder << " " << blockR << " " << blockC << " " << sramBudget
+  keyStream << loopOrder << " " << blockR << " " << blockC << " " << sramBudget
             << " " << fp8.quantize << " " << fp8.incoherent << " "
             << fp8.hadamardSeed << " " << llvm::format("%a", fp8.probsScale);
-  std::string errors;
-  std::shared_ptr<ExecutionEngine> engine;
-  void *fn = nullptr;
-  if (std::optional<HostFunctionCache::Entry> cached =
-          hostFunctions().lookup(key)) {
-    engine = cached->engine;
-    fn = cached->function;
-  }
-  if (!fn) {
-    py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(contextLock());
-    MLIRContext &ctx = context();
-    Diagnostics diagnostics(ctx);
-    [&] {
-      OwningOpRef<ModuleOp> module =
-          parseSourceString<ModuleOp>(text, &ctx, "flashmlir.run_cpu");
-      if (!module)
-        return;
-      PassManager pm(&ctx);
-      fa::buildCPUPipeline(pm, options);
-      if (failed(pm.run(*module)))
-        return;
-      static std::once_flag targets;
-      std::call_once(targets, [] {
-        llvm::InitializeNativeTarget();
-        llvm::InitializeNativeTargetAsmPrinter();
-      });
-      std::function<llvm::Error(llvm::Module *)> optimize =
-          makeOptimizingTransformer(2, 0, nullptr);
-      ExecutionEngineOptions engineOptions;
-      engineOptions.transformer = optimize;
-      auto created = ExecutionEngine::create(*module, engineOptions);
-      if (!created) {
-        diagnostics.text += llvm::toString(created.takeError());
-        return;
-      }
-      // The packed form (_mlir__mlir_ciface_attention): one void ** of
-      // argument addresses, whatever their number.
-      auto found = (*created)->lookupPacked("_mlir_ciface_attention");
-      if (!found) {
-        diagnostics.text += llvm::toString(found.takeError());
-        return;
-      }
-      fn = reinterpret_cast<void *>(*found);
-      engine = std::move(*created);
-      hostFunctions().insert(key, {engine, fn});
-    }();
-    errors = std::move(diagnostics.text);
-  }
-  if (!fn)
-    raiseCompileError(errors);
+  HostFunctionCache::Entry compiled =
+      hostFunction(text, key, options, "attention");
+  void *fn = compiled.function;
+
   F32Array out(os), lse(ls);
   auto descriptor = [](void *data, const std::vector<int64_t> &shape) {
     StridedMemRefType<char, 4> d{
@@ -543,22 +599,10 @@ py::tuple runCpuImpl(py::array q, py::array k, py::array v, bool causal,
     descriptors.insert(descriptors.end(), {&dd[0], &dd[1], &dd[2]});
   if (sinks)
     descriptors.push_back(&ds);
-  // A capture's descriptor: {allocated, aligned, offset, sizes, strides}
-  // in 64-bit words (pointers are 64-bit on every host the JIT targets).
+  // The captures' descriptors.
   std::vector<std::vector<int64_t>> captureDescriptors;
-  for (py::array &a : regions.captures) {
-    auto data = reinterpret_cast<int64_t>(a.mutable_data());
-    std::vector<int64_t> words = {data, data, 0};
-    std::vector<int64_t> strides(a.ndim());
-    int64_t stride = 1;
-    for (py::ssize_t i = a.ndim() - 1; i >= 0; --i) {
-      strides[i] = stride;
-      stride *= a.shape(i);
-    }
-    words.insert(words.end(), a.shape(), a.shape() + a.ndim());
-    words.insert(words.end(), strides.begin(), strides.end());
-    captureDescriptors.push_back(std::move(words));
-  }
+  for (py::array &a : regions.captures)
+    captureDescriptors.push_back(descriptorWords(a));
   for (std::vector<int64_t> &words : captureDescriptors)
     descriptors.push_back(words.data());
   std::vector<void *> packed;
@@ -578,17 +622,7 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
                  py::object fp8, bool incoherent, uint64_t hadamardSeed,
                  double probsScale, py::object sinks,
                  const std::string &regionText, py::list captures) {
-  RegionRequest regions;
-  regions.text = regionText;
-  for (py::handle c : captures) {
-    py::array a = py::array::ensure(c);
-    if (!a)
-      throw py::value_error("captures: expected arrays");
-    regions.captures.push_back(a);
-  }
-  if (!regions.captures.empty() && regions.text.empty())
-    throw py::value_error("captures are read by score_mod / mask_mod "
-                          "regions: give their text too");
+  RegionRequest regions = regionRequest(regionText, captures);
   FP8Request request;
   std::optional<StringRef> elt = fa::mlirElementTypeName(dtype);
   if (!elt || (*elt != "f32" && *elt != "f8E4M3FN"))
@@ -635,6 +669,62 @@ py::tuple runCpu(py::array q, py::array k, py::array v, bool causal,
   return runCpuImpl(F32Array::ensure(q), F32Array::ensure(k),
                     F32Array::ensure(v), causal, scale, loopOrder, blockR,
                     blockC, sramBudget, request, sinks, regions);
+}
+
+/// fa.attention_backward on the host (the backward of flex_attention's
+/// forward): q, k, v, the forward's o and lse (natural log) and the
+/// gradient `dout` of O, float32 [B, H, N, D] ([B, Hq, Nq] for lse), with
+/// the forward's scale and regions; returns (dq, dk, dv) in float32.
+py::tuple runCpuBackward(F32Array q, F32Array k, F32Array v, F32Array o,
+                         F32Array lse, F32Array dout, py::object scale,
+                         const std::string &regionText, py::list captures) {
+  const std::pair<const char *, F32Array *> arrays[] = {
+      {"q", &q}, {"k", &k},     {"v", &v},
+      {"o", &o}, {"lse", &lse}, {"dout", &dout}};
+  std::vector<std::string> types;
+  for (auto [name, a] : arrays) {
+    int rank = a == &lse ? 3 : 4;
+    if (a->ndim() != rank)
+      throw py::value_error(std::string(name) + " must be " +
+                            std::to_string(rank) + "-D, got " +
+                            std::to_string(a->ndim()) + "-D");
+    types.push_back(
+        memrefType(std::vector<int64_t>(a->shape(), a->shape() + rank)));
+  }
+  RegionRequest regions = regionRequest(regionText, captures);
+  auto [captureArgs, captureOperands] = captureText(regions);
+  std::string attrs = scaleAttribute(scale);
+  std::string text =
+      "func.func @backward(%q: " + types[0] + ", %k: " + types[1] +
+      ", %v: " + types[2] + ", %o: " + types[3] + ", %l: " + types[4] +
+      ", %do: " + types[5] + ", %dq: " + types[0] + ", %dk: " + types[1] +
+      ", %dv: " + types[2] + captureArgs +
+      ") attributes {llvm.emit_c_interface} {\n  fa.attention_backward %q, "
+      "%k, %v, %o, %l, %do " +
+      captureOperands + "outs(%dq, %dk, %dv : " + types[0] + ", " + types[1] +
+      ", " + types[2] + ")" + (attrs.empty() ? "" : " {" + attrs + "}") +
+      " : " + llvm::join(types, ", ") + "\n" + regions.text + "\n  return\n}\n";
+  HostFunctionCache::Entry compiled =
+      hostFunction(text, "fa2", fa::CPUPipelineOptions(), "backward");
+  auto shapeOf = [](F32Array &a) {
+    return std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim());
+  };
+  F32Array dq(shapeOf(q)), dk(shapeOf(k)), dv(shapeOf(v));
+  std::vector<py::array> args = {q, k, v, o, lse, dout, dq, dk, dv};
+  args.insert(args.end(), regions.captures.begin(), regions.captures.end());
+  std::vector<std::vector<int64_t>> words;
+  for (py::array &a : args)
+    words.push_back(descriptorWords(a));
+  std::vector<void *> descriptors, packed;
+  for (std::vector<int64_t> &w : words)
+    descriptors.push_back(w.data());
+  for (void *&d : descriptors)
+    packed.push_back(&d);
+  {
+    py::gil_scoped_release release;
+    reinterpret_cast<void (*)(void **)>(compiled.function)(packed.data());
+  }
+  return py::make_tuple(dq, dk, dv);
 }
 
 } // namespace
@@ -757,6 +847,10 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("fp8") = py::none(), py::arg("incoherent") = false,
         py::arg("hadamard_seed") = 0, py::arg("probs_scale") = 256.0,
         py::arg("sinks") = py::none(), py::arg("regions") = "",
+        py::arg("captures") = py::list());
+  m.def("run_cpu_backward", &runCpuBackward, py::arg("q"), py::arg("k"),
+        py::arg("v"), py::arg("o"), py::arg("lse"), py::arg("dout"),
+        py::arg("scale") = py::none(), py::arg("regions") = "",
         py::arg("captures") = py::list());
   m.def("to_e4m3", &toE4M3, py::arg("x"));
   m.def("from_e4m3", &fromE4M3, py::arg("codes"));

@@ -579,7 +579,10 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
     kv_idx) traced into the attention's regions (module docstring). Hq !=
     Hkv needs enable_gqa=True, as FlexAttention's. A query row that the
     mask hides entirely gives O = 0 and LSE = -inf. Returns O, or (O, LSE)
-    with return_lse (LSE in natural log, float32)."""
+    with return_lse (LSE in natural log, float32). On the CPU it is
+    differentiable with respect to query, key and value (the backward of
+    the same regions on the host); captured tensors and the LSE get no
+    gradient."""
     import numpy as np
     import torch
     from . import _flag
@@ -617,9 +620,60 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
         # np.array, not np.ascontiguousarray: a 0-d capture stays 0-d.
         arrays.append(np.array(x.numpy(), order="C"))
     o = _checked_options(scale=scale)
-    out, lse = _extension().run_cpu(
-        *(np.ascontiguousarray(x.detach().float().numpy())
-          for x in (query, key, value)),
-        scale=o["scale"], regions=regions, captures=arrays)
-    out = torch.from_numpy(out).to(query.dtype)
-    return (out, torch.from_numpy(lse)) if return_lse else out
+    out, lse = _FlexAttentionFunction.apply(query, key, value, regions,
+                                            arrays, o["scale"])
+    return (out, lse) if return_lse else out
+
+
+def _host_arrays(*tensors):
+    import numpy as np
+    return [np.ascontiguousarray(x.detach().float().numpy()) for x in tensors]
+
+
+def _autograd_function():
+    """flex_attention on the host as a torch.autograd.Function: the forward
+    runs fa.attention with the traced regions, the backward
+    fa.attention_backward with the same ones (the score_mod's derivative
+    taken from its body: docs/dialect.md); captured tensors get no
+    gradient, nor does the LSE."""
+    import torch
+    from .compiler import _extension
+
+    class FlexAttentionFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, query, key, value, regions, captures, scale):
+            out, lse = _extension().run_cpu(
+                *_host_arrays(query, key, value), scale=scale,
+                regions=regions, captures=captures)
+            out, lse = torch.from_numpy(out), torch.from_numpy(lse)
+            ctx.save_for_backward(query, key, value, out, lse)
+            ctx.regions, ctx.captures, ctx.scale = regions, captures, scale
+            ctx.mark_non_differentiable(lse)
+            return out.to(query.dtype), lse
+
+        @staticmethod
+        def backward(ctx, grad_out, grad_lse):
+            query, key, value, out, lse = ctx.saved_tensors
+            dq, dk, dv = _extension().run_cpu_backward(
+                *_host_arrays(query, key, value, out, lse, grad_out),
+                scale=ctx.scale, regions=ctx.regions,
+                captures=ctx.captures)
+            return (torch.from_numpy(dq).to(query.dtype),
+                    torch.from_numpy(dk).to(key.dtype),
+                    torch.from_numpy(dv).to(value.dtype), None, None, None)
+
+    return FlexAttentionFunction
+
+
+class _LazyFunction:
+    """The autograd Function, made on first use (flashmlir imports without
+    torch)."""
+    _function = None
+
+    def apply(self, *args):
+        if _LazyFunction._function is None:
+            _LazyFunction._function = _autograd_function()
+        return _LazyFunction._function.apply(*args)
+
+
+_FlexAttentionFunction = _LazyFunction()
