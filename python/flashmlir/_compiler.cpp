@@ -325,8 +325,11 @@ private:
 };
 
 HostFunctionCache &hostFunctions() {
-  static HostFunctionCache cache;
-  return cache;
+  // Never destroyed: its engines' code and LLVM's state must outlive every
+  // other static at the interpreter's exit (destroying an engine after them
+  // crashed).
+  static HostFunctionCache *cache = new HostFunctionCache;
+  return *cache;
 }
 
 /// The JIT-compiled `symbol` of the module `text` lowered by

@@ -328,3 +328,20 @@ def test_gradients_of_a_score_mod_without_a_derivative_rule(flashmlir):
                        match="'math.erf' op in score_mod has no derivative "
                              "rule"):
         out.sum().backward()
+
+
+def test_interpreter_exits_cleanly_after_flex_attention(flashmlir, build_dir):
+    """The compiled functions run_cpu keeps are never destroyed at exit
+    (destroying their engines after LLVM's statics crashed the interpreter
+    once the script had finished)."""
+    import subprocess
+    import sys
+    code = ("import torch, flashmlir; q = torch.randn(1, 2, 8, 16); "
+            "print(flashmlir.flex_attention(q, q, q, mask_mod=lambda b, h, "
+            "i, j: i >= j).shape)")
+    env = dict(__import__("os").environ, FLASHMLIR_BUILD_DIR=str(build_dir),
+               PYTHONPATH=str(build_dir.parent / "python"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "torch.Size([1, 2, 8, 16])" in proc.stdout

@@ -14,7 +14,13 @@
 // CHECK: scf.if %{{.*}} {
 // CHECK-NEXT: linalg.copy
 // CHECK: linalg.copy
-// CHECK: fa.score_tile
+// A pair the mask keeps whole (it cannot be false there: every key below 8,
+// or the block entirely at or below the diagonal) takes the tile without
+// the mask_mod.
+// CHECK: scf.if %{{.*}} {
+// CHECK-NEXT: fa.score_tile {{.*}} coordinates({{.*}}) {{.*}} mask_mod {
+// CHECK: } else {
+// CHECK-NEXT: fa.score_tile %{{[^ ]*}}, %{{[^ ]*}} -> %{{[^ ]*}} at [%{{[^,]*}}, %{{[^]]*}}] {scale = 2.500000e-01 : f32} : memref<?x16xf32, strided<[16, 1]>>, memref<?x16xf32, strided<[16, 1]>> -> memref<16x16xf32>{{$}}
 // CHECK: fa.softmax_update
 // CHECK: fa.rescale
 // CHECK: fa.pv_accumulate
@@ -85,7 +91,11 @@ func.func @documents_from_data(%q: memref<1x2x70x16xf32>, %o: memref<1x2x70x16xf
 // CHECK: scf.for
 // CHECK: %[[VISIBLE:.*]] = arith.cmpi sle
 // CHECK: scf.if %[[VISIBLE]] {
+// CHECK: fa.score_tile {{.*}} mask_mod {
+// CHECK: } else {
 // CHECK-NEXT: fa.score_tile
+// CHECK-NOT: mask_mod
+// CHECK: fa.recompute_probs
 // CHECK: fa.grad_queries
 // CHECK: }
 func.func @backward_causal(%q: memref<1x2x70x16xf32>, %lse: memref<1x2x70xf32>) {

@@ -45,10 +45,10 @@ class IntervalEvaluator {
 public:
   IntervalEvaluator(OpBuilder &b, Location loc) : b(b), loc(loc) {}
 
-  /// Whether `maskMod` can be true somewhere in `b` x `h` x [iLo, iHi] x
-  /// [jLo, jHi] (null where the body cannot be bounded).
-  Value mayBeVisible(Region &maskMod, Range batch, Range head, Range query,
-                     Range key);
+  /// Whether `maskMod` can be true and can be false somewhere in `b` x `h`
+  /// x [iLo, iHi] x [jLo, jHi] (null where the body cannot be bounded).
+  std::optional<Truth> evaluate(Region &maskMod, Range batch, Range head,
+                                Range query, Range key);
 
 private:
   void visit(Operation &op);
@@ -256,8 +256,9 @@ void IntervalEvaluator::visit(Operation &op) {
                       make<arith::MaxSIOp>(x->hi, y->hi)};
 }
 
-Value IntervalEvaluator::mayBeVisible(Region &maskMod, Range batch,
-                                      Range head, Range query, Range key) {
+std::optional<Truth> IntervalEvaluator::evaluate(Region &maskMod, Range batch,
+                                                 Range head, Range query,
+                                                 Range key) {
   Block &body = maskMod.front();
   Range leading[] = {batch, head, query, key};
   for (auto [arg, r] : llvm::zip(body.getArguments().take_front(4), leading))
@@ -266,7 +267,9 @@ Value IntervalEvaluator::mayBeVisible(Region &maskMod, Range batch,
     visit(op);
   Value yielded = cast<YieldOp>(body.getTerminator()).getValues().front();
   auto it = truths.find(yielded);
-  return it == truths.end() ? Value() : it->second.canTrue;
+  if (it == truths.end())
+    return std::nullopt;
+  return it->second;
 }
 
 /// Whether `v` is available at `point` in `body`: a block argument, or
@@ -277,6 +280,23 @@ bool availableAt(Value v, Block *body, Operation *point) {
     return true;
   Operation *inBody = body->findAncestorOpInBlock(*def);
   return !inBody || inBody->isBeforeInBlock(point);
+}
+
+/// `tile` as scf.if (partial) { tile } else { tile without its mask_mod },
+/// `partial` being whether the mask can be false on the block.
+void computeFullBlocksUnmasked(ScoreTileOp tile, Value partial) {
+  OpBuilder b(tile);
+  Location loc = tile.getLoc();
+  auto choice = scf::IfOp::create(b, loc, partial, /*withElseRegion=*/true);
+  b.setInsertionPoint(choice.elseBlock()->getTerminator());
+  auto whole = cast<ScoreTileOp>(b.clone(*tile));
+  whole.getMaskMod().getBlocks().clear();
+  if (whole.getScoreMod().empty()) {
+    // Without regions the tile takes no coordinates or captures.
+    whole.getCoordinatesMutable().clear();
+    whole.getCapturesMutable().clear();
+  }
+  tile->moveBefore(choice.thenBlock()->getTerminator());
 }
 
 /// Wraps the block loop body around `tile` (from its first op with memory
@@ -318,13 +338,14 @@ bool skipMaskedBlocks(ScoreTileOp tile) {
   Value rows = b.createOrFold<memref::DimOp>(loc, tile.getQuery(), 0);
   Value cols = b.createOrFold<memref::DimOp>(loc, tile.getKey(), 0);
   IntervalEvaluator evaluator(b, loc);
-  Value visible = evaluator.mayBeVisible(
-      tile.getMaskMod(), {coordinates[0], coordinates[0]},
-      {coordinates[1], coordinates[1]},
-      {coordinates[2], last(coordinates[2], rows)},
-      {coordinates[3], last(coordinates[3], cols)});
-  if (!visible || matchPattern(visible, m_One()))
+  std::optional<Truth> mask =
+      evaluator.evaluate(tile.getMaskMod(), {coordinates[0], coordinates[0]},
+                         {coordinates[1], coordinates[1]},
+                         {coordinates[2], last(coordinates[2], rows)},
+                         {coordinates[3], last(coordinates[3], cols)});
+  if (!mask || matchPattern(mask->canTrue, m_One()))
     return discard();
+  Value visible = mask->canTrue;
   body->getOperations().splice(first->getIterator(),
                                scratch->getOperations());
   b.setInsertionPoint(first);
@@ -336,6 +357,10 @@ bool skipMaskedBlocks(ScoreTileOp tile) {
   then->getOperations().splice(then->begin(), body->getOperations(),
                                first->getIterator(),
                                body->getTerminator()->getIterator());
+  // A block the mask keeps whole (it cannot be false there) needs no
+  // mask_mod per score: the tile without it, chosen at run time.
+  if (!matchPattern(mask->canFalse, m_One()))
+    computeFullBlocksUnmasked(tile, mask->canFalse);
   return true;
 }
 
