@@ -330,7 +330,7 @@ def test_gradients_of_a_score_mod_without_a_derivative_rule(flashmlir):
         out.sum().backward()
 
 
-def test_interpreter_exits_cleanly_after_flex_attention(flashmlir, build_dir):
+def test_interpreter_exits_cleanly_after_flex_attention(flashmlir):
     """The compiled functions run_cpu keeps are never destroyed at exit
     (destroying their engines after LLVM's statics crashed the interpreter
     once the script had finished)."""
@@ -339,8 +339,13 @@ def test_interpreter_exits_cleanly_after_flex_attention(flashmlir, build_dir):
     code = ("import torch, flashmlir; q = torch.randn(1, 2, 8, 16); "
             "print(flashmlir.flex_attention(q, q, q, mask_mod=lambda b, h, "
             "i, j: i >= j).shape)")
-    env = dict(__import__("os").environ, FLASHMLIR_BUILD_DIR=str(build_dir),
-               PYTHONPATH=str(build_dir.parent / "python"))
+    # The child loads the extension this process loaded (under the
+    # sanitizer run, the uninstrumented build's: test_cache.py's child).
+    import os
+    import pathlib
+    loaded = pathlib.Path(flashmlir.compiler._extension().__file__)
+    env = dict(os.environ, FLASHMLIR_BUILD_DIR=str(loaded.parents[2]),
+               PYTHONPATH=str(pathlib.Path(flashmlir.__file__).parents[1]))
     proc = subprocess.run([sys.executable, "-c", code], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
