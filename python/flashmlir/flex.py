@@ -26,6 +26,7 @@ On CUDA tensors the module is compiled in-process for the GPU
 as for ``flashmlir.compile``) where the regions fold into the built-ins;
 other regions have no GPU kernel yet.
 """
+import functools
 import math
 import struct
 
@@ -603,12 +604,12 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
         raise CompileError(
             f"flex_attention: {query.shape[1]} query heads and "
             f"{key.shape[1]} key/value heads need enable_gqa=True")
+    scale = _checked_options(scale=scale)["scale"]
     regions, captures = trace_regions(
         score_mod, mask_mod,
         shape=(query.shape[0], query.shape[1], query.shape[2], key.shape[2]))
     if query.is_cuda:
-        o = _checked_options(scale=scale)
-        return _flex_on_gpu(query, key, value, regions, captures, o["scale"],
+        return _flex_on_gpu(query, key, value, regions, captures, scale,
                             return_lse)
     arrays = []
     for tensor in captures:
@@ -619,9 +620,8 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
             torch.int32 if numpy_dtype == "int32" else torch.int64)
         # np.array, not np.ascontiguousarray: a 0-d capture stays 0-d.
         arrays.append(np.array(x.numpy(), order="C"))
-    o = _checked_options(scale=scale)
-    out, lse = _FlexAttentionFunction.apply(query, key, value, regions,
-                                            arrays, o["scale"])
+    out, lse = _autograd_function().apply(query, key, value, regions,
+                                          arrays, scale)
     return (out, lse) if return_lse else out
 
 
@@ -630,6 +630,7 @@ def _host_arrays(*tensors):
     return [np.ascontiguousarray(x.detach().float().numpy()) for x in tensors]
 
 
+@functools.lru_cache(maxsize=None)
 def _autograd_function():
     """flex_attention on the host as a torch.autograd.Function: the forward
     runs fa.attention with the traced regions, the backward
@@ -663,17 +664,3 @@ def _autograd_function():
                     torch.from_numpy(dv).to(value.dtype), None, None, None)
 
     return FlexAttentionFunction
-
-
-class _LazyFunction:
-    """The autograd Function, made on first use (flashmlir imports without
-    torch)."""
-    _function = None
-
-    def apply(self, *args):
-        if _LazyFunction._function is None:
-            _LazyFunction._function = _autograd_function()
-        return _LazyFunction._function.apply(*args)
-
-
-_FlexAttentionFunction = _LazyFunction()

@@ -138,6 +138,11 @@ void IntervalEvaluator::visit(Operation &op) {
             : p == P::ugt ? P::sgt
                           : P::sge;
       }
+      // x > y is y < x, x >= y is y <= x.
+      if (p == P::sgt || p == P::sge) {
+        std::swap(x, y);
+        p = p == P::sgt ? P::slt : P::sle;
+      }
       Truth t;
       switch (p) {
       case P::slt: // x < y somewhere iff x.lo < y.hi; not everywhere iff
@@ -146,12 +151,6 @@ void IntervalEvaluator::visit(Operation &op) {
         break;
       case P::sle:
         t = {cmp(P::sle, x->lo, y->hi), cmp(P::sgt, x->hi, y->lo)};
-        break;
-      case P::sgt:
-        t = {cmp(P::sgt, x->hi, y->lo), cmp(P::sle, x->lo, y->hi)};
-        break;
-      case P::sge:
-        t = {cmp(P::sge, x->hi, y->lo), cmp(P::slt, x->lo, y->hi)};
         break;
       case P::eq:
       case P::ne: {

@@ -21,7 +21,9 @@ def FASkipMaskedBlocks : Pass<"fa-skip-masked-blocks", "func::FuncOp"> {
     be visible, and a skipped pair contributes nothing (its P is 0: the
     forward's state and the backward's gradients are unchanged). A region
     whose value the intervals cannot bound (it reads a capture: document
-    ids) is left as it is: such masks need a block mask from the data.
+    ids) is left as it is: such masks need a block mask from the data. A
+    pair where the mask cannot be false takes the tile without its
+    `mask_mod` (chosen at run time by the same intervals).
 
     Causal, windowed and prefix-LM masks written as regions, block-diagonal
     ones (`i // c == j // c`) and their conjunctions are bounded.
