@@ -1,17 +1,23 @@
-"""Issue 49's FlexAttention-style module on the GPU: the attentions of
+"""Issue 49's FlexAttention-style modules on the GPU. The attentions of
 test/Inputs/flex_regions_f16.mlir spell the causal mask, a softcap of 30 and
-a sliding window of 64 keys as score_mod / mask_mod regions; compileModule
-folds them into the built-in kernels (fa-fold-modifications), here
+a sliding window of 64 keys as score_mod / mask_mod regions, which
+compileModule folds into the built-in kernels (fa-fold-modifications); those
+of test/Inputs/flex_regions_inlined_f16.mlir (ALiBi, prefix-LM, documents, a
+distance decay after a softcap, a per-head temperature with a per-batch
+mask) fold into none, and the kernel evaluates them on every score
+(fagpu.modify_scores). Built here,
 
     build/bin/fa-compile-module --arch sm_90a -o .flex \\
         test/Inputs/flex_regions_f16.mlir
+    build/bin/fa-compile-module --arch sm_90a -o .flex-inlined \\
+        test/Inputs/flex_regions_inlined_f16.mlir
 
-and this script launches those artefacts alone (the cubin and each launch's
+this script launches those artefacts alone (the cubin and each launch's
 metadata) and checks each launch against the regions' own arithmetic,
 written out here in torch (not the metadata's reading of it): in float64,
 and in f16 for flash-attention's 2x rule,
 
-    python3 bench/flex_module.py .flex
+    python3 bench/flex_module.py .flex [.flex-inlined]
 """
 import json
 import math
@@ -27,34 +33,82 @@ from flashmlir.runtime import Kernel  # noqa: E402
 SCALE = 0.088388346
 
 
-def softcap_causal(s, i, j):
+def softcap_causal(s, b, h, i, j):
     """score_mod 30 tanh(s / 30), mask_mod i >= j."""
     return (30 * torch.tanh(s / 30)).masked_fill(~(i >= j), -math.inf)
 
 
-def sliding_window(s, i, j):
+def sliding_window(s, b, h, i, j):
     """mask_mod i >= j and i - j <= 63."""
     return s.masked_fill(~((i >= j) & (i - j <= 63)), -math.inf)
 
 
-LAUNCHES = [("causal + softcap 30 (regions)", softcap_causal),
-            ("sliding window 64 (regions)", sliding_window)]
+def alibi_causal(s, b, h, i, j):
+    """score_mod s + 2^(-2 (h + 1)) (j - i), mask_mod i >= j."""
+    slope = torch.exp2(-2.0 * (h + 1).to(s.dtype))
+    return (s + slope * (j - i).to(s.dtype)).masked_fill(~(i >= j), -math.inf)
+
+
+def prefix_lm(s, b, h, i, j):
+    """mask_mod i >= j or j < 64."""
+    return s.masked_fill(~((i >= j) | (j < 64)), -math.inf)
+
+
+def documents(s, b, h, i, j):
+    """mask_mod i // 96 == j // 96 and i >= j."""
+    return s.masked_fill(~((i // 96 == j // 96) & (i >= j)), -math.inf)
+
+
+def capped_decay(s, b, h, i, j):
+    """softcap 30, then score_mod s + 0.5 log(1 + exp(-|i - j| / 32))."""
+    d = (i - j).abs().to(s.dtype)
+    return 30 * torch.tanh(s / 30) + 0.5 * torch.log1p(torch.exp(-d / 32))
+
+
+def head_temperature(s, b, h, i, j):
+    """score_mod 20 tanh(s (h + 1) / 80), mask_mod b even or j < 200."""
+    t = 20 * torch.tanh(s * (h + 1).to(s.dtype) / 80)
+    return t.masked_fill(~((b % 2 == 0) | (j < 200)), -math.inf)
+
+
+MODULES = [
+    [("causal + softcap 30 (regions)", softcap_causal),
+     ("sliding window 64 (regions)", sliding_window)],
+    [("ALiBi + causal (score_mod)", alibi_causal),
+     ("prefix-LM 64 (mask_mod)", prefix_lm),
+     ("documents of 96, causal (mask_mod)", documents),
+     ("softcap 30 + distance decay (score_mod)", capped_decay),
+     ("head temperature + batch mask (both)", head_temperature)],
+]
 
 
 def attention(q, k, v, modify):
-    n, m = q.shape[-2], k.shape[-2]
-    i = torch.arange(n, device=q.device)[:, None]
-    j = torch.arange(m, device=q.device)[None, :]
-    s = modify((q @ k.transpose(-1, -2)) * SCALE, i, j)
+    bsz, heads, n, m = q.shape[0], q.shape[1], q.shape[-2], k.shape[-2]
+    dev = q.device
+    b = torch.arange(bsz, device=dev)[:, None, None, None]
+    h = torch.arange(heads, device=dev)[None, :, None, None]
+    i = torch.arange(n, device=dev)[:, None]
+    j = torch.arange(m, device=dev)[None, :]
+    s = modify((q @ k.transpose(-1, -2)) * SCALE, b, h, i, j)
     return torch.softmax(s, dim=-1) @ v
 
 
 def main():
-    folder = sys.argv[1] if len(sys.argv) > 1 else ".flex"
+    folders = sys.argv[1:] or [".flex"]
+    failures = launches = 0
+    for folder, module in zip(folders, MODULES):
+        failures += check_module(folder, module)
+        launches += len(module)
+    print(f"flex_module: {launches} launches, "
+          f"{'all passed' if not failures else f'{failures} failed'}")
+    sys.exit(1 if failures else 0)
+
+
+def check_module(folder, launches):
     with open(os.path.join(folder, "module.cubin"), "rb") as f:
         cubin = f.read()
     failures = 0
-    for index, (name, modify) in enumerate(LAUNCHES):
+    for index, (name, modify) in enumerate(launches):
         with open(os.path.join(folder, f"launch{index}.json")) as f:
             meta = json.load(f)
         kernel = Kernel(cubin, meta)
@@ -74,9 +128,26 @@ def main():
             print(f"{name}: kernel {meta['kernel']}, B={b} H={h} N={n}: rel "
                   f"err {err:.2e} (torch f16 {base:.2e}) "
                   f"{'PASS' if ok else 'FAIL'}")
-    print(f"flex_module: {len(LAUNCHES)} launches, "
-          f"{'all passed' if not failures else f'{failures} failed'}")
-    sys.exit(1 if failures else 0)
+        print(f"{name}: {speed(kernel, meta)}")
+    return failures
+
+
+def speed(kernel, meta, b=1, h=16, n=16384):
+    """TFLOP/s of the launch at B 1, H 16, N 16k, D 128 (4 N^2 D per head,
+    halved for a causal mask): the median of 20 timed calls."""
+    q, k, v = (torch.randn(b, h, n, 128, device="cuda", dtype=torch.float16)
+               for _ in range(3))
+    times = []
+    for _ in range(23):
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        kernel(q, k, v)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    t = sorted(times[3:])[len(times[3:]) // 2]
+    flops = 4 * b * h * n * n * 128 / (2 if meta.get("causal") else 1)
+    return f"{t * 1e3:.3f} ms, {flops / t / 1e12:.0f} TFLOP/s at B={b} H={h} N={n}"
 
 
 if __name__ == "__main__":

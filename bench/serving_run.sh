@@ -75,6 +75,7 @@ PY
       # kernels (fa-compile-module --arch sm_90a -o .flex
       # test/Inputs/flex_regions_f16.mlir), launched from the artefacts.
       [ -d .flex ] && timeout 90 python3 bench/flex_module.py .flex \
+        $([ -d .flex-inlined ] && echo .flex-inlined) \
         > "$OUT/flex.log" 2>&1
       tail -8 "$OUT/flex.log" ;;
     sanitize)

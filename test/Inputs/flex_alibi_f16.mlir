@@ -1,5 +1,5 @@
-// An ALiBi score_mod (f16): no built-in spells it, so it stays a region,
-// which the GPU kernels do not take yet.
+// An ALiBi score_mod (f16) that reads its slopes from a captured tensor:
+// no built-in spells it, and the GPU kernels take no captures yet.
 func.func @alibi(%q: tensor<1x4x256x128xf16>, %slopes: tensor<4xf32>) -> tensor<1x4x256x128xf16> {
   %o = fa.attention %q, %q, %q captures(%slopes : tensor<4xf32>) {causal}
       : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16> -> tensor<1x4x256x128xf16>

@@ -52,8 +52,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
 
 #include <array>
 #include <cmath>
@@ -69,7 +71,10 @@ namespace mlir::fa::sm90 {
 
 BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
                                  Value block, Value effScale, Value row0,
-                                 Value keys, Value queries) {
+                                 const AttentionTile &tile) {
+  Value keys = tile.nk, queries = tile.nq;
+  if (spec.modifiesScores())
+    return modifiedSoftmax(s, state, masked, block, effScale, row0, tile);
   // Row sums by MMA: the step leaves l alone (no_row_sum); it is given a
   // zero l, whose alpha-scaled result nothing reads.
   Value l = spec.rowSumMma() ? fagpu::SplatOp::create(b, loc, rowsType, cf(0.0))
@@ -81,6 +86,33 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
   state.m = step.getNewM();
   if (!spec.rowSumMma())
     state.l = step.getNewL();
+  return {step.getP(), step.getAlpha(), step.getMoved()};
+}
+
+BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
+                                         Value block, Value effScale,
+                                         Value row0,
+                                         const AttentionTile &tile) {
+  // FlexAttention's order: the scale, the softcap, score_mod, then the
+  // masks; the step sees log2-unit scores and applies no softcap of its
+  // own.
+  Value keyStart = mul(block, c32(spec.blockC));
+  auto modify = fagpu::ModifyScoresOp::create(
+      b, loc, s.getType(), s, keyStart, row0, tile.batch, tile.qHead, effScale,
+      spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
+  IRMapping mapping;
+  if (spec.scoreMod)
+    spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
+  if (spec.maskMod)
+    spec.maskMod->cloneInto(&modify.getMaskMod(), mapping);
+  SoftmaxConfig config = spec;
+  config.softcap = 0;
+  auto step =
+      createSoftmaxStep(b, loc, config, probsType, rowsType, modify.getResult(),
+                        state.m, state.l, keyStart, row0, tile.nk, cf(1.0),
+                        diagonalShift(spec, tile.nk, tile.nq), Value(), masked);
+  state.m = step.getNewM();
+  state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};
 }
 
@@ -367,8 +399,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   mmaWait(previous && spec.intraOverlap ? 1 : 0);
   s = pin(s);
   release(kvPipe, stage0, kKey);
-  BlockStep first = softmax(s, state, /*masked=*/true, firstBlock, firstScale,
-                            row0, tile.nk, tile.nq);
+  BlockStep first =
+      softmax(s, state, /*masked=*/true, firstBlock, firstScale, row0, tile);
   if (previous) {
     mmaWait(0);
     pinProducts(previousState);
@@ -417,7 +449,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     mmaWait(spec.intraOverlap ? 1 : 0);
     sj = pin(sj);
     release(kvPipe, stage, kKey);
-    BlockStep step = softmax(sj, st, masked, j, scale, row0, tile.nk, tile.nq);
+    BlockStep step = softmax(sj, st, masked, j, scale, row0, tile);
     mmaWait(0);
     pinProducts(st);
     release(kvPipe, prevStage, kValue);
@@ -782,6 +814,26 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 
 namespace {
 
+/// A name for `op`'s score_mod and mask_mod: 16 hex digits of a hash of
+/// their printed ops (block arguments print by position, so the text is
+/// the same wherever the attention sits).
+std::string modificationsHash(fagpu::AttentionOp op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  flags.useLocalScope();
+  for (Region *region : {&op.getScoreMod(), &op.getMaskMod()}) {
+    os << "region\n";
+    for (Block &block : *region)
+      for (Operation &inner : block) {
+        inner.print(os, flags);
+        os << "\n";
+      }
+  }
+  return llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true,
+                         /*Width=*/16);
+}
+
 /// The kernel `op`'s schedule describes, or a diagnostic naming what the
 /// sm_90a kernel cannot do and which pass sets the missing piece.
 FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
@@ -903,6 +955,16 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.valueWidener = widens && spec.consumers == 1;
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
                                  spec.fp8 ? "e4m3" : outDtype, spec.inputs);
+  if (op.hasModifications()) {
+    if (s.queryGroup)
+      return fail("score_mod and mask_mod see each row's query head: packed "
+                  "query heads (query_group) have no form for them");
+    if (!op.getScoreMod().empty())
+      spec.scoreMod = &op.getScoreMod();
+    if (!op.getMaskMod().empty())
+      spec.maskMod = &op.getMaskMod();
+    spec.modificationsName = "_mod" + modificationsHash(op);
+  }
   return spec;
 }
 

@@ -60,6 +60,14 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// while the producer's widens K (SM90Layout::widensKeyValues).
   bool valueWidener = false;
 
+  /// The attention's score_mod and mask_mod (null where it has none),
+  /// which fagpu.modify_scores evaluates before each softmax step, and a
+  /// hash of their text for the kernel's name (kernels of different
+  /// regions never share one).
+  Region *scoreMod = nullptr, *maskMod = nullptr;
+  std::string modificationsName;
+  bool modifiesScores() const { return scoreMod || maskMod; }
+
   int64_t threads() const {
     return 128 * (1 + consumers + (valueWidener ? 1 : 0));
   }
@@ -87,7 +95,7 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (inputs.keyLengths ? "_kvlens" : "") +
            (inputs.pageSize ? "_paged" + std::to_string(inputs.pageSize) : "") +
            (inputs.varlen ? "_varlen" : "") +
-           (widensKeyValues ? "_kve4m3" : "") + suffix();
+           (widensKeyValues ? "_kve4m3" : "") + modificationsName + suffix();
   }
   /// The epilogue, named where it is not the default for the head dim, and
   /// O staged in a Q buffer where a staging tile of its own would fit
@@ -264,11 +272,15 @@ private:
   }
 
   /// Softcap, mask and the online softmax of block `block`'s scores `s`
-  /// (scaled by `effScale`, scoresScale's) of a tile of `keys` keys and
-  /// `queries` queries: updates the base and sum in `state` (O untouched);
-  /// returns P and alpha.
+  /// (scaled by `effScale`, scoresScale's) of `tile`: updates the base and
+  /// sum in `state` (O untouched); returns P and alpha. With score_mod or
+  /// mask_mod, fagpu.modify_scores applies the scale, softcap and regions
+  /// first and the step takes the result at a scale of 1.
   BlockStep softmax(Value s, RowState &state, bool masked, Value block,
-                    Value effScale, Value row0, Value keys, Value queries);
+                    Value effScale, Value row0, const AttentionTile &tile);
+  BlockStep modifiedSoftmax(Value s, RowState &state, bool masked, Value block,
+                            Value effScale, Value row0,
+                            const AttentionTile &tile);
   /// O *= alpha (under a warp vote with conditional rescaling).
   Value rescale(Value o, const BlockStep &step) {
     return fagpu::RescaleOp::create(b, loc, o.getType(), o, step.alpha,

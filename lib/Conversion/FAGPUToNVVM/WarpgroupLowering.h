@@ -102,6 +102,7 @@ public:
   using TMAKernelEmitter::storeRowBlock;
   using TMAKernelEmitter::storeRows;
   using TMAKernelEmitter::sub;
+  using TMAKernelEmitter::tanhApprox;
   using TMAKernelEmitter::valueDescriptor;
   using TMAKernelEmitter::visibleLimit;
   using TMAKernelEmitter::waitBarrier;
@@ -481,6 +482,9 @@ void populateTensorCorePatterns(const TypeConverter &converter,
 /// The online softmax on accumulator fragments.
 void populateSoftmaxPatterns(const TypeConverter &converter,
                              RewritePatternSet &patterns);
+/// score_mod and mask_mod inlined on the scores (fagpu.modify_scores).
+void populateModificationPatterns(const TypeConverter &converter,
+                                  RewritePatternSet &patterns);
 /// Normalisation, the LSE and O's stores, the split-KV merge.
 void populateEpiloguePatterns(const TypeConverter &converter,
                               RewritePatternSet &patterns);

@@ -228,6 +228,7 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(const TypeConverter &converter,
   warpgroup::populatePipelinePatterns(converter, patterns);
   warpgroup::populateTensorCorePatterns(converter, patterns);
   warpgroup::populateSoftmaxPatterns(converter, patterns);
+  warpgroup::populateModificationPatterns(converter, patterns);
   warpgroup::populateEpiloguePatterns(converter, patterns);
   patterns.add<FetchTileLowering, PublishTileLowering, ReceiveTileLowering>(
       converter, patterns.getContext());
@@ -247,6 +248,9 @@ LogicalResult mlir::fa::lowerWarpgroupOps(ModuleOp module) {
                          gpu::GPUDialect, memref::MemRefDialect>();
   target.addIllegalDialect<fagpu::FAGPUDialect>();
   target.addLegalOp<fagpu::AttentionOp>();
+  // Its score_mod and mask_mod stay as they are (fagpu.yield included)
+  // until a kernel builder copies them.
+  target.markOpRecursivelyLegal<fagpu::AttentionOp>();
   // Device-side asserts become traps in the kernels; host code keeps its
   // cf.assert for convert-cf-to-llvm.
   target.addDynamicallyLegalOp<cf::AssertOp>(

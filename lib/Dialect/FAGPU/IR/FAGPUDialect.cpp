@@ -299,6 +299,15 @@ void ScheduleAttr::print(AsmPrinter &printer) const {
 LogicalResult AttentionOp::verify() {
   MemRefType q = getQuery().getType(), k = getKey().getType(),
              v = getValue().getType(), o = getOut().getType();
+  if (hasModifications()) {
+    if (failed(verifyModificationRegions(*this, getScoreMod(), getMaskMod())))
+      return failure();
+    // The regions run in the 16-bit sm_90a kernel's softmax, before its
+    // step (fagpu.modify_scores).
+    if (getTarget() != Target::sm_90a || isFP8() || hasFP8KeyValues())
+      return emitOpError("score_mod and mask_mod have a kernel on sm_90a "
+                         "with 16-bit Q, K and V only");
+  }
   if (hasFP8KeyValues()) {
     // An e4m3 KV cache: K and V e4m3, Q and O one 16-bit type.
     if (v.getElementType() != k.getElementType() ||

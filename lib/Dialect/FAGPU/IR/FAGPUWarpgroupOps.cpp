@@ -367,6 +367,15 @@ LogicalResult RescaleOp::verify() {
   return success();
 }
 
+LogicalResult ModifyScoresOp::verify() {
+  if (getS().getType().getLayout() != FragmentLayout::Accumulator)
+    return emitOpError("expected scores in the accumulator layout");
+  if (std::optional<APFloat> cap = getSoftcap();
+      cap && !(cap->convertToDouble() > 0))
+    return emitOpError("softcap must be positive");
+  return verifyModificationRegions(*this, getScoreMod(), getMaskMod());
+}
+
 LogicalResult StoreOutputOp::verify() {
   if (std::optional<APFloat> s = getProbsScale()) {
     double scale = s->convertToDouble();

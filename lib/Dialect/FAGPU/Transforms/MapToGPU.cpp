@@ -16,8 +16,11 @@
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 #include "fa/Model/KVChunk.h"
 
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::fagpu {
@@ -50,6 +53,25 @@ struct Nest {
   Operation *softmax = nullptr;
   int64_t blockR = 0, blockC = 0;
 };
+
+/// Copies a score tile's score_mod or mask_mod (no captures) into
+/// fagpu.attention's region: the same block, ending in fagpu.yield, its
+/// ceil and floor divisions expanded into the arith ops LLVM lowers.
+/// Returns the first op the kernel has no lowering for, if any.
+Operation *copyModification(Region &from, Region &to) {
+  if (from.empty())
+    return nullptr;
+  IRMapping mapping;
+  from.cloneInto(&to, mapping);
+  auto yield = cast<fa::YieldOp>(to.front().getTerminator());
+  OpBuilder b(yield);
+  YieldOp::create(b, yield.getLoc(), yield.getValues().front());
+  yield.erase();
+  RewritePatternSet patterns(to.getContext());
+  arith::populateCeilFloorDivExpandOpsPatterns(patterns);
+  (void)applyPatternsGreedily(to, std::move(patterns));
+  return unsupportedModificationOp(to);
+}
 
 /// Reads the attention off `forall`, or emits why it is not an FA2 nest.
 FailureOr<Nest> readNest(scf::ForallOp forall) {
@@ -92,9 +114,10 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
     return fail("attention sinks have no GPU kernel yet (the CPU pipeline "
                 "runs them: fa-cpu-pipeline)");
   nest.score = scores.front();
-  if (!nest.score.getScoreMod().empty() || !nest.score.getMaskMod().empty())
-    return fail("score_mod and mask_mod have no GPU kernel yet (the CPU "
-                "pipeline runs them: fa-cpu-pipeline)");
+  if (!nest.score.getCaptures().empty())
+    return fail("score_mod and mask_mod that read captured tensors have no "
+                "GPU kernel yet (the CPU pipeline runs them: "
+                "fa-cpu-pipeline)");
   nest.softmax = softmax.front();
   // Every tile is a copy of a view of one of the function's memrefs (Q, K,
   // V in; O out): follow the copies from the tile ops' buffers.
@@ -442,18 +465,38 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       degree = plain.getExp2PolyDegree();
       period = plain.getExp2PolyPeriod();
     }
-    AttentionOp::create(
+    if ((!score.getScoreMod().empty() || !score.getMaskMod().empty()) &&
+        (target != Target::sm_90a || nest->qDescale || nest->kDescale))
+      return emitError(forall.getLoc())
+             << "fa-map-to-gpu: score_mod and mask_mod have a GPU kernel on "
+                "sm_90a with 16-bit Q, K and V only, not "
+             << targetName(target)
+             << (nest->kDescale ? " with e4m3 inputs" : "")
+             << " (the CPU pipeline runs them: fa-cpu-pipeline)";
+    auto attention = AttentionOp::create(
         b, forall.getLoc(), nest->q, nest->k, nest->v, nest->o, nest->lse,
-        nest->kvLengths, nest->blockTable, nest->cuQ, nest->cuK,
-        nest->qDescale, nest->kDescale, nest->vDescale,
-        TargetAttr::get(ctx, target), score.getScaleAttr(),
-        score.getCausalAttr(), score.getWindowAttr(), score.getSoftcapAttr(),
+        nest->kvLengths, nest->blockTable, nest->cuQ, nest->cuK, nest->qDescale,
+        nest->kDescale, nest->vDescale, TargetAttr::get(ctx, target),
+        score.getScaleAttr(), score.getCausalAttr(), score.getWindowAttr(),
+        score.getSoftcapAttr(),
         threshold ? b.getF32FloatAttr(threshold->convertToFloat())
                   : FloatAttr(),
         degree ? b.getI64IntegerAttr(*degree) : IntegerAttr(),
         degree && period ? b.getI64IntegerAttr(*period) : IntegerAttr(),
         scheduleOf(ctx, fields), score.getBottomRightAttr(), nest->probsScale,
         score.getDiagonalOffsetAttr());
+    for (auto [from, to] :
+         {std::pair(&score.getScoreMod(), &attention.getScoreMod()),
+          std::pair(&score.getMaskMod(), &attention.getMaskMod())})
+      if (Operation *op = copyModification(*from, *to)) {
+        InFlightDiagnostic diag =
+            emitError(forall.getLoc())
+            << "fa-map-to-gpu: the GPU kernel has no lowering for "
+            << op->getName() << " in a score_mod or mask_mod (it lowers "
+            << "arith ops and " << supportedModificationMathOps() << ")";
+        attention.erase();
+        return diag;
+      }
     forall.erase();
     for (Operation *scratch : scratchToErase)
       scratch->erase();

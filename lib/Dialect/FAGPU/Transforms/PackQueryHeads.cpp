@@ -46,6 +46,9 @@ struct PackQueryHeadsPass
       if (op.getCuSeqlensQ())
         return std::string("a varlen batch's prefix sums count queries, not "
                            "packed rows: it has no packed form");
+      if (op.hasModifications())
+        return std::string("score_mod and mask_mod see each row's query "
+                           "head: packed rows have no form for them");
       if (op.isFP8())
         return std::string("e4m3 kernels have no packed form (their Q "
                            "descales are per query head)");

@@ -9,6 +9,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "fa/Dialect/FAGPU/IR/FAGPUDialect.h.inc"
@@ -58,6 +59,21 @@ struct ScheduleFields {
 #include "fa/Dialect/FAGPU/IR/FAGPUOps.h.inc"
 
 namespace mlir::fagpu {
+/// The first op of a score_mod or mask_mod region that the sm_90a kernel
+/// has no lowering for (null when it has one for every op): arith ops but
+/// the ceil and floor divisions (expanded before), and math's tanh, exp,
+/// exp2, log, log2, absf and sqrt of f32, none holding a region.
+Operation *unsupportedModificationOp(Region &region);
+/// The names of the math ops unsupportedModificationOp admits, for
+/// diagnostics.
+StringRef supportedModificationMathOps();
+/// Checks `op`'s score_mod and mask_mod regions (either may be empty):
+/// their block arguments (f32 score, then batch, head, query and key index;
+/// the indices alone for the mask), one fagpu.yield of an f32 or i1, and
+/// only supported ops on the region's own values.
+LogicalResult verifyModificationRegions(Operation *op, Region &scoreMod,
+                                        Region &maskMod);
+
 /// The fields of `schedule`.
 ScheduleFields fieldsOf(ScheduleAttr schedule);
 /// The attribute holding `fields`.

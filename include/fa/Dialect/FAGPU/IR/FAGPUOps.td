@@ -4,9 +4,13 @@
 #define FA_DIALECT_FAGPU_IR_FAGPUOPS_TD
 
 include "fa/Dialect/FAGPU/IR/FAGPUAttrs.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
+// IsolatedFromAbove: score_mod and mask_mod see only their arguments (and
+// canonicalisation keeps their constants inside).
+def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments,
+    IsolatedFromAbove]> {
   let summary = "an attention computed by one GPU kernel with a typed schedule";
   let description = [{
     The forward attention of the tile level's FA2 loop nest, mapped onto a
@@ -53,6 +57,17 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     `O = v_descale softmax(S) V`, P at Q's precision (no `probs_scale`):
     the kernel converts the cache's tiles to Q's type on chip and runs its
     16-bit MMAs on them.
+
+    Score and mask modifications (FlexAttention's `score_mod` and
+    `mask_mod`, from `fa.attention`'s regions, sm_90a with 16-bit inputs):
+    `score_mod`'s block takes the score (f32, natural-log units, after
+    `scale` and `softcap`), batch, query head, query and key index (`index`,
+    a sequence's own rows) and yields the new score; `mask_mod`'s takes the
+    four indices and yields an `i1` (false hides the key, on top of the
+    built-in masks). Both end in `fagpu.yield`, hold arith ops and the math
+    ops the kernel lowers (`fagpu::unsupportedModificationOp`), and read no
+    captured tensor. The kernel evaluates them on each score of a block
+    (`fagpu.modify_scores`).
 
     ```mlir
     fagpu.attention %q, %k, %v outs(%o, %lse) {
@@ -103,7 +118,10 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
     `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out)
     (`,` type($lse)^)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
@@ -119,6 +137,10 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
       return !isFP8() &&
              isa<Float8E4M3FNType>(getKey().getType().getElementType());
     }
+    /// True with a score_mod or mask_mod region.
+    bool hasModifications() {
+      return !getScoreMod().empty() || !getMaskMod().empty();
+    }
     /// Rows per page of a paged K/V cache; 0 when K/V are contiguous.
     int64_t getPageSize() {
       return getBlockTable() ? getKey().getType().getDimSize(2) : 0;
@@ -130,6 +152,13 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments]> {
       return -1.0;
     }
   }];
+}
+
+def FAGPU_YieldOp : FAGPU_Op<"yield", [Pure, Terminator, ReturnLike,
+    ParentOneOf<["AttentionOp", "ModifyScoresOp"]>]> {
+  let summary = "the value of a score_mod (f32) or mask_mod (i1) region";
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 include "fa/Dialect/FAGPU/IR/FAGPUWarpgroupOps.td"

@@ -597,6 +597,40 @@ def FAGPU_SplatOp : FAGPU_Op<"splat", [Pure]> {
 // Online softmax on the accumulator fragment
 //===----------------------------------------------------------------------===//
 
+def FAGPU_ModifyScoresOp : FAGPU_Op<"modify_scores", [Pure,
+    IsolatedFromAbove, AllTypesMatch<["s", "result"]>]> {
+  let summary = "a block's scores through score_mod and mask_mod";
+  let description = [{
+    For the scores `%s` (raw Q K^T, the accumulator layout) of keys
+    `%key_start` .. of the thread's rows `%row0` and `%row0 + 8` (row tile r
+    of a taller fragment adds 16 r), of batch `%batch` and query head
+    `%head`, returns each score in log2 units as `fagpu.softmax_step` takes
+    them with a scale of 1:
+
+      x = cap(s * scale_log2 * ln 2),   cap(x) = softcap * tanh(x / softcap)
+      result = mask_mod(b, h, i, j) ? score_mod(x, b, h, i, j) * log2 e
+                                    : -inf
+
+    (`softcap` only when set; without a region the identity, or no mask).
+    The regions are the attention's (`fagpu.attention`), evaluated once per
+    score with its batch, head, row and key index; out-of-sequence positions
+    are evaluated too (the regions read no memory) and left to the
+    step's mask of keys past Nk.
+  }];
+  let arguments = (ins FAGPU_Fragment:$s, I32:$key_start, I32:$row0,
+                       I32:$batch, I32:$head, F32:$scale_log2,
+                       OptionalAttr<F32Attr>:$softcap);
+  let results = (outs FAGPU_Fragment:$result);
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $s `keys` `(` $key_start `)` `rows` `(` $row0 `)` `batch` `(` $batch `)`
+    `head` `(` $head `)` `scale` `(` $scale_log2 `)` attr-dict `:` type($s)
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+}
+
 def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     AttrSizedOperandSegments, AttrSizedResultSegments,
     AllTypesMatch<["m", "l", "new_m", "new_l", "alpha"]>]> {

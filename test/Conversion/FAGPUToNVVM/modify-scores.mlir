@@ -1,0 +1,81 @@
+// RUN: fa-opt %s --split-input-file --convert-fagpu-to-nvvm | FileCheck %s
+
+// fagpu.modify_scores: the attention's regions inlined on each of the
+// thread's scores. Register 4 n + k of a 64 x 16 accumulator (8 of them a
+// thread) is row row0 + 8 (k / 2) and key key_start + 2 quadLane + 8 n +
+// k % 2; the regions see them as index values.
+
+!acc = !fagpu.fragment<64x16xf32, accumulator>
+
+// A mask alone: the scores go to log2 units by the kernel's scale_log2 (one
+// multiply) and hidden ones become -inf. The region is copied once per
+// register, on the row and key of that register.
+// CHECK-LABEL: llvm.func @mask_only
+// CHECK-SAME: (%[[KEY:.*]]: i32, %[[ROW:.*]]: i32, %[[B:.*]]: i32, %[[H:.*]]: i32, %[[SCALE:.*]]: f32, %[[S:.*]]: f32)
+// CHECK: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[ROW_I:.*]] = arith.index_castui %[[ROW]] : i32 to index
+// CHECK: %[[ROW8:.*]] = arith.addi %[[ROW]], %c8_i32
+// CHECK: %[[ROW8_I:.*]] = arith.index_castui %[[ROW8]] : i32 to index
+// CHECK: %[[KEY0:.*]] = arith.index_castui %[[KEYBASE:.*]] : i32 to index
+// CHECK: %[[X0:.*]] = arith.mulf %[[S]], %[[SCALE]] : f32
+// CHECK: %[[V0:.*]] = arith.cmpi sge, %[[ROW_I]], %[[KEY0]] : index
+// CHECK: arith.select %[[V0]], %[[X0]], %[[NINF]] : f32
+// The third register: row + 8, the same key.
+// CHECK: arith.cmpi sge, %[[ROW8_I]], %[[KEY0]] : index
+// CHECK-COUNT-5: arith.cmpi sge
+// CHECK-NOT: arith.cmpi sge
+// CHECK: llvm.return
+gpu.module @fa_kernels {
+  llvm.func @mask_only(%key: i32, %row: i32, %b: i32, %h: i32, %scale: f32, %x: f32) {
+    %s = fagpu.splat %x : !acc
+    %r = fagpu.modify_scores %s keys(%key) rows(%row) batch(%b) head(%h) scale(%scale) : !acc
+      mask_mod {
+      ^bb0(%bi: index, %hi: index, %i: index, %j: index):
+        %c = arith.cmpi sge, %i, %j : index
+        fagpu.yield %c : i1
+      }
+    llvm.return
+  }
+}
+
+// -----
+
+!acc = !fagpu.fragment<64x16xf32, accumulator>
+
+// A softcap and a score_mod: the score in natural units (scale_log2 ln 2),
+// capped by tanh.approx, through the region (math.exp as ex2.approx of x
+// log2 e, math.log as lg2.approx times ln 2), then to log2 units.
+// CHECK-LABEL: llvm.func @softcap_score_mod
+// CHECK-SAME: (%[[KEY:.*]]: i32, %[[ROW:.*]]: i32, %[[B:.*]]: i32, %[[H:.*]]: i32, %[[SCALE:.*]]: f32, %[[S:.*]]: f32)
+// CHECK: %[[NAT:.*]] = arith.mulf %[[SCALE]], %{{.*}} : f32
+// CHECK: %[[HEAD:.*]] = arith.index_castui %[[H]] : i32 to index
+// CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[NAT]] : f32
+// CHECK: %[[XC:.*]] = arith.mulf %[[X]], %{{.*}} : f32
+// CHECK: %[[T:.*]] = llvm.inline_asm {{.*}}"tanh.approx.f32 $0, $1;", "=f,f" %[[XC]]
+// CHECK: %[[CAP:.*]] = arith.mulf %[[T]], %{{.*}} : f32
+// CHECK: %[[HI:.*]] = arith.index_cast %[[HEAD]] : index to i32
+// CHECK: %[[HF:.*]] = arith.sitofp %[[HI]] : i32 to f32
+// CHECK: %[[E:.*]] = arith.mulf %[[HF]], %{{.*}} : f32
+// CHECK: %[[EX:.*]] = llvm.inline_asm {{.*}}"ex2.approx.ftz.f32 $0, $1;", "=f,f" %[[E]]
+// CHECK: %[[L:.*]] = llvm.inline_asm {{.*}}"lg2.approx.ftz.f32 $0, $1;", "=f,f" %[[EX]]
+// CHECK: %[[LN:.*]] = arith.mulf %[[L]], %{{.*}} : f32
+// CHECK: %[[SUM:.*]] = arith.addf %[[CAP]], %[[LN]] : f32
+// CHECK: arith.mulf %[[SUM]], %cst{{.*}} : f32
+// CHECK-NOT: arith.select
+// CHECK: llvm.return
+gpu.module @fa_kernels {
+  llvm.func @softcap_score_mod(%key: i32, %row: i32, %b: i32, %h: i32, %scale: f32, %x: f32) {
+    %s = fagpu.splat %x : !acc
+    %r = fagpu.modify_scores %s keys(%key) rows(%row) batch(%b) head(%h) scale(%scale) {softcap = 30.0 : f32} : !acc
+      score_mod {
+      ^bb0(%v: f32, %bi: index, %hi: index, %i: index, %j: index):
+        %hh = arith.index_cast %hi : index to i32
+        %hf = arith.sitofp %hh : i32 to f32
+        %e = math.exp %hf : f32
+        %l = math.log %e : f32
+        %r2 = arith.addf %v, %l : f32
+        fagpu.yield %r2 : f32
+      }
+    llvm.return
+  }
+}

@@ -1,0 +1,99 @@
+// RUN: fa-opt %s --split-input-file --fagpu-build-kernels -verify-diagnostics | FileCheck %s
+
+// fagpu-build-kernels with score_mod and mask_mod: before each block's
+// softmax step, fagpu.modify_scores evaluates the attention's regions on
+// the block's scores with the tile's batch and query head, the thread's
+// row and the block's first key, at the kernel's scale_log2 and with the
+// softcap (FlexAttention's order: scale, softcap, score_mod, mask); the
+// step then takes log2-unit scores at a scale of 1 and applies no softcap.
+// The kernel's name carries a hash of the regions.
+
+// CHECK-LABEL: func.func @mods
+// CHECK: gpu.launch_func @fa_kernels::@[[NAME:fa3_sm90_d128_br128_bc128_s2_f16_stg_mod[0-9a-f]{16}_sc30]]
+// CHECK: llvm.func @[[NAME]](
+// CHECK-SAME: %[[SCALE:arg9]]: f32
+// CHECK: %[[S:.*]] = fagpu.modify_scores %{{.*}} keys(%[[KEY:.*]]) rows(%[[ROW:.*]]) batch(%{{.*}}) head(%{{.*}}) scale(%[[SCALE]]) {softcap = 3.000000e+01 : f32} : <64x128xf32, accumulator> score_mod {
+// CHECK-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK: fagpu.yield %{{.*}} : f32
+// CHECK-NEXT: } mask_mod {
+// CHECK: fagpu.yield %{{.*}} : i1
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: fagpu.softmax_step %[[S]], %{{.*}}, %{{.*}} keys(%[[KEY]], %{{.*}}) row %[[ROW]] scale %[[ONE]] {masked} :
+// The loop's blocks too, then the masked tail.
+// CHECK: scf.for
+// CHECK: %[[SJ:.*]] = fagpu.modify_scores
+// CHECK: fagpu.softmax_step %[[SJ]], {{.*}} scale %{{[^ ]*}} :
+// CHECK: scf.for
+// CHECK: %[[SM:.*]] = fagpu.modify_scores
+// CHECK: fagpu.softmax_step %[[SM]], {{.*}} {masked} :
+// CHECK-NOT: softcap
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @mods(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, softcap = 30.0 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    score_mod {
+    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+      %hi = arith.index_cast %h : index to i32
+      %hf = arith.sitofp %hi : i32 to f32
+      %r = arith.addf %x, %hf : f32
+      fagpu.yield %r : f32
+    } mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  return
+}
+
+// -----
+
+// Two attentions with the same regions share a kernel; other regions get
+// their own.
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+// CHECK-LABEL: func.func @shared
+// CHECK: gpu.launch_func @fa_kernels::@[[A:fa3_sm90_d128_br128_bc128_s2_f16_stg_mod[0-9a-f]{16}]]
+// CHECK: gpu.launch_func @fa_kernels::@[[A]]
+// CHECK-NOT: gpu.launch_func @fa_kernels::@[[A]]
+// CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_stg_mod
+// CHECK-COUNT-2: llvm.func @fa3_sm90
+// CHECK-NOT: llvm.func @fa3_sm90
+func.func @shared(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %q, %q outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  fagpu.attention %q, %q, %q outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  fagpu.attention %q, %q, %q outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sgt, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  return
+}
+
+// -----
+
+// Packed query heads give a row another head than the tile's: refused.
+#s = #fagpu.schedule<block_r = 64, block_c = 64, consumers = 1, ctas_per_sm = 2, producer_registers = 24, consumer_registers = 232, stages = 2, ping_pong = false, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false, query_group = 4>
+func.func @query_group(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{score_mod and mask_mod see each row's query head: packed query heads (query_group) have no form for them}}
+  fagpu.attention %q, %q, %q outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  return
+}

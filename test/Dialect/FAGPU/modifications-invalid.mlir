@@ -1,0 +1,105 @@
+// RUN: fa-opt %s --split-input-file --verify-diagnostics
+
+// score_mod and mask_mod at the fagpu level: what the sm_90a kernel can
+// evaluate (fagpu::verifyModificationRegions), each refusal by name.
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @sin(%q: memref<?x?x?x128xf16>) {
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    score_mod {
+    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+      // expected-error @+1 {{'math.sin' op in score_mod has no sm_90a lowering (arith ops and math.tanh, math.exp, math.exp2, math.log, math.log2, math.absf and math.sqrt of f32)}}
+      %r = math.sin %x : f32
+      fagpu.yield %r : f32
+    }
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @f64_exp(%q: memref<?x?x?x128xf16>) {
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    score_mod {
+    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+      %w = arith.extf %x : f32 to f64
+      // expected-error @+1 {{'math.exp' op in score_mod has no sm_90a lowering}}
+      %e = math.exp %w : f64
+      %r = arith.truncf %e : f64 to f32
+      fagpu.yield %r : f32
+    }
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @mask_args(%q: memref<?x?x?x128xf16>) {
+  // expected-error @+1 {{expected mask_mod's block arguments to be (index, index, index, index), got (f32, index, index, index, index)}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    mask_mod {
+    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @score_yields_i1(%q: memref<?x?x?x128xf16>) {
+  // expected-error @+1 {{expected score_mod to end in fagpu.yield of one 'f32'}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    score_mod {
+    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  return
+}
+
+// -----
+
+func.func @sm80(%q: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{score_mod and mask_mod have a kernel on sm_90a with 16-bit Q, K and V only}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_80>, scale = 0.125 : f32,
+      schedule = #fagpu.schedule<block_r = 128, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  return
+}
+
+// -----
+
+!rows = !fagpu.fragment<64xf32, rows>
+func.func @modify_rows(%s: !rows, %k: i32, %scale: f32) -> !rows {
+  // expected-error @+1 {{expected scores in the accumulator layout}}
+  %r = fagpu.modify_scores %s keys(%k) rows(%k) batch(%k) head(%k) scale(%scale) : !rows
+  return %r : !rows
+}
+
+// -----
+
+!acc = !fagpu.fragment<64x128xf32, accumulator>
+func.func @modify_softcap(%s: !acc, %k: i32, %scale: f32) -> !acc {
+  // expected-error @+1 {{softcap must be positive}}
+  %r = fagpu.modify_scores %s keys(%k) rows(%k) batch(%k) head(%k) scale(%scale) {softcap = 0.0 : f32} : !acc
+  return %r : !acc
+}
+
+// -----
+
+func.func @yield_outside() {
+  %c = arith.constant 1.0 : f32
+  // expected-error @+1 {{'fagpu.yield' op expects parent op to be one of 'fagpu.attention, fagpu.modify_scores'}}
+  fagpu.yield %c : f32
+}

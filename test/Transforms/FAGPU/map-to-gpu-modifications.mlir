@@ -1,0 +1,90 @@
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a}))" -verify-diagnostics | FileCheck %s
+// RUN: not fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_80},fa-lower-fa2,fa-map-to-gpu{target=sm_80}))" 2>&1 | FileCheck %s --check-prefix=SM80
+
+// fa-map-to-gpu carries score_mod and mask_mod from the score tile onto
+// fagpu.attention (the sm_90a kernel evaluates them on every score):
+// each block as it was, ending in fagpu.yield, with arith's floor and ceil
+// divisions expanded into the ops LLVM lowers. Regions it has no kernel
+// for are refused by name.
+
+// CHECK-LABEL: func.func @documents
+// CHECK: fagpu.attention
+// CHECK-SAME: target = #fagpu.target<sm_90a>
+// CHECK: mask_mod {
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NOT: arith.floordivsi
+// CHECK: arith.divsi %[[I]]
+// CHECK: arith.cmpi sge, %[[I]], %[[J]] : index
+// CHECK: fagpu.yield %{{.*}} : i1
+// CHECK-NEXT: }
+// SM80: error: fa-map-to-gpu: score_mod and mask_mod have a GPU kernel on sm_90a with 16-bit Q, K and V only, not sm_80 (the CPU pipeline runs them: fa-cpu-pipeline)
+func.func @documents(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>) {
+  fa.attention %q, %q, %q outs(%o : memref<1x4x256x128xf16>) {scale = 0.125 : f32}
+      : memref<1x4x256x128xf16>, memref<1x4x256x128xf16>, memref<1x4x256x128xf16>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %n = arith.constant 96 : index
+      %di = arith.floordivsi %i, %n : index
+      %dj = arith.floordivsi %j, %n : index
+      %same = arith.cmpi eq, %di, %dj : index
+      %c = arith.cmpi sge, %i, %j : index
+      %vis = arith.andi %same, %c : i1
+      fa.yield %vis : i1
+    }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @alibi
+// CHECK: fagpu.attention
+// CHECK: score_mod {
+// CHECK: ^bb0(%[[S:.*]]: f32, %{{.*}}: index, %[[H:.*]]: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK: arith.index_cast %[[H]]
+// CHECK: math.exp2
+// CHECK: arith.addf %[[S]]
+// CHECK: fagpu.yield %{{.*}} : f32
+func.func @alibi(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>) {
+  fa.attention %q, %q, %q outs(%o : memref<1x4x256x128xf16>) {scale = 0.125 : f32}
+      : memref<1x4x256x128xf16>, memref<1x4x256x128xf16>, memref<1x4x256x128xf16>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      %hi = arith.index_cast %h : index to i32
+      %hf = arith.sitofp %hi : i32 to f32
+      %e = math.exp2 %hf : f32
+      %r = arith.addf %s, %e : f32
+      fa.yield %r : f32
+    }
+  return
+}
+
+// -----
+
+// A math op the kernel has no lowering for.
+func.func @sin(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>) {
+  // expected-error @+1 {{fa-map-to-gpu: the GPU kernel has no lowering for math.sin in a score_mod or mask_mod (it lowers arith ops and math.tanh, math.exp, math.exp2, math.log, math.log2, math.absf and math.sqrt of f32)}}
+  fa.attention %q, %q, %q outs(%o : memref<1x4x256x128xf16>) {scale = 0.125 : f32}
+      : memref<1x4x256x128xf16>, memref<1x4x256x128xf16>, memref<1x4x256x128xf16>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      %r = math.sin %s : f32
+      fa.yield %r : f32
+    }
+  return
+}
+
+// -----
+
+// Captured tensors (per-head slopes here) have no kernel parameters yet.
+func.func @captures(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>, %slopes: memref<4xf32>) {
+  // expected-error @+1 {{fa-map-to-gpu: score_mod and mask_mod that read captured tensors have no GPU kernel yet (the CPU pipeline runs them: fa-cpu-pipeline)}}
+  fa.attention %q, %q, %q captures(%slopes : memref<4xf32>) outs(%o : memref<1x4x256x128xf16>) {scale = 0.125 : f32}
+      : memref<1x4x256x128xf16>, memref<1x4x256x128xf16>, memref<1x4x256x128xf16>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<4xf32>):
+      %slope = tensor.extract %m[%h] : tensor<4xf32>
+      %r = arith.addf %s, %slope : f32
+      fa.yield %r : f32
+    }
+  return
+}
