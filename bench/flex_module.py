@@ -33,42 +33,66 @@ from flashmlir.runtime import Kernel  # noqa: E402
 SCALE = 0.088388346
 
 
-def softcap_causal(s, b, h, i, j):
+def softcap_causal(s, b, h, i, j, caps):
     """score_mod 30 tanh(s / 30), mask_mod i >= j."""
     return (30 * torch.tanh(s / 30)).masked_fill(~(i >= j), -math.inf)
 
 
-def sliding_window(s, b, h, i, j):
+def sliding_window(s, b, h, i, j, caps):
     """mask_mod i >= j and i - j <= 63."""
     return s.masked_fill(~((i >= j) & (i - j <= 63)), -math.inf)
 
 
-def alibi_causal(s, b, h, i, j):
+def alibi_causal(s, b, h, i, j, caps):
     """score_mod s + 2^(-2 (h + 1)) (j - i), mask_mod i >= j."""
     slope = torch.exp2(-2.0 * (h + 1).to(s.dtype))
     return (s + slope * (j - i).to(s.dtype)).masked_fill(~(i >= j), -math.inf)
 
 
-def prefix_lm(s, b, h, i, j):
+def prefix_lm(s, b, h, i, j, caps):
     """mask_mod i >= j or j < 64."""
     return s.masked_fill(~((i >= j) | (j < 64)), -math.inf)
 
 
-def documents(s, b, h, i, j):
+def documents(s, b, h, i, j, caps):
     """mask_mod i // 96 == j // 96 and i >= j."""
     return s.masked_fill(~((i // 96 == j // 96) & (i >= j)), -math.inf)
 
 
-def capped_decay(s, b, h, i, j):
+def capped_decay(s, b, h, i, j, caps):
     """softcap 30, then score_mod s + 0.5 log(1 + exp(-|i - j| / 32))."""
     d = (i - j).abs().to(s.dtype)
     return 30 * torch.tanh(s / 30) + 0.5 * torch.log1p(torch.exp(-d / 32))
 
 
-def head_temperature(s, b, h, i, j):
+def head_temperature(s, b, h, i, j, caps):
     """score_mod 20 tanh(s (h + 1) / 80), mask_mod b even or j < 200."""
     t = 20 * torch.tanh(s * (h + 1).to(s.dtype) / 80)
     return t.masked_fill(~((b % 2 == 0) | (j < 200)), -math.inf)
+
+
+def alibi_captured(s, b, h, i, j, caps):
+    """score_mod s + slopes[h] (j - i) (slopes captured), causal."""
+    slope = caps[0][h].to(s.dtype)
+    return (s + slope * (j - i).to(s.dtype)).masked_fill(~(i >= j), -math.inf)
+
+
+def packed_documents(s, b, h, i, j, caps):
+    """mask_mod ids[i] == ids[j] (ids captured), causal."""
+    ids = caps[1]
+    return s.masked_fill(~((ids[i] == ids[j]) & (i >= j)), -math.inf)
+
+
+def inlined_captures(device):
+    """The inlined module's captures: 16 ALiBi slopes 2^(-8 (h + 1) / 16),
+    and each of 16k positions' document id (documents of 1 to 1,500
+    positions)."""
+    slopes = torch.exp2(-8.0 * torch.arange(1, 17, dtype=torch.float32) / 16)
+    gen = torch.Generator().manual_seed(49)
+    lengths = torch.randint(1, 1500, (64,), generator=gen)
+    ids = torch.repeat_interleave(torch.arange(64), lengths)[:16384]
+    ids = torch.cat([ids, torch.full((16384 - len(ids),), 64)])
+    return [slopes.to(device), ids.to(torch.int32).to(device)]
 
 
 MODULES = [
@@ -78,18 +102,28 @@ MODULES = [
      ("prefix-LM 64 (mask_mod)", prefix_lm),
      ("documents of 96, causal (mask_mod)", documents),
      ("softcap 30 + distance decay (score_mod)", capped_decay),
-     ("head temperature + batch mask (both)", head_temperature)],
+     ("head temperature + batch mask (both)", head_temperature),
+     ("ALiBi from captured slopes, causal", alibi_captured),
+     ("packed documents from captured ids, causal", packed_documents)],
 ]
 
 
-def attention(q, k, v, modify):
+def captures_for(meta, caps):
+    """The tensors a launch passes for its metadata's capture0, ...: the
+    slopes ([16]) or the document ids ([16384])."""
+    by_shape = {(16,): caps[0], (16384,): caps[1]}
+    return [by_shape[tuple(int(d) for d in p["shape"])]
+            for p in meta["params"] if p["name"].startswith("capture")]
+
+
+def attention(q, k, v, modify, caps=()):
     bsz, heads, n, m = q.shape[0], q.shape[1], q.shape[-2], k.shape[-2]
     dev = q.device
     b = torch.arange(bsz, device=dev)[:, None, None, None]
     h = torch.arange(heads, device=dev)[None, :, None, None]
     i = torch.arange(n, device=dev)[:, None]
     j = torch.arange(m, device=dev)[None, :]
-    s = modify((q @ k.transpose(-1, -2)) * SCALE, b, h, i, j)
+    s = modify((q @ k.transpose(-1, -2)) * SCALE, b, h, i, j, caps)
     return torch.softmax(s, dim=-1) @ v
 
 
@@ -108,19 +142,21 @@ def check_module(folder, launches):
     with open(os.path.join(folder, "module.cubin"), "rb") as f:
         cubin = f.read()
     failures = 0
+    caps = inlined_captures("cuda")
     for index, (name, modify) in enumerate(launches):
         with open(os.path.join(folder, f"launch{index}.json")) as f:
             meta = json.load(f)
         kernel = Kernel(cubin, meta)
+        captures = captures_for(meta, caps)
         # The module's shape, then longer sequences on the same kernel.
         for b, h, n in [(1, 4, 256), (2, 4, 1000), (1, 8, 4096)]:
             torch.manual_seed(n + index)
             q, k, v = (torch.randn(b, h, n, 128, device="cuda",
                                    dtype=torch.float16) for _ in range(3))
-            out, _ = kernel(q, k, v)
+            out, _ = kernel(q, k, v, captures=captures)
             torch.cuda.synchronize()
-            ref = attention(q.double(), k.double(), v.double(), modify)
-            low = attention(q, k, v, modify)
+            ref = attention(q.double(), k.double(), v.double(), modify, caps)
+            low = attention(q, k, v, modify, caps)
             err = ((out.double() - ref).norm() / ref.norm()).item()
             base = ((low.double() - ref).norm() / ref.norm()).item()
             ok = math.isfinite(err) and err <= 2 * base + 1e-6
@@ -128,11 +164,11 @@ def check_module(folder, launches):
             print(f"{name}: kernel {meta['kernel']}, B={b} H={h} N={n}: rel "
                   f"err {err:.2e} (torch f16 {base:.2e}) "
                   f"{'PASS' if ok else 'FAIL'}")
-        print(f"{name}: {speed(kernel, meta)}")
+        print(f"{name}: {speed(kernel, meta, captures)}")
     return failures
 
 
-def speed(kernel, meta, b=1, h=16, n=16384):
+def speed(kernel, meta, captures, b=1, h=16, n=16384):
     """TFLOP/s of the launch at B 1, H 16, N 16k, D 128 (4 N^2 D per head,
     halved for a causal mask): the median of 20 timed calls."""
     q, k, v = (torch.randn(b, h, n, 128, device="cuda", dtype=torch.float16)
@@ -141,7 +177,7 @@ def speed(kernel, meta, b=1, h=16, n=16384):
     for _ in range(23):
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
         start.record()
-        kernel(q, k, v)
+        kernel(q, k, v, captures=captures)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)

@@ -727,6 +727,11 @@ int validate(const Metadata &m) {
                   "persistent kernel");
     expected.push_back("tile_counter");
   }
+  // score_mod / mask_mod captures: pointers, last (launched from Python).
+  for (size_t i = expected.size(), c = 0; i < m.params.size(); ++i, ++c)
+    if (m.params[i] == "capture" + std::to_string(c) &&
+        m.paramKinds[i] == "pointer")
+      expected.push_back(m.params[i]);
   if (m.params != expected) {
     auto join = [](const std::vector<std::string> &names) {
       std::string text;

@@ -23,8 +23,10 @@ the causal mask, a sliding window or a softcap into the built-ins, are
 inlined at each score) and the JIT runs it, as ``flashmlir.run_cpu`` does.
 On CUDA tensors the module is compiled in-process for the GPU
 (``compile_module``, cached by its text; the compiler extension is needed,
-as for ``flashmlir.compile``) where the regions fold into the built-ins;
-other regions have no GPU kernel yet.
+as for ``flashmlir.compile``): regions that fold become the built-in
+masks and softcap, the others are evaluated on every score by the sm_90a
+kernel (arith ops and tanh, exp, exp2, log, log2, abs, sqrt, fma), the
+captured tensors passed to it as arrays on the query's device.
 """
 import functools
 import math
@@ -546,9 +548,8 @@ def flex_module_text(regions, captures, head_dim, value_head_dim, dtype,
 
 def _flex_on_gpu(query, key, value, regions, captures, scale, return_lse):
     """flex_attention on CUDA tensors: the module compiled (cached by its
-    text) for the tensors' GPU and launched. Only regions that fold into the
-    built-in masks and softcap have a kernel; the others are a CompileError
-    naming why."""
+    text) for the tensors' GPU and launched with the captures. Regions that
+    use an op the kernel does not lower are a CompileError naming it."""
     from . import _arch_and_dtype
     from .compiler import compile_module
     arch, dtype = _arch_and_dtype(query)
@@ -562,10 +563,15 @@ def _flex_on_gpu(query, key, value, regions, captures, scale, return_lse):
     except CompileError as e:
         raise CompileError(
             f"flex_attention: these score_mod/mask_mod regions have no GPU "
-            f"kernel (only those that fold into causal, a sliding window or "
-            f"a softcap do; the host pipeline runs any: pass CPU tensors): "
+            f"kernel (the host pipeline runs any: pass CPU tensors): "
             f"{e}") from e
-    out, lse = module.kernel(0)(query, key, value)
+    # Each capture as the module's argument type (float32, int32 or int64),
+    # contiguous on the query's device.
+    import torch
+    arrays = [c.detach().to(device=query.device, dtype=getattr(
+        torch, _CAPTURE_TYPES[str(c.dtype).replace("torch.", "")][1]))
+        .contiguous() for c in captures]
+    out, lse = module.kernel(0)(query, key, value, captures=arrays)
     return (out, lse) if return_lse else out
 
 
@@ -574,9 +580,9 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
     """FlexAttention's call (torch.nn.attention.flex_attention): query
     [B, Hq, Nq, D], key [B, Hkv, Nk, D], value [B, Hkv, Nk, Dv] torch
     tensors. On the CPU (computed in float32; the result in query's dtype)
-    any traced regions run; on a GPU (float16 or bfloat16), the regions that
-    fold into the built-in causal mask, sliding window or softcap run on the
-    compiled kernel, others are a CompileError. score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx,
+    any traced regions run; on a GPU (float16 or bfloat16, sm_90a) the
+    compiled kernel runs them, folded into its built-in masks and softcap
+    where they spell one. score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx,
     kv_idx) traced into the attention's regions (module docstring). Hq !=
     Hkv needs enable_gqa=True, as FlexAttention's. A query row that the
     mask hides entirely gives O = 0 and LSE = -inf. Returns O, or (O, LSE)

@@ -534,6 +534,9 @@ def _check_metadata(meta):
             raise MetadataError("a dynamic tile scheduler needs a persistent "
                                 "kernel")
         expected.append("tile_counter")
+    # score_mod / mask_mod captures: pointers to contiguous arrays, last.
+    for i, p in enumerate(_capture_params(params)):
+        expected.append(f"capture{i}")
     if names != expected:
         raise MetadataError(f"parameter list {names} does not match the "
                             f"launcher's {expected}")
@@ -1643,7 +1646,7 @@ class Kernel:
                  num_splits=None, discard_lse=False, cache_seqlens=None,
                  block_table=None, cu_seqlens_q=None, cu_seqlens_k=None,
                  max_seqlen_q=None, q_descale=None, k_descale=None,
-                 v_descale=None):
+                 v_descale=None, captures=None):
         """Runs the kernel; returns (out, lse or None). num_splits: the
         K/V chunk count of a split-KV kernel (None or 0: the metadata's
         default, or the auto rule); refused for other kernels. discard_lse:
@@ -1660,7 +1663,11 @@ class Kernel:
         factors its e4m3 codes are multiplied by (_call_e4m3): per tensor
         (float32 device tensors of one element, or numbers), FA3's [B, Hkv],
         or per block (block quantisation): q's [B, Hq, ceil(Nq / block_r)],
-        k's [B, Hkv, ceil(Nk / block_c)] (descale_blocks), v's one."""
+        k's [B, Hkv, ceil(Nk / block_c)] (descale_blocks), v's one.
+        captures: the tensors a kernel's score_mod / mask_mod read (its
+        metadata's capture0, ... parameters), in order, each of the
+        parameter's shape and dtype on q's device (made contiguous)."""
+        captures = self._check_captures(captures, q)
         descales = (q_descale, k_descale, v_descale)
         if self.meta["dtype"] == "e4m3":
             extras = {"num_splits": num_splits, "cache_seqlens": cache_seqlens,
@@ -1693,9 +1700,37 @@ class Kernel:
                          cache_seqlens, block_table, cu_seqlens_q,
                          cu_seqlens_k, max_seqlen_q, kv_descales)
         out, lse = plan.launch(q, k, v, out, lse, cache_seqlens, block_table,
-                               cu_seqlens_q, cu_seqlens_k, kv_descales)
+                               cu_seqlens_q, cu_seqlens_k, kv_descales,
+                               captures)
         # A kernel built without an LSE destination leaves lse unwritten.
         return out, (lse if self.meta.get("writes_lse", True) else None)
+
+    def _check_captures(self, captures, q):
+        """The captures a launch passes, checked against the metadata's
+        capture parameters: one torch tensor each, of its shape and dtype,
+        on q's device; returned contiguous."""
+        import torch
+        params = _capture_params(self.meta["params"])
+        given = [] if captures is None else list(captures)
+        if len(given) != len(params):
+            raise KernelArgumentError(
+                f"{self.name} reads {len(params)} captured tensor(s) "
+                f"(score_mod / mask_mod), got {len(given)}: pass captures=")
+        out = []
+        for p, t in zip(params, given):
+            shape = tuple(int(d) for d in p["shape"])
+            if not isinstance(t, torch.Tensor) or \
+                    tuple(t.shape) != shape or t.device != q.device or \
+                    str(t.dtype).replace("torch.", "") not in \
+                    _CAPTURE_DTYPES[p["dtype"]]:
+                got = (f"{t.dtype} of shape {tuple(t.shape)} on {t.device}"
+                       if isinstance(t, torch.Tensor) else type(t).__name__)
+                raise KernelArgumentError(
+                    f"{self.name}: {p['name']} must be a "
+                    f"{' or '.join(_CAPTURE_DTYPES[p['dtype']])} tensor of "
+                    f"shape {shape} on {q.device}, got {got}")
+            out.append(t.contiguous())
+        return out
 
 
 def _bind_by_name(kernel, params, values, maps=None):
@@ -1809,6 +1844,32 @@ class _MapSpec:
 _TENSOR_PARAMS = {"q": 0, "k": 1, "v": 2, "o": 3, "o_rows": 3,
                   "kv_lengths": 5, "block_table": 6, "cu_seqlens_q": 7,
                   "cu_seqlens_k": 8, "k_descale": 9, "v_descale": 10}
+# Capture i of a launch's tensors (_LaunchPlan.launch) is at this plus i.
+_FIRST_CAPTURE = 11
+# A capture parameter's dtype (fa-compile's names) and the torch dtypes a
+# caller may pass for it.
+_CAPTURE_DTYPES = {"f32": ("float32",), "f16": ("float16",),
+                   "bf16": ("bfloat16",), "i8": ("int8", "uint8", "bool"),
+                   "i32": ("int32",), "i64": ("int64",)}
+
+
+def _capture_params(params):
+    """The trailing capture{i} parameters of a params list (score_mod /
+    mask_mod captures), checked: pointers, in order, of a known dtype and a
+    static shape of positive sizes."""
+    captures = [p for p in params if str(p.get("name", "")).startswith(
+        "capture")]
+    for i, p in enumerate(captures):
+        if p["name"] != f"capture{i}" or p.get("kind") != "pointer" or \
+                p.get("dtype") not in _CAPTURE_DTYPES or \
+                not isinstance(p.get("shape"), list) or \
+                not all(isinstance(d, str) and d.isdigit() and int(d) > 0
+                        for d in p["shape"]):
+            raise MetadataError(
+                f"metadata capture parameter {p!r}: expected capture{i}, a "
+                f"pointer of dtype {'/'.join(_CAPTURE_DTYPES)} with a static "
+                f"shape")
+    return captures
 
 
 def _cache_descale_layout(name, kv_descales, q, b, hkv):
@@ -2025,6 +2086,7 @@ class _LaunchPlan:
         self._fixed = []
         self._addresses = []
         self._bound = []
+        self.captures = 0  # score_mod / mask_mod captures launch binds
         for slot, p in enumerate(meta["params"]):
             name, kind = p["name"], p.get("kind")
             self._addresses.append(None)
@@ -2051,6 +2113,10 @@ class _LaunchPlan:
                 self._bound.append((slot, "lse", None))
             elif name in _TENSOR_PARAMS:
                 self._bound.append((slot, "pointer", _TENSOR_PARAMS[name]))
+            elif name.startswith("capture"):
+                self._bound.append((slot, "pointer",
+                                    _FIRST_CAPTURE + int(name[7:])))
+                self.captures += 1
             elif name in ("o_partial", "lse_partial"):
                 self._bound.append((slot, "workspace",
                                     0 if name == "o_partial"
@@ -2116,11 +2182,16 @@ class _LaunchPlan:
         return scratch
 
     def launch(self, q, k, v, out, lse, cache_seqlens, block_table,
-               cu_seqlens_q, cu_seqlens_k, kv_descales=None):
+               cu_seqlens_q, cu_seqlens_k, kv_descales=None, captures=()):
         """Binds the tensors' pointers and launches on torch's current
         stream; returns (out, lse) (lse None where discarded)."""
         import torch
 
+        if len(captures) != self.captures:
+            raise KernelArgumentError(
+                f"{self.kernel.name} reads {self.captures} captured "
+                f"tensor(s), got {len(captures)}: launch it through "
+                f"Kernel.__call__(..., captures=)")
         device_index = self.device_index
         stream = _current_stream(device_index)
         if out is None:
@@ -2135,7 +2206,8 @@ class _LaunchPlan:
                               device=q.device)
             lse_ptr = lse.data_ptr()
         tensors = (q, k, v, out, None, cache_seqlens, block_table,
-                   cu_seqlens_q, cu_seqlens_k) + tuple(kv_descales or ())
+                   cu_seqlens_q, cu_seqlens_k) + \
+            tuple(kv_descales or (None, None)) + tuple(captures)
         gx, gy, gz = self.grid
         bx, by, bz = self.block
         drv = _get_driver()

@@ -5,6 +5,8 @@ same Python functions to broadcast index tensors (as FlexAttention's own
 reference does), over random inputs and ragged sizes."""
 import math
 
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -174,7 +176,11 @@ def test_bad_calls(flashmlir):
 def test_gpu_module_folds_to_builtin_kernels(flashmlir):
     """The module flex_attention compiles for CUDA tensors: FlexAttention's
     causal mask and tanh softcap fold into the built-in kernel (metadata:
-    causal, softcap 20); ALiBi does not, and is refused by name."""
+    causal, softcap 20); ALiBi from the head index and a prefix-LM mask fold
+    into nothing and compile to a kernel that evaluates them (named by their
+    hash); ALiBi reading captured slopes takes them as its last parameter,
+    and a launch without them, or with the wrong shape or dtype, is refused
+    by name before anything runs."""
     def softcap(score, b, h, q_idx, kv_idx):
         return 20 * torch.tanh(score / 20)
 
@@ -189,13 +195,34 @@ def test_gpu_module_folds_to_builtin_kernels(flashmlir):
     assert "_causal_" in name and name.endswith("_sc20"), name
     assert meta["causal"] and meta["softcap"] == 20 and meta["writes_lse"]
     assert abs(meta["scale"] - 0.125) < 1e-9
+    regions, captures = flashmlir.flex.trace_regions(
+        lambda s, b, h, q, kv: s + torch.exp2(-(h + 1.0)) * (kv - q),
+        lambda b, h, q, kv: (q >= kv) | (kv < 64))
+    text = flashmlir.flex.flex_module_text(regions, captures, 64, 64, "f16")
+    (name, meta), = flashmlir.compile_module(text, arch="sm_90a").launches
+    assert re.search("_mod[0-9a-f]{16}_", name), name
+    assert not meta["causal"] and not meta["softcap"], meta
     slopes = torch.ones(4)
     regions, captures = flashmlir.flex.trace_regions(
         lambda s, b, h, q, kv: s + slopes[h] * (kv - q), causal)
     text = flashmlir.flex.flex_module_text(regions, captures, 64, 64, "f16")
-    with pytest.raises(flashmlir.CompileError,
-                       match="score_mod and mask_mod have no GPU kernel"):
-        flashmlir.compile_module(text, arch="sm_90a")
+    module = flashmlir.compile_module(text, arch="sm_90a")
+    (name, meta), = module.launches
+    assert meta["causal"] and "_mod" in name, name
+    assert meta["params"][-1] == {"dtype": "f32", "kind": "pointer",
+                                  "name": "capture0", "shape": ["4"]}
+    kernel = module.kernel(0)
+    q = torch.zeros(1, 4, 64, 64, dtype=torch.float16)
+    with pytest.raises(flashmlir.runtime.KernelArgumentError,
+                       match="reads 1 captured tensor"):
+        kernel(q, q, q)
+    with pytest.raises(flashmlir.runtime.KernelArgumentError,
+                       match=r"capture0 must be a float32 tensor of shape "
+                             r"\(4,\)"):
+        kernel(q, q, q, captures=[torch.ones(8)])
+    with pytest.raises(flashmlir.runtime.KernelArgumentError,
+                       match="capture0 must be a float32"):
+        kernel(q, q, q, captures=[torch.ones(4, dtype=torch.int32)])
 
 
 

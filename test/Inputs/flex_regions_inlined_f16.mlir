@@ -1,9 +1,10 @@
 // Attention variants whose regions fold into no built-in (f16, [B, H, N,
-// D], H = 4): the sm_90a kernel evaluates them on every score
+// D], H = 4; the last two read captured tensors): the sm_90a kernel
+// evaluates them on every score
 // (fagpu.modify_scores). bench/flex_module.py checks each launch on a GPU
 // against the same arithmetic written in torch; fa-compile-module-regions.test
 // checks the kernels they compile to.
-func.func @variants(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v: tensor<1x4x256x128xf16>) -> (tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>) {
+func.func @variants(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v: tensor<1x4x256x128xf16>, %slopes: tensor<16xf32>, %docs_ids: tensor<16384xi32>) -> (tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>) {
   // ALiBi with the causal mask: slope 2^(-8 (h + 1) / H) times (j - i).
   // The mask folds into `causal`; the bias stays a region.
   %alibi = fa.attention %q, %k, %v {scale = 0.088388346 : f32}
@@ -103,5 +104,29 @@ func.func @variants(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v
       %vis = arith.ori %even, %near : i1
       fa.yield %vis : i1
     }
-  return %alibi, %prefix, %docs, %decay, %temp : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>
+  // ALiBi with per-head slopes read from a captured tensor (up to 16
+  // heads), and the causal mask.
+  %alibi_t = fa.attention %q, %k, %v captures(%slopes : tensor<16xf32>) {scale = 0.088388346 : f32, causal}
+      : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16> -> tensor<1x4x256x128xf16>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<16xf32>):
+      %slope = tensor.extract %m[%h] : tensor<16xf32>
+      %d = arith.subi %j, %i : index
+      %di = arith.index_cast %d : index to i64
+      %df = arith.sitofp %di : i64 to f32
+      %r = math.fma %slope, %df, %s : f32
+      fa.yield %r : f32
+    }
+  // Packed documents: a key is visible to a query of the same document id
+  // (a captured tensor of each position's id, up to 16k positions), causal.
+  %packed = fa.attention %q, %k, %v captures(%docs_ids : tensor<16384xi32>) {scale = 0.088388346 : f32, causal}
+      : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16> -> tensor<1x4x256x128xf16>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %d: tensor<16384xi32>):
+      %di = tensor.extract %d[%i] : tensor<16384xi32>
+      %dj = tensor.extract %d[%j] : tensor<16384xi32>
+      %same = arith.cmpi eq, %di, %dj : i32
+      fa.yield %same : i1
+    }
+  return %alibi, %prefix, %docs, %decay, %temp, %alibi_t, %packed : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>
 }

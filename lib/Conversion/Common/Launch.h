@@ -61,6 +61,9 @@ public:
                {"q_descale", op.getQDescale()},
                {"k_descale", op.getKDescale()},
                {"v_descale", op.getVDescale()}};
+    // score_mod / mask_mod captures: parameters capture0, ...
+    for (auto [i, capture] : llvm::enumerate(op.getCaptures()))
+      tensors["capture" + std::to_string(i)] = capture;
     sizes = {{"Nq", dim(q, 2)},
              {"Nk", dim(k, 2)},
              {"Hq", dim(q, 1)},

@@ -8,11 +8,15 @@
 
 #include "WarpgroupLowering.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -20,29 +24,92 @@ using namespace mlir::fa::warpgroup;
 
 namespace {
 
-/// Copies `region`'s block at the emitter's insertion point with its
-/// arguments bound to `args`, returning the yielded value. The math ops
-/// become the SFU's approximations, as the kernel's own exponentials and
-/// softcap are (ex2.approx, lg2.approx, tanh.approx); the rest are copied
-/// (arith, math.absf and math.sqrt have LLVM lowerings downstream).
-Value inlineRegion(OpEmitter &e, OpBuilder &b, Region &region,
-                   ValueRange args) {
+/// Element `indices` of a capture (a contiguous array of `type` at global
+/// pointer `base`). Each index is clamped to its dim for the load, so that
+/// the load never leaves the array, and whether it was below it joins
+/// `inBounds`, which the caller asserts once (a trap otherwise, as the
+/// kernel's other device checks): one branch per op rather than per read,
+/// which left ptxas room to schedule the loads without spilling.
+Value loadCapture(OpBuilder &b, Location loc, Value base, RankedTensorType type,
+                  ValueRange indices, Value &inBounds) {
+  Value linear = arith::ConstantIndexOp::create(b, loc, 0);
+  for (auto [d, i] : llvm::enumerate(indices)) {
+    Value size = arith::ConstantIndexOp::create(b, loc, type.getDimSize(d));
+    Value below =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i, size);
+    inBounds =
+        inBounds ? arith::AndIOp::create(b, loc, inBounds, below) : below;
+    Value last = arith::ConstantIndexOp::create(b, loc, type.getDimSize(d) - 1);
+    Value clamped = arith::MinUIOp::create(b, loc, i, last);
+    linear = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, linear, size), clamped);
+  }
+  Value offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), linear);
+  Type element = type.getElementType();
+  Value address = LLVM::GEPOp::create(b, loc, base.getType(), element, base,
+                                      ValueRange{offset});
+  return LLVM::LoadOp::create(b, loc, element, address,
+                              element.getIntOrFloatBitWidth() / 8);
+}
+
+/// Copies `region`'s block at the builder's insertion point with its
+/// leading arguments bound to `args` and its trailing tensor arguments (the
+/// captures) read through the global pointers `captures`, returning the
+/// yielded value. The math ops become the SFU's approximations, as the
+/// kernel's own exponentials and softcap are (ex2.approx, lg2.approx,
+/// tanh.approx); a capture's reads become checked loads and its dims
+/// constants; the rest are copied (arith, math.absf and math.sqrt have LLVM
+/// lowerings downstream).
+/// The capture elements one fagpu.modify_scores has read, by pointer and
+/// index values: a region that reads at the row or key (a document id) reads
+/// each once for all the thread's scores, and checks it once.
+struct CaptureReads {
+  std::map<std::vector<void *>, Value> values;
+  /// Whether every read's indices were inside its capture.
+  Value inBounds;
+};
+
+Value inlineRegion(OpEmitter &e, OpBuilder &b, Region &region, ValueRange args,
+                   ValueRange captures, CaptureReads &reads) {
   Block &block = region.front();
   IRMapping mapping;
-  mapping.map(block.getArguments(), args);
+  mapping.map(block.getArguments().take_front(args.size()), args);
+  DenseMap<Value, Value> pointerOf;
+  for (auto [arg, pointer] :
+       llvm::zip(block.getArguments().drop_front(args.size()), captures))
+    pointerOf[arg] = pointer;
+  Location loc = region.getParentOp()->getLoc();
   for (Operation &op : block.without_terminator()) {
     auto operand = [&](unsigned i) { return mapping.lookup(op.getOperand(i)); };
     Value lowered;
-    if (isa<math::TanhOp>(op))
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      SmallVector<Value> indices;
+      Value pointer = pointerOf.lookup(extract.getTensor());
+      std::vector<void *> key = {pointer.getAsOpaquePointer()};
+      for (Value i : extract.getIndices()) {
+        indices.push_back(mapping.lookup(i));
+        key.push_back(indices.back().getAsOpaquePointer());
+      }
+      Value &read = reads.values[key];
+      if (!read)
+        read = loadCapture(b, loc, pointer, extract.getTensor().getType(),
+                           indices, reads.inBounds);
+      lowered = read;
+    } else if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+      auto type = cast<RankedTensorType>(dim.getSource().getType());
+      lowered = arith::ConstantIndexOp::create(
+          b, loc, type.getDimSize(*dim.getConstantIndex()));
+    } else if (isa<math::TanhOp>(op)) {
       lowered = e.tanhApprox(operand(0));
-    else if (isa<math::Exp2Op>(op))
+    } else if (isa<math::Exp2Op>(op)) {
       lowered = e.ex2(operand(0));
-    else if (isa<math::ExpOp>(op))
+    } else if (isa<math::ExpOp>(op)) {
       lowered = e.ex2(e.fmul(operand(0), e.cf(M_LOG2E)));
-    else if (isa<math::Log2Op>(op))
+    } else if (isa<math::Log2Op>(op)) {
       lowered = e.lg2(operand(0));
-    else if (isa<math::LogOp>(op))
+    } else if (isa<math::LogOp>(op)) {
       lowered = e.fmul(e.lg2(operand(0)), e.cf(M_LN2));
+    }
     if (lowered)
       mapping.map(op.getResult(0), lowered);
     else
@@ -68,6 +135,21 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
     Value scale = natural ? e.fmul(scaleLog2, e.cf(M_LN2)) : scaleLog2;
     Value negInf = e.cf(-std::numeric_limits<double>::infinity());
 
+    // Regions that read captures see the sequence's last row or key in
+    // place of positions past it (whose scores are masked or never
+    // stored), so that they read where the host path reads.
+    SmallVector<Value> captures;
+    for (ValueRange pointer : adaptor.getCaptures())
+      captures.push_back(pointer.front());
+    Value lastRow, lastKey;
+    if (!captures.empty()) {
+      lastRow = e.sub(adaptor.getNq().front(), e.c32(1));
+      lastKey = e.sub(adaptor.getNk().front(), e.c32(1));
+    }
+    auto clamp = [&](Value v, Value last) {
+      return last ? e.minu(v, last) : v;
+    };
+
     // The regions' indices, as index values: row tile r's register 4 n + k
     // is row row0 + 16 r + 8 (k / 2) and key key_start + 8 n + k % 2 +
     // 2 quadLane (the accumulator layout, as the step's mask reads it).
@@ -84,14 +166,16 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
     int64_t perTile = s.size() / rowTiles;
     SmallVector<Value> rows, keys;
     for (int64_t r = 0; r < 2 * rowTiles; ++r)
-      rows.push_back(asIndex(r ? e.add(row0, e.c32(8 * r)) : row0));
+      rows.push_back(
+          asIndex(clamp(r ? e.add(row0, e.c32(8 * r)) : row0, lastRow)));
     for (int64_t n = 0; n < perTile / 4; ++n)
       for (int64_t k = 0; k < 2; ++k) {
         int64_t offset = 8 * n + k;
-        keys.push_back(
-            asIndex(offset ? e.add(keyBase, e.c32(offset)) : keyBase));
+        keys.push_back(asIndex(
+            clamp(offset ? e.add(keyBase, e.c32(offset)) : keyBase, lastKey)));
       }
 
+    CaptureReads reads;
     for (int64_t i = 0, end = s.size(); i < end; ++i) {
       int64_t tile = i / perTile, inTile = i % perTile;
       Value row = rows[2 * tile + (inTile % 4) / 2];
@@ -102,15 +186,19 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
         x = e.fmul(e.tanhApprox(e.fmul(x, e.cf(1.0 / cap))), e.cf(cap));
       }
       if (!scoreMod.empty())
-        x = inlineRegion(e, rewriter, scoreMod, {x, batch, head, row, key});
+        x = inlineRegion(e, rewriter, scoreMod, {x, batch, head, row, key},
+                         captures, reads);
       if (natural)
         x = e.fmul(x, e.cf(M_LOG2E));
       if (!maskMod.empty())
-        x = e.select(
-            inlineRegion(e, rewriter, maskMod, {batch, head, row, key}), x,
-            negInf);
+        x = e.select(inlineRegion(e, rewriter, maskMod, {batch, head, row, key},
+                                  captures, reads),
+                     x, negInf);
       s[i] = x;
     }
+    if (reads.inBounds)
+      cf::AssertOp::create(rewriter, loc, reads.inBounds,
+                           "a score_mod or mask_mod read past a capture");
     rewriter.replaceOpWithMultiple(op, {s});
     return success();
   }

@@ -97,8 +97,12 @@ BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
   // masks; the step sees log2-unit scores and applies no softcap of its
   // own.
   Value keyStart = mul(block, c32(spec.blockC));
+  // With captures the regions read memory: their indices are clamped to
+  // the sequence (fagpu.modify_scores).
+  bool reads = !capturePtrs.empty();
   auto modify = fagpu::ModifyScoresOp::create(
       b, loc, s.getType(), s, keyStart, row0, tile.batch, tile.qHead, effScale,
+      reads ? tile.nq : Value(), reads ? tile.nk : Value(), capturePtrs,
       spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
   IRMapping mapping;
   if (spec.scoreMod)
@@ -741,6 +745,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   qDescalePtr = kernelArgument(fn, spec.abi, "q_descale");
   kDescalePtr = kernelArgument(fn, spec.abi, "k_descale");
   vDescalePtr = kernelArgument(fn, spec.abi, "v_descale");
+  for (int64_t i = 0; i < spec.captures; ++i)
+    capturePtrs.push_back(
+        kernelArgument(fn, spec.abi, "capture" + std::to_string(i)));
   descaleLayout = kernelArgument(fn, spec.abi, "descale_layout");
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   // Stating that the warpgroup index is warp-uniform (a shuffle from lane
@@ -813,6 +820,18 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 } // namespace mlir::fa::sm90
 
 namespace {
+
+/// The launch metadata's name of a capture's element type (checkCaptureType
+/// admits these).
+std::string captureDtype(Type element) {
+  if (element.isF32())
+    return "f32";
+  if (element.isF16())
+    return "f16";
+  if (element.isBF16())
+    return "bf16";
+  return "i" + std::to_string(element.getIntOrFloatBitWidth());
+}
 
 /// A name for `op`'s score_mod and mask_mod: 16 hex digits of a hash of
 /// their printed ops (block arguments print by position, so the text is
@@ -964,6 +983,20 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
     if (!op.getMaskMod().empty())
       spec.maskMod = &op.getMaskMod();
     spec.modificationsName = "_mod" + modificationsHash(op);
+    // Each capture a pointer parameter to its contiguous array, after the
+    // attention's own (its element type and static shape say what the
+    // runtimes pass).
+    for (auto [i, capture] : llvm::enumerate(op.getCaptures())) {
+      auto type = cast<MemRefType>(capture.getType());
+      fagpu::KernelParam param;
+      param.name = "capture" + std::to_string(i);
+      param.kind = fagpu::ParamKind::Pointer;
+      param.dtype = captureDtype(type.getElementType());
+      for (int64_t size : type.getShape())
+        param.shape.push_back(std::to_string(size));
+      spec.abi.push_back(param);
+    }
+    spec.captures = op.getCaptures().size();
   }
   return spec;
 }

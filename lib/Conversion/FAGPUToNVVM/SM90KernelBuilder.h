@@ -66,6 +66,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// regions never share one).
   Region *scoreMod = nullptr, *maskMod = nullptr;
   std::string modificationsName;
+  /// The regions' captured tensors: kernel parameters capture0, ...
+  int64_t captures = 0;
   bool modifiesScores() const { return scoreMod || maskMod; }
 
   int64_t threads() const {
@@ -477,6 +479,8 @@ private:
   // scores' scale before K's descale, where its K descales start and how
   // far apart its blocks' are (0: one for all), and V's descale.
   Value qDescalePtr, kDescalePtr, vDescalePtr, descaleLayout;
+  /// The captures' global pointers (KernelSpec::captures of them).
+  SmallVector<Value> capturePtrs;
   Value kernelScaleLog2, tileScaleLog2, kDescaleBase, kDescaleStep, vDescale;
   Value tileFirst;         // the current tile's first K/V block
   Value phaseBits;         // persistent only: see blockInTile

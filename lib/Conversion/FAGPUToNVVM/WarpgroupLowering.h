@@ -79,6 +79,7 @@ public:
   using TMAKernelEmitter::fmax;
   using TMAKernelEmitter::keyVisible;
   using TMAKernelEmitter::loadTile;
+  using TMAKernelEmitter::minu;
   using TMAKernelEmitter::moveBase;
   using TMAKernelEmitter::mul;
   using TMAKernelEmitter::oMap;

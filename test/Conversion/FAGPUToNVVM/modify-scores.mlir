@@ -79,3 +79,51 @@ gpu.module @fa_kernels {
     llvm.return
   }
 }
+
+// -----
+
+!acc = !fagpu.fragment<64x16xf32, accumulator>
+
+// A mask reading a captured [256] i32 tensor (document ids) at the row and
+// the key: the indices are clamped to the sequence's last row (Nq - 1) and
+// key (Nk - 1); each element is read once for all the thread's scores
+// (the row's id and each key's), at its index clamped into the capture;
+// whether every index was inside it is asserted once, after the reads (a
+// trap otherwise).
+// CHECK-LABEL: llvm.func @documents
+// CHECK-SAME: (%[[KEY:.*]]: i32, %[[ROW:.*]]: i32, %[[B:.*]]: i32, %[[H:.*]]: i32, %[[SCALE:.*]]: f32, %[[S:.*]]: f32, %[[NQ:.*]]: i32, %[[NK:.*]]: i32, %[[IDS:.*]]: !llvm.ptr<1>)
+// CHECK: %[[LASTROW:.*]] = arith.subi %[[NQ]], %c1_i32
+// CHECK: %[[LASTKEY:.*]] = arith.subi %[[NK]], %c1_i32
+// CHECK: %[[R:.*]] = arith.minui %[[ROW]], %[[LASTROW]] : i32
+// CHECK: %[[RI:.*]] = arith.index_castui %[[R]] : i32 to index
+// CHECK: arith.minui %{{.*}}, %[[LASTKEY]] : i32
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[RI]], %c256 : index
+// CHECK: %[[RC:.*]] = arith.minui %[[RI]], %c255 : index
+// CHECK: %[[OFF:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK: %[[P:.*]] = llvm.getelementptr %[[IDS]][%[[OFF]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
+// CHECK: %[[DOC_ROW:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK: %[[DOC_KEY:.*]] = llvm.load
+// CHECK: arith.cmpi eq, %[[DOC_ROW]], %[[DOC_KEY]] : i32
+// CHECK: arith.select
+// Four more reads (the second row, three more keys): six for 8 scores.
+// CHECK-COUNT-4: llvm.load
+// CHECK-NOT: llvm.load
+// CHECK: %[[OK:.*]] = arith.xori %{{.*}}, %true : i1
+// CHECK-NEXT: scf.if %[[OK]] {
+// CHECK-NEXT: llvm.intr.trap
+// CHECK-NOT: llvm.intr.trap
+// CHECK: llvm.return
+gpu.module @fa_kernels {
+  llvm.func @documents(%key: i32, %row: i32, %b: i32, %h: i32, %scale: f32, %x: f32, %nq: i32, %nk: i32, %ids: !llvm.ptr<1>) {
+    %s = fagpu.splat %x : !acc
+    %r = fagpu.modify_scores %s keys(%key) rows(%row) batch(%b) head(%h) scale(%scale) within(%nq, %nk) captures(%ids : !llvm.ptr<1>) : !acc
+      mask_mod {
+      ^bb0(%bi: index, %hi: index, %i: index, %j: index, %d: tensor<256xi32>):
+        %di = tensor.extract %d[%i] : tensor<256xi32>
+        %dj = tensor.extract %d[%j] : tensor<256xi32>
+        %same = arith.cmpi eq, %di, %dj : i32
+        fagpu.yield %same : i1
+      }
+    llvm.return
+  }
+}

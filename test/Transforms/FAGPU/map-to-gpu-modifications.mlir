@@ -62,7 +62,7 @@ func.func @alibi(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>) {
 
 // A math op the kernel has no lowering for.
 func.func @sin(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>) {
-  // expected-error @+1 {{fa-map-to-gpu: the GPU kernel has no lowering for math.sin in a score_mod or mask_mod (it lowers arith ops and math.tanh, math.exp, math.exp2, math.log, math.log2, math.absf and math.sqrt of f32)}}
+  // expected-error @+1 {{fa-map-to-gpu: the GPU kernel has no lowering for math.sin in a score_mod or mask_mod (it lowers arith ops and math.tanh, math.exp, math.exp2, math.log, math.log2, math.absf, math.sqrt and math.fma of f32, and reads of captures)}}
   fa.attention %q, %q, %q outs(%o : memref<1x4x256x128xf16>) {scale = 0.125 : f32}
       : memref<1x4x256x128xf16>, memref<1x4x256x128xf16>, memref<1x4x256x128xf16>
     score_mod {
@@ -75,9 +75,15 @@ func.func @sin(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>) {
 
 // -----
 
-// Captured tensors (per-head slopes here) have no kernel parameters yet.
+// Captured tensors (per-head slopes here) become fagpu.attention's
+// captures, the function's memrefs the kernel reads.
+// CHECK-LABEL: func.func @captures
+// CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: memref<4xf32>)
+// CHECK: fagpu.attention {{.*}} captures(%[[SLOPES]] : memref<4xf32>) outs(
+// CHECK: score_mod {
+// CHECK: ^bb0(%{{.*}}: f32, %{{.*}}: index, %[[H:.*]]: index, %{{.*}}: index, %{{.*}}: index, %[[M:.*]]: tensor<4xf32>):
+// CHECK: tensor.extract %[[M]][%[[H]]] : tensor<4xf32>
 func.func @captures(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>, %slopes: memref<4xf32>) {
-  // expected-error @+1 {{fa-map-to-gpu: score_mod and mask_mod that read captured tensors have no GPU kernel yet (the CPU pipeline runs them: fa-cpu-pipeline)}}
   fa.attention %q, %q, %q captures(%slopes : memref<4xf32>) outs(%o : memref<1x4x256x128xf16>) {scale = 0.125 : f32}
       : memref<1x4x256x128xf16>, memref<1x4x256x128xf16>, memref<1x4x256x128xf16>
     score_mod {
@@ -85,6 +91,23 @@ func.func @captures(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>, %s
       %slope = tensor.extract %m[%h] : tensor<4xf32>
       %r = arith.addf %s, %slope : f32
       fa.yield %r : f32
+    }
+  return
+}
+
+// -----
+
+// The kernel reads a capture as a contiguous array of static shape.
+func.func @dynamic_capture(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>, %ids: memref<?xi32>) {
+  // expected-error @+1 {{fa-map-to-gpu: the GPU kernel reads captures as arrays: a capture must have a static shape (the CPU pipeline runs any: fa-cpu-pipeline)}}
+  fa.attention %q, %q, %q captures(%ids : memref<?xi32>) outs(%o : memref<1x4x256x128xf16>) {scale = 0.125 : f32}
+      : memref<1x4x256x128xf16>, memref<1x4x256x128xf16>, memref<1x4x256x128xf16>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %d: tensor<?xi32>):
+      %di = tensor.extract %d[%i] : tensor<?xi32>
+      %dj = tensor.extract %d[%j] : tensor<?xi32>
+      %same = arith.cmpi eq, %di, %dj : i32
+      fa.yield %same : i1
     }
   return
 }

@@ -299,8 +299,12 @@ void ScheduleAttr::print(AsmPrinter &printer) const {
 LogicalResult AttentionOp::verify() {
   MemRefType q = getQuery().getType(), k = getKey().getType(),
              v = getValue().getType(), o = getOut().getType();
+  if (!getCaptures().empty() && !hasModifications())
+    return emitOpError("expected captures only with a score_mod or mask_mod "
+                       "region that reads them");
   if (hasModifications()) {
-    if (failed(verifyModificationRegions(*this, getScoreMod(), getMaskMod())))
+    if (failed(verifyModificationRegions(*this, getScoreMod(), getMaskMod(),
+                                         getCaptures().getTypes())))
       return failure();
     // The regions run in the 16-bit sm_90a kernel's softmax, before its
     // step (fagpu.modify_scores).

@@ -373,7 +373,22 @@ LogicalResult ModifyScoresOp::verify() {
   if (std::optional<APFloat> cap = getSoftcap();
       cap && !(cap->convertToDouble() > 0))
     return emitOpError("softcap must be positive");
-  return verifyModificationRegions(*this, getScoreMod(), getMaskMod());
+  // The captures' types are the regions' trailing tensor arguments.
+  Region &region = getScoreMod().empty() ? getMaskMod() : getScoreMod();
+  unsigned leading = getScoreMod().empty() ? 4 : 5;
+  SmallVector<Type> captures;
+  if (!region.empty() && region.getNumArguments() > leading)
+    for (BlockArgument arg : region.getArguments().drop_front(leading))
+      captures.push_back(arg.getType());
+  if (captures.size() != getCaptures().size())
+    return emitOpError() << "expected one pointer of captures(...) per "
+                            "tensor argument of the regions, got "
+                         << getCaptures().size() << " for " << captures.size();
+  if (!captures.empty() && !getNq())
+    return emitOpError("captures need within(%nq, %nk): the regions' "
+                       "indices are clamped to the sequence");
+  return verifyModificationRegions(*this, getScoreMod(), getMaskMod(),
+                                   captures);
 }
 
 LogicalResult StoreOutputOp::verify() {

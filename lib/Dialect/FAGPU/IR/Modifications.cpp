@@ -9,6 +9,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 
@@ -25,9 +27,17 @@ Operation *mlir::fagpu::unsupportedModificationOp(Region &region) {
         !isa<arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op);
     bool math =
         isa<math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
-            math::AbsFOp, math::SqrtOp>(op) &&
+            math::AbsFOp, math::SqrtOp, math::FmaOp>(op) &&
         llvm::all_of(op->getOperandTypes(), [](Type t) { return t.isF32(); });
-    bool lowered = (arith || math) && op->getNumRegions() == 0;
+    // A capture is read by tensor.extract and sized by tensor.dim of a
+    // constant dim (its static size).
+    bool capture = false;
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op))
+      capture = isa<BlockArgument>(extract.getTensor());
+    if (auto dim = dyn_cast<tensor::DimOp>(op))
+      capture = isa<BlockArgument>(dim.getSource()) &&
+                matchPattern(dim.getIndex(), m_Constant());
+    bool lowered = (arith || math || capture) && op->getNumRegions() == 0;
     if (lowered)
       return WalkResult::advance();
     found = op;
@@ -37,24 +47,43 @@ Operation *mlir::fagpu::unsupportedModificationOp(Region &region) {
 }
 
 StringRef mlir::fagpu::supportedModificationMathOps() {
-  return "math.tanh, math.exp, math.exp2, math.log, math.log2, math.absf "
-         "and math.sqrt of f32";
+  return "math.tanh, math.exp, math.exp2, math.log, math.log2, math.absf, "
+         "math.sqrt and math.fma of f32, and reads of captures";
 }
 
-/// One region: its block's arguments are `leading`, it ends in one
-/// fagpu.yield of `yielded`, and its ops are lowered and use only its own
-/// values.
+std::optional<std::string> mlir::fagpu::checkCaptureType(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return std::string("a capture must have a static shape");
+  if (auto memref = dyn_cast<MemRefType>(type);
+      memref && !memref.getLayout().isIdentity())
+    return std::string("a capture must be contiguous (identity layout)");
+  Type element = shaped.getElementType();
+  if (!isa<Float32Type, Float16Type, BFloat16Type>(element) &&
+      !(element.isSignlessInteger() &&
+        llvm::is_contained({8u, 32u, 64u}, element.getIntOrFloatBitWidth())))
+    return std::string("a capture's elements must be f32, f16, bf16, i8, "
+                       "i32 or i64");
+  return std::nullopt;
+}
+
+/// One region: its block's arguments are `leading` then `captures`, it ends
+/// in one fagpu.yield of `yielded`, and its ops are lowered and use only its
+/// own values.
 static LogicalResult verifyRegion(Operation *op, Region &region, StringRef name,
-                                  TypeRange leading, Type yielded) {
+                                  ArrayRef<Type> leading, TypeRange captures,
+                                  Type yielded) {
   if (region.empty())
     return success();
   if (!region.hasOneBlock())
     return op->emitOpError() << "expected " << name << " to have one block";
   Block &block = region.front();
-  if (block.getArgumentTypes() != leading) {
+  SmallVector<Type> expected(leading);
+  llvm::append_range(expected, captures);
+  if (block.getArgumentTypes() != TypeRange(expected)) {
     std::string want, got;
     llvm::raw_string_ostream w(want), g(got);
-    llvm::interleaveComma(leading, w);
+    llvm::interleaveComma(expected, w);
     llvm::interleaveComma(block.getArgumentTypes(), g);
     return op->emitOpError()
            << "expected " << name << "'s block arguments to be (" << want
@@ -82,13 +111,25 @@ static LogicalResult verifyRegion(Operation *op, Region &region, StringRef name,
 
 LogicalResult mlir::fagpu::verifyModificationRegions(Operation *op,
                                                      Region &scoreMod,
-                                                     Region &maskMod) {
+                                                     Region &maskMod,
+                                                     TypeRange captures) {
   Builder b(op->getContext());
   Type index = b.getIndexType();
   Type indices[] = {index, index, index, index};
   Type scoreArgs[] = {b.getF32Type(), index, index, index, index};
-  return failure(
-      failed(
-          verifyRegion(op, scoreMod, "score_mod", scoreArgs, b.getF32Type())) ||
-      failed(verifyRegion(op, maskMod, "mask_mod", indices, b.getI1Type())));
+  SmallVector<Type> tensors;
+  for (Type capture : captures) {
+    if (std::optional<std::string> why = checkCaptureType(capture))
+      return op->emitOpError() << *why << ", got " << capture;
+    auto shaped = cast<ShapedType>(capture);
+    tensors.push_back(
+        RankedTensorType::get(shaped.getShape(), shaped.getElementType()));
+  }
+  if (scoreMod.empty() && maskMod.empty() && !captures.empty())
+    return op->emitOpError("expected captures only with a score_mod or "
+                           "mask_mod region that reads them");
+  return failure(failed(verifyRegion(op, scoreMod, "score_mod", scoreArgs,
+                                     tensors, b.getF32Type())) ||
+                 failed(verifyRegion(op, maskMod, "mask_mod", indices, tensors,
+                                     b.getI1Type())));
 }

@@ -50,6 +50,8 @@ struct Nest {
   Value qDescale, kDescale, vDescale;
   FloatAttr probsScale;
   fa::ScoreTileOp score;
+  /// The score tile's captures, as the function's memrefs.
+  SmallVector<Value> captures;
   Operation *softmax = nullptr;
   int64_t blockR = 0, blockC = 0;
 };
@@ -114,10 +116,15 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
     return fail("attention sinks have no GPU kernel yet (the CPU pipeline "
                 "runs them: fa-cpu-pipeline)");
   nest.score = scores.front();
-  if (!nest.score.getCaptures().empty())
-    return fail("score_mod and mask_mod that read captured tensors have no "
-                "GPU kernel yet (the CPU pipeline runs them: "
-                "fa-cpu-pipeline)");
+  for (Value capture : nest.score.getCaptures()) {
+    // The kernel reads each capture from global memory as the contiguous
+    // array the function passed in.
+    nest.captures.push_back(rootOf(capture));
+    if (std::optional<std::string> why =
+            checkCaptureType(nest.captures.back().getType()))
+      return fail("the GPU kernel reads captures as arrays: " + *why +
+                  " (the CPU pipeline runs any: fa-cpu-pipeline)");
+  }
   nest.softmax = softmax.front();
   // Every tile is a copy of a view of one of the function's memrefs (Q, K,
   // V in; O out): follow the copies from the tile ops' buffers.
@@ -476,9 +483,9 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
     auto attention = AttentionOp::create(
         b, forall.getLoc(), nest->q, nest->k, nest->v, nest->o, nest->lse,
         nest->kvLengths, nest->blockTable, nest->cuQ, nest->cuK, nest->qDescale,
-        nest->kDescale, nest->vDescale, TargetAttr::get(ctx, target),
-        score.getScaleAttr(), score.getCausalAttr(), score.getWindowAttr(),
-        score.getSoftcapAttr(),
+        nest->kDescale, nest->vDescale, nest->captures,
+        TargetAttr::get(ctx, target), score.getScaleAttr(),
+        score.getCausalAttr(), score.getWindowAttr(), score.getSoftcapAttr(),
         threshold ? b.getF32FloatAttr(threshold->convertToFloat())
                   : FloatAttr(),
         degree ? b.getI64IntegerAttr(*degree) : IntegerAttr(),

@@ -97,3 +97,30 @@ func.func @query_group(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %ls
     }
   return
 }
+
+// -----
+
+// Captures: each is a pointer parameter after the attention's own
+// (capture0: f32 [4]); fagpu.modify_scores takes the kernel's pointers and
+// the tile's query and key counts, to which it clamps the indices.
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+// CHECK-LABEL: func.func @captures
+// CHECK-SAME: %[[SLOPES:[a-z0-9]+]]: memref<4xf32>
+// CHECK: memref.extract_aligned_pointer_as_index %[[SLOPES]]
+// CHECK: %[[PTR:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<1>
+// CHECK: gpu.launch_func @fa_kernels::@{{.*}}_mod{{[0-9a-f]+}} {{.*}} args({{.*}}, %[[PTR]] : !llvm.ptr<1>)
+// CHECK: llvm.func @fa3_sm90{{.*}}(%arg0: {{.*}}, %[[CAP:arg[0-9]+]]: !llvm.ptr<1> {llvm.noalias})
+// CHECK-SAME: {dtype = "f32", kind = "pointer", name = "capture0", shape = ["4"]}]
+// CHECK: fagpu.modify_scores {{.*}} within(%{{.*}}, %{{.*}}) captures(%[[CAP]] : !llvm.ptr<1>)
+// CHECK: ^bb0(%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: tensor<4xf32>):
+func.func @captures(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>, %slopes: memref<4xf32>) {
+  fagpu.attention %q, %q, %q captures(%slopes : memref<4xf32>) outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    score_mod {
+    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, %m: tensor<4xf32>):
+      %slope = tensor.extract %m[%h] : tensor<4xf32>
+      %r = arith.addf %x, %slope : f32
+      fagpu.yield %r : f32
+    }
+  return
+}

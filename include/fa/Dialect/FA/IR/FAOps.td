@@ -199,8 +199,9 @@ def FA_AttentionOp : FA_Op<"attention", [AttrSizedOperandSegments,
     the built-in masks leave visible; `scale` and `softcap` apply before
     `score_mod`. Regions that spell the causal mask or a softcap fold into
     those attributes (fa-fold-modifications, first in every pipeline).
-    The backward and the GPU kernels have no form for other regions
-    yet (refused by name).
+    Other regions reach the sm_90a kernel (16-bit inputs, no captures),
+    which evaluates them on every score (`fagpu.modify_scores`); the
+    other GPU targets refuse them by name.
 
     ```mlir
     fa.attention %q, %k, %v captures(%slopes : memref<8xf32>)

@@ -61,18 +61,24 @@ struct ScheduleFields {
 namespace mlir::fagpu {
 /// The first op of a score_mod or mask_mod region that the sm_90a kernel
 /// has no lowering for (null when it has one for every op): arith ops but
-/// the ceil and floor divisions (expanded before), and math's tanh, exp,
-/// exp2, log, log2, absf and sqrt of f32, none holding a region.
+/// the ceil and floor divisions (expanded before), math's tanh, exp, exp2,
+/// log, log2, absf, sqrt and fma of f32, and reads of the captures
+/// (tensor.extract, tensor.dim of a constant dim), none holding a region.
 Operation *unsupportedModificationOp(Region &region);
 /// The names of the math ops unsupportedModificationOp admits, for
 /// diagnostics.
 StringRef supportedModificationMathOps();
+/// Why `type` (a memref or tensor) cannot be a capture the sm_90a kernel
+/// reads: a static shape, contiguous, of f32, f16, bf16, i8, i32 or i64.
+std::optional<std::string> checkCaptureType(Type type);
 /// Checks `op`'s score_mod and mask_mod regions (either may be empty):
 /// their block arguments (f32 score, then batch, head, query and key index;
-/// the indices alone for the mask), one fagpu.yield of an f32 or i1, and
-/// only supported ops on the region's own values.
+/// the indices alone for the mask; then a tensor per type of `captures`,
+/// of its shape), one fagpu.yield of an f32 or i1, and only supported ops
+/// on the region's own values.
 LogicalResult verifyModificationRegions(Operation *op, Region &scoreMod,
-                                        Region &maskMod);
+                                        Region &maskMod,
+                                        TypeRange captures = {});
 
 /// The fields of `schedule`.
 ScheduleFields fieldsOf(ScheduleAttr schedule);

@@ -64,10 +64,14 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments,
     `scale` and `softcap`), batch, query head, query and key index (`index`,
     a sequence's own rows) and yields the new score; `mask_mod`'s takes the
     four indices and yields an `i1` (false hides the key, on top of the
-    built-in masks). Both end in `fagpu.yield`, hold arith ops and the math
-    ops the kernel lowers (`fagpu::unsupportedModificationOp`), and read no
-    captured tensor. The kernel evaluates them on each score of a block
-    (`fagpu.modify_scores`).
+    built-in masks); both then take one argument per value of
+    `captures(...)` (contiguous memrefs of static shape: per-head slopes,
+    bias tables, document ids), a tensor of its shape read by
+    `tensor.extract` (or sized by `tensor.dim`). Both end in `fagpu.yield`
+    and hold arith ops and the math ops the kernel lowers
+    (`fagpu::unsupportedModificationOp`). The kernel evaluates them on each
+    score of a block (`fagpu.modify_scores`), the captures read from global
+    memory (kernel parameters `capture0`, ...).
 
     ```mlir
     fagpu.attention %q, %k, %v outs(%o, %lse) {
@@ -95,6 +99,8 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments,
     Arg<Optional<MemRefRankOf<[F32], [0, 2, 3]>>, "Q's descale", [MemRead]>:$q_descale,
     Arg<Optional<MemRefRankOf<[F32], [0, 2, 3]>>, "K's descale", [MemRead]>:$k_descale,
     Arg<Optional<MemRefRankOf<[F32], [0, 2]>>, "V's descale", [MemRead]>:$v_descale,
+    Arg<Variadic<AnyStaticShapeMemRef>, "score_mod / mask_mod captures",
+        [MemRead]>:$captures,
     FAGPU_TargetAttr:$target,
     F32Attr:$scale,
     UnitAttr:$causal,
@@ -115,6 +121,7 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments,
      `,` type($cu_seqlens_k) `)`)?
     custom<Descales>($q_descale, $k_descale, $v_descale, type($q_descale),
                      type($k_descale), type($v_descale))
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
     `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out)
     (`,` type($lse)^)?

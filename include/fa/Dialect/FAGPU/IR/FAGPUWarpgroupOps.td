@@ -598,7 +598,8 @@ def FAGPU_SplatOp : FAGPU_Op<"splat", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def FAGPU_ModifyScoresOp : FAGPU_Op<"modify_scores", [Pure,
-    IsolatedFromAbove, AllTypesMatch<["s", "result"]>]> {
+    IsolatedFromAbove, AttrSizedOperandSegments,
+    AllTypesMatch<["s", "result"]>]> {
   let summary = "a block's scores through score_mod and mask_mod";
   let description = [{
     For the scores `%s` (raw Q K^T, the accumulator layout) of keys
@@ -613,19 +614,30 @@ def FAGPU_ModifyScoresOp : FAGPU_Op<"modify_scores", [Pure,
 
     (`softcap` only when set; without a region the identity, or no mask).
     The regions are the attention's (`fagpu.attention`), evaluated once per
-    score with its batch, head, row and key index; out-of-sequence positions
-    are evaluated too (the regions read no memory) and left to the
-    step's mask of keys past Nk.
+    score with its batch, head, row and key index. Without captures,
+    positions past the sequence are evaluated too and left to the step's
+    mask of keys past Nk (and rows past Nq are never stored). With
+    `captures(...)` (global pointers to the attention's captured tensors,
+    contiguous, in the order of the regions' trailing tensor arguments)
+    and `within(%nq, %nk)`, the row and key the regions see are clamped to
+    the sequence's last (their results there are masked or unstored), so
+    that they read only where the host path reads, and each read is
+    checked in bounds of its tensor (a trap, as the kernel's other device
+    checks).
   }];
   let arguments = (ins FAGPU_Fragment:$s, I32:$key_start, I32:$row0,
                        I32:$batch, I32:$head, F32:$scale_log2,
+                       Optional<I32>:$nq, Optional<I32>:$nk,
+                       Variadic<LLVM_AnyPointer>:$captures,
                        OptionalAttr<F32Attr>:$softcap);
   let results = (outs FAGPU_Fragment:$result);
   let regions = (region MaxSizedRegion<1>:$score_mod,
                         MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $s `keys` `(` $key_start `)` `rows` `(` $row0 `)` `batch` `(` $batch `)`
-    `head` `(` $head `)` `scale` `(` $scale_log2 `)` attr-dict `:` type($s)
+    `head` `(` $head `)` `scale` `(` $scale_log2 `)`
+    (`within` `(` $nq^ `,` $nk `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict `:` type($s)
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
