@@ -17,7 +17,10 @@ metadata) and checks each launch against the regions' own arithmetic,
 written out here in torch (not the metadata's reading of it): in float64,
 and in f16 for flash-attention's 2x rule,
 
-    python3 bench/flex_module.py .flex [.flex-inlined]
+    build/bin/fa-compile-module --arch sm_90a -o .flex-sinks \\
+        test/Inputs/sinks_f16.mlir
+
+    python3 bench/flex_module.py .flex [.flex-inlined [.flex-sinks]]
 """
 import json
 import math
@@ -95,6 +98,23 @@ def inlined_captures(device):
     return [slopes.to(device), ids.to(torch.int32).to(device)]
 
 
+def causal(s, b, h, i, j, caps):
+    """The built-in causal mask."""
+    return s.masked_fill(~(i >= j), -math.inf)
+
+
+def causal_window(s, b, h, i, j, caps):
+    """The built-in causal mask with a window of 128 keys."""
+    return s.masked_fill(~((i >= j) & (i - j < 128)), -math.inf)
+
+
+def sink_logits(heads, device):
+    """Each head's sink logit (natural log), head 1's -inf (no sink)."""
+    x = 1.5 * torch.sin(torch.arange(heads, dtype=torch.float32) + 1.0)
+    x[1] = -math.inf
+    return x.to(device)
+
+
 MODULES = [
     [("causal + softcap 30 (regions)", softcap_causal),
      ("sliding window 64 (regions)", sliding_window)],
@@ -105,6 +125,8 @@ MODULES = [
      ("head temperature + batch mask (both)", head_temperature),
      ("ALiBi from captured slopes, causal", alibi_captured),
      ("packed documents from captured ids, causal", packed_documents)],
+    [("sinks, causal", causal),
+     ("sinks, causal window 128", causal_window)],
 ]
 
 
@@ -116,7 +138,7 @@ def captures_for(meta, caps):
             for p in meta["params"] if p["name"].startswith("capture")]
 
 
-def attention(q, k, v, modify, caps=()):
+def attention(q, k, v, modify, caps=(), sinks=None):
     bsz, heads, n, m = q.shape[0], q.shape[1], q.shape[-2], k.shape[-2]
     dev = q.device
     b = torch.arange(bsz, device=dev)[:, None, None, None]
@@ -124,7 +146,11 @@ def attention(q, k, v, modify, caps=()):
     i = torch.arange(n, device=dev)[:, None]
     j = torch.arange(m, device=dev)[None, :]
     s = modify((q @ k.transpose(-1, -2)) * SCALE, b, h, i, j, caps)
-    return torch.softmax(s, dim=-1) @ v
+    if sinks is None:
+        return torch.softmax(s, dim=-1) @ v
+    # A sink joins each row's denominator as a key with a zero value row.
+    sink = sinks.to(s.dtype)[None, :, None, None].expand(bsz, heads, n, 1)
+    return torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :-1] @ v
 
 
 def main():
@@ -148,15 +174,18 @@ def check_module(folder, launches):
             meta = json.load(f)
         kernel = Kernel(cubin, meta)
         captures = captures_for(meta, caps)
+        names = {p["name"] for p in meta["params"]}
         # The module's shape, then longer sequences on the same kernel.
         for b, h, n in [(1, 4, 256), (2, 4, 1000), (1, 8, 4096)]:
             torch.manual_seed(n + index)
             q, k, v = (torch.randn(b, h, n, 128, device="cuda",
                                    dtype=torch.float16) for _ in range(3))
-            out, _ = kernel(q, k, v, captures=captures)
+            sinks = sink_logits(h, "cuda") if "sinks" in names else None
+            out, _ = kernel(q, k, v, captures=captures, sinks=sinks)
             torch.cuda.synchronize()
-            ref = attention(q.double(), k.double(), v.double(), modify, caps)
-            low = attention(q, k, v, modify, caps)
+            ref = attention(q.double(), k.double(), v.double(), modify, caps,
+                            sinks)
+            low = attention(q, k, v, modify, caps, sinks)
             err = ((out.double() - ref).norm() / ref.norm()).item()
             base = ((low.double() - ref).norm() / ref.norm()).item()
             ok = math.isfinite(err) and err <= 2 * base + 1e-6
@@ -164,20 +193,21 @@ def check_module(folder, launches):
             print(f"{name}: kernel {meta['kernel']}, B={b} H={h} N={n}: rel "
                   f"err {err:.2e} (torch f16 {base:.2e}) "
                   f"{'PASS' if ok else 'FAIL'}")
-        print(f"{name}: {speed(kernel, meta, captures)}")
+        print(f"{name}: {speed(kernel, meta, captures, 'sinks' in names)}")
     return failures
 
 
-def speed(kernel, meta, captures, b=1, h=16, n=16384):
+def speed(kernel, meta, captures, with_sinks, b=1, h=16, n=16384):
     """TFLOP/s of the launch at B 1, H 16, N 16k, D 128 (4 N^2 D per head,
     halved for a causal mask): the median of 20 timed calls."""
     q, k, v = (torch.randn(b, h, n, 128, device="cuda", dtype=torch.float16)
                for _ in range(3))
+    sinks = sink_logits(h, "cuda") if with_sinks else None
     times = []
     for _ in range(23):
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
         start.record()
-        kernel(q, k, v, captures=captures)
+        kernel(q, k, v, captures=captures, sinks=sinks)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)

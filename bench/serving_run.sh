@@ -74,10 +74,10 @@ PY
       # Issue 49: FlexAttention-style regions folded into the built-in
       # kernels (fa-compile-module --arch sm_90a -o .flex
       # test/Inputs/flex_regions_f16.mlir), launched from the artefacts.
-      [ -d .flex ] && timeout 90 python3 bench/flex_module.py .flex \
-        $([ -d .flex-inlined ] && echo .flex-inlined) \
+      [ -d .flex ] && timeout 200 python3 bench/flex_module.py .flex \
+        $([ -d .flex-inlined ] && echo .flex-inlined) $([ -d .flex-sinks ] && echo .flex-sinks) \
         > "$OUT/flex.log" 2>&1
-      tail -8 "$OUT/flex.log" ;;
+      grep -E "FAIL|TFLOP|flex_module" "$OUT/flex.log" | tail -16 ;;
     sanitize)
       # compute-sanitizer on the KV-cache kernels (f16 and e4m3 caches).
       for tool in memcheck synccheck racecheck; do

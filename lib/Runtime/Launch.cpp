@@ -428,12 +428,11 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 : name == "v_descale"      ? (void *)&cache.vDescale
                 : name == "descale_layout" ? (void *)&cache.descaleLayout
                                            : nullptr;
-    if (!arg && name.rfind("capture", 0) == 0)
-      return fail(
-          "faKernelLaunch: " + k->meta.kernel +
-          " reads captured tensors (score_mod / mask_mod), which this "
-          "launcher does not pass: launch it with flashmlir.Kernel(..., "
-          "captures=) from Python");
+    if (!arg && (name.rfind("capture", 0) == 0 || name == "sinks"))
+      return fail("faKernelLaunch: " + k->meta.kernel +
+                  " reads attention sinks or captured tensors (score_mod / "
+                  "mask_mod), which this launcher does not pass: launch it "
+                  "with flashmlir.Kernel(..., sinks=, captures=) from Python");
     if (!arg) // validate() admits only the names above
       return fail("faKernelLaunch: unknown kernel parameter '" + name + "'");
     args.push_back(arg);

@@ -727,7 +727,12 @@ int validate(const Metadata &m) {
                   "persistent kernel");
     expected.push_back("tile_counter");
   }
-  // score_mod / mask_mod captures: pointers, last (launched from Python).
+  // Attention sinks, then score_mod / mask_mod captures: pointers, last
+  // (launched from Python).
+  if (expected.size() < m.params.size() &&
+      m.params[expected.size()] == "sinks" &&
+      m.paramKinds[expected.size()] == "pointer")
+    expected.push_back("sinks");
   for (size_t i = expected.size(), c = 0; i < m.params.size(); ++i, ++c)
     if (m.params[i] == "capture" + std::to_string(c) &&
         m.paramKinds[i] == "pointer")

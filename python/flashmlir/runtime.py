@@ -534,7 +534,10 @@ def _check_metadata(meta):
             raise MetadataError("a dynamic tile scheduler needs a persistent "
                                 "kernel")
         expected.append("tile_counter")
-    # score_mod / mask_mod captures: pointers to contiguous arrays, last.
+    # Attention sinks ([Hq] f32), then score_mod / mask_mod captures:
+    # pointers to contiguous arrays, last.
+    if "sinks" in names:
+        expected.append("sinks")
     for i, p in enumerate(_capture_params(params)):
         expected.append(f"capture{i}")
     if names != expected:
@@ -1646,7 +1649,7 @@ class Kernel:
                  num_splits=None, discard_lse=False, cache_seqlens=None,
                  block_table=None, cu_seqlens_q=None, cu_seqlens_k=None,
                  max_seqlen_q=None, q_descale=None, k_descale=None,
-                 v_descale=None, captures=None):
+                 v_descale=None, captures=None, sinks=None):
         """Runs the kernel; returns (out, lse or None). num_splits: the
         K/V chunk count of a split-KV kernel (None or 0: the metadata's
         default, or the auto rule); refused for other kernels. discard_lse:
@@ -1666,8 +1669,11 @@ class Kernel:
         k's [B, Hkv, ceil(Nk / block_c)] (descale_blocks), v's one.
         captures: the tensors a kernel's score_mod / mask_mod read (its
         metadata's capture0, ... parameters), in order, each of the
-        parameter's shape and dtype on q's device (made contiguous)."""
+        parameter's shape and dtype on q's device (made contiguous).
+        sinks: a kernel built with attention sinks takes their logits, a
+        float32 tensor [Hq] on q's device (natural log; -inf: none)."""
         captures = self._check_captures(captures, q)
+        sinks = self._check_sinks(sinks, q)
         descales = (q_descale, k_descale, v_descale)
         if self.meta["dtype"] == "e4m3":
             extras = {"num_splits": num_splits, "cache_seqlens": cache_seqlens,
@@ -1701,9 +1707,31 @@ class Kernel:
                          cu_seqlens_k, max_seqlen_q, kv_descales)
         out, lse = plan.launch(q, k, v, out, lse, cache_seqlens, block_table,
                                cu_seqlens_q, cu_seqlens_k, kv_descales,
-                               captures)
+                               captures, sinks)
         # A kernel built without an LSE destination leaves lse unwritten.
         return out, (lse if self.meta.get("writes_lse", True) else None)
+
+    def _check_sinks(self, sinks, q):
+        """A launch's sink logits: float32 [Hq] on q's device where the
+        kernel takes them (its metadata's sinks parameter), else none."""
+        import torch
+        if "sinks" not in self._param_names:
+            if sinks is not None:
+                raise KernelArgumentError(
+                    f"{self.name} was built without attention sinks; "
+                    f"compile an fa.attention with sinks(...) for them")
+            return None
+        hq = q.shape[1] if q.dim() == 4 else None
+        if not isinstance(sinks, torch.Tensor) or \
+                sinks.dtype != torch.float32 or sinks.device != q.device or \
+                tuple(sinks.shape) != (hq,):
+            got = (f"{sinks.dtype} of shape {tuple(sinks.shape)} on "
+                   f"{sinks.device}" if isinstance(sinks, torch.Tensor)
+                   else type(sinks).__name__)
+            raise KernelArgumentError(
+                f"{self.name} takes attention sinks: sinks must be a float32 "
+                f"tensor of shape ({hq},) on {q.device}, got {got}")
+        return sinks.contiguous()
 
     def _check_captures(self, captures, q):
         """The captures a launch passes, checked against the metadata's
@@ -1843,9 +1871,10 @@ class _MapSpec:
 # `tensors`.
 _TENSOR_PARAMS = {"q": 0, "k": 1, "v": 2, "o": 3, "o_rows": 3,
                   "kv_lengths": 5, "block_table": 6, "cu_seqlens_q": 7,
-                  "cu_seqlens_k": 8, "k_descale": 9, "v_descale": 10}
+                  "cu_seqlens_k": 8, "k_descale": 9, "v_descale": 10,
+                  "sinks": 11}
 # Capture i of a launch's tensors (_LaunchPlan.launch) is at this plus i.
-_FIRST_CAPTURE = 11
+_FIRST_CAPTURE = 12
 # A capture parameter's dtype (fa-compile's names) and the torch dtypes a
 # caller may pass for it.
 _CAPTURE_DTYPES = {"f32": ("float32",), "f16": ("float16",),
@@ -2087,6 +2116,7 @@ class _LaunchPlan:
         self._addresses = []
         self._bound = []
         self.captures = 0  # score_mod / mask_mod captures launch binds
+        self.sinks = False  # whether launch binds sink logits
         for slot, p in enumerate(meta["params"]):
             name, kind = p["name"], p.get("kind")
             self._addresses.append(None)
@@ -2113,6 +2143,9 @@ class _LaunchPlan:
                 self._bound.append((slot, "lse", None))
             elif name in _TENSOR_PARAMS:
                 self._bound.append((slot, "pointer", _TENSOR_PARAMS[name]))
+            elif name == "sinks":
+                self._bound.append((slot, "pointer", _TENSOR_PARAMS[name]))
+                self.sinks = True
             elif name.startswith("capture"):
                 self._bound.append((slot, "pointer",
                                     _FIRST_CAPTURE + int(name[7:])))
@@ -2182,11 +2215,16 @@ class _LaunchPlan:
         return scratch
 
     def launch(self, q, k, v, out, lse, cache_seqlens, block_table,
-               cu_seqlens_q, cu_seqlens_k, kv_descales=None, captures=()):
+               cu_seqlens_q, cu_seqlens_k, kv_descales=None, captures=(),
+               sinks=None):
         """Binds the tensors' pointers and launches on torch's current
         stream; returns (out, lse) (lse None where discarded)."""
         import torch
 
+        if (sinks is not None) != self.sinks:
+            raise KernelArgumentError(
+                f"{self.kernel.name}: sinks are for a kernel built with them, "
+                f"and such a kernel needs them (Kernel.__call__(..., sinks=))")
         if len(captures) != self.captures:
             raise KernelArgumentError(
                 f"{self.kernel.name} reads {self.captures} captured "
@@ -2207,7 +2245,7 @@ class _LaunchPlan:
             lse_ptr = lse.data_ptr()
         tensors = (q, k, v, out, None, cache_seqlens, block_table,
                    cu_seqlens_q, cu_seqlens_k) + \
-            tuple(kv_descales or (None, None)) + tuple(captures)
+            tuple(kv_descales or (None, None)) + (sinks,) + tuple(captures)
         gx, gy, gz = self.grid
         bx, by, bz = self.block
         drv = _get_driver()

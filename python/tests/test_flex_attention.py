@@ -377,3 +377,35 @@ def test_interpreter_exits_cleanly_after_flex_attention(flashmlir):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "torch.Size([1, 2, 8, 16])" in proc.stdout
+
+
+def test_gpu_module_with_sinks(flashmlir):
+    """An fa.attention with sinks compiles for sm_90a to a kernel that takes
+    the [Hq] logits as its `sinks` parameter; a launch without them, or with
+    the wrong shape or dtype, is refused by name before anything runs, and a
+    kernel without sinks refuses them."""
+    text = ("func.func @f(%q: tensor<1x4x64x64xf16>, %s: tensor<4xf32>) -> "
+            "tensor<1x4x64x64xf16> {\n"
+            "  %o = fa.attention %q, %q, %q sinks(%s : tensor<4xf32>) "
+            "{causal} : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16>, "
+            "tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>\n"
+            "  return %o : tensor<1x4x64x64xf16>\n}\n")
+    module = flashmlir.compile_module(text, arch="sm_90a")
+    (name, meta), = module.launches
+    assert "_sinks" in name and meta["causal"], name
+    assert meta["params"][-1] == {"dtype": "f32", "kind": "pointer",
+                                  "name": "sinks", "shape": ["Hq"]}
+    kernel = module.kernel(0)
+    q = torch.zeros(1, 4, 64, 64, dtype=torch.float16)
+    error = flashmlir.runtime.KernelArgumentError
+    with pytest.raises(error, match=r"sinks must be a float32 tensor of "
+                                    r"shape \(4,\)"):
+        kernel(q, q, q)
+    with pytest.raises(error, match="sinks must be a float32"):
+        kernel(q, q, q, sinks=torch.zeros(8))
+    with pytest.raises(error, match="sinks must be a float32"):
+        kernel(q, q, q, sinks=torch.zeros(4, dtype=torch.float16))
+    plain = flashmlir.compile_module(text.replace(
+        " sinks(%s : tensor<4xf32>)", ""), arch="sm_90a").kernel(0)
+    with pytest.raises(error, match="built without attention sinks"):
+        plain(q, q, q, sinks=torch.zeros(4))

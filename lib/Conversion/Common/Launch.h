@@ -60,7 +60,8 @@ public:
                {"cu_seqlens_k", op.getCuSeqlensK()},
                {"q_descale", op.getQDescale()},
                {"k_descale", op.getKDescale()},
-               {"v_descale", op.getVDescale()}};
+               {"v_descale", op.getVDescale()},
+               {"sinks", op.getSinks()}};
     // score_mod / mask_mod captures: parameters capture0, ...
     for (auto [i, capture] : llvm::enumerate(op.getCaptures()))
       tensors["capture" + std::to_string(i)] = capture;

@@ -381,7 +381,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   // Prologue: S of the first block, its softmax (O is still zero). In the
   // cross-tile pipeline the previous tile's last P V goes to the tensor
   // cores behind it, as in the loop below.
-  RowState state = initialState();
+  RowState state = initialState(tile);
   Value stage0 = stageOf(firstBlock);
   Value firstScale = scoresScale(firstBlock);
   fagpu::PipelineWaitOp::create(b, loc, kvPipe, stage0, parityOf(firstBlock),
@@ -745,6 +745,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   qDescalePtr = kernelArgument(fn, spec.abi, "q_descale");
   kDescalePtr = kernelArgument(fn, spec.abi, "k_descale");
   vDescalePtr = kernelArgument(fn, spec.abi, "v_descale");
+  sinksPtr = kernelArgument(fn, spec.abi, "sinks");
   for (int64_t i = 0; i < spec.captures; ++i)
     capturePtrs.push_back(
         kernelArgument(fn, spec.abi, "capture" + std::to_string(i)));
@@ -974,6 +975,20 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.valueWidener = widens && spec.consumers == 1;
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_90a, s,
                                  spec.fp8 ? "e4m3" : outDtype, spec.inputs);
+  if (op.getSinks()) {
+    // One sink per row: the first split-KV chunk's only, and the row's own
+    // query head's.
+    if (s.kvSplits || s.queryGroup || s.rowSumMma)
+      return fail("attention sinks have no split-KV, packed-head or "
+                  "row-sum-MMA form yet");
+    fagpu::KernelParam param;
+    param.name = "sinks";
+    param.kind = fagpu::ParamKind::Pointer;
+    param.dtype = "f32";
+    param.shape = {"Hq"};
+    spec.abi.push_back(param);
+    spec.sinks = true;
+  }
   if (op.hasModifications()) {
     if (s.queryGroup)
       return fail("score_mod and mask_mod see each row's query head: packed "

@@ -68,6 +68,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   std::string modificationsName;
   /// The regions' captured tensors: kernel parameters capture0, ...
   int64_t captures = 0;
+  /// Attention sinks: kernel parameter `sinks`, [Hq] f32.
+  bool sinks = false;
   bool modifiesScores() const { return scoreMod || maskMod; }
 
   int64_t threads() const {
@@ -97,7 +99,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (inputs.keyLengths ? "_kvlens" : "") +
            (inputs.pageSize ? "_paged" + std::to_string(inputs.pageSize) : "") +
            (inputs.varlen ? "_varlen" : "") +
-           (widensKeyValues ? "_kve4m3" : "") + modificationsName + suffix();
+           (widensKeyValues ? "_kve4m3" : "") + (sinks ? "_sinks" : "") +
+           modificationsName + suffix();
   }
   /// The epilogue, named where it is not the default for the head dim, and
   /// O staged in a Q buffer where a staging tile of its own would fit
@@ -373,6 +376,28 @@ private:
         b, loc, spec.rowSumMma() ? sumsType : rowsType, cf(0.0));
     return state;
   }
+  /// The state `tile` starts from: with attention sinks, as if a key of
+  /// the query head's sink logit s and a zero value row had been seen
+  /// (fa.init_state's sink): m = log2(e) s, l = 1, or with s = -inf (no
+  /// sink) m = -inf, l = 0.
+  RowState initialState(const AttentionTile &tile) {
+    if (!sinksPtr)
+      return initialState();
+    Value logit = LLVM::LoadOp::create(
+        b, loc, f32, gep(globalPtr, f32, sinksPtr, ext64(tile.qHead)),
+        /*alignment=*/4, /*isVolatile=*/false, /*isNonTemporal=*/false,
+        /*isInvariant=*/true);
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, logit,
+                              cf(-std::numeric_limits<double>::infinity()));
+    RowState state;
+    state.o = fagpu::SplatOp::create(b, loc, outType, cf(0.0));
+    state.m = fagpu::SplatOp::create(b, loc, rowsType,
+                                     fmul(logit, cf(1.4426950408889634)));
+    state.l = fagpu::SplatOp::create(b, loc, rowsType,
+                                     select(none, cf(0.0), cf(1.0)));
+    return state;
+  }
   /// The first of the two rows (g and g + 8 of its warp's 16) the thread
   /// holds in a tile starting at `qStart`.
   Value threadRow0(Value qStart) {
@@ -481,6 +506,8 @@ private:
   Value qDescalePtr, kDescalePtr, vDescalePtr, descaleLayout;
   /// The captures' global pointers (KernelSpec::captures of them).
   SmallVector<Value> capturePtrs;
+  /// Attention sinks: the [Hq] f32 logits (null without).
+  Value sinksPtr;
   Value kernelScaleLog2, tileScaleLog2, kDescaleBase, kDescaleStep, vDescale;
   Value tileFirst;         // the current tile's first K/V block
   Value phaseBits;         // persistent only: see blockInTile

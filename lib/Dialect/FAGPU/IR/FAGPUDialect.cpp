@@ -299,6 +299,9 @@ void ScheduleAttr::print(AsmPrinter &printer) const {
 LogicalResult AttentionOp::verify() {
   MemRefType q = getQuery().getType(), k = getKey().getType(),
              v = getValue().getType(), o = getOut().getType();
+  if (getSinks() && (getTarget() != Target::sm_90a || isFP8()))
+    return emitOpError("attention sinks have a kernel on sm_90a with a "
+                       "16-bit Q only");
   if (!getCaptures().empty() && !hasModifications())
     return emitOpError("expected captures only with a score_mod or mask_mod "
                        "region that reads them");

@@ -50,6 +50,8 @@ struct Nest {
   Value qDescale, kDescale, vDescale;
   FloatAttr probsScale;
   fa::ScoreTileOp score;
+  /// Attention sinks: the [Hq] f32 logits (null without).
+  Value sinks;
   /// The score tile's captures, as the function's memrefs.
   SmallVector<Value> captures;
   Operation *softmax = nullptr;
@@ -112,9 +114,15 @@ FailureOr<Nest> readNest(scf::ForallOp forall) {
     return fail("expected the FA2 nest of fa-lower-fa2: one fa.init_state, "
                 "fa.score_tile, softmax update, fa.pv_accumulate and "
                 "fa.normalize, at most one fa.logsumexp");
-  if (cast<fa::InitStateOp>(init.front()).getSink())
-    return fail("attention sinks have no GPU kernel yet (the CPU pipeline "
-                "runs them: fa-cpu-pipeline)");
+  if (Value sink = cast<fa::InitStateOp>(init.front()).getSink()) {
+    // The loop order reads head h's logit from the sinks memref (or picks
+    // it for the first split-KV chunk only).
+    auto load = sink.getDefiningOp<memref::LoadOp>();
+    if (!load)
+      return fail("attention sinks reach the GPU kernel without split-KV "
+                  "only (the CPU pipeline runs them: fa-cpu-pipeline)");
+    nest.sinks = rootOf(load.getMemRef());
+  }
   nest.score = scores.front();
   for (Value capture : nest.score.getCaptures()) {
     // The kernel reads each capture from global memory as the contiguous
@@ -480,10 +488,16 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
              << targetName(target)
              << (nest->kDescale ? " with e4m3 inputs" : "")
              << " (the CPU pipeline runs them: fa-cpu-pipeline)";
+    if (nest->sinks && (target != Target::sm_90a || nest->qDescale))
+      return emitError(forall.getLoc())
+             << "fa-map-to-gpu: attention sinks have a GPU kernel on sm_90a "
+                "with a 16-bit Q only, not "
+             << targetName(target) << (nest->qDescale ? " with e4m3 Q" : "")
+             << " (the CPU pipeline runs them: fa-cpu-pipeline)";
     auto attention = AttentionOp::create(
         b, forall.getLoc(), nest->q, nest->k, nest->v, nest->o, nest->lse,
         nest->kvLengths, nest->blockTable, nest->cuQ, nest->cuK, nest->qDescale,
-        nest->kDescale, nest->vDescale, nest->captures,
+        nest->kDescale, nest->vDescale, nest->sinks, nest->captures,
         TargetAttr::get(ctx, target), score.getScaleAttr(),
         score.getCausalAttr(), score.getWindowAttr(), score.getSoftcapAttr(),
         threshold ? b.getF32FloatAttr(threshold->convertToFloat())

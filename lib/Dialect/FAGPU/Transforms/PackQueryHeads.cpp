@@ -46,6 +46,9 @@ struct PackQueryHeadsPass
       if (op.getCuSeqlensQ())
         return std::string("a varlen batch's prefix sums count queries, not "
                            "packed rows: it has no packed form");
+      if (op.getSinks())
+        return std::string("attention sinks are per query head: packed "
+                           "rows have no form for them");
       if (op.hasModifications())
         return std::string("score_mod and mask_mod see each row's query "
                            "head: packed rows have no form for them");

@@ -83,12 +83,12 @@ func.func @blockr64_smem(%q: memref<1x1x64x128xf16>, %o: memref<1x1x64x128xf16>,
 
 // -----
 
-// Attention sinks run on the CPU pipeline; the GPU kernels refuse them
-// rather than drop them.
-func.func @sinks(%q: memref<1x4x128x128xf16>, %s: memref<4xf32>, %o: memref<1x4x128x128xf16>) {
-  // expected-error @+1 {{fa-map-to-gpu: attention sinks have no GPU kernel yet (the CPU pipeline runs them: fa-cpu-pipeline)}}
-  fa.attention %q, %q, %q sinks(%s : memref<4xf32>) outs(%o : memref<1x4x128x128xf16>) {causal}
-      : memref<1x4x128x128xf16>, memref<1x4x128x128xf16>, memref<1x4x128x128xf16>
+// Attention sinks on an e4m3 Q (whose P carries probs_scale) have no
+// kernel: refused rather than dropped.
+func.func @sinks(%q: memref<1x4x128x128xf8E4M3FN>, %s: memref<4xf32>, %d: memref<f32>, %o: memref<1x4x128x128xf16>) {
+  // expected-error @+1 {{fa-map-to-gpu: attention sinks have a GPU kernel on sm_90a with a 16-bit Q only, not sm_90a with e4m3 Q (the CPU pipeline runs them: fa-cpu-pipeline)}}
+  fa.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) sinks(%s : memref<4xf32>) outs(%o : memref<1x4x128x128xf16>) {causal}
+      : memref<1x4x128x128xf8E4M3FN>, memref<1x4x128x128xf8E4M3FN>, memref<1x4x128x128xf8E4M3FN>
   return
 }
 

@@ -58,6 +58,12 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments,
     the kernel converts the cache's tiles to Q's type on chip and runs its
     16-bit MMAs on them.
 
+    Attention sinks (gpt-oss), `sinks(%s)`: one f32 logit per query head
+    (natural log), which joins each row's softmax denominator as a key with
+    a zero value row (`fa.attention`'s `sinks`): the kernel starts each
+    row's state at `m = log2(e) s_h`, `l = 1` (`-inf`: no sink). sm_90a
+    with a 16-bit Q, without split-KV or packed query heads.
+
     Score and mask modifications (FlexAttention's `score_mod` and
     `mask_mod`, from `fa.attention`'s regions, sm_90a with 16-bit inputs):
     `score_mod`'s block takes the score (f32, natural-log units, after
@@ -99,6 +105,8 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments,
     Arg<Optional<MemRefRankOf<[F32], [0, 2, 3]>>, "Q's descale", [MemRead]>:$q_descale,
     Arg<Optional<MemRefRankOf<[F32], [0, 2, 3]>>, "K's descale", [MemRead]>:$k_descale,
     Arg<Optional<MemRefRankOf<[F32], [0, 2]>>, "V's descale", [MemRead]>:$v_descale,
+    Arg<Optional<MemRefRankOf<[F32], [1]>>, "sink logits [Hq]",
+        [MemRead]>:$sinks,
     Arg<Variadic<AnyStaticShapeMemRef>, "score_mod / mask_mod captures",
         [MemRead]>:$captures,
     FAGPU_TargetAttr:$target,
@@ -121,6 +129,7 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments,
      `,` type($cu_seqlens_k) `)`)?
     custom<Descales>($q_descale, $k_descale, $v_descale, type($q_descale),
                      type($k_descale), type($v_descale))
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     `outs` `(` $out (`,` $lse^)? `)` attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($out)
