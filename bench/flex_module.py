@@ -124,7 +124,8 @@ MODULES = [
      ("softcap 30 + distance decay (score_mod)", capped_decay),
      ("head temperature + batch mask (both)", head_temperature),
      ("ALiBi from captured slopes, causal", alibi_captured),
-     ("packed documents from captured ids, causal", packed_documents)],
+     ("packed documents from captured ids, causal", packed_documents),
+     ("built-in causal (the baseline)", causal)],
     [("sinks, causal", causal),
      ("sinks, causal window 128", causal_window)],
 ]

@@ -4,7 +4,7 @@
 // (fagpu.modify_scores). bench/flex_module.py checks each launch on a GPU
 // against the same arithmetic written in torch; fa-compile-module-regions.test
 // checks the kernels they compile to.
-func.func @variants(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v: tensor<1x4x256x128xf16>, %slopes: tensor<16xf32>, %docs_ids: tensor<16384xi32>) -> (tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>) {
+func.func @variants(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v: tensor<1x4x256x128xf16>, %slopes: tensor<16xf32>, %docs_ids: tensor<16384xi32>) -> (tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>) {
   // ALiBi with the causal mask: slope 2^(-8 (h + 1) / H) times (j - i).
   // The mask folds into `causal`; the bias stays a region.
   %alibi = fa.attention %q, %k, %v {scale = 0.088388346 : f32}
@@ -128,5 +128,8 @@ func.func @variants(%q: tensor<1x4x256x128xf16>, %k: tensor<1x4x256x128xf16>, %v
       %same = arith.cmpi eq, %di, %dj : i32
       fa.yield %same : i1
     }
-  return %alibi, %prefix, %docs, %decay, %temp, %alibi_t, %packed : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>
+  // The built-in causal kernel, the baseline of the causal variants' speed.
+  %causal = fa.attention %q, %k, %v {scale = 0.088388346 : f32, causal}
+      : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16> -> tensor<1x4x256x128xf16>
+  return %alibi, %prefix, %docs, %decay, %temp, %alibi_t, %packed, %causal : tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>, tensor<1x4x256x128xf16>
 }
