@@ -727,17 +727,22 @@ int validate(const Metadata &m) {
                   "persistent kernel");
     expected.push_back("tile_counter");
   }
-  // Attention sinks, then score_mod / mask_mod captures: pointers, last
-  // (launched from Python).
-  if (expected.size() < m.params.size() &&
-      m.params[expected.size()] == "sinks" &&
-      m.paramKinds[expected.size()] == "pointer")
-    expected.push_back("sinks");
-  for (size_t i = expected.size(), c = 0; i < m.params.size(); ++i, ++c)
-    if (m.params[i] == "capture" + std::to_string(c) &&
-        m.paramKinds[i] == "pointer")
-      expected.push_back(m.params[i]);
-  if (m.params != expected) {
+  // Attention sinks and score_mod / mask_mod captures: pointers (launched
+  // from Python), capture0 .. capture<n - 1>.
+  size_t captures = 0;
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    bool pointer = m.paramKinds[i] == "pointer";
+    if (m.params[i] == "sinks" && pointer)
+      expected.push_back("sinks");
+    else if (m.params[i].rfind("capture", 0) == 0 && pointer)
+      expected.push_back("capture" + std::to_string(captures++));
+  }
+  // The kernel's own order is the one the launch binds in (by name): the
+  // runtime checks which parameters there are, not where.
+  std::vector<std::string> given = m.params, wanted = expected;
+  std::sort(given.begin(), given.end());
+  std::sort(wanted.begin(), wanted.end());
+  if (given != wanted) {
     auto join = [](const std::vector<std::string> &names) {
       std::string text;
       for (const std::string &name : names)
@@ -745,7 +750,8 @@ int validate(const Metadata &m) {
       return "(" + text + ")";
     };
     return fail("launch metadata: the parameter list " + join(m.params) +
-                " does not match this runtime's " + join(expected));
+                " does not match this runtime's " + join(expected) +
+                " (in any order)");
   }
   // A box row is 128 bytes: 64 16-bit or 128 e4m3 columns.
   if (m.tmaBoxCols &&
@@ -772,6 +778,8 @@ int validate(const Metadata &m) {
       if (m.tmaBoxRowsO)
         want.push_back("o");
     }
+    std::sort(maps.begin(), maps.end());
+    std::sort(want.begin(), want.end());
     if (maps != want)
       return fail("launch metadata: the parameters of kind 'tensormap' must "
                   "be " +

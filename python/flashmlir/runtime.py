@@ -534,15 +534,17 @@ def _check_metadata(meta):
             raise MetadataError("a dynamic tile scheduler needs a persistent "
                                 "kernel")
         expected.append("tile_counter")
-    # Attention sinks ([Hq] f32), then score_mod / mask_mod captures:
-    # pointers to contiguous arrays, last.
+    # Attention sinks ([Hq] f32) and score_mod / mask_mod captures:
+    # pointers to contiguous arrays.
     if "sinks" in names:
         expected.append("sinks")
     for i, p in enumerate(_capture_params(params)):
         expected.append(f"capture{i}")
-    if names != expected:
+    # The kernel's own order is the one a launch binds in (by name): which
+    # parameters there are is checked, not where.
+    if sorted(names) != sorted(expected):
         raise MetadataError(f"parameter list {names} does not match the "
-                            f"launcher's {expected}")
+                            f"launcher's {expected} (in any order)")
     # Tensor-map boxes: a box row is 128 bytes (64 16-bit or 128 e4m3
     # columns), on a tile grid.
     box_cols = meta.get("tma_box_cols", 0)
@@ -566,7 +568,7 @@ def _check_metadata(meta):
         maps = [p["name"] for p in params if p.get("kind") == "tensormap"]
         want = (expected[:3] + (["o"] if box_rows_o else [])) \
             if box_cols else []
-        if maps != want:
+        if sorted(maps) != sorted(want):
             raise MetadataError(f"the parameters of kind 'tensormap' are "
                                 f"{maps}; tma_box_cols {box_cols} and "
                                 f"tma_box_rows_o {box_rows_o} give {want}")
@@ -1886,8 +1888,9 @@ def _capture_params(params):
     """The trailing capture{i} parameters of a params list (score_mod /
     mask_mod captures), checked: pointers, in order, of a known dtype and a
     static shape of positive sizes."""
-    captures = [p for p in params if str(p.get("name", "")).startswith(
-        "capture")]
+    captures = sorted((p for p in params
+                       if str(p.get("name", "")).startswith("capture")),
+                      key=lambda p: (len(p["name"]), p["name"]))
     for i, p in enumerate(captures):
         if p["name"] != f"capture{i}" or p.get("kind") != "pointer" or \
                 p.get("dtype") not in _CAPTURE_DTYPES or \

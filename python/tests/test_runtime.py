@@ -303,6 +303,24 @@ def test_bad_metadata_is_refused(compiled, metadata_check, edit, message):
         Kernel(open(compiled + ".cubin", "rb").read(), meta)
 
 
+def test_parameters_bind_by_name_in_any_order(compiled, metadata_check):
+    """The metadata's parameter order is the kernel's own (the lowering's);
+    both runtimes check which parameters there are, not where, and bind
+    each by name: a reversed list is accepted, a repeated or a missing one
+    is not."""
+    meta = json.load(open(compiled + ".json"))
+    cubin = open(compiled + ".cubin", "rb").read()
+    reordered = copy.deepcopy(meta)
+    reordered["params"].reverse()
+    kernel = Kernel(cubin, reordered)
+    assert [p["name"] for p in kernel.meta["params"]] == \
+        [p["name"] for p in reversed(meta["params"])]
+    repeated = copy.deepcopy(meta)
+    repeated["params"][-1] = copy.deepcopy(repeated["params"][5])
+    with pytest.raises(MetadataError, match="parameter list"):
+        Kernel(cubin, repeated)
+
+
 def test_empty_cubin_and_bad_json(compiled, tmp_path):
     meta = json.load(open(compiled + ".json"))
     with pytest.raises(MetadataError, match="the cubin is empty"):
