@@ -199,6 +199,8 @@ namespace {
 struct BuiltKernel {
   fagpu::Target target;
   fagpu::ScheduleAttr schedule;
+  /// The launch grid the lowering gave the kernel (fagpu::launchGrid).
+  DictionaryAttr grid;
   int64_t threads = 0, sharedBytes = 0;
   bool writesLse = true;
   float scale = 0.0f; // the attention's softmax scale
@@ -228,12 +230,14 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
   auto schedule = kernel->getAttrOfType<fagpu::ScheduleAttr>("fagpu.schedule");
   auto threads = kernel->getAttrOfType<IntegerAttr>("fagpu.threads");
   auto bytes = kernel->getAttrOfType<IntegerAttr>("fagpu.shared_memory_bytes");
-  if (!target || !schedule || !threads || !bytes)
+  auto grid = kernel->getAttrOfType<DictionaryAttr>(fagpu::kGridAttrName);
+  if (!target || !schedule || !threads || !bytes || !grid)
     return failure();
   auto writesLse = kernel->getAttrOfType<BoolAttr>("fagpu.writes_lse");
   BuiltKernel built;
   built.target = target.getValue();
   built.schedule = schedule;
+  built.grid = grid;
   built.threads = threads.getInt();
   built.sharedBytes = bytes.getInt();
   built.writesLse = !writesLse || writesLse.getValue();
@@ -295,6 +299,19 @@ static void recordCodeBytes(CompiledKernel &result) {
     os << llvm::formatv("{0:2}", *json) << "\n";
   }
   result.metadata = result.launches.front().metadata;
+}
+
+/// A launch description attribute (fagpu::launchGrid's) as JSON: strings,
+/// integers and nested dictionaries.
+static llvm::json::Value jsonOf(Attribute attr) {
+  if (auto text = dyn_cast<StringAttr>(attr))
+    return text.str();
+  if (auto number = dyn_cast<IntegerAttr>(attr))
+    return number.getInt();
+  llvm::json::Object object;
+  for (NamedAttribute entry : cast<DictionaryAttr>(attr))
+    object[entry.getName().str()] = jsonOf(entry.getValue());
+  return object;
 }
 
 static std::string metadataJson(StringRef kernelName,
@@ -388,20 +405,8 @@ static std::string metadataJson(StringRef kernelName,
              "contiguous [B, H, N] for lse"
            : "contiguous [B, H, N, D] for q, k, v, o; [B, H, N] for lse"},
       {"block", llvm::json::Array{built.threads, 1, 1}},
-      {"grid",
-       tensorMaps
-           ? llvm::json::Object{{"x", persistent
-                                          ? "min(ceil(Nq / block_r) * Hq * B, "
-                                            "SMs * ctas_per_sm)"
-                                          : "ceil(Nq / block_r) * Hq * B"},
-                                {"y", schedule.isSplitKV()
-                                          ? llvm::json::Value("kv_splits")
-                                          : llvm::json::Value(1)},
-                                {"z", 1}}
-           : llvm::json::Object{{"x", llvm::json::Object{{"ceil_div", "Nq"},
-                                                         {"by", blockR}}},
-                                {"y", "Hq"},
-                                {"z", "B"}}},
+      // As the lowering launches it (fagpu::launchGrid).
+      {"grid", jsonOf(built.grid)},
       {"tile_grid", tensorMaps},
       {"persistent", tensorMaps && persistent},
       {"tile_scheduler", scheduler},

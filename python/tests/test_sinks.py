@@ -89,9 +89,16 @@ func.func @decode(%q: tensor<1x8x128x128xf16>, %k: tensor<1x8x128x128xf16>,
 """
 
 
-def test_gpu_compile_refuses_sinks(flashmlir):
-    # The embedding entry (compile_module, the C API's path) refuses an
-    # attention with sinks by name instead of compiling it without them.
+def test_gpu_compile_takes_sinks_on_sm90_only(flashmlir):
+    # The embedding entry (compile_module, the C API's path) compiles an
+    # attention with sinks for sm_90a to a kernel that takes them (its
+    # `sinks` parameter), and refuses it by name on sm_80 instead of
+    # compiling it without them.
+    (name, meta), = flashmlir.compile_module(_GPU_SINKS,
+                                             arch="sm_90a").launches
+    assert "_sinks" in name, name
+    assert [p for p in meta["params"] if p["name"] == "sinks"] == [
+        {"dtype": "f32", "kind": "pointer", "name": "sinks", "shape": ["Hq"]}]
     with pytest.raises(flashmlir.CompileError,
-                       match="attention sinks have no GPU kernel yet"):
-        flashmlir.compile_module(_GPU_SINKS, arch="sm_90a")
+                       match="attention sinks have a GPU kernel on sm_90a"):
+        flashmlir.compile_module(_GPU_SINKS, arch="sm_80")

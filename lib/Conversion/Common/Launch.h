@@ -169,6 +169,9 @@ LogicalResult lowerEachKernel(ModuleOp module, fagpu::Target target,
       kernel->setAttr("fagpu.shared_memory_bytes",
                       b.getI64IntegerAttr(spec->sharedBytes()));
       kernel->setAttr("fagpu.writes_lse", b.getBoolAttr(spec->writesLse));
+      kernel->setAttr(
+          fagpu::kGridAttrName,
+          fagpu::launchGrid(b.getContext(), target, op.getSchedule()));
     }
     launch(op, kernel, *spec);
   }

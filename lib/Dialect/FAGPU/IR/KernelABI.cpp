@@ -371,3 +371,28 @@ FailureOr<SmallVector<KernelParam>> mlir::fagpu::paramsOf(ArrayAttr attr) {
   }
   return params;
 }
+
+DictionaryAttr mlir::fagpu::launchGrid(MLIRContext *ctx, Target target,
+                                       ScheduleAttr schedule) {
+  Builder b(ctx);
+  auto named = [&](StringRef name, Attribute value) {
+    return b.getNamedAttr(name, value);
+  };
+  if (target == Target::sm_80) {
+    Attribute x = b.getDictionaryAttr(
+        {named("ceil_div", b.getStringAttr("Nq")),
+         named("by", b.getI64IntegerAttr(schedule.getBlockR()))});
+    return b.getDictionaryAttr({named("x", x),
+                                named("y", b.getStringAttr("Hq")),
+                                named("z", b.getStringAttr("B"))});
+  }
+  StringRef tiles = schedule.isPersistent()
+                        ? "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)"
+                        : "ceil(Nq / block_r) * Hq * B";
+  Attribute chunks = schedule.isSplitKV()
+                         ? Attribute(b.getStringAttr("kv_splits"))
+                         : Attribute(b.getI64IntegerAttr(1));
+  return b.getDictionaryAttr({named("x", b.getStringAttr(tiles)),
+                              named("y", chunks),
+                              named("z", b.getI64IntegerAttr(1))});
+}

@@ -207,6 +207,17 @@ ArrayAttr paramsAttr(MLIRContext *ctx, ArrayRef<KernelParam> params);
 /// The parameters of a paramsAttr; failure where an entry is malformed.
 FailureOr<SmallVector<KernelParam>> paramsOf(ArrayAttr attr);
 
+/// The attribute that carries a built kernel's launch grid (launchGrid).
+inline constexpr StringLiteral kGridAttrName = "fagpu.grid";
+/// The launch grid of a kernel of `target` built for `schedule`, as the
+/// launch metadata writes it ({x, y, z}: numbers, names of launch sizes, or
+/// formulas in them): the TMA-fed kernels (sm_90a, sm_100a) run one CTA per
+/// (query block, head, batch) tile -- a persistent grid at most
+/// SMs * ctas_per_sm of them -- by kv_splits chunks with split-KV; the
+/// mma.sync kernel runs a CTA per (query block, head, batch) on x, y, z.
+DictionaryAttr launchGrid(MLIRContext *ctx, Target target,
+                          ScheduleAttr schedule);
+
 /// The swizzle of an e4m3 kernel's V^T tile [D, B_c]: its rows are B_c
 /// bytes, cut into column blocks of the widest swizzle span (128, 64 or 32
 /// bytes) that divides them -- B_c = 192 takes 64-byte blocks, 224 32-byte
