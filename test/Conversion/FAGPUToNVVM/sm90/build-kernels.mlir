@@ -12,9 +12,11 @@
 // CHECK-LABEL: func.func @all_on
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d128_br128_bc128_s2_f16_stg
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_stg(
-// The kernel carries the parameters its signature was built from, which
-// fa-compile writes into the launch metadata: q, k, v as rank-4 tensor maps
-// of 128-row boxes, ..., the scale.
+// The kernel carries its launch grid, one CTA per (query block, head,
+// batch) tile (fagpu::launchGrid), and the parameters its signature was
+// built from, which fa-compile writes into the launch metadata: q, k, v as
+// rank-4 tensor maps of 128-row boxes, ..., the scale.
+// CHECK-SAME: fagpu.grid = {x = "ceil(Nq / block_r) * Hq * B", y = 1 : i64, z = 1 : i64}
 // CHECK-SAME: fagpu.params = [{box_rows = 128 : i64, dtype = "f16", kind = "tensormap", l2_promotion = 256 : i64, name = "q", rank = 4 : i64, shape = ["B", "Hq", "Nq", "D"]
 // CHECK-SAME: {kind = "f32", meaning = "{{[^"]*}}", name = "scale_log2"}
 // CHECK: %[[Q:.*]] = fagpu.create_pipeline {{.*}} : <stages = 1, buffers = 1, 128x128xf16>
@@ -119,6 +121,8 @@ func.func @no_overlap(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: 
 // pending tile (its last P V) into the next.
 // CHECK-LABEL: func.func @dynamic
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16_causal_persistent_q2_stg(
+// A persistent grid: at most as many CTAs as are resident.
+// CHECK-SAME: fagpu.grid = {x = "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)", y = 1 : i64, z = 1 : i64}
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 1, 128x128xf16>
 // CHECK: producer {
 // CHECK: scf.while
