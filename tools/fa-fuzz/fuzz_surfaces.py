@@ -551,6 +551,14 @@ def make_call(rng):
                   mask_mod=rng.choice(mask_mods), scale=scale(rng),
                   enable_gqa=pick(rng, [True], [False, "yes"]))
         checks = (("scale", bad_scale), ("enable_gqa", bad_flag))
+        if rng.random() < 0.25:
+            # The same regions compiled for the sm_90a kernel (what
+            # flex_attention does for CUDA tensors, which this machine may
+            # not have): compiled with their captures as parameters, or
+            # refused by name.
+            api = "flex_compile"
+            kw.pop("enable_gqa")
+            checks = (("scale", bad_scale),)
     elif api == "attention":
         args = [tensor(rng, [b, hq, nq, d], dtype),
                 tensor(rng, [b, hkv, nk, d], dtype),
@@ -661,6 +669,27 @@ def describe(api, args, kw):
     return f"{api}({', '.join([d(a) for a in args] + [f'{k}={d(v)}' for k, v in kw.items()])})"
 
 
+def flex_compile(q, k, v, score_mod=None, mask_mod=None, scale=None):
+    """flex_attention's GPU module, compiled for sm_90a: its kernel takes
+    one parameter per captured tensor, of the capture's shape. (The text
+    takes shapes from tensors: what flex_attention refuses before tracing,
+    this refuses too.)"""
+    if not all(isinstance(x, torch.Tensor) and x.dim() == 4
+               for x in (q, k, v)):
+        raise flashmlir.CompileError("flex_compile: q, k, v must be 4-D "
+                                     "tensors")
+    regions, captures = flashmlir.flex.trace_regions(
+        score_mod, mask_mod, shape=(q.shape[0], q.shape[1], q.shape[2],
+                                    k.shape[2]))
+    dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
+    text = flashmlir.flex.flex_module_text(regions, captures, q.shape[-1],
+                                           v.shape[-1], dtype, scale)
+    (name, meta), = flashmlir.compile_module(text, arch="sm_90a").launches
+    params = [p for p in meta["params"] if p["name"].startswith("capture")]
+    assert [p["shape"] for p in params] == \
+        [[str(d) for d in c.shape] for c in captures], (params, captures)
+
+
 for line in sys.stdin:
     seed = int(line)
     rng = random.Random(seed)
@@ -670,7 +699,10 @@ for line in sys.stdin:
     before = [c.clone() for c in caches]
     print("TRY", flush=True)
     try:
-        getattr(flashmlir, api)(*args, **kw)
+        if api == "flex_compile":
+            flex_compile(*args, **kw)
+        else:
+            getattr(flashmlir, api)(*args, **kw)
         verdict = (f"silent accept ({', '.join(invalid)})" if invalid
                    else "ok")
     except CLEAN as e:
