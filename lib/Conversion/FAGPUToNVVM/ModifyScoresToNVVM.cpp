@@ -32,19 +32,26 @@ namespace {
 /// which left ptxas room to schedule the loads without spilling.
 Value loadCapture(OpBuilder &b, Location loc, Value base, RankedTensorType type,
                   ValueRange indices, Value &inBounds) {
-  Value linear = arith::ConstantIndexOp::create(b, loc, 0);
+  // The indices are i32 (the regions' index arithmetic, narrowed); the
+  // offset is i64 (checkCaptureType bounds each dim by 2^31).
+  Type i64 = b.getI64Type();
+  Value linear = arith::ConstantIntOp::create(b, loc, 0, 64);
   for (auto [d, i] : llvm::enumerate(indices)) {
-    Value size = arith::ConstantIndexOp::create(b, loc, type.getDimSize(d));
+    int64_t size = type.getDimSize(d);
     Value below =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i, size);
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                              arith::ConstantIntOp::create(b, loc, size, 32));
     inBounds =
         inBounds ? arith::AndIOp::create(b, loc, inBounds, below) : below;
-    Value last = arith::ConstantIndexOp::create(b, loc, type.getDimSize(d) - 1);
-    Value clamped = arith::MinUIOp::create(b, loc, i, last);
+    Value clamped = arith::MinUIOp::create(
+        b, loc, i, arith::ConstantIntOp::create(b, loc, size - 1, 32));
     linear = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, linear, size), clamped);
+        b, loc,
+        arith::MulIOp::create(b, loc, linear,
+                              arith::ConstantIntOp::create(b, loc, size, 64)),
+        arith::ExtUIOp::create(b, loc, i64, clamped));
   }
-  Value offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), linear);
+  Value offset = linear;
   Type element = type.getElementType();
   Value address = LLVM::GEPOp::create(b, loc, base.getType(), element, base,
                                       ValueRange{offset});
@@ -79,6 +86,11 @@ Value inlineRegion(OpEmitter &e, OpBuilder &b, Region &region, ValueRange args,
        llvm::zip(block.getArguments().drop_front(args.size()), captures))
     pointerOf[arg] = pointer;
   Location loc = region.getParentOp()->getLoc();
+  // The regions' index arithmetic runs in i32, as FlexAttention's index
+  // tensors (int32) do: 64-bit integer operations and conversions cost
+  // the softmax several instructions per score.
+  Type i32 = b.getI32Type();
+  auto narrowed = [&](Type type) { return type.isIndex() ? i32 : type; };
   for (Operation &op : block.without_terminator()) {
     auto operand = [&](unsigned i) { return mapping.lookup(op.getOperand(i)); };
     Value lowered;
@@ -97,8 +109,27 @@ Value inlineRegion(OpEmitter &e, OpBuilder &b, Region &region, ValueRange args,
       lowered = read;
     } else if (auto dim = dyn_cast<tensor::DimOp>(op)) {
       auto type = cast<RankedTensorType>(dim.getSource().getType());
-      lowered = arith::ConstantIndexOp::create(
-          b, loc, type.getDimSize(*dim.getConstantIndex()));
+      lowered = arith::ConstantIntOp::create(
+          b, loc, type.getDimSize(*dim.getConstantIndex()), 32);
+    } else if (auto constant = dyn_cast<arith::ConstantOp>(op);
+               constant && constant.getType().isIndex()) {
+      lowered = arith::ConstantIntOp::create(
+          b, loc, cast<IntegerAttr>(constant.getValue()).getInt(), 32);
+    } else if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op)) {
+      // index is i32 here: a cast to or from it is an extension, a
+      // truncation or nothing.
+      Value in = operand(0);
+      Type to = narrowed(op.getResult(0).getType());
+      unsigned from = in.getType().getIntOrFloatBitWidth();
+      unsigned width = to.getIntOrFloatBitWidth();
+      if (from == width)
+        lowered = in;
+      else if (from > width)
+        lowered = arith::TruncIOp::create(b, loc, to, in);
+      else if (isa<arith::IndexCastOp>(op))
+        lowered = arith::ExtSIOp::create(b, loc, to, in);
+      else
+        lowered = arith::ExtUIOp::create(b, loc, to, in);
     } else if (isa<math::TanhOp>(op)) {
       lowered = e.tanhApprox(operand(0));
     } else if (isa<math::Exp2Op>(op)) {
@@ -110,10 +141,13 @@ Value inlineRegion(OpEmitter &e, OpBuilder &b, Region &region, ValueRange args,
     } else if (isa<math::LogOp>(op)) {
       lowered = e.fmul(e.lg2(operand(0)), e.cf(M_LN2));
     }
-    if (lowered)
+    if (lowered) {
       mapping.map(op.getResult(0), lowered);
-    else
-      b.clone(op, mapping);
+      continue;
+    }
+    Operation *copy = b.clone(op, mapping);
+    for (OpResult result : copy->getResults())
+      result.setType(narrowed(result.getType()));
   }
   return mapping.lookup(cast<fagpu::YieldOp>(block.getTerminator()).getValue());
 }
@@ -150,15 +184,12 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
       return last ? e.minu(v, last) : v;
     };
 
-    // The regions' indices, as index values: row tile r's register 4 n + k
-    // is row row0 + 16 r + 8 (k / 2) and key key_start + 8 n + k % 2 +
-    // 2 quadLane (the accumulator layout, as the step's mask reads it).
-    Type index = rewriter.getIndexType();
-    auto asIndex = [&](Value v) -> Value {
-      return arith::IndexCastUIOp::create(rewriter, loc, index, v);
-    };
-    Value batch = asIndex(adaptor.getBatch().front());
-    Value head = asIndex(adaptor.getHead().front());
+    // The regions' indices (i32: inlineRegion narrows index to it): row tile
+    // r's register 4 n + k is row row0 + 16 r + 8 (k / 2) and key key_start + 8
+    // n + k % 2 + 2 quadLane (the accumulator layout, as the step's mask reads
+    // it).
+    Value batch = adaptor.getBatch().front();
+    Value head = adaptor.getHead().front();
     Value row0 = adaptor.getRow0().front();
     Value keyBase = e.add(adaptor.getKeyStart().front(),
                           e.mul(e.position().quadLane, e.c32(2)));
@@ -166,13 +197,12 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
     int64_t perTile = s.size() / rowTiles;
     SmallVector<Value> rows, keys;
     for (int64_t r = 0; r < 2 * rowTiles; ++r)
-      rows.push_back(
-          asIndex(clamp(r ? e.add(row0, e.c32(8 * r)) : row0, lastRow)));
+      rows.push_back(clamp(r ? e.add(row0, e.c32(8 * r)) : row0, lastRow));
     for (int64_t n = 0; n < perTile / 4; ++n)
       for (int64_t k = 0; k < 2; ++k) {
         int64_t offset = 8 * n + k;
-        keys.push_back(asIndex(
-            clamp(offset ? e.add(keyBase, e.c32(offset)) : keyBase, lastKey)));
+        keys.push_back(
+            clamp(offset ? e.add(keyBase, e.c32(offset)) : keyBase, lastKey));
       }
 
     CaptureReads reads;

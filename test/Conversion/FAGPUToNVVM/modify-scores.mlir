@@ -3,7 +3,8 @@
 // fagpu.modify_scores: the attention's regions inlined on each of the
 // thread's scores. Register 4 n + k of a 64 x 16 accumulator (8 of them a
 // thread) is row row0 + 8 (k / 2) and key key_start + 2 quadLane + 8 n +
-// k % 2; the regions see them as index values.
+// k % 2; the regions see them as their index values, whose arithmetic the
+// lowering narrows to i32 (as FlexAttention's int32 index tensors).
 
 !acc = !fagpu.fragment<64x16xf32, accumulator>
 
@@ -13,15 +14,13 @@
 // CHECK-LABEL: llvm.func @mask_only
 // CHECK-SAME: (%[[KEY:.*]]: i32, %[[ROW:.*]]: i32, %[[B:.*]]: i32, %[[H:.*]]: i32, %[[SCALE:.*]]: f32, %[[S:.*]]: f32)
 // CHECK: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
-// CHECK: %[[ROW_I:.*]] = arith.index_castui %[[ROW]] : i32 to index
+// CHECK: %[[KEY0:.*]] = arith.addi %[[KEY]], %{{.*}} : i32
 // CHECK: %[[ROW8:.*]] = arith.addi %[[ROW]], %c8_i32
-// CHECK: %[[ROW8_I:.*]] = arith.index_castui %[[ROW8]] : i32 to index
-// CHECK: %[[KEY0:.*]] = arith.index_castui %[[KEYBASE:.*]] : i32 to index
 // CHECK: %[[X0:.*]] = arith.mulf %[[S]], %[[SCALE]] : f32
-// CHECK: %[[V0:.*]] = arith.cmpi sge, %[[ROW_I]], %[[KEY0]] : index
+// CHECK: %[[V0:.*]] = arith.cmpi sge, %[[ROW]], %[[KEY0]] : i32
 // CHECK: arith.select %[[V0]], %[[X0]], %[[NINF]] : f32
 // The third register: row + 8, the same key.
-// CHECK: arith.cmpi sge, %[[ROW8_I]], %[[KEY0]] : index
+// CHECK: arith.cmpi sge, %[[ROW8]], %[[KEY0]] : i32
 // CHECK-COUNT-5: arith.cmpi sge
 // CHECK-NOT: arith.cmpi sge
 // CHECK: llvm.return
@@ -48,13 +47,12 @@ gpu.module @fa_kernels {
 // CHECK-LABEL: llvm.func @softcap_score_mod
 // CHECK-SAME: (%[[KEY:.*]]: i32, %[[ROW:.*]]: i32, %[[B:.*]]: i32, %[[H:.*]]: i32, %[[SCALE:.*]]: f32, %[[S:.*]]: f32)
 // CHECK: %[[NAT:.*]] = arith.mulf %[[SCALE]], %{{.*}} : f32
-// CHECK: %[[HEAD:.*]] = arith.index_castui %[[H]] : i32 to index
 // CHECK: %[[X:.*]] = arith.mulf %[[S]], %[[NAT]] : f32
 // CHECK: %[[XC:.*]] = arith.mulf %[[X]], %{{.*}} : f32
 // CHECK: %[[T:.*]] = llvm.inline_asm {{.*}}"tanh.approx.f32 $0, $1;", "=f,f" %[[XC]]
 // CHECK: %[[CAP:.*]] = arith.mulf %[[T]], %{{.*}} : f32
-// CHECK: %[[HI:.*]] = arith.index_cast %[[HEAD]] : index to i32
-// CHECK: %[[HF:.*]] = arith.sitofp %[[HI]] : i32 to f32
+// The index_cast of the head to i32 is no op: the head is i32 already.
+// CHECK: %[[HF:.*]] = arith.sitofp %[[H]] : i32 to f32
 // CHECK: %[[E:.*]] = arith.mulf %[[HF]], %{{.*}} : f32
 // CHECK: %[[EX:.*]] = llvm.inline_asm {{.*}}"ex2.approx.ftz.f32 $0, $1;", "=f,f" %[[E]]
 // CHECK: %[[L:.*]] = llvm.inline_asm {{.*}}"lg2.approx.ftz.f32 $0, $1;", "=f,f" %[[EX]]
@@ -95,12 +93,12 @@ gpu.module @fa_kernels {
 // CHECK: %[[LASTROW:.*]] = arith.subi %[[NQ]], %c1_i32
 // CHECK: %[[LASTKEY:.*]] = arith.subi %[[NK]], %c1_i32
 // CHECK: %[[R:.*]] = arith.minui %[[ROW]], %[[LASTROW]] : i32
-// CHECK: %[[RI:.*]] = arith.index_castui %[[R]] : i32 to index
 // CHECK: arith.minui %{{.*}}, %[[LASTKEY]] : i32
-// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[RI]], %c256 : index
-// CHECK: %[[RC:.*]] = arith.minui %[[RI]], %c255 : index
-// CHECK: %[[OFF:.*]] = arith.index_cast %{{.*}} : index to i64
-// CHECK: %[[P:.*]] = llvm.getelementptr %[[IDS]][%[[OFF]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[R]], %c256_i32 : i32
+// CHECK: %[[RC:.*]] = arith.minui %[[R]], %c255_i32 : i32
+// CHECK: %[[OFF:.*]] = arith.extui %[[RC]] : i32 to i64
+// CHECK: %[[LIN:.*]] = arith.addi %{{.*}}, %[[OFF]] : i64
+// CHECK: %[[P:.*]] = llvm.getelementptr %[[IDS]][%[[LIN]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
 // CHECK: %[[DOC_ROW:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK: %[[DOC_KEY:.*]] = llvm.load
 // CHECK: arith.cmpi eq, %[[DOC_ROW]], %[[DOC_KEY]] : i32

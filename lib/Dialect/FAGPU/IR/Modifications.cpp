@@ -55,6 +55,10 @@ std::optional<std::string> mlir::fagpu::checkCaptureType(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   if (!shaped || !shaped.hasStaticShape())
     return std::string("a capture must have a static shape");
+  // The kernel's index arithmetic is 32-bit.
+  if (llvm::any_of(shaped.getShape(),
+                   [](int64_t size) { return size >= (int64_t(1) << 31); }))
+    return std::string("a capture's dims must be below 2^31");
   if (auto memref = dyn_cast<MemRefType>(type);
       memref && !memref.getLayout().isIdentity())
     return std::string("a capture must be contiguous (identity layout)");
