@@ -2146,9 +2146,7 @@ class _LaunchPlan:
                 self._bound.append((slot, "lse", None))
             elif name in _TENSOR_PARAMS:
                 self._bound.append((slot, "pointer", _TENSOR_PARAMS[name]))
-            elif name == "sinks":
-                self._bound.append((slot, "pointer", _TENSOR_PARAMS[name]))
-                self.sinks = True
+                self.sinks = self.sinks or name == "sinks"
             elif name.startswith("capture"):
                 self._bound.append((slot, "pointer",
                                     _FIRST_CAPTURE + int(name[7:])))

@@ -379,7 +379,9 @@ private:
   /// The state `tile` starts from: with attention sinks, as if a key of
   /// the query head's sink logit s and a zero value row had been seen
   /// (fa.init_state's sink): m = log2(e) s, l = 1, or with s = -inf (no
-  /// sink) m = -inf, l = 0.
+  /// sink) m = -inf, l = 0. A row's l is the sum of its quad's four
+  /// threads' partial sums (the epilogue adds them), so the sink's 1 is
+  /// the first lane's of each quad.
   RowState initialState(const AttentionTile &tile) {
     if (!sinksPtr)
       return initialState();
@@ -390,12 +392,15 @@ private:
     Value none =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, logit,
                               cf(-std::numeric_limits<double>::infinity()));
+    Value otherLane = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne, remu(tid, c32(4)), c32(0));
+    Value zeroL = arith::OrIOp::create(b, loc, none, otherLane);
     RowState state;
     state.o = fagpu::SplatOp::create(b, loc, outType, cf(0.0));
     state.m = fagpu::SplatOp::create(b, loc, rowsType,
                                      fmul(logit, cf(1.4426950408889634)));
     state.l = fagpu::SplatOp::create(b, loc, rowsType,
-                                     select(none, cf(0.0), cf(1.0)));
+                                     select(zeroL, cf(0.0), cf(1.0)));
     return state;
   }
   /// The first of the two rows (g and g + 8 of its warp's 16) the thread
