@@ -163,10 +163,11 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
     Region &scoreMod = op.getScoreMod(), &maskMod = op.getMaskMod();
     std::optional<APFloat> softcap = op.getSoftcap();
     Value scaleLog2 = adaptor.getScaleLog2().front();
-    // Without a softcap or score_mod the scores go straight to log2 units;
-    // otherwise through natural units, which the regions see.
-    bool natural = softcap || !scoreMod.empty();
-    Value scale = natural ? e.fmul(scaleLog2, e.cf(M_LN2)) : scaleLog2;
+    // With a softcap or score_mod the scores leave in natural units, which
+    // the regions see; without, as they came (the step's scale does the
+    // rest in both: ModifyScoresOp::stepScale).
+    bool natural = op.returnsNaturalUnits();
+    Value scale = natural ? e.fmul(scaleLog2, e.cf(M_LN2)) : Value();
     Value negInf = e.cf(-std::numeric_limits<double>::infinity());
 
     // Regions that read captures see the sequence's last row or key in
@@ -210,7 +211,7 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
       int64_t tile = i / perTile, inTile = i % perTile;
       Value row = rows[2 * tile + (inTile % 4) / 2];
       Value key = keys[2 * (inTile / 4) + inTile % 2];
-      Value x = e.fmul(s[i], scale);
+      Value x = natural ? e.fmul(s[i], scale) : s[i];
       if (softcap) {
         double cap = softcap->convertToDouble();
         x = e.fmul(e.tanhApprox(e.fmul(x, e.cf(1.0 / cap))), e.cf(cap));
@@ -218,8 +219,6 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
       if (!scoreMod.empty())
         x = inlineRegion(e, rewriter, scoreMod, {x, batch, head, row, key},
                          captures, reads);
-      if (natural)
-        x = e.fmul(x, e.cf(M_LOG2E));
       if (!maskMod.empty())
         x = e.select(inlineRegion(e, rewriter, maskMod, {batch, head, row, key},
                                   captures, reads),

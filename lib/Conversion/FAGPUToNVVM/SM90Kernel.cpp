@@ -94,8 +94,7 @@ BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
                                          Value row0,
                                          const AttentionTile &tile) {
   // FlexAttention's order: the scale, the softcap, score_mod, then the
-  // masks; the step sees log2-unit scores and applies no softcap of its
-  // own.
+  // masks; the step applies no softcap of its own.
   Value keyStart = mul(block, c32(spec.blockC));
   // With captures the regions read memory: their indices are clamped to
   // the sequence (fagpu.modify_scores).
@@ -111,9 +110,12 @@ BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
     spec.maskMod->cloneInto(&modify.getMaskMod(), mapping);
   SoftmaxConfig config = spec;
   config.softcap = 0;
+  // The step's multiply-add takes the scores to log2 units: natural ones
+  // by log2(e), raw ones by the kernel's scale.
+  Value stepScale = modify.returnsNaturalUnits() ? cf(M_LOG2E) : effScale;
   auto step =
       createSoftmaxStep(b, loc, config, probsType, rowsType, modify.getResult(),
-                        state.m, state.l, keyStart, row0, tile.nk, cf(1.0),
+                        state.m, state.l, keyStart, row0, tile.nk, stepScale,
                         diagonalShift(spec, tile.nk, tile.nq), Value(), masked);
   state.m = step.getNewM();
   state.l = step.getNewL();

@@ -5,7 +5,8 @@
 // the block's scores with the tile's batch and query head, the thread's
 // row and the block's first key, at the kernel's scale_log2 and with the
 // softcap (FlexAttention's order: scale, softcap, score_mod, mask); the
-// step then takes log2-unit scores at a scale of 1 and applies no softcap.
+// step then takes the natural-unit scores at a scale of log2(e) (raw ones,
+// with a mask alone, at the kernel's) and applies no softcap.
 // The kernel's name carries a hash of the regions.
 
 // CHECK-LABEL: func.func @mods
@@ -17,8 +18,8 @@
 // CHECK: fagpu.yield %{{.*}} : f32
 // CHECK-NEXT: } mask_mod {
 // CHECK: fagpu.yield %{{.*}} : i1
-// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK: fagpu.softmax_step %[[S]], %{{.*}}, %{{.*}} keys(%[[KEY]], %{{.*}}) row %[[ROW]] scale %[[ONE]] {masked} :
+// CHECK: %[[LOG2E:.*]] = arith.constant 1.44269502 : f32
+// CHECK: fagpu.softmax_step %[[S]], %{{.*}}, %{{.*}} keys(%[[KEY]], %{{.*}}) row %[[ROW]] scale %[[LOG2E]] {masked} :
 // The loop's blocks too, then the masked tail.
 // CHECK: scf.for
 // CHECK: %[[SJ:.*]] = fagpu.modify_scores

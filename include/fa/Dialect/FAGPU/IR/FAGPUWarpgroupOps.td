@@ -605,14 +605,16 @@ def FAGPU_ModifyScoresOp : FAGPU_Op<"modify_scores", [Pure,
     For the scores `%s` (raw Q K^T, the accumulator layout) of keys
     `%key_start` .. of the thread's rows `%row0` and `%row0 + 8` (row tile r
     of a taller fragment adds 16 r), of batch `%batch` and query head
-    `%head`, returns each score in log2 units as `fagpu.softmax_step` takes
-    them with a scale of 1:
+    `%head`, returns each score as `fagpu.softmax_step` takes it:
 
       x = cap(s * scale_log2 * ln 2),   cap(x) = softcap * tanh(x / softcap)
-      result = mask_mod(b, h, i, j) ? score_mod(x, b, h, i, j) * log2 e
-                                    : -inf
+      result = mask_mod(b, h, i, j) ? score_mod(x, b, h, i, j) : -inf
 
-    (`softcap` only when set; without a region the identity, or no mask).
+    in natural units, for the step's scale log2(e), with a softcap or a
+    score_mod (`returnsNaturalUnits`); without either, `s` itself (or -inf)
+    for the step's `%scale_log2`: the conversion to log2 units is the
+    step's multiply-add, not one more multiply per score. (`softcap` only
+    when set; without a region the identity, or no mask.)
     The regions are the attention's (`fagpu.attention`), evaluated once per
     score with its batch, head, row and key index. Without captures,
     positions past the sequence are evaluated too and left to the step's
@@ -641,6 +643,13 @@ def FAGPU_ModifyScoresOp : FAGPU_Op<"modify_scores", [Pure,
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the result is in natural units (a softcap or a score_mod
+    /// acted on it), else the raw scores.
+    bool returnsNaturalUnits() {
+      return getSoftcap().has_value() || !getScoreMod().empty();
+    }
+  }];
 }
 
 def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
