@@ -299,18 +299,12 @@ static LogicalResult verifyModRegion(Operation *op, Region &region,
     expected.push_back(
         RankedTensorType::get(shaped.getShape(), shaped.getElementType()));
   }
-  if (block.getArgumentTypes() != TypeRange(expected)) {
-    std::string want, got;
-    llvm::raw_string_ostream w(want), g(got);
-    llvm::interleaveComma(expected, w);
-    llvm::interleaveComma(block.getArgumentTypes(), g);
-    return op->emitOpError()
-           << "expected " << name << "'s block arguments to be (" << want
-           << ") (the " << leading.size()
-           << " leading ones, then each capture as a "
-              "tensor), got ("
-           << got << ")";
-  }
+  if (failed(verifyRegionArguments(
+          op, block, name, expected,
+          (" (the " + Twine(leading.size()) +
+           " leading ones, then each capture as a tensor)")
+              .str())))
+    return failure();
   auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield || yield.getValues().size() != 1 ||
       yield.getValues()[0].getType() != yielded)
@@ -340,6 +334,21 @@ static LogicalResult verifyModRegion(Operation *op, Region &region,
     return WalkResult::interrupt();
   });
   return failure(walk.wasInterrupted());
+}
+
+LogicalResult mlir::fa::verifyRegionArguments(Operation *op, Block &block,
+                                              StringRef name,
+                                              TypeRange expected,
+                                              StringRef detail) {
+  if (block.getArgumentTypes() == expected)
+    return success();
+  std::string want, got;
+  llvm::raw_string_ostream w(want), g(got);
+  llvm::interleaveComma(expected, w);
+  llvm::interleaveComma(block.getArgumentTypes(), g);
+  return op->emitOpError() << "expected " << name
+                           << "'s block arguments to be (" << want << ")"
+                           << detail << ", got (" << got << ")";
 }
 
 /// Both modification regions of an attention or a score tile.

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fa/Dialect/FA/IR/FAOps.h"
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -84,15 +85,8 @@ static LogicalResult verifyRegion(Operation *op, Region &region, StringRef name,
   Block &block = region.front();
   SmallVector<Type> expected(leading);
   llvm::append_range(expected, captures);
-  if (block.getArgumentTypes() != TypeRange(expected)) {
-    std::string want, got;
-    llvm::raw_string_ostream w(want), g(got);
-    llvm::interleaveComma(expected, w);
-    llvm::interleaveComma(block.getArgumentTypes(), g);
-    return op->emitOpError()
-           << "expected " << name << "'s block arguments to be (" << want
-           << "), got (" << got << ")";
-  }
+  if (failed(fa::verifyRegionArguments(op, block, name, expected)))
+    return failure();
   auto yield = dyn_cast<fagpu::YieldOp>(block.back());
   if (!yield || yield.getValue().getType() != yielded)
     return op->emitOpError() << "expected " << name
