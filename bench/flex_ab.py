@@ -13,7 +13,6 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import flex_module  # noqa: E402
 from flex_module import Kernel, captures_for, inlined_captures, sink_logits  # noqa: E402
 
 

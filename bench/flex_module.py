@@ -32,6 +32,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
 from flashmlir.runtime import Kernel  # noqa: E402
+from common import two_x_l2  # noqa: E402
 
 SCALE = 0.088388346
 
@@ -187,9 +188,7 @@ def check_module(folder, launches):
             ref = attention(q.double(), k.double(), v.double(), modify, caps,
                             sinks)
             low = attention(q, k, v, modify, caps, sinks)
-            err = ((out.double() - ref).norm() / ref.norm()).item()
-            base = ((low.double() - ref).norm() / ref.norm()).item()
-            ok = math.isfinite(err) and err <= 2 * base + 1e-6
+            err, base, ok = two_x_l2(out, ref, low)
             failures += not ok
             print(f"{name}: kernel {meta['kernel']}, B={b} H={h} N={n}: rel "
                   f"err {err:.2e} (torch f16 {base:.2e}) "

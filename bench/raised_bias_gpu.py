@@ -13,7 +13,6 @@ softmax((q k^T + pad) s) v with a padding row [B, 1, 1, Nk].
     python3 bench/raised_bias_gpu.py .raised
 """
 import json
-import math
 import os
 import sys
 
@@ -22,6 +21,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
 from flashmlir.runtime import Kernel  # noqa: E402
+from common import two_x_l2  # noqa: E402
 
 SCALE = 0.1767578125  # 0.176776695 as f16
 
@@ -53,9 +53,7 @@ def main():
                        capture.to(dtype))
             return torch.softmax(s, dim=-1) @ v.to(dtype)
         ref, low = attention(torch.float64), attention(torch.float16)
-        err = ((out.double() - ref).norm() / ref.norm()).item()
-        base = ((low.double() - ref).norm() / ref.norm()).item()
-        ok = math.isfinite(err) and err <= 2 * base + 1e-6
+        err, base, ok = two_x_l2(out, ref, low)
         failures += not ok
         print(f"{name}: kernel {meta['kernel']}: rel err {err:.2e} (torch f16 "
               f"{base:.2e}) {'PASS' if ok else 'FAIL'}")

@@ -31,6 +31,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
 from flashmlir.runtime import Kernel  # noqa: E402
+from common import two_x_l2  # noqa: E402
 
 # What the front end computed, per launch (program order).
 LAYERS = [
@@ -70,10 +71,8 @@ def main():
                 low = F.scaled_dot_product_attention(
                     q, kr, vr, is_causal=layer["causal"],
                     scale=layer["scale"])
-            err = ((out.double() - ref).norm() / ref.norm()).item()
-            base = ((low.double() - ref).norm() / ref.norm()).item()
-            ok = (math.isfinite(err) and err <= 2 * base + 1e-6
-                  and lse is None and not meta.get("writes_lse", True))
+            err, base, ok = two_x_l2(out, ref, low)
+            ok = ok and lse is None and not meta.get("writes_lse", True)
             failures += not ok
             print(f"{layer['name']}: kernel {meta['kernel']}, metadata scale "
                   f"{meta['scale']:.6g}, B={b} N={n}: rel err {err:.2e} "
