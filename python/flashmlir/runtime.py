@@ -994,6 +994,9 @@ class Kernel:
         # (device index, metadata entry) -> the V layout or append kernel
         self._auxiliary_functions = {}
         self._param_names = frozenset(p["name"] for p in self.meta["params"])
+        # score_mod / mask_mod captures, in order (read once: a launch only
+        # checks its tensors against them).
+        self._capture_params = _capture_params(self.meta["params"])
         # The signature of the last arguments that passed _check, and its
         # result.
         self._checked = (None, None)
@@ -1740,7 +1743,9 @@ class Kernel:
         capture parameters: one torch tensor each, of its shape and dtype,
         on q's device; returned contiguous."""
         import torch
-        params = _capture_params(self.meta["params"])
+        params = self._capture_params
+        if not params and captures is None:
+            return []
         given = [] if captures is None else list(captures)
         if len(given) != len(params):
             raise KernelArgumentError(
