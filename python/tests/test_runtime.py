@@ -321,6 +321,27 @@ def test_parameters_bind_by_name_in_any_order(compiled, metadata_check):
         Kernel(cubin, repeated)
 
 
+@pytest.mark.parametrize("param, message", [
+    ({"name": "capture0", "kind": "pointer", "dtype": "f64", "shape": ["4"]},
+     "metadata capture parameter"),
+    ({"name": "capture0", "kind": "pointer", "dtype": "f32", "shape": ["N"]},
+     "metadata capture parameter"),
+    ({"name": "capture1", "kind": "pointer", "dtype": "f32", "shape": ["4"]},
+     "capture"),
+    ({"name": "capture0", "kind": "i32", "dtype": "f32", "shape": ["4"]},
+     "capture"),
+])
+def test_bad_capture_parameters_are_refused(compiled, metadata_check, param,
+                                            message):
+    """A score_mod / mask_mod capture parameter is a pointer of a known dtype
+    and a static shape, numbered from 0: anything else is refused when the
+    metadata is read, not at a launch."""
+    meta = copy.deepcopy(json.load(open(compiled + ".json")))
+    meta["params"].append(param)
+    with pytest.raises(MetadataError, match=message):
+        Kernel(open(compiled + ".cubin", "rb").read(), meta)
+
+
 def test_empty_cubin_and_bad_json(compiled, tmp_path):
     meta = json.load(open(compiled + ".json"))
     with pytest.raises(MetadataError, match="the cubin is empty"):

@@ -51,22 +51,13 @@ Value loadCapture(OpBuilder &b, Location loc, Value base, RankedTensorType type,
                               arith::ConstantIntOp::create(b, loc, size, 64)),
         arith::ExtUIOp::create(b, loc, i64, clamped));
   }
-  Value offset = linear;
   Type element = type.getElementType();
   Value address = LLVM::GEPOp::create(b, loc, base.getType(), element, base,
-                                      ValueRange{offset});
+                                      ValueRange{linear});
   return LLVM::LoadOp::create(b, loc, element, address,
                               element.getIntOrFloatBitWidth() / 8);
 }
 
-/// Copies `region`'s block at the builder's insertion point with its
-/// leading arguments bound to `args` and its trailing tensor arguments (the
-/// captures) read through the global pointers `captures`, returning the
-/// yielded value. The math ops become the SFU's approximations, as the
-/// kernel's own exponentials and softcap are (ex2.approx, lg2.approx,
-/// tanh.approx); a capture's reads become checked loads and its dims
-/// constants; the rest are copied (arith, math.absf and math.sqrt have LLVM
-/// lowerings downstream).
 /// The capture elements one fagpu.modify_scores has read, by pointer and
 /// index values: a region that reads at the row or key (a document id) reads
 /// each once for all the thread's scores, and checks it once.
@@ -76,6 +67,15 @@ struct CaptureReads {
   Value inBounds;
 };
 
+/// Copies `region`'s block at the builder's insertion point with its
+/// leading arguments bound to `args` and its trailing tensor arguments (the
+/// captures) read through the global pointers `captures`, returning the
+/// yielded value. The math ops become the SFU's approximations, as the
+/// kernel's own exponentials and softcap are (ex2.approx, lg2.approx,
+/// tanh.approx); a capture's reads become clamped loads (loadCapture) and
+/// its dims constants; index arithmetic is narrowed to i32; the rest is
+/// copied (arith, math.absf, math.sqrt and math.fma have LLVM lowerings
+/// downstream).
 Value inlineRegion(OpEmitter &e, OpBuilder &b, Region &region, ValueRange args,
                    ValueRange captures, CaptureReads &reads) {
   Block &block = region.front();

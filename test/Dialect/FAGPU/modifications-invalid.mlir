@@ -103,3 +103,70 @@ func.func @yield_outside() {
   // expected-error @+1 {{'fagpu.yield' op expects parent op to be one of 'fagpu.attention, fagpu.modify_scores'}}
   fagpu.yield %c : f32
 }
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @captures_without_regions(%q: memref<?x?x?x128xf16>, %c: memref<4xf32>) {
+  // expected-error @+1 {{expected captures only with a score_mod or mask_mod region that reads them}}
+  fagpu.attention %q, %q, %q captures(%c : memref<4xf32>) outs(%q) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+  return
+}
+
+// -----
+
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @capture_of_i1(%q: memref<?x?x?x128xf16>, %c: memref<4xi1>) {
+  // expected-error @+1 {{a capture's elements must be f32, f16, bf16, i8, i32 or i64, got 'memref<4xi1>'}}
+  fagpu.attention %q, %q, %q captures(%c : memref<4xi1>) outs(%q) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %m: tensor<4xi1>):
+      %v = tensor.extract %m[%h] : tensor<4xi1>
+      fagpu.yield %v : i1
+    }
+  return
+}
+
+// -----
+
+func.func @sinks_on_sm80(%q: memref<?x?x?x64xf16>, %s: memref<?xf32>) {
+  // expected-error @+1 {{attention sinks have a kernel on sm_90a with a 16-bit Q only}}
+  fagpu.attention %q, %q, %q sinks(%s : memref<?xf32>) outs(%q) {target = #fagpu.target<sm_80>, scale = 0.125 : f32,
+      schedule = #fagpu.schedule<block_r = 128, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+!acc = !fagpu.fragment<64x128xf32, accumulator>
+func.func @capture_reads_need_bounds(%s: !acc, %k: i32, %scale: f32, %p: !llvm.ptr<1>) -> !acc {
+  // expected-error @+1 {{captures need within(%nq, %nk): the regions' indices are clamped to the sequence}}
+  %r = fagpu.modify_scores %s keys(%k) rows(%k) batch(%k) head(%k) scale(%scale) captures(%p : !llvm.ptr<1>) : !acc
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %d: tensor<8xi32>):
+      %di = tensor.extract %d[%i] : tensor<8xi32>
+      %dj = tensor.extract %d[%j] : tensor<8xi32>
+      %same = arith.cmpi eq, %di, %dj : i32
+      fagpu.yield %same : i1
+    }
+  return %r : !acc
+}
+
+// -----
+
+!acc = !fagpu.fragment<64x128xf32, accumulator>
+func.func @capture_pointer_count(%s: !acc, %k: i32, %scale: f32) -> !acc {
+  // expected-error @+1 {{expected one pointer of captures(...) per tensor argument of the regions, got 0 for 1}}
+  %r = fagpu.modify_scores %s keys(%k) rows(%k) batch(%k) head(%k) scale(%scale) within(%k, %k) : !acc
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %d: tensor<8xi32>):
+      %di = tensor.extract %d[%i] : tensor<8xi32>
+      %zero = arith.constant 0 : i32
+      %ok = arith.cmpi sge, %di, %zero : i32
+      fagpu.yield %ok : i1
+    }
+  return %r : !acc
+}

@@ -58,7 +58,7 @@ struct Nest {
   int64_t blockR = 0, blockC = 0;
 };
 
-/// Copies a score tile's score_mod or mask_mod (no captures) into
+/// Copies a score tile's score_mod or mask_mod into
 /// fagpu.attention's region: the same block, ending in fagpu.yield, its
 /// ceil and floor divisions expanded into the arith ops LLVM lowers.
 /// Returns the first op the kernel has no lowering for, if any.
