@@ -125,6 +125,20 @@ for r in json.load(open(sys.argv[1]))["fp8"]:
           *(f"{k}: {r[k][:80]}" for k in ("f16", "e4m3") if k in r))
 PY
       ;;
+    ncu-fp8)
+      # Where the e4m3 cache's decode kernel spends its time, beside the f16
+      # cache's (B 1, 32/8, Nk 32k): the attention kernels of the fourth and
+      # fifth f16 calls and of the five e4m3 calls (bench/profile_decode.py).
+      timeout 240 ncu --clock-control none -k regex:fa3_sm90 --launch-skip 3 \
+        --launch-count 7 --set full -o "$OUT/decode-fp8" -f \
+        python3 bench/profile_decode.py --nk 32768 > "$OUT/ncu-fp8.log" 2>&1
+      tail -3 "$OUT/ncu-fp8.log"
+      ncu --import "$OUT/decode-fp8.ncu-rep" --page details --csv \
+        > "$OUT/decode-fp8-details.csv" 2>/dev/null
+      ncu --import "$OUT/decode-fp8.ncu-rep" --page details \
+        --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+        2>/dev/null | grep -E "fa3_sm90|Duration|Throughput|Issued|Eligible|Stall|Warp Cycles" \
+        | cut -c1-150 | head -80 ;;
     spec)
       timeout 240 python3 bench/serving.py spec \
         --out "$OUT/serving-spec.json" > "$OUT/spec.log" 2>&1
