@@ -21,6 +21,10 @@ and in f16 for flash-attention's 2x rule,
         test/Inputs/sinks_f16.mlir
 
     python3 bench/flex_module.py .flex [.flex-inlined [.flex-sinks]]
+
+A launch whose kernel takes key_ranges (a mask_mod's) runs again with the
+ranges flashmlir.create_block_mask makes from the same mask (MASKS), for
+the same 2x rule and the time with and without them.
 """
 import json
 import math
@@ -31,6 +35,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
+from flashmlir import create_block_mask  # noqa: E402
 from flashmlir.runtime import Kernel  # noqa: E402
 from common import two_x_l2  # noqa: E402
 
@@ -132,6 +137,31 @@ MODULES = [
 ]
 
 
+# The mask_mod of each launch that has one, as create_block_mask evaluates
+# it (b, h, q_idx, kv_idx index tensors; caps: the captures).
+MASKS = {
+    "prefix-LM 64 (mask_mod)": lambda b, h, i, j, caps: (i >= j) | (j < 64),
+    "documents of 96, causal (mask_mod)":
+        lambda b, h, i, j, caps: (i // 96 == j // 96) & (i >= j),
+    "head temperature + batch mask (both)":
+        lambda b, h, i, j, caps: (b % 2 == 0) | (j < 200),
+    "packed documents from captured ids, causal":
+        lambda b, h, i, j, caps: (caps[1][i] == caps[1][j]) & (i >= j),
+}
+
+
+def key_ranges_for(name, meta, caps, b, h, n):
+    """The launch's key_ranges from its mask (None where it takes none)."""
+    if not any(p["name"] == "key_ranges" for p in meta["params"]):
+        return None
+    mask = MASKS[name]
+    block = create_block_mask(lambda bb, hh, i, j: mask(bb, hh, i, j, caps),
+                              b, h, n, n, device="cuda",
+                              BLOCK_SIZE=int(meta["block_r"]))
+    return block.ranges_for(b, h, int(meta["block_r"]), "cuda"), \
+        block.sparsity()
+
+
 def captures_for(meta, caps):
     """The tensors a launch passes for its metadata's capture0, ...: the
     slopes ([16]) or the document ids ([16384])."""
@@ -183,21 +213,31 @@ def check_module(folder, launches):
             q, k, v = (torch.randn(b, h, n, 128, device="cuda",
                                    dtype=torch.float16) for _ in range(3))
             sinks = sink_logits(h, "cuda") if "sinks" in names else None
-            out, _ = kernel(q, k, v, captures=captures, sinks=sinks)
-            torch.cuda.synchronize()
             ref = attention(q.double(), k.double(), v.double(), modify, caps,
                             sinks)
             low = attention(q, k, v, modify, caps, sinks)
-            err, base, ok = two_x_l2(out, ref, low)
-            failures += not ok
-            print(f"{name}: kernel {meta['kernel']}, B={b} H={h} N={n}: rel "
-                  f"err {err:.2e} (torch f16 {base:.2e}) "
-                  f"{'PASS' if ok else 'FAIL'}")
+            ranges = key_ranges_for(name, meta, caps, b, h, n)
+            for key_ranges in [None] + ([ranges[0]] if ranges else []):
+                out, _ = kernel(q, k, v, captures=captures, sinks=sinks,
+                                key_ranges=key_ranges)
+                torch.cuda.synchronize()
+                err, base, ok = two_x_l2(out, ref, low)
+                failures += not ok
+                with_ranges = "" if key_ranges is None else \
+                    f", key ranges (sparsity {ranges[1]:.2f})"
+                print(f"{name}: kernel {meta['kernel']}, B={b} H={h} N={n}"
+                      f"{with_ranges}: rel err {err:.2e} (torch f16 "
+                      f"{base:.2e}) {'PASS' if ok else 'FAIL'}")
         print(f"{name}: {speed(kernel, meta, captures, 'sinks' in names)}")
+        ranges = key_ranges_for(name, meta, caps, 1, 16, 16384)
+        if ranges:
+            print(f"{name}, key ranges (sparsity {ranges[1]:.2f}): "
+                  f"{speed(kernel, meta, captures, 'sinks' in names, key_ranges=ranges[0])}")
     return failures
 
 
-def speed(kernel, meta, captures, with_sinks, b=1, h=16, n=16384):
+def speed(kernel, meta, captures, with_sinks, b=1, h=16, n=16384,
+          key_ranges=None):
     """TFLOP/s of the launch at B 1, H 16, N 16k, D 128 (4 N D per key a
     query sees, per head): the median of 20 timed calls."""
     q, k, v = (torch.randn(b, h, n, 128, device="cuda", dtype=torch.float16)
@@ -207,7 +247,7 @@ def speed(kernel, meta, captures, with_sinks, b=1, h=16, n=16384):
     for _ in range(23):
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
         start.record()
-        kernel(q, k, v, captures=captures, sinks=sinks)
+        kernel(q, k, v, captures=captures, sinks=sinks, key_ranges=key_ranges)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)

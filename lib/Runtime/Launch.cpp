@@ -392,6 +392,8 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
   // (fagpu::kernelParams) is the one description of their order.
   long long oStrideB = strides[3].batch, oStrideH = strides[3].head,
             oStrideN = strides[3].row;
+  // A mask_mod's key ranges are optional: null reads every K/V block.
+  CUdeviceptr noKeyRanges = 0;
   std::vector<void *> args;
   for (const std::string &name : k->meta.params) {
     void *arg = name == "q"                ? tensorArgs[0]
@@ -427,6 +429,7 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                 : name == "k_descale"      ? (void *)&cache.kDescale
                 : name == "v_descale"      ? (void *)&cache.vDescale
                 : name == "descale_layout" ? (void *)&cache.descaleLayout
+                : name == "key_ranges"     ? (void *)&noKeyRanges
                                            : nullptr;
     if (!arg && (name.rfind("capture", 0) == 0 || name == "sinks"))
       return fail("faKernelLaunch: " + k->meta.kernel +

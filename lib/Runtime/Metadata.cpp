@@ -727,13 +727,13 @@ int validate(const Metadata &m) {
                   "persistent kernel");
     expected.push_back("tile_counter");
   }
-  // Attention sinks and score_mod / mask_mod captures: pointers (launched
-  // from Python), capture0 .. capture<n - 1>.
+  // Attention sinks, score_mod / mask_mod captures (pointers launched from
+  // Python), capture0 .. capture<n - 1>, and a mask_mod's key ranges.
   size_t captures = 0;
   for (size_t i = 0; i < m.params.size(); ++i) {
     bool pointer = m.paramKinds[i] == "pointer";
-    if (m.params[i] == "sinks" && pointer)
-      expected.push_back("sinks");
+    if ((m.params[i] == "sinks" || m.params[i] == "key_ranges") && pointer)
+      expected.push_back(m.params[i]);
     else if (m.params[i].rfind("capture", 0) == 0 && pointer)
       expected.push_back("capture" + std::to_string(captures++));
   }

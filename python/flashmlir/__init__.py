@@ -28,13 +28,14 @@ from .compiler import (CompiledKernel, CompiledModule, cache_info,  # noqa: E402
                        clear_cache, compile, compile_module, from_e4m3,
                        kernel_options, predicted_bytes, quantize_e4m3,
                        run_cpu, to_e4m3)
-from .flex import flex_attention  # noqa: E402
+from .flex import BlockMask, create_block_mask, flex_attention  # noqa: E402
 
 __all__ = ["__version__", "compile", "compile_module", "CompiledModule", "CompiledKernel",
            "CompileError", "attention", "cache_info", "clear_cache",
            "kernel_options", "kernel_file_name",
            "flash_attn_func", "flash_attn_varlen_func",
-           "flash_attn_with_kvcache", "flex_attention", "from_e4m3", "predicted_bytes", "quantize_e4m3",
+           "flash_attn_with_kvcache", "flex_attention", "create_block_mask",
+           "BlockMask", "from_e4m3", "predicted_bytes", "quantize_e4m3",
            "run_cpu", "runtime", "to_e4m3", "decode_heads_per_tile",
            "query_group_for"]
 

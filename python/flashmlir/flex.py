@@ -546,7 +546,133 @@ def flex_module_text(regions, captures, head_dim, value_head_dim, dtype,
             f"  return {values} : {results}\n}}\n")
 
 
-def _flex_on_gpu(query, key, value, regions, captures, scale, return_lse):
+class BlockMask:
+    """Block sparsity of a mask_mod, for flex_attention on a GPU (made by
+    create_block_mask; FlexAttention's BlockMask plays this part there).
+    For each (batch, query head, query tile of block_size rows) it keeps
+    [first key, end key): the hull of the keys the mask lets through
+    anywhere in the tile's rows ((0, 0) where it lets none through). The
+    kernel reads only the K/V blocks that meet the hull; the blocks inside
+    it are computed under the mask as without it, so the result is the
+    same; only the reads and the work change. mask_mod is the function it
+    was made from, which flex_attention compiles."""
+
+    def __init__(self, key_ranges, block_size, q_len, kv_len, mask_mod):
+        self.key_ranges = key_ranges  # int32 [B | 1, H | 1, tiles, 2]
+        self.block_size = block_size
+        self.q_len, self.kv_len = q_len, kv_len
+        self.mask_mod = mask_mod
+        self._expanded = {}
+
+    def __repr__(self):
+        b, h, tiles, _ = self.key_ranges.shape
+        return (f"BlockMask(B={b}, H={h}, Q_LEN={self.q_len}, "
+                f"KV_LEN={self.kv_len}, BLOCK_SIZE={self.block_size}, "
+                f"tiles={tiles})")
+
+    def sparsity(self):
+        """The fraction of (query row, key) pairs outside the tiles' hulls:
+        the share of the attention's work the kernel leaves out."""
+        ranges = self.key_ranges.to(torch_module().int64)
+        keys = (ranges[..., 1] - ranges[..., 0]).clamp(min=0)
+        return 1.0 - float(keys.sum()) / (keys.numel() * self.kv_len)
+
+    def ranges_for(self, batch, heads, block_r, device):
+        """The kernel's key_ranges for a launch of `batch` sequences and
+        `heads` query heads whose tiles are block_r rows: contiguous int32
+        [batch, heads, tiles, 2] on `device` (kept for the next call)."""
+        b, h, tiles, _ = self.key_ranges.shape
+        if block_r != self.block_size:
+            raise CompileError(
+                f"flex_attention: the kernel's query tiles are {block_r} "
+                f"rows; make the block mask with "
+                f"create_block_mask(..., BLOCK_SIZE={block_r}) (it has "
+                f"{self.block_size})")
+        if b not in (1, batch) or h not in (1, heads):
+            raise CompileError(
+                f"flex_attention: the block mask is for B={b}, H={h}; the "
+                f"call has B={batch}, H={heads} (a block mask made with B "
+                f"or H None broadcasts)")
+        key = (batch, heads, str(device))
+        if key not in self._expanded:
+            self._expanded[key] = self.key_ranges.to(device).expand(
+                batch, heads, tiles, 2).contiguous()
+        return self._expanded[key]
+
+
+def torch_module():
+    import torch
+    return torch
+
+
+def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda",
+                      BLOCK_SIZE=128):
+    """FlexAttention's create_block_mask: mask_mod(b, h, q_idx, kv_idx)
+    evaluated on torch index tensors (broadcasting: b [B, 1, 1, 1], h
+    [1, H, 1, 1], q_idx [1, 1, rows, 1], kv_idx [1, 1, 1, KV_LEN]) over
+    every pair, a chunk of query rows at a time, on `device`; B or H None:
+    the mask does not depend on it (one entry, broadcast at the call).
+    BLOCK_SIZE is the query tile of the kernel that reads it (128 for the
+    sm_90a kernels of 16-bit inputs). Returns a BlockMask for
+    flex_attention(..., block_mask=). A mask_mod that the tensors cannot
+    evaluate (Python control flow on an index) is a CompileError."""
+    torch = torch_module()
+    if not callable(mask_mod):
+        raise CompileError(f"create_block_mask: mask_mod must be callable, "
+                           f"got {type_name(mask_mod)}")
+    for name, value, optional in (("B", B, True), ("H", H, True),
+                                  ("Q_LEN", Q_LEN, False),
+                                  ("KV_LEN", KV_LEN, False),
+                                  ("BLOCK_SIZE", BLOCK_SIZE, False)):
+        if value is None and optional:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                not 1 <= value < 2**31:
+            raise CompileError(f"create_block_mask: {name} must be an int "
+                               f"in [1, 2^31){' or None' if optional else ''}"
+                               f", got {value!r}")
+    batch, heads = B or 1, H or 1
+    tiles = -(-Q_LEN // BLOCK_SIZE)
+    # Query rows a chunk: whole tiles, about 2^26 pairs a chunk.
+    per_row = batch * heads * KV_LEN
+    chunk_tiles = max(1, (1 << 26) // max(1, per_row * BLOCK_SIZE))
+    b = torch.arange(batch, device=device).view(batch, 1, 1, 1)
+    h = torch.arange(heads, device=device).view(1, heads, 1, 1)
+    kv = torch.arange(KV_LEN, device=device).view(1, 1, 1, KV_LEN)
+    ranges = torch.zeros(batch, heads, tiles, 2, dtype=torch.int32,
+                         device=device)
+    for t0 in range(0, tiles, chunk_tiles):
+        t1 = min(tiles, t0 + chunk_tiles)
+        rows = min(Q_LEN, t1 * BLOCK_SIZE) - t0 * BLOCK_SIZE
+        q = torch.arange(t0 * BLOCK_SIZE, t0 * BLOCK_SIZE + rows,
+                         device=device).view(1, 1, rows, 1)
+        try:
+            visible = mask_mod(b, h, q, kv)
+        except Exception as e:  # e.g. Python `if` on an index tensor
+            raise CompileError(
+                f"create_block_mask: mask_mod could not be evaluated on "
+                f"index tensors ({type(e).__name__}: {e})") from e
+        visible = torch.as_tensor(visible, device=device).to(torch.bool)
+        visible = visible.expand(batch, heads, rows, KV_LEN)
+        pad = (t1 - t0) * BLOCK_SIZE - rows
+        if pad:
+            visible = torch.cat([visible, visible.new_zeros(
+                batch, heads, pad, KV_LEN)], dim=2)
+        seen = visible.view(batch, heads, t1 - t0, BLOCK_SIZE,
+                            KV_LEN).any(dim=3)
+        any_key = seen.any(dim=-1)
+        first = seen.to(torch.int32).argmax(dim=-1)
+        last = KV_LEN - 1 - seen.flip(-1).to(torch.int32).argmax(dim=-1)
+        zero = torch.zeros_like(first)
+        ranges[:, :, t0:t1, 0] = torch.where(any_key, first, zero).to(
+            torch.int32)
+        ranges[:, :, t0:t1, 1] = torch.where(any_key, last + 1, zero).to(
+            torch.int32)
+    return BlockMask(ranges, BLOCK_SIZE, Q_LEN, KV_LEN, mask_mod)
+
+
+def _flex_on_gpu(query, key, value, regions, captures, scale, return_lse,
+                 block_mask=None):
     """flex_attention on CUDA tensors: the module compiled (cached by its
     text) for the tensors' GPU and launched with the captures. Regions that
     use an op the kernel does not lower are a CompileError naming it."""
@@ -571,12 +697,22 @@ def _flex_on_gpu(query, key, value, regions, captures, scale, return_lse):
     arrays = [c.detach().to(device=query.device, dtype=getattr(
         torch, _CAPTURE_TYPES[str(c.dtype).replace("torch.", "")][1]))
         .contiguous() for c in captures]
-    out, lse = module.kernel(0)(query, key, value, captures=arrays)
+    kernel = module.kernel(0)
+    key_ranges = None
+    # A mask that folded into the built-in masks needs no ranges: the
+    # kernel's own block range is already the mask's.
+    if block_mask is not None and "key_ranges" in kernel._param_names:
+        key_ranges = block_mask.ranges_for(
+            query.shape[0], query.shape[1], int(kernel.meta["block_r"]),
+            query.device)
+    out, lse = kernel(query, key, value, captures=arrays,
+                      key_ranges=key_ranges)
     return (out, lse) if return_lse else out
 
 
 def flex_attention(query, key, value, score_mod=None, mask_mod=None,
-                   scale=None, enable_gqa=False, return_lse=False):
+                   scale=None, enable_gqa=False, return_lse=False,
+                   block_mask=None):
     """FlexAttention's call (torch.nn.attention.flex_attention): query
     [B, Hq, Nq, D], key [B, Hkv, Nk, D], value [B, Hkv, Nk, Dv] torch
     tensors. On the CPU (computed in float32; the result in query's dtype)
@@ -589,10 +725,31 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
     with return_lse (LSE in natural log, float32). On the CPU it is
     differentiable with respect to query, key and value (the backward of
     the same regions on the host); captured tensors and the LSE get no
-    gradient."""
+    gradient.
+
+    block_mask (create_block_mask, whose mask_mod it carries; also taken in
+    mask_mod's place, where FlexAttention's signature has it): on a GPU
+    the kernel reads only the K/V blocks that meet each query tile's
+    range. The host pipeline finds the blocks to skip itself
+    (fa-skip-masked-blocks), so on CPU tensors only its mask_mod is used."""
     import numpy as np
     import torch
     from . import _flag
+    if isinstance(mask_mod, BlockMask):  # FlexAttention's 5th argument
+        if block_mask is not None:
+            raise CompileError("flex_attention: a block mask given twice "
+                               "(as mask_mod and block_mask)")
+        mask_mod, block_mask = None, mask_mod
+    if block_mask is not None:
+        if not isinstance(block_mask, BlockMask):
+            raise CompileError(
+                f"flex_attention: block_mask must come from "
+                f"flashmlir.create_block_mask, got {type_name(block_mask)}")
+        if mask_mod is not None and mask_mod is not block_mask.mask_mod:
+            raise CompileError(
+                "flex_attention: mask_mod differs from the block mask's: "
+                "give one of them (the block mask carries its mask_mod)")
+        mask_mod = block_mask.mask_mod
     from .compiler import _extension, _checked_options
     enable_gqa = _flag("flex_attention", "enable_gqa", enable_gqa)
     return_lse = _flag("flex_attention", "return_lse", return_lse)
@@ -610,13 +767,19 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None,
         raise CompileError(
             f"flex_attention: {query.shape[1]} query heads and "
             f"{key.shape[1]} key/value heads need enable_gqa=True")
+    if block_mask is not None and (block_mask.q_len, block_mask.kv_len) != (
+            query.shape[2], key.shape[2]):
+        raise CompileError(
+            f"flex_attention: the block mask is for Q_LEN={block_mask.q_len}"
+            f", KV_LEN={block_mask.kv_len}; the call has {query.shape[2]} "
+            f"queries and {key.shape[2]} keys")
     scale = _checked_options(scale=scale)["scale"]
     regions, captures = trace_regions(
         score_mod, mask_mod,
         shape=(query.shape[0], query.shape[1], query.shape[2], key.shape[2]))
     if query.is_cuda:
         return _flex_on_gpu(query, key, value, regions, captures, scale,
-                            return_lse)
+                            return_lse, block_mask)
     arrays = []
     for tensor in captures:
         _, numpy_dtype = _CAPTURE_TYPES[str(tensor.dtype).replace("torch.",

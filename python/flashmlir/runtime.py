@@ -538,6 +538,10 @@ def _check_metadata(meta):
     # pointers to contiguous arrays.
     if "sinks" in names:
         expected.append("sinks")
+    # A mask_mod's key ranges per query tile ([B, Hq, tiles, 2] int32; a
+    # launch may pass none).
+    if "key_ranges" in names:
+        expected.append("key_ranges")
     for i, p in enumerate(_capture_params(params)):
         expected.append(f"capture{i}")
     # The kernel's own order is the one a launch binds in (by name): which
@@ -1654,7 +1658,8 @@ class Kernel:
                  num_splits=None, discard_lse=False, cache_seqlens=None,
                  block_table=None, cu_seqlens_q=None, cu_seqlens_k=None,
                  max_seqlen_q=None, q_descale=None, k_descale=None,
-                 v_descale=None, captures=None, sinks=None):
+                 v_descale=None, captures=None, sinks=None,
+                 key_ranges=None):
         """Runs the kernel; returns (out, lse or None). num_splits: the
         K/V chunk count of a split-KV kernel (None or 0: the metadata's
         default, or the auto rule); refused for other kernels. discard_lse:
@@ -1676,9 +1681,15 @@ class Kernel:
         metadata's capture0, ... parameters), in order, each of the
         parameter's shape and dtype on q's device (made contiguous).
         sinks: a kernel built with attention sinks takes their logits, a
-        float32 tensor [Hq] on q's device (natural log; -inf: none)."""
+        float32 tensor [Hq] on q's device (natural log; -inf: none).
+        key_ranges: a mask_mod kernel's block sparsity, an int32 tensor
+        [B, Hq, ceil(Nq / block_r), 2] on q's device: per query tile of
+        block_r rows, [first key, end key) holding every key its mask lets
+        through (flashmlir.create_block_mask makes them); the kernel reads
+        only the K/V blocks that meet the range. None: every block."""
         captures = self._check_captures(captures, q)
         sinks = self._check_sinks(sinks, q)
+        key_ranges = self._check_key_ranges(key_ranges, q)
         descales = (q_descale, k_descale, v_descale)
         if self.meta["dtype"] == "e4m3":
             extras = {"num_splits": num_splits, "cache_seqlens": cache_seqlens,
@@ -1712,7 +1723,7 @@ class Kernel:
                          cu_seqlens_k, max_seqlen_q, kv_descales)
         out, lse = plan.launch(q, k, v, out, lse, cache_seqlens, block_table,
                                cu_seqlens_q, cu_seqlens_k, kv_descales,
-                               captures, sinks)
+                               captures, sinks, key_ranges)
         # A kernel built without an LSE destination leaves lse unwritten.
         return out, (lse if self.meta.get("writes_lse", True) else None)
 
@@ -1737,6 +1748,37 @@ class Kernel:
                 f"{self.name} takes attention sinks: sinks must be a float32 "
                 f"tensor of shape ({hq},) on {q.device}, got {got}")
         return sinks.contiguous()
+
+    def _check_key_ranges(self, key_ranges, q):
+        """A launch's key ranges: None, or int32 [B, Hq, ceil(Nq /
+        block_r), 2] on q's device for a kernel that takes them (a
+        mask_mod's); returned contiguous."""
+        import torch
+        if key_ranges is None:
+            return None
+        if "key_ranges" not in self._param_names:
+            raise KernelArgumentError(
+                f"{self.name} has no mask_mod: key_ranges (block sparsity "
+                f"from a mask) are for kernels compiled with one")
+        if q.dim() != 4 or self.meta.get("varlen"):
+            raise KernelArgumentError(
+                f"{self.name}: key_ranges need q as [B, Hq, Nq, D] (no "
+                f"varlen batch)")
+        block_r = int(self.meta["block_r"])
+        shape = (q.shape[0], q.shape[1], -(-q.shape[2] // block_r), 2)
+        if not isinstance(key_ranges, torch.Tensor) or \
+                key_ranges.dtype != torch.int32 or \
+                key_ranges.device != q.device or \
+                tuple(key_ranges.shape) != shape:
+            got = (f"{key_ranges.dtype} of shape {tuple(key_ranges.shape)} "
+                   f"on {key_ranges.device}"
+                   if isinstance(key_ranges, torch.Tensor)
+                   else type(key_ranges).__name__)
+            raise KernelArgumentError(
+                f"{self.name}: key_ranges must be an int32 tensor of shape "
+                f"{shape} (B, Hq, query tiles of {block_r} rows, [first, "
+                f"end)) on {q.device}, got {got}")
+        return key_ranges.contiguous()
 
     def _check_captures(self, captures, q):
         """The captures a launch passes, checked against the metadata's
@@ -1879,9 +1921,9 @@ class _MapSpec:
 _TENSOR_PARAMS = {"q": 0, "k": 1, "v": 2, "o": 3, "o_rows": 3,
                   "kv_lengths": 5, "block_table": 6, "cu_seqlens_q": 7,
                   "cu_seqlens_k": 8, "k_descale": 9, "v_descale": 10,
-                  "sinks": 11}
+                  "sinks": 11, "key_ranges": 12}
 # Capture i of a launch's tensors (_LaunchPlan.launch) is at this plus i.
-_FIRST_CAPTURE = 12
+_FIRST_CAPTURE = 13
 # A capture parameter's dtype (fa-compile's names) and the torch dtypes a
 # caller may pass for it.
 _CAPTURE_DTYPES = {"f32": ("float32",), "f16": ("float16",),
@@ -2149,6 +2191,9 @@ class _LaunchPlan:
                 self._bound.append((slot, "map", (i, spec)))
             elif name == "lse":
                 self._bound.append((slot, "lse", None))
+            elif name == "key_ranges":
+                # Optional at launch: a null pointer reads every block.
+                self._bound.append((slot, "optional", _TENSOR_PARAMS[name]))
             elif name in _TENSOR_PARAMS:
                 self._bound.append((slot, "pointer", _TENSOR_PARAMS[name]))
                 self.sinks = self.sinks or name == "sinks"
@@ -2222,7 +2267,7 @@ class _LaunchPlan:
 
     def launch(self, q, k, v, out, lse, cache_seqlens, block_table,
                cu_seqlens_q, cu_seqlens_k, kv_descales=None, captures=(),
-               sinks=None):
+               sinks=None, key_ranges=None):
         """Binds the tensors' pointers and launches on torch's current
         stream; returns (out, lse) (lse None where discarded)."""
         import torch
@@ -2251,7 +2296,8 @@ class _LaunchPlan:
             lse_ptr = lse.data_ptr()
         tensors = (q, k, v, out, None, cache_seqlens, block_table,
                    cu_seqlens_q, cu_seqlens_k) + \
-            tuple(kv_descales or (None, None)) + (sinks,) + tuple(captures)
+            tuple(kv_descales or (None, None)) + (sinks, key_ranges) + \
+            tuple(captures)
         gx, gy, gz = self.grid
         bx, by, bz = self.block
         drv = _get_driver()
@@ -2270,6 +2316,9 @@ class _LaunchPlan:
                     keep.append(buf)
                 elif kind == "pointer":
                     cell.value = tensors[what].data_ptr()
+                elif kind == "optional":
+                    t = tensors[what]
+                    cell.value = 0 if t is None else t.data_ptr()
                 elif kind == "lse":
                     cell.value = lse_ptr
                 elif kind == "workspace":

@@ -537,6 +537,54 @@ AttentionTile KernelBuilder::chunkOf(AttentionTile tile) {
   return tile;
 }
 
+AttentionTile KernelBuilder::tileOf(Value id) {
+  AttentionTile tile = decodeTile(id);
+  if (!keyRangesPtr)
+    return tile;
+  // Every role decodes every tile the same way, so producer and consumers
+  // agree on the narrowed range (and the ring's phases on its length).
+  // Blocks outside [first key, end key) hold no key the mask lets through:
+  // their P is 0, so leaving them out changes no row's m, l or O. Blocks
+  // inside the hull are computed under the mask as before.
+  Value given = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne,
+      LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), keyRangesPtr), c64(0));
+  auto ifGiven = scf::IfOp::create(b, loc, TypeRange{i32, i32, i32}, given,
+                                   /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifGiven.thenBlock());
+    Value entry = mul(add(mul(tile.qMatrix, queryBlocksOf(nq)),
+                          divu(tile.qStart, c32(spec.blockR()))),
+                      c32(2));
+    // Negative ends count as 0; the range is intersected with the tile's
+    // own, so no table entry moves a read past the sequence.
+    Value firstKey = arith::MaxSIOp::create(
+        b, loc, loadGlobalI32(keyRangesPtr, entry), c32(0));
+    Value endKey = arith::MaxSIOp::create(
+        b, loc, loadGlobalI32(keyRangesPtr, add(entry, c32(1))), c32(0));
+    Value first = arith::MaxUIOp::create(b, loc, tile.firstBlock,
+                                         divu(firstKey, c32(spec.blockC)));
+    Value end = minu(tile.numBlocks,
+                     divu(add(endKey, c32(spec.blockC - 1)), c32(spec.blockC)));
+    // A tile whose mask lets no key through still runs one block (every
+    // role's loops assume one), fully masked: its rows give O = 0 and an
+    // LSE of -inf, as without the ranges.
+    Value empty = ule(end, first);
+    first = select(empty, tile.firstBlock, first);
+    end = select(empty, add(tile.firstBlock, c32(1)), end);
+    Value unmaskedEnd = minu(tile.unmaskedEnd, end);
+    scf::YieldOp::create(b, loc, ValueRange{first, end, unmaskedEnd});
+    b.setInsertionPointToStart(ifGiven.elseBlock());
+    scf::YieldOp::create(
+        b, loc, ValueRange{tile.firstBlock, tile.numBlocks, tile.unmaskedEnd});
+  }
+  tile.firstBlock = ifGiven.getResult(0);
+  tile.numBlocks = ifGiven.getResult(1);
+  tile.unmaskedEnd = ifGiven.getResult(2);
+  return tile;
+}
+
 void KernelBuilder::emitSplitConsumerTile(const AttentionTile &tile,
                                           Value tileIndex) {
   auto ifAny =
@@ -566,7 +614,7 @@ void KernelBuilder::emitTileLoop(llvm::function_ref<SmallVector<Value>(
   Value first = NVVM::BlockIdXOp::create(b, loc, i32);
   if (!spec.persistent) {
     // One tile per CTA (grid = tiles): the ring starts empty.
-    AttentionTile tile = decodeTile(first);
+    AttentionTile tile = tileOf(first);
     if (spec.kvSplits)
       tile = chunkOf(tile);
     tileFirst = tile.firstBlock;
@@ -703,7 +751,7 @@ SmallVector<Value> KernelBuilder::emitLoopTile(
     llvm::function_ref<SmallVector<Value>(const AttentionTile &, Value,
                                           ValueRange)>
         body) {
-  AttentionTile tile = decodeTile(id);
+  AttentionTile tile = tileOf(id);
   tileFirst = tile.firstBlock;
   SmallVector<Value> next = body(tile, tileIndex, carried);
   SmallVector<Value> after = {fagpu::PipelineAdvancePhasesOp::create(
@@ -748,6 +796,7 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   kDescalePtr = kernelArgument(fn, spec.abi, "k_descale");
   vDescalePtr = kernelArgument(fn, spec.abi, "v_descale");
   sinksPtr = kernelArgument(fn, spec.abi, "sinks");
+  keyRangesPtr = kernelArgument(fn, spec.abi, "key_ranges");
   for (int64_t i = 0; i < spec.captures; ++i)
     capturePtrs.push_back(
         kernelArgument(fn, spec.abi, "capture" + std::to_string(i)));
@@ -1014,6 +1063,18 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
       spec.abi.push_back(param);
     }
     spec.captures = op.getCaptures().size();
+    if (spec.maskMod) {
+      // Block sparsity from the mask at run time: per query tile of B_r
+      // rows, [first key, end key) of the keys its mask_mod may let
+      // through (flashmlir.create_block_mask); null: every block.
+      fagpu::KernelParam param;
+      param.name = "key_ranges";
+      param.kind = fagpu::ParamKind::Pointer;
+      param.dtype = "i32";
+      param.shape = {"B", "Hq", "ceil(Nq / block_r)", "2"};
+      spec.abi.push_back(param);
+      spec.keyRanges = true;
+    }
   }
   return spec;
 }

@@ -70,6 +70,9 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   int64_t captures = 0;
   /// Attention sinks: kernel parameter `sinks`, [Hq] f32.
   bool sinks = false;
+  /// A mask_mod's kernel takes `key_ranges`: per query tile the keys its
+  /// mask may let through (KernelBuilder::tileOf), or a null pointer.
+  bool keyRanges = false;
   bool modifiesScores() const { return scoreMod || maskMod; }
 
   int64_t threads() const {
@@ -412,6 +415,9 @@ private:
   /// Split-KV: the chunk of the tile's K/V blocks this CTA (blockIdx.y)
   /// visits (mlir::fa::model::kvChunk, the CPU nest's rule).
   AttentionTile chunkOf(AttentionTile tile);
+  /// Tile `id` (decodeTile) with its K/V blocks narrowed to the keys that
+  /// `key_ranges` gives it, where the launch passes them.
+  AttentionTile tileOf(Value id);
   /// Split-KV: the consumer's chunk of the tile (nothing to attend in an
   /// empty chunk: its partial is the initial state, O = 0 and LSE =
   /// -inf), its partial stored, then the merge by the rows' last chunk.
@@ -513,6 +519,9 @@ private:
   SmallVector<Value> capturePtrs;
   /// Attention sinks: the [Hq] f32 logits (null without).
   Value sinksPtr;
+  /// A mask_mod's key ranges, [B, Hq, query tiles, 2] i32 (may be null at
+  /// launch; absent from kernels without a mask_mod).
+  Value keyRangesPtr;
   Value kernelScaleLog2, tileScaleLog2, kDescaleBase, kDescaleStep, vDescale;
   Value tileFirst;         // the current tile's first K/V block
   Value phaseBits;         // persistent only: see blockInTile

@@ -125,3 +125,41 @@ func.func @captures(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %lse: 
     }
   return
 }
+
+// -----
+
+// Block sparsity from a mask_mod at run time: the kernel takes `key_ranges`
+// (i32 [B, Hq, query tiles, 2]) after its own parameters, and a host launch
+// passes a null pointer. Where a launch gives the ranges, each role
+// narrows the tile's K/V blocks to those meeting [first key, end key) of
+// its (batch, head, query tile) entry, in the same scf.if, so that every
+// role agrees on the range; without them the tile keeps its own.
+#s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+// CHECK-LABEL: func.func @key_ranges
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr<1>
+// CHECK: gpu.launch_func @fa_kernels::@{{.*}}_mod{{[0-9a-f]+}} {{.*}} args({{.*}}, %[[NULL]] : !llvm.ptr<1>)
+// CHECK: llvm.func @fa3_sm90{{.*}}, %[[RANGES:arg[0-9]+]]: !llvm.ptr<1> {llvm.noalias})
+// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "key_ranges", shape = ["B", "Hq", "ceil(Nq / block_r)", "2"]}]
+// CHECK: %[[ADDRESS:.*]] = llvm.ptrtoint %[[RANGES]] : !llvm.ptr<1> to i64
+// CHECK: %[[GIVEN:.*]] = arith.cmpi ne, %[[ADDRESS]], %{{.*}} : i64
+// CHECK: %{{.*}}:3 = scf.if %[[GIVEN]] -> (i32, i32, i32) {
+// CHECK: %[[FIRST:.*]] = llvm.getelementptr %[[RANGES]]
+// CHECK: llvm.load %[[FIRST]]
+// CHECK: arith.maxsi
+// CHECK: llvm.load
+// CHECK: arith.maxui
+// CHECK: arith.minui
+// CHECK: arith.cmpi ule
+// CHECK: scf.yield
+// CHECK: } else {
+// CHECK: scf.yield
+func.func @key_ranges(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
+  fagpu.attention %q, %q, %q outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c = arith.cmpi sge, %i, %j : index
+      fagpu.yield %c : i1
+    }
+  return
+}
