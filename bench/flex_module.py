@@ -24,7 +24,8 @@ and in f16 for flash-attention's 2x rule,
 
 A launch whose kernel takes key_ranges (a mask_mod's) runs again with the
 ranges flashmlir.create_block_mask makes from the same mask (MASKS), for
-the same 2x rule and the time with and without them.
+the same 2x rule and the time with and without them (and with the hull
+alone, no full blocks).
 """
 import json
 import math
@@ -159,7 +160,7 @@ def key_ranges_for(name, meta, caps, b, h, n):
                               b, h, n, n, device="cuda",
                               BLOCK_SIZE=int(meta["block_r"]))
     return block.ranges_for(b, h, int(meta["block_r"]), "cuda"), \
-        block.sparsity()
+        block.sparsity(), block.full_fraction()
 
 
 def captures_for(meta, caps):
@@ -231,7 +232,12 @@ def check_module(folder, launches):
         print(f"{name}: {speed(kernel, meta, captures, 'sinks' in names)}")
         ranges = key_ranges_for(name, meta, caps, 1, 16, 16384)
         if ranges:
-            print(f"{name}, key ranges (sparsity {ranges[1]:.2f}): "
+            hull = ranges[0].clone()
+            hull[..., 2:] = 0  # no full blocks: the mask_mod everywhere
+            print(f"{name}, key ranges without full blocks: "
+                  f"{speed(kernel, meta, captures, 'sinks' in names, key_ranges=hull)}")
+            print(f"{name}, key ranges (sparsity {ranges[1]:.2f}, full "
+                  f"{ranges[2]:.2f}): "
                   f"{speed(kernel, meta, captures, 'sinks' in names, key_ranges=ranges[0])}")
     return failures
 

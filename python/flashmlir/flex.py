@@ -551,14 +551,16 @@ class BlockMask:
     create_block_mask; FlexAttention's BlockMask plays this part there).
     For each (batch, query head, query tile of block_size rows) it keeps
     [first key, end key): the hull of the keys the mask lets through
-    anywhere in the tile's rows ((0, 0) where it lets none through). The
-    kernel reads only the K/V blocks that meet the hull; the blocks inside
-    it are computed under the mask as without it, so the result is the
-    same; only the reads and the work change. mask_mod is the function it
+    anywhere in the tile's rows ((0, 0) where it lets none through), and
+    [full first, full end): the longest run of keys it lets through to
+    every row of the tile ((0, 0) where there is none). The kernel reads
+    only the K/V blocks that meet the hull, and skips the mask_mod on the
+    whole blocks inside the full run; the result is the same as without
+    them, only the reads and the work change. mask_mod is the function it
     was made from, which flex_attention compiles."""
 
     def __init__(self, key_ranges, block_size, q_len, kv_len, mask_mod):
-        self.key_ranges = key_ranges  # int32 [B | 1, H | 1, tiles, 2]
+        self.key_ranges = key_ranges  # int32 [B | 1, H | 1, tiles, 4]
         self.block_size = block_size
         self.q_len, self.kv_len = q_len, kv_len
         self.mask_mod = mask_mod
@@ -577,10 +579,17 @@ class BlockMask:
         keys = (ranges[..., 1] - ranges[..., 0]).clamp(min=0)
         return 1.0 - float(keys.sum()) / (keys.numel() * self.kv_len)
 
+    def full_fraction(self):
+        """The fraction of (query row, key) pairs in the tiles' full runs:
+        the share of the work that skips the mask_mod."""
+        ranges = self.key_ranges.to(torch_module().int64)
+        keys = (ranges[..., 3] - ranges[..., 2]).clamp(min=0)
+        return float(keys.sum()) / (keys.numel() * self.kv_len)
+
     def ranges_for(self, batch, heads, block_r, device):
         """The kernel's key_ranges for a launch of `batch` sequences and
         `heads` query heads whose tiles are block_r rows: contiguous int32
-        [batch, heads, tiles, 2] on `device` (kept for the next call)."""
+        [batch, heads, tiles, 4] on `device` (kept for the next call)."""
         b, h, tiles, _ = self.key_ranges.shape
         if block_r != self.block_size:
             raise CompileError(
@@ -596,7 +605,7 @@ class BlockMask:
         key = (batch, heads, str(device))
         if key not in self._expanded:
             self._expanded[key] = self.key_ranges.to(device).expand(
-                batch, heads, tiles, 2).contiguous()
+                batch, heads, tiles, 4).contiguous()
         return self._expanded[key]
 
 
@@ -639,7 +648,7 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda",
     b = torch.arange(batch, device=device).view(batch, 1, 1, 1)
     h = torch.arange(heads, device=device).view(1, heads, 1, 1)
     kv = torch.arange(KV_LEN, device=device).view(1, 1, 1, KV_LEN)
-    ranges = torch.zeros(batch, heads, tiles, 2, dtype=torch.int32,
+    ranges = torch.zeros(batch, heads, tiles, 4, dtype=torch.int32,
                          device=device)
     for t0 in range(0, tiles, chunk_tiles):
         t1 = min(tiles, t0 + chunk_tiles)
@@ -658,8 +667,15 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda",
         if pad:
             visible = torch.cat([visible, visible.new_zeros(
                 batch, heads, pad, KV_LEN)], dim=2)
-        seen = visible.view(batch, heads, t1 - t0, BLOCK_SIZE,
-                            KV_LEN).any(dim=3)
+        rows_of = visible.view(batch, heads, t1 - t0, BLOCK_SIZE, KV_LEN)
+        seen = rows_of.any(dim=3)
+        # Keys every (real) row of the tile sees: padding rows count as
+        # seeing all.
+        if pad:
+            real = (torch.arange((t1 - t0) * BLOCK_SIZE, device=device) <
+                    rows).view(1, 1, t1 - t0, BLOCK_SIZE, 1)
+            rows_of = rows_of | ~real
+        full = rows_of.all(dim=3)
         any_key = seen.any(dim=-1)
         first = seen.to(torch.int32).argmax(dim=-1)
         last = KV_LEN - 1 - seen.flip(-1).to(torch.int32).argmax(dim=-1)
@@ -668,6 +684,17 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda",
             torch.int32)
         ranges[:, :, t0:t1, 1] = torch.where(any_key, last + 1, zero).to(
             torch.int32)
+        # The longest run of full keys: at key j a run has lasted j - (the
+        # last key before j that is not full); its end is after the key
+        # where that is largest.
+        index = torch.arange(KV_LEN, device=device).expand_as(full)
+        breaks = torch.where(full, torch.full_like(index, -1), index)
+        last_break = torch.cummax(breaks, dim=-1).values
+        run = torch.where(full, index - last_break, torch.zeros_like(index))
+        length, run_end = run.max(dim=-1)
+        ranges[:, :, t0:t1, 2] = (run_end + 1 - length).to(torch.int32) * \
+            (length > 0)
+        ranges[:, :, t0:t1, 3] = (run_end + 1).to(torch.int32) * (length > 0)
     return BlockMask(ranges, BLOCK_SIZE, Q_LEN, KV_LEN, mask_mod)
 
 

@@ -538,7 +538,7 @@ def _check_metadata(meta):
     # pointers to contiguous arrays.
     if "sinks" in names:
         expected.append("sinks")
-    # A mask_mod's key ranges per query tile ([B, Hq, tiles, 2] int32; a
+    # A mask_mod's key ranges per query tile ([B, Hq, tiles, 4] int32; a
     # launch may pass none).
     if "key_ranges" in names:
         expected.append("key_ranges")
@@ -1683,10 +1683,13 @@ class Kernel:
         sinks: a kernel built with attention sinks takes their logits, a
         float32 tensor [Hq] on q's device (natural log; -inf: none).
         key_ranges: a mask_mod kernel's block sparsity, an int32 tensor
-        [B, Hq, ceil(Nq / block_r), 2] on q's device: per query tile of
+        [B, Hq, ceil(Nq / block_r), 4] on q's device: per query tile of
         block_r rows, [first key, end key) holding every key its mask lets
-        through (flashmlir.create_block_mask makes them); the kernel reads
-        only the K/V blocks that meet the range. None: every block."""
+        through, and [full first, full end) of keys it lets through to
+        every row (flashmlir.create_block_mask makes them); the kernel
+        reads only the K/V blocks that meet the first range and skips the
+        mask_mod on the whole blocks inside the second. None: every block,
+        each under the mask."""
         captures = self._check_captures(captures, q)
         sinks = self._check_sinks(sinks, q)
         key_ranges = self._check_key_ranges(key_ranges, q)
@@ -1751,7 +1754,7 @@ class Kernel:
 
     def _check_key_ranges(self, key_ranges, q):
         """A launch's key ranges: None, or int32 [B, Hq, ceil(Nq /
-        block_r), 2] on q's device for a kernel that takes them (a
+        block_r), 4] on q's device for a kernel that takes them (a
         mask_mod's); returned contiguous."""
         import torch
         if key_ranges is None:
@@ -1765,7 +1768,7 @@ class Kernel:
                 f"{self.name}: key_ranges need q as [B, Hq, Nq, D] (no "
                 f"varlen batch)")
         block_r = int(self.meta["block_r"])
-        shape = (q.shape[0], q.shape[1], -(-q.shape[2] // block_r), 2)
+        shape = (q.shape[0], q.shape[1], -(-q.shape[2] // block_r), 4)
         if not isinstance(key_ranges, torch.Tensor) or \
                 key_ranges.dtype != torch.int32 or \
                 key_ranges.device != q.device or \
@@ -1777,7 +1780,7 @@ class Kernel:
             raise KernelArgumentError(
                 f"{self.name}: key_ranges must be an int32 tensor of shape "
                 f"{shape} (B, Hq, query tiles of {block_r} rows, [first, "
-                f"end)) on {q.device}, got {got}")
+                f"end) and [full first, full end)) on {q.device}, got {got}")
         return key_ranges.contiguous()
 
     def _check_captures(self, captures, q):

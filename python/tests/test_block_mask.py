@@ -13,21 +13,29 @@ torch = pytest.importorskip("torch")
 
 
 def brute_ranges(mask_mod, b, h, q_len, kv_len, block):
-    """[first, end) of each (batch, head, tile), element by element."""
+    """[first, end) of the keys each (batch, head, tile) sees, and the first
+    longest run of keys all its rows see, element by element."""
     tiles = -(-q_len // block)
-    out = torch.zeros(b, h, tiles, 2, dtype=torch.int32)
+    out = torch.zeros(b, h, tiles, 4, dtype=torch.int32)
     for bi in range(b):
         for hi in range(h):
             for t in range(tiles):
-                keys = [j for j in range(kv_len)
-                        if any(bool(mask_mod(torch.tensor(bi),
-                                             torch.tensor(hi),
-                                             torch.tensor(i),
-                                             torch.tensor(j)))
-                               for i in range(t * block,
-                                              min(q_len, (t + 1) * block)))]
+                rows = range(t * block, min(q_len, (t + 1) * block))
+                sees = [[bool(mask_mod(torch.tensor(bi), torch.tensor(hi),
+                                       torch.tensor(i), torch.tensor(j)))
+                         for i in rows] for j in range(kv_len)]
+                keys = [j for j in range(kv_len) if any(sees[j])]
                 if keys:
-                    out[bi, hi, t] = torch.tensor([keys[0], keys[-1] + 1])
+                    out[bi, hi, t, :2] = torch.tensor([keys[0], keys[-1] + 1])
+                best, start = (0, 0), None
+                for j in range(kv_len + 1):
+                    if j < kv_len and all(sees[j]):
+                        start = j if start is None else start
+                    elif start is not None:
+                        if j - start > best[1] - best[0]:
+                            best = (start, j)
+                        start = None
+                out[bi, hi, t, 2:] = torch.tensor(best)
     return out
 
 
@@ -55,6 +63,7 @@ def test_ranges_are_the_hull_of_the_visible_keys(flashmlir, name, block):
     assert torch.equal(got.key_ranges, want), (got.key_ranges, want)
     assert got.key_ranges.dtype == torch.int32
     assert 0.0 <= got.sparsity() < 1.0
+    assert 0.0 <= got.full_fraction() <= 1.0 - got.sparsity()
 
 
 def test_broadcast_batch_and_head(flashmlir):
@@ -62,10 +71,12 @@ def test_broadcast_batch_and_head(flashmlir):
     mask = MASKS["causal"]
     block = flashmlir.create_block_mask(mask, None, None, 40, 33,
                                         device="cpu", BLOCK_SIZE=16)
-    assert tuple(block.key_ranges.shape) == (1, 1, 3, 2)
-    assert block.key_ranges[0, 0].tolist() == [[0, 16], [0, 32], [0, 33]]
+    assert tuple(block.key_ranges.shape) == (1, 1, 3, 4)
+    # Causal: tile t sees keys [0, 16 (t + 1)) and all its rows [0, 16 t + 1).
+    assert block.key_ranges[0, 0].tolist() == [[0, 16, 0, 1], [0, 32, 0, 17],
+                                                [0, 33, 0, 33]]
     full = block.ranges_for(2, 4, 16, "cpu")
-    assert tuple(full.shape) == (2, 4, 3, 2) and full.is_contiguous()
+    assert tuple(full.shape) == (2, 4, 3, 4) and full.is_contiguous()
     assert torch.equal(full[1, 3], block.key_ranges[0, 0])
     with pytest.raises(flashmlir.CompileError, match="BLOCK_SIZE=128"):
         block.ranges_for(2, 4, 128, "cpu")
@@ -147,16 +158,17 @@ def test_kernel_key_ranges_are_checked(flashmlir):
     (name, meta), = module.launches
     assert meta["params"][-1] == {
         "dtype": "i32", "kind": "pointer", "name": "key_ranges",
-        "shape": ["B", "Hq", "ceil(Nq / block_r)", "2"]}, meta["params"]
+        "shape": ["B", "Hq", "ceil(Nq / block_r)", "4"]}, meta["params"]
     kernel = module.kernel(0)
     q = torch.zeros(2, 4, 300, 64, dtype=torch.float16)
     tiles = math.ceil(300 / meta["block_r"])
-    for bad in (torch.zeros(2, 4, tiles, 2),
-                torch.zeros(2, 4, tiles + 1, 2, dtype=torch.int32),
-                torch.zeros(1, 4, tiles, 2, dtype=torch.int32), [0, 0]):
+    for bad in (torch.zeros(2, 4, tiles, 4),
+                torch.zeros(2, 4, tiles + 1, 4, dtype=torch.int32),
+                torch.zeros(2, 4, tiles, 2, dtype=torch.int32),
+                torch.zeros(1, 4, tiles, 4, dtype=torch.int32), [0, 0]):
         with pytest.raises(flashmlir.runtime.KernelArgumentError,
                            match=r"key_ranges must be an int32 tensor of "
-                                 rf"shape \(2, 4, {tiles}, 2\)"):
+                                 rf"shape \(2, 4, {tiles}, 4\)"):
             kernel(q, q, q, key_ranges=bad)
     # A kernel without a mask_mod takes none.
     regions, captures = flashmlir.flex.trace_regions(
@@ -166,5 +178,5 @@ def test_kernel_key_ranges_are_checked(flashmlir):
     assert all(p["name"] != "key_ranges" for p in plain.meta["params"])
     with pytest.raises(flashmlir.runtime.KernelArgumentError,
                        match="has no mask_mod"):
-        plain(q, q, q, key_ranges=torch.zeros(2, 4, tiles, 2,
+        plain(q, q, q, key_ranges=torch.zeros(2, 4, tiles, 4,
                                               dtype=torch.int32))

@@ -53,6 +53,9 @@ struct AttentionTile {
   Value qStart, qMatrix, kvMatrix;
   Value batch, qHead, kvHead;               // qMatrix = batch * Hq + qHead
   Value firstBlock, unmaskedEnd, numBlocks; // K/V blocks visited
+  // A mask_mod's full blocks [fullFirst, fullEnd): its mask lets every key
+  // through to every row there (null without a mask_mod's key ranges).
+  Value fullFirst, fullEnd;
   Value nk; // the keys of the tile's sequence: kv_lengths[batch], or Nk
   Value nq; // the queries of the tile's sequence: Nq, or a varlen one's
   // A varlen batch: where the sequence's query and key rows start in the

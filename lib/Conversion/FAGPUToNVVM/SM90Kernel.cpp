@@ -71,10 +71,11 @@ namespace mlir::fa::sm90 {
 
 BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
                                  Value block, Value effScale, Value row0,
-                                 const AttentionTile &tile) {
+                                 const AttentionTile &tile, bool maskMod) {
   Value keys = tile.nk, queries = tile.nq;
   if (spec.modifiesScores())
-    return modifiedSoftmax(s, state, masked, block, effScale, row0, tile);
+    return modifiedSoftmax(s, state, masked, block, effScale, row0, tile,
+                           maskMod);
   // Row sums by MMA: the step leaves l alone (no_row_sum); it is given a
   // zero l, whose alpha-scaled result nothing reads.
   Value l = spec.rowSumMma() ? fagpu::SplatOp::create(b, loc, rowsType, cf(0.0))
@@ -91,25 +92,38 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
 
 BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
                                          Value block, Value effScale,
-                                         Value row0,
-                                         const AttentionTile &tile) {
+                                         Value row0, const AttentionTile &tile,
+                                         bool maskMod) {
   // FlexAttention's order: the scale, the softcap, score_mod, then the
   // masks; the step applies no softcap of its own.
   Value keyStart = mul(block, c32(spec.blockC));
+  SoftmaxConfig config = spec;
+  config.softcap = 0;
+  Region *mask = maskMod ? spec.maskMod : nullptr;
+  if (!spec.scoreMod && !mask && spec.softcap == 0) {
+    // A full block of a mask alone: the built-in step on the raw scores.
+    auto step = createSoftmaxStep(
+        b, loc, config, probsType, rowsType, s, state.m, state.l, keyStart,
+        row0, tile.nk, effScale, diagonalShift(spec, tile.nk, tile.nq), Value(),
+        masked);
+    state.m = step.getNewM();
+    state.l = step.getNewL();
+    return {step.getP(), step.getAlpha(), step.getMoved()};
+  }
   // With captures the regions read memory: their indices are clamped to
-  // the sequence (fagpu.modify_scores).
-  bool reads = !capturePtrs.empty();
+  // the sequence (fagpu.modify_scores). Every region takes every capture,
+  // so a full block without score_mod reads none.
+  bool reads = !capturePtrs.empty() && (spec.scoreMod || mask);
   auto modify = fagpu::ModifyScoresOp::create(
       b, loc, s.getType(), s, keyStart, row0, tile.batch, tile.qHead, effScale,
-      reads ? tile.nq : Value(), reads ? tile.nk : Value(), capturePtrs,
+      reads ? tile.nq : Value(), reads ? tile.nk : Value(),
+      reads ? ValueRange(capturePtrs) : ValueRange(),
       spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
   IRMapping mapping;
   if (spec.scoreMod)
     spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
-  if (spec.maskMod)
-    spec.maskMod->cloneInto(&modify.getMaskMod(), mapping);
-  SoftmaxConfig config = spec;
-  config.softcap = 0;
+  if (mask)
+    mask->cloneInto(&modify.getMaskMod(), mapping);
   // The step's multiply-add takes the scores to log2 units: natural ones
   // by log2(e), raw ones by the kernel's scale.
   Value stepScale = modify.returnsNaturalUnits() ? cf(M_LOG2E) : effScale;
@@ -430,7 +444,8 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     step = {v[3], v[4], v.size() > 5 ? v[5] : Value()};
   };
 
-  auto emitLoop = [&](Value begin, Value end, ValueRange init, bool masked) {
+  auto emitLoop = [&](Value begin, Value end, ValueRange init, bool masked,
+                      bool maskMod = true) {
     auto loop = scf::ForOp::create(b, loc, begin, end, c32(1), init);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -455,7 +470,7 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
     mmaWait(spec.intraOverlap ? 1 : 0);
     sj = pin(sj);
     release(kvPipe, stage, kKey);
-    BlockStep step = softmax(sj, st, masked, j, scale, row0, tile);
+    BlockStep step = softmax(sj, st, masked, j, scale, row0, tile, maskMod);
     mmaWait(0);
     pinProducts(st);
     release(kvPipe, prevStage, kValue);
@@ -466,8 +481,21 @@ KernelBuilder::emitConsumerTile(const AttentionTile &tile, Value tileIndex,
   Value unmaskedBegin = arith::MaxUIOp::create(b, loc, second, firstBlock);
   Value unmaskedStop =
       arith::MaxUIOp::create(b, loc, unmaskedEnd, unmaskedBegin);
-  SmallVector<Value> after =
-      emitLoop(unmaskedBegin, unmaskedStop, pack(state, first), false);
+  SmallVector<Value> after;
+  if (tile.fullFirst) {
+    // A mask_mod's full blocks within the unmasked ones skip the mask_mod:
+    // [begin, full first) and [full end, stop) evaluate it, between not.
+    Value fullBegin =
+        minu(arith::MaxUIOp::create(b, loc, tile.fullFirst, unmaskedBegin),
+             unmaskedStop);
+    Value fullStop = minu(
+        arith::MaxUIOp::create(b, loc, tile.fullEnd, fullBegin), unmaskedStop);
+    after = emitLoop(unmaskedBegin, fullBegin, pack(state, first), false);
+    after = emitLoop(fullBegin, fullStop, after, false, /*maskMod=*/false);
+    after = emitLoop(fullStop, unmaskedStop, after, false);
+  } else {
+    after = emitLoop(unmaskedBegin, unmaskedStop, pack(state, first), false);
+  }
   after = emitLoop(unmaskedStop, numBlocks, after, true);
 
   // Epilogue: the last block's P V.
@@ -545,28 +573,31 @@ AttentionTile KernelBuilder::tileOf(Value id) {
   // agree on the narrowed range (and the ring's phases on its length).
   // Blocks outside [first key, end key) hold no key the mask lets through:
   // their P is 0, so leaving them out changes no row's m, l or O. Blocks
-  // inside the hull are computed under the mask as before.
+  // inside the hull are computed under the mask as before, but for the
+  // whole blocks within [full first, full end), where the mask lets every
+  // key through to every row: the consumers skip the mask_mod there.
   Value given = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::ne,
       LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), keyRangesPtr), c64(0));
-  auto ifGiven = scf::IfOp::create(b, loc, TypeRange{i32, i32, i32}, given,
-                                   /*withElseRegion=*/true);
+  auto ifGiven = scf::IfOp::create(b, loc, TypeRange{i32, i32, i32, i32, i32},
+                                   given, /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifGiven.thenBlock());
     Value entry = mul(add(mul(tile.qMatrix, queryBlocksOf(nq)),
                           divu(tile.qStart, c32(spec.blockR()))),
-                      c32(2));
-    // Negative ends count as 0; the range is intersected with the tile's
-    // own, so no table entry moves a read past the sequence.
-    Value firstKey = arith::MaxSIOp::create(
-        b, loc, loadGlobalI32(keyRangesPtr, entry), c32(0));
-    Value endKey = arith::MaxSIOp::create(
-        b, loc, loadGlobalI32(keyRangesPtr, add(entry, c32(1))), c32(0));
-    Value first = arith::MaxUIOp::create(b, loc, tile.firstBlock,
-                                         divu(firstKey, c32(spec.blockC)));
-    Value end = minu(tile.numBlocks,
-                     divu(add(endKey, c32(spec.blockC - 1)), c32(spec.blockC)));
+                      c32(4));
+    // Negative keys count as 0; the ranges are intersected with the
+    // tile's own, so no table entry moves a read past the sequence.
+    auto key = [&](int64_t i) {
+      return arith::MaxSIOp::create(
+          b, loc, loadGlobalI32(keyRangesPtr, add(entry, c32(i))), c32(0));
+    };
+    Value bc = c32(spec.blockC);
+    Value first =
+        arith::MaxUIOp::create(b, loc, tile.firstBlock, divu(key(0), bc));
+    Value end =
+        minu(tile.numBlocks, divu(add(key(1), c32(spec.blockC - 1)), bc));
     // A tile whose mask lets no key through still runs one block (every
     // role's loops assume one), fully masked: its rows give O = 0 and an
     // LSE of -inf, as without the ranges.
@@ -574,14 +605,26 @@ AttentionTile KernelBuilder::tileOf(Value id) {
     first = select(empty, tile.firstBlock, first);
     end = select(empty, add(tile.firstBlock, c32(1)), end);
     Value unmaskedEnd = minu(tile.unmaskedEnd, end);
-    scf::YieldOp::create(b, loc, ValueRange{first, end, unmaskedEnd});
-    b.setInsertionPointToStart(ifGiven.elseBlock());
+    // The whole blocks of the full keys (the producer has no use for
+    // them); the consumers clamp them to their unmasked blocks.
+    Value fullFirst = end, fullEnd = end;
+    if (!inProducer) {
+      fullFirst = divu(add(key(2), c32(spec.blockC - 1)), bc);
+      fullEnd = divu(key(3), bc);
+    }
     scf::YieldOp::create(
-        b, loc, ValueRange{tile.firstBlock, tile.numBlocks, tile.unmaskedEnd});
+        b, loc, ValueRange{first, end, unmaskedEnd, fullFirst, fullEnd});
+    b.setInsertionPointToStart(ifGiven.elseBlock());
+    scf::YieldOp::create(b, loc,
+                         ValueRange{tile.firstBlock, tile.numBlocks,
+                                    tile.unmaskedEnd, tile.numBlocks,
+                                    tile.numBlocks});
   }
   tile.firstBlock = ifGiven.getResult(0);
   tile.numBlocks = ifGiven.getResult(1);
   tile.unmaskedEnd = ifGiven.getResult(2);
+  tile.fullFirst = ifGiven.getResult(3);
+  tile.fullEnd = ifGiven.getResult(4);
   return tile;
 }
 
@@ -1066,12 +1109,14 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
     if (spec.maskMod) {
       // Block sparsity from the mask at run time: per query tile of B_r
       // rows, [first key, end key) of the keys its mask_mod may let
-      // through (flashmlir.create_block_mask); null: every block.
+      // through and [full first, full end) of keys it lets through to
+      // every row (flashmlir.create_block_mask); null: every block, each
+      // under the mask.
       fagpu::KernelParam param;
       param.name = "key_ranges";
       param.kind = fagpu::ParamKind::Pointer;
       param.dtype = "i32";
-      param.shape = {"B", "Hq", "ceil(Nq / block_r)", "2"};
+      param.shape = {"B", "Hq", "ceil(Nq / block_r)", "4"};
       spec.abi.push_back(param);
       spec.keyRanges = true;
     }

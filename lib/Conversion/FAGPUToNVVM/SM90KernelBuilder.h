@@ -71,7 +71,8 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// Attention sinks: kernel parameter `sinks`, [Hq] f32.
   bool sinks = false;
   /// A mask_mod's kernel takes `key_ranges`: per query tile the keys its
-  /// mask may let through (KernelBuilder::tileOf), or a null pointer.
+  /// mask may let through and those it lets through to every row
+  /// (KernelBuilder::tileOf), or a null pointer.
   bool keyRanges = false;
   bool modifiesScores() const { return scoreMod || maskMod; }
 
@@ -283,12 +284,14 @@ private:
   /// (scaled by `effScale`, scoresScale's) of `tile`: updates the base and
   /// sum in `state` (O untouched); returns P and alpha. With score_mod or
   /// mask_mod, fagpu.modify_scores applies the scale, softcap and regions
-  /// first and the step takes the result at a scale of 1.
+  /// first and the step takes the result at a scale of 1; `maskMod` false:
+  /// a full block, whose mask_mod lets every key through, skips it.
   BlockStep softmax(Value s, RowState &state, bool masked, Value block,
-                    Value effScale, Value row0, const AttentionTile &tile);
+                    Value effScale, Value row0, const AttentionTile &tile,
+                    bool maskMod = true);
   BlockStep modifiedSoftmax(Value s, RowState &state, bool masked, Value block,
                             Value effScale, Value row0,
-                            const AttentionTile &tile);
+                            const AttentionTile &tile, bool maskMod);
   /// O *= alpha (under a warp vote with conditional rescaling).
   Value rescale(Value o, const BlockStep &step) {
     return fagpu::RescaleOp::create(b, loc, o.getType(), o, step.alpha,
@@ -519,7 +522,7 @@ private:
   SmallVector<Value> capturePtrs;
   /// Attention sinks: the [Hq] f32 logits (null without).
   Value sinksPtr;
-  /// A mask_mod's key ranges, [B, Hq, query tiles, 2] i32 (may be null at
+  /// A mask_mod's key ranges, [B, Hq, query tiles, 4] i32 (may be null at
   /// launch; absent from kernels without a mask_mod).
   Value keyRangesPtr;
   Value kernelScaleLog2, tileScaleLog2, kDescaleBase, kDescaleStep, vDescale;

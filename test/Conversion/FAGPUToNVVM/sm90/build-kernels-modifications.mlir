@@ -129,30 +129,43 @@ func.func @captures(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %lse: 
 // -----
 
 // Block sparsity from a mask_mod at run time: the kernel takes `key_ranges`
-// (i32 [B, Hq, query tiles, 2]) after its own parameters, and a host launch
+// (i32 [B, Hq, query tiles, 4]) after its own parameters, and a host launch
 // passes a null pointer. Where a launch gives the ranges, each role
 // narrows the tile's K/V blocks to those meeting [first key, end key) of
 // its (batch, head, query tile) entry, in the same scf.if, so that every
-// role agrees on the range; without them the tile keeps its own.
+// role agrees on the range; without them the tile keeps its own. The
+// consumers also read [full first, full end) (the producer does not), and
+// split their unmasked blocks in three loops: the middle one, the whole
+// blocks of the full keys, steps the softmax without the mask_mod.
 #s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
 // CHECK-LABEL: func.func @key_ranges
 // CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr<1>
 // CHECK: gpu.launch_func @fa_kernels::@{{.*}}_mod{{[0-9a-f]+}} {{.*}} args({{.*}}, %[[NULL]] : !llvm.ptr<1>)
 // CHECK: llvm.func @fa3_sm90{{.*}}, %[[RANGES:arg[0-9]+]]: !llvm.ptr<1> {llvm.noalias})
-// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "key_ranges", shape = ["B", "Hq", "ceil(Nq / block_r)", "2"]}]
+// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "key_ranges", shape = ["B", "Hq", "ceil(Nq / block_r)", "4"]}]
+// The producer: the hull only (two loads).
 // CHECK: %[[ADDRESS:.*]] = llvm.ptrtoint %[[RANGES]] : !llvm.ptr<1> to i64
 // CHECK: %[[GIVEN:.*]] = arith.cmpi ne, %[[ADDRESS]], %{{.*}} : i64
-// CHECK: %{{.*}}:3 = scf.if %[[GIVEN]] -> (i32, i32, i32) {
-// CHECK: %[[FIRST:.*]] = llvm.getelementptr %[[RANGES]]
-// CHECK: llvm.load %[[FIRST]]
-// CHECK: arith.maxsi
-// CHECK: llvm.load
-// CHECK: arith.maxui
-// CHECK: arith.minui
-// CHECK: arith.cmpi ule
-// CHECK: scf.yield
+// CHECK: %{{.*}}:5 = scf.if %[[GIVEN]] -> (i32, i32, i32, i32, i32) {
+// CHECK-COUNT-2: llvm.load
+// CHECK-NOT: llvm.load
 // CHECK: } else {
-// CHECK: scf.yield
+// The consumers: the hull and the full keys (four loads).
+// CHECK: llvm.ptrtoint %[[RANGES]]
+// CHECK: %[[TILE:.*]]:5 = scf.if %{{.*}} -> (i32, i32, i32, i32, i32) {
+// CHECK-COUNT-4: llvm.load
+// CHECK: } else {
+// The unmasked blocks before, within and after the full ones, then the
+// masked tail: only the third loop steps without the mask_mod.
+// CHECK: scf.for
+// CHECK: fagpu.modify_scores {{.*}} mask_mod {
+// CHECK: scf.for
+// CHECK-NOT: fagpu.modify_scores
+// CHECK: fagpu.softmax_step
+// CHECK: scf.for
+// CHECK: fagpu.modify_scores {{.*}} mask_mod {
+// CHECK: scf.for
+// CHECK: fagpu.modify_scores {{.*}} mask_mod {
 func.func @key_ranges(%q: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %q, %q outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.125 : f32, schedule = #s}
     : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
