@@ -4,8 +4,9 @@
 // without an overlapped P V) and epilogue once per tile; a persistent CTA
 // pays them once and, with two Q buffers, hides the tile boundary under
 // the previous tile's last P V. Causal tiles differ in length (the last
-// query block sees all keys, the first one block), so a fixed deal leaves
-// CTAs idle: they take tiles from a global counter instead.
+// query block sees all keys, the first one block), and so do a mask_mod's
+// under its key ranges, so a fixed deal leaves CTAs idle: they take tiles
+// from a global counter instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,8 +65,11 @@ struct PersistentPass : fagpu::impl::FAGPUPersistentBase<PersistentPass> {
         f.qBuffers = 1;
         return std::nullopt;
       }
-      f.scheduler =
-          op.getCausal() ? TileScheduler::Dynamic : TileScheduler::Static;
+      // A mask_mod's tiles differ in length at run time (their key ranges,
+      // KernelBuilder::tileOf): from the counter too.
+      f.scheduler = op.getCausal() || !op.getMaskMod().empty()
+                        ? TileScheduler::Dynamic
+                        : TileScheduler::Static;
       f.qBuffers = 2;
       return std::nullopt;
     };
