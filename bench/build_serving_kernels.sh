@@ -74,6 +74,23 @@ for split in "" "--split-kv auto"; do
       --kv-dtype e4m3
   done
 done
+# Decode on an e4m3 cache, tiles of at most 8 packed query rows
+# (--max-rows 8: each consumer thread steps only its first row's softmax;
+# flash_attn_with_kvcache takes these where the rows fit).
+for split in "" "--split-kv auto"; do
+  for page in 0 16 64; do
+    pflags=()
+    if [ "$page" != 0 ]; then pflags=(--page-size "$page"); fi
+    fc --head-dim 128 $split --kv-lengths "${pflags[@]}" --kv-dtype e4m3 \
+      --max-rows 8
+  done
+  for page in 0 64; do
+    pflags=()
+    if [ "$page" != 0 ]; then pflags=(--page-size "$page"); fi
+    fc --head-dim 128 --dtype bf16 $split --kv-lengths "${pflags[@]}" \
+      --kv-dtype e4m3 --max-rows 8
+  done
+done
 # flash_attn_func at decode shapes (no lengths) and the tiny causal call of
 # bench/serving.py's host-cost rows.
 for split in "" "--split-kv auto"; do

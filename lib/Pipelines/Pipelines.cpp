@@ -227,6 +227,8 @@ void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,
       fagpu::FAGPUPersistentOptions{options.persistent}));
   funcPm.addPass(fagpu::createFAGPUPackQueryHeads(
       fagpu::FAGPUPackQueryHeadsOptions{options.queryGroup}));
+  funcPm.addPass(
+      fagpu::createFAGPUMaxRows(fagpu::FAGPUMaxRowsOptions{options.maxRows}));
   // The row-sum tile takes shared memory the ring's depth must leave.
   funcPm.addPass(fagpu::createFAGPURowSumMma(
       fagpu::FAGPURowSumMmaOptions{options.rowSumMma}));

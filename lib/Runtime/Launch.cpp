@@ -182,6 +182,12 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
                   std::to_string(qHeads) + ", Hkv " + std::to_string(kvHeads) +
                   ", " + std::to_string(qLen) + " rows");
   }
+  if (k->meta.maxRows && qLen > k->meta.maxRows)
+    return fail("faKernelLaunch: " + k->meta.kernel + " steps at most " +
+                std::to_string(k->meta.maxRows) +
+                " rows a tile (built with max_rows): a launch of " +
+                std::to_string(qLen) +
+                " query rows needs a kernel without max_rows");
   if (qHeads % kvHeads != 0)
     return fail("faKernelLaunch: query heads (" + std::to_string(qHeads) +
                 ") must be a multiple of key/value heads (" +

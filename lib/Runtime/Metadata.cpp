@@ -59,6 +59,8 @@ constexpr IntField kIntFields[] = {
     // Pack-GQA beyond one query (fagpu's query_group): 0, or the query
     // heads packed a K/V head (a power of two up to 64, checked below).
     {"query_group", 0, 64},
+    // Tiles of at most 8 real rows (fagpu's max_rows): 0 or 8, below.
+    {"max_rows", 0, 8},
 };
 
 const IntField *intField(const std::string &key) {
@@ -119,6 +121,7 @@ public:
          : key == "kv_splits"       ? m.kvSplits
          : key == "page_size"       ? m.pageSize
          : key == "query_group"     ? m.queryGroup
+         : key == "max_rows"        ? m.maxRows
                                     : m.sharedBytes) = v;
         if (key == "tma_box_cols")
           m.hasTmaBoxCols = true;
@@ -649,6 +652,12 @@ int validate(const Metadata &m) {
                 "from 2 dividing 'block_r', on a 16-bit kernel without "
                 "varlen batches, got " +
                 std::to_string(m.queryGroup));
+  // fagpu's max_rows rule (ScheduleValidation.cpp): 0, or 8 on a 16-bit
+  // kernel without varlen batches.
+  if ((m.maxRows != 0 && m.maxRows != 8) || (m.maxRows && (fp8 || m.varlen)))
+    return fail("launch metadata: 'max_rows' must be 0, or 8 on a 16-bit "
+                "kernel without varlen batches, got " +
+                std::to_string(m.maxRows));
   if (m.headDim <= 0 || m.blockR <= 0 || m.sharedBytes < 0)
     return fail("launch metadata: 'head_dim', 'block_r' and "
                 "'shared_memory_bytes' must be given and positive");

@@ -147,6 +147,7 @@ struct Metadata {
   // Pack-GQA beyond one query: the kernel takes Q, O and the LSE packed
   // [B, Hkv, Nq G, D] (row r query r / G of head h G + r mod G); 0: not.
   long queryGroup = 0;
+  long maxRows = 0; // 8: each tile at most 8 real rows (fagpu's max_rows)
   std::vector<long> block;
   std::vector<std::string> params;
   // Each parameter's tensor-map box rows ("box": [cols, rows]), 0 where

@@ -438,6 +438,10 @@ static std::string metadataJson(StringRef kernelName,
       {"scale", double(built.scale)},
       {"params", std::move(params)},
   };
+  // Tiles of at most this many real rows (fagpu's max_rows; absent: any),
+  // which the launchers check against the launch's rows.
+  if (int64_t maxRows = schedule.getMaxRows())
+    root["max_rows"] = maxRows;
   if (!built.valueLayout.empty()) {
     // e4m3: V^T for the P V product, written by a kernel of the same cubin
     // on the launch's stream before the attention (v_t, a workspace of
@@ -552,6 +556,7 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
         {!options.intraOverlap, "--intra-overlap"},
         {options.rowSumMma != fagpu::Switch::Auto, "--row-sum-mma"},
         {options.queryGroup != 0, "--query-group"},
+        {options.maxRows != 0, "--max-rows"},
         {options.epilogue != fagpu::EpilogueRequest::Auto, "--epilogue"},
         {options.persistent != -1, "--persistent"},
         {options.ctasPerSM != 0, "--ctas-per-sm"}};
@@ -732,6 +737,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       pipeline.intraOverlap = options.intraOverlap;
       pipeline.rowSumMma = options.rowSumMma;
       pipeline.queryGroup = options.queryGroup;
+      pipeline.maxRows = options.maxRows;
       pipeline.persistent = options.persistent < 0   ? fagpu::Switch::Auto
                             : options.persistent > 0 ? fagpu::Switch::On
                                                      : fagpu::Switch::Off;

@@ -280,6 +280,8 @@ std::string fa::kernelFileName(const KernelOptions &o) {
     name += "_varlen";
   if (o.queryGroup)
     name += "_qg" + n(o.queryGroup);
+  if (o.maxRows)
+    name += "_mr" + n(o.maxRows);
   if (o.kvDtype == "e4m3" && o.dtype != "e4m3")
     name += "_kve4m3";
   return name;
@@ -292,7 +294,7 @@ std::optional<KernelOptionError> fa::checkNamedByFile(const KernelOptions &o) {
       "arch",       "headDim",  "valueHeadDim", "dtype",       "outDtype",
       "kvDtype",    "causal",   "window",       "bottomRight", "diagonalOffset",
       "softcap",    "kvSplits", "kvLengths",    "pageSize",    "varlen",
-      "queryGroup", "ptxas"};
+      "queryGroup", "maxRows",  "ptxas"};
   llvm::ArrayRef<KernelOptionInfo> table = kernelOptionTable();
   if (o.kvSplits > 0)
     return KernelOptionError{lookupKernelOptionKeyword("kv_splits"),

@@ -131,7 +131,7 @@ def kernel_file_name(arch, head_dim, dtype, causal, window=0,
                      bottom_right=False, split_kv=False, kv_lengths=False,
                      page_size=0, varlen=False, softcap=0.0,
                      value_head_dim=None, diagonal_offset=0, query_group=0,
-                     kv_dtype=None, out_dtype="bf16"):
+                     kv_dtype=None, out_dtype="bf16", max_rows=0):
     """The file name (without .cubin/.json) a kernel of these options has in
     a kernel folder, e.g. sm_90a_d128_f16_causal_bralign_splitkv_kvlens:
     the rule fa-compile --out-dir names its files by (fa::kernelFileName,
@@ -151,13 +151,14 @@ def kernel_file_name(arch, head_dim, dtype, causal, window=0,
             f"{f'_paged{page_size}' if page_size else ''}"
             f"{'_varlen' if varlen else ''}"
             f"{f'_qg{query_group}' if query_group else ''}"
+            f"{f'_mr{max_rows}' if max_rows else ''}"
             f"{'_kve4m3' if kv_dtype == 'e4m3' and dtype != 'e4m3' else ''}")
 
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                 bottom_right=False, split_kv=False, kv_lengths=False,
                 page_size=0, varlen=False, softcap=0.0, value_head_dim=None,
-                diagonal_offset=0, query_group=0, kv_dtype=None):
+                diagonal_offset=0, query_group=0, kv_dtype=None, max_rows=0):
     """The launcher of one kernel: from `kernel_dir` (fa-compile output
     named like bench/build_kernels.sh writes it, e.g. sm_90a_d128_f16_causal
     .{cubin,json}, with _w<window>, _sc<softcap>, _bralign, _do<offset> and
@@ -172,7 +173,7 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
         bottom_right=bottom_right, split_kv=split_kv, kv_lengths=kv_lengths,
         page_size=page_size, varlen=varlen, softcap=softcap,
         value_head_dim=dv, diagonal_offset=diagonal_offset,
-        query_group=query_group, kv_dtype=kv_dtype)
+        query_group=query_group, kv_dtype=kv_dtype, max_rows=max_rows)
     # Every field of the metadata that changes what the kernel computes,
     # with its default where the call leaves it (a field that predates the
     # metadata reads as its default): a file named like the request but
@@ -186,13 +187,14 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
             "split_kv": split_kv, "kv_splits": 0, "kv_lengths": kv_lengths,
             "page_size": page_size, "varlen": varlen,
             "query_group": query_group, "kv_dtype": kv_dtype or dtype,
+            "max_rows": max_rows,
             # None: the launch's default scale, 1/sqrt(D) as compiled.
             "scale": _f32(1.0 / head_dim ** 0.5), "writes_lse": True}
     defaults = dict(want, out_dtype=dtype, value_head_dim=head_dim,
                     window=0, softcap=0.0, bottom_right=False,
                     diagonal_offset=0, split_kv=False, kv_lengths=False,
                     page_size=0, varlen=False, query_group=0,
-                    kv_dtype=dtype)
+                    kv_dtype=dtype, max_rows=0)
     if kernel_dir:
         path = _os.path.join(kernel_dir, name)
         if _os.path.exists(path + ".cubin"):
@@ -220,7 +222,8 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                        varlen=varlen,
                        out_dtype="bf16" if dtype == "e4m3" else None,
                        value_head_dim=dv, diagonal_offset=diagonal_offset,
-                       query_group=query_group, kv_dtype=kv_dtype)
+                       query_group=query_group, kv_dtype=kv_dtype,
+                       max_rows=max_rows)
     if kernel_dir:
         import json
         import tempfile
@@ -381,7 +384,7 @@ def _split_kv(arch, q, k, num_splits, keys=None):
 def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
               num_splits=0, kv_lengths=False, page_size=0, keys=None,
               varlen=False, softcap=0.0, v=None, diagonal_offset=0,
-              query_group=0, kv_dtype=None):
+              query_group=0, kv_dtype=None, max_rows=0):
     """The cached runtime.Kernel for these tensors and options, and whether
     it splits K/V. `keys`: the keys of a sequence (default k's rows; a
     paged cache's capacity); `v` (default: of k's head dim) decides the
@@ -404,10 +407,12 @@ def _launcher(q, k, causal, kernel_dir, window=0, bottom_right=False,
     split = _split_kv(arch, q, k, num_splits, keys)
     extra = (int(window), bool(bottom_right), split)
     if kv_lengths or page_size or varlen or softcap or dv != key[1] or \
-            diagonal_offset or query_group or kv_dtype:
+            diagonal_offset or query_group or kv_dtype or max_rows:
         extra += (bool(kv_lengths), int(page_size), bool(varlen),
                   float(softcap), dv, int(diagonal_offset), int(query_group),
                   kv_dtype)
+        if max_rows:
+            extra += (int(max_rows),)
     # Plain kernels keep the short key (arch, D, dtype, causal).
     full = key if extra == (0, False, False) else key + extra
     if full not in _launchers:
@@ -879,14 +884,27 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         qh, oh = q.transpose(1, 2), out.transpose(1, 2)
     # Without a mask no row's query matters: the plain kernel attends the
     # packed rows; a mask needs the kernel that sees row r as query r / G.
-    kernel, split = _launcher(qh, kh, causal, kernel_dir, window,
-                              causal or window > 0, num_splits,
-                              kv_lengths=cache_seqlens is not None,
-                              page_size=page_size, keys=capacity,
-                              softcap=softcap, diagonal_offset=offset,
-                              query_group=query_group
-                              if causal or window > 0 else 0,
-                              kv_dtype="e4m3" if e4m3_cache else None)
+    launch = dict(kv_lengths=cache_seqlens is not None, page_size=page_size,
+                  keys=capacity, softcap=softcap, diagonal_offset=offset,
+                  query_group=query_group if causal or window > 0 else 0,
+                  kv_dtype="e4m3" if e4m3_cache else None)
+    kernel = None
+    if e4m3_cache and qh.shape[2] <= 8:
+        # Decode on an e4m3 cache: at most 8 real rows a tile, so the
+        # kernel that steps each thread's first row only (max_rows = 8;
+        # its consumer's per-key work bounds this kernel,
+        # bench/results/2026-12-07-fp8-decode-profile-h100.md). Where it
+        # is neither in the kernel folder nor compilable here, the kernel
+        # of any rows serves.
+        try:
+            kernel, split = _launcher(qh, kh, causal, kernel_dir, window,
+                                      causal or window > 0, num_splits,
+                                      max_rows=8, **launch)
+        except (CompileError, ImportError, OSError):
+            kernel = None
+    if kernel is None:
+        kernel, split = _launcher(qh, kh, causal, kernel_dir, window,
+                                  causal or window > 0, num_splits, **launch)
     if not kernel.strided:
         raise runtime.KernelArgumentError(
             f"{api}: KV caches need an sm_90a kernel")

@@ -477,6 +477,12 @@ def _check_metadata(meta):
         raise MetadataError(f"metadata 'query_group' must be 0 or a power of "
                             f"two from 2 dividing 'block_r', on a 16-bit "
                             f"kernel without varlen batches, got {group!r}")
+    # fagpu's max_rows rule (the C runtime's): 0, or 8 on a 16-bit kernel
+    # without varlen batches.
+    max_rows = meta.get("max_rows", 0)
+    if max_rows not in (0, 8) or (max_rows and (fp8 or meta.get("varlen"))):
+        raise MetadataError(f"metadata 'max_rows' must be 0, or 8 on a 16-bit "
+                            f"kernel without varlen batches, got {max_rows!r}")
     # V's and O's head dim: the head dim's, or (sm_90a) fewer columns.
     if meta.get("value_head_dim", meta["head_dim"]) > meta["head_dim"]:
         raise MetadataError(f"value_head_dim ({meta['value_head_dim']}) must "
@@ -645,6 +651,9 @@ _INT_RANGES = {"head_dim": (1, 1 << 16), "value_head_dim": (1, 1 << 16),
                # Pack-GQA beyond one query: 0 or the query heads packed a
                # K/V head (fagpu's query_group; its rule below).
                "query_group": (0, 64),
+               # Tiles of at most 8 real rows (fagpu's max_rows; its rule
+               # below).
+               "max_rows": (0, 8),
                # The kernels' positions (fa/Model/Positions.h): 2^30 at
                # most.
                "window": (0, _MAX_POSITION),
@@ -1232,6 +1241,14 @@ class Kernel:
                 f"D] (G = {group} query heads a K/V head, row r query r / "
                 f"G): launch it with Hq = Hkv and Nq G rows, got Hq {hq}, "
                 f"Hkv {hkv}, {nq} rows")
+        max_rows = int(self.meta.get("max_rows", 0))
+        if max_rows and nq > max_rows:
+            # Each consumer thread steps only its first row: a tile of
+            # more rows would leave rows g + 8 unnormalised.
+            raise KernelArgumentError(
+                f"{self.name} steps at most {max_rows} rows a tile (built "
+                f"with max_rows = {max_rows}): a launch of {nq} query rows "
+                f"needs a kernel without max_rows")
         if hkv == 0 or hq % hkv != 0:
             raise KernelArgumentError(f"query heads ({hq}) must be a multiple"
                                       f" of key/value heads ({hkv})")

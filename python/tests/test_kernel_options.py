@@ -150,11 +150,11 @@ def test_kernel_file_names_agree(flashmlir):
         ("sm_90a", "sm_80"), (64, 128), (None, 96), ("f16", "bf16", "e4m3"),
         (False, True), (0, 17), (0.0, 5.0, 30.2), (False, True), (0, 7),
         (False, True), (False, True), (0, 64), (False, True), (0, 4),
-        (None, "e4m3"))
+        (None, "e4m3"), (0, 8))
     seen = compared = 0
     for (arch, d, dv, dtype, causal, window, softcap, bottom_right, offset,
-         split, lengths, page, varlen, group, kv) in rows:
-        # Every 37th of the 2^13 * 3^2 combinations: every value of every
+         split, lengths, page, varlen, group, kv, max_rows) in rows:
+        # Every 37th of the 2^14 * 3^2 combinations: every value of every
         # option, in many pairings (the rule is a concatenation).
         seen += 1
         if seen % 37:
@@ -164,19 +164,24 @@ def test_kernel_file_names_agree(flashmlir):
             arch, d, dtype, causal, window=window, bottom_right=bottom_right,
             split_kv=split, kv_lengths=lengths, page_size=page,
             varlen=varlen, softcap=softcap, value_head_dim=dv,
-            diagonal_offset=offset, query_group=group, kv_dtype=kv)
+            diagonal_offset=offset, query_group=group, kv_dtype=kv,
+            max_rows=max_rows)
         cpp = ext.kernel_file_name(dict(
             arch=arch, head_dim=d, dtype=dtype, causal=causal, window=window,
             bottom_right=bottom_right, kv_splits="auto" if split else None,
             kv_lengths=lengths, page_size=page, varlen=varlen,
             softcap=softcap, value_head_dim=dv, diagonal_offset=offset,
-            query_group=group, kv_dtype=kv))
+            query_group=group, kv_dtype=kv, max_rows=max_rows))
         assert python == cpp
-    assert compared > 1900
+    assert compared > 3800
     assert flashmlir.kernel_file_name(
         "sm_90a", 128, "f16", True, bottom_right=True, split_kv=True,
         kv_lengths=True, page_size=64, query_group=4, kv_dtype="e4m3") == \
         "sm_90a_d128_f16_causal_bralign_splitkv_kvlens_paged64_qg4_kve4m3"
+    assert flashmlir.kernel_file_name(
+        "sm_90a", 128, "f16", False, split_kv=True, kv_lengths=True,
+        kv_dtype="e4m3", max_rows=8) == \
+        "sm_90a_d128_f16_splitkv_kvlens_mr8_kve4m3"
 
 
 def test_out_dir_names_by_the_rule(flashmlir, build_dir, tmp_path):

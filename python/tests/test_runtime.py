@@ -398,3 +398,41 @@ def test_compiled_scale_is_in_the_metadata(compiled):
     d = meta["head_dim"]
     assert meta["scale"] == float(np.float32(1.0 / np.sqrt(d)))
     assert meta["writes_lse"] is True
+
+
+@pytest.fixture(scope="module")
+def max_rows_kernel(tmp_path_factory, build_dir):
+    """A decode kernel built with --max-rows 8 (each consumer thread steps
+    only its first row's softmax): f16 Q over a 16-bit K/V here."""
+    out = tmp_path_factory.mktemp("mr") / "mr8"
+    subprocess.run([str(build_dir / "bin" / "fa-compile"), "--arch", "sm_90a",
+                    "--head-dim", "64", "--max-rows", "8", "-o", str(out)],
+                   check=True, capture_output=True)
+    return str(out)
+
+
+def test_max_rows_metadata(max_rows_kernel, metadata_check):
+    """max_rows is the metadata's (8 for an --max-rows 8 build, absent
+    otherwise); a launch of more rows a tile is refused by name, one of at
+    most 8 passes the check; both metadata checks refuse any value but 0 or
+    8."""
+    meta = json.load(open(max_rows_kernel + ".json"))
+    assert meta["max_rows"] == 8 and "_mr8_" in meta["kernel"], meta
+    cubin = open(max_rows_kernel + ".cubin", "rb").read()
+    k = Kernel(cubin, meta)
+    q8 = FakeTensor((2, 8, 8, 64))
+    k.check_arguments(q8, FakeTensor((2, 8, 100, 64)),
+                      FakeTensor((2, 8, 100, 64)))
+    q9 = FakeTensor((2, 8, 9, 64))
+    with pytest.raises(KernelArgumentError,
+                       match=r"steps at most 8 rows a tile .* a launch of 9 "
+                             r"query rows needs a kernel without max_rows"):
+        k.check_arguments(q9, FakeTensor((2, 8, 100, 64)),
+                          FakeTensor((2, 8, 100, 64)))
+    for bad, message in ((4, r"'max_rows' must be (an integer in \[0, 8\], "
+                             r"got 4|0, or 8)"),
+                         (9, r"'max_rows' must be"),
+                         (True, r"'max_rows' must be")):
+        edited = dict(meta, max_rows=bad)
+        with pytest.raises(MetadataError, match=message):
+            Kernel(cubin, edited)

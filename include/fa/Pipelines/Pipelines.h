@@ -176,6 +176,11 @@ struct SM90PipelineOptions : public PassPipelineOptions<SM90PipelineOptions> {
       llvm::cl::desc("Pack-GQA beyond one query: G query heads a K/V head in "
                      "one tile's rows (0: off; fagpu-pack-query-heads)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> maxRows{
+      *this, "max-rows",
+      llvm::cl::desc("Tiles of at most 8 real rows: each consumer thread "
+                     "steps only its first row (0: off; fagpu-max-rows)"),
+      llvm::cl::init(0)};
   PassOptions::Option<fagpu::Switch> rowSumMma{
       *this, "row-sum-mma",
       llvm::cl::desc("e4m3: P's row sums by MMA (on, off or auto)"),

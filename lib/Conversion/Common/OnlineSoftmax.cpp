@@ -34,7 +34,7 @@ fagpu::SoftmaxStepOp createSoftmaxStep(OpBuilder &b, Location loc,
                                        Type rows, Value s, Value m, Value l,
                                        Value keyStart, Value row0, Value nk,
                                        Value scaleLog2, Value shift, Value o,
-                                       bool masked) {
+                                       bool masked, bool firstRowOnly) {
   bool conditional = config.rescaleThreshold >= 0;
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   auto f32 = [&](double v) { return b.getF32FloatAttr(v); };
@@ -49,7 +49,7 @@ fagpu::SoftmaxStepOp createSoftmaxStep(OpBuilder &b, Location loc,
       config.polyDegree ? i64(config.polyPeriod) : IntegerAttr(),
       config.probsScale > 0 ? f32(config.probsScale) : FloatAttr(),
       config.treeRowMax, config.noRowSum,
-      config.queryGroup ? i64(config.queryGroup) : IntegerAttr());
+      config.queryGroup ? i64(config.queryGroup) : IntegerAttr(), firstRowOnly);
 }
 
 FailureOr<SoftmaxConfig> tensorCoreConfigOf(fagpu::AttentionOp op,
@@ -162,13 +162,21 @@ Value SoftmaxEmitter::treeMax(ArrayRef<Value> xs) {
 SoftmaxEmitter::SoftmaxStep
 SoftmaxEmitter::onlineSoftmax(MutableArrayRef<Value> s, std::array<Value, 2> &m,
                               std::array<Value, 2> &l, Value effScale,
-                              Value moved) {
+                              Value moved, bool firstRowOnly) {
   Value negInf = cf(-std::numeric_limits<double>::infinity());
   int64_t tiles = s.size() / 4;
   SoftmaxStep step;
   step.moved = moved;
   std::array<Value, 2> base, rowSum;
-  for (int64_t h = 0; h < 2; ++h) {
+  int64_t rows = firstRowOnly ? 1 : 2;
+  if (firstRowOnly) {
+    // Row g + 8 is padding: P = 0 adds nothing to O or l, and an alpha of
+    // 1 leaves its O registers as they are.
+    step.alpha[1] = cf(1.0);
+    for (int64_t n = 0; n < tiles; ++n)
+      s[4 * n + 2] = s[4 * n + 3] = cf(0.0);
+  }
+  for (int64_t h = 0; h < rows; ++h) {
     Value mx = negInf;
     if (config.treeRowMax && tiles) {
       SmallVector<Value> row;
@@ -189,21 +197,22 @@ SoftmaxEmitter::onlineSoftmax(MutableArrayRef<Value> s, std::array<Value, 2> &m,
           step.moved ? arith::OrIOp::create(b, loc, step.moved, move) : move;
     rowSum[h] = cf(0.0);
   }
-  std::array<Value, 2> negBase = {arith::NegFOp::create(b, loc, base[0]),
-                                  arith::NegFOp::create(b, loc, base[1])};
+  std::array<Value, 2> negBase;
+  for (int64_t h = 0; h < rows; ++h)
+    negBase[h] = arith::NegFOp::create(b, loc, base[h]);
   // e4m3 P: exp2(y + log2 s) = s exp2(y), an exact power-of-two scale at
   // the cost of one add per row (l carries s, which O / l cancels).
   if (config.probsScale > 0)
-    for (Value &nb : negBase)
-      nb = fadd(nb, cf(std::log2(config.probsScale)));
+    for (int64_t h = 0; h < rows; ++h)
+      negBase[h] = fadd(negBase[h], cf(std::log2(config.probsScale)));
   for (int64_t n = 0; n < tiles; ++n)
-    for (int64_t e = 0; e < 4; ++e) {
+    for (int64_t e = 0; e < 2 * rows; ++e) {
       s[4 * n + e] =
           exp2Score(s[4 * n + e], effScale, negBase[e / 2], 4 * n + e);
       if (!config.noRowSum)
         rowSum[e / 2] = fadd(rowSum[e / 2], s[4 * n + e]);
     }
-  for (int64_t h = 0; h < 2; ++h)
+  for (int64_t h = 0; h < rows; ++h)
     l[h] = config.noRowSum ? fmul(step.alpha[h], l[h])
                            : fma(step.alpha[h], l[h], rowSum[h]);
   return step;

@@ -97,7 +97,7 @@ fagpu::SoftmaxStepOp createSoftmaxStep(OpBuilder &b, Location loc,
                                        Type rows, Value s, Value m, Value l,
                                        Value keyStart, Value row0, Value nk,
                                        Value scaleLog2, Value shift, Value o,
-                                       bool masked);
+                                       bool masked, bool firstRowOnly = false);
 
 /// The first check of every tensor-core kernel: D and Dv are head dims of
 /// the kernel's (fagpu::checkHeadDims; `target` is "<arch> <kernel>").
@@ -185,10 +185,12 @@ protected:
   /// past the threshold), alpha = exp2(m_old - m_new), s replaced by
   /// P = exp2(s * scale - m) (one FMA, one ex2, or on a compile-time
   /// pattern the FMA-pipe exp2), l = alpha l + rowsum(P). `moved` chains
-  /// onto the flag of earlier row tiles of the thread.
+  /// onto the flag of earlier row tiles of the thread. With
+  /// `firstRowOnly` row g + 8 is padding: its P is 0, m and l stay, alpha
+  /// is 1.
   SoftmaxStep onlineSoftmax(MutableArrayRef<Value> s, std::array<Value, 2> &m,
                             std::array<Value, 2> &l, Value effScale,
-                            Value moved = Value());
+                            Value moved = Value(), bool firstRowOnly = false);
 
   struct RowUpdate {
     Value base;  // the base P is computed against (0 for an empty row)

@@ -80,10 +80,10 @@ BlockStep KernelBuilder::softmax(Value s, RowState &state, bool masked,
   // zero l, whose alpha-scaled result nothing reads.
   Value l = spec.rowSumMma() ? fagpu::SplatOp::create(b, loc, rowsType, cf(0.0))
                              : state.l;
-  auto step =
-      createSoftmaxStep(b, loc, spec, probsType, rowsType, s, state.m, l,
-                        mul(block, c32(spec.blockC)), row0, keys, effScale,
-                        diagonalShift(spec, keys, queries), Value(), masked);
+  auto step = createSoftmaxStep(b, loc, spec, probsType, rowsType, s, state.m,
+                                l, mul(block, c32(spec.blockC)), row0, keys,
+                                effScale, diagonalShift(spec, keys, queries),
+                                Value(), masked, spec.firstRowOnly);
   state.m = step.getNewM();
   if (!spec.rowSumMma())
     state.l = step.getNewL();
@@ -105,7 +105,7 @@ BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
     auto step = createSoftmaxStep(
         b, loc, config, probsType, rowsType, s, state.m, state.l, keyStart,
         row0, tile.nk, effScale, diagonalShift(spec, tile.nk, tile.nq), Value(),
-        masked);
+        masked, spec.firstRowOnly);
     state.m = step.getNewM();
     state.l = step.getNewL();
     return {step.getP(), step.getAlpha(), step.getMoved()};
@@ -127,10 +127,10 @@ BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
   // The step's multiply-add takes the scores to log2 units: natural ones
   // by log2(e), raw ones by the kernel's scale.
   Value stepScale = modify.returnsNaturalUnits() ? cf(M_LOG2E) : effScale;
-  auto step =
-      createSoftmaxStep(b, loc, config, probsType, rowsType, modify.getResult(),
-                        state.m, state.l, keyStart, row0, tile.nk, stepScale,
-                        diagonalShift(spec, tile.nk, tile.nq), Value(), masked);
+  auto step = createSoftmaxStep(
+      b, loc, config, probsType, rowsType, modify.getResult(), state.m, state.l,
+      keyStart, row0, tile.nk, stepScale, diagonalShift(spec, tile.nk, tile.nq),
+      Value(), masked, spec.firstRowOnly);
   state.m = step.getNewM();
   state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};
@@ -1023,6 +1023,7 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
                 " bytes of shared memory, more than " +
                 Twine(fagpu::maxSharedBytes(s.ctasPerSm) / 1024) + " KiB");
   spec.ctasPerSM = s.ctasPerSm;
+  spec.firstRowOnly = s.maxRows == 8;
   spec.bf16 = op.isBF16();
   spec.pingPong = s.pingPong;
   spec.intraOverlap = s.overlapSoftmax;

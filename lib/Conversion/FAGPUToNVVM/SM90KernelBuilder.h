@@ -74,6 +74,9 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// mask may let through and those it lets through to every row
   /// (KernelBuilder::tileOf), or a null pointer.
   bool keyRanges = false;
+  /// Tiles of at most 8 real rows (the schedule's max_rows): each consumer
+  /// thread steps only its first row.
+  bool firstRowOnly = false;
   bool modifiesScores() const { return scoreMod || maskMod; }
 
   int64_t threads() const {
@@ -104,7 +107,7 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
            (inputs.pageSize ? "_paged" + std::to_string(inputs.pageSize) : "") +
            (inputs.varlen ? "_varlen" : "") +
            (widensKeyValues ? "_kve4m3" : "") + (sinks ? "_sinks" : "") +
-           modificationsName + suffix();
+           (firstRowOnly ? "_mr8" : "") + modificationsName + suffix();
   }
   /// The epilogue, named where it is not the default for the head dim, and
   /// O staged in a Q buffer where a staging tile of its own would fit

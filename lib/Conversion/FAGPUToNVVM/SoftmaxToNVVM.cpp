@@ -51,7 +51,8 @@ struct SoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
       }
       std::array<Value, 2> m = {mIn[2 * r], mIn[2 * r + 1]};
       std::array<Value, 2> l = {lIn[2 * r], lIn[2 * r + 1]};
-      step = e.onlineSoftmax(tile, m, l, effScale, step.moved);
+      step = e.onlineSoftmax(tile, m, l, effScale, step.moved,
+                             op.getFirstRowOnly());
       if (op.getO()) {
         // Register 4 i + e of the row tile is in its row g + 8 (e / 2).
         ValueRange o = adaptor.getO();

@@ -111,17 +111,17 @@ ScheduleFields mlir::fagpu::fieldsOf(ScheduleAttr s) {
   f.tmemColumns = s.getTmemColumns();
   f.rowSumMma = s.getRowSumMma();
   f.queryGroup = s.getQueryGroup();
+  f.maxRows = s.getMaxRows();
   return f;
 }
 
 ScheduleAttr mlir::fagpu::scheduleOf(MLIRContext *context,
                                      const ScheduleFields &f) {
-  return ScheduleAttr::get(context, f.blockR, f.blockC, f.consumers,
-                           f.ctasPerSm, f.producerRegisters,
-                           f.consumerRegisters, f.stages, f.pingPong,
-                           f.overlapSoftmax, f.scheduler, f.qBuffers,
-                           f.epilogue, f.qInRegisters, f.kvSplits,
-                           f.tmemColumns, f.rowSumMma, f.queryGroup);
+  return ScheduleAttr::get(
+      context, f.blockR, f.blockC, f.consumers, f.ctasPerSm,
+      f.producerRegisters, f.consumerRegisters, f.stages, f.pingPong,
+      f.overlapSoftmax, f.scheduler, f.qBuffers, f.epilogue, f.qInRegisters,
+      f.kvSplits, f.tmemColumns, f.rowSumMma, f.queryGroup, f.maxRows);
 }
 
 ScheduleAttr
@@ -167,6 +167,7 @@ const FieldInfo kFields[] = {
     FAGPU_OPTIONAL_FIELD("tmem_columns", Int, tmemColumns),
     FAGPU_OPTIONAL_FIELD("row_sum_mma", Bool, rowSumMma),
     FAGPU_OPTIONAL_FIELD("query_group", Int, queryGroup),
+    FAGPU_OPTIONAL_FIELD("max_rows", Int, maxRows),
 };
 #undef FAGPU_FIELD
 #undef FAGPU_OPTIONAL_FIELD

@@ -72,7 +72,8 @@ mlir::fagpu::checkSchedule(Target target, const ScheduleFields &f) {
       {f.epilogue != Epilogue::Registers, "a shared-memory epilogue"},
       {f.kvSplits != 0, "kv_splits (split-KV)"},
       {f.rowSumMma, "row_sum_mma"},
-      {f.queryGroup != 0, "query_group (pack-GQA beyond one query)"}};
+      {f.queryGroup != 0, "query_group (pack-GQA beyond one query)"},
+      {f.maxRows != 0, "max_rows (tiles of at most 8 real rows)"}};
   if (!sm90)
     for (const Only &only : sm90Only)
       if (only.set)
@@ -103,6 +104,12 @@ mlir::fagpu::checkSchedule(Target target, const ScheduleFields &f) {
            "64] that divides block_r (" +
            std::to_string(f.blockR) + "), got " +
            std::to_string(f.queryGroup);
+  // Eight rows are each consumer thread's first (warp 0's rows g); any
+  // other bound would leave a thread a padding row it still steps.
+  if (f.maxRows != 0 && f.maxRows != 8)
+    return "expected max_rows 0 (tiles of any rows) or 8 (each thread's "
+           "first row only), got " +
+           std::to_string(f.maxRows);
   if (f.kvSplits < 0 || f.kvSplits > 1024)
     return "expected kv_splits in [0, 1024] (0: no split), got " +
            std::to_string(f.kvSplits);

@@ -46,6 +46,10 @@ struct ScheduleFields {
   /// of a K/V head packed query by query into the tile's rows (row r is
   /// query r / G); 0 when each row is a query of its own head.
   int64_t queryGroup = 0;
+  /// The most real rows a launch gives a tile (fagpu-max-rows): 8 makes
+  /// each consumer thread step only its first row's softmax (its row g + 8
+  /// is padding); 0 for tiles of any rows.
+  int64_t maxRows = 0;
 };
 } // namespace mlir::fagpu
 

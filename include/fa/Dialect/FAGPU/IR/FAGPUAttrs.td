@@ -60,6 +60,7 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     | `tmem_columns` | sm_100a: tensor-memory columns allocated for the accumulators, two S/P buffers of `block_c` columns then O (printed only when set) | `fagpu-tmem-accumulators` |
     | `row_sum_mma` | e4m3: P's row sums on the tensor cores, an m64n8 MMA of P against a ones column per k-step instead of an FADD per score (printed only when set) | `fagpu-row-sum-mma` |
     | `query_group` | pack-GQA beyond one query: 0, or G, the query heads that share a K/V head packed into the tile's rows query by query (row `r` of matrix `h` is query `r / G` of query head `h G + r mod G`; Q, O and the LSE are read and written packed, `[B, Hkv, Nq G, D]`); the masks and the K/V block range see the query `r / G` (printed only when set) | `fagpu-pack-query-heads` |
+    | `max_rows` | 0, or 8: the launches give each tile at most 8 real rows (decode: at most 8 packed query rows), so each consumer thread steps only its first row's softmax, its row g + 8 being padding; launches with more rows are refused (printed only when set) | `fagpu-max-rows` |
     | `kv_splits` | split-KV: K/V chunks per tile of the IR launch, each CTA one chunk, the last to finish merging (printed only when set; the kernel takes the count as a parameter) | `fa-map-to-gpu` (from `fa-split-kv`'s nest) |
 
     ```mlir
@@ -77,7 +78,8 @@ def FAGPU_ScheduleAttr : AttrDef<FAGPU_Dialect, "Schedule"> {
     "int64_t":$consumerRegisters, "int64_t":$stages, "bool":$pingPong,
     "bool":$overlapSoftmax, "TileScheduler":$scheduler, "int64_t":$qBuffers,
     "Epilogue":$epilogue, "bool":$qInRegisters, "int64_t":$kvSplits,
-    "int64_t":$tmemColumns, "bool":$rowSumMma, "int64_t":$queryGroup);
+    "int64_t":$tmemColumns, "bool":$rowSumMma, "int64_t":$queryGroup,
+    "int64_t":$maxRows);
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     /// Whether the kernel has producer and consumer warp roles.

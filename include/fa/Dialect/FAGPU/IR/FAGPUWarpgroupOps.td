@@ -706,6 +706,11 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
     With `query_group = G` (pack-GQA beyond one query) the rows are G a
     query: the mask sees row r as query r / G (and `%d` is Nk - Nq of the
     queries, not of the rows).
+
+    With `first_row_only` (a tile of at most 8 real rows, the schedule's
+    `max_rows`) only the thread's first row is stepped: its row `%row0 + 8`
+    is padding, whose P is 0, m and l stay and alpha is 1, so the step
+    costs half its exponentials, maxima and sums.
   }];
   let arguments = (ins FAGPU_Fragment:$s, FAGPU_Fragment:$m,
                        FAGPU_Fragment:$l, I32:$key_start, I32:$row0, I32:$nk,
@@ -719,7 +724,8 @@ def FAGPU_SoftmaxStepOp : FAGPU_Op<"softmax_step", [Pure,
                        OptionalAttr<I64Attr>:$exp2_poly_period,
                        OptionalAttr<F32Attr>:$probs_scale,
                        UnitAttr:$tree_row_max, UnitAttr:$no_row_sum,
-                       OptionalAttr<I64Attr>:$query_group);
+                       OptionalAttr<I64Attr>:$query_group,
+                       UnitAttr:$first_row_only);
   let results = (outs FAGPU_Fragment:$p, FAGPU_Fragment:$new_m,
                       FAGPU_Fragment:$new_l, FAGPU_Fragment:$alpha,
                       Optional<I1>:$moved, Optional<FAGPU_Fragment>:$new_o);

@@ -218,6 +218,30 @@ def FAGPUPackQueryHeads : Pass<"fagpu-pack-query-heads", "func::FuncOp"> {
   ];
 }
 
+def FAGPUMaxRows : Pass<"fagpu-max-rows", "func::FuncOp"> {
+  let summary = "tiles of at most 8 real rows: each thread steps one row";
+  let description = [{
+    A decode launch fills a tile with at most 8 real rows: the query heads
+    of a K/V head (pack-GQA, G <= 8) or G Nq <= 8 packed rows. The rest of
+    the tile's B_r rows are padding, yet each consumer thread steps the
+    online softmax for its two rows g and g + 8, so half the thread's
+    exponentials, maxima and sums go to padding. Where the consumer's
+    per-key work, not the bytes, bounds the kernel (an e4m3 cache, whose
+    bytes are half a 16-bit one's; bench/results/
+    2026-12-07-fp8-decode-profile-h100.md), `max-rows=8` sets the
+    schedule's `max_rows`: `fagpu.softmax_step` then steps only the first
+    row (`first_row_only`). The kernel is a variant of its own (named
+    `_mr8`); its metadata's `max_rows` makes the launchers refuse a launch
+    whose tiles would hold more rows. A run-time choice inside one kernel
+    is not an option: a branch between the steps makes ptxas serialise the
+    wgmmas (C7513). `max-rows=0` leaves the schedules alone; sm_90a only.
+  }];
+  let options = [
+    Option<"maxRows", "max-rows", "int64_t", "0",
+           "the most real rows a launch gives a tile (8; 0: any)">,
+  ];
+}
+
 def FAGPUTmaStoreEpilogue : Pass<"fagpu-tma-store-epilogue", "func::FuncOp"> {
   let summary = "O leaves through shared memory and a TMA store";
   let description = [{
