@@ -527,7 +527,7 @@ def make_call(rng):
     nk = pick(rng, [16, 33, 64], [0, 1])
     api = rng.choice(["flash_attn_func", "flash_attn_with_kvcache",
                       "flash_attn_varlen_func", "attention",
-                      "flex_attention"])
+                      "flex_attention", "create_block_mask"])
     invalid, caches = [], []
     kw = {}
     if api == "flex_attention":
@@ -551,6 +551,19 @@ def make_call(rng):
                   mask_mod=rng.choice(mask_mods), scale=scale(rng),
                   enable_gqa=pick(rng, [True], [False, "yes"]))
         checks = (("scale", bad_scale), ("enable_gqa", bad_flag))
+        if rng.random() < 0.2:
+            # A block mask in the mask's place: made for these lengths, or
+            # for others (which the call must refuse), or not one at all.
+            causal = mask_mods[1]
+            q_len = pick(rng, [nq], [nq + 1])
+            made = flashmlir.create_block_mask(causal, None, None,
+                                               max(q_len, 1), max(nk, 1),
+                                               device="cpu", BLOCK_SIZE=8)
+            kw["mask_mod"] = None
+            kw["block_mask"] = pick(rng, [made], [torch.zeros(1, 1, 1, 4),
+                                                  "mask"])
+            if kw["block_mask"] is not made or q_len != nq or nk < 1:
+                invalid.append("block_mask")
         if rng.random() < 0.25:
             # The same regions compiled for the sm_90a kernel (what
             # flex_attention does for CUDA tensors, which this machine may
@@ -558,7 +571,43 @@ def make_call(rng):
             # refused by name.
             api = "flex_compile"
             kw.pop("enable_gqa")
+            # The module text has no block mask (a launch argument).
+            kw.pop("block_mask", None)
+            invalid = [x for x in invalid if x != "block_mask"]
             checks = (("scale", bad_scale),)
+    elif api == "create_block_mask":
+        # FlexAttention's create_block_mask on the host: sizes at their
+        # edges, masks that cannot be evaluated (a read past the ids, Python
+        # control flow on an index).
+        ids = torch.randint(0, 4, (pick(rng, [64], [3]),))
+
+        def branchy(b, h, q, k):
+            if q > k:
+                return True
+            return False
+        mask = pick(rng, [lambda b, h, q, k: q >= k,
+                          lambda b, h, q, k: ids[q] == ids[k],
+                          lambda b, h, q, k: (k < 5) | (q // 4 == k // 4)],
+                    [branchy, 3, None])
+        sizes = [pick(rng, [1, 2, None], [0, -1, True, 2.5, "2", 2**31]),
+                 pick(rng, [1, 3, None], [0, -2, False]),
+                 pick(rng, [1, 7, 16], [0, -3, 2**31, 3.0]),
+                 pick(rng, [1, 9, 33], [0, True, 2**40])]
+        args = [mask] + sizes
+        kw = dict(device="cpu", BLOCK_SIZE=pick(rng, [8, 16, 128],
+                                                [0, True, 7.5, -8]))
+        for name, value, optional in zip(("B", "H", "Q_LEN", "KV_LEN"), sizes,
+                                         (True, True, False, False)):
+            if not (value is None and optional) and (
+                    isinstance(value, bool) or not isinstance(value, int) or
+                    not 1 <= value < 2**31):
+                invalid.append(name)
+        bs = kw["BLOCK_SIZE"]
+        if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
+            invalid.append("BLOCK_SIZE")
+        if not callable(mask):
+            invalid.append("mask_mod")
+        checks = ()
     elif api == "attention":
         args = [tensor(rng, [b, hq, nq, d], dtype),
                 tensor(rng, [b, hkv, nk, d], dtype),
