@@ -151,6 +151,47 @@ def test_e4m3_cache_matches_reference(cuda_flashmlir, page, b, hq, hkv, nq,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("hq,nq,mr8", [(32, 1, True), (64, 1, True),
+                                       (8, 8, True), (8, 9, False)])
+def test_decode_takes_the_one_row_kernel(cuda_flashmlir, hq, nq, mr8):
+    """Decode on an e4m3 cache launches the kernel built with max_rows = 8
+    (each consumer thread steps only its real row) where a tile's packed
+    rows fit, and the kernel of any rows where they do not (8 heads of 9
+    queries: 9 rows); both against fp32 on the dequantised cache."""
+    torch, flashmlir = cuda_flashmlir
+    folder = os.environ.get("FLASHMLIR_KERNEL_DIR")
+    one_row = flashmlir.kernel_file_name(
+        "sm_90a", 128, "f16", False, kv_lengths=True, kv_dtype="e4m3",
+        max_rows=8)
+    if not folder or not os.path.exists(os.path.join(folder,
+                                                     one_row + ".cubin")):
+        pytest.skip(f"no {one_row} kernel in FLASHMLIR_KERNEL_DIR (bash "
+                    f"bench/build_serving_kernels.sh builds it)")
+    torch.manual_seed(hq + nq)
+    b, hkv, capacity = 2, 8, 700
+    lengths = [capacity, capacity - 37]
+    k16, v16, table = _cache(torch, b, capacity, hkv, 128, 0, torch.float16)
+    k_descale = torch.tensor([0.02], device="cuda")
+    v_descale = torch.tensor([0.004], device="cuda")
+    k8, v8, kd, vd = _quantised_cache(torch, 3 * k16, 0.5 * v16, table,
+                                      k_descale, v_descale)
+    q = torch.randn(b, nq, hq, 128, device="cuda", dtype=torch.float16)
+    lens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    flashmlir._launchers.clear()
+    flashmlir._calls.clear()
+    out, lse = flashmlir.flash_attn_with_kvcache(
+        q, k8, v8, cache_seqlens=lens, num_splits=1,
+        return_softmax_lse=True, kernel_dir=folder, k_descale=k_descale,
+        v_descale=v_descale)
+    launched = [k.meta for k in flashmlir._launchers.values()]
+    assert launched and all(m.get("max_rows", 0) == (8 if mr8 else 0)
+                            for m in launched), \
+        [m["kernel"] for m in launched]
+    _check_decode(torch, q, kd, vd, table, lengths, out, lse, False,
+                  (-1, -1))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("page", [0, 64])
 @pytest.mark.parametrize("hq,nq,window", [
     (32, 4, (-1, -1)), (64, 7, (-1, -1)), (64, 1, (63, 0)), (32, 4, (63, 0))])
