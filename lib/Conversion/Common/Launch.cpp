@@ -7,6 +7,9 @@
 
 #include "Launch.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
+
 using namespace mlir;
 
 namespace mlir::fa {
@@ -84,6 +87,48 @@ LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
   }
   b.setInsertionPointToStart(fn.addEntryBlock(b));
   return fn;
+}
+
+/// The launch metadata's name of a capture's element type (checkCaptureType
+/// admits these).
+static std::string captureDtype(Type element) {
+  if (element.isF32())
+    return "f32";
+  if (element.isF16())
+    return "f16";
+  if (element.isBF16())
+    return "bf16";
+  return "i" + std::to_string(element.getIntOrFloatBitWidth());
+}
+
+std::string appendModificationParams(fagpu::AttentionOp op,
+                                     SmallVectorImpl<fagpu::KernelParam> &abi) {
+  for (auto [i, capture] : llvm::enumerate(op.getCaptures())) {
+    auto type = cast<MemRefType>(capture.getType());
+    fagpu::KernelParam param;
+    param.name = "capture" + std::to_string(i);
+    param.kind = fagpu::ParamKind::Pointer;
+    param.dtype = captureDtype(type.getElementType());
+    for (int64_t size : type.getShape())
+      param.shape.push_back(std::to_string(size));
+    abi.push_back(param);
+  }
+  // Block arguments print by position, so the text is the same wherever the
+  // attention sits.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  flags.useLocalScope();
+  for (Region *region : {&op.getScoreMod(), &op.getMaskMod()}) {
+    os << "region\n";
+    for (Block &block : *region)
+      for (Operation &inner : block) {
+        inner.print(os, flags);
+        os << "\n";
+      }
+  }
+  return "_mod" + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true,
+                                  /*Width=*/16);
 }
 
 Value kernelArgument(LLVM::LLVMFuncOp fn, ArrayRef<fagpu::KernelParam> abi,

@@ -117,6 +117,14 @@ private:
   llvm::StringMap<Value> tensors, sizes;
 };
 
+/// A kernel of `op`'s score_mod and mask_mod: appends to `abi` one pointer
+/// parameter per captured tensor (capture0, ...: its element type and static
+/// shape say what the runtimes pass) and returns the kernel name's suffix,
+/// `_mod` and 16 hex digits of a hash of the regions' printed ops (kernels
+/// of different regions never share a name).
+std::string appendModificationParams(fagpu::AttentionOp op,
+                                     SmallVectorImpl<fagpu::KernelParam> &abi);
+
 /// The entry-block argument of parameter `name` of `fn`, or null when the
 /// kernel has no such parameter.
 Value kernelArgument(LLVM::LLVMFuncOp fn, ArrayRef<fagpu::KernelParam> abi,

@@ -58,6 +58,12 @@ struct KernelSpec : SoftmaxConfig {
   bool queryInRegisters = true;
   /// The kernel's parameters, in launch order.
   SmallVector<fagpu::KernelParam> abi;
+  /// The attention's score_mod and mask_mod (null where it has none), which
+  /// fagpu.modify_scores evaluates before each block's step; their
+  /// captures (parameters capture0, ...) and the name's hash of them.
+  Region *scoreMod = nullptr, *maskMod = nullptr;
+  int64_t captures = 0;
+  std::string modificationsName;
 
   int64_t rowTiles() const { return blockR / (16 * kWarps); }
   /// Keeping Q costs rowTiles * D / 16 * 4 registers per thread for the
@@ -78,7 +84,8 @@ struct KernelSpec : SoftmaxConfig {
   std::string kernelName() const {
     return "fa2_sm80_d" + std::to_string(headDim) + "_br" +
            std::to_string(blockR) + "_bc" + std::to_string(blockC) +
-           (bf16 ? "_bf16" : "_f16") + (causal ? "_causal" : "") + suffix();
+           (bf16 ? "_bf16" : "_f16") + (causal ? "_causal" : "") +
+           modificationsName + suffix();
   }
 };
 
@@ -141,6 +148,8 @@ private:
   fagpu::FragmentType scoresType, outType, probsType, queryType, rowsType;
   fagpu::SharedTileType qTileType, kvTileType;
   Value nq, nk, scaleLog2, numBlocks, qStart, diagonalShift;
+  Value batch, head;              // the CTA's (batch, query head)
+  SmallVector<Value> capturePtrs; // the regions' captured tensors
   Value warp, g; // the thread's warp, and its row in each 8-row half
   Value kBase, vBase;
   Value qTile, kvPipe;
@@ -170,10 +179,13 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   nk = arg("Nk");
   scaleLog2 = arg("scale_log2");
 
+  for (int64_t i = 0; i < spec.captures; ++i)
+    capturePtrs.push_back(arg("capture" + std::to_string(i)));
+
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   Value qBlock = NVVM::BlockIdXOp::create(b, loc, i32);
-  Value head = NVVM::BlockIdYOp::create(b, loc, i32);
-  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  head = NVVM::BlockIdYOp::create(b, loc, i32);
+  batch = NVVM::BlockIdZOp::create(b, loc, i32);
   warp = divu(tid, c32(32));
   g = divu(remu(tid, c32(32)), c32(4));
 
@@ -294,8 +306,29 @@ SmallVector<Value> KernelBuilder::emitBlock(Value j, ValueRange state,
   // row tile; with it, the warp votes (fagpu.rescale .. if) and skips the
   // multiplies in most blocks after the first few.
   bool conditional = spec.rescaleThreshold >= 0;
-  auto step = createSoftmaxStep(b, loc, spec, probsType, rowsType, s, m, l,
-                                kStart, threadRow0(), nk, scaleLog2,
+  SoftmaxConfig config = spec;
+  Value stepScale = scaleLog2;
+  if (spec.scoreMod || spec.maskMod) {
+    // FlexAttention's order, as in the sm_90a kernel: the scale, the
+    // softcap, score_mod, then the masks; the step applies no softcap and
+    // takes natural-unit scores at log2(e), raw ones at the kernel's scale.
+    bool reads = !capturePtrs.empty();
+    auto modify = fagpu::ModifyScoresOp::create(
+        b, loc, s.getType(), s, kStart, threadRow0(), batch, head, scaleLog2,
+        reads ? nq : Value(), reads ? nk : Value(), capturePtrs,
+        spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
+    IRMapping mapping;
+    if (spec.scoreMod)
+      spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
+    if (spec.maskMod)
+      spec.maskMod->cloneInto(&modify.getMaskMod(), mapping);
+    s = modify.getResult();
+    config.softcap = 0;
+    if (modify.returnsNaturalUnits())
+      stepScale = cf(M_LOG2E);
+  }
+  auto step = createSoftmaxStep(b, loc, config, probsType, rowsType, s, m, l,
+                                kStart, threadRow0(), nk, stepScale,
                                 masked ? diagonalShift : Value(),
                                 conditional ? Value() : o, masked);
   o = conditional ? fagpu::RescaleOp::create(b, loc, outType, o,
@@ -335,6 +368,15 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.treeRowMax = true;
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_80, fagpu::fieldsOf(s),
                                  spec.bf16 ? "bf16" : "f16");
+  if (op.hasModifications()) {
+    if (!op.getScoreMod().empty())
+      spec.scoreMod = &op.getScoreMod();
+    if (!op.getMaskMod().empty())
+      spec.maskMod = &op.getMaskMod();
+    // Each capture a pointer parameter, after the attention's own.
+    spec.modificationsName = appendModificationParams(op, spec.abi);
+    spec.captures = op.getCaptures().size();
+  }
   if (spec.sharedBytes() > fagpu::maxSharedBytes())
     return fail("the tiles need " + Twine(spec.sharedBytes()) +
                 " bytes of shared memory, more than " +

@@ -55,7 +55,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/xxhash.h"
 
 #include <array>
 #include <cmath>
@@ -916,38 +915,6 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 
 namespace {
 
-/// The launch metadata's name of a capture's element type (checkCaptureType
-/// admits these).
-std::string captureDtype(Type element) {
-  if (element.isF32())
-    return "f32";
-  if (element.isF16())
-    return "f16";
-  if (element.isBF16())
-    return "bf16";
-  return "i" + std::to_string(element.getIntOrFloatBitWidth());
-}
-
-/// A name for `op`'s score_mod and mask_mod: 16 hex digits of a hash of
-/// their printed ops (block arguments print by position, so the text is
-/// the same wherever the attention sits).
-std::string modificationsHash(fagpu::AttentionOp op) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  OpPrintingFlags flags;
-  flags.useLocalScope();
-  for (Region *region : {&op.getScoreMod(), &op.getMaskMod()}) {
-    os << "region\n";
-    for (Block &block : *region)
-      for (Operation &inner : block) {
-        inner.print(os, flags);
-        os << "\n";
-      }
-  }
-  return llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true,
-                         /*Width=*/16);
-}
-
 /// The kernel `op`'s schedule describes, or a diagnostic naming what the
 /// sm_90a kernel cannot do and which pass sets the missing piece.
 FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
@@ -1092,20 +1059,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
       spec.scoreMod = &op.getScoreMod();
     if (!op.getMaskMod().empty())
       spec.maskMod = &op.getMaskMod();
-    spec.modificationsName = "_mod" + modificationsHash(op);
-    // Each capture a pointer parameter to its contiguous array, after the
-    // attention's own (its element type and static shape say what the
-    // runtimes pass).
-    for (auto [i, capture] : llvm::enumerate(op.getCaptures())) {
-      auto type = cast<MemRefType>(capture.getType());
-      fagpu::KernelParam param;
-      param.name = "capture" + std::to_string(i);
-      param.kind = fagpu::ParamKind::Pointer;
-      param.dtype = captureDtype(type.getElementType());
-      for (int64_t size : type.getShape())
-        param.shape.push_back(std::to_string(size));
-      spec.abi.push_back(param);
-    }
+    // Each capture a pointer parameter, after the attention's own.
+    spec.modificationsName = appendModificationParams(op, spec.abi);
     spec.captures = op.getCaptures().size();
     if (spec.maskMod) {
       // Block sparsity from the mask at run time: per query tile of B_r

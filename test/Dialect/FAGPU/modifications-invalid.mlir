@@ -65,10 +65,10 @@ func.func @score_yields_i1(%q: memref<?x?x?x128xf16>) {
 
 // -----
 
-func.func @sm80(%q: memref<?x?x?x64xf16>) {
-  // expected-error @+1 {{score_mod and mask_mod have a kernel on sm_90a with 16-bit Q, K and V only}}
-  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_80>, scale = 0.125 : f32,
-      schedule = #fagpu.schedule<block_r = 128, block_c = 64, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
+func.func @sm100(%q: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{score_mod and mask_mod have a kernel on sm_90a and sm_80 with 16-bit Q, K and V only}}
+  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_100a>, scale = 0.125 : f32,
+      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
     : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
     mask_mod {
     ^bb0(%b: index, %h: index, %i: index, %j: index):

@@ -481,10 +481,11 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       period = plain.getExp2PolyPeriod();
     }
     if ((!score.getScoreMod().empty() || !score.getMaskMod().empty()) &&
-        (target != Target::sm_90a || nest->qDescale || nest->kDescale))
+        ((target != Target::sm_90a && target != Target::sm_80) ||
+         nest->qDescale || nest->kDescale))
       return emitError(forall.getLoc())
              << "fa-map-to-gpu: score_mod and mask_mod have a GPU kernel on "
-                "sm_90a with 16-bit Q, K and V only, not "
+                "sm_90a and sm_80 with 16-bit Q, K and V only, not "
              << targetName(target)
              << (nest->kDescale ? " with e4m3 inputs" : "")
              << " (the CPU pipeline runs them: fa-cpu-pipeline)";
