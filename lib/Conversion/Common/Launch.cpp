@@ -101,8 +101,17 @@ static std::string captureDtype(Type element) {
   return "i" + std::to_string(element.getIntOrFloatBitWidth());
 }
 
-std::string appendModificationParams(fagpu::AttentionOp op,
-                                     SmallVectorImpl<fagpu::KernelParam> &abi) {
+KernelModifications
+KernelModifications::of(fagpu::AttentionOp op,
+                        SmallVectorImpl<fagpu::KernelParam> &abi) {
+  KernelModifications mods;
+  if (!op.hasModifications())
+    return mods;
+  if (!op.getScoreMod().empty())
+    mods.scoreMod = &op.getScoreMod();
+  if (!op.getMaskMod().empty())
+    mods.maskMod = &op.getMaskMod();
+  mods.captures = op.getCaptures().size();
   for (auto [i, capture] : llvm::enumerate(op.getCaptures())) {
     auto type = cast<MemRefType>(capture.getType());
     fagpu::KernelParam param;
@@ -127,8 +136,10 @@ std::string appendModificationParams(fagpu::AttentionOp op,
         os << "\n";
       }
   }
-  return "_mod" + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true,
-                                  /*Width=*/16);
+  mods.modificationsName =
+      "_mod" + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true,
+                               /*Width=*/16);
+  return mods;
 }
 
 Value kernelArgument(LLVM::LLVMFuncOp fn, ArrayRef<fagpu::KernelParam> abi,

@@ -117,13 +117,22 @@ private:
   llvm::StringMap<Value> tensors, sizes;
 };
 
-/// A kernel of `op`'s score_mod and mask_mod: appends to `abi` one pointer
-/// parameter per captured tensor (capture0, ...: its element type and static
-/// shape say what the runtimes pass) and returns the kernel name's suffix,
-/// `_mod` and 16 hex digits of a hash of the regions' printed ops (kernels
-/// of different regions never share a name).
-std::string appendModificationParams(fagpu::AttentionOp op,
-                                     SmallVectorImpl<fagpu::KernelParam> &abi);
+/// The score_mod and mask_mod a kernel evaluates before each block's step
+/// (fagpu.modify_scores): the attention's regions (null where it has none),
+/// the number of its captured tensors (parameters capture0, ...) and the
+/// kernel name's suffix, `_mod` and 16 hex digits of a hash of the regions'
+/// printed ops (kernels of different regions never share a name).
+struct KernelModifications {
+  Region *scoreMod = nullptr, *maskMod = nullptr;
+  int64_t captures = 0;
+  std::string modificationsName;
+  bool modifiesScores() const { return scoreMod || maskMod; }
+
+  /// `op`'s regions; appends to `abi` one pointer parameter per captured
+  /// tensor (its element type and static shape say what the runtimes pass).
+  static KernelModifications of(fagpu::AttentionOp op,
+                                SmallVectorImpl<fagpu::KernelParam> &abi);
+};
 
 /// The entry-block argument of parameter `name` of `fn`, or null when the
 /// kernel has no such parameter.

@@ -49,8 +49,9 @@ constexpr int64_t kThreads = kWarps * 32;
 constexpr int64_t kStages = 2;
 
 /// What the generated kernel is specialised for (the mask and FA4 choices
-/// in the SoftmaxConfig base).
-struct KernelSpec : SoftmaxConfig {
+/// in the SoftmaxConfig base, the score_mod / mask_mod in the
+/// KernelModifications one).
+struct KernelSpec : SoftmaxConfig, KernelModifications {
   int64_t headDim = 0;
   int64_t blockR = 0; // 64 or 128: 16 or 32 rows per warp
   int64_t blockC = 0; // 32 or 64 keys per K/V block
@@ -58,12 +59,6 @@ struct KernelSpec : SoftmaxConfig {
   bool queryInRegisters = true;
   /// The kernel's parameters, in launch order.
   SmallVector<fagpu::KernelParam> abi;
-  /// The attention's score_mod and mask_mod (null where it has none), which
-  /// fagpu.modify_scores evaluates before each block's step; their
-  /// captures (parameters capture0, ...) and the name's hash of them.
-  Region *scoreMod = nullptr, *maskMod = nullptr;
-  int64_t captures = 0;
-  std::string modificationsName;
 
   int64_t rowTiles() const { return blockR / (16 * kWarps); }
   /// Keeping Q costs rowTiles * D / 16 * 4 registers per thread for the
@@ -368,15 +363,9 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.treeRowMax = true;
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_80, fagpu::fieldsOf(s),
                                  spec.bf16 ? "bf16" : "f16");
-  if (op.hasModifications()) {
-    if (!op.getScoreMod().empty())
-      spec.scoreMod = &op.getScoreMod();
-    if (!op.getMaskMod().empty())
-      spec.maskMod = &op.getMaskMod();
-    // Each capture a pointer parameter, after the attention's own.
-    spec.modificationsName = appendModificationParams(op, spec.abi);
-    spec.captures = op.getCaptures().size();
-  }
+  // score_mod and mask_mod, their captures' parameters after the kernel's.
+  static_cast<KernelModifications &>(spec) =
+      KernelModifications::of(op, spec.abi);
   if (spec.sharedBytes() > fagpu::maxSharedBytes())
     return fail("the tiles need " + Twine(spec.sharedBytes()) +
                 " bytes of shared memory, more than " +

@@ -1055,13 +1055,9 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
     if (s.queryGroup)
       return fail("score_mod and mask_mod see each row's query head: packed "
                   "query heads (query_group) have no form for them");
-    if (!op.getScoreMod().empty())
-      spec.scoreMod = &op.getScoreMod();
-    if (!op.getMaskMod().empty())
-      spec.maskMod = &op.getMaskMod();
     // Each capture a pointer parameter, after the attention's own.
-    spec.modificationsName = appendModificationParams(op, spec.abi);
-    spec.captures = op.getCaptures().size();
+    static_cast<KernelModifications &>(spec) =
+        KernelModifications::of(op, spec.abi);
     if (spec.maskMod) {
       // Block sparsity from the mask at run time: per query tile of B_r
       // rows, [first key, end key) of the keys its mask_mod may let

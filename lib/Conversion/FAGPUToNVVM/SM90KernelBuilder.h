@@ -27,9 +27,10 @@ constexpr int64_t kWidenBarrier = 8;       // the producer warpgroup's 128
 constexpr int64_t kWidenValuesBarrier = 9; // the V widener's 128
 
 /// What the generated kernel is specialised for: the mask and FA4 choices
-/// (SoftmaxConfig), the shared-memory layout (fagpu::SM90Layout), and the
-/// rest of the #fagpu.schedule.
-struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
+/// (SoftmaxConfig), the shared-memory layout (fagpu::SM90Layout), the
+/// score_mod / mask_mod (KernelModifications), and the rest of the
+/// #fagpu.schedule.
+struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout, KernelModifications {
   // Resident CTAs per SM: 2 with one consumer (B_r = 64), whose registers
   // and shared memory leave room for a second CTA; its prologue and
   // epilogue then run under the other's GEMMs.
@@ -60,14 +61,6 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// while the producer's widens K (SM90Layout::widensKeyValues).
   bool valueWidener = false;
 
-  /// The attention's score_mod and mask_mod (null where it has none),
-  /// which fagpu.modify_scores evaluates before each softmax step, and a
-  /// hash of their text for the kernel's name (kernels of different
-  /// regions never share one).
-  Region *scoreMod = nullptr, *maskMod = nullptr;
-  std::string modificationsName;
-  /// The regions' captured tensors: kernel parameters capture0, ...
-  int64_t captures = 0;
   /// Attention sinks: kernel parameter `sinks`, [Hq] f32.
   bool sinks = false;
   /// A mask_mod's kernel takes `key_ranges`: per query tile the keys its
@@ -77,7 +70,6 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM90Layout {
   /// Tiles of at most 8 real rows (the schedule's max_rows): each consumer
   /// thread steps only its first row.
   bool firstRowOnly = false;
-  bool modifiesScores() const { return scoreMod || maskMod; }
 
   int64_t threads() const {
     return 128 * (1 + consumers + (valueWidener ? 1 : 0));

@@ -28,15 +28,8 @@ struct MaxRowsPass : fagpu::impl::FAGPUMaxRowsBase<MaxRowsPass> {
   void runOnOperation() override {
     if (maxRows == 0)
       return;
-    WalkResult other = getOperation().walk([&](AttentionOp op) {
-      if (op.getTarget() == Target::sm_90a)
-        return WalkResult::advance();
-      op.emitOpError() << "fagpu-max-rows: only the sm_90a kernel steps one "
-                          "row a thread, not "
-                       << targetName(op.getTarget());
-      return WalkResult::interrupt();
-    });
-    if (other.wasInterrupted())
+    if (failed(refuseOtherTargets(getOperation(), "fagpu-max-rows",
+                                  "steps one row a thread")))
       return signalPassFailure();
     auto update = [&](AttentionOp op, ScheduleFields &f)
         -> std::optional<std::string> {

@@ -31,15 +31,8 @@ struct PackQueryHeadsPass
   void runOnOperation() override {
     if (queryGroup == 0)
       return;
-    WalkResult other = getOperation().walk([&](AttentionOp op) {
-      if (op.getTarget() == Target::sm_90a)
-        return WalkResult::advance();
-      op.emitOpError() << "fagpu-pack-query-heads: only the sm_90a kernel "
-                          "takes packed query heads, not "
-                       << targetName(op.getTarget());
-      return WalkResult::interrupt();
-    });
-    if (other.wasInterrupted())
+    if (failed(refuseOtherTargets(getOperation(), "fagpu-pack-query-heads",
+                                  "takes packed query heads")))
       return signalPassFailure();
     auto update = [&](AttentionOp op, ScheduleFields &f)
         -> std::optional<std::string> {

@@ -31,6 +31,21 @@ LogicalResult updateSchedules(Operation *root, Target target, StringRef pass,
   return failure(result.wasInterrupted());
 }
 
+/// Refuses every fagpu.attention in `root` for another target than sm_90a,
+/// whose kernel alone has the idea: "<pass>: only the sm_90a kernel <what>,
+/// not <target>".
+inline LogicalResult refuseOtherTargets(Operation *root, StringRef pass,
+                                        StringRef what) {
+  WalkResult other = root->walk([&](AttentionOp op) {
+    if (op.getTarget() == Target::sm_90a)
+      return WalkResult::advance();
+    op.emitOpError() << pass << ": only the sm_90a kernel " << what << ", not "
+                     << targetName(op.getTarget());
+    return WalkResult::interrupt();
+  });
+  return failure(other.wasInterrupted());
+}
+
 } // namespace mlir::fagpu
 
 #endif // FA_LIB_DIALECT_FAGPU_TRANSFORMS_SCHEDULEUTILS_H
