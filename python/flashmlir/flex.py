@@ -572,19 +572,23 @@ class BlockMask:
                 f"KV_LEN={self.kv_len}, BLOCK_SIZE={self.block_size}, "
                 f"tiles={tiles})")
 
+    def _covered(self, first):
+        """The fraction of (query tile, key) pairs inside the ranges that
+        start at entry `first` of each tile (0: the hulls, 2: the full
+        runs)."""
+        ranges = self.key_ranges.long()
+        keys = (ranges[..., first + 1] - ranges[..., first]).clamp(min=0)
+        return float(keys.sum()) / (keys.numel() * self.kv_len)
+
     def sparsity(self):
         """The fraction of (query row, key) pairs outside the tiles' hulls:
         the share of the attention's work the kernel leaves out."""
-        ranges = self.key_ranges.to(torch_module().int64)
-        keys = (ranges[..., 1] - ranges[..., 0]).clamp(min=0)
-        return 1.0 - float(keys.sum()) / (keys.numel() * self.kv_len)
+        return 1.0 - self._covered(0)
 
     def full_fraction(self):
         """The fraction of (query row, key) pairs in the tiles' full runs:
         the share of the work that skips the mask_mod."""
-        ranges = self.key_ranges.to(torch_module().int64)
-        keys = (ranges[..., 3] - ranges[..., 2]).clamp(min=0)
-        return float(keys.sum()) / (keys.numel() * self.kv_len)
+        return self._covered(2)
 
     def ranges_for(self, batch, heads, block_r, device):
         """The kernel's key_ranges for a launch of `batch` sequences and
@@ -609,11 +613,6 @@ class BlockMask:
         return self._expanded[key]
 
 
-def torch_module():
-    import torch
-    return torch
-
-
 def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda",
                       BLOCK_SIZE=128):
     """FlexAttention's create_block_mask: mask_mod(b, h, q_idx, kv_idx)
@@ -625,7 +624,7 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda",
     sm_90a kernels of 16-bit inputs). Returns a BlockMask for
     flex_attention(..., block_mask=). A mask_mod that the tensors cannot
     evaluate (Python control flow on an index) is a CompileError."""
-    torch = torch_module()
+    import torch
     if not callable(mask_mod):
         raise CompileError(f"create_block_mask: mask_mod must be callable, "
                            f"got {type_name(mask_mod)}")

@@ -99,37 +99,34 @@ BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
   SoftmaxConfig config = spec;
   config.softcap = 0;
   Region *mask = maskMod ? spec.maskMod : nullptr;
-  if (!spec.scoreMod && !mask && spec.softcap == 0) {
-    // A full block of a mask alone: the built-in step on the raw scores.
-    auto step = createSoftmaxStep(
-        b, loc, config, probsType, rowsType, s, state.m, state.l, keyStart,
-        row0, tile.nk, effScale, diagonalShift(spec, tile.nk, tile.nq), Value(),
-        masked, spec.firstRowOnly);
-    state.m = step.getNewM();
-    state.l = step.getNewL();
-    return {step.getP(), step.getAlpha(), step.getMoved()};
+  // A full block of a mask alone modifies nothing: the step takes the raw
+  // scores at the kernel's scale.
+  Value scores = s, stepScale = effScale;
+  if (spec.scoreMod || mask || spec.softcap > 0) {
+    // With captures the regions read memory: their indices are clamped to
+    // the sequence (fagpu.modify_scores). Every region takes every
+    // capture, so a full block without score_mod reads none.
+    bool reads = !capturePtrs.empty() && (spec.scoreMod || mask);
+    auto modify = fagpu::ModifyScoresOp::create(
+        b, loc, s.getType(), s, keyStart, row0, tile.batch, tile.qHead,
+        effScale, reads ? tile.nq : Value(), reads ? tile.nk : Value(),
+        reads ? ValueRange(capturePtrs) : ValueRange(),
+        spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
+    IRMapping mapping;
+    if (spec.scoreMod)
+      spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
+    if (mask)
+      mask->cloneInto(&modify.getMaskMod(), mapping);
+    // The step's multiply-add takes the scores to log2 units: natural ones
+    // by log2(e), raw ones by the kernel's scale.
+    scores = modify.getResult();
+    if (modify.returnsNaturalUnits())
+      stepScale = cf(M_LOG2E);
   }
-  // With captures the regions read memory: their indices are clamped to
-  // the sequence (fagpu.modify_scores). Every region takes every capture,
-  // so a full block without score_mod reads none.
-  bool reads = !capturePtrs.empty() && (spec.scoreMod || mask);
-  auto modify = fagpu::ModifyScoresOp::create(
-      b, loc, s.getType(), s, keyStart, row0, tile.batch, tile.qHead, effScale,
-      reads ? tile.nq : Value(), reads ? tile.nk : Value(),
-      reads ? ValueRange(capturePtrs) : ValueRange(),
-      spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
-  IRMapping mapping;
-  if (spec.scoreMod)
-    spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
-  if (mask)
-    mask->cloneInto(&modify.getMaskMod(), mapping);
-  // The step's multiply-add takes the scores to log2 units: natural ones
-  // by log2(e), raw ones by the kernel's scale.
-  Value stepScale = modify.returnsNaturalUnits() ? cf(M_LOG2E) : effScale;
   auto step = createSoftmaxStep(
-      b, loc, config, probsType, rowsType, modify.getResult(), state.m, state.l,
-      keyStart, row0, tile.nk, stepScale, diagonalShift(spec, tile.nk, tile.nq),
-      Value(), masked, spec.firstRowOnly);
+      b, loc, config, probsType, rowsType, scores, state.m, state.l, keyStart,
+      row0, tile.nk, stepScale, diagonalShift(spec, tile.nk, tile.nq), Value(),
+      masked, spec.firstRowOnly);
   state.m = step.getNewM();
   state.l = step.getNewL();
   return {step.getP(), step.getAlpha(), step.getMoved()};
