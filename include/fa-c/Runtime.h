@@ -67,6 +67,23 @@ int faMetadataPredictedSequenceBytes(const char *metadataJson,
                                      unsigned long long *readBytes,
                                      unsigned long long *writeBytes);
 
+/** Which grid of a kernel's metadata faMetadataLaunchGrid evaluates: the
+ *  attention's ("grid"), its e4m3 V layout kernel's or its KV-cache append
+ *  kernel's. */
+enum { FA_GRID_KERNEL = 0, FA_GRID_VALUE_LAYOUT = 1, FA_GRID_KV_APPEND = 2 };
+
+/** The launch grid of the kernel `metadataJson` describes (`which`, an
+ *  FA_GRID_*), as the launchers compute it: the metadata's formulas
+ *  (e.g. "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)") evaluated
+ *  with the `count` launch sizes `names`[i] = `values`[i] (B, Hq, Hkv, Nq,
+ *  Nk, D, SMs, kv_splits, Nnew, Nk_128: those the formulas read) and the
+ *  kernel's own fields. For a runtime that launches the cubin itself.
+ *  Needs no driver; 1 with the reason where a formula reads a size not
+ *  given or a dimension falls outside CUDA's range. */
+int faMetadataLaunchGrid(const char *metadataJson, int which,
+                         const char *const *names, const long long *values,
+                         int count, unsigned grid[3]);
+
 /** Loads `prefix.cubin` and `prefix.json`. */
 int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel);
 

@@ -9,6 +9,7 @@
 
 #include "RuntimeImpl.h"
 
+#include "fa/Model/GridFormula.h"
 #include "fa/Model/KVChunk.h"
 #include "fa/Model/PackGQA.h"
 #include "fa/Model/Positions.h"
@@ -16,8 +17,72 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <optional>
+#include <string_view>
 
 using namespace flashmlir::runtime;
+
+/// The grid of `grid` for these sizes (`size`: a launch size by name) and
+/// the kernel's fields (`m`), each dimension in its CUDA range.
+static int
+gridOf(const Metadata &m, const GridFormulas &grid,
+       const std::function<std::optional<long long>(std::string_view)> &size,
+       const std::string &where, unsigned out[3]) {
+  auto lookup = [&](std::string_view name) -> std::optional<int64_t> {
+    if (std::optional<long long> value = size(name))
+      return *value;
+    if (name == "block_r")
+      return m.blockR;
+    if (name == "block_c")
+      return m.blockC;
+    if (name == "ctas_per_sm")
+      return m.ctasPerSM;
+    return std::nullopt;
+  };
+  // CUDA's grid: x up to 2^31 - 1, y and z up to 65535.
+  const long long limits[3] = {0x7fffffffLL, 65535, 65535};
+  for (int i = 0; i < 3; ++i) {
+    std::string error;
+    std::optional<int64_t> value =
+        mlir::fa::model::GridFormula::evaluate(grid[i], lookup, error);
+    if (!value)
+      return fail(where + error);
+    if (*value < 1 || *value > limits[i])
+      return fail(where + "grid " + std::string(1, char('x' + i)) + " = " +
+                  grid[i] + " is " + std::to_string(*value) +
+                  " for these sizes, outside CUDA's [1, " +
+                  std::to_string(limits[i]) + "]");
+    out[i] = (unsigned)*value;
+  }
+  return 0;
+}
+
+int flashmlir::runtime::evaluateGrid(
+    const Metadata &m, const GridFormulas &grid,
+    std::initializer_list<std::pair<const char *, long long>> sizes,
+    const std::string &where, unsigned out[3]) {
+  // The SM count only where a formula reads it (a persistent grid): it is
+  // a driver call.
+  int sms = 0;
+  for (const std::string &dim : grid)
+    if (dim.find("SMs") != std::string::npos) {
+      if (currentDeviceSMs(sms))
+        return 1;
+      break;
+    }
+  return gridOf(
+      m, grid,
+      [&](std::string_view name) -> std::optional<long long> {
+        for (const auto &[sizeName, value] : sizes)
+          if (name == sizeName)
+            return value;
+        if (name == "SMs")
+          return sms;
+        return std::nullopt;
+      },
+      where, out);
+}
 
 extern "C" {
 
@@ -25,6 +90,42 @@ int faAutoKVSplits(long long tiles, long long queryBlocks, long long kvBlocks,
                    int sms, int dramGBps) {
   return (int)mlir::fa::model::autoKVSplits(tiles, queryBlocks, kvBlocks, sms,
                                             dramGBps);
+}
+
+int faMetadataLaunchGrid(const char *metadataJson, int which,
+                         const char *const *names, const long long *values,
+                         int count, unsigned grid[3]) {
+  if (!metadataJson || !grid || count < 0 || (count && (!names || !values)))
+    return fail("faMetadataLaunchGrid: null metadata, sizes or result");
+  if (which < FA_GRID_KERNEL || which > FA_GRID_KV_APPEND)
+    return fail("faMetadataLaunchGrid: which must be FA_GRID_KERNEL, "
+                "FA_GRID_VALUE_LAYOUT or FA_GRID_KV_APPEND, got " +
+                std::to_string(which));
+  Metadata m;
+  if (parseMetadata(metadataJson, m))
+    return 1;
+  if ((which == FA_GRID_VALUE_LAYOUT && m.valueLayoutKernel.empty()) ||
+      (which == FA_GRID_KV_APPEND && !m.hasKvAppend))
+    return fail("faMetadataLaunchGrid: " + m.kernel + " has no " +
+                (which == FA_GRID_KV_APPEND ? "append" : "V layout") +
+                " kernel");
+  for (int i = 0; i < count; ++i)
+    if (!names[i])
+      return fail("faMetadataLaunchGrid: names[" + std::to_string(i) +
+                  "] is null");
+  const GridFormulas &formulas = which == FA_GRID_KERNEL ? m.grid
+                                 : which == FA_GRID_VALUE_LAYOUT
+                                     ? m.valueLayoutGrid
+                                     : m.kvAppendGrid;
+  return gridOf(
+      m, formulas,
+      [&](std::string_view name) -> std::optional<long long> {
+        for (int i = 0; i < count; ++i)
+          if (name == names[i])
+            return values[i];
+        return std::nullopt;
+      },
+      "faMetadataLaunchGrid: ", grid);
 }
 
 int faQueryGroupFor(long long queries, long long qHeads, long long kvHeads,
@@ -93,14 +194,13 @@ int runValueLayout(FaKernel *k, const void *v, const FaStrides &vStrides,
                    int batch, int kvHeads, int kvLen, void *stream,
                    CUdeviceptr &valueT) {
   const long long d = k->meta.headDim, keys = valueTransposedKeys(k, kvLen);
-  // One thread per 16 keys of columns_per_thread V^T rows, on a 32-bit
-  // grid.
-  const long long threads = (long long)batch * kvHeads * (keys / 16) *
-                            (d / k->meta.valueLayoutColumns);
-  const long long perBlock = k->meta.valueLayoutBlock[0];
-  if ((threads + perBlock - 1) / perBlock > 0x7fffffffLL)
-    return fail("faKernelLaunchE4M3: sizes exceed the V layout kernel's "
-                "32-bit grid");
+  // The grid the lowering wrote (fagpu::valueLayoutGrid); Nk_128: V^T's
+  // keys, Nk rounded up to the metadata's key alignment.
+  unsigned grid[3];
+  if (evaluateGrid(k->meta, k->meta.valueLayoutGrid,
+                   {{"B", batch}, {"Hkv", kvHeads}, {"D", d}, {"Nk_128", keys}},
+                   "faKernelLaunchE4M3: the V layout kernel's ", grid))
+    return 1;
   {
     std::lock_guard<std::mutex> lock(k->countersLock);
     FaKernel::Workspace &space = k->valueWorkspace[stream];
@@ -114,10 +214,10 @@ int runValueLayout(FaKernel *k, const void *v, const FaStrides &vStrides,
             strideN = vStrides.row;
   void *args[] = {&v,      &valueT,  &batch,   &kvHeads,
                   &kvLen,  &strideB, &strideH, &strideN};
-  return check(driver.cuLaunchKernel(
-                   k->layoutFunction,
-                   (unsigned)((threads + perBlock - 1) / perBlock), 1, 1,
-                   (unsigned)perBlock, 1, 1, 0, stream, args, nullptr),
+  return check(driver.cuLaunchKernel(k->layoutFunction, grid[0], grid[1],
+                                     grid[2],
+                                     (unsigned)k->meta.valueLayoutBlock[0], 1,
+                                     1, 0, stream, args, nullptr),
                "cuLaunchKernel(V layout)");
 }
 
@@ -314,8 +414,6 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
     lsePartial = scratch.partials + 4 * (size_t)splits * rows * dv;
     arrivals = scratch.arrivals;
   }
-  unsigned gridX = (unsigned)((qLen + k->meta.blockR - 1) / k->meta.blockR);
-  unsigned gridY = (unsigned)qHeads, gridZ = (unsigned)batch;
   // The wgmma and tcgen05 kernels read q, k, v (and write o, with a TMA
   // store) through TMA tensor maps, passed by value.
   alignas(64) unsigned char maps[4][128];
@@ -375,25 +473,18 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
     }
     counter = it->second;
   }
-  if (k->meta.tileGrid) {
-    unsigned long long tiles =
-        (unsigned long long)gridX * (unsigned)qHeads * (unsigned)batch;
-    if (k->meta.persistent) {
-      int sms = 0;
-      if (currentDeviceSMs(sms))
-        return 1;
-      unsigned long long resident =
-          (unsigned long long)sms * (unsigned long long)k->meta.ctasPerSM;
-      if (resident < tiles)
-        tiles = resident;
-    }
-    if (tiles > 0x7fffffffULL)
-      return fail("faKernelLaunch: too many tiles for one grid (" +
-                  std::to_string(tiles) + ")");
-    gridX = (unsigned)tiles;
-    gridY = (unsigned)splits;
-    gridZ = 1;
-  }
+  // The grid the lowering wrote (fagpu::launchGrid).
+  unsigned grid[3];
+  if (evaluateGrid(k->meta, k->meta.grid,
+                   {{"B", batch},
+                    {"Hq", qHeads},
+                    {"Hkv", kvHeads},
+                    {"Nq", qLen},
+                    {"Nk", kvLen},
+                    {"D", d},
+                    {"kv_splits", splits}},
+                   "faKernelLaunch: ", grid))
+    return 1;
   // One argument per parameter of the metadata, by name: the kernel's ABI
   // (fagpu::kernelParams) is the one description of their order.
   long long oStrideB = strides[3].batch, oStrideH = strides[3].head,
@@ -447,9 +538,10 @@ int launchKernel(FaKernel *k, const void *q, const FaStrides *qStrides,
     args.push_back(arg);
   }
   return check(driver.cuLaunchKernel(
-                   k->function, gridX, gridY, gridZ, (unsigned)k->meta.block[0],
-                   (unsigned)k->meta.block[1], (unsigned)k->meta.block[2],
-                   (unsigned)k->meta.sharedBytes, stream, args.data(), nullptr),
+                   k->function, grid[0], grid[1], grid[2],
+                   (unsigned)k->meta.block[0], (unsigned)k->meta.block[1],
+                   (unsigned)k->meta.block[2], (unsigned)k->meta.sharedBytes,
+                   stream, args.data(), nullptr),
                "cuLaunchKernel");
 }
 
@@ -762,11 +854,13 @@ int faKernelAppendKV(FaKernel *k, const void *kNew,
   if (m.headDim % columns)
     return fail(where + "the head dim must be a multiple of " +
                 std::to_string(columns));
-  const long long threads =
-      (long long)batch * newRows * kvHeads * (m.headDim / columns);
-  const long long perBlock = m.kvAppendBlock[0];
-  if ((threads + perBlock - 1) / perBlock > 0x7fffffffLL)
-    return fail(where + "sizes exceed the append kernel's 32-bit grid");
+  // The grid the lowering wrote (fagpu::kvAppendGrid).
+  unsigned grid[3];
+  if (evaluateGrid(
+          m, m.kvAppendGrid,
+          {{"B", batch}, {"Nnew", newRows}, {"Hkv", kvHeads}, {"D", m.headDim}},
+          where + "the append kernel's ", grid))
+    return 1;
   // Every parameter by name, in the metadata's order.
   int b = batch, rows = newRows, heads = kvHeads, page = (int)m.pageSize,
       pages = maxPages, entries = (int)(m.pageSize ? cacheEntries : 0),
@@ -811,10 +905,9 @@ int faKernelAppendKV(FaKernel *k, const void *kNew,
                   name + "'");
     args.push_back(arg);
   }
-  return check(driver.cuLaunchKernel(
-                   k->appendFunction,
-                   (unsigned)((threads + perBlock - 1) / perBlock), 1, 1,
-                   (unsigned)perBlock, 1, 1, 0, stream, args.data(), nullptr),
+  return check(driver.cuLaunchKernel(k->appendFunction, grid[0], grid[1],
+                                     grid[2], (unsigned)m.kvAppendBlock[0], 1,
+                                     1, 0, stream, args.data(), nullptr),
                "cuLaunchKernel(KV append)");
 }
 

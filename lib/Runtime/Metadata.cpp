@@ -15,6 +15,7 @@
 
 #include "RuntimeImpl.h"
 
+#include "fa/Model/GridFormula.h"
 #include "fa/Model/Positions.h"
 
 #include <algorithm>
@@ -151,11 +152,8 @@ public:
         if (readKvAppend(m))
           return 1;
       } else if (key == "grid") {
-        // The launch grid's formulas (for people and the Python launcher,
-        // which needs them): an object.
-        skipSpace();
-        if (pos >= s.size() || s[pos] != '{' || skipValue(0))
-          return fail("launch metadata: 'grid' must be an object");
+        if (readGrid("'grid'", m.grid))
+          return 1;
       } else if (skipValue(0)) {
         return fail("launch metadata: malformed value of '" + key + "'");
       }
@@ -288,6 +286,44 @@ private:
       block.push_back(v);
     }
     return failed ? 1 : 0;
+  }
+
+  /// A launch grid, `what` in messages: {"x": ..., "y": ..., "z": ...},
+  /// each an integer in [1, 2^31 - 1] (kept as its digits) or a formula
+  /// (a string; validate() checks its grammar and names).
+  int readGrid(const std::string &what, GridFormulas &grid) {
+    if (!eat('{'))
+      return fail("launch metadata: " + what + " must be an object");
+    std::vector<std::string> seen;
+    for (int more = beginMembers('}'); more == 0; more = nextMember('}')) {
+      std::string key;
+      if (readKey(key, seen))
+        return 1;
+      if (key != "x" && key != "y" && key != "z")
+        return fail("launch metadata: " + what +
+                    " has 'x', 'y' and 'z', "
+                    "not '" +
+                    key + "'");
+      std::string &dim = grid[key[0] - 'x'];
+      if (pos < s.size() && s[pos] == '"') {
+        if (readString(dim) || dim.empty())
+          return fail("launch metadata: " + what + "'s '" + key +
+                      "' must be an integer or a formula");
+        continue;
+      }
+      static constexpr IntField kDimension = {"grid", 1, 0x7fffffffLL};
+      long value;
+      if (readInt(kDimension, value))
+        return 1;
+      dim = std::to_string(value);
+    }
+    if (failed)
+      return 1;
+    for (int i = 0; i < 3; ++i)
+      if (grid[i].empty())
+        return fail("launch metadata: " + what + " has no '" +
+                    std::string(1, char('x' + i)) + "'");
+    return 0;
   }
 
   /// JSON's number grammar at the cursor: -?(0|[1-9][0-9]*)(.[0-9]+)?
@@ -577,6 +613,9 @@ private:
                          [&](const std::string &key) -> int {
                            // The two values each key takes: the layout kernels
                            // before and after it.
+                           if (key == "grid")
+                             return readGrid("'value_layout''s grid",
+                                             m.valueLayoutGrid);
                            if (key == "key_alignment")
                              return readEither({"key_alignment", 16, 128},
                                                m.valueLayoutKeyAlign);
@@ -606,6 +645,8 @@ private:
     return readAuxiliary(
         "kv_append", m.kvAppendKernel, m.kvAppendBlock, m.kvAppendParams,
         [&](const std::string &key) -> int {
+          if (key == "grid")
+            return readGrid("'kv_append''s grid", m.kvAppendGrid);
           if (key != "columns_per_thread")
             return -1;
           static constexpr IntField kColumns = {"columns_per_thread", 1, 1024};
@@ -846,6 +887,29 @@ int validate(const Metadata &m) {
     if (names != want)
       return fail("launch metadata: 'kv_append''s parameters must be the "
                   "append kernel's, each once");
+  }
+  // The grids the launchers evaluate: formulas in names they give.
+  const std::pair<const char *, const GridFormulas *> grids[] = {
+      {"'grid'", &m.grid},
+      {"'value_layout''s grid",
+       m.valueLayoutKernel.empty() ? nullptr : &m.valueLayoutGrid},
+      {"'kv_append''s grid", m.hasKvAppend ? &m.kvAppendGrid : nullptr}};
+  for (const auto &[what, grid] : grids) {
+    if (!grid)
+      continue;
+    for (int i = 0; i < 3; ++i) {
+      std::string error;
+      if ((*grid)[i].empty())
+        return fail(std::string("launch metadata: no ") + what);
+      if (!mlir::fa::model::GridFormula::check(
+              (*grid)[i],
+              [](std::string_view name) {
+                return std::find(std::begin(kGridNames), std::end(kGridNames),
+                                 name) != std::end(kGridNames);
+              },
+              error))
+        return fail(std::string("launch metadata: ") + what + ": " + error);
+    }
   }
   return 0;
 }

@@ -13,8 +13,10 @@
 
 #include "fa-c/Runtime.h"
 
+#include <array>
 #include <atomic>
 #include <cstddef>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -103,8 +105,24 @@ int ensureDeviceBytes(CUdeviceptr &ptr, size_t &have, size_t bytes, bool zero,
 // Launch metadata (Metadata.cpp)
 //===----------------------------------------------------------------------===//
 
+/// A launch grid as the metadata gives it ("grid": {"x", "y", "z"}): each
+/// dimension an integer's digits or a formula in the launch's sizes and the
+/// kernel's fields (mlir::fa::model::GridFormula; kGridNames), which the
+/// launchers evaluate (evaluateGrid).
+using GridFormulas = std::array<std::string, 3>;
+
+/// The names a grid formula may use: the launch's sizes, then the kernel's
+/// fields (block_r, block_c, ctas_per_sm), as fagpu::launchGrid,
+/// valueLayoutGrid and kvAppendGrid write them. flashmlir.runtime's
+/// _GRID_NAMES is the same list.
+inline constexpr const char *kGridNames[] = {
+    "B",         "Hq",   "Hkv",    "Nq",      "Nk",      "D",          "SMs",
+    "kv_splits", "Nnew", "Nk_128", "block_r", "block_c", "ctas_per_sm"};
+
 struct Metadata {
   std::string format, kernel, dtype;
+  // The launch grids of the kernel and of its auxiliary kernels.
+  GridFormulas grid, valueLayoutGrid, kvAppendGrid;
   // O's element type: the inputs' for f16/bf16, f16 or bf16 for e4m3.
   std::string outDtype;
   // K's and V's: the inputs' (empty), or e4m3 for an e4m3 KV cache beside
@@ -195,6 +213,15 @@ struct Metadata {
   // default ("arch", "causal", "grid"), as they were given.
   std::vector<std::string> given;
 };
+
+/// Evaluates `grid` for a launch: `sizes` the launch's sizes by name, the
+/// kernel's fields from `m`, SMs (the current device's) where a formula
+/// reads it. Each dimension must come out at least 1 (x at most 2^31 - 1,
+/// y and z at most 65535); `where` starts a failure's message.
+int evaluateGrid(
+    const Metadata &m, const GridFormulas &grid,
+    std::initializer_list<std::pair<const char *, long long>> sizes,
+    const std::string &where, unsigned out[3]);
 
 /// Columns of a row one append thread moves (fagpu::kKVAppendColumnsPerThread:
 /// 16 bytes of a 16-bit row).

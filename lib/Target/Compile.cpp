@@ -212,6 +212,8 @@ struct BuiltKernel {
   /// The parameters of the attention kernel and of the two above, as the
   /// lowering built their signatures (fagpu.params).
   SmallVector<fagpu::KernelParam> params, valueLayoutParams, kvAppendParams;
+  /// The two auxiliary kernels' grids (fagpu.grid).
+  DictionaryAttr valueLayoutGrid, kvAppendGrid;
 };
 } // namespace
 
@@ -246,22 +248,26 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
     return failure();
   built.params = std::move(*params);
   // The auxiliary kernels sit in the attention's gpu.module.
-  auto auxiliary = [&](StringRef name, SmallVector<fagpu::KernelParam> &into) {
-    FailureOr<SmallVector<fagpu::KernelParam>> list = kernelParamsOf(
-        SymbolTable::lookupSymbolIn(kernel->getParentOp(), name));
+  auto auxiliary = [&](StringRef name, SmallVector<fagpu::KernelParam> &into,
+                       DictionaryAttr &grid) {
+    Operation *fn = SymbolTable::lookupSymbolIn(kernel->getParentOp(), name);
+    FailureOr<SmallVector<fagpu::KernelParam>> list = kernelParamsOf(fn);
     if (failed(list))
       return failure();
     into = std::move(*list);
-    return success();
+    grid = fn->getAttrOfType<DictionaryAttr>(fagpu::kGridAttrName);
+    return success(grid != nullptr);
   };
   if (auto layout = kernel->getAttrOfType<StringAttr>("fagpu.value_layout")) {
     built.valueLayout = layout.str();
-    if (failed(auxiliary(built.valueLayout, built.valueLayoutParams)))
+    if (failed(auxiliary(built.valueLayout, built.valueLayoutParams,
+                         built.valueLayoutGrid)))
       return failure();
   }
   if (auto append = kernel->getAttrOfType<StringAttr>("fagpu.kv_append")) {
     built.kvAppend = append.str();
-    if (failed(auxiliary(built.kvAppend, built.kvAppendParams)))
+    if (failed(auxiliary(built.kvAppend, built.kvAppendParams,
+                         built.kvAppendGrid)))
       return failure();
   }
   return built;
@@ -447,37 +453,23 @@ static std::string metadataJson(StringRef kernelName,
     // on the launch's stream before the attention (v_t, a workspace of
     // B * Hkv * D * Nk_128 bytes, Nk_128 = Nk rounded up to the key
     // alignment, 128).
-    std::string keys = "Nk_" + std::to_string(fagpu::kValueLayoutKeyAlign);
     root["value_layout"] = llvm::json::Object{
         {"kernel", built.valueLayout},
         {"block", llvm::json::Array{fagpu::kValueLayoutThreads, 1, 1}},
         {"key_alignment", fagpu::kValueLayoutKeyAlign},
         {"columns_per_thread", fagpu::kValueLayoutColumnsPerThread},
-        {"grid",
-         llvm::json::Object{
-             {"x", "ceil(B * Hkv * (" + keys + " / 16) * (D / " +
-                       std::to_string(fagpu::kValueLayoutColumnsPerThread) +
-                       ") / " + std::to_string(fagpu::kValueLayoutThreads) +
-                       ")"},
-             {"y", 1},
-             {"z", 1}}},
+        {"grid", jsonOf(built.valueLayoutGrid)},
         {"params", paramsJson(built.valueLayoutParams)}};
   }
   if (!built.kvAppend.empty()) {
     // A KV cache: the call's new keys and values written into the cache,
     // and the lengths the attention reads (cache_seqlens + Nnew), by a
     // kernel of the same cubin on the launch's stream before the attention.
-    std::string columns = std::to_string(fagpu::kKVAppendColumnsPerThread);
     root["kv_append"] = llvm::json::Object{
         {"kernel", built.kvAppend},
         {"block", llvm::json::Array{fagpu::kKVAppendThreads, 1, 1}},
         {"columns_per_thread", fagpu::kKVAppendColumnsPerThread},
-        {"grid",
-         llvm::json::Object{
-             {"x", "ceil(B * Nnew * Hkv * (D / " + columns + ") / " +
-                       std::to_string(fagpu::kKVAppendThreads) + ")"},
-             {"y", 1},
-             {"z", 1}}},
+        {"grid", jsonOf(built.kvAppendGrid)},
         {"params", paramsJson(built.kvAppendParams)}};
   }
   std::string out;

@@ -21,6 +21,8 @@ import numbers
 import os
 import threading
 
+from . import grid_formula
+
 __all__ = ["CudaError", "KernelArgumentError", "MetadataError", "Kernel"]
 
 METADATA_FORMAT = "flash-mlir-kernel-1"
@@ -324,6 +326,64 @@ def _check_param(p):
                             f"{p['rank']!r}")
 
 
+# The names a grid formula may use: the launch's sizes, then the kernel's
+# fields (the C runtime's kGridNames).
+_GRID_NAMES = ("B", "Hq", "Hkv", "Nq", "Nk", "D", "SMs", "kv_splits", "Nnew",
+               "Nk_128", "block_r", "block_c", "ctas_per_sm")
+# CUDA's grid: x up to 2^31 - 1, y and z up to 65535.
+_GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def _check_grid(what, grid):
+    """A launch grid of the metadata ({"x", "y", "z"}: integers in [1,
+    2^31 - 1] or formulas over _GRID_NAMES), as the C reader checks it."""
+    if not isinstance(grid, dict):
+        raise MetadataError(f"metadata {what} must be an object, got "
+                            f"{grid!r}")
+    for key in grid:
+        if key not in ("x", "y", "z"):
+            raise MetadataError(f"metadata {what} has 'x', 'y' and 'z', not "
+                                f"{key!r}")
+    for key in ("x", "y", "z"):
+        if key not in grid:
+            raise MetadataError(f"metadata {what} has no {key!r}")
+        dim = grid[key]
+        if _is_int(dim):
+            if not 1 <= dim <= 2**31 - 1:
+                raise MetadataError(f"metadata {what}'s {key!r} must be in "
+                                    f"[1, 2147483647], got {dim}")
+            continue
+        if not isinstance(dim, str) or not dim:
+            raise MetadataError(f"metadata {what}'s {key!r} must be an "
+                                f"integer or a formula, got {dim!r}")
+        try:
+            grid_formula.check(dim, _GRID_NAMES)
+        except grid_formula.GridFormulaError as e:
+            raise MetadataError(f"metadata {what}: {e}") from None
+
+
+def _evaluate_grid(meta, grid, sizes, where):
+    """A launch's grid: `grid`'s formulas evaluated with the launch's
+    `sizes` (a dict by name) and the kernel's fields, each dimension in
+    CUDA's range (the C launchers' evaluateGrid)."""
+    names = dict(sizes)
+    names.update(block_r=meta.get("block_r"), block_c=meta.get("block_c"),
+                 ctas_per_sm=meta.get("ctas_per_sm", 1))
+    names = {k: v for k, v in names.items() if v is not None}
+    out = []
+    for key, limit in zip(("x", "y", "z"), _GRID_LIMITS):
+        try:
+            value = grid_formula.evaluate(grid[key], names)
+        except grid_formula.GridFormulaError as e:
+            raise KernelArgumentError(f"{where}{e}") from None
+        if not 1 <= value <= limit:
+            raise KernelArgumentError(
+                f"{where}grid {key} = {grid[key]} is {value} for these sizes,"
+                f" outside CUDA's [1, {limit}]")
+        out.append(value)
+    return tuple(out)
+
+
 def _check_params(what, params):
     """A 'params' list: returns its names and the tensor maps' rank (0:
     none given). "rank" on any parameter counts, one for all, as in the C
@@ -365,6 +425,8 @@ def _check_value_layout(layout):
     if not _is_int(columns) or columns not in (1, 16):
         raise MetadataError(f"value_layout's columns_per_thread must be 1 or "
                             f"16, got {columns!r}")
+    if kernel or "grid" in layout:
+        _check_grid("'value_layout''s grid", layout.get("grid"))
     return kernel
 
 
@@ -392,6 +454,7 @@ def _check_kv_append(append, meta):
     if not _is_int(columns) or columns != _KV_APPEND_COLUMNS:
         raise MetadataError(f"kv_append's columns_per_thread must be "
                             f"{_KV_APPEND_COLUMNS}, got {columns!r}")
+    _check_grid("'kv_append''s grid", append.get("grid"))
     names, _ = _check_params("kv_append's 'params'", append.get("params"))
     e4m3_cache = meta.get("kv_dtype") == "e4m3" and meta["dtype"] != "e4m3"
     want = _kv_append_params(e4m3_cache)
@@ -443,9 +506,7 @@ def _check_metadata(meta):
             not (softcap == 0 or 2.0 ** -64 <= softcap <= 2.0 ** 24):
         raise MetadataError(f"metadata 'softcap' must be 0 or a number in "
                             f"[2^-64, 2^24], got {softcap!r}")
-    if not isinstance(meta["grid"], dict):
-        raise MetadataError(f"metadata 'grid' must be an object, got "
-                            f"{meta['grid']!r}")
+    _check_grid("'grid'", meta["grid"])
     names, rank = _check_params("metadata 'params'", meta["params"])
     params = meta["params"]
     layout_kernel = _check_value_layout(meta["value_layout"]) \
@@ -1337,17 +1398,17 @@ class Kernel:
                 self._plans[key] = plan
         return plan
 
-    def grid(self, b, hq, nq, sm_count=None, kv_splits=1):
-        tiles = math.ceil(nq / self.meta["block_r"])
-        if self.meta.get("tile_grid"):
-            # One CTA per (query block, head) tile (times the K/V chunks of
-            # split-KV); a persistent kernel strides over them with as many
-            # CTAs as stay resident (ctas_per_sm per SM).
-            tiles *= hq * b
-            if self.meta.get("persistent") and sm_count:
-                tiles = min(tiles, sm_count * self.meta.get("ctas_per_sm", 1))
-            return (tiles, kv_splits if self.meta.get("split_kv") else 1, 1)
-        return (tiles, hq, b)
+    def grid(self, b, hq, nq, sm_count=None, kv_splits=1, **sizes):
+        """The launch grid the lowering wrote (the metadata's "grid",
+        fagpu::launchGrid) for B `b`, Hq `hq` and Nq `nq` rows, on
+        `sm_count` SMs (needed where the grid reads SMs: a persistent
+        kernel's), with `kv_splits` chunks and any other sizes by name
+        (Hkv=, Nk=, D=)."""
+        names = dict(B=b, Hq=hq, Nq=nq, kv_splits=kv_splits, **sizes)
+        if sm_count:
+            names["SMs"] = sm_count
+        return _evaluate_grid(self.meta, self.meta["grid"], names,
+                              f"{self.name}: ")
 
     def kv_splits_for(self, b, hq, nq, nk, sm_count, dram_gbps,
                       num_splits=None):
@@ -1403,10 +1464,11 @@ class Kernel:
         import torch
         dims, strides = self._check(q, k, v, out, lse)
         b, _, hkv, _, nk, d = dims
-        # The layout kernel's grid: one thread per 16 keys of a V^T row.
-        if b * hkv * (self._value_keys(nk) // 16) * d >= 2**31 * 128:
-            raise KernelArgumentError(
-                "sizes exceed the V layout kernel's 32-bit grid")
+        # The layout kernel's grid (fagpu::valueLayoutGrid) within CUDA's.
+        _evaluate_grid(self.meta, self.meta["value_layout"]["grid"],
+                       {"B": b, "Hkv": hkv, "D": d,
+                        "Nk_128": self._value_keys(nk)},
+                       f"{self.name}: the V layout kernel's ")
         for name, x in zip(("q_descale", "k_descale", "v_descale"), descales):
             if x is None:
                 raise KernelArgumentError(
@@ -1586,13 +1648,15 @@ class Kernel:
                 "params", [{"name": n} for n in _VALUE_LAYOUT_PARAMS]),
             values)
         threads = self.meta["value_layout"]["block"][0]
-        # One thread per 16 keys of columns_per_thread V^T rows (1 where
-        # the metadata predates the key).
-        columns = self.meta["value_layout"].get("columns_per_thread", 1)
-        blocks = -(-(b * hkv * (keys // 16) * (d // columns)) // threads)
+        # The grid the lowering wrote (fagpu::valueLayoutGrid); Nk_128:
+        # V^T's keys, Nk rounded up to the key alignment.
+        gx, gy, gz = _evaluate_grid(
+            self.meta, self.meta["value_layout"]["grid"],
+            {"B": b, "Hkv": hkv, "D": d, "Nk_128": keys},
+            f"{self.name}: the V layout kernel's ")
         drv = _get_driver()
         drv.check(drv.lib.cuLaunchKernel(
-            self._layout_function(device_index), blocks, 1, 1, threads, 1, 1,
+            self._layout_function(device_index), gx, gy, gz, threads, 1, 1,
             0, ctypes.c_void_p(stream), params, None),
             "cuLaunchKernel(V layout)")
         return v_t
@@ -2035,8 +2099,10 @@ class _AppendPlan:
         self.batch = b
         threads = append["block"][0]
         self.block = threads
-        self.grid = -(-(b * n_new * hkv * (d // append["columns_per_thread"]))
-                      // threads)
+        # The grid the lowering wrote (fagpu::kvAppendGrid).
+        self.grid = _evaluate_grid(kernel.meta, append["grid"],
+                                   {"B": b, "Nnew": n_new, "Hkv": hkv, "D": d},
+                                   f"{kernel.name}: the append kernel's ")
         # 16-bit caches take 16-byte stores, e4m3 ones 8-byte stores.
         self.cache_alignment = k_cache.element_size() * \
             append["columns_per_thread"]
@@ -2091,7 +2157,7 @@ class _AppendPlan:
                 t = tensors[i]
                 cell.value = 0 if t is None else t.data_ptr()
             drv.check(drv.lib.cuLaunchKernel(
-                self.kernel._append_function(device_index), self.grid, 1, 1,
+                self.kernel._append_function(device_index), *self.grid,
                 self.block, 1, 1, 0, ctypes.c_void_p(stream), self._params,
                 None), "cuLaunchKernel(KV append)")
         return seen

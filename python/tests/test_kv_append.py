@@ -171,7 +171,7 @@ def test_append_plan_binds_shapes_and_strides(build_dir, tmp_path, flashmlir,
     assert plan.scalars["k_new_stride_n"] == 8 * 128
     assert plan.scalars["v_cache_stride_b"] == cache.stride(0)
     assert plan.scalars["v_cache_stride_h"] == 128
-    assert plan.grid == -(-(3 * 2 * 8 * 16) // 256) and plan.block == 256
+    assert plan.grid == (-(-(3 * 2 * 8 * 16) // 256), 1, 1) and plan.block == 256
     assert plan.cache_alignment == 16
 
 

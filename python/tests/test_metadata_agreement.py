@@ -98,6 +98,10 @@ def delp(name, key):
     return lambda m: m["params"][_index(m, name)].pop(key)
 
 
+def setg(key, value):
+    return lambda m: m["grid"].__setitem__(key, value)
+
+
 def setl(key, value):
     return lambda m: m["value_layout"].__setitem__(key, value)
 
@@ -138,6 +142,21 @@ COMMON = [
     ("arch 90", setk("arch", 90)),
     ("missing grid", delk("grid")),
     ('grid "x"', setk("grid", "x")),
+    # The grid's formulas, which both launchers evaluate.
+    ("grid x unbalanced", setg("x", "ceil(Nq / block_r")),
+    ("grid x an unknown name", setg("x", "ceil(Nq / block_r) * heads")),
+    ("grid x a Python operator", setg("x", "2 ** 3")),
+    ("grid x nested 40 deep", setg("x", "(" * 40 + "1" + ")" * 40)),
+    ("grid x 2^70", setg("x", str(2**70))),
+    ('grid x ""', setg("x", "")),
+    ("grid x 0", setg("x", 0)),
+    ("grid x -1", setg("x", -1)),
+    ("grid y 2^31", setg("y", 2**31)),
+    ("grid z 1.5", setg("z", 1.5)),
+    ("grid z true", setg("z", True)),
+    ("grid z null", setg("z", None)),
+    ("grid z missing", lambda m: m["grid"].pop("z")),
+    ("grid w 1", setg("w", 1)),
     ("missing causal", delk("causal")),
     ("missing kernel", delk("kernel")),
     ("missing dtype", delk("dtype")),
@@ -276,6 +295,10 @@ PER_BASE = {
         ('value_layout kernel ""', setl("kernel", "")),
         ("value_layout kernel 5", setl("kernel", 5)),
         ("value_layout missing", delk("value_layout")),
+        ("value_layout grid missing", lambda m: m["value_layout"].pop("grid")),
+        ("value_layout grid x unknown name",
+         lambda m: m["value_layout"]["grid"].__setitem__("x", "Nk_16 * B")),
+        ('value_layout grid "x"', setl("grid", "x")),
         ("v_t box missing", delp("v_t", "box")),
         ('out_dtype "f32"', setk("out_dtype", "f32")),
         ('out_dtype "e4m3"', setk("out_dtype", "e4m3")),
@@ -294,6 +317,11 @@ PER_BASE = {
         ('kv_lengths "true"', setk("kv_lengths", "true")),
         ("kv_lengths false (parameter kept)", setk("kv_lengths", False)),
         ("ranks 3", _all_maps(rank=3)),
+        ("kv_append grid missing", lambda m: m["kv_append"].pop("grid")),
+        ("kv_append grid x unknown name",
+         lambda m: m["kv_append"]["grid"].__setitem__("x", "Nnew * rows")),
+        ("kv_append grid y 0",
+         lambda m: m["kv_append"]["grid"].__setitem__("y", 0)),
     ],
     "split": [
         ('split_kv "true"', setk("split_kv", "true")),

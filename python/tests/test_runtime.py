@@ -88,8 +88,12 @@ def test_loads_fa_compile_output(compiled):
     assert [p["name"] for p in k.meta["params"][-4:]] == [
         "B", "o_stride_b", "o_stride_h", "o_stride_n"]
     assert k.strided and k.meta["params"][0]["rank"] == 4
-    assert k.grid(2, 8, 1000) == (6 * 8 * 2, 1, 1)
+    # The grid the lowering wrote, evaluated: a persistent grid reads the
+    # SM count, which a launch must give.
     assert k.grid(2, 8, 1000, sm_count=132) == (96, 1, 1)
+    assert k.grid(4, 8, 1000, sm_count=132) == (132, 1, 1)
+    with pytest.raises(KernelArgumentError, match="no value for 'SMs'"):
+        k.grid(2, 8, 1000)
     assert k.check_arguments(*qkv()) == (2, 8, 2, 100, 300, 64)
 
 
@@ -97,6 +101,7 @@ def test_persistent_grid_is_capped(compiled):
     import json
     meta = json.load(open(compiled + ".json"))
     meta["persistent"] = True
+    meta["grid"]["x"] = "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)"
     k = Kernel(ELF_HEADER, meta)
     assert k.grid(2, 8, 1000, sm_count=132) == (96, 1, 1)
     assert k.grid(4, 8, 1000, sm_count=132) == (132, 1, 1)

@@ -9,7 +9,8 @@
  * up to scale_log2 (without its closing bracket). */
 #define META_HEAD                                                              \
   "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": \"x\", "                  \
-  "\"arch\": \"sm_90a\", \"causal\": false, \"grid\": {\"x\": 1}, "         \
+  "\"arch\": \"sm_90a\", \"causal\": false, \"grid\": {\"x\": 1, \"y\": 1, "   \
+  "\"z\": 1}, "                                                                \
   "\"dtype\": \"f16\", \"head_dim\": 64, "
 #define LAUNCHER_PARAMS                                                        \
   "\"params\": [{\"name\": \"q\"}, {\"name\": \"k\"}, {\"name\": \"v\"}, "     \
@@ -215,8 +216,8 @@ int main(int argc, char **argv) {
        "\"dtype\": \"f16\", \"head_dim\": 4294967360}"},
       {"negative shared memory",
        META_HEAD "\"block_r\": 64, \"shared_memory_bytes\": -1}"},
-      {"shared memory past int", META_HEAD
-       "\"block_r\": 64, \"shared_memory_bytes\": 2147483648}"},
+      {"shared memory past int",
+       META_HEAD "\"block_r\": 64, \"shared_memory_bytes\": 2147483648}"},
       {"too many threads", BODY("\"block\": [1024, 2, 1], ")},
       {"four block dims", BODY("\"block\": [128, 1, 1, 1], ")},
       {"duplicate key", BODY(BLOCK "\"block_r\": 128, ")},
@@ -244,10 +245,12 @@ int main(int argc, char **argv) {
                   "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], ")},
       {"a number past a double", BODY(BLOCK "\"note\": 1e999, ")},
       /* What the Python launcher reads: given, of its type. */
-      {"no arch", "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": \"x\", "
-                  "\"causal\": false, \"grid\": {}, \"dtype\": \"f16\", "
-                  "\"head_dim\": 64, \"block_r\": 64, "
-                  "\"shared_memory_bytes\": 0, " BLOCK LAUNCHER_PARAMS "]}"},
+      {"no arch",
+       "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": \"x\", "
+       "\"causal\": false, \"grid\": {\"x\": 1, \"y\": 1, \"z\": 1}, "
+       "\"dtype\": \"f16\", "
+       "\"head_dim\": 64, \"block_r\": 64, "
+       "\"shared_memory_bytes\": 0, " BLOCK LAUNCHER_PARAMS "]}"},
       {"grid as text", "{\"format\": \"flash-mlir-kernel-1\", \"kernel\": "
                        "\"x\", \"arch\": \"sm_80\", \"causal\": false, "
                        "\"grid\": \"x\"}"},

@@ -43,6 +43,7 @@ public:
         fagpu::kvAppendParams(bf16 ? "bf16" : "f16", e4m3Cache);
     LLVM::LLVMFuncOp fn =
         declareKernel(b, loc, module, name, fagpu::kKVAppendThreads, 1, abi);
+    fn->setAttr(fagpu::kGridAttrName, fagpu::kvAppendGrid(b.getContext()));
     auto arg = [&](StringRef param) { return kernelArgument(fn, abi, param); };
     constexpr int64_t columns = fagpu::kKVAppendColumnsPerThread;
     Value chunks = c64(headDim / columns);

@@ -40,6 +40,7 @@ public:
     SmallVector<fagpu::KernelParam> abi = fagpu::valueLayoutParams();
     LLVM::LLVMFuncOp fn = declareKernel(b, loc, module, name,
                                         fagpu::kValueLayoutThreads, 1, abi);
+    fn->setAttr(fagpu::kGridAttrName, fagpu::valueLayoutGrid(b.getContext()));
     auto arg = [&](StringRef param) { return kernelArgument(fn, abi, param); };
     Value v = arg("v"), vt = arg("v_t"), nk = ext64(arg("Nk"));
     constexpr int64_t block = fagpu::kValueLayoutColumnsPerThread;

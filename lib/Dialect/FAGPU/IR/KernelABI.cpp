@@ -372,27 +372,47 @@ FailureOr<SmallVector<KernelParam>> mlir::fagpu::paramsOf(ArrayAttr attr) {
   return params;
 }
 
+/// A grid of formulas {x, y, z} (include/fa/Model/GridFormula.h's grammar;
+/// an Attribute each: a string or an integer).
+static DictionaryAttr gridOf(Builder &b, Attribute x, Attribute y,
+                             Attribute z) {
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("x", x), b.getNamedAttr("y", y), b.getNamedAttr("z", z)});
+}
+
 DictionaryAttr mlir::fagpu::launchGrid(MLIRContext *ctx, Target target,
                                        ScheduleAttr schedule) {
   Builder b(ctx);
-  auto named = [&](StringRef name, Attribute value) {
-    return b.getNamedAttr(name, value);
-  };
-  if (target == Target::sm_80) {
-    Attribute x = b.getDictionaryAttr(
-        {named("ceil_div", b.getStringAttr("Nq")),
-         named("by", b.getI64IntegerAttr(schedule.getBlockR()))});
-    return b.getDictionaryAttr({named("x", x),
-                                named("y", b.getStringAttr("Hq")),
-                                named("z", b.getStringAttr("B"))});
-  }
+  if (target == Target::sm_80)
+    return gridOf(b, b.getStringAttr("ceil(Nq / block_r)"),
+                  b.getStringAttr("Hq"), b.getStringAttr("B"));
   StringRef tiles = schedule.isPersistent()
                         ? "min(ceil(Nq / block_r) * Hq * B, SMs * ctas_per_sm)"
                         : "ceil(Nq / block_r) * Hq * B";
   Attribute chunks = schedule.isSplitKV()
                          ? Attribute(b.getStringAttr("kv_splits"))
                          : Attribute(b.getI64IntegerAttr(1));
-  return b.getDictionaryAttr({named("x", b.getStringAttr(tiles)),
-                              named("y", chunks),
-                              named("z", b.getI64IntegerAttr(1))});
+  return gridOf(b, b.getStringAttr(tiles), chunks, b.getI64IntegerAttr(1));
+}
+
+DictionaryAttr mlir::fagpu::valueLayoutGrid(MLIRContext *ctx) {
+  // One thread per 16 keys of kValueLayoutColumnsPerThread V^T rows.
+  Builder b(ctx);
+  std::string keys = "Nk_" + std::to_string(kValueLayoutKeyAlign);
+  std::string x = "ceil(B * Hkv * (" + keys + " / 16) * (D / " +
+                  std::to_string(kValueLayoutColumnsPerThread) + ") / " +
+                  std::to_string(kValueLayoutThreads) + ")";
+  return gridOf(b, b.getStringAttr(x), b.getI64IntegerAttr(1),
+                b.getI64IntegerAttr(1));
+}
+
+DictionaryAttr mlir::fagpu::kvAppendGrid(MLIRContext *ctx) {
+  // One thread per (sequence, new row, head, kKVAppendColumnsPerThread
+  // columns).
+  Builder b(ctx);
+  std::string x = "ceil(B * Nnew * Hkv * (D / " +
+                  std::to_string(kKVAppendColumnsPerThread) + ") / " +
+                  std::to_string(kKVAppendThreads) + ")";
+  return gridOf(b, b.getStringAttr(x), b.getI64IntegerAttr(1),
+                b.getI64IntegerAttr(1));
 }

@@ -13,6 +13,8 @@
 // CHECK: gpu.launch_func @fa_kernels::@fa2_sm80_d64_br128_bc64_f16 {{.*}} threads in (%c128{{.*}}) dynamic_shared_memory_size %c49152_i32
 // CHECK: llvm.mlir.global external @fa_smem() {addr_space = 3 : i32, alignment = 16 : i64}
 // CHECK: llvm.func @fa2_sm80_d64_br128_bc64_f16(
+// A CTA per (query block, head, batch) on x, y, z (fagpu::launchGrid).
+// CHECK-SAME: fagpu.grid = {x = "ceil(Nq / block_r)", y = "Hq", z = "B"}
 // CHECK: %[[QT:.*]] = fagpu.shared_tile offset 0 : <128x64xf16, row_major>
 // CHECK: %[[KV:.*]] = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 16384 : i64} : <stages = 2, buffers = 2, 64x64xf16, row_major>
 // CHECK: fagpu.copy_async %{{.*}}[%{{.*}}] bound %arg5 into %[[QT]] threads 128

@@ -27,6 +27,9 @@
 // CHECK: gpu.launch_func async [%[[T1]]] @fa_kernels::@fa3_sm90_d128_br128_bc128_s3_e4m3_bf16_causal_persistent_q2_stg_cr0_ps256
 // CHECK: gpu.dealloc async {{.*}} %[[VT]]
 // CHECK: llvm.func @fa_e4m3_v_layout_d128(
+// Its grid, which the runtimes evaluate (fagpu::valueLayoutGrid): a thread
+// a 16-key group of 16 V^T rows, 256 a CTA.
+// CHECK-SAME: fagpu.grid = {x = "ceil(B * Hkv * (Nk_128 / 16) * (D / 16) / 256)", y = 1 : i64, z = 1 : i64}
 // A V^T row's 16-key groups: 8 for every 128 keys, ceil(Nk / 128) times.
 // CHECK: %[[NK:.*]] = arith.extui %arg4 : i32 to i64
 // CHECK: %[[UP:.*]] = arith.addi %[[NK]], %c127_i64 : i64

@@ -10,6 +10,9 @@
 // CHECK-LABEL: llvm.func @fa3_sm90_d128_br128_bc128_s3_f16_kvlens_paged64
 // CHECK-SAME: fagpu.kv_append = "fa_kv_append_d128_f16"
 // CHECK-LABEL: llvm.func @fa_kv_append_d128_f16(
+// Its grid, which the runtimes evaluate (fagpu::kvAppendGrid): a thread a
+// (sequence, new row, head, 8 columns), 256 a CTA.
+// CHECK-SAME: fagpu.grid = {x = "ceil(B * Nnew * Hkv * (D / 8) / 256)", y = 1 : i64, z = 1 : i64}
 // CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>
 // CHECK: %[[CHUNK:.*]] = arith.remui %{{.*}}, %c16_i64
 // CHECK: %[[LENGTH:.*]] = llvm.load

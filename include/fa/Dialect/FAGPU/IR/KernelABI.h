@@ -210,13 +210,20 @@ FailureOr<SmallVector<KernelParam>> paramsOf(ArrayAttr attr);
 /// The attribute that carries a built kernel's launch grid (launchGrid).
 inline constexpr StringLiteral kGridAttrName = "fagpu.grid";
 /// The launch grid of a kernel of `target` built for `schedule`, as the
-/// launch metadata writes it ({x, y, z}: numbers, names of launch sizes, or
-/// formulas in them): the TMA-fed kernels (sm_90a, sm_100a) run one CTA per
-/// (query block, head, batch) tile -- a persistent grid at most
-/// SMs * ctas_per_sm of them -- by kv_splits chunks with split-KV; the
-/// mma.sync kernel runs a CTA per (query block, head, batch) on x, y, z.
+/// launch metadata writes it and the runtimes evaluate it ({x, y, z}:
+/// integers or formulas in the launch's sizes and the kernel's fields, the
+/// grammar of include/fa/Model/GridFormula.h): the TMA-fed kernels (sm_90a,
+/// sm_100a) run one CTA per (query block, head, batch) tile -- a persistent
+/// grid at most SMs * ctas_per_sm of them -- by kv_splits chunks with
+/// split-KV; the mma.sync kernel runs a CTA per (query block, head, batch)
+/// on x, y, z.
 DictionaryAttr launchGrid(MLIRContext *ctx, Target target,
                           ScheduleAttr schedule);
+/// The V layout kernel's grid (valueLayoutParams), in B, Hkv, D and Nk_128
+/// (Nk rounded up to kValueLayoutKeyAlign).
+DictionaryAttr valueLayoutGrid(MLIRContext *ctx);
+/// The append kernel's grid (kvAppendParams), in B, Nnew, Hkv and D.
+DictionaryAttr kvAppendGrid(MLIRContext *ctx);
 
 /// The swizzle of an e4m3 kernel's V^T tile [D, B_c]: its rows are B_c
 /// bytes, cut into column blocks of the widest swizzle span (128, 64 or 32
