@@ -13,7 +13,9 @@ Arithmetic is exact (rationals); ceil rounds up; a dimension must come out
 a whole number. Failures raise GridFormulaError: a syntax error, a name
 without a value (an unknown one, where checked), nesting deeper than 32, a
 division by zero, a value whose magnitude passes 2^62, a result that is
-not a whole number."""
+not a whole number. A formula is parsed once (cached) into a tree of
+closures that a launch evaluates on its sizes."""
+import functools
 from fractions import Fraction
 
 _LIMIT = 1 << 62
@@ -25,10 +27,14 @@ class GridFormulaError(ValueError):
 
 
 class _Parser:
-    def __init__(self, text, lookup, check_only):
-        self.text, self.lookup, self.check_only = text, lookup, check_only
+    """Parses a formula into (closure, names): closure(sizes, fail) gives
+    its value (an int, or a Fraction where a division is not exact)."""
+
+    def __init__(self, text):
+        self.text = text
         self.pos = 0
         self.depth = 0
+        self.names = set()
 
     def fail(self, why):
         raise GridFormulaError(f"grid formula '{self.text}': {why}")
@@ -44,27 +50,13 @@ class _Parser:
             return True
         return False
 
-    def make(self, value):
-        if abs(value.numerator) > _LIMIT or value.denominator > _LIMIT:
-            if self.check_only:
-                return Fraction(0)
-            self.fail("a value passes 2^62")
-        return value
-
-    def divide(self, a, b):
-        if b == 0:
-            if self.check_only:
-                return Fraction(0)
-            self.fail("division by zero")
-        return self.make(a / b)
-
     def expr(self):
         left = self.term()
         while True:
             if self.accept("+"):
-                left = self.make(left + self.term())
+                left = _binary(left, self.term(), lambda a, b, fail: a + b)
             elif self.accept("-"):
-                left = self.make(left - self.term())
+                left = _binary(left, self.term(), lambda a, b, fail: a - b)
             else:
                 return left
 
@@ -72,9 +64,9 @@ class _Parser:
         left = self.factor()
         while True:
             if self.accept("*"):
-                left = self.make(left * self.factor())
+                left = _binary(left, self.factor(), lambda a, b, fail: a * b)
             elif self.accept("/"):
-                left = self.divide(left, self.factor())
+                left = _binary(left, self.factor(), _divide)
             else:
                 return left
 
@@ -100,7 +92,7 @@ class _Parser:
                 if value > (_LIMIT - digit) // 10:
                     self.fail("a value passes 2^62")
                 value = value * 10 + digit
-            return Fraction(value)
+            return lambda sizes, fail: value
         if self.accept("("):
             inner = self.expr()
             if not self.accept(")"):
@@ -118,44 +110,80 @@ class _Parser:
                 self.fail(f"'(' expected after {name}")
             first = self.expr()
             if name == "ceil":
-                # math.ceil of an exact rational.
-                result = self.make(Fraction(-(-first.numerator //
-                                              first.denominator)))
+                result = _unary(first, lambda a: -(-a.numerator //
+                                                   a.denominator))
             else:
                 if not self.accept(","):
                     self.fail(f"',' expected in {name}")
                 second = self.expr()
-                result = min(first, second) if name == "min" \
-                    else max(first, second)
+                pick = min if name == "min" else max
+                result = _binary(first, second, lambda a, b, fail: pick(a, b))
             if not self.accept(")"):
                 self.fail(f"')' expected after {name}'s argument")
             return result
-        value = self.lookup(name)
-        if value is None:
-            self.fail(f"unknown name '{name}'" if self.check_only
-                      else f"no value for '{name}'")
-        if abs(value) > _LIMIT:
-            self.fail(f"the value of '{name}' passes 2^62")
-        return Fraction(value)
+        self.names.add(name)
+
+        def lookup(sizes, fail):
+            value = sizes.get(name)
+            if value is None:
+                fail(f"no value for '{name}'")
+            if abs(value) > _LIMIT:
+                fail(f"the value of '{name}' passes 2^62")
+            return value
+        return lookup
 
 
-def _run(text, lookup, check_only):
-    parser = _Parser(text, lookup, check_only)
-    value = parser.expr()
+def _checked(value, fail):
+    if abs(value) > _LIMIT or (type(value) is Fraction and
+                               value.denominator > _LIMIT):
+        fail("a value passes 2^62")
+    return value
+
+
+def _binary(left, right, op):
+    return lambda sizes, fail: _checked(
+        op(left(sizes, fail), right(sizes, fail), fail), fail)
+
+
+def _unary(inner, op):
+    return lambda sizes, fail: _checked(op(inner(sizes, fail)), fail)
+
+
+def _divide(a, b, fail):
+    if b == 0:
+        fail("division by zero")
+    if type(a) is int and type(b) is int:
+        return a // b if a % b == 0 else Fraction(a, b)
+    return Fraction(a) / b
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(text):
+    parser = _Parser(text)
+    tree = parser.expr()
     if parser.skip_space() != len(text):
         parser.fail(f"unexpected '{text[parser.pos]}'")
-    if value.denominator != 1 and not check_only:
-        raise GridFormulaError(f"the grid formula '{text}' is not a whole "
-                               f"number")
-    return int(value)
+    return tree, frozenset(parser.names)
 
 
 def evaluate(formula, names):
     """The value of a grid dimension: an int as it is, a formula evaluated
     with `names` (a dict of the sizes and the kernel's fields)."""
-    if isinstance(formula, int) and not isinstance(formula, bool):
+    if type(formula) is int:
         return formula
-    return _run(formula, names.get, False)
+    if not isinstance(formula, str):
+        raise GridFormulaError(f"a grid dimension must be an integer or a "
+                               f"formula, got {formula!r}")
+
+    def fail(why):
+        raise GridFormulaError(f"grid formula '{formula}': {why}")
+    value = _compile(formula)[0](names, fail)
+    if type(value) is not int:
+        if value.denominator != 1:
+            raise GridFormulaError(f"the grid formula '{formula}' is not a "
+                                   f"whole number")
+        value = int(value)
+    return value
 
 
 def check(formula, known):
@@ -167,4 +195,8 @@ def check(formula, known):
     if not isinstance(formula, str):
         raise GridFormulaError(f"a grid dimension must be an integer or a "
                                f"formula, got {formula!r}")
-    _run(formula, lambda name: 1 if name in known else None, True)
+    _, names = _compile(formula)
+    for name in sorted(names):
+        if name not in known:
+            raise GridFormulaError(f"grid formula '{formula}': unknown name "
+                                   f"'{name}'")
