@@ -614,6 +614,14 @@ FailureOr<CompiledKernel>
 mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   MLIRContext &context = *module.getContext();
   Location loc = module.getLoc();
+  // A refusal names the op's location; the op itself, printed in generic
+  // form mid-pipeline (operands as <<UNKNOWN SSA VALUE>>), tells a user of
+  // fa-compile, compile() or the C API nothing more. The caller's setting
+  // comes back on return.
+  bool printedOp = context.shouldPrintOpOnDiagnostic();
+  context.printOpOnDiagnostic(false);
+  auto restore =
+      llvm::make_scope_exit([&] { context.printOpOnDiagnostic(printedOp); });
   // Regions that spell a built-in (the causal mask, a softcap) are the
   // built-in from here on: the options, the heuristics and the launch
   // metadata below read the attributes.
