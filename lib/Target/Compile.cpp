@@ -68,11 +68,11 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   // V and O: Dv columns.
   std::string dv = std::to_string(
       options.valueHeadDim ? options.valueHeadDim : options.headDim);
-  bool fp8 = options.dtype == "e4m3";
-  std::string elt = fp8 ? "f8E4M3FN" : options.dtype;
+  bool fp8 = options.dtype == fagpu::ElementType::E4M3;
+  std::string elt = fp8 ? "f8E4M3FN" : fagpu::choiceName(options.dtype).str();
   std::string t = "memref<?x?x?x" + d + "x" + elt + ">";
   // An e4m3 KV cache beside a 16-bit Q: K and V of e4m3 codes.
-  bool fp8Cache = options.kvDtype == "e4m3" && !fp8;
+  bool fp8Cache = options.kvDtype == fagpu::ElementType::E4M3 && !fp8;
   std::string kvElt = fp8Cache ? "f8E4M3FN" : elt;
   // e4m3: O in f16/bf16, and the three per-tensor descales.
   std::string ot = "memref<?x?x?x" + dv + "x" +
@@ -153,9 +153,10 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
 /// O's element type: the inputs' for f16/bf16, f16 or bf16 (default) for
 /// e4m3.
 std::string mlir::fa::outputDtype(const KernelOptions &options) {
-  if (options.dtype != "e4m3")
-    return options.dtype;
-  return options.outDtype.empty() ? "bf16" : options.outDtype;
+  if (options.dtype != fagpu::ElementType::E4M3)
+    return fagpu::choiceName(options.dtype).str();
+  return fagpu::choiceName(options.outDtype.value_or(fagpu::ElementType::BF16))
+      .str();
 }
 
 static FailureOr<std::string> findPtxas(const KernelOptions &options) {
@@ -393,8 +394,8 @@ static std::string metadataJson(StringRef kernelName,
       {"head_dim", options.headDim},
       {"value_head_dim",
        options.valueHeadDim ? options.valueHeadDim : options.headDim},
-      {"dtype", options.dtype},
-      {"kv_dtype", options.kvDtype.empty() ? options.dtype : options.kvDtype},
+      {"dtype", fagpu::choiceName(options.dtype)},
+      {"kv_dtype", fagpu::choiceName(options.kvDtype.value_or(options.dtype))},
       {"out_dtype", outputDtype(options)},
       {"causal", options.causal},
       {"bottom_right", options.bottomRight},
@@ -481,7 +482,9 @@ static std::string metadataJson(StringRef kernelName,
 static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   // Asked for by name on a kernel whose P is not e4m3: refused, not
   // silently ignored (the pass leaves such kernels alone).
-  if (options.rowSumMma == fagpu::Switch::On && options.dtype != "e4m3")
+  using fagpu::ElementType;
+  if (options.rowSumMma == fagpu::Switch::On &&
+      options.dtype != ElementType::E4M3)
     return emitError(loc) << "fa-compile: --row-sum-mma on sums an e4m3 P "
                              "on the tensor cores: it needs --dtype e4m3";
   if (options.rowSumMma == fagpu::Switch::On && options.lse)
@@ -489,37 +492,30 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
                           << fagpu::kRowSumMmaLseWhy;
   // e4m3 ("e4m3" from the tools, f8E4M3FN from a module): refused with the
   // reason, never compiled as an f16 kernel.
-  if (std::optional<StringRef> elt = mlirElementTypeName(options.dtype))
+  StringRef dtype = fagpu::choiceName(options.dtype);
+  if (std::optional<StringRef> elt = mlirElementTypeName(dtype))
     if (std::optional<std::string> why =
             checkTargetElementType(fagpu::stringifyTarget(options.arch), *elt))
       return emitError(loc) << "fa-compile: " << *why;
-  if (options.dtype == "e4m3") {
+  if (options.dtype == ElementType::E4M3) {
     if (!usesWgmma(options))
       return emitError(loc)
              << "fa-compile: FP8 (e4m3) has a kernel on sm_90a "
                 "wgmma only, not "
              << fagpu::stringifyTarget(options.arch)
              << (options.arch == fagpu::Target::sm_90a ? " mma-sync" : "");
-    std::string out = outputDtype(options);
-    if (out != "f16" && out != "bf16")
+    if (options.outDtype == ElementType::E4M3)
       return emitError(loc) << "fa-compile: an e4m3 kernel writes O in f16 or "
-                               "bf16, got '"
-                            << out << "'";
-  } else if (!options.outDtype.empty() && options.outDtype != options.dtype) {
+                               "bf16, got 'e4m3'";
+  } else if (options.outDtype && *options.outDtype != options.dtype) {
     return emitError(loc) << "fa-compile: --out-dtype is for e4m3 inputs; "
-                          << options.dtype << " kernels write O in "
-                          << options.dtype;
-  } else if (options.dtype != "f16" && options.dtype != "bf16") {
-    return emitError(loc) << "fa-compile: dtype must be f16, bf16 or e4m3 "
-                             "(sm_90a) on "
-                          << fagpu::stringifyTarget(options.arch) << ", got '"
-                          << options.dtype << "'";
+                          << dtype << " kernels write O in " << dtype;
   }
-  if (!options.kvDtype.empty() && options.kvDtype != options.dtype) {
-    if (options.kvDtype != "e4m3")
+  if (options.kvDtype && *options.kvDtype != options.dtype) {
+    if (*options.kvDtype != ElementType::E4M3)
       return emitError(loc) << "fa-compile: --kv-dtype must be e4m3 (an e4m3 "
                                "KV cache beside a 16-bit Q) or left out, got '"
-                            << options.kvDtype << "'";
+                            << fagpu::choiceName(*options.kvDtype) << "'";
     if (!usesWgmma(options))
       return emitError(loc)
              << "fa-compile: an e4m3 KV cache has a kernel on "
@@ -567,7 +563,7 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
                              "mma.sync kernel; the "
                           << fagpu::stringifyTarget(options.arch)
                           << " kernel reads Q from shared memory";
-  if (options.dtype == "e4m3" &&
+  if (options.dtype == fagpu::ElementType::E4M3 &&
       (options.kvLengths || options.pageSize || options.varlen ||
        options.kvSplits != 0))
     return emitError(loc) << "fa-compile: FP8 (e4m3) kernels have no "
@@ -648,17 +644,34 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     KernelOptions options = requested;
     options.headDim = attention.getHeadDim();
     options.valueHeadDim = attention.getValueHeadDim();
+    // The element types the kernels take; any other is refused here, at
+    // the attention.
+    auto elementType = [](Type t) -> std::optional<fagpu::ElementType> {
+      if (t.isF16())
+        return fagpu::ElementType::F16;
+      if (t.isBF16())
+        return fagpu::ElementType::BF16;
+      if (isa<Float8E4M3FNType>(t))
+        return fagpu::ElementType::E4M3;
+      return std::nullopt;
+    };
     Type elt = attention.getQueryType().getElementType();
-    options.dtype = elt.isF16()                 ? "f16"
-                    : elt.isBF16()              ? "bf16"
-                    : isa<Float8E4M3FNType>(elt) ? "e4m3"
-                                                : llvm::formatv("{0}", elt).str();
-    if (options.dtype == "e4m3") {
+    std::optional<fagpu::ElementType> dtype = elementType(elt);
+    if (!dtype)
+      return emitError(opLoc)
+             << "fa-compile: dtype must be f16, bf16 or e4m3 (sm_90a) on "
+             << fagpu::stringifyTarget(options.arch) << ", got '" << elt << "'";
+    options.dtype = *dtype;
+    if (options.dtype == fagpu::ElementType::E4M3) {
       Type out = cast<ShapedType>(attention.hasBufferSemantics()
                                       ? attention.getOuts().front().getType()
                                       : attention->getResult(0).getType())
                      .getElementType();
-      options.outDtype = out.isF16() ? "f16" : out.isBF16() ? "bf16" : "f32";
+      options.outDtype = elementType(out);
+      if (!options.outDtype || options.outDtype == fagpu::ElementType::E4M3)
+        return emitError(opLoc) << "fa-compile: an e4m3 kernel writes O in "
+                                   "f16 or bf16, got '"
+                                << out << "'";
     }
     options.causal = attention.getCausal();
     options.window = attention.getWindow().value_or(0);
@@ -688,8 +701,8 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
       options.rescaleThreshold = defaults ? defaults->rescaleThreshold : -1.0;
     // e4m3: P is cast as 2^8 P, which conditional rescaling's P <= 2^tau
     // must leave below 448: tau = 0 (fa-quantize-probs checks a given one).
-    if (options.dtype == "e4m3" && options.rescaleThreshold > 0 &&
-        std::isnan(requested.rescaleThreshold))
+    if (options.dtype == fagpu::ElementType::E4M3 &&
+        options.rescaleThreshold > 0 && std::isnan(requested.rescaleThreshold))
       options.rescaleThreshold = 0.0;
     if (options.polyExp2Degree < 0)
       options.polyExp2Degree = defaults ? defaults->polyExp2Degree : 0;

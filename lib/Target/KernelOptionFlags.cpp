@@ -28,6 +28,8 @@ auto initialValue(const D &fieldDefault) {
     return cl::BOU_UNSET;
   else if constexpr (F == FlagForm::Choice)
     return fagpu::choiceName(fieldDefault).str();
+  else if constexpr (F == FlagForm::OptionalChoice)
+    return std::string(); // not given: the field's nullopt
   else
     return T(fieldDefault);
 }
@@ -77,6 +79,17 @@ std::optional<std::string> readFlag(const S &flag, T &field) {
     std::optional<T> choice = fagpu::parseChoice<T>(v);
     if (!choice)
       return "expected " + fagpu::choiceList<T>() + ", got '" + v + "'";
+    field = *choice;
+  } else if constexpr (F == FlagForm::OptionalChoice) {
+    using U = typename T::value_type;
+    const std::string &v = flag;
+    if (v.empty()) {
+      field = std::nullopt;
+      return std::nullopt;
+    }
+    std::optional<U> choice = fagpu::parseChoice<U>(v);
+    if (!choice)
+      return "expected " + fagpu::choiceList<U>() + ", got '" + v + "'";
     field = *choice;
   } else {
     field = flag;

@@ -14,6 +14,16 @@ using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
+/// Whether T is std::optional<U>, and U.
+template <typename T> struct OptionalOf {
+  static constexpr bool value = false;
+  using type = T;
+};
+template <typename U> struct OptionalOf<std::optional<U>> {
+  static constexpr bool value = true;
+  using type = U;
+};
+
 template <typename T> constexpr OptionKind kindOf() {
   if constexpr (std::is_same_v<T, bool>)
     return OptionKind::Bool;
@@ -27,8 +37,9 @@ template <typename T> constexpr OptionKind kindOf() {
 
 /// A typed choice's spellings; empty for other types.
 template <typename T> llvm::StringRef choicesOf() {
-  if constexpr (std::is_enum_v<T>)
-    return fagpu::choiceList<T>();
+  using U = typename OptionalOf<T>::type;
+  if constexpr (std::is_enum_v<U>)
+    return fagpu::choiceList<U>();
   else
     return "";
 }
@@ -67,7 +78,10 @@ std::string fa::describeKernelOptionValues(const KernelOptionInfo &option) {
   case KeywordForm::Choice:
     return "one of the strings " + option.choices.str();
   case KeywordForm::Plain:
+    break;
   case KeywordForm::NoneIsDefault:
+    if (!option.choices.empty())
+      return "one of the strings " + option.choices.str() + ", or None";
     break;
   }
   std::string kind;
@@ -92,7 +106,12 @@ std::string fa::describeKernelOptionValues(const KernelOptionInfo &option) {
 /// Sets field `field` (of type T) from `value` where its kind takes it.
 template <typename T>
 static bool assign(T &field, const KernelOptionValue &value) {
-  if constexpr (std::is_enum_v<T>) {
+  if constexpr (OptionalOf<T>::value) {
+    typename OptionalOf<T>::type choice;
+    if (!assign(choice, value))
+      return false;
+    return field = choice, true;
+  } else if constexpr (std::is_enum_v<T>) {
     if (const std::string *s = std::get_if<std::string>(&value))
       if (std::optional<T> choice = fagpu::parseChoice<T>(*s))
         return field = *choice, true;
@@ -253,10 +272,12 @@ std::string fa::kernelFileName(const KernelOptions &o) {
   int64_t valueHeadDim = o.valueHeadDim ? o.valueHeadDim : o.headDim;
   if (valueHeadDim != o.headDim)
     name += "_dv" + n(valueHeadDim);
-  name += "_" + o.dtype;
+  name += "_" + fagpu::choiceName(o.dtype).str();
   // e4m3 kernels are named by their O too (f16 or bf16, bf16 by default).
-  if (o.dtype == "e4m3")
-    name += "_" + (o.outDtype.empty() ? std::string("bf16") : o.outDtype);
+  if (o.dtype == fagpu::ElementType::E4M3)
+    name +=
+        "_" +
+        fagpu::choiceName(o.outDtype.value_or(fagpu::ElementType::BF16)).str();
   if (o.causal)
     name += "_causal";
   if (o.window)
@@ -282,7 +303,8 @@ std::string fa::kernelFileName(const KernelOptions &o) {
     name += "_qg" + n(o.queryGroup);
   if (o.maxRows)
     name += "_mr" + n(o.maxRows);
-  if (o.kvDtype == "e4m3" && o.dtype != "e4m3")
+  if (o.kvDtype == fagpu::ElementType::E4M3 &&
+      o.dtype != fagpu::ElementType::E4M3)
     name += "_kve4m3";
   return name;
 }

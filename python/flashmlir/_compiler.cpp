@@ -766,9 +766,12 @@ PYBIND11_MODULE(_compiler, m) {
                                   forms[int(option.keywordForm)], value));
     };
     // A typed choice's default by its name, as the keyword takes it.
-    auto value = [](const auto &field) {
-      if constexpr (std::is_enum_v<std::decay_t<decltype(field)>>)
+    auto value = [](const auto &field) -> py::object {
+      using T = std::decay_t<decltype(field)>;
+      if constexpr (std::is_enum_v<T>)
         return py::cast(fagpu::choiceName(field).str());
+      else if constexpr (std::is_same_v<T, std::optional<fagpu::ElementType>>)
+        return field ? py::cast(fagpu::choiceName(*field).str()) : py::none();
       else
         return py::cast(field);
     };

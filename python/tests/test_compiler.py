@@ -56,7 +56,8 @@ def test_fa4_options_reach_the_kernel(flashmlir):
 
 @pytest.mark.parametrize("kwargs,message", [
     (dict(head_dim=80), "head dim must be a multiple of 32 up to 256 on sm_90a \\(wgmma\\), got 80"),
-    (dict(head_dim=64, dtype="f32"), "dtype must be f16, bf16 or e4m3"),
+    (dict(head_dim=64, dtype="f32"),
+     "dtype must be one of the strings f16, bf16 or e4m3"),
     (dict(head_dim=64, arch="sm_75"),
      "arch must be one of the strings sm_80, sm_90a or sm_100a"),
     (dict(head_dim=64, block_r=32, arch="sm_80"),

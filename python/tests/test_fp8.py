@@ -352,7 +352,9 @@ def test_e4m3_predicted_bytes(flashmlir):
     (dict(head_dim=128, rescale_threshold=8.0),
      "expected probs scale * 2^threshold to be at most 448"),
     (dict(head_dim=128, out_dtype="f32"),
-     "an e4m3 kernel writes O in f16 or bf16, got 'f32'"),
+     "out_dtype must be one of the strings f16, bf16 or e4m3, or None"),
+    (dict(head_dim=128, out_dtype="e4m3"),
+     "an e4m3 kernel writes O in f16 or bf16, got 'e4m3'"),
 ])
 def test_compile_e4m3_refusals(flashmlir, kwargs, message):
     with pytest.raises(flashmlir.CompileError, match=re.escape(message)):

@@ -30,7 +30,7 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
     assert listed - _TOOL_FLAGS == set(flags.values())
     # The keywords compile() took before the table, with their defaults.
     expected = {
-        "causal": False, "dtype": "f16", "window": 0,
+        "causal": False, "window": 0,
         "softcap": 0.0, "bottom_right": False, "block_r": 0, "block_c": 0,
         "stages": 0, "ping_pong": True, "intra_overlap": True,
         "kv_lengths": False, "page_size": 0,
@@ -50,6 +50,9 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
     assert options["epilogue"][1:] == ("choice", "auto")
     assert options["sm90_kernel"][1:] == ("choice", "wgmma")
     assert options["arch"][1:] == ("choice", "sm_90a")
+    assert options["dtype"][1:] == ("choice", "f16")
+    assert options["out_dtype"][1:] == ("none_is_default", None)
+    assert options["kv_dtype"][1:] == ("none_is_default", None)
 
 
 @pytest.mark.parametrize("keyword,bad,names", [
@@ -60,6 +63,9 @@ def test_flags_and_keywords_are_the_table(flashmlir, build_dir):
     ("sm90_kernel", "tcgen05", "wgmma or mma-sync"),
     ("arch", "sm_75", "sm_80, sm_90a or sm_100a"),
     ("arch", 90, "sm_80, sm_90a or sm_100a"),
+    ("dtype", "fp16", "f16, bf16 or e4m3"),
+    ("kv_dtype", "e5m2", "f16, bf16 or e4m3, or None"),
+    ("out_dtype", "f32", "f16, bf16 or e4m3, or None"),
 ])
 def test_typed_choices_refuse_other_names(flashmlir, keyword, bad, names):
     """A choice nobody has is refused with the names there are, not built

@@ -48,8 +48,9 @@ func.func @attn(%q: memref<1x2x64x64xf16>, %o: memref<1x2x64x64xf16>) {
     (dict(rescale_threshold=True), "rescale_threshold must be a number"),
     (dict(arch=b"sm_90a"),
      "arch must be one of the strings sm_80, sm_90a or sm_100a, got b'sm_90a'"),
-    (dict(dtype=16), "dtype must be a string"),
-    (dict(out_dtype=5, dtype="e4m3"), "out_dtype must be a string"),
+    (dict(dtype=16), "dtype must be one of the strings f16, bf16 or e4m3"),
+    (dict(out_dtype=5, dtype="e4m3"),
+     "out_dtype must be one of the strings f16, bf16 or e4m3, or None"),
     (dict(sm90_kernel=None),
      "sm90_kernel must be one of the strings wgmma or mma-sync, got None"),
     # -inf reached the metadata as "rescale_threshold": -inf (not JSON: a

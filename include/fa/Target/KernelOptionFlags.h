@@ -34,6 +34,9 @@ template <typename T> struct FlagStorage<FlagForm::Tristate, T> {
 template <typename T> struct FlagStorage<FlagForm::Choice, T> {
   using type = std::string;
 };
+template <typename T> struct FlagStorage<FlagForm::OptionalChoice, T> {
+  using type = std::string;
+};
 } // namespace detail
 
 class KernelOptionFlags {

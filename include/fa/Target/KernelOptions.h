@@ -55,7 +55,8 @@ enum class FlagForm {
   ChunkCount,
   Threshold,
   Tristate,
-  Choice
+  Choice,
+  OptionalChoice
 };
 /// How compile()'s keyword spells it.
 enum class KeywordForm { Plain, NoneIsDefault, ChunkCount, NoneOrBool, Choice };

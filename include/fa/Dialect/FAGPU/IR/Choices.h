@@ -37,6 +37,10 @@ enum class EpilogueRequest { Auto, Tma, Direct };
 /// warp roles) or the sm_80 mma.sync kernel built for sm_90a.
 enum class SM90Kernel { Wgmma, MmaSync };
 
+/// An attention's element type (its inputs', an e4m3 kernel's O, an e4m3
+/// KV cache's K and V).
+enum class ElementType { F16, BF16, E4M3 };
+
 /// Each choice's spelling, the one the options, flags and keywords take.
 template <typename E> struct ChoiceNames;
 template <> struct ChoiceNames<Switch> {
@@ -53,6 +57,13 @@ template <> struct ChoiceNames<EpilogueRequest> {
 template <> struct ChoiceNames<SM90Kernel> {
   static constexpr std::array<std::pair<SM90Kernel, const char *>, 2> values = {
       {{SM90Kernel::Wgmma, "wgmma"}, {SM90Kernel::MmaSync, "mma-sync"}}};
+};
+
+template <> struct ChoiceNames<ElementType> {
+  static constexpr std::array<std::pair<ElementType, const char *>, 3> values =
+      {{{ElementType::F16, "f16"},
+        {ElementType::BF16, "bf16"},
+        {ElementType::E4M3, "e4m3"}}};
 };
 
 /// The choice spelt `text`; nullopt for none.
