@@ -78,6 +78,12 @@ PY
         $([ -d .flex-inlined ] && echo .flex-inlined) $([ -d .flex-sinks ] && echo .flex-sinks) \
         > "$OUT/flex.log" 2>&1
       grep -E "FAIL|TFLOP|flex_module" "$OUT/flex.log" | tail -16 ;;
+    flex-peers)
+      # Issue 49: the inlined module's variants beside torch's FlexAttention
+      # (torch.compile) and, for the causal rows, cuDNN and FA2 via SDPA.
+      [ -d .flex-inlined ] && timeout 300 python3 bench/flex_peers.py .flex-inlined \
+        "$OUT/flex-peers.json" > "$OUT/flex-peers.log" 2>&1
+      tail -8 "$OUT/flex-peers.log" | cut -c1-600 ;;
     sanitize)
       # compute-sanitizer on the KV-cache kernels (f16 and e4m3 caches).
       for tool in memcheck synccheck racecheck; do
