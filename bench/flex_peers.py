@@ -19,7 +19,6 @@ check, at smaller sizes).
     python3 bench/flex_peers.py .flex-inlined OUT.json
 """
 import json
-import math
 import os
 import sys
 

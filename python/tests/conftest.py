@@ -77,6 +77,20 @@ def masked_reference(torch, q, k, v, scale, causal=False, window=0,
     return (out, torch.logsumexp(s, -1)) if with_lse else out
 
 
+def compile_metadata(build_dir, out, kernels):
+    """fa-compile --no-cubin of each `kernels` entry (name: flags, head dim
+    128) into folder `out`: {name: its launch metadata}."""
+    import json
+    import subprocess
+    metas = {}
+    for name, flags in kernels.items():
+        subprocess.run([str(build_dir / "bin" / "fa-compile"), "--head-dim",
+                        "128", *flags, "--no-cubin", "-o", str(out / name)],
+                       check=True, capture_output=True)
+        metas[name] = json.loads((out / f"{name}.json").read_text())
+    return metas
+
+
 def load_c_runtime():
     """The build's libFARuntime.so (no MLIR inside: the H200 runs carry
     build/lib/libFARuntime.so) with faRuntimeLastError typed, and a

@@ -10,12 +10,11 @@ the auxiliary kernels' one thread per group of columns)."""
 import ctypes
 import json
 import random
-import subprocess
 import sys
 
 import pytest
 
-from conftest import ELF_HEADER, ROOT
+from conftest import ELF_HEADER, ROOT, compile_metadata
 
 sys.path.insert(0, str(ROOT / "python"))
 from flashmlir import grid_formula  # noqa: E402
@@ -36,14 +35,8 @@ KERNELS = {
 
 @pytest.fixture(scope="module")
 def metas(tmp_path_factory, build_dir):
-    out = tmp_path_factory.mktemp("grids")
-    found = {}
-    for name, flags in KERNELS.items():
-        subprocess.run([str(build_dir / "bin" / "fa-compile"), "--head-dim",
-                        "128", *flags, "--no-cubin", "-o", str(out / name)],
-                       check=True, capture_output=True)
-        found[name] = json.loads((out / f"{name}.json").read_text())
-    return found
+    return compile_metadata(build_dir, tmp_path_factory.mktemp("grids"),
+                            KERNELS)
 
 
 @pytest.fixture(scope="module")

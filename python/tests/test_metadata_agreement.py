@@ -13,12 +13,11 @@ tighten); when the C check starts refusing one, the test says so."""
 import copy
 import ctypes
 import json
-import subprocess
 import sys
 
 import pytest
 
-from conftest import ELF_HEADER, ROOT
+from conftest import ELF_HEADER, ROOT, compile_metadata
 
 sys.path.insert(0, str(ROOT / "python"))
 from flashmlir import runtime  # noqa: E402
@@ -65,14 +64,8 @@ def c_check(build_dir):
 
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory, build_dir):
-    out = tmp_path_factory.mktemp("bases")
-    metas = {}
-    for name, flags in BASES.items():
-        subprocess.run([str(build_dir / "bin" / "fa-compile"), "--head-dim",
-                        "128", *flags, "--no-cubin", "-o", str(out / name)],
-                       check=True, capture_output=True)
-        metas[name] = json.loads((out / f"{name}.json").read_text())
-    return metas
+    return compile_metadata(build_dir, tmp_path_factory.mktemp("bases"),
+                            BASES)
 
 
 # -- the corpus --------------------------------------------------------------
