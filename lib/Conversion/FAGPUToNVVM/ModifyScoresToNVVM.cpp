@@ -185,32 +185,45 @@ struct ModifyScoresLowering : OpConversionPattern<fagpu::ModifyScoresOp> {
       return last ? e.minu(v, last) : v;
     };
 
-    // The regions' indices (i32: inlineRegion narrows index to it): row tile
-    // r's register 4 n + k is row row0 + 16 r + 8 (k / 2) and key key_start + 8
-    // n + k % 2 + 2 quadLane (the accumulator layout, as the step's mask reads
-    // it).
+    // The regions' indices (i32: inlineRegion narrows index to it). The
+    // accumulator layout: row tile r's register 4 n + k is row row0 + 16 r +
+    // 8 (k / 2) and key key_start + 8 n + k % 2 + 2 quadLane (as the step's
+    // mask reads it). A lanes fragment: register c is row row0, key
+    // key_start + c.
     Value batch = adaptor.getBatch().front();
     Value head = adaptor.getHead().front();
     Value row0 = adaptor.getRow0().front();
-    Value keyBase = e.add(adaptor.getKeyStart().front(),
-                          e.mul(e.position().quadLane, e.c32(2)));
-    int64_t rowTiles = op.getS().getType().getRowTiles();
-    int64_t perTile = s.size() / rowTiles;
-    SmallVector<Value> rows, keys;
-    for (int64_t r = 0; r < 2 * rowTiles; ++r)
-      rows.push_back(clamp(r ? e.add(row0, e.c32(8 * r)) : row0, lastRow));
-    for (int64_t n = 0; n < perTile / 4; ++n)
-      for (int64_t k = 0; k < 2; ++k) {
-        int64_t offset = 8 * n + k;
-        keys.push_back(
-            clamp(offset ? e.add(keyBase, e.c32(offset)) : keyBase, lastKey));
+    Value keyStart = adaptor.getKeyStart().front();
+    SmallVector<Value> rowOf(s.size()), keyOf(s.size());
+    if (op.getS().getType().getLayout() == fagpu::FragmentLayout::Lanes) {
+      Value row = clamp(row0, lastRow);
+      for (int64_t c = 0, end = s.size(); c < end; ++c) {
+        rowOf[c] = row;
+        keyOf[c] = clamp(c ? e.add(keyStart, e.c32(c)) : keyStart, lastKey);
       }
+    } else {
+      Value keyBase = e.add(keyStart, e.mul(e.position().quadLane, e.c32(2)));
+      int64_t rowTiles = op.getS().getType().getRowTiles();
+      int64_t perTile = s.size() / rowTiles;
+      SmallVector<Value> rows, keys;
+      for (int64_t r = 0; r < 2 * rowTiles; ++r)
+        rows.push_back(clamp(r ? e.add(row0, e.c32(8 * r)) : row0, lastRow));
+      for (int64_t n = 0; n < perTile / 4; ++n)
+        for (int64_t k = 0; k < 2; ++k) {
+          int64_t offset = 8 * n + k;
+          keys.push_back(
+              clamp(offset ? e.add(keyBase, e.c32(offset)) : keyBase, lastKey));
+        }
+      for (int64_t i = 0, end = s.size(); i < end; ++i) {
+        int64_t tile = i / perTile, inTile = i % perTile;
+        rowOf[i] = rows[2 * tile + (inTile % 4) / 2];
+        keyOf[i] = keys[2 * (inTile / 4) + inTile % 2];
+      }
+    }
 
     CaptureReads reads;
     for (int64_t i = 0, end = s.size(); i < end; ++i) {
-      int64_t tile = i / perTile, inTile = i % perTile;
-      Value row = rows[2 * tile + (inTile % 4) / 2];
-      Value key = keys[2 * (inTile / 4) + inTile % 2];
+      Value row = rowOf[i], key = keyOf[i];
       Value x = natural ? e.fmul(s[i], scale) : s[i];
       if (softcap) {
         double cap = softcap->convertToDouble();

@@ -53,10 +53,12 @@
 #include "../Common/TMAKernel.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -70,8 +72,9 @@ constexpr int64_t kMmaWarp = 5;
 constexpr int64_t kThreads = 32 * 6;
 
 /// The mask and FA4 choices (SoftmaxConfig) and the shared-memory layout
-/// (fagpu::SM100Layout) the kernel is built for.
-struct KernelSpec : SoftmaxConfig, fagpu::SM100Layout {
+/// (fagpu::SM100Layout) the kernel is built for, and the attention's
+/// score_mod / mask_mod (KernelModifications).
+struct KernelSpec : SoftmaxConfig, fagpu::SM100Layout, KernelModifications {
   bool bf16 = false;
   /// The kernel's parameters, in launch order.
   SmallVector<fagpu::KernelParam> abi;
@@ -87,7 +90,7 @@ struct KernelSpec : SoftmaxConfig, fagpu::SM100Layout {
     return "fa4_sm100_d" + std::to_string(headDim) + "_br" +
            std::to_string(kBlockR) + "_bc" + std::to_string(blockC) + "_s" +
            std::to_string(stages) + (bf16 ? "_bf16" : "_f16") +
-           (causal ? "_causal" : "") + suffix();
+           (causal ? "_causal" : "") + modificationsName + suffix();
   }
 };
 
@@ -165,7 +168,8 @@ private:
   Value qPipe, kvPipe;          // Q (loaded once) and the K/V ring
   Value sFull, pFull, oDone;    // the TMEM hand-offs
   Value tid, warp;
-  Value tmem; // the allocation
+  Value tmem;                     // the allocation
+  SmallVector<Value> capturePtrs; // the regions' captured tensors
   AttentionTile tile;
 };
 
@@ -262,10 +266,33 @@ void KernelBuilder::emitSoftmax() {
     waitHandOff(sFull, i);
     Value s = fagpu::TmemLoadOp::create(b, loc, scoresType,
                                         tmemSlice(scoresTmem, sColumn));
+    Value keyStart = mul(j, c32(bc));
+    SoftmaxConfig config = spec;
+    Value stepScale = scaleLog2;
+    if (spec.modifiesScores()) {
+      // FlexAttention's order, as in the sm_90a and sm_80 kernels: the
+      // scale, the softcap, score_mod, then the masks, on the thread's row
+      // of S; the step applies no softcap and takes natural-unit scores at
+      // log2(e), raw ones at the kernel's scale.
+      bool reads = !capturePtrs.empty();
+      auto modify = fagpu::ModifyScoresOp::create(
+          b, loc, s.getType(), s, keyStart, row, tile.batch, tile.qHead,
+          scaleLog2, reads ? nq : Value(), reads ? nk : Value(), capturePtrs,
+          spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
+      IRMapping mapping;
+      if (spec.scoreMod)
+        spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
+      if (spec.maskMod)
+        spec.maskMod->cloneInto(&modify.getMaskMod(), mapping);
+      s = modify.getResult();
+      config.softcap = 0;
+      if (modify.returnsNaturalUnits())
+        stepScale = cf(M_LOG2E);
+    }
     auto step = createSoftmaxStep(
-        b, loc, spec, scoresType, rowType, s, m, l, mul(j, c32(bc)), row, nk,
-        scaleLog2, masked ? diagonalShift(spec, nk, nq) : Value(),
-        Value(), masked);
+        b, loc, config, scoresType, rowType, s, m, l, keyStart, row, nk,
+        stepScale, masked ? diagonalShift(spec, nk, nq) : Value(), Value(),
+        masked);
     // O of blocks before j moves to the new base once P_{j-1} V_{j-1} has
     // landed in it (FA4: only if a row of the warp moved).
     {
@@ -312,6 +339,9 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
 
   tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   warp = divu(tid, c32(32));
+  for (int64_t i = 0; i < spec.captures; ++i)
+    capturePtrs.push_back(
+        kernelArgument(fn, spec.abi, "capture" + std::to_string(i)));
 
   // Barriers in shared memory: q_full, the ring's, s_full[2], p_full[2],
   // o_done. p_full collects one arrival per softmax thread; every other
@@ -389,6 +419,9 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
   spec.bf16 = op.isBF16();
   spec.abi = fagpu::kernelParams(fagpu::Target::sm_100a, s,
                                  spec.bf16 ? "bf16" : "f16");
+  // Each capture a pointer parameter, after the attention's own.
+  static_cast<KernelModifications &>(spec) =
+      KernelModifications::of(op, spec.abi);
   if (spec.sharedBytes() > fagpu::maxSharedBytes())
     return fail("the schedule needs " + Twine(spec.sharedBytes()) +
                 " bytes of shared memory, more than " +

@@ -126,3 +126,32 @@ gpu.module @fa_kernels {
     llvm.return
   }
 }
+
+// -----
+
+// A lanes fragment (sm_100a: tcgen05.ld gives each thread its row of S):
+// register c is the thread's row row0 and key key_start + c.
+!lanes = !fagpu.fragment<128x4xf32, lanes>
+// CHECK-LABEL: llvm.func @lanes_mask
+// CHECK-SAME: (%[[KEY:.*]]: i32, %[[ROW:.*]]: i32, %[[B:.*]]: i32, %[[H:.*]]: i32, %[[SCALE:.*]]: f32, %[[S:.*]]: f32)
+// CHECK: %[[K1:.*]] = arith.addi %[[KEY]], %c1_i32 : i32
+// CHECK: %[[K2:.*]] = arith.addi %[[KEY]], %c2_i32 : i32
+// CHECK: %[[K3:.*]] = arith.addi %[[KEY]], %c3_i32 : i32
+// CHECK: arith.cmpi sge, %[[ROW]], %[[KEY]] : i32
+// CHECK: arith.cmpi sge, %[[ROW]], %[[K1]] : i32
+// CHECK: arith.cmpi sge, %[[ROW]], %[[K2]] : i32
+// CHECK: arith.cmpi sge, %[[ROW]], %[[K3]] : i32
+// CHECK-NOT: arith.cmpi sge
+// CHECK: llvm.return
+gpu.module @fa_kernels {
+  llvm.func @lanes_mask(%key: i32, %row: i32, %b: i32, %h: i32, %scale: f32, %x: f32) {
+    %s = fagpu.splat %x : !lanes
+    %r = fagpu.modify_scores %s keys(%key) rows(%row) batch(%b) head(%h) scale(%scale) : !lanes
+      mask_mod {
+      ^bb0(%bi: index, %hi: index, %i: index, %j: index):
+        %c = arith.cmpi sge, %i, %j : index
+        fagpu.yield %c : i1
+      }
+    llvm.return
+  }
+}

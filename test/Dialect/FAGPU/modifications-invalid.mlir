@@ -65,11 +65,12 @@ func.func @score_yields_i1(%q: memref<?x?x?x128xf16>) {
 
 // -----
 
-func.func @sm100(%q: memref<?x?x?x64xf16>) {
-  // expected-error @+1 {{score_mod and mask_mod have a kernel on sm_90a and sm_80 with 16-bit Q, K and V only}}
-  fagpu.attention %q, %q, %q outs(%q) {target = #fagpu.target<sm_100a>, scale = 0.125 : f32,
-      schedule = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 0, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 2, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>}
-    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+#fp8s = #fagpu.schedule<block_r = 128, block_c = 128, consumers = 2, ctas_per_sm = 1, producer_registers = 0, consumer_registers = 0, stages = 0, ping_pong = false, overlap_softmax = false, scheduler = single, q_buffers = 1, epilogue = registers, q_in_registers = false>
+func.func @e4m3(%q: memref<1x1x64x128xf8E4M3FN>, %o: memref<1x1x64x128xf16>, %d: memref<f32>) {
+  // Every target's 16-bit kernel evaluates the regions; no e4m3 one does.
+  // expected-error @+1 {{score_mod and mask_mod have a kernel with 16-bit Q, K and V only}}
+  fagpu.attention %q, %q, %q descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o) {target = #fagpu.target<sm_90a>, scale = 1.0 : f32, probs_scale = 256.0 : f32, schedule = #fp8s}
+    : memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf8E4M3FN>, memref<1x1x64x128xf16>
     mask_mod {
     ^bb0(%b: index, %h: index, %i: index, %j: index):
       %c = arith.cmpi sge, %i, %j : index

@@ -1,9 +1,10 @@
 // RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_90a},fa-lower-fa2,fa-map-to-gpu{target=sm_90a}))" -verify-diagnostics | FileCheck %s
 // RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_80},fa-lower-fa2,fa-map-to-gpu{target=sm_80}))" -verify-diagnostics | FileCheck %s --check-prefix=SM80
+// RUN: fa-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(fagpu-tile{target=sm_100a},fa-lower-fa2,fa-map-to-gpu{target=sm_100a}))" -verify-diagnostics | FileCheck %s --check-prefix=SM100
 
 // fa-map-to-gpu carries score_mod and mask_mod from the score tile onto
-// fagpu.attention (the sm_90a and sm_80 kernels evaluate them on every
-// score):
+// fagpu.attention (the sm_90a, sm_80 and sm_100a kernels evaluate them on
+// every score):
 // each block as it was, ending in fagpu.yield, with arith's floor and ceil
 // divisions expanded into the ops LLVM lowers. Regions it has no kernel
 // for are refused by name.
@@ -23,6 +24,11 @@
 // SM80-SAME: target = #fagpu.target<sm_80>
 // SM80: mask_mod {
 // SM80: fagpu.yield %{{.*}} : i1
+// SM100-LABEL: func.func @documents
+// SM100: fagpu.attention
+// SM100-SAME: target = #fagpu.target<sm_100a>
+// SM100: mask_mod {
+// SM100: fagpu.yield %{{.*}} : i1
 func.func @documents(%q: memref<1x4x256x128xf16>, %o: memref<1x4x256x128xf16>) {
   fa.attention %q, %q, %q outs(%o : memref<1x4x256x128xf16>) {scale = 0.125 : f32}
       : memref<1x4x256x128xf16>, memref<1x4x256x128xf16>, memref<1x4x256x128xf16>

@@ -310,12 +310,11 @@ LogicalResult AttentionOp::verify() {
     if (failed(verifyModificationRegions(*this, getScoreMod(), getMaskMod(),
                                          getCaptures().getTypes())))
       return failure();
-    // The regions run in the 16-bit sm_90a and sm_80 kernels' softmax,
-    // before its step (fagpu.modify_scores).
-    if ((getTarget() != Target::sm_90a && getTarget() != Target::sm_80) ||
-        isFP8() || hasFP8KeyValues())
-      return emitOpError("score_mod and mask_mod have a kernel on sm_90a "
-                         "and sm_80 with 16-bit Q, K and V only");
+    // The regions run in every target's 16-bit kernel's softmax, before
+    // its step (fagpu.modify_scores).
+    if (isFP8() || hasFP8KeyValues())
+      return emitOpError("score_mod and mask_mod have a kernel with 16-bit "
+                         "Q, K and V only");
   }
   if (hasFP8KeyValues()) {
     // An e4m3 KV cache: K and V e4m3, Q and O one 16-bit type.

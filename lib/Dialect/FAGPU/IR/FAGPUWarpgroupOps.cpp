@@ -368,8 +368,12 @@ LogicalResult RescaleOp::verify() {
 }
 
 LogicalResult ModifyScoresOp::verify() {
-  if (getS().getType().getLayout() != FragmentLayout::Accumulator)
-    return emitOpError("expected scores in the accumulator layout");
+  FragmentType scores = getS().getType();
+  if (scores.getLayout() != FragmentLayout::Accumulator &&
+      !(scores.getLayout() == FragmentLayout::Lanes &&
+        scores.getShape().size() == 2))
+    return emitOpError("expected scores in the accumulator layout or a "
+                       "thread's row of them (lanes, sm_100a)");
   if (std::optional<APFloat> cap = getSoftcap();
       cap && !(cap->convertToDouble() > 0))
     return emitOpError("softcap must be positive");

@@ -481,14 +481,13 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       period = plain.getExp2PolyPeriod();
     }
     if ((!score.getScoreMod().empty() || !score.getMaskMod().empty()) &&
-        ((target != Target::sm_90a && target != Target::sm_80) ||
-         nest->qDescale || nest->kDescale))
+        (nest->qDescale || nest->kDescale))
       return emitError(forall.getLoc())
-             << "fa-map-to-gpu: score_mod and mask_mod have a GPU kernel on "
-                "sm_90a and sm_80 with 16-bit Q, K and V only, not "
+             << "fa-map-to-gpu: score_mod and mask_mod have a GPU kernel "
+                "with 16-bit Q, K and V only, not on "
              << targetName(target)
-             << (nest->kDescale ? " with e4m3 inputs" : "")
-             << " (the CPU pipeline runs them: fa-cpu-pipeline)";
+             << " with e4m3 inputs (the CPU pipeline runs them: "
+                "fa-cpu-pipeline)";
     if (nest->sinks && (target != Target::sm_90a || nest->qDescale))
       return emitError(forall.getLoc())
              << "fa-map-to-gpu: attention sinks have a GPU kernel on sm_90a "

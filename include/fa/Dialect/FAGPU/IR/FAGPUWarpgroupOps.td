@@ -604,8 +604,10 @@ def FAGPU_ModifyScoresOp : FAGPU_Op<"modify_scores", [Pure,
   let description = [{
     For the scores `%s` (raw Q K^T, the accumulator layout) of keys
     `%key_start` .. of the thread's rows `%row0` and `%row0 + 8` (row tile r
-    of a taller fragment adds 16 r), of batch `%batch` and query head
-    `%head`, returns each score as `fagpu.softmax_step` takes it:
+    of a taller fragment adds 16 r) -- or, a `lanes` fragment (sm_100a's
+    tcgen05.ld of S), of the thread's one row `%row0`, register c key
+    `%key_start + c` --, of batch `%batch` and query head `%head`, returns
+    each score as `fagpu.softmax_step` takes it:
 
       x = cap(s * scale_log2 * ln 2),   cap(x) = softcap * tanh(x / softcap)
       result = mask_mod(b, h, i, j) ? score_mod(x, b, h, i, j) : -inf
