@@ -101,6 +101,10 @@ int faMetadataLaunchGrid(const char *metadataJson, int which,
     return fail("faMetadataLaunchGrid: which must be FA_GRID_KERNEL, "
                 "FA_GRID_VALUE_LAYOUT or FA_GRID_KV_APPEND, got " +
                 std::to_string(which));
+  for (int i = 0; i < count; ++i)
+    if (!names[i])
+      return fail("faMetadataLaunchGrid: names[" + std::to_string(i) +
+                  "] is null");
   Metadata m;
   if (parseMetadata(metadataJson, m))
     return 1;
@@ -109,10 +113,6 @@ int faMetadataLaunchGrid(const char *metadataJson, int which,
     return fail("faMetadataLaunchGrid: " + m.kernel + " has no " +
                 (which == FA_GRID_KV_APPEND ? "append" : "V layout") +
                 " kernel");
-  for (int i = 0; i < count; ++i)
-    if (!names[i])
-      return fail("faMetadataLaunchGrid: names[" + std::to_string(i) +
-                  "] is null");
   const GridFormulas &formulas = which == FA_GRID_KERNEL ? m.grid
                                  : which == FA_GRID_VALUE_LAYOUT
                                      ? m.valueLayoutGrid

@@ -405,5 +405,46 @@ int main(int argc, char **argv) {
   report("free null", faDeviceFree(NULL));
   report("load files, null prefix", faKernelLoadFiles(NULL, 0, &k));
   report("load, null metadata", faKernelLoad(cubin, 4, NULL, 0, &k));
+
+  /* The launch grid the metadata's formulas give, without a driver: the
+   * persistent sm_90a kernel's (at most SMs x ctas_per_sm CTAs) and the
+   * sm_80 kernel's (query blocks, heads, batch), then the refusals. */
+  if (argc > 2) {
+    for (int i = 1; i <= 2; ++i) {
+      char path[4096], json[65536];
+      snprintf(path, sizeof(path), "%s.json", argv[i]);
+      FILE *f = fopen(path, "rb");
+      size_t n = f ? fread(json, 1, sizeof(json) - 1, f) : 0;
+      if (f)
+        fclose(f);
+      json[n] = 0;
+      const char *names[] = {"B", "Hq", "Nq", "SMs"};
+      long long small[] = {2, 8, 1000, 132}, large[] = {4, 32, 4096, 132};
+      unsigned grid[3] = {0, 0, 0};
+      int rc =
+          faMetadataLaunchGrid(json, FA_GRID_KERNEL, names, small, 4, grid);
+      printf("grid %d small: rc=%d %u %u %u\n", i, rc, grid[0], grid[1],
+             grid[2]);
+      rc = faMetadataLaunchGrid(json, FA_GRID_KERNEL, names, large, 4, grid);
+      printf("grid %d large: rc=%d %u %u %u\n", i, rc, grid[0], grid[1],
+             grid[2]);
+      report("grid without Nq",
+             faMetadataLaunchGrid(json, FA_GRID_KERNEL, names, small, 2, grid));
+      long long heads[] = {1, 70000, 128, 132};
+      report("grid of 70000 heads",
+             faMetadataLaunchGrid(json, FA_GRID_KERNEL, names, heads, 4, grid));
+      report(
+          "grid of no append kernel",
+          faMetadataLaunchGrid(json, FA_GRID_KV_APPEND, names, small, 4, grid));
+    }
+    report("grid, which 7",
+           faMetadataLaunchGrid("{}", 7, NULL, NULL, 0, (unsigned[3]){0}));
+    report("grid, null metadata",
+           faMetadataLaunchGrid(NULL, FA_GRID_KERNEL, NULL, NULL, 0,
+                                (unsigned[3]){0}));
+    report("grid, null name",
+           faMetadataLaunchGrid("{}", FA_GRID_KERNEL, (const char *[]){NULL},
+                                (long long[]){1}, 1, (unsigned[3]){0}));
+  }
   return 0;
 }
