@@ -1463,12 +1463,7 @@ class Kernel:
         out, the three descale tensors, their DESCALE_* layout)."""
         import torch
         dims, strides = self._check(q, k, v, out, lse)
-        b, _, hkv, _, nk, d = dims
-        # The layout kernel's grid (fagpu::valueLayoutGrid) within CUDA's.
-        _evaluate_grid(self.meta, self.meta["value_layout"]["grid"],
-                       {"B": b, "Hkv": hkv, "D": d,
-                        "Nk_128": self._value_keys(nk)},
-                       f"{self.name}: the V layout kernel's ")
+        b, _, hkv, _, _, _ = dims
         for name, x in zip(("q_descale", "k_descale", "v_descale"), descales):
             if x is None:
                 raise KernelArgumentError(

@@ -7,6 +7,7 @@
 
 #include "Launch.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/xxhash.h"
 
@@ -157,6 +158,27 @@ launchArguments(ArrayRef<fagpu::KernelParam> abi,
   for (const fagpu::KernelParam &p : abi)
     args.push_back(valueOf(p));
   return args;
+}
+
+fagpu::ModifyScoresOp KernelModifications::modifyScores(
+    OpBuilder &b, Location loc, Value s, Value keyStart, Value row0,
+    Value batch, Value head, Value scaleLog2, Value nq, Value nk,
+    ValueRange captures, double softcap, Region *mask) const {
+  // With captures the regions read memory: their indices are clamped to the
+  // sequence. Every region takes every capture, so a block without
+  // score_mod and mask reads none.
+  bool reads = !captures.empty() && (scoreMod || mask);
+  auto modify = fagpu::ModifyScoresOp::create(
+      b, loc, s.getType(), s, keyStart, row0, batch, head, scaleLog2,
+      reads ? nq : Value(), reads ? nk : Value(),
+      reads ? captures : ValueRange(),
+      softcap > 0 ? b.getF32FloatAttr(softcap) : FloatAttr());
+  IRMapping mapping;
+  if (scoreMod)
+    scoreMod->cloneInto(&modify.getScoreMod(), mapping);
+  if (mask)
+    mask->cloneInto(&modify.getMaskMod(), mapping);
+  return modify;
 }
 
 Value LaunchOperands::pointer(StringRef name, Type type) {

@@ -132,6 +132,18 @@ struct KernelModifications {
   /// tensor (its element type and static shape say what the runtimes pass).
   static KernelModifications of(fagpu::AttentionOp op,
                                 SmallVectorImpl<fagpu::KernelParam> &abi);
+
+  /// fagpu.modify_scores of a block's scores `s` (keys from `keyStart`, rows
+  /// from `row0`, of `batch` and query `head`, at `scaleLog2`), with the
+  /// softcap (> 0), score_mod and `mask` -- this kernel's mask_mod, or null
+  /// for a block that needs none -- copied in. Where the regions read
+  /// `captures`, they read them within the sequence's `nq` queries and `nk`
+  /// keys.
+  fagpu::ModifyScoresOp modifyScores(OpBuilder &b, Location loc, Value s,
+                                     Value keyStart, Value row0, Value batch,
+                                     Value head, Value scaleLog2, Value nq,
+                                     Value nk, ValueRange captures,
+                                     double softcap, Region *mask) const;
 };
 
 /// The entry-block argument of parameter `name` of `fn`, or null when the

@@ -53,7 +53,6 @@
 #include "../Common/TMAKernel.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/IRMapping.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -274,16 +273,9 @@ void KernelBuilder::emitSoftmax() {
       // scale, the softcap, score_mod, then the masks, on the thread's row
       // of S; the step applies no softcap and takes natural-unit scores at
       // log2(e), raw ones at the kernel's scale.
-      bool reads = !capturePtrs.empty();
-      auto modify = fagpu::ModifyScoresOp::create(
-          b, loc, s.getType(), s, keyStart, row, tile.batch, tile.qHead,
-          scaleLog2, reads ? nq : Value(), reads ? nk : Value(), capturePtrs,
-          spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
-      IRMapping mapping;
-      if (spec.scoreMod)
-        spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
-      if (spec.maskMod)
-        spec.maskMod->cloneInto(&modify.getMaskMod(), mapping);
+      auto modify = spec.modifyScores(b, loc, s, keyStart, row, tile.batch,
+                                      tile.qHead, scaleLog2, nq, nk,
+                                      capturePtrs, spec.softcap, spec.maskMod);
       s = modify.getResult();
       config.softcap = 0;
       if (modify.returnsNaturalUnits())

@@ -307,16 +307,9 @@ SmallVector<Value> KernelBuilder::emitBlock(Value j, ValueRange state,
     // FlexAttention's order, as in the sm_90a kernel: the scale, the
     // softcap, score_mod, then the masks; the step applies no softcap and
     // takes natural-unit scores at log2(e), raw ones at the kernel's scale.
-    bool reads = !capturePtrs.empty();
-    auto modify = fagpu::ModifyScoresOp::create(
-        b, loc, s.getType(), s, kStart, threadRow0(), batch, head, scaleLog2,
-        reads ? nq : Value(), reads ? nk : Value(), capturePtrs,
-        spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
-    IRMapping mapping;
-    if (spec.scoreMod)
-      spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
-    if (spec.maskMod)
-      spec.maskMod->cloneInto(&modify.getMaskMod(), mapping);
+    auto modify = spec.modifyScores(b, loc, s, kStart, threadRow0(), batch,
+                                    head, scaleLog2, nq, nk, capturePtrs,
+                                    spec.softcap, spec.maskMod);
     s = modify.getResult();
     config.softcap = 0;
     if (modify.returnsNaturalUnits())

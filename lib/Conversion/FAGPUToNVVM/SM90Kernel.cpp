@@ -52,7 +52,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -103,20 +102,9 @@ BlockStep KernelBuilder::modifiedSoftmax(Value s, RowState &state, bool masked,
   // scores at the kernel's scale.
   Value scores = s, stepScale = effScale;
   if (spec.scoreMod || mask || spec.softcap > 0) {
-    // With captures the regions read memory: their indices are clamped to
-    // the sequence (fagpu.modify_scores). Every region takes every
-    // capture, so a full block without score_mod reads none.
-    bool reads = !capturePtrs.empty() && (spec.scoreMod || mask);
-    auto modify = fagpu::ModifyScoresOp::create(
-        b, loc, s.getType(), s, keyStart, row0, tile.batch, tile.qHead,
-        effScale, reads ? tile.nq : Value(), reads ? tile.nk : Value(),
-        reads ? ValueRange(capturePtrs) : ValueRange(),
-        spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
-    IRMapping mapping;
-    if (spec.scoreMod)
-      spec.scoreMod->cloneInto(&modify.getScoreMod(), mapping);
-    if (mask)
-      mask->cloneInto(&modify.getMaskMod(), mapping);
+    auto modify = spec.modifyScores(b, loc, s, keyStart, row0, tile.batch,
+                                    tile.qHead, effScale, tile.nq, tile.nk,
+                                    capturePtrs, spec.softcap, mask);
     // The step's multiply-add takes the scores to log2 units: natural ones
     // by log2(e), raw ones by the kernel's scale.
     scores = modify.getResult();
