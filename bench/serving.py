@@ -232,21 +232,6 @@ def fp8_row(hq, hkv, b, nk, page, graphs, nq=1):
     return row
 
 
-def _import_outside_bench(name):
-    """Module `name` imported with this folder off the path: bench/profile.py
-    would shadow the standard library's profile module, which cProfile (and
-    through it torch._dynamo) imports."""
-    import importlib
-    here = os.path.dirname(os.path.abspath(__file__))
-    saved = sys.path[:]
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    sys.modules.pop("profile", None)
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path[:] = saved
-
-
 def spec_row(hq, hkv, b, nq, nk, page, graphs):
     """Speculative decoding (or a window at decode): Nq queries a sequence
     over a KV cache, causal (bottom-right). flash-mlir packed (a
@@ -254,8 +239,7 @@ def spec_row(hq, hkv, b, nq, nk, page, graphs):
     call with the packing rule switched off (each query head reads every
     block), and the SDPA peers with torch's bottom-right causal bias.
     GB/s of the unique K + V bytes."""
-    causal_lower_right = _import_outside_bench(
-        "torch.nn.attention.bias").causal_lower_right
+    from torch.nn.attention.bias import causal_lower_right
     d, dtype = 128, torch.float16
     layer = Layer(b, hkv, d, nk, page, dtype)
     q = torch.randn(b, nq, hq, d, device="cuda", dtype=dtype)
@@ -305,19 +289,9 @@ def per_call_us(fn, calls=2000, profile=None):
     host = (time.perf_counter() - t) / calls * 1e6
     torch.cuda.synchronize()
     if profile:
-        # bench/profile.py would shadow the standard library's profile
-        # module, which cProfile imports: this folder is left off the path.
-        here = os.path.dirname(os.path.abspath(__file__))
-        saved = sys.path[:]
-        sys.path[:] = [p for p in sys.path
-                       if os.path.abspath(p or ".") != here]
-        sys.modules.pop("profile", None)
-        try:
-            import cProfile
-            import pstats
-        finally:
-            sys.path[:] = saved
+        import cProfile
         import io
+        import pstats
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(calls):

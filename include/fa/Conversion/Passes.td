@@ -78,8 +78,11 @@ def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
       (`fagpu-ping-pong`);
     * `fagpu.softmax_step` and `fagpu.rescale` with the mask and FA4 choices
       of the tile ops;
-    * `fagpu.store_output` from registers or through a staging tile and a
-      TMA store (`fagpu-tma-store-epilogue`).
+    * the epilogue: `fagpu.row_totals` (each row's l and the factor that
+      normalises O), then `fagpu.store_rows` from registers, or
+      `fagpu.stage_output` into a staging tile and `fagpu.tma_store_staged`
+      (`fagpu-tma-store-epilogue`) or `fagpu.copy_staged_rows`, and
+      `fagpu.store_lse`.
 
     The sm_80 (mma.sync) kernel is one CTA of four warps over B_r rows,
     with fragments of B_r rows (two m16 row tiles per warp at B_r = 128):
@@ -88,7 +91,8 @@ def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
     ordered by `fagpu.copy_commit` / `fagpu.copy_wait`;
     `fagpu.load_fragment` (Q in registers, where they fit); `fagpu.mma` on
     row-major tiles (ldmatrix + mma.sync, synchronous); and the same
-    `softmax_step`, `rescale` and `store_output` as sm_90a.
+    `softmax_step`, `rescale` and epilogue as sm_90a (a 64-row tile at a
+    time, `fagpu.row_tile`).
 
     The sm_100a (tcgen05) kernel has FlashAttention-4's structure:
     `fagpu.tcgen05_roles` (a softmax warpgroup, one TMA thread, one MMA
@@ -98,7 +102,7 @@ def FAGPUBuildKernels : Pass<"fagpu-build-kernels", "ModuleOp"> {
     `fagpu.mma_commit` and `fagpu.pipeline_release {commit}`; the softmax on
     `lanes` fragments (`fagpu.tmem_load`, `softmax_step`, `rescale` of O in
     TMEM, P back with `fagpu.tmem_store`), hand-offs on `!fagpu.barriers`
-    (`barrier_wait`, `barrier_arrive`), and `store_output` from TMEM.
+    (`barrier_wait`, `barrier_arrive`), and `store_rows` from TMEM.
 
     `convert-fagpu-to-nvvm` then lowers each of these ops with one pattern.
   }];
@@ -117,7 +121,7 @@ def ConvertFAGPUToNVVM : Pass<"convert-fagpu-to-nvvm", "ModuleOp"> {
     Converts the kernels `fagpu-build-kernels` wrote: each kernel-body op
     (`fagpu.warp_specialize`, the pipeline ops and ring positions,
     `fagpu.tma_load`, `fagpu.copy_async`, `fagpu.mma`, `fagpu.softmax_step`,
-    `fagpu.store_output`, the tcgen05 ops, ...) is lowered by its own
+    `fagpu.store_rows`, the tcgen05 ops, ...) is lowered by its own
     pattern, fragments becoming their registers (a 1:N type conversion that
     the scf loops carrying them follow), shared tiles their (base, offset),
     pipelines their (base, barrier offset, tile offset).

@@ -340,15 +340,14 @@ std::array<Value, 4> SoftmaxEmitter::transposeQuad(ArrayRef<Value> words,
           byLane(diagonals, 3)};
 }
 
-void SoftmaxEmitter::storeRows(ArrayRef<Value> o, std::array<Value, 2> m,
-                               std::array<Value, 2> l, Value row0, Value nq,
-                               Value oBase, Value lseBase, Value rowStride,
-                               int64_t headDim, Value quadLane, bool f32Out) {
+void SoftmaxEmitter::storeRows(ArrayRef<Value> o, std::array<Value, 2> factor,
+                               Value row0, Value nq, Value oBase,
+                               Value rowStride, int64_t headDim, Value quadLane,
+                               bool f32Out) {
   int64_t blocks = headDim / 8;
   int64_t transposedBlocks = f32Out ? 0 : blocks / 4 * 4;
-  std::array<RowTotal, 2> totals = {rowTotal(l[0]), rowTotal(l[1])};
   auto scaled = [&](int64_t h, int64_t d, int64_t k) {
-    return fmul(o[d * 4 + 2 * h + k], totals[h].inverse);
+    return fmul(o[d * 4 + 2 * h + k], factor[h]);
   };
   // Every lane of the warp shuffles, before the branches on the rows.
   std::array<SmallVector<Value>, 2> runs;
@@ -396,12 +395,6 @@ void SoftmaxEmitter::storeRows(ArrayRef<Value> o, std::array<Value, 2> m,
       }
     }
   }
-  // The LSE of rows row0 and row0 + 8 (a warp's 16 rows) back to back,
-  // as the staged epilogues store them, so that L1 can merge the two
-  // 8-row stores where they share a sector (fagpu::lseStoreBytes counts
-  // 16 rows a store); row0 + 8's O stores no longer come between them.
-  for (int64_t h = 0; h < 2; ++h)
-    storeLse(totals[h], m[h], add(row0, c32(8 * h)), nq, lseBase, quadLane);
 }
 
 } // namespace mlir::fa

@@ -247,9 +247,10 @@ protected:
   /// 24 selects, no local memory).
   std::array<Value, 4> transposeQuad(ArrayRef<Value> words, Value quadLane);
 
-  /// The epilogue from registers: O / l stored as f16/bf16, or f32 pairs
-  /// with `f32Out` (split-KV partials), rows past Nq skipped (row r at
-  /// `oBase` + r * `rowStride` elements, an i64); and the LSE.
+  /// The epilogue from registers: O times its rows' factors (`factor`,
+  /// rowTotal's inverse, of rows row0 and row0 + 8) stored as f16/bf16, or
+  /// f32 pairs with `f32Out` (split-KV partials), rows past Nq skipped (row
+  /// r at `oBase` + r * `rowStride` elements, an i64).
   ///
   /// f32 pairs: a quad writes 32 B, a whole sector, per 8 columns. f16/bf16
   /// pairs would be 16 B, half a sector, which L1 merges with the store of
@@ -258,9 +259,8 @@ protected:
   /// the quad first (transposeQuad) and leaves as one 16-byte store a lane:
   /// 64 contiguous bytes of the row a quad, two whole sectors. Columns past
   /// the last run of 32 (none at the shipped head dims) keep the pairs.
-  void storeRows(ArrayRef<Value> o, std::array<Value, 2> m,
-                 std::array<Value, 2> l, Value row0, Value nq, Value oBase,
-                 Value lseBase, Value rowStride, int64_t headDim,
+  void storeRows(ArrayRef<Value> o, std::array<Value, 2> factor, Value row0,
+                 Value nq, Value oBase, Value rowStride, int64_t headDim,
                  Value quadLane, bool f32Out = false);
 
   const SoftmaxConfig &config;

@@ -21,8 +21,8 @@ namespace {
 /// Where the rows of one (batch, head) matrix of O start: element `first`
 /// of its row 0 and `stride` elements between rows (i64). Contiguous
 /// [B * H, N, D] without `heads`; with them, the strided [B, H, N, D] O of
-/// fagpu.store_output and fagpu.merge_splits, the matrix being
-/// batch * heads + head.
+/// fagpu.output_rows, fagpu.copy_staged_rows and fagpu.merge_splits, the
+/// matrix being batch * heads + head.
 struct OutputRows {
   Value first, stride;
 };
@@ -38,93 +38,290 @@ static OutputRows outputRows(OpEmitter &e, Value heads, ValueRange strides,
   return {e.add(e.mul(batch, strides[0]), e.mul(head, strides[1])), strides[2]};
 }
 
-struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
+/// The config of an epilogue op's emitter, which applies no mask or FA4
+/// trick (the emitter keeps a reference to it).
+static const SoftmaxConfig kNoSoftmax{};
+
+/// The converted values of row tile `tile` of a fragment whose 1:N values
+/// are its row tiles' in order.
+static ValueRange rowTileValues(ValueRange values, int64_t rowTiles,
+                                int64_t tile) {
+  int64_t perTile = values.size() / rowTiles;
+  return values.slice(tile * perTile, perTile);
+}
+
+/// A 64-row tile of a fragment: a slice of its values.
+struct RowTileLowering : OpConversionPattern<fagpu::RowTileOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(fagpu::StoreOutputOp op, OneToNOpAdaptor adaptor,
+  matchAndRewrite(fagpu::RowTileOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto oType = dyn_cast<fagpu::FragmentType>(op.getO().getType());
-    if (!oType)
-      return rewriter.notifyMatchFailure(op, "TMEM: TmemStoreOutputLowering");
-    int64_t headDim = oType.getShape()[1];
-    Type element = op.getOutElement();
+    ValueRange tile =
+        rowTileValues(adaptor.getSource(),
+                      op.getSource().getType().getRowTiles(), op.getIndex());
+    rewriter.replaceOpWithMultiple(op, {SmallVector<Value>(tile)});
+    return success();
+  }
+};
+
+/// Each row's l (summed over the quad for a rows fragment) and the factor
+/// descale / l, 0 where l = 0.
+struct RowTotalsLowering : OpConversionPattern<fagpu::RowTotalsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::RowTotalsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type(), kNoSoftmax);
+    SmallVector<Value> totals, factors;
+    if (op.getL().getType().getLayout() == fagpu::FragmentLayout::Lanes) {
+      // One thread per row: l is whole.
+      Value l = adaptor.getL().front();
+      Value positive = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::OGT, l, e.cf(0.0));
+      totals.push_back(l);
+      factors.push_back(
+          e.select(positive, arith::DivFOp::create(rewriter, loc, e.cf(1.0), l),
+                   e.cf(0.0)));
+    } else {
+      if (op.getDescale())
+        e.outputScale = adaptor.getDescale().front();
+      for (Value l : adaptor.getL()) {
+        OpEmitter::RowTotal total = e.rowTotal(l);
+        totals.push_back(total.sum);
+        factors.push_back(total.inverse);
+      }
+    }
+    rewriter.replaceOpWithMultiple(op, {totals, factors});
+    return success();
+  }
+};
+
+/// Row 0 of a matrix's LSE: a pointer `matrix * nq` floats past the base.
+struct LseRowsLowering : OpConversionPattern<fagpu::LseRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::LseRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpEmitter e(rewriter, op.getLoc(), rewriter.getF16Type(), kNoSoftmax);
+    Value rows = e.gep(e.globalPtr, e.f32, adaptor.getLse().front(),
+                       e.mul(e.ext64(adaptor.getMatrix().front()),
+                             e.ext64(adaptor.getNq().front())));
+    rewriter.replaceOpWithMultiple(op, {{rows}});
+    return success();
+  }
+};
+
+/// LSE = (m + log2 l - log2 s) ln 2 of each of the thread's rows below Nq.
+struct StoreLseLowering : OpConversionPattern<fagpu::StoreLseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::StoreLseOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     SoftmaxConfig config;
-    config.writesLse = bool(op.getLse());
+    config.writesLse = true;
     if (std::optional<APFloat> s = op.getProbsScale())
       config.probsScale = s->convertToDouble();
-    OpEmitter e(rewriter, op.getLoc(), element, config, headDim);
-    if (op.getDescale())
-      e.outputScale = adaptor.getDescale().front();
-    ValueRange o = adaptor.getO();
-    ValueRange mIn = adaptor.getM(), lIn = adaptor.getL();
-    std::array<Value, 2> m = {mIn[0], mIn[1]};
-    std::array<Value, 2> l = {lIn[0], lIn[1]};
+    OpEmitter e(rewriter, loc, rewriter.getF16Type(), config);
     Value row0 = adaptor.getRow0().front();
-    Value matrix = adaptor.getMatrix().front();
     Value nq = adaptor.getNq().front();
-    Value lseBase;
-    if (op.getLse())
-      lseBase = e.gep(e.globalPtr, e.f32, adaptor.getLse().front(),
-                      e.mul(e.ext64(matrix), e.ext64(nq)));
-    OpEmitter::ThreadPosition pos = e.position();
-    if (!op.getStaging()) {
-      // O / l and LSE straight from registers: each quad writes 16 B of a
-      // row per 8 columns (32 B for f32 partials), of O's `columns` where
-      // the fragment has padding columns past them.
-      bool f32Out = element.isF32();
-      int64_t columns = op.getColumns().value_or(headDim);
-      OutputRows rows =
-          outputRows(e, op.getHeads(), op.getStrides(), matrix, nq, columns);
-      Value oBase = e.gep(e.globalPtr, f32Out ? e.f32 : e.half,
-                          adaptor.getOut().front(), rows.first);
-      // Row tile r holds rows row0 + 16 r (+ 8).
-      int64_t rowTiles = oType.getRowTiles();
-      int64_t perTile = o.size() / rowTiles;
-      for (int64_t r = 0; r < rowTiles; ++r)
-        e.storeRows(SmallVector<Value>(o.slice(r * perTile, perTile)),
-                    {mIn[2 * r], mIn[2 * r + 1]}, {lIn[2 * r], lIn[2 * r + 1]},
-                    r ? e.add(row0, e.c32(16 * r)) : row0, nq, oBase, lseBase,
-                    rows.stride, columns, pos.quadLane, f32Out);
+    Value lseRows = adaptor.getLseRows().front();
+    ValueRange m = adaptor.getM(), total = adaptor.getTotal();
+    if (op.getM().getType().getLayout() == fagpu::FragmentLayout::Lanes) {
+      // The thread's own row.
+      Value positive = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::OGT, total[0], e.cf(0.0));
+      auto ifRow = scf::IfOp::create(rewriter, loc, e.ult(row0, nq), false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(ifRow.thenBlock()->getTerminator());
+      Value lse =
+          e.select(positive, e.fmul(e.fadd(m[0], e.lg2(total[0])), e.cf(kLn2)),
+                   e.cf(-std::numeric_limits<double>::infinity()));
+      LLVM::StoreOp::create(rewriter, loc, lse,
+                            e.gep(e.globalPtr, e.f32, lseRows, e.ext64(row0)),
+                            4);
       rewriter.eraseOp(op);
       return success();
     }
-    storeThroughStaging(e, op, adaptor, o, m, l, lseBase, pos);
+    OpEmitter::ThreadPosition pos = e.position();
+    // Rows row0 + 16 t and row0 + 16 t + 8 of row tile t, back to back, so
+    // that L1 can merge a warp's two 8-row stores where they share a sector
+    // (fagpu::lseStoreBytes counts 16 rows a store).
+    for (size_t i = 0; i < m.size(); ++i) {
+      int64_t tile = i / 2, half = i % 2;
+      Value tileRow0 = tile ? e.add(row0, e.c32(16 * tile)) : row0;
+      OpEmitter::RowTotal rowTotal;
+      rowTotal.sum = total[i];
+      rowTotal.positive = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::OGT, total[i], e.cf(0.0));
+      e.storeLse(rowTotal, m[i], e.add(tileRow0, e.c32(8 * half)), nq, lseRows,
+                 pos.quadLane);
+    }
     rewriter.eraseOp(op);
     return success();
   }
+};
 
-  static void storeThroughStaging(OpEmitter &e, fagpu::StoreOutputOp op,
-                                  OneToNOpAdaptor adaptor, ValueRange o,
-                                  std::array<Value, 2> m,
-                                  std::array<Value, 2> l, Value lseBase,
-                                  OpEmitter::ThreadPosition pos) {
-    OpBuilder &b = e.builder();
-    Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    auto stagingType = cast<fagpu::SharedTileType>(op.getStaging().getType());
-    int64_t headDim = stagingType.getCols();
-    int64_t blockStride = stagingType.getBlockRows() * kSwizzleBytes;
-    ValueRange staging = adaptor.getStaging();
-    e.smem = staging[0];
-    Value stage = staging[1];
-    Value barrier = adaptor.getSyncBarrier().front();
+/// Row 0 of a matrix of O and the elements between rows.
+struct OutputRowsLowering : OpConversionPattern<fagpu::OutputRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::OutputRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type element = op.getOutElement();
+    OpEmitter e(rewriter, op.getLoc(), element, kNoSoftmax);
+    OutputRows rows = outputRows(e, op.getHeads(), op.getStrides(),
+                                 adaptor.getMatrix().front(),
+                                 adaptor.getNq().front(), op.getColumns());
+    Value base = e.gep(e.globalPtr, element.isF32() ? e.f32 : e.half,
+                       adaptor.getOut().front(), rows.first);
+    rewriter.replaceOpWithMultiple(op, {{base}, {rows.stride}});
+    return success();
+  }
+};
+
+/// O times its rows' factors from registers: each quad writes 64
+/// contiguous bytes of a row per 32 columns (32 bytes per 8 for f32
+/// partials), of O's `columns` where the fragment has padding columns past
+/// them.
+struct StoreRowsLowering : OpConversionPattern<fagpu::StoreRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::StoreRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    fagpu::FragmentType oType = op.getO().getType();
+    int64_t headDim = oType.getShape()[1];
+    Type element = op.getOutElement();
+    OpEmitter e(rewriter, op.getLoc(), element, kNoSoftmax, headDim);
+    ValueRange o = adaptor.getO(), factor = adaptor.getFactor();
     Value row0 = adaptor.getRow0().front();
-    e.oMap = adaptor.getOut().front();
-    auto syncWarps = [&] {
-      NVVM::BarrierOp::create(b, loc, Type(), barrier, e.c32(128),
-                              NVVM::BarrierReductionAttr(), Value());
-    };
-    std::array<OpEmitter::RowTotal, 2> total = {e.rowTotal(l[0]),
-                                                e.rowTotal(l[1])};
-    // The staging tile is free once the previous TMA store (or every
-    // thread's copy) has read it.
-    bool copyRows = op.getCopyRows();
-    Value blockMap = op.getBlockMap() ? adaptor.getBlockMap().front() : Value();
-    if (!copyRows || blockMap)
-      e.onFirstThread(pos, [&] {
-        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
-      });
-    syncWarps();
+    Value nq = adaptor.getNq().front();
+    OpEmitter::ThreadPosition pos = e.position();
+    // Row tile r holds rows row0 + 16 r (+ 8).
+    int64_t rowTiles = oType.getRowTiles();
+    for (int64_t r = 0; r < rowTiles; ++r)
+      e.storeRows(SmallVector<Value>(rowTileValues(o, rowTiles, r)),
+                  {factor[2 * r], factor[2 * r + 1]},
+                  r ? e.add(row0, e.c32(16 * r)) : row0, nq,
+                  adaptor.getBase().front(), adaptor.getStride().front(),
+                  op.getColumns().value_or(headDim), pos.quadLane,
+                  element.isF32());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// The staging tile of an epilogue op: its shared-memory base
+/// and the tile's offset (the 1:N values of a !fagpu.smem_tile), the byte
+/// stride between its 64-column blocks.
+struct StagingTile {
+  Value smem, offset;
+  int64_t headDim, blockStride;
+};
+static StagingTile stagingTile(Value tile, ValueRange converted) {
+  auto type = cast<fagpu::SharedTileType>(tile.getType());
+  return {converted[0], converted[1], type.getCols(),
+          type.getBlockRows() * kSwizzleBytes};
+}
+
+/// The warpgroup's four warps meet at named barrier `barrier`.
+static void syncWarpgroup(OpEmitter &e, Value barrier) {
+  NVVM::BarrierOp::create(e.builder(), e.location(), Type(), barrier,
+                          e.c32(128), NVVM::BarrierReductionAttr(), Value());
+}
+
+/// The staged tile's generic-proxy writes made visible to the TMA (async
+/// proxy), then the warpgroup meets.
+static void fenceForTmaAndSync(OpEmitter &e, Value barrier) {
+  MLIRContext *ctx = e.builder().getContext();
+  NVVM::FenceProxyOp::create(
+      e.builder(), e.location(), NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  syncWarpgroup(e, barrier);
+}
+
+/// The first thread (warp 0, lane 0: its row0 is the block's first row)
+/// stores the 64 staged rows through `e.oMap` and commits the store.
+static void storeStagedBlock(OpEmitter &e, OpEmitter::ThreadPosition pos,
+                             const StagingTile &staging, Value row0,
+                             Value matrix, Value heads) {
+  e.onFirstThread(pos, [&] {
+    SmallVector<Value> coords = {matrix};
+    if (heads)
+      coords = {e.remu(matrix, heads), e.divu(matrix, heads)};
+    e.storeRowBlock(staging.offset, staging.blockStride, row0, coords);
+    NVVM::CpAsyncBulkCommitGroupOp::create(e.builder(), e.location());
+  });
+}
+
+/// The warpgroup's 64 staged rows to O, 16-byte pieces of `columns` per
+/// row, piece p of the tile (row p / pieces, its piece p % pieces) by
+/// thread p mod 128: the pieces of a row, and of the rows after it, go to
+/// adjacent lanes, so a warp's store writes whole 32-byte sectors. A piece
+/// of row r, column block c, chunk k of its 128-byte line lies at chunk k
+/// XOR (r mod 8) (the 128-B swizzle stmatrix wrote). Rows at or past Nq
+/// are skipped.
+static void copyStagedRows(OpEmitter &e, OpEmitter::ThreadPosition pos,
+                           const StagingTile &staging, int64_t columns,
+                           Value row0, Value matrix, Value nq, Value out,
+                           Value heads, ValueRange strides) {
+  OpBuilder &b = e.builder();
+  Location loc = e.location();
+  constexpr int64_t kPieceBytes = 16, kPiecesPerLine = kSwizzleBytes / 16;
+  int64_t pieces = columns * 2 / kPieceBytes; // per row, 16-bit O
+  OutputRows rows = outputRows(e, heads, strides, matrix, nq, columns);
+  Value oBase = e.gep(e.globalPtr, e.half, out, rows.first);
+  // The warpgroup's first row: the thread's row0 is row 16 w + lane / 4
+  // of it (w its warp).
+  Value thread = e.add(e.mul(pos.warpInGroup, e.c32(32)), pos.lane);
+  Value firstRow = e.sub(row0, e.add(e.mul(pos.warpInGroup, e.c32(16)),
+                                     e.divu(pos.lane, e.c32(4))));
+  Type pieceType = VectorType::get({4}, e.i32);
+  for (int64_t first = 0; first < fagpu::kRowsPerConsumer * pieces;
+       first += 128) {
+    Value linear = e.add(thread, e.c32(first));
+    Value row = e.divu(linear, e.c32(pieces));
+    Value piece = e.remu(linear, e.c32(pieces));
+    Value chunk = arith::XOrIOp::create(
+        b, loc, e.remu(piece, e.c32(kPiecesPerLine)), e.remu(row, e.c32(8)));
+    Value offset =
+        e.add(e.add(staging.offset, e.mul(e.divu(piece, e.c32(kPiecesPerLine)),
+                                          e.c32(staging.blockStride))),
+              e.add(e.mul(row, e.c32(kSwizzleBytes)),
+                    e.mul(chunk, e.c32(kPieceBytes))));
+    Value outRow = e.add(firstRow, row);
+    auto ifRow = scf::IfOp::create(b, loc, e.ult(outRow, nq), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifRow.thenBlock());
+    Value values = LLVM::LoadOp::create(b, loc, pieceType, e.sharedAt(offset),
+                                        kPieceBytes);
+    Value element = e.add(e.mul(e.ext64(outRow), rows.stride),
+                          e.ext64(e.mul(piece, e.c32(8))));
+    LLVM::StoreOp::create(b, loc, values,
+                          e.gep(e.globalPtr, e.half, oBase, element),
+                          kPieceBytes);
+  }
+}
+
+/// After the warpgroup meets, O times its rows' factors into the staging
+/// tile by stmatrix.
+struct StageOutputLowering : OpConversionPattern<fagpu::StageOutputOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::StageOutputOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    StagingTile staging = stagingTile(op.getStaging(), adaptor.getStaging());
+    OpEmitter e(
+        rewriter, loc,
+        cast<fagpu::SharedTileType>(op.getStaging().getType()).getElementType(),
+        kNoSoftmax, staging.headDim);
+    e.smem = staging.smem;
+    ValueRange o = adaptor.getO(), factor = adaptor.getFactor();
+    OpEmitter::ThreadPosition pos = e.position();
+    syncWarpgroup(e, adaptor.getSyncBarrier().front());
     // stmatrix.x4 writes four 8 x 8 blocks of f16 pairs, laid out as the
     // accumulator (thread t: row t / 4, columns 2 (t % 4) ..): column
     // groups i and i + 1 of rows g and g + 8. Lane L gives the address of
@@ -136,129 +333,103 @@ struct StoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
     Value row = e.add(e.add(e.mul(pos.warpInGroup, e.c32(16)),
                             e.mul(e.remu(blockOf, e.c32(2)), e.c32(8))),
                       rowInBlock);
-    Value rowAddress = e.add(stage, e.mul(row, e.c32(kSwizzleBytes)));
+    Value rowAddress = e.add(staging.offset, e.mul(row, e.c32(kSwizzleBytes)));
     Value secondGroup = e.divu(pos.lane, e.c32(16));
-    for (int64_t i = 0; i < headDim / 8; i += 2) {
+    for (int64_t i = 0; i < staging.headDim / 8; i += 2) {
       SmallVector<Value> pairs;
       for (int64_t group : {i, i + 1})
         for (int64_t h = 0; h < 2; ++h)
           pairs.push_back(
-              e.packPair(e.fmul(o[4 * group + 2 * h], total[h].inverse),
-                         e.fmul(o[4 * group + 2 * h + 1], total[h].inverse)));
+              e.packPair(e.fmul(o[4 * group + 2 * h], factor[h]),
+                         e.fmul(o[4 * group + 2 * h + 1], factor[h])));
       Value chunk = arith::XOrIOp::create(
-          b, loc, e.add(e.c32(i % 8), secondGroup), rowInBlock);
-      Value offset = e.add(e.add(rowAddress, e.c32((i / 8) * blockStride)),
-                           e.mul(chunk, e.c32(16)));
+          rewriter, loc, e.add(e.c32(i % 8), secondGroup), rowInBlock);
+      Value offset =
+          e.add(e.add(rowAddress, e.c32((i / 8) * staging.blockStride)),
+                e.mul(chunk, e.c32(16)));
       NVVM::StMatrixOp::create(
-          b, loc, e.sharedAt(offset), pairs,
+          rewriter, loc, e.sharedAt(offset), pairs,
           NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
           NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
           NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
     }
-    if (copyRows && !blockMap) {
-      // The copy reads what other warps' stmatrix wrote (both generic
-      // proxy): the barrier orders them.
-      syncWarps();
-      copyStagedRows(e, op, adaptor, stage, blockStride, pos);
-    } else {
-      // The generic-proxy writes become visible to the TMA (async proxy),
-      // then one thread stores the 64 rows.
-      NVVM::FenceProxyOp::create(
-          b, loc, NVVM::ProxyKind::async_shared,
-          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-      syncWarps();
-      auto storeBlock = [&] {
-        e.onFirstThread(pos, [&] {
-          // The issuer is warp 0, lane 0: its row0 is the block's first
-          // row.
-          Value matrix = adaptor.getMatrix().front();
-          SmallVector<Value> coords = {matrix};
-          if (Value heads = op.getHeads())
-            coords = {e.remu(matrix, heads), e.divu(matrix, heads)};
-          e.storeRowBlock(stage, blockStride, row0, coords);
-          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-        });
-      };
-      if (!blockMap) {
-        storeBlock();
-      } else {
-        // A box of 64 rows that reach past Nq would write the next
-        // sequence's rows: only whole blocks leave by TMA. The warpgroup's
-        // first row is row0 - (16 w + lane / 4) of the thread's.
-        Value firstRow = e.sub(row0, e.add(e.mul(pos.warpInGroup, e.c32(16)),
-                                           e.divu(pos.lane, e.c32(4))));
-        Value whole = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ule,
-            e.add(firstRow, e.c32(fagpu::kRowsPerConsumer)),
-            adaptor.getNq().front());
-        auto ifWhole = scf::IfOp::create(b, loc, whole, /*withElse=*/true);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifWhole.thenBlock());
-        e.oMap = blockMap;
-        storeBlock();
-        b.setInsertionPointToStart(ifWhole.elseBlock());
-        copyStagedRows(e, op, adaptor, stage, blockStride, pos);
-      }
-    }
-    for (int64_t h = 0; h < 2; ++h)
-      e.storeLse(total[h], m[h], e.add(row0, e.c32(8 * h)),
-                 adaptor.getNq().front(), lseBase, pos.quadLane);
+    rewriter.eraseOp(op);
+    return success();
   }
+};
 
-  /// copy_rows: the warpgroup's 64 staged rows to O, 16-byte pieces of
-  /// `columns` per row, piece p of the tile (row p / pieces, its piece
-  /// p % pieces) by thread p mod 128: the pieces of a row, and of the
-  /// rows after it, go to adjacent lanes, so a warp's store writes whole
-  /// 32-byte sectors. A piece of row r, column block c, chunk k of its
-  /// 128-byte line lies at chunk k XOR (r mod 8) (the 128-B swizzle
-  /// stmatrix wrote). Rows at or past Nq are skipped.
-  static void copyStagedRows(OpEmitter &e, fagpu::StoreOutputOp op,
-                             OneToNOpAdaptor adaptor, Value stage,
-                             int64_t blockStride,
-                             OpEmitter::ThreadPosition pos) {
-    OpBuilder &b = e.builder();
+/// Fence, meet, and one TMA store of the staged rows by the first thread.
+struct TmaStoreStagedLowering : OpConversionPattern<fagpu::TmaStoreStagedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::TmaStoreStagedOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    StagingTile staging = stagingTile(op.getStaging(), adaptor.getStaging());
+    OpEmitter e(
+        rewriter, op.getLoc(),
+        cast<fagpu::SharedTileType>(op.getStaging().getType()).getElementType(),
+        kNoSoftmax, staging.headDim);
+    e.smem = staging.smem;
+    e.oMap = adaptor.getMap().front();
+    OpEmitter::ThreadPosition pos = e.position();
+    fenceForTmaAndSync(e, adaptor.getSyncBarrier().front());
+    storeStagedBlock(e, pos, staging, adaptor.getRow0().front(),
+                     adaptor.getMatrix().front(), op.getHeads());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Meet, then copy the staged rows below Nq; with tma_blocks, a whole block
+/// by TMA instead.
+struct CopyStagedRowsLowering : OpConversionPattern<fagpu::CopyStagedRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::CopyStagedRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto stagingType = cast<fagpu::SharedTileType>(op.getStaging().getType());
-    int64_t columns = op.getColumns().value_or(stagingType.getCols());
-    constexpr int64_t kPieceBytes = 16, kPiecesPerLine = kSwizzleBytes / 16;
-    int64_t pieces = columns * 2 / kPieceBytes; // per row, 16-bit O
+    StagingTile staging = stagingTile(op.getStaging(), adaptor.getStaging());
+    OpEmitter e(
+        rewriter, loc,
+        cast<fagpu::SharedTileType>(op.getStaging().getType()).getElementType(),
+        kNoSoftmax, staging.headDim);
+    e.smem = staging.smem;
+    OpEmitter::ThreadPosition pos = e.position();
+    Value barrier = adaptor.getSyncBarrier().front();
+    Value row0 = adaptor.getRow0().front();
     Value matrix = adaptor.getMatrix().front();
     Value nq = adaptor.getNq().front();
-    OutputRows rows =
-        outputRows(e, op.getHeads(), op.getStrides(), matrix, nq, columns);
-    Value oBase =
-        e.gep(e.globalPtr, e.half, adaptor.getOut().front(), rows.first);
-    // The warpgroup's first row: the thread's row0 is row 16 w + lane / 4
-    // of it (w its warp).
-    Value thread = e.add(e.mul(pos.warpInGroup, e.c32(32)), pos.lane);
-    Value firstRow = e.sub(
-        adaptor.getRow0().front(),
-        e.add(e.mul(pos.warpInGroup, e.c32(16)), e.divu(pos.lane, e.c32(4))));
-    Type pieceType = VectorType::get({4}, e.i32);
-    for (int64_t first = 0; first < fagpu::kRowsPerConsumer * pieces;
-         first += 128) {
-      Value linear = e.add(thread, e.c32(first));
-      Value row = e.divu(linear, e.c32(pieces));
-      Value piece = e.remu(linear, e.c32(pieces));
-      Value chunk = arith::XOrIOp::create(
-          b, loc, e.remu(piece, e.c32(kPiecesPerLine)), e.remu(row, e.c32(8)));
-      Value offset =
-          e.add(e.add(stage, e.mul(e.divu(piece, e.c32(kPiecesPerLine)),
-                                   e.c32(blockStride))),
-                e.add(e.mul(row, e.c32(kSwizzleBytes)),
-                      e.mul(chunk, e.c32(kPieceBytes))));
-      Value outRow = e.add(firstRow, row);
-      auto ifRow = scf::IfOp::create(b, loc, e.ult(outRow, nq), false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifRow.thenBlock());
-      Value values = LLVM::LoadOp::create(b, loc, pieceType, e.sharedAt(offset),
-                                          kPieceBytes);
-      Value element = e.add(e.mul(e.ext64(outRow), rows.stride),
-                            e.ext64(e.mul(piece, e.c32(8))));
-      LLVM::StoreOp::create(b, loc, values,
-                            e.gep(e.globalPtr, e.half, oBase, element),
-                            kPieceBytes);
+    int64_t columns = op.getColumns().value_or(staging.headDim);
+    auto copy = [&] {
+      copyStagedRows(e, pos, staging, columns, row0, matrix, nq,
+                     adaptor.getOut().front(), op.getHeads(), op.getStrides());
+    };
+    if (!op.getBlockMap()) {
+      // The copy reads what other warps' stmatrix wrote (both generic
+      // proxy): the barrier orders them.
+      syncWarpgroup(e, barrier);
+      copy();
+      rewriter.eraseOp(op);
+      return success();
     }
+    // A box of 64 rows that reach past Nq would write the next sequence's
+    // rows: only whole blocks leave by TMA. The warpgroup's first row is
+    // row0 - (16 w + lane / 4) of the thread's.
+    fenceForTmaAndSync(e, barrier);
+    Value firstRow = e.sub(row0, e.add(e.mul(pos.warpInGroup, e.c32(16)),
+                                       e.divu(pos.lane, e.c32(4))));
+    Value whole = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ule,
+        e.add(firstRow, e.c32(fagpu::kRowsPerConsumer)), nq);
+    auto ifWhole = scf::IfOp::create(rewriter, loc, whole, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(ifWhole.thenBlock());
+    e.oMap = adaptor.getBlockMap().front();
+    storeStagedBlock(e, pos, staging, row0, matrix, op.getHeads());
+    rewriter.setInsertionPointToStart(ifWhole.elseBlock());
+    copy();
+    rewriter.eraseOp(op);
+    return success();
   }
 };
 
@@ -512,6 +683,9 @@ struct StoreWaitLowering : OpConversionPattern<fagpu::StoreWaitOp> {
 
 void mlir::fa::warpgroup::populateEpiloguePatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<StoreOutputLowering, MergeSplitsLowering, StoreWaitLowering>(
+  patterns.add<RowTileLowering, RowTotalsLowering, LseRowsLowering,
+               StoreLseLowering, OutputRowsLowering, StoreRowsLowering,
+               StageOutputLowering, TmaStoreStagedLowering,
+               CopyStagedRowsLowering, MergeSplitsLowering, StoreWaitLowering>(
       converter, patterns.getContext());
 }

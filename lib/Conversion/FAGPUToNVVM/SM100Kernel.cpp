@@ -313,14 +313,17 @@ void KernelBuilder::emitSoftmax() {
   // Epilogue: once the last O is in TMEM, O / l and the LSE of this
   // thread's row.
   waitHandOff(oDone, sub(sub(tile.numBlocks, tile.firstBlock), c32(1)));
-  fagpu::StoreOutputOp::create(b, loc, o, state[0], state[1], row,
-                               tile.qMatrix, nq, oPtr, half,
-                               /*heads=*/Value(), /*strides=*/ValueRange(),
-                               spec.writesLse ? lsePtr : Value(), Value(),
-                               Value(), /*descale=*/Value(),
-                               /*block_map=*/Value(),
-                               /*probs_scale=*/FloatAttr(),
-                               /*columns=*/IntegerAttr());
+  Value l = state[1];
+  auto totals = fagpu::RowTotalsOp::create(b, loc, l.getType(), l.getType(), l,
+                                           /*descale=*/Value());
+  fagpu::StoreTmemRowsOp::create(b, loc, o, totals.getFactor(), row,
+                                 tile.qMatrix, nq, oPtr, half);
+  if (spec.writesLse)
+    fagpu::StoreLseOp::create(b, loc, state[0], totals.getTotal(), row, nq,
+                              fagpu::LseRowsOp::create(b, loc, lsePtr.getType(),
+                                                       lsePtr, tile.qMatrix,
+                                                       nq),
+                              /*probs_scale=*/FloatAttr());
 }
 
 LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {

@@ -262,14 +262,41 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   ValueRange afterUnmasked = emitLoop(firstBlock, unmaskedEnd, init, false);
   ValueRange state = emitLoop(unmaskedEnd, numBlocks, afterUnmasked, true);
 
-  // Epilogue: O / l and the LSE from registers.
-  fagpu::StoreOutputOp::create(
-      b, loc, state[0], state[1], state[2],
-      add(add(qStart, mul(warp, c32(16 * spec.rowTiles()))), g), c32(0), nq,
-      oBase, TypeAttr::get(half), /*heads=*/Value(), /*strides=*/ValueRange(),
-      spec.writesLse ? lseBase : Value(), Value(), Value(),
-      /*descale=*/Value(), /*block_map=*/Value(), /*probs_scale=*/FloatAttr(),
-      /*columns=*/IntegerAttr());
+  // Epilogue: O / l and the LSE from registers, one 64-row tile at a time
+  // (a warp's rows 16 t .. 16 t + 15 of each).
+  Value row0 = add(add(qStart, mul(warp, c32(16 * spec.rowTiles()))), g);
+  Value lseRows;
+  if (spec.writesLse)
+    lseRows = fagpu::LseRowsOp::create(b, loc, lseBase.getType(), lseBase,
+                                       c32(0), nq);
+  auto rows = fagpu::OutputRowsOp::create(
+      b, loc, oBase.getType(), b.getI64Type(), oBase, c32(0), nq, half,
+      /*heads=*/Value(), /*strides=*/ValueRange(), spec.headDim);
+  for (int64_t t = 0; t < spec.rowTiles(); ++t) {
+    auto tileOf = [&](Value fragment) -> Value {
+      if (spec.rowTiles() == 1)
+        return fragment;
+      auto type = cast<fagpu::FragmentType>(fragment.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = fagpu::kRowsPerConsumer;
+      return fagpu::RowTileOp::create(
+          b, loc,
+          fagpu::FragmentType::get(b.getContext(), shape, type.getElementType(),
+                                   type.getLayout()),
+          fragment, t);
+    };
+    Value o = tileOf(state[0]), m = tileOf(state[1]), l = tileOf(state[2]);
+    Value tileRow0 = t ? add(row0, c32(16 * t)) : row0;
+    auto totals =
+        fagpu::RowTotalsOp::create(b, loc, l.getType(), l.getType(), l,
+                                   /*descale=*/Value());
+    fagpu::StoreRowsOp::create(b, loc, o, totals.getFactor(), tileRow0, nq,
+                               rows.getBase(), rows.getStride(), half,
+                               /*columns=*/IntegerAttr());
+    if (spec.writesLse)
+      fagpu::StoreLseOp::create(b, loc, m, totals.getTotal(), tileRow0, nq,
+                                lseRows, /*probs_scale=*/FloatAttr());
+  }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;
 }

@@ -307,15 +307,20 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
     // The chunk's partial: row block chunk * B * Hq + matrix, in f32.
     Value chunk = NVVM::BlockIdYOp::create(b, loc, i32);
     Value partialMatrix = add(mul(chunk, mul(batches, hq)), qMatrix);
-    fagpu::StoreOutputOp::create(b, loc, state.o, state.m, state.l, row0,
-                                 partialMatrix, nq, oPartialPtr, f32,
-                                 /*heads=*/Value(), /*strides=*/ValueRange(),
-                                 lsePartialPtr, Value(), Value(),
-                                 /*descale=*/
-                                 spec.widensKeyValues ? vDescaleOfTile
-                                                      : Value(),
-                                 /*block_map=*/Value(),
-                                 /*probs_scale=*/FloatAttr(), paddedColumns());
+    Value lseRows = fagpu::LseRowsOp::create(b, loc, lsePartialPtr.getType(),
+                                             lsePartialPtr, partialMatrix, nq);
+    auto rows = fagpu::OutputRowsOp::create(
+        b, loc, oPartialPtr.getType(), b.getI64Type(), oPartialPtr,
+        partialMatrix, nq, f32, /*heads=*/Value(), /*strides=*/ValueRange(),
+        storedColumns());
+    auto totals = fagpu::RowTotalsOp::create(
+        b, loc, state.l.getType(), state.l.getType(), state.l,
+        spec.widensKeyValues ? vDescaleOfTile : Value());
+    fagpu::StoreRowsOp::create(b, loc, state.o, totals.getFactor(), row0, nq,
+                               rows.getBase(), rows.getStride(), f32,
+                               paddedColumns());
+    fagpu::StoreLseOp::create(b, loc, state.m, totals.getTotal(), row0, nq,
+                              lseRows, /*probs_scale=*/FloatAttr());
     return;
   }
   bool byTma = fagpu::storesOutputByTma(spec.epilogue);
@@ -326,16 +331,47 @@ void KernelBuilder::storeTile(const RowState &state, Value row0, Value qMatrix,
   Value l = spec.rowSumMma()
                 ? fagpu::RowPartialsOp::create(b, loc, rowsType, state.l)
                 : state.l;
-  auto store = fagpu::StoreOutputOp::create(
-      b, loc, state.o, state.m, l, row0, qMatrix, rowEnd, byTma ? oMap : oPtr,
-      half, stridedMaps ? hq : Value(),
-      stridedMaps && !byTma ? ValueRange(oStrides) : ValueRange(),
-      spec.writesLse ? lse : Value(), staged ? staging : Value(),
-      staged ? epilogueBarrier : Value(), vDescaleOfTile, blockMap,
-      spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr(),
-      byTma ? IntegerAttr() : paddedColumns());
-  if (staged && !byTma)
-    store.setCopyRows(true);
+  Value lseRows;
+  if (spec.writesLse)
+    lseRows =
+        fagpu::LseRowsOp::create(b, loc, lse.getType(), lse, qMatrix, rowEnd);
+  Value heads = stridedMaps ? hq : Value();
+  ValueRange strides = stridedMaps ? ValueRange(oStrides) : ValueRange();
+  fagpu::OutputRowsOp rows;
+  if (!staged)
+    rows = fagpu::OutputRowsOp::create(b, loc, oPtr.getType(), b.getI64Type(),
+                                       oPtr, qMatrix, rowEnd, half, heads,
+                                       strides, storedColumns());
+  auto totals = fagpu::RowTotalsOp::create(b, loc, l.getType(), l.getType(), l,
+                                           vDescaleOfTile);
+  Value factor = totals.getFactor();
+  if (!staged) {
+    fagpu::StoreRowsOp::create(b, loc, state.o, factor, row0, rowEnd,
+                               rows.getBase(), rows.getStride(), half,
+                               paddedColumns());
+  } else {
+    // The staging tile is free once the previous TMA store (or every
+    // thread's copy) has read it.
+    if (byTma || blockMap)
+      fagpu::StoreWaitOp::create(b, loc);
+    fagpu::StageOutputOp::create(b, loc, state.o, factor, staging,
+                                 epilogueBarrier);
+    if (byTma)
+      fagpu::TmaStoreStagedOp::create(b, loc, staging, row0, qMatrix, oMap,
+                                      heads, epilogueBarrier);
+    else
+      fagpu::CopyStagedRowsOp::create(b, loc, staging, row0, qMatrix, rowEnd,
+                                      oPtr, heads, strides, epilogueBarrier,
+                                      blockMap, paddedColumns());
+  }
+  if (spec.writesLse)
+    fagpu::StoreLseOp::create(
+        b, loc, state.m, totals.getTotal(), row0, rowEnd, lseRows,
+        spec.probsScale > 0 ? b.getF32FloatAttr(spec.probsScale) : FloatAttr());
+}
+
+int64_t KernelBuilder::storedColumns() {
+  return std::min(spec.outputColumns, spec.headDim);
 }
 
 IntegerAttr KernelBuilder::paddedColumns() {

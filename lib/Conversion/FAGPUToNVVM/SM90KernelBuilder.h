@@ -360,9 +360,11 @@ private:
   Value scoresScale(Value block);
   /// Element `index` of a descale array (f32, read-only for the kernel).
   Value loadDescale(Value ptr, Value index);
-  /// fagpu.store_output's `columns` where O has fewer columns than the
+  /// The epilogue stores' `columns` where O has fewer columns than the
   /// tiles (a padded head dim), else none.
   IntegerAttr paddedColumns();
+  /// The columns of O the epilogue stores: O's own, at most the tiles'.
+  int64_t storedColumns();
   /// The consumer's rows of the staging tile for the tile in `qBuffer`.
   Value stagingRows(Value qBuffer);
 

@@ -428,28 +428,20 @@ struct LanesSoftmaxStepLowering : OpConversionPattern<fagpu::SoftmaxStepOp> {
   }
 };
 
-/// O / l of the thread's row from TMEM, 32 columns at a time, as 16-byte
-/// stores; LSE = (m + log2 l) ln 2. A row that saw no key (l = 0) gets
-/// O = 0 and LSE = -inf.
-struct TmemStoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
+/// O times its row's factor from TMEM, 32 columns at a time, as 16-byte
+/// stores (a row that saw no key has factor 0: O = 0).
+struct StoreTmemRowsLowering : OpConversionPattern<fagpu::StoreTmemRowsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(fagpu::StoreOutputOp op, OneToNOpAdaptor adaptor,
+  matchAndRewrite(fagpu::StoreTmemRowsOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto type = dyn_cast<fagpu::TmemType>(op.getO().getType());
-    if (!type)
-      return rewriter.notifyMatchFailure(op, "fragments: StoreOutputLowering");
+    auto type = cast<fagpu::TmemType>(op.getO().getType());
     Location loc = op.getLoc();
     OpEmitter e(rewriter, loc, op.getOutElement());
     int64_t headDim = type.getCols();
     ValueRange o = adaptor.getO();
-    Value m = adaptor.getM().front(), l = adaptor.getL().front();
+    Value inv = adaptor.getFactor().front();
     Value row = adaptor.getRow0().front(), nq = adaptor.getNq().front();
-    Value positive = arith::CmpFOp::create(
-        rewriter, loc, arith::CmpFPredicate::OGT, l, e.cf(0.0));
-    Value inv =
-        e.select(positive, arith::DivFOp::create(rewriter, loc, e.cf(1.0), l),
-                 e.cf(0.0));
     Value inRange = e.ult(row, nq);
     Value rowIndex = e.add(
         e.mul(e.ext64(adaptor.getMatrix().front()), e.ext64(nq)), e.ext64(row));
@@ -479,16 +471,6 @@ struct TmemStoreOutputLowering : OpConversionPattern<fagpu::StoreOutputOp> {
             e.gep(e.globalPtr, e.half, oRow, e.c64(c + 8 * int64_t(q))),
             /*alignment=*/16);
     }
-    if (op.getLse()) {
-      auto ifRow = scf::IfOp::create(rewriter, loc, inRange, false);
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(ifRow.thenBlock()->getTerminator());
-      Value lse = e.select(positive, e.fmul(e.fadd(m, e.lg2(l)), e.cf(kLn2)),
-                           e.cf(-std::numeric_limits<double>::infinity()));
-      LLVM::StoreOp::create(
-          rewriter, loc, lse,
-          e.gep(e.globalPtr, e.f32, adaptor.getLse().front(), rowIndex), 4);
-    }
     rewriter.eraseOp(op);
     return success();
   }
@@ -503,5 +485,5 @@ void mlir::fa::warpgroup::populateTcgen05Patterns(
                TmemAllocLowering, TmemDeallocLowering, TmemSliceLowering,
                TmemLoadLowering, TmemStoreLowering, Tcgen05MmaLowering,
                TmemRescaleLowering, LanesSoftmaxStepLowering,
-               TmemStoreOutputLowering>(converter, patterns.getContext());
+               StoreTmemRowsLowering>(converter, patterns.getContext());
 }

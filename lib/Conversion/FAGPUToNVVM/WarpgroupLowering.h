@@ -41,6 +41,7 @@ public:
   }
 
   OpBuilder &builder() { return b; }
+  Location location() const { return loc; }
 
   using TMAKernelEmitter::add;
   using TMAKernelEmitter::alignedSharedBase;

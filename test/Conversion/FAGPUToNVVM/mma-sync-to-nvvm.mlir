@@ -38,7 +38,7 @@
 // mma (O += P V): V read transposed.
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4
 // CHECK-COUNT-4: nvvm.mma.sync
-// store_output: rows of both row tiles.
+// store_rows and store_lse: rows of both row tiles.
 // CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c3_i32{{.*}} : i32 -> i32
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // CHECK: llvm.inline_asm "lg2.approx.ftz.f32 $0, $1;"
@@ -66,8 +66,34 @@ gpu.module @fa_kernels {
     %p, %m, %l, %alpha = fagpu.softmax_step %s, %m0, %l0 keys(%row, %nk) row %row scale %scale : !o, !rows -> !p
     %or = fagpu.rescale %o0, %alpha : !o, !rows
     %o = fagpu.mma %p, %vt acc(%or) {mn_major} : !p, !fagpu.smem_tile<64x64xf16, row_major>, !o -> !o
-    fagpu.store_output %o, %m, %l rows(%row, %matrix, %nk) to %optr : !llvm.ptr<1> as f16 lse %lse : !llvm.ptr<1> : !o, !rows
+    %t, %f = fagpu.row_totals %l : !rows
+    %orows1, %ostride1 = fagpu.output_rows %optr[%matrix] rows %nk : !llvm.ptr<1> as f16 {columns = 64 : i64}
+    fagpu.store_rows %o, %f rows(%row, %nk) to %orows1 stride %ostride1 : !llvm.ptr<1> as f16 : !o, !rows
+    %lse_rows1 = fagpu.lse_rows %lse[%matrix] rows %nk : !llvm.ptr<1>
+    fagpu.store_lse %m, %t rows(%row, %nk) to %lse_rows1 : !llvm.ptr<1> : !rows
+    llvm.return
+  }
+
+  // row_tile: tile 1 of a 128-row fragment is the second half of its
+  // registers, so storing it writes one row tile: two rows of two 16-byte
+  // runs (D = 64), the first tile's values untouched.
+  llvm.func @second_row_tile(%out: !llvm.ptr<1>, %row: i32, %nq: i32) {
+    %zero = arith.constant 0.0 : f32
+    %one = arith.constant 1.0 : f32
+    %o = fagpu.splat %zero : !o
+    %l = fagpu.splat %one : !rows
+    %o1 = fagpu.row_tile %o[1] : !o -> !fagpu.fragment<64x64xf32, accumulator>
+    %l1 = fagpu.row_tile %l[1] : !rows -> !fagpu.fragment<64xf32, rows>
+    %t, %f = fagpu.row_totals %l1 : !fagpu.fragment<64xf32, rows>
+    %base, %stride = fagpu.output_rows %out[%row] rows %nq : !llvm.ptr<1> as f16 {columns = 64 : i64}
+    fagpu.store_rows %o1, %f rows(%row, %nq) to %base stride %stride : !llvm.ptr<1> as f16 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
     llvm.return
   }
 }
 }
+
+// CHECK-LABEL: llvm.func @second_row_tile
+// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK-NOT: fagpu.
+// CHECK: llvm.return

@@ -53,7 +53,11 @@ gpu.module @fa_kernels {
     %zero = arith.constant 0.0 : f32
     %o = fagpu.splat %zero : !o
     %m = fagpu.splat %zero : !rows
-    fagpu.store_output %o, %m, %m rows(%row, %matrix, %nq) to %out : !llvm.ptr<1> as f16 strided(%heads, %sb, %sh, %sn) lse %lse : !llvm.ptr<1> : !o, !rows
+    %t, %f = fagpu.row_totals %m : !rows
+    %orows1, %ostride1 = fagpu.output_rows %out[%matrix] rows %nq : !llvm.ptr<1> as f16 strided(%heads, %sb, %sh, %sn) {columns = 64 : i64}
+    fagpu.store_rows %o, %f rows(%row, %nq) to %orows1 stride %ostride1 : !llvm.ptr<1> as f16 : !o, !rows
+    %lse_rows1 = fagpu.lse_rows %lse[%matrix] rows %nq : !llvm.ptr<1>
+    fagpu.store_lse %m, %t rows(%row, %nq) to %lse_rows1 : !llvm.ptr<1> : !rows
     llvm.return
   }
   llvm.func @tma(%row: i32, %matrix: i32, %nq: i32, %heads: i32, %map: !llvm.ptr, %lse: !llvm.ptr<1>, %sync: i32) {
@@ -61,7 +65,11 @@ gpu.module @fa_kernels {
     %o = fagpu.splat %zero : !o
     %m = fagpu.splat %zero : !rows
     %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<64x64xf16>
-    fagpu.store_output %o, %m, %m rows(%row, %matrix, %nq) to %map : !llvm.ptr as f16 strided(%heads) lse %lse : !llvm.ptr<1> staging %st : !fagpu.smem_tile<64x64xf16> sync %sync : !o, !rows
+    %t, %f = fagpu.row_totals %m : !rows
+    fagpu.stage_output %o, %f into %st sync %sync : !o, !rows, !fagpu.smem_tile<64x64xf16>
+    fagpu.tma_store_staged %st rows(%row, %matrix) to %map : !llvm.ptr strided(%heads) sync %sync : !fagpu.smem_tile<64x64xf16>
+    %lse_rows2 = fagpu.lse_rows %lse[%matrix] rows %nq : !llvm.ptr<1>
+    fagpu.store_lse %m, %t rows(%row, %nq) to %lse_rows2 : !llvm.ptr<1> : !rows
     llvm.return
   }
   llvm.func @merge(%row: i32, %matrix: i32, %nq: i32, %splits: i32, %bh: i32, %heads: i32, %sb: i64, %sh: i64, %sn: i64, %p: !llvm.ptr<1>, %out: !llvm.ptr<1>) {

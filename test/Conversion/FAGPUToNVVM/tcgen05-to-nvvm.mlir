@@ -52,7 +52,7 @@
 // barrier_arrive: fence, then the arrival.
 // CHECK-NEXT: nvvm.tcgen05.fence <before>
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
-// store_output from TMEM: 16-byte stores of the thread's row.
+// store_tmem_rows: 16-byte stores of the thread's row.
 // CHECK: nvvm.tcgen05.ld
 // CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // ... lane 0 of warp 4 the loads, lane 0 of warp 5 the MMAs.
@@ -111,7 +111,10 @@ gpu.module @fa_kernels {
       %pt = fagpu.tmem_slice %tmem[%c0] : !fagpu.tmem<128x256xf32> -> !fagpu.tmem<128x64xf16>
       fagpu.tmem_store %p, %pt : !s, !fagpu.tmem<128x64xf16>
       fagpu.barrier_arrive %p_full use %i : !fagpu.barriers<2>
-      fagpu.store_output %o, %m, %l rows(%row, %matrix, %nq) to %out : !llvm.ptr<1> as f16 lse %lse : !llvm.ptr<1> : !fagpu.tmem<128x64xf32>, !row
+      %t, %f = fagpu.row_totals %l : !row
+      fagpu.store_tmem_rows %o, %f rows(%row, %matrix, %nq) to %out : !llvm.ptr<1> as f16 : !fagpu.tmem<128x64xf32>, !row
+      %lse_rows1 = fagpu.lse_rows %lse[%matrix] rows %nq : !llvm.ptr<1>
+      fagpu.store_lse %m, %t rows(%row, %nq) to %lse_rows1 : !llvm.ptr<1> : !row
     } load {
       fagpu.tma_load %qmap[%row, %matrix] into %q[%c0] buffer 0 : !llvm.ptr, !q
     } mma {

@@ -51,7 +51,7 @@
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}} p, 1, 1, 1;
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// store_output through the staging tile: wait for the previous store,
+// The epilogue through the staging tile: wait for the previous store,
 // stmatrix (D / 16 = 4), proxy fence, one TMA store, the LSE rows.
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: nvvm.barrier id = %[[C:.*]] number_of_threads = %c128_i32
@@ -231,7 +231,12 @@ gpu.module @fa_kernels {
       fagpu.pipeline_release %kv[%stage] buffer 1 : !kv
       %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
       %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
-      fagpu.store_output %op, %m, %l rows(%row, %matrix, %nq) to %omap : !llvm.ptr as f16 lse %lse : !llvm.ptr<1> staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %c : !o, !rows
+      %total, %factor = fagpu.row_totals %l : !rows
+      fagpu.store_wait
+      fagpu.stage_output %op, %factor into %sr sync %c : !o, !rows, !fagpu.smem_tile<64x64xf16, block_rows = 128>
+      fagpu.tma_store_staged %sr rows(%row, %matrix) to %omap : !llvm.ptr sync %c : !fagpu.smem_tile<64x64xf16, block_rows = 128>
+      %lse_rows1 = fagpu.lse_rows %lse[%matrix] rows %nq : !llvm.ptr<1>
+      fagpu.store_lse %m, %total rows(%row, %nq) to %lse_rows1 : !llvm.ptr<1> : !rows
       fagpu.store_wait
     }
     llvm.return
@@ -249,7 +254,11 @@ gpu.module @fa_kernels {
     %zero = arith.constant 0.0 : f32
     %o = fagpu.splat %zero : !o
     %m = fagpu.splat %zero : !rows
-    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f32 lse %p : !llvm.ptr<1> : !o, !rows
+    %t, %f = fagpu.row_totals %m : !rows
+    %orows1, %ostride1 = fagpu.output_rows %p[%i] rows %i : !llvm.ptr<1> as f32 {columns = 64 : i64}
+    fagpu.store_rows %o, %f rows(%i, %i) to %orows1 stride %ostride1 : !llvm.ptr<1> as f32 : !o, !rows
+    %lse_rows2 = fagpu.lse_rows %p[%i] rows %i : !llvm.ptr<1>
+    fagpu.store_lse %m, %t rows(%i, %i) to %lse_rows2 : !llvm.ptr<1> : !rows
     fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
     llvm.return
   }
@@ -282,7 +291,9 @@ gpu.module @fa_kernels {
     %zero = arith.constant 0.0 : f32
     %o = fagpu.splat %zero : !o
     %m = fagpu.splat %zero : !rows
-    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f16 {columns = 32 : i64} : !o, !rows
+    %t, %f = fagpu.row_totals %m : !rows
+    %orows2, %ostride2 = fagpu.output_rows %p[%i] rows %i : !llvm.ptr<1> as f16 {columns = 32 : i64}
+    fagpu.store_rows %o, %f rows(%i, %i) to %orows2 stride %ostride2 : !llvm.ptr<1> as f16 {columns = 32 : i64} : !o, !rows
     llvm.return
   }
 
@@ -296,9 +307,11 @@ gpu.module @fa_kernels {
     %zero = arith.constant 0.0 : f32
     %o = fagpu.splat %zero : !o
     %m = fagpu.splat %zero : !rows
-    %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
-    %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
-    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as bf16 strided(%heads, %sb, %sh, %sn) staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> copy_rows sync %c {columns = 32 : i64} : !o, !rows
+    %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xbf16>
+    %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xbf16> -> !fagpu.smem_tile<64x64xbf16, block_rows = 128>
+    %t, %f = fagpu.row_totals %m : !rows
+    fagpu.stage_output %o, %f into %sr sync %c : !o, !rows, !fagpu.smem_tile<64x64xbf16, block_rows = 128>
+    fagpu.copy_staged_rows %sr rows(%i, %i, %i) to %p : !llvm.ptr<1> strided(%heads, %sb, %sh, %sn) sync %c {columns = 32 : i64} : !fagpu.smem_tile<64x64xbf16, block_rows = 128>
     llvm.return
   }
 
@@ -315,7 +328,10 @@ gpu.module @fa_kernels {
     %m = fagpu.splat %zero : !rows
     %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
     %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
-    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f16 strided(%heads, %sb, %sh, %sn) staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> copy_rows tma_blocks(%map : !llvm.ptr) sync %c : !o, !rows
+    %t, %f = fagpu.row_totals %m : !rows
+    fagpu.store_wait
+    fagpu.stage_output %o, %f into %sr sync %c : !o, !rows, !fagpu.smem_tile<64x64xf16, block_rows = 128>
+    fagpu.copy_staged_rows %sr rows(%i, %i, %i) to %p : !llvm.ptr<1> strided(%heads, %sb, %sh, %sn) tma_blocks(%map : !llvm.ptr) sync %c : !fagpu.smem_tile<64x64xf16, block_rows = 128>
     llvm.return
   }
 

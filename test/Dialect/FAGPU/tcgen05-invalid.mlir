@@ -113,9 +113,34 @@ func.func @rescale(%o: !fagpu.tmem<128x64xf32>, %a: !fagpu.fragment<64xf32, rows
 // -----
 
 // The e4m3 epilogue (V's descale, the probs scale) is the fragment one's.
-func.func @store_descale(%o: !fagpu.tmem<128x64xf32>, %m: !fagpu.fragment<128xf32, lanes>, %i: i32, %out: !llvm.ptr<1>, %vd: f32) {
-  // expected-error @+1 {{descale and probs_scale belong to the e4m3 fragment epilogue, not to O in TMEM}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %out : !llvm.ptr<1> as f16 descale %vd : !fagpu.tmem<128x64xf32>, !fagpu.fragment<128xf32, lanes>
+func.func @totals_descale(%l: !fagpu.fragment<128xf32, lanes>, %vd: f32) {
+  // expected-error @+1 {{descale belongs to the e4m3 kernels' rows fragments, not to O in TMEM}}
+  %t, %f = fagpu.row_totals %l descale %vd : !fagpu.fragment<128xf32, lanes>
+  return
+}
+
+// -----
+
+func.func @lse_probs_scale(%m: !fagpu.fragment<128xf32, lanes>, %i: i32, %out: !llvm.ptr<1>) {
+  %lse_rows1 = fagpu.lse_rows %out[%i] rows %i : !llvm.ptr<1>
+  // expected-error @+1 {{probs_scale belongs to the e4m3 kernels' rows fragments, not to O in TMEM}}
+  fagpu.store_lse %m, %m rows(%i, %i) to %lse_rows1 : !llvm.ptr<1> {probs_scale = 256.0 : f32} : !fagpu.fragment<128xf32, lanes>
+  return
+}
+
+// -----
+
+func.func @store_tmem_f32(%o: !fagpu.tmem<128x64xf32>, %f: !fagpu.fragment<128xf32, lanes>, %i: i32, %out: !llvm.ptr<1>) {
+  // expected-error @+1 {{O in TMEM is stored as f16 or bf16}}
+  fagpu.store_tmem_rows %o, %f rows(%i, %i, %i) to %out : !llvm.ptr<1> as f32 : !fagpu.tmem<128x64xf32>, !fagpu.fragment<128xf32, lanes>
+  return
+}
+
+// -----
+
+func.func @store_tmem_rows_factors(%o: !fagpu.tmem<128x64xf32>, %f: !fagpu.fragment<128xf32, rows>, %i: i32, %out: !llvm.ptr<1>) {
+  // expected-error @+1 {{O in TMEM is stored with the lanes factors of its rows}}
+  fagpu.store_tmem_rows %o, %f rows(%i, %i, %i) to %out : !llvm.ptr<1> as f16 : !fagpu.tmem<128x64xf32>, !fagpu.fragment<128xf32, rows>
   return
 }
 

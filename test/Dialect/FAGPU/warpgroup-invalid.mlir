@@ -115,62 +115,40 @@ func.func @moved_without_threshold(%s: !fagpu.fragment<64x64xf32, accumulator>, 
 
 // -----
 
-func.func @staging_without_sync(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
-  // expected-error @+1 {{a store through `staging` synchronises the warpgroup on `sync`: both or neither}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f16 staging %t : !fagpu.smem_tile<64x64xf16> : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
-  return
-}
-
-// -----
-
 // The e4m3 epilogue's probs scale is an exact power of two (l carries it,
 // the LSE takes its log2 off).
-func.func @store_probs_scale(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>, %vd: f32) {
+func.func @store_probs_scale(%m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
+  %lse_rows1 = fagpu.lse_rows %ptr[%i] rows %i : !llvm.ptr<1>
   // expected-error @+1 {{probs_scale must be a positive power of two, got 3.000000e+00}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as bf16 descale %vd {probs_scale = 3.0 : f32} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  fagpu.store_lse %m, %m rows(%i, %i) to %lse_rows1 : !llvm.ptr<1> {probs_scale = 3.0 : f32} : !fagpu.fragment<64xf32, rows>
   return
 }
 
 // -----
 
-func.func @store_element(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr) {
+func.func @store_element(%o: !fagpu.fragment<64x64xf32, accumulator>, %f: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr) {
+  %orows1, %ostride1 = fagpu.output_rows %ptr[%i] rows %i : !llvm.ptr as f16 {columns = 64 : i64}
   // expected-error @+1 {{O holds f16, bf16 or (split-KV partials) f32, got 'i32'}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as i32 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+  fagpu.store_rows %o, %f rows(%i, %i) to %orows1 stride %ostride1 : !llvm.ptr as i32 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
   return
 }
 
 // -----
 
-func.func @partial_through_staging(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
-  // expected-error @+1 {{f32 partial O is stored from registers, not through a staging tile}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f32 staging %t : !fagpu.smem_tile<64x64xf16> sync %i : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
-  return
-}
-
-// -----
-
-// copy_rows copies from a staging tile.
-func.func @copy_rows_without_staging(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
-  // expected-error @+1 {{copy_rows copies O's rows from a staging tile: give `staging`}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 copy_rows : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
-  return
-}
-
-// -----
-
-// tma_blocks stores the whole blocks of copied rows.
-func.func @tma_blocks_without_copy_rows(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>, %map: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
-  // expected-error @+1 {{tma_blocks stores the whole row blocks of a copy_rows store: give `copy_rows`}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 staging %t : !fagpu.smem_tile<64x64xf16> tma_blocks(%map : !llvm.ptr) sync %i : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+// f32 partials are stored from registers, e4m3 O not at all: a staging tile
+// holds 16-bit O.
+func.func @stage_e4m3(%o: !fagpu.fragment<64x128xf32, accumulator>, %f: !fagpu.fragment<64xf32, rows>, %i: i32, %t: !fagpu.smem_tile<64x128xf8E4M3FN>) {
+  // expected-error @+1 {{O is staged as f16 or bf16, got 'f8E4M3FN'}}
+  fagpu.stage_output %o, %f into %t sync %i : !fagpu.fragment<64x128xf32, accumulator>, !fagpu.fragment<64xf32, rows>, !fagpu.smem_tile<64x128xf8E4M3FN>
   return
 }
 
 // -----
 
 // Copied rows move whole pairs of 16-byte pieces.
-func.func @copy_rows_odd_pieces(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>, %t: !fagpu.smem_tile<64x64xf16>) {
-  // expected-error @+1 {{copied rows move 16-byte pieces, an even number a row: columns must be a multiple of 16, got 40}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 staging %t : !fagpu.smem_tile<64x64xf16> copy_rows sync %i {columns = 40 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+func.func @copy_rows_odd_pieces(%i: i32, %ptr: !llvm.ptr<1>, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{columns must be a multiple of 16 in [16, 64] (O's columns, at most the tile's), got 40}}
+  fagpu.copy_staged_rows %t rows(%i, %i, %i) to %ptr : !llvm.ptr<1> sync %i {columns = 40 : i64} : !fagpu.smem_tile<64x64xf16>
   return
 }
 
@@ -178,17 +156,120 @@ func.func @copy_rows_odd_pieces(%o: !fagpu.fragment<64x64xf32, accumulator>, %m:
 
 // O's columns (a padded head dim): whole 8-column groups of the fragment,
 // stored from registers.
-func.func @store_columns(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
-  // expected-error @+1 {{columns must be a multiple of 8 in [8, 64] (O's columns, at most the fragment's), got 72}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 {columns = 72 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+func.func @store_columns(%o: !fagpu.fragment<64x64xf32, accumulator>, %f: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
+  %orows2, %ostride2 = fagpu.output_rows %ptr[%i] rows %i : !llvm.ptr<1> as f16 {columns = 72 : i64}
+  // expected-error @+1 {{columns must be a multiple of 8 in [8, 64] (O's columns, at most the tile's), got 72}}
+  fagpu.store_rows %o, %f rows(%i, %i) to %orows2 stride %ostride2 : !llvm.ptr<1> as f16 {columns = 72 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
   return
 }
 
 // -----
 
-func.func @store_columns_staged(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
-  // expected-error @+1 {{columns belong to a store from registers or by copied rows (a TMA store's map has O's columns)}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f16 staging %t : !fagpu.smem_tile<64x64xf16> sync %i {columns = 32 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+func.func @strided_store_two_strides(%i: i32, %s: i64, %ptr: !llvm.ptr<1>) {
+  // expected-error @+1 {{a strided O stored through a pointer needs its batch, head and row strides, got 2}}
+  %rows, %stride = fagpu.output_rows %ptr[%i] rows %i : !llvm.ptr<1> as f16 strided(%i, %s, %s) {columns = 64 : i64}
+  return
+}
+
+// -----
+
+func.func @output_rows_element(%i: i32, %ptr: !llvm.ptr<1>) {
+  // expected-error @+1 {{O holds f16, bf16 or (split-KV partials) f32, got 'i32'}}
+  %rows, %stride = fagpu.output_rows %ptr[%i] rows %i : !llvm.ptr<1> as i32 {columns = 64 : i64}
+  return
+}
+
+// -----
+
+func.func @output_rows_columns(%i: i32, %ptr: !llvm.ptr<1>) {
+  // expected-error @+1 {{columns must be a positive multiple of 8, got 12}}
+  %rows, %stride = fagpu.output_rows %ptr[%i] rows %i : !llvm.ptr<1> as f16 {columns = 12 : i64}
+  return
+}
+
+// -----
+
+func.func @strided_copy_two_strides(%i: i32, %s: i64, %ptr: !llvm.ptr<1>, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{a strided O stored through a pointer needs its batch, head and row strides, got 2}}
+  fagpu.copy_staged_rows %t rows(%i, %i, %i) to %ptr : !llvm.ptr<1> strided(%i, %s, %s) sync %i : !fagpu.smem_tile<64x64xf16>
+  return
+}
+
+// -----
+
+func.func @store_rows_of_other_rows(%o: !fagpu.fragment<64x64xf32, accumulator>, %f: !fagpu.fragment<128xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
+  %orows4, %ostride4 = fagpu.output_rows %ptr[%i] rows %i : !llvm.ptr<1> as f16 {columns = 64 : i64}
+  // expected-error @+1 {{the factors must be those of O's rows}}
+  fagpu.store_rows %o, %f rows(%i, %i) to %orows4 stride %ostride4 : !llvm.ptr<1> as f16 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<128xf32, rows>
+  return
+}
+
+// -----
+
+func.func @store_rows_of_scores(%o: !fagpu.fragment<64x64xf32, accumulator>, %i: i32, %ptr: !llvm.ptr<1>) {
+  %orows5, %ostride5 = fagpu.output_rows %ptr[%i] rows %i : !llvm.ptr<1> as f16 {columns = 64 : i64}
+  // expected-error @+1 {{expected the O accumulator and its rows' factors}}
+  fagpu.store_rows %o, %o rows(%i, %i) to %orows5 stride %ostride5 : !llvm.ptr<1> as f16 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64x64xf32, accumulator>
+  return
+}
+
+// -----
+
+// A staging tile holds one warpgroup's rows: the mma.sync kernel's
+// 128-row fragments are stored from registers.
+func.func @stage_two_tiles(%o: !fagpu.fragment<128x64xf32, accumulator>, %f: !fagpu.fragment<128xf32, rows>, %i: i32, %t: !fagpu.smem_tile<64x64xf16>) {
+  // expected-error @+1 {{a staging tile holds one warpgroup's 64 rows}}
+  fagpu.stage_output %o, %f into %t sync %i : !fagpu.fragment<128x64xf32, accumulator>, !fagpu.fragment<128xf32, rows>, !fagpu.smem_tile<64x64xf16>
+  return
+}
+
+// -----
+
+func.func @stage_other_columns(%o: !fagpu.fragment<64x64xf32, accumulator>, %f: !fagpu.fragment<64xf32, rows>, %i: i32, %t: !fagpu.smem_tile<64x128xf16>) {
+  // expected-error @+1 {{the staging tile must hold the warpgroup's 64 rows of O}}
+  fagpu.stage_output %o, %f into %t sync %i : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>, !fagpu.smem_tile<64x128xf16>
+  return
+}
+
+// -----
+
+func.func @tma_store_two_tiles(%i: i32, %map: !llvm.ptr, %t: !fagpu.smem_tile<128x64xf16>) {
+  // expected-error @+1 {{a staging tile holds one warpgroup's 64 rows, got 128}}
+  fagpu.tma_store_staged %t rows(%i, %i) to %map : !llvm.ptr sync %i : !fagpu.smem_tile<128x64xf16>
+  return
+}
+
+// -----
+
+func.func @row_totals_of_scores(%s: !fagpu.fragment<64x64xf32, accumulator>) {
+  // expected-error @+1 {{expected the rows' l as a rows or lanes fragment}}
+  %t, %f = fagpu.row_totals %s : !fagpu.fragment<64x64xf32, accumulator>
+  return
+}
+
+// -----
+
+func.func @store_lse_of_scores(%s: !fagpu.fragment<64x64xf32, accumulator>, %i: i32, %ptr: !llvm.ptr<1>) {
+  %lse_rows2 = fagpu.lse_rows %ptr[%i] rows %i : !llvm.ptr<1>
+  // expected-error @+1 {{expected the rows' m and l as rows or lanes fragments}}
+  fagpu.store_lse %s, %s rows(%i, %i) to %lse_rows2 : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>
+  return
+}
+
+// -----
+
+// A row tile is one of the source's 64-row tiles.
+func.func @row_tile_index(%o: !fagpu.fragment<128x64xf32, accumulator>) {
+  // expected-error @+1 {{tile index 2 is not one of the source's 2 64-row tiles}}
+  %t = fagpu.row_tile %o[2] : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<64x64xf32, accumulator>
+  return
+}
+
+// -----
+
+func.func @row_tile_columns(%o: !fagpu.fragment<128x64xf32, accumulator>) {
+  // expected-error @+1 {{expected a 64-row tile of the source fragment, of its layout, element type and columns}}
+  %t = fagpu.row_tile %o[0] : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<64x32xf32, accumulator>
   return
 }
 
@@ -343,22 +424,6 @@ func.func @tma_load_pages_count(%map: !llvm.ptr, %i: i32, %kv: !kvp) {
 func.func @tma_load_pages_rows(%map: !llvm.ptr, %i: i32, %kv: !kvp) {
   // expected-error @+1 {{expected page_rows to be a positive multiple of 8 (the swizzle's period), got 12}}
   fagpu.tma_load_pages %map[%i, %i, pages %i] into %kv[%i] buffer 0 {page_rows = 12 : i64} : !llvm.ptr, !kvp
-  return
-}
-
-// -----
-
-func.func @strided_store_without_strides(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %ptr: !llvm.ptr<1>) {
-  // expected-error @+1 {{a strided O stored through a pointer needs its batch, head and row strides, got 0}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr<1> as f16 strided(%i) : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
-  return
-}
-
-// -----
-
-func.func @strided_tma_store_with_strides(%o: !fagpu.fragment<64x64xf32, accumulator>, %m: !fagpu.fragment<64xf32, rows>, %i: i32, %s: i64, %ptr: !llvm.ptr, %t: !fagpu.smem_tile<64x64xf16>) {
-  // expected-error @+1 {{a strided O stored by TMA takes no strides (the tensor map has them), got 3}}
-  fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %ptr : !llvm.ptr as f16 strided(%i, %s, %s, %s) staging %t : !fagpu.smem_tile<64x64xf16> sync %i : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
   return
 }
 

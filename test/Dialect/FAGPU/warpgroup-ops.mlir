@@ -37,14 +37,26 @@
 // CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<64x64xf16, operand_a>, <64x64xf16>, !fagpu.fragment<64x64xf32, accumulator> -> !fagpu.fragment<64x64xf32, accumulator>
 // CHECK: fagpu.pipeline_release %[[KV]][%{{.*}}] buffer 1
 // CHECK: %[[ST:.*]] = fagpu.shared_tile offset 49152 : <128x64xf16>
-// CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : !llvm.ptr as f16 lse %{{.*}} : !llvm.ptr<1> staging %{{.*}} : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %{{.*}} : !fagpu.fragment<64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: %[[TOTAL:.*]], %[[FACTOR:.*]] = fagpu.row_totals %{{.*}} : <64xf32, rows>
+// CHECK: fagpu.store_wait
+// CHECK: fagpu.stage_output %{{.*}}, %[[FACTOR]] into %{{.*}} sync %[[C]] : <64x64xf32, accumulator>, <64xf32, rows>, <64x64xf16, block_rows = 128>
+// CHECK: fagpu.tma_store_staged %{{.*}} rows(%{{.*}}, %{{.*}}) to %{{.*}} : !llvm.ptr sync %[[C]] : <64x64xf16, block_rows = 128>
+// CHECK: %[[LSEROWS:.*]] = fagpu.lse_rows %{{.*}}[%{{.*}}] rows %{{.*}} : <1>
+// CHECK: fagpu.store_lse %{{.*}}, %[[TOTAL]] rows(%{{.*}}, %{{.*}}) to %[[LSEROWS]] : <1> : <64xf32, rows>
 // CHECK: fagpu.store_wait
 // CHECK-LABEL: llvm.func @split
-// CHECK: fagpu.store_output %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}} : <1> as f32 lse %{{.*}} : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: %[[T:.*]], %[[F:.*]] = fagpu.row_totals %{{.*}} descale %{{.*}} : <64xf32, rows>
+// CHECK: %[[OROWS:.*]], %[[OSTRIDE:.*]] = fagpu.output_rows %{{.*}}[%{{.*}}] rows %{{.*}} : <1> as f32 {columns = 32 : i64}
+// CHECK: fagpu.store_rows %{{.*}}, %[[F]] rows(%{{.*}}, %{{.*}}) to %[[OROWS]] stride %[[OSTRIDE]] : <1> as f32 {columns = 32 : i64} : <64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: fagpu.store_lse %{{.*}}, %[[T]] rows(%{{.*}}, %{{.*}}) to %{{.*}} : <1> {probs_scale = 2.560000e+02 : f32} : <64xf32, rows>
 // CHECK: fagpu.merge_splits rows(%{{.*}}, %{{.*}}, %{{.*}}) of %{{.*}} x %{{.*}} arrivals %{{.*}} partials(%{{.*}}, %{{.*}}) to %{{.*}} as f16 lse %{{.*}} {head_dim = 64 : i64} : <1>, <1>, <1>, <1>, !llvm.ptr<1>
 // CHECK-LABEL: llvm.func @strided
 // CHECK: fagpu.tma_load %{{.*}}[%[[I:.*]], %[[I]], %[[I]]] into
-// CHECK: fagpu.store_output {{.*}} as f16 strided(%[[I]], %[[S:.*]], %[[S]], %[[S]]) lse
+// CHECK: fagpu.output_rows {{.*}} as f16 strided(%[[I]], %[[S:.*]], %[[S]], %[[S]]) {columns = 64 : i64}
+// CHECK: fagpu.store_rows
+// CHECK: fagpu.stage_output
+// CHECK: fagpu.tma_store_staged {{.*}} strided(%[[I]]) sync %[[I]]
+// CHECK: fagpu.copy_staged_rows {{.*}} strided(%[[I]], %[[S]], %[[S]], %[[S]]) tma_blocks(%{{.*}} : !llvm.ptr) sync %[[I]] {columns = 48 : i64}
 // CHECK: fagpu.merge_splits {{.*}} as f16 strided(%[[I]], %[[S]], %[[S]], %[[S]]) lse
 module attributes {gpu.container_module} {
 gpu.module @fa_kernels {
@@ -85,7 +97,12 @@ gpu.module @fa_kernels {
       fagpu.pipeline_release %kv[%stage] buffer 1 : !kv
       %st = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
       %sr = fagpu.tile_rows %st[%c] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
-      fagpu.store_output %op, %m, %l rows(%row, %matrix, %nq) to %omap : !llvm.ptr as f16 lse %lse : !llvm.ptr<1> staging %sr : !fagpu.smem_tile<64x64xf16, block_rows = 128> sync %c : !o, !rows
+      %total, %factor = fagpu.row_totals %l : !rows
+      fagpu.store_wait
+      fagpu.stage_output %op, %factor into %sr sync %c : !o, !rows, !fagpu.smem_tile<64x64xf16, block_rows = 128>
+      fagpu.tma_store_staged %sr rows(%row, %matrix) to %omap : !llvm.ptr sync %c : !fagpu.smem_tile<64x64xf16, block_rows = 128>
+      %lse_rows1 = fagpu.lse_rows %lse[%matrix] rows %nq : !llvm.ptr<1>
+      fagpu.store_lse %m, %total rows(%row, %nq) to %lse_rows1 : !llvm.ptr<1> : !rows
       fagpu.store_wait
     }
     llvm.return
@@ -96,7 +113,12 @@ gpu.module @fa_kernels {
     %zero = arith.constant 0.0 : f32
     %o = fagpu.splat %zero : !fagpu.fragment<64x64xf32, accumulator>
     %m = fagpu.splat %zero : !fagpu.fragment<64xf32, rows>
-    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f32 lse %p : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+    %vd = arith.constant 0.5 : f32
+    %t, %f = fagpu.row_totals %m descale %vd : !fagpu.fragment<64xf32, rows>
+    %orows1, %ostride1 = fagpu.output_rows %p[%i] rows %i : !llvm.ptr<1> as f32 {columns = 32 : i64}
+    fagpu.store_rows %o, %f rows(%i, %i) to %orows1 stride %ostride1 : !llvm.ptr<1> as f32 {columns = 32 : i64} : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+    %lse_rows2 = fagpu.lse_rows %p[%i] rows %i : !llvm.ptr<1>
+    fagpu.store_lse %m, %t rows(%i, %i) to %lse_rows2 : !llvm.ptr<1> {probs_scale = 2.560000e+02 : f32} : !fagpu.fragment<64xf32, rows>
     fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
     llvm.return
   }
@@ -104,12 +126,19 @@ gpu.module @fa_kernels {
   // Strided tensors: a rank-4 map's (row, head, batch); O of Hq = %i heads
   // at strides %s.
   llvm.func @strided(%i: i32, %s: i64, %p: !llvm.ptr<1>, %map: !llvm.ptr) {
+    %tile = fagpu.shared_tile offset 49152 : !fagpu.smem_tile<128x64xf16>
+    %st = fagpu.tile_rows %tile[%i] : !fagpu.smem_tile<128x64xf16> -> !fagpu.smem_tile<64x64xf16, block_rows = 128>
     %kv = fagpu.create_pipeline {barrier_offset = 65552 : i64, tile_offset = 16384 : i64} : !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
     fagpu.tma_load %map[%i, %i, %i] into %kv[%i] buffer 0 : !llvm.ptr, !fagpu.pipeline<stages = 2, buffers = 2, 64x64xf16>
     %zero = arith.constant 0.0 : f32
     %o = fagpu.splat %zero : !fagpu.fragment<64x64xf32, accumulator>
     %m = fagpu.splat %zero : !fagpu.fragment<64xf32, rows>
-    fagpu.store_output %o, %m, %m rows(%i, %i, %i) to %p : !llvm.ptr<1> as f16 strided(%i, %s, %s, %s) lse %p : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+    %t, %f = fagpu.row_totals %m : !fagpu.fragment<64xf32, rows>
+    %orows2, %ostride2 = fagpu.output_rows %p[%i] rows %i : !llvm.ptr<1> as f16 strided(%i, %s, %s, %s) {columns = 64 : i64}
+    fagpu.store_rows %o, %f rows(%i, %i) to %orows2 stride %ostride2 : !llvm.ptr<1> as f16 : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+    fagpu.stage_output %o, %f into %st sync %i : !fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64xf32, rows>, !fagpu.smem_tile<64x64xf16, block_rows = 128>
+    fagpu.tma_store_staged %st rows(%i, %i) to %map : !llvm.ptr strided(%i) sync %i : !fagpu.smem_tile<64x64xf16, block_rows = 128>
+    fagpu.copy_staged_rows %st rows(%i, %i, %i) to %p : !llvm.ptr<1> strided(%i, %s, %s, %s) tma_blocks(%map : !llvm.ptr) sync %i {columns = 48 : i64} : !fagpu.smem_tile<64x64xf16, block_rows = 128>
     fagpu.merge_splits rows(%i, %i, %i) of %i x %i arrivals %p partials(%p, %p) to %p as f16 strided(%i, %s, %s, %s) lse %p {head_dim = 64 : i64} : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
     llvm.return
   }
@@ -146,7 +175,14 @@ gpu.module @fa_kernels {
     %or = fagpu.rescale %o0, %alpha : !o80, !rows80
     %p2, %m2, %l2, %alpha2, %os = fagpu.softmax_step %s2, %m0, %m0 rescale(%or : !o80 -> !o80) keys(%row, %nk) row %row scale %scale {masked, causal, tree_row_max} : !o80, !rows80 -> !p80
     %o = fagpu.mma %p, %vt acc(%os) {mn_major} : !p80, !fagpu.smem_tile<64x64xf16, row_major>, !o80 -> !o80
-    fagpu.store_output %o, %m, %l rows(%row, %matrix, %nk) to %optr : !llvm.ptr<1> as f16 : !o80, !rows80
+    %o1 = fagpu.row_tile %o[1] : !o80 -> !o
+    %m1 = fagpu.row_tile %m[1] : !rows80 -> !rows
+    %l1 = fagpu.row_tile %l[1] : !rows80 -> !rows
+    %t1, %f1 = fagpu.row_totals %l1 : !rows
+    %orows3, %ostride3 = fagpu.output_rows %optr[%matrix] rows %nk : !llvm.ptr<1> as f16 {columns = 64 : i64}
+    fagpu.store_rows %o1, %f1 rows(%row, %nk) to %orows3 stride %ostride3 : !llvm.ptr<1> as f16 : !o, !rows
+    %lse_rows3 = fagpu.lse_rows %optr[%matrix] rows %nk : !llvm.ptr<1>
+    fagpu.store_lse %m1, %t1 rows(%row, %nk) to %lse_rows3 : !llvm.ptr<1> : !rows
     llvm.return
   }
 }
@@ -166,7 +202,12 @@ gpu.module @fa_kernels {
 // CHECK: fagpu.rescale
 // CHECK: fagpu.softmax_step %{{.*}}, %{{.*}}, %{{.*}} rescale(%{{.*}} : !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>) keys(%{{.*}}, %{{.*}}) row %{{.*}} scale %{{.*}} {causal, masked, tree_row_max}
 // CHECK: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) {mn_major} : !fagpu.fragment<128x64xf16, operand_a>, <64x64xf16, row_major>, !fagpu.fragment<128x64xf32, accumulator> -> !fagpu.fragment<128x64xf32, accumulator>
-// CHECK: fagpu.store_output {{.*}} : !fagpu.fragment<128x64xf32, accumulator>, <128xf32, rows>
+// CHECK: %[[O1:.*]] = fagpu.row_tile %{{.*}}[1] : <128x64xf32, accumulator> -> <64x64xf32, accumulator>
+// CHECK: %[[M1:.*]] = fagpu.row_tile %{{.*}}[1] : <128xf32, rows> -> <64xf32, rows>
+// CHECK: %[[L1:.*]] = fagpu.row_tile %{{.*}}[1] : <128xf32, rows> -> <64xf32, rows>
+// CHECK: %[[T1:.*]], %[[F1:.*]] = fagpu.row_totals %[[L1]]
+// CHECK: fagpu.store_rows %[[O1]], %[[F1]]
+// CHECK: fagpu.store_lse %[[M1]], %[[T1]]
 
 // The dynamic tile scheduler's ops.
 // CHECK-LABEL: func.func @scheduler

@@ -1,7 +1,8 @@
 //===- FAGPUWarpgroupOps.cpp - verifiers of the kernel-body ops -----------===//
 
-#include "fa/Dialect/FAGPU/IR/FAGPU.h"
 #include "fa/Dialect/FA/IR/Validation.h"
+#include "fa/Dialect/FAGPU/IR/FAGPU.h"
+#include "fa/Dialect/FAGPU/IR/SharedMemory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -395,89 +396,168 @@ LogicalResult ModifyScoresOp::verify() {
                                    captures);
 }
 
-LogicalResult StoreOutputOp::verify() {
+LogicalResult RowTileOp::verify() {
+  FragmentType source = getSource().getType(), result = getResult().getType();
+  if (source.getLayout() != result.getLayout() ||
+      source.getElementType() != result.getElementType() ||
+      source.getShape().size() != result.getShape().size() ||
+      result.getShape()[0] != kRowsPerConsumer ||
+      source.getShape().drop_front() != result.getShape().drop_front())
+    return emitOpError("expected a 64-row tile of the source fragment, of its "
+                       "layout, element type and columns");
+  int64_t index = getIndex();
+  if (index < 0 || index >= source.getRowTiles())
+    return emitOpError("tile index ")
+           << index << " is not one of the source's " << source.getRowTiles()
+           << " 64-row tiles";
+  return success();
+}
+
+/// A fragment of one value per row: `rows` (the quad's threads each hold
+/// part of a row's value) or `lanes` (one thread per row).
+static bool isRowValues(FragmentType type) {
+  return type.getShape().size() == 1 &&
+         (type.getLayout() == FragmentLayout::Rows ||
+          type.getLayout() == FragmentLayout::Lanes);
+}
+
+LogicalResult RowTotalsOp::verify() {
+  FragmentType l = getL().getType();
+  if (!isRowValues(l))
+    return emitOpError("expected the rows' l as a rows or lanes fragment");
+  if (getDescale() && l.getLayout() != FragmentLayout::Rows)
+    return emitOpError("descale belongs to the e4m3 kernels' rows fragments, "
+                       "not to O in TMEM");
+  return success();
+}
+
+LogicalResult StoreLseOp::verify() {
+  FragmentType m = getM().getType();
+  if (!isRowValues(m))
+    return emitOpError("expected the rows' m and l as rows or lanes "
+                       "fragments");
   if (std::optional<APFloat> s = getProbsScale()) {
     double scale = s->convertToDouble();
     int exponent;
     if (!(scale > 0) || std::frexp(scale, &exponent) != 0.5)
       return emitOpError("probs_scale must be a positive power of two, got ")
              << scale;
+    if (m.getLayout() != FragmentLayout::Rows)
+      return emitOpError("probs_scale belongs to the e4m3 kernels' rows "
+                         "fragments, not to O in TMEM");
   }
-  if (auto tmem = dyn_cast<TmemType>(getO().getType())) {
-    if (getDescale() || getProbsScale())
-      return emitOpError("descale and probs_scale belong to the e4m3 "
-                         "fragment epilogue, not to O in TMEM");
-    if (getM().getType().getLayout() != FragmentLayout::Lanes ||
-        getM().getType().getShape().size() != 1)
-      return emitOpError("O in TMEM is stored with the lanes m and l of its "
-                         "rows");
-    if (!tmem.getElementType().isF32() || tmem.getCols() % 32 != 0)
-      return emitOpError("O in TMEM is f32 in whole 32-column chunks");
-    if (getStaging() ||
-        (!getOutElement().isF16() && !getOutElement().isBF16()))
-      return emitOpError("O in TMEM is stored from registers as f16 or bf16");
+  return success();
+}
+
+/// O's layout through a pointer: a strided O needs its heads (to split the
+/// matrix into batch and head) and the three strides.
+static LogicalResult verifyStridedOutput(Operation *op, Value heads,
+                                         ValueRange strides) {
+  if (heads && strides.size() != 3)
+    return op->emitOpError("a strided O stored through a pointer needs its "
+                           "batch, head and row strides, got ")
+           << strides.size();
+  return success();
+}
+
+/// `columns` of O stored in whole `multiple`-column pieces, at most the
+/// tile's `tileColumns`.
+static LogicalResult verifyOutputColumns(Operation *op,
+                                         std::optional<int64_t> columns,
+                                         int64_t multiple,
+                                         int64_t tileColumns) {
+  if (!columns)
     return success();
-  }
-  auto o = dyn_cast<FragmentType>(getO().getType());
-  if (!o || o.getLayout() != FragmentLayout::Accumulator ||
-      getM().getType().getLayout() != FragmentLayout::Rows ||
-      getL().getType().getLayout() != FragmentLayout::Rows)
-    return emitOpError("expected the O accumulator and its rows' m and l");
-  if (getM().getType().getShape()[0] != o.getShape()[0])
-    return emitOpError("m and l must hold the rows of O");
+  if (*columns < multiple || *columns % multiple != 0 || *columns > tileColumns)
+    return op->emitOpError("columns must be a multiple of ")
+           << multiple << " in [" << multiple << ", " << tileColumns
+           << "] (O's columns, at most the tile's), got " << *columns;
+  return success();
+}
+
+LogicalResult OutputRowsOp::verify() {
   Type element = getOutElement();
   if (!element.isF16() && !element.isBF16() && !element.isF32())
     return emitOpError("O holds f16, bf16 or (split-KV partials) f32, got ")
            << element;
-  if (element.isF32() && getStaging())
-    return emitOpError("f32 partial O is stored from registers, not through "
-                       "a staging tile");
-  bool byTma = getStaging() && !getCopyRows();
-  if (getCopyRows() && !getStaging())
-    return emitOpError("copy_rows copies O's rows from a staging tile: give "
-                       "`staging`");
-  if (getBlockMap() && !getCopyRows())
-    return emitOpError("tma_blocks stores the whole row blocks of a "
-                       "copy_rows store: give `copy_rows`");
-  if (std::optional<int64_t> columns = getColumns()) {
-    // Whole quads' 8-column groups of the fragment, from registers; whole
-    // 16-byte pieces of the staging tile's rows, copied.
-    if (byTma)
-      return emitOpError("columns belong to a store from registers or by "
-                         "copied rows (a TMA store's map has O's columns)");
-    if (*columns < 8 || *columns % 8 != 0 || *columns > o.getShape()[1])
-      return emitOpError("columns must be a multiple of 8 in [8, ")
-             << o.getShape()[1] << "] (O's columns, at most the fragment's), "
-             << "got " << *columns;
-    // 16-byte pieces, an even number a row: 128 threads cover 64 rows.
-    if (getCopyRows() && *columns % 16 != 0)
-      return emitOpError("copied rows move 16-byte pieces, an even number "
-                         "a row: columns must be a multiple of 16, got ")
-             << *columns;
-  }
-  if (bool(getStaging()) != bool(getSyncBarrier()))
-    return emitOpError("a store through `staging` synchronises the "
-                       "warpgroup on `sync`: both or neither");
-  // A strided O needs its heads (to split the matrix into batch and head)
-  // and, through a pointer, the three strides; a TMA store's map has them.
-  size_t strides = getStrides().size();
-  if (!getHeads() && strides)
-    return emitOpError("strides need `strided(heads, ...)`");
-  if (getHeads() && strides != (byTma ? 0u : 3u))
-    return emitOpError("a strided O stored ")
-           << (byTma ? "by TMA takes no strides (the tensor map has them)"
-                     : "through a pointer needs its batch, head and row "
-                       "strides")
-           << ", got " << strides;
-  if (auto staging = getStaging()) {
-    if (o.getRowTiles() != 1)
-      return emitOpError("a staging tile holds one warpgroup's 64 rows");
-    auto tile = cast<SharedTileType>(staging.getType());
-    if (tile.getRows() != 64 || tile.getCols() != o.getShape()[1])
-      return emitOpError("the staging tile must hold the warpgroup's 64 rows "
-                         "of O");
-  }
+  if (getColumns() < 8 || getColumns() % 8 != 0)
+    return emitOpError("columns must be a positive multiple of 8, got ")
+           << getColumns();
+  return verifyStridedOutput(*this, getHeads(), getStrides());
+}
+
+LogicalResult StoreRowsOp::verify() {
+  FragmentType o = getO().getType(), factor = getFactor().getType();
+  if (o.getLayout() != FragmentLayout::Accumulator ||
+      factor.getLayout() != FragmentLayout::Rows ||
+      factor.getShape().size() != 1)
+    return emitOpError("expected the O accumulator and its rows' factors");
+  if (factor.getShape()[0] != o.getShape()[0])
+    return emitOpError("the factors must be those of O's rows");
+  Type element = getOutElement();
+  if (!element.isF16() && !element.isBF16() && !element.isF32())
+    return emitOpError("O holds f16, bf16 or (split-KV partials) f32, got ")
+           << element;
+  // Whole quads' 8-column groups of the fragment.
+  return verifyOutputColumns(*this, getColumns(), 8, o.getShape()[1]);
+}
+
+LogicalResult StoreTmemRowsOp::verify() {
+  auto tmem = cast<TmemType>(getO().getType());
+  FragmentType factor = getFactor().getType();
+  if (factor.getLayout() != FragmentLayout::Lanes ||
+      factor.getShape().size() != 1)
+    return emitOpError("O in TMEM is stored with the lanes factors of its "
+                       "rows");
+  if (!tmem.getElementType().isF32() || tmem.getCols() % 32 != 0)
+    return emitOpError("O in TMEM is f32 in whole 32-column chunks");
+  if (!getOutElement().isF16() && !getOutElement().isBF16())
+    return emitOpError("O in TMEM is stored as f16 or bf16");
   return success();
+}
+
+/// A staging tile: one warpgroup's 64 rows of 16-bit O.
+static LogicalResult verifyStagingTile(Operation *op, Value staging) {
+  auto tile = cast<SharedTileType>(staging.getType());
+  if (tile.getRows() != kRowsPerConsumer)
+    return op->emitOpError("a staging tile holds one warpgroup's 64 rows, "
+                           "got ")
+           << tile.getRows();
+  if (tile.getElementType().getIntOrFloatBitWidth() != 16)
+    return op->emitOpError("O is staged as f16 or bf16, got ")
+           << tile.getElementType();
+  return success();
+}
+
+LogicalResult StageOutputOp::verify() {
+  FragmentType o = getO().getType(), factor = getFactor().getType();
+  if (o.getLayout() != FragmentLayout::Accumulator ||
+      factor.getLayout() != FragmentLayout::Rows ||
+      factor.getShape().size() != 1 || factor.getShape()[0] != o.getShape()[0])
+    return emitOpError("expected the O accumulator and its rows' factors");
+  if (o.getRowTiles() != 1)
+    return emitOpError("a staging tile holds one warpgroup's 64 rows");
+  if (failed(verifyStagingTile(*this, getStaging())))
+    return failure();
+  if (cast<SharedTileType>(getStaging().getType()).getCols() != o.getShape()[1])
+    return emitOpError("the staging tile must hold the warpgroup's 64 rows "
+                       "of O");
+  return success();
+}
+
+LogicalResult TmaStoreStagedOp::verify() {
+  return verifyStagingTile(*this, getStaging());
+}
+
+LogicalResult CopyStagedRowsOp::verify() {
+  if (failed(verifyStagingTile(*this, getStaging())))
+    return failure();
+  // 16-byte pieces, an even number a row: 128 threads cover 64 rows.
+  if (failed(verifyOutputColumns(
+          *this, getColumns(), 16,
+          cast<SharedTileType>(getStaging().getType()).getCols())))
+    return failure();
+  return verifyStridedOutput(*this, getHeads(), getStrides());
 }
 
 LogicalResult MergeSplitsOp::verify() {

@@ -32,8 +32,10 @@
 // CHECK: %[[PT:.*]] = fagpu.tmem_slice %[[TMEM]][%{{.*}}] : <128x512xf32> -> <128x128xf16>
 // CHECK: fagpu.tmem_store %[[P]], %[[PT]] : <128x128xf32, lanes>, <128x128xf16>
 // CHECK: fagpu.barrier_arrive %[[PFULL]] use %[[I]] : <2>
-// Epilogue: O / l from TMEM.
-// CHECK: fagpu.store_output %[[O]], {{.*}} : !fagpu.tmem<128x128xf32>, <128xf32, lanes>
+// Epilogue: O / l from TMEM, the LSE from the lanes' m and l.
+// CHECK: %[[TOTAL:.*]], %[[FACTOR:.*]] = fagpu.row_totals %{{.*}} : <128xf32, lanes>
+// CHECK: fagpu.store_tmem_rows %[[O]], %[[FACTOR]] {{.*}} : <128x128xf32>, <128xf32, lanes>
+// CHECK: fagpu.store_lse %{{.*}}, %[[TOTAL]] {{.*}} : <128xf32, lanes>
 // The load thread: Q once, then the ring, as on Hopper.
 // CHECK: } load {
 // CHECK: fagpu.tma_load %arg0[%{{.*}}, %{{.*}}] into %[[Q]][%{{.*}}] buffer 0

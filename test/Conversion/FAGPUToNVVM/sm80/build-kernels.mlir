@@ -48,8 +48,20 @@
 // CHECK: fagpu.softmax_step {{.*}} {masked, tree_row_max}
 // CHECK: } {fa.kv_loop = "masked"}
 // The epilogue stores rows of matrix 0 from the (batch, head)'s O and LSE
-// bases, computed with the K/V bases.
-// CHECK: fagpu.store_output {{.*}} rows(%{{.*}}, %c0_i32{{.*}}, %arg5) to %{{.*}} : <1> as f16 lse %{{.*}} : !llvm.ptr<1> : !fagpu.fragment<128x64xf32, accumulator>, <128xf32, rows>
+// bases, computed with the K/V bases, one 64-row tile (a warp's 16 rows of
+// each m16 tile) at a time: rows row0 and row0 + 16.
+// CHECK: %[[LSEROWS:.*]] = fagpu.lse_rows %{{.*}}[%c0_i32{{.*}}] rows %arg5
+// CHECK: %[[OROWS:.*]], %[[OSTRIDE:.*]] = fagpu.output_rows %{{.*}}[%c0_i32{{.*}}] rows %arg5 : <1> as f16 {columns = 64 : i64}
+// CHECK: %[[O0:.*]] = fagpu.row_tile %[[O:.*]][0] : <128x64xf32, accumulator> -> <64x64xf32, accumulator>
+// CHECK: %[[M0:.*]] = fagpu.row_tile %[[M:.*]][0] : <128xf32, rows> -> <64xf32, rows>
+// CHECK: %[[L0:.*]] = fagpu.row_tile %[[L:.*]][0] : <128xf32, rows> -> <64xf32, rows>
+// CHECK: %[[T0:.*]], %[[F0:.*]] = fagpu.row_totals %[[L0]] : <64xf32, rows>
+// CHECK: fagpu.store_rows %[[O0]], %[[F0]] rows(%[[ROW0:.*]], %arg5) to %[[OROWS]] stride %[[OSTRIDE]] : <1> as f16 : <64x64xf32, accumulator>, <64xf32, rows>
+// CHECK: fagpu.store_lse %[[M0]], %[[T0]] rows(%[[ROW0]], %arg5) to %[[LSEROWS]] : <1> : <64xf32, rows>
+// CHECK: fagpu.row_tile %[[O]][1]
+// CHECK: %[[ROW1:.*]] = arith.addi %[[ROW0]], %c16_i32
+// CHECK: fagpu.store_rows {{.*}} rows(%[[ROW1]],
+// CHECK: fagpu.store_lse {{.*}} rows(%[[ROW1]],
 func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
     %o: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_80>, scale = 0.125 : f32,

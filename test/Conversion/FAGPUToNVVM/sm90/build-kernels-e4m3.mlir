@@ -79,8 +79,10 @@
 // CHECK: fagpu.mma {{.*}} : !fagpu.fragment<64x128xf8E4M3FN, operand_a>, <128x128xf8E4M3FN>, !fagpu.fragment<64x128xf32, accumulator> -> !fagpu.fragment<64x128xf32, accumulator>
 // The cross-tile pipeline carries a tile's V descale to its epilogue, in
 // the next tile's iteration and after the loop.
-// CHECK: fagpu.store_output {{.*}} descale %arg{{[0-9]+}} {probs_scale = 2.560000e+02 : f32}
-// CHECK: fagpu.store_output {{.*}} descale %{{[0-9]+}}#{{[0-9]+}} {probs_scale = 2.560000e+02 : f32}
+// CHECK: %[[T0:.*]], %{{.*}} = fagpu.row_totals %{{.*}} descale %arg{{[0-9]+}} :
+// CHECK: fagpu.store_lse %{{.*}}, %[[T0]] {{.*}} {probs_scale = 2.560000e+02 : f32}
+// CHECK: %[[T1:.*]], %{{.*}} = fagpu.row_totals %{{.*}} descale %{{[0-9]+}}#{{[0-9]+}} :
+// CHECK: fagpu.store_lse %{{.*}}, %[[T1]] {{.*}} {probs_scale = 2.560000e+02 : f32}
 
 // The epilogue's arithmetic: V's descale over l, and log2(256) = 8 off
 // the LSE's log2 sum.
@@ -132,8 +134,9 @@ func.func @e4m3_d256(%q: memref<1x2x200x256xf8E4M3FN>, %k: memref<1x2x300x256xf8
 // CHECK: fagpu.rescale {{.*}} : !fagpu.fragment<64x8xf32, accumulator>
 // CHECK: fagpu.mma %{{.*}}, %[[ONES]] acc(%{{.*}}) : !fagpu.fragment<64x224xf8E4M3FN, operand_a>, <8x224xf8E4M3FN, block_rows = 16, swizzle = 32>, !fagpu.fragment<64x8xf32, accumulator>
 // CHECK-NEXT: fagpu.mma %{{.*}}, %{{.*}} acc(%{{.*}}) : !fagpu.fragment<64x224xf8E4M3FN, operand_a>, <128x224xf8E4M3FN, swizzle = 32>, !fagpu.fragment<64x128xf32, accumulator>
-// CHECK: fagpu.row_partials %{{.*}} : <64x8xf32, accumulator> -> <64xf32, rows>
-// CHECK-NEXT: fagpu.store_output
+// CHECK: %[[L:.*]] = fagpu.row_partials %{{.*}} : <64x8xf32, accumulator> -> <64xf32, rows>
+// CHECK-NEXT: fagpu.output_rows
+// CHECK-NEXT: fagpu.row_totals %[[L]] descale
 func.func @e4m3_row_sums(%q: memref<1x2x300x128xf8E4M3FN>, %o: memref<1x2x300x128xbf16>, %qd: memref<f32>) {
   fagpu.attention %q, %q, %q descale(%qd, %qd, %qd : memref<f32>, memref<f32>, memref<f32>) outs(%o) {probs_scale = 2.560000e+02 : f32, rescale_threshold = 0.000000e+00 : f32, scale = 0.0883883461 : f32, schedule = #fagpu.schedule<block_r = 128, block_c = 224, consumers = 2, ctas_per_sm = 1, producer_registers = 24, consumer_registers = 240, stages = 2, ping_pong = true, overlap_softmax = true, scheduler = static, q_buffers = 2, epilogue = registers, q_in_registers = false, row_sum_mma = true>, target = #fagpu.target<sm_90a>} : memref<1x2x300x128xf8E4M3FN>, memref<1x2x300x128xf8E4M3FN>, memref<1x2x300x128xf8E4M3FN>, memref<1x2x300x128xbf16>
   return

@@ -60,7 +60,13 @@
 // CHECK: fagpu.softmax_step
 // CHECK: fagpu.mma_wait pending 0
 // O from registers into a strided [B, H, N, D]: Hq heads, o's strides.
-// CHECK: fagpu.store_output {{.*}} to %arg3 : <1> as f16 strided(%arg7, %arg11, %arg12, %arg13) lse %{{.*}} : !llvm.ptr<1> :
+// Where the LSE's and O's rows start first, then the rows' totals, O, the
+// LSE.
+// CHECK: %[[LSEROWS:.*]] = fagpu.lse_rows %arg4[%{{.*}}] rows %arg5 : <1>
+// CHECK-NEXT: %[[OROWS:.*]], %[[OSTRIDE:.*]] = fagpu.output_rows %arg3[%{{.*}}] rows %arg5 : <1> as f16 strided(%arg7, %arg11, %arg12, %arg13) {columns = 128 : i64}
+// CHECK-NEXT: %[[TOTAL:.*]], %[[FACTOR:.*]] = fagpu.row_totals
+// CHECK-NEXT: fagpu.store_rows %{{.*}}, %[[FACTOR]] rows({{.*}}) to %[[OROWS]] stride %[[OSTRIDE]] : <1> as f16 :
+// CHECK-NEXT: fagpu.store_lse %{{.*}}, %[[TOTAL]] rows({{.*}}) to %[[LSEROWS]] : <1>
 
 
 // -----
@@ -134,7 +140,7 @@ func.func @no_overlap(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: 
 // CHECK: fagpu.receive_tile
 // CHECK: scf.while {{.*}} : (i32, i32, i32, !fagpu.fragment<64x128xf32, accumulator>
 // CHECK: fagpu.receive_tile
-// CHECK: fagpu.store_output
+// CHECK: fagpu.store_rows
 
 
 // -----
@@ -154,8 +160,12 @@ func.func @dynamic(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: mem
 // CHECK: llvm.func @fa3_sm90_d128_br128_bc128_s2_f16(
 // CHECK: %[[STAGING:.*]] = fagpu.shared_tile offset {{[0-9]+}} : <128x128xf16>
 // CHECK: %[[ROWS:.*]] = fagpu.tile_rows %[[STAGING]]
-// CHECK: fagpu.store_output {{.*}} staging %[[ROWS]] : !fagpu.smem_tile<64x128xf16, block_rows = 128> sync
-// CHECK: fagpu.store_wait
+// CHECK: %[[TOTAL:.*]], %[[FACTOR:.*]] = fagpu.row_totals
+// CHECK-NEXT: fagpu.store_wait
+// CHECK-NEXT: fagpu.stage_output %{{.*}}, %[[FACTOR]] into %[[ROWS]] sync %[[SYNC:.*]] : <64x128xf32, accumulator>, <64xf32, rows>, <64x128xf16, block_rows = 128>
+// CHECK-NEXT: fagpu.tma_store_staged %[[ROWS]] rows({{.*}}) to %arg3 : !llvm.ptr strided(%arg7) sync %[[SYNC]]
+// CHECK-NEXT: fagpu.store_lse %{{.*}}, %[[TOTAL]]
+// CHECK-NEXT: fagpu.store_wait
 
 
 // -----
@@ -182,7 +192,11 @@ func.func @tma_store(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: m
 // CHECK: fagpu.pipeline_release %{{.*}} buffer 0 : <stages = 1, buffers = 1, 128x128xf16>
 // CHECK: %[[QT:.*]] = fagpu.pipeline_tile %{{.*}}[%{{.*}}] buffer 0 : <stages = 1, buffers = 1, 128x128xf16> -> <128x128xf16>
 // CHECK-NEXT: %[[ROWS:.*]] = fagpu.tile_rows %[[QT]]
-// CHECK-NEXT: fagpu.store_output {{.*}} staging %[[ROWS]]
+// CHECK-NEXT: fagpu.lse_rows
+// CHECK-NEXT: fagpu.row_totals
+// CHECK-NEXT: fagpu.store_wait
+// CHECK-NEXT: fagpu.stage_output {{.*}} into %[[ROWS]]
+// CHECK-NEXT: fagpu.tma_store_staged %[[ROWS]]
 
 
 // -----
@@ -232,10 +246,16 @@ func.func @bottom_right(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v
 // CHECK: %[[ANY:.*]] = arith.cmpi ult, %[[BEGIN:.*]], %[[END:.*]] : i32
 // CHECK: scf.if %[[ANY]] {
 // CHECK: fagpu.mma
-// CHECK: fagpu.store_output {{.*}} to %[[OP]] : <1> as f32 lse %[[LP]]
+// CHECK: %[[PROWS:.*]] = fagpu.lse_rows %[[LP]]
+// CHECK: fagpu.output_rows %[[OP]]
+// CHECK: fagpu.store_rows {{.*}} : <1> as f32 :
+// CHECK-NEXT: fagpu.store_lse {{.*}} to %[[PROWS]] : <1>
 // CHECK: } else {
 // CHECK: fagpu.splat %cst{{.*}} : <64x128xf32, accumulator>
-// CHECK: fagpu.store_output {{.*}} to %[[OP]] : <1> as f32 lse %[[LP]]
+// CHECK: %[[PROWS2:.*]] = fagpu.lse_rows %[[LP]]
+// CHECK: fagpu.output_rows %[[OP]]
+// CHECK: fagpu.store_rows {{.*}} : <1> as f32 :
+// CHECK-NEXT: fagpu.store_lse {{.*}} to %[[PROWS2]] : <1>
 // CHECK: }
 // CHECK: fagpu.merge_splits rows({{.*}}) of %[[SPLITS]] x %{{.*}} arrivals %[[ARR]] partials(%[[OP]], %[[LP]]) to %arg3 as f16 strided(%arg7, %arg11, %arg12, %arg13) lse %arg4 {head_dim = 128 : i64}
 func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
@@ -264,7 +284,7 @@ func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: me
 // CHECK: llvm.func @fa3_sm90_d96_br64_bc64_s2_f16_stg_splitkv(
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 1, buffers = 1, 64x128xf16>
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 64x128xf16>
-// CHECK: fagpu.store_output {{.*}} as f32 lse {{.*}} {columns = 96 : i64} : !fagpu.fragment<64x128xf32, accumulator>
+// CHECK: fagpu.store_rows {{.*}} as f32 {columns = 96 : i64} : <64x128xf32, accumulator>
 // CHECK: fagpu.merge_splits {{.*}} {head_dim = 96 : i64}
 func.func @padded_head_dim(%q: memref<?x?x?x96xf16>, %k: memref<?x?x?x96xf16>, %v: memref<?x?x?x96xf16>,
     %o: memref<?x?x?x96xf16>, %lse: memref<?x?x?xf32>) {
@@ -285,7 +305,7 @@ func.func @padded_head_dim(%q: memref<?x?x?x96xf16>, %k: memref<?x?x?x96xf16>, %
 // CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c128_i64{{.*}}, {{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32, i32) -> i32
 // CHECK: gpu.launch_func @fa_kernels::@fa3_sm90_d192_dv128_br128_bc64_s2_f16_stg
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 64x192xf16>
-// CHECK: fagpu.store_output {{.*}} as f16 {{.*}} {columns = 128 : i64} : !fagpu.fragment<64x192xf32, accumulator>
+// CHECK: fagpu.store_rows {{.*}} as f16 {columns = 128 : i64} : <64x192xf32, accumulator>
 func.func @narrow_values(%q: memref<?x?x?x192xf16>, %k: memref<?x?x?x192xf16>, %v: memref<?x?x?x128xf16>,
     %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>) {
   fagpu.attention %q, %k, %v outs(%o, %lse) {target = #fagpu.target<sm_90a>, scale = 0.072 : f32,

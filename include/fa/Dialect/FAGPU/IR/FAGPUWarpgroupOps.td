@@ -750,7 +750,7 @@ def FAGPU_InitRowSumTileOp : FAGPU_Op<"init_row_sum_tile"> {
     sum_k P[r, k] * 1, the other columns 0. In the accumulator layout, the
     quad's thread 0 then holds the row's sum and threads 1 .. 3 hold 0, so
     `fagpu.row_partials` of it is a valid per-thread l: summed over the
-    quad (as `fagpu.store_output` does) it is the row's total.
+    quad (as `fagpu.row_totals` does) it is the row's total.
 
     The tensor cores then sum P: an m64n8 MMA per k-step instead of an FADD
     per score (on the e4m3 D = 128 kernel, where each score's exp already
@@ -814,7 +814,7 @@ def FAGPU_RowPartialsOp : FAGPU_Op<"row_partials", [Pure]> {
     For each of the thread's rows, the sum of the accumulator columns the
     thread holds: the per-thread partial that, summed over the quad, is the
     row's total (the form `l` takes in `fagpu.softmax_step` and
-    `fagpu.store_output`). Applied to the row-sum accumulator of
+    `fagpu.row_totals`). Applied to the row-sum accumulator of
     `fagpu.init_row_sum_tile`, it is the running l.
 
     ```mlir
@@ -864,87 +864,279 @@ def FAGPU_RescaleOp : FAGPU_Op<"rescale"> {
 // Epilogue
 //===----------------------------------------------------------------------===//
 
-def FAGPU_StoreOutputOp : FAGPU_Op<"store_output",
-    [AttrSizedOperandSegments, AllTypesMatch<["m", "l"]>]> {
-  let summary = "O / l and the LSE of a warpgroup's rows";
+def FAGPU_RowTileOp : FAGPU_Op<"row_tile", [Pure]> {
+  let summary = "one 64-row tile of a fragment";
   let description = [{
-    Divides each row of `%o` by its total l (summed over the quad; 0 for a
-    row that saw no key) and writes rows `%row0`, `%row0 + 8` (the thread's)
-    of matrix `%matrix` of O (elements `out_element`), skipping rows past
-    `%nq`:
-    * from registers when `%out` is a pointer: each run of 32 columns
-      transposed within the quad (three butterfly shuffles), so that each
-      lane stores 8 columns in one 16-byte store and a quad 64 contiguous
-      bytes of a row (f32 partials: 8 bytes a lane, 32 a quad);
-    * with `%staging` (a shared-memory tile of the warpgroup's rows),
-      through it: stmatrix into the swizzled tile, a proxy fence, and one
-      TMA store by the warpgroup's first thread, `%out` being O's tensor
-      map; the warpgroup's four warps synchronise on named barrier
-      `%sync_barrier` around it;
-    * with `%staging` and `copy_rows`, `%out` a pointer: the same stmatrix,
-      then the warpgroup's 128 threads copy the tile's rows below `%nq` to
-      O in 16-byte pieces, a row's pieces from adjacent threads, so every
-      32-byte sector of O is written whole by one warp's store (a varlen
-      batch, where a TMA box would write into the next sequence's rows,
-      and whose quads' 16-byte stores from registers leave each sector to
-      two partial writes);
-    * with `copy_rows` and `tma_blocks(%map)`, `%map` O's tensor map: a
-      warpgroup whose 64 rows all lie below `%nq` stores them by one TMA
-      store through it (as above, after a proxy fence), and only a
-      warpgroup whose rows reach past `%nq` (a sequence's last query
-      block) copies them. The choice is uniform over the warpgroup.
-    With `%lse`, LSE = (m + log2 l) ln 2 (-inf for an empty row), at
-    element `%matrix * %nq + row` (contiguous [B * H, N]).
-    `out_element` f32 (from registers only) writes a split-KV chunk's
-    partial O.
+    Tile `index` of a fragment whose rows span several 64-row tiles (the
+    mma.sync kernel's B_r = 128: each warp holds 16 rows of each): the same
+    layout with 64 rows. It names a part of the thread's registers and
+    emits no instruction; the epilogue stores a tile at a time.
 
-    `columns = c` (from registers or by copied rows): O has c columns,
-    fewer than the fragment's, which are the tiles' head dim padded to
-    whole 64-column blocks (D = 96 on D = 128 tiles: sm90TileHeadDim). Only
-    the first c are stored, and contiguous rows are c apart. A TMA store
-    needs none: O's tensor map has c columns and the TMA clips the box to
-    them.
-
-    e4m3 kernels: with `descale %vd` (an f32, V's descale) O is stored as
-    vd · O / l, the factor folded into the row's 1 / l; with `probs_scale =
-    s` l carries s (P was cast to e4m3 as s · P, `fagpu.softmax_step`'s exp2
-    offset, so O / l cancels it), and the LSE is (m + log2 l − log2 s) ln 2.
-
-    O's layout: without `strided`, contiguous [B * H, N, D]. With
-    `strided(%heads)`, matrix `%matrix` is (batch, head) = (%matrix / %heads,
-    %matrix % %heads) of a strided [B, H, N, D] O: from registers, row r
-    of it starts at element batch * %stride_b + head * %stride_h +
-    r * %stride_n (`strides`, i64; also for `copy_rows`); by TMA, `%out`
-    is a rank-4 tensor map whose coordinates are (column, row, head,
-    batch).
-
-    With O in tensor memory (sm_100a, `%o` a `!fagpu.tmem` region, `m` and
-    `l` `lanes` fragments, `%row0` the thread's own row) each thread reads
-    its row 32 columns at a time and writes them as 16-byte stores;
-    tcgen05.ld is warp-collective, so every lane loads and rows past `%nq`
-    only skip the stores.
+    ```mlir
+    %o1 = fagpu.row_tile %o[1] : !fagpu.fragment<128x64xf32, accumulator>
+                              -> !fagpu.fragment<64x64xf32, accumulator>
+    ```
   }];
-  let arguments = (ins AnyType:$o, FAGPU_Fragment:$m,
-                       FAGPU_Fragment:$l, I32:$row0, I32:$matrix, I32:$nq,
-                       LLVM_AnyPointer:$out, TypeAttr:$out_element,
-                       Optional<I32>:$heads, Variadic<I64>:$strides,
-                       Optional<LLVM_AnyPointer>:$lse,
-                       Optional<FAGPU_SharedTile>:$staging,
-                       Optional<I32>:$sync_barrier, Optional<F32>:$descale,
-                       Optional<LLVM_AnyPointer>:$block_map,
-                       OptionalAttr<F32Attr>:$probs_scale,
-                       OptionalAttr<I64Attr>:$columns,
-                       UnitAttr:$copy_rows);
+  let arguments = (ins FAGPU_Fragment:$source, I64Attr:$index);
+  let results = (outs FAGPU_Fragment:$result);
   let assemblyFormat = [{
-    $o `,` $m `,` $l `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out `:`
-    type($out) `as` $out_element
-    (`strided` `(` $heads^ (`,` $strides^)? `)`)?
-    (`lse` $lse^ `:` type($lse))?
-    (`staging` $staging^ `:` type($staging))? (`copy_rows` $copy_rows^)?
+    $source `[` $index `]` attr-dict `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_RowTotalsOp : FAGPU_Op<"row_totals",
+    [Pure, AllTypesMatch<["l", "total", "factor"]>]> {
+  let summary = "each row's l and the factor that normalises its O";
+  let description = [{
+    The normalisation of the epilogue. For each of the thread's rows:
+    `%total`, the row's l (a `rows` fragment holds each thread's part of
+    it, summed here over the quad by two butterfly shuffles; a `lanes`
+    fragment holds it whole), and `%factor` = d / l, or 0 for a row that
+    saw no key (l = 0: its O is 0), where d is `%descale` (V's, folded in
+    by the e4m3 kernels) or 1. The stores multiply O by the factor; the LSE
+    is taken from the total.
+
+    ```mlir
+    %total, %factor = fagpu.row_totals %l : !fagpu.fragment<64xf32, rows>
+    ```
+  }];
+  let arguments = (ins FAGPU_Fragment:$l, Optional<F32>:$descale);
+  let results = (outs FAGPU_Fragment:$total, FAGPU_Fragment:$factor);
+  let assemblyFormat = [{
+    $l (`descale` $descale^)? attr-dict `:` type($l)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_LseRowsOp : FAGPU_Op<"lse_rows",
+    [Pure, AllTypesMatch<["lse", "rows"]>]> {
+  let summary = "where one matrix's LSE rows start";
+  let description = [{
+    Element `%matrix * %nq` of `%lse` (f32, contiguous [B * H, N]): row 0
+    of matrix `%matrix`, which `fagpu.store_lse` writes relative to. The
+    epilogue computes it first, before O's stores.
+
+    ```mlir
+    %rows = fagpu.lse_rows %lse[%matrix] rows %nq : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$lse, I32:$matrix, I32:$nq);
+  let results = (outs LLVM_AnyPointer:$rows);
+  let assemblyFormat = [{
+    $lse `[` $matrix `]` `rows` $nq attr-dict `:` type($lse)
+  }];
+}
+
+def FAGPU_StoreLseOp : FAGPU_Op<"store_lse",
+    [AllTypesMatch<["m", "total"]>]> {
+  let summary = "the log-sum-exp of the thread's rows";
+  let description = [{
+    LSE = (m + log2 l) ln 2 of each of the thread's rows below `%nq` (-inf
+    for a row with l = 0), `%total` being `fagpu.row_totals`'s l and `%m`
+    the row's running maximum (in log2 units), at element `row` of
+    `%lse_rows` (`fagpu.lse_rows`: the matrix's row 0). Rows of a `rows`
+    fragment are `%row0 + 16 t` and `%row0 + 16 t + 8` for each 64-row
+    tile t, written by the quad's first lane; a `lanes` fragment's row is
+    `%row0`. With `probs_scale = s` (e4m3: P was cast as s · P, so l
+    carries s) the LSE is (m + log2 l - log2 s) ln 2.
+
+    ```mlir
+    fagpu.store_lse %m, %total rows(%row0, %nq) to %lse_rows
+        : !llvm.ptr<1> : !fagpu.fragment<64xf32, rows>
+    ```
+  }];
+  let arguments = (ins FAGPU_Fragment:$m, FAGPU_Fragment:$total, I32:$row0,
+                       I32:$nq, LLVM_AnyPointer:$lse_rows,
+                       OptionalAttr<F32Attr>:$probs_scale);
+  let assemblyFormat = [{
+    $m `,` $total `rows` `(` $row0 `,` $nq `)` `to` $lse_rows `:`
+    type($lse_rows) attr-dict `:` type($m)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_OutputRowsOp : FAGPU_Op<"output_rows", [Pure,
+    AttrSizedOperandSegments, AllTypesMatch<["out", "base"]>]> {
+  let summary = "where one matrix's rows of O start, and their stride";
+  let description = [{
+    Row 0 of matrix `%matrix` of O (elements `out_element`) as `%base`, and
+    the elements from one row to the next as `%stride` (i64), which
+    `fagpu.store_rows` writes relative to. Without `strided`, O is
+    contiguous [B * H, N, columns]: `%base` is `%out` plus
+    `%matrix * %nq * columns` elements, `%stride` is `columns`. With
+    `strided(%heads, %stride_b, %stride_h, %stride_n)`, matrix `%matrix` is
+    (batch, head) = (%matrix / %heads, %matrix % %heads) of a strided
+    [B, H, N, D] O: `%base` is `%out` plus batch * stride_b + head *
+    stride_h, `%stride` is stride_n. The epilogue computes it first.
+
+    ```mlir
+    %base, %stride = fagpu.output_rows %out[%matrix] rows %nq
+        : !llvm.ptr<1> as f16 {columns = 128 : i64}
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$out, I32:$matrix, I32:$nq,
+                       TypeAttr:$out_element, Optional<I32>:$heads,
+                       Variadic<I64>:$strides, I64Attr:$columns);
+  let results = (outs LLVM_AnyPointer:$base, I64:$stride);
+  let assemblyFormat = [{
+    $out `[` $matrix `]` `rows` $nq `:` type($out) `as` $out_element
+    (`strided` `(` $heads^ `,` $strides `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_StoreRowsOp : FAGPU_Op<"store_rows"> {
+  let summary = "O times its rows' factors, from registers to O";
+  let description = [{
+    Writes each of the thread's rows of the accumulator `%o` below `%nq`
+    (rows `%row0 + 16 t` and `%row0 + 16 t + 8` of each 64-row tile t),
+    times the row's `%factor` (`fagpu.row_totals`), as elements
+    `out_element` at `%base + row * %stride` (`fagpu.output_rows`), straight
+    from registers: each run of 32 columns transposed within the quad
+    (three butterfly shuffles), so that each lane stores 8 columns in one
+    16-byte store and a quad 64 contiguous bytes of a row; `out_element`
+    f32 (a split-KV chunk's partial O) stores 8 bytes a lane.
+    `columns = c`: O has c columns, fewer than the fragment's (the tiles'
+    head dim padded to whole 64-column blocks), and only those are stored.
+
+    ```mlir
+    fagpu.store_rows %o, %factor rows(%row0, %nq) to %base stride %stride
+        : !llvm.ptr<1> as f16
+        : !fagpu.fragment<64x128xf32, accumulator>, !fagpu.fragment<64xf32, rows>
+    ```
+  }];
+  let arguments = (ins FAGPU_Fragment:$o, FAGPU_Fragment:$factor, I32:$row0,
+                       I32:$nq, LLVM_AnyPointer:$base, I64:$stride,
+                       TypeAttr:$out_element,
+                       OptionalAttr<I64Attr>:$columns);
+  let assemblyFormat = [{
+    $o `,` $factor `rows` `(` $row0 `,` $nq `)` `to` $base `stride` $stride
+    `:` type($base) `as` $out_element attr-dict `:` type($o) `,`
+    type($factor)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_StoreTmemRowsOp : FAGPU_Op<"store_tmem_rows"> {
+  let summary = "O times its rows' factors, from tensor memory to O";
+  let description = [{
+    sm_100a, O in tensor memory (`%o` a `!fagpu.tmem` region, `%factor` a
+    `lanes` fragment, `%row0` the thread's own row): the thread reads its
+    row 32 columns at a time (`tcgen05.ld`, warp-collective: every lane
+    loads, a row past `%nq` only skips the stores), multiplies them by its
+    factor and writes them as 16-byte stores to row `%row0` of matrix
+    `%matrix` of a contiguous [B * H, N, D] O (elements `out_element`, f16
+    or bf16).
+
+    ```mlir
+    fagpu.store_tmem_rows %o, %factor rows(%row, %matrix, %nq) to %out
+        : !llvm.ptr<1> as f16
+        : !fagpu.tmem<128x128xf32>, !fagpu.fragment<128xf32, lanes>
+    ```
+  }];
+  let arguments = (ins FAGPU_Tmem:$o, FAGPU_Fragment:$factor, I32:$row0,
+                       I32:$matrix, I32:$nq, LLVM_AnyPointer:$out,
+                       TypeAttr:$out_element);
+  let assemblyFormat = [{
+    $o `,` $factor `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out `:`
+    type($out) `as` $out_element attr-dict `:` type($o) `,` type($factor)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_StageOutputOp : FAGPU_Op<"stage_output"> {
+  let summary = "O times its rows' factors into a shared-memory tile";
+  let description = [{
+    The warpgroup's four warps meet at named barrier `%sync` (the staging
+    tile's earlier readers in the warpgroup are done), then each thread
+    writes its rows of `%o` times their `%factor`, converted to the tile's
+    element type, into `%staging` (the warpgroup's 64 rows, 128-byte
+    swizzle) with stmatrix: a store by TMA (`fagpu.tma_store_staged`) or
+    by copied rows (`fagpu.copy_staged_rows`) reads it from there. A tile a
+    TMA store read before needs `fagpu.store_wait` first.
+
+    ```mlir
+    fagpu.stage_output %o, %factor into %staging sync %barrier
+        : !fagpu.fragment<64x128xf32, accumulator>,
+          !fagpu.fragment<64xf32, rows>,
+          !fagpu.smem_tile<64x128xf16, block_rows = 128>
+    ```
+  }];
+  let arguments = (ins FAGPU_Fragment:$o, FAGPU_Fragment:$factor,
+                       FAGPU_SharedTile:$staging, I32:$sync_barrier);
+  let assemblyFormat = [{
+    $o `,` $factor `into` $staging `sync` $sync_barrier attr-dict `:`
+    type($o) `,` type($factor) `,` type($staging)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_TmaStoreStagedOp : FAGPU_Op<"tma_store_staged"> {
+  let summary = "the staged 64 rows to O by one TMA store";
+  let description = [{
+    Makes the warpgroup's stmatrix writes of `%staging` visible to the TMA
+    (`fence.proxy.async.shared::cta`, the writes being generic-proxy),
+    meets the warpgroup at named barrier `%sync`, and the warpgroup's first
+    thread (whose `%row0` is the tile's first row) stores the 64 rows by
+    one bulk tensor store through O's tensor map `%map` and commits it
+    (`fagpu.store_wait` waits for its reads of the tile). The map's
+    coordinates are (column, row, matrix), or with `strided(%heads)` a
+    rank-4 map's (column, row, head, batch). The TMA clips the box to O's
+    rows and columns.
+
+    ```mlir
+    fagpu.tma_store_staged %staging rows(%row0, %matrix) to %map
+        : !llvm.ptr sync %barrier : !fagpu.smem_tile<64x128xf16, block_rows = 128>
+    ```
+  }];
+  let arguments = (ins FAGPU_SharedTile:$staging, I32:$row0, I32:$matrix,
+                       LLVM_AnyPointer:$map, Optional<I32>:$heads,
+                       I32:$sync_barrier);
+  let assemblyFormat = [{
+    $staging `rows` `(` $row0 `,` $matrix `)` `to` $map `:` type($map)
+    (`strided` `(` $heads^ `)`)? `sync` $sync_barrier attr-dict `:`
+    type($staging)
+  }];
+  let hasVerifier = 1;
+}
+
+def FAGPU_CopyStagedRowsOp : FAGPU_Op<"copy_staged_rows",
+    [AttrSizedOperandSegments]> {
+  let summary = "the staged rows below Nq to O, whole sectors per warp";
+  let description = [{
+    The warpgroup meets at named barrier `%sync` (the copy reads what the
+    other warps' stmatrix wrote), then its 128 threads copy the tile's rows
+    below `%nq` to O in 16-byte pieces, a row's pieces from adjacent
+    threads, so that every 32-byte sector of O is written whole by one
+    warp's store: a varlen batch, where a TMA box would write into the next
+    sequence's rows. `%row0` is the thread's first row (as in
+    `fagpu.stage_output`), O's layout `fagpu.output_rows`' (`strided`,
+    `columns`).
+
+    With `tma_blocks(%map)`, `%map` O's tensor map: the staged tile is
+    fenced for the TMA before the barrier, a warpgroup whose 64 rows all
+    lie below `%nq` stores them by one TMA store through it (as
+    `fagpu.tma_store_staged`), and only a warpgroup whose rows reach past
+    `%nq` (a sequence's last query block) copies them. The choice is
+    uniform over the warpgroup.
+
+    ```mlir
+    fagpu.copy_staged_rows %staging rows(%row0, %matrix, %nq) to %out
+        : !llvm.ptr<1> sync %barrier
+        : !fagpu.smem_tile<64x128xf16, block_rows = 128>
+    ```
+  }];
+  let arguments = (ins FAGPU_SharedTile:$staging, I32:$row0, I32:$matrix,
+                       I32:$nq, LLVM_AnyPointer:$out, Optional<I32>:$heads,
+                       Variadic<I64>:$strides, I32:$sync_barrier,
+                       Optional<LLVM_AnyPointer>:$block_map,
+                       OptionalAttr<I64Attr>:$columns);
+  let assemblyFormat = [{
+    $staging `rows` `(` $row0 `,` $matrix `,` $nq `)` `to` $out `:`
+    type($out) (`strided` `(` $heads^ `,` $strides `)`)?
     (`tma_blocks` `(` $block_map^ `:` type($block_map) `)`)?
-    (`sync` $sync_barrier^)?
-    (`descale` $descale^)?
-    attr-dict `:` type($o) `,` type($m)
+    `sync` $sync_barrier attr-dict `:` type($staging)
   }];
   let hasVerifier = 1;
 }
@@ -973,7 +1165,7 @@ def FAGPU_MergeSplitsOp : FAGPU_Op<"merge_splits",
 
     A chunk with LSE -inf weighs 0 and its O is not read; a row without any
     key gets O = 0, LSE = -inf. Each lane merges head_dim / 32 adjacent
-    columns. O's layout is fagpu.store_output's: contiguous, or with
+    columns. O's layout is fagpu.output_rows': contiguous, or with
     `strided(%heads, %stride_b, %stride_h, %stride_n)` a strided
     [B, H, N, D] tensor. Warps count per warp, so no barrier joins the warpgroup; a
     warp whose rows all lie past `%nq` neither counts nor merges.

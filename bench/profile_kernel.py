@@ -3,7 +3,7 @@ Compute to profile (the kernel launches after the first two are warm):
 
     ncu --clock-control none --launch-skip 2 --launch-count 1 \\
         --section SpeedOfLight --section WarpStateStats \\
-        python3 bench/profile.py .cubins/sm_90a_d64_f16 1024
+        python3 bench/profile_kernel.py .cubins/sm_90a_d64_f16 1024
 
 The config is the harness grid's: B = 16384 / N, H = 2048 / D.
 """
