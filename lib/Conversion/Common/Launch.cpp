@@ -7,8 +7,13 @@
 
 #include "Launch.h"
 
+#include "fa/Model/GridFormula.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/xxhash.h"
 
 using namespace mlir;
@@ -186,6 +191,156 @@ Value LaunchOperands::pointer(StringRef name, Type type) {
   if (!memref)
     return LLVM::ZeroOp::create(b, loc, type);
   return alignedPointer(b, loc, memref, type);
+}
+
+namespace {
+
+/// GridFormulaParser's domain for the host launch: index arithmetic. A value
+/// is num / den with num an index value and den a positive integer known
+/// when the kernel is built (a formula divides only by its constants, such
+/// as block_r).
+struct IndexArithmetic {
+  struct Value {
+    mlir::Value num;
+    int64_t den = 1;
+  };
+  OpBuilder &b;
+  Location loc;
+  llvm::function_ref<mlir::Value(StringRef)> valueOf;
+  std::string why;
+
+  std::optional<Value> failure(std::string reason) {
+    why = std::move(reason);
+    return std::nullopt;
+  }
+  mlir::Value constant(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  /// x.num * k: x over a denominator k times its own.
+  mlir::Value scaled(const Value &x, int64_t k) {
+    return k == 1 ? x.num
+                  : b.createOrFold<arith::MulIOp>(loc, x.num, constant(k));
+  }
+
+  std::optional<Value> number(int64_t value) {
+    return Value{constant(value), 1};
+  }
+  std::optional<Value> name(std::string_view name) {
+    mlir::Value value = valueOf(StringRef(name.data(), name.size()));
+    if (!value)
+      return failure("no value for '" + std::string(name) + "'");
+    return Value{value, 1};
+  }
+  std::optional<Value> add(const Value &x, const Value &y) {
+    return Value{
+        b.createOrFold<arith::AddIOp>(loc, scaled(x, y.den), scaled(y, x.den)),
+        x.den * y.den};
+  }
+  std::optional<Value> sub(const Value &x, const Value &y) {
+    return Value{
+        b.createOrFold<arith::SubIOp>(loc, scaled(x, y.den), scaled(y, x.den)),
+        x.den * y.den};
+  }
+  std::optional<Value> mul(const Value &x, const Value &y) {
+    return Value{b.createOrFold<arith::MulIOp>(loc, x.num, y.num),
+                 x.den * y.den};
+  }
+  std::optional<Value> div(const Value &x, const Value &y) {
+    std::optional<int64_t> divisor = getConstantIntValue(y.num);
+    if (!divisor)
+      return failure("a division by a value known only at run time");
+    if (*divisor <= 0)
+      return failure("a division by " + std::to_string(*divisor));
+    return Value{scaled(x, y.den), x.den * *divisor};
+  }
+  std::optional<Value> ceil(const Value &x) {
+    if (x.den == 1)
+      return x;
+    return Value{
+        b.createOrFold<arith::CeilDivUIOp>(loc, x.num, constant(x.den)), 1};
+  }
+  std::optional<Value> min(const Value &x, const Value &y) {
+    return Value{
+        b.createOrFold<arith::MinUIOp>(loc, scaled(x, y.den), scaled(y, x.den)),
+        x.den * y.den};
+  }
+  std::optional<Value> max(const Value &x, const Value &y) {
+    return Value{
+        b.createOrFold<arith::MaxUIOp>(loc, scaled(x, y.den), scaled(y, x.den)),
+        x.den * y.den};
+  }
+};
+
+} // namespace
+
+/// `grid`'s dimensions as index arithmetic, each name bound by `valueOf`
+/// (null for a name it has none for); fails, with `error`, where a formula
+/// divides by a value not known when the kernel is built or does not come
+/// out whole.
+static FailureOr<gpu::KernelDim3>
+emitLaunchGrid(OpBuilder &b, Location loc, DictionaryAttr grid,
+               llvm::function_ref<Value(StringRef)> valueOf,
+               std::string &error) {
+  std::array<Value, 3> dims;
+  static constexpr const char *kAxes[] = {"x", "y", "z"};
+  for (auto [i, axis] : llvm::enumerate(kAxes)) {
+    Attribute dim = grid ? grid.get(axis) : Attribute();
+    if (auto number = dyn_cast_or_null<IntegerAttr>(dim)) {
+      dims[i] = arith::ConstantIndexOp::create(b, loc, number.getInt());
+      continue;
+    }
+    auto formula = dyn_cast_or_null<StringAttr>(dim);
+    if (!formula) {
+      error = std::string("the kernel's grid has no ") + axis;
+      return failure();
+    }
+    IndexArithmetic domain{b, loc, valueOf, {}};
+    std::optional<IndexArithmetic::Value> value =
+        model::GridFormulaParser<IndexArithmetic>(formula.getValue(), domain,
+                                                  error)
+            .parse();
+    if (!value)
+      return failure();
+    if (value->den != 1) {
+      error = "the grid formula '" + formula.getValue().str() +
+              "' is not a whole number";
+      return failure();
+    }
+    dims[i] = value->num;
+  }
+  return gpu::KernelDim3{dims[0], dims[1], dims[2]};
+}
+
+gpu::KernelDim3 hostLaunchGrid(OpBuilder &b, Location loc,
+                               LLVM::LLVMFuncOp kernel, int64_t kvSplits,
+                               llvm::function_ref<Value(StringRef)> sizeOf) {
+  fagpu::ScheduleFields fields = fagpu::fieldsOf(
+      kernel->getAttrOfType<fagpu::ScheduleAttr>("fagpu.schedule"));
+  auto valueOf = [&](StringRef name) -> Value {
+    std::optional<int64_t> constant =
+        llvm::StringSwitch<std::optional<int64_t>>(name)
+            .Case("block_r", fields.blockR)
+            .Case("block_c", fields.blockC)
+            .Case("ctas_per_sm", fields.ctasPerSm)
+            .Case("kv_splits", kvSplits)
+            .Case("SMs", std::numeric_limits<int32_t>::max())
+            .Default(std::nullopt);
+    if (constant)
+      return arith::ConstantIndexOp::create(b, loc, *constant);
+    if (name == "B" || name == "Hq" || name == "Nq")
+      return sizeOf(name);
+    return Value();
+  };
+  // The formulas are fagpu::launchGrid's, over these names: a failure is
+  // the lowering's own error, not the input's.
+  std::string error;
+  FailureOr<gpu::KernelDim3> grid = emitLaunchGrid(
+      b, loc, kernel->getAttrOfType<DictionaryAttr>(fagpu::kGridAttrName),
+      valueOf, error);
+  if (failed(grid))
+    llvm::report_fatal_error(llvm::Twine("the host launch of ") +
+                             kernel.getSymName() + ": " + error);
+  return *grid;
 }
 
 } // namespace mlir::fa

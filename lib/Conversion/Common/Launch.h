@@ -44,6 +44,19 @@ LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc,
 /// What every host launch of an attention kernel takes from its op: the
 /// tensors by parameter name, their sizes by name, and the scale in log2
 /// units.
+/// The launch grid the lowering gave `kernel` (its fagpu.grid: per
+/// dimension an integer or a formula of include/fa/Model/GridFormula.h's
+/// grammar, fagpu::launchGrid's), emitted as index arithmetic at the
+/// builder's insertion point, as the runtimes evaluate it from the metadata.
+/// The names are bound to the attention's sizes (B, Hq, Nq from `sizeOf`),
+/// the kernel's schedule fields (block_r, block_c, ctas_per_sm), `kvSplits`
+/// (the IR launch's chunk count) and SMs: the host launch has no device to
+/// ask, so SMs is unbounded (2^31 - 1, CUDA's largest grid x) and a
+/// persistent kernel gets a CTA per tile, its tile loop running once in each.
+gpu::KernelDim3 hostLaunchGrid(OpBuilder &b, Location loc,
+                               LLVM::LLVMFuncOp kernel, int64_t kvSplits,
+                               llvm::function_ref<Value(StringRef)> sizeOf);
+
 class LaunchOperands {
 public:
   LaunchOperands(OpBuilder &b, Location loc, fagpu::AttentionOp op)

@@ -239,35 +239,26 @@ void replaceWithTensorMapLaunch(fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
         }
         return Value();
       });
-  // One CTA per (query block, head) tile, times the K/V chunks of split-KV.
-  // A persistent kernel strides over the tiles by gridDim.x, so this grid
-  // is correct for it too; runtimes launch min(tiles, SMs) CTAs of it.
-  Value brC = arith::ConstantIndexOp::create(b, loc, launch.blockR);
-  Value gridX = arith::MulIOp::create(
-      b, loc, b.createOrFold<arith::CeilDivUIOp>(loc, operands.size("Nq"), brC),
-      arith::MulIOp::create(b, loc, operands.size("Hq"), operands.size("B")));
+  // The grid the lowering gave the kernel, as the runtimes evaluate it.
+  gpu::KernelDim3 grid =
+      hostLaunchGrid(b, loc, kernel, launch.kvSplits,
+                     [&](StringRef size) { return operands.size(size); });
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value gridY =
-      launch.kvSplits
-          ? arith::ConstantIndexOp::create(b, loc, launch.kvSplits).getResult()
-          : one;
   Value threads = arith::ConstantIndexOp::create(b, loc, launch.threads);
   Value smemBytes = c32(launch.sharedBytes);
   auto kernelSym =
       SymbolRefAttr::get(b.getStringAttr("fa_kernels"),
                          {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
   if (!token) {
-    gpu::LaunchFuncOp::create(b, loc, kernelSym,
-                              gpu::KernelDim3{gridX, gridY, one},
+    gpu::LaunchFuncOp::create(b, loc, kernelSym, grid,
                               gpu::KernelDim3{threads, one, one}, smemBytes,
                               args, /*asyncObject=*/Value());
     op.erase();
     return;
   }
   token = gpu::LaunchFuncOp::create(
-              b, loc, kernelSym, gpu::KernelDim3{gridX, gridY, one},
-              gpu::KernelDim3{threads, one, one}, smemBytes, args, tokenType,
-              ValueRange{token})
+              b, loc, kernelSym, grid, gpu::KernelDim3{threads, one, one},
+              smemBytes, args, tokenType, ValueRange{token})
               .getAsyncToken();
   for (const fagpu::KernelParam &p : launch.abi)
     if (Value memref = scratch.lookup(p.name))

@@ -394,8 +394,8 @@ FailureOr<KernelSpec> specOf(fagpu::AttentionOp op) {
 }
 
 /// fagpu.attention -> gpu.launch_func of the kernel on the buffers' aligned
-/// pointers, with the grid (ceil(Nq / B_r), Hq, B) and the dynamic shared
-/// memory of the schedule.
+/// pointers, with the kernel's grid (ceil(Nq / B_r), Hq, B) and the dynamic
+/// shared memory of the schedule.
 void replaceWithLaunch(fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
                        const KernelSpec &spec) {
   OpBuilder b(op);
@@ -410,9 +410,10 @@ void replaceWithLaunch(fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
           return operands.scaleLog2;
         return operands.i32(p.name);
       });
-  Value brC = arith::ConstantIndexOp::create(b, loc, spec.blockR);
-  Value gridX =
-      b.createOrFold<arith::CeilDivUIOp>(loc, operands.size("Nq"), brC);
+  // The grid the lowering gave the kernel, as the runtimes evaluate it.
+  gpu::KernelDim3 grid =
+      hostLaunchGrid(b, loc, kernel, /*kvSplits=*/0,
+                     [&](StringRef size) { return operands.size(size); });
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value threads = arith::ConstantIndexOp::create(b, loc, kThreads);
   Value smemBytes =
@@ -420,11 +421,9 @@ void replaceWithLaunch(fagpu::AttentionOp op, LLVM::LLVMFuncOp kernel,
   auto kernelSym = SymbolRefAttr::get(
       b.getStringAttr("fa_kernels"),
       {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
-  gpu::LaunchFuncOp::create(b, loc, kernelSym,
-                            gpu::KernelDim3{gridX, operands.size("Hq"),
-                                            operands.size("B")},
-                            gpu::KernelDim3{threads, one, one}, smemBytes,
-                            args, /*asyncObject=*/Value());
+  gpu::LaunchFuncOp::create(b, loc, kernelSym, grid,
+                            gpu::KernelDim3{threads, one, one}, smemBytes, args,
+                            /*asyncObject=*/Value());
   op.erase();
 }
 

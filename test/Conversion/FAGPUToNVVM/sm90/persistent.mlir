@@ -67,7 +67,11 @@ func.func @d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 // OFF-NOT: nvvm.read.ptx.sreg.nctaid.x
 // OFF: llvm.return
 // ON-LABEL: func.func @d64
-// ON: @fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2
+// The host launch's grid is the kernel's formula (fagpu::launchGrid), as
+// the runtimes evaluate it: min(ceil(Nq / block_r) * Hq * B, SMs *
+// ctas_per_sm), with no device to ask for SMs (2^31 - 1): a CTA per tile.
+// ON: %[[X:.*]] = arith.minui %{{.*}}, %c2147483647 : index
+// ON: gpu.launch_func @fa_kernels::@fa3_sm90_d64_br192_bc128_s3_f16_persistent_q2 blocks in (%[[X]], %c1{{.*}}, %c1{{.*}})
 
 // -----
 
