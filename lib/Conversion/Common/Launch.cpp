@@ -231,15 +231,18 @@ struct IndexArithmetic {
       return failure("no value for '" + std::string(name) + "'");
     return Value{value, 1};
   }
+  /// Op applied to x and y over their common denominator: a sum, a
+  /// difference, a minimum or a maximum.
+  template <typename Op>
+  std::optional<Value> overCommonDenominator(const Value &x, const Value &y) {
+    return Value{b.createOrFold<Op>(loc, scaled(x, y.den), scaled(y, x.den)),
+                 x.den * y.den};
+  }
   std::optional<Value> add(const Value &x, const Value &y) {
-    return Value{
-        b.createOrFold<arith::AddIOp>(loc, scaled(x, y.den), scaled(y, x.den)),
-        x.den * y.den};
+    return overCommonDenominator<arith::AddIOp>(x, y);
   }
   std::optional<Value> sub(const Value &x, const Value &y) {
-    return Value{
-        b.createOrFold<arith::SubIOp>(loc, scaled(x, y.den), scaled(y, x.den)),
-        x.den * y.den};
+    return overCommonDenominator<arith::SubIOp>(x, y);
   }
   std::optional<Value> mul(const Value &x, const Value &y) {
     return Value{b.createOrFold<arith::MulIOp>(loc, x.num, y.num),
@@ -260,14 +263,10 @@ struct IndexArithmetic {
         b.createOrFold<arith::CeilDivUIOp>(loc, x.num, constant(x.den)), 1};
   }
   std::optional<Value> min(const Value &x, const Value &y) {
-    return Value{
-        b.createOrFold<arith::MinUIOp>(loc, scaled(x, y.den), scaled(y, x.den)),
-        x.den * y.den};
+    return overCommonDenominator<arith::MinUIOp>(x, y);
   }
   std::optional<Value> max(const Value &x, const Value &y) {
-    return Value{
-        b.createOrFold<arith::MaxUIOp>(loc, scaled(x, y.den), scaled(y, x.den)),
-        x.den * y.den};
+    return overCommonDenominator<arith::MaxUIOp>(x, y);
   }
 };
 

@@ -225,6 +225,17 @@ static StagingTile stagingTile(Value tile, ValueRange converted) {
           type.getBlockRows() * kSwizzleBytes};
 }
 
+/// The emitter of an op on staging tile `tile`: its element type and
+/// columns, its shared memory.
+static OpEmitter stagingEmitter(OpBuilder &b, Location loc, Value tile,
+                                const StagingTile &staging) {
+  OpEmitter e(b, loc,
+              cast<fagpu::SharedTileType>(tile.getType()).getElementType(),
+              kNoSoftmax, staging.headDim);
+  e.smem = staging.smem;
+  return e;
+}
+
 /// The warpgroup's four warps meet at named barrier `barrier`.
 static void syncWarpgroup(OpEmitter &e, Value barrier) {
   NVVM::BarrierOp::create(e.builder(), e.location(), Type(), barrier,
@@ -314,11 +325,7 @@ struct StageOutputLowering : OpConversionPattern<fagpu::StageOutputOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     StagingTile staging = stagingTile(op.getStaging(), adaptor.getStaging());
-    OpEmitter e(
-        rewriter, loc,
-        cast<fagpu::SharedTileType>(op.getStaging().getType()).getElementType(),
-        kNoSoftmax, staging.headDim);
-    e.smem = staging.smem;
+    OpEmitter e = stagingEmitter(rewriter, loc, op.getStaging(), staging);
     ValueRange o = adaptor.getO(), factor = adaptor.getFactor();
     OpEmitter::ThreadPosition pos = e.position();
     syncWarpgroup(e, adaptor.getSyncBarrier().front());
@@ -365,11 +372,8 @@ struct TmaStoreStagedLowering : OpConversionPattern<fagpu::TmaStoreStagedOp> {
   matchAndRewrite(fagpu::TmaStoreStagedOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     StagingTile staging = stagingTile(op.getStaging(), adaptor.getStaging());
-    OpEmitter e(
-        rewriter, op.getLoc(),
-        cast<fagpu::SharedTileType>(op.getStaging().getType()).getElementType(),
-        kNoSoftmax, staging.headDim);
-    e.smem = staging.smem;
+    OpEmitter e =
+        stagingEmitter(rewriter, op.getLoc(), op.getStaging(), staging);
     e.oMap = adaptor.getMap().front();
     OpEmitter::ThreadPosition pos = e.position();
     fenceForTmaAndSync(e, adaptor.getSyncBarrier().front());
@@ -389,11 +393,7 @@ struct CopyStagedRowsLowering : OpConversionPattern<fagpu::CopyStagedRowsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     StagingTile staging = stagingTile(op.getStaging(), adaptor.getStaging());
-    OpEmitter e(
-        rewriter, loc,
-        cast<fagpu::SharedTileType>(op.getStaging().getType()).getElementType(),
-        kNoSoftmax, staging.headDim);
-    e.smem = staging.smem;
+    OpEmitter e = stagingEmitter(rewriter, loc, op.getStaging(), staging);
     OpEmitter::ThreadPosition pos = e.position();
     Value barrier = adaptor.getSyncBarrier().front();
     Value row0 = adaptor.getRow0().front();
