@@ -66,6 +66,19 @@ if _CHECK_INPUTS_VALUE not in ("", "0", "1"):
         f"{_CHECK_INPUTS_VALUE!r}")
 _CHECK_INPUTS = _CHECK_INPUTS_VALUE == "1"
 
+_runtime_module = None
+
+
+def _runtime():
+    """flashmlir.runtime, imported on first use (it needs torch); then a
+    global read, which the entry points' per-call path pays instead of an
+    import statement (about a microsecond each through importlib)."""
+    global _runtime_module
+    if _runtime_module is None:
+        from . import runtime
+        _runtime_module = runtime
+    return _runtime_module
+
 
 def _f32(x):
     """x rounded to the f32 the metadata holds (the compiler's scale and
@@ -266,7 +279,7 @@ def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
     tile of the kernel, runtime.Kernel.descale_blocks; v's one); None: 1.0,
     as in FA3. O in bfloat16; no split-KV."""
     import torch
-    from . import runtime
+    runtime = _runtime()
 
     key = _call_key("attention", (q, k, v),
                     (causal, scale, kernel_dir, num_splits),
@@ -598,7 +611,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     q_descale, k_descale, v_descale (FA3's arguments: one element each or
     [B, Hkv], None meaning 1.0) run the FP8 kernel; O is bfloat16."""
     import torch
-    from . import runtime
+    runtime = _runtime()
 
     if dropout_p:
         raise runtime.KernelArgumentError(
@@ -711,7 +724,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     import numbers
 
     import torch
-    from . import runtime
+    runtime = _runtime()
 
     # A call whose arguments have the signature of one that passed every
     # check below (tensors' shapes, strides, dtypes, devices; the options
@@ -945,14 +958,14 @@ def _call_key(api, tensors, options, unsupported=()):
     and value; None where a call must be checked in full (a tensor that is
     not a torch.Tensor, an unsupported argument given, an option that does
     not hash)."""
-    from . import runtime
-
-    if any(x is not None for x in unsupported):
-        return None
-    signature = runtime._signature(tensors)
+    for x in unsupported:
+        if x is not None:
+            return None
+    signature = _runtime()._signature(tensors)
     if signature is None:
         return None
-    key = (api, signature) + tuple((type(x), x) for x in options)
+    # The options by type and value (True is not 1, 1.0 not 1).
+    key = (api, signature, tuple(map(type, options)), tuple(options))
     try:
         hash(key)
     except TypeError:

@@ -1570,9 +1570,7 @@ class Kernel:
             lse = torch.empty((b, hq, nq), dtype=torch.float32,
                               device=q.device)
         scale = self._scale(scale, d)
-        guard = (contextlib.nullcontext()
-                 if torch.cuda.current_device() == device_index
-                 else torch.cuda.device(device_index))
+        guard = _device_guard(device_index)
         drv = _get_driver()
         with guard:
             fn = self._function(device_index)
@@ -1914,6 +1912,20 @@ def _bind_by_name(kernel, params, values, maps=None):
 _PLANS_PER_KERNEL = 64
 
 
+def _device_guard(device_index):
+    """A context that makes `device_index` torch's current CUDA device for a
+    launch: nothing where it already is (entering a device guard costs
+    microseconds). The launches' tensors are on the device, so CUDA is
+    initialised: torch's raw query, where it has one, skips
+    torch.cuda.current_device's initialisation check."""
+    import torch
+    current = getattr(torch._C, "_cuda_getDevice", None)
+    current = current() if current is not None else torch.cuda.current_device()
+    if current == device_index:
+        return contextlib.nullcontext()
+    return torch.cuda.device(device_index)
+
+
 def _current_stream(device_index):
     """torch's current CUDA stream on `device_index` as a CUstream integer:
     torch's raw query where it has one (a torch.cuda.Stream object costs a
@@ -2144,9 +2156,7 @@ class _AppendPlan:
         device_index = k.device.index
         stream = _current_stream(device_index)
         drv = _get_driver()
-        guard = (contextlib.nullcontext()
-                 if torch.cuda.current_device() == device_index
-                 else torch.cuda.device(device_index))
+        guard = _device_guard(device_index)
         with guard, self._launch_lock:
             for i, cell in self._cells:
                 t = tensors[i]
@@ -2382,11 +2392,8 @@ class _LaunchPlan:
         gx, gy, gz = self.grid
         bx, by, bz = self.block
         drv = _get_driver()
-        # The tensors' device made current for the launch (entering a
-        # device guard costs microseconds: only where it is not).
-        guard = (contextlib.nullcontext()
-                 if torch.cuda.current_device() == device_index
-                 else torch.cuda.device(device_index))
+        # The tensors' device made current for the launch.
+        guard = _device_guard(device_index)
         params = self._params
         keep = []  # the tensor maps' encodings, alive until the launch
         with guard, self._launch_lock:
