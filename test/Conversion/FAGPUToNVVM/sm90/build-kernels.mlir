@@ -280,7 +280,9 @@ func.func @split_kv(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: me
 // CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c96_i64{{.*}}, %c0_i32{{[_0-9]*}}, %c256_i32{{[_0-9]*}}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i32, i32, i32) -> i32
 // CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c0_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}})
 // CHECK: llvm.call @faEncodeStridedTensorMapL2({{.*}}, %c0_i32{{[_0-9]*}}, %c64_i32{{[_0-9]*}})
-// CHECK: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d96_br64_bc64_s2_f16_stg_splitkv
+// The grid the lowering wrote, (ceil(Nq / block_r) * Hq * B, kv_splits, 1),
+// with kv_splits the IR launch's 4 chunks.
+// CHECK: gpu.launch_func async {{.*}} @fa_kernels::@fa3_sm90_d96_br64_bc64_s2_f16_stg_splitkv blocks in (%{{.*}}, %c4{{[_0-9]*}}, %c1{{[_0-9]*}})
 // CHECK: llvm.func @fa3_sm90_d96_br64_bc64_s2_f16_stg_splitkv(
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 1, buffers = 1, 64x128xf16>
 // CHECK: fagpu.create_pipeline {{.*}} : <stages = 2, buffers = 2, 64x128xf16>
