@@ -252,6 +252,14 @@ static void fenceForTmaAndSync(OpEmitter &e, Value barrier) {
   syncWarpgroup(e, barrier);
 }
 
+/// The warpgroup's first row, from a thread's `row0`: row 16 w + lane / 4
+/// of the warpgroup's 64 (w the thread's warp in it).
+static Value warpgroupFirstRow(OpEmitter &e, OpEmitter::ThreadPosition pos,
+                               Value row0) {
+  return e.sub(row0, e.add(e.mul(pos.warpInGroup, e.c32(16)),
+                           e.divu(pos.lane, e.c32(4))));
+}
+
 /// The first thread (warp 0, lane 0: its row0 is the block's first row)
 /// stores the 64 staged rows through `e.oMap` and commits the store.
 static void storeStagedBlock(OpEmitter &e, OpEmitter::ThreadPosition pos,
@@ -283,11 +291,8 @@ static void copyStagedRows(OpEmitter &e, OpEmitter::ThreadPosition pos,
   int64_t pieces = columns * 2 / kPieceBytes; // per row, 16-bit O
   OutputRows rows = outputRows(e, heads, strides, matrix, nq, columns);
   Value oBase = e.gep(e.globalPtr, e.half, out, rows.first);
-  // The warpgroup's first row: the thread's row0 is row 16 w + lane / 4
-  // of it (w its warp).
   Value thread = e.add(e.mul(pos.warpInGroup, e.c32(32)), pos.lane);
-  Value firstRow = e.sub(row0, e.add(e.mul(pos.warpInGroup, e.c32(16)),
-                                     e.divu(pos.lane, e.c32(4))));
+  Value firstRow = warpgroupFirstRow(e, pos, row0);
   Type pieceType = VectorType::get({4}, e.i32);
   for (int64_t first = 0; first < fagpu::kRowsPerConsumer * pieces;
        first += 128) {
@@ -413,11 +418,9 @@ struct CopyStagedRowsLowering : OpConversionPattern<fagpu::CopyStagedRowsOp> {
       return success();
     }
     // A box of 64 rows that reach past Nq would write the next sequence's
-    // rows: only whole blocks leave by TMA. The warpgroup's first row is
-    // row0 - (16 w + lane / 4) of the thread's.
+    // rows: only whole blocks leave by TMA.
     fenceForTmaAndSync(e, barrier);
-    Value firstRow = e.sub(row0, e.add(e.mul(pos.warpInGroup, e.c32(16)),
-                                       e.divu(pos.lane, e.c32(4))));
+    Value firstRow = warpgroupFirstRow(e, pos, row0);
     Value whole = arith::CmpIOp::create(
         rewriter, loc, arith::CmpIPredicate::ule,
         e.add(firstRow, e.c32(fagpu::kRowsPerConsumer)), nq);

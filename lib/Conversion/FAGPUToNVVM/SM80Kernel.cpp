@@ -272,20 +272,22 @@ LLVM::LLVMFuncOp KernelBuilder::build(gpu::GPUModuleOp module) {
   auto rows = fagpu::OutputRowsOp::create(
       b, loc, oBase.getType(), b.getI64Type(), oBase, c32(0), nq, half,
       /*heads=*/Value(), /*strides=*/ValueRange(), spec.headDim);
+  // Row tile t of a fragment (the fragment itself where it has one).
+  auto tileOf = [&](Value fragment, int64_t t) -> Value {
+    if (spec.rowTiles() == 1)
+      return fragment;
+    auto type = cast<fagpu::FragmentType>(fragment.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = fagpu::kRowsPerConsumer;
+    return fagpu::RowTileOp::create(
+        b, loc,
+        fagpu::FragmentType::get(b.getContext(), shape, type.getElementType(),
+                                 type.getLayout()),
+        fragment, t);
+  };
   for (int64_t t = 0; t < spec.rowTiles(); ++t) {
-    auto tileOf = [&](Value fragment) -> Value {
-      if (spec.rowTiles() == 1)
-        return fragment;
-      auto type = cast<fagpu::FragmentType>(fragment.getType());
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] = fagpu::kRowsPerConsumer;
-      return fagpu::RowTileOp::create(
-          b, loc,
-          fagpu::FragmentType::get(b.getContext(), shape, type.getElementType(),
-                                   type.getLayout()),
-          fragment, t);
-    };
-    Value o = tileOf(state[0]), m = tileOf(state[1]), l = tileOf(state[2]);
+    Value o = tileOf(state[0], t), m = tileOf(state[1], t),
+          l = tileOf(state[2], t);
     Value tileRow0 = t ? add(row0, c32(16 * t)) : row0;
     auto totals =
         fagpu::RowTotalsOp::create(b, loc, l.getType(), l.getType(), l,
