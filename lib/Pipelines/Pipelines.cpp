@@ -130,6 +130,12 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
     funcPm.addPass(createFASplitKV(FASplitKVOptions{kvSplits.str()}));
   funcPm.addPass(fagpu::createFAGPUTile(fagpu::FAGPUTileOptions{target.str()}));
   funcPm.addPass(createFALowerFA2());
+  // The backward of any fa.attention_backward, on the backward kernel's
+  // 64 x 64 tiles (fa-map-to-gpu maps its main nest onto the kernel).
+  FALowerFA2BackwardOptions backward;
+  backward.blockR = 64;
+  backward.blockC = 64;
+  funcPm.addPass(createFALowerFA2Backward(backward));
   if (rescaleThreshold >= 0.0)
     pm.addPass(createFAConditionalRescale(
         FAConditionalRescaleOptions{rescaleThreshold, false}));

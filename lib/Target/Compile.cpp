@@ -112,6 +112,20 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
     add("kv_splits = " + std::to_string(options.kvSplits < 0 ? 2
                                                              : options.kvSplits) +
         " : i64");
+  if (options.backward) {
+    // The backward of that attention: its inputs, O, the LSE and dO in;
+    // dQ, dK, dV out.
+    std::string text =
+        "func.func @attention_backward(%q: " + t + ", %k: " + kv +
+        ", %v: " + vt + ", %o: " + ot + ", %lse: " + lse + ", %do: " + ot +
+        ", %dq: " + t + ", %dk: " + kv + ", %dv: " + vt +
+        ") {\n  fa.attention_backward %q, %k, %v, %o, %lse, %do outs(%dq, "
+        "%dk, %dv : " +
+        t + ", " + kv + ", " + vt + ")" +
+        (attrs.empty() ? "" : " {" + attrs + "}") + " : " + t + ", " + kv +
+        ", " + vt + ", " + ot + ", " + lse + ", " + ot + "\n  return\n}\n";
+    return parseSourceString<ModuleOp>(text, &context, "<fa-compile options>");
+  }
   // Without LSE the kernel writes O only (what inference needs).
   std::string lseArg = options.lse ? ", %lse: " + lse : "";
   std::string outs =
@@ -479,7 +493,49 @@ static std::string metadataJson(StringRef kernelName,
   return out;
 }
 
+/// What the backward kernel takes (SM80Backward.cpp); the rest is refused
+/// by name.
+static LogicalResult checkBackward(Location loc, const KernelOptions &options) {
+  // The backward kernel is mma.sync on every target it has (sm_90a runs
+  // it as it is; --sm90-kernel chooses among forward kernels).
+  if (usesTcgen05(options))
+    return emitError(loc) << "fa-compile: the backward kernel is mma.sync: "
+                             "--arch sm_80 or sm_90a, not "
+                          << fagpu::stringifyTarget(options.arch);
+  if (options.dtype != fagpu::ElementType::F16 &&
+      options.dtype != fagpu::ElementType::BF16)
+    return emitError(loc) << "fa-compile: the backward kernel takes f16 or "
+                             "bf16, got "
+                          << fagpu::choiceName(options.dtype);
+  int64_t dv = options.valueHeadDim ? options.valueHeadDim : options.headDim;
+  if ((options.headDim != 64 && options.headDim != 128) ||
+      dv != options.headDim)
+    return emitError(loc) << "fa-compile: the backward kernel takes head dim "
+                             "64 or 128 for Q, K and V alike, got "
+                          << options.headDim << " and " << dv;
+  std::pair<bool, StringRef> unsupported[] = {
+      {options.window != 0, "--window"},
+      {options.softcap != 0.0, "--softcap"},
+      {options.diagonalOffset != 0, "--diagonal-offset"},
+      {options.kvSplits != 0, "--split-kv"},
+      {options.kvLengths, "--kv-lengths"},
+      {options.pageSize != 0, "--page-size"},
+      {options.varlen, "--varlen"},
+      {options.queryGroup != 0, "--query-group"},
+      {options.maxRows != 0, "--max-rows"},
+      {options.kvDtype.has_value() && *options.kvDtype != options.dtype,
+       "--kv-dtype"}};
+  for (auto [asked, flag] : unsupported)
+    if (asked)
+      return emitError(loc) << "fa-compile: " << flag
+                            << " has no backward kernel yet (the CPU path "
+                               "runs it: fa-run --backward)";
+  return success();
+}
+
 static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
+  if (options.backward)
+    return checkBackward(loc, options);
   // Asked for by name on a kernel whose P is not e4m3: refused, not
   // silently ignored (the pass leaves such kernels alone).
   using fagpu::ElementType;
@@ -596,6 +652,244 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   return success();
 }
 
+/// The emission half of the back end's pipeline on `module` (its kernels
+/// already in NVVM): the PTX of its gpu.module into `result`.
+static LogicalResult emitPtx(ModuleOp module, const KernelOptions &options,
+                             CompiledKernel &result) {
+  MLIRContext &context = *module.getContext();
+  Location loc = module.getLoc();
+  {
+    PassManager pm(&context);
+    if (usesTcgen05(options)) {
+      buildSM100EmissionPipeline(pm);
+    } else if (usesWgmma(options)) {
+      buildSM90EmissionPipeline(pm);
+    } else {
+      SM80PipelineOptions pipeline;
+      pipeline.chip = fagpu::stringifyTarget(options.arch).str();
+      buildSM80EmissionPipeline(pm, pipeline);
+    }
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  auto binary = module.lookupSymbol<gpu::BinaryOp>("fa_kernels");
+  if (!binary || binary.getObjects().empty())
+    return emitError(loc) << "fa-compile: no PTX was produced";
+  result.ptx = cast<gpu::ObjectAttr>(binary.getObjects()[0])
+                   .getObject()
+                   .getValue()
+                   .str();
+  return success();
+}
+
+/// ptxas on `result`'s PTX (unless the options skip it): its cubin, the
+/// assembler's log and each launch's code bytes.
+static LogicalResult assemble(Location loc, const KernelOptions &options,
+                              CompiledKernel &result) {
+  if (!options.runPtxas)
+    return success();
+  // PTX -> cubin with the toolkit's assembler.
+  FailureOr<std::string> ptxas = findPtxas(options);
+  if (failed(ptxas))
+    return emitError(loc)
+           << "fa-compile: ptxas not found"
+           << (options.ptxas.empty()
+                   ? " (looked in $CUDA_HOME/bin, /usr/local/cuda/bin and "
+                     "PATH; pass --ptxas or --no-cubin)"
+                   : " at '" + options.ptxas + "'");
+  SmallString<128> ptxPath, cubinPath, logPath;
+  if (llvm::sys::fs::createTemporaryFile("fa", "ptx", ptxPath) ||
+      llvm::sys::fs::createTemporaryFile("fa", "cubin", cubinPath) ||
+      llvm::sys::fs::createTemporaryFile("fa", "log", logPath))
+    return emitError(loc) << "fa-compile: cannot create temporary files";
+  llvm::scope_exit cleanup([&] {
+    llvm::sys::fs::remove(ptxPath);
+    llvm::sys::fs::remove(cubinPath);
+    llvm::sys::fs::remove(logPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(ptxPath, ec);
+    if (ec)
+      return emitError(loc) << "fa-compile: cannot write " << ptxPath;
+    os << result.ptx;
+  }
+  SmallVector<StringRef> args = {
+      *ptxas, "-arch",  fagpu::stringifyTarget(options.arch),
+      "-O3",  "-v",     ptxPath,
+      "-o",   cubinPath};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
+                                          StringRef(logPath)};
+  std::string errMsg;
+  int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects, 0,
+                                     0, &errMsg);
+  if (auto log = llvm::MemoryBuffer::getFile(logPath))
+    result.ptxasLog = (*log)->getBuffer().str();
+  if (rc != 0)
+    return emitError(loc) << "fa-compile: ptxas failed (exit " << rc
+                          << (errMsg.empty() ? "" : ", " + errMsg) << "):\n"
+                          << result.ptxasLog;
+  auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
+  if (!cubin)
+    return emitError(loc) << "fa-compile: ptxas wrote no cubin";
+  result.cubin = (*cubin)->getBuffer().str();
+  recordCodeBytes(result);
+  return success();
+}
+
+/// A backward kernel's launch metadata: its own format, so that a
+/// forward launcher refuses it by name.
+static std::string backwardMetadataJson(StringRef kernelName,
+                                        const KernelOptions &options,
+                                        const BuiltKernel &built) {
+  llvm::json::Array params;
+  for (const fagpu::KernelParam &p : built.params) {
+    llvm::json::Object param{{"name", p.name},
+                             {"kind", fagpu::paramKindName(p.kind)}};
+    if (!p.dtype.empty())
+      param["dtype"] = p.dtype;
+    if (!p.shape.empty()) {
+      llvm::json::Array shape;
+      for (const std::string &dim : p.shape)
+        shape.push_back(dim);
+      param["shape"] = std::move(shape);
+    }
+    if (!p.meaning.empty())
+      param["meaning"] = p.meaning;
+    params.push_back(std::move(param));
+  }
+  llvm::json::Object root{
+      {"format", "flash-mlir-backward-1"},
+      {"kernel", kernelName},
+      {"arch", fagpu::stringifyTarget(options.arch)},
+      {"head_dim", options.headDim},
+      {"dtype", fagpu::choiceName(options.dtype)},
+      {"causal", options.causal},
+      {"bottom_right", options.bottomRight},
+      {"layout", "contiguous [B, H, N, D] for q, k, v, do, dk, dv and "
+                 "dq_accum; [B, H, N] for lse and row_dots"},
+      // The launch's part of the backward; the rest is the caller's, on
+      // the same stream: before it row_dots = rowsum(dO o O) (f32) and
+      // dq_accum = 0, after it dQ = dq_accum in dQ's element type.
+      {"preprocess", "row_dots = rowsum(do * o) in f32; dq_accum = 0"},
+      {"postprocess", "dq = dq_accum in dq's dtype"},
+      {"block", llvm::json::Array{built.threads, 1, 1}},
+      {"grid", jsonOf(built.grid)},
+      {"block_r", built.schedule.getBlockR()},
+      {"block_c", built.schedule.getBlockC()},
+      {"shared_memory_bytes", built.sharedBytes},
+      {"scale", double(built.scale)},
+      {"params", std::move(params)},
+  };
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return out;
+}
+
+/// compileModule for a module of fa.attention_backward ops: each becomes a
+/// launch of the mma.sync backward kernel (its main loop; the preprocess
+/// and dQ's conversion are the caller's, as the metadata says).
+static FailureOr<CompiledKernel>
+compileBackward(ModuleOp module, const KernelOptions &requested,
+                ArrayRef<AttentionBackwardOp> ops) {
+  MLIRContext &context = *module.getContext();
+  Location loc = module.getLoc();
+  struct Launch {
+    KernelOptions options;
+    float scale;
+  };
+  std::vector<Launch> launches;
+  SmallVector<std::string> hostNames;
+  for (AttentionBackwardOp op : ops) {
+    Location opLoc = op.getLoc();
+    KernelOptions options = requested;
+    options.backward = true;
+    // The one backward kernel is mma.sync's, on sm_90a too.
+    options.sm90Kernel = fagpu::SM90Kernel::MmaSync;
+    MemRefType q = op.getQueryType();
+    options.headDim = q.getDimSize(3);
+    options.valueHeadDim = op.getValueType().getDimSize(3);
+    Type elt = q.getElementType();
+    if (!elt.isF16() && !elt.isBF16())
+      return emitError(opLoc) << "fa-compile: the backward kernel takes f16 "
+                                 "or bf16, got '"
+                              << elt << "'";
+    options.dtype =
+        elt.isF16() ? fagpu::ElementType::F16 : fagpu::ElementType::BF16;
+    options.causal = op.getCausal();
+    options.bottomRight = op.getBottomRight();
+    options.window = op.getWindow().value_or(0);
+    options.diagonalOffset = op.getDiagonalOffset().value_or(0);
+    options.softcap =
+        op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
+    options.varlen = static_cast<bool>(op.getCuSeqlensQ());
+    if (op.getSinks() || op.hasModifications())
+      return emitError(opLoc)
+             << "fa-compile: attention sinks, score_mod and mask_mod have no "
+                "backward kernel yet (the CPU path runs them: fa-run "
+                "--backward)";
+    if (failed(checkBackward(opLoc, options)))
+      return failure();
+    auto hostFunc = op->getParentOfType<func::FuncOp>();
+    if (!hostFunc)
+      return emitError(opLoc)
+             << "fa-compile: fa.attention_backward must be in a func.func";
+    if (!llvm::is_contained(hostNames, hostFunc.getName().str()))
+      hostNames.push_back(hostFunc.getName().str());
+    launches.push_back({options, float(op.getEffectiveScale())});
+  }
+  const KernelOptions &options = launches.front().options;
+  CompiledKernel result;
+  useShortSharedPointers();
+  {
+    PassManager pm(&context);
+    SM80PipelineOptions pipeline;
+    pipeline.chip = fagpu::stringifyTarget(options.arch).str();
+    buildSM80KernelPipeline(pm, pipeline);
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("fa_kernels");
+  if (!gpuModule)
+    return emitError(loc) << "fa-compile: the back end built no kernel";
+  std::vector<std::pair<std::string, BuiltKernel>> built;
+  module.walk([&](gpu::LaunchFuncOp op) {
+    auto callee = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(op.getKernelName());
+    if (!callee || !callee->hasAttr("fagpu.backward"))
+      return;
+    FailureOr<BuiltKernel> facts = builtKernelOf(callee);
+    if (succeeded(facts))
+      built.push_back({op.getKernelName().str(), *facts});
+  });
+  if (built.size() != launches.size())
+    return emitError(loc) << "fa-compile: " << launches.size()
+                          << " backward attentions became " << built.size()
+                          << " kernel launches";
+  for (auto [entry, launch] : llvm::zip(built, launches))
+    entry.second.scale = launch.scale;
+  result.name = built.front().first;
+  {
+    llvm::raw_string_ostream os(result.kernelIR);
+    gpuModule.print(os);
+  }
+  {
+    llvm::raw_string_ostream os(result.hostIR);
+    for (const std::string &name : hostNames)
+      module.lookupSymbol(name)->print(os);
+  }
+  if (failed(emitPtx(module, options, result)))
+    return failure();
+  for (auto [entry, launch] : llvm::zip(built, launches))
+    result.launches.push_back(
+        {entry.first,
+         backwardMetadataJson(entry.first, launch.options, entry.second)});
+  result.metadata = result.launches.front().metadata;
+  if (failed(assemble(loc, options, result)))
+    return failure();
+  return result;
+}
+
 FailureOr<CompiledKernel>
 mlir::fa::compileKernel(MLIRContext &context, const KernelOptions &options) {
   if (failed(checkTarget(UnknownLoc::get(&context), options)))
@@ -629,6 +923,15 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   // own head dim, dtype, mask and scale.
   SmallVector<AttentionOp> attentions;
   module.walk([&](AttentionOp op) { attentions.push_back(op); });
+  SmallVector<AttentionBackwardOp> backwards;
+  module.walk([&](AttentionBackwardOp op) { backwards.push_back(op); });
+  if (!backwards.empty()) {
+    if (!attentions.empty())
+      return emitError(attentions.front().getLoc())
+             << "fa-compile: the module holds forward and backward "
+                "attentions; compile them as two modules";
+    return compileBackward(module, requested, backwards);
+  }
   if (attentions.empty())
     return emitError(loc) << "fa-compile: the module holds no fa.attention";
   // One entry per attention, in program order: the options its kernel is
@@ -810,80 +1113,14 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     for (const std::string &name : hostNames)
       module.lookupSymbol(name)->print(os);
   }
-  {
-    PassManager pm(&context);
-    if (usesTcgen05(options)) {
-      buildSM100EmissionPipeline(pm);
-    } else if (usesWgmma(options)) {
-      buildSM90EmissionPipeline(pm);
-    } else {
-      SM80PipelineOptions pipeline;
-      pipeline.chip = fagpu::stringifyTarget(options.arch).str();
-      buildSM80EmissionPipeline(pm, pipeline);
-    }
-    if (failed(pm.run(module)))
-      return failure();
-  }
-  auto binary = module.lookupSymbol<gpu::BinaryOp>("fa_kernels");
-  if (!binary || binary.getObjects().empty())
-    return emitError(loc) << "fa-compile: no PTX was produced";
-  result.ptx = cast<gpu::ObjectAttr>(binary.getObjects()[0])
-                   .getObject()
-                   .getValue()
-                   .str();
+  if (failed(emitPtx(module, options, result)))
+    return failure();
   for (auto [entry, launch] : llvm::zip(built, launches))
     result.launches.push_back(
         {entry.first,
          metadataJson(entry.first, launch.options, entry.second)});
   result.metadata = result.launches.front().metadata;
-  if (!options.runPtxas)
-    return result;
-
-  // PTX -> cubin with the toolkit's assembler.
-  FailureOr<std::string> ptxas = findPtxas(options);
-  if (failed(ptxas))
-    return emitError(loc)
-           << "fa-compile: ptxas not found"
-           << (options.ptxas.empty()
-                   ? " (looked in $CUDA_HOME/bin, /usr/local/cuda/bin and "
-                     "PATH; pass --ptxas or --no-cubin)"
-                   : " at '" + options.ptxas + "'");
-  SmallString<128> ptxPath, cubinPath, logPath;
-  if (llvm::sys::fs::createTemporaryFile("fa", "ptx", ptxPath) ||
-      llvm::sys::fs::createTemporaryFile("fa", "cubin", cubinPath) ||
-      llvm::sys::fs::createTemporaryFile("fa", "log", logPath))
-    return emitError(loc) << "fa-compile: cannot create temporary files";
-  llvm::scope_exit cleanup([&] {
-    llvm::sys::fs::remove(ptxPath);
-    llvm::sys::fs::remove(cubinPath);
-    llvm::sys::fs::remove(logPath);
-  });
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(ptxPath, ec);
-    if (ec)
-      return emitError(loc) << "fa-compile: cannot write " << ptxPath;
-    os << result.ptx;
-  }
-  SmallVector<StringRef> args = {
-      *ptxas, "-arch",  fagpu::stringifyTarget(options.arch),
-      "-O3",  "-v",     ptxPath,
-      "-o",   cubinPath};
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
-                                          StringRef(logPath)};
-  std::string errMsg;
-  int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects, 0,
-                                     0, &errMsg);
-  if (auto log = llvm::MemoryBuffer::getFile(logPath))
-    result.ptxasLog = (*log)->getBuffer().str();
-  if (rc != 0)
-    return emitError(loc) << "fa-compile: ptxas failed (exit " << rc
-                          << (errMsg.empty() ? "" : ", " + errMsg) << "):\n"
-                          << result.ptxasLog;
-  auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
-  if (!cubin)
-    return emitError(loc) << "fa-compile: ptxas wrote no cubin";
-  result.cubin = (*cubin)->getBuffer().str();
-  recordCodeBytes(result);
+  if (failed(assemble(loc, options, result)))
+    return failure();
   return result;
 }

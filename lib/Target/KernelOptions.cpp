@@ -306,6 +306,8 @@ std::string fa::kernelFileName(const KernelOptions &o) {
   if (o.kvDtype == fagpu::ElementType::E4M3 &&
       o.dtype != fagpu::ElementType::E4M3)
     name += "_kve4m3";
+  if (o.backward)
+    name += "_bwd";
   return name;
 }
 
@@ -316,7 +318,7 @@ std::optional<KernelOptionError> fa::checkNamedByFile(const KernelOptions &o) {
       "arch",       "headDim",  "valueHeadDim", "dtype",       "outDtype",
       "kvDtype",    "causal",   "window",       "bottomRight", "diagonalOffset",
       "softcap",    "kvSplits", "kvLengths",    "pageSize",    "varlen",
-      "queryGroup", "maxRows",  "ptxas"};
+      "queryGroup", "maxRows",  "backward",     "ptxas"};
   llvm::ArrayRef<KernelOptionInfo> table = kernelOptionTable();
   if (o.kvSplits > 0)
     return KernelOptionError{lookupKernelOptionKeyword("kv_splits"),

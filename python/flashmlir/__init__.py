@@ -144,7 +144,8 @@ def kernel_file_name(arch, head_dim, dtype, causal, window=0,
                      bottom_right=False, split_kv=False, kv_lengths=False,
                      page_size=0, varlen=False, softcap=0.0,
                      value_head_dim=None, diagonal_offset=0, query_group=0,
-                     kv_dtype=None, out_dtype="bf16", max_rows=0):
+                     kv_dtype=None, out_dtype="bf16", max_rows=0,
+                     backward=False):
     """The file name (without .cubin/.json) a kernel of these options has in
     a kernel folder, e.g. sm_90a_d128_f16_causal_bralign_splitkv_kvlens:
     the rule fa-compile --out-dir names its files by (fa::kernelFileName,
@@ -165,7 +166,8 @@ def kernel_file_name(arch, head_dim, dtype, causal, window=0,
             f"{'_varlen' if varlen else ''}"
             f"{f'_qg{query_group}' if query_group else ''}"
             f"{f'_mr{max_rows}' if max_rows else ''}"
-            f"{'_kve4m3' if kv_dtype == 'e4m3' and dtype != 'e4m3' else ''}")
+            f"{'_kve4m3' if kv_dtype == 'e4m3' and dtype != 'e4m3' else ''}"
+            f"{'_bwd' if backward else ''}")
 
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
@@ -587,14 +589,145 @@ def _flash_window(api, causal, window_size, softcap):
     return causal, window, offset, float(softcap)
 
 
+def _backward_kernel_for(arch, head_dim, dtype, causal, bottom_right,
+                         kernel_dir):
+    """The backward kernel (flashmlir.backward.BackwardKernel) of these
+    options: from `kernel_dir` (fa-compile --backward --out-dir, named
+    kernel_file_name(..., backward=True)) when it is there, else compiled
+    in-process (and saved to `kernel_dir` if one is given)."""
+    from . import runtime
+    from .backward import BackwardKernel
+
+    key = ("backward", arch, head_dim, dtype, causal, bottom_right)
+    if key in _launchers:
+        return _launchers[key]
+    name = kernel_file_name(arch, head_dim, dtype, causal,
+                            bottom_right=bottom_right, backward=True)
+    want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
+            "causal": causal, "bottom_right": bottom_right}
+    kernel = None
+    if kernel_dir and _os.path.exists(_os.path.join(kernel_dir,
+                                                    name + ".cubin")):
+        path = _os.path.join(kernel_dir, name)
+        kernel = BackwardKernel.load(path)
+        got = {k: kernel.meta.get(k) for k in want}
+        if got != want:
+            raise runtime.MetadataError(
+                f"{path}.json describes {got}, not the requested {want}")
+    else:
+        compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
+                           arch=arch, bottom_right=bottom_right,
+                           backward=True)
+        kernel = BackwardKernel(compiled.cubin, compiled.metadata)
+        if kernel_dir:
+            import json
+            _os.makedirs(kernel_dir, exist_ok=True)
+            for suffix, data in ((".json", json.dumps(compiled.metadata,
+                                                      indent=2).encode()),
+                                 (".cubin", compiled.cubin)):
+                with open(_os.path.join(kernel_dir, name + suffix),
+                          "wb") as fh:
+                    fh.write(data)
+    _launchers[key] = kernel
+    return kernel
+
+
+def _differentiable_attention(q, k, v, scale, causal, window, softcap,
+                              deterministic, kernel_dir, descaled):
+    """flash_attn_func where q, k or v requires grad: the forward kernel
+    with its LSE, saved for the backward kernel (fa-compile --backward),
+    through torch.autograd. The masks and options the backward kernel has
+    no form for are refused here, before the forward runs."""
+    import torch
+    from . import runtime
+
+    def refuse(why):
+        raise runtime.KernelArgumentError(
+            f"flash_attn_func: {why} has no backward kernel yet; for "
+            f"inference call it under torch.no_grad() (or on detached "
+            f"tensors)")
+    if window or softcap:
+        refuse("a window_size or softcap")
+    if descaled or q.dtype not in (torch.float16, torch.bfloat16):
+        refuse(f"{q.dtype} inputs")
+    if q.shape[-1] not in (64, 128) or v.shape[-1] != q.shape[-1]:
+        refuse(f"head dim {q.shape[-1]} (V {v.shape[-1]}; the backward "
+               f"takes 64 or 128 for both)")
+    if deterministic:
+        refuse("deterministic=True (dQ is summed by atomic adds, in no "
+               "fixed order)")
+    return _FlashAttnFunction.get().apply(q, k, v, scale, causal,
+                                          _kernel_dir(kernel_dir) or
+                                          _os.environ.get(
+                                              "FLASHMLIR_KERNEL_DIR"))
+
+
+class _FlashAttnFunction:
+    """The torch.autograd.Function of a differentiable flash_attn_func,
+    made on first use (torch is imported lazily)."""
+    _function = None
+
+    @classmethod
+    def get(cls):
+        if cls._function is None:
+            import torch
+
+            class FlashAttn(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, q, k, v, scale, causal, kernel_dir):
+                    nq, nk = q.shape[1], k.shape[1]
+                    if nq == 1 and causal:
+                        causal = False  # the one query sees every key
+                    bottom_right = causal and nq != nk
+                    bhnd = [t.transpose(1, 2) for t in (q, k, v)]
+                    kernel, split = _launcher(bhnd[0], bhnd[1], causal,
+                                              kernel_dir, 0, bottom_right,
+                                              1, v=bhnd[2])
+                    if not kernel.strided:
+                        bhnd = [t.contiguous() for t in bhnd]
+                    out, lse = kernel(*bhnd, scale=scale)
+                    ctx.save_for_backward(q, k, v, out, lse)
+                    ctx.options = (scale, causal, bottom_right, kernel_dir,
+                                   kernel.meta["arch"])
+                    return out.transpose(1, 2)
+
+                @staticmethod
+                def backward(ctx, grad_out):
+                    q, k, v, out, lse = ctx.saved_tensors
+                    scale, causal, bottom_right, kernel_dir, arch = \
+                        ctx.options
+                    d = q.shape[-1]
+                    dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
+                    kernel = _backward_kernel_for(arch, d, dtype, causal,
+                                                  bottom_right, kernel_dir)
+                    # The backward kernel reads packed [B, H, N, D] rows.
+                    q, k, v, grad_out = (t.transpose(1, 2).contiguous()
+                                         for t in (q, k, v, grad_out))
+                    dq, dk, dv = kernel(q, k, v, out.contiguous(),
+                                        lse.contiguous(), grad_out,
+                                        scale=scale or 1 / d ** 0.5)
+                    return (dq.transpose(1, 2), dk.transpose(1, 2),
+                            dv.transpose(1, 2), None, None, None)
+
+            cls._function = FlashAttn
+        return cls._function
+
+
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                     deterministic=False, return_attn_probs=False,
                     kernel_dir=None, num_splits=0, q_descale=None,
                     k_descale=None, v_descale=None):
-    """flash-attention's `flash_attn_func` on flash-mlir's kernels, for
-    inference: q [B, Nq, Hq, D], k and v [B, Nk, Hkv, D] (Hkv dividing Hq),
-    f16/bf16 CUDA tensors; returns O [B, Nq, Hq, D].
+    """flash-attention's `flash_attn_func` on flash-mlir's kernels:
+    q [B, Nq, Hq, D], k and v [B, Nk, Hkv, D] (Hkv dividing Hq), f16/bf16
+    CUDA tensors; returns O [B, Nq, Hq, D].
+
+    Differentiable where q, k or v requires grad (and grad mode is on): the
+    forward kernel keeps its LSE and the backward kernel (fa-compile
+    --backward, mma.sync) gives dq, dk, dv; D 64 or 128, no mask or causal.
+    Windows, softcaps, e4m3 inputs and deterministic=True have no backward
+    kernel yet and are refused there (inference under torch.no_grad() takes
+    them all).
 
     As in flash-attention, `causal` is aligned to the bottom-right corner
     (query i sees keys j <= i + Nk - Nq: a KV cache, chunked prefill), and
@@ -626,7 +759,10 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                      kernel_dir),
                     (alibi_slopes, q_descale, k_descale, v_descale))
     call = _calls.get(key) if key is not None else None
-    if call is not None and runtime.aligned16(q, k, v):
+    # A remembered call is the inference path: a call that needs gradients
+    # goes through autograd below.
+    if call is not None and runtime.aligned16(q, k, v) and not (
+            q.requires_grad or k.requires_grad or v.requires_grad):
         return call.run(q, k, v)
     causal, window, offset, softcap = _flash_window(
         "flash_attn_func", causal, window_size, softcap)
@@ -635,6 +771,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     num_splits = _integer("flash_attn_func", "num_splits", num_splits, 0,
                           1024)
     _tensors("flash_attn_func", "[B, N, H, D]", q=q, k=k, v=v)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return _differentiable_attention(
+            q, k, v, softmax_scale, causal, window, softcap,
+            deterministic, kernel_dir,
+            any(x is not None for x in (q_descale, k_descale, v_descale)))
     nq, nk = q.shape[1], k.shape[1]
     if nq == 1 and causal and window == 0:
         # One query at the last key position sees every key: the mask is

@@ -326,9 +326,8 @@ gpu::KernelDim3 hostLaunchGrid(OpBuilder &b, Location loc,
             .Default(std::nullopt);
     if (constant)
       return arith::ConstantIndexOp::create(b, loc, *constant);
-    if (name == "B" || name == "Hq" || name == "Nq")
-      return sizeOf(name);
-    return Value();
+    // The launch's sizes (B, Hq, Nq; Hkv and Nk for the backward's grid).
+    return sizeOf(name);
   };
   // The formulas are fagpu::launchGrid's, over these names: a failure is
   // the lowering's own error, not the input's.

@@ -19,7 +19,8 @@ namespace {
 struct FAGPUBuildKernelsPass
     : fa::impl::FAGPUBuildKernelsBase<FAGPUBuildKernelsPass> {
   void runOnOperation() override {
-    for (auto build : {buildSM80Kernels, buildSM90Kernels, buildSM100Kernels})
+    for (auto build : {buildSM80Kernels, buildSM90Kernels, buildSM100Kernels,
+                       buildSM80BackwardKernels})
       if (failed(build(getOperation())))
         return signalPassFailure();
   }
@@ -29,9 +30,11 @@ struct ConvertFAGPUToNVVMPass
     : fa::impl::ConvertFAGPUToNVVMBase<ConvertFAGPUToNVVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    WalkResult unbuilt = module.walk([](fagpu::AttentionOp op) {
-      op.emitOpError("has no kernel yet: run fagpu-build-kernels before "
-                     "convert-fagpu-to-nvvm");
+    WalkResult unbuilt = module.walk([](Operation *op) {
+      if (!isa<fagpu::AttentionOp, fagpu::AttentionBackwardOp>(op))
+        return WalkResult::advance();
+      op->emitOpError("has no kernel yet: run fagpu-build-kernels before "
+                      "convert-fagpu-to-nvvm");
       return WalkResult::interrupt();
     });
     if (unbuilt.wasInterrupted() || failed(lowerWarpgroupOps(module)))

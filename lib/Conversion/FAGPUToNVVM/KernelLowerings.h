@@ -20,6 +20,8 @@ namespace mlir::fa {
 LogicalResult buildSM80Kernels(ModuleOp module);
 LogicalResult buildSM90Kernels(ModuleOp module);
 LogicalResult buildSM100Kernels(ModuleOp module);
+/// The same for every fagpu.attention_backward (SM80Backward.cpp).
+LogicalResult buildSM80BackwardKernels(ModuleOp module);
 
 /// The e4m3 kernels' V layout kernel (V^T [B, Hkv, D, Nk_128] from a
 /// strided V, fagpu::valueLayoutParams) for head dim `headDim`, named

@@ -490,6 +490,10 @@ void populateModificationPatterns(const TypeConverter &converter,
 /// Normalisation, the LSE and O's stores, the split-KV merge.
 void populateEpiloguePatterns(const TypeConverter &converter,
                               RewritePatternSet &patterns);
+/// The backward kernel: transposed score tiles, dS through shared memory,
+/// dQ's atomic adds.
+void populateBackwardPatterns(const TypeConverter &converter,
+                              RewritePatternSet &patterns);
 /// sm_100a: barriers, tensor memory, tcgen05.mma and its softmax/epilogue.
 void populateTcgen05Patterns(const TypeConverter &converter,
                              RewritePatternSet &patterns);

@@ -230,6 +230,7 @@ void mlir::fa::populateWarpgroupToNVVMPatterns(const TypeConverter &converter,
   warpgroup::populateSoftmaxPatterns(converter, patterns);
   warpgroup::populateModificationPatterns(converter, patterns);
   warpgroup::populateEpiloguePatterns(converter, patterns);
+  warpgroup::populateBackwardPatterns(converter, patterns);
   patterns.add<FetchTileLowering, PublishTileLowering, ReceiveTileLowering>(
       converter, patterns.getContext());
   warpgroup::populateTcgen05Patterns(converter, patterns);

@@ -237,6 +237,8 @@ void BackwardLowering::build() {
   zero(dqAcc);
 
   scf::ForallOp heads = parallel({sequenceCount(), kvHeads});
+  // fa-map-to-gpu finds the nest it maps onto the backward kernel by this.
+  heads->setAttr("fa.loop_order", b.getStringAttr("fa2-backward"));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(heads.getBody()->getTerminator());

@@ -206,6 +206,29 @@ static KernelParam param(StringRef name, ParamKind kind, StringRef dtype,
   return p;
 }
 
+SmallVector<KernelParam> mlir::fagpu::backwardParams(StringRef dtype) {
+  return {param("q", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"}, "Q"),
+          param("k", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"}, "K"),
+          param("v", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"}, "V"),
+          param("lse", ParamKind::Pointer, "f32", {"B", "Hq", "Nq"},
+                "the forward's log-sum-exp (natural log)"),
+          param("do", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"},
+                "the gradient of the loss with respect to O"),
+          param("row_dots", ParamKind::Pointer, "f32", {"B", "Hq", "Nq"},
+                "rowsum(dO o O), computed before the launch"),
+          param("dq_accum", ParamKind::Pointer, "f32", {"B", "Hq", "Nq", "D"},
+                "dQ in f32: zero before the launch, added to atomically"),
+          param("dk", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"},
+                "written: dK"),
+          param("dv", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"},
+                "written: dV"),
+          param("Hq", ParamKind::I32, "", {}, "query heads"),
+          param("Hkv", ParamKind::I32, "", {}, "key/value heads"),
+          param("Nq", ParamKind::I32, "", {}, "query length"),
+          param("Nk", ParamKind::I32, "", {}, "key length"),
+          param("scale", ParamKind::F32, "", {}, "scores are scale Q K^T")};
+}
+
 SmallVector<KernelParam> mlir::fagpu::valueLayoutParams() {
   return {
       param("v", ParamKind::Pointer, "e4m3", {"B", "Hkv", "Nk", "D"},
@@ -393,6 +416,12 @@ DictionaryAttr mlir::fagpu::launchGrid(MLIRContext *ctx, Target target,
                          ? Attribute(b.getStringAttr("kv_splits"))
                          : Attribute(b.getI64IntegerAttr(1));
   return gridOf(b, b.getStringAttr(tiles), chunks, b.getI64IntegerAttr(1));
+}
+
+DictionaryAttr mlir::fagpu::backwardGrid(MLIRContext *ctx) {
+  Builder b(ctx);
+  return gridOf(b, b.getStringAttr("ceil(Nk / block_c)"),
+                b.getStringAttr("Hkv"), b.getStringAttr("B"));
 }
 
 DictionaryAttr mlir::fagpu::valueLayoutGrid(MLIRContext *ctx) {

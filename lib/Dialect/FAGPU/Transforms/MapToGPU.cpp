@@ -343,6 +343,146 @@ std::optional<std::string> unsupported(const Nest &nest, Target target) {
   return std::nullopt;
 }
 
+/// What the FA2 backward's main nest computes.
+struct BackwardNest {
+  Value q, k, v, lse, dO, rowDots, dqAccum, dK, dV;
+  fa::ScoreTileOp score;
+  int64_t blockR = 0, blockC = 0;
+};
+
+/// Reads the backward off `forall`, or emits why the GPU kernel cannot run
+/// it.
+FailureOr<BackwardNest> readBackwardNest(scf::ForallOp forall) {
+  auto fail = [&](const Twine &why) -> FailureOr<BackwardNest> {
+    return forall.emitError() << "fa-map-to-gpu: " << why;
+  };
+  SmallVector<fa::ScoreTileOp> scores;
+  fa::RecomputeProbsOp probs;
+  fa::GradValuesOp values;
+  fa::GradProbsOp gradProbs;
+  fa::GradScoresOp gradScores;
+  fa::GradKeysOp keys;
+  fa::GradQueriesOp queries;
+  SmallVector<linalg::CopyOp> copies;
+  SmallVector<linalg::GenericOp> conversions;
+  bool chained = false, loads = false;
+  forall.walk([&](Operation *op) {
+    if (auto s = dyn_cast<fa::ScoreTileOp>(op))
+      scores.push_back(s);
+    else if (auto p = dyn_cast<fa::RecomputeProbsOp>(op))
+      probs = p;
+    else if (auto g = dyn_cast<fa::GradValuesOp>(op))
+      values = g;
+    else if (auto g = dyn_cast<fa::GradProbsOp>(op))
+      gradProbs = g;
+    else if (auto g = dyn_cast<fa::GradScoresOp>(op))
+      gradScores = g;
+    else if (auto g = dyn_cast<fa::GradKeysOp>(op))
+      keys = g;
+    else if (auto g = dyn_cast<fa::GradQueriesOp>(op))
+      queries = g;
+    else if (isa<fa::ChainScoreModOp>(op))
+      chained = true;
+    else if (isa<memref::LoadOp>(op))
+      loads = true;
+    else if (auto copy = dyn_cast<linalg::CopyOp>(op))
+      copies.push_back(copy);
+    else if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      conversions.push_back(generic);
+  });
+  if (scores.size() != 1 || !probs || !values || !gradProbs || !gradScores ||
+      !keys || !queries)
+    return fail("expected the backward nest of fa-lower-fa2-backward: one "
+                "fa.score_tile, fa.recompute_probs, fa.grad_values, "
+                "fa.grad_probs, fa.grad_scores, fa.grad_keys and "
+                "fa.grad_queries");
+  BackwardNest nest;
+  nest.score = scores.front();
+  fa::ScoreTileOp score = nest.score;
+  // What the kernel does not take yet, each with its way out.
+  StringRef cpu = " (the CPU pipeline runs it: fa-cpu-pipeline)";
+  if (loads)
+    return fail("varlen batches have no GPU backward yet" + cpu);
+  if (chained || !score.getScoreMod().empty() || !score.getMaskMod().empty())
+    return fail("score_mod and mask_mod have no GPU backward yet" + cpu);
+  if (score.getSoftcap() || score.getWindow() || score.getDiagonalOffset())
+    return fail("softcaps, windows and diagonal offsets have no GPU backward "
+                "yet" +
+                cpu);
+  if (auto fn = forall->getParentOfType<FunctionOpInterface>()) {
+    WalkResult sinks =
+        fn->walk([](fa::GradSinkOp) { return WalkResult::interrupt(); });
+    if (sinks.wasInterrupted())
+      return fail("attention sinks have no GPU backward yet" + cpu);
+  }
+  auto copiedInto = [&](Value tile) -> Value {
+    for (linalg::CopyOp copy : copies)
+      if (rootOf(copy.getOutputs()[0]) == rootOf(tile))
+        return rootOf(copy.getInputs()[0]);
+    return {};
+  };
+  auto convertedInto = [&](Value acc) -> Value {
+    for (linalg::GenericOp generic : conversions)
+      if (generic.getNumDpsInputs() == 1 &&
+          rootOf(generic.getDpsInputs()[0]) == rootOf(acc))
+        return rootOf(generic.getDpsInits()[0]);
+    return {};
+  };
+  nest.q = rootOf(score.getQuery());
+  nest.k = copiedInto(score.getKey());
+  nest.v = copiedInto(gradProbs.getValue());
+  nest.lse = rootOf(probs.getLse());
+  nest.dO = rootOf(values.getGradOut());
+  nest.rowDots = rootOf(gradScores.getDot());
+  nest.dqAccum = rootOf(queries.getAcc());
+  nest.dK = convertedInto(keys.getAcc());
+  nest.dV = convertedInto(values.getAcc());
+  for (auto [name, value, rank] :
+       {std::tuple<StringRef, Value, int64_t>{"Q", nest.q, 4},
+        {"K", nest.k, 4},
+        {"V", nest.v, 4},
+        {"LSE", nest.lse, 3},
+        {"dO", nest.dO, 4},
+        {"D", nest.rowDots, 3},
+        {"dQ's accumulator", nest.dqAccum, 4},
+        {"dK", nest.dK, 4},
+        {"dV", nest.dV, 4}}) {
+    if (!value || forall->isAncestor(value.getParentBlock()->getParentOp()) ||
+        value.getParentRegion() == &forall.getRegion())
+      return fail("could not trace " + name +
+                  " to a memref defined outside the nest");
+    auto type = dyn_cast<MemRefType>(value.getType());
+    if (!type || type.getRank() != rank || !type.getLayout().isIdentity())
+      return forall.emitError() << "fa-map-to-gpu: the backward kernel takes "
+                                << name << " as a contiguous memref of rank "
+                                << rank << ", got " << value.getType();
+  }
+  Type elt = cast<MemRefType>(nest.q.getType()).getElementType();
+  if (!elt.isF16() && !elt.isBF16())
+    return fail("the backward kernel takes f16 or bf16 inputs, got " +
+                llvm::formatv("{0}", elt).str() + cpu);
+  for (Value t : {nest.k, nest.v, nest.dO, nest.dK, nest.dV})
+    if (cast<MemRefType>(t.getType()).getElementType() != elt)
+      return fail("the backward kernel takes Q, K, V, dO, dK and dV of one "
+                  "element type" +
+                  cpu);
+  int64_t d = cast<MemRefType>(nest.q.getType()).getDimSize(3);
+  if ((d != 64 && d != 128) ||
+      cast<MemRefType>(nest.v.getType()).getDimSize(3) != d)
+    return fail(
+        "the backward kernel takes D = Dv of 64 or 128, got D = " + Twine(d) +
+        ", Dv = " + Twine(cast<MemRefType>(nest.v.getType()).getDimSize(3)) +
+        cpu);
+  auto tile = cast<MemRefType>(probs.getScores().getType());
+  nest.blockR = tile.getDimSize(0);
+  nest.blockC = tile.getDimSize(1);
+  if (nest.blockR != 64 || nest.blockC != 64)
+    return fail("the backward kernel's tiles are 64 x 64, got " +
+                Twine(nest.blockR) + " x " + Twine(nest.blockC) +
+                " (fa-lower-fa2-backward{block-r=64 block-c=64})");
+  return nest;
+}
+
 struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
   using FAMapToGPUBase::FAMapToGPUBase;
 
@@ -360,10 +500,43 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
       if (order && (order.getValue() == "fa2" ||
                     order.getValue() == "fa2-split-kv"))
         nests.push_back(forall);
+      if (order && order.getValue() == "fa2-backward")
+        backwardNests.push_back(forall);
     });
     for (scf::ForallOp forall : nests)
       if (failed(map(forall, *parsed)))
         return signalPassFailure();
+    for (scf::ForallOp forall : backwardNests)
+      if (failed(mapBackward(forall, *parsed)))
+        return signalPassFailure();
+  }
+
+  SmallVector<scf::ForallOp> backwardNests;
+
+  /// The FA2 backward's main nest (fa-lower-fa2-backward's forall over
+  /// (batch, K/V head)) -> fagpu.attention_backward. The preprocess nest
+  /// (D = rowsum(dO o O)) and dQ's conversion from its f32 accumulator stay
+  /// where they are: the kernel reads D and adds into the accumulator.
+  LogicalResult mapBackward(scf::ForallOp forall, Target target) {
+    FailureOr<BackwardNest> nest = readBackwardNest(forall);
+    if (failed(nest))
+      return failure();
+    if (target != Target::sm_80)
+      return forall.emitError()
+             << "fa-map-to-gpu: the backward has a GPU kernel on sm_80 only "
+                "(mma.sync, which sm_90a runs too: fa-sm80-pipeline "
+                "chip=sm_90a), not "
+             << targetName(target);
+    OpBuilder b(forall);
+    fa::ScoreTileOp score = nest->score;
+    AttentionBackwardOp::create(
+        b, forall.getLoc(), nest->q, nest->k, nest->v, nest->lse, nest->dO,
+        nest->rowDots, nest->dqAccum, nest->dK, nest->dV,
+        TargetAttr::get(&getContext(), target), score.getScaleAttr(),
+        score.getCausalAttr(), score.getBottomRightAttr(),
+        b.getI64IntegerAttr(nest->blockR), b.getI64IntegerAttr(nest->blockC));
+    forall.erase();
+    return success();
   }
 
   /// A split-KV nest writes partial (O, LSE) to scratch that a merge nest

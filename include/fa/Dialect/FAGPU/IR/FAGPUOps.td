@@ -170,6 +170,70 @@ def FAGPU_AttentionOp : FAGPU_Op<"attention", [AttrSizedOperandSegments,
   }];
 }
 
+def FAGPU_AttentionBackwardOp : FAGPU_Op<"attention_backward"> {
+  let summary = "the gradients of an attention, computed by one GPU kernel";
+  let description = [{
+    The main loop of the tile level's FA2 backward nest
+    (`fa-lower-fa2-backward`), mapped onto a GPU by `fa-map-to-gpu`: one CTA
+    per (K/V block of `block_c` keys, K/V head, batch) visits every query
+    block of `block_r` rows of the head's `Hq / Hkv` query heads and writes
+    its `dK` and `dV` rows once; every CTA adds its part of `dQ` into the
+    f32 accumulator `dq_accum [B, Hq, Nq, D]`:
+
+    ```
+    S^T = scale K Q^T (masked)      P^T = exp(S^T - LSE)   (LSE per column)
+    dV += P^T dO                    dP^T = V dO^T
+    dS^T = P^T o (dP^T - row_dots)  dK += scale dS^T Q
+    dq_accum += scale dS K          (atomic adds)
+    ```
+
+    `row_dots [B, Hq, Nq]` (f32) is `D_i = rowsum(dO o O)`, the backward's
+    preprocess, computed before this op (the tile level's `fa.row_dot`
+    nest), and `dq_accum` is zero before it and converted to dQ's type
+    after. Q, K, V, dO, dK and dV are one 16-bit type, contiguous
+    `[B, H, N, D]`; `LSE [B, Hq, Nq]` is the forward's (natural log). Masks:
+    `causal`, top-left or with `bottom_right` aligned to the last key.
+
+    ```mlir
+    fagpu.attention_backward %q, %k, %v, %lse, %do, %row_dots, %dq_accum
+        outs(%dk, %dv) {target = #fagpu.target<sm_80>, scale = 0.125 : f32,
+        causal, block_r = 64 : i64, block_c = 64 : i64}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+        memref<?x?x?xf32>, memref<?x?x?x64xf16>, memref<?x?x?xf32>,
+        memref<?x?x?x64xf32>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "Q", [MemRead]>:$query,
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "K", [MemRead]>:$key,
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "V", [MemRead]>:$value,
+    Arg<MemRefRankOf<[F32], [3]>, "LSE", [MemRead]>:$lse,
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "dO", [MemRead]>:$grad_out,
+    Arg<MemRefRankOf<[F32], [3]>, "rowsum(dO o O)", [MemRead]>:$row_dots,
+    Arg<MemRefRankOf<[F32], [4]>, "dQ's f32 accumulator",
+        [MemRead, MemWrite]>:$dq_accum,
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "dK", [MemWrite]>:$grad_key,
+    Arg<MemRefRankOf<[F16, BF16], [4]>, "dV", [MemWrite]>:$grad_value,
+    FAGPU_TargetAttr:$target,
+    F32Attr:$scale,
+    UnitAttr:$causal,
+    UnitAttr:$bottom_right,
+    I64Attr:$block_r,
+    I64Attr:$block_c);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $lse `,` $grad_out `,` $row_dots `,`
+    $dq_accum `outs` `(` $grad_key `,` $grad_value `)` attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,` type($lse) `,`
+    type($grad_out) `,` type($row_dots) `,` type($dq_accum) `,`
+    type($grad_key) `,` type($grad_value)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
+    bool isBF16() { return getQuery().getType().getElementType().isBF16(); }
+  }];
+}
+
 def FAGPU_YieldOp : FAGPU_Op<"yield", [Pure, Terminator, ReturnLike,
     ParentOneOf<["AttentionOp", "ModifyScoresOp"]>]> {
   let summary = "the value of a score_mod (f32) or mask_mod (i1) region";
@@ -179,5 +243,6 @@ def FAGPU_YieldOp : FAGPU_Op<"yield", [Pure, Terminator, ReturnLike,
 
 include "fa/Dialect/FAGPU/IR/FAGPUWarpgroupOps.td"
 include "fa/Dialect/FAGPU/IR/FAGPUBlackwellOps.td"
+include "fa/Dialect/FAGPU/IR/FAGPUBackwardOps.td"
 
 #endif // FA_DIALECT_FAGPU_IR_FAGPUOPS_TD

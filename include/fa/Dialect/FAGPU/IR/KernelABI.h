@@ -184,6 +184,15 @@ inline constexpr int64_t kKVAppendThreads = 256;
 /// whole multiples of it, which the runtimes check before they launch.
 inline constexpr int64_t kKVAppendColumnsPerThread = 8;
 
+/// The backward kernel (fagpu.attention_backward) of `dtype` (f16 or bf16):
+/// Q, K, V, dO, dK, dV contiguous [B, H, N, D], the forward's LSE and the
+/// preprocess's row_dots [B, Hq, Nq] (f32), dQ's f32 accumulator
+/// dq_accum [B, Hq, Nq, D] (zeroed before the launch, atomically added to),
+/// the sizes, and the attention's scale (scores are scale Q K^T).
+SmallVector<KernelParam> backwardParams(StringRef dtype);
+/// Its grid: a CTA per (K/V block of block_c keys, K/V head, batch).
+DictionaryAttr backwardGrid(MLIRContext *ctx);
+
 /// Whether `target`'s kernels read and write q, k, v, o as strided
 /// [B, H, N, D] tensors (any batch, head and row strides in 16-byte
 /// multiples, unit stride on D): rank-4 tensor maps, and o's strides as

@@ -1,0 +1,211 @@
+"""GPU check of the backward kernel (issue 48): numerics by flash-attn's 2x
+rule and speed beside torch SDPA's backward (cuDNN, FA2) in one run.
+
+The kernels come from bench/build_backward_kernels.sh (fa-compile
+--backward, a folder of <name>.cubin/.json named by flashmlir's
+kernel_file_name(..., backward=True)); they run through
+flashmlir.backward.BackwardKernel, the launcher a user calls.
+
+  python3 bench/backward_check.py check [--kernels .bwd]
+  python3 bench/backward_check.py speed [--kernels .bwd]
+
+check: random inputs, ragged and grouped-query shapes, f16 and bf16, D 64
+and 128, no mask and causal in both alignments. The kernel's O and LSE
+inputs are the forward's in f32 (O rounded to the dtype); each gradient's
+largest error against the float64 autograd reference must be at most twice
+that of torch's own math attention in the dtype (plus 1e-4), the rule of
+flash-attn's tests.
+
+speed: B 1, H 16, N 1k / 4k / 16k, D 64 / 128, causal or not; backward
+TFLOP/s counted as 2.5x the forward's FLOPs (flash-attn's convention), ours
+including the torch preprocess (rowsum(dO o O), the zeroed dQ accumulator,
+its conversion), torch's through autograd.grad of an SDPA output.
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from flashmlir import kernel_file_name  # noqa: E402
+from flashmlir.backward import BackwardKernel  # noqa: E402
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def kernel(folder, d, dtype, causal, bottom_right):
+    name = kernel_file_name("sm_90a", d, dtype, causal,
+                            bottom_right=bottom_right, backward=True)
+    return BackwardKernel.load(os.path.join(folder, name))
+
+
+def visible(nq, nk, causal, bottom_right, device):
+    """[Nq, Nk] booleans: key j visible from query i."""
+    if not causal:
+        return torch.ones(nq, nk, dtype=torch.bool, device=device)
+    shift = nk - nq if bottom_right else 0
+    i = torch.arange(nq, device=device)[:, None]
+    j = torch.arange(nk, device=device)[None, :]
+    return j <= i + shift
+
+
+def attention(q, k, v, scale, mask):
+    """Math attention in q's dtype (grouped-query K/V repeated); rows with
+    no visible key give 0."""
+    g = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(g, 1)
+    v = v.repeat_interleave(g, 1)
+    s = (q @ k.transpose(-1, -2)) * scale
+    s = s.masked_fill(~mask, float("-inf"))
+    p = torch.softmax(s, -1)
+    p = torch.where(mask.any(-1, keepdim=True), p, torch.zeros_like(p))
+    return p @ v
+
+
+def forward_state(q, k, v, scale, mask):
+    """O (in q's dtype) and LSE (f32, -inf for rows with no key) from f32."""
+    g = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(g, 1)
+    vf = v.float().repeat_interleave(g, 1)
+    s = (q.float() @ kf.transpose(-1, -2)) * scale
+    s = s.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse[..., None])
+    p = torch.where(mask.any(-1, keepdim=True), p, torch.zeros_like(p))
+    return (p @ vf).to(q.dtype).contiguous(), lse.contiguous()
+
+
+def grads(q, k, v, do, scale, mask, dtype):
+    qq, kk, vv = (t.detach().to(dtype).requires_grad_() for t in (q, k, v))
+    out = attention(qq, kk, vv, scale, mask)
+    return torch.autograd.grad(out, (qq, kk, vv), do.to(dtype))
+
+
+SHAPES = [  # B, Hq, Hkv, Nq, Nk
+    (2, 4, 4, 128, 128),
+    (2, 4, 2, 77, 131),
+    (1, 8, 2, 131, 77),
+    (1, 2, 1, 512, 512),
+    (3, 6, 3, 200, 1000),
+    (1, 4, 4, 1, 64),
+    (1, 4, 1, 64, 1),
+]
+
+
+def check(args):
+    torch.manual_seed(0)
+    dev = "cuda"
+    failures = total = 0
+    for dtype_name in ("f16", "bf16"):
+        dtype = DTYPES[dtype_name]
+        for d in (64, 128):
+            for causal, br in ((False, False), (True, False), (True, True)):
+                kern = kernel(args.kernels, d, dtype_name, causal, br)
+                for (b, hq, hkv, nq, nk) in SHAPES[:args.shapes]:
+                    q = torch.randn(b, hq, nq, d, device=dev, dtype=dtype)
+                    k = torch.randn(b, hkv, nk, d, device=dev, dtype=dtype)
+                    v = torch.randn(b, hkv, nk, d, device=dev, dtype=dtype)
+                    do = torch.randn(b, hq, nq, d, device=dev, dtype=dtype)
+                    scale = 1 / math.sqrt(d)
+                    mask = visible(nq, nk, causal, br, dev)
+                    o, lse = forward_state(q, k, v, scale, mask)
+                    ours = kern(q, k, v, o, lse, do, scale=scale)
+                    ref = grads(q, k, v, do, scale, mask, torch.float64)
+                    pt = grads(q, k, v, do, scale, mask, dtype)
+                    row = []
+                    ok = True
+                    for name, x, r, p in zip(("dq", "dk", "dv"), ours, ref,
+                                             pt):
+                        err = (x.double() - r).abs().max().item()
+                        bound = 2 * (p.double() - r).abs().max().item() + 1e-4
+                        good = math.isfinite(err) and err <= bound
+                        ok &= good
+                        row.append(f"{name} {err:.2e}/{bound:.2e}"
+                                   f"{'' if good else ' FAIL'}")
+                    total += 1
+                    failures += not ok
+                    mask_name = ("causal-br" if br else "causal" if causal
+                                 else "none")
+                    print(f"{'ok  ' if ok else 'FAIL'} {dtype_name} D{d} "
+                          f"{mask_name:9s} B{b} H{hq}/{hkv} Nq{nq} Nk{nk}: "
+                          + ", ".join(row), flush=True)
+    print(f"{total - failures}/{total} passed")
+    return 1 if failures else 0
+
+
+def timed(fn, reps=10):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def speed(args):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    dev = "cuda"
+    dtype_name = args.dtype
+    dtype = DTYPES[dtype_name]
+    print(f"{torch.cuda.get_device_name()}, {dtype_name}, B 1, H 16; "
+          "backward TFLOP/s (2.5x the forward's FLOPs)")
+    print("| N | D | causal | flash-mlir | cuDNN | FA2 | /cuDNN | /FA2 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for d in (64, 128):
+        for n in (1024, 4096, 16384):
+            for causal in (False, True):
+                b, h = 1, 16
+                q, k, v, do = (torch.randn(b, h, n, d, device=dev,
+                                           dtype=dtype) for _ in range(4))
+                scale = 1 / math.sqrt(d)
+                kern = kernel(args.kernels, d, dtype_name, causal, False)
+                # The forward's O and LSE (natural log) from torch's FA2.
+                fwd = torch.ops.aten._scaled_dot_product_flash_attention(
+                    q, k, v, 0.0, causal, False, scale=scale)
+                o, lse = fwd[0].contiguous(), fwd[1].float().contiguous()
+                flops = 4 * b * h * n * n * d * (0.5 if causal else 1) * 2.5
+                ours = timed(lambda: kern(q, k, v, o, lse, do, scale=scale))
+                row = [flops / ours / 1e12]
+                for backend in (SDPBackend.CUDNN_ATTENTION,
+                                SDPBackend.FLASH_ATTENTION):
+                    qq, kk, vv = (t.clone().requires_grad_()
+                                  for t in (q, k, v))
+                    with sdpa_kernel([backend]):
+                        out = F.scaled_dot_product_attention(
+                            qq, kk, vv, is_causal=causal)
+                    t = timed(lambda: torch.autograd.grad(
+                        out, (qq, kk, vv), do, retain_graph=True))
+                    row.append(flops / t / 1e12)
+                print(f"| {n} | {d} | {causal} | {row[0]:.0f} | {row[1]:.0f} "
+                      f"| {row[2]:.0f} | {row[0] / row[1]:.2f} | "
+                      f"{row[0] / row[2]:.2f} |", flush=True)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=("check", "speed"))
+    ap.add_argument("--kernels", default=".bwd")
+    ap.add_argument("--dtype", default="bf16", choices=tuple(DTYPES))
+    ap.add_argument("--shapes", type=int, default=len(SHAPES),
+                    help="check: the first this many shapes (fewer under "
+                         "compute-sanitizer)")
+    args = ap.parse_args()
+    return check(args) if args.mode == "check" else speed(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

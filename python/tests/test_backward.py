@@ -1,0 +1,219 @@
+"""The backward kernel's launcher (flashmlir.backward.BackwardKernel) on
+the artefacts of fa-compile --backward: its metadata checks on the host, and
+(gpu) its gradients against torch's float64 autograd by flash-attn's 2x
+rule."""
+
+import json
+import math
+import os
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def artefact(build_dir, tmp_path_factory):
+    """A backward kernel compiled for sm_90a (D 64, f16, causal)."""
+    out = tmp_path_factory.mktemp("bwd") / "k"
+    subprocess.run([str(build_dir / "bin" / "fa-compile"), "--backward",
+                    "--arch", "sm_90a", "--head-dim", "64", "--causal",
+                    "-o", str(out)], check=True, capture_output=True)
+    return (out.with_suffix(".cubin").read_bytes(),
+            json.loads(out.with_suffix(".json").read_text()))
+
+
+def test_loads_its_metadata(flashmlir, artefact):
+    from flashmlir.backward import BackwardKernel
+    cubin, meta = artefact
+    kernel = BackwardKernel(cubin, meta)
+    assert kernel.name == "fa2_bwd_sm80_d64_br64_bc64_f16_causal"
+    assert kernel.meta["grid"] == {"x": "ceil(Nk / block_c)", "y": "Hkv",
+                                   "z": "B"}
+    assert [p["name"] for p in meta["params"]] == [
+        "q", "k", "v", "lse", "do", "row_dots", "dq_accum", "dk", "dv",
+        "Hq", "Hkv", "Nq", "Nk", "scale"]
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("format", "flash-mlir-kernel-1", "expected 'flash-mlir-backward-1'"),
+    ("dtype", "e4m3", "dtype must be f16 or bf16"),
+    ("head_dim", 96, "head_dim must be 64 or 128"),
+    ("causal", 1, "'causal' must be a boolean"),
+    ("block", [128, 1], "block must be three positive ints"),
+    ("shared_memory_bytes", -1, "shared_memory_bytes must be a positive int"),
+    ("scale", float("nan"), "scale must be positive and finite"),
+    ("grid", {"x": "ceil(Nk / block_w)", "y": "Hkv", "z": "B"},
+     "unknown name 'block_w'"),
+    ("grid", {"x": 1, "y": 1}, "grid must give x, y and z"),
+])
+def test_refuses_bad_metadata(flashmlir, artefact, field, value, message):
+    from flashmlir.backward import BackwardKernel
+    from flashmlir.runtime import MetadataError
+    cubin, meta = artefact
+    bad = dict(meta, **{field: value})
+    with pytest.raises(MetadataError, match=message.replace("(", r"\(")):
+        BackwardKernel(cubin, bad)
+
+
+def test_refuses_unknown_or_missing_params(flashmlir, artefact):
+    from flashmlir.backward import BackwardKernel
+    from flashmlir.runtime import MetadataError
+    cubin, meta = artefact
+    extra = dict(meta, params=meta["params"] + [
+        {"name": "dsinks", "kind": "pointer"}])
+    with pytest.raises(MetadataError, match="unknown parameter"):
+        BackwardKernel(cubin, extra)
+    missing = dict(meta, params=meta["params"][:-1])
+    with pytest.raises(MetadataError, match="params must be each of"):
+        BackwardKernel(cubin, missing)
+    wrong = dict(meta, params=[dict(p, kind="i32") if p["name"] == "scale"
+                               else p for p in meta["params"]])
+    with pytest.raises(MetadataError, match="'scale' must be a f32"):
+        BackwardKernel(cubin, wrong)
+
+
+def test_forward_launcher_refuses_it(flashmlir, artefact):
+    """A backward kernel's metadata is not a forward kernel's: the forward
+    launcher says so by the format, before anything launches."""
+    from flashmlir.runtime import Kernel, MetadataError
+    cubin, meta = artefact
+    with pytest.raises(MetadataError, match="flash-mlir-backward-1"):
+        Kernel(cubin, meta)
+
+
+def test_refuses_bad_tensors_before_launching(flashmlir, artefact):
+    """Argument checks run before any driver call (CPU tensors here)."""
+    import torch
+    from flashmlir.backward import BackwardKernel
+    from flashmlir.runtime import KernelArgumentError
+    cubin, meta = artefact
+    kernel = BackwardKernel(cubin, meta)
+    q = torch.zeros(1, 2, 8, 64, dtype=torch.float16)
+    lse = torch.zeros(1, 2, 8)
+    with pytest.raises(KernelArgumentError, match="must be a CUDA tensor"):
+        kernel(q, q, q, q, lse, q)
+    with pytest.raises(KernelArgumentError, match="must be a torch.Tensor"):
+        kernel(q, q, q, q, lse, "dO")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal, bottom_right",
+                         [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize("shape", [(2, 4, 2, 77, 131), (1, 4, 1, 131, 64),
+                                   (2, 2, 2, 256, 256)])
+def test_gradients_two_x_rule(cuda_flashmlir, dtype, d, causal, bottom_right,
+                              shape):
+    """dQ, dK, dV within twice torch's own error in the dtype (against
+    float64 autograd), ragged and grouped-query shapes: the kernels of
+    bench/build_backward_kernels.sh in $FLASHMLIR_BACKWARD_KERNEL_DIR."""
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir.backward import BackwardKernel
+    folder = os.environ.get("FLASHMLIR_BACKWARD_KERNEL_DIR", ".bwd")
+    name = flashmlir.kernel_file_name("sm_90a", d, dtype, causal,
+                                      bottom_right=bottom_right,
+                                      backward=True)
+    kernel = BackwardKernel.load(os.path.join(folder, name))
+    torch.manual_seed(0)
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    b, hq, hkv, nq, nk = shape
+    q = torch.randn(b, hq, nq, d, device="cuda", dtype=tdt)
+    k = torch.randn(b, hkv, nk, d, device="cuda", dtype=tdt)
+    v = torch.randn(b, hkv, nk, d, device="cuda", dtype=tdt)
+    do = torch.randn(b, hq, nq, d, device="cuda", dtype=tdt)
+    scale = 1 / math.sqrt(d)
+    shift = nk - nq if bottom_right else 0
+    i = torch.arange(nq, device="cuda")[:, None]
+    j = torch.arange(nk, device="cuda")[None, :]
+    mask = (j <= i + shift) if causal else torch.ones_like(i + j,
+                                                          dtype=torch.bool)
+
+    def attention(q, k, v):
+        g = q.shape[1] // k.shape[1]
+        s = (q @ k.repeat_interleave(g, 1).transpose(-1, -2)) * scale
+        s = s.masked_fill(~mask, float("-inf"))
+        p = torch.softmax(s, -1)
+        p = torch.where(mask.any(-1, keepdim=True), p, torch.zeros_like(p))
+        return p @ v.repeat_interleave(g, 1), torch.logsumexp(s, -1)
+
+    o, lse = attention(q.float(), k.float(), v.float())
+    ours = kernel(q, k, v, o.to(tdt).contiguous(), lse.contiguous(), do,
+                  scale=scale)
+
+    def grads(dtype):
+        x = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
+        return torch.autograd.grad(attention(*x)[0], x, do.to(dtype))
+
+    ref, pt = grads(torch.float64), grads(tdt)
+    for name, x, r, p in zip(("dq", "dk", "dv"), ours, ref, pt):
+        err = (x.double() - r).abs().max().item()
+        bound = 2 * (p.double() - r).abs().max().item() + 1e-4
+        assert err <= bound, f"{name}: {err} > {bound}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 96, 160, 8, 2), (1, 128, 128, 4, 4)])
+def test_flash_attn_func_is_differentiable(cuda_flashmlir, dtype, d, causal,
+                                           shape):
+    """flash_attn_func on inputs that require grad: the forward kernel
+    saves its LSE, the backward kernel gives dq, dk, dv ([B, N, H, D], the
+    inputs' layout) within the 2x rule of torch's math attention (causal
+    bottom-right aligned where Nq != Nk, as flash-attn's)."""
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(1)
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    b, nq, nk, hq, hkv = shape
+    q = torch.randn(b, nq, hq, d, device="cuda", dtype=tdt)
+    k = torch.randn(b, nk, hkv, d, device="cuda", dtype=tdt)
+    v = torch.randn(b, nk, hkv, d, device="cuda", dtype=tdt)
+    do = torch.randn(b, nq, hq, d, device="cuda", dtype=tdt)
+    scale = 1 / math.sqrt(d)
+
+    def reference(q, k, v):
+        g = q.shape[2] // k.shape[2]
+        qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
+        s = (qh @ kh.repeat_interleave(g, 1).transpose(-1, -2)) * scale
+        if causal:
+            i = torch.arange(nq, device="cuda")[:, None] + nk - nq
+            j = torch.arange(nk, device="cuda")[None, :]
+            s = s.masked_fill(j > i, float("-inf"))
+        p = torch.softmax(s, -1).nan_to_num(0.0)
+        return (p @ vh.repeat_interleave(g, 1)).transpose(1, 2)
+
+    x = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = flashmlir.flash_attn_func(*x, causal=causal)
+    assert out.requires_grad
+    ours = torch.autograd.grad(out, x, do)
+
+    def grads(dtype):
+        y = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
+        return torch.autograd.grad(reference(*y), y, do.to(dtype))
+
+    ref, pt = grads(torch.float64), grads(tdt)
+    for name, a, r, p in zip(("dq", "dk", "dv"), ours, ref, pt):
+        assert a.shape == r.shape
+        err = (a.double() - r).abs().max().item()
+        bound = 2 * (p.double() - r).abs().max().item() + 1e-4
+        assert err <= bound, f"{name}: {err} > {bound}"
+
+
+@pytest.mark.gpu
+def test_flash_attn_func_refuses_what_has_no_backward(cuda_flashmlir):
+    """Gradients the backward kernel cannot give are refused before the
+    forward runs, with the way out; the same call without grad runs."""
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir.runtime import KernelArgumentError
+    q = torch.randn(1, 64, 4, 64, device="cuda", dtype=torch.float16,
+                    requires_grad=True)
+    with pytest.raises(KernelArgumentError,
+                       match="window_size or softcap has no backward"):
+        flashmlir.flash_attn_func(q, q, q, causal=True, window_size=(16, 0))
+    with pytest.raises(KernelArgumentError,
+                       match="deterministic=True .* has no backward"):
+        flashmlir.flash_attn_func(q, q, q, deterministic=True)
+    with torch.no_grad():
+        assert flashmlir.flash_attn_func(q, q, q).shape == q.shape

@@ -1,0 +1,90 @@
+// RUN: fa-opt %s --split-input-file --fagpu-build-kernels | FileCheck %s
+
+// fagpu-build-kernels writes the backward kernel of each
+// fagpu.attention_backward (FlashAttention-2's backward on mma.sync) in
+// fagpu ops; backward-to-nvvm.mlir checks the lowering of its own ops.
+
+!t = memref<?x?x?x64xf16>
+!r = memref<?x?x?xf32>
+// A CTA per (K/V block of 64 keys, K/V head, batch) on x, y, z; K, V, the
+// two-stage Q / dO ring (8 KiB tiles) and the dS tile: 56 KiB.
+// CHECK-LABEL: func.func @causal
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %{{.*}}, %c64{{.*}} : index
+// CHECK: gpu.launch_func @fa_kernels::@fa2_bwd_sm80_d64_br64_bc64_f16_causal blocks in (%[[BLOCKS]], %{{.*}}, %{{.*}}) threads in (%c128{{.*}}) dynamic_shared_memory_size %c57344_i32
+// CHECK: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_causal(
+// CHECK-SAME: fagpu.backward, fagpu.grid = {x = "ceil(Nk / block_c)", y = "Hkv", z = "B"}
+// CHECK-SAME: name = "row_dots"
+// CHECK-SAME: name = "dq_accum"
+// Causal: the first query block that sees key k0 is max(k0 - shift, 0) / 64
+// (shift 0 top-left); the CTA's steps are the group's heads times the
+// blocks from there.
+// CHECK: arith.maxsi
+// CHECK: %[[K:.*]] = fagpu.shared_tile offset 0 : <64x64xf16, row_major>
+// CHECK: %[[V:.*]] = fagpu.shared_tile offset 8192 : <64x64xf16, row_major>
+// CHECK: %[[RING:.*]] = fagpu.create_pipeline {barrier_offset = 0 : i64, tile_offset = 16384 : i64} : <stages = 2, buffers = 2, 64x64xf16, row_major>
+// CHECK: %[[DS:.*]] = fagpu.shared_tile offset 49152 : <64x64xf16, row_major>
+// Prologue: K, V, and step 0's Q and dO where there is a step 0.
+// CHECK: fagpu.copy_async %{{.*}} into %[[K]] threads 128
+// CHECK: fagpu.copy_async %{{.*}} into %[[V]] threads 128
+// CHECK: scf.if
+// CHECK: fagpu.copy_async
+// CHECK: fagpu.copy_async
+// CHECK: fagpu.copy_commit
+// CHECK: scf.for {{.*}} -> (!fagpu.fragment<64x64xf32, accumulator>, !fagpu.fragment<64x64xf32, accumulator>)
+// CHECK: fagpu.copy_wait pending 0
+// CHECK: scf.if
+// CHECK: fagpu.copy_commit
+// CHECK: %[[Q:.*]] = fagpu.pipeline_tile %[[RING]][%{{.*}}] buffer 0
+// CHECK: %[[DO:.*]] = fagpu.pipeline_tile %[[RING]][%{{.*}}] buffer 1
+// S^T = K Q^T, P^T with the causal shift, dV += P^T dO, dP^T = V dO^T,
+// dS^T, dK += dS^T Q.
+// CHECK: %[[S:.*]] = fagpu.mma %[[K]], %[[Q]] : !fagpu.smem_tile<64x64xf16, row_major>, <64x64xf16, row_major> -> !fagpu.fragment<64x64xf32, accumulator>
+// CHECK: %[[P:.*]] = fagpu.backward_probs %[[S]] lse %{{.*}} queries(%{{.*}}, %{{.*}}) keys(%{{.*}}, %{{.*}}) scale_log2 %{{.*}} causal_shift %{{.*}}
+// CHECK: %[[PA:.*]] = fagpu.to_operand_a %[[P]] : <64x64xf32, accumulator> -> <64x64xf16, operand_a>
+// CHECK: fagpu.mma %[[PA]], %[[DO]] acc(%{{.*}}) {mn_major}
+// CHECK: %[[DP:.*]] = fagpu.mma %[[V]], %[[DO]] :
+// CHECK: %[[GS:.*]] = fagpu.backward_grad_scores %[[P]], %[[DP]] row_dots
+// CHECK: %[[GA:.*]] = fagpu.to_operand_a %[[GS]]
+// CHECK: fagpu.mma %[[GA]], %[[Q]] acc(%{{.*}}) {mn_major}
+// dS through shared memory (its barrier leaves the prefetch in flight),
+// dQ = dS K added to the f32 accumulator.
+// CHECK: fagpu.store_transposed %[[GS]], %[[DS]]
+// CHECK-NEXT: fagpu.copy_wait pending 1
+// CHECK-NEXT: %[[GQ:.*]] = fagpu.load_fragment %[[DS]]
+// CHECK-NEXT: %[[DQ:.*]] = fagpu.mma %[[GQ]], %[[K]] {mn_major}
+// CHECK: fagpu.atomic_add_rows %[[DQ]] rows(%{{.*}}, %{{.*}}) to %{{.*}} scale %arg13
+// CHECK: scf.yield
+// dK (times the scale) and dV, each row written once.
+// CHECK: fagpu.copy_wait pending 0
+// CHECK: fagpu.output_rows
+// CHECK: %[[SCALE:.*]] = fagpu.splat %arg13 : <64xf32, rows>
+// CHECK: fagpu.store_rows %{{.*}}#0, %[[SCALE]]
+// CHECK: fagpu.output_rows
+// CHECK: fagpu.store_rows %{{.*}}#1
+func.func @causal(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
+                  %dq: memref<?x?x?x64xf32>, %dk: !t, %dv: !t) {
+  fagpu.attention_backward %q, %k, %v, %lse, %do, %d, %dq outs(%dk, %dv)
+      {target = #fagpu.target<sm_80>, scale = 0.125 : f32, causal,
+       block_r = 64 : i64, block_c = 64 : i64}
+    : !t, !t, !t, !r, !t, !r, memref<?x?x?x64xf32>, !t, !t
+  return
+}
+
+// -----
+
+// Without a mask: every query block, no shift; D = 128 bf16 (104 KiB).
+!t = memref<?x?x?x128xbf16>
+!r = memref<?x?x?xf32>
+// CHECK-LABEL: func.func @plain
+// CHECK: gpu.launch_func @fa_kernels::@fa2_bwd_sm80_d128_br64_bc64_bf16 blocks {{.*}} dynamic_shared_memory_size %c106496_i32
+// CHECK-NOT: arith.maxsi
+// CHECK: fagpu.backward_probs %{{.*}} scale_log2 %{{.*}} : {{.*}}<1> : <64x64xf32, accumulator>
+// CHECK: fagpu.mma {{.*}} -> !fagpu.fragment<64x128xf32, accumulator>
+func.func @plain(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
+                 %dq: memref<?x?x?x128xf32>, %dk: !t, %dv: !t) {
+  fagpu.attention_backward %q, %k, %v, %lse, %do, %d, %dq outs(%dk, %dv)
+      {target = #fagpu.target<sm_80>, scale = 0.088 : f32,
+       block_r = 64 : i64, block_c = 64 : i64}
+    : !t, !t, !t, !r, !t, !r, memref<?x?x?x128xf32>, !t, !t
+  return
+}
