@@ -36,9 +36,10 @@ from flashmlir.backward import BackwardKernel  # noqa: E402
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
 
-def kernel(folder, d, dtype, causal, bottom_right):
+def kernel(folder, d, dtype, causal, bottom_right, deterministic=False):
     name = kernel_file_name("sm_90a", d, dtype, causal,
-                            bottom_right=bottom_right, backward=True)
+                            bottom_right=bottom_right, backward=True,
+                            deterministic=deterministic)
     return BackwardKernel.load(os.path.join(folder, name))
 
 
@@ -162,8 +163,9 @@ def speed(args):
     dtype = DTYPES[dtype_name]
     print(f"{torch.cuda.get_device_name()}, {dtype_name}, B 1, H 16; "
           "backward TFLOP/s (2.5x the forward's FLOPs)")
-    print("| N | D | causal | flash-mlir | cuDNN | FA2 | /cuDNN | /FA2 |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| N | D | causal | flash-mlir | cuDNN | FA2 | /cuDNN | /FA2 | "
+          "deterministic | det / default |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for d in (64, 128):
         for n in (1024, 4096, 16384):
             for causal in (False, True):
@@ -178,6 +180,9 @@ def speed(args):
                 o, lse = fwd[0].contiguous(), fwd[1].float().contiguous()
                 flops = 4 * b * h * n * n * d * (0.5 if causal else 1) * 2.5
                 ours = timed(lambda: kern(q, k, v, o, lse, do, scale=scale))
+                det = kernel(args.kernels, d, dtype_name, causal, False, True)
+                ours_det = timed(lambda: det(q, k, v, o, lse, do,
+                                             scale=scale))
                 row = [flops / ours / 1e12]
                 for backend in (SDPBackend.CUDNN_ATTENTION,
                                 SDPBackend.FLASH_ATTENTION):
@@ -191,7 +196,9 @@ def speed(args):
                     row.append(flops / t / 1e12)
                 print(f"| {n} | {d} | {causal} | {row[0]:.0f} | {row[1]:.0f} "
                       f"| {row[2]:.0f} | {row[0] / row[1]:.2f} | "
-                      f"{row[0] / row[2]:.2f} |", flush=True)
+                      f"{row[0] / row[2]:.2f} | "
+                      f"{flops / ours_det / 1e12:.0f} | "
+                      f"{ours_det / ours:.2f} |", flush=True)
     return 0
 
 

@@ -4,7 +4,7 @@
 # into a folder (default .bwd/, git-ignored), named by fa-compile --out-dir
 # (fa::kernelFileName; the backward's end in _bwd), with the ptxas report of
 # each: f16 and bf16, D 64 and 128, no mask, causal top-left and
-# bottom-right, for the GPU's arch (sm_90a by default).
+# bottom-right, the backward also --deterministic, for the GPU's arch (sm_90a by default).
 # bench/backward_check.py and the gpu tests of python/tests/test_backward.py
 # launch them (FLASHMLIR_KERNEL_DIR=<folder>).
 # Usage: bash bench/build_backward_kernels.sh [out-dir] [arch]
@@ -21,6 +21,10 @@ for dtype in f16 bf16; do
       # shellcheck disable=SC2086
       build/bin/fa-compile --backward --arch "$ARCH" --dtype "$dtype" \
         --head-dim "$d" $mask --out-dir "$OUT" >> "$OUT/ptxas.txt" 2>&1
+      # shellcheck disable=SC2086
+      build/bin/fa-compile --backward --deterministic --arch "$ARCH" \
+        --dtype "$dtype" --head-dim "$d" $mask --out-dir "$OUT" \
+        >> "$OUT/ptxas.txt" 2>&1
       if [ "${FORWARD:-1}" = 1 ]; then
         # shellcheck disable=SC2086
         build/bin/fa-compile --arch "$ARCH" --dtype "$dtype" --head-dim "$d" \

@@ -118,8 +118,8 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
                                  double rescaleThreshold, int64_t polyDegree,
                                  int64_t polyPeriod,
                                  bool queryInRegisters = true,
-                                 StringRef kvSplits = "",
-                                 int64_t ctasPerSm = 0) {
+                                 StringRef kvSplits = "", int64_t ctasPerSm = 0,
+                                 bool deterministicBackward = false) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   // Regions that spell the causal mask or a softcap reach the kernels as
   // the built-in (the kernels take no regions yet).
@@ -146,15 +146,16 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
   if (polyDegree > 0)
     mapPm.addPass(
         createFAPolyExp2(FAPolyExp2Options{polyDegree, polyPeriod}));
-  mapPm.addPass(fagpu::createFAMapToGPU(
-      fagpu::FAMapToGPUOptions{target.str(), queryInRegisters, ctasPerSm}));
+  mapPm.addPass(fagpu::createFAMapToGPU(fagpu::FAMapToGPUOptions{
+      target.str(), queryInRegisters, ctasPerSm, deterministicBackward}));
 }
 
 void mlir::fa::buildSM80KernelPipeline(OpPassManager &pm,
                                        const SM80PipelineOptions &options) {
   buildTileLevelForGPU(pm, "sm_80", options.rescaleThreshold,
                        options.polyExp2Degree, options.polyExp2Period,
-                       options.queryInRegisters);
+                       options.queryInRegisters, /*kvSplits=*/"",
+                       /*ctasPerSm=*/0, options.deterministicBackward);
   pm.addPass(createFAGPUBuildKernels());
   pm.addPass(createConvertFAGPUToNVVM());
 }

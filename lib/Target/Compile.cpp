@@ -536,6 +536,10 @@ static LogicalResult checkBackward(Location loc, const KernelOptions &options) {
 static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   if (options.backward)
     return checkBackward(loc, options);
+  if (options.deterministic)
+    return emitError(loc) << "fa-compile: --deterministic orders the "
+                             "backward's dQ adds: it needs --backward (the "
+                             "forward kernels are deterministic)";
   // Asked for by name on a kernel whose P is not e4m3: refused, not
   // silently ignored (the pass leaves such kernels alone).
   using fagpu::ElementType;
@@ -766,12 +770,18 @@ static std::string backwardMetadataJson(StringRef kernelName,
       {"dtype", fagpu::choiceName(options.dtype)},
       {"causal", options.causal},
       {"bottom_right", options.bottomRight},
+      // dQ's adds in the order of the key blocks (dq_semaphores, zeroed
+      // by the caller like dq_accum).
+      {"deterministic", options.deterministic},
       {"layout", "contiguous [B, H, N, D] for q, k, v, do, dk, dv and "
                  "dq_accum; [B, H, N] for lse and row_dots"},
       // The launch's part of the backward; the rest is the caller's, on
       // the same stream: before it row_dots = rowsum(dO o O) (f32) and
       // dq_accum = 0, after it dQ = dq_accum in dQ's element type.
-      {"preprocess", "row_dots = rowsum(do * o) in f32; dq_accum = 0"},
+      {"preprocess", options.deterministic
+                         ? "row_dots = rowsum(do * o) in f32; dq_accum = 0; "
+                           "dq_semaphores = 0"
+                         : "row_dots = rowsum(do * o) in f32; dq_accum = 0"},
       {"postprocess", "dq = dq_accum in dq's dtype"},
       {"block", llvm::json::Array{built.threads, 1, 1}},
       {"grid", jsonOf(built.grid)},
@@ -846,6 +856,7 @@ compileBackward(ModuleOp module, const KernelOptions &requested,
     PassManager pm(&context);
     SM80PipelineOptions pipeline;
     pipeline.chip = fagpu::stringifyTarget(options.arch).str();
+    pipeline.deterministicBackward = options.deterministic;
     buildSM80KernelPipeline(pm, pipeline);
     if (failed(pm.run(module)))
       return failure();

@@ -308,6 +308,8 @@ std::string fa::kernelFileName(const KernelOptions &o) {
     name += "_kve4m3";
   if (o.backward)
     name += "_bwd";
+  if (o.deterministic)
+    name += "_det";
   return name;
 }
 
@@ -315,10 +317,11 @@ std::optional<KernelOptionError> fa::checkNamedByFile(const KernelOptions &o) {
   // The fields kernelFileName spells (and ptxas's path, which changes no
   // kernel); a split kernel by name is one whose launch picks the count.
   static const llvm::StringRef named[] = {
-      "arch",       "headDim",  "valueHeadDim", "dtype",       "outDtype",
-      "kvDtype",    "causal",   "window",       "bottomRight", "diagonalOffset",
-      "softcap",    "kvSplits", "kvLengths",    "pageSize",    "varlen",
-      "queryGroup", "maxRows",  "backward",     "ptxas"};
+      "arch",        "headDim",        "valueHeadDim",  "dtype",
+      "outDtype",    "kvDtype",        "causal",        "window",
+      "bottomRight", "diagonalOffset", "softcap",       "kvSplits",
+      "kvLengths",   "pageSize",       "varlen",        "queryGroup",
+      "maxRows",     "backward",       "deterministic", "ptxas"};
   llvm::ArrayRef<KernelOptionInfo> table = kernelOptionTable();
   if (o.kvSplits > 0)
     return KernelOptionError{lookupKernelOptionKeyword("kv_splits"),

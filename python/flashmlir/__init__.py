@@ -145,7 +145,7 @@ def kernel_file_name(arch, head_dim, dtype, causal, window=0,
                      page_size=0, varlen=False, softcap=0.0,
                      value_head_dim=None, diagonal_offset=0, query_group=0,
                      kv_dtype=None, out_dtype="bf16", max_rows=0,
-                     backward=False):
+                     backward=False, deterministic=False):
     """The file name (without .cubin/.json) a kernel of these options has in
     a kernel folder, e.g. sm_90a_d128_f16_causal_bralign_splitkv_kvlens:
     the rule fa-compile --out-dir names its files by (fa::kernelFileName,
@@ -167,7 +167,8 @@ def kernel_file_name(arch, head_dim, dtype, causal, window=0,
             f"{f'_qg{query_group}' if query_group else ''}"
             f"{f'_mr{max_rows}' if max_rows else ''}"
             f"{'_kve4m3' if kv_dtype == 'e4m3' and dtype != 'e4m3' else ''}"
-            f"{'_bwd' if backward else ''}")
+            f"{'_bwd' if backward else ''}"
+            f"{'_det' if deterministic else ''}")
 
 
 def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
@@ -590,7 +591,7 @@ def _flash_window(api, causal, window_size, softcap):
 
 
 def _backward_kernel_for(arch, head_dim, dtype, causal, bottom_right,
-                         kernel_dir):
+                         kernel_dir, deterministic=False):
     """The backward kernel (flashmlir.backward.BackwardKernel) of these
     options: from `kernel_dir` (fa-compile --backward --out-dir, named
     kernel_file_name(..., backward=True)) when it is there, else compiled
@@ -598,13 +599,16 @@ def _backward_kernel_for(arch, head_dim, dtype, causal, bottom_right,
     from . import runtime
     from .backward import BackwardKernel
 
-    key = ("backward", arch, head_dim, dtype, causal, bottom_right)
+    key = ("backward", arch, head_dim, dtype, causal, bottom_right,
+           deterministic)
     if key in _launchers:
         return _launchers[key]
     name = kernel_file_name(arch, head_dim, dtype, causal,
-                            bottom_right=bottom_right, backward=True)
+                            bottom_right=bottom_right, backward=True,
+                            deterministic=deterministic)
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
-            "causal": causal, "bottom_right": bottom_right}
+            "causal": causal, "bottom_right": bottom_right,
+            "deterministic": deterministic}
     kernel = None
     if kernel_dir and _os.path.exists(_os.path.join(kernel_dir,
                                                     name + ".cubin")):
@@ -617,7 +621,7 @@ def _backward_kernel_for(arch, head_dim, dtype, causal, bottom_right,
     else:
         compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
                            arch=arch, bottom_right=bottom_right,
-                           backward=True)
+                           backward=True, deterministic=deterministic)
         kernel = BackwardKernel(compiled.cubin, compiled.metadata)
         if kernel_dir:
             import json
@@ -653,13 +657,10 @@ def _differentiable_attention(q, k, v, scale, causal, window, softcap,
     if q.shape[-1] not in (64, 128) or v.shape[-1] != q.shape[-1]:
         refuse(f"head dim {q.shape[-1]} (V {v.shape[-1]}; the backward "
                f"takes 64 or 128 for both)")
-    if deterministic:
-        refuse("deterministic=True (dQ is summed by atomic adds, in no "
-               "fixed order)")
-    return _FlashAttnFunction.get().apply(q, k, v, scale, causal,
-                                          _kernel_dir(kernel_dir) or
-                                          _os.environ.get(
-                                              "FLASHMLIR_KERNEL_DIR"))
+    return _FlashAttnFunction.get().apply(
+        q, k, v, scale, causal,
+        _kernel_dir(kernel_dir) or _os.environ.get("FLASHMLIR_KERNEL_DIR"),
+        bool(deterministic))
 
 
 class _FlashAttnFunction:
@@ -674,7 +675,8 @@ class _FlashAttnFunction:
 
             class FlashAttn(torch.autograd.Function):
                 @staticmethod
-                def forward(ctx, q, k, v, scale, causal, kernel_dir):
+                def forward(ctx, q, k, v, scale, causal, kernel_dir,
+                            deterministic):
                     nq, nk = q.shape[1], k.shape[1]
                     if nq == 1 and causal:
                         causal = False  # the one query sees every key
@@ -688,18 +690,19 @@ class _FlashAttnFunction:
                     out, lse = kernel(*bhnd, scale=scale)
                     ctx.save_for_backward(q, k, v, out, lse)
                     ctx.options = (scale, causal, bottom_right, kernel_dir,
-                                   kernel.meta["arch"])
+                                   kernel.meta["arch"], deterministic)
                     return out.transpose(1, 2)
 
                 @staticmethod
                 def backward(ctx, grad_out):
                     q, k, v, out, lse = ctx.saved_tensors
-                    scale, causal, bottom_right, kernel_dir, arch = \
-                        ctx.options
+                    scale, causal, bottom_right, kernel_dir, arch, \
+                        deterministic = ctx.options
                     d = q.shape[-1]
                     dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
                     kernel = _backward_kernel_for(arch, d, dtype, causal,
-                                                  bottom_right, kernel_dir)
+                                                  bottom_right, kernel_dir,
+                                                  deterministic)
                     # The backward kernel reads packed [B, H, N, D] rows.
                     q, k, v, grad_out = (t.transpose(1, 2).contiguous()
                                          for t in (q, k, v, grad_out))
@@ -707,7 +710,7 @@ class _FlashAttnFunction:
                                         lse.contiguous(), grad_out,
                                         scale=scale or 1 / d ** 0.5)
                     return (dq.transpose(1, 2), dk.transpose(1, 2),
-                            dv.transpose(1, 2), None, None, None)
+                            dv.transpose(1, 2), None, None, None, None)
 
             cls._function = FlashAttn
         return cls._function
@@ -725,9 +728,10 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     Differentiable where q, k or v requires grad (and grad mode is on): the
     forward kernel keeps its LSE and the backward kernel (fa-compile
     --backward, mma.sync) gives dq, dk, dv; D 64 or 128, no mask or causal.
-    Windows, softcaps, e4m3 inputs and deterministic=True have no backward
-    kernel yet and are refused there (inference under torch.no_grad() takes
-    them all).
+    deterministic=True takes the backward kernel that adds into dQ in the
+    order of its key blocks (the same gradients every run). Windows,
+    softcaps and e4m3 inputs have no backward kernel yet and are refused
+    there (inference under torch.no_grad() takes them all).
 
     As in flash-attention, `causal` is aligned to the bottom-right corner
     (query i sees keys j <= i + Nk - Nq: a KV cache, chunked prefill), and

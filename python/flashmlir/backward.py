@@ -31,6 +31,8 @@ _PARAM_KINDS = {
     "dk": "pointer", "dv": "pointer", "Hq": "i32", "Hkv": "i32", "Nq": "i32",
     "Nk": "i32", "scale": "f32",
 }
+# A deterministic kernel's (metadata "deterministic": true) turn counters.
+_DETERMINISTIC_PARAM = "dq_semaphores"
 
 
 def _check_metadata(meta):
@@ -50,7 +52,7 @@ def _check_metadata(meta):
         fail(f"dtype must be f16 or bf16, got {meta.get('dtype')!r}")
     if meta.get("head_dim") not in (64, 128):
         fail(f"head_dim must be 64 or 128, got {meta.get('head_dim')!r}")
-    for flag in ("causal", "bottom_right"):
+    for flag in ("causal", "bottom_right", "deterministic"):
         if not isinstance(meta.get(flag), bool):
             fail(f"{flag!r} must be a boolean")
     block = meta.get("block")
@@ -79,23 +81,27 @@ def _check_metadata(meta):
     params = meta.get("params")
     if not isinstance(params, list):
         fail("params must be a list")
+    kinds = dict(_PARAM_KINDS)
+    if meta["deterministic"]:
+        kinds[_DETERMINISTIC_PARAM] = "pointer"
     names = []
     for p in params:
-        if not isinstance(p, dict) or p.get("name") not in _PARAM_KINDS:
+        if not isinstance(p, dict) or p.get("name") not in kinds:
             fail(f"unknown parameter {p!r}: this launcher binds "
-                 f"{sorted(_PARAM_KINDS)}")
-        if p.get("kind") != _PARAM_KINDS[p["name"]]:
-            fail(f"parameter {p['name']!r} must be a {_PARAM_KINDS[p['name']]}"
+                 f"{sorted(kinds)}")
+        if p.get("kind") != kinds[p["name"]]:
+            fail(f"parameter {p['name']!r} must be a {kinds[p['name']]}"
                  f", got {p.get('kind')!r}")
         names.append(p["name"])
-    if sorted(names) != sorted(_PARAM_KINDS):
-        fail(f"params must be each of {sorted(_PARAM_KINDS)} once, got "
-             f"{names}")
+    if sorted(names) != sorted(kinds):
+        fail(f"params must be each of {sorted(kinds)} once, got {names}")
 
 
 class BackwardKernel:
     """A compiled backward kernel (`fa-compile --backward`): call it with
-    the forward's inputs, O, its LSE and dO to get dQ, dK, dV."""
+    the forward's inputs, O, its LSE and dO to get dQ, dK, dV. A kernel
+    compiled with --deterministic adds into dQ in a fixed order: the same
+    gradients every run."""
 
     def __init__(self, cubin, metadata):
         meta = (runtime.load_metadata(metadata, "the backward metadata")
@@ -233,6 +239,12 @@ class BackwardKernel:
             "Nq": ctypes.c_int32(nq), "Nk": ctypes.c_int32(nk),
             "scale": ctypes.c_float(scale),
         }
+        if self.meta["deterministic"]:
+            # One turn counter a (batch, query head, query block), zero.
+            semaphores = torch.zeros(b * hq * ((nq + 63) // 64),
+                                     dtype=torch.int32, device=q.device)
+            values[_DETERMINISTIC_PARAM] = ctypes.c_void_p(
+                semaphores.data_ptr())
         params = runtime._bind_by_name(self.name, self.meta["params"], values)
         device_index = q.device.index
         with runtime._device_guard(device_index):

@@ -156,11 +156,12 @@ def test_kernel_file_names_agree(flashmlir):
         ("sm_90a", "sm_80"), (64, 128), (None, 96), ("f16", "bf16", "e4m3"),
         (False, True), (0, 17), (0.0, 5.0, 30.2), (False, True), (0, 7),
         (False, True), (False, True), (0, 64), (False, True), (0, 4),
-        (None, "e4m3"), (0, 8), (False, True))
+        (None, "e4m3"), (0, 8), (False, True), (False, True))
     seen = compared = 0
     for (arch, d, dv, dtype, causal, window, softcap, bottom_right, offset,
-         split, lengths, page, varlen, group, kv, max_rows, backward) in rows:
-        # Every 37th of the 2^15 * 3^2 combinations: every value of every
+         split, lengths, page, varlen, group, kv, max_rows, backward,
+         deterministic) in rows:
+        # Every 37th of the 2^16 * 3^2 combinations: every value of every
         # option, in many pairings (the rule is a concatenation).
         seen += 1
         if seen % 37:
@@ -171,16 +172,17 @@ def test_kernel_file_names_agree(flashmlir):
             split_kv=split, kv_lengths=lengths, page_size=page,
             varlen=varlen, softcap=softcap, value_head_dim=dv,
             diagonal_offset=offset, query_group=group, kv_dtype=kv,
-            max_rows=max_rows, backward=backward)
+            max_rows=max_rows, backward=backward,
+            deterministic=deterministic)
         cpp = ext.kernel_file_name(dict(
             arch=arch, head_dim=d, dtype=dtype, causal=causal, window=window,
             bottom_right=bottom_right, kv_splits="auto" if split else None,
             kv_lengths=lengths, page_size=page, varlen=varlen,
             softcap=softcap, value_head_dim=dv, diagonal_offset=offset,
             query_group=group, kv_dtype=kv, max_rows=max_rows,
-            backward=backward))
+            backward=backward, deterministic=deterministic))
         assert python == cpp
-    assert compared > 7600
+    assert compared > 15200
     assert flashmlir.kernel_file_name(
         "sm_90a", 128, "f16", True, bottom_right=True, split_kv=True,
         kv_lengths=True, page_size=64, query_group=4, kv_dtype="e4m3") == \

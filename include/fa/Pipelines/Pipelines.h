@@ -124,6 +124,10 @@ struct SM80PipelineOptions : public PassPipelineOptions<SM80PipelineOptions> {
       *this, "q-in-registers",
       llvm::cl::desc("Keep Q fragments in registers where they fit"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> deterministicBackward{
+      *this, "deterministic-backward",
+      llvm::cl::desc("Backward kernels add into dQ in a fixed order"),
+      llvm::cl::init(false)};
 };
 
 /// fa.attention -> fagpu-tile{target=sm_80}, fa-lower-fa2, the FA4 passes ->

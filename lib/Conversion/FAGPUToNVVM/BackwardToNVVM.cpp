@@ -227,12 +227,77 @@ struct AtomicAddRowsLowering : OpConversionPattern<fagpu::AtomicAddRowsOp> {
   }
 };
 
+/// Thread 0 spins on an acquire load (GPU scope) until the turn comes; the
+/// CTA waits for it at a barrier.
+struct SemaphoreWaitLowering : OpConversionPattern<fagpu::SemaphoreWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::SemaphoreWaitOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    Value semaphore = adaptor.getSemaphore().front();
+    Value turn = adaptor.getTurn().front();
+    auto ifFirst =
+        scf::IfOp::create(rewriter, loc, e.eq(e.threadId(), e.c32(0)),
+                          /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(ifFirst.thenBlock()->getTerminator());
+      auto spin =
+          scf::WhileOp::create(rewriter, loc, TypeRange(), ValueRange());
+      Block *before = rewriter.createBlock(&spin.getBefore());
+      Value seen = LLVM::LoadOp::create(
+          rewriter, loc, e.i32, semaphore, /*alignment=*/4,
+          /*isVolatile=*/false, /*isNonTemporal=*/false,
+          /*isInvariant=*/false, /*isInvariantGroup=*/false,
+          LLVM::AtomicOrdering::acquire, "device");
+      Value waiting = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ne, seen, turn);
+      scf::ConditionOp::create(rewriter, loc, waiting, ValueRange());
+      (void)before;
+      rewriter.createBlock(&spin.getAfter());
+      scf::YieldOp::create(rewriter, loc);
+    }
+    NVVM::Barrier0Op::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Every thread's writes are performed at GPU scope (membar.gl: the
+/// atomic adds included, which a release on thread 0 alone would not
+/// order), the CTA meets at a barrier, then thread 0 adds one (the
+/// semaphore pattern of CUTLASS and FlashAttention-3).
+struct SemaphoreSignalLowering : OpConversionPattern<fagpu::SemaphoreSignalOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fagpu::SemaphoreSignalOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpEmitter e(rewriter, loc, rewriter.getF16Type());
+    NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
+    NVVM::Barrier0Op::create(rewriter, loc);
+    auto ifFirst =
+        scf::IfOp::create(rewriter, loc, e.eq(e.threadId(), e.c32(0)),
+                          /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(ifFirst.thenBlock()->getTerminator());
+    LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::add,
+                              adaptor.getSemaphore().front(), e.c32(1),
+                              LLVM::AtomicOrdering::release, "device");
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fa::warpgroup::populateBackwardPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns
       .add<BackwardProbsLowering, BackwardGradScoresLowering,
-           ToOperandALowering, StoreTransposedLowering, AtomicAddRowsLowering>(
+           ToOperandALowering, StoreTransposedLowering, AtomicAddRowsLowering,
+           SemaphoreWaitLowering, SemaphoreSignalLowering>(
           converter, patterns.getContext());
 }

@@ -52,6 +52,8 @@ struct BackwardSpec {
   int64_t headDim = 0;
   bool bf16 = false;
   bool causal = false, bottomRight = false;
+  /// dQ's adds in the order of the key blocks (semaphores).
+  bool deterministic = false;
   SmallVector<fagpu::KernelParam> abi;
 
   int64_t tileBytes() const { return kBlock * headDim * 2; }
@@ -66,7 +68,8 @@ struct BackwardSpec {
   std::string kernelName() const {
     return "fa2_bwd_sm80_d" + std::to_string(headDim) + "_br64_bc64" +
            (bf16 ? "_bf16" : "_f16") + (causal ? "_causal" : "") +
-           (bottomRight ? "_bottom_right" : "");
+           (bottomRight ? "_bottom_right" : "") +
+           (deterministic ? "_deterministic" : "");
   }
 };
 
@@ -124,10 +127,10 @@ private:
   const BackwardSpec &spec;
   fagpu::FragmentType scoresType, probsType, gradType, rowsType;
   fagpu::SharedTileType tileType, gradScoresTileType;
-  Value qPtr, doPtr, lsePtr, rowDotsPtr, dqPtr;
+  Value qPtr, doPtr, lsePtr, rowDotsPtr, dqPtr, semaphoresPtr;
   Value hq, nq, nk, scale, scaleLog2, shift;
   Value batch, kvHead, group, firstBlock, blocksPerHead, steps;
-  Value warp, g, k0;
+  Value warp, g, k0, keyBlock;
   Value kTile, vTile, ring, gradScoresTile;
 };
 
@@ -147,6 +150,8 @@ LLVM::LLVMFuncOp BackwardBuilder::build(gpu::GPUModuleOp module) {
   lsePtr = arg("lse");
   rowDotsPtr = arg("row_dots");
   dqPtr = arg("dq_accum");
+  if (spec.deterministic)
+    semaphoresPtr = arg("dq_semaphores");
   hq = arg("Hq");
   nq = arg("Nq");
   nk = arg("Nk");
@@ -155,7 +160,7 @@ LLVM::LLVMFuncOp BackwardBuilder::build(gpu::GPUModuleOp module) {
   scaleLog2 = fmul(scale, cf(llvm::numbers::log2e));
 
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value keyBlock = NVVM::BlockIdXOp::create(b, loc, i32);
+  keyBlock = NVVM::BlockIdXOp::create(b, loc, i32);
   kvHead = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   warp = divu(tid, c32(32));
@@ -291,7 +296,20 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
                  .getResult();
   Value queryRow = add(add(q0, mul(warp, c32(16))), g);
   Value dqBase = matrixBase(dqPtr, f32, matrix, nq, spec.headDim);
+  if (!spec.deterministic) {
+    fagpu::AtomicAddRowsOp::create(b, loc, dq, queryRow, nq, dqBase, scale);
+    return {dk, dv};
+  }
+  // The key blocks that reach query block q0 / 64 are 0 .. J (the causal
+  // mask hides a suffix of them, never a prefix), so key block j takes turn
+  // j there: the sum is the same every run.
+  Value queryBlocks = divu(add(nq, c32(kBlock - 1)), c32(kBlock));
+  Value semaphore =
+      gep(globalPtr, i32, semaphoresPtr,
+          ext64(add(mul(matrix, queryBlocks), divu(q0, c32(kBlock)))));
+  fagpu::SemaphoreWaitOp::create(b, loc, semaphore, keyBlock);
   fagpu::AtomicAddRowsOp::create(b, loc, dq, queryRow, nq, dqBase, scale);
+  fagpu::SemaphoreSignalOp::create(b, loc, semaphore);
   return {dk, dv};
 }
 
@@ -302,11 +320,13 @@ FailureOr<BackwardSpec> specOf(fagpu::AttentionBackwardOp op) {
   spec.bf16 = op.isBF16();
   spec.causal = op.getCausal();
   spec.bottomRight = op.getBottomRight();
+  spec.deterministic = op.getDeterministic();
   if (spec.headDim != 64 && spec.headDim != 128)
     return op.emitOpError("fagpu-build-kernels: the sm_80 backward kernel "
                           "takes D = 64 or 128, got ")
            << spec.headDim;
-  spec.abi = fagpu::backwardParams(spec.bf16 ? "bf16" : "f16");
+  spec.abi =
+      fagpu::backwardParams(spec.bf16 ? "bf16" : "f16", spec.deterministic);
   if (spec.sharedBytes() > fagpu::maxSharedBytes())
     return op.emitOpError("fagpu-build-kernels: the backward's tiles need ")
            << spec.sharedBytes() << " bytes of shared memory, more than "
@@ -335,6 +355,26 @@ void replaceWithLaunch(fagpu::AttentionBackwardOp op, LLVM::LLVMFuncOp kernel,
                                   {"Nq", dim(op.getQuery(), 2)},
                                   {"Hkv", dim(op.getKey(), 1)},
                                   {"Nk", dim(op.getKey(), 2)}};
+  // A deterministic kernel's turn counters: zeroed device memory for the
+  // launch.
+  Value semaphores;
+  if (spec.deterministic) {
+    Value block = arith::ConstantIndexOp::create(b, loc, kBlock);
+    Value count = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, sizes["B"], sizes["Hq"]),
+        arith::CeilDivUIOp::create(b, loc, sizes["Nq"], block));
+    semaphores =
+        gpu::AllocOp::create(
+            b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
+            /*asyncToken=*/Type(), /*asyncDependencies=*/ValueRange(),
+            /*dynamicSizes=*/ValueRange{count},
+            /*symbolOperands=*/ValueRange(), /*hostShared=*/false)
+            .getMemref();
+    gpu::MemsetOp::create(b, loc, /*asyncToken=*/Type(),
+                          /*asyncDependencies=*/ValueRange(), semaphores,
+                          arith::ConstantIntOp::create(b, loc, 0, 32));
+    tensors["dq_semaphores"] = semaphores;
+  }
   SmallVector<Value> args =
       launchArguments(spec.abi, [&](const fagpu::KernelParam &p) -> Value {
         if (p.kind == fagpu::ParamKind::Pointer)
@@ -357,6 +397,9 @@ void replaceWithLaunch(fagpu::AttentionBackwardOp op, LLVM::LLVMFuncOp kernel,
   gpu::LaunchFuncOp::create(b, loc, kernelSym, grid,
                             gpu::KernelDim3{threads, one, one}, smemBytes, args,
                             /*asyncObject=*/Value());
+  if (semaphores)
+    gpu::DeallocOp::create(b, loc, /*asyncToken=*/Type(),
+                           /*asyncDependencies=*/ValueRange(), semaphores);
   op.erase();
 }
 

@@ -55,5 +55,25 @@ gpu.module @fa_kernels {
     fagpu.atomic_add_rows %o rows(%row, %nq) to %dq scale %scale : !llvm.ptr<1> : !acc
     llvm.return
   }
+
+  // semaphore_wait: thread 0 spins on an acquire load (GPU scope) until the
+  // turn comes, then the CTA's barrier; semaphore_signal: each thread's
+  // writes made visible at GPU scope, the barrier, thread 0 adds one.
+  // CHECK-LABEL: llvm.func @turns
+  // CHECK: nvvm.read.ptx.sreg.tid.x
+  // CHECK: scf.if
+  // CHECK: scf.while
+  // CHECK: llvm.load %arg0 atomic syncscope("device") acquire {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+  // CHECK: arith.cmpi ne, %{{.*}}, %arg1
+  // CHECK: nvvm.barrier0
+  // CHECK: nvvm.memory.barrier <gpu>
+  // CHECK-NEXT: nvvm.barrier0
+  // CHECK: scf.if
+  // CHECK: llvm.atomicrmw add %arg0, %{{.*}} syncscope("device") release : !llvm.ptr<1>, i32
+  llvm.func @turns(%sem: !llvm.ptr<1>, %turn: i32) {
+    fagpu.semaphore_wait %sem equals %turn : !llvm.ptr<1>
+    fagpu.semaphore_signal %sem : !llvm.ptr<1>
+    llvm.return
+  }
 }
 }

@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --split-input-file --fa-lower-fa2-backward="block-r=64 block-c=64" --fa-map-to-gpu=target=sm_80 | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-lower-fa2-backward="block-r=64 block-c=64" --fa-map-to-gpu="target=sm_80 deterministic-backward=true" | FileCheck %s --check-prefix=DET
 // RUN: not fa-opt %s --split-input-file --fa-lower-fa2-backward="block-r=64 block-c=64" --fa-map-to-gpu=target=sm_90a 2>&1 | FileCheck %s --check-prefix=SM90
 
 // fa-map-to-gpu maps the FA2 backward's main nest (the forall over
@@ -22,6 +23,7 @@
 // CHECK-NOT: fa.score_tile
 // dQ from its accumulator, after the kernel.
 // CHECK: linalg.generic {{.*}} ins(%[[ACC]] : memref<?x?x?x64xf32>) outs(%[[DQ]] : memref<?x?x?x64xf16>)
+// DET: fagpu.attention_backward {{.*}} {block_c = 64 : i64, block_r = 64 : i64, bottom_right, causal, deterministic, scale
 // SM90: error: fa-map-to-gpu: the backward has a GPU kernel on sm_80 only (mma.sync, which sm_90a runs too: fa-sm80-pipeline chip=sm_90a), not sm_90a
 func.func @backward(%q: !t, %k: !t, %v: !t, %o: !t, %lse: memref<?x?x?xf32>,
                     %do: !t, %dq: !t, %dk: !t, %dv: !t) {

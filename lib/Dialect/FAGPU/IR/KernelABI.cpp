@@ -206,27 +206,36 @@ static KernelParam param(StringRef name, ParamKind kind, StringRef dtype,
   return p;
 }
 
-SmallVector<KernelParam> mlir::fagpu::backwardParams(StringRef dtype) {
-  return {param("q", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"}, "Q"),
-          param("k", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"}, "K"),
-          param("v", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"}, "V"),
-          param("lse", ParamKind::Pointer, "f32", {"B", "Hq", "Nq"},
-                "the forward's log-sum-exp (natural log)"),
-          param("do", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"},
-                "the gradient of the loss with respect to O"),
-          param("row_dots", ParamKind::Pointer, "f32", {"B", "Hq", "Nq"},
-                "rowsum(dO o O), computed before the launch"),
-          param("dq_accum", ParamKind::Pointer, "f32", {"B", "Hq", "Nq", "D"},
-                "dQ in f32: zero before the launch, added to atomically"),
-          param("dk", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"},
-                "written: dK"),
-          param("dv", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"},
-                "written: dV"),
-          param("Hq", ParamKind::I32, "", {}, "query heads"),
-          param("Hkv", ParamKind::I32, "", {}, "key/value heads"),
-          param("Nq", ParamKind::I32, "", {}, "query length"),
-          param("Nk", ParamKind::I32, "", {}, "key length"),
-          param("scale", ParamKind::F32, "", {}, "scores are scale Q K^T")};
+SmallVector<KernelParam> mlir::fagpu::backwardParams(StringRef dtype,
+                                                     bool deterministic) {
+  SmallVector<KernelParam> params = {
+      param("q", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"}, "Q"),
+      param("k", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"}, "K"),
+      param("v", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"}, "V"),
+      param("lse", ParamKind::Pointer, "f32", {"B", "Hq", "Nq"},
+            "the forward's log-sum-exp (natural log)"),
+      param("do", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"},
+            "the gradient of the loss with respect to O"),
+      param("row_dots", ParamKind::Pointer, "f32", {"B", "Hq", "Nq"},
+            "rowsum(dO o O), computed before the launch"),
+      param("dq_accum", ParamKind::Pointer, "f32", {"B", "Hq", "Nq", "D"},
+            "dQ in f32: zero before the launch, added to atomically")};
+  if (deterministic)
+    params.push_back(param("dq_semaphores", ParamKind::Pointer, "i32",
+                           {"B", "Hq", "ceil(Nq / 64)"},
+                           "zero before the launch: whose turn it is to add "
+                           "into each query block of dq_accum"));
+  params.append(
+      {param("dk", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"},
+             "written: dK"),
+       param("dv", ParamKind::Pointer, dtype, {"B", "Hkv", "Nk", "D"},
+             "written: dV"),
+       param("Hq", ParamKind::I32, "", {}, "query heads"),
+       param("Hkv", ParamKind::I32, "", {}, "key/value heads"),
+       param("Nq", ParamKind::I32, "", {}, "query length"),
+       param("Nk", ParamKind::I32, "", {}, "key length"),
+       param("scale", ParamKind::F32, "", {}, "scores are scale Q K^T")});
+  return params;
 }
 
 SmallVector<KernelParam> mlir::fagpu::valueLayoutParams() {

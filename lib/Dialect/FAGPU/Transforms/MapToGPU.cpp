@@ -534,7 +534,8 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
         nest->rowDots, nest->dqAccum, nest->dK, nest->dV,
         TargetAttr::get(&getContext(), target), score.getScaleAttr(),
         score.getCausalAttr(), score.getBottomRightAttr(),
-        b.getI64IntegerAttr(nest->blockR), b.getI64IntegerAttr(nest->blockC));
+        b.getI64IntegerAttr(nest->blockR), b.getI64IntegerAttr(nest->blockC),
+        deterministicBackward ? b.getUnitAttr() : UnitAttr());
     forall.erase();
     return success();
   }

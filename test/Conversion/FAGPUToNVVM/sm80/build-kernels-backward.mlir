@@ -88,3 +88,31 @@ func.func @plain(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
     : !t, !t, !t, !r, !t, !r, memref<?x?x?x128xf32>, !t, !t
   return
 }
+
+// -----
+
+// deterministic: the key block takes its turn at each query block's
+// semaphore around dQ's adds; the host launch gives the kernel zeroed turn
+// counters (B * Hq * ceil(Nq / 64) of them) and frees them after.
+!t = memref<?x?x?x64xf16>
+!r = memref<?x?x?xf32>
+// CHECK-LABEL: func.func @deterministic
+// CHECK: %[[SEM:.*]] = gpu.alloc  (%{{.*}}) : memref<?xi32>
+// CHECK: gpu.memset %[[SEM]], %c0_i32 : memref<?xi32>, i32
+// CHECK: gpu.launch_func @fa_kernels::@fa2_bwd_sm80_d64_br64_bc64_f16_deterministic
+// CHECK: gpu.dealloc %[[SEM]] : memref<?xi32>
+// CHECK: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_deterministic(
+// CHECK-SAME: name = "dq_accum"
+// CHECK-SAME: name = "dq_semaphores"
+// CHECK: %[[J:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK: fagpu.semaphore_wait %[[TURN:.*]] equals %[[J]]
+// CHECK-NEXT: fagpu.atomic_add_rows
+// CHECK-NEXT: fagpu.semaphore_signal %[[TURN]]
+func.func @deterministic(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
+                         %dq: memref<?x?x?x64xf32>, %dk: !t, %dv: !t) {
+  fagpu.attention_backward %q, %k, %v, %lse, %do, %d, %dq outs(%dk, %dv)
+      {target = #fagpu.target<sm_80>, scale = 0.125 : f32, deterministic,
+       block_r = 64 : i64, block_c = 64 : i64}
+    : !t, !t, !t, !r, !t, !r, memref<?x?x?x64xf32>, !t, !t
+  return
+}

@@ -137,4 +137,41 @@ def FAGPU_AtomicAddRowsOp : FAGPU_Op<"atomic_add_rows"> {
   let hasVerifier = 1;
 }
 
+def FAGPU_SemaphoreWaitOp : FAGPU_Op<"semaphore_wait"> {
+  let summary = "wait until a semaphore in global memory holds a value";
+  let description = [{
+    The CTA's turn: its first thread reads the i32 at `%semaphore` with
+    acquire semantics (GPU scope) until it equals `%turn`, then the CTA's
+    threads meet at a barrier. With `fagpu.semaphore_signal` after a
+    critical section, CTAs that add into one buffer do so in the order of
+    their turns (FlashAttention-3's deterministic dQ): a turn is taken only
+    after every lower one was signalled, so the grid must dispatch the CTAs
+    of lower turns first.
+
+    ```mlir
+    fagpu.semaphore_wait %sem equals %turn : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$semaphore, I32:$turn);
+  let assemblyFormat = [{
+    $semaphore `equals` $turn `:` type($semaphore) attr-dict
+  }];
+}
+
+def FAGPU_SemaphoreSignalOp : FAGPU_Op<"semaphore_signal"> {
+  let summary = "pass the turn: add one to a semaphore in global memory";
+  let description = [{
+    Each thread's writes are made visible at GPU scope (a memory barrier:
+    its atomic adds included), the CTA's threads meet at a barrier, then its
+    first thread adds one to the i32 at `%semaphore`: what the CTA wrote
+    before is visible to the CTA that then takes the next turn.
+
+    ```mlir
+    fagpu.semaphore_signal %sem : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$semaphore);
+  let assemblyFormat = "$semaphore `:` type($semaphore) attr-dict";
+}
+
 #endif // FA_DIALECT_FAGPU_IR_FAGPUBACKWARDOPS_TD

@@ -194,6 +194,12 @@ def FAGPU_AttentionBackwardOp : FAGPU_Op<"attention_backward"> {
     `[B, H, N, D]`; `LSE [B, Hq, Nq]` is the forward's (natural log). Masks:
     `causal`, top-left or with `bottom_right` aligned to the last key.
 
+    `deterministic`: the CTAs add into a query block's rows of `dq_accum`
+    in the order of their key blocks (FlashAttention-3's semaphores: one i32
+    a (batch, query head, query block), zero before the launch, the
+    kernel's `dq_semaphores` parameter), so that dQ is the same bits every
+    run.
+
     ```mlir
     fagpu.attention_backward %q, %k, %v, %lse, %do, %row_dots, %dq_accum
         outs(%dk, %dv) {target = #fagpu.target<sm_80>, scale = 0.125 : f32,
@@ -219,7 +225,8 @@ def FAGPU_AttentionBackwardOp : FAGPU_Op<"attention_backward"> {
     UnitAttr:$causal,
     UnitAttr:$bottom_right,
     I64Attr:$block_r,
-    I64Attr:$block_c);
+    I64Attr:$block_c,
+    UnitAttr:$deterministic);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $lse `,` $grad_out `,` $row_dots `,`
     $dq_accum `outs` `(` $grad_key `,` $grad_value `)` attr-dict `:`

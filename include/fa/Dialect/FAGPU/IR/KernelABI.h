@@ -189,7 +189,9 @@ inline constexpr int64_t kKVAppendColumnsPerThread = 8;
 /// preprocess's row_dots [B, Hq, Nq] (f32), dQ's f32 accumulator
 /// dq_accum [B, Hq, Nq, D] (zeroed before the launch, atomically added to),
 /// the sizes, and the attention's scale (scores are scale Q K^T).
-SmallVector<KernelParam> backwardParams(StringRef dtype);
+/// `deterministic`: after dq_accum, dq_semaphores [B, Hq, ceil(Nq / 64)]
+/// (i32, zeroed before the launch), one turn counter a query block.
+SmallVector<KernelParam> backwardParams(StringRef dtype, bool deterministic);
 /// Its grid: a CTA per (K/V block of block_c keys, K/V head, batch).
 DictionaryAttr backwardGrid(MLIRContext *ctx);
 

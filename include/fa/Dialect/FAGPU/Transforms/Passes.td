@@ -68,6 +68,10 @@ def FAMapToGPU : Pass<"fa-map-to-gpu", "func::FuncOp"> {
     Option<"ctasPerSm", "ctas-per-sm", "int64_t", "0",
            "sm_90a: resident CTAs per SM the kernel is built for (0: two "
            "with one consumer warpgroup, else one)">,
+    Option<"deterministicBackward", "deterministic-backward", "bool",
+           "false",
+           "Backward kernels add into dQ in the order of their key blocks "
+           "(semaphores), the same bits every run">,
   ];
   let dependentDialects = ["::mlir::fagpu::FAGPUDialect"];
 }
