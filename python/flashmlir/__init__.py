@@ -663,6 +663,45 @@ def _differentiable_attention(q, k, v, scale, causal, window, softcap,
         bool(deterministic))
 
 
+def _causal_alignment(nq, nk, causal):
+    """flash-attn's causal mask as the kernels take it: (causal,
+    bottom_right); one query at the last key position sees every key."""
+    causal = bool(causal) and nq != 1
+    return causal, causal and nq != nk
+
+
+def _forward_with_lse(q, k, v, scale, causal, kernel_dir):
+    """The forward of a differentiable flash_attn_func on [B, N, H, D]
+    tensors: (O [B, Hq, Nq, D], LSE [B, Hq, Nq] f32, the kernel's arch)."""
+    causal, bottom_right = _causal_alignment(q.shape[1], k.shape[1], causal)
+    bhnd = [t.transpose(1, 2) for t in (q, k, v)]
+    kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, 0,
+                          bottom_right, 1, v=bhnd[2])
+    if not kernel.strided:
+        bhnd = [t.contiguous() for t in bhnd]
+    out, lse = kernel(*bhnd, scale=scale)
+    return out, lse, kernel.meta["arch"]
+
+
+def _backward_from_lse(grad_out, q, k, v, out, lse, scale, causal, arch,
+                       kernel_dir, deterministic):
+    """dq, dk, dv ([B, N, H, D], q's, k's, v's layout) of flash_attn_func
+    from its [B, N, H, D] inputs, its O [B, Hq, Nq, D] and LSE, and the
+    loss gradient grad_out [B, Nq, Hq, D], by the backward kernel."""
+    import torch
+    causal, bottom_right = _causal_alignment(q.shape[1], k.shape[1], causal)
+    d = q.shape[-1]
+    dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
+    kernel = _backward_kernel_for(arch, d, dtype, causal, bottom_right,
+                                  kernel_dir, deterministic)
+    # The backward kernel reads packed [B, H, N, D] rows.
+    q, k, v, grad_out = (t.transpose(1, 2).contiguous()
+                         for t in (q, k, v, grad_out))
+    dq, dk, dv = kernel(q, k, v, out.contiguous(), lse.contiguous(),
+                        grad_out, scale=scale or 1 / d ** 0.5)
+    return dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2)
+
+
 class _FlashAttnFunction:
     """The torch.autograd.Function of a differentiable flash_attn_func,
     made on first use (torch is imported lazily)."""
@@ -677,40 +716,21 @@ class _FlashAttnFunction:
                 @staticmethod
                 def forward(ctx, q, k, v, scale, causal, kernel_dir,
                             deterministic):
-                    nq, nk = q.shape[1], k.shape[1]
-                    if nq == 1 and causal:
-                        causal = False  # the one query sees every key
-                    bottom_right = causal and nq != nk
-                    bhnd = [t.transpose(1, 2) for t in (q, k, v)]
-                    kernel, split = _launcher(bhnd[0], bhnd[1], causal,
-                                              kernel_dir, 0, bottom_right,
-                                              1, v=bhnd[2])
-                    if not kernel.strided:
-                        bhnd = [t.contiguous() for t in bhnd]
-                    out, lse = kernel(*bhnd, scale=scale)
+                    out, lse, arch = _forward_with_lse(q, k, v, scale,
+                                                       causal, kernel_dir)
                     ctx.save_for_backward(q, k, v, out, lse)
-                    ctx.options = (scale, causal, bottom_right, kernel_dir,
-                                   kernel.meta["arch"], deterministic)
+                    ctx.options = (scale, causal, arch, kernel_dir,
+                                   deterministic)
                     return out.transpose(1, 2)
 
                 @staticmethod
                 def backward(ctx, grad_out):
                     q, k, v, out, lse = ctx.saved_tensors
-                    scale, causal, bottom_right, kernel_dir, arch, \
-                        deterministic = ctx.options
-                    d = q.shape[-1]
-                    dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
-                    kernel = _backward_kernel_for(arch, d, dtype, causal,
-                                                  bottom_right, kernel_dir,
-                                                  deterministic)
-                    # The backward kernel reads packed [B, H, N, D] rows.
-                    q, k, v, grad_out = (t.transpose(1, 2).contiguous()
-                                         for t in (q, k, v, grad_out))
-                    dq, dk, dv = kernel(q, k, v, out.contiguous(),
-                                        lse.contiguous(), grad_out,
-                                        scale=scale or 1 / d ** 0.5)
-                    return (dq.transpose(1, 2), dk.transpose(1, 2),
-                            dv.transpose(1, 2), None, None, None, None)
+                    scale, causal, arch, kernel_dir, deterministic = \
+                        ctx.options
+                    return _backward_from_lse(
+                        grad_out, q, k, v, out, lse, scale, causal, arch,
+                        kernel_dir, deterministic) + (None,) * 4
 
             cls._function = FlashAttn
         return cls._function

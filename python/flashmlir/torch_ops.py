@@ -15,7 +15,20 @@ model calls it without a graph break:
   k and v [B, Nk, Hkv, D]; O [B, Nq, Hq, D]; causal and the window
   bottom-right aligned, as flashmlir.flash_attn_func.
 
-Both are functional (they allocate O, contiguous, and mutate nothing) and
+* ``flashmlir::flash_attn_forward(Tensor q, Tensor k, Tensor v, float?
+  softmax_scale=None, bool causal=False) -> (Tensor, Tensor)`` and
+  ``flashmlir::flash_attn_backward(Tensor grad_out, Tensor q, Tensor k,
+  Tensor v, Tensor out, Tensor lse, float? softmax_scale=None, bool
+  causal=False, bool deterministic=False) -> (Tensor, Tensor, Tensor)``:
+  training's pair in flash-attention's layout, O and its LSE [B, Hq, Nq]
+  (f32), and dq, dk, dv from them by the backward kernel (fa-compile
+  --backward: D 64 or 128, no mask or causal). On torch >= 2.4 the pair is
+  flash_attn_forward's autograd formula (register_autograd), and
+  flashmlir.torch_ops.flash_attn calls flash_attn_forward where its inputs
+  require grad.
+
+attention, flash_attn and flash_attn_with_kvcache are functional (they
+allocate O, contiguous; the KV-cache call writes the cache in place) and
 inference only (no autograd formula: a backward through them fails). The
 real implementation is flashmlir.attention / flashmlir.flash_attn_func on
 CUDA tensors (f16/bf16, D in {64, 128, 256}; views are read in place on
@@ -54,6 +67,7 @@ else:
         f"need torch >= 1.13 (torch.compile needs >= 2.0)")
 
 __all__ = ["REGISTRATION", "attention", "flash_attn",
+           "flash_attn_forward", "flash_attn_backward",
            "flash_attn_with_kvcache"]
 
 _NAMESPACE = "flashmlir"
@@ -65,6 +79,16 @@ _SCHEMAS = {
     "flash_attn": "(Tensor q, Tensor k, Tensor v, float? softmax_scale=None, "
                   "bool causal=False, int window_left=-1, "
                   "int window_right=-1) -> Tensor",
+    # flash_attn's forward and backward for training: O and the LSE, and
+    # the gradients from them (torch >= 2.4 registers the pair as
+    # flash_attn_forward's autograd formula).
+    "flash_attn_forward": "(Tensor q, Tensor k, Tensor v, "
+                          "float? softmax_scale=None, bool causal=False) -> "
+                          "(Tensor, Tensor)",
+    "flash_attn_backward": "(Tensor grad_out, Tensor q, Tensor k, Tensor v, "
+                           "Tensor out, Tensor lse, float? softmax_scale=None,"
+                           " bool causal=False, bool deterministic=False) -> "
+                           "(Tensor, Tensor, Tensor)",
     # The cache is written in place where k and v are appended.
     "flash_attn_with_kvcache":
         "(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor? k=None, "
@@ -138,6 +162,46 @@ def _flash_attn_fake(q, k, v, softmax_scale=None, causal=False,
     return q.new_empty(q.shape)
 
 
+def _flash_attn_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        softmax_scale: Optional[float] = None,
+                        causal: bool = False):
+    import os
+    import flashmlir
+    _check("flash_attn_forward", q, k, v, head_axis=2)
+    out, lse, _ = flashmlir._forward_with_lse(
+        q, k, v, softmax_scale, causal,
+        os.environ.get("FLASHMLIR_KERNEL_DIR"))
+    return out.transpose(1, 2).contiguous(), lse.contiguous()
+
+
+def _flash_attn_forward_fake(q, k, v, softmax_scale=None, causal=False):
+    _check("flash_attn_forward", q, k, v, head_axis=2)
+    b, nq, hq, _ = q.shape
+    return (q.new_empty(q.shape[:3] + v.shape[3:]),
+            q.new_empty((b, hq, nq), dtype=torch.float32))
+
+
+def _flash_attn_backward(grad_out: torch.Tensor, q: torch.Tensor,
+                         k: torch.Tensor, v: torch.Tensor,
+                         out: torch.Tensor, lse: torch.Tensor,
+                         softmax_scale: Optional[float] = None,
+                         causal: bool = False, deterministic: bool = False):
+    import os
+    import flashmlir
+    _check("flash_attn_backward", q, k, v, head_axis=2)
+    arch, _ = flashmlir._arch_and_dtype(q)
+    grads = flashmlir._backward_from_lse(
+        grad_out, q, k, v, out.transpose(1, 2), lse, softmax_scale, causal,
+        arch, os.environ.get("FLASHMLIR_KERNEL_DIR"), deterministic)
+    return tuple(g.contiguous() for g in grads)
+
+
+def _flash_attn_backward_fake(grad_out, q, k, v, out, lse, softmax_scale=None,
+                              causal=False, deterministic=False):
+    _check("flash_attn_backward", q, k, v, head_axis=2)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
 def _flash_attn_with_kvcache(q: torch.Tensor, k_cache: torch.Tensor,
                              v_cache: torch.Tensor,
                              k: Optional[torch.Tensor] = None,
@@ -181,6 +245,10 @@ def _flash_attn_with_kvcache_fake(q, k_cache, v_cache, k=None, v=None,
 
 _IMPLS = {"attention": (_attention, _attention_fake),
           "flash_attn": (_flash_attn, _flash_attn_fake),
+          "flash_attn_forward": (_flash_attn_forward,
+                                 _flash_attn_forward_fake),
+          "flash_attn_backward": (_flash_attn_backward,
+                                  _flash_attn_backward_fake),
           "flash_attn_with_kvcache": (_flash_attn_with_kvcache,
                                       _flash_attn_with_kvcache_fake)}
 
@@ -193,7 +261,28 @@ def _register_custom_op():
                                      schema=_SCHEMAS[name])(impl)
         op.register_fake(fake)
         ops[name] = op
+    ops["flash_attn_forward"].register_autograd(
+        _forward_backward, setup_context=_forward_setup)
     return ops
+
+
+def _forward_setup(ctx, inputs, output):
+    """flash_attn_forward's autograd: what its backward reads (the LSE is
+    an output for the backward, not a differentiable one)."""
+    q, k, v, softmax_scale, causal = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.softmax_scale, ctx.causal = softmax_scale, causal
+    if hasattr(ctx, "mark_non_differentiable"):
+        ctx.mark_non_differentiable(lse)
+
+
+def _forward_backward(ctx, grad_out, grad_lse):
+    q, k, v, out, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.flashmlir.flash_attn_backward(
+        grad_out.contiguous(), q, k, v, out, lse, ctx.softmax_scale,
+        ctx.causal, False)
+    return dq, dk, dv, None, None
 
 
 @contextlib.contextmanager
@@ -265,10 +354,33 @@ def attention(q, k, v, causal=False, scale=None):
 def flash_attn(q, k, v, softmax_scale=None, causal=False,
                window_size=(-1, -1)):
     """torch.ops.flashmlir.flash_attn: [B, N, H, D] tensors, bottom-right
-    causal and window, as flashmlir.flash_attn_func."""
+    causal and window, as flashmlir.flash_attn_func. Where q, k or v
+    requires grad (torch >= 2.4, no window): torch.ops.flashmlir.
+    flash_attn_forward, whose autograd formula is the backward kernel."""
     left, right = _window("flash_attn", window_size)
+    if REGISTRATION == "custom_op" and torch.is_grad_enabled() and \
+            (left, right) == (-1, -1) and any(
+                isinstance(t, torch.Tensor) and t.requires_grad
+                for t in (q, k, v)):
+        return torch.ops.flashmlir.flash_attn_forward(q, k, v, softmax_scale,
+                                                      causal)[0]
     return torch.ops.flashmlir.flash_attn(q, k, v, softmax_scale, causal,
                                           left, right)
+
+
+def flash_attn_forward(q, k, v, softmax_scale=None, causal=False):
+    """torch.ops.flashmlir.flash_attn_forward: (O, LSE) of [B, N, H, D]
+    tensors; differentiable in q, k, v on torch >= 2.4."""
+    return torch.ops.flashmlir.flash_attn_forward(q, k, v, softmax_scale,
+                                                  causal)
+
+
+def flash_attn_backward(grad_out, q, k, v, out, lse, softmax_scale=None,
+                        causal=False, deterministic=False):
+    """torch.ops.flashmlir.flash_attn_backward: (dq, dk, dv) from
+    flash_attn_forward's O and LSE."""
+    return torch.ops.flashmlir.flash_attn_backward(
+        grad_out, q, k, v, out, lse, softmax_scale, causal, deterministic)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,

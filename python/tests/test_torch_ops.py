@@ -108,6 +108,28 @@ def test_fake_shapes(ops, dtype):
         assert t.attention(q, kv, kv, scale=0.5).shape == q.shape
 
 
+def test_training_pair_fake_shapes(ops):
+    """flash_attn_forward gives O (flash-attention's layout) and the LSE
+    [B, Hq, Nq] in f32; flash_attn_backward gives q's, k's and v's shapes."""
+    torch, t = ops
+    assert str(torch.ops.flashmlir.flash_attn_forward.default._schema) == (
+        "flashmlir::flash_attn_forward(Tensor q, Tensor k, Tensor v, float? "
+        "softmax_scale=None, bool causal=False) -> (Tensor, Tensor)")
+    q = _meta(torch, (2, 100, 8, 64), "bfloat16")     # [B, Nq, Hq, D]
+    kv = _meta(torch, (2, 77, 2, 64), "bfloat16")     # [B, Nk, Hkv, D]
+    with torch.inference_mode():
+        out, lse = t.flash_attn_forward(q, kv, kv, causal=True)
+        assert out.shape == q.shape and out.dtype == q.dtype
+        assert lse.shape == (2, 8, 100) and lse.dtype == torch.float32
+        dq, dk, dv = t.flash_attn_backward(q, q, kv, kv, out, lse,
+                                           causal=True)
+        assert (dq.shape, dk.shape, dv.shape) == (q.shape, kv.shape,
+                                                   kv.shape)
+        with pytest.raises(Exception, match="multiple of key/value heads"):
+            t.flash_attn_forward(q, _meta(torch, (2, 77, 3, 64), "bfloat16"),
+                                 _meta(torch, (2, 77, 3, 64), "bfloat16"))
+
+
 def test_fake_tensor_mode(ops):
     torch, t = ops
     from torch._subclasses import FakeTensorMode
@@ -336,6 +358,48 @@ def test_opcheck(gpu):
     torch.library.opcheck(torch.ops.flashmlir.flash_attn.default,
                           (q.transpose(1, 2), kv.transpose(1, 2),
                            kv.transpose(1, 2), None, False, -1, -1))
+
+
+@pytest.mark.gpu
+def test_training_pair_autograd_and_opcheck(gpu):
+    """torch >= 2.4: flash_attn_forward's autograd formula is the backward
+    kernel (gradients within the 2x rule of torch's math attention), and
+    opcheck passes on both ops (schema, fakes, autograd registration,
+    AOTAutograd)."""
+    torch, t = gpu
+    if t.REGISTRATION != "custom_op":
+        pytest.skip(f"torch {torch.__version__}: no register_autograd")
+    torch.manual_seed(3)
+    q = torch.randn(2, 96, 8, 64, device="cuda", dtype=torch.float16)
+    kv = torch.randn(2, 160, 2, 64, device="cuda", dtype=torch.float16)
+    do = torch.randn_like(q)
+    x = [q.clone().requires_grad_(), kv.clone().requires_grad_(),
+         kv.clone().requires_grad_()]
+    out = t.flash_attn(*x, causal=True)
+    grads = torch.autograd.grad(out, x, do)
+
+    def reference(q, k, v, dtype):
+        q, k, v = (y.detach().to(dtype).requires_grad_() for y in (q, k, v))
+        qh, kh, vh = (y.transpose(1, 2) for y in (q, k, v))
+        kh, vh = kh.repeat_interleave(4, 1), vh.repeat_interleave(4, 1)
+        s = (qh @ kh.transpose(-1, -2)) / 8.0
+        i = torch.arange(96, device="cuda")[:, None] + 160 - 96
+        j = torch.arange(160, device="cuda")[None, :]
+        s = s.masked_fill(j > i, float("-inf"))
+        o = (torch.softmax(s, -1) @ vh).transpose(1, 2)
+        return torch.autograd.grad(o, (q, k, v), do.to(dtype))
+
+    ref = reference(q, kv, kv, torch.float64)
+    pt = reference(q, kv, kv, torch.float16)
+    for a, r, p in zip(grads, ref, pt):
+        err = (a.double() - r).abs().max().item()
+        assert err <= 2 * (p.double() - r).abs().max().item() + 1e-4
+    if hasattr(torch.library, "opcheck"):
+        torch.library.opcheck(torch.ops.flashmlir.flash_attn_forward.default,
+                              (x[0], x[1], x[2], None, True))
+        o, lse = t.flash_attn_forward(q, kv, kv, causal=True)
+        torch.library.opcheck(torch.ops.flashmlir.flash_attn_backward.default,
+                              (do, q, kv, kv, o, lse, None, True, False))
 
 
 @pytest.mark.gpu
