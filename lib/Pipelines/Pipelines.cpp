@@ -119,7 +119,8 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
                                  int64_t polyPeriod,
                                  bool queryInRegisters = true,
                                  StringRef kvSplits = "", int64_t ctasPerSm = 0,
-                                 bool deterministicBackward = false) {
+                                 bool deterministicBackward = false,
+                                 bool vectorReductions = false) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   // Regions that spell the causal mask or a softcap reach the kernels as
   // the built-in (the kernels take no regions yet).
@@ -146,16 +147,27 @@ static void buildTileLevelForGPU(OpPassManager &pm, StringRef target,
   if (polyDegree > 0)
     mapPm.addPass(
         createFAPolyExp2(FAPolyExp2Options{polyDegree, polyPeriod}));
-  mapPm.addPass(fagpu::createFAMapToGPU(fagpu::FAMapToGPUOptions{
-      target.str(), queryInRegisters, ctasPerSm, deterministicBackward}));
+  mapPm.addPass(fagpu::createFAMapToGPU(
+      fagpu::FAMapToGPUOptions{target.str(), queryInRegisters, ctasPerSm,
+                               deterministicBackward, vectorReductions}));
+}
+
+/// Whether `chip` (sm_<NN>[a]) has f32 vector reductions
+/// (red.global.add.v2.f32: sm_90 and later).
+static bool chipHasVectorReductions(StringRef chip) {
+  unsigned version = 0;
+  if (!chip.consume_front("sm_"))
+    return false;
+  chip.consume_back("a");
+  return !chip.getAsInteger(10, version) && version >= 90;
 }
 
 void mlir::fa::buildSM80KernelPipeline(OpPassManager &pm,
                                        const SM80PipelineOptions &options) {
-  buildTileLevelForGPU(pm, "sm_80", options.rescaleThreshold,
-                       options.polyExp2Degree, options.polyExp2Period,
-                       options.queryInRegisters, /*kvSplits=*/"",
-                       /*ctasPerSm=*/0, options.deterministicBackward);
+  buildTileLevelForGPU(
+      pm, "sm_80", options.rescaleThreshold, options.polyExp2Degree,
+      options.polyExp2Period, options.queryInRegisters, /*kvSplits=*/"",
+      /*ctasPerSm=*/0, options.deterministicBackward, options.vectorReductions);
   pm.addPass(createFAGPUBuildKernels());
   pm.addPass(createConvertFAGPUToNVVM());
 }
@@ -214,7 +226,16 @@ void mlir::fa::buildSM80EmissionPipeline(OpPassManager &pm,
     pm.addPass(std::make_unique<RefusePipelinePass>(*why));
     return;
   }
-  buildGPUEmissionPipeline(pm, options.chip.getValue(), "ptx80");
+  if (options.vectorReductions && !chipHasVectorReductions(options.chip)) {
+    pm.addPass(std::make_unique<RefusePipelinePass>(
+        "fa-sm80-pipeline: vector-reductions needs an sm_90 or later chip, "
+        "got '" +
+        options.chip.getValue() + "'"));
+    return;
+  }
+  // Vector reductions are PTX 8.1's; the rest of the kernels PTX 8.0's.
+  buildGPUEmissionPipeline(pm, options.chip.getValue(),
+                           options.vectorReductions ? "ptx81" : "ptx80");
 }
 
 void mlir::fa::buildSM90KernelPipeline(OpPassManager &pm,

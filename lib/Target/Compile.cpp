@@ -656,6 +656,12 @@ static LogicalResult checkTarget(Location loc, const KernelOptions &options) {
   return success();
 }
 
+/// The backward kernel on sm_90a adds into dQ two columns a reduction
+/// (red.global.add.v2.f32): half the L2 atomics that bound it.
+static bool backwardVectorReductions(const KernelOptions &options) {
+  return options.backward && options.arch == fagpu::Target::sm_90a;
+}
+
 /// The emission half of the back end's pipeline on `module` (its kernels
 /// already in NVVM): the PTX of its gpu.module into `result`.
 static LogicalResult emitPtx(ModuleOp module, const KernelOptions &options,
@@ -671,6 +677,7 @@ static LogicalResult emitPtx(ModuleOp module, const KernelOptions &options,
     } else {
       SM80PipelineOptions pipeline;
       pipeline.chip = fagpu::stringifyTarget(options.arch).str();
+      pipeline.vectorReductions = backwardVectorReductions(options);
       buildSM80EmissionPipeline(pm, pipeline);
     }
     if (failed(pm.run(module)))
@@ -857,6 +864,7 @@ compileBackward(ModuleOp module, const KernelOptions &requested,
     SM80PipelineOptions pipeline;
     pipeline.chip = fagpu::stringifyTarget(options.arch).str();
     pipeline.deterministicBackward = options.deterministic;
+    pipeline.vectorReductions = backwardVectorReductions(options);
     buildSM80KernelPipeline(pm, pipeline);
     if (failed(pm.run(module)))
       return failure();

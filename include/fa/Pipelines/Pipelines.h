@@ -128,6 +128,12 @@ struct SM80PipelineOptions : public PassPipelineOptions<SM80PipelineOptions> {
       *this, "deterministic-backward",
       llvm::cl::desc("Backward kernels add into dQ in a fixed order"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> vectorReductions{
+      *this, "vector-reductions",
+      llvm::cl::desc("Backward kernels add into dQ two columns a reduction "
+                     "(red.global.add.v2.f32, PTX 8.1: a chip of sm_90 or "
+                     "later)"),
+      llvm::cl::init(false)};
 };
 
 /// fa.attention -> fagpu-tile{target=sm_80}, fa-lower-fa2, the FA4 passes ->

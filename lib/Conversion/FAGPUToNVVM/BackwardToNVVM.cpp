@@ -214,13 +214,29 @@ struct AtomicAddRowsLowering : OpConversionPattern<fagpu::AtomicAddRowsOp> {
       rewriter.setInsertionPoint(ifRow.thenBlock()->getTerminator());
       Value rowBase =
           e.gep(e.globalPtr, e.f32, base, e.mul(e.ext64(row), e.c64(cols)));
-      for (auto [colOffset, v] : elements) {
-        Value at = e.gep(e.globalPtr, e.f32, rowBase,
-                         e.ext64(e.add(col0, e.c32(colOffset))));
-        LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::fadd, at,
-                                  e.fmul(v, scale),
-                                  LLVM::AtomicOrdering::monotonic);
+      auto at = [&](int64_t colOffset) {
+        return e.gep(e.globalPtr, e.f32, rowBase,
+                     e.ext64(e.add(col0, e.c32(colOffset))));
+      };
+      if (op.getPairs()) {
+        // Columns 2q + 8t and + 1 are adjacent (8-byte aligned: even
+        // columns of rows of an even count): one vector reduction.
+        for (size_t i = 0; i + 1 < elements.size(); i += 2)
+          LLVM::InlineAsmOp::create(
+              rewriter, loc, TypeRange(),
+              ValueRange{at(elements[i].first),
+                         e.fmul(elements[i].second, scale),
+                         e.fmul(elements[i + 1].second, scale)},
+              "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f",
+              /*has_side_effects=*/true, /*is_align_stack=*/false,
+              LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+              ArrayAttr());
+        continue;
       }
+      for (auto [colOffset, v] : elements)
+        LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::fadd,
+                                  at(colOffset), e.fmul(v, scale),
+                                  LLVM::AtomicOrdering::monotonic);
     }
     rewriter.eraseOp(op);
     return success();

@@ -54,6 +54,8 @@ struct BackwardSpec {
   bool causal = false, bottomRight = false;
   /// dQ's adds in the order of the key blocks (semaphores).
   bool deterministic = false;
+  /// dQ's adds two columns a reduction (sm_90 and later).
+  bool vectorReductions = false;
   SmallVector<fagpu::KernelParam> abi;
 
   int64_t tileBytes() const { return kBlock * headDim * 2; }
@@ -297,7 +299,8 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
   Value queryRow = add(add(q0, mul(warp, c32(16))), g);
   Value dqBase = matrixBase(dqPtr, f32, matrix, nq, spec.headDim);
   if (!spec.deterministic) {
-    fagpu::AtomicAddRowsOp::create(b, loc, dq, queryRow, nq, dqBase, scale);
+    fagpu::AtomicAddRowsOp::create(b, loc, dq, queryRow, nq, dqBase, scale,
+                                   spec.vectorReductions);
     return {dk, dv};
   }
   // The key blocks that reach query block q0 / 64 are 0 .. J (the causal
@@ -308,7 +311,8 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
       gep(globalPtr, i32, semaphoresPtr,
           ext64(add(mul(matrix, queryBlocks), divu(q0, c32(kBlock)))));
   fagpu::SemaphoreWaitOp::create(b, loc, semaphore, keyBlock);
-  fagpu::AtomicAddRowsOp::create(b, loc, dq, queryRow, nq, dqBase, scale);
+  fagpu::AtomicAddRowsOp::create(b, loc, dq, queryRow, nq, dqBase, scale,
+                                 spec.vectorReductions);
   fagpu::SemaphoreSignalOp::create(b, loc, semaphore);
   return {dk, dv};
 }
@@ -321,6 +325,7 @@ FailureOr<BackwardSpec> specOf(fagpu::AttentionBackwardOp op) {
   spec.causal = op.getCausal();
   spec.bottomRight = op.getBottomRight();
   spec.deterministic = op.getDeterministic();
+  spec.vectorReductions = op.getVectorReductions();
   if (spec.headDim != 64 && spec.headDim != 128)
     return op.emitOpError("fagpu-build-kernels: the sm_80 backward kernel "
                           "takes D = 64 or 128, got ")

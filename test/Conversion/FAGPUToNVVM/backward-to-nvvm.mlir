@@ -56,6 +56,20 @@ gpu.module @fa_kernels {
     llvm.return
   }
 
+  // atomic_add_rows with pairs (sm_90): each thread's two adjacent columns
+  // in one red.global.add.v2.f32: 8 a row of 64 columns (16 elements).
+  // CHECK-LABEL: llvm.func @pairs
+  // CHECK: scf.if
+  // CHECK-COUNT-8: llvm.inline_asm has_side_effects "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f"
+  // CHECK: scf.if
+  // CHECK-COUNT-8: llvm.inline_asm has_side_effects "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f"
+  // CHECK-NOT: llvm.atomicrmw
+  llvm.func @pairs(%x: f32, %dq: !llvm.ptr<1>, %row: i32, %nq: i32, %scale: f32) {
+    %o = fagpu.splat %x : !acc
+    fagpu.atomic_add_rows %o rows(%row, %nq) to %dq scale %scale : !llvm.ptr<1> {pairs} : !acc
+    llvm.return
+  }
+
   // semaphore_wait: thread 0 spins on an acquire load (GPU scope) until the
   // turn comes, then the CTA's barrier; semaphore_signal: each thread's
   // writes made visible at GPU scope, the barrier, thread 0 adds one.

@@ -535,7 +535,8 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
         TargetAttr::get(&getContext(), target), score.getScaleAttr(),
         score.getCausalAttr(), score.getBottomRightAttr(),
         b.getI64IntegerAttr(nest->blockR), b.getI64IntegerAttr(nest->blockC),
-        deterministicBackward ? b.getUnitAttr() : UnitAttr());
+        deterministicBackward ? b.getUnitAttr() : UnitAttr(),
+        vectorReductions ? b.getUnitAttr() : UnitAttr());
     forall.erase();
     return success();
   }

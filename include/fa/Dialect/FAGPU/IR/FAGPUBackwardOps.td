@@ -121,7 +121,10 @@ def FAGPU_AtomicAddRowsOp : FAGPU_Op<"atomic_add_rows"> {
     `%nrows` (rows `%row0 + 16 t` and `+ 8` of each 64-row tile t, as
     `fagpu.store_rows` numbers them) to `%base + row * cols + col` (f32,
     rows of the fragment's columns) with f32 atomic adds: CTAs that own
-    different keys sum their parts of one dQ row in any order.
+    different keys sum their parts of one dQ row in any order. With
+    `pairs` (sm_90 and later), each thread's two adjacent columns go in one
+    vector reduction (`red.global.add.v2.f32`): half the L2 atomic
+    operations, which bound the backward on mma.sync.
 
     ```mlir
     fagpu.atomic_add_rows %dq rows(%row0, %nq) to %base scale %scale
@@ -129,7 +132,8 @@ def FAGPU_AtomicAddRowsOp : FAGPU_Op<"atomic_add_rows"> {
     ```
   }];
   let arguments = (ins FAGPU_Fragment:$acc, I32:$row0, I32:$nrows,
-                       LLVM_AnyPointer:$base, F32:$scale);
+                       LLVM_AnyPointer:$base, F32:$scale,
+                       UnitAttr:$pairs);
   let assemblyFormat = [{
     $acc `rows` `(` $row0 `,` $nrows `)` `to` $base `scale` $scale `:`
     type($base) attr-dict `:` type($acc)

@@ -198,7 +198,8 @@ def FAGPU_AttentionBackwardOp : FAGPU_Op<"attention_backward"> {
     in the order of their key blocks (FlashAttention-3's semaphores: one i32
     a (batch, query head, query block), zero before the launch, the
     kernel's `dq_semaphores` parameter), so that dQ is the same bits every
-    run.
+    run. `vector_reductions` (a chip of sm_90 or later): dQ's adds two
+    columns at a time (`red.global.add.v2.f32`).
 
     ```mlir
     fagpu.attention_backward %q, %k, %v, %lse, %do, %row_dots, %dq_accum
@@ -226,7 +227,8 @@ def FAGPU_AttentionBackwardOp : FAGPU_Op<"attention_backward"> {
     UnitAttr:$bottom_right,
     I64Attr:$block_r,
     I64Attr:$block_c,
-    UnitAttr:$deterministic);
+    UnitAttr:$deterministic,
+    UnitAttr:$vector_reductions);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $lse `,` $grad_out `,` $row_dots `,`
     $dq_accum `outs` `(` $grad_key `,` $grad_value `)` attr-dict `:`

@@ -72,6 +72,9 @@ def FAMapToGPU : Pass<"fa-map-to-gpu", "func::FuncOp"> {
            "false",
            "Backward kernels add into dQ in the order of their key blocks "
            "(semaphores), the same bits every run">,
+    Option<"vectorReductions", "vector-reductions", "bool", "false",
+           "Backward kernels add into dQ two columns a reduction "
+           "(red.global.add.v2.f32: sm_90 and later)">,
   ];
   let dependentDialects = ["::mlir::fagpu::FAGPUDialect"];
 }
