@@ -748,6 +748,39 @@ static LogicalResult assemble(Location loc, const KernelOptions &options,
   return success();
 }
 
+/// The end of a compilation once the back end built the kernels (`built`,
+/// one per launch in program order): the kernel and host IR as text, the
+/// PTX, each launch's metadata (`metadataOf(launch, kernel, facts)`) and
+/// the cubin.
+static FailureOr<CompiledKernel>
+finishCompile(ModuleOp module, gpu::GPUModuleOp gpuModule,
+              ArrayRef<std::string> hostNames,
+              ArrayRef<std::pair<std::string, BuiltKernel>> built,
+              const KernelOptions &options,
+              function_ref<std::string(size_t, StringRef, const BuiltKernel &)>
+                  metadataOf) {
+  CompiledKernel result;
+  result.name = built.front().first;
+  {
+    llvm::raw_string_ostream os(result.kernelIR);
+    gpuModule.print(os);
+  }
+  {
+    llvm::raw_string_ostream os(result.hostIR);
+    for (const std::string &name : hostNames)
+      module.lookupSymbol(name)->print(os);
+  }
+  if (failed(emitPtx(module, options, result)))
+    return failure();
+  for (auto [i, entry] : llvm::enumerate(built))
+    result.launches.push_back(
+        {entry.first, metadataOf(i, entry.first, entry.second)});
+  result.metadata = result.launches.front().metadata;
+  if (failed(assemble(module.getLoc(), options, result)))
+    return failure();
+  return result;
+}
+
 /// A backward kernel's launch metadata: its own format, so that a
 /// forward launcher refuses it by name.
 static std::string backwardMetadataJson(StringRef kernelName,
@@ -857,7 +890,6 @@ compileBackward(ModuleOp module, const KernelOptions &requested,
     launches.push_back({options, float(op.getEffectiveScale())});
   }
   const KernelOptions &options = launches.front().options;
-  CompiledKernel result;
   useShortSharedPointers();
   {
     PassManager pm(&context);
@@ -887,26 +919,11 @@ compileBackward(ModuleOp module, const KernelOptions &requested,
                           << " kernel launches";
   for (auto [entry, launch] : llvm::zip(built, launches))
     entry.second.scale = launch.scale;
-  result.name = built.front().first;
-  {
-    llvm::raw_string_ostream os(result.kernelIR);
-    gpuModule.print(os);
-  }
-  {
-    llvm::raw_string_ostream os(result.hostIR);
-    for (const std::string &name : hostNames)
-      module.lookupSymbol(name)->print(os);
-  }
-  if (failed(emitPtx(module, options, result)))
-    return failure();
-  for (auto [entry, launch] : llvm::zip(built, launches))
-    result.launches.push_back(
-        {entry.first,
-         backwardMetadataJson(entry.first, launch.options, entry.second)});
-  result.metadata = result.launches.front().metadata;
-  if (failed(assemble(loc, options, result)))
-    return failure();
-  return result;
+  return finishCompile(module, gpuModule, hostNames, built, options,
+                       [&](size_t i, StringRef name, const BuiltKernel &k) {
+                         return backwardMetadataJson(name, launches[i].options,
+                                                     k);
+                       });
 }
 
 FailureOr<CompiledKernel>
@@ -1048,7 +1065,6 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
              << "); give the rescale threshold and exp2 degree explicitly";
   const KernelOptions &options = first;
 
-  CompiledKernel result;
   useShortSharedPointers();
   // The back end's pipeline in its two halves, keeping the kernel IR in
   // between.
@@ -1122,24 +1138,8 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
     facts->scale = launch.scale;
     built.push_back({launchOp.getKernelName().str(), *facts});
   }
-  result.name = built.front().first;
-  {
-    llvm::raw_string_ostream os(result.kernelIR);
-    gpuModule.print(os);
-  }
-  {
-    llvm::raw_string_ostream os(result.hostIR);
-    for (const std::string &name : hostNames)
-      module.lookupSymbol(name)->print(os);
-  }
-  if (failed(emitPtx(module, options, result)))
-    return failure();
-  for (auto [entry, launch] : llvm::zip(built, launches))
-    result.launches.push_back(
-        {entry.first,
-         metadataJson(entry.first, launch.options, entry.second)});
-  result.metadata = result.launches.front().metadata;
-  if (failed(assemble(loc, options, result)))
-    return failure();
-  return result;
+  return finishCompile(module, gpuModule, hostNames, built, options,
+                       [&](size_t i, StringRef name, const BuiltKernel &k) {
+                         return metadataJson(name, launches[i].options, k);
+                       });
 }

@@ -310,6 +310,20 @@ emitLaunchGrid(OpBuilder &b, Location loc, DictionaryAttr grid,
   return gpu::KernelDim3{dims[0], dims[1], dims[2]};
 }
 
+void launchKernel(OpBuilder &b, Location loc, LLVM::LLVMFuncOp kernel,
+                  gpu::KernelDim3 grid, int64_t threads, int64_t sharedBytes,
+                  ValueRange args) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value x = arith::ConstantIndexOp::create(b, loc, threads);
+  Value smemBytes = arith::ConstantIntOp::create(b, loc, sharedBytes, 32);
+  auto kernelSym =
+      SymbolRefAttr::get(b.getStringAttr("fa_kernels"),
+                         {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
+  gpu::LaunchFuncOp::create(b, loc, kernelSym, grid,
+                            gpu::KernelDim3{x, one, one}, smemBytes, args,
+                            /*asyncObject=*/Value());
+}
+
 gpu::KernelDim3 hostLaunchGrid(OpBuilder &b, Location loc,
                                LLVM::LLVMFuncOp kernel, int64_t kvSplits,
                                llvm::function_ref<Value(StringRef)> sizeOf) {

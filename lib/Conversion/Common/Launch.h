@@ -57,6 +57,12 @@ gpu::KernelDim3 hostLaunchGrid(OpBuilder &b, Location loc,
                                LLVM::LLVMFuncOp kernel, int64_t kvSplits,
                                llvm::function_ref<Value(StringRef)> sizeOf);
 
+/// gpu.launch_func of `kernel` (in the `fa_kernels` module) on `grid`, with
+/// `threads` threads in x a CTA and `sharedBytes` of dynamic shared memory.
+void launchKernel(OpBuilder &b, Location loc, LLVM::LLVMFuncOp kernel,
+                  gpu::KernelDim3 grid, int64_t threads, int64_t sharedBytes,
+                  ValueRange args);
+
 class LaunchOperands {
 public:
   LaunchOperands(OpBuilder &b, Location loc, fagpu::AttentionOp op)

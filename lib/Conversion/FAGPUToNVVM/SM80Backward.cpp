@@ -392,16 +392,7 @@ void replaceWithLaunch(fagpu::AttentionBackwardOp op, LLVM::LLVMFuncOp kernel,
   gpu::KernelDim3 grid =
       hostLaunchGrid(b, loc, kernel, /*kvSplits=*/0,
                      [&](StringRef size) { return sizes.lookup(size); });
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value threads = arith::ConstantIndexOp::create(b, loc, kThreads);
-  Value smemBytes =
-      arith::ConstantIntOp::create(b, loc, spec.sharedBytes(), 32);
-  auto kernelSym =
-      SymbolRefAttr::get(b.getStringAttr("fa_kernels"),
-                         {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
-  gpu::LaunchFuncOp::create(b, loc, kernelSym, grid,
-                            gpu::KernelDim3{threads, one, one}, smemBytes, args,
-                            /*asyncObject=*/Value());
+  launchKernel(b, loc, kernel, grid, kThreads, spec.sharedBytes(), args);
   if (semaphores)
     gpu::DeallocOp::create(b, loc, /*asyncToken=*/Type(),
                            /*asyncDependencies=*/ValueRange(), semaphores);
