@@ -66,8 +66,8 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
                                const KernelOptions &options) {
   std::string d = std::to_string(options.headDim);
   // V and O: Dv columns.
-  std::string dv = std::to_string(
-      options.valueHeadDim ? options.valueHeadDim : options.headDim);
+  std::string dv = std::to_string(options.valueHeadDim ? options.valueHeadDim
+                                                       : options.headDim);
   bool fp8 = options.dtype == fagpu::ElementType::E4M3;
   std::string elt = fp8 ? "f8E4M3FN" : fagpu::choiceName(options.dtype).str();
   std::string t = "memref<?x?x?x" + d + "x" + elt + ">";
@@ -75,8 +75,8 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   bool fp8Cache = options.kvDtype == fagpu::ElementType::E4M3 && !fp8;
   std::string kvElt = fp8Cache ? "f8E4M3FN" : elt;
   // e4m3: O in f16/bf16, and the three per-tensor descales.
-  std::string ot = "memref<?x?x?x" + dv + "x" +
-                   (fp8 ? outputDtype(options) : elt) + ">";
+  std::string ot =
+      "memref<?x?x?x" + dv + "x" + (fp8 ? outputDtype(options) : elt) + ">";
   // A paged cache [pages, Hkv, page_size, D] (the page size is static).
   auto kvType = [&](const std::string &columns) {
     return options.pageSize ? "memref<?x?x" + std::to_string(options.pageSize) +
@@ -109,9 +109,8 @@ mlir::fa::buildAttentionModule(MLIRContext &context,
   // Split-KV: the kernel takes the chunk count per launch. With "auto" the
   // runtimes choose it; the module's own (IR) launch then uses 2.
   if (options.kvSplits)
-    add("kv_splits = " + std::to_string(options.kvSplits < 0 ? 2
-                                                             : options.kvSplits) +
-        " : i64");
+    add("kv_splits = " +
+        std::to_string(options.kvSplits < 0 ? 2 : options.kvSplits) + " : i64");
   if (options.backward) {
     // The backward of that attention: its inputs, O, the LSE and dO in;
     // dQ, dK, dV out.
@@ -335,6 +334,38 @@ static llvm::json::Value jsonOf(Attribute attr) {
   return object;
 }
 
+/// A kernel's parameters as the metadata's "params": the list the lowering
+/// built its signature from, by name, kind, dtype, shape and meaning (and a
+/// tensor map's box, swizzle, rank and L2 promotion).
+static llvm::json::Array paramsJson(ArrayRef<fagpu::KernelParam> list) {
+  llvm::json::Array params;
+  for (const fagpu::KernelParam &p : list) {
+    llvm::json::Object param{{"name", p.name},
+                             {"kind", fagpu::paramKindName(p.kind)}};
+    if (!p.dtype.empty())
+      param["dtype"] = p.dtype;
+    if (!p.shape.empty()) {
+      llvm::json::Array shape;
+      for (const std::string &dim : p.shape)
+        shape.push_back(dim);
+      param["shape"] = std::move(shape);
+    }
+    if (!p.meaning.empty())
+      param["meaning"] = p.meaning;
+    if (p.kind == fagpu::ParamKind::TensorMap) {
+      // A box row is the swizzle span.
+      int64_t elementBytes = p.dtype == "e4m3" ? 1 : 2;
+      param["box"] =
+          llvm::json::Array{p.swizzleBytes / elementBytes, p.boxRows};
+      param["swizzle"] = std::to_string(p.swizzleBytes) + "B";
+      param["rank"] = p.rank;
+      param["l2_promotion"] = p.l2Promotion;
+    }
+    params.push_back(std::move(param));
+  }
+  return params;
+}
+
 static std::string metadataJson(StringRef kernelName,
                                 const KernelOptions &options,
                                 const BuiltKernel &built) {
@@ -349,12 +380,11 @@ static std::string metadataJson(StringRef kernelName,
   bool tensorMaps = usesTensorMaps(options);
   // How the CTAs find their tiles; a dynamic tile scheduler takes them from
   // a counter the runtime provides.
-  StringRef scheduler = !tensorMaps ? "grid"
-                        : schedule.getScheduler() ==
-                                fagpu::TileScheduler::Single
-                            ? "one tile per CTA"
-                            : fagpu::stringifyTileScheduler(
-                                  schedule.getScheduler());
+  StringRef scheduler =
+      !tensorMaps ? "grid"
+      : schedule.getScheduler() == fagpu::TileScheduler::Single
+          ? "one tile per CTA"
+          : fagpu::stringifyTileScheduler(schedule.getScheduler());
   // The tensor maps' boxes, as the lowering built the parameters: rows of
   // a map's box (0 where the parameter is a pointer), and a box row's
   // columns, the swizzle span of Q's elements.
@@ -371,35 +401,6 @@ static std::string metadataJson(StringRef kernelName,
   const fagpu::KernelParam *qMap = tensorMap("q");
   int64_t boxColumns =
       qMap ? qMap->swizzleBytes / (qMap->dtype == "e4m3" ? 1 : 2) : 0;
-  // The parameters, as the lowering built the kernel's signature from them.
-  auto paramsJson = [](ArrayRef<fagpu::KernelParam> list) {
-    llvm::json::Array params;
-    for (const fagpu::KernelParam &p : list) {
-      llvm::json::Object param{{"name", p.name},
-                               {"kind", fagpu::paramKindName(p.kind)}};
-      if (!p.dtype.empty())
-        param["dtype"] = p.dtype;
-      if (!p.shape.empty()) {
-        llvm::json::Array shape;
-        for (const std::string &dim : p.shape)
-          shape.push_back(dim);
-        param["shape"] = std::move(shape);
-      }
-      if (!p.meaning.empty())
-        param["meaning"] = p.meaning;
-      if (p.kind == fagpu::ParamKind::TensorMap) {
-        // A box row is the swizzle span.
-        int64_t elementBytes = p.dtype == "e4m3" ? 1 : 2;
-        param["box"] =
-            llvm::json::Array{p.swizzleBytes / elementBytes, p.boxRows};
-        param["swizzle"] = std::to_string(p.swizzleBytes) + "B";
-        param["rank"] = p.rank;
-        param["l2_promotion"] = p.l2Promotion;
-      }
-      params.push_back(std::move(param));
-    }
-    return params;
-  };
   llvm::json::Array params = paramsJson(built.params);
   llvm::json::Object root{
       {"format", "flash-mlir-kernel-1"},
@@ -786,22 +787,6 @@ finishCompile(ModuleOp module, gpu::GPUModuleOp gpuModule,
 static std::string backwardMetadataJson(StringRef kernelName,
                                         const KernelOptions &options,
                                         const BuiltKernel &built) {
-  llvm::json::Array params;
-  for (const fagpu::KernelParam &p : built.params) {
-    llvm::json::Object param{{"name", p.name},
-                             {"kind", fagpu::paramKindName(p.kind)}};
-    if (!p.dtype.empty())
-      param["dtype"] = p.dtype;
-    if (!p.shape.empty()) {
-      llvm::json::Array shape;
-      for (const std::string &dim : p.shape)
-        shape.push_back(dim);
-      param["shape"] = std::move(shape);
-    }
-    if (!p.meaning.empty())
-      param["meaning"] = p.meaning;
-    params.push_back(std::move(param));
-  }
   llvm::json::Object root{
       {"format", "flash-mlir-backward-1"},
       {"kernel", kernelName},
@@ -829,7 +814,7 @@ static std::string backwardMetadataJson(StringRef kernelName,
       {"block_c", built.schedule.getBlockC()},
       {"shared_memory_bytes", built.sharedBytes},
       {"scale", double(built.scale)},
-      {"params", std::move(params)},
+      {"params", paramsJson(built.params)},
   };
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -1060,8 +1045,7 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
                 "(conditional rescaling threshold "
              << launch.options.rescaleThreshold << " vs "
              << first.rescaleThreshold << ", software exp2 degree "
-             << launch.options.polyExp2Degree << " vs "
-             << first.polyExp2Degree
+             << launch.options.polyExp2Degree << " vs " << first.polyExp2Degree
              << "); give the rescale threshold and exp2 degree explicitly";
   const KernelOptions &options = first;
 
@@ -1127,14 +1111,14 @@ mlir::fa::compileModule(ModuleOp module, const KernelOptions &requested) {
   // inline storage.)
   std::vector<std::pair<std::string, BuiltKernel>> built;
   for (auto [launchOp, launch] : llvm::zip(launchOps, launches)) {
-    auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(
-        launchOp.getKernelName());
+    auto kernel =
+        gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(launchOp.getKernelName());
     FailureOr<BuiltKernel> facts =
         kernel ? builtKernelOf(kernel) : FailureOr<BuiltKernel>(failure());
     if (failed(facts))
-      return emitError(loc) << "fa-compile: the kernel "
-                            << launchOp.getKernelName()
-                            << " carries no fagpu schedule";
+      return emitError(loc)
+             << "fa-compile: the kernel " << launchOp.getKernelName()
+             << " carries no fagpu schedule";
     facts->scale = launch.scale;
     built.push_back({launchOp.getKernelName().str(), *facts});
   }
