@@ -241,20 +241,24 @@ def _kernel_for(arch, head_dim, dtype, causal, kernel_dir, window=0,
                        query_group=query_group, kv_dtype=kv_dtype,
                        max_rows=max_rows)
     if kernel_dir:
-        import json
-        import tempfile
-        _os.makedirs(kernel_dir, exist_ok=True)
-        # Metadata first, each file written aside and renamed into place, so
-        # a concurrent reader never sees a cubin without its JSON or half a
-        # file.
-        for suffix, data in ((".json", json.dumps(compiled.metadata,
-                                                  indent=2).encode()),
-                             (".cubin", compiled.cubin)):
-            fd, tmp = tempfile.mkstemp(dir=kernel_dir, suffix=".tmp")
-            with _os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            _os.replace(tmp, _os.path.join(kernel_dir, name + suffix))
+        _save_kernel(kernel_dir, name, compiled)
     return compiled.runtime_kernel()
+
+
+def _save_kernel(kernel_dir, name, compiled):
+    """Writes a compiled kernel's JSON and cubin as kernel_dir/name.*:
+    metadata first, each file written aside and renamed into place, so a
+    concurrent reader never sees a cubin without its JSON or half a file."""
+    import json
+    import tempfile
+    _os.makedirs(kernel_dir, exist_ok=True)
+    for suffix, data in ((".json", json.dumps(compiled.metadata,
+                                              indent=2).encode()),
+                         (".cubin", compiled.cubin)):
+        fd, tmp = tempfile.mkstemp(dir=kernel_dir, suffix=".tmp")
+        with _os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        _os.replace(tmp, _os.path.join(kernel_dir, name + suffix))
 
 
 def attention(q, k, v, causal=False, scale=None, kernel_dir=None,
@@ -624,14 +628,7 @@ def _backward_kernel_for(arch, head_dim, dtype, causal, bottom_right,
                            backward=True, deterministic=deterministic)
         kernel = BackwardKernel(compiled.cubin, compiled.metadata)
         if kernel_dir:
-            import json
-            _os.makedirs(kernel_dir, exist_ok=True)
-            for suffix, data in ((".json", json.dumps(compiled.metadata,
-                                                      indent=2).encode()),
-                                 (".cubin", compiled.cubin)):
-                with open(_os.path.join(kernel_dir, name + suffix),
-                          "wb") as fh:
-                    fh.write(data)
+            _save_kernel(kernel_dir, name, compiled)
     _launchers[key] = kernel
     return kernel
 

@@ -126,26 +126,11 @@ class BackwardKernel:
 
     def _function(self, device_index):
         fn = self._functions.get(device_index)
-        if fn is not None:
-            return fn
-        drv = runtime._get_driver()
-        drv.ensure_context(device_index)
-        module = ctypes.c_void_p()
-        drv.check(drv.lib.cuModuleLoadData(ctypes.byref(module), self.cubin),
-                  "cuModuleLoadData")
-        fn = ctypes.c_void_p()
-        status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
-                                             self.name.encode())
-        if status != 0:
-            raise runtime.MetadataError(
-                f"the cubin has no kernel named {self.name!r}: "
-                f"{drv.error_text(status)}")
-        smem = self.meta["shared_memory_bytes"]
-        if smem > 48 * 1024:
-            drv.check(drv.lib.cuFuncSetAttribute(
-                fn, runtime._CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                ctypes.c_int(smem)), "cuFuncSetAttribute(max dynamic smem)")
-        self._functions[device_index] = fn
+        if fn is None:
+            _, fn = runtime.load_function(
+                self.cubin, self.name, self.meta["shared_memory_bytes"],
+                device_index)
+            self._functions[device_index] = fn
         return fn
 
     def _check(self, q, k, v, out, lse, grad_out):

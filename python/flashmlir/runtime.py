@@ -1058,6 +1058,29 @@ def check_image(image):
     return image
 
 
+def load_function(cubin, name, shared_bytes, device_index):
+    """(module, function) of kernel `name` of `cubin` loaded on
+    `device_index`, allowed `shared_bytes` of dynamic shared memory."""
+    drv = _get_driver()
+    drv.ensure_context(device_index)
+    module = ctypes.c_void_p()
+    drv.check(drv.lib.cuModuleLoadData(ctypes.byref(module), cubin),
+              "cuModuleLoadData")
+    fn = ctypes.c_void_p()
+    status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
+                                         name.encode())
+    if status != 0:
+        raise MetadataError(
+            f"the cubin has no kernel named {name!r} (from the metadata): "
+            f"cuModuleGetFunction failed: {drv.error_text(status)}")
+    if shared_bytes > 48 * 1024:
+        drv.check(drv.lib.cuFuncSetAttribute(
+            fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            ctypes.c_int(shared_bytes)),
+            "cuFuncSetAttribute(max dynamic smem)")
+    return module, fn
+
+
 class Kernel:
     """A compiled attention kernel: cubin bytes plus launch metadata."""
 
@@ -1707,26 +1730,10 @@ class Kernel:
     def _function(self, device_index):
         if device_index in self._functions:
             return self._functions[device_index][1]
-        drv = _get_driver()
-        drv.ensure_context(device_index)
-        module = ctypes.c_void_p()
-        drv.check(drv.lib.cuModuleLoadData(ctypes.byref(module), self.cubin),
-                  "cuModuleLoadData")
-        fn = ctypes.c_void_p()
-        status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
-                                             self.name.encode())
-        if status != 0:
-            raise MetadataError(
-                f"the cubin has no kernel named {self.name!r} (from the "
-                f"metadata): cuModuleGetFunction failed: "
-                f"{drv.error_text(status)}")
-        smem = self.meta["shared_memory_bytes"]
-        if smem > 48 * 1024:
-            drv.check(drv.lib.cuFuncSetAttribute(
-                fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                ctypes.c_int(smem)), "cuFuncSetAttribute(max dynamic smem)")
-        self._functions[device_index] = (module, fn)
-        return fn
+        self._functions[device_index] = load_function(
+            self.cubin, self.name, self.meta["shared_memory_bytes"],
+            device_index)
+        return self._functions[device_index][1]
 
     def __call__(self, q, k, v, out=None, lse=None, scale=None,
                  num_splits=None, discard_lse=False, cache_seqlens=None,
