@@ -8,6 +8,7 @@ flashmlir.backward.BackwardKernel, the launcher a user calls.
 
   python3 bench/backward_check.py check [--kernels .bwd]
   python3 bench/backward_check.py speed [--kernels .bwd]
+  python3 bench/backward_check.py step [--dtype bf16]
 
 check: random inputs, ragged and grouped-query shapes, f16 and bf16, D 64
 and 128, no mask and causal in both alignments. The kernel's O and LSE
@@ -20,6 +21,11 @@ speed: B 1, H 16, N 1k / 4k / 16k, D 64 / 128, causal or not; backward
 TFLOP/s counted as 2.5x the forward's FLOPs (flash-attn's convention), ours
 including the torch preprocess (rowsum(dO o O), the zeroed dQ accumulator,
 its conversion), torch's through autograd.grad of an SDPA output.
+
+step: a training step's attention on grouped-query shapes through
+flash_attn_func (forward with LSE, then autograd's backward) against SDPA
+with enable_gqa, eager and under CUDA graphs (FLASHMLIR_KERNEL_DIR and
+FLASHMLIR_BACKWARD_KERNEL_DIR name the kernel folder).
 """
 
 import argparse
@@ -202,16 +208,116 @@ def speed(args):
     return 0
 
 
+STEP_SHAPES = [  # B, Hq, Hkv, N, D: Llama-3 8B / 70B style grouped heads
+    (1, 32, 8, 4096, 128),
+    (4, 32, 8, 2048, 128),
+    (1, 64, 8, 8192, 128),
+    (8, 32, 8, 1024, 64),
+]
+
+
+def graphed(fn):
+    """fn captured in a CUDA graph (after warm-up on a side stream), or
+    the reason it could not be captured."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+    except Exception as e:  # noqa: BLE001 -- reported in the table
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:60]}"
+    return graph.replay, None
+
+
+def step(args):
+    """A training step's attention through what users call: forward and
+    backward of flash_attn_func ([B, N, H, D], causal, grouped heads)
+    against F.scaled_dot_product_attention(enable_gqa=True) forward and
+    backward on the cuDNN and FA2 backends, eager and under CUDA graphs;
+    TFLOP/s counted as 3.5x the forward's FLOPs (forward + 2.5x)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..",
+                                    "python"))
+    import flashmlir
+    torch.manual_seed(0)
+    dtype = DTYPES[args.dtype]
+    print(f"{torch.cuda.get_device_name()}, {args.dtype}, causal; forward + "
+          "backward TFLOP/s (3.5x the forward's FLOPs), eager / CUDA graph")
+    print("| B | Hq/Hkv | N | D | flash-mlir | cuDNN | FA2 | /cuDNN | /FA2 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (b, hq, hkv, n, d) in STEP_SHAPES:
+        q = torch.randn(b, n, hq, d, device="cuda", dtype=dtype,
+                        requires_grad=True)
+        k, v = (torch.randn(b, n, hkv, d, device="cuda", dtype=dtype,
+                            requires_grad=True) for _ in range(2))
+        do = torch.randn(b, n, hq, d, device="cuda", dtype=dtype)
+        flops = 4 * b * hq * n * n * d * 0.5 * 3.5
+
+        def ours():
+            out = flashmlir.flash_attn_func(q, k, v, causal=True)
+            return torch.autograd.grad(out, (q, k, v), do)
+
+        def sdpa(backend):
+            qt, kt, vt = (t.detach().transpose(1, 2).requires_grad_()
+                          for t in (q, k, v))
+            dot = do.transpose(1, 2)
+
+            def run():
+                with sdpa_kernel([backend]):
+                    out = F.scaled_dot_product_attention(
+                        qt, kt, vt, is_causal=True, enable_gqa=True)
+                return torch.autograd.grad(out, (qt, kt, vt), dot)
+            return run
+        cells = []
+        for fn in (ours, sdpa(SDPBackend.CUDNN_ATTENTION),
+                   sdpa(SDPBackend.FLASH_ATTENTION)):
+            try:
+                eager = flops / timed(fn) / 1e12
+            except Exception as e:  # noqa: BLE001 -- reported
+                cells.append((None, None,
+                              f"{type(e).__name__}: "
+                              f"{str(e).splitlines()[0][:60]}"))
+                continue
+            replay, why = graphed(fn)
+            graph = flops / timed(replay) / 1e12 if replay else None
+            cells.append((eager, graph, why))
+
+        def text(c):
+            if c[0] is None:
+                return f"n/a ({c[2]})"
+            return f"{c[0]:.0f} / " + (f"{c[1]:.0f}" if c[1] is not None
+                                       else f"no graph ({c[2]})")
+
+        def ratio(a, b_):
+            if a[0] is None or b_[0] is None:
+                return "n/a"
+            r = f"{a[0] / b_[0]:.2f}"
+            if a[1] is not None and b_[1] is not None:
+                r += f" / {a[1] / b_[1]:.2f}"
+            return r
+        print(f"| {b} | {hq}/{hkv} | {n} | {d} | " +
+              " | ".join(text(c) for c in cells) +
+              f" | {ratio(cells[0], cells[1])} | "
+              f"{ratio(cells[0], cells[2])} |", flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("check", "speed"))
+    ap.add_argument("mode", choices=("check", "speed", "step"))
     ap.add_argument("--kernels", default=".bwd")
     ap.add_argument("--dtype", default="bf16", choices=tuple(DTYPES))
     ap.add_argument("--shapes", type=int, default=len(SHAPES),
                     help="check: the first this many shapes (fewer under "
                          "compute-sanitizer)")
     args = ap.parse_args()
-    return check(args) if args.mode == "check" else speed(args)
+    return {"check": check, "speed": speed, "step": step}[args.mode](args)
 
 
 if __name__ == "__main__":
