@@ -57,12 +57,13 @@ if [[ " $TARGETS " == *" fa-fuzz-metadata "* ]]; then
   rm -rf "$MSEEDS" && mkdir -p "$MSEEDS" "$MCORPUS"
   if [ "$RUNS" -gt 0 ]; then rm -rf "$MCORPUS" && mkdir -p "$MCORPUS"; fi
   # fa-compile's metadata for each launcher shape (sm_80 grid, sm_90a tile
-  # grid with tensor maps, dynamic scheduler), then every JSON string of the
-  # runtime-errors test.
-  for a in "sm_80 64" "sm_90a 128" "sm_90a 128 --causal"; do
+  # grid with tensor maps, dynamic scheduler, a deterministic backward
+  # kernel), then every JSON string of the runtime-errors test.
+  for a in "sm_80 64" "sm_90a 128" "sm_90a 128 --causal" \
+      "sm_90a 64 --backward --deterministic"; do
     set -- $a
     build/bin/fa-compile --arch "$1" --head-dim "$2" ${3:-} --no-cubin \
-      -o "$MSEEDS/k-$1-$2${3:-}" > /dev/null 2>&1 || true
+      ${4:-} -o "$MSEEDS/k-$1-$2${3:-}" > /dev/null 2>&1 || true
   done
   rm -f "$MSEEDS"/*.ptx
   /usr/bin/python3 - "$MSEEDS" <<'PY'

@@ -316,6 +316,49 @@ int faQueryGroupFor(long long queries, long long qHeads, long long kvHeads,
 
 void faKernelDestroy(FaKernel *kernel);
 
+/*===----------------------------------------------------------------------===*
+ * The backward (fa-compile --backward)
+ *===----------------------------------------------------------------------===*/
+
+typedef struct FaBackwardKernel FaBackwardKernel;
+
+/** Loads a backward kernel: its cubin and its "flash-mlir-backward-2"
+ *  metadata, which names three kernels of the cubin (the preprocess, the
+ *  main kernel, dQ's conversion). A forward kernel's metadata is refused
+ *  here, and this one by faKernelLoad. */
+int faBackwardKernelLoad(const void *cubin, size_t cubinSize,
+                         const char *metadataJson, int device,
+                         FaBackwardKernel **kernel);
+/** faBackwardKernelLoad of <prefix>.cubin and <prefix>.json. */
+int faBackwardKernelLoadFiles(const char *prefix, int device,
+                              FaBackwardKernel **kernel);
+/** Parses and validates a backward kernel's metadata as
+ *  faBackwardKernelLoad does, without a driver: 0 when it would accept
+ *  it, else 1 with the reason in faRuntimeLastError(). */
+int faBackwardMetadataCheck(const char *metadataJson);
+const char *faBackwardKernelName(const FaBackwardKernel *kernel);
+/** Device workspace a launch of this shape needs (row_dots, dQ's f32
+ *  accumulator and, for a deterministic kernel, its turn counters), in
+ *  `bytes`. */
+int faBackwardWorkspaceBytes(const FaBackwardKernel *kernel, int batch,
+                             int qHeads, int qLen, size_t *bytes);
+/** dQ, dK, dV of O = attention(Q, K, V) (the kernel's mask and scale
+ *  `scale`) for the loss gradient dO, from the forward's O and its LSE
+ *  (natural log, f32 [B, Hq, Nq]): contiguous device buffers Q, O, dO, dQ
+ *  [B, Hq, Nq, D] and K, V, dK, dV [B, Hkv, Nk, D] of the kernel's dtype,
+ *  16-byte aligned; `workspace` at least faBackwardWorkspaceBytes, 256-byte
+ *  aligned, its contents overwritten. Three launches on `stream` (a
+ *  CUstream, NULL for the default stream), in order: the preprocess, the
+ *  main kernel, dQ's conversion. Every size must be at least 1; Hq a
+ *  multiple of Hkv. */
+int faBackwardKernelLaunch(FaBackwardKernel *kernel, const void *q,
+                           const void *k, const void *v, const void *o,
+                           const float *lse, const void *dO, void *dq, void *dk,
+                           void *dv, void *workspace, size_t workspaceBytes,
+                           int batch, int qHeads, int kvHeads, int qLen,
+                           int kvLen, float scale, void *stream);
+void faBackwardKernelDestroy(FaBackwardKernel *kernel);
+
 /** Encodes the TMA tensor map (a 128-byte CUtensorMap, `map` 64-byte
  *  aligned) the sm_90a kernels read a contiguous [B, H, N, D] tensor
  *  through: `matrices` = B * H matrices of `rows` x `headDim` elements of

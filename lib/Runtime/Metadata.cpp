@@ -154,6 +154,13 @@ public:
       } else if (key == "grid") {
         if (readGrid("'grid'", m.grid))
           return 1;
+      } else if (key == "deterministic") {
+        if (readBool(m.deterministic))
+          return fail("launch metadata: 'deterministic' must be true or "
+                      "false");
+      } else if (key == "preprocess" || key == "convert") {
+        if (readRowsKernel(key, key == "preprocess" ? m.preprocess : m.convert))
+          return 1;
       } else if (skipValue(0)) {
         return fail("launch metadata: malformed value of '" + key + "'");
       }
@@ -654,13 +661,146 @@ private:
         });
   }
 
+  /// A backward kernel's "preprocess" or "convert" object.
+  int readRowsKernel(const std::string &what, Metadata::RowsKernel &rows) {
+    rows.given = true;
+    return readAuxiliary(what, rows.kernel, rows.block, rows.params,
+                         [&](const std::string &key) -> int {
+                           if (key == "grid")
+                             return readGrid("'" + what + "''s grid",
+                                             rows.grid);
+                           return -1;
+                         });
+  }
+
   const std::string &s;
   size_t pos = 0;
   // A malformed separator (nextMember) ends every loop at once.
   bool failed = false;
 };
 
-int validate(const Metadata &m) {
+/// A grid the launchers evaluate: three formulas in the names they give
+/// (kGridNames).
+int checkGridFormulas(const std::string &what, const GridFormulas &grid) {
+  for (int i = 0; i < 3; ++i) {
+    std::string error;
+    if (grid[i].empty())
+      return fail("launch metadata: no " + what);
+    if (!mlir::fa::model::GridFormula::check(
+            grid[i],
+            [](std::string_view name) {
+              return std::find(std::begin(kGridNames), std::end(kGridNames),
+                               name) != std::end(kGridNames);
+            },
+            error))
+      return fail("launch metadata: " + what + ": " + error);
+  }
+  return 0;
+}
+
+/// `names` as "(a, b, c)".
+std::string joinNames(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return "(" + text + ")";
+}
+
+/// Whether `given` holds each of `expected` once, in any order (the
+/// launchers bind by name); 1 with a message naming `what` otherwise.
+int checkParamNames(const std::string &what,
+                    const std::vector<std::string> &given,
+                    const std::vector<std::string> &expected) {
+  std::vector<std::string> have = given, want = expected;
+  std::sort(have.begin(), have.end());
+  std::sort(want.begin(), want.end());
+  if (have != want)
+    return fail("launch metadata: " + what + "'s parameters " +
+                joinNames(given) + " do not match this runtime's " +
+                joinNames(expected));
+  return 0;
+}
+
+/// A launch block: three positive sizes of at most 1024 threads in all.
+int checkBlock(const std::string &what, const std::vector<long> &block) {
+  if (block.size() != 3 || block[0] <= 0 || block[1] <= 0 || block[2] <= 0)
+    return fail("launch metadata: " + what +
+                " must be three positive integers");
+  if (block[0] * block[1] * block[2] > 1024)
+    return fail("launch metadata: " + what +
+                " must have at most 1024 threads (CUDA's limit per block), "
+                "got " +
+                std::to_string(block[0] * block[1] * block[2]));
+  return 0;
+}
+
+/// A backward kernel's metadata (fa-compile --backward): the main kernel's
+/// fields and parameters (fagpu::backwardParams), and its preprocess and
+/// convert kernels' (backwardPreprocessParams, backwardConvertParams).
+int validateBackward(const Metadata &m) {
+  if (m.kernel.empty())
+    return fail("launch metadata: no 'kernel' name");
+  for (const char *required : {"arch", "grid"})
+    if (std::find(m.given.begin(), m.given.end(), required) == m.given.end())
+      return fail(std::string("launch metadata: no '") + required + "'");
+  if (m.dtype != "f16" && m.dtype != "bf16")
+    return fail("launch metadata: a backward kernel's dtype must be f16 or "
+                "bf16, got '" +
+                m.dtype + "'");
+  if (m.headDim != 64 && m.headDim != 128)
+    return fail("launch metadata: a backward kernel's head_dim must be 64 or "
+                "128, got " +
+                std::to_string(m.headDim));
+  if (m.blockC <= 0 || m.sharedBytes < 0)
+    return fail("launch metadata: 'block_c' and 'shared_memory_bytes' must "
+                "be given and positive");
+  if (m.scale <= 0.0f)
+    return fail("launch metadata: a backward kernel's 'scale' must be given "
+                "and positive");
+  if (checkBlock("'block'", m.block) || checkGridFormulas("'grid'", m.grid))
+    return 1;
+  std::vector<std::string> expected = {
+      "q",  "k",  "v",  "lse", "do", "row_dots", "dq_accum",
+      "dk", "dv", "Hq", "Hkv", "Nq", "Nk",       "scale"};
+  if (m.deterministic)
+    expected.push_back("dq_semaphores");
+  if (checkParamNames("the backward kernel", m.params, expected))
+    return 1;
+  std::vector<std::string> preprocess = {"o",        "do", "row_dots",
+                                         "dq_accum", "Hq", "Nq"};
+  if (m.deterministic)
+    preprocess.push_back("dq_semaphores");
+  const std::pair<const Metadata::RowsKernel *, std::vector<std::string>>
+      rows[] = {{&m.preprocess, preprocess},
+                {&m.convert, {"dq_accum", "dq", "Hq", "Nq"}}};
+  for (const auto &[kernel, names] : rows) {
+    std::string what = kernel == &m.preprocess ? "preprocess" : "convert";
+    if (!kernel->given)
+      return fail("launch metadata: no '" + what +
+                  "' (a backward kernel launches its preprocess and dQ "
+                  "conversion from the same cubin)");
+    if (kernel->kernel.empty() || kernel->kernel == m.kernel)
+      return fail("launch metadata: '" + what +
+                  "' must name another kernel of the cubin");
+    if (checkGridFormulas("'" + what + "''s grid", kernel->grid) ||
+        checkBlock("'" + what + "''s block", kernel->block) ||
+        checkParamNames("'" + what + "'", kernel->params, names))
+      return 1;
+  }
+  return 0;
+}
+
+int validate(const Metadata &m, bool backward) {
+  if (backward) {
+    if (!m.backward())
+      return fail("launch metadata: format '" + m.format +
+                  "' is not a backward kernel's (expected '" +
+                  Metadata::kBackwardFormat + "')");
+    return validateBackward(m);
+  }
+  if (m.backward())
+    return fail("launch metadata: format '" + m.format +
+                "' is a backward kernel's: faBackwardKernelLoad loads it");
   if (m.format != "flash-mlir-kernel-1")
     return fail("launch metadata: unknown format '" + m.format +
                 "', expected 'flash-mlir-kernel-1'");
@@ -894,23 +1034,9 @@ int validate(const Metadata &m) {
       {"'value_layout''s grid",
        m.valueLayoutKernel.empty() ? nullptr : &m.valueLayoutGrid},
       {"'kv_append''s grid", m.hasKvAppend ? &m.kvAppendGrid : nullptr}};
-  for (const auto &[what, grid] : grids) {
-    if (!grid)
-      continue;
-    for (int i = 0; i < 3; ++i) {
-      std::string error;
-      if ((*grid)[i].empty())
-        return fail(std::string("launch metadata: no ") + what);
-      if (!mlir::fa::model::GridFormula::check(
-              (*grid)[i],
-              [](std::string_view name) {
-                return std::find(std::begin(kGridNames), std::end(kGridNames),
-                                 name) != std::end(kGridNames);
-              },
-              error))
-        return fail(std::string("launch metadata: ") + what + ": " + error);
-    }
-  }
+  for (const auto &[what, grid] : grids)
+    if (grid && checkGridFormulas(what, *grid))
+      return 1;
   return 0;
 }
 
@@ -969,8 +1095,8 @@ std::vector<std::string> kvAppendParamNames(bool e4m3Cache) {
   return names;
 }
 
-int parseMetadata(const std::string &text, Metadata &m) {
-  return JsonScanner(text).parse(m) || validate(m);
+int parseMetadata(const std::string &text, Metadata &m, bool backward) {
+  return JsonScanner(text).parse(m) || validate(m, backward);
 }
 
 } // namespace flashmlir::runtime

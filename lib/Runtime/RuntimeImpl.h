@@ -212,6 +212,21 @@ struct Metadata {
   // The fields the Python launcher needs that this reader would otherwise
   // default ("arch", "causal", "grid"), as they were given.
   std::vector<std::string> given;
+
+  // A backward kernel's ("flash-mlir-backward-2", fa-compile --backward):
+  // dQ's adds in key-block order (the dq_semaphores parameter), and the
+  // kernels of the same cubin launched before it ("preprocess") and after
+  // it ("convert"), each with its block, grid and parameter names.
+  bool deterministic = false;
+  struct RowsKernel {
+    bool given = false;
+    std::string kernel;
+    std::vector<long> block;
+    GridFormulas grid;
+    std::vector<std::string> params;
+  } preprocess, convert;
+  bool backward() const { return format == kBackwardFormat; }
+  static constexpr const char *kBackwardFormat = "flash-mlir-backward-2";
 };
 
 /// Evaluates `grid` for a launch: `sizes` the launch's sizes by name, the
@@ -232,8 +247,9 @@ inline constexpr long kKVAppendColumns = 8;
 std::vector<std::string> kvAppendParamNames(bool e4m3Cache);
 
 /// Reads `text` (strict JSON) into `m` and validates what the fields say
-/// together; 1 with the message on anything else.
-int parseMetadata(const std::string &text, Metadata &m);
+/// together, as a forward kernel's metadata or, with `backward`, a
+/// backward kernel's; 1 with the message on anything else.
+int parseMetadata(const std::string &text, Metadata &m, bool backward = false);
 /// cuModuleLoadData reads the image without a size: it must be a cubin
 /// whose ELF header and header tables lie inside the buffer, or text (PTX)
 /// that ends within it.
@@ -303,6 +319,14 @@ struct FaKernel {
   // A KV cache: the append kernel (faKernelAppendKV), null where the
   // metadata names none.
   void *appendFunction = nullptr;
+};
+
+/// A loaded backward kernel (fa-c/Runtime.h's opaque handle): the main
+/// kernel and the two around it, from one module.
+struct FaBackwardKernel {
+  flashmlir::runtime::Metadata meta;
+  void *module = nullptr;
+  void *preprocess = nullptr, *function = nullptr, *convert = nullptr;
 };
 
 #endif // FA_LIB_RUNTIME_RUNTIMEIMPL_H

@@ -228,6 +228,12 @@ struct BuiltKernel {
   SmallVector<fagpu::KernelParam> params, valueLayoutParams, kvAppendParams;
   /// The two auxiliary kernels' grids (fagpu.grid).
   DictionaryAttr valueLayoutGrid, kvAppendGrid;
+  /// A backward kernel's preprocess and dQ conversion kernels (names,
+  /// parameters, grids).
+  std::string backwardPreprocess, backwardConvert;
+  SmallVector<fagpu::KernelParam> backwardPreprocessParams,
+      backwardConvertParams;
+  DictionaryAttr backwardPreprocessGrid, backwardConvertGrid;
 };
 } // namespace
 
@@ -282,6 +288,21 @@ static FailureOr<BuiltKernel> builtKernelOf(LLVM::LLVMFuncOp kernel) {
     built.kvAppend = append.str();
     if (failed(auxiliary(built.kvAppend, built.kvAppendParams,
                          built.kvAppendGrid)))
+      return failure();
+  }
+  if (auto pre =
+          kernel->getAttrOfType<StringAttr>("fagpu.backward_preprocess")) {
+    built.backwardPreprocess = pre.str();
+    if (failed(auxiliary(built.backwardPreprocess,
+                         built.backwardPreprocessParams,
+                         built.backwardPreprocessGrid)))
+      return failure();
+  }
+  if (auto convert =
+          kernel->getAttrOfType<StringAttr>("fagpu.backward_convert")) {
+    built.backwardConvert = convert.str();
+    if (failed(auxiliary(built.backwardConvert, built.backwardConvertParams,
+                         built.backwardConvertGrid)))
       return failure();
   }
   return built;
@@ -782,13 +803,25 @@ finishCompile(ModuleOp module, gpu::GPUModuleOp gpuModule,
   return result;
 }
 
+/// One of the backward's kernels on query rows (the preprocess, dQ's
+/// conversion), as its launch metadata lists it.
+static llvm::json::Object rowsKernelJson(StringRef name,
+                                         ArrayRef<fagpu::KernelParam> params,
+                                         DictionaryAttr grid) {
+  return llvm::json::Object{
+      {"kernel", name},
+      {"block", llvm::json::Array{fagpu::kBackwardRowsThreads, 1, 1}},
+      {"grid", jsonOf(grid)},
+      {"params", paramsJson(params)}};
+}
+
 /// A backward kernel's launch metadata: its own format, so that a
 /// forward launcher refuses it by name.
 static std::string backwardMetadataJson(StringRef kernelName,
                                         const KernelOptions &options,
                                         const BuiltKernel &built) {
   llvm::json::Object root{
-      {"format", "flash-mlir-backward-1"},
+      {"format", "flash-mlir-backward-2"},
       {"kernel", kernelName},
       {"arch", fagpu::stringifyTarget(options.arch)},
       {"head_dim", options.headDim},
@@ -796,18 +829,18 @@ static std::string backwardMetadataJson(StringRef kernelName,
       {"causal", options.causal},
       {"bottom_right", options.bottomRight},
       // dQ's adds in the order of the key blocks (dq_semaphores, zeroed
-      // by the caller like dq_accum).
+      // by the preprocess like dq_accum).
       {"deterministic", options.deterministic},
-      {"layout", "contiguous [B, H, N, D] for q, k, v, do, dk, dv and "
-                 "dq_accum; [B, H, N] for lse and row_dots"},
-      // The launch's part of the backward; the rest is the caller's, on
-      // the same stream: before it row_dots = rowsum(dO o O) (f32) and
-      // dq_accum = 0, after it dQ = dq_accum in dQ's element type.
-      {"preprocess", options.deterministic
-                         ? "row_dots = rowsum(do * o) in f32; dq_accum = 0; "
-                           "dq_semaphores = 0"
-                         : "row_dots = rowsum(do * o) in f32; dq_accum = 0"},
-      {"postprocess", "dq = dq_accum in dq's dtype"},
+      {"layout", "contiguous [B, H, N, D] for q, k, v, o, do, dq, dk, dv "
+                 "and dq_accum; [B, H, N] for lse and row_dots"},
+      // The backward is three launches on one stream, all kernels of this
+      // cubin: the preprocess, this kernel, then dQ's conversion.
+      {"preprocess",
+       rowsKernelJson(built.backwardPreprocess, built.backwardPreprocessParams,
+                      built.backwardPreprocessGrid)},
+      {"convert",
+       rowsKernelJson(built.backwardConvert, built.backwardConvertParams,
+                      built.backwardConvertGrid)},
       {"block", llvm::json::Array{built.threads, 1, 1}},
       {"grid", jsonOf(built.grid)},
       {"block_r", built.schedule.getBlockR()},

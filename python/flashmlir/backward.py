@@ -1,17 +1,19 @@
 """The backward kernel's launcher: the artefacts of `fa-compile --backward`
-(a cubin and its "flash-mlir-backward-1" metadata) on torch tensors.
+(a cubin and its "flash-mlir-backward-2" metadata) on torch tensors.
 
-The kernel is the main loop of FlashAttention-2's backward (one CTA per
-block of 64 keys of a (batch, K/V head): dK and dV written once, dQ added
-into an f32 accumulator). Its metadata names the two steps around it that
-the caller runs on the same stream, here in torch:
+The backward is three kernels of the cubin, launched on the current
+stream in this order, each as the metadata lists it (name, block, grid,
+parameters):
 
-    row_dots = rowsum(dO * O)         (f32, before)
-    dq_accum = 0                      (f32, before)
-    dQ       = dq_accum in Q's dtype  (after)
+    preprocess   row_dots = rowsum(dO * O) (f32), dq_accum = 0
+                 (and the deterministic kernel's turn counters = 0)
+    kernel       the main loop of FlashAttention-2's backward: one CTA per
+                 block of 64 keys of a (batch, K/V head), dK and dV written
+                 once, dQ added into the f32 dq_accum
+    convert      dQ = dq_accum in Q's dtype
 
 Parameters are bound by the metadata's names, as the forward launchers do;
-the grid is the metadata's formula (flashmlir.grid_formula).
+the grids are the metadata's formulas (flashmlir.grid_formula).
 """
 
 import ctypes
@@ -21,7 +23,7 @@ import math
 from . import grid_formula
 from . import runtime
 
-BACKWARD_FORMAT = "flash-mlir-backward-1"
+BACKWARD_FORMAT = "flash-mlir-backward-2"
 
 # The backward kernel's parameters (fagpu::backwardParams): every name the
 # launcher can bind, and the kinds they must have.
@@ -33,6 +35,51 @@ _PARAM_KINDS = {
 }
 # A deterministic kernel's (metadata "deterministic": true) turn counters.
 _DETERMINISTIC_PARAM = "dq_semaphores"
+# The kernels around the main one (fagpu::backwardPreprocessParams,
+# backwardConvertParams): their metadata objects and parameters.
+_ROWS_KERNELS = {
+    "preprocess": {"o": "pointer", "do": "pointer", "row_dots": "pointer",
+                   "dq_accum": "pointer", "Hq": "i32", "Nq": "i32"},
+    "convert": {"dq_accum": "pointer", "dq": "pointer", "Hq": "i32",
+                "Nq": "i32"},
+}
+_GRID_NAMES = {"B", "Hq", "Hkv", "Nq", "Nk", "block_c", "block_r"}
+
+
+def _check_block(fail, where, block):
+    if (not isinstance(block, list) or len(block) != 3
+            or not all(runtime._is_int(b) and b >= 1 for b in block)
+            or block[0] * block[1] * block[2] > 1024):
+        fail(f"{where}block must be three positive ints of at most 1024 "
+             f"threads, got {block!r}")
+
+
+def _check_grid(fail, where, grid):
+    if not isinstance(grid, dict) or set(grid) != {"x", "y", "z"}:
+        fail(f"{where}grid must give x, y and z")
+    for key in ("x", "y", "z"):
+        try:
+            grid_formula.check(grid[key], _GRID_NAMES)
+        except grid_formula.GridFormulaError as e:
+            fail(f"{where}grid {key}: {e}")
+
+
+def _check_params(fail, where, params, kinds):
+    """`params` must be each of `kinds` (name: kind) once."""
+    if not isinstance(params, list):
+        fail(f"{where}params must be a list")
+    names = []
+    for p in params:
+        if not isinstance(p, dict) or p.get("name") not in kinds:
+            fail(f"{where}unknown parameter {p!r}: this launcher binds "
+                 f"{sorted(kinds)}")
+        if p.get("kind") != kinds[p["name"]]:
+            fail(f"{where}parameter {p['name']!r} must be a "
+                 f"{kinds[p['name']]}, got {p.get('kind')!r}")
+        names.append(p["name"])
+    if sorted(names) != sorted(kinds):
+        fail(f"{where}params must be each of {sorted(kinds)} once, got "
+             f"{names}")
 
 
 def _check_metadata(meta):
@@ -55,12 +102,7 @@ def _check_metadata(meta):
     for flag in ("causal", "bottom_right", "deterministic"):
         if not isinstance(meta.get(flag), bool):
             fail(f"{flag!r} must be a boolean")
-    block = meta.get("block")
-    if (not isinstance(block, list) or len(block) != 3
-            or not all(runtime._is_int(b) and b >= 1 for b in block)
-            or block[0] * block[1] * block[2] > 1024):
-        fail(f"block must be three positive ints of at most 1024 threads, "
-             f"got {block!r}")
+    _check_block(fail, "", meta.get("block"))
     for field in ("block_c", "shared_memory_bytes"):
         value = meta.get(field)
         if not runtime._is_int(value) or not 0 < value <= 232448:
@@ -69,32 +111,26 @@ def _check_metadata(meta):
     if (not runtime._is_number(scale) or not math.isfinite(scale)
             or scale <= 0):
         fail(f"scale must be positive and finite, got {scale!r}")
-    grid = meta.get("grid")
-    if not isinstance(grid, dict) or set(grid) != {"x", "y", "z"}:
-        fail("grid must give x, y and z")
-    known = {"B", "Hq", "Hkv", "Nq", "Nk", "block_c", "block_r"}
-    for key in ("x", "y", "z"):
-        try:
-            grid_formula.check(grid[key], known)
-        except grid_formula.GridFormulaError as e:
-            fail(f"grid {key}: {e}")
-    params = meta.get("params")
-    if not isinstance(params, list):
-        fail("params must be a list")
+    _check_grid(fail, "", meta.get("grid"))
     kinds = dict(_PARAM_KINDS)
     if meta["deterministic"]:
         kinds[_DETERMINISTIC_PARAM] = "pointer"
-    names = []
-    for p in params:
-        if not isinstance(p, dict) or p.get("name") not in kinds:
-            fail(f"unknown parameter {p!r}: this launcher binds "
-                 f"{sorted(kinds)}")
-        if p.get("kind") != kinds[p["name"]]:
-            fail(f"parameter {p['name']!r} must be a {kinds[p['name']]}"
-                 f", got {p.get('kind')!r}")
-        names.append(p["name"])
-    if sorted(names) != sorted(kinds):
-        fail(f"params must be each of {sorted(kinds)} once, got {names}")
+    _check_params(fail, "", meta.get("params"), kinds)
+    for what, kinds in _ROWS_KERNELS.items():
+        where = f"{what}: "
+        rows = meta.get(what)
+        if not isinstance(rows, dict):
+            fail(f"{what!r} must be an object (the kernel, its block, grid "
+                 f"and params)")
+        if (not isinstance(rows.get("kernel"), str) or not rows["kernel"]
+                or rows["kernel"] == meta["kernel"]):
+            fail(f"{where}'kernel' must name another kernel of the cubin")
+        _check_block(fail, where, rows.get("block"))
+        _check_grid(fail, where, rows.get("grid"))
+        kinds = dict(kinds)
+        if what == "preprocess" and meta["deterministic"]:
+            kinds[_DETERMINISTIC_PARAM] = "pointer"
+        _check_params(fail, where, rows.get("params"), kinds)
 
 
 class BackwardKernel:
@@ -124,14 +160,21 @@ class BackwardKernel:
     def name(self):
         return self.meta["kernel"]
 
-    def _function(self, device_index):
-        fn = self._functions.get(device_index)
-        if fn is None:
-            _, fn = runtime.load_function(
+    def _kernels(self, device_index):
+        """The (preprocess, main, convert) functions, loaded once per
+        device from one module."""
+        fns = self._functions.get(device_index)
+        if fns is None:
+            module, main = runtime.load_function(
                 self.cubin, self.name, self.meta["shared_memory_bytes"],
                 device_index)
-            self._functions[device_index] = fn
-        return fn
+            fns = (runtime.module_function(
+                       module, self.meta["preprocess"]["kernel"], 0),
+                   main,
+                   runtime.module_function(
+                       module, self.meta["convert"]["kernel"], 0))
+            self._functions[device_index] = fns
+        return fns
 
     def _check(self, q, k, v, out, lse, grad_out):
         import torch
@@ -204,20 +247,21 @@ class BackwardKernel:
         dv = torch.empty_like(v)
         if b == 0 or hq == 0 or nq == 0 or nk == 0:
             return torch.zeros_like(q), dk.zero_(), dv.zero_()
-        # The metadata's preprocess: D = rowsum(dO o O) and a zeroed f32 dQ.
-        row_dots = (grad_out.float() * out.float()).sum(-1)
-        dq_accum = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        row_dots = torch.empty((b, hq, nq), dtype=torch.float32,
+                               device=q.device)
+        dq_accum = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+        dq = torch.empty_like(q)
         sizes = {"B": b, "Hq": hq, "Nq": nq, "Hkv": hkv, "Nk": nk}
-        grid = runtime._evaluate_grid(self.meta, self.meta["grid"], sizes,
-                                      f"{self.name}: ")
         values = {
             "q": ctypes.c_void_p(q.data_ptr()),
             "k": ctypes.c_void_p(k.data_ptr()),
             "v": ctypes.c_void_p(v.data_ptr()),
+            "o": ctypes.c_void_p(out.data_ptr()),
             "lse": ctypes.c_void_p(lse.data_ptr()),
             "do": ctypes.c_void_p(grad_out.data_ptr()),
             "row_dots": ctypes.c_void_p(row_dots.data_ptr()),
             "dq_accum": ctypes.c_void_p(dq_accum.data_ptr()),
+            "dq": ctypes.c_void_p(dq.data_ptr()),
             "dk": ctypes.c_void_p(dk.data_ptr()),
             "dv": ctypes.c_void_p(dv.data_ptr()),
             "Hq": ctypes.c_int32(hq), "Hkv": ctypes.c_int32(hkv),
@@ -225,20 +269,27 @@ class BackwardKernel:
             "scale": ctypes.c_float(scale),
         }
         if self.meta["deterministic"]:
-            # One turn counter a (batch, query head, query block), zero.
-            semaphores = torch.zeros(b * hq * ((nq + 63) // 64),
+            # One turn counter a (batch, query head, query block), zeroed
+            # by the preprocess.
+            semaphores = torch.empty(b * hq * ((nq + 63) // 64),
                                      dtype=torch.int32, device=q.device)
             values[_DETERMINISTIC_PARAM] = ctypes.c_void_p(
                 semaphores.data_ptr())
-        params = runtime._bind_by_name(self.name, self.meta["params"], values)
+        launches = [(self.meta["preprocess"], 0), (self.meta, None),
+                    (self.meta["convert"], 0)]
         device_index = q.device.index
         with runtime._device_guard(device_index):
-            fn = self._function(device_index)
-            stream = runtime._current_stream(device_index)
+            fns = self._kernels(device_index)
+            stream = ctypes.c_void_p(runtime._current_stream(device_index))
             drv = runtime._get_driver()
-            bx, by, bz = self.meta["block"]
-            drv.check(drv.lib.cuLaunchKernel(
-                fn, *grid, bx, by, bz, self.meta["shared_memory_bytes"],
-                ctypes.c_void_p(stream), params, None), "cuLaunchKernel")
-        # The metadata's postprocess: dQ in Q's dtype.
-        return dq_accum.to(q.dtype), dk, dv
+            for fn, (meta, shared) in zip(fns, launches):
+                name = meta["kernel"]
+                grid = runtime._evaluate_grid(self.meta, meta["grid"], sizes,
+                                              f"{name}: ")
+                params = runtime._bind_by_name(name, meta["params"], values)
+                shared = (self.meta["shared_memory_bytes"] if shared is None
+                          else shared)
+                drv.check(drv.lib.cuLaunchKernel(
+                    fn, *grid, *meta["block"], shared, stream, params, None),
+                    f"cuLaunchKernel({name})")
+        return dq, dk, dv

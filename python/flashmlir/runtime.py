@@ -1066,6 +1066,13 @@ def load_function(cubin, name, shared_bytes, device_index):
     module = ctypes.c_void_p()
     drv.check(drv.lib.cuModuleLoadData(ctypes.byref(module), cubin),
               "cuModuleLoadData")
+    return module, module_function(module, name, shared_bytes)
+
+
+def module_function(module, name, shared_bytes):
+    """Kernel `name` of a loaded `module` (load_function's), allowed
+    `shared_bytes` of dynamic shared memory."""
+    drv = _get_driver()
     fn = ctypes.c_void_p()
     status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
                                          name.encode())
@@ -1078,7 +1085,7 @@ def load_function(cubin, name, shared_bytes, device_index):
             fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             ctypes.c_int(shared_bytes)),
             "cuFuncSetAttribute(max dynamic smem)")
-    return module, fn
+    return fn
 
 
 class Kernel:

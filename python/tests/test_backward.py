@@ -35,7 +35,10 @@ def test_loads_its_metadata(flashmlir, artefact):
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("format", "flash-mlir-kernel-1", "expected 'flash-mlir-backward-1'"),
+    ("format", "flash-mlir-kernel-1", "expected 'flash-mlir-backward-2'"),
+    ("format", "flash-mlir-backward-1", "expected 'flash-mlir-backward-2'"),
+    ("preprocess", "row_dots = rowsum(do * o)", "'preprocess' must be an object"),
+    ("convert", None, "'convert' must be an object"),
     ("dtype", "e4m3", "dtype must be f16 or bf16"),
     ("head_dim", 96, "head_dim must be 64 or 128"),
     ("causal", 1, "'causal' must be a boolean"),
@@ -52,6 +55,43 @@ def test_refuses_bad_metadata(flashmlir, artefact, field, value, message):
     cubin, meta = artefact
     bad = dict(meta, **{field: value})
     with pytest.raises(MetadataError, match=message.replace("(", r"\(")):
+        BackwardKernel(cubin, bad)
+
+
+def test_lists_its_row_kernels(flashmlir, artefact):
+    """The preprocess and dQ's conversion are kernels of the same cubin, a
+    CTA per 64 query rows, their parameters by name."""
+    _, meta = artefact
+    for what, names in (("preprocess", ["o", "do", "row_dots", "dq_accum",
+                                        "Hq", "Nq"]),
+                        ("convert", ["dq_accum", "dq", "Hq", "Nq"])):
+        rows = meta[what]
+        assert rows["kernel"] == f"fa2_bwd_sm80_d64_br64_bc64_f16_causal_{what}"
+        assert rows["grid"] == {"x": "ceil(Nq / 64)", "y": "Hq", "z": "B"}
+        assert rows["block"] == [128, 1, 1]
+        assert [p["name"] for p in rows["params"]] == names
+
+
+@pytest.mark.parametrize("what, field, value, message", [
+    ("preprocess", "kernel", "fa2_bwd_sm80_d64_br64_bc64_f16_causal",
+     "preprocess: 'kernel' must name another kernel of the cubin"),
+    ("convert", "kernel", "", "convert: 'kernel' must name another kernel"),
+    ("convert", "block", [2048, 1, 1],
+     "convert: block must be three positive ints"),
+    ("preprocess", "grid", {"x": "ceil(Nq / rows)", "y": "Hq", "z": "B"},
+     "preprocess: grid x: .*unknown name 'rows'"),
+    ("convert", "params", [{"name": "dq", "kind": "pointer"}],
+     "convert: params must be each of"),
+    ("preprocess", "params", [{"name": "dq_semaphores", "kind": "pointer"}],
+     "preprocess: unknown parameter"),
+])
+def test_refuses_bad_row_kernels(flashmlir, artefact, what, field, value,
+                                 message):
+    from flashmlir.backward import BackwardKernel
+    from flashmlir.runtime import MetadataError
+    cubin, meta = artefact
+    bad = dict(meta, **{what: dict(meta[what], **{field: value})})
+    with pytest.raises(MetadataError, match=message):
         BackwardKernel(cubin, bad)
 
 
@@ -77,7 +117,7 @@ def test_forward_launcher_refuses_it(flashmlir, artefact):
     launcher says so by the format, before anything launches."""
     from flashmlir.runtime import Kernel, MetadataError
     cubin, meta = artefact
-    with pytest.raises(MetadataError, match="flash-mlir-backward-1"):
+    with pytest.raises(MetadataError, match="flash-mlir-backward-2"):
         Kernel(cubin, meta)
 
 
@@ -241,3 +281,136 @@ def test_deterministic_gradients(cuda_flashmlir, causal):
         assert torch.equal(a, b)
     for a, b in zip(first, grads(False)):
         assert (a.float() - b.float()).abs().max().item() < 2e-2
+
+
+def _c_backward_runtime():
+    import ctypes
+    from conftest import load_c_runtime
+    lib, _, _ = load_c_runtime()
+    lib.faBackwardKernelName.restype = ctypes.c_char_p
+    return lib
+
+
+def test_c_runtime_checks_the_same_metadata(flashmlir, artefact):
+    """faBackwardMetadataCheck takes fa-compile's backward metadata and
+    refuses the mutations the Python launcher refuses, each by name; the
+    forward loader refuses a backward kernel's metadata and vice versa."""
+    lib = _c_backward_runtime()
+    cubin, meta = artefact
+
+    def check(m):
+        rc = lib.faBackwardMetadataCheck(json.dumps(m).encode())
+        return rc, lib.faRuntimeLastError().decode()
+
+    assert check(meta) == (0, check(meta)[1])
+    for field, value, message in [
+            ("format", "flash-mlir-kernel-1", "is not a backward kernel's"),
+            ("dtype", "e4m3", "dtype must be f16 or bf16"),
+            ("head_dim", 96, "head_dim must be 64 or 128"),
+            ("block", [1024, 2, 1], "'block' must have at most 1024 threads"),
+            ("grid", {"x": "ceil(Nk / block_w)", "y": "Hkv", "z": "B"},
+             "block_w"),
+            ("preprocess", None, "'preprocess' must be an object"),
+            ("deterministic", True, "dq_semaphores")]:
+        rc, text = check(dict(meta, **{field: value}))
+        assert rc == 1 and message in text, (field, text)
+    for what, field, value, message in [
+            ("convert", "kernel", meta["kernel"],
+             "'convert' must name another kernel"),
+            ("preprocess", "params", meta["preprocess"]["params"][:-1],
+             "'preprocess''s parameters"),
+            ("convert", "grid", {"x": "ceil(Nq / rows)", "y": "Hq",
+                                 "z": "B"}, "rows")]:
+        rc, text = check(dict(meta, **{what: dict(meta[what],
+                                                  **{field: value})}))
+        assert rc == 1 and message in text, (what, field, text)
+    missing = {k: v for k, v in meta.items() if k != "convert"}
+    rc, text = check(missing)
+    assert rc == 1 and "no 'convert'" in text
+    # Each loader refuses the other's metadata by its format.
+    assert lib.faKernelMetadataCheck(json.dumps(meta).encode()) == 1
+    assert b"faBackwardKernelLoad loads it" in lib.faRuntimeLastError()
+
+
+def test_c_runtime_refuses_bad_launches_without_a_driver(flashmlir,
+                                                         artefact, tmp_path,
+                                                         monkeypatch):
+    """The C launcher's argument checks come before the driver: null
+    handles and workspace sizes, by name."""
+    import ctypes
+    lib = _c_backward_runtime()
+    size = ctypes.c_size_t()
+    assert lib.faBackwardWorkspaceBytes(None, 1, 1, 1,
+                                        ctypes.byref(size)) == 1
+    assert b"must not be null" in lib.faRuntimeLastError()
+    null = ctypes.c_void_p()
+    assert lib.faBackwardKernelLaunch(
+        null, *([null] * 11), ctypes.c_size_t(0), 1, 1, 1, 1, 1,
+        ctypes.c_float(1.0), null) == 1
+    assert b"kernel must not be null" in lib.faRuntimeLastError()
+    assert lib.faBackwardKernelLoadFiles(b"/nonexistent/k", 0,
+                                         ctypes.byref(null)) == 1
+    assert b"cannot read /nonexistent/k.json" in lib.faRuntimeLastError()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_c_runtime_launch(cuda_flashmlir, deterministic):
+    """faBackwardKernelLaunch: the three launches from the C runtime give
+    the Python launcher's gradients (the deterministic kernel bit for bit,
+    the default one within the atomics' reordering); its refusals of a
+    short workspace, unaligned tensors and a head count K/V heads do not
+    divide."""
+    import ctypes
+    torch, flashmlir = cuda_flashmlir
+    from flashmlir.backward import BackwardKernel
+    lib = _c_backward_runtime()
+    folder = os.environ.get("FLASHMLIR_BACKWARD_KERNEL_DIR", ".bwd")
+    name = flashmlir.kernel_file_name("sm_90a", 128, "bf16", True,
+                                      bottom_right=True, backward=True,
+                                      deterministic=deterministic)
+    prefix = os.path.join(folder, name)
+    kernel = ctypes.c_void_p()
+    assert lib.faBackwardKernelLoadFiles(prefix.encode(), 0,
+                                         ctypes.byref(kernel)) == 0, \
+        lib.faRuntimeLastError()
+    torch.manual_seed(5)
+    b, hq, hkv, nq, nk, d = 2, 8, 2, 200, 333, 128
+    dt = torch.bfloat16
+    q = torch.randn(b, hq, nq, d, device="cuda", dtype=dt)
+    k = torch.randn(b, hkv, nk, d, device="cuda", dtype=dt)
+    v = torch.randn(b, hkv, nk, d, device="cuda", dtype=dt)
+    do = torch.randn(b, hq, nq, d, device="cuda", dtype=dt)
+    o = torch.randn(b, hq, nq, d, device="cuda", dtype=dt)
+    lse = torch.randn(b, hq, nq, device="cuda") + 5
+    scale = 1 / math.sqrt(d)
+    want = BackwardKernel.load(prefix)(q, k, v, o, lse, do, scale=scale)
+    size = ctypes.c_size_t()
+    assert lib.faBackwardWorkspaceBytes(kernel, b, hq, nq,
+                                        ctypes.byref(size)) == 0
+    workspace = torch.empty(size.value, dtype=torch.uint8, device="cuda")
+    grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+    def launch(ws_bytes, heads=hq, first=q):
+        ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+        return lib.faBackwardKernelLaunch(
+            kernel, ptr(first), ptr(k), ptr(v), ptr(o), ptr(lse), ptr(do),
+            *map(ptr, grads), ptr(workspace), ctypes.c_size_t(ws_bytes), b,
+            heads, hkv, nq, nk, ctypes.c_float(scale), stream)
+
+    assert launch(size.value) == 0, lib.faRuntimeLastError()
+    torch.cuda.synchronize()
+    for got, ref in zip(grads, want):
+        if deterministic:
+            assert torch.equal(got, ref)
+        else:
+            err = (got.float() - ref.float()).abs().max().item()
+            assert err < 2e-2, err
+    assert launch(size.value - 1) == 1
+    assert b"(faBackwardWorkspaceBytes)" in lib.faRuntimeLastError()
+    assert launch(size.value, heads=7) == 1
+    assert b"must be a multiple of K/V heads" in lib.faRuntimeLastError()
+    assert launch(size.value, first=q.view(-1)[1:]) == 1
+    assert b"16-byte aligned" in lib.faRuntimeLastError()
+    lib.faBackwardKernelDestroy(kernel)

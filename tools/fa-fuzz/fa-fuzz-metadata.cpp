@@ -3,7 +3,8 @@
 // The C runtime reads fa-compile's JSON launch metadata and the kernel image
 // in the embedding process (a Python interpreter, a serving binary): any
 // crash, exception or out-of-bounds read there takes that process down. The
-// input is tried both as metadata (faKernelMetadataCheck) and as a kernel
+// input is tried both as metadata (faKernelMetadataCheck, and
+// faBackwardMetadataCheck for a backward kernel's) and as a kernel
 // image behind valid metadata (faKernelLoad, which checks the image before
 // it would need a driver; FLASHMLIR_LIBCUDA points nowhere, so no driver is
 // ever loaded). Findings: crashes, sanitizer reports, uncaught exceptions
@@ -37,6 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // As metadata: a C string (up to the first NUL, as the API reads it).
   std::string text(reinterpret_cast<const char *>(data), size);
   (void)faKernelMetadataCheck(text.c_str());
+  // And as a backward kernel's metadata (its own validation).
+  (void)faBackwardMetadataCheck(text.c_str());
   // As an image, in a buffer of exactly `size` bytes so that AddressSanitizer
   // sees any read past it.
   if (size > 0) {

@@ -44,6 +44,22 @@ LLVM::LLVMFuncOp buildSM90KVAppendKernel(OpBuilder &b, Location loc,
                                          bool e4m3Cache, StringRef name);
 std::string sm90KVAppendKernelName(int64_t headDim, bool bf16, bool e4m3Cache);
 
+/// The backward's kernels around its main one, for head dim `headDim`
+/// (a multiple of 16), f16 or bf16 rows, named `name`, built into `module`
+/// (SM80BackwardRows.cpp): the preprocess (row_dots = rowsum(dO o O),
+/// dq_accum = 0, and with `deterministic` the turn counters = 0,
+/// fagpu::backwardPreprocessParams) and dQ's conversion from its f32
+/// accumulator (fagpu::backwardConvertParams).
+LLVM::LLVMFuncOp buildSM80BackwardPreprocessKernel(OpBuilder &b, Location loc,
+                                                   gpu::GPUModuleOp module,
+                                                   StringRef name,
+                                                   int64_t headDim, bool bf16,
+                                                   bool deterministic);
+LLVM::LLVMFuncOp buildSM80BackwardConvertKernel(OpBuilder &b, Location loc,
+                                                gpu::GPUModuleOp module,
+                                                StringRef name, int64_t headDim,
+                                                bool bf16);
+
 } // namespace mlir::fa
 
 #endif // FA_LIB_CONVERSION_FAGPUTONVVM_KERNELLOWERINGS_H

@@ -46,6 +46,8 @@ constexpr int64_t kThreads = kWarps * 32;
 constexpr int64_t kStages = 2;
 /// Keys per CTA and query rows per block: one m16 row tile per warp.
 constexpr int64_t kBlock = 64;
+// The preprocess zeroes the turn counters of these query blocks.
+static_assert(kBlock == fagpu::kBackwardRows);
 
 /// What the generated kernel is specialised for.
 struct BackwardSpec {
@@ -431,6 +433,17 @@ LogicalResult mlir::fa::buildSM80BackwardKernels(ModuleOp module) {
                       b.getI64IntegerAttr(spec->sharedBytes()));
       kernel->setAttr(fagpu::kGridAttrName,
                       fagpu::backwardGrid(b.getContext()));
+      // The preprocess and dQ's conversion, for the runtimes (the host
+      // launch below keeps the tile level's nests for them).
+      std::string preprocess = spec->kernelName() + "_preprocess";
+      std::string convert = spec->kernelName() + "_convert";
+      buildSM80BackwardPreprocessKernel(b, op.getLoc(), kernels, preprocess,
+                                        spec->headDim, spec->bf16,
+                                        spec->deterministic);
+      buildSM80BackwardConvertKernel(b, op.getLoc(), kernels, convert,
+                                     spec->headDim, spec->bf16);
+      kernel->setAttr("fagpu.backward_preprocess", b.getStringAttr(preprocess));
+      kernel->setAttr("fagpu.backward_convert", b.getStringAttr(convert));
     }
     replaceWithLaunch(op, kernel, *spec);
   }

@@ -433,6 +433,41 @@ DictionaryAttr mlir::fagpu::backwardGrid(MLIRContext *ctx) {
                 b.getStringAttr("Hkv"), b.getStringAttr("B"));
 }
 
+SmallVector<KernelParam>
+mlir::fagpu::backwardPreprocessParams(StringRef dtype, bool deterministic) {
+  SmallVector<KernelParam> params = {
+      param("o", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"},
+            "the forward's output"),
+      param("do", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"},
+            "the gradient of the loss with respect to O"),
+      param("row_dots", ParamKind::Pointer, "f32", {"B", "Hq", "Nq"},
+            "written: rowsum(dO o O)"),
+      param("dq_accum", ParamKind::Pointer, "f32", {"B", "Hq", "Nq", "D"},
+            "written: zero")};
+  if (deterministic)
+    params.push_back(param("dq_semaphores", ParamKind::Pointer, "i32",
+                           {"B", "Hq", "ceil(Nq / 64)"}, "written: zero"));
+  params.append({param("Hq", ParamKind::I32, "", {}, "query heads"),
+                 param("Nq", ParamKind::I32, "", {}, "query length")});
+  return params;
+}
+
+SmallVector<KernelParam> mlir::fagpu::backwardConvertParams(StringRef dtype) {
+  return {param("dq_accum", ParamKind::Pointer, "f32", {"B", "Hq", "Nq", "D"},
+                "dQ in f32, as the main kernel left it"),
+          param("dq", ParamKind::Pointer, dtype, {"B", "Hq", "Nq", "D"},
+                "written: dQ"),
+          param("Hq", ParamKind::I32, "", {}, "query heads"),
+          param("Nq", ParamKind::I32, "", {}, "query length")};
+}
+
+DictionaryAttr mlir::fagpu::backwardRowsGrid(MLIRContext *ctx) {
+  Builder b(ctx);
+  return gridOf(
+      b, b.getStringAttr("ceil(Nq / " + std::to_string(kBackwardRows) + ")"),
+      b.getStringAttr("Hq"), b.getStringAttr("B"));
+}
+
 DictionaryAttr mlir::fagpu::valueLayoutGrid(MLIRContext *ctx) {
   // One thread per 16 keys of kValueLayoutColumnsPerThread V^T rows.
   Builder b(ctx);

@@ -11,8 +11,24 @@
 // CHECK-LABEL: func.func @causal
 // CHECK: %[[BLOCKS:.*]] = arith.ceildivui %{{.*}}, %c64{{.*}} : index
 // CHECK: gpu.launch_func @fa_kernels::@fa2_bwd_sm80_d64_br64_bc64_f16_causal blocks in (%[[BLOCKS]], %{{.*}}, %{{.*}}) threads in (%c128{{.*}}) dynamic_shared_memory_size %c57344_i32
+// The preprocess (row_dots = rowsum(dO o O), dq_accum = 0) and dQ's
+// conversion, kernels of the same module for the runtimes (the host launch
+// above keeps the tile level's nests for them): a CTA per 64 query rows,
+// two threads a row.
+// CHECK: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_causal_convert(
+// CHECK-SAME: fagpu.grid = {x = "ceil(Nq / 64)", y = "Hq", z = "B"}
+// CHECK-SAME: name = "dq_accum"
+// CHECK-SAME: name = "dq"
+// CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xf16>
+// CHECK: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_causal_preprocess(
+// CHECK-SAME: fagpu.grid = {x = "ceil(Nq / 64)", y = "Hq", z = "B"}
+// CHECK-SAME: name = "o"
+// CHECK-SAME: name = "do"
+// CHECK-SAME: name = "row_dots"
+// CHECK-SAME: name = "dq_accum"
+// CHECK: nvvm.shfl.sync  bfly
 // CHECK: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_causal(
-// CHECK-SAME: fagpu.backward, fagpu.grid = {x = "ceil(Nk / block_c)", y = "Hkv", z = "B"}
+// CHECK-SAME: fagpu.backward, fagpu.backward_convert = "fa2_bwd_sm80_d64_br64_bc64_f16_causal_convert", fagpu.backward_preprocess = "fa2_bwd_sm80_d64_br64_bc64_f16_causal_preprocess", fagpu.grid = {x = "ceil(Nk / block_c)", y = "Hkv", z = "B"}
 // CHECK-SAME: name = "row_dots"
 // CHECK-SAME: name = "dq_accum"
 // Causal: the first query block that sees key k0 is max(k0 - shift, 0) / 64
@@ -101,6 +117,9 @@ func.func @plain(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
 // CHECK: gpu.memset %[[SEM]], %c0_i32 : memref<?xi32>, i32
 // CHECK: gpu.launch_func @fa_kernels::@fa2_bwd_sm80_d64_br64_bc64_f16_deterministic
 // CHECK: gpu.dealloc %[[SEM]] : memref<?xi32>
+// The runtimes' preprocess zeroes the turn counters.
+// CHECK: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_deterministic_preprocess(
+// CHECK-SAME: name = "dq_semaphores"
 // CHECK: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_deterministic(
 // CHECK-SAME: name = "dq_accum"
 // CHECK-SAME: name = "dq_semaphores"

@@ -195,6 +195,23 @@ SmallVector<KernelParam> backwardParams(StringRef dtype, bool deterministic);
 /// Its grid: a CTA per (K/V block of block_c keys, K/V head, batch).
 DictionaryAttr backwardGrid(MLIRContext *ctx);
 
+/// The backward's kernels before and after the main one, in its cubin, a
+/// CTA of kBackwardRowsThreads per (block of kBackwardRows query rows,
+/// query head, batch) (backwardRowsGrid). The preprocess: row_dots =
+/// rowsum(dO o O) in f32 from o and do [B, Hq, Nq, D] (`dtype`,
+/// contiguous), dq_accum = 0 and, `deterministic`, dq_semaphores = 0 --
+/// what the main kernel reads (backwardParams).
+SmallVector<KernelParam> backwardPreprocessParams(StringRef dtype,
+                                                  bool deterministic);
+/// The conversion after it: dq = dq_accum in `dtype` ([B, Hq, Nq, D]).
+SmallVector<KernelParam> backwardConvertParams(StringRef dtype);
+DictionaryAttr backwardRowsGrid(MLIRContext *ctx);
+/// Query rows a CTA of the two: the main kernel's query block, so that
+/// the preprocess zeroes the turn counter of the block it covers.
+inline constexpr int64_t kBackwardRows = 64;
+/// Two threads a row: each sums half of the row's columns.
+inline constexpr int64_t kBackwardRowsThreads = 2 * kBackwardRows;
+
 /// Whether `target`'s kernels read and write q, k, v, o as strided
 /// [B, H, N, D] tensors (any batch, head and row strides in 16-byte
 /// multiples, unit stride on D): rank-4 tensor maps, and o's strides as
