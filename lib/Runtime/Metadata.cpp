@@ -164,7 +164,8 @@ public:
       } else if (skipValue(0)) {
         return fail("launch metadata: malformed value of '" + key + "'");
       }
-      for (const char *required : {"arch", "causal", "grid"})
+      for (const char *required :
+           {"arch", "causal", "grid", "bottom_right", "deterministic"})
         if (key == required)
           m.given.push_back(key);
     }
@@ -582,7 +583,7 @@ private:
   template <typename OtherKeys>
   int readAuxiliary(const std::string &what, std::string &kernel,
                     std::vector<long> &block, std::vector<std::string> &params,
-                    OtherKeys other) {
+                    std::vector<std::string> &kinds, OtherKeys other) {
     const std::string quoted = "'" + what + "''s ";
     if (!eat('{'))
       return fail("launch metadata: '" + what + "' must be an object");
@@ -602,6 +603,7 @@ private:
         if (readParams(auxiliary))
           return 1;
         params = auxiliary.params;
+        kinds = auxiliary.paramKinds;
       } else if (int read = other(key); read >= 0) {
         if (read)
           return 1;
@@ -615,8 +617,10 @@ private:
   /// "value_layout": the e4m3 kernels' V layout kernel, with its
   /// "key_alignment" and "columns_per_thread".
   int readValueLayout(Metadata &m) {
+    m.hasValueLayout = true;
+    std::vector<std::string> kinds;
     return readAuxiliary("value_layout", m.valueLayoutKernel,
-                         m.valueLayoutBlock, m.valueLayoutParams,
+                         m.valueLayoutBlock, m.valueLayoutParams, kinds,
                          [&](const std::string &key) -> int {
                            // The two values each key takes: the layout kernels
                            // before and after it.
@@ -649,8 +653,9 @@ private:
   /// "columns_per_thread" (validate() checks them together).
   int readKvAppend(Metadata &m) {
     m.hasKvAppend = true;
+    std::vector<std::string> kinds;
     return readAuxiliary(
-        "kv_append", m.kvAppendKernel, m.kvAppendBlock, m.kvAppendParams,
+        "kv_append", m.kvAppendKernel, m.kvAppendBlock, m.kvAppendParams, kinds,
         [&](const std::string &key) -> int {
           if (key == "grid")
             return readGrid("'kv_append''s grid", m.kvAppendGrid);
@@ -665,7 +670,7 @@ private:
   int readRowsKernel(const std::string &what, Metadata::RowsKernel &rows) {
     rows.given = true;
     return readAuxiliary(what, rows.kernel, rows.block, rows.params,
-                         [&](const std::string &key) -> int {
+                         rows.paramKinds, [&](const std::string &key) -> int {
                            if (key == "grid")
                              return readGrid("'" + what + "''s grid",
                                              rows.grid);
@@ -681,14 +686,22 @@ private:
 
 /// A grid the launchers evaluate: three formulas in the names they give
 /// (kGridNames).
-int checkGridFormulas(const std::string &what, const GridFormulas &grid) {
+int checkGridFormulas(const std::string &what, const GridFormulas &grid,
+                      bool backward = false) {
+  // A backward launch gives its sizes and the kernel's tiles.
+  static constexpr const char *kBackwardGridNames[] = {
+      "B", "Hq", "Hkv", "Nq", "Nk", "D", "block_r", "block_c"};
   for (int i = 0; i < 3; ++i) {
     std::string error;
     if (grid[i].empty())
       return fail("launch metadata: no " + what);
     if (!mlir::fa::model::GridFormula::check(
             grid[i],
-            [](std::string_view name) {
+            [&](std::string_view name) {
+              if (backward)
+                return std::find(std::begin(kBackwardGridNames),
+                                 std::end(kBackwardGridNames),
+                                 name) != std::end(kBackwardGridNames);
               return std::find(std::begin(kGridNames), std::end(kGridNames),
                                name) != std::end(kGridNames);
             },
@@ -707,17 +720,28 @@ std::string joinNames(const std::vector<std::string> &names) {
 }
 
 /// Whether `given` holds each of `expected` once, in any order (the
-/// launchers bind by name); 1 with a message naming `what` otherwise.
-int checkParamNames(const std::string &what,
-                    const std::vector<std::string> &given,
-                    const std::vector<std::string> &expected) {
-  std::vector<std::string> have = given, want = expected;
+/// launchers bind by name), each of the kind `expected` gives it
+/// (`givenKinds`: "kind", in the order of `given`); 1 with a message naming
+/// `what` otherwise.
+int checkParams(
+    const std::string &what, const std::vector<std::string> &given,
+    const std::vector<std::string> &givenKinds,
+    const std::vector<std::pair<std::string, std::string>> &expected) {
+  std::vector<std::string> have = given, want;
+  for (const auto &entry : expected)
+    want.push_back(entry.first);
+  std::vector<std::string> wanted = want;
   std::sort(have.begin(), have.end());
   std::sort(want.begin(), want.end());
   if (have != want)
     return fail("launch metadata: " + what + "'s parameters " +
                 joinNames(given) + " do not match this runtime's " +
-                joinNames(expected));
+                joinNames(wanted));
+  for (size_t i = 0; i < given.size(); ++i)
+    for (const auto &[name, kind] : expected)
+      if (given[i] == name && givenKinds[i] != kind)
+        return fail("launch metadata: " + what + "'s parameter '" + name +
+                    "' must be a " + kind + ", got '" + givenKinds[i] + "'");
   return 0;
 }
 
@@ -740,7 +764,8 @@ int checkBlock(const std::string &what, const std::vector<long> &block) {
 int validateBackward(const Metadata &m) {
   if (m.kernel.empty())
     return fail("launch metadata: no 'kernel' name");
-  for (const char *required : {"arch", "grid"})
+  for (const char *required :
+       {"arch", "grid", "causal", "bottom_right", "deterministic"})
     if (std::find(m.given.begin(), m.given.end(), required) == m.given.end())
       return fail(std::string("launch metadata: no '") + required + "'");
   if (m.dtype != "f16" && m.dtype != "bf16")
@@ -751,28 +776,40 @@ int validateBackward(const Metadata &m) {
     return fail("launch metadata: a backward kernel's head_dim must be 64 or "
                 "128, got " +
                 std::to_string(m.headDim));
-  if (m.blockC <= 0 || m.sharedBytes < 0)
-    return fail("launch metadata: 'block_c' and 'shared_memory_bytes' must "
-                "be given and positive");
+  // At most the 227 KiB of shared memory a Hopper CTA may use.
+  if (m.blockC <= 0 || m.sharedBytes <= 0 || m.sharedBytes > 232448)
+    return fail("launch metadata: 'block_c' must be given and positive, "
+                "'shared_memory_bytes' in [1, 232448]");
   if (m.scale <= 0.0f)
     return fail("launch metadata: a backward kernel's 'scale' must be given "
                 "and positive");
-  if (checkBlock("'block'", m.block) || checkGridFormulas("'grid'", m.grid))
+  if (checkBlock("'block'", m.block) ||
+      checkGridFormulas("'grid'", m.grid, /*backward=*/true))
     return 1;
-  std::vector<std::string> expected = {
-      "q",  "k",  "v",  "lse", "do", "row_dots", "dq_accum",
-      "dk", "dv", "Hq", "Hkv", "Nq", "Nk",       "scale"};
-  if (m.deterministic)
-    expected.push_back("dq_semaphores");
-  if (checkParamNames("the backward kernel", m.params, expected))
+  if (m.hasValueLayout || m.hasKvAppend)
+    return fail("launch metadata: a backward kernel has no 'value_layout' or "
+                "'kv_append'");
+  using Params = std::vector<std::pair<std::string, std::string>>;
+  const std::string pointer = "pointer", i32 = "i32";
+  Params expected = {
+      {"q", pointer},        {"k", pointer},  {"v", pointer},
+      {"lse", pointer},      {"do", pointer}, {"row_dots", pointer},
+      {"dq_accum", pointer}, {"dk", pointer}, {"dv", pointer},
+      {"Hq", i32},           {"Hkv", i32},    {"Nq", i32},
+      {"Nk", i32},           {"scale", "f32"}};
+  Params preprocess = {{"o", pointer},        {"do", pointer},
+                       {"row_dots", pointer}, {"dq_accum", pointer},
+                       {"Hq", i32},           {"Nq", i32}};
+  if (m.deterministic) {
+    expected.push_back({"dq_semaphores", pointer});
+    preprocess.push_back({"dq_semaphores", pointer});
+  }
+  if (checkParams("the backward kernel", m.params, m.paramKinds, expected))
     return 1;
-  std::vector<std::string> preprocess = {"o",        "do", "row_dots",
-                                         "dq_accum", "Hq", "Nq"};
-  if (m.deterministic)
-    preprocess.push_back("dq_semaphores");
-  const std::pair<const Metadata::RowsKernel *, std::vector<std::string>>
-      rows[] = {{&m.preprocess, preprocess},
-                {&m.convert, {"dq_accum", "dq", "Hq", "Nq"}}};
+  const std::pair<const Metadata::RowsKernel *, Params> rows[] = {
+      {&m.preprocess, preprocess},
+      {&m.convert,
+       {{"dq_accum", pointer}, {"dq", pointer}, {"Hq", i32}, {"Nq", i32}}}};
   for (const auto &[kernel, names] : rows) {
     std::string what = kernel == &m.preprocess ? "preprocess" : "convert";
     if (!kernel->given)
@@ -782,9 +819,11 @@ int validateBackward(const Metadata &m) {
     if (kernel->kernel.empty() || kernel->kernel == m.kernel)
       return fail("launch metadata: '" + what +
                   "' must name another kernel of the cubin");
-    if (checkGridFormulas("'" + what + "''s grid", kernel->grid) ||
+    if (checkGridFormulas("'" + what + "''s grid", kernel->grid,
+                          /*backward=*/true) ||
         checkBlock("'" + what + "''s block", kernel->block) ||
-        checkParamNames("'" + what + "'", kernel->params, names))
+        checkParams("'" + what + "'", kernel->params, kernel->paramKinds,
+                    names))
       return 1;
   }
   return 0;
@@ -804,6 +843,9 @@ int validate(const Metadata &m, bool backward) {
   if (m.format != "flash-mlir-kernel-1")
     return fail("launch metadata: unknown format '" + m.format +
                 "', expected 'flash-mlir-kernel-1'");
+  if (m.preprocess.given || m.convert.given)
+    return fail("launch metadata: 'preprocess' and 'convert' belong to a "
+                "backward kernel's metadata");
   if (m.kernel.empty())
     return fail("launch metadata: no 'kernel' name");
   // fa-compile writes each of them; the Python launcher reads them.

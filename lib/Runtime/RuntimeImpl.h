@@ -223,8 +223,10 @@ struct Metadata {
     std::string kernel;
     std::vector<long> block;
     GridFormulas grid;
-    std::vector<std::string> params;
+    std::vector<std::string> params, paramKinds;
   } preprocess, convert;
+  // Whether "value_layout" was given (a backward kernel has none).
+  bool hasValueLayout = false;
   bool backward() const { return format == kBackwardFormat; }
   static constexpr const char *kBackwardFormat = "flash-mlir-backward-2";
 };

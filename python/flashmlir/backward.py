@@ -43,7 +43,9 @@ _ROWS_KERNELS = {
     "convert": {"dq_accum": "pointer", "dq": "pointer", "Hq": "i32",
                 "Nq": "i32"},
 }
-_GRID_NAMES = {"B", "Hq", "Hkv", "Nq", "Nk", "block_c", "block_r"}
+# The names a backward grid may use: the launch's sizes and the kernel's
+# tiles (the C runtime's kBackwardGridNames).
+_GRID_NAMES = {"B", "Hq", "Hkv", "Nq", "Nk", "D", "block_c", "block_r"}
 
 
 def _check_block(fail, where, block):
@@ -55,19 +57,17 @@ def _check_block(fail, where, block):
 
 
 def _check_grid(fail, where, grid):
-    if not isinstance(grid, dict) or set(grid) != {"x", "y", "z"}:
-        fail(f"{where}grid must give x, y and z")
-    for key in ("x", "y", "z"):
-        try:
-            grid_formula.check(grid[key], _GRID_NAMES)
-        except grid_formula.GridFormulaError as e:
-            fail(f"{where}grid {key}: {e}")
+    try:
+        runtime._check_grid(f"{where}grid", grid, _GRID_NAMES)
+    except runtime.MetadataError as e:
+        fail(str(e))
 
 
-def _check_params(fail, where, params, kinds):
+def _check_param_kinds(fail, where, params, kinds):
     """`params` must be each of `kinds` (name: kind) once."""
     if not isinstance(params, list):
         fail(f"{where}params must be a list")
+    runtime._check_params(f"{where}params", params)
     names = []
     for p in params:
         if not isinstance(p, dict) or p.get("name") not in kinds:
@@ -89,6 +89,16 @@ def _check_metadata(meta):
 
     if not isinstance(meta, dict):
         fail("expected a JSON object")
+    # What the C reader checks of every metadata before validating it (the
+    # JSON rules, the shared fields' types and ranges, each parameter's
+    # entry), as faBackwardMetadataCheck does.
+    runtime._metadata_text(meta, allow_nan=False)
+    runtime._check_depth(meta)
+    if not all(isinstance(key, str) for key in meta):
+        fail("keys must be strings")
+    runtime._check_reader_fields(meta)
+    if "value_layout" in meta or "kv_append" in meta:
+        fail("a backward kernel has no 'value_layout' or 'kv_append'")
     if meta.get("format") != BACKWARD_FORMAT:
         fail(f"format is {meta.get('format')!r}, expected "
              f"{BACKWARD_FORMAT!r} (a forward kernel's metadata goes to "
@@ -103,10 +113,16 @@ def _check_metadata(meta):
         if not isinstance(meta.get(flag), bool):
             fail(f"{flag!r} must be a boolean")
     _check_block(fail, "", meta.get("block"))
-    for field in ("block_c", "shared_memory_bytes"):
-        value = meta.get(field)
-        if not runtime._is_int(value) or not 0 < value <= 232448:
-            fail(f"{field} must be a positive int, got {value!r}")
+    if not isinstance(meta.get("arch"), str):
+        fail(f"'arch' must name the kernel's target, got "
+             f"{meta.get('arch')!r}")
+    if "block_c" not in meta:
+        fail("block_c must be a positive int, got None")
+    # At most the 227 KiB of shared memory a Hopper CTA may use.
+    value = meta.get("shared_memory_bytes")
+    if not runtime._is_int(value) or not 0 < value <= 232448:
+        fail(f"shared_memory_bytes must be a positive int of at most 232448, "
+             f"got {value!r}")
     scale = meta.get("scale")
     if (not runtime._is_number(scale) or not math.isfinite(scale)
             or scale <= 0):
@@ -115,7 +131,7 @@ def _check_metadata(meta):
     kinds = dict(_PARAM_KINDS)
     if meta["deterministic"]:
         kinds[_DETERMINISTIC_PARAM] = "pointer"
-    _check_params(fail, "", meta.get("params"), kinds)
+    _check_param_kinds(fail, "", meta.get("params"), kinds)
     for what, kinds in _ROWS_KERNELS.items():
         where = f"{what}: "
         rows = meta.get(what)
@@ -130,7 +146,7 @@ def _check_metadata(meta):
         kinds = dict(kinds)
         if what == "preprocess" and meta["deterministic"]:
             kinds[_DETERMINISTIC_PARAM] = "pointer"
-        _check_params(fail, where, rows.get("params"), kinds)
+        _check_param_kinds(fail, where, rows.get("params"), kinds)
 
 
 class BackwardKernel:
@@ -251,7 +267,8 @@ class BackwardKernel:
                                device=q.device)
         dq_accum = torch.empty(q.shape, dtype=torch.float32, device=q.device)
         dq = torch.empty_like(q)
-        sizes = {"B": b, "Hq": hq, "Nq": nq, "Hkv": hkv, "Nk": nk}
+        sizes = {"B": b, "Hq": hq, "Nq": nq, "Hkv": hkv, "Nk": nk,
+                 "D": self.meta["head_dim"]}
         values = {
             "q": ctypes.c_void_p(q.data_ptr()),
             "k": ctypes.c_void_p(k.data_ptr()),

@@ -256,7 +256,8 @@ _KERNEL_DTYPES = ("f16", "bf16", "e4m3")
 _STRING_FIELDS = ("format", "kernel", "dtype", "tile_scheduler", "arch",
                   "out_dtype")
 _BOOL_FIELDS = ("causal", "tile_grid", "persistent", "bottom_right",
-                "writes_lse", "split_kv", "kv_lengths", "varlen")
+                "writes_lse", "split_kv", "kv_lengths", "varlen",
+                "deterministic")
 # The fields the Python launcher needs (the C one defaults some of them).
 _REQUIRED_FIELDS = ("format", "kernel", "arch", "head_dim", "dtype", "causal",
                     "block", "grid", "block_r", "shared_memory_bytes",
@@ -334,9 +335,10 @@ _GRID_NAMES = ("B", "Hq", "Hkv", "Nq", "Nk", "D", "SMs", "kv_splits", "Nnew",
 _GRID_LIMITS = (2**31 - 1, 65535, 65535)
 
 
-def _check_grid(what, grid):
+def _check_grid(what, grid, names=None):
     """A launch grid of the metadata ({"x", "y", "z"}: integers in [1,
-    2^31 - 1] or formulas over _GRID_NAMES), as the C reader checks it."""
+    2^31 - 1] or formulas over `names`, _GRID_NAMES by default), as the C
+    reader checks it."""
     if not isinstance(grid, dict):
         raise MetadataError(f"metadata {what} must be an object, got "
                             f"{grid!r}")
@@ -357,7 +359,7 @@ def _check_grid(what, grid):
             raise MetadataError(f"metadata {what}'s {key!r} must be an "
                                 f"integer or a formula, got {dim!r}")
         try:
-            grid_formula.check(dim, _GRID_NAMES)
+            grid_formula.check(dim, _GRID_NAMES if names is None else names)
         except grid_formula.GridFormulaError as e:
             raise MetadataError(f"metadata {what}: {e}") from None
 
@@ -465,20 +467,10 @@ def _check_kv_append(append, meta):
     return kernel
 
 
-def _check_metadata(meta):
-    """The pure-Python checks: every rule of faKernelMetadataCheck
-    (lib/Runtime/Metadata.cpp: its JSON reader's types and ranges, then
-    validate()), in the same order where it matters, and the fields the
-    Python launcher needs besides (arch, grid, causal, a tensor map's box,
-    the parameters' kinds)."""
-    if not all(isinstance(key, str) for key in meta):
-        raise MetadataError("metadata keys must be strings")
-    if meta.get("format") != METADATA_FORMAT:
-        raise MetadataError(f"unknown metadata format {meta.get('format')!r},"
-                            f" expected {METADATA_FORMAT!r}")
-    for key in _REQUIRED_FIELDS:
-        if key not in meta:
-            raise MetadataError(f"metadata lacks {key!r}")
+def _check_reader_fields(meta):
+    """The C reader's types and ranges of the fields every metadata format
+    shares (its JSON scanner reads them before any validation): strings,
+    booleans, the integer fields' ranges, the scale and the softcap."""
     # The JSON reader's types and ranges.
     for key in _STRING_FIELDS:
         if key in meta and not isinstance(meta[key], str):
@@ -506,6 +498,26 @@ def _check_metadata(meta):
             not (softcap == 0 or 2.0 ** -64 <= softcap <= 2.0 ** 24):
         raise MetadataError(f"metadata 'softcap' must be 0 or a number in "
                             f"[2^-64, 2^24], got {softcap!r}")
+
+
+def _check_metadata(meta):
+    """The pure-Python checks: every rule of faKernelMetadataCheck
+    (lib/Runtime/Metadata.cpp: its JSON reader's types and ranges, then
+    validate()), in the same order where it matters, and the fields the
+    Python launcher needs besides (arch, grid, causal, a tensor map's box,
+    the parameters' kinds)."""
+    if not all(isinstance(key, str) for key in meta):
+        raise MetadataError("metadata keys must be strings")
+    if meta.get("format") != METADATA_FORMAT:
+        raise MetadataError(f"unknown metadata format {meta.get('format')!r},"
+                            f" expected {METADATA_FORMAT!r}")
+    for key in _REQUIRED_FIELDS:
+        if key not in meta:
+            raise MetadataError(f"metadata lacks {key!r}")
+    _check_reader_fields(meta)
+    if "preprocess" in meta or "convert" in meta:
+        raise MetadataError("metadata 'preprocess' and 'convert' belong to a "
+                            "backward kernel's metadata")
     _check_grid("'grid'", meta["grid"])
     names, rank = _check_params("metadata 'params'", meta["params"])
     params = meta["params"]

@@ -248,6 +248,10 @@ METADATA_BASES = {
     "split": ["--arch", "sm_90a", "--split-kv", "auto"],
     "e4m3": ["--arch", "sm_90a", "--dtype", "e4m3"],
     "sm80": ["--arch", "sm_80"],
+    # Backward kernels: their own format, read by faBackwardMetadataCheck
+    # and flashmlir.backward's checks.
+    "backward": ["--arch", "sm_90a", "--backward", "--causal"],
+    "backward-det": ["--arch", "sm_90a", "--backward", "--deterministic"],
 }
 VALUES = [None, True, False, 0, 1, -1, 2, 3, 16, 64, 128, 256, 1024, 2**31,
           2**63, -2**63, 0.5, 1.0, 128.0, 1e308, "", "x", "f16", "bf16",
@@ -256,7 +260,8 @@ VALUES = [None, True, False, 0, 1, -1, 2, 3, 16, 64, 128, 256, 1024, 2**31,
           {"x": 1}]
 KEYS = ["rank", "box", "swizzle", "l2_promotion", "kind", "dtype", "name",
         "tma_box_rows_o", "value_layout", "page_size", "kv_splits", "softcap",
-        "scale", "varlen", "split_kv", "grid", "arch", "causal", "window"]
+        "scale", "varlen", "split_kv", "grid", "arch", "causal", "window",
+        "preprocess", "convert", "deterministic", "block_c"]
 # Text-level edits: JSON the two readers must both refuse, or both take.
 TEXT_EDITS = [
     lambda t, r: t.replace(": 128", ": 0128", 1),
@@ -316,15 +321,22 @@ sys.path.insert(0, os.environ["FA_SRC"] + "/python")
 from flashmlir import runtime
 lib = runtime.runtime_library()
 assert lib is not None, "no libFARuntime.so"
+from flashmlir import backward
 for line in sys.stdin:
-    text = json.loads(line)
+    is_backward, text = json.loads(line)
     print("TRY", flush=True)
-    c = None if lib.faKernelMetadataCheck(text.encode()) == 0 else \
+    check = (lib.faBackwardMetadataCheck if is_backward
+             else lib.faKernelMetadataCheck)
+    c = None if check(text.encode()) == 0 else \
         (lib.faRuntimeLastError() or b"").decode(errors="replace")
     # The pure-Python reader and checks (what runs without the library).
     os.environ["FLASHMLIR_RUNTIME_LIB"] = ""
     try:
-        runtime.validate_metadata(runtime.load_metadata(text))
+        meta = runtime.load_metadata(text)
+        if is_backward:
+            backward._check_metadata(meta)
+        else:
+            runtime.validate_metadata(meta)
         py = None
     except runtime.MetadataError as e:
         py = str(e) or "(empty)"
@@ -363,7 +375,8 @@ def run_metadata(build, bases, rng, stop, record):
                                 stderr=subprocess.PIPE, text=True)
         try:
             out, err = proc.communicate(
-                "".join(json.dumps(t) + "\n" for _, t in batch), timeout=300)
+                "".join(json.dumps([n.startswith("backward"), t]) + "\n"
+                        for n, t in batch), timeout=300)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
