@@ -18,8 +18,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 
 using namespace flashmlir::runtime;
 
@@ -111,25 +109,13 @@ int faBackwardKernelLoad(const void *cubin, size_t cubinSize,
       {&k->function, &k->meta.kernel},
       {&k->convert, &k->meta.convert.kernel}};
   for (auto [function, name] : functions) {
-    CUresult status =
-        driver.cuModuleGetFunction(function, k->module, name->c_str());
-    if (status != 0) {
-      std::string message = "the cubin has no kernel named '" + *name +
-                            "' (from the metadata): cuModuleGetFunction "
-                            "failed: " +
-                            driver.describe(status);
+    if (moduleFunction(k->module, *name, "from the metadata", function)) {
       driver.cuModuleUnload(k->module);
       delete k;
-      return fail(message);
+      return 1;
     }
   }
-  // Above 48 KiB, dynamic shared memory must be opted into per function.
-  if (k->meta.sharedBytes > 48 * 1024 &&
-      check(driver.cuFuncSetAttribute(k->function,
-                                      /*MAX_DYNAMIC_SHARED_SIZE_BYTES=*/8,
-                                      (int)k->meta.sharedBytes),
-            "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_"
-            "BYTES)")) {
+  if (allowSharedBytes(k->function, k->meta.sharedBytes)) {
     driver.cuModuleUnload(k->module);
     delete k;
     return 1;
@@ -142,20 +128,9 @@ int faBackwardKernelLoadFiles(const char *prefix, int device,
                               FaBackwardKernel **kernel) {
   if (!prefix)
     return fail("faBackwardKernelLoadFiles: prefix must not be null");
-  auto readAll = [](const std::string &path, std::string &out) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
-      return false;
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    out = ss.str();
-    return true;
-  };
   std::string cubin, json;
-  if (!readAll(std::string(prefix) + ".json", json))
-    return fail(std::string("cannot read ") + prefix + ".json");
-  if (!readAll(std::string(prefix) + ".cubin", cubin))
-    return fail(std::string("cannot read ") + prefix + ".cubin");
+  if (readKernelFiles(prefix, cubin, json))
+    return 1;
   return faBackwardKernelLoad(cubin.data(), cubin.size(), json.c_str(), device,
                               kernel);
 }

@@ -10,8 +10,48 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 using namespace flashmlir::runtime;
+
+int flashmlir::runtime::moduleFunction(void *module, const std::string &name,
+                                       const std::string &from,
+                                       void **function) {
+  CUresult status = driver.cuModuleGetFunction(function, module, name.c_str());
+  if (status != 0)
+    return fail("the cubin has no kernel named '" + name + "' (" + from +
+                "): cuModuleGetFunction failed: " + driver.describe(status));
+  return 0;
+}
+
+int flashmlir::runtime::allowSharedBytes(void *function, long bytes) {
+  // Above 48 KiB, dynamic shared memory must be opted into per function.
+  if (bytes <= 48 * 1024)
+    return 0;
+  return check(driver.cuFuncSetAttribute(function,
+                                         /*MAX_DYNAMIC_SHARED_SIZE_BYTES=*/8,
+                                         (int)bytes),
+               "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_"
+               "BYTES)");
+}
+
+int flashmlir::runtime::readKernelFiles(const char *prefix, std::string &cubin,
+                                        std::string &json) {
+  auto readAll = [](const std::string &path, std::string &out) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f)
+      return false;
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    out = ss.str();
+    return true;
+  };
+  if (!readAll(std::string(prefix) + ".json", json))
+    return fail(std::string("cannot read ") + prefix + ".json");
+  if (!readAll(std::string(prefix) + ".cubin", cubin))
+    return fail(std::string("cannot read ") + prefix + ".cubin");
+  return 0;
+}
 
 extern "C" {
 
@@ -35,43 +75,24 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
     delete k;
     return 1;
   }
-  CUresult status = driver.cuModuleGetFunction(&k->function, k->module,
-                                               k->meta.kernel.c_str());
-  if (status != 0) {
-    std::string message =
-        "the cubin has no kernel named '" + k->meta.kernel +
-        "' (from the metadata): cuModuleGetFunction failed: " +
-        driver.describe(status);
-    driver.cuModuleUnload(k->module);
-    delete k;
-    return fail(message);
-  }
-  // The auxiliary kernels the metadata names beside the attention: the
-  // e4m3 V layout kernel, a KV cache's append kernel.
-  const std::pair<void **, const std::string *> auxiliary[] = {
-      {&k->layoutFunction, &k->meta.valueLayoutKernel},
-      {&k->appendFunction, &k->meta.kvAppendKernel}};
-  for (auto [function, name] : auxiliary) {
+  // The attention, then the auxiliary kernels the metadata names beside
+  // it: the e4m3 V layout kernel, a KV cache's append kernel.
+  const std::tuple<void **, const std::string *, const char *> functions[] = {
+      {&k->function, &k->meta.kernel, "from the metadata"},
+      {&k->layoutFunction, &k->meta.valueLayoutKernel,
+       "the metadata's value_layout"},
+      {&k->appendFunction, &k->meta.kvAppendKernel,
+       "the metadata's kv_append"}};
+  for (auto [function, name, from] : functions) {
     if (name->empty())
       continue;
-    status = driver.cuModuleGetFunction(function, k->module, name->c_str());
-    if (status != 0) {
-      std::string message =
-          "the cubin has no kernel named '" + *name + "' (the metadata's " +
-          (name == &k->meta.valueLayoutKernel ? "value_layout" : "kv_append") +
-          "): cuModuleGetFunction failed: " + driver.describe(status);
+    if (moduleFunction(k->module, *name, from, function)) {
       driver.cuModuleUnload(k->module);
       delete k;
-      return fail(message);
+      return 1;
     }
   }
-  // Above 48 KiB, dynamic shared memory must be opted into per function.
-  if (k->meta.sharedBytes > 48 * 1024 &&
-      check(driver.cuFuncSetAttribute(k->function,
-                                      /*MAX_DYNAMIC_SHARED_SIZE_BYTES=*/8,
-                                      (int)k->meta.sharedBytes),
-            "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_"
-            "BYTES)")) {
+  if (allowSharedBytes(k->function, k->meta.sharedBytes)) {
     driver.cuModuleUnload(k->module);
     delete k;
     return 1;
@@ -83,20 +104,9 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
 int faKernelLoadFiles(const char *prefix, int device, FaKernel **kernel) {
   if (!prefix)
     return fail("faKernelLoadFiles: prefix must not be null");
-  auto readAll = [](const std::string &path, std::string &out) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
-      return false;
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    out = ss.str();
-    return true;
-  };
   std::string cubin, json;
-  if (!readAll(std::string(prefix) + ".json", json))
-    return fail(std::string("cannot read ") + prefix + ".json");
-  if (!readAll(std::string(prefix) + ".cubin", cubin))
-    return fail(std::string("cannot read ") + prefix + ".cubin");
+  if (readKernelFiles(prefix, cubin, json))
+    return 1;
   return faKernelLoad(cubin.data(), cubin.size(), json.c_str(), device, kernel);
 }
 

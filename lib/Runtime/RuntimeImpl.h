@@ -248,6 +248,16 @@ inline constexpr long kKVAppendColumns = 8;
 /// as a set: the launcher binds them by name, in the metadata's order.
 std::vector<std::string> kvAppendParamNames(bool e4m3Cache);
 
+/// Kernel `name` of a loaded `module` in `function`; the failure names it
+/// and where it was named (`from`).
+int moduleFunction(void *module, const std::string &name,
+                   const std::string &from, void **function);
+/// Opts `function` into `bytes` of dynamic shared memory (above 48 KiB the
+/// driver wants it per function).
+int allowSharedBytes(void *function, long bytes);
+/// <prefix>.cubin and <prefix>.json, as fa-compile -o <prefix> wrote them.
+int readKernelFiles(const char *prefix, std::string &cubin, std::string &json);
+
 /// Reads `text` (strict JSON) into `m` and validates what the fields say
 /// together, as a forward kernel's metadata or, with `backward`, a
 /// backward kernel's; 1 with the message on anything else.
