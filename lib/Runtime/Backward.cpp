@@ -104,19 +104,13 @@ int faBackwardKernelLoad(const void *cubin, size_t cubinSize,
     delete k;
     return 1;
   }
-  const std::pair<void **, const std::string *> functions[] = {
-      {&k->preprocess, &k->meta.preprocess.kernel},
-      {&k->function, &k->meta.kernel},
-      {&k->convert, &k->meta.convert.kernel}};
-  for (auto [function, name] : functions) {
-    if (moduleFunction(k->module, *name, "from the metadata", function)) {
-      driver.cuModuleUnload(k->module);
-      delete k;
-      return 1;
-    }
-  }
-  if (allowSharedBytes(k->function, k->meta.sharedBytes)) {
-    driver.cuModuleUnload(k->module);
+  // validateBackward has made sure each of the three is named.
+  if (loadFunctions(
+          k->module,
+          {{&k->preprocess, &k->meta.preprocess.kernel, "from the metadata"},
+           {&k->function, &k->meta.kernel, "from the metadata"},
+           {&k->convert, &k->meta.convert.kernel, "from the metadata"}},
+          &k->function, k->meta.sharedBytes)) {
     delete k;
     return 1;
   }

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
-#include <tuple>
 
 using namespace flashmlir::runtime;
 
@@ -33,6 +32,22 @@ int flashmlir::runtime::allowSharedBytes(void *function, long bytes) {
                                          (int)bytes),
                "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_"
                "BYTES)");
+}
+
+int flashmlir::runtime::loadFunctions(void *module,
+                                      std::initializer_list<FunctionSlot> slots,
+                                      void **main, long sharedBytes) {
+  for (const FunctionSlot &slot : slots)
+    if (!slot.name->empty() &&
+        moduleFunction(module, *slot.name, slot.from, slot.function)) {
+      driver.cuModuleUnload(module);
+      return 1;
+    }
+  if (allowSharedBytes(*main, sharedBytes)) {
+    driver.cuModuleUnload(module);
+    return 1;
+  }
+  return 0;
 }
 
 int flashmlir::runtime::readKernelFiles(const char *prefix, std::string &cubin,
@@ -77,23 +92,13 @@ int faKernelLoad(const void *cubin, size_t cubinSize, const char *metadataJson,
   }
   // The attention, then the auxiliary kernels the metadata names beside
   // it: the e4m3 V layout kernel, a KV cache's append kernel.
-  const std::tuple<void **, const std::string *, const char *> functions[] = {
-      {&k->function, &k->meta.kernel, "from the metadata"},
-      {&k->layoutFunction, &k->meta.valueLayoutKernel,
-       "the metadata's value_layout"},
-      {&k->appendFunction, &k->meta.kvAppendKernel,
-       "the metadata's kv_append"}};
-  for (auto [function, name, from] : functions) {
-    if (name->empty())
-      continue;
-    if (moduleFunction(k->module, *name, from, function)) {
-      driver.cuModuleUnload(k->module);
-      delete k;
-      return 1;
-    }
-  }
-  if (allowSharedBytes(k->function, k->meta.sharedBytes)) {
-    driver.cuModuleUnload(k->module);
+  if (loadFunctions(k->module,
+                    {{&k->function, &k->meta.kernel, "from the metadata"},
+                     {&k->layoutFunction, &k->meta.valueLayoutKernel,
+                      "the metadata's value_layout"},
+                     {&k->appendFunction, &k->meta.kvAppendKernel,
+                      "the metadata's kv_append"}},
+                    &k->function, k->meta.sharedBytes)) {
     delete k;
     return 1;
   }

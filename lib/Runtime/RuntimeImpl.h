@@ -255,6 +255,17 @@ int moduleFunction(void *module, const std::string &name,
 /// Opts `function` into `bytes` of dynamic shared memory (above 48 KiB the
 /// driver wants it per function).
 int allowSharedBytes(void *function, long bytes);
+/// A kernel a loader looks up: where it goes, its name (none: skipped) and
+/// where the name came from.
+struct FunctionSlot {
+  void **function;
+  const std::string *name;
+  const char *from;
+};
+/// Looks up each of `slots` in `module`, then opts `*main` into
+/// `sharedBytes`; on a failure unloads the module (the loaders' one exit).
+int loadFunctions(void *module, std::initializer_list<FunctionSlot> slots,
+                  void **main, long sharedBytes);
 /// <prefix>.cubin and <prefix>.json, as fa-compile -o <prefix> wrote them.
 int readKernelFiles(const char *prefix, std::string &cubin, std::string &json);
 

@@ -1081,16 +1081,17 @@ def load_function(cubin, name, shared_bytes, device_index):
     return module, module_function(module, name, shared_bytes)
 
 
-def module_function(module, name, shared_bytes):
+def module_function(module, name, shared_bytes, source="from the metadata"):
     """Kernel `name` of a loaded `module` (load_function's), allowed
-    `shared_bytes` of dynamic shared memory."""
+    `shared_bytes` of dynamic shared memory; a failure names where the
+    name came from (`source`)."""
     drv = _get_driver()
     fn = ctypes.c_void_p()
     status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
                                          name.encode())
     if status != 0:
         raise MetadataError(
-            f"the cubin has no kernel named {name!r} (from the metadata): "
+            f"the cubin has no kernel named {name!r} ({source}): "
             f"cuModuleGetFunction failed: {drv.error_text(status)}")
     if shared_bytes > 48 * 1024:
         drv.check(drv.lib.cuFuncSetAttribute(
@@ -1727,16 +1728,9 @@ class Kernel:
         names, from the cubin's module on `device_index`, looked up once."""
         fn = self._auxiliary_functions.get((device_index, entry))
         if fn is None:
-            module = self._module(device_index)
-            drv = _get_driver()
-            fn = ctypes.c_void_p()
-            name = self.meta[entry]["kernel"]
-            status = drv.lib.cuModuleGetFunction(ctypes.byref(fn), module,
-                                                 name.encode())
-            if status != 0:
-                raise MetadataError(
-                    f"the cubin has no kernel named {name!r} (the metadata's "
-                    f"{entry}): {drv.error_text(status)}")
+            fn = module_function(self._module(device_index),
+                                 self.meta[entry]["kernel"], 0,
+                                 f"the metadata's {entry}")
             self._auxiliary_functions[(device_index, entry)] = fn
         return fn
 
