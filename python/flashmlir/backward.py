@@ -49,11 +49,10 @@ _GRID_NAMES = {"B", "Hq", "Hkv", "Nq", "Nk", "D", "block_c", "block_r"}
 
 
 def _check_block(fail, where, block):
-    if (not isinstance(block, list) or len(block) != 3
-            or not all(runtime._is_int(b) and b >= 1 for b in block)
-            or block[0] * block[1] * block[2] > 1024):
-        fail(f"{where}block must be three positive ints of at most 1024 "
-             f"threads, got {block!r}")
+    try:
+        runtime._check_block(f"{where}block", block)
+    except runtime.MetadataError as e:
+        fail(str(e))
 
 
 def _check_grid(fail, where, grid):
