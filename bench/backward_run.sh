@@ -4,6 +4,8 @@
 # most important first, each part time-boxed so that a short device lease
 # still returns the earlier parts:
 #   check    the 2x rule over the shape grid (bench/backward_check.py check)
+#   checkdet the same over the --deterministic kernels, each run twice
+#            for the same bits
 #   pytest   the gpu tests of python/tests/test_backward.py
 #   memcheck compute-sanitizer memcheck on the first two shapes
 #   speed    the kernel's speed table beside torch SDPA's backward
@@ -21,7 +23,7 @@ K=${KERNELS:-.bwd}
 O=${OUT:-.}
 export FLASHMLIR_KERNEL_DIR=$K FLASHMLIR_BACKWARD_KERNEL_DIR=$K
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(check pytest memcheck speed step train)
+[ ${#parts[@]} -eq 0 ] && parts=(check checkdet pytest memcheck speed step train)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$O/backward-device.log"
 for part in "${parts[@]}"; do
   start=$(date +%s)
@@ -30,6 +32,10 @@ for part in "${parts[@]}"; do
       timeout 240 python3 bench/backward_check.py check --kernels "$K" \
         > "$O/backward-check.log" 2>&1
       echo "check: rc $? $(tail -1 "$O/backward-check.log")" ;;
+    checkdet)
+      timeout 240 python3 bench/backward_check.py check --deterministic \
+        --kernels "$K" > "$O/backward-checkdet.log" 2>&1
+      echo "checkdet: rc $? $(tail -1 "$O/backward-checkdet.log")" ;;
     pytest)
       timeout 240 python3 -m pytest -q -m gpu python/tests/test_backward.py \
         > "$O/backward-pytest.log" 2>&1

@@ -134,7 +134,7 @@ private:
   Value qPtr, doPtr, lsePtr, rowDotsPtr, dqPtr, semaphoresPtr;
   Value hq, nq, nk, scale, scaleLog2, shift;
   Value batch, kvHead, group, firstBlock, blocksPerHead, steps;
-  Value warp, g, k0, keyBlock;
+  Value warp, g, k0, keyBlock, keyBlocks;
   Value kTile, vTile, ring, gradScoresTile;
 };
 
@@ -165,6 +165,14 @@ LLVM::LLVMFuncOp BackwardBuilder::build(gpu::GPUModuleOp module) {
 
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   keyBlock = NVVM::BlockIdXOp::create(b, loc, i32);
+  // A deterministic kernel's key blocks add into dQ highest first (emitStep),
+  // so its CTAs take them from the highest down: a CTA only ever waits for
+  // CTAs launched before it (x is the fastest-varying index), which a grid
+  // too large to be resident at once needs to make progress.
+  if (spec.deterministic) {
+    keyBlocks = divu(add(nk, c32(kBlock - 1)), c32(kBlock));
+    keyBlock = sub(sub(keyBlocks, c32(1)), keyBlock);
+  }
   kvHead = NVVM::BlockIdYOp::create(b, loc, i32);
   batch = NVVM::BlockIdZOp::create(b, loc, i32);
   warp = divu(tid, c32(32));
@@ -306,13 +314,27 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
     return {dk, dv};
   }
   // The key blocks that reach query block q0 / 64 are 0 .. J (the causal
-  // mask hides a suffix of them, never a prefix), so key block j takes turn
-  // j there: the sum is the same every run.
+  // mask hides a suffix of them, never a prefix): key k reaches it while
+  // k <= q0 + 63 + shift, so J = min((q0 + 63 + shift) / 64, blocks - 1),
+  // non-negative for every block this CTA visits. Key block j takes turn
+  // J - j there: the sum is the same every run. Highest first, because
+  // under a causal mask block J's CTA reaches query block q0 / 64 at its
+  // first step and block j's one step after block j + 1's: each CTA waits
+  // for one that got there a step earlier. Lowest first chained the waits
+  // (block j's first step waited for j steps of lower blocks).
+  Value lastKeyBlock = sub(keyBlocks, c32(1));
+  if (spec.causal)
+    lastKeyBlock = arith::MinSIOp::create(
+        b, loc,
+        arith::DivSIOp::create(b, loc, add(add(q0, c32(kBlock - 1)), shift),
+                               c32(kBlock)),
+        lastKeyBlock);
   Value queryBlocks = divu(add(nq, c32(kBlock - 1)), c32(kBlock));
   Value semaphore =
       gep(globalPtr, i32, semaphoresPtr,
           ext64(add(mul(matrix, queryBlocks), divu(q0, c32(kBlock)))));
-  fagpu::SemaphoreWaitOp::create(b, loc, semaphore, keyBlock);
+  fagpu::SemaphoreWaitOp::create(b, loc, semaphore,
+                                 sub(lastKeyBlock, keyBlock));
   fagpu::AtomicAddRowsOp::create(b, loc, dq, queryRow, nq, dqBase, scale,
                                  spec.vectorReductions);
   fagpu::SemaphoreSignalOp::create(b, loc, semaphore);

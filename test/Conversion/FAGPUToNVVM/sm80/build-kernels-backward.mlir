@@ -108,7 +108,10 @@ func.func @plain(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
 // -----
 
 // deterministic: the key block takes its turn at each query block's
-// semaphore around dQ's adds; the host launch gives the kernel zeroed turn
+// semaphore around dQ's adds, the highest key block first (turn J - j of
+// the blocks 0 .. J that reach it), and the CTAs take the key blocks from
+// the highest down (j = ceil(Nk / 64) - 1 - x), so a CTA waits only for
+// CTAs launched before it; the host launch gives the kernel zeroed turn
 // counters (B * Hq * ceil(Nq / 64) of them) and frees them after.
 !t = memref<?x?x?x64xf16>
 !r = memref<?x?x?xf32>
@@ -123,8 +126,18 @@ func.func @plain(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
 // CHECK: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_deterministic(
 // CHECK-SAME: name = "dq_accum"
 // CHECK-SAME: name = "dq_semaphores"
-// CHECK: %[[J:.*]] = nvvm.read.ptx.sreg.ctaid.x
-// CHECK: fagpu.semaphore_wait %[[TURN:.*]] equals %[[J]]
+// CHECK: %[[X:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK: %[[NK:.*]] = arith.addi %arg13, %c63
+// CHECK-NEXT: %c64
+// CHECK-NEXT: %[[BLOCKS:.*]] = arith.divui %[[NK]], %c64
+// CHECK-NEXT: %c1
+// CHECK-NEXT: %[[HIGHEST:.*]] = arith.subi %[[BLOCKS]], %c1
+// CHECK-NEXT: %[[J:.*]] = arith.subi %[[HIGHEST]], %[[X]]
+// Without a mask every key block reaches every query block: J is the last.
+// CHECK: %[[LAST:.*]] = arith.subi %[[BLOCKS]], %c1
+// CHECK-NOT: arith.minsi
+// CHECK: %[[T:.*]] = arith.subi %[[LAST]], %[[J]]
+// CHECK-NEXT: fagpu.semaphore_wait %[[TURN:.*]] equals %[[T]]
 // CHECK-NEXT: fagpu.atomic_add_rows
 // CHECK-NEXT: fagpu.semaphore_signal %[[TURN]]
 func.func @deterministic(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
@@ -132,6 +145,34 @@ func.func @deterministic(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
   fagpu.attention_backward %q, %k, %v, %lse, %do, %d, %dq outs(%dk, %dv)
       {target = #fagpu.target<sm_80>, scale = 0.125 : f32, deterministic,
        block_r = 64 : i64, block_c = 64 : i64}
+    : !t, !t, !t, !r, !t, !r, memref<?x?x?x64xf32>, !t, !t
+  return
+}
+
+// -----
+
+// deterministic and causal (bottom-right): J = min((q0 + 63 + shift) / 64,
+// ceil(Nk / 64) - 1), the last key block that reaches query block q0 / 64.
+!t = memref<?x?x?x64xf16>
+!r = memref<?x?x?xf32>
+// CHECK-LABEL: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_causal_bottom_right_deterministic(
+// CHECK: %[[X:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK: %[[BLOCKS:.*]] = arith.divui
+// CHECK: %[[J:.*]] = arith.subi %{{.*}}, %[[X]]
+// CHECK: %[[SHIFT:.*]] = arith.subi %arg13, %arg12
+// CHECK: %[[LAST:.*]] = arith.subi %[[BLOCKS]], %c1
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %[[SHIFT]]
+// CHECK-NEXT: %c64
+// CHECK-NEXT: %[[REACH:.*]] = arith.divsi %[[END]], %c64
+// CHECK-NEXT: %[[LASTSEEN:.*]] = arith.minsi %[[REACH]], %[[LAST]]
+// CHECK: %[[T:.*]] = arith.subi %[[LASTSEEN]], %[[J]]
+// CHECK-NEXT: fagpu.semaphore_wait %{{.*}} equals %[[T]]
+func.func @deterministic_causal(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t,
+                                %d: !r, %dq: memref<?x?x?x64xf32>, %dk: !t,
+                                %dv: !t) {
+  fagpu.attention_backward %q, %k, %v, %lse, %do, %d, %dq outs(%dk, %dv)
+      {target = #fagpu.target<sm_80>, scale = 0.125 : f32, deterministic,
+       causal, bottom_right, block_r = 64 : i64, block_c = 64 : i64}
     : !t, !t, !t, !r, !t, !r, memref<?x?x?x64xf32>, !t, !t
   return
 }
