@@ -11,7 +11,7 @@ flashmlir.backward.BackwardKernel, the launcher a user calls.
   python3 bench/backward_check.py step [--dtype bf16]
 
 check: random inputs, ragged and grouped-query shapes, f16 and bf16, D 64
-and 128, no mask and causal in both alignments. The kernel's O and LSE
+and 128, no mask, causal in both alignments and sliding windows (MASKS). The kernel's O and LSE
 inputs are the forward's in f32 (O rounded to the dtype); each gradient's
 largest error against the float64 autograd reference must be at most twice
 that of torch's own math attention in the dtype (plus 1e-4), the rule of
@@ -42,21 +42,40 @@ from flashmlir.backward import BackwardKernel  # noqa: E402
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
 
-def kernel(folder, d, dtype, causal, bottom_right, deterministic=False):
-    name = kernel_file_name("sm_90a", d, dtype, causal,
-                            bottom_right=bottom_right, backward=True,
-                            deterministic=deterministic)
+def kernel(folder, d, dtype, causal, bottom_right, deterministic=False,
+           window=0, offset=0):
+    name = kernel_file_name("sm_90a", d, dtype, causal, window=window,
+                            bottom_right=bottom_right, diagonal_offset=offset,
+                            backward=True, deterministic=deterministic)
     return BackwardKernel.load(os.path.join(folder, name))
 
 
-def visible(nq, nk, causal, bottom_right, device):
-    """[Nq, Nk] booleans: key j visible from query i."""
-    if not causal:
-        return torch.ones(nq, nk, dtype=torch.bool, device=device)
-    shift = nk - nq if bottom_right else 0
-    i = torch.arange(nq, device=device)[:, None]
+def visible(nq, nk, causal, bottom_right, device, window=0, offset=0):
+    """[Nq, Nk] booleans: key j visible from query i, which sits at key
+    position i' = i (+ Nk - Nq bottom-right aligned) + offset: j <= i'
+    (causal), |i' - j| < window."""
+    shift = (nk - nq if bottom_right else 0) + offset
+    i = torch.arange(nq, device=device)[:, None] + shift
     j = torch.arange(nk, device=device)[None, :]
-    return j <= i + shift
+    seen = torch.ones(nq, nk, dtype=torch.bool, device=device)
+    if causal:
+        seen &= j <= i
+    if window:
+        seen &= (i - j < window) & (j - i < window)
+    return seen
+
+
+# The masks of the check: (name, causal, bottom-right, window, diagonal
+# offset), as bench/build_backward_kernels.sh builds them; the windows are
+# flash-attn's window_size = (96, 0) and (100, 37), and a symmetric one.
+MASKS = [
+    ("none", False, False, 0, 0),
+    ("causal", True, False, 0, 0),
+    ("causal-br", True, True, 0, 0),
+    ("win(96,0)", True, True, 97, 0),
+    ("win(100,37)", True, True, 138, 37),
+    ("win|80|", False, False, 80, 0),
+]
 
 
 def attention(q, k, v, scale, mask):
@@ -111,16 +130,16 @@ def check(args):
     for dtype_name in ("f16", "bf16"):
         dtype = DTYPES[dtype_name]
         for d in (64, 128):
-            for causal, br in ((False, False), (True, False), (True, True)):
+            for mask_name, causal, br, window, offset in MASKS:
                 kern = kernel(args.kernels, d, dtype_name, causal, br,
-                              args.deterministic)
+                              args.deterministic, window, offset)
                 for (b, hq, hkv, nq, nk) in SHAPES[:args.shapes]:
                     q = torch.randn(b, hq, nq, d, device=dev, dtype=dtype)
                     k = torch.randn(b, hkv, nk, d, device=dev, dtype=dtype)
                     v = torch.randn(b, hkv, nk, d, device=dev, dtype=dtype)
                     do = torch.randn(b, hq, nq, d, device=dev, dtype=dtype)
                     scale = 1 / math.sqrt(d)
-                    mask = visible(nq, nk, causal, br, dev)
+                    mask = visible(nq, nk, causal, br, dev, window, offset)
                     o, lse = forward_state(q, k, v, scale, mask)
                     ours = kern(q, k, v, o, lse, do, scale=scale)
                     # A deterministic kernel gives the same bits again.
@@ -141,10 +160,8 @@ def check(args):
                                    f"{'' if good else ' FAIL'}")
                     total += 1
                     failures += not ok
-                    mask_name = ("causal-br" if br else "causal" if causal
-                                 else "none")
                     print(f"{'ok  ' if ok else 'FAIL'} {dtype_name} D{d} "
-                          f"{mask_name:9s} B{b} H{hq}/{hkv} Nq{nq} Nk{nk}: "
+                          f"{mask_name:11s} B{b} H{hq}/{hkv} Nq{nq} Nk{nk}: "
                           + ", ".join(row), flush=True)
     print(f"{total - failures}/{total} passed")
     return 1 if failures else 0

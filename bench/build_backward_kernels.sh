@@ -4,7 +4,8 @@
 # into a folder (default .bwd/, git-ignored), named by fa-compile --out-dir
 # (fa::kernelFileName; the backward's end in _bwd), with the ptxas report of
 # each: f16 and bf16, D 64 and 128, no mask, causal top-left and
-# bottom-right, the backward also --deterministic, for the GPU's arch (sm_90a by default).
+# bottom-right, sliding windows (flash-attn's window_size (96, 0) and
+# (100, 37), a symmetric |i - j| < 80), the backward also --deterministic, for the GPU's arch (sm_90a by default).
 # bench/backward_check.py and the gpu tests of python/tests/test_backward.py
 # launch them (FLASHMLIR_KERNEL_DIR=<folder>).
 # Usage: bash bench/build_backward_kernels.sh [out-dir] [arch]
@@ -17,7 +18,10 @@ mkdir -p "$OUT"
 : > "$OUT/forward-ptxas.txt"
 for dtype in f16 bf16; do
   for d in 64 128; do
-    for mask in "" "--causal" "--causal --causal-align bottom-right"; do
+    for mask in "" "--causal" "--causal --causal-align bottom-right" \
+        "--causal --window 97 --causal-align bottom-right" \
+        "--causal --window 138 --diagonal-offset 37 --causal-align bottom-right" \
+        "--window 80"; do
       # shellcheck disable=SC2086
       build/bin/fa-compile --backward --arch "$ARCH" --dtype "$dtype" \
         --head-dim "$d" $mask --out-dir "$OUT" >> "$OUT/ptxas.txt" 2>&1

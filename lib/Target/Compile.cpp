@@ -536,9 +536,7 @@ static LogicalResult checkBackward(Location loc, const KernelOptions &options) {
                              "64 or 128 for Q, K and V alike, got "
                           << options.headDim << " and " << dv;
   std::pair<bool, StringRef> unsupported[] = {
-      {options.window != 0, "--window"},
       {options.softcap != 0.0, "--softcap"},
-      {options.diagonalOffset != 0, "--diagonal-offset"},
       {options.kvSplits != 0, "--split-kv"},
       {options.kvLengths, "--kv-lengths"},
       {options.pageSize != 0, "--page-size"},
@@ -827,7 +825,9 @@ static std::string backwardMetadataJson(StringRef kernelName,
       {"head_dim", options.headDim},
       {"dtype", fagpu::choiceName(options.dtype)},
       {"causal", options.causal},
+      {"window", options.window},
       {"bottom_right", options.bottomRight},
+      {"diagonal_offset", options.diagonalOffset},
       // dQ's adds in the order of the key blocks (dq_semaphores, zeroed
       // by the preprocess like dq_accum).
       {"deterministic", options.deterministic},

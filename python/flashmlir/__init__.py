@@ -595,7 +595,8 @@ def _flash_window(api, causal, window_size, softcap):
 
 
 def _backward_kernel_for(arch, head_dim, dtype, causal, bottom_right,
-                         kernel_dir, deterministic=False):
+                         kernel_dir, deterministic=False, window=0,
+                         diagonal_offset=0):
     """The backward kernel (flashmlir.backward.BackwardKernel) of these
     options: from `kernel_dir` (fa-compile --backward --out-dir, named
     kernel_file_name(..., backward=True)) when it is there, else compiled
@@ -604,28 +605,35 @@ def _backward_kernel_for(arch, head_dim, dtype, causal, bottom_right,
     from .backward import BackwardKernel
 
     key = ("backward", arch, head_dim, dtype, causal, bottom_right,
-           deterministic)
+           deterministic, window, diagonal_offset)
     if key in _launchers:
         return _launchers[key]
-    name = kernel_file_name(arch, head_dim, dtype, causal,
-                            bottom_right=bottom_right, backward=True,
+    name = kernel_file_name(arch, head_dim, dtype, causal, window=window,
+                            bottom_right=bottom_right,
+                            diagonal_offset=diagonal_offset, backward=True,
                             deterministic=deterministic)
     want = {"arch": arch, "head_dim": head_dim, "dtype": dtype,
-            "causal": causal, "bottom_right": bottom_right,
+            "causal": causal, "window": window,
+            "bottom_right": bottom_right, "diagonal_offset": diagonal_offset,
             "deterministic": deterministic}
     kernel = None
     if kernel_dir and _os.path.exists(_os.path.join(kernel_dir,
                                                     name + ".cubin")):
         path = _os.path.join(kernel_dir, name)
         kernel = BackwardKernel.load(path)
-        got = {k: kernel.meta.get(k) for k in want}
+        # A kernel without a window or offset may leave them out.
+        got = {k: kernel.meta.get(
+            k, 0 if k in ("window", "diagonal_offset") else None)
+            for k in want}
         if got != want:
             raise runtime.MetadataError(
                 f"{path}.json describes {got}, not the requested {want}")
     else:
         compiled = compile(head_dim=head_dim, causal=causal, dtype=dtype,
-                           arch=arch, bottom_right=bottom_right,
-                           backward=True, deterministic=deterministic)
+                           arch=arch, window=window,
+                           bottom_right=bottom_right,
+                           diagonal_offset=diagonal_offset, backward=True,
+                           deterministic=deterministic)
         kernel = BackwardKernel(compiled.cubin, compiled.metadata)
         if kernel_dir:
             _save_kernel(kernel_dir, name, compiled)
@@ -633,8 +641,8 @@ def _backward_kernel_for(arch, head_dim, dtype, causal, bottom_right,
     return kernel
 
 
-def _differentiable_attention(q, k, v, scale, causal, window, softcap,
-                              deterministic, kernel_dir, descaled):
+def _differentiable_attention(q, k, v, scale, causal, window, offset,
+                              softcap, deterministic, kernel_dir, descaled):
     """flash_attn_func where q, k or v requires grad: the forward kernel
     with its LSE, saved for the backward kernel (fa-compile --backward),
     through torch.autograd. The masks and options the backward kernel has
@@ -647,33 +655,40 @@ def _differentiable_attention(q, k, v, scale, causal, window, softcap,
             f"flash_attn_func: {why} has no backward kernel yet; for "
             f"inference call it under torch.no_grad() (or on detached "
             f"tensors)")
-    if window or softcap:
-        refuse("a window_size or softcap")
+    if softcap:
+        refuse("a softcap")
     if descaled or q.dtype not in (torch.float16, torch.bfloat16):
         refuse(f"{q.dtype} inputs")
     if q.shape[-1] not in (64, 128) or v.shape[-1] != q.shape[-1]:
         refuse(f"head dim {q.shape[-1]} (V {v.shape[-1]}; the backward "
                f"takes 64 or 128 for both)")
     return _FlashAttnFunction.get().apply(
-        q, k, v, scale, causal,
+        q, k, v, scale, causal, window, offset,
         _kernel_dir(kernel_dir) or _os.environ.get("FLASHMLIR_KERNEL_DIR"),
         bool(deterministic))
 
 
-def _causal_alignment(nq, nk, causal):
-    """flash-attn's causal mask as the kernels take it: (causal,
-    bottom_right); one query at the last key position sees every key."""
-    causal = bool(causal) and nq != 1
-    return causal, causal and nq != nk
+def _mask_alignment(nq, nk, causal, window=0, offset=0):
+    """flash-attn's masks (bottom-right aligned) as the kernels take them:
+    (causal, bottom_right, offset). One query at the last key position
+    sees every key without a window (fa::model::causalMaskIsVacuous); where
+    Nq == Nk the bottom-right diagonal is the top-left one, and the
+    top-left kernels (the ones bench/build_kernels.sh precompiles) serve."""
+    causal = bool(causal)
+    if nq == 1 and causal and window == 0:
+        causal, offset = False, 0
+    return causal, (causal or window > 0) and nq != nk, offset
 
 
-def _forward_with_lse(q, k, v, scale, causal, kernel_dir):
+def _forward_with_lse(q, k, v, scale, causal, kernel_dir, window=0,
+                      offset=0):
     """The forward of a differentiable flash_attn_func on [B, N, H, D]
     tensors: (O [B, Hq, Nq, D], LSE [B, Hq, Nq] f32, the kernel's arch)."""
-    causal, bottom_right = _causal_alignment(q.shape[1], k.shape[1], causal)
+    causal, bottom_right, offset = _mask_alignment(
+        q.shape[1], k.shape[1], causal, window, offset)
     bhnd = [t.transpose(1, 2) for t in (q, k, v)]
-    kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, 0,
-                          bottom_right, 1, v=bhnd[2])
+    kernel, _ = _launcher(bhnd[0], bhnd[1], causal, kernel_dir, window,
+                          bottom_right, 1, v=bhnd[2], diagonal_offset=offset)
     if not kernel.strided:
         bhnd = [t.contiguous() for t in bhnd]
     out, lse = kernel(*bhnd, scale=scale)
@@ -681,16 +696,17 @@ def _forward_with_lse(q, k, v, scale, causal, kernel_dir):
 
 
 def _backward_from_lse(grad_out, q, k, v, out, lse, scale, causal, arch,
-                       kernel_dir, deterministic):
+                       kernel_dir, deterministic, window=0, offset=0):
     """dq, dk, dv ([B, N, H, D], q's, k's, v's layout) of flash_attn_func
     from its [B, N, H, D] inputs, its O [B, Hq, Nq, D] and LSE, and the
     loss gradient grad_out [B, Nq, Hq, D], by the backward kernel."""
     import torch
-    causal, bottom_right = _causal_alignment(q.shape[1], k.shape[1], causal)
+    causal, bottom_right, offset = _mask_alignment(
+        q.shape[1], k.shape[1], causal, window, offset)
     d = q.shape[-1]
     dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
     kernel = _backward_kernel_for(arch, d, dtype, causal, bottom_right,
-                                  kernel_dir, deterministic)
+                                  kernel_dir, deterministic, window, offset)
     # The backward kernel reads packed [B, H, N, D] rows.
     q, k, v, grad_out = (t.transpose(1, 2).contiguous()
                          for t in (q, k, v, grad_out))
@@ -711,23 +727,24 @@ class _FlashAttnFunction:
 
             class FlashAttn(torch.autograd.Function):
                 @staticmethod
-                def forward(ctx, q, k, v, scale, causal, kernel_dir,
-                            deterministic):
-                    out, lse, arch = _forward_with_lse(q, k, v, scale,
-                                                       causal, kernel_dir)
+                def forward(ctx, q, k, v, scale, causal, window, offset,
+                            kernel_dir, deterministic):
+                    out, lse, arch = _forward_with_lse(
+                        q, k, v, scale, causal, kernel_dir, window, offset)
                     ctx.save_for_backward(q, k, v, out, lse)
                     ctx.options = (scale, causal, arch, kernel_dir,
-                                   deterministic)
+                                   deterministic, window, offset)
                     return out.transpose(1, 2)
 
                 @staticmethod
                 def backward(ctx, grad_out):
                     q, k, v, out, lse = ctx.saved_tensors
-                    scale, causal, arch, kernel_dir, deterministic = \
-                        ctx.options
+                    (scale, causal, arch, kernel_dir, deterministic, window,
+                     offset) = ctx.options
                     return _backward_from_lse(
                         grad_out, q, k, v, out, lse, scale, causal, arch,
-                        kernel_dir, deterministic) + (None,) * 4
+                        kernel_dir, deterministic, window,
+                        offset) + (None,) * 6
 
             cls._function = FlashAttn
         return cls._function
@@ -794,17 +811,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     _tensors("flash_attn_func", "[B, N, H, D]", q=q, k=k, v=v)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         return _differentiable_attention(
-            q, k, v, softmax_scale, causal, window, softcap,
+            q, k, v, softmax_scale, causal, window, offset, softcap,
             deterministic, kernel_dir,
             any(x is not None for x in (q_descale, k_descale, v_descale)))
-    nq, nk = q.shape[1], k.shape[1]
-    if nq == 1 and causal and window == 0:
-        # One query at the last key position sees every key: the mask is
-        # vacuous (fa::model::causalMaskIsVacuous).
-        causal, offset = False, 0
-    # Nq == Nk: the bottom-right diagonal is the top-left one, and the
-    # top-left kernels (the ones bench/build_kernels.sh precompiles) serve.
-    bottom_right = (causal or window > 0) and nq != nk
+    nq = q.shape[1]
+    causal, bottom_right, offset = _mask_alignment(nq, k.shape[1], causal,
+                                                   window, offset)
     bhnd = [t.transpose(1, 2) for t in (q, k, v)]
     descales = (q_descale, k_descale, v_descale)
     # Pack-GQA at decode, on the sm_90a kernels (strided views) with 16-bit

@@ -246,6 +246,62 @@ def test_flash_attn_func_is_differentiable(cuda_flashmlir, dtype, d, causal,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("window_size", [(96, 0), (100, 37)])
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_flash_attn_func_window_gradients(cuda_flashmlir, dtype, d,
+                                          window_size, deterministic):
+    """A sliding window's gradients (flash-attn's window_size = (left,
+    right): query i at key position i' = i + Nk - Nq sees keys
+    i' - left .. i' + right): within the 2x rule of torch's math attention
+    with the same mask, grouped-query heads, query blocks that see no key
+    and key blocks no query sees (the kernels of
+    bench/build_backward_kernels.sh)."""
+    torch, flashmlir = cuda_flashmlir
+    torch.manual_seed(3)
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    b, nq, nk, hq, hkv = 2, 300, 700, 4, 2
+    left, right = window_size
+    q, do = (torch.randn(b, nq, hq, d, device="cuda", dtype=tdt)
+             for _ in range(2))
+    k, v = (torch.randn(b, nk, hkv, d, device="cuda", dtype=tdt)
+            for _ in range(2))
+    scale = 1 / math.sqrt(d)
+    i = torch.arange(nq, device="cuda")[:, None] + nk - nq
+    j = torch.arange(nk, device="cuda")[None, :]
+    hidden = (j < i - left) | (j > i + right)
+
+    def reference(q, k, v):
+        g = q.shape[2] // k.shape[2]
+        qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
+        s = (qh @ kh.repeat_interleave(g, 1).transpose(-1, -2)) * scale
+        p = torch.softmax(s.masked_fill(hidden, float("-inf")), -1)
+        return (p.nan_to_num(0.0) @ vh.repeat_interleave(g, 1)).transpose(
+            1, 2)
+
+    x = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = flashmlir.flash_attn_func(*x, window_size=window_size,
+                                    deterministic=deterministic)
+    ours = torch.autograd.grad(out, x, do)
+
+    def grads(dtype):
+        y = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
+        return torch.autograd.grad(reference(*y), y, do.to(dtype))
+
+    ref, pt = grads(torch.float64), grads(tdt)
+    for name, a, r, p in zip(("dq", "dk", "dv"), ours, ref, pt):
+        err = (a.double() - r).abs().max().item()
+        bound = 2 * (p.double() - r).abs().max().item() + 1e-4
+        assert err <= bound, f"{name}: {err} > {bound}"
+    if deterministic:
+        again = torch.autograd.grad(
+            flashmlir.flash_attn_func(*x, window_size=window_size,
+                                      deterministic=True), x, do)
+        assert all(torch.equal(a, c) for a, c in zip(ours, again))
+
+
+@pytest.mark.gpu
 def test_flash_attn_func_refuses_what_has_no_backward(cuda_flashmlir):
     """Gradients the backward kernel cannot give are refused before the
     forward runs, with the way out; the same call without grad runs."""
@@ -254,8 +310,8 @@ def test_flash_attn_func_refuses_what_has_no_backward(cuda_flashmlir):
     q = torch.randn(1, 64, 4, 64, device="cuda", dtype=torch.float16,
                     requires_grad=True)
     with pytest.raises(KernelArgumentError,
-                       match="window_size or softcap has no backward"):
-        flashmlir.flash_attn_func(q, q, q, causal=True, window_size=(16, 0))
+                       match="a softcap has no backward"):
+        flashmlir.flash_attn_func(q, q, q, causal=True, softcap=30.0)
     with torch.no_grad():
         assert flashmlir.flash_attn_func(q, q, q).shape == q.shape
 

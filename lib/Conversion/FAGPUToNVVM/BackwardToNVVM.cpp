@@ -65,6 +65,8 @@ struct BackwardProbsLowering : OpConversionPattern<fagpu::BackwardProbsOp> {
     Value row0 = adaptor.getRow0().front(), nk = adaptor.getNk().front();
     Value scaleLog2 = adaptor.getScaleLog2().front();
     Value shift = op.getShift() ? adaptor.getShift().front() : Value();
+    Value farShift =
+        op.getWindowShift() ? adaptor.getWindowShift().front() : Value();
     OpEmitter::ThreadPosition pos = e.position();
     // LSE log2(e) per column; a row that saw no key (LSE = -inf) takes
     // +inf, so that its P is exp2(-inf) = 0 rather than exp2(+inf - inf).
@@ -87,9 +89,17 @@ struct BackwardProbsLowering : OpConversionPattern<fagpu::BackwardProbsOp> {
       Value visible =
           arith::AndIOp::create(rewriter, loc, e.ult(row, nk), e.ult(col, nq));
       if (shift) {
-        // Causal: key row is visible from query col iff row <= col + shift.
+        // Causal (or a window's near edge): key row is visible from query
+        // col iff row <= col + shift.
         Value seen = arith::CmpIOp::create(
             rewriter, loc, arith::CmpIPredicate::sle, row, e.add(col, shift));
+        visible = arith::AndIOp::create(rewriter, loc, visible, seen);
+      }
+      if (farShift) {
+        // A window's far edge: row >= col + window_shift.
+        Value seen =
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, row,
+                                  e.add(col, farShift));
         visible = arith::AndIOp::create(rewriter, loc, visible, seen);
       }
       Value p = e.ex2(e.fma(s, scaleLog2,

@@ -54,6 +54,9 @@ struct BackwardSpec {
   int64_t headDim = 0;
   bool bf16 = false;
   bool causal = false, bottomRight = false;
+  /// A sliding window |i' - k| < window (0: none), and the diagonal moved
+  /// right by diagonalOffset keys (query i at key position i').
+  int64_t window = 0, diagonalOffset = 0;
   /// dQ's adds in the order of the key blocks (semaphores).
   bool deterministic = false;
   /// dQ's adds two columns a reduction (sm_90 and later).
@@ -72,7 +75,9 @@ struct BackwardSpec {
   std::string kernelName() const {
     return "fa2_bwd_sm80_d" + std::to_string(headDim) + "_br64_bc64" +
            (bf16 ? "_bf16" : "_f16") + (causal ? "_causal" : "") +
+           (window ? "_w" + std::to_string(window) : "") +
            (bottomRight ? "_bottom_right" : "") +
+           (diagonalOffset ? "_do" + std::to_string(diagonalOffset) : "") +
            (deterministic ? "_deterministic" : "");
   }
 };
@@ -132,7 +137,7 @@ private:
   fagpu::FragmentType scoresType, probsType, gradType, rowsType;
   fagpu::SharedTileType tileType, gradScoresTileType;
   Value qPtr, doPtr, lsePtr, rowDotsPtr, dqPtr, semaphoresPtr;
-  Value hq, nq, nk, scale, scaleLog2, shift;
+  Value hq, nq, nk, scale, scaleLog2, shift, farShift;
   Value batch, kvHead, group, firstBlock, blocksPerHead, steps;
   Value warp, g, k0, keyBlock, keyBlocks;
   Value kTile, vTile, ring, gradScoresTile;
@@ -181,18 +186,35 @@ LLVM::LLVMFuncOp BackwardBuilder::build(gpu::GPUModuleOp module) {
   k0 = mul(keyBlock, c32(kBlock));
   Value kvMatrix = add(mul(batch, hkv), kvHead);
 
-  // The query blocks that see a key of the block: a causal mask hides key
-  // k from query i unless k <= i + shift (shift = Nk - Nq bottom-right
-  // aligned), so the first is floor(max(k0 - shift, 0) / 64).
+  // The query blocks that see a key of the block. Query i sits at key
+  // position i + base (base = Nk - Nq bottom-right aligned, plus the
+  // diagonal offset) and sees keys k with k <= i + shift (a causal mask:
+  // shift = base; a window w alone: base + w - 1) and k >= i + farShift
+  // (a window: base - w + 1). So the first is floor(max(k0 - shift, 0) /
+  // 64) and the count ends with the last query k0 + 63 - farShift.
   Value queryBlocks = divu(add(nq, c32(kBlock - 1)), c32(kBlock));
   firstBlock = c32(0);
-  if (spec.causal) {
-    shift = spec.bottomRight ? sub(nk, nq) : c32(0);
+  if (spec.causal || spec.window) {
+    Value base = spec.bottomRight ? sub(nk, nq) : c32(0);
+    if (spec.diagonalOffset)
+      base = add(base, c32(spec.diagonalOffset));
+    shift = spec.causal ? base : add(base, c32(spec.window - 1));
+    if (spec.window)
+      farShift = sub(base, c32(spec.window - 1));
     Value first = arith::MaxSIOp::create(b, loc, sub(k0, shift), c32(0));
     firstBlock =
         arith::MinUIOp::create(b, loc, divu(first, c32(kBlock)), queryBlocks);
   }
-  blocksPerHead = sub(queryBlocks, firstBlock);
+  Value endBlock = queryBlocks;
+  if (farShift) {
+    // ceil((k0 + 64 - farShift) / 64) blocks hold a query that sees k0 + 63.
+    Value reach = arith::MaxSIOp::create(
+        b, loc, sub(add(k0, c32(2 * kBlock - 1)), farShift), c32(0));
+    endBlock =
+        arith::MinUIOp::create(b, loc, divu(reach, c32(kBlock)), queryBlocks);
+    endBlock = arith::MaxUIOp::create(b, loc, endBlock, firstBlock);
+  }
+  blocksPerHead = sub(endBlock, firstBlock);
   steps = mul(blocksPerHead, group);
 
   // Shared memory: K, V, the Q / dO ring, the dS tile.
@@ -281,8 +303,9 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
   Value s = fagpu::MmaOp::create(b, loc, scoresType, kTile, qTile, Value(),
                                  Value(), /*mn_major=*/false)
                 .getResult();
-  Value p = fagpu::BackwardProbsOp::create(b, loc, scoresType, s, lse, q0, nq,
-                                           threadRow, nk, scaleLog2, shift);
+  Value p =
+      fagpu::BackwardProbsOp::create(b, loc, scoresType, s, lse, q0, nq,
+                                     threadRow, nk, scaleLog2, shift, farShift);
   Value pOperand = fagpu::ToOperandAOp::create(b, loc, probsType, p);
   dv = fagpu::MmaOp::create(b, loc, gradType, pOperand, doTile, dv, Value(),
                             /*mn_major=*/true)
@@ -313,17 +336,18 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
                                    spec.vectorReductions);
     return {dk, dv};
   }
-  // The key blocks that reach query block q0 / 64 are 0 .. J (the causal
-  // mask hides a suffix of them, never a prefix): key k reaches it while
-  // k <= q0 + 63 + shift, so J = min((q0 + 63 + shift) / 64, blocks - 1),
-  // non-negative for every block this CTA visits. Key block j takes turn
-  // J - j there: the sum is the same every run. Highest first, because
+  // The key blocks that reach query block q0 / 64 are a range .. J (a
+  // causal mask or a window's near edge hides a suffix of them, a window's
+  // far edge a prefix): key k reaches it while k <= q0 + 63 + shift, so
+  // J = min((q0 + 63 + shift) / 64, blocks - 1), at least this CTA's block
+  // for every block it visits. Key block j takes turn J - j there: the sum
+  // is the same every run. Highest first, because
   // under a causal mask block J's CTA reaches query block q0 / 64 at its
   // first step and block j's one step after block j + 1's: each CTA waits
   // for one that got there a step earlier. Lowest first chained the waits
   // (block j's first step waited for j steps of lower blocks).
   Value lastKeyBlock = sub(keyBlocks, c32(1));
-  if (spec.causal)
+  if (shift)
     lastKeyBlock = arith::MinSIOp::create(
         b, loc,
         arith::DivSIOp::create(b, loc, add(add(q0, c32(kBlock - 1)), shift),
@@ -348,6 +372,8 @@ FailureOr<BackwardSpec> specOf(fagpu::AttentionBackwardOp op) {
   spec.bf16 = op.isBF16();
   spec.causal = op.getCausal();
   spec.bottomRight = op.getBottomRight();
+  spec.window = op.getWindow().value_or(0);
+  spec.diagonalOffset = op.getDiagonalOffset().value_or(0);
   spec.deterministic = op.getDeterministic();
   spec.vectorReductions = op.getVectorReductions();
   if (spec.headDim != 64 && spec.headDim != 128)

@@ -70,6 +70,22 @@ gpu.module @fa_kernels {
     llvm.return
   }
 
+  // backward_probs with a window's far edge too: key >= query +
+  // window_shift beside key <= query + shift.
+  // CHECK-LABEL: llvm.func @window
+  // CHECK: arith.cmpi ult
+  // CHECK: arith.cmpi ult
+  // CHECK: %[[NEAR:.*]] = arith.addi %{{.*}}, %arg7
+  // CHECK-NEXT: arith.cmpi sle, %{{.*}}, %[[NEAR]]
+  // CHECK: %[[FAR:.*]] = arith.addi %{{.*}}, %arg8
+  // CHECK-NEXT: arith.cmpi sge, %{{.*}}, %[[FAR]]
+  llvm.func @window(%x: f32, %lse: !llvm.ptr<1>, %q0: i32, %nq: i32,
+                    %row: i32, %nk: i32, %sl2: f32, %near: i32, %far: i32) {
+    %s = fagpu.splat %x : !acc
+    %p = fagpu.backward_probs %s lse %lse queries(%q0, %nq) keys(%row, %nk) scale_log2 %sl2 causal_shift %near window_shift %far : !llvm.ptr<1> : !acc
+    llvm.return
+  }
+
   // semaphore_wait: thread 0 spins on an acquire load (GPU scope) until the
   // turn comes, then the CTA's barrier; semaphore_signal: each thread's
   // writes made visible at GPU scope, the barrier, thread 0 adds one.

@@ -34,10 +34,53 @@ func.func @value_head_dim(%q: !q, %v: memref<?x?x?x128xf16>, %lse: !r,
 !r = memref<?x?x?xf32>
 
 func.func @bottom_right_alone(%q: !q, %lse: !r, %dq: memref<?x?x?x64xf32>) {
-  // expected-error @+1 {{bottom_right aligns the causal mask: it needs causal}}
+  // expected-error @+1 {{bottom_right aligns the causal or window mask: give causal or a window}}
   fagpu.attention_backward %q, %q, %q, %lse, %q, %lse, %dq outs(%q, %q)
       {target = #fagpu.target<sm_80>, scale = 0.125 : f32, bottom_right,
        block_r = 64 : i64, block_c = 64 : i64}
+    : !q, !q, !q, !r, !q, !r, memref<?x?x?x64xf32>, !q, !q
+  return
+}
+
+// -----
+
+!q = memref<?x?x?x64xf16>
+!r = memref<?x?x?xf32>
+
+func.func @offset_alone(%q: !q, %lse: !r, %dq: memref<?x?x?x64xf32>) {
+  // expected-error @+1 {{diagonal_offset moves the causal or window mask: give causal or a window}}
+  fagpu.attention_backward %q, %q, %q, %lse, %q, %lse, %dq outs(%q, %q)
+      {target = #fagpu.target<sm_80>, scale = 0.125 : f32,
+       diagonal_offset = 3 : i64, block_r = 64 : i64, block_c = 64 : i64}
+    : !q, !q, !q, !r, !q, !r, memref<?x?x?x64xf32>, !q, !q
+  return
+}
+
+// -----
+
+!q = memref<?x?x?x64xf16>
+!r = memref<?x?x?xf32>
+
+// The kernel's positions are 32-bit: a window past 2^30 is refused.
+func.func @window_range(%q: !q, %lse: !r, %dq: memref<?x?x?x64xf32>) {
+  // expected-error @+1 {{expected window to be at most 1073741824 (2^30)}}
+  fagpu.attention_backward %q, %q, %q, %lse, %q, %lse, %dq outs(%q, %q)
+      {target = #fagpu.target<sm_80>, scale = 0.125 : f32, causal,
+       window = 2000000000 : i64, block_r = 64 : i64, block_c = 64 : i64}
+    : !q, !q, !q, !r, !q, !r, memref<?x?x?x64xf32>, !q, !q
+  return
+}
+
+// -----
+
+!q = memref<?x?x?x64xf16>
+!r = memref<?x?x?xf32>
+
+func.func @window_zero(%q: !q, %lse: !r, %dq: memref<?x?x?x64xf32>) {
+  // expected-error @+1 {{expected window}}
+  fagpu.attention_backward %q, %q, %q, %lse, %q, %lse, %dq outs(%q, %q)
+      {target = #fagpu.target<sm_80>, scale = 0.125 : f32,
+       window = 0 : i64, block_r = 64 : i64, block_c = 64 : i64}
     : !q, !q, !q, !r, !q, !r, memref<?x?x?x64xf32>, !q, !q
   return
 }

@@ -6,7 +6,7 @@
 !t = memref<?x?x?x64xf16>
 func.func @softcap(%q: !t, %k: !t, %v: !t, %o: !t, %lse: memref<?x?x?xf32>,
                    %do: !t, %dq: !t, %dk: !t, %dv: !t) {
-  // expected-error @+1 {{fa-map-to-gpu: softcaps, windows and diagonal offsets have no GPU backward yet (the CPU pipeline runs it: fa-cpu-pipeline)}}
+  // expected-error @+1 {{fa-map-to-gpu: softcaps have no GPU backward yet (the CPU pipeline runs it: fa-cpu-pipeline)}}
   fa.attention_backward %q, %k, %v, %o, %lse, %do outs(%dq, %dk, %dv : !t, !t, !t)
       {softcap = 30.0 : f32} : !t, !t, !t, !t, memref<?x?x?xf32>, !t
   return

@@ -46,3 +46,18 @@ func.func @f32_dq(%q: !t, %k: !t, %v: !t, %o: !t, %lse: memref<?x?x?xf32>,
       : !t, !t, !t, !t, memref<?x?x?xf32>, !t
   return
 }
+
+// -----
+
+// A window (flash-attn's window_size = (96, 31): causal, window 128, the
+// diagonal 31 keys right) carries over to the kernel.
+!t = memref<?x?x?x64xf16>
+// CHECK-LABEL: func.func @window
+// CHECK: fagpu.attention_backward {{.*}} {block_c = 64 : i64, block_r = 64 : i64, bottom_right, causal, diagonal_offset = 31 : i64, scale = 1.250000e-01 : f32, target = #fagpu.target<sm_80>, window = 128 : i64}
+func.func @window(%q: !t, %k: !t, %v: !t, %o: !t, %lse: memref<?x?x?xf32>,
+                  %do: !t, %dq: !t, %dk: !t, %dv: !t) {
+  fa.attention_backward %q, %k, %v, %o, %lse, %do outs(%dq, %dk, %dv : !t, !t, !t)
+      {causal, bottom_right, window = 128 : i64, diagonal_offset = 31 : i64}
+      : !t, !t, !t, !t, memref<?x?x?xf32>, !t
+  return
+}

@@ -451,12 +451,10 @@ LogicalResult AttentionOp::verify() {
                             "the query heads'", type.getDimSize(0))))
       return failure();
   }
-  if (getBottomRight() && !getCausal() && !getWindow())
-    return emitOpError("bottom_right aligns the causal or window mask: give "
-                       "causal or a window");
-  if (getDiagonalOffset() && !getCausal() && !getWindow())
-    return emitOpError("diagonal_offset moves the causal or window mask: "
-                       "give causal or a window");
+  if (std::optional<std::string> why =
+          checkMaskPlacement(getCausal(), getWindow().has_value(),
+                             getBottomRight(), getDiagonalOffset().has_value()))
+    return emitOpError(*why);
   if (std::optional<int64_t> splits = getKvSplits())
     if (failed(checkRange(op, checkKVSplits(*splits))))
       return failure();
@@ -635,12 +633,10 @@ LogicalResult ScoreTileOp::verify() {
       failed(checkAtMostRows(*this, "key", k, s.getDimSize(1),
                              "the score tile's B_c")))
     return failure();
-  if (getBottomRight() && !getCausal() && !getWindow())
-    return emitOpError("bottom_right aligns the causal or window mask: give "
-                       "causal or a window");
-  if (getDiagonalOffset() && !getCausal() && !getWindow())
-    return emitOpError("diagonal_offset moves the causal or window mask: "
-                       "give causal or a window");
+  if (std::optional<std::string> why =
+          checkMaskPlacement(getCausal(), getWindow().has_value(),
+                             getBottomRight(), getDiagonalOffset().has_value()))
+    return emitOpError(*why);
   bool modified = !getScoreMod().empty() || !getMaskMod().empty();
   if (modified != (getCoordinates().size() == 4) ||
       (!modified && !getCoordinates().empty()))
@@ -1003,12 +999,10 @@ LogicalResult AttentionBackwardOp::verify() {
         failed(checkSameDim(op, (name + " size").str(), hq, "the query heads'",
                             cast<MemRefType>(sinks.getType()).getDimSize(0))))
       return failure();
-  if (getBottomRight() && !getCausal() && !getWindow())
-    return emitOpError("bottom_right aligns the causal or window mask: give "
-                       "causal or a window");
-  if (getDiagonalOffset() && !getCausal() && !getWindow())
-    return emitOpError("diagonal_offset moves the causal or window mask: "
-                       "give causal or a window");
+  if (std::optional<std::string> why =
+          checkMaskPlacement(getCausal(), getWindow().has_value(),
+                             getBottomRight(), getDiagonalOffset().has_value()))
+    return emitOpError(*why);
   if (failed(verifyModifications(op, getScoreMod(), getMaskMod(),
                                  getCaptures().getTypes())) ||
       failed(verifyDifferentiable(getScoreMod())))

@@ -120,6 +120,20 @@ std::optional<std::string> fa::checkDiagonalOffset(int64_t offset,
          "left one)";
 }
 
+std::optional<std::string> fa::checkMaskPlacement(bool causal, bool window,
+                                                  bool bottomRight,
+                                                  bool diagonalOffset) {
+  if (causal || window)
+    return std::nullopt;
+  if (bottomRight)
+    return "bottom_right aligns the causal or window mask: give causal or a "
+           "window";
+  if (diagonalOffset)
+    return "diagonal_offset moves the causal or window mask: give causal or "
+           "a window";
+  return std::nullopt;
+}
+
 std::optional<std::string> fa::checkRescaleThreshold(double threshold,
                                                      llvm::StringRef name) {
   if (threshold >= 0 && threshold <= kMaxRescaleThreshold)

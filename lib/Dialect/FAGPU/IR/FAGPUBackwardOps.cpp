@@ -1,5 +1,6 @@
 //===- FAGPUBackwardOps.cpp - verifiers of the backward kernel's ops ------===//
 
+#include "fa/Dialect/FA/IR/Validation.h"
 #include "fa/Dialect/FAGPU/IR/FAGPU.h"
 
 using namespace mlir;
@@ -29,8 +30,16 @@ LogicalResult AttentionBackwardOp::verify() {
     if (t.getDimSize(3) != d)
       return emitOpError("every tensor must have Q's head dim ")
              << d << " (the backward kernel takes D = Dv), got " << t;
-  if (getBottomRight() && !getCausal())
-    return emitOpError("bottom_right aligns the causal mask: it needs causal");
+  // The kernel's positions are 32-bit (fa::checkWindow).
+  std::optional<std::string> why =
+      fa::checkMaskPlacement(getCausal(), getWindow().has_value(),
+                             getBottomRight(), getDiagonalOffset().has_value());
+  if (!why && getWindow())
+    why = fa::checkWindow(*getWindow(), /*positionBits=*/32);
+  if (!why && getDiagonalOffset())
+    why = fa::checkDiagonalOffset(*getDiagonalOffset(), /*positionBits=*/32);
+  if (why)
+    return emitOpError(*why);
   if (getBlockR() != 64 || getBlockC() != 64)
     return emitOpError("the backward kernel's tiles are 64 x 64, got block_r "
                        "= ")

@@ -405,10 +405,8 @@ FailureOr<BackwardNest> readBackwardNest(scf::ForallOp forall) {
     return fail("varlen batches have no GPU backward yet" + cpu);
   if (chained || !score.getScoreMod().empty() || !score.getMaskMod().empty())
     return fail("score_mod and mask_mod have no GPU backward yet" + cpu);
-  if (score.getSoftcap() || score.getWindow() || score.getDiagonalOffset())
-    return fail("softcaps, windows and diagonal offsets have no GPU backward "
-                "yet" +
-                cpu);
+  if (score.getSoftcap())
+    return fail("softcaps have no GPU backward yet" + cpu);
   if (auto fn = forall->getParentOfType<FunctionOpInterface>()) {
     WalkResult sinks =
         fn->walk([](fa::GradSinkOp) { return WalkResult::interrupt(); });
@@ -533,7 +531,8 @@ struct FAMapToGPUPass : fagpu::impl::FAMapToGPUBase<FAMapToGPUPass> {
         b, forall.getLoc(), nest->q, nest->k, nest->v, nest->lse, nest->dO,
         nest->rowDots, nest->dqAccum, nest->dK, nest->dV,
         TargetAttr::get(&getContext(), target), score.getScaleAttr(),
-        score.getCausalAttr(), score.getBottomRightAttr(),
+        score.getCausalAttr(), score.getWindowAttr(),
+        score.getBottomRightAttr(), score.getDiagonalOffsetAttr(),
         b.getI64IntegerAttr(nest->blockR), b.getI64IntegerAttr(nest->blockC),
         deterministicBackward ? b.getUnitAttr() : UnitAttr(),
         vectorReductions ? b.getUnitAttr() : UnitAttr());

@@ -176,3 +176,30 @@ func.func @deterministic_causal(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t,
     : !t, !t, !t, !r, !t, !r, memref<?x?x?x64xf32>, !t, !t
   return
 }
+
+// -----
+
+// A window (flash-attn's window_size = (100, 37), bottom-right): query i
+// at key position i' = i + Nk - Nq + 37 sees keys i' - 100 .. i'; the CTA
+// visits the query blocks from floor(max(k0 - (Nk - Nq + 37), 0) / 64) up
+// to those of queries k0 + 63 - (Nk - Nq + 37 - 137), and the probabilities
+// get both edges.
+!t = memref<?x?x?x64xf16>
+!r = memref<?x?x?xf32>
+// CHECK-LABEL: llvm.func @fa2_bwd_sm80_d64_br64_bc64_f16_causal_w138_bottom_right_do37(
+// CHECK: %[[BR:.*]] = arith.subi %arg12, %arg11
+// CHECK: %[[BASE:.*]] = arith.addi %[[BR]], %c37
+// CHECK: %[[FAR:.*]] = arith.subi %[[BASE]], %c137
+// CHECK: arith.subi %{{.*}}, %[[BASE]]
+// CHECK: %[[END:.*]] = arith.subi %{{.*}}, %[[FAR]]
+// CHECK: arith.maxsi %[[END]], %c0
+// CHECK: fagpu.backward_probs {{.*}} causal_shift %[[BASE]] window_shift %[[FAR]]
+func.func @window(%q: !t, %k: !t, %v: !t, %lse: !r, %do: !t, %d: !r,
+                  %dq: memref<?x?x?x64xf32>, %dk: !t, %dv: !t) {
+  fagpu.attention_backward %q, %k, %v, %lse, %do, %d, %dq outs(%dk, %dv)
+      {target = #fagpu.target<sm_80>, scale = 0.125 : f32, causal,
+       bottom_right, window = 138 : i64, diagonal_offset = 37 : i64,
+       block_r = 64 : i64, block_c = 64 : i64}
+    : !t, !t, !t, !r, !t, !r, memref<?x?x?x64xf32>, !t, !t
+  return
+}

@@ -102,6 +102,11 @@ std::optional<std::string> checkWindow(int64_t window,
 /// leave the first rows without any key.
 std::optional<std::string> checkDiagonalOffset(int64_t offset,
                                                unsigned positionBits = 64);
+/// bottom_right aligns and diagonal_offset moves the diagonal of a causal
+/// mask or a window: either needs one of them.
+std::optional<std::string> checkMaskPlacement(bool causal, bool window,
+                                              bool bottomRight,
+                                              bool diagonalOffset);
 /// Split-KV chunk count, in [1, 1024] (more splits than that only add
 /// merge work: a chunk of a 2^20-key row is already 1024 keys).
 std::optional<std::string> checkKVSplits(int64_t splits);

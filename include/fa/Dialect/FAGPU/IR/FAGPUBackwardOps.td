@@ -15,7 +15,7 @@
 #define FA_DIALECT_FAGPU_IR_FAGPUBACKWARDOPS_TD
 
 def FAGPU_BackwardProbsOp : FAGPU_Op<"backward_probs",
-    [Pure, AllTypesMatch<["scores", "probs"]>]> {
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["scores", "probs"]>]> {
   let summary = "P^T = exp(S^T - LSE) of a transposed score tile";
   let description = [{
     `%scores` is S^T for keys `%row0 ..` (the thread's first row, as
@@ -29,24 +29,30 @@ def FAGPU_BackwardProbsOp : FAGPU_Op<"backward_probs",
     ```
 
     or 0 where key r >= `%nk`, query c >= `%nq`, LSE[c] = -inf (a row that
-    saw no key), or with `%shift` (the causal mask) where r > c + shift
-    (shift 0 top-left, Nk - Nq bottom-right aligned). LSE values are read
-    from global memory at the thread's columns (clamped below `%nq`).
+    saw no key), with `%shift` (a causal mask, or a window's near edge)
+    where r > c + shift, and with `%window_shift` (a window's far edge)
+    where r < c + window_shift. The attention's mask gives both: query c
+    at key position c' = c + (Nk - Nq bottom-right aligned, else 0) +
+    diagonal_offset sees keys r <= c' (causal) and c' - w < r < c' + w
+    (window w). LSE values are read from global memory at the thread's
+    columns (clamped below `%nq`).
 
     ```mlir
     %p = fagpu.backward_probs %s lse %lse queries(%q0, %nq) keys(%row0, %nk)
-        scale_log2 %sl2 causal_shift %shift : !llvm.ptr<1>
-        : !fagpu.fragment<64x64xf32, accumulator>
+        scale_log2 %sl2 causal_shift %shift window_shift %far
+        : !llvm.ptr<1> : !fagpu.fragment<64x64xf32, accumulator>
     ```
   }];
   let arguments = (ins FAGPU_Fragment:$scores, LLVM_AnyPointer:$lse,
                        I32:$col0, I32:$nq, I32:$row0, I32:$nk,
-                       F32:$scale_log2, Optional<I32>:$shift);
+                       F32:$scale_log2, Optional<I32>:$shift,
+                       Optional<I32>:$window_shift);
   let results = (outs FAGPU_Fragment:$probs);
   let assemblyFormat = [{
     $scores `lse` $lse `queries` `(` $col0 `,` $nq `)` `keys` `(` $row0 `,`
-    $nk `)` `scale_log2` $scale_log2 (`causal_shift` $shift^)? `:`
-    type($lse) attr-dict `:` type($scores)
+    $nk `)` `scale_log2` $scale_log2 (`causal_shift` $shift^)?
+    (`window_shift` $window_shift^)? `:` type($lse) attr-dict `:`
+    type($scores)
   }];
   let hasVerifier = 1;
 }

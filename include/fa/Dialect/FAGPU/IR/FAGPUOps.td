@@ -191,14 +191,20 @@ def FAGPU_AttentionBackwardOp : FAGPU_Op<"attention_backward"> {
     preprocess, computed before this op (the tile level's `fa.row_dot`
     nest), and `dq_accum` is zero before it and converted to dQ's type
     after. Q, K, V, dO, dK and dV are one 16-bit type, contiguous
-    `[B, H, N, D]`; `LSE [B, Hq, Nq]` is the forward's (natural log). Masks:
-    `causal`, top-left or with `bottom_right` aligned to the last key.
+    `[B, H, N, D]`; `LSE [B, Hq, Nq]` is the forward's (natural log). Masks,
+    as on `fagpu.attention`: `causal` and `window` (`|i' - j| < w`), top-left
+    or with `bottom_right` aligned to the last key (query `i` at key
+    position `i' = i + Nk - Nq`), `diagonal_offset` adding its keys to that
+    position; a CTA visits only the query blocks its keys are visible
+    from.
 
     `deterministic`: the CTAs add into a query block's rows of `dq_accum`
-    in the order of their key blocks (FlashAttention-3's semaphores: one i32
-    a (batch, query head, query block), zero before the launch, the
-    kernel's `dq_semaphores` parameter), so that dQ is the same bits every
-    run. `vector_reductions` (a chip of sm_90 or later): dQ's adds two
+    in a fixed order of their key blocks, the highest first
+    (FlashAttention-3's semaphores: one i32 a (batch, query head, query
+    block), zero before the launch, the kernel's `dq_semaphores`
+    parameter), so that dQ is the same bits every run; CTA x takes key
+    block ceil(Nk / block_c) - 1 - x, so it waits only for CTAs launched
+    before it. `vector_reductions` (a chip of sm_90 or later): dQ's adds two
     columns at a time (`red.global.add.v2.f32`).
 
     ```mlir
@@ -224,7 +230,9 @@ def FAGPU_AttentionBackwardOp : FAGPU_Op<"attention_backward"> {
     FAGPU_TargetAttr:$target,
     F32Attr:$scale,
     UnitAttr:$causal,
+    OptionalAttr<I64Attr>:$window,
     UnitAttr:$bottom_right,
+    OptionalAttr<I64Attr>:$diagonal_offset,
     I64Attr:$block_r,
     I64Attr:$block_c,
     UnitAttr:$deterministic,
