@@ -148,8 +148,9 @@ def fa_compile_vector(rng):
         # An e4m3 KV cache beside a 16-bit Q.
         opts["--kv-dtype"] = pick(rng, ["e4m3"], ["e5m2", "f16", ""], 0.2)
     if rng.random() < 0.15:
-        # The backward kernel: what it takes compiles, the rest (windows,
-        # softcaps, KV caches, sm_100a, ...) is refused by name.
+        # The backward kernel: what it takes compiles (windows and
+        # diagonal offsets included), the rest (softcaps, KV caches,
+        # sm_100a, ...) is refused by name.
         opts["--backward"] = None
     return opts
 

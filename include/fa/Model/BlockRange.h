@@ -20,7 +20,7 @@ namespace mlir::fa::model {
 /// over an arithmetic `A`: integers (IntegerArithmetic, the IO report) or IR
 /// (the kernels' tile decoders), so the kernels and the report cannot disagree.
 /// `A` provides Value, c(int64_t), add, sub, divu, minu, maxu and maxs
-/// (signed).
+/// (signed; the backward's ranges below also mins and divs).
 ///
 /// Causal tiles stop at the block of their last row's diagonal; a window
 /// |i - j| < w bounds both sides and masks every block. With `bottomRight`
@@ -111,6 +111,78 @@ typename A::Value unmaskedBlocksEnd(A &a, const KVRange<A> &range,
   return a.minu(unmaskedEnd, range.end);
 }
 
+/// The band of keys a query sees, as the backward reads it: key k is
+/// visible from query i iff k <= i + near (when `near` is set: a causal
+/// mask, or a window's near edge) and k >= i + far (when `far` is set: a
+/// window's far edge). Query i sits at key position i' = i + shift
+/// (diagonalShift); causal keeps k <= i', a window w keeps i' - w < k <
+/// i' + w.
+template <typename A> struct VisibleBand {
+  typename A::Value near, far;
+  bool hasNear = false, hasFar = false;
+};
+template <typename A>
+VisibleBand<A> visibleBand(A &a, typename A::Value nq, typename A::Value nk,
+                           bool causal, int64_t window, bool bottomRight,
+                           int64_t diagonalOffset) {
+  using V = typename A::Value;
+  VisibleBand<A> band;
+  if (!causal && !window)
+    return band;
+  V shift = diagonalShift(a, nq, nk, bottomRight, diagonalOffset);
+  if (!shift)
+    shift = a.c(0);
+  band.near = causal ? shift : a.add(shift, a.c(window - 1));
+  band.hasNear = true;
+  if (window) {
+    band.far = a.sub(shift, a.c(window - 1));
+    band.hasFar = true;
+  }
+  return band;
+}
+
+/// The query blocks [first, end) of blockR rows that see a key of the
+/// block [k0, k0 + blockC) (the backward's CTA, which owns a key block and
+/// visits query blocks): the first holds query k0 - near, the last query
+/// k0 + blockC - 1 - far; end >= first, and both are within
+/// ceil(Nq / blockR) (`queryBlocks`).
+template <typename A> struct QueryRange { typename A::Value first, end; };
+template <typename A>
+QueryRange<A>
+queryBlockRange(A &a, const VisibleBand<A> &band, typename A::Value k0,
+                typename A::Value queryBlocks, int64_t blockR, int64_t blockC) {
+  QueryRange<A> range{a.c(0), queryBlocks};
+  if (band.hasNear)
+    range.first = a.minu(
+        a.divu(a.maxs(a.sub(k0, band.near), a.c(0)), a.c(blockR)), queryBlocks);
+  if (band.hasFar) {
+    // ceil((k0 + blockC - far) / blockR) blocks hold a query that sees key
+    // k0 + blockC - 1.
+    typename A::Value reach =
+        a.maxs(a.sub(a.add(k0, a.c(blockC + blockR - 1)), band.far), a.c(0));
+    range.end =
+        a.maxu(a.minu(a.divu(reach, a.c(blockR)), queryBlocks), range.first);
+  }
+  return range;
+}
+
+/// The last key block (of blockC keys, at most `lastBlock`) that reaches
+/// the query block of rows [q0, q0 + blockR): key k reaches it while k <=
+/// q0 + blockR - 1 + near. The key blocks that reach it are a range ending
+/// there (a far edge cuts a prefix), and it is at least every key block
+/// whose queryBlockRange holds the query block (signed: non-negative there).
+template <typename A>
+typename A::Value lastKeyBlockReaching(A &a, const VisibleBand<A> &band,
+                                       typename A::Value q0,
+                                       typename A::Value lastBlock,
+                                       int64_t blockR, int64_t blockC) {
+  if (!band.hasNear)
+    return lastBlock;
+  return a.mins(
+      a.divs(a.add(a.add(q0, a.c(blockR - 1)), band.near), a.c(blockC)),
+      lastBlock);
+}
+
 /// kvBlockRange on integers (the IO report).
 struct IntegerArithmetic {
   using Value = int64_t;
@@ -122,6 +194,8 @@ struct IntegerArithmetic {
   int64_t minu(int64_t x, int64_t y) { return std::min(x, y); }
   int64_t maxu(int64_t x, int64_t y) { return std::max(x, y); }
   int64_t maxs(int64_t x, int64_t y) { return std::max(x, y); }
+  int64_t mins(int64_t x, int64_t y) { return std::min(x, y); }
+  int64_t divs(int64_t x, int64_t y) { return x / y; }
 };
 
 } // namespace mlir::fa::model

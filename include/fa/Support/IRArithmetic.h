@@ -40,6 +40,8 @@ struct IRArithmetic {
   Value minu(Value x, Value y) { return build<arith::MinUIOp>(x, y); }
   Value maxu(Value x, Value y) { return build<arith::MaxUIOp>(x, y); }
   Value maxs(Value x, Value y) { return build<arith::MaxSIOp>(x, y); }
+  Value mins(Value x, Value y) { return build<arith::MinSIOp>(x, y); }
+  Value divs(Value x, Value y) { return build<arith::DivSIOp>(x, y); }
 
 private:
   template <typename Op> Value build(Value x, Value y) {

@@ -29,6 +29,8 @@
 #include "KernelLowerings.h"
 #include "fa/Dialect/FAGPU/IR/KernelABI.h"
 #include "fa/Dialect/FAGPU/IR/SharedMemory.h"
+#include "fa/Model/BlockRange.h"
+#include "fa/Support/IRArithmetic.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -137,7 +139,8 @@ private:
   fagpu::FragmentType scoresType, probsType, gradType, rowsType;
   fagpu::SharedTileType tileType, gradScoresTileType;
   Value qPtr, doPtr, lsePtr, rowDotsPtr, dqPtr, semaphoresPtr;
-  Value hq, nq, nk, scale, scaleLog2, shift, farShift;
+  Value hq, nq, nk, scale, scaleLog2;
+  model::VisibleBand<IRArithmetic> band;
   Value batch, kvHead, group, firstBlock, blocksPerHead, steps;
   Value warp, g, k0, keyBlock, keyBlocks;
   Value kTile, vTile, ring, gradScoresTile;
@@ -186,35 +189,17 @@ LLVM::LLVMFuncOp BackwardBuilder::build(gpu::GPUModuleOp module) {
   k0 = mul(keyBlock, c32(kBlock));
   Value kvMatrix = add(mul(batch, hkv), kvHead);
 
-  // The query blocks that see a key of the block. Query i sits at key
-  // position i + base (base = Nk - Nq bottom-right aligned, plus the
-  // diagonal offset) and sees keys k with k <= i + shift (a causal mask:
-  // shift = base; a window w alone: base + w - 1) and k >= i + farShift
-  // (a window: base - w + 1). So the first is floor(max(k0 - shift, 0) /
-  // 64) and the count ends with the last query k0 + 63 - farShift.
+  // The query blocks that see a key of the block (fa/Model/BlockRange.h,
+  // checked on integers against every mask by model-checks): the mask's
+  // band of keys, then the range it gives the key block.
   Value queryBlocks = divu(add(nq, c32(kBlock - 1)), c32(kBlock));
-  firstBlock = c32(0);
-  if (spec.causal || spec.window) {
-    Value base = spec.bottomRight ? sub(nk, nq) : c32(0);
-    if (spec.diagonalOffset)
-      base = add(base, c32(spec.diagonalOffset));
-    shift = spec.causal ? base : add(base, c32(spec.window - 1));
-    if (spec.window)
-      farShift = sub(base, c32(spec.window - 1));
-    Value first = arith::MaxSIOp::create(b, loc, sub(k0, shift), c32(0));
-    firstBlock =
-        arith::MinUIOp::create(b, loc, divu(first, c32(kBlock)), queryBlocks);
-  }
-  Value endBlock = queryBlocks;
-  if (farShift) {
-    // ceil((k0 + 64 - farShift) / 64) blocks hold a query that sees k0 + 63.
-    Value reach = arith::MaxSIOp::create(
-        b, loc, sub(add(k0, c32(2 * kBlock - 1)), farShift), c32(0));
-    endBlock =
-        arith::MinUIOp::create(b, loc, divu(reach, c32(kBlock)), queryBlocks);
-    endBlock = arith::MaxUIOp::create(b, loc, endBlock, firstBlock);
-  }
-  blocksPerHead = sub(endBlock, firstBlock);
+  IRArithmetic ir{b, loc};
+  band = model::visibleBand(ir, nq, nk, spec.causal, spec.window,
+                            spec.bottomRight, spec.diagonalOffset);
+  model::QueryRange<IRArithmetic> range =
+      model::queryBlockRange(ir, band, k0, queryBlocks, kBlock, kBlock);
+  firstBlock = range.first;
+  blocksPerHead = sub(range.end, firstBlock);
   steps = mul(blocksPerHead, group);
 
   // Shared memory: K, V, the Q / dO ring, the dS tile.
@@ -303,9 +288,9 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
   Value s = fagpu::MmaOp::create(b, loc, scoresType, kTile, qTile, Value(),
                                  Value(), /*mn_major=*/false)
                 .getResult();
-  Value p =
-      fagpu::BackwardProbsOp::create(b, loc, scoresType, s, lse, q0, nq,
-                                     threadRow, nk, scaleLog2, shift, farShift);
+  Value p = fagpu::BackwardProbsOp::create(
+      b, loc, scoresType, s, lse, q0, nq, threadRow, nk, scaleLog2,
+      band.hasNear ? band.near : Value(), band.hasFar ? band.far : Value());
   Value pOperand = fagpu::ToOperandAOp::create(b, loc, probsType, p);
   dv = fagpu::MmaOp::create(b, loc, gradType, pOperand, doTile, dv, Value(),
                             /*mn_major=*/true)
@@ -338,21 +323,17 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
   }
   // The key blocks that reach query block q0 / 64 are a range .. J (a
   // causal mask or a window's near edge hides a suffix of them, a window's
-  // far edge a prefix): key k reaches it while k <= q0 + 63 + shift, so
-  // J = min((q0 + 63 + shift) / 64, blocks - 1), at least this CTA's block
+  // far edge a prefix): key k reaches it while k <= q0 + 63 + near, so
+  // J = min((q0 + 63 + near) / 64, blocks - 1), at least this CTA's block
   // for every block it visits. Key block j takes turn J - j there: the sum
   // is the same every run. Highest first, because
   // under a causal mask block J's CTA reaches query block q0 / 64 at its
   // first step and block j's one step after block j + 1's: each CTA waits
   // for one that got there a step earlier. Lowest first chained the waits
   // (block j's first step waited for j steps of lower blocks).
-  Value lastKeyBlock = sub(keyBlocks, c32(1));
-  if (shift)
-    lastKeyBlock = arith::MinSIOp::create(
-        b, loc,
-        arith::DivSIOp::create(b, loc, add(add(q0, c32(kBlock - 1)), shift),
-                               c32(kBlock)),
-        lastKeyBlock);
+  IRArithmetic ir{b, loc};
+  Value lastKeyBlock = model::lastKeyBlockReaching(
+      ir, band, q0, sub(keyBlocks, c32(1)), kBlock, kBlock);
   Value queryBlocks = divu(add(nq, c32(kBlock - 1)), c32(kBlock));
   Value semaphore =
       gep(globalPtr, i32, semaphoresPtr,
