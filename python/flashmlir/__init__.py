@@ -761,11 +761,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
 
     Differentiable where q, k or v requires grad (and grad mode is on): the
     forward kernel keeps its LSE and the backward kernel (fa-compile
-    --backward, mma.sync) gives dq, dk, dv; D 64 or 128, no mask or causal.
-    deterministic=True takes the backward kernel that adds into dQ in the
-    order of its key blocks (the same gradients every run). Windows,
-    softcaps and e4m3 inputs have no backward kernel yet and are refused
-    there (inference under torch.no_grad() takes them all).
+    --backward, mma.sync) gives dq, dk, dv; D 64 or 128, no mask, causal
+    or a window_size. deterministic=True takes the backward kernel that
+    adds into dQ in a fixed order of its key blocks (the same gradients
+    every run). Softcaps and e4m3 inputs have no backward kernel yet and
+    are refused there (inference under torch.no_grad() takes them all).
 
     As in flash-attention, `causal` is aligned to the bottom-right corner
     (query i sees keys j <= i + Nk - Nq: a KV cache, chunked prefill), and
