@@ -140,6 +140,22 @@ def test_refuses_bad_tensors_before_launching(flashmlir, artefact):
         kernel(q, q, q, q, lse, "dO")
 
 
+def _assert_two_x_rule(torch, ours, attention, inputs, do, dtype):
+    """flash-attn's rule: each of `ours` (dq, dk, dv) within twice the error
+    of torch's own `attention` in `dtype` (plus 1e-4), both against float64
+    autograd of it, on `inputs` (q, k, v) and the loss gradient `do`."""
+    def grads(dt):
+        x = [t.detach().to(dt).requires_grad_() for t in inputs]
+        return torch.autograd.grad(attention(*x), x, do.to(dt))
+
+    ref, pt = grads(torch.float64), grads(dtype)
+    for name, a, r, p in zip(("dq", "dk", "dv"), ours, ref, pt):
+        assert a.shape == r.shape, f"{name}: {a.shape} != {r.shape}"
+        err = (a.double() - r).abs().max().item()
+        bound = 2 * (p.double() - r).abs().max().item() + 1e-4
+        assert err <= bound, f"{name}: {err} > {bound}"
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("d", [64, 128])
@@ -185,15 +201,8 @@ def test_gradients_two_x_rule(cuda_flashmlir, dtype, d, causal, bottom_right,
     ours = kernel(q, k, v, o.to(tdt).contiguous(), lse.contiguous(), do,
                   scale=scale)
 
-    def grads(dtype):
-        x = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
-        return torch.autograd.grad(attention(*x)[0], x, do.to(dtype))
-
-    ref, pt = grads(torch.float64), grads(tdt)
-    for name, x, r, p in zip(("dq", "dk", "dv"), ours, ref, pt):
-        err = (x.double() - r).abs().max().item()
-        bound = 2 * (p.double() - r).abs().max().item() + 1e-4
-        assert err <= bound, f"{name}: {err} > {bound}"
+    _assert_two_x_rule(torch, ours, lambda *x: attention(*x)[0], (q, k, v),
+                       do, tdt)
 
 
 @pytest.mark.gpu
@@ -233,16 +242,7 @@ def test_flash_attn_func_is_differentiable(cuda_flashmlir, dtype, d, causal,
     assert out.requires_grad
     ours = torch.autograd.grad(out, x, do)
 
-    def grads(dtype):
-        y = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
-        return torch.autograd.grad(reference(*y), y, do.to(dtype))
-
-    ref, pt = grads(torch.float64), grads(tdt)
-    for name, a, r, p in zip(("dq", "dk", "dv"), ours, ref, pt):
-        assert a.shape == r.shape
-        err = (a.double() - r).abs().max().item()
-        bound = 2 * (p.double() - r).abs().max().item() + 1e-4
-        assert err <= bound, f"{name}: {err} > {bound}"
+    _assert_two_x_rule(torch, ours, reference, (q, k, v), do, tdt)
 
 
 @pytest.mark.gpu
@@ -285,15 +285,7 @@ def test_flash_attn_func_window_gradients(cuda_flashmlir, dtype, d,
                                     deterministic=deterministic)
     ours = torch.autograd.grad(out, x, do)
 
-    def grads(dtype):
-        y = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]
-        return torch.autograd.grad(reference(*y), y, do.to(dtype))
-
-    ref, pt = grads(torch.float64), grads(tdt)
-    for name, a, r, p in zip(("dq", "dk", "dv"), ours, ref, pt):
-        err = (a.double() - r).abs().max().item()
-        bound = 2 * (p.double() - r).abs().max().item() + 1e-4
-        assert err <= bound, f"{name}: {err} > {bound}"
+    _assert_two_x_rule(torch, ours, reference, (q, k, v), do, tdt)
     if deterministic:
         again = torch.autograd.grad(
             flashmlir.flash_attn_func(*x, window_size=window_size,
