@@ -83,11 +83,13 @@ _SCHEMAS = {
     # the gradients from them (torch >= 2.4 registers the pair as
     # flash_attn_forward's autograd formula).
     "flash_attn_forward": "(Tensor q, Tensor k, Tensor v, "
-                          "float? softmax_scale=None, bool causal=False) -> "
+                          "float? softmax_scale=None, bool causal=False, "
+                          "int window_left=-1, int window_right=-1) -> "
                           "(Tensor, Tensor)",
     "flash_attn_backward": "(Tensor grad_out, Tensor q, Tensor k, Tensor v, "
                            "Tensor out, Tensor lse, float? softmax_scale=None,"
-                           " bool causal=False, bool deterministic=False) -> "
+                           " bool causal=False, bool deterministic=False, "
+                           "int window_left=-1, int window_right=-1) -> "
                            "(Tensor, Tensor, Tensor)",
     # The cache is written in place where k and v are appended.
     "flash_attn_with_kvcache":
@@ -162,20 +164,35 @@ def _flash_attn_fake(q, k, v, softmax_scale=None, causal=False,
     return q.new_empty(q.shape)
 
 
+def _mask(op, causal, window_left, window_right):
+    """flash-attn's (causal, window_size) as the kernels take them:
+    (causal, window, diagonal offset), refused as flash_attn_func refuses
+    them (a window bounded on the left only, a negative reach)."""
+    import flashmlir
+    causal, window, offset, _ = flashmlir._flash_window(
+        f"flashmlir::{op}", causal, (window_left, window_right), 0.0)
+    return causal, window, offset
+
+
 def _flash_attn_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                         softmax_scale: Optional[float] = None,
-                        causal: bool = False):
+                        causal: bool = False, window_left: int = -1,
+                        window_right: int = -1):
     import os
     import flashmlir
     _check("flash_attn_forward", q, k, v, head_axis=2)
+    causal, window, offset = _mask("flash_attn_forward", causal, window_left,
+                                   window_right)
     out, lse, _ = flashmlir._forward_with_lse(
         q, k, v, softmax_scale, causal,
-        os.environ.get("FLASHMLIR_KERNEL_DIR"))
+        os.environ.get("FLASHMLIR_KERNEL_DIR"), window, offset)
     return out.transpose(1, 2).contiguous(), lse.contiguous()
 
 
-def _flash_attn_forward_fake(q, k, v, softmax_scale=None, causal=False):
+def _flash_attn_forward_fake(q, k, v, softmax_scale=None, causal=False,
+                             window_left=-1, window_right=-1):
     _check("flash_attn_forward", q, k, v, head_axis=2)
+    _mask("flash_attn_forward", causal, window_left, window_right)
     b, nq, hq, _ = q.shape
     return (q.new_empty(q.shape[:3] + v.shape[3:]),
             q.new_empty((b, hq, nq), dtype=torch.float32))
@@ -185,20 +202,26 @@ def _flash_attn_backward(grad_out: torch.Tensor, q: torch.Tensor,
                          k: torch.Tensor, v: torch.Tensor,
                          out: torch.Tensor, lse: torch.Tensor,
                          softmax_scale: Optional[float] = None,
-                         causal: bool = False, deterministic: bool = False):
+                         causal: bool = False, deterministic: bool = False,
+                         window_left: int = -1, window_right: int = -1):
     import os
     import flashmlir
     _check("flash_attn_backward", q, k, v, head_axis=2)
+    causal, window, offset = _mask("flash_attn_backward", causal, window_left,
+                                   window_right)
     arch, _ = flashmlir._arch_and_dtype(q)
     grads = flashmlir._backward_from_lse(
         grad_out, q, k, v, out.transpose(1, 2), lse, softmax_scale, causal,
-        arch, os.environ.get("FLASHMLIR_KERNEL_DIR"), deterministic)
+        arch, os.environ.get("FLASHMLIR_KERNEL_DIR"), deterministic, window,
+        offset)
     return tuple(g.contiguous() for g in grads)
 
 
 def _flash_attn_backward_fake(grad_out, q, k, v, out, lse, softmax_scale=None,
-                              causal=False, deterministic=False):
+                              causal=False, deterministic=False,
+                              window_left=-1, window_right=-1):
     _check("flash_attn_backward", q, k, v, head_axis=2)
+    _mask("flash_attn_backward", causal, window_left, window_right)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
@@ -269,10 +292,11 @@ def _register_custom_op():
 def _forward_setup(ctx, inputs, output):
     """flash_attn_forward's autograd: what its backward reads (the LSE is
     an output for the backward, not a differentiable one)."""
-    q, k, v, softmax_scale, causal = inputs
+    q, k, v, softmax_scale, causal, window_left, window_right = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.softmax_scale, ctx.causal = softmax_scale, causal
+    ctx.window = (window_left, window_right)
     if hasattr(ctx, "mark_non_differentiable"):
         ctx.mark_non_differentiable(lse)
 
@@ -281,8 +305,8 @@ def _forward_backward(ctx, grad_out, grad_lse):
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = torch.ops.flashmlir.flash_attn_backward(
         grad_out.contiguous(), q, k, v, out, lse, ctx.softmax_scale,
-        ctx.causal, False)
-    return dq, dk, dv, None, None
+        ctx.causal, False, *ctx.window)
+    return dq, dk, dv, None, None, None, None
 
 
 @contextlib.contextmanager
@@ -355,32 +379,37 @@ def flash_attn(q, k, v, softmax_scale=None, causal=False,
                window_size=(-1, -1)):
     """torch.ops.flashmlir.flash_attn: [B, N, H, D] tensors, bottom-right
     causal and window, as flashmlir.flash_attn_func. Where q, k or v
-    requires grad (torch >= 2.4, no window): torch.ops.flashmlir.
-    flash_attn_forward, whose autograd formula is the backward kernel."""
+    requires grad (torch >= 2.4): torch.ops.flashmlir.flash_attn_forward,
+    whose autograd formula is the backward kernel."""
     left, right = _window("flash_attn", window_size)
-    if REGISTRATION == "custom_op" and torch.is_grad_enabled() and \
-            (left, right) == (-1, -1) and any(
-                isinstance(t, torch.Tensor) and t.requires_grad
-                for t in (q, k, v)):
-        return torch.ops.flashmlir.flash_attn_forward(q, k, v, softmax_scale,
-                                                      causal)[0]
+    if REGISTRATION == "custom_op" and torch.is_grad_enabled() and any(
+            isinstance(t, torch.Tensor) and t.requires_grad
+            for t in (q, k, v)):
+        return torch.ops.flashmlir.flash_attn_forward(
+            q, k, v, softmax_scale, causal, left, right)[0]
     return torch.ops.flashmlir.flash_attn(q, k, v, softmax_scale, causal,
                                           left, right)
 
 
-def flash_attn_forward(q, k, v, softmax_scale=None, causal=False):
+def flash_attn_forward(q, k, v, softmax_scale=None, causal=False,
+                       window_size=(-1, -1)):
     """torch.ops.flashmlir.flash_attn_forward: (O, LSE) of [B, N, H, D]
-    tensors; differentiable in q, k, v on torch >= 2.4."""
+    tensors, causal and window_size as flashmlir.flash_attn_func;
+    differentiable in q, k, v on torch >= 2.4."""
+    left, right = _window("flash_attn_forward", window_size)
     return torch.ops.flashmlir.flash_attn_forward(q, k, v, softmax_scale,
-                                                  causal)
+                                                  causal, left, right)
 
 
 def flash_attn_backward(grad_out, q, k, v, out, lse, softmax_scale=None,
-                        causal=False, deterministic=False):
+                        causal=False, deterministic=False,
+                        window_size=(-1, -1)):
     """torch.ops.flashmlir.flash_attn_backward: (dq, dk, dv) from
-    flash_attn_forward's O and LSE."""
+    flash_attn_forward's O and LSE (the same causal and window_size)."""
+    left, right = _window("flash_attn_backward", window_size)
     return torch.ops.flashmlir.flash_attn_backward(
-        grad_out, q, k, v, out, lse, softmax_scale, causal, deterministic)
+        grad_out, q, k, v, out, lse, softmax_scale, causal, deterministic,
+        left, right)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,

@@ -114,7 +114,13 @@ def test_training_pair_fake_shapes(ops):
     torch, t = ops
     assert str(torch.ops.flashmlir.flash_attn_forward.default._schema) == (
         "flashmlir::flash_attn_forward(Tensor q, Tensor k, Tensor v, float? "
-        "softmax_scale=None, bool causal=False) -> (Tensor, Tensor)")
+        "softmax_scale=None, bool causal=False, int window_left=-1, "
+        "int window_right=-1) -> (Tensor, Tensor)")
+    assert str(torch.ops.flashmlir.flash_attn_backward.default._schema) == (
+        "flashmlir::flash_attn_backward(Tensor grad_out, Tensor q, Tensor k, "
+        "Tensor v, Tensor out, Tensor lse, float? softmax_scale=None, "
+        "bool causal=False, bool deterministic=False, int window_left=-1, "
+        "int window_right=-1) -> (Tensor, Tensor, Tensor)")
     q = _meta(torch, (2, 100, 8, 64), "bfloat16")     # [B, Nq, Hq, D]
     kv = _meta(torch, (2, 77, 2, 64), "bfloat16")     # [B, Nk, Hkv, D]
     with torch.inference_mode():
@@ -128,6 +134,15 @@ def test_training_pair_fake_shapes(ops):
         with pytest.raises(Exception, match="multiple of key/value heads"):
             t.flash_attn_forward(q, _meta(torch, (2, 77, 3, 64), "bfloat16"),
                                  _meta(torch, (2, 77, 3, 64), "bfloat16"))
+        # A sliding window: the same shapes; one bounded on the left only
+        # is refused at trace time, as flash_attn_func refuses it.
+        out, lse = t.flash_attn_forward(q, kv, kv, window_size=(32, 0))
+        assert out.shape == q.shape and lse.shape == (2, 8, 100)
+        dq, _, _ = t.flash_attn_backward(q, q, kv, kv, out, lse,
+                                         window_size=(32, 0))
+        assert dq.shape == q.shape
+        with pytest.raises(Exception, match="bounded on the left only"):
+            t.flash_attn_forward(q, kv, kv, window_size=(32, -1))
 
 
 def test_fake_tensor_mode(ops):
@@ -400,6 +415,10 @@ def test_training_pair_autograd_and_opcheck(gpu):
         o, lse = t.flash_attn_forward(q, kv, kv, causal=True)
         torch.library.opcheck(torch.ops.flashmlir.flash_attn_backward.default,
                               (do, q, kv, kv, o, lse, None, True, False))
+        # A sliding window (flash-attn's window_size = (48, 0)) through
+        # both ops and the autograd formula.
+        torch.library.opcheck(torch.ops.flashmlir.flash_attn_forward.default,
+                              (x[0], x[1], x[2], None, True, 48, 0))
 
 
 @pytest.mark.gpu
