@@ -13,6 +13,10 @@
 //    lastKeyBlockReaching (the deterministic kernel's turns J - j count
 //    0, 1, ... there: a gap or a block past J would wait forever).
 //
+// The forward's K/V ranges (kvBlockRange, unmaskedBlocksEnd) the same way:
+// no block with a visible key left out, no masked element in a block the
+// kernel runs unmasked.
+//
 // Prints one line a check and exits non-zero at the first failure.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 using namespace mlir::fa::model;
@@ -105,6 +110,50 @@ int checkBackward(const Mask &m, int64_t nq, int64_t nk, int64_t blockR,
   return 0;
 }
 
+/// The forward's K/V range of each query tile (kvBlockRange) and the end
+/// of its unmasked blocks (unmaskedBlocksEnd): every key block that holds
+/// a key visible from a row of the tile is in the range; every block
+/// before the unmasked end is whole and visible from every row (the kernel
+/// skips the mask there); a range is never empty where a tile must run a
+/// block (bottom-right, windows).
+int checkForward(const Mask &m, int64_t nq, int64_t nk, int64_t blockR,
+                 int64_t blockC) {
+  IntegerArithmetic a;
+  int64_t keyBlocks = (nk + blockC - 1) / blockC;
+  for (int64_t q0 = 0; q0 < nq; q0 += blockR) {
+    KVRange<IntegerArithmetic> r =
+        kvBlockRange(a, q0, nq, nk, blockR, blockC, m.causal, m.window,
+                     m.bottomRight, m.offset);
+    if (r.first < 0 || r.first > r.end || r.end > keyBlocks)
+      return fail(m, nq, nk, blockR, blockC, "kvBlockRange", r.first, r.end);
+    if ((m.bottomRight || m.window) && r.first == r.end)
+      return fail(m, nq, nk, blockR, blockC, "empty range of tile", q0,
+                  r.end);
+    int64_t lastRow = std::min(nq, q0 + blockR);
+    for (int64_t kb = 0; kb < keyBlocks; ++kb) {
+      bool sees = false;
+      for (int64_t i = q0; i < lastRow; ++i)
+        for (int64_t k = kb * blockC; k < std::min(nk, (kb + 1) * blockC);
+             ++k)
+          sees = sees || visible(m, nq, nk, i, k);
+      if (sees && (kb < r.first || kb >= r.end))
+        return fail(m, nq, nk, blockR, blockC,
+                    "forward missed (query tile, key block)", q0, kb);
+    }
+    int64_t unmasked =
+        unmaskedBlocksEnd(a, r, q0, nq, nk, blockC, m.causal, m.window,
+                          m.bottomRight, m.offset);
+    for (int64_t kb = r.first; kb < unmasked; ++kb)
+      for (int64_t i = q0; i < lastRow; ++i)
+        for (int64_t k = kb * blockC; k < (kb + 1) * blockC; ++k)
+          if (k >= nk || !visible(m, nq, nk, i, k))
+            return fail(m, nq, nk, blockR, blockC,
+                        "masked element in an unmasked block (row, key)", i,
+                        k);
+  }
+  return 0;
+}
+
 } // namespace
 
 int main() {
@@ -129,6 +178,28 @@ int main() {
               }
         }
   std::printf("backward block ranges: %lld configurations ok\n",
+              (long long)checked);
+  // The forward's tiles: B_r and B_c differ on the GPU (128 x 128,
+  // 128 x 176, 64 x 64 ...).
+  checked = 0;
+  for (bool causal : {false, true})
+    for (int64_t window : windows)
+      for (bool bottomRight : {false, true})
+        for (int64_t offset : offsets) {
+          if (!causal && !window && (bottomRight || offset))
+            continue;
+          Mask m{causal, window, bottomRight, offset};
+          for (int64_t nq : sizes)
+            for (int64_t nk : sizes)
+              for (auto [blockR, blockC] :
+                   {std::pair<int64_t, int64_t>{16, 16}, {64, 64}, {128, 176},
+                    {64, 128}}) {
+                if (int rc = checkForward(m, nq, nk, blockR, blockC))
+                  return rc;
+                ++checked;
+              }
+        }
+  std::printf("forward block ranges: %lld configurations ok\n",
               (long long)checked);
   return 0;
 }
