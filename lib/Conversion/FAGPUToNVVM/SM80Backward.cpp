@@ -326,11 +326,11 @@ SmallVector<Value> BackwardBuilder::emitStep(Value t, ValueRange grads) {
   // far edge a prefix): key k reaches it while k <= q0 + 63 + near, so
   // J = min((q0 + 63 + near) / 64, blocks - 1), at least this CTA's block
   // for every block it visits. Key block j takes turn J - j there: the sum
-  // is the same every run. Highest first, because
-  // under a causal mask block J's CTA reaches query block q0 / 64 at its
-  // first step and block j's one step after block j + 1's: each CTA waits
-  // for one that got there a step earlier. Lowest first chained the waits
-  // (block j's first step waited for j steps of lower blocks).
+  // is the same every run. Highest first, because under a causal mask
+  // block J's CTA reaches query block q0 / 64 at its first step and block
+  // j's one step after block j + 1's: each CTA waits for one that got
+  // there a step earlier. Lowest first chained the waits (block j's first
+  // step waited for j steps of lower blocks).
   IRArithmetic ir{b, loc};
   Value lastKeyBlock = model::lastKeyBlockReaching(
       ir, band, q0, sub(keyBlocks, c32(1)), kBlock, kBlock);
