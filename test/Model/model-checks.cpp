@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -154,13 +155,15 @@ int checkForward(const Mask &m, int64_t nq, int64_t nk, int64_t blockR,
   return 0;
 }
 
-} // namespace
-
-int main() {
+/// Runs `check` on every mask the kernels take, ragged sizes and `tiles`
+/// (B_r, B_c); returns its first failure, else 0 and the count.
+template <typename Check>
+int forEachCase(std::initializer_list<std::pair<int64_t, int64_t>> tiles,
+                Check check, int64_t &checked) {
   const int64_t sizes[] = {1, 7, 63, 64, 65, 130, 200, 333};
   const int64_t windows[] = {0, 1, 5, 64, 97, 138, 500};
   const int64_t offsets[] = {0, 1, 37, 70};
-  int64_t checked = 0;
+  checked = 0;
   for (bool causal : {false, true})
     for (int64_t window : windows)
       for (bool bottomRight : {false, true})
@@ -171,34 +174,29 @@ int main() {
           Mask m{causal, window, bottomRight, offset};
           for (int64_t nq : sizes)
             for (int64_t nk : sizes)
-              for (int64_t block : {16, 64}) {
-                if (int rc = checkBackward(m, nq, nk, block, block))
+              for (auto [blockR, blockC] : tiles) {
+                if (int rc = check(m, nq, nk, blockR, blockC))
                   return rc;
                 ++checked;
               }
         }
+  return 0;
+}
+
+} // namespace
+
+int main() {
+  int64_t checked = 0;
+  // The backward's tiles are square (64 x 64 on the GPU).
+  if (int rc = forEachCase({{16, 16}, {64, 64}}, checkBackward, checked))
+    return rc;
   std::printf("backward block ranges: %lld configurations ok\n",
               (long long)checked);
-  // The forward's tiles: B_r and B_c differ on the GPU (128 x 128,
-  // 128 x 176, 64 x 64 ...).
-  checked = 0;
-  for (bool causal : {false, true})
-    for (int64_t window : windows)
-      for (bool bottomRight : {false, true})
-        for (int64_t offset : offsets) {
-          if (!causal && !window && (bottomRight || offset))
-            continue;
-          Mask m{causal, window, bottomRight, offset};
-          for (int64_t nq : sizes)
-            for (int64_t nk : sizes)
-              for (auto [blockR, blockC] :
-                   {std::pair<int64_t, int64_t>{16, 16}, {64, 64}, {128, 176},
-                    {64, 128}}) {
-                if (int rc = checkForward(m, nq, nk, blockR, blockC))
-                  return rc;
-                ++checked;
-              }
-        }
+  // The forward's: B_r and B_c differ on the GPU (128 x 128, 128 x 176,
+  // 64 x 64 ...).
+  if (int rc = forEachCase({{16, 16}, {64, 64}, {128, 176}, {64, 128}},
+                           checkForward, checked))
+    return rc;
   std::printf("forward block ranges: %lld configurations ok\n",
               (long long)checked);
   return 0;
