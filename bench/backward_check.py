@@ -72,6 +72,7 @@ MASKS = [
     ("none", False, False, 0, 0),
     ("causal", True, False, 0, 0),
     ("causal-br", True, True, 0, 0),
+    ("win(96,0)tl", True, False, 97, 0),
     ("win(96,0)", True, True, 97, 0),
     ("win(100,37)", True, True, 138, 37),
     ("win|80|", False, False, 80, 0),

@@ -248,20 +248,21 @@ def test_flash_attn_func_is_differentiable(cuda_flashmlir, dtype, d, causal,
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("window_size", [(96, 0), (100, 37)])
+@pytest.mark.parametrize("window_size, nq", [((96, 0), 300), ((100, 37), 300),
+                                             ((96, 0), 700)])
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_flash_attn_func_window_gradients(cuda_flashmlir, dtype, d,
-                                          window_size, deterministic):
+                                          window_size, nq, deterministic):
     """A sliding window's gradients (flash-attn's window_size = (left,
     right): query i at key position i' = i + Nk - Nq sees keys
     i' - left .. i' + right): within the 2x rule of torch's math attention
     with the same mask, grouped-query heads, query blocks that see no key
-    and key blocks no query sees (the kernels of
-    bench/build_backward_kernels.sh)."""
+    and key blocks no query sees; Nq == Nk takes the top-left kernels (the
+    kernels of bench/build_backward_kernels.sh)."""
     torch, flashmlir = cuda_flashmlir
     torch.manual_seed(3)
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
-    b, nq, nk, hq, hkv = 2, 300, 700, 4, 2
+    b, nk, hq, hkv = 2, 700, 4, 2
     left, right = window_size
     q, do = (torch.randn(b, nq, hq, d, device="cuda", dtype=tdt)
              for _ in range(2))
